@@ -1,0 +1,41 @@
+"""``memcli ingest AGENT [FILE|-]``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+
+def ingest(
+    ctx: typer.Context,
+    agent: str = typer.Argument(..., help="Agent id."),
+    file: Optional[str] = typer.Argument(None, help="Input file; stdin when absent or '-'."),
+    from_: str = typer.Option(
+        "auto", "--from", help="Input format: auto, native, openai, anthropic, claude-code, codex.",
+    ),
+    stream: bool = typer.Option(
+        False, "--stream", help="Persist events as they arrive (for long-lived pipes) instead of all-or-nothing.",
+    ),
+    skip_invalid: bool = typer.Option(
+        False, "--skip-invalid", help="Report and skip invalid events instead of rejecting the whole input.",
+    ),
+) -> None:
+    """Append events (NDJSON or a JSON array) to an agent's memory.
+
+    By default the whole input is validated first and nothing is written if any event is bad.
+    Events that carry an id the agent already has are skipped, so re-ingesting is safe.
+    """
+    from memcli.ingest.api import ingest as run
+
+    result = run(ctx.obj, agent, file, fmt=from_, stream=stream, skip_invalid=skip_invalid)
+    for note in result.notes:
+        print(f"memcli: {note}", file=sys.stderr)
+    for error in result.errors if skip_invalid else ():
+        print(f"memcli: skipped {error}", file=sys.stderr)
+    print(f"memcli: {result.summary()}", file=sys.stderr)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ingest")(ingest)

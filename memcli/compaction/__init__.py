@@ -1,0 +1,1 @@
+"""Compaction (DESIGN.md §3–§4): policy, window selection, summarizers, the journaled commit."""

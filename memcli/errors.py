@@ -1,0 +1,95 @@
+"""The one family of errors the memcli library raises.
+
+Every failure a user can cause or meet (bad input, a corrupt store, an unknown agent, a
+compaction that did not produce a valid summary) is a :class:`MemcliError` subclass carrying the
+process exit code the CLI uses for it (see CLI.md: 1 failure, 2 usage, 3 not found). The CLI turns
+these into one clean line on stderr in a single place (``memcli.cli.app``); anything else is a
+bug and shows a traceback.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+
+
+class MemcliError(Exception):
+    """Base class. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = EXIT_FAILURE
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(MemcliError):
+    """A request that cannot be carried out as asked (bad flag value, bad agent id)."""
+
+    exit_code = EXIT_USAGE
+
+
+class InvalidAgentIdError(UsageError):
+    """An agent id that does not match DESIGN.md §1; refused before any path is built."""
+
+
+class NotFoundError(MemcliError):
+    """An agent or record that does not exist."""
+
+    exit_code = EXIT_NOT_FOUND
+
+
+class AgentNotFoundError(NotFoundError):
+    pass
+
+
+class RecordNotFoundError(NotFoundError):
+    pass
+
+
+class InputError(MemcliError):
+    """Input that cannot be ingested. ``line`` is the 1-based input line, ``field`` the field."""
+
+    def __init__(self, message: str, *, line: int | None = None, field: str | None = None,
+                 hint: str | None = None):
+        self.line = line
+        self.field = field
+        self.reason = message
+        prefix = f"line {line}: " if line is not None else ""
+        where = f"field {field!r}: " if field else ""
+        super().__init__(f"{prefix}{where}{message}", hint=hint)
+
+
+class StoreError(MemcliError):
+    """The store cannot be read or written (permissions, disk full, lock timeout)."""
+
+
+class LockTimeoutError(StoreError):
+    pass
+
+
+class CorruptStoreError(StoreError):
+    """A store file that does not parse; names the file and the 1-based line."""
+
+    def __init__(self, path: str, line: int, reason: str, *, hint: str | None = None):
+        self.path = path
+        self.line = line
+        self.reason = reason
+        super().__init__(
+            f"{path}:{line}: {reason}",
+            hint=hint or "run `memcli doctor AGENT` to see every problem and `--repair` to fix what can be fixed",
+        )
+
+
+class CompactionError(MemcliError):
+    """A compaction that could not produce a valid result; nothing was written."""
+
+
+class IntegrityError(MemcliError):
+    """`doctor` found problems that remain."""

@@ -1,0 +1,25 @@
+"""The native format (see ``memcli.ingest.native``): events pass through unchanged."""
+
+from __future__ import annotations
+
+from memcli.ingest.pipeline import DEFAULT_SOURCE_EVENT
+from memcli.models import TRACE_TYPES
+
+
+class NativeImporter:
+    name = "native"
+    source_event = DEFAULT_SOURCE_EVENT
+
+    def sniff(self, values) -> int:
+        objects = [v for _, v in values if isinstance(v, dict)]
+        if objects and all(v.get("trace_type") in TRACE_TYPES for v in objects[:5]):
+            return 90
+        if objects and "trace_type" in objects[0]:
+            return 60
+        return 0
+
+    def events(self, values, result):
+        return values
+
+
+IMPORTER = NativeImporter()

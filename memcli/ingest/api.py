@@ -1,0 +1,67 @@
+"""``ingest()``: what ``memcli ingest`` does, as one library call."""
+
+from __future__ import annotations
+
+import os
+from typing import IO, Callable
+
+from memcli.errors import InputError, UsageError
+from memcli.importers import resolve
+from memcli.ingest.pipeline import IngestResult, Redactor, ingest_events, ingest_live
+from memcli.ingest.source import LiveLines, iter_json_values, open_input, values_from_lines
+from memcli.store.agent import AgentStore
+
+
+def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike | None = None, *,
+           fmt: str = "auto", stream: bool = False, skip_invalid: bool = False,
+           redactor: Redactor | None = None, stdin: IO[bytes] | None = None,
+           on_detect: Callable[[str], None] | None = None) -> IngestResult:
+    """Ingest ``file`` (or stdin) into ``agent_id``. Raises InputError on bad input (nothing
+    written in batch mode), UsageError for unusable arguments, StoreError for store problems.
+
+    ``on_detect`` is told the format ``--from auto`` picked.
+    """
+    store = AgentStore(memory_dir, agent_id)  # validates the agent id before any path is used
+    result = IngestResult(store.agent_id)
+    if stream:
+        if file is not None and str(file) != "-":
+            try:
+                source = open(file, "rb")
+            except OSError as exc:
+                raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+        else:
+            source = stdin if stdin is not None else _stdin()
+        live = LiveLines(source)
+        importer, values = resolve(fmt, values_from_lines(live), _name(file), sniff_values=1)
+        _detected(importer, fmt, result, on_detect)
+        events = importer.events(values, result)
+        return ingest_live(store, events, live.set_idle_callback, skip_invalid=skip_invalid,
+                           redactor=redactor, source_event=importer.source_event, result=result)
+    f, name = open_input(file, stdin)
+    with f:
+        try:
+            importer, values = resolve(fmt, iter_json_values(f), name)
+            _detected(importer, fmt, result, on_detect)
+            events = importer.events(values, result)
+            return ingest_events(store, events, skip_invalid=skip_invalid, redactor=redactor,
+                                 source_event=importer.source_event, result=result)
+        except InputError as exc:
+            exc.hint = exc.hint or "nothing was written"
+            raise
+
+
+def _stdin():
+    import sys
+
+    return sys.stdin.buffer
+
+
+def _name(file) -> str:
+    return "<stdin>" if file is None or str(file) == "-" else str(file)
+
+
+def _detected(importer, fmt: str, result: IngestResult, on_detect) -> None:
+    result.format = importer.name
+    result.detected = fmt == "auto"
+    if result.detected and on_detect is not None:
+        on_detect(importer.name)

@@ -1,0 +1,303 @@
+"""Ingest: validated events in, durable RAW_TRACE lines out (DESIGN.md §2–§3).
+
+Batch mode (the default) is all-or-nothing: under the agent lock, every event is validated,
+de-duplicated by id, stamped (``id``, ``ts``, ``source_event``) and linked (``turn_id``, ``seq``)
+and its final line staged to an anonymous temporary file; only if no event was rejected is the
+staged file appended to ``raw_traces.jsonl`` in one go and fsynced
+(:meth:`memcli.store.agent.WriteSession.append_staged`). A rejected input leaves every file
+byte-identical. Memory stays flat for any input size: events stream through, only the 16-byte
+digests of ids given in the input are held (to catch the same id twice in one input).
+
+Stream mode (``stream=True``) commits small batches as they arrive — whatever the pipe has
+ready, at most ``STREAM_MAX_DELAY`` seconds after the first event of a batch — so a long-lived
+``agent | memcli ingest --stream`` has its events on disk within a second. A bad event stops the
+stream after the events before it were committed.
+
+An event whose ``id`` the agent already has (in active or archive) or that appeared earlier in
+the same input is skipped and counted as a duplicate: re-ingesting is a no-op.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import orjson
+
+from memcli.errors import InputError
+from memcli.ids import new_id_value
+from memcli.ingest.native import validate_event
+from memcli.models import RawTrace, normalize_record
+from memcli.store.agent import AgentStore, WriteSession
+from memcli.store.id_index import digest
+
+DEFAULT_SOURCE_EVENT = "memcli.ingest"
+MAX_REPORTED_ERRORS = 10
+STREAM_MAX_DELAY = 0.2
+STREAM_MAX_BATCH = 5000
+
+EventItem = tuple[int, object]  # (input line, event dict | InputError)
+Redactor = Callable[[dict], int]  # rewrites an event in place, returns how many secrets it replaced
+
+
+@dataclass
+class IngestResult:
+    agent_id: str
+    format: str = "native"
+    detected: bool = False     # format picked by --from auto
+    events: int = 0            # events offered (valid or not)
+    appended: int = 0
+    duplicates: int = 0
+    invalid: int = 0
+    turns: set = field(default_factory=set)
+    trace_types: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)  # importer: things it did not understand
+    redacted: int = 0
+    errors: list = field(default_factory=list)  # first InputErrors (kept or reported)
+    notes: list = field(default_factory=list)   # repairs and recoveries done on the way
+
+    def summary(self) -> str:
+        calls = self.trace_types.get("tool_call", 0)
+        results = self.trace_types.get("tool_result", 0)
+        parts = [
+            f"ingested {self.appended} event{'s' if self.appended != 1 else ''} into {self.agent_id!r}"
+            f" ({len(self.turns)} turn{'s' if len(self.turns) != 1 else ''},"
+            f" {calls} tool call{'s' if calls != 1 else ''}, {results} result{'s' if results != 1 else ''})"
+        ]
+        if self.detected:
+            parts.append(f"format {self.format} (detected)")
+        elif self.format != "native":
+            parts.append(f"format {self.format}")
+        if self.duplicates:
+            parts.append(f"{self.duplicates} already present")
+        if self.invalid:
+            parts.append(f"{self.invalid} invalid skipped")
+        if self.redacted:
+            parts.append(f"{self.redacted} secret{'s' if self.redacted != 1 else ''} redacted")
+        if self.skipped:
+            parts.append("skipped " + ", ".join(f"{n} {kind}" for kind, n in sorted(self.skipped.items())))
+        return "; ".join(parts)
+
+
+class _Batch:
+    """Stages one batch of events against a write session's state."""
+
+    def __init__(self, session: WriteSession, result: IngestResult, redactor: Redactor | None,
+                 source_event: str, skip_invalid: bool):
+        self.session = session
+        self.result = result
+        self.redactor = redactor
+        self.source_event = source_event
+        self.skip_invalid = skip_invalid
+        self.state = session.state.copy()
+        self.base = _size(session.paths.active)
+        self.staged = anonymous_temp_file()
+        self.staged_len = 0
+        self.digests = bytearray()
+        self.seen: set[bytes] = set()
+        self.rejected: InputError | None = None
+        self.stop_at_first_rejection = False
+
+    def add_all(self, items: Iterable[EventItem]) -> None:
+        """Validate, de-duplicate, stamp, link and stage events."""
+        # The loop makes no reference cycles; the cyclic collector would only rescan the large,
+        # long-lived id set and state again and again (~20% of the time), so it is paused.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._stage(items)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _stage(self, items: Iterable[EventItem]) -> None:
+        """The ingest hot path: locals only, one pass, nothing kept per event but its id key."""
+        result = self.result
+        state = self.state
+        ids = self.session.ids
+        seq_lookup = self.session.seq_lookup
+        seen = self.seen
+        digests = self.digests
+        write = self.staged.write
+        redactor = self.redactor
+        source_event = self.source_event
+        turns_add = result.turns.add
+        type_counts = result.trace_types
+        dumps = orjson.dumps
+        now = time.time
+        offset = self.base + self.staged_len
+        appended = 0
+        last_ts = state.last_ts if state.last_ts is not None else float("-inf")
+        for line, item in items:
+            result.events += 1
+            try:
+                if isinstance(item, InputError):
+                    raise item
+                event = validate_event(item, line)
+            except InputError as exc:
+                self._reject(exc)
+                if self.stop_at_first_rejection and self.rejected is not None:
+                    break
+                continue
+            if self.rejected is not None:
+                continue  # keep validating to report every problem, but stage nothing more
+            if redactor is not None:
+                result.redacted += redactor(event)
+            trace_id = event.get("id")
+            if trace_id is not None:
+                d = digest(trace_id)
+                if d in seen or ids.contains(d):
+                    result.duplicates += 1
+                    continue
+                seen.add(d)
+            else:
+                value = new_id_value()
+                event["id"] = f"rt_{value:032x}"
+                d = value.to_bytes(16, "big")
+            ts = event.get("ts")
+            if ts is None:
+                ts = event["ts"] = now()
+            if "source_event" not in event:
+                event["source_event"] = source_event
+            state.assign(event, seq_lookup, offset)
+            line_bytes = dumps(normalize_record(RawTrace, event)) + b"\n"
+            write(line_bytes)
+            offset += len(line_bytes)
+            digests += d
+            appended += 1
+            if ts > last_ts:
+                last_ts = ts
+            turns_add(event["turn_id"])
+            type_counts[event["trace_type"]] += 1
+        self.staged_len = offset - self.base
+        state.active_count += appended
+        result.appended += appended
+        if appended:
+            state.last_ts = last_ts
+
+    def _reject(self, exc: InputError) -> None:
+        result = self.result
+        result.invalid += 1
+        if len(result.errors) < MAX_REPORTED_ERRORS:
+            result.errors.append(exc)
+        if not self.skip_invalid and self.rejected is None:
+            self.rejected = exc
+
+    def commit(self) -> None:
+        try:
+            if self.rejected is None and self.staged_len:
+                self.staged.flush()
+                self.session.append_staged(self.staged, self.staged_len, bytes(self.digests), self.state)
+        finally:
+            self.staged.close()
+
+
+def anonymous_temp_file(directory: str | None = None):
+    """An unnamed read/write temp file (Linux ``O_TMPFILE``: nothing on disk can be planted in its
+    place or left behind); ``tempfile.TemporaryFile`` elsewhere."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if flag:
+        try:
+            fd = os.open(directory or _tmp_dir(), flag | os.O_RDWR, 0o600)
+            return os.fdopen(fd, "w+b")
+        except OSError:
+            pass
+    import tempfile
+
+    return tempfile.TemporaryFile(dir=directory)
+
+
+def _tmp_dir() -> str:
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        value = os.environ.get(name)
+        if value and os.path.isdir(value):
+            return value
+    return "/tmp"
+
+
+def _size(path) -> int:
+    try:
+        return os.lstat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _notes(session: WriteSession, result: IngestResult) -> None:
+    result.notes.extend(session.recovered)
+    result.notes.extend(r.describe() for r in session.repairs)
+
+
+def ingest_events(store: AgentStore, items: Iterable[EventItem], *, skip_invalid: bool = False,
+                  redactor: Redactor | None = None, source_event: str = DEFAULT_SOURCE_EVENT,
+                  result: IngestResult | None = None) -> IngestResult:
+    """All-or-nothing ingest of ``items`` (see the module docstring). Raises the first
+    :class:`InputError` (nothing written) unless ``skip_invalid``."""
+    result = result or IngestResult(store.agent_id)
+    with store.writer() as session:
+        _notes(session, result)
+        batch = _Batch(session, result, redactor, source_event, skip_invalid)
+        try:
+            batch.add_all(items)
+        except BaseException:
+            batch.staged.close()
+            raise
+        if batch.rejected is not None:
+            batch.staged.close()
+            raise _rejection(batch.rejected, result)
+        batch.commit()
+    return result
+
+
+def _rejection(first: InputError, result: IngestResult) -> InputError:
+    others = result.invalid - 1
+    if others > 0:
+        shown = "; ".join(str(e) for e in result.errors[1:4])
+        first.hint = (f"{others} more invalid event{'s' if others != 1 else ''} ({shown}{'; ...' if others > 3 else ''}); "
+                      "nothing was written; --skip-invalid ingests the valid ones")
+    else:
+        first.hint = "nothing was written; --skip-invalid ingests the valid events and reports the others"
+    return first
+
+
+def ingest_live(store: AgentStore, items: Iterable[EventItem], set_idle_callback: Callable[[Callable[[], None]], None],
+                *, skip_invalid: bool = False, redactor: Redactor | None = None,
+                source_event: str = DEFAULT_SOURCE_EVENT, result: IngestResult | None = None,
+                max_batch: int = STREAM_MAX_BATCH) -> IngestResult:
+    """Stream mode: commit events in small batches as they arrive.
+
+    ``items`` is lazily produced from a live input whose reader calls the callback registered
+    through ``set_idle_callback`` whenever it is about to wait for more input (or has been
+    reading for ``STREAM_MAX_DELAY`` without a pause); that callback commits what has arrived.
+    Nothing is staged or locked while waiting. The first invalid event stops the stream after the
+    events before it were committed, unless ``skip_invalid``.
+    """
+    result = result or IngestResult(store.agent_id)
+    buffer: list[EventItem] = []
+
+    def flush() -> None:
+        if not buffer:
+            return
+        items_now = list(buffer)
+        buffer.clear()
+        with store.writer() as session:
+            _notes(session, result)
+            batch = _Batch(session, result, redactor, source_event, skip_invalid)
+            batch.stop_at_first_rejection = True
+            batch.add_all(items_now)
+            rejected, batch.rejected = batch.rejected, None  # commit what came before it
+            batch.commit()
+        if rejected is not None:
+            rejected.hint = "events before it were committed (--stream); --skip-invalid skips bad events"
+            raise rejected
+
+    set_idle_callback(flush)
+    for item in items:
+        buffer.append(item)
+        if len(buffer) >= max_batch:
+            flush()
+    flush()
+    return result

@@ -1,0 +1,242 @@
+"""Record models of the store (DESIGN.md §1) and the one generic (de)serializer they share.
+
+Field names and types follow AutoByteus' ``RawTraceItem`` / ``EpisodicItem`` / ``SemanticItem`` so
+that either tool reads what the other writes. Serialization rules, applied by :func:`to_record`
+for every model alike (no per-class ``to_dict``):
+
+* fields are written in declaration order, then any unknown fields the record arrived with
+  (kept verbatim in ``extra``, in their original order);
+* a field without a default is always written; a field with a default is written unless it is
+  ``None`` or an empty list/dict — except fields marked ``always`` (e.g. ``salience``), which are
+  always written, as AutoByteus does.
+
+:func:`from_record` is the inverse: known keys become fields, the rest go to ``extra``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, TypeVar
+
+TRACE_TYPES = ("user", "assistant", "tool_call", "tool_result")
+
+# Tags with a meaning to memcli itself. A ``user`` trace carrying one of the NON_OPENING_TAGS is
+# context, not a user ask: it never opens a turn (DESIGN.md §2 as refined in memcli.ingest.linker).
+TAG_SYSTEM = "system"            # a system prompt message kept from a transcript
+TAG_DEVELOPER = "developer"      # an OpenAI developer message
+TAG_CONTEXT = "context"          # context injected by the agent harness (AGENTS.md, env info)
+TAG_COMPACT_SUMMARY = "compact_summary"  # summary written by an earlier (foreign) compaction
+TAG_SIDECHAIN = "sidechain"      # a subagent's message (Claude Code sidechain)
+TAG_REASONING = "reasoning"      # model reasoning / thinking, kept as an assistant trace
+NON_OPENING_TAGS = frozenset({TAG_SYSTEM, TAG_DEVELOPER, TAG_CONTEXT, TAG_COMPACT_SUMMARY, TAG_SIDECHAIN})
+# context that is part of the instructions, kept active across compactions and rendered as system
+PINNED_TAGS = frozenset({TAG_SYSTEM, TAG_DEVELOPER})
+
+
+def _always(default: Any) -> Any:
+    return field(default=default, metadata={"always": True})
+
+
+def _always_list() -> Any:
+    return field(default_factory=list, metadata={"always": True})
+
+
+@dataclass(slots=True)
+class RawTrace:
+    id: str
+    ts: float
+    turn_id: str
+    seq: int
+    trace_type: str
+    content: str
+    source_event: str
+    media: dict | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    tool_args: dict | None = None
+    tool_result: Any = None
+    tool_error: str | None = None
+    correlation_id: str | None = None
+    tags: list = field(default_factory=list)
+    tool_result_ref: str | None = None
+    usage: dict | None = None
+    tokens: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    def has_tag(self, tag: str) -> bool:
+        return tag in self.tags
+
+    @property
+    def is_context(self) -> bool:
+        """A user-role trace that is not a user ask (system/developer/injected context)."""
+        return self.trace_type == "user" and not NON_OPENING_TAGS.isdisjoint(self.tags)
+
+
+@dataclass(slots=True)
+class EpisodicItem:
+    id: str
+    ts: float
+    turn_ids: list
+    summary: str
+    tags: list = _always_list()
+    salience: float = _always(0.0)
+    trace_ids: list = field(default_factory=list)
+    compaction_id: str | None = None
+    supersedes: list = field(default_factory=list)
+    model: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SemanticItem:
+    id: str
+    ts: float
+    fact: str
+    tags: list = _always_list()
+    confidence: float = _always(0.0)
+    salience: float = _always(0.0)
+    source_turn_ids: list = field(default_factory=list)
+    compaction_id: str | None = None
+    supersedes: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+
+class ToolStatus(str, Enum):
+    PENDING = "PENDING"
+    SUCCESS = "SUCCESS"
+    ERROR = "ERROR"
+    ORPHAN = "ORPHAN"
+
+
+@dataclass(slots=True)
+class ToolInteraction:
+    """A tool call with its result (DESIGN.md §2). Derived from traces, never stored.
+
+    ``status`` is PENDING (call without result yet), SUCCESS, ERROR (result with ``tool_error``)
+    or ORPHAN (a result whose call is not in the traces looked at).
+    """
+
+    tool_call_id: str
+    turn_id: str | None
+    tool_name: str | None
+    arguments: Any
+    result: Any
+    error: str | None
+    status: ToolStatus
+    call_trace_id: str | None = None
+    result_trace_id: str | None = None
+    call_ts: float | None = None
+    result_ts: float | None = None
+    extra: dict = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- generic codec
+
+_T = TypeVar("_T")
+# per class: tuple of (name, has_default, always)
+_SCHEMA_CACHE: dict[type, tuple[tuple[str, bool, bool], ...]] = {}
+_NAMES_CACHE: dict[type, frozenset[str]] = {}
+
+
+def _schema(cls: type) -> tuple[tuple[str, bool, bool], ...]:
+    schema = _SCHEMA_CACHE.get(cls)
+    if schema is None:
+        items = []
+        for f in dataclasses.fields(cls):
+            if f.name == "extra":
+                continue
+            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            items.append((f.name, has_default, bool(f.metadata.get("always"))))
+        schema = _SCHEMA_CACHE[cls] = tuple(items)
+    return schema
+
+
+def field_names(cls: type) -> frozenset[str]:
+    names = _NAMES_CACHE.get(cls)
+    if names is None:
+        names = _NAMES_CACHE[cls] = frozenset(name for name, _, _ in _schema(cls))
+    return names
+
+
+def to_record(obj: Any) -> dict:
+    """The JSON object for a model instance (rules in the module docstring)."""
+    out: dict = {}
+    for name, has_default, always in _schema(type(obj)):
+        value = getattr(obj, name)
+        if has_default and not always and (value is None or value == [] or value == {}):
+            continue
+        if isinstance(value, Enum):
+            value = value.value
+        out[name] = value
+    extra = getattr(obj, "extra", None)
+    if extra:
+        for key, value in extra.items():
+            if key not in out:
+                out[key] = value
+    return out
+
+
+_LAYOUT_CACHE: dict[type, tuple] = {}
+
+
+def _layout(cls: type) -> tuple:
+    layout = _LAYOUT_CACHE.get(cls)
+    if layout is None:
+        from operator import itemgetter
+
+        schema = _schema(cls)
+        required = tuple(name for name, has_default, _ in schema if not has_default)
+        position = {name: i for i, (name, _, _) in enumerate(schema)}
+        omit_empty = frozenset(name for name, has_default, always in schema if has_default and not always)
+        always = tuple(name for name, _, always in schema if always)
+        layout = _LAYOUT_CACHE[cls] = (required, itemgetter(*required), frozenset(required), position,
+                                       frozenset(position), omit_empty, always)
+    return layout
+
+
+def normalize_record(cls: type, data: dict) -> dict:
+    """``to_record(from_record(cls, data))`` without building the object (the ingest hot path):
+    the same keys, values and order. ``data`` must hold every required field (else KeyError)."""
+    required, get_required, required_set, position, known, omit_empty, always = _layout(cls)
+    out = dict(zip(required, get_required(data)))
+    rest = data.keys() - required_set
+    if rest:
+        if rest <= known:
+            keys = sorted(rest, key=position.__getitem__)
+        else:  # known fields in declaration order, then unknown ones in input order
+            keys = sorted(rest & known, key=position.__getitem__) + [k for k in data if k in rest and k not in known]
+        for key in keys:
+            value = data[key]
+            if key in omit_empty and (value is None or value == [] or value == {}):
+                continue
+            out[key] = value
+    for name in always:
+        if name not in out:
+            return to_record(from_record(cls, data))  # rare: fill the default in its place
+    return out
+
+
+def from_record(cls: type[_T], data: dict) -> _T:
+    """Build a model from a JSON object; unknown keys are kept in ``extra``.
+
+    Missing required fields raise ``KeyError``/``TypeError``; callers that read stores turn these
+    into :class:`memcli.errors.CorruptStoreError` with file and line.
+    """
+    kwargs: dict = {}
+    extra: dict = {}
+    names = field_names(cls)
+    for key, value in data.items():
+        if key in names:
+            kwargs[key] = value
+        else:
+            extra[key] = value
+    if "content" in names and kwargs.get("content") is None:
+        kwargs["content"] = ""  # AutoByteus: content may be absent
+    if "tags" in names and kwargs.get("tags") is None:
+        kwargs["tags"] = []
+    obj = cls(**kwargs)
+    if extra:
+        obj.extra = extra  # type: ignore[attr-defined]
+    return obj

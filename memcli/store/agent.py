@@ -1,0 +1,469 @@
+"""One agent's memory: reading it, and writing it safely.
+
+Writing goes through :meth:`AgentStore.writer`, which takes the agent lock and then, before
+anything else, brings the agent to a consistent state:
+
+1. an interrupted ingest (``.ingest.pending`` exists) is rolled back: the active file and the id
+   index are cut back to their sizes before that ingest and the previous state is restored — an
+   ingest that did not finish is not acknowledged, so none of it stays;
+2. an interrupted compaction (``.compaction.journal`` exists) is finished or undone by
+   :func:`memcli.compaction.journal.recover`;
+3. torn last lines of the data files are repaired (:func:`memcli.store.jsonl.repair_tail`);
+4. the state cache is loaded, caught up with records appended by someone else, or rebuilt.
+
+An ingest commit (:meth:`WriteSession.append_staged`) writes the rollback marker, appends the
+staged lines and fsyncs, appends the new id digests, writes the new state, then removes the
+marker. Readers take no lock; they only recover (with the lock) when a marker or journal is
+present, and they never see a half-written line.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterator
+
+import orjson
+
+from memcli.errors import AgentNotFoundError, CorruptStoreError, StoreError
+from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record
+from memcli.store import jsonl
+from memcli.store.id_index import IdIndex, digest
+from memcli.store.layout import AgentPaths, agent_paths, ensure_dir
+from memcli.store.lock import agent_lock
+from memcli.store.state import FileIdentity, TurnState
+
+
+def _identity(path: Path) -> FileIdentity:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return FileIdentity(0, 0)
+    return FileIdentity(st.st_ino, st.st_size)
+
+
+def _record_to(cls, path: Path, line_no: int | None, offset: int, record: dict):
+    try:
+        return from_record(cls, record)
+    except (TypeError, KeyError) as exc:
+        if line_no is None:
+            line_no = jsonl.line_number_at(path, offset)
+        raise CorruptStoreError(str(path), line_no, f"not a {cls.__name__} record ({exc})") from None
+
+
+def trace_from_record(path: Path, line_no: int | None, offset: int, record: dict) -> RawTrace:
+    for key in ("id", "turn_id", "trace_type"):
+        if not isinstance(record.get(key), str):
+            if line_no is None:
+                line_no = jsonl.line_number_at(path, offset)
+            raise CorruptStoreError(str(path), line_no, f"trace without a valid {key!r}")
+    return _record_to(RawTrace, path, line_no, offset, record)
+
+
+@dataclass
+class StoredTrace:
+    """A trace with where it lives (``tier`` is "active" or "archive")."""
+
+    trace: RawTrace
+    tier: str
+    offset: int
+
+
+class AgentStore:
+    def __init__(self, memory_dir: str | os.PathLike, agent_id: str):
+        self.paths: AgentPaths = agent_paths(memory_dir, agent_id)
+
+    @property
+    def agent_id(self) -> str:
+        return self.paths.agent_id
+
+    def exists(self) -> bool:
+        return self.paths.exists()
+
+    def require(self) -> "AgentStore":
+        """Raise :class:`AgentNotFoundError` (exit 3) unless the agent exists."""
+        if not self.exists():
+            raise AgentNotFoundError(
+                f"no agent {self.agent_id!r} in {self.paths.memory_dir} "
+                f"(looked for {self.paths.dir}); `memcli agents` lists the agents there"
+            )
+        return self
+
+    # ------------------------------------------------------------------ writing
+    @contextmanager
+    def writer(self, *, create: bool = True) -> Iterator["WriteSession"]:
+        if create:
+            ensure_dir(self.paths.memory_dir)
+        with agent_lock(self.paths):
+            if create:
+                self.paths.ensure()
+            elif not self.paths.dir.is_dir():
+                self.require()
+            session = WriteSession(self)
+            session.open()
+            yield session
+
+    def recover_if_needed(self) -> None:
+        """For readers: finish an interrupted ingest or compaction (takes the lock only then)."""
+        if self.paths.ingest_marker.exists() or self.paths.compaction_journal.exists():
+            with self.writer(create=False):
+                pass
+
+    # ------------------------------------------------------------------ reading
+    def iter_traces(self, *, archive: bool = False, active: bool = True) -> Iterator[StoredTrace]:
+        """Traces in store order: archive first (when asked), then active. Lazy, O(1) memory."""
+        self.recover_if_needed()
+        tiers = []
+        if archive:
+            tiers.append(("archive", self.paths.archive))
+        if active:
+            tiers.append(("active", self.paths.active))
+        for tier, path in tiers:
+            for line_no, offset, record in jsonl.iter_records(path):
+                yield StoredTrace(trace_from_record(path, line_no, offset, record), tier, offset)
+
+    def iter_active(self) -> Iterator[RawTrace]:
+        for stored in self.iter_traces():
+            yield stored.trace
+
+    def iter_recent_turns(self) -> Iterator[tuple[str, list[RawTrace]]]:
+        """Active turns newest first, each complete and in file order, read from the end.
+
+        A turn is complete once its first trace (``seq`` 1) has been read: every trace of a turn
+        comes after its first one. The cost depends on how many turns the caller takes, not on
+        the size of the file. Turns whose first trace has no ``seq`` 1 (foreign data) are
+        yielded when the start of the file is reached.
+        """
+        self.recover_if_needed()
+        path = self.paths.active
+        collected: dict[str, list[tuple[int, dict]]] = {}
+        for offset, record in jsonl.iter_records_reverse(path):
+            turn_id = record.get("turn_id")
+            if not isinstance(turn_id, str):
+                trace_from_record(path, None, offset, record)  # raises with the line
+            collected.setdefault(turn_id, []).append((offset, record))
+            seq = record.get("seq")
+            if isinstance(seq, int) and seq <= 1:
+                items = collected.pop(turn_id)
+                items.reverse()
+                yield turn_id, [trace_from_record(path, None, o, r) for o, r in items]
+        rest = sorted(collected.items(), key=lambda kv: kv[1][-1][0], reverse=True)
+        for turn_id, items in rest:
+            items.reverse()
+            yield turn_id, [trace_from_record(path, None, o, r) for o, r in items]
+
+    def last_turns(self, n: int) -> list[tuple[str, list[RawTrace]]]:
+        """The last ``n`` active turns, oldest first."""
+        out = []
+        if n <= 0:
+            return out
+        for item in self.iter_recent_turns():
+            out.append(item)
+            if len(out) >= n:
+                break
+        out.reverse()
+        return out
+
+    def iter_episodic(self) -> Iterator[EpisodicItem]:
+        path = self.paths.episodic
+        for line_no, offset, record in jsonl.iter_records(path):
+            yield _record_to(EpisodicItem, path, line_no, offset, record)
+
+    def iter_semantic(self) -> Iterator[SemanticItem]:
+        path = self.paths.semantic
+        for line_no, offset, record in jsonl.iter_records(path):
+            yield _record_to(SemanticItem, path, line_no, offset, record)
+
+    def live_memory(self, max_episodic: int | None = None, max_semantic: int | None = None
+                    ) -> tuple[list[EpisodicItem], list[SemanticItem]]:
+        """Items not superseded by a later item, oldest first; the last N of each when given.
+
+        Read from the end of the files: a later item's ``supersedes`` is always seen before the
+        items it replaces, so the read stops as soon as enough live items are found.
+        """
+        def newest_live(path: Path, cls, limit):
+            superseded: set = set()
+            out = []
+            if limit is not None and limit <= 0:
+                return out
+            for offset, record in jsonl.iter_records_reverse(path):
+                item = _record_to(cls, path, None, offset, record)
+                if item.id not in superseded:
+                    out.append(item)
+                    if limit is not None and len(out) >= limit:
+                        break
+                superseded.update(item.supersedes or ())
+            out.reverse()
+            return out
+
+        self.recover_if_needed()
+        return (newest_live(self.paths.episodic, EpisodicItem, max_episodic),
+                newest_live(self.paths.semantic, SemanticItem, max_semantic))
+
+    def read_state(self) -> TurnState:
+        """The state as it is now, without writing anything (readers; no lock)."""
+        self.recover_if_needed()
+        state = _read_state_file(self.paths)
+        if state is not None and _state_matches(self.paths, state):
+            if state.active.size < _identity(self.paths.active).size:
+                _catch_up(self.paths, state, None)
+            return state
+        return _rebuild(self.paths, previous=state, ids=None)
+
+    def find(self, record_id: str) -> tuple[str, int, object] | None:
+        """(tier, line number, record) for an id in active, archive, episodic or semantic."""
+        self.recover_if_needed()
+        tiers = [("active", self.paths.active, RawTrace), ("archive", self.paths.archive, RawTrace),
+                 ("episodic", self.paths.episodic, EpisodicItem), ("semantic", self.paths.semantic, SemanticItem)]
+        needle = orjson.dumps(record_id)
+        for tier, path, cls in tiers:
+            for offset, line in jsonl.iter_lines(path):
+                if needle not in line:
+                    continue
+                record = jsonl.parse_line(path, line, None, offset)
+                if record.get("id") == record_id:
+                    return tier, jsonl.line_number_at(path, offset), _record_to(cls, path, None, offset, record)
+        return None
+
+
+class WriteSession:
+    """Exclusive access to an agent, consistent and recovered (see the module docstring)."""
+
+    def __init__(self, store: AgentStore):
+        self.store = store
+        self.paths = store.paths
+        self.state: TurnState = TurnState()
+        self.ids: IdIndex = IdIndex(self.paths.ids, 0)
+        self.repairs: list[jsonl.TailRepair] = []
+        self.recovered: list[str] = []
+
+    def open(self) -> None:
+        self._rollback_interrupted_ingest()
+        if self.paths.compaction_journal.exists():
+            from memcli.compaction.journal import recover
+
+            note = recover(self)
+            if note:
+                self.recovered.append(note)
+        for path in (self.paths.active, self.paths.archive, self.paths.episodic, self.paths.semantic):
+            repair = jsonl.repair_tail(path)
+            if repair is not None:
+                self.repairs.append(repair)
+        self.state = self._load_state()
+
+    # ---------------------------------------------------------------- state
+    def _load_state(self) -> TurnState:
+        state = _read_state_file(self.paths)
+        ids = IdIndex(self.paths.ids, state.ids_count if state else 0)
+        if state is not None and _state_matches(self.paths, state) and ids.is_consistent():
+            ids.truncate_to_count()
+            self.ids = ids
+            if state.active.size < _identity(self.paths.active).size:
+                _catch_up(self.paths, state, ids)
+                self.write_state(state)
+            return state
+        state = _rebuild(self.paths, previous=state, ids=ids)
+        self.ids = ids
+        self.write_state(state)
+        return state
+
+    def write_state(self, state: TurnState) -> None:
+        state.active = _identity(self.paths.active)
+        state.archive = _identity(self.paths.archive)
+        state.ids_count = self.ids.count
+        jsonl.atomic_write_bytes(self.paths.state, orjson.dumps(state.to_json()), fsync=False)
+        self.state = state
+
+    def rebuild_state(self, *, ids_trusted: bool = True) -> TurnState:
+        """Recompute the state from the files (after a rewrite of the active file).
+
+        With ``ids_trusted`` the id index is kept (a compaction moves ids, it adds none).
+        """
+        previous = self.state
+        state = _rebuild(self.paths, previous=previous, ids=None if ids_trusted else self.ids)
+        self.write_state(state)
+        return state
+
+    def seq_lookup(self, turn_id: str) -> int:
+        """Highest seq of a turn not in the state's recent set (scans; rare)."""
+        best = 0
+        for path in (self.paths.active, self.paths.archive):
+            for _, record in jsonl.iter_records_reverse(path):
+                if record.get("turn_id") == turn_id:
+                    seq = record.get("seq")
+                    if isinstance(seq, int) and seq > best:
+                        best = seq
+        return best
+
+    # ---------------------------------------------------------------- ingest commit
+    def append_staged(self, staged: IO[bytes], staged_len: int, digests: list[bytes],
+                      new_state: TurnState, *, fsync: bool = True) -> None:
+        """Append staged lines to the active file with crash rollback (module docstring)."""
+        if staged_len == 0:
+            return
+        marker = {
+            "active_size": _identity(self.paths.active).size,
+            "ids_count": self.ids.count,
+            "state": self.state.to_json(),
+        }
+        jsonl.atomic_write_bytes(self.paths.ingest_marker, orjson.dumps(marker), fsync=False)
+        _crash_point("ingest:marker")
+        staged.seek(0)
+
+        def chunks():
+            remaining = staged_len
+            while remaining > 0:
+                block = staged.read(min(1 << 20, remaining))
+                if not block:
+                    break
+                remaining -= len(block)
+                yield block
+                _crash_point("ingest:append")
+
+        jsonl.append_chunks(self.paths.active, chunks(), fsync=fsync)
+        _crash_point("ingest:appended")
+        self.ids.append(digests, fsync=fsync)
+        _crash_point("ingest:ids")
+        self.write_state(new_state)
+        _crash_point("ingest:state")
+        os.unlink(self.paths.ingest_marker)
+
+    def _rollback_interrupted_ingest(self) -> None:
+        marker_path = self.paths.ingest_marker
+        try:
+            raw = jsonl.open_read(marker_path).read()
+        except FileNotFoundError:
+            return
+        try:
+            marker = orjson.loads(raw)
+            size = int(marker["active_size"])
+            count = int(marker["ids_count"])
+            previous = marker["state"]
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            os.unlink(marker_path)  # written atomically, so this is not ours: nothing to undo
+            return
+        if jsonl.file_size(self.paths.active) > size:
+            fd = os.open(self.paths.active, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        ids = IdIndex(self.paths.ids, count)
+        ids.truncate_to_count()
+        jsonl.atomic_write_bytes(self.paths.state, orjson.dumps(previous), fsync=False)
+        os.unlink(marker_path)
+        self.recovered.append(f"rolled back an interrupted ingest of agent {self.paths.agent_id!r}")
+
+    # ---------------------------------------------------------------- whole-agent operations
+    def remove_files(self, names: list[str]) -> list[str]:
+        removed = []
+        for name in names:
+            path = self.paths.dir / name
+            try:
+                os.unlink(path)
+                removed.append(name)
+            except FileNotFoundError:
+                continue
+        return removed
+
+    def remove_agent_dir(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.paths.dir)
+
+
+# ---------------------------------------------------------------------- state helpers
+
+def _read_state_file(paths: AgentPaths) -> TurnState | None:
+    try:
+        with jsonl.open_read(paths.state) as f:
+            return TurnState.from_json(orjson.loads(f.read()))
+    except FileNotFoundError:
+        return None
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, StoreError):
+        return None
+
+
+def _state_matches(paths: AgentPaths, state: TurnState) -> bool:
+    """True when the files are what the state describes, or the active file only grew."""
+    archive = _identity(paths.archive)
+    if (archive.ino, archive.size) != (state.archive.ino, state.archive.size):
+        return False
+    active = _identity(paths.active)
+    if state.active.size == 0:
+        return state.active.ino in (0, active.ino)
+    if active.ino != state.active.ino or active.size < state.active.size:
+        return False
+    with jsonl.open_read(paths.active) as f:
+        f.seek(state.active.size - 1)
+        return f.read(1) == b"\n"
+
+
+def _catch_up(paths: AgentPaths, state: TurnState, ids: IdIndex | None) -> None:
+    """Observe records appended after what the state covers (another writer, e.g. AutoByteus)."""
+    new_digests = []
+    for _, offset, record in jsonl.iter_records(paths.active, start=state.active.size, first_line_no=None):
+        trace_from_record(paths.active, None, offset, record)
+        state.observe(record, offset)
+        state.active_count += 1
+        new_digests.append(digest(record["id"]))
+    if ids is not None and new_digests:
+        known = ids.present(new_digests)
+        ids.append([d for d in new_digests if d not in known])
+    state.active = _identity(paths.active)
+
+
+def _rebuild(paths: AgentPaths, *, previous: TurnState | None, ids: IdIndex | None) -> TurnState:
+    """A state computed from the files alone (and the id index, when ``ids`` is given)."""
+    state = TurnState()
+    if previous is not None:
+        state.turn_counter = previous.turn_counter  # turn numbers never go back
+    digests: list[bytes] | None = [] if ids is not None else None
+    for line_no, offset, record in jsonl.iter_records(paths.archive):
+        trace_from_record(paths.archive, line_no, offset, record)
+        state.observe_archived(record)
+        state.archive_count += 1
+        if digests is not None:
+            digests.append(digest(record["id"]))
+    for line_no, offset, record in jsonl.iter_records(paths.active):
+        trace_from_record(paths.active, line_no, offset, record)
+        state.observe(record, offset)
+        state.active_count += 1
+        if digests is not None:
+            digests.append(digest(record["id"]))
+    if ids is not None:
+        ids.rewrite(digests)
+        state.ids_count = ids.count
+    elif previous is not None:
+        state.ids_count = previous.ids_count
+    state.active = _identity(paths.active)
+    state.archive = _identity(paths.archive)
+    return state
+
+
+# ---------------------------------------------------------------------- crash testing hook
+
+_CRASH_SPEC = os.environ.get("MEMCLI_CRASH_AT")
+_crash_hits: dict[str, int] = {}
+
+
+def crash_point(name: str) -> None:
+    """Test hook for the crash matrix: ``MEMCLI_CRASH_AT=<name>[@k]`` makes the process SIGKILL
+    itself the k-th time (default 1st) it reaches the named point. Costs one comparison when unset.
+    """
+    if _CRASH_SPEC is None:
+        return
+    target, _, nth = _CRASH_SPEC.partition("@")
+    if target != name:
+        return
+    _crash_hits[name] = _crash_hits.get(name, 0) + 1
+    if _crash_hits[name] >= int(nth or 1):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+_crash_point = crash_point

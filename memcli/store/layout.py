@@ -1,0 +1,184 @@
+"""Where things live on disk (DESIGN.md §1) and which agent ids are allowed.
+
+    <memory dir>/                      --dir, else $MEMCLI_DIR, else ./memory
+      .locks/<agent_id>.lock           one lock per agent, never deleted (see below)
+      agents/<agent_id>/
+        raw_traces.jsonl               active RAW_TRACE records
+        raw_traces_archive.jsonl       compacted RAW_TRACE records, append-only
+        episodic.jsonl                 EPISODIC items, append-only
+        semantic.jsonl                 SEMANTIC items, append-only
+        .state.json                    cache: turn counter, per-turn seq, unanswered calls
+        .ids                           cache: 16-byte digests of every trace id (active+archive)
+        .ingest.pending                in-flight ingest marker (crash rollback)
+        .compaction.journal            in-flight compaction (crash recovery)
+
+The agent's lock lives outside its directory so that ``clear`` can remove the whole directory
+while holding the lock, and the lock file itself is never deleted (a deleted lock file lets a
+waiter and a newcomer lock two different inodes at once).
+
+Agent ids must match ``^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`` and contain no ``..``; anything else
+is refused before a path is built. The agent directory and the lock directory must not be
+symlinks (someone could plant one to make memcli write elsewhere): they are checked with lstat.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from memcli.errors import InvalidAgentIdError, StoreError
+
+AGENT_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+ACTIVE = "raw_traces.jsonl"
+ARCHIVE = "raw_traces_archive.jsonl"
+EPISODIC = "episodic.jsonl"
+SEMANTIC = "semantic.jsonl"
+STATE = ".state.json"
+IDS = ".ids"
+INGEST_MARKER = ".ingest.pending"
+COMPACTION_JOURNAL = ".compaction.journal"
+DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC)
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def resolve_memory_dir(option: str | os.PathLike | None = None, env: dict | None = None) -> Path:
+    """``--dir`` > ``$MEMCLI_DIR`` > ``./memory``."""
+    if option is not None and str(option).strip():
+        return Path(option)
+    environ = os.environ if env is None else env
+    value = environ.get("MEMCLI_DIR", "").strip()
+    if value:
+        return Path(value)
+    return Path.cwd() / "memory"
+
+
+def validate_agent_id(agent_id: str) -> str:
+    if not isinstance(agent_id, str) or not AGENT_ID_RE.fullmatch(agent_id) or ".." in agent_id:
+        shown = repr(agent_id) if isinstance(agent_id, str) and len(agent_id) <= 80 else "the given id"
+        raise InvalidAgentIdError(
+            f"invalid agent id {shown}: use 1-128 characters from A-Z a-z 0-9 . _ -, "
+            "starting with a letter or digit, without '..'"
+        )
+    return agent_id
+
+
+def _check_not_symlink(path: Path) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise StoreError(f"{path} is a symlink; memcli refuses to follow it (someone may have planted it)")
+    if not stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"{path} exists and is not a directory")
+
+
+def ensure_dir(path: Path) -> None:
+    """Create ``path`` (and parents) with mode 0700 whatever the umask; refuse symlinks."""
+    _check_not_symlink(path)
+    if path.is_dir():
+        return
+    if not path.parent.exists():
+        ensure_dir(path.parent)
+    try:
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {exc.strerror}") from exc
+    _check_not_symlink(path)
+    try:
+        os.chmod(path, DIR_MODE)  # umask may have removed bits we want; never add others
+    except OSError:
+        pass
+
+
+@dataclass(frozen=True)
+class AgentPaths:
+    memory_dir: Path
+    agent_id: str
+
+    @property
+    def agents_dir(self) -> Path:
+        return self.memory_dir / "agents"
+
+    @property
+    def dir(self) -> Path:
+        return self.memory_dir / "agents" / self.agent_id
+
+    @property
+    def lock_dir(self) -> Path:
+        return self.memory_dir / ".locks"
+
+    @property
+    def lock(self) -> Path:
+        return self.lock_dir / f"{self.agent_id}.lock"
+
+    @property
+    def active(self) -> Path:
+        return self.dir / ACTIVE
+
+    @property
+    def archive(self) -> Path:
+        return self.dir / ARCHIVE
+
+    @property
+    def episodic(self) -> Path:
+        return self.dir / EPISODIC
+
+    @property
+    def semantic(self) -> Path:
+        return self.dir / SEMANTIC
+
+    @property
+    def state(self) -> Path:
+        return self.dir / STATE
+
+    @property
+    def ids(self) -> Path:
+        return self.dir / IDS
+
+    @property
+    def ingest_marker(self) -> Path:
+        return self.dir / INGEST_MARKER
+
+    @property
+    def compaction_journal(self) -> Path:
+        return self.dir / COMPACTION_JOURNAL
+
+    def exists(self) -> bool:
+        """An agent exists when its directory holds at least one data file."""
+        _check_not_symlink(self.dir)
+        return any((self.dir / name).exists() for name in DATA_FILES)
+
+    def ensure(self) -> None:
+        ensure_dir(self.dir)
+
+
+def agent_paths(memory_dir: str | os.PathLike, agent_id: str) -> AgentPaths:
+    return AgentPaths(Path(memory_dir), validate_agent_id(agent_id))
+
+
+def list_agent_ids(memory_dir: str | os.PathLike) -> list[str]:
+    """Agents in a store, sorted; directories that are not valid agent ids are ignored."""
+    agents = Path(memory_dir) / "agents"
+    try:
+        names = os.listdir(agents)
+    except FileNotFoundError:
+        return []
+    out = []
+    for name in sorted(names):
+        if AGENT_ID_RE.fullmatch(name) and ".." not in name:
+            paths = AgentPaths(Path(memory_dir), name)
+            try:
+                if paths.exists():
+                    out.append(name)
+            except StoreError:
+                continue
+    return out

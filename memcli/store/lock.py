@@ -1,0 +1,64 @@
+"""The per-agent write lock (DESIGN.md §3).
+
+Every write to an agent (ingest, compaction, repair, clear) happens while holding
+``<memory dir>/.locks/<agent_id>.lock`` through ``filelock.FileLock`` (an ``flock`` on Unix). The
+lock file is created 0600 and never deleted, so every process locks the same inode. Readers do not
+lock: appends are whole lines and readers ignore an unterminated last line.
+
+``MEMCLI_LOCK_TIMEOUT`` (seconds, default 120) bounds the wait; a timeout is a clean error, not a
+hang. ``MEMCLI_UNSAFE_NO_LOCK=1`` disables locking; it exists only so the concurrency test can show
+that it fails without the lock, and must never be used otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+from memcli.errors import LockTimeoutError, StoreError
+from memcli.store.layout import FILE_MODE, AgentPaths, ensure_dir
+
+DEFAULT_TIMEOUT = 120.0
+
+
+def _timeout() -> float:
+    raw = os.environ.get("MEMCLI_LOCK_TIMEOUT", "")
+    try:
+        return float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        return DEFAULT_TIMEOUT
+
+
+def _make_lock(path: str, timeout: float):
+    import filelock  # ~50 ms: only processes that write pay for it
+
+    try:
+        return filelock.FileLock(path, timeout=timeout, mode=FILE_MODE, preserve_lock_file=True)
+    except TypeError:  # filelock 3.x has no preserve_lock_file; its Unix lock keeps the file
+        return filelock.FileLock(path, timeout=timeout, mode=FILE_MODE)
+
+
+@contextmanager
+def agent_lock(paths: AgentPaths, timeout: float | None = None) -> Iterator[None]:
+    if os.environ.get("MEMCLI_UNSAFE_NO_LOCK") == "1":
+        yield
+        return
+    ensure_dir(paths.lock_dir)
+    wait = _timeout() if timeout is None else timeout
+    lock = _make_lock(str(paths.lock), wait)
+    import filelock
+
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise LockTimeoutError(
+            f"agent {paths.agent_id!r} is locked by another memcli process (waited {wait:g}s; "
+            "set MEMCLI_LOCK_TIMEOUT to wait longer)"
+        ) from None
+    except OSError as exc:
+        raise StoreError(f"cannot lock {paths.lock}: {exc.strerror or exc}") from exc
+    try:
+        yield
+    finally:
+        lock.release()

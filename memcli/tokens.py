@@ -1,0 +1,162 @@
+"""Token counts and model context sizes, offline.
+
+* Counting uses tiktoken with the encoding that fits the model family: ``o200k_base`` for the
+  GPT-4o / GPT-4.1 / GPT-5 / o-series family, ``cl100k_base`` for everything else (older OpenAI
+  models, and as the closest public approximation for Claude, Gemini and others — the note
+  below says so). tiktoken normally downloads its encodings on first use, which fails offline;
+  LiteLLM's wheel ships ``cl100k_base`` and ``o200k_base`` in
+  ``litellm/litellm_core_utils/tokenizers/``, so ``TIKTOKEN_CACHE_DIR`` is pointed there (found
+  with ``importlib.util.find_spec``, without importing LiteLLM) unless the user has set it.
+  If no encoding can be loaded, counts fall back to an estimate (UTF-8 bytes / 4) and a note
+  saying so is printed once on stderr — never an exception.
+* Context sizes come from LiteLLM's model map (``model_prices_and_context_window_backup.json``
+  in its wheel), read directly as JSON: the same data ``litellm.get_model_info`` uses, without
+  the ~3 s import. Unknown models fall back to the caller's flag, else 200,000 (DESIGN.md §4).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import orjson
+
+DEFAULT_CONTEXT_TOKENS = 200_000
+DEFAULT_OUTPUT_TOKENS = 4_096
+# output reserved for the next reply when budgeting the input: the model's maximum output, capped
+# (a 128k-output model does not spend 128k on every reply; reserving that would halve its budget)
+MAX_RESERVED_OUTPUT = 8_192
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
+_warned: set[str] = set()
+
+
+def warn_once(key: str, message: str) -> None:
+    """Print ``message`` on stderr the first time ``key`` is seen in this process."""
+    if key not in _warned:
+        _warned.add(key)
+        print(f"memcli: note: {message}", file=sys.stderr)
+
+
+def _litellm_dir() -> Path | None:
+    try:
+        spec = importlib.util.find_spec("litellm")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    return Path(spec.origin).parent
+
+
+def configure_tiktoken_cache() -> None:
+    if os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR"):
+        return
+    root = _litellm_dir()
+    if root is not None and (root / "litellm_core_utils" / "tokenizers").is_dir():
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(root / "litellm_core_utils" / "tokenizers")
+
+
+def bare_model(model: str | None) -> str:
+    """``openai/gpt-4o`` -> ``gpt-4o``; ``None`` -> ``""``."""
+    if not model:
+        return ""
+    return model.rsplit("/", 1)[-1].lower()
+
+
+def encoding_name(model: str | None) -> str:
+    name = bare_model(model)
+    if name.startswith(_O200K_PREFIXES):
+        return "o200k_base"
+    return "cl100k_base"
+
+
+@lru_cache(maxsize=4)
+def _encoding(name: str):
+    configure_tiktoken_cache()
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding(name)
+    except Exception as exc:  # network refused, missing file, broken cache: estimate instead
+        warn_once("tiktoken", f"tiktoken encoding {name} is not available offline ({type(exc).__name__}); "
+                              "token counts are estimates (UTF-8 bytes / 4)")
+        return None
+
+
+class TokenCounter:
+    """Counts tokens for one model family. ``exact`` is False when counts are estimates."""
+
+    def __init__(self, model: str | None = None):
+        self.model = model
+        self.encoding_name = encoding_name(model)
+        self._encoding = _encoding(self.encoding_name)
+        self.exact = self._encoding is not None
+        family = bare_model(model)
+        self.approximate_family = bool(family) and not (
+            family.startswith(_O200K_PREFIXES) or family.startswith(("gpt-4", "gpt-3.5", "text-embedding")))
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._encoding is None:
+            return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
+        return len(self._encoding.encode_ordinary(text))
+
+    def count_json(self, value) -> int:
+        """Tokens of a JSON value as it would be sent (compact JSON text)."""
+        if isinstance(value, str):
+            return self.count(value)
+        return self.count(orjson.dumps(value).decode())
+
+    def describe(self) -> str:
+        if not self.exact:
+            return "estimate (UTF-8 bytes / 4; no tiktoken encoding available)"
+        if self.approximate_family:
+            return f"tiktoken {self.encoding_name} (an approximation for {self.model})"
+        return f"tiktoken {self.encoding_name}"
+
+
+@lru_cache(maxsize=1)
+def _model_map() -> dict:
+    root = _litellm_dir()
+    if root is None:
+        return {}
+    path = root / "model_prices_and_context_window_backup.json"
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+
+
+def model_info(model: str | None) -> dict | None:
+    """LiteLLM's entry for ``model`` (``max_input_tokens``, ``max_output_tokens``, ...) or None."""
+    if not model:
+        return None
+    table = _model_map()
+    candidates = [model, model.lower()]
+    if "/" in model:
+        candidates += [model.split("/", 1)[1], bare_model(model)]
+    for key in candidates:
+        entry = table.get(key)
+        if isinstance(entry, dict) and key != "sample_spec":
+            return entry
+    return None
+
+
+def context_window(model: str | None, override: int | None = None) -> tuple[int, int, str]:
+    """(max context tokens, output tokens to reserve, where it came from), for the budget
+    ``input_budget = max_context - reserved_output - safety_margin`` of DESIGN.md §4.
+
+    The reserved output is the model's maximum output capped at ``MAX_RESERVED_OUTPUT``
+    (``DEFAULT_OUTPUT_TOKENS`` when unknown)."""
+    info = model_info(model) or {}
+    out = int(info.get("max_output_tokens") or DEFAULT_OUTPUT_TOKENS)
+    reserved = min(out, MAX_RESERVED_OUTPUT)
+    if override:
+        return int(override), min(reserved, int(override) // 4), "--max-context-tokens"
+    context = info.get("max_input_tokens") or info.get("max_tokens")
+    if context:
+        return int(context), min(reserved, int(context) // 4), f"LiteLLM model map ({model})"
+    return DEFAULT_CONTEXT_TOKENS, DEFAULT_OUTPUT_TOKENS, "default (model unknown)"

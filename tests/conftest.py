@@ -1,0 +1,55 @@
+"""Shared fixtures.
+
+* Every test gets its own memory dir: ``MEMCLI_DIR`` points at a temp dir (autouse), and other
+  ``MEMCLI_*`` variables are cleared, so no test reads or writes ``./memory``.
+* ``cli(*args, input=...)`` runs the CLI in-process (fast) and returns the click ``Result``
+  (``exit_code``, ``stdout``, ``stderr``).
+* ``memcli_proc(*args, input=...)`` runs ``python -m memcli`` in a subprocess (for locking,
+  crashes, real pipes and start-up behaviour).
+* Helpers (``ndjson``, ``read_jsonl``, ``tree_digest``, ``CORPORA``/``needs_corpora``...) live in
+  ``tests/helpers.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ndjson, run_memcli
+
+
+@pytest.fixture(autouse=True)
+def memory_dir(tmp_path, monkeypatch) -> Path:
+    for key in list(os.environ):
+        if key.startswith("MEMCLI_"):
+            monkeypatch.delenv(key)
+    path = tmp_path / "memory"
+    monkeypatch.setenv("MEMCLI_DIR", str(path))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return path
+
+
+@pytest.fixture
+def cli():
+    from typer.testing import CliRunner
+
+    from memcli.cli.app import app
+
+    runner = CliRunner()
+
+    def invoke(*args, input=None, env=None):
+        if isinstance(input, (list, tuple)):
+            input = ndjson(input)
+        return runner.invoke(app, [str(a) for a in args], input=input, env=env, catch_exceptions=False)
+
+    return invoke
+
+
+
+
+@pytest.fixture
+def memcli_proc():
+    return run_memcli

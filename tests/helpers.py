@@ -1,0 +1,61 @@
+"""Helpers shared by the tests (import as ``from tests.helpers import ...``)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CORPORA = REPO.parent / "shared" / "corpora"
+needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason="../shared/corpora is not here")
+
+
+def proc_env(extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_memcli(*args, input=None, env=None, timeout=120, check=False) -> subprocess.CompletedProcess:
+    """``python -m memcli ARGS`` in a subprocess, with this checkout on PYTHONPATH."""
+    if isinstance(input, (list, tuple)):
+        input = ndjson(input)
+    if isinstance(input, str):
+        input = input.encode()
+    return subprocess.run(
+        [sys.executable, "-m", "memcli", *[str(a) for a in args]],
+        input=input, capture_output=True, env=proc_env(env), timeout=timeout, check=check,
+    )
+
+
+def ndjson(events) -> bytes:
+    return b"".join(orjson.dumps(e) + b"\n" for e in events)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def agent_dir(memory_dir: Path, agent: str) -> Path:
+    return memory_dir / "agents" / agent
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root`` (relative path -> hex), for byte-identical checks."""
+    out = {}
+    if not root.exists():
+        return out
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out

@@ -1,0 +1,98 @@
+"""Concurrent writers: nothing lost, nothing duplicated, no torn or interleaved line, and every
+turn's seq strictly increasing. (The heavier 16-writer run with compaction lives in
+test_reliability.py.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import defaultdict
+
+import orjson
+import pytest
+
+from tests.helpers import agent_dir, ndjson, proc_env
+
+
+def _writer_events(w: int, n: int):
+    events = []
+    for i in range(n):
+        kind = i % 4
+        base = {"id": f"w{w}-{i}", "content": f"w{w} e{i} " + "x" * (i * 37 % 3000)}
+        if kind == 0:
+            events.append({"trace_type": "user", **base})
+        elif kind == 1:
+            events.append({"trace_type": "tool_call", "tool_name": "t", "tool_call_id": f"w{w}-c{i}", **base})
+        elif kind == 2:
+            events.append({"trace_type": "tool_result", "tool_call_id": f"w{w}-c{i - 1}", **base})
+        else:
+            events.append({"trace_type": "assistant", **base})
+    return events
+
+
+def check_store(memory_dir, agent, expected_ids):
+    raw = (agent_dir(memory_dir, agent) / "raw_traces.jsonl").read_bytes()
+    assert raw.endswith(b"\n")
+    records = [orjson.loads(line) for line in raw.split(b"\n")[:-1]]  # every line parses
+    ids = [r["id"] for r in records]
+    assert len(ids) == len(set(ids)), "duplicated"
+    assert set(ids) == expected_ids, "lost"
+    seqs = defaultdict(list)
+    for r in records:
+        seqs[r["turn_id"]].append(r["seq"])
+    for turn, values in seqs.items():
+        assert values == sorted(set(values)), f"seq not strictly increasing in {turn}: {values}"
+    return records
+
+
+def run_writers(memory_dir, writers: int, per_writer: int, env_extra=None, allow_fail=False):
+    procs = []
+    expected = set()
+    for w in range(writers):
+        events = _writer_events(w, per_writer)
+        expected |= {e["id"] for e in events}
+        if w % 2 == 0:  # one process per event, as shell scripts do
+            script = ("import subprocess, sys\n"
+                      "for line in sys.stdin.buffer:\n"
+                      "    subprocess.run([sys.executable, '-m', 'memcli', 'ingest', 'shared'], input=line, check=True)\n")
+            cmd = [sys.executable, "-c", script]
+        else:  # a long-lived --stream pipe
+            cmd = [sys.executable, "-m", "memcli", "ingest", "shared", "--stream"]
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             env=proc_env(env_extra))
+        p.stdin.write(ndjson(events))
+        p.stdin.close()
+        procs.append(p)
+    for p in procs:
+        p.wait(timeout=600)
+        if p.returncode != 0 and allow_fail:
+            raise AssertionError("a writer failed: " + p.stderr.read().decode()[-300:])
+        assert p.returncode == 0, p.stderr.read().decode()
+    return expected
+
+
+def test_eight_writer_processes_lose_and_duplicate_nothing(memory_dir):
+    expected = run_writers(memory_dir, writers=8, per_writer=12)
+    check_store(memory_dir, "shared", expected)
+
+
+@pytest.mark.skipif(os.environ.get("CI_SKIP_LOCK_BYPASS") == "1", reason="disabled")
+def test_without_the_lock_the_same_run_goes_wrong(memory_dir):
+    """Shows the test above can fail: with locking bypassed, writers overwrite each other's
+    state and sequence numbers collide."""
+    failures = 0
+    for attempt in range(3):
+        agent_root = agent_dir(memory_dir, "shared")
+        if agent_root.exists():
+            import shutil
+
+            shutil.rmtree(agent_root)
+        try:
+            expected = run_writers(memory_dir, writers=8, per_writer=12, env_extra={"MEMCLI_UNSAFE_NO_LOCK": "1"},
+                                   allow_fail=True)
+            check_store(memory_dir, "shared", expected)
+        except AssertionError:
+            failures += 1
+            break
+    assert failures, "bypassing the lock should break the invariants"
