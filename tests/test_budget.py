@@ -1,0 +1,33 @@
+"""The compaction trigger of DESIGN.md §4 (shared by stats and compact --if-needed)."""
+
+from memcli.compaction.policy import CompactionPolicy, budget_status
+from memcli.store.agent import AgentStore
+
+
+def test_provider_reported_prompt_tokens_decide(cli, memory_dir):
+    cli("ingest", "a", input=[{"trace_type": "user", "content": "q"},
+                              {"trace_type": "assistant", "content": "a", "usage": {"prompt_tokens": 90_000}},
+                              {"trace_type": "assistant", "content": "b"}])
+    status = budget_status(AgentStore(memory_dir, "a"), max_context_tokens=100_000, policy=CompactionPolicy())
+    assert (status.source, status.prompt_tokens) == ("provider", 90_000)
+    assert status.input_budget == 100_000 - 4_096 - 1_024
+    assert status.threshold == int(0.8 * status.input_budget) and status.due
+    status = budget_status(AgentStore(memory_dir, "a"), max_context_tokens=200_000)
+    assert not status.due
+    assert "not due" in status.explain()
+
+
+def test_estimate_when_no_usage_is_reported(cli, memory_dir):
+    cli("ingest", "a", input=[{"trace_type": "user", "content": "word " * 2000}])
+    status = budget_status(AgentStore(memory_dir, "a"), max_context_tokens=2_000 + 4_096 + 1_024 + 100)
+    assert status.source == "estimate"
+    assert 1_900 < status.prompt_tokens < 2_200
+    assert status.due
+
+
+def test_model_map_gives_the_context_size(cli, memory_dir):
+    cli("ingest", "a", input=[{"trace_type": "user", "content": "q"}])
+    status = budget_status(AgentStore(memory_dir, "a"), model="openai/gpt-4o")
+    assert status.max_context_tokens == 128_000 and "LiteLLM model map" in status.context_source
+    status = budget_status(AgentStore(memory_dir, "a"), model="some/unknown-model")
+    assert status.max_context_tokens == 200_000
