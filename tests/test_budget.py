@@ -18,11 +18,11 @@ def test_provider_reported_prompt_tokens_decide(cli, memory_dir):
 
 
 def test_estimate_when_no_usage_is_reported(cli, memory_dir):
-    cli("ingest", "a", input=[{"trace_type": "user", "content": "word " * 2000}])
+    cli("ingest", "a", input=[{"trace_type": "user", "content": "word " * 4000}])
     store = AgentStore(memory_dir, "a")
     status = budget_status(store, max_context_tokens=5_000)
     assert status.source == "estimate"
-    assert 1_900 < status.prompt_tokens < 2_200
+    assert 3_900 < status.prompt_tokens < 4_200
     assert status.input_budget == 5_000 - 1_250 - 1_024  # reserved output capped at a quarter of the context
     assert status.due
     assert not budget_status(store, max_context_tokens=20_000).due
