@@ -1,0 +1,300 @@
+"""Pieces the transcript importers share: deterministic ids, timestamps, text, media, tool
+arguments, provider usage, and the rules they all follow.
+
+Ids (the invariant that makes re-importing idempotent). Every trace an importer emits has an id
+derived only from the source, never from the clock or a counter of the store:
+
+* where the source has a stable id, the trace id is built from it (Claude Code line ``uuid``);
+* otherwise from a *hash chain*: ``key_i = BLAKE2b-96(key_{i-1} || canonical JSON of item i)``,
+  seeded with the source's session id where it has one. The same file gives the same keys; a
+  file that grew keeps the keys of its old items; a different conversation gets different keys
+  (two transcripts that begin with the very same items share those items — they are one history
+  that forked). Canonical JSON sorts object keys, so re-serializing a file does not change ids.
+* one source item can become several traces (text, tool calls, ...): they get ``-0``, ``-1``...
+
+An id that repeats inside one file (hand-edited or concatenated files) gets ``~2``, ``~3``... so
+no trace of the file is lost as "already present"; the counting restarts with each import of the
+file, so it is deterministic too.
+
+Tool arguments: a JSON object (or a string holding one) becomes ``tool_args``. Anything else —
+Codex free-form tool input, a string that is not JSON or not an object — is kept verbatim as
+``tool_args = {"input": <the string>}`` with ``tool_args_verbatim: true``, so renderers always
+see an object and an exporter can give back the exact original string.
+
+Tool errors: a result the source flags as an error gets ``tool_error`` = its text and no
+``tool_result`` (the AutoByteus convention); an error with no text gets ``"(no error message)"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+import orjson
+
+from memcli.errors import InputError
+from memcli.ingest.native import json_type, parse_timestamp
+
+NO_ERROR_MESSAGE = "(no error message)"
+_CANONICAL = orjson.OPT_SORT_KEYS
+
+
+def item_key(previous: str, item) -> str:
+    """The next key of a hash chain: 24 hex digits (96 bits)."""
+    h = hashlib.blake2b(previous.encode("utf-8", "surrogatepass"), digest_size=12)
+    h.update(b"\x00")
+    try:
+        h.update(orjson.dumps(item, option=_CANONICAL))
+    except TypeError:  # not JSON-serializable cannot come from a parser; be safe anyway
+        h.update(repr(item).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+class KeyChain:
+    """Deterministic keys for items that have no id of their own (see the module docstring)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, seed: str = ""):
+        self.key = seed
+
+    def next(self, item) -> str:
+        self.key = item_key(self.key, item)
+        return self.key
+
+
+class UniqueKeys:
+    """Makes keys unique within one import: the n-th repeat of a key becomes ``key~n``."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self):
+        self.seen: dict[str, int] = {}
+
+    def unique(self, key: str) -> str:
+        n = self.seen.get(key, 0) + 1
+        self.seen[key] = n
+        return key if n == 1 else f"{key}~{n}"
+
+
+class Clock:
+    """Timestamps of a transcript as epoch seconds. A timestamp that cannot be read is replaced by
+    the previous readable one (so traces keep their order) and counted; a missing one is left out
+    (memcli then stamps the import time)."""
+
+    __slots__ = ("last", "skipped")
+
+    def __init__(self, skipped: Counter):
+        self.last: float | None = None
+        self.skipped = skipped
+
+    def read(self, value) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            try:
+                ts = parse_timestamp(value)
+            except InputError:
+                pass
+            else:
+                self.last = ts
+                return ts
+        self.skipped["unreadable timestamps (the previous one was used)"] += 1
+        return self.last
+
+
+def describe(value) -> str:
+    """How a JSON value looks, for error messages: ``array``, ``an object with keys a, b``..."""
+    if isinstance(value, dict):
+        if not value:
+            return "an empty object"
+        keys = list(value)[:5]
+        return "an object with keys " + ", ".join(str(k) for k in keys) + (", ..." if len(value) > 5 else "")
+    return json_type(value)
+
+
+def not_format(line: int, expected: str, value, hint: str | None = None, *, guess_from: str | None = None) -> InputError:
+    """``line N: expected X, got Y``; with ``guess_from`` (the format that was asked for) it adds
+    which other format the value looks like, if any."""
+    message = f"expected {expected}, got {describe(value)}"
+    if guess_from is not None:
+        other = guess_format(line, value, exclude=guess_from)
+        if other is not None:
+            message += f"; it looks like {_FORMAT_NAMES[other]} (--from {other})"
+    return InputError(message, line=line, hint=hint)
+
+
+_FORMAT_NAMES = {"native": "memcli native events", "openai": "OpenAI Chat Completions messages",
+                 "anthropic": "Anthropic Messages API messages", "claude-code": "a Claude Code session",
+                 "codex": "a Codex rollout"}
+
+
+def guess_format(line: int, value, exclude: str) -> str | None:
+    from memcli.errors import UsageError
+    from memcli.importers import FORMATS, get_importer
+
+    best, best_score = None, 49
+    for name in FORMATS:
+        if name == exclude:
+            continue
+        try:
+            score = get_importer(name).sniff([(line, value)])
+        except UsageError:
+            continue
+        if score > best_score:
+            best, best_score = name, score
+    return best
+
+
+def data_url(media_type, data) -> str | None:
+    if not isinstance(data, str) or not data:
+        return None
+    if not isinstance(media_type, str) or not media_type:
+        media_type = "application/octet-stream"
+    return f"data:{media_type};base64,{data}"
+
+
+class Media:
+    """Collects AutoByteus-shaped media: ``{"images": [...], "audio": [...], "video": [...]}``."""
+
+    __slots__ = ("images", "audio", "video")
+
+    def __init__(self):
+        self.images: list[str] = []
+        self.audio: list[str] = []
+        self.video: list[str] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.images or self.audio or self.video)
+
+    def as_field(self) -> dict | None:
+        out = {}
+        if self.images:
+            out["images"] = self.images
+        if self.audio:
+            out["audio"] = self.audio
+        if self.video:
+            out["video"] = self.video
+        return out or None
+
+
+def tool_arguments(raw) -> tuple[dict, bool]:
+    """(``tool_args``, verbatim) for a call's arguments as the source gives them (module docstring)."""
+    if isinstance(raw, dict):
+        return raw, False
+    if raw is None:
+        return {}, False
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}, False
+        if raw.lstrip()[:1] == "{":
+            try:
+                parsed = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, dict):
+                return parsed, False
+        return {"input": raw}, True
+    return {"input": orjson.dumps(raw).decode()}, True
+
+
+def call_event(trace_id: str, call_id: str, name: str, raw_args, **fields) -> dict:
+    args, verbatim = tool_arguments(raw_args)
+    event = {"id": trace_id, "trace_type": "tool_call", "content": "", "tool_call_id": call_id,
+             "tool_name": name, "tool_args": args}
+    if verbatim:
+        event["tool_args_verbatim"] = True
+    event.update(fields)
+    return event
+
+
+def result_event(trace_id: str, call_id: str, text, *, error: bool = False, **fields) -> dict:
+    """A tool_result event; ``text`` is what the tool returned (any JSON, usually a string)."""
+    event = {"id": trace_id, "trace_type": "tool_result", "content": "", "tool_call_id": call_id}
+    if error:
+        event["tool_error"] = _error_text(text)
+    else:
+        event["tool_result"] = text
+    event.update(fields)
+    return event
+
+
+def _error_text(value) -> str:
+    if isinstance(value, str):
+        return value if value.strip() else NO_ERROR_MESSAGE
+    if value is None or value == [] or value == {}:
+        return NO_ERROR_MESSAGE
+    return orjson.dumps(value).decode()
+
+
+def set_fields(event: dict, **fields) -> dict:
+    """Set the fields that have a value (``None``, empty lists and dicts are left out)."""
+    for key, value in fields.items():
+        if value is None or value == [] or value == {}:
+            continue
+        event[key] = value
+    return event
+
+
+def _int(value) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def anthropic_usage(usage) -> dict | None:
+    """Anthropic ``usage`` → memcli ``usage``: ``prompt_tokens`` = input + cache_creation_input +
+    cache_read_input tokens (everything the model read), ``completion_tokens`` = output tokens;
+    the provider's own integer fields are kept alongside."""
+    if not isinstance(usage, dict):
+        return None
+    raw = {k: v for k, v in usage.items() if _int(v) is not None}
+    if "input_tokens" not in raw and "output_tokens" not in raw:
+        return None
+    out = {}
+    if "input_tokens" in raw:
+        out["prompt_tokens"] = (raw["input_tokens"] + raw.get("cache_creation_input_tokens", 0)
+                                + raw.get("cache_read_input_tokens", 0))
+    if "output_tokens" in raw:
+        out["completion_tokens"] = raw["output_tokens"]
+    out.update(raw)
+    return out
+
+
+def openai_usage(usage) -> dict | None:
+    """OpenAI ``usage`` (Chat Completions or Responses names) → memcli ``usage``."""
+    if not isinstance(usage, dict):
+        return None
+    raw = {k: v for k, v in usage.items() if _int(v) is not None}
+    out = {}
+    prompt = raw.get("prompt_tokens", raw.get("input_tokens"))
+    completion = raw.get("completion_tokens", raw.get("output_tokens"))
+    if prompt is not None:
+        out["prompt_tokens"] = prompt
+    if completion is not None:
+        out["completion_tokens"] = completion
+    if not out:
+        return None
+    for k, v in raw.items():
+        out.setdefault(k, v)
+    return out
+
+
+def hold_torn_tail(values, skipped: Counter):
+    """Pass ``(line, value)`` pairs through, except that a line that is not JSON *at the very end*
+    of the input is skipped and counted: a transcript that is still being written ends in a
+    half-written line, and the next import picks it up once complete. A bad line anywhere else
+    is passed on (and rejects the input as usual)."""
+    held = None
+    for item in values:
+        if held is not None:
+            yield held
+            held = None
+        if isinstance(item[1], InputError):
+            held = item
+            continue
+        yield item
+    if held is not None:
+        skipped["incomplete last line (still being written?)"] += 1
+
+
+def join_texts(texts: list[str]) -> str:
+    return "\n".join(t for t in texts if t)
