@@ -27,10 +27,14 @@ Tool errors: a result the source flags as an error gets ``tool_error`` = its tex
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 
 import orjson
+
+try:  # the BLAKE2 module alone: ``hashlib`` would also load OpenSSL (~4 ms per memcli start)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Python implementations
+    from hashlib import blake2b
 
 from memcli.errors import InputError
 from memcli.ingest.native import json_type, parse_timestamp
@@ -41,7 +45,7 @@ _CANONICAL = orjson.OPT_SORT_KEYS
 
 def item_key(previous: str, item) -> str:
     """The next key of a hash chain: 24 hex digits (96 bits)."""
-    h = hashlib.blake2b(previous.encode("utf-8", "surrogatepass"), digest_size=12)
+    h = blake2b(previous.encode("utf-8", "surrogatepass"), digest_size=12)
     h.update(b"\x00")
     try:
         h.update(orjson.dumps(item, option=_CANONICAL))

@@ -1,0 +1,245 @@
+"""``--from claude-code``: Claude Code session transcripts (memcli.importers.claude_code)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memcli.errors import InputError
+from memcli.importers import get_importer
+from tests.import_helpers import comparable, import_values, shape, statuses, traces, write_input
+
+SESSION = "5e55-10n"
+
+
+def user(uuid, content, ts, **kw):
+    return {"parentUuid": None, "isSidechain": False, "type": "user", "sessionId": SESSION, "uuid": uuid,
+            "timestamp": ts, "message": {"role": "user", "content": content}, **kw}
+
+
+def assistant(uuid, msg_id, blocks, ts, usage=None, **kw):
+    message = {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-sonnet-4",
+               "content": blocks, "stop_reason": None}
+    if usage:
+        message["usage"] = usage
+    return {"parentUuid": None, "isSidechain": False, "type": "assistant", "sessionId": SESSION, "uuid": uuid,
+            "timestamp": ts, "requestId": "req_1", "message": message, **kw}
+
+
+def usage(output):
+    return {"input_tokens": 3, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 5000,
+            "output_tokens": output}
+
+
+def result(uuid, tool_use_id, content, ts, is_error=None, **kw):
+    block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    if is_error is not None:
+        block["is_error"] = is_error
+    return user(uuid, [block], ts, toolUseResult={"stdout": "harness copy"}, **kw)
+
+
+def session():
+    """A main chain that runs two subagents in parallel; their results come back out of order."""
+    t = "2025-09-03T00:52:{:02d}.000Z".format
+    side = {"isSidechain": True}
+    return [
+        {"type": "summary", "summary": "Parallel work", "leafUuid": "u9"},
+        {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {}, "isSnapshotUpdate": False},
+        user("u1", "build the app", t(1)),
+        user("u2", [{"type": "text", "text": "expanded /orchestrate prompt"}], t(1), isMeta=True),
+        # one API message written as three lines sharing message.id
+        assistant("u3", "msg_A", [{"type": "text", "text": "Starting two agents."}], t(2), usage(3)),
+        assistant("u4", "msg_A", [{"type": "tool_use", "id": "toolu_T1", "name": "Task", "input": {"prompt": "ui"}}], t(3), usage(150)),
+        assistant("u5", "msg_A", [{"type": "tool_use", "id": "toolu_T2", "name": "Task", "input": {"prompt": "db"}}], t(3), usage(150)),
+        user("s1", "ui", t(4), agentId="ag-ui", **side),
+        user("s2", "db", t(4), agentId="ag-db", **side),
+        assistant("s3", "msg_S1", [{"type": "tool_use", "id": "toolu_W1", "name": "Write", "input": {"f": "ui.tsx"}}], t(5), usage(20), agentId="ag-ui", **side),
+        assistant("s4", "msg_S2", [{"type": "tool_use", "id": "toolu_W2", "name": "Write", "input": {"f": "db.ts"}}], t(5), usage(20), agentId="ag-db", **side),
+        result("s5", "toolu_W2", "File has not been read yet.", t(6), is_error=True, agentId="ag-db", **side),
+        result("s6", "toolu_W1", "ok", t(6), is_error=False, agentId="ag-ui", **side),
+        {"type": "system", "subtype": "stop_hook_summary", "uuid": "x1", "timestamp": t(7)},
+        result("u6", "toolu_T2", [{"type": "text", "text": "db done"}], t(8)),
+        result("u7", "toolu_T1", [{"type": "text", "text": "ui done"}], t(9)),
+        assistant("u8", "msg_B", [{"type": "text", "text": "Both done."}], t(10), usage(9)),
+        user("u9", "thanks", t(11)),
+    ]
+
+
+def test_session_turns_sidechains_split_messages_and_results_out_of_order(memory_dir, tmp_path):
+    result_ = import_values(memory_dir, "a", session(), "auto", tmp_path=tmp_path)
+    assert result_.format == "claude-code" and result_.detected
+    assert result_.skipped == {}  # summary, snapshot and system lines are not conversation
+    got = traces(memory_dir, "a")
+    assert shape(got) == [
+        ("user", "turn_0001", 1, (), "build the app"),
+        ("user", "turn_0001", 2, ("context",), "expanded /orchestrate prompt"),
+        ("assistant", "turn_0001", 3, (), "Starting two agents."),
+        ("tool_call", "turn_0001", 4, (), "toolu_T1"),
+        ("tool_call", "turn_0001", 5, (), "toolu_T2"),
+        ("user", "turn_0001", 6, ("sidechain",), "ui"),       # a subagent's prompt opens no turn
+        ("user", "turn_0001", 7, ("sidechain",), "db"),
+        ("tool_call", "turn_0001", 8, ("sidechain",), "toolu_W1"),
+        ("tool_call", "turn_0001", 9, ("sidechain",), "toolu_W2"),
+        ("tool_result", "turn_0001", 10, ("sidechain",), "toolu_W2"),
+        ("tool_result", "turn_0001", 11, ("sidechain",), "toolu_W1"),
+        ("tool_result", "turn_0001", 12, (), "toolu_T2"),
+        ("tool_result", "turn_0001", 13, (), "toolu_T1"),
+        ("assistant", "turn_0001", 14, (), "Both done."),
+        ("user", "turn_0002", 1, (), "thanks"),
+    ]
+    assert statuses(got) == {"SUCCESS": 3, "ERROR": 1}
+    by_id = {t.tool_call_id: t for t in got if t.trace_type == "tool_result"}
+    assert by_id["toolu_W2"].tool_error == "File has not been read yet." and by_id["toolu_W2"].tool_result is None
+    assert by_id["toolu_T1"].tool_result == "ui done" and by_id["toolu_T1"].tool_name == "Task"
+    assert "toolUseResult" not in by_id["toolu_T1"].extra
+    # the three lines of msg_A are one step: same message_id, usage once (first line)
+    step = got[2:5]
+    assert {t.extra["message_id"] for t in step} == {"msg_A"}
+    assert [t.usage for t in step] == [{"prompt_tokens": 5203, "completion_tokens": 3, "input_tokens": 3,
+                                        "cache_creation_input_tokens": 200, "cache_read_input_tokens": 5000,
+                                        "output_tokens": 3}, None, None]
+    assert [t.id for t in step] == ["cc-u3-0", "cc-u4-0", "cc-u5-0"]
+    assert got[7].extra["agent_id"] == "ag-ui" and got[0].extra["session_id"] == SESSION
+    assert got[0].ts == pytest.approx(1756860721.0)
+    assert {t.source_event for t in got} == {"claude-code"}
+
+
+def test_reimport_adds_nothing_and_every_prefix_then_the_whole_equals_the_whole(memory_dir, tmp_path):
+    lines = session()
+    import_values(memory_dir, "whole", lines, "claude-code", tmp_path=tmp_path, name="w.jsonl")
+    again = import_values(memory_dir, "whole", lines, "claude-code", tmp_path=tmp_path, name="w.jsonl")
+    assert again.appended == 0 and again.duplicates == 15
+    whole = comparable(traces(memory_dir, "whole"))
+    for cut in range(1, len(lines)):
+        agent = f"cut{cut}"
+        import_values(memory_dir, agent, lines[:cut], "claude-code", tmp_path=tmp_path, name="c.jsonl")
+        import_values(memory_dir, agent, lines, "claude-code", tmp_path=tmp_path, name="c.jsonl")
+        assert comparable(traces(memory_dir, agent)) == whole, f"cut after line {cut}"
+
+
+def test_a_half_written_last_line_waits_for_the_next_import(memory_dir, tmp_path):
+    path = write_input(tmp_path / "live.jsonl", session())
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])  # Claude Code is still writing the last line
+    from memcli.ingest.api import ingest
+
+    first = ingest(memory_dir, "a", path, fmt="claude-code")
+    assert first.skipped == {"incomplete last line (still being written?)": 1}
+    path.write_bytes(data)
+    second = ingest(memory_dir, "a", path, fmt="claude-code")
+    assert second.appended == 1 and second.skipped == {}
+    # a bad line in the middle is still an error
+    path.write_bytes(data.replace(b'{"type":"system"', b'{"type":"system" oops', 1))
+    with pytest.raises(InputError, match="^line 14: not valid JSON"):
+        ingest(memory_dir, "b", path, fmt="claude-code")
+
+
+def test_compact_summary_meta_and_harness_lines_are_context(memory_dir, tmp_path):
+    t = "2026-01-02T19:21:0{}Z".format
+    lines = [
+        user("a1", "first ask", t(0)),
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "content": "Conversation compacted"},
+        user("a2", "This session is being continued from a previous conversation...", t(1), isCompactSummary=True),
+        user("a3", "Caveat: The messages below were generated by the user while running local commands. DO NOT respond.", t(2)),
+        user("a4", "<command-name>/compact</command-name>", t(3)),
+        user("a5", "<local-command-stdout>Compacted</local-command-stdout>", t(4)),
+        user("a6", [{"type": "text", "text": "[Request interrupted by user]"}], t(5)),
+        assistant("a7", "msg_Z", [{"type": "text", "text": "API Error: overloaded"}], t(6), isApiErrorMessage=True),
+    ]
+    import_values(memory_dir, "a", lines, "claude-code", tmp_path=tmp_path)
+    assert shape(traces(memory_dir, "a")) == [
+        ("user", "turn_0001", 1, (), "first ask"),
+        ("user", "turn_0001", 2, ("compact_summary",), "This session is being continued from a previous conversation..."),
+        ("user", "turn_0001", 3, ("context",), lines[3]["message"]["content"]),
+        ("user", "turn_0002", 1, (), "<command-name>/compact</command-name>"),
+        ("user", "turn_0002", 2, ("context",), "<local-command-stdout>Compacted</local-command-stdout>"),
+        ("user", "turn_0002", 3, ("context",), "[Request interrupted by user]"),
+        ("assistant", "turn_0002", 4, ("api_error",), "API Error: overloaded"),
+    ]
+
+
+def test_thinking_images_and_a_text_reply_next_to_tool_results(memory_dir, tmp_path):
+    t = "2026-01-02T10:00:0{}Z".format
+    lines = [
+        user("b1", [{"type": "text", "text": "look at this"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4A=="}}], t(0)),
+        assistant("b2", "msg_1", [{"type": "thinking", "thinking": "Hmm.", "signature": "EpcD"}], t(1)),
+        assistant("b3", "msg_1", [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}], t(2)),
+        result("b4", "toolu_1", "", t(3), is_error=True),
+        user("b5", [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "late"},
+                    {"type": "text", "text": "stop, do this instead"}], t(4)),
+    ]
+    import_values(memory_dir, "a", lines, "claude-code", tmp_path=tmp_path)
+    got = traces(memory_dir, "a")
+    assert shape(got) == [
+        ("user", "turn_0001", 1, (), "look at this"),
+        ("assistant", "turn_0001", 2, ("reasoning",), "Hmm."),
+        ("tool_call", "turn_0001", 3, (), "toolu_1"),
+        ("tool_result", "turn_0001", 4, (), "toolu_1"),
+        ("tool_result", "turn_0001", 5, (), "toolu_x"),
+        ("user", "turn_0002", 1, (), "stop, do this instead"),
+    ]
+    assert got[0].media == {"images": ["data:image/jpeg;base64,/9j/4A=="]}
+    assert got[1].extra["signature"] == "EpcD"
+    assert got[3].tool_error == "(no error message)"
+    assert statuses(got) == {"ERROR": 1, "ORPHAN": 1}
+
+
+def test_lines_the_importer_does_not_understand_are_skipped_with_a_count(memory_dir, tmp_path):
+    t = "2025-06-14T11:0{}:00Z".format
+    lines = [
+        user("e1", "hello", t(0)),
+        "massive error", 42, [1],
+        {"silly": "this"},
+        {"type": "queue-operation", "operation": "enqueue"},
+        {"type": "brand-new-kind", "uuid": "z"},
+        {"type": "user", "uuid": "e2", "message": "error"},
+        {"type": "user", "uuid": "e3", "message": {"role": "user", "contenst": []}},
+        user("e1", "same uuid again, different line", t(1)),
+    ]
+    result_ = import_values(memory_dir, "a", lines, "auto", tmp_path=tmp_path)
+    assert result_.format == "claude-code"
+    assert result_.skipped == {"lines that are not objects": 3, "lines without a type": 1,
+                               "'brand-new-kind' lines": 1, "user lines without a message object": 1,
+                               "messages without content": 1}
+    got = traces(memory_dir, "a")
+    assert [(t.id, t.content) for t in got] == [("cc-e1-0", "hello"), ("cc-e1~2-0", "same uuid again, different line")]
+
+
+def test_a_file_that_does_not_start_like_a_session_is_an_error(memory_dir, tmp_path):
+    with pytest.raises(InputError) as exc:
+        import_values(memory_dir, "a", ["oops", user("u", "x", "2025-01-01T00:00:00Z")], "claude-code", tmp_path=tmp_path)
+    assert str(exc.value) == ('line 1: expected a Claude Code session line (an object with "type" and "message"), '
+                              'got string')
+    codex = {"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "s"}}
+    with pytest.raises(InputError, match=r"it looks like a Codex rollout \(--from codex\)"):
+        import_values(memory_dir, "a", [codex], "claude-code", tmp_path=tmp_path)
+
+
+def test_sdk_stream_json_without_uuids_imports_idempotently(memory_dir, tmp_path):
+    records = [
+        {"type": "system", "subtype": "init", "session_id": "sdk-1", "tools": ["Read"]},
+        {"type": "assistant", "session_id": "sdk-1", "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": [{"type": "text", "text": "Reading."},
+                        {"type": "tool_use", "id": "tc1", "name": "Read", "input": {"file_path": "a"}}],
+            "usage": {"input_tokens": 100, "output_tokens": 5}}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "tc1", "content": "x"}]}},
+        {"type": "assistant", "session_id": "sdk-1", "message": {
+            "id": "msg_2", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "Done."}]}},
+        {"type": "result", "result": "Done.", "total_cost_usd": 0.01},
+    ]
+    first = import_values(memory_dir, "a", records, "auto", tmp_path=tmp_path, layout="array", name="r.json")
+    assert first.format == "claude-code" and first.appended == 4 and first.skipped == {}
+    again = import_values(memory_dir, "a", records, "auto", tmp_path=tmp_path, layout="array", name="r.json")
+    assert again.appended == 0
+    got = traces(memory_dir, "a")
+    assert statuses(got) == {"SUCCESS": 1}
+    assert got[0].usage["prompt_tokens"] == 100 and got[0].extra["session_id"] == "sdk-1"
+
+
+def test_sniffing_one_line_is_enough_for_a_stream():
+    importer = get_importer("claude-code")
+    for first in session()[:3]:
+        assert importer.sniff([(1, first)]) > 90
+    assert importer.sniff([(1, {"role": "user", "content": "x"})]) == 0
+    assert importer.sniff([(1, {"type": "response_item", "payload": {"type": "message"}})]) == 0
