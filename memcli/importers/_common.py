@@ -23,6 +23,16 @@ see an object and an exporter can give back the exact original string.
 
 Tool errors: a result the source flags as an error gets ``tool_error`` = its text and no
 ``tool_result`` (the AutoByteus convention); an error with no text gets ``"(no error message)"``.
+
+Provider usage goes on the first trace of the model response it belongs to (its reasoning or
+text; a ``tool_call`` when the response is only tool calls), once per response.
+
+Extra fields the importers write (unknown to AutoByteus, kept verbatim by both): ``message_id``
+(the source's message id), ``model``, ``session_id``, ``agent_id`` (Claude Code subagent),
+``signature`` (Anthropic thinking), ``phase`` (Codex assistant messages), ``name`` (OpenAI message
+name), ``tool_kind`` (``custom``, ``local_shell``, ``server_tool_use``... for calls that are not
+plain function calls), ``tool_args_verbatim``, ``local_images`` (Codex image paths).
+Importers never set ``turn_id`` or ``seq``: the shared linker does, in the order events come.
 """
 
 from __future__ import annotations
