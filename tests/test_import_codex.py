@@ -135,6 +135,23 @@ def test_the_user_message_event_may_come_first(memory_dir, tmp_path):
     assert result.skipped == {"image parts without a URL": 1}
 
 
+def test_injected_context_keeps_its_place_in_the_file(memory_dir, tmp_path):
+    lines = [
+        line("session_meta", {"id": "s6"}),
+        message("user", "project notes Codex injected (no known marker)"),
+        message("developer", "sandbox rules"),
+        event({"type": "task_started", "turn_id": "t"}),
+        message("user", "the real question"),
+        event({"type": "user_message", "message": "the real question"}),
+    ]
+    import_values(memory_dir, "a", lines, "codex", tmp_path=tmp_path)
+    assert shape(traces(memory_dir, "a")) == [
+        ("user", "turn_0001", 1, ("context",), "project notes Codex injected (no known marker)"),
+        ("user", "turn_0001", 2, ("developer",), "sandbox rules"),
+        ("user", "turn_0001", 3, (), "the real question"),
+    ]
+
+
 def test_every_prefix_then_the_whole_file_equals_the_whole_file(memory_dir, tmp_path):
     lines = rollout()
     import_values(memory_dir, "whole", lines, "codex", tmp_path=tmp_path, name="w.jsonl")

@@ -139,9 +139,6 @@ class BlockMapper:
         texts: list[str] = []
         media = Media()
         for block in content:
-            if isinstance(block, str):  # not valid Anthropic, but unambiguous
-                self.skipped["content items that are not blocks"] += 1
-                continue
             if not isinstance(block, dict):
                 self.skipped["content items that are not blocks"] += 1
                 continue
@@ -176,10 +173,10 @@ class BlockMapper:
             elif _is_result_block(kind) and isinstance(block.get("tool_use_id"), str) and block["tool_use_id"]:
                 call_id = block["tool_use_id"]
                 result_media = Media()
-                if kind == "tool_result":
+                if kind == "tool_result" or "is_error" in block:  # tool_result, mcp_tool_result
                     value = self.result_content(block.get("content"), result_media)
                     error = block.get("is_error") is True
-                else:  # server tool results: a list of results, or an error object
+                else:  # server tool results (web search, code execution): results, or an error object
                     value = block.get("content")
                     error = isinstance(value, dict) and str(value.get("type", "")).endswith("_error")
                     if error:

@@ -52,8 +52,7 @@ from memcli.models import TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_SIDECHAIN
 _CONVERSATION = ("user", "assistant")
 # line types that are not conversation (passed over without a count)
 _NOT_CONVERSATION = frozenset({
-    "summary", "system", "file-history-snapshot", "progress", "queue-operation", "result",
-    "stream_event", "custom-title", "tag", "agent-name", "x-error",
+    "summary", "system", "file-history-snapshot", "progress", "queue-operation", "result", "stream_event",
 })
 _KNOWN_KEYS = frozenset({"uuid", "sessionId", "session_id", "message", "parentUuid", "leafUuid",
                          "isSidechain", "messageId", "snapshot", "subtype"})

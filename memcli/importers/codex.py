@@ -83,7 +83,7 @@ CONTEXT_PREFIXES = (
     "<turn_aborted", "<user_shell_command", "<skill", "<permissions instructions",
 )
 _CONTEXT_KINDS = frozenset({"user_instructions", "environment_context"})
-HELD_BACK = "user messages held back until Codex writes their user_message event"
+HELD_BACK = "messages held back until Codex writes the user_message event (imported next time)"
 
 
 def _legacy_item(value: dict) -> bool:
@@ -108,6 +108,7 @@ class _Rollout:
         self.call_names: dict[str, deque] = {}
         self.held_user: tuple | None = None   # (line, key, ts, text, media) awaiting its event
         self.held_event: tuple | None = None  # (line, key, ts, payload) awaiting its message
+        self.after_held: list[tuple[int, dict]] = []  # context that came after a held message
         self.step: list[tuple[int, dict]] = []  # model output awaiting its token_count
         self.recognized = False
         self.system_prompts: set[str] = set()
@@ -162,7 +163,18 @@ class _Rollout:
         if self.held_event is not None:
             out.append(self._event_ask(self.held_event))
             self.held_event = None
+        return out + self._release()
+
+    def _release(self):
+        out, self.after_held = self.after_held, []
         return out
+
+    def _in_order(self, item):
+        """Context that is not a user ask: out now, or after the message being held (file order)."""
+        if self.held_user is not None or self.held_event is not None:
+            self.after_held.append(item)
+            return []
+        return [item]
 
     def _user_event(self, held, *, context: bool, event_payload=None):
         line, key, ts, text, media = held
@@ -272,7 +284,7 @@ class _Rollout:
             yield from self._close_step()
             event = {"id": trace_id, "trace_type": "user",
                      "content": instructions, "tags": [TAG_SYSTEM]}
-            yield line, self._common(event, self.clock.read(ts_raw))
+            yield from self._in_order((line, self._common(event, self.clock.read(ts_raw))))
 
     def _event(self, line, payload, ts_raw):
         kind = payload.get("type")
@@ -283,9 +295,12 @@ class _Rollout:
             if self.held_user is not None:
                 held, self.held_user = self.held_user, None
                 yield self._user_event(held, context=payload.get("kind") in _CONTEXT_KINDS, event_payload=payload)
+                yield from self._release()
             else:
                 if self.held_event is not None:
                     yield self._event_ask(self.held_event)
+                    self.held_event = None
+                    yield from self._release()
                 self.held_event = (line, key, ts, payload)
         elif kind == "token_count":
             info = payload.get("info")
@@ -304,22 +319,25 @@ class _Rollout:
                 yield from self._close_step()
                 held = (line, key, ts, text, media)
                 if text.lstrip().startswith(CONTEXT_PREFIXES):
-                    yield self._user_event(held, context=True)
+                    yield from self._in_order(self._user_event(held, context=True))
                 elif not wrapped:  # older rollouts have no user_message events: the text decides
                     yield self._user_event(held, context=False)
                 elif self.held_event is not None:
                     event, self.held_event = self.held_event, None
                     yield self._user_event(held, context=event[3].get("kind") in _CONTEXT_KINDS,
                                            event_payload=event[3])
+                    yield from self._release()
                 else:
                     if self.held_user is not None:
                         yield self._user_event(self.held_user, context=True)
+                        self.held_user = None
+                        yield from self._release()
                     self.held_user = held
                 return
             if role in ("developer", "system"):
                 event = {"id": f"{base}-0", "trace_type": "user", "content": text,
                          "tags": [TAG_DEVELOPER if role == "developer" else TAG_SYSTEM]}
-                yield line, self._common(set_fields(event, media=media.as_field()), ts)
+                yield from self._in_order((line, self._common(set_fields(event, media=media.as_field()), ts)))
                 return
             if role != "assistant":
                 self.skipped[f"messages with role {str(role)[:40]!r}"] += 1
@@ -425,7 +443,8 @@ class _Rollout:
     def finish(self):
         yield from self._close_step()
         if self.held_user is not None or self.held_event is not None:
-            self.skipped[HELD_BACK] += 1
+            # the next import of the grown file places them; emitting them now could misplace them
+            self.skipped[HELD_BACK] += 1 + len(self.after_held)
 
 
 class CodexImporter:
