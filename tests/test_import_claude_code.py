@@ -116,6 +116,14 @@ def test_reimport_adds_nothing_and_every_prefix_then_the_whole_equals_the_whole(
         assert comparable(traces(memory_dir, agent)) == whole, f"cut after line {cut}"
 
 
+def test_a_live_stream_gives_the_same_traces_as_the_file(memory_dir, tmp_path, memcli_proc):
+    run = memcli_proc("ingest", "live", "--stream", input=session())
+    assert run.returncode == 0, run.stderr
+    assert b"format claude-code (detected)" in run.stderr   # one line is enough to tell
+    import_values(memory_dir, "file", session(), "claude-code", tmp_path=tmp_path)
+    assert comparable(traces(memory_dir, "live")) == comparable(traces(memory_dir, "file"))
+
+
 def test_a_half_written_last_line_waits_for_the_next_import(memory_dir, tmp_path):
     path = write_input(tmp_path / "live.jsonl", session())
     data = path.read_bytes()
