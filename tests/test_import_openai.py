@@ -114,6 +114,20 @@ def test_legacy_function_call_pairs_by_position_and_name(memory_dir, tmp_path):
     assert next(t for t in got if t.tool_name == "weather" and t.trace_type == "tool_call").tool_args == {"city": "Oslo"}
 
 
+def test_custom_tool_calls_keep_their_free_form_input(memory_dir, tmp_path):
+    messages = [
+        {"role": "user", "content": "count rows"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_c", "type": "custom", "custom": {"name": "sql", "input": '{"looks": "like json"}'}}]},
+        {"role": "tool", "tool_call_id": "call_c", "content": "3"},
+    ]
+    import_values(memory_dir, "a", messages, "openai", tmp_path=tmp_path)
+    call = traces(memory_dir, "a")[1]
+    assert call.tool_args == {"input": '{"looks": "like json"}'}
+    assert call.extra == {"tool_args_verbatim": True, "tool_kind": "custom"}
+    assert statuses(traces(memory_dir, "a")) == {"SUCCESS": 1}
+
+
 def test_swe_agent_tool_call_ids_list_and_history_document(memory_dir, tmp_path):
     history = [
         {"role": "system", "content": "SETTING", "agent": "main", "message_type": "system_prompt"},
