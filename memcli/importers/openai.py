@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from memcli.errors import InputError
 from memcli.importers._common import (
     Clock,
     KeyChain,
@@ -92,7 +93,7 @@ class _Conversation:
 
     # ------------------------------------------------------------------ content
     def content(self, content, line, where):
-        """(text, Media) of a message's content; raises via the returned error when unreadable."""
+        """(text, Media) of a message's content; InputError when it is neither a string nor parts."""
         media = Media()
         if content is None:
             return "", media
@@ -101,7 +102,7 @@ class _Conversation:
         if isinstance(content, dict):
             content = [content]
         if not isinstance(content, list):
-            return not_format(line, f"{where}message content as a string or a list of parts", content), media
+            raise not_format(line, f"{where}message content as a string or a list of parts", content)
         texts = []
         for part in content:
             kind = part.get("type") if isinstance(part, dict) else None
@@ -152,9 +153,10 @@ class _Conversation:
         if role not in ROLES:
             self.skipped[f"messages with role {role[:40]!r}"] += 1
             return
-        text, media = self.content(message.get("content"), line, where)
-        if isinstance(text, Exception):
-            yield line, text
+        try:
+            text, media = self.content(message.get("content"), line, where)
+        except InputError as exc:
+            yield line, exc
             return
         common: dict = {}
         ts = None
