@@ -252,6 +252,25 @@ def test_resumed_sessions_keep_one_system_prompt(memory_dir, tmp_path):
     assert (result.appended, result.duplicates) == (3, 0)
 
 
+def test_fields_of_the_wrong_type_are_skipped_not_a_crash(memory_dir, tmp_path):
+    lines = [
+        line("session_meta", {"id": "s7"}),
+        {"timestamp": "2026-02-23T11:00:00Z", "type": ["response_item"], "payload": {}},
+        item({"type": {"oops": 1}, "call_id": "c"}),
+        item({"type": "function_call", "name": ["x"], "arguments": [1, 2], "call_id": "c9"}),
+        event({"type": "user_message", "message": "go", "kind": ["plain"]}),
+        message("assistant", "ok", "output_text"),
+    ]
+    result = import_values(memory_dir, "a", lines, "codex", tmp_path=tmp_path)
+    assert result.skipped == {"lines without a payload": 1, "items without a type": 1}
+    got = traces(memory_dir, "a")
+    assert [(t.trace_type, t.tool_name, t.tool_args, t.content) for t in got] == [
+        ("tool_call", "function_call", {"input": "[1,2]"}, ""),
+        ("user", None, None, "go"),
+        ("assistant", None, None, "ok"),
+    ]
+
+
 def test_not_a_rollout_is_an_error():
     from memcli.ingest.pipeline import IngestResult
 

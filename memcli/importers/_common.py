@@ -310,5 +310,11 @@ def hold_torn_tail(values, skipped: Counter):
         skipped["incomplete last line (still being written?)"] += 1
 
 
+def string(value) -> str | None:
+    """``value`` if it is a string, else None: for fields whose type the input may get wrong
+    (a list where a string belongs would make a set lookup raise)."""
+    return value if isinstance(value, str) else None
+
+
 def join_texts(texts: list[str]) -> str:
     return "\n".join(t for t in texts if t)

@@ -41,6 +41,7 @@ from memcli.importers._common import (
     not_format,
     result_event,
     set_fields,
+    string,
 )
 from memcli.models import TAG_REASONING, TAG_SYSTEM
 
@@ -231,7 +232,7 @@ def _strong(messages) -> bool:
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict):
-                    kind = block.get("type")
+                    kind = string(block.get("type"))
                     if kind in _STRONG_BLOCKS:
                         return True
                     if kind == "image" and isinstance(block.get("source"), dict):

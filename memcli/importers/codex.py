@@ -63,6 +63,7 @@ from memcli.importers._common import (
     openai_usage,
     result_event,
     set_fields,
+    string,
 )
 from memcli.models import TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_DEVELOPER, TAG_REASONING, TAG_SYSTEM
 
@@ -87,13 +88,13 @@ HELD_BACK = "messages held back until Codex writes the user_message event (impor
 
 
 def _legacy_item(value: dict) -> bool:
-    return value.get("type") in ITEM_TYPES and "payload" not in value
+    return string(value.get("type")) in ITEM_TYPES and "payload" not in value
 
 
 def looks_like_line(value) -> bool:
     if not isinstance(value, dict):
         return False
-    if value.get("type") in LINE_TYPES and isinstance(value.get("payload"), dict):
+    if string(value.get("type")) in LINE_TYPES and isinstance(value.get("payload"), dict):
         return True
     return _legacy_item(value) and ("call_id" in value or "role" in value or "summary" in value)
 
@@ -200,7 +201,7 @@ class _Rollout:
         line, key, ts, payload = held
         text = payload.get("message") if isinstance(payload.get("message"), str) else ""
         event = {"id": f"cx-{key}-0", "trace_type": "user", "content": text}
-        if payload.get("kind") in _CONTEXT_KINDS:
+        if string(payload.get("kind")) in _CONTEXT_KINDS:
             event["tags"] = [TAG_CONTEXT]
         local = payload.get("local_images")
         set_fields(event, media=self._event_media(payload).as_field(),
@@ -217,8 +218,8 @@ class _Rollout:
             else:
                 self.skipped["lines that are not objects"] += 1
             return
-        kind = value.get("type")
-        if "payload" in value and isinstance(kind, str):
+        kind = string(value.get("type"))
+        if "payload" in value and kind is not None:
             payload = value["payload"]
             ts_raw = value.get("timestamp")
             wrapped = True
@@ -294,7 +295,7 @@ class _Rollout:
             yield from self._close_step()
             if self.held_user is not None:
                 held, self.held_user = self.held_user, None
-                yield self._user_event(held, context=payload.get("kind") in _CONTEXT_KINDS, event_payload=payload)
+                yield self._user_event(held, context=string(payload.get("kind")) in _CONTEXT_KINDS, event_payload=payload)
                 yield from self._release()
             else:
                 if self.held_event is not None:
@@ -309,7 +310,7 @@ class _Rollout:
                 yield from self._close_step(openai_usage(last))
 
     def _item(self, line, item, ts, wrapped):
-        kind = item.get("type")
+        kind = string(item.get("type"))
         key = self._key(item)
         base = f"cx-{key}"
         if kind == "message":
@@ -324,7 +325,7 @@ class _Rollout:
                     yield self._user_event(held, context=False)
                 elif self.held_event is not None:
                     event, self.held_event = self.held_event, None
-                    yield self._user_event(held, context=event[3].get("kind") in _CONTEXT_KINDS,
+                    yield self._user_event(held, context=string(event[3].get("kind")) in _CONTEXT_KINDS,
                                            event_payload=event[3])
                     yield from self._release()
                 else:
@@ -403,7 +404,7 @@ class _Rollout:
         if kind == "web_search_call":
             self.skipped["web_search_call items (server-side searches, no output to pair)"] += 1
         else:
-            self.skipped[f"{str(kind)[:40]} items"] += 1
+            self.skipped[f"{kind[:40]} items" if kind else "items without a type"] += 1
 
     def _name_for(self, call_id):
         queue = self.call_names.get(call_id)
@@ -456,7 +457,7 @@ class CodexImporter:
         if not objects:
             return 0
         first = objects[0]
-        if isinstance(first.get("payload"), dict) and first.get("type") in LINE_TYPES:
+        if isinstance(first.get("payload"), dict) and string(first.get("type")) in LINE_TYPES:
             return 96
         good = sum(1 for v in objects if looks_like_line(v))
         legacy_meta = isinstance(first.get("id"), str) and "instructions" in first and "role" not in first

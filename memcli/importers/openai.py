@@ -50,6 +50,7 @@ from memcli.importers._common import (
     openai_usage,
     result_event,
     set_fields,
+    string,
 )
 from memcli.models import TAG_DEVELOPER, TAG_REASONING, TAG_SYSTEM
 
@@ -68,10 +69,10 @@ def _strong(messages) -> bool:
     for m in messages:
         if not isinstance(m, dict):
             continue
-        if m.get("role") in _OPENAI_ONLY_ROLES or "tool_calls" in m or "function_call" in m:
+        if string(m.get("role")) in _OPENAI_ONLY_ROLES or "tool_calls" in m or "function_call" in m:
             return True
         content = m.get("content")
-        if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in _OPENAI_PARTS for p in content):
+        if isinstance(content, list) and any(isinstance(p, dict) and string(p.get("type")) in _OPENAI_PARTS for p in content):
             return True
     return False
 
