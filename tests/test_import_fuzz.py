@@ -1,0 +1,57 @@
+"""Fuzzed transcripts: whatever shape a field takes, an importer never raises; it yields valid
+native events or InputErrors naming a line. Runs ``MEMCLI_FUZZ_EXAMPLES`` cases per format
+(default 150)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memcli.errors import InputError
+from memcli.importers import get_importer
+from memcli.ingest.native import validate_event
+from memcli.ingest.pipeline import IngestResult
+from tests import test_import_anthropic, test_import_claude_code, test_import_codex, test_import_openai
+
+EXAMPLES = int(os.environ.get("MEMCLI_FUZZ_EXAMPLES", "150"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+REPLACEMENTS = [None, 0, -1, 1.5, 1e300, True, "", "x", "user", "assistant", "message", "text", "tool_use",
+                "tool_result", "function_call", "response_item", "user_message", [], {}, [1], [None], {"a": 1},
+                {"type": ["x"]}, [{"type": "text"}], {"type": "image"}]
+
+TRANSCRIPTS = {
+    "openai": test_import_openai.conversation(),
+    "anthropic": test_import_anthropic.request()["messages"],
+    "claude-code": test_import_claude_code.session(),
+    "codex": test_import_codex.rollout(),
+}
+
+
+def mutate(value, rng: random.Random, p: float):
+    if isinstance(value, dict):
+        return {k: rng.choice(REPLACEMENTS) if rng.random() < p else mutate(v, rng, p) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rng.choice(REPLACEMENTS) if rng.random() < p else mutate(v, rng, p) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("fmt", list(TRANSCRIPTS))
+@FUZZ
+@given(seed=st.integers(0, 2**32), p=st.sampled_from([0.05, 0.15, 0.4]))
+def test_importers_never_raise_and_emit_only_valid_events(fmt, seed, p):
+    rng = random.Random(seed)
+    values = [(i, mutate(v, rng, p) if rng.random() < 0.5 else v) for i, v in enumerate(TRANSCRIPTS[fmt], 1)]
+    for name in ("openai", "anthropic", "claude-code", "codex"):   # the right importer and the wrong ones
+        importer = get_importer(name)
+        assert 0 <= importer.sniff(values[:50]) <= 100
+        for line, event in importer.events(iter(values), IngestResult("fuzz")):
+            if isinstance(event, InputError):
+                assert event.line == line
+                continue
+            validate_event(event, line)   # raises if an importer emitted something invalid
+            assert isinstance(event.get("id"), str) and event["id"]
