@@ -192,6 +192,21 @@ def test_thinking_images_and_a_text_reply_next_to_tool_results(memory_dir, tmp_p
     assert statuses(got) == {"ERROR": 1, "ORPHAN": 1}
 
 
+def test_usage_goes_on_the_first_line_of_a_message_that_gives_a_trace(memory_dir, tmp_path):
+    t = "2026-01-02T10:00:0{}Z".format
+    lines = [
+        user("c1", "go", t(0)),
+        assistant("c2", "msg_1", [{"type": "text", "text": ""}], t(1), usage(1)),
+        assistant("c3", "msg_1", [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}], t(2), usage(40)),
+        assistant("c4", "msg_1", [{"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": {}}], t(3), usage(80)),
+    ]
+    result = import_values(memory_dir, "a", lines, "claude-code", tmp_path=tmp_path)
+    assert result.skipped == {"empty assistant messages": 1}
+    got = traces(memory_dir, "a")
+    assert [(t.tool_call_id, (t.usage or {}).get("completion_tokens")) for t in got[1:]] == [
+        ("toolu_1", 40), ("toolu_2", None)]
+
+
 def test_lines_the_importer_does_not_understand_are_skipped_with_a_count(memory_dir, tmp_path):
     t = "2025-06-14T11:0{}:00Z".format
     lines = [

@@ -158,8 +158,6 @@ class ClaudeCodeImporter:
                     tags.append(TAG_API_ERROR)
                 if message_id is None or message_id not in seen_messages:
                     usage = anthropic_usage(message.get("usage"))
-                    if message_id is not None:
-                        seen_messages.add(message_id)
             elif value.get("isCompactSummary") is True:
                 user_tags.append(TAG_COMPACT_SUMMARY)
             elif value.get("isMeta") is True or _first_text(content).startswith(_HARNESS_PREFIXES):
@@ -169,6 +167,8 @@ class ClaudeCodeImporter:
             events = mapper.message(kind, content, f"cc-{key}", common, user_tags=user_tags, usage=usage)
             if not events:
                 skipped[f"empty {kind} messages"] += 1
+            elif usage is not None and message_id is not None:
+                seen_messages.add(message_id)  # the usage is placed: not again on its later lines
             for event in events:
                 yield line, event
 
