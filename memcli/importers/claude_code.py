@@ -14,9 +14,11 @@ Claude Code specifics:
 
 * one API response is written as several lines (one per content block) sharing ``message.id``:
   every trace of them has that ``message_id`` (renderers group them back into one assistant
-  message), and the message's ``usage`` is put once, on the first trace of its first line.
-  Claude Code writes a running output count there, so ``completion_tokens`` can be lower than
-  the final count; ``prompt_tokens`` (input + cache creation + cache read) is exact;
+  message), and the message's ``usage`` is put once, on the first trace of its first line that
+  gives one. Claude Code writes a running output count there, so ``completion_tokens`` can be
+  lower than the final count; ``prompt_tokens`` (input + cache creation + cache read) is exact.
+  (The last line's figures would make the result depend on where an import of a session that is
+  still being written stops.);
 * ``isSidechain: true`` lines (subagents run by the Task tool) are tagged ``sidechain`` (a user
   line of a subagent never opens a turn) and keep ``agentId`` as ``agent_id``;
 * ``isCompactSummary`` user lines (the summary Claude Code's own compaction wrote) are tagged
