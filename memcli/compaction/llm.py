@@ -210,7 +210,7 @@ class LiteLLMSummarizer:
         memory_text = self._memory_text(memory, max((context - fixed) // 4, 0))
         budget = context - fixed - self.counter.count(memory_text)
         if budget < MIN_TRANSCRIPT_TOKENS:
-            raise CompactionError(
+            raise UsageError(
                 f"the summarizer's context ({context:,} tokens for {self.model}) leaves {budget:,} tokens for the "
                 "transcript; use a model with a larger context or --max-context-tokens")
         return budget, memory_text
