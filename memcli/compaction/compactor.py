@@ -148,10 +148,21 @@ def compaction_lock(store: AgentStore):
         lock.release()
 
 
-def plan(store: AgentStore, tail_turns: int) -> WindowPlan:
+def recover(store: AgentStore) -> list[str]:
+    """Finish an interrupted ingest or compaction, if there is one; notes saying what was done."""
+    paths = store.paths
+    if not (paths.ingest_marker.exists() or paths.compaction_journal.exists()):
+        return []
+    with store.writer(create=False) as session:
+        return list(session.recovered) + [r.describe() for r in session.repairs]
+
+
+def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | None = None) -> WindowPlan:
     """The window, planned under the agent lock after any pending recovery (writes nothing else)."""
     for _ in range(5):
-        store.recover_if_needed()
+        for message in recover(store):
+            if on_note is not None:
+                on_note(message)
         with agent_lock(store.paths):
             if store.paths.ingest_marker.exists() or store.paths.compaction_journal.exists():
                 continue  # someone crashed in between: recover first
@@ -387,7 +398,7 @@ def _no_lock():
 
 def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, model, concurrency,
          on_progress, on_note, started) -> CompactResult:
-    plan_ = plan(store, policy.tail_turns)
+    plan_ = plan(store, policy.tail_turns, lambda m: _note(result, on_note, m))
     result.turns = len(plan_.turns)
     result.turn_range = plan_.describe_range()
     result.turn_ids = plan_.turn_ids
