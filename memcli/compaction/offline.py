@@ -48,7 +48,7 @@ from memcli.models import NON_OPENING_TAGS, TAG_REASONING
 MAX_LISTED_TURNS = 40
 HEAD_TURNS = 10
 MAX_CHARS = 12_000
-MIN_CHARS = 2_000         # the cap is a quarter of the window's text, within [MIN_CHARS, MAX_CHARS]
+MIN_CHARS = 1_000         # the cap is a quarter of the window's text, within [MIN_CHARS, MAX_CHARS]
 ASK_CHARS = 180
 REPLY_CHARS = 220
 ERROR_CHARS = 120
