@@ -39,7 +39,7 @@ import orjson
 
 from memcli.compaction import breaker
 from memcli.compaction.journal import Journal, commit
-from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status, trace_text
+from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status
 from memcli.compaction.summarizer import Fact, MemoryContext, Summary, Turn, normalize_fact
 from memcli.compaction.window import WindowPlan, check_plan, iter_window_turns, plan_window
 from memcli.errors import CompactionError, UsageError
@@ -175,10 +175,21 @@ def _memory_tokens(store: AgentStore, counter: TokenCounter, policy: CompactionP
     return sum(counter.count(e.summary) + 4 for e in episodic) + sum(counter.count(f.fact) + 4 for f in semantic)
 
 
+def _record_text(record: dict) -> str:
+    """:func:`memcli.compaction.policy.trace_text` of a stored record, without building the model."""
+    parts = [record.get("content") or ""]
+    if record.get("tool_args") is not None:
+        parts.append(orjson.dumps(record["tool_args"]).decode())
+    if record.get("tool_error"):
+        parts.append(record["tool_error"])
+    elif record.get("tool_result") is not None:
+        value = record["tool_result"]
+        parts.append(value if isinstance(value, str) else orjson.dumps(value).decode())
+    return "\n".join(p for p in parts if p)
+
+
 def _count_tokens(store: AgentStore, plan_: WindowPlan, counter: TokenCounter) -> tuple[int, int, list, int]:
     """(window tokens, kept tokens, moved ids up to the listing cap, moved count) in one pass."""
-    from memcli.store.agent import trace_from_record
-
     path = store.paths.active
     runs = plan_.runs
     r = 0
@@ -188,7 +199,7 @@ def _count_tokens(store: AgentStore, plan_: WindowPlan, counter: TokenCounter) -
         while r < len(runs) and runs[r][1] <= offset:
             r += 1
         inside = r < len(runs) and runs[r][0] <= offset < runs[r][1]
-        tokens = counter.count(trace_text(trace_from_record(path, None, offset, record))) + 4
+        tokens = counter.count(_record_text(record)) + 4
         if inside:
             window += tokens
             moved += 1

@@ -385,7 +385,7 @@ class OfflineSummarizer:
                 first_ts = d.first_ts if first_ts is None else min(first_ts, d.first_ts)
             if d.last_ts is not None:
                 last_ts = d.last_ts if last_ts is None else max(last_ts, d.last_ts)
-            entry = (d.line(), d.turn_id, calls, len(d.failures))
+            entry = (d, d.turn_id, calls, len(d.failures))  # the line is made only if it is listed
             if len(head) < HEAD_TURNS:
                 head.append(entry)
             else:
@@ -438,13 +438,21 @@ class OfflineSummarizer:
             footer.append("URLs: " + ", ".join(names[:MAX_LISTED])
                           + (f", +{len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else ""))
 
+        lines_of: dict[str, str] = {}
+
+        def line_of(entry) -> str:
+            text = lines_of.get(entry[1])
+            if text is None:
+                text = lines_of[entry[1]] = entry[0].line()
+            return text
+
         def assemble() -> str:
-            lines = [header, *(e[0] for e in head)]
+            lines = [header, *(line_of(e) for e in head)]
             if omitted[0]:
                 lines.append(f"… {omitted[0]} more turn{'s' if omitted[0] != 1 else ''} "
                              f"({omitted[1]}–{omitted[2]}) not listed: {omitted[3]} tool calls, {omitted[4]} failed "
                              "(`memcli show AGENT --archive --turn ID` shows any of them).")
-            lines.extend(e[0] for e in tail)
+            lines.extend(line_of(e) for e in tail)
             lines.extend(footer)
             return "\n".join(lines)
 

@@ -435,14 +435,15 @@ def _rebuild(paths: AgentPaths, *, previous: TurnState | None, ids: IdIndex | No
     skip_archive = archive_count is not None and previous is not None and ids is None
     if skip_archive:
         state.archive_count = archive_count
-    for line_no, offset, record in (() if skip_archive else jsonl.iter_records(paths.archive)):
-        trace_from_record(paths.archive, line_no, offset, record)
+    archive, active = paths.archive, paths.active  # each property builds a Path: not once per record
+    for line_no, offset, record in (() if skip_archive else jsonl.iter_records(archive)):
+        trace_from_record(archive, line_no, offset, record)
         state.observe_archived(record)
         state.archive_count += 1
         if digests is not None:
             digests.append(digest(record["id"]))
-    for line_no, offset, record in jsonl.iter_records(paths.active):
-        trace_from_record(paths.active, line_no, offset, record)
+    for line_no, offset, record in jsonl.iter_records(active):
+        trace_from_record(active, line_no, offset, record)
         state.observe(record, offset)
         state.active_count += 1
         if digests is not None:
