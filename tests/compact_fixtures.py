@@ -139,4 +139,8 @@ def conversation(n_turns: int, *, prefix: str = "t", system: bool = True, big: i
              "tool_result": {"order_id": order, "status": "in transit", "note": "x" * big}},
             {"id": f"{prefix}-{i}-a", "trace_type": "assistant", "content": f"Order {order} is with DHL."},
         ]
+    # fixed timestamps: the bytes of the store are then the same on every run (the crash tests
+    # cut copies at byte offsets and must not depend on how long a float's repr happens to be)
+    for k, event in enumerate(events):
+        event["ts"] = 1772442000.5 + 60 * k
     return events
