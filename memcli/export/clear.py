@@ -1,0 +1,222 @@
+"""``clear``: delete an agent's memory, under its lock.
+
+Everything happens while holding the agent's lock (``<memory dir>/.locks/<agent>.lock``, which
+lives outside the agent directory and is never deleted — see :mod:`memcli.store.layout`), so no
+ingest or compaction can interleave. The agent is not opened for writing first (no recovery, no
+state rebuild): clearing must also work for an agent whose files are corrupt.
+
+* Full clear: the agent directory is renamed to a hidden name in ``agents/``
+  (``.<agent>.clearing.<random>``) — one atomic step, after which the agent no longer exists for
+  any reader — and that directory is then deleted. Data files, caches (``.state.json``,
+  ``.ids``), markers and journals all go. A crash half-way through the deletion leaves only the
+  hidden directory, which the next ``clear`` of that agent removes. The next ingest starts a new
+  agent at ``turn_0001``.
+* ``--keep-memory``: ``episodic.jsonl`` and ``semantic.jsonl`` stay (a torn last line in them is
+  repaired); the raw traces (active and archive), the caches and any marker or journal go the
+  same way (moved into a hidden directory, then deleted). **Turn numbering continues**: the kept
+  summaries and facts name turns (``turn_ids``, ``source_turn_ids``), so new turns must not reuse
+  those ids. Before anything is removed a fresh state cache is written whose turn counter is the
+  highest turn the agent had (from its state cache, the last traces of its files and the turns
+  its memory names); the next ingest continues after it. (The counter lives in the state cache:
+  deleting ``.state.json`` by hand would restart numbering at ``turn_0001``.) The id index goes,
+  so the cleared traces can be ingested again (e.g. from an export) if wanted. An agent with no
+  memory files is removed entirely, as by a full clear.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from memcli.store import jsonl
+from memcli.store.agent import AgentStore
+from memcli.store.layout import DIR_MODE, EPISODIC, SEMANTIC, AgentPaths
+from memcli.store.lock import agent_lock
+from memcli.store.state import TurnState, format_turn, turn_number
+
+MEMORY_FILES = (EPISODIC, SEMANTIC)
+TRASH_MARK = ".clearing."
+
+
+@dataclass
+class ClearPlan:
+    agent_id: str
+    keep_memory: bool
+    remove: list = field(default_factory=list)   # (name, bytes)
+    keep: list = field(default_factory=list)     # (name, bytes)
+
+    def describe(self) -> str:
+        def listing(items):
+            return ", ".join(f"{name} ({_size(size)})" for name, size in items) or "nothing"
+
+        text = f"agent {self.agent_id!r}: delete {listing(self.remove)}"
+        if self.keep:
+            text += f"; keep {listing(self.keep)}"
+        return text
+
+
+@dataclass
+class ClearResult:
+    agent_id: str
+    keep_memory: bool
+    removed: list = field(default_factory=list)  # (name, bytes)
+    kept: list = field(default_factory=list)     # names
+    agent_removed: bool = False                  # the whole directory went
+    next_turn: str | None = None                 # with --keep-memory: the id the next turn gets
+
+    def summary(self) -> str:
+        freed = sum(size for _, size in self.removed)
+        files = len(self.removed)
+        text = f"cleared agent {self.agent_id!r}: removed {files} file{'s' if files != 1 else ''} ({_size(freed)})"
+        if self.agent_removed:
+            text += "; the agent no longer exists"
+        if self.kept:
+            text += f"; kept {', '.join(self.kept)}; the next turn will be {self.next_turn}"
+        return text
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{n} B"
+
+
+def _entries(paths: AgentPaths) -> list[tuple[str, int]]:
+    out = []
+    try:
+        names = sorted(os.listdir(paths.dir))
+    except FileNotFoundError:
+        return out
+    for name in names:
+        try:
+            st = os.lstat(paths.dir / name)
+        except FileNotFoundError:
+            continue
+        out.append((name, st.st_size if not os.path.isdir(paths.dir / name) else _tree_size(paths.dir / name)))
+    return out
+
+
+def _tree_size(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _split(paths: AgentPaths, keep_memory: bool) -> tuple[list, list]:
+    entries = _entries(paths)
+    keep = [(n, s) for n, s in entries if keep_memory and n in MEMORY_FILES]
+    remove = [(n, s) for n, s in entries if not (keep_memory and n in MEMORY_FILES)]
+    return remove, keep
+
+
+def plan_clear(memory_dir: str | os.PathLike, agent_id: str, *, keep_memory: bool = False) -> ClearPlan:
+    """What ``clear`` would delete and keep; AgentNotFoundError (exit 3) for an unknown agent."""
+    store = AgentStore(memory_dir, agent_id).require()
+    remove, keep = _split(store.paths, keep_memory)
+    return ClearPlan(store.agent_id, keep_memory, remove, keep)
+
+
+def clear_agent(memory_dir: str | os.PathLike, agent_id: str, *, keep_memory: bool = False) -> ClearResult:
+    """Delete the agent's memory (module docstring). AgentNotFoundError for an unknown agent."""
+    store = AgentStore(memory_dir, agent_id).require()
+    paths = store.paths
+    result = ClearResult(store.agent_id, keep_memory)
+    with agent_lock(paths):
+        store.require()  # someone may have cleared it while we waited for the lock
+        _remove_leftovers(paths)
+        remove, keep = _split(paths, keep_memory)
+        if not keep:
+            trash = _trash_name(paths)
+            os.rename(paths.dir, trash)
+            jsonl.fsync_dir(paths.agents_dir)
+            shutil.rmtree(trash, ignore_errors=False)
+            result.removed = remove
+            result.agent_removed = True
+            return result
+        for name, _ in keep:
+            jsonl.repair_tail(paths.dir / name)
+        counter = _highest_turn(paths)
+        state = TurnState(turn_counter=counter)
+        jsonl.atomic_write_bytes(paths.state, orjson.dumps(state.to_json()))
+        trash = _trash_name(paths)
+        os.mkdir(trash, DIR_MODE)
+        for name, _ in remove:
+            if name == paths.state.name:
+                continue  # just rewritten: holds the turn counter
+            os.rename(paths.dir / name, trash / name)
+        jsonl.fsync_dir(paths.dir)
+        shutil.rmtree(trash)
+        result.removed = [(n, s) for n, s in remove if n != paths.state.name]
+        result.kept = [n for n, _ in keep]
+        result.next_turn = format_turn(counter + 1)
+    return result
+
+
+def _trash_name(paths: AgentPaths) -> Path:
+    return paths.agents_dir / f".{paths.agent_id}{TRASH_MARK}{os.getpid()}.{os.urandom(4).hex()}"
+
+
+def _remove_leftovers(paths: AgentPaths) -> None:
+    """Hidden directories left by a clear of this agent that was interrupted mid-deletion."""
+    prefix = f".{paths.agent_id}{TRASH_MARK}"
+    try:
+        names = os.listdir(paths.agents_dir)
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name.startswith(prefix):
+            shutil.rmtree(paths.agents_dir / name, ignore_errors=True)
+
+
+def _highest_turn(paths: AgentPaths) -> int:
+    """The highest turn number the agent has used (see the module docstring)."""
+    best = 0
+    try:
+        with jsonl.open_read(paths.state) as f:
+            best = int(orjson.loads(f.read()).get("turn_counter") or 0)
+    except (FileNotFoundError, ValueError, TypeError, AttributeError, orjson.JSONDecodeError):
+        pass
+    except Exception:  # an unreadable cache is only a hint
+        pass
+
+    def consider(turn_id) -> None:
+        nonlocal best
+        if isinstance(turn_id, str):
+            n = turn_number(turn_id)
+            if n is not None and n > best:
+                best = n
+
+    for path in (paths.active, paths.archive):
+        try:
+            for _, line in jsonl.iter_lines_reverse(path):
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue  # a corrupt line does not stop a clear
+                if isinstance(record, dict):
+                    consider(record.get("turn_id"))
+                    break
+        except OSError:
+            pass
+    for path, key in ((paths.episodic, "turn_ids"), (paths.semantic, "source_turn_ids")):
+        for _, line in jsonl.iter_lines(path):
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                for turn_id in record.get(key) or ():
+                    consider(turn_id)
+    return best
