@@ -17,9 +17,7 @@ def clear(
 ) -> None:
     """Delete an agent's memory (all its files), under its lock.
 
-    Asks for confirmation on a terminal; scripts pass --yes. With --keep-memory the raw traces
-    go and turn numbering continues after the last turn, so the kept memory's turn ids stay
-    unique.
+    Asks for confirmation on a terminal; scripts pass --yes. With --keep-memory only the raw traces go, and new turns are numbered after the turns the kept memory names.
     """
     from memcli.errors import UsageError
     from memcli.export.clear import clear_agent, plan_clear

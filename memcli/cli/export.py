@@ -6,17 +6,24 @@ import os
 import sys
 from typing import List, Optional
 
-import click
+from enum import Enum
+
 import typer
 
-FORMAT_CHOICES = ["jsonl", "json", "markdown", "openai", "anthropic"]
+
+class ExportFormat(str, Enum):
+    jsonl = "jsonl"
+    json = "json"
+    markdown = "markdown"
+    openai = "openai"
+    anthropic = "anthropic"
 
 
 def export(
     ctx: typer.Context,
     agent: str = typer.Argument(..., help="Agent id."),
-    format: str = typer.Option(
-        "jsonl", "--format", "-f", click_type=click.Choice(FORMAT_CHOICES),
+    format: ExportFormat = typer.Option(
+        ExportFormat.jsonl, "--format", "-f",
         help="jsonl (backup, re-ingestable), json (one array), markdown (for people), "
              "openai / anthropic (provider message list).",
     ),
@@ -39,8 +46,7 @@ def export(
 ) -> None:
     """Export an agent's complete history (archive, then active), streamed.
 
-    `memcli export A | memcli ingest B` copies A's traces into B with the same ids, turns and
-    seqs; ingesting the same export again adds nothing.
+    `memcli export A | memcli ingest B` copies A's traces (and with --with-memory its memory) into B with the same ids, turns and seqs; ingesting the same export again adds nothing.
     """
     from memcli.cli.progress import progress_bar
     from memcli.export.api import export as run
@@ -48,7 +54,7 @@ def export(
     to_file = output is not None and output != "-"
     try:
         with progress_bar(f"exporting {agent}", enabled=to_file) as advance:
-            result = run(ctx.obj, agent, fmt=format, output=output, with_memory=with_memory,
+            result = run(ctx.obj, agent, fmt=format.value, output=output, with_memory=with_memory,
                          turns=turn, since=since, until=until,
                          progress=lambda n, total: advance(n, total=total))
     except BrokenPipeError:

@@ -11,16 +11,17 @@ state rebuild): clearing must also work for an agent whose files are corrupt.
   ``.ids``), markers and journals all go. A crash half-way through the deletion leaves only the
   hidden directory, which the next ``clear`` of that agent removes. The next ingest starts a new
   agent at ``turn_0001``.
-* ``--keep-memory``: ``episodic.jsonl`` and ``semantic.jsonl`` stay (a torn last line in them is
-  repaired); the raw traces (active and archive), the caches and any marker or journal go the
-  same way (moved into a hidden directory, then deleted). **Turn numbering continues**: the kept
-  summaries and facts name turns (``turn_ids``, ``source_turn_ids``), so new turns must not reuse
-  those ids. Before anything is removed a fresh state cache is written whose turn counter is the
-  highest turn the agent had (from its state cache, the last traces of its files and the turns
-  its memory names); the next ingest continues after it. (The counter lives in the state cache:
-  deleting ``.state.json`` by hand would restart numbering at ``turn_0001``.) The id index goes,
-  so the cleared traces can be ingested again (e.g. from an export) if wanted. An agent with no
-  memory files is removed entirely, as by a full clear.
+* ``--keep-memory``: exactly ``episodic.jsonl`` and ``semantic.jsonl`` stay (a torn last line
+  in them is repaired); the raw traces (active and archive), the caches and any marker or journal
+  go the same way (moved into a hidden directory, then deleted). **Turn numbering continues
+  after the turns the memory names**: summaries and facts refer to turns (``turn_ids``,
+  ``source_turn_ids``), so a new turn must not reuse those ids. The state is rebuilt from the
+  files that are left, and the rebuild counts the turns memory names
+  (:func:`memcli.store.agent._observe_memory_turns`) — derived from the data, not from a cache
+  that could be lost. Turns after the last compacted one (never summarized) are not named by
+  memory, so their numbers are given out again. The id index goes with the traces, so the
+  cleared traces can be ingested again (e.g. from an export). An agent with no memory files is
+  removed entirely, as by a full clear.
 """
 
 from __future__ import annotations
@@ -30,13 +31,11 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.layout import DIR_MODE, EPISODIC, SEMANTIC, AgentPaths
 from memcli.store.lock import agent_lock
-from memcli.store.state import TurnState, format_turn, turn_number
+from memcli.store.state import format_turn
 
 MEMORY_FILES = (EPISODIC, SEMANTIC)
 TRASH_MARK = ".clearing."
@@ -147,20 +146,16 @@ def clear_agent(memory_dir: str | os.PathLike, agent_id: str, *, keep_memory: bo
             return result
         for name, _ in keep:
             jsonl.repair_tail(paths.dir / name)
-        counter = _highest_turn(paths)
-        state = TurnState(turn_counter=counter)
-        jsonl.atomic_write_bytes(paths.state, orjson.dumps(state.to_json()))
         trash = _trash_name(paths)
         os.mkdir(trash, DIR_MODE)
         for name, _ in remove:
-            if name == paths.state.name:
-                continue  # just rewritten: holds the turn counter
             os.rename(paths.dir / name, trash / name)
         jsonl.fsync_dir(paths.dir)
         shutil.rmtree(trash)
-        result.removed = [(n, s) for n, s in remove if n != paths.state.name]
+        result.removed = remove
         result.kept = [n for n, _ in keep]
-        result.next_turn = format_turn(counter + 1)
+    # the state is rebuilt from what is left: the memory's turn ids set the counter
+    result.next_turn = format_turn(store.read_state().turn_counter + 1)
     return result
 
 
@@ -178,45 +173,3 @@ def _remove_leftovers(paths: AgentPaths) -> None:
     for name in names:
         if name.startswith(prefix):
             shutil.rmtree(paths.agents_dir / name, ignore_errors=True)
-
-
-def _highest_turn(paths: AgentPaths) -> int:
-    """The highest turn number the agent has used (see the module docstring)."""
-    best = 0
-    try:
-        with jsonl.open_read(paths.state) as f:
-            best = int(orjson.loads(f.read()).get("turn_counter") or 0)
-    except (FileNotFoundError, ValueError, TypeError, AttributeError, orjson.JSONDecodeError):
-        pass
-    except Exception:  # an unreadable cache is only a hint
-        pass
-
-    def consider(turn_id) -> None:
-        nonlocal best
-        if isinstance(turn_id, str):
-            n = turn_number(turn_id)
-            if n is not None and n > best:
-                best = n
-
-    for path in (paths.active, paths.archive):
-        try:
-            for _, line in jsonl.iter_lines_reverse(path):
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue  # a corrupt line does not stop a clear
-                if isinstance(record, dict):
-                    consider(record.get("turn_id"))
-                    break
-        except OSError:
-            pass
-    for path, key in ((paths.episodic, "turn_ids"), (paths.semantic, "source_turn_ids")):
-        for _, line in jsonl.iter_lines(path):
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                for turn_id in record.get(key) or ():
-                    consider(turn_id)
-    return best
