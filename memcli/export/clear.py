@@ -33,7 +33,7 @@ from pathlib import Path
 
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
-from memcli.store.layout import DIR_MODE, EPISODIC, SEMANTIC, AgentPaths
+from memcli.store.layout import DATA_FILES, DIR_MODE, EPISODIC, SEMANTIC, AgentPaths
 from memcli.store.lock import agent_lock
 from memcli.store.state import format_turn
 
@@ -50,7 +50,11 @@ class ClearPlan:
 
     def describe(self) -> str:
         def listing(items):
-            return ", ".join(f"{name} ({_size(size)})" for name, size in items) or "nothing"
+            data = [f"{name} ({_size(size)})" for name, size in items if not name.startswith(".")]
+            hidden = [name for name, _ in items if name.startswith(".")]
+            if hidden:
+                data.append(f"{len(hidden)} cache/marker file{'s' if len(hidden) != 1 else ''}")
+            return ", ".join(data) or "nothing"
 
         text = f"agent {self.agent_id!r}: delete {listing(self.remove)}"
         if self.keep:
@@ -115,6 +119,8 @@ def _tree_size(path: Path) -> int:
 
 def _split(paths: AgentPaths, keep_memory: bool) -> tuple[list, list]:
     entries = _entries(paths)
+    order = {name: i for i, name in enumerate(DATA_FILES)}
+    entries.sort(key=lambda e: (order.get(e[0], len(order)), e[0]))
     keep = [(n, s) for n, s in entries if keep_memory and n in MEMORY_FILES]
     remove = [(n, s) for n, s in entries if not (keep_memory and n in MEMORY_FILES)]
     return remove, keep
