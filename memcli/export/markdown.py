@@ -157,7 +157,7 @@ def _block(text: str, lang: str, label: str) -> str:
     """``label`` then the text in a code block, folded when long."""
     lines = text.count("\n") + 1
     if lines > FOLD_LINES or len(text) > FOLD_CHARS:
-        summary = f"{label} · {lines} lines · {_size(len(text.encode()))}"
+        summary = f"{_strip_markup(label) or 'Content'} · {lines} lines · {_size(len(text.encode()))}"
         return f"<details><summary>{_html(summary)}</summary>\n\n{fenced(text, lang)}\n\n</details>"
     return f"{label}\n\n{fenced(text, lang)}" if label else fenced(text, lang)
 
@@ -223,36 +223,31 @@ class MarkdownWriter:
 
     def memory(self, episodic: list[EpisodicItem], semantic: list[SemanticItem],
                hidden_episodic: int = 0, hidden_semantic: int = 0) -> None:
-        parts = ["## Memory"]
-        parts.append("### Episodic summaries")
-        if episodic:
-            for item in episodic:
-                turns = item.turn_ids or []
-                span = ""
-                if turns:
-                    span = f"**{turns[0]}**" if len(turns) == 1 else f"**{turns[0]} – {turns[-1]}** ({len(turns)} turns)"
-                head = " · ".join(p for p in (span, _day_minute(item.ts)) if p)
-                body = prose(item.summary).replace("\n", "\n  ")
-                parts.append(f"- {head}  \n  {body}")
-        else:
-            parts.append("*None.*")
+        sections = ["## Memory"]
+        items = []
+        for item in episodic:
+            turns = item.turn_ids or []
+            span = ""
+            if turns:
+                span = f"**{turns[0]}**" if len(turns) == 1 else f"**{turns[0]} – {turns[-1]}** ({len(turns)} turns)"
+            head = " · ".join(p for p in (span, _day_minute(item.ts)) if p)
+            items.append(f"- {head}  \n  " + prose(item.summary).replace("\n", "\n  "))
         if hidden_episodic:
-            parts.append(f"*{hidden_episodic} older summar{'y' if hidden_episodic == 1 else 'ies'} "
+            items.append(f"\n*{hidden_episodic} older summar{'y' if hidden_episodic == 1 else 'ies'} "
                          "rolled up into these not shown.*")
-        parts.append("### Semantic facts")
-        if semantic:
-            for fact in semantic:
-                meta = [f"confidence {fact.confidence:g}"]
-                if fact.tags:
-                    meta.append("tags: " + ", ".join(map(str, fact.tags)))
-                if fact.source_turn_ids:
-                    meta.append("from " + ", ".join(map(str, fact.source_turn_ids)))
-                parts.append(f"- {prose(fact.fact).replace(chr(10), chr(10) + '  ')} *({'; '.join(meta)})*")
-        else:
-            parts.append("*None.*")
+        sections.append("### Episodic summaries\n\n" + ("\n".join(items) if items else "*None.*"))
+        items = []
+        for fact in semantic:
+            meta = [f"confidence {fact.confidence:g}"]
+            if fact.tags:
+                meta.append("tags: " + ", ".join(map(str, fact.tags)))
+            if fact.source_turn_ids:
+                meta.append("from " + ", ".join(map(str, fact.source_turn_ids)))
+            items.append(f"- {prose(fact.fact).replace(chr(10), chr(10) + '  ')} *({'; '.join(meta)})*")
         if hidden_semantic:
-            parts.append(f"*{hidden_semantic} superseded fact{'s' if hidden_semantic != 1 else ''} not shown.*")
-        self._write("\n" + "\n\n".join(parts) + "\n")
+            items.append(f"\n*{hidden_semantic} superseded fact{'s' if hidden_semantic != 1 else ''} not shown.*")
+        sections.append("### Semantic facts\n\n" + ("\n".join(items) if items else "*None.*"))
+        self._write("\n" + "\n\n".join(sections) + "\n")
 
     def add(self, trace: RawTrace, tier: str, size: int = 0) -> None:
         """Take the next trace of the history (``size``: its stored line's length, for the
