@@ -137,7 +137,7 @@ def test_a_result_far_behind_its_call_is_written_where_it_is_once_the_lookahead_
     events = [U("go"), CALL("slow", "long_job")] + [A(f"filler {i}") for i in range(6)] + [RES("slow", "finally")]
     cli("ingest", "a", input=events)
     text = md(cli)
-    assert "⏳ **No result yet** — it comes later in the history" in text
+    assert "⏳ **No result yet** — if one comes later in the history, it is shown there" in text
     assert "↩ Result of `long_job` · `slow` called at " in text
     assert text.index("filler 5") < text.index("finally")
     assert "without a result" not in text.splitlines()[-1]
@@ -149,3 +149,26 @@ def test_prose_helpers():
     assert markdown.prose("```\n# not a heading\n```\n# heading") == "```\n# not a heading\n```\n#### heading"
     assert markdown.prose("~~~\n<details>\n~~~") == "~~~\n<details>\n~~~"  # code is left alone
     assert markdown.quote("a\n\nb") == "> a\n>\n> b"
+
+
+def test_memory_for_unanswered_calls_is_bounded(cli, memory_dir, monkeypatch):
+    monkeypatch.setattr(markdown, "LOOKAHEAD_TRACES", 2)
+    monkeypatch.setattr(markdown, "MAX_UNANSWERED", 3)
+    events = [U("go")]
+    for i in range(8):
+        events += [CALL(f"c{i}", "never"), A(f"a{i}"), A(f"b{i}"), A(f"c{i}")]
+    events.append(RES("c7", "late answer"))
+    events.append(RES("c0", "too late"))
+    cli("ingest", "a", input=events)
+    seen = []
+    original = markdown.MarkdownWriter._remember_unanswered
+
+    def spy(self, call):
+        original(self, call)
+        seen.append(sum(len(q) for q in self._open_calls.values()))
+
+    monkeypatch.setattr(markdown.MarkdownWriter, "_remember_unanswered", spy)
+    text = md(cli)
+    assert max(seen) <= 3 + 1  # the bound, plus the call just being written
+    assert "↩ Result of `never` · `c7`" in text                  # a remembered call finds its result
+    assert "⚠️ **Result without a call** · `c0`" in text          # a forgotten one is an orphan

@@ -30,24 +30,14 @@ from memcli.export.memory_records import memory_line
 from memcli.export.reader import History, Progress
 
 
-def _selected_lines(batch, flt: TraceFilter) -> list[bytes]:
-    matches = flt.matches
-    return [line for line, record in zip(batch.lines, batch.records) if matches(record)]
-
-
 def write_jsonl(history: History, out: BinaryIO, flt: TraceFilter, *, with_memory: bool,
                 result, progress: Progress | None = None) -> None:
     write = out.write
-    for batch in history.iter_trace_blocks(progress):
-        if not flt.active:
+    select = flt.matches if flt.active else None
+    for batch in history.iter_trace_blocks(progress, select=select):
+        if batch.lines:
             write(batch.data)
-            result.traces += len(batch.records)
-        else:
-            lines = _selected_lines(batch, flt)
-            if lines:
-                lines.append(b"")
-                write(b"\n".join(lines))
-                result.traces += len(lines) - 1
+            result.traces += len(batch.lines)
     if with_memory:
         for kind, record in history.iter_memory(progress):
             if flt.matches_memory(kind, record):
@@ -69,10 +59,10 @@ def write_json(history: History, out: BinaryIO, flt: TraceFilter, *, with_memory
         write(b",\n".join(lines))
         first = False
 
-    for batch in history.iter_trace_blocks(progress):
-        lines = batch.lines if not flt.active else _selected_lines(batch, flt)
-        elements(lines)
-        result.traces += len(lines)
+    select = flt.matches if flt.active else None
+    for batch in history.iter_trace_blocks(progress, select=select):
+        elements([line.rstrip(b"\r\n") for line in batch.lines])
+        result.traces += len(batch.lines)
     if with_memory:
         for kind, record in history.iter_memory(progress):
             if flt.matches_memory(kind, record):

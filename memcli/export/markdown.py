@@ -22,7 +22,11 @@ Decisions:
   arrives later in the file (after the next user message, or after parallel calls) is moved up
   to its call. To keep memory flat, output is held back for at most ``LOOKAHEAD_TRACES`` traces /
   ``LOOKAHEAD_BYTES`` bytes waiting for a result; past that the call is written as "no result
-  yet" and its result, when it comes, is written where it is, naming its call.
+  yet" and its result, when it comes, is written where it is, naming its call. Calls written
+  without a result are remembered (slimmed to name, id, time and turn) so a later result still
+  finds them — the newest ``MAX_UNANSWERED`` of them; a result for an older one is shown as a
+  result without a call. (A store with that many unanswered calls is unusual: they also stop
+  compaction.)
 * A call whose result is not in the export is marked ⏳ (pending, or — when a filter is used —
   outside the selection). A result whose call is not in the export is an orphan and is marked ⚠️.
   Errors (``tool_error``) are marked ❌.
@@ -40,6 +44,7 @@ Decisions:
 
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -50,14 +55,15 @@ import orjson
 
 from memcli.models import (
     TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_DEVELOPER, TAG_REASONING, TAG_SIDECHAIN, TAG_SYSTEM,
-    EpisodicItem, RawTrace, SemanticItem,
+    EpisodicItem, RawTrace, SemanticItem, field_names, from_record,
 )
 
 FOLD_LINES = 20
 FOLD_CHARS = 2000
 INLINE_ARGS_CHARS = 100
-LOOKAHEAD_TRACES = 20000
-LOOKAHEAD_BYTES = 32 << 20
+LOOKAHEAD_TRACES = 2000
+LOOKAHEAD_BYTES = 4 << 20
+MAX_UNANSWERED = 10000
 
 _SPECIAL_TAGS = {TAG_SYSTEM, TAG_DEVELOPER, TAG_CONTEXT, TAG_COMPACT_SUMMARY, TAG_SIDECHAIN, TAG_REASONING}
 _FOLDED_USER = ((TAG_SYSTEM, "System prompt"), (TAG_DEVELOPER, "Developer message"),
@@ -76,8 +82,10 @@ def _utc(ts) -> datetime | None:
 
 
 def _clock(ts) -> str:
-    dt = _utc(ts)
-    return dt.strftime("%H:%M:%S") if dt else "?"
+    if type(ts) not in (int, float) or not math.isfinite(ts):
+        return "?"
+    seconds = int(ts) % 86400  # UTC time of day (epoch days are 86400 s: no leap seconds)
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def _day_minute(ts) -> str:
@@ -88,9 +96,11 @@ def _day_minute(ts) -> str:
 _BACKTICKS = re.compile(r"`+")
 
 
-def _longest_run(text: str, char: str = "`") -> int:
-    runs = _BACKTICKS.findall(text) if char == "`" else re.findall(re.escape(char) + "+", text)
-    return max((len(r) for r in runs), default=0)
+def _longest_run(text: str) -> int:
+    """The longest run of backticks in ``text``."""
+    if "`" not in text:
+        return 0
+    return max(map(len, _BACKTICKS.findall(text)))
 
 
 def fenced(text: str, lang: str = "") -> str:
@@ -101,6 +111,8 @@ def fenced(text: str, lang: str = "") -> str:
 
 
 def inline_code(text: str) -> str:
+    if "`" not in text and text.strip():
+        return f"`{text}`"
     ticks = "`" * (_longest_run(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
@@ -177,7 +189,7 @@ def _folded(summary: str, body_markdown: str) -> str:
 
 # ------------------------------------------------------------------------------ rendering items
 
-@dataclass
+@dataclass(eq=False)
 class _Call:
     trace: RawTrace
     size: int
@@ -206,6 +218,8 @@ class MarkdownWriter:
         self._queue: deque = deque()          # items waiting to be written, in order
         self._queued_bytes = 0
         self._open_calls: dict[str, deque[_Call]] = {}
+        self._written_unanswered: deque[_Call] = deque()
+        self._parts: list[str] = []
         self._turn: str | None = None
         self._turns_seen_count = 0
         self._last_tier: str | None = None
@@ -220,6 +234,7 @@ class MarkdownWriter:
             what = f"History filtered to {self.filter_description}, oldest first. Times are UTC."
         lines.append(what)
         self._write("\n".join(lines) + "\n")
+        self._drain()
 
     def memory(self, episodic: list[EpisodicItem], semantic: list[SemanticItem],
                hidden_episodic: int = 0, hidden_semantic: int = 0) -> None:
@@ -289,6 +304,7 @@ class MarkdownWriter:
         if s.orphans:
             facts.append(f"{s.orphans} result{'s' if s.orphans != 1 else ''} without a call")
         self._write("\n---\n\n*" + " · ".join(facts) + "*\n")
+        self._drain()
 
     # ---------------------------------------------------------------- queue
     def _enqueue(self, item: tuple, tier: str, size: int) -> None:
@@ -312,10 +328,35 @@ class MarkdownWriter:
             queue.popleft()
             self._queued_bytes -= size
             self._render(item, tier, final=final, filtered=filtered)
+            if item[0] == "call" and item[1].written:
+                self._remember_unanswered(item[1])
+
+    def _remember_unanswered(self, call: _Call) -> None:
+        t = call.trace
+        call.trace = RawTrace(t.id, t.ts, t.turn_id, t.seq, t.trace_type, "", t.source_event,
+                              tool_name=t.tool_name, tool_call_id=t.tool_call_id)
+        self._written_unanswered.append(call)
+        if len(self._written_unanswered) > MAX_UNANSWERED:
+            old = self._written_unanswered.popleft()
+            queue = self._open_calls.get(old.trace.tool_call_id or "")
+            if queue:
+                try:
+                    queue.remove(old)
+                except ValueError:
+                    return  # answered meanwhile
+                if not queue:
+                    del self._open_calls[old.trace.tool_call_id or ""]
 
     # ---------------------------------------------------------------- rendering
     def _write(self, text: str) -> None:
-        self.out.write(text.encode("utf-8", "surrogatepass"))
+        self._parts.append(text)
+        if len(self._parts) >= 512:
+            self._drain()
+
+    def _drain(self) -> None:
+        if self._parts:
+            self.out.write("".join(self._parts).encode("utf-8", "surrogatepass"))
+            self._parts.clear()
 
     def _enter(self, turn_id: str, tier: str, ts) -> None:
         if tier != self._last_tier:
@@ -351,7 +392,7 @@ class MarkdownWriter:
                 else:
                     self._section("⏳ **No result** — the call is still pending")
             else:
-                self._section("⏳ **No result yet** — it comes later in the history")
+                self._section("⏳ **No result yet** — if one comes later in the history, it is shown there")
         elif kind == "late":
             result, call_trace = item[1], item[2]
             self._enter(result.turn_id, tier, result.ts)
@@ -488,10 +529,15 @@ def _compact_json(value) -> str:
         return str(value)
 
 
+def _trace(record: dict, names=field_names(RawTrace)) -> RawTrace:
+    """``from_record(RawTrace, record)``, with a fast path for the usual record (known keys only)."""
+    if record.keys() <= names and record.get("content") is not None and record.get("tags", ()) is not None:
+        return RawTrace(**record)
+    return from_record(RawTrace, record)
+
+
 def write_markdown(history, out: BinaryIO, flt, *, with_memory: bool, result, progress=None) -> None:
     """Render ``history`` (a :class:`memcli.export.reader.History`) as the document above."""
-    from memcli.models import from_record
-
     writer = MarkdownWriter(out, history.store.agent_id, flt.describe())
     writer.begin()
     if with_memory:
@@ -508,14 +554,11 @@ def write_markdown(history, out: BinaryIO, flt, *, with_memory: bool, result, pr
                       len(items["semantic"]) - len(live["semantic"]))
         result.episodic = len(live["episodic"])
         result.semantic = len(live["semantic"])
-    active = flt.active
-    matches = flt.matches
     add = writer.add
-    for batch in history.iter_trace_blocks(progress):
+    for batch in history.iter_trace_blocks(progress, select=flt.matches if flt.active else None,
+                                           keep_records=True):
         tier = batch.tier
         for line, record in zip(batch.lines, batch.records):
-            if active and not matches(record):
-                continue
-            add(from_record(RawTrace, record), tier, len(line))
-    writer.finish(filtered=active)
+            add(_trace(record), tier, len(line))
+    writer.finish(filtered=flt.active)
     result.traces = writer.stats.traces

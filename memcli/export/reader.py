@@ -61,22 +61,19 @@ class SourceFile:
 class TraceBatch:
     """Consecutive whole lines of one file, each one validated.
 
-    ``lines`` are the non-blank lines (without their newline) and ``records`` their parsed
-    objects, in the same order. ``data`` is the batch as JSONL: the file's bytes verbatim, or,
-    when the batch had blank lines, the non-blank lines joined by newlines.
+    ``lines`` are the selected non-blank lines, each with its ``\\n`` — the file's bytes
+    verbatim; ``records`` their parsed objects in the same order, or None when the caller did
+    not ask to keep them (holding on to a batch of parsed records costs as much as parsing).
     """
 
     tier: str
-    raw: list
     lines: list
-    records: list
-    clean: bool          # no blank lines: ``raw`` is exactly ``lines`` with their newlines
+    records: list | None
+    consumed: int = 0     # bytes of the file this batch covers
 
     @property
     def data(self) -> bytes:
-        if self.clean:
-            return b"".join(self.raw)
-        return b"".join(line + b"\n" for line in self.lines)
+        return b"".join(self.lines)
 
 
 @dataclass
@@ -110,19 +107,24 @@ class History:
         self.close()
 
     # ------------------------------------------------------------------ traces
-    def iter_trace_blocks(self, progress: Progress | None = None) -> Iterator[TraceBatch]:
-        """Archive then active, in file order, as validated batches (module docstring)."""
+    def iter_trace_blocks(self, progress: Progress | None = None, *, select=None,
+                          keep_records: bool = False) -> Iterator[TraceBatch]:
+        """Archive then active, in file order, as validated batches (module docstring).
+
+        ``select(record) -> bool`` keeps only the lines it accepts; ``keep_records`` also hands
+        out the parsed records.
+        """
         gc_was_enabled = gc.isenabled()
         gc.disable()  # short-lived dicts only; the cyclic collector would just burn time
         try:
             for source in (self.archive, self.active):
-                yield from _iter_batches(source, progress)
+                yield from _iter_batches(source, progress, select=select, keep_records=keep_records)
         finally:
             if gc_was_enabled:
                 gc.enable()
 
-    def iter_trace_records(self, progress: Progress | None = None) -> Iterator[dict]:
-        for batch in self.iter_trace_blocks(progress):
+    def iter_trace_records(self, progress: Progress | None = None, *, select=None) -> Iterator[dict]:
+        for batch in self.iter_trace_blocks(progress, select=select, keep_records=True):
             yield from batch.records
 
     # ------------------------------------------------------------------ memory
@@ -130,7 +132,7 @@ class History:
         """``("episodic", record)`` then ``("semantic", record)``, in file order, every item
         (superseded ones included), each checked to be a valid item of its kind."""
         for source, cls in ((self.episodic, EpisodicItem), (self.semantic, SemanticItem)):
-            for batch in _iter_batches(source, progress, check=_memory_problem(cls)):
+            for batch in _iter_batches(source, progress, check=_memory_problem(cls), keep_records=True):
                 for record in batch.records:
                     yield source.tier, record
 
@@ -150,65 +152,99 @@ def _memory_problem(cls):
     return check
 
 
+_REQUIRED = frozenset({"id", "turn_id", "trace_type", "ts", "seq", "source_event"})
+
+
 def _trace_problem(record) -> str | None:
     if type(record) is not dict:
         return f"expected a JSON object, found {type(record).__name__}"
     for key in ("id", "turn_id", "trace_type"):
         if type(record.get(key)) is not str:
             return f"trace without a valid {key!r}"
-    for key in _OTHER_REQUIRED:
+    for key in ("ts", "seq", "source_event"):
         if key not in record:
             return f"not a RawTrace record (missing {key!r})"
     return None
 
 
-_OTHER_REQUIRED = ("ts", "seq", "source_event")
+def _is_trace(record) -> bool:
+    """The fast form of ``_trace_problem(record) is None`` (the hot loop calls it per line)."""
+    return (type(record) is dict and record.keys() >= _REQUIRED and type(record["id"]) is str
+            and type(record["turn_id"]) is str and type(record["trace_type"]) is str)
 
 
-def _iter_batches(source: SourceFile, progress: Progress | None, check=_trace_problem) -> Iterator[TraceBatch]:
+def _iter_batches(source: SourceFile, progress: Progress | None, check=None, select=None,
+                  keep_records: bool = False) -> Iterator[TraceBatch]:
+    """Validated batches of ``source`` up to its size in the view. ``check(record)`` returns a
+    problem or None; the default is the trace check, inlined: this loop is the export's cost."""
     f = source.file
     if f is None or source.size == 0:
         return
     f.seek(0)
     remaining = source.size
-    line_no = 1
+    first_line = 1
     loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
+    required = _REQUIRED
     path = str(source.path)
     while remaining > 0:
         raw_lines = f.readlines(min(BATCH_BYTES, remaining))
         if not raw_lines:
             break
-        consumed = 0
-        lines: list[bytes] = []
-        records: list = []
-        clean = True
-        for index, raw in enumerate(raw_lines):
-            size = len(raw)
-            if size > remaining - consumed or raw[-1:] != b"\n":
-                # beyond the view, or a line still being written: not a record
-                del raw_lines[index:]
-                remaining = consumed
-                break
-            consumed += size
+        # readlines stops at the first line that reaches the hint (<= remaining), so only the
+        # last line can reach beyond the view or lack its newline (still being written)
+        consumed = sum(map(len, raw_lines))
+        last = raw_lines[-1]
+        if consumed > remaining or last[-1] != 10:
+            raw_lines.pop()
+            consumed -= len(last)
+            remaining = consumed  # nothing after it belongs to the view
+        if not raw_lines:
+            break
+        lines = raw_lines
+        records = [] if keep_records else None
+        kept: list | None = [] if select is not None else None
+        blank = False
+        for raw in raw_lines:
             try:
                 record = loads(raw)
-            except orjson.JSONDecodeError as exc:
+            except decode_error as exc:
                 if raw.strip():
+                    line_no = first_line + _index(raw_lines, raw)
                     raise CorruptStoreError(path, line_no, f"not valid JSON ({exc})") from None
-                clean = False
-                line_no += 1
+                blank = True
                 continue
-            problem = check(record)
-            if problem is not None:
-                raise CorruptStoreError(path, line_no, problem)
-            lines.append(raw[:-1])
-            records.append(record)
-            line_no += 1
+            if check is None:
+                # _is_trace(record), inlined
+                if not (type(record) is dict and record.keys() >= required and type(record["id"]) is str
+                        and type(record["turn_id"]) is str and type(record["trace_type"]) is str):
+                    raise CorruptStoreError(path, first_line + _index(raw_lines, raw), _trace_problem(record))
+            else:
+                problem = check(record)
+                if problem is not None:
+                    raise CorruptStoreError(path, first_line + _index(raw_lines, raw), problem)
+            if kept is not None:
+                if not select(record):
+                    continue
+                kept.append(raw)
+            if records is not None:
+                records.append(record)
+        if kept is not None:
+            lines = kept
+        elif blank:
+            lines = [raw for raw in raw_lines if raw.strip()]
+        first_line += len(raw_lines)
         remaining -= consumed
-        if consumed:
-            if progress is not None:
-                progress(consumed)
-            yield TraceBatch(source.tier, raw_lines, lines, records, clean)
+        if progress is not None:
+            progress(consumed)
+        yield TraceBatch(source.tier, lines, records, consumed)
+
+
+def _index(lines: list, line: bytes) -> int:
+    for i, candidate in enumerate(lines):
+        if candidate is line:
+            return i
+    return lines.index(line)
 
 
 # ---------------------------------------------------------------------- opening the view
