@@ -34,11 +34,26 @@ def require_renderers(fmt: str):
 
 def write_provider_messages(fmt: str, history, out: BinaryIO, flt, *, with_memory: bool, result,
                             progress=None) -> None:
-    """Write the (filtered) history as one provider payload (a JSON message list) to ``out``.
+    """Write the (filtered) history as one provider payload to ``out``, streaming.
 
-    Wiring point for the renderers: render ``history.iter_trace_records(progress)`` (filtered
-    with ``flt.matches``; plus the live memory when ``with_memory``) with the renderer named
-    ``PROVIDER_FORMATS[fmt]`` — same pairing rules as ``snapshot`` — and count ``result.traces``.
+    Wiring point for the renderers. With the streaming interface the snapshot branch documents
+    (memcli/renderers/__init__.py there), this becomes::
+
+        from memcli.export.markdown import _trace            # dict -> RawTrace, fast path
+        from memcli.renderers import get_renderer
+        from memcli.snapshot.build import build_messages
+        renderer = get_renderer(PROVIDER_FORMATS[fmt])
+        select = flt.matches if flt.active else None
+        traces = (_trace(r) for r in history.iter_trace_records(progress, select=select))
+        messages = build_messages(traces, lookahead=10_000, id_capacity=1_000_000)
+        if with_memory:  # the live items, as snapshot's memory bundle (assemble.memory_message)
+            messages = itertools.chain([memory_message(episodic, semantic)], messages)
+        for chunk in renderer.iter_chunks("", messages):
+            out.write(chunk)
+        # count result.traces in the generator; renderer.notes.lines() -> stderr
+
+    and ``test_provider_formats_need_the_renderers`` (tests/test_export.py) becomes a test that
+    the payload is the snapshot renderer's for the whole history.
     """
     require_renderers(fmt)
     raise UsageError(f"--format {fmt} is not wired to the snapshot renderers in this build")
