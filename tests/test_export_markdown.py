@@ -172,3 +172,26 @@ def test_memory_for_unanswered_calls_is_bounded(cli, memory_dir, monkeypatch):
     assert max(seen) <= 3 + 1  # the bound, plus the call just being written
     assert "↩ Result of `never` · `c7`" in text                  # a remembered call finds its result
     assert "⚠️ **Result without a call** · `c0`" in text          # a forgotten one is an orphan
+
+
+def test_a_turn_the_history_goes_back_to_is_marked_continued(cli, memory_dir):
+    cli("ingest", "a", input=[U("first", turn_id="turn_0001"), U("second", turn_id="turn_0002"),
+                              A("late note", turn_id="turn_0001")])
+    text = md(cli)
+    assert "\n## turn_0001 · " in text and "\n## turn_0002 · " in text
+    assert "\n## turn_0001 (continued) · " in text
+    assert text.endswith("*3 traces in 2 turns · 0 tool calls*\n")
+
+
+def test_foreign_records_with_odd_types_are_rendered_not_fatal(cli, memory_dir):
+    from tests.helpers import agent_dir
+
+    d = agent_dir(memory_dir, "a")
+    d.mkdir(parents=True)
+    (d / "raw_traces.jsonl").write_bytes(
+        b'{"id":"x1","ts":1772442000,"turn_id":"turn_0001","seq":1,"trace_type":"user","source_event":"other",'
+        b'"content":[{"type":"text","text":"hello"}],"tags":"context-ish","usage":[1,2],"media":"https://x/y.png"}\n'
+        b'{"id":"x2","ts":1772442001,"turn_id":"turn_0001","seq":2,"trace_type":"assistant","source_event":"other",'
+        b'"content":null,"extra_field":1}\n')
+    text = md(cli)
+    assert '"text": "hello"' in text and "https://x/y.png" in text

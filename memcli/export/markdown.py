@@ -39,7 +39,11 @@ Decisions:
   document's own levels (``# x`` becomes ``#### x``), an unclosed code fence is closed at the end
   of the message, and ``<details>``/``<summary>``/``<!--`` outside code are escaped, so no message
   can break the structure of the rest of the document.
-* Where the archive ends and the active traces begin (the compaction boundary) is marked.
+* Where the archive ends and the active traces begin (the compaction boundary) is marked. When
+  the history goes back to a turn it left (events with explicit turn ids), the turn gets a
+  second heading marked "(continued)".
+* Records written by other tools with odd field types (content as a list, tags as a string) are
+  rendered as JSON text rather than failing the export.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ INLINE_ARGS_CHARS = 100
 LOOKAHEAD_TRACES = 2000
 LOOKAHEAD_BYTES = 4 << 20
 MAX_UNANSWERED = 10000
+RECENT_TURNS = 256
 
 _SPECIAL_TAGS = {TAG_SYSTEM, TAG_DEVELOPER, TAG_CONTEXT, TAG_COMPACT_SUMMARY, TAG_SIDECHAIN, TAG_REASONING}
 _FOLDED_USER = ((TAG_SYSTEM, "System prompt"), (TAG_DEVELOPER, "Developer message"),
@@ -220,6 +225,7 @@ class MarkdownWriter:
         self._open_calls: dict[str, deque[_Call]] = {}
         self._written_unanswered: deque[_Call] = deque()
         self._parts: list[str] = []
+        self._recent_turns: dict[str, None] = {}  # insertion-ordered, bounded
         self._turn: str | None = None
         self._turns_seen_count = 0
         self._last_tier: str | None = None
@@ -241,24 +247,24 @@ class MarkdownWriter:
         sections = ["## Memory"]
         items = []
         for item in episodic:
-            turns = item.turn_ids or []
+            turns = item.turn_ids if isinstance(item.turn_ids, list) else []
             span = ""
             if turns:
                 span = f"**{turns[0]}**" if len(turns) == 1 else f"**{turns[0]} – {turns[-1]}** ({len(turns)} turns)"
             head = " · ".join(p for p in (span, _day_minute(item.ts)) if p)
-            items.append(f"- {head}  \n  " + prose(item.summary).replace("\n", "\n  "))
+            items.append(f"- {head}  \n  " + prose(str(item.summary)).replace("\n", "\n  "))
         if hidden_episodic:
             items.append(f"\n*{hidden_episodic} older summar{'y' if hidden_episodic == 1 else 'ies'} "
                          "rolled up into these not shown.*")
         sections.append("### Episodic summaries\n\n" + ("\n".join(items) if items else "*None.*"))
         items = []
         for fact in semantic:
-            meta = [f"confidence {fact.confidence:g}"]
+            meta = [f"confidence {fact.confidence:g}" if isinstance(fact.confidence, (int, float)) else "confidence ?"]
             if fact.tags:
                 meta.append("tags: " + ", ".join(map(str, fact.tags)))
             if fact.source_turn_ids:
                 meta.append("from " + ", ".join(map(str, fact.source_turn_ids)))
-            items.append(f"- {prose(fact.fact).replace(chr(10), chr(10) + '  ')} *({'; '.join(meta)})*")
+            items.append(f"- {prose(str(fact.fact)).replace(chr(10), chr(10) + '  ')} *({'; '.join(meta)})*")
         if hidden_semantic:
             items.append(f"\n*{hidden_semantic} superseded fact{'s' if hidden_semantic != 1 else ''} not shown.*")
         sections.append("### Semantic facts\n\n" + ("\n".join(items) if items else "*None.*"))
@@ -367,6 +373,12 @@ class MarkdownWriter:
             self._last_tier = tier
         if turn_id != self._turn:
             self._turn = turn_id
+            if turn_id in self._recent_turns:  # the history went back to a turn (explicit turn ids)
+                self._write(f"\n## {turn_id} (continued) · {_day_minute(ts)}\n")
+                return
+            self._recent_turns[turn_id] = None
+            if len(self._recent_turns) > RECENT_TURNS:
+                del self._recent_turns[next(iter(self._recent_turns))]
             self.stats.turns += 1
             self._write(f"\n## {turn_id} · {_day_minute(ts)}\n")
 
@@ -420,7 +432,7 @@ class MarkdownWriter:
             return ""
         lines = []
         for kind, urls in trace.media.items():
-            for url in urls or ():
+            for url in (urls if isinstance(urls, list) else [urls]):
                 lines.append(f"- 📎 {kind}: {inline_code(str(url))}")
         return "\n".join(lines)
 
@@ -530,10 +542,27 @@ def _compact_json(value) -> str:
 
 
 def _trace(record: dict, names=field_names(RawTrace)) -> RawTrace:
-    """``from_record(RawTrace, record)``, with a fast path for the usual record (known keys only)."""
-    if record.keys() <= names and record.get("content") is not None and record.get("tags", ()) is not None:
-        return RawTrace(**record)
-    return from_record(RawTrace, record)
+    """``from_record(RawTrace, record)``, with a fast path for the usual record (known keys only).
+
+    Stores written by other tools may hold odd types (content as a list, tags as a string...):
+    they are normalized here so that rendering never fails on them."""
+    if record.keys() <= names and type(record.get("content")) is str and type(record.get("tags", ())) in (list, tuple):
+        trace = RawTrace(**record)
+    else:
+        trace = from_record(RawTrace, record)
+        if not isinstance(trace.content, str):
+            trace.content = _value_text(trace.content)[0]
+        if not isinstance(trace.tags, list):
+            trace.tags = [trace.tags] if isinstance(trace.tags, str) else []
+    if trace.usage is not None and not isinstance(trace.usage, dict):
+        trace.usage = None
+    if trace.media is not None and not isinstance(trace.media, dict):
+        trace.media = {"media": [trace.media]}
+    for name in ("tool_name", "tool_call_id", "tool_error"):
+        value = getattr(trace, name)
+        if value is not None and not isinstance(value, str):
+            setattr(trace, name, _value_text(value)[0])
+    return trace
 
 
 def write_markdown(history, out: BinaryIO, flt, *, with_memory: bool, result, progress=None) -> None:

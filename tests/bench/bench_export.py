@@ -3,7 +3,7 @@
     python tests/bench/bench_export.py                          # 100 MB store (default)
     MEMCLI_BENCH_EXPORT_MB=1000 python tests/bench/bench_export.py   # the 1 GB run
 
-Builds a store (archive + active, realistic trace mix: user asks, assistant text, tool calls
+Builds a store (in ``$MEMCLI_BENCH_DIR``, else the temp directory; archive + active, realistic trace mix: user asks, assistant text, tool calls
 with JSON arguments and their results, ~270 bytes a line) in a temporary
 directory next to the repository, then, in the same run and with the files in the page cache:
 
@@ -104,7 +104,7 @@ def _best(n: int, args: list, stdout_path: str = os.devnull) -> tuple[float, int
 
 def run() -> list[dict]:
     megabytes = float(os.environ.get("MEMCLI_BENCH_EXPORT_MB", DEFAULT_MB))
-    root = Path(tempfile.mkdtemp(prefix="memcli-bench-export-", dir=REPO.parent if os.access(REPO.parent, os.W_OK) else None))
+    root = Path(tempfile.mkdtemp(prefix="memcli-bench-export-", dir=os.environ.get("MEMCLI_BENCH_DIR")))
     rows = []
     try:
         memory = root / "memory"
