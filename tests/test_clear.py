@@ -157,3 +157,18 @@ def test_leftovers_of_an_interrupted_clear_are_removed_by_the_next(cli, memory_d
     assert list_agent_ids(memory_dir) == ["a"]  # the hidden directory is no agent
     clear_agent(memory_dir, "a")
     assert os.listdir(memory_dir / "agents") == []
+
+
+def test_clear_waits_for_the_agent_lock(cli, memory_dir, memcli_proc):
+    from memcli.store.layout import agent_paths
+    from memcli.store.lock import agent_lock
+
+    cli("ingest", "a", input=[U("one")])
+    before = tree_digest(agent_dir(memory_dir, "a"))
+    with agent_lock(agent_paths(memory_dir, "a")):  # another writer holds the agent
+        result = memcli_proc("clear", "a", "--yes", env={"MEMCLI_LOCK_TIMEOUT": "0.5"})
+        assert result.returncode == 1
+        assert b"is locked by another memcli process" in result.stderr
+        assert tree_digest(agent_dir(memory_dir, "a")) == before
+    assert memcli_proc("clear", "a", "--yes").returncode == 0
+    assert not agent_dir(memory_dir, "a").exists()
