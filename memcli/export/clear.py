@@ -31,6 +31,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memcli.errors import StoreError
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.layout import DATA_FILES, DIR_MODE, EPISODIC, SEMANTIC, AgentPaths
@@ -140,29 +141,54 @@ def clear_agent(memory_dir: str | os.PathLike, agent_id: str, *, keep_memory: bo
     result = ClearResult(store.agent_id, keep_memory)
     with agent_lock(paths):
         store.require()  # someone may have cleared it while we waited for the lock
-        _remove_leftovers(paths)
-        remove, keep = _split(paths, keep_memory)
-        if not keep:
-            trash = _trash_name(paths)
-            os.rename(paths.dir, trash)
-            jsonl.fsync_dir(paths.agents_dir)
-            shutil.rmtree(trash, ignore_errors=False)
-            result.removed = remove
-            result.agent_removed = True
-            return result
-        for name, _ in keep:
-            jsonl.repair_tail(paths.dir / name)
-        trash = _trash_name(paths)
-        os.mkdir(trash, DIR_MODE)
-        for name, _ in remove:
-            os.rename(paths.dir / name, trash / name)
-        jsonl.fsync_dir(paths.dir)
-        shutil.rmtree(trash)
-        result.removed = remove
-        result.kept = [n for n, _ in keep]
-    # the state is rebuilt from what is left: the memory's turn ids set the counter
-    result.next_turn = format_turn(store.read_state().turn_counter + 1)
+        try:
+            done = _clear_locked(paths, keep_memory, result)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot clear agent {paths.agent_id!r}: {exc.strerror or exc}"
+                + (f" ({exc.filename})" if getattr(exc, "filename", None) else ""),
+                hint="fix the problem and run clear again",
+            ) from exc
+    if not done:
+        # the state is rebuilt from what is left: the memory's turn ids set the counter
+        result.next_turn = format_turn(store.read_state().turn_counter + 1)
     return result
+
+
+def _clear_locked(paths: AgentPaths, keep_memory: bool, result: ClearResult) -> bool:
+    """The deletion itself (caller holds the lock). True when the whole agent went."""
+    _remove_leftovers(paths)
+    remove, keep = _split(paths, keep_memory)
+    if not keep:
+        trash = _trash_name(paths)
+        os.rename(paths.dir, trash)
+        jsonl.fsync_dir(paths.agents_dir)
+        _delete(trash)
+        result.removed = remove
+        result.agent_removed = True
+        return True
+    for name, _ in keep:
+        jsonl.repair_tail(paths.dir / name)
+    trash = _trash_name(paths)
+    os.mkdir(trash, DIR_MODE)
+    for name, _ in remove:
+        os.rename(paths.dir / name, trash / name)
+    jsonl.fsync_dir(paths.dir)
+    _delete(trash)
+    result.removed = remove
+    result.kept = [n for n, _ in keep]
+    return False
+
+
+def _delete(trash: Path) -> None:
+    """Delete a directory already moved out of the agent's way (the clear itself is done)."""
+    try:
+        shutil.rmtree(trash)
+    except OSError as exc:
+        raise StoreError(
+            f"the agent's files were moved to {trash} but could not be deleted there: {exc.strerror or exc}",
+            hint=f"delete {trash} by hand (the next clear of this agent also removes it)",
+        ) from None
 
 
 def _trash_name(paths: AgentPaths) -> Path:
