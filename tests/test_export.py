@@ -327,3 +327,30 @@ def test_progress_reports_every_byte_read_against_the_total(sample):
     assert calls[0] == (0, size)
     assert sum(n for n, _ in calls) == size == result.bytes_read
     assert {total for _, total in calls} == {size}
+
+
+def test_a_view_is_never_taken_while_a_compaction_is_in_flight(cli, memory_dir, monkeypatch):
+    import memcli.export.reader as reader
+    from memcli.errors import StoreError
+
+    cli("ingest", "a", input=[U("one")])
+    store = AgentStore(memory_dir, "a")
+    journal = store.paths.compaction_journal
+    journal.write_bytes(b"{}")
+    monkeypatch.setattr(store, "recover_if_needed", lambda: None)  # as if another process were compacting
+    monkeypatch.setattr(reader, "OPEN_ATTEMPTS", 3)
+    monkeypatch.setattr(reader.time, "sleep", lambda s: None)
+    with pytest.raises(StoreError, match="kept changing under the export"):
+        open_history(store)
+    # the compaction finishes between two attempts: the next attempt is taken
+    calls = []
+
+    def finish_on_second_attempt():
+        calls.append(1)
+        if len(calls) == 2:
+            journal.unlink()
+
+    monkeypatch.setattr(store, "recover_if_needed", finish_on_second_attempt)
+    with open_history(store) as history:
+        assert [r["content"] for r in history.iter_trace_records()] == ["one"]
+    assert len(calls) == 2
