@@ -453,9 +453,27 @@ def _rebuild(paths: AgentPaths, *, previous: TurnState | None, ids: IdIndex | No
         state.ids_count = ids.count
     elif previous is not None:
         state.ids_count = previous.ids_count
+    _observe_memory_turns(paths, state)
     state.active = _identity(paths.active)
     state.archive = _identity(paths.archive)
     return state
+
+
+def _observe_memory_turns(paths: AgentPaths, state: TurnState) -> None:
+    """Turns named by memory items move the turn counter forward too: after
+    ``clear --keep-memory`` no trace names them any more, and a new turn must not reuse their ids.
+    (A bad line here is doctor's business, not a reason to refuse a write.)"""
+    for path, key in ((paths.episodic, "turn_ids"), (paths.semantic, "source_turn_ids")):
+        for _, line in jsonl.iter_lines(path):
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            turn_ids = record.get(key) if isinstance(record, dict) else None
+            if isinstance(turn_ids, list):
+                for turn_id in turn_ids:
+                    if isinstance(turn_id, str):
+                        state.observe_archived({"turn_id": turn_id})
 
 
 # ---------------------------------------------------------------------- crash testing hook
