@@ -118,6 +118,9 @@ def stub_result(result: ToolResult, agent_id: str, *, reason: str, view: str) ->
         return result
     command = get_command(agent_id, result.trace_id)
     size = f"{result.full_chars:,} characters" if result.full_chars != 1 else "1 character"
+    if result.media:
+        kinds = sorted({m.kind for m in result.media})
+        size += f" and {len(result.media)} {'/'.join(kinds)} item{'s' if len(result.media) != 1 else ''}"
     stub = f"[{_what(result)} {reason}: {result.name}, {size}"
     stub += f"; `{command}` shows it]" if command else "]"
     if len(stub) >= len(result.text) and not result.media:
