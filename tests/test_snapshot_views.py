@@ -192,3 +192,11 @@ def test_calls_and_results_stay_together_whatever_is_dropped():
                 assert [r.call_id for r in out[i + 1].results] == [c.id for c in msg.tool_calls]
             if msg.role == "tool":
                 assert out[i - 1].tool_calls
+
+
+def test_expire_matches_the_tool_name_as_stored_even_when_it_is_renamed_for_providers():
+    messages = turns(3, tool="mcp.files/read")
+    assert messages[1].tool_calls[0].name == "mcp_files_read"
+    out, counts = apply_result_views(messages, agent_id="a", max_chars=None, expire=ExpirePolicy(["mcp.files/read=0"]))
+    assert results(out) == [("c1", "expired"), ("c2", "expired"), ("c3", None)]
+    assert out[2].results[0].text.startswith("[tool result expired (2 turns old): mcp.files/read, ")

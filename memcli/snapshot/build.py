@@ -318,14 +318,15 @@ class MessageBuilder:
             call = slot.call
             slot.tool_message.results[slot.index] = ToolResult(
                 call.id, call.name, ERROR if error else SUCCESS, text, trace_media(trace), trace.id, source_id,
-                error, len(text))
+                error, len(text), source_name=call.source_name or trace.tool_name)
             slot.tool_message.trace_ids.append(trace.id)
             self.stats.results += 1
             return
         self._close()
         status = LATE if slot is not None else ORPHAN
         name = slot.call.name if slot is not None else safe_name(trace.tool_name)
-        result = ToolResult("", name, status, text, trace_media(trace), trace.id, source_id, error, len(text))
+        result = ToolResult("", name, status, text, trace_media(trace), trace.id, source_id, error, len(text),
+                            source_name=trace.tool_name or (slot.call.source_name if slot is not None else None))
         if status == LATE:
             self.stats.late += 1
         else:
@@ -364,7 +365,8 @@ class MessageBuilder:
     def _fill_pending(self, slot: _Slot) -> None:
         call = slot.call
         slot.tool_message.results[slot.index] = ToolResult(call.id, call.name, PENDING, PENDING_TEXT,
-                                                           source_call_id=call.source_id)
+                                                           source_call_id=call.source_id,
+                                                           source_name=call.source_name)
         self.stats.pending += 1
 
     def _drain(self, out: list, force: bool = False) -> None:

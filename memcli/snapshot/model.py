@@ -122,6 +122,7 @@ class ToolResult:
     error: bool = False     # the tool reported an error (orphans keep this too)
     full_chars: int = 0     # length of the full text, before any view
     view: str | None = None  # None | "clipped" | "expired" | "stubbed"
+    source_name: str | None = None  # the tool name as stored (``name`` is the provider-safe form)
 
     @property
     def is_error(self) -> bool:
@@ -153,7 +154,7 @@ class Message:
 def note_text(result: ToolResult) -> str:
     """The plain-text form of a result rendered outside a tool message (orphan or late)."""
     what = "tool error" if result.error else "tool result"
-    ident = f"{result.name}, call id {result.source_call_id or '?'}"
+    ident = f"{result.source_name or result.name}, call id {result.source_call_id or '?'}"
     if result.trace_id:
         ident += f", trace {result.trace_id}"
     if result.status == LATE:

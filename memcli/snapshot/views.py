@@ -121,7 +121,7 @@ def stub_result(result: ToolResult, agent_id: str, *, reason: str, view: str) ->
     if result.media:
         kinds = sorted({m.kind for m in result.media})
         size += f" and {len(result.media)} {'/'.join(kinds)} item{'s' if len(result.media) != 1 else ''}"
-    stub = f"[{_what(result)} {reason}: {result.name}, {size}"
+    stub = f"[{_what(result)} {reason}: {result.source_name or result.name}, {size}"
     stub += f"; `{command}` shows it]" if command else "]"
     if len(stub) >= len(result.text) and not result.media:
         return result
@@ -202,7 +202,7 @@ def apply_result_views(messages: list[Message], *, agent_id: str, max_chars: int
         def view(result: ToolResult) -> ToolResult:
             if result.status == PENDING:
                 return result
-            rule = expire.rule_for(result.name) if expire else None
+            rule = expire.rule_for(result.source_name, result.name) if expire else None
             if rule is not None and age > rule.turns:
                 if rule.clip_chars is None:
                     new = stub_result(result, agent_id, reason=f"expired ({age} turns old)", view="expired")
