@@ -171,3 +171,10 @@ def test_media_types_and_data():
     assert Media("image", "https://x/y.JPG?s=1").mime_type == "image/jpeg"
     assert Media("video", "gs://bucket/clip").mime_type == "video/mp4"
     assert Media("image", "data:image/svg+xml,<svg/>").base64_data() is None
+
+
+def test_a_call_made_after_a_result_is_the_next_step_not_a_parallel_call():
+    traces = [T(1, "user", "q"), call(2, "a"), res(3, "a", "A"), call(4, "b"), res(5, "b", "B"),
+              call(6, "c"), call(7, "d"), res(8, "d", "D"), res(9, "c", "C")]
+    assert [([c.id for c in m.tool_calls], [r.call_id for r in m.results]) for m in build_messages(traces)][1:] == [
+        (["a"], []), ([], ["a"]), (["b"], []), ([], ["b"]), (["c", "d"], []), ([], ["c", "d"])]

@@ -8,7 +8,8 @@ Rules, applied in the order the traces come:
   ``role="system"`` messages in place (the snapshot hoists them into the system prompt).
 * Consecutive ``assistant`` and ``tool_call`` traces of one turn form ONE assistant message: its
   text parts, then all its calls (parallel calls stay together). An assistant text that follows
-  calls starts a new message.
+  calls, or a call made after one of the message's results arrived, starts a new message (the
+  next step).
 * Each assistant message with calls is followed by ONE ``tool`` message holding a result for every
   call, in call order — wherever the results were stored: results are matched to calls by
   ``tool_call_id``, first-in-first-out among the unanswered calls with that id (transcripts reuse
@@ -321,6 +322,8 @@ class MessageBuilder:
                 error, len(text), source_name=call.source_name or trace.tool_name)
             slot.tool_message.trace_ids.append(trace.id)
             self.stats.results += 1
+            if slot.tool_message is self._current_tools:
+                self._close()  # a call made after this result is the next step, not a parallel call
             return
         self._close()
         status = LATE if slot is not None else ORPHAN
