@@ -178,3 +178,15 @@ def test_a_call_made_after_a_result_is_the_next_step_not_a_parallel_call():
               call(6, "c"), call(7, "d"), res(8, "d", "D"), res(9, "c", "C")]
     assert [([c.id for c in m.tool_calls], [r.call_id for r in m.results]) for m in build_messages(traces)][1:] == [
         (["a"], []), ([], ["a"]), (["b"], []), ([], ["b"]), (["c", "d"], []), ([], ["c", "d"])]
+
+
+def test_with_a_lookahead_a_never_answered_call_holds_back_a_bounded_number_of_messages():
+    builder = MessageBuilder(lookahead=50)
+    emitted = len(builder.feed(T(0, "user", "q"))) + len(builder.feed(call(1, "never")))
+    for n in range(2, 3000):
+        kind = "user" if n % 2 else "assistant"
+        emitted += len(builder.feed(T(n, kind, f"m{n}", turn=f"turn_{n // 2 + 1:04d}")))
+        assert n - emitted <= 55  # what is fed comes out, at most ~lookahead traces later
+    rest = builder.finish()
+    # one message per trace, plus the tool message holding the placeholder
+    assert builder.stats.pending == 1 and emitted + len(rest) == 3001

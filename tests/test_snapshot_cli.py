@@ -228,3 +228,10 @@ def test_the_real_process_writes_the_payload_to_stdout(memcli_proc, memory_dir):
     payload = orjson.loads(proc.stdout)
     check_payload("gemini", payload)
     assert proc.stderr.decode().startswith("memcli: snapshot of 'fixture' for gemini: 1 turn, 3 messages")
+
+
+def test_a_system_prompt_given_and_stored_appears_once(cli, memory_dir):
+    make_fixture_store(memory_dir)
+    stored = "You are a careful build engineer. Answer in one or two sentences."
+    payload = orjson.loads(cli("snapshot", AGENT, "-p", "anthropic", "--system", stored + "\n").stdout)
+    assert payload["system"] == stored

@@ -3,7 +3,7 @@
 Composition, in order:
 
 1. **System prompt**: ``--system`` text, then ``--system-file`` contents, then the instructions
-   kept in the store (traces tagged ``system``/``developer``, each distinct text once, in order),
+   kept in the store (traces tagged ``system``/``developer``), each distinct text once, in order;
    then every ``--memory-file`` under a ``# Memory file: <path>`` heading.
 2. **Memory bundle**: the last 3 episodic summaries and up to 20 semantic facts that are not
    superseded, as one user message in AutoByteus' layout (``[MEMORY:EPISODIC]`` numbered,
@@ -98,18 +98,11 @@ def _read_text(path, flag: str) -> str:
 
 
 def compose_system(options: SnapshotOptions, stored: list[str], memory_files: list[tuple[str, str]]) -> str:
-    parts = []
-    if options.system and options.system.strip():
-        parts.append(options.system.strip())
-    for path in options.system_files:
-        text = _read_text(path, "--system-file").strip()
-        if text:
-            parts.append(text)
-    seen = set()
-    for text in stored:
+    parts: list[str] = []
+    texts = [options.system or ""] + [_read_text(path, "--system-file") for path in options.system_files] + stored
+    for text in texts:  # each distinct text once, in order
         text = text.strip()
-        if text and text not in seen:
-            seen.add(text)
+        if text and text not in parts:
             parts.append(text)
     for name, text in memory_files:
         parts.append(f"# Memory file: {name}\n\n{text.strip()}".rstrip())

@@ -174,7 +174,6 @@ class BuildStats:
     results: int = 0
     ids_renamed: int = 0
     id_examples: list = field(default_factory=list)  # the first few (stored id, rendered id)
-    turns: set = field(default_factory=set)
 
 
 class _Slot:
@@ -251,7 +250,6 @@ class MessageBuilder:
         if not parts:
             self.stats.empty_skipped += 1
             return
-        self.stats.turns.add(trace.turn_id)
         self._queue.append(Message(role, kind, parts, turn_id=trace.turn_id, trace_ids=[trace.id]))
 
     def _assistant(self, trace: RawTrace) -> None:
@@ -334,7 +332,6 @@ class MessageBuilder:
             self.stats.late += 1
         else:
             self.stats.orphans += 1
-        self.stats.turns.add(trace.turn_id)
         self._queue.append(Message("user", status, results=[result], turn_id=trace.turn_id, trace_ids=[trace.id]))
 
     # ------------------------------------------------------------------ helpers
@@ -349,7 +346,6 @@ class MessageBuilder:
         self._current = Message("assistant", "reply", turn_id=trace.turn_id)
         self._current_tools = None
         self._current_slots = []
-        self.stats.turns.add(trace.turn_id)
         return self._current
 
     def _close(self) -> None:
