@@ -22,6 +22,27 @@ from functools import lru_cache
 import orjson
 
 ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# an image the OpenAI APIs can fetch: a web URL or a base64 data: URL of a type they read
+OPENAI_IMAGE = re.compile(r"https?://\S+|data:image/(jpeg|png|gif|webp);base64,[A-Za-z0-9+/=]*")
+GEMINI_URI = re.compile(r"(https?|gs)://\S+")
+
+
+def _walk(value, key=None):
+    """(key, value) for every value in a JSON tree."""
+    yield key, value
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _walk(v, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk(v, key)
+
+
+def _check_openai_images(payload) -> None:
+    for key, value in _walk(payload):
+        if key == "image_url":
+            url = value["url"] if isinstance(value, dict) else value
+            assert OPENAI_IMAGE.fullmatch(url), f"an image URL OpenAI cannot read: {url[:60]}"
 
 
 @lru_cache(maxsize=None)
@@ -79,6 +100,7 @@ def _diff(a, b, path="$") -> str:
 def check_openai_chat(payload: dict) -> None:
     assert set(payload) == {"messages"}
     _typed_dict_check("openai-chat", payload, {"model": "gpt-4o"})
+    _check_openai_images(payload)
     messages = payload["messages"]
     seen_ids = set()
     i = 0
@@ -107,6 +129,7 @@ def check_openai_chat(payload: dict) -> None:
 def check_openai_responses(payload: dict) -> None:
     assert set(payload) <= {"instructions", "input"}
     _typed_dict_check("openai-responses", payload, {"model": "gpt-4o"})
+    _check_openai_images(payload)
     items = payload["input"]
     seen = set()
     open_calls: list[str] = []
@@ -132,6 +155,9 @@ def check_anthropic(payload: dict) -> None:
     if "system" in payload:
         assert payload["system"].strip()
     _typed_dict_check("anthropic", payload, {"model": "claude-sonnet-4-5", "max_tokens": 1024})
+    for key, value in _walk(payload):
+        if key == "source" and value.get("type") == "url":
+            assert re.fullmatch(r"https?://\S+", value["url"]), f"an image URL Anthropic cannot read: {value['url']}"
     messages = payload["messages"]
     seen = set()
     previous_calls: list[str] = []
@@ -164,6 +190,9 @@ def check_gemini(payload: dict) -> None:
     from google.genai import types
 
     assert set(payload) <= {"system_instruction", "contents"}
+    for key, value in _walk(payload):
+        if key == "file_uri":
+            assert GEMINI_URI.fullmatch(value), f"a file URI Gemini cannot read: {value}"
     if "system_instruction" in payload:
         types.Content.model_validate_json(orjson.dumps(payload["system_instruction"]))
     contents = payload["contents"]

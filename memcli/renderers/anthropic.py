@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from memcli.renderers.base import Renderer
+from memcli.renderers.base import Renderer, accepts
 from memcli.snapshot.model import Media, Message, Text
 
 CONTINUATION = "(earlier conversation omitted)"
-IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 
 
 class AnthropicRenderer(Renderer):
@@ -35,13 +34,12 @@ class AnthropicRenderer(Renderer):
         return {"system": system} if system else {}
 
     def _image(self, item: Media, where: str) -> dict | None:
-        if item.kind == "image":
+        if item.kind == "image" and accepts(item):
             if item.is_data:
-                data = item.base64_data()
-                if data is not None and item.mime_type in IMAGE_TYPES:
-                    return {"type": "image", "source": {"type": "base64", "media_type": item.mime_type, "data": data}}
-            elif item.url.startswith(("https://", "http://")):
-                return {"type": "image", "source": {"type": "url", "url": item.url}}
+                return {"type": "image", "source": {"type": "base64", "media_type": item.mime_type,
+                                                    "data": item.base64_data()}}
+            return {"type": "image", "source": {"type": "url", "url": item.url}}
+        if item.kind == "image":
             self.notes.drop("image", f"{where} (only http(s) URLs and base64 JPEG/PNG/GIF/WebP)")
             return None
         self.notes.drop(item.kind, where)

@@ -89,8 +89,13 @@ class Renderer:
         yield b"\n]}\n" if not first else b"]}\n"
 
 
-def split_media(items: list[Media], supported: Iterable[str]) -> tuple[list[Media], list[Media]]:
-    allowed = set(supported)
-    keep = [m for m in items if m.kind in allowed]
-    drop = [m for m in items if m.kind not in allowed]
-    return keep, drop
+WEB_SCHEMES = ("https://", "http://")
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # OpenAI and Anthropic
+
+
+def accepts(item: Media, schemes: tuple = WEB_SCHEMES, data_types: Iterable[str] = IMAGE_TYPES) -> bool:
+    """True when ``item`` is a URL with one of ``schemes``, or a base64 data: URL of one of
+    ``data_types``. Anything else (file:// URLs, local paths, other types) no API can fetch."""
+    if item.is_data:
+        return item.base64_data() is not None and item.mime_type in data_types
+    return item.url.lower().startswith(schemes)

@@ -17,8 +17,8 @@ and camelCase alike.
   carry their ``id``, and the first ``functionCall`` part of each model content carries Google's
   documented placeholder signature for history the model did not produce itself
   (:data:`FOREIGN_SIGNATURE`). Older models reject ``id``, so it is left out for them.
-* Media: ``inline_data`` (base64 data: URLs) or ``file_data`` (other URLs, MIME type from the URL's
-  extension); images, audio and video are all kept. Media a tool returned goes into the
+* Media: ``inline_data`` (base64 data: URLs) or ``file_data`` (http(s) and gs:// URLs, MIME type
+  from the URL's extension); images, audio and video of the types Gemini documents are kept. Media a tool returned goes into the
   ``functionResponse``'s own ``parts`` (Gemini 3), or follows the responses in the same content.
 * Orphan and late results are user text; reasoning messages are left out (thought parts need the
   model's own signatures).
@@ -30,13 +30,20 @@ import base64
 import re
 from typing import Iterable, Iterator
 
-from memcli.renderers.base import Renderer
+from memcli.renderers.base import WEB_SCHEMES, Renderer, accepts
 from memcli.snapshot.model import Media, Message, Text
 
 FOREIGN_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode()
 CONTINUATION = "(earlier conversation omitted)"
 _LEGACY = re.compile(r"gemini-(?:[12](?:\.\d+)?|exp|(?:pro|flash)(?!-(?:lite-)?latest$))(?:-|$)")
 MEDIA = ("image", "audio", "video")
+SCHEMES = WEB_SCHEMES + ("gs://",)
+# the MIME types Gemini documents for image, audio and video input
+MIME_TYPES = frozenset({
+    "image/png", "image/jpeg", "image/webp", "image/heic", "image/heif",
+    "audio/wav", "audio/x-wav", "audio/mp3", "audio/mpeg", "audio/aiff", "audio/aac", "audio/ogg", "audio/flac",
+    "video/mp4", "video/mpeg", "video/mov", "video/quicktime", "video/avi", "video/x-flv", "video/mpg", "video/webm",
+    "video/wmv", "video/3gpp"})
 
 
 def is_legacy_gemini(model: str | None) -> bool:
@@ -62,12 +69,12 @@ class GeminiRenderer(Renderer):
         if item.kind not in MEDIA:
             self.notes.drop(item.kind, where)
             return None
+        if not accepts(item, SCHEMES, MIME_TYPES) or item.mime_type not in MIME_TYPES:
+            self.notes.drop(item.kind, f"{where} (only http(s)/gs:// URLs and base64 data: URLs of the types "
+                                       "Gemini reads)")
+            return None
         if item.is_data:
-            data = item.base64_data()
-            if data is None:
-                self.notes.drop(item.kind, f"{where} (a data: URL that is not base64)")
-                return None
-            return {"inline_data": {"mime_type": item.mime_type, "data": data}}
+            return {"inline_data": {"mime_type": item.mime_type, "data": item.base64_data()}}
         return {"file_data": {"mime_type": item.mime_type, "file_uri": item.url}}
 
     def _texts(self, message: Message) -> list[dict]:

@@ -4,8 +4,8 @@
   accepts it; OpenAI maps it to ``developer`` for reasoning models). A ``system`` message left in
   the stream (export) is rendered in place as ``system``, or ``developer`` for a developer trace.
 * User messages: ``content`` is a string when it is only text, else a list of ``text``,
-  ``image_url`` (URL or data: URL) and ``input_audio`` (base64 data: URLs of WAV/MP3) parts.
-  Video is left out. Orphan and late results are user messages with their note as text.
+  ``image_url`` (http(s) URLs and base64 data: URLs of JPEG/PNG/GIF/WebP) and ``input_audio``
+  (base64 data: URLs of WAV/MP3) parts. Video and other media are left out. Orphan and late results are user messages with their note as text.
 * Assistant messages: ``content`` (``null`` when there are only calls) and ``tool_calls``
   (``type: "function"``, ``arguments`` a JSON string). Media in assistant messages is left out.
 * Each result is a ``{"role": "tool", "tool_call_id", "content"}`` message, right after the
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from memcli.renderers.base import Renderer
+from memcli.renderers.base import Renderer, accepts
 from memcli.snapshot.build import json_text
 from memcli.snapshot.model import Media, Message
 
@@ -35,7 +35,10 @@ class OpenAIChatRenderer(Renderer):
 
     def _media_part(self, item: Media, where: str) -> dict | None:
         if item.kind == "image":
-            return {"type": "image_url", "image_url": {"url": item.url}}
+            if accepts(item):
+                return {"type": "image_url", "image_url": {"url": item.url}}
+            self.notes.drop("image", f"{where} (only http(s) URLs and base64 JPEG/PNG/GIF/WebP)")
+            return None
         if item.kind == "audio":
             data = item.base64_data()
             fmt = _AUDIO_FORMATS.get(item.mime_type)

@@ -4,8 +4,9 @@
   in the stream (export) becomes a ``message`` item with role ``system`` (``developer`` for a
   developer trace) in place.
 * User and assistant text become ``{"type": "message", "role", "content"}`` items; user content is
-  a string when it is only text, else ``input_text`` and ``input_image`` parts (audio and video
-  are left out: the Responses API takes neither as message input). Assistant content is text.
+  a string when it is only text, else ``input_text`` and ``input_image`` parts (http(s) URLs and
+  base64 JPEG/PNG/GIF/WebP data: URLs; audio and video are left out: the Responses API takes
+  neither as message input). Assistant content is text.
 * Each call is a ``function_call`` item (``call_id``, ``name``, ``arguments`` as a JSON string)
   after its message's text; each result a ``function_call_output`` item with the same
   ``call_id``, right after the calls of that step. A result with images has a list ``output``
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from memcli.renderers.base import Renderer
+from memcli.renderers.base import Renderer, accepts
 from memcli.snapshot.build import json_text
 from memcli.snapshot.model import Media, Message
 
@@ -33,8 +34,10 @@ class OpenAIResponsesRenderer(Renderer):
     def _images(self, media: list[Media], where: str) -> list[dict]:
         out = []
         for item in media:
-            if item.kind == "image":
+            if item.kind == "image" and accepts(item):
                 out.append({"type": "input_image", "image_url": item.url, "detail": "auto"})
+            elif item.kind == "image":
+                self.notes.drop("image", f"{where} (only http(s) URLs and base64 JPEG/PNG/GIF/WebP)")
             else:
                 self.notes.drop(item.kind, where)
         return out
