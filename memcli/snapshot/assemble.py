@@ -159,8 +159,9 @@ def describe_counter(counter: TokenCounter, provider: str, model: str | None) ->
     return counter.describe()
 
 
-def _stats_notes(stats: BuildStats, ids_renamed: int, examples: list) -> list[str]:
+def _stats_notes(stats: BuildStats) -> list[str]:
     notes = []
+    ids_renamed, examples = stats.ids_renamed, stats.id_examples
     if stats.pending:
         notes.append(f"{stats.pending} tool call{'s have' if stats.pending != 1 else ' has'} no result yet: "
                      "each got a placeholder result saying so")
@@ -256,7 +257,7 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
         steps.extend(more)
 
     payload = renderer.render(system, messages)
-    notes = _stats_notes(stats, stats.ids_renamed, stats.id_examples) + renderer.notes.lines()
+    notes = _stats_notes(stats) + renderer.notes.lines()
     return Snapshot(
         agent_id=store.agent_id, provider=renderer.name, system=system, messages=messages, payload=payload,
         tokens=meter.total(system, messages), token_method=describe_counter(counter, renderer.name, options.model),
