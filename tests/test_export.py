@@ -3,7 +3,6 @@ file, the point-in-time view, memory records, errors."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import stat
 import subprocess
@@ -283,14 +282,24 @@ def test_unknown_and_invalid_agents(cli, sample, tmp_path):
     assert cli("export", "../etc").exit_code == 2
 
 
-@pytest.mark.skipif(importlib.util.find_spec("memcli.renderers") is not None,
-                    reason="the snapshot renderers are in this build")
-@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
-def test_provider_formats_need_the_renderers(cli, sample, tmp_path, fmt):
+@pytest.mark.parametrize("fmt,provider", [("openai", "openai-chat"), ("anthropic", "anthropic")])
+def test_provider_formats_are_the_snapshot_renderers_payload_for_the_whole_history(cli, sample, tmp_path,
+                                                                                 fmt, provider):
+    """export --format openai|anthropic = the snapshot renderer over archive + active."""
+    from memcli.renderers import get_renderer
+    from memcli.snapshot.build import build_messages
+    from memcli.store.agent import AgentStore
+    from tests.snapshot_validation import check_payload
+
     result = cli("export", "coder", "-f", fmt, "-o", tmp_path / "x.json")
-    assert result.exit_code == 2
-    assert f"--format {fmt} needs the snapshot renderers" in result.stderr
-    assert not (tmp_path / "x.json").exists()
+    assert result.exit_code == 0, result.stderr
+    payload = orjson.loads((tmp_path / "x.json").read_bytes())
+    store = AgentStore(sample, "coder")
+    traces = [s.trace for s in store.iter_traces(archive=True)]
+    expected = b"".join(get_renderer(provider).iter_chunks("", build_messages(iter(traces))))
+    assert payload == orjson.loads(expected)
+    check_payload(provider, payload)
+    assert cli("export", "coder", "-f", fmt).stdout.encode() == (tmp_path / "x.json").read_bytes()
 
 
 def test_a_reader_that_goes_away_is_not_an_error(sample):

@@ -62,6 +62,8 @@ def export(
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         raise typer.Exit(141) from None
+    for note in result.notes:
+        print(f"memcli: note: {note}", file=sys.stderr)
     if to_file:
         print(f"memcli: {result.summary()}", file=sys.stderr)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable
 
@@ -29,6 +29,7 @@ class ExportResult:
     semantic: int = 0
     bytes_read: int = 0
     bytes_written: int = 0
+    notes: list = field(default_factory=list)  # what a provider format left out, for stderr
 
     def count_memory(self, kind: str) -> None:
         if kind == "episodic":

@@ -565,24 +565,38 @@ def _trace(record: dict, names=field_names(RawTrace)) -> RawTrace:
     return trace
 
 
+@dataclass
+class LiveMemory:
+    episodic: list
+    semantic: list
+    superseded_episodic: int
+    superseded_semantic: int
+
+
+def live_memory(history, flt, progress=None) -> LiveMemory:
+    """The memory items of ``history`` that the filter selects and no later item supersedes."""
+    items: dict[str, list] = {"episodic": [], "semantic": []}
+    superseded: set = set()
+    for kind, record in history.iter_memory(progress):
+        superseded.update(record.get("supersedes") or ())
+        if flt.matches_memory(kind, record):
+            items[kind].append(record)
+    live = {kind: [r for r in records if r["id"] not in superseded] for kind, records in items.items()}
+    return LiveMemory([from_record(EpisodicItem, r) for r in live["episodic"]],
+                      [from_record(SemanticItem, r) for r in live["semantic"]],
+                      len(items["episodic"]) - len(live["episodic"]),
+                      len(items["semantic"]) - len(live["semantic"]))
+
+
 def write_markdown(history, out: BinaryIO, flt, *, with_memory: bool, result, progress=None) -> None:
     """Render ``history`` (a :class:`memcli.export.reader.History`) as the document above."""
     writer = MarkdownWriter(out, history.store.agent_id, flt.describe())
     writer.begin()
     if with_memory:
-        items: dict[str, list] = {"episodic": [], "semantic": []}
-        superseded: set = set()
-        for kind, record in history.iter_memory(progress):
-            superseded.update(record.get("supersedes") or ())
-            if flt.matches_memory(kind, record):
-                items[kind].append(record)
-        live = {kind: [r for r in records if r["id"] not in superseded] for kind, records in items.items()}
-        writer.memory([from_record(EpisodicItem, r) for r in live["episodic"]],
-                      [from_record(SemanticItem, r) for r in live["semantic"]],
-                      len(items["episodic"]) - len(live["episodic"]),
-                      len(items["semantic"]) - len(live["semantic"]))
-        result.episodic = len(live["episodic"])
-        result.semantic = len(live["semantic"])
+        memory = live_memory(history, flt, progress)
+        writer.memory(memory.episodic, memory.semantic, memory.superseded_episodic, memory.superseded_semantic)
+        result.episodic = len(memory.episodic)
+        result.semantic = len(memory.semantic)
     add = writer.add
     for batch in history.iter_trace_blocks(progress, select=flt.matches if flt.active else None,
                                            keep_records=True):

@@ -5,8 +5,8 @@ pairing, role alternation) is the snapshot renderers' job (:mod:`memcli.renderer
 export must not write it a second time. This module is the one seam between the two:
 :func:`write_provider_messages` hands the history to the renderer and streams its output.
 
-Until the renderers are part of this build, asking for these formats is a usage error, raised
-before any output is opened.
+If a build lacks the renderers, asking for these formats is a usage error, raised before any
+output is opened.
 """
 
 from __future__ import annotations
@@ -36,24 +36,39 @@ def write_provider_messages(fmt: str, history, out: BinaryIO, flt, *, with_memor
                             progress=None) -> None:
     """Write the (filtered) history as one provider payload to ``out``, streaming.
 
-    Wiring point for the renderers. With the streaming interface the snapshot branch documents
-    (memcli/renderers/__init__.py there), this becomes::
-
-        from memcli.export.markdown import _trace            # dict -> RawTrace, fast path
-        from memcli.renderers import get_renderer
-        from memcli.snapshot.build import build_messages
-        renderer = get_renderer(PROVIDER_FORMATS[fmt])
-        select = flt.matches if flt.active else None
-        traces = (_trace(r) for r in history.iter_trace_records(progress, select=select))
-        messages = build_messages(traces, lookahead=10_000, id_capacity=1_000_000)
-        if with_memory:  # the live items, as snapshot's memory bundle (assemble.memory_message)
-            messages = itertools.chain([memory_message(episodic, semantic)], messages)
-        for chunk in renderer.iter_chunks("", messages):
-            out.write(chunk)
-        # count result.traces in the generator; renderer.notes.lines() -> stderr
-
-    and ``test_provider_formats_need_the_renderers`` (tests/test_export.py) becomes a test that
-    the payload is the snapshot renderer's for the whole history.
+    The snapshot's canonical messages are built from the whole history (archive, then active)
+    and rendered by the same renderer ``memcli snapshot --provider`` uses; with ``--with-memory``
+    the live memory items come first, as the snapshot's memory bundle. Memory stays bounded:
+    a call waits at most ``LOOKAHEAD`` traces for its result before it gets its placeholder.
+    What a renderer leaves out (reasoning, unsupported media) is listed in ``result.notes``.
     """
-    require_renderers(fmt)
-    raise UsageError(f"--format {fmt} is not wired to the snapshot renderers in this build")
+    from itertools import chain
+
+    from memcli.export.markdown import _trace, live_memory
+    from memcli.snapshot.assemble import memory_message
+    from memcli.snapshot.build import BuildStats, build_messages
+
+    renderers = require_renderers(fmt)
+    renderer = renderers.get_renderer(PROVIDER_FORMATS[fmt])
+    lead = []
+    if with_memory:
+        memory = live_memory(history, flt, progress)
+        result.episodic, result.semantic = len(memory.episodic), len(memory.semantic)
+        bundle = memory_message(memory.episodic, memory.semantic)
+        if bundle is not None:
+            lead.append(bundle)
+
+    def traces():
+        for record in history.iter_trace_records(progress, select=flt.matches if flt.active else None):
+            result.traces += 1
+            yield _trace(record)
+
+    stats = BuildStats()
+    messages = build_messages(traces(), lookahead=LOOKAHEAD, id_capacity=ID_CAPACITY, stats=stats)
+    for chunk in renderer.iter_chunks("", chain(lead, messages)):
+        out.write(chunk)
+    result.notes.extend(renderer.notes.lines())
+
+
+LOOKAHEAD = 10_000
+ID_CAPACITY = 1_000_000
