@@ -1,7 +1,13 @@
 """The compaction circuit breaker: ``.compaction.json`` in the agent directory.
 
     {"consecutive_failures": 3, "last_error": "…", "last_failure_ts": 1772442091.2,
-     "last_success_ts": 1772440000.0, "last_compaction_id": "cmp_…"}
+     "last_success_ts": 1772440000.0, "last_compaction_id": "cmp_…",
+     "active_after_commit": [inode, size]}
+
+``active_after_commit`` is the identity of the active file right after the last successful
+commit: traces before that byte offset were there when it was compacted, so the
+provider-reported ``prompt_tokens`` they carry describe a prompt that no longer exists
+(:func:`memcli.compaction.policy.latest_prompt_tokens` ignores them).
 
 A failed compaction (no valid summary after the retries, the provider refusing) adds one to
 ``consecutive_failures``; a successful one resets it. After ``BREAKER_THRESHOLD`` consecutive
@@ -34,6 +40,7 @@ class BreakerState:
     last_failure_ts: float | None = None
     last_success_ts: float | None = None
     last_compaction_id: str | None = None
+    active_after_commit: list | None = None
 
     @property
     def open(self) -> bool:
@@ -75,11 +82,18 @@ def record_failure(paths: AgentPaths, error: str) -> BreakerState:
 
 
 def record_success(paths: AgentPaths, compaction_id: str | None) -> BreakerState:
-    """Caller holds the agent lock."""
+    """Caller holds the agent lock (so the active file is as the commit left it)."""
+    import os
+
     state = read_breaker(paths)
     state.consecutive_failures = 0
     state.last_success_ts = time.time()
     if compaction_id:
         state.last_compaction_id = compaction_id
+    try:
+        st = os.lstat(paths.active)
+        state.active_after_commit = [st.st_ino, st.st_size]
+    except FileNotFoundError:
+        state.active_after_commit = None
     _write(paths, state)
     return state
