@@ -34,3 +34,21 @@ def test_model_map_gives_the_context_size(cli, memory_dir):
     assert status.max_context_tokens == 128_000 and "LiteLLM model map" in status.context_source
     status = budget_status(AgentStore(memory_dir, "a"), model="some/unknown-model")
     assert status.max_context_tokens == 200_000
+
+
+def test_usage_reported_before_the_last_compaction_is_ignored(cli, memory_dir):
+    """Right after a compaction the newest usage still describes the old, bigger prompt."""
+    turns = []
+    for i in range(8):
+        turns += [{"trace_type": "user", "content": f"question {i} " + "word " * 300},
+                  {"trace_type": "assistant", "content": "answer", "usage": {"prompt_tokens": 150_000}}]
+    cli("ingest", "a", input=turns)
+    store = AgentStore(memory_dir, "a")
+    assert budget_status(store, max_context_tokens=160_000).source == "provider"
+    assert cli("compact", "a").exit_code == 0
+    status = budget_status(store, max_context_tokens=160_000)
+    assert status.source == "estimate" and not status.due
+    # the next call the agent makes reports a fresh figure, which counts again
+    cli("ingest", "a", input=[{"trace_type": "assistant", "content": "x", "usage": {"prompt_tokens": 9_000}}])
+    status = budget_status(store, max_context_tokens=160_000)
+    assert (status.source, status.prompt_tokens) == ("provider", 9_000)

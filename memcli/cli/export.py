@@ -1,9 +1,75 @@
-"""CLI commands of this area (not implemented yet)."""
+"""``memcli export AGENT`` (and ``memcli clear AGENT``, registered from here; see clear.py)."""
 
 from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional
+
+from enum import Enum
 
 import typer
 
 
+class ExportFormat(str, Enum):
+    jsonl = "jsonl"
+    json = "json"
+    markdown = "markdown"
+    openai = "openai"
+    anthropic = "anthropic"
+
+
+def export(
+    ctx: typer.Context,
+    agent: str = typer.Argument(..., help="Agent id."),
+    format: ExportFormat = typer.Option(
+        ExportFormat.jsonl, "--format", "-f",
+        help="jsonl (backup, re-ingestable), json (one array), markdown (for people), "
+             "openai / anthropic (provider message list).",
+    ),
+    with_memory: bool = typer.Option(
+        False, "--with-memory", help="Include the episodic summaries and semantic facts.",
+    ),
+    output: Optional[str] = typer.Option(
+        None, "--output", "-o", metavar="FILE",
+        help="Write to FILE (it appears only once complete); default stdout.",
+    ),
+    turn: Optional[List[str]] = typer.Option(
+        None, "--turn", metavar="ID", help="Only this turn (repeatable; 7 means turn_0007).",
+    ),
+    since: Optional[str] = typer.Option(
+        None, "--since", metavar="TIME", help="Only traces at or after TIME (ISO-8601 or epoch seconds).",
+    ),
+    until: Optional[str] = typer.Option(
+        None, "--until", metavar="TIME", help="Only traces at or before TIME (a bare date: the end of that day).",
+    ),
+) -> None:
+    """Export an agent's complete history (archive, then active), streamed.
+
+    `memcli export A | memcli ingest B` copies A's traces (and with --with-memory its memory) into B with the same ids, turns and seqs; ingesting the same export again adds nothing.
+    """
+    from memcli.cli.progress import progress_bar
+    from memcli.export.api import export as run
+
+    to_file = output is not None and output != "-"
+    try:
+        with progress_bar(f"exporting {agent}", enabled=to_file) as advance:
+            result = run(ctx.obj, agent, fmt=format.value, output=output, with_memory=with_memory,
+                         turns=turn, since=since, until=until,
+                         progress=lambda n, total: advance(n, total=total))
+    except BrokenPipeError:
+        # the reader went away (`memcli export A | head`): not an error worth a traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise typer.Exit(141) from None
+    for note in result.notes:
+        print(f"memcli: note: {note}", file=sys.stderr)
+    if to_file:
+        print(f"memcli: {result.summary()}", file=sys.stderr)
+
+
 def register(app: typer.Typer) -> None:
-    pass
+    from memcli.cli import clear
+
+    app.command("export")(export)
+    clear.register(app)

@@ -1,9 +1,98 @@
-"""CLI commands of this area (not implemented yet)."""
+"""``memcli snapshot AGENT``: print the request payload the agent sends next (stdout: exactly the
+payload; a summary, budget steps and notes on stderr)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import List, Optional
+
 import typer
+
+PROVIDERS = "openai-chat, openai-responses, anthropic, gemini, text"
+
+
+def snapshot(
+    ctx: typer.Context,
+    agent: str = typer.Argument(..., help="Agent id."),
+    provider: str = typer.Option("openai-chat", "--provider", "-p", help=f"Payload format: {PROVIDERS}."),
+    system: Optional[str] = typer.Option(None, "--system", help="System prompt text (comes first)."),
+    system_file: Optional[List[Path]] = typer.Option(None, "--system-file", help="Read the system prompt from a file."),
+    memory_file: Optional[List[Path]] = typer.Option(
+        None, "--memory-file", help="AGENT.md-style file appended to the system prompt under a heading (repeatable)."),
+    no_stored_system: bool = typer.Option(
+        False, "--no-stored-system", help="Leave out the system/developer messages kept in the store."),
+    no_memory: bool = typer.Option(False, "--no-memory", help="Leave out the episodic/semantic memory bundle."),
+    tail_turns: Optional[int] = typer.Option(
+        None, "--tail-turns", help="Only the last N turns (the compaction snapshot), read from the end of the file."),
+    max_tokens: Optional[int] = typer.Option(
+        None, "--max-tokens", help="Fit the payload into N tokens: stub older tool results, then drop the oldest turns."),
+    max_tool_result_chars: int = typer.Option(
+        10_000, "--max-tool-result-chars", help="Clip each tool result to N characters (0: no limit)."),
+    expire: Optional[List[str]] = typer.Option(
+        None, "--expire", metavar="TOOL=TURNS[:clip=N|:remove]",
+        help="Shorten TOOL's results older than TURNS turns ('*' for every tool; repeatable)."),
+    model: Optional[str] = typer.Option(
+        None, "--model", help="Model the payload is for: picks the token encoding (and Gemini's generation)."),
+    compact: bool = typer.Option(False, "--compact", "--json", help="One-line JSON instead of indented."),
+    ndjson: bool = typer.Option(False, "--ndjson", help="One JSON record per line: the top-level fields, then each item."),
+) -> None:
+    """Render the agent's memory as the next request's payload for a provider.
+
+    The working snapshot is the system prompt, the memory bundle (last 3 episodic summaries, up to
+    20 semantic facts) and every active trace; --tail-turns N gives the compaction snapshot.
+    Tool calls and results are native structures; every call has a result (a placeholder when it
+    is still pending). Nothing in the store changes: shortened results name the trace id that
+    `memcli get` expands.
+    """
+    from memcli.snapshot import SnapshotOptions, take_snapshot
+
+    options = SnapshotOptions(
+        provider=provider, system=system, system_files=tuple(system_file or ()), memory_files=tuple(memory_file or ()),
+        stored_system=not no_stored_system, include_memory=not no_memory, tail_turns=tail_turns,
+        max_tokens=max_tokens, max_tool_result_chars=max_tool_result_chars, expire=tuple(expire or ()), model=model)
+    result = take_snapshot(ctx.obj, agent, options)
+    _write_payload(result.payload, compact=compact, ndjson=ndjson)
+    _report(result)
+
+
+def _write_payload(payload, *, compact: bool, ndjson: bool) -> None:
+    import orjson
+
+    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+    if isinstance(payload, str):
+        data = payload.encode() if not (compact or ndjson) else orjson.dumps({"text": payload}) + b"\n"
+    elif ndjson:
+        head = {k: v for k, v in payload.items() if not isinstance(v, list)}
+        items = [item for v in payload.values() if isinstance(v, list) for item in v]
+        lines = ([orjson.dumps(head)] if head else []) + [orjson.dumps(item) for item in items]
+        data = b"".join(line + b"\n" for line in lines)
+    else:
+        data = orjson.dumps(payload, option=0 if compact else orjson.OPT_INDENT_2) + b"\n"
+    try:
+        if out is not None:
+            out.write(data)
+            out.flush()
+        else:  # a text-only stdout (embedding)
+            sys.stdout.write(data.decode())
+            sys.stdout.flush()
+    except BrokenPipeError:  # `memcli snapshot A | head`: the reader has what it wanted
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _report(result) -> None:
+    err = sys.stderr
+    messages = sum(1 for m in result.messages if m.kind != "memory")
+    print(f"memcli: snapshot of {result.agent_id!r} for {result.provider}: {result.turns} turn"
+          f"{'s' if result.turns != 1 else ''}, {messages} message{'s' if messages != 1 else ''}, "
+          f"~{result.tokens:,} tokens ({result.token_method})", file=err)
+    for step in result.steps:
+        print(f"memcli:   {step.describe()}", file=err)
+    for note in result.notes:
+        print(f"memcli: note: {note}", file=err)
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("snapshot")(snapshot)

@@ -51,11 +51,26 @@ class BudgetStatus:
 
 
 def latest_prompt_tokens(store: AgentStore) -> int | None:
-    """``usage.prompt_tokens`` of the newest active assistant trace that reports one (read from
-    the end of the active file; stops at the first hit)."""
+    """``usage.prompt_tokens`` of the newest active assistant trace that reports one, read from
+    the end of the active file. Usage reported before the last compaction is ignored: it measured
+    a prompt that compaction has since shrunk (see ``active_after_commit`` in
+    :mod:`memcli.compaction.breaker`)."""
+    import os
+
+    from memcli.compaction.breaker import read_breaker
     from memcli.store import jsonl
 
-    for _, record in jsonl.iter_records_reverse(store.paths.active):
+    stale_before = 0
+    after = read_breaker(store.paths).active_after_commit
+    if after:
+        try:
+            if os.lstat(store.paths.active).st_ino == after[0]:
+                stale_before = int(after[1])
+        except FileNotFoundError:
+            return None
+    for offset, record in jsonl.iter_records_reverse(store.paths.active):
+        if offset < stale_before:
+            return None
         if record.get("trace_type") == "assistant":
             usage = record.get("usage")
             if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):

@@ -11,7 +11,10 @@ class NativeImporter:
     source_event = DEFAULT_SOURCE_EVENT
 
     def sniff(self, values) -> int:
-        objects = [v for _, v in values if isinstance(v, dict)]
+        # memory items of `memcli export --with-memory` (memcli.export.memory_records) are native too
+        objects = [v for _, v in values if isinstance(v, dict) and "record_type" not in v]
+        if not objects and any(isinstance(v, dict) and "record_type" in v for _, v in values):
+            return 90
         if objects and all(v.get("trace_type") in TRACE_TYPES for v in objects[:5]):
             return 90
         if objects and "trace_type" in objects[0]:

@@ -38,20 +38,43 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
         live = LiveLines(source)
         importer, values = resolve(fmt, values_from_lines(live), _name(file), sniff_values=1)
         _detected(importer, fmt, result, on_detect)
+        values, memory = _memory_records(importer, values)
         events = importer.events(values, result)
-        return ingest_live(store, events, live.set_idle_callback, skip_invalid=skip_invalid,
-                           redactor=redactor, source_event=importer.source_event, result=result)
+        ingest_live(store, events, live.set_idle_callback, skip_invalid=skip_invalid,
+                    redactor=redactor, source_event=importer.source_event, result=result)
+        _restore_memory(store, memory, result)
+        return result
     f, name = open_input(file, stdin)
     with f:
         try:
             importer, values = resolve(fmt, iter_json_values(f), name)
             _detected(importer, fmt, result, on_detect)
+            values, memory = _memory_records(importer, values)
             events = importer.events(values, result)
-            return ingest_events(store, events, skip_invalid=skip_invalid, redactor=redactor,
-                                 source_event=importer.source_event, result=result)
+            ingest_events(store, events, skip_invalid=skip_invalid, redactor=redactor,
+                          source_event=importer.source_event, result=result)
         except InputError as exc:
             exc.hint = exc.hint or "nothing was written"
             raise
+    _restore_memory(store, memory, result)
+    return result
+
+
+def _memory_records(importer, values):
+    """Memory items of a ``memcli export --with-memory`` stream are set aside (memcli.export)."""
+    memory: list = []
+    if importer.name == "native":
+        from memcli.export.memory_records import divert_memory_records
+
+        values = divert_memory_records(values, memory)
+    return values, memory
+
+
+def _restore_memory(store, memory: list, result: IngestResult) -> None:
+    if memory:
+        from memcli.export.memory_records import restore_memory
+
+        result.notes.append(restore_memory(store, memory))
 
 
 def _stdin():

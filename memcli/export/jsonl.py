@@ -1,0 +1,71 @@
+"""``--format jsonl`` and ``--format json``: the stored records themselves.
+
+``jsonl`` is the backup format. Each trace is written as its stored line, byte for byte (blank
+lines dropped), archive first and then active — for an agent whose files have no blank lines,
+``export`` without filters equals ``cat raw_traces_archive.jsonl raw_traces.jsonl``. Every line is
+still parsed and checked on the way (:mod:`memcli.export.reader`), so a corrupt store fails the
+export instead of producing a backup that cannot be restored. Because the lines keep every field
+(``id``, ``ts``, ``turn_id``, ``seq``, ``source_event``, unknown fields...), ``memcli ingest`` of an
+export into another agent reproduces the same records, and ingesting it again adds nothing (known
+ids are skipped). Memory items (``--with-memory``) follow the traces, marked with
+``record_type`` (:mod:`memcli.export.memory_records`).
+
+``json`` is the same records as one JSON array, one element per line::
+
+    [
+    {"id":"coder-0001",...},
+    {"id":"coder-0002",...}
+    ]
+
+written as it streams (never built in memory). ``memcli ingest`` reads JSON arrays too, so it
+round-trips the same way.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+from memcli.export.filters import TraceFilter
+from memcli.export.memory_records import memory_line
+from memcli.export.reader import History, Progress
+
+
+def write_jsonl(history: History, out: BinaryIO, flt: TraceFilter, *, with_memory: bool,
+                result, progress: Progress | None = None) -> None:
+    write = out.write
+    select = flt.matches if flt.active else None
+    for batch in history.iter_trace_blocks(progress, select=select):
+        if batch.lines:
+            write(batch.data)
+            result.traces += len(batch.lines)
+    if with_memory:
+        for kind, record in history.iter_memory(progress):
+            if flt.matches_memory(kind, record):
+                write(memory_line(kind, record) + b"\n")
+                result.count_memory(kind)
+
+
+def write_json(history: History, out: BinaryIO, flt: TraceFilter, *, with_memory: bool,
+               result, progress: Progress | None = None) -> None:
+    write = out.write
+    write(b"[")
+    first = True
+
+    def elements(lines: list[bytes]) -> None:
+        nonlocal first
+        if not lines:
+            return
+        write(b"\n" if first else b",\n")
+        write(b",\n".join(lines))
+        first = False
+
+    select = flt.matches if flt.active else None
+    for batch in history.iter_trace_blocks(progress, select=select):
+        elements([line.rstrip(b"\r\n") for line in batch.lines])
+        result.traces += len(batch.lines)
+    if with_memory:
+        for kind, record in history.iter_memory(progress):
+            if flt.matches_memory(kind, record):
+                elements([memory_line(kind, record)])
+                result.count_memory(kind)
+    write(b"]\n" if first else b"\n]\n")

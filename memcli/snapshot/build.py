@@ -1,0 +1,406 @@
+"""Canonical messages from raw traces — from ANY iterator of RawTrace (the active file, a window of
+turns, or archive + active for an export), as a stream.
+
+Rules, applied in the order the traces come:
+
+* ``user`` traces become user messages: ``kind`` ``ask``, or ``context`` for traces tagged
+  ``context``/``compact_summary``; traces tagged ``system``/``developer`` (PINNED_TAGS) become
+  ``role="system"`` messages in place (the snapshot hoists them into the system prompt).
+* Consecutive ``assistant`` and ``tool_call`` traces of one turn form ONE assistant message: its
+  text parts, then all its calls (parallel calls stay together). An assistant text that follows
+  calls, or a call made after one of the message's results arrived, starts a new message (the
+  next step).
+* Each assistant message with calls is followed by ONE ``tool`` message holding a result for every
+  call, in call order — wherever the results were stored: results are matched to calls by
+  ``tool_call_id``, first-in-first-out among the unanswered calls with that id (transcripts reuse
+  ids), and a result stored later (after the next user message, say) is still rendered right after
+  its call; the messages behind it wait. A call left unanswered gets a placeholder result
+  (``status="pending"``, :data:`~memcli.snapshot.model.PENDING_TEXT`) — never a dangling call.
+* A result with no unanswered call is an ``orphan``: a user message rendered as plain text.
+* ``lookahead`` bounds the wait (in traces read) for a late result; when it runs out the call
+  gets its placeholder, and a result that still arrives later becomes a ``late`` note at its own
+  position. ``None`` (the snapshot's choice: its window is in memory anyway) waits to the end.
+* Traces tagged ``reasoning`` are left out unless ``include_reasoning`` (providers accept only
+  their own signed reasoning blocks); traces tagged ``sidechain`` (a subagent's own conversation,
+  which the main agent never saw) are left out unless ``include_sidechain``.
+* Call ids are made unique in the stream and acceptable to every provider: an id that matches
+  ``[A-Za-z0-9_-]{1,40}`` and was not used before is kept; otherwise it is cleaned (other
+  characters become ``_``, long ids are shortened with a hash) and a reused id gets ``_2``,
+  ``_3``... in order of appearance. Tool names are cleaned the same way (64 characters, starting
+  with a letter or ``_``). ``id_capacity`` bounds the memory of used ids (an export of millions of
+  calls), forgetting the oldest.
+* Messages with nothing to say are dropped; :class:`BuildStats` counts everything decided here.
+
+:func:`build_messages` is the streaming form; :class:`MessageBuilder` the push form (``feed`` a
+trace, get the messages that became final).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import orjson
+
+from memcli.models import PINNED_TAGS, TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_REASONING, TAG_SIDECHAIN, RawTrace
+from memcli.snapshot.model import (ERROR, LATE, MEDIA_KINDS, ORPHAN, PENDING, PENDING_TEXT, SUCCESS, Media,
+                                   Message, Text, ToolCall, ToolResult)
+
+MAX_ID_CHARS = 40
+MAX_NAME_CHARS = 64
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
+_SAFE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+UNKNOWN_TOOL = "unknown_tool"
+
+
+def _hash(text: str, n: int = 8) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:n]
+
+
+def safe_name(name: str | None) -> str:
+    """A tool name every provider accepts (unchanged when it already is one)."""
+    if not name:
+        return UNKNOWN_TOOL
+    if _SAFE_NAME.fullmatch(name):
+        return name
+    cleaned = _UNSAFE_CHARS.sub("_", name)
+    if not (cleaned[0].isalpha() and cleaned[0].isascii()) and cleaned[0] != "_":
+        cleaned = "_" + cleaned
+    if len(cleaned) > MAX_NAME_CHARS:
+        cleaned = cleaned[:MAX_NAME_CHARS - 9] + "_" + _hash(name)
+    return cleaned
+
+
+class CallIds:
+    """Unique, provider-safe call ids, assigned in order of appearance (rules in the module doc)."""
+
+    def __init__(self, capacity: int | None = None):
+        self.capacity = capacity
+        self._used: OrderedDict[str, None] = OrderedDict()
+
+    def _base(self, source_id: str, trace_id: str | None) -> str:
+        if _SAFE_ID.fullmatch(source_id):
+            return source_id
+        if not source_id:
+            return "call_" + _hash(trace_id or "", 12)
+        cleaned = _UNSAFE_CHARS.sub("_", source_id)
+        if len(cleaned) > MAX_ID_CHARS:
+            cleaned = cleaned[:MAX_ID_CHARS - 9] + "_" + _hash(source_id)
+        return cleaned
+
+    def assign(self, source_id: str, trace_id: str | None = None) -> str:
+        base = self._base(source_id, trace_id)
+        candidate, n = base, 1
+        while candidate in self._used:
+            n += 1
+            suffix = f"_{n}"
+            candidate = base[:MAX_ID_CHARS - len(suffix)] + suffix
+        self._used[candidate] = None
+        if self.capacity is not None and len(self._used) > self.capacity:
+            self._used.popitem(last=False)
+        return candidate
+
+
+def call_arguments(trace: RawTrace) -> dict:
+    """The call's arguments as a JSON object (providers require one)."""
+    args = trace.tool_args
+    if isinstance(args, dict):
+        return args
+    if args is None:
+        return {}
+    if isinstance(args, str):
+        try:
+            value = orjson.loads(args)
+        except orjson.JSONDecodeError:
+            return {"input": args}
+        return value if isinstance(value, dict) else {"input": value}
+    return {"input": args}
+
+
+def json_text(value) -> str:
+    """Compact JSON text of any stored value (non-ASCII kept)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # integers beyond 64 bits and the like
+        import json
+
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def result_text(trace: RawTrace) -> str:
+    """What a tool_result trace says: its error, its result (JSON as text), else its content."""
+    parts = []
+    if trace.tool_error:
+        parts.append(trace.tool_error)
+    value = trace.tool_result
+    if value is not None:
+        parts.append(value if isinstance(value, str) else json_text(value))
+    elif not trace.tool_error and trace.content:
+        parts.append(trace.content)
+    if not parts and trace.tool_result_ref:
+        parts.append(f"[result stored at {trace.tool_result_ref}]")
+    return "\n".join(parts)
+
+
+def trace_media(trace: RawTrace) -> list[Media]:
+    media = trace.media
+    if not isinstance(media, dict):
+        return []
+    out = []
+    for key, urls in media.items():
+        kind = MEDIA_KINDS.get(key, key)
+        if isinstance(urls, str):
+            urls = [urls]
+        if isinstance(urls, list):
+            out.extend(Media(kind, url) for url in urls if isinstance(url, str) and url)
+    return out
+
+
+@dataclass
+class BuildStats:
+    traces: int = 0
+    reasoning_omitted: int = 0
+    sidechain_omitted: int = 0
+    empty_skipped: int = 0
+    unknown_skipped: int = 0
+    pending: int = 0
+    orphans: int = 0
+    late: int = 0
+    calls: int = 0
+    results: int = 0
+    ids_renamed: int = 0
+    id_examples: list = field(default_factory=list)  # the first few (stored id, rendered id)
+
+
+class _Slot:
+    __slots__ = ("call", "tool_message", "index", "abandoned")
+
+    def __init__(self, call: ToolCall, tool_message: Message, index: int):
+        self.call = call
+        self.tool_message = tool_message
+        self.index = index
+        self.abandoned = False
+
+
+class MessageBuilder:
+    """Push traces in with :meth:`feed`, take the messages that are final; :meth:`finish` at the end."""
+
+    def __init__(self, *, include_reasoning: bool = False, include_sidechain: bool = False,
+                 lookahead: int | None = None, id_capacity: int | None = None):
+        self.include_reasoning = include_reasoning
+        self.include_sidechain = include_sidechain
+        self.lookahead = lookahead
+        self.ids = CallIds(id_capacity)
+        self.stats = BuildStats()
+        self._current: Message | None = None
+        self._current_tools: Message | None = None
+        self._current_slots: list[_Slot] = []
+        self._queue: deque[Message] = deque()
+        self._waiting: dict[int, tuple[list[_Slot], int]] = {}  # id(tool message) -> (slots, queued at)
+        self._open: dict[str, deque[_Slot]] = {}
+        self._n = 0
+
+    # ------------------------------------------------------------------ input
+    def feed(self, trace: RawTrace) -> list[Message]:
+        self._n += 1
+        stats = self.stats
+        stats.traces += 1
+        tags = trace.tags
+        if tags and TAG_SIDECHAIN in tags and not self.include_sidechain:
+            stats.sidechain_omitted += 1
+        else:
+            kind = trace.trace_type
+            if kind == "user":
+                self._user(trace)
+            elif kind == "assistant":
+                self._assistant(trace)
+            elif kind == "tool_call":
+                self._tool_call(trace)
+            elif kind == "tool_result":
+                self._tool_result(trace)
+            else:
+                stats.unknown_skipped += 1
+        out: list[Message] = []
+        self._drain(out)
+        return out
+
+    def finish(self) -> list[Message]:
+        self._close()
+        out: list[Message] = []
+        self._drain(out, force=True)  # every call still unanswered gets its placeholder
+        self._open.clear()
+        return out
+
+    # ------------------------------------------------------------------ trace kinds
+    def _user(self, trace: RawTrace) -> None:
+        self._close()
+        tags = trace.tags
+        pinned = next((t for t in tags if t in PINNED_TAGS), None) if tags else None
+        if pinned:
+            role, kind = "system", pinned
+        elif tags and (TAG_CONTEXT in tags or TAG_COMPACT_SUMMARY in tags or TAG_SIDECHAIN in tags):
+            role, kind = "user", "context"
+        else:
+            role, kind = "user", "ask"
+        parts = self._parts(trace)
+        if not parts:
+            self.stats.empty_skipped += 1
+            return
+        self._queue.append(Message(role, kind, parts, turn_id=trace.turn_id, trace_ids=[trace.id]))
+
+    def _assistant(self, trace: RawTrace) -> None:
+        if trace.tags and TAG_REASONING in trace.tags:
+            if not self.include_reasoning:
+                self.stats.reasoning_omitted += 1
+                return
+            self._close()
+            parts = self._parts(trace)
+            if parts:
+                self._queue.append(Message("assistant", "reasoning", parts, turn_id=trace.turn_id,
+                                           trace_ids=[trace.id]))
+            return
+        parts = self._parts(trace)
+        if not parts:
+            self.stats.empty_skipped += 1
+            return
+        current = self._current
+        if current is not None and (current.tool_calls or current.turn_id != trace.turn_id):
+            self._close()
+            current = None
+        if current is None:
+            current = self._open_assistant(trace)
+        current.parts.extend(parts)
+        current.trace_ids.append(trace.id)
+
+    def _tool_call(self, trace: RawTrace) -> None:
+        current = self._current
+        if current is not None and current.turn_id != trace.turn_id:
+            self._close()
+            current = None
+        if current is None:
+            current = self._open_assistant(trace)
+        if trace.content and trace.content.strip():
+            current.parts.append(Text(trace.content))
+        source_id = trace.tool_call_id or ""
+        call_id = self.ids.assign(source_id, trace.id)
+        if call_id != source_id:
+            self.stats.ids_renamed += 1
+            if len(self.stats.id_examples) < 3:
+                self.stats.id_examples.append((source_id, call_id))
+        call = ToolCall(call_id, safe_name(trace.tool_name), call_arguments(trace), trace.id, source_id, trace.tool_name)
+        current.tool_calls.append(call)
+        current.trace_ids.append(trace.id)
+        tools = self._current_tools
+        if tools is None:
+            tools = self._current_tools = Message("tool", "results", turn_id=current.turn_id)
+        tools.results.append(None)
+        slot = _Slot(call, tools, len(tools.results) - 1)
+        self._current_slots.append(slot)
+        self._open.setdefault(source_id, deque()).append(slot)
+        self.stats.calls += 1
+
+    def _tool_result(self, trace: RawTrace) -> None:
+        source_id = trace.tool_call_id or ""
+        queue = self._open.get(source_id)
+        slot = None
+        if queue:
+            slot = queue.popleft()
+            if not queue:
+                del self._open[source_id]
+        text = result_text(trace)
+        error = bool(trace.tool_error)
+        if slot is not None and not slot.abandoned:
+            call = slot.call
+            slot.tool_message.results[slot.index] = ToolResult(
+                call.id, call.name, ERROR if error else SUCCESS, text, trace_media(trace), trace.id, source_id,
+                error, len(text), source_name=call.source_name or trace.tool_name)
+            slot.tool_message.trace_ids.append(trace.id)
+            self.stats.results += 1
+            if slot.tool_message is self._current_tools:
+                self._close()  # a call made after this result is the next step, not a parallel call
+            return
+        self._close()
+        status = LATE if slot is not None else ORPHAN
+        name = slot.call.name if slot is not None else safe_name(trace.tool_name)
+        result = ToolResult("", name, status, text, trace_media(trace), trace.id, source_id, error, len(text),
+                            source_name=trace.tool_name or (slot.call.source_name if slot is not None else None))
+        if status == LATE:
+            self.stats.late += 1
+        else:
+            self.stats.orphans += 1
+        self._queue.append(Message("user", status, results=[result], turn_id=trace.turn_id, trace_ids=[trace.id]))
+
+    # ------------------------------------------------------------------ helpers
+    def _parts(self, trace: RawTrace) -> list:
+        parts: list = []
+        if trace.content and trace.content.strip():
+            parts.append(Text(trace.content))
+        parts.extend(trace_media(trace))
+        return parts
+
+    def _open_assistant(self, trace: RawTrace) -> Message:
+        self._current = Message("assistant", "reply", turn_id=trace.turn_id)
+        self._current_tools = None
+        self._current_slots = []
+        return self._current
+
+    def _close(self) -> None:
+        current = self._current
+        if current is None:
+            return
+        self._queue.append(current)
+        tools = self._current_tools
+        if tools is not None:
+            self._waiting[id(tools)] = (self._current_slots, self._n)
+            self._queue.append(tools)
+        self._current = None
+        self._current_tools = None
+        self._current_slots = []
+
+    def _fill_pending(self, slot: _Slot) -> None:
+        call = slot.call
+        slot.tool_message.results[slot.index] = ToolResult(call.id, call.name, PENDING, PENDING_TEXT,
+                                                           source_call_id=call.source_id,
+                                                           source_name=call.source_name)
+        self.stats.pending += 1
+
+    def _drain(self, out: list, force: bool = False) -> None:
+        queue = self._queue
+        while queue:
+            head = queue[0]
+            if head.role == "tool":
+                if None in head.results:
+                    slots, queued_at = self._waiting.get(id(head), ((), self._n))
+                    if force:
+                        pass
+                    elif self.lookahead is not None and self._n - queued_at > self.lookahead:
+                        for slot in slots:
+                            if head.results[slot.index] is None:
+                                slot.abandoned = True
+                    else:
+                        return
+                    for slot in slots:
+                        if head.results[slot.index] is None:
+                            self._fill_pending(slot)
+                self._waiting.pop(id(head), None)
+            out.append(queue.popleft())
+
+
+def build_messages(traces: Iterable[RawTrace], *, include_reasoning: bool = False, include_sidechain: bool = False,
+                   lookahead: int | None = None, id_capacity: int | None = None,
+                   stats: BuildStats | None = None) -> Iterator[Message]:
+    """Canonical messages from traces, as a stream (rules in the module docstring).
+
+    Pass ``stats`` to read what was decided (omitted traces, placeholders, orphans) afterwards.
+    """
+    builder = MessageBuilder(include_reasoning=include_reasoning, include_sidechain=include_sidechain,
+                             lookahead=lookahead, id_capacity=id_capacity)
+    if stats is not None:
+        builder.stats = stats
+    for trace in traces:
+        yield from builder.feed(trace)
+    yield from builder.finish()

@@ -1,0 +1,192 @@
+"""Canonical messages from traces: pairing in render order, placeholders, orphans, ids, streaming."""
+
+from __future__ import annotations
+
+from memcli.models import RawTrace
+from memcli.snapshot.build import BuildStats, CallIds, MessageBuilder, build_messages, result_text, safe_name
+from memcli.snapshot.model import LATE, ORPHAN, PENDING, PENDING_TEXT, Media
+
+
+def T(n, trace_type, content="", turn="turn_0001", **kw):
+    return RawTrace(id=f"t{n}", ts=float(n), turn_id=turn, seq=n, trace_type=trace_type, content=content,
+                    source_event="test", **kw)
+
+
+def call(n, cid, name="sh", turn="turn_0001", **kw):
+    return T(n, "tool_call", turn=turn, tool_call_id=cid, tool_name=name, tool_args={"n": n}, **kw)
+
+
+def res(n, cid, result="ok", turn="turn_0001", **kw):
+    return T(n, "tool_result", turn=turn, tool_call_id=cid, tool_result=result, **kw)
+
+
+def shape(messages):
+    """(role, kind, texts, call ids, result (call id, status, text)) per message."""
+    out = []
+    for m in messages:
+        out.append((m.role, m.kind, m.text() if m.kind not in (ORPHAN, LATE) else m.results[0].text,
+                    [c.id for c in m.tool_calls], [(r.call_id, r.status, r.text) for r in m.results]))
+    return out
+
+
+def test_parallel_calls_are_one_message_and_results_follow_in_call_order():
+    traces = [T(1, "user", "go"), T(2, "assistant", "reading"), call(3, "a"), call(4, "b"),
+              res(5, "b", "B"), res(6, "a", "A"), T(7, "assistant", "done")]
+    assert shape(build_messages(traces)) == [
+        ("user", "ask", "go", [], []),
+        ("assistant", "reply", "reading", ["a", "b"], []),
+        ("tool", "results", "", [], [("a", "success", "A"), ("b", "success", "B")]),
+        ("assistant", "reply", "done", [], []),
+    ]
+
+
+def test_a_result_stored_after_the_next_user_message_is_rendered_right_after_its_call():
+    traces = [T(1, "user", "one"), call(2, "a"), T(3, "user", "two", turn="turn_0002"),
+              res(4, "a", "late but mine"), T(5, "assistant", "ok", turn="turn_0002")]
+    assert shape(build_messages(traces)) == [
+        ("user", "ask", "one", [], []),
+        ("assistant", "reply", "", ["a"], []),
+        ("tool", "results", "", [], [("a", "success", "late but mine")]),
+        ("user", "ask", "two", [], []),
+        ("assistant", "reply", "ok", [], []),
+    ]
+
+
+def test_pending_calls_get_a_placeholder_and_orphans_become_notes():
+    stats = BuildStats()
+    traces = [T(1, "user", "q"), call(2, "a"), call(3, "b"), res(4, "a", "A"), res(5, "ghost", "boo", tool_name="x")]
+    messages = list(build_messages(traces, stats=stats))
+    assert shape(messages) == [
+        ("user", "ask", "q", [], []),
+        ("assistant", "reply", "", ["a", "b"], []),
+        ("tool", "results", "", [], [("a", "success", "A"), ("b", PENDING, PENDING_TEXT)]),
+        ("user", ORPHAN, "boo", [], [("", ORPHAN, "boo")]),
+    ]
+    assert messages[-1].text().startswith("[tool result without a matching call in this conversation (x, "
+                                          "call id ghost, trace t5)]\nboo")
+    assert (stats.pending, stats.orphans, stats.calls, stats.results) == (1, 1, 2, 1)
+
+
+def test_reused_ids_pair_first_in_first_out_and_are_made_unique():
+    stats = BuildStats()
+    traces = [T(1, "user", "q"), call(2, "x", "a"), res(3, "x", "for a"), T(4, "assistant", "next"),
+              call(5, "x", "b"), call(6, "x", "c"), res(7, "x", "for b"), res(8, "x", "for c")]
+    messages = list(build_messages(traces, stats=stats))
+    assert [(m.text(), [c.id for c in m.tool_calls], [(r.call_id, r.text) for r in m.results])
+            for m in messages[1:]] == [
+        ("", ["x"], []), ("", [], [("x", "for a")]),
+        ("next", ["x_2", "x_3"], []), ("", [], [("x_2", "for b"), ("x_3", "for c")])]
+    assert stats.ids_renamed == 2 and stats.id_examples == [("x", "x_2"), ("x", "x_3")]
+
+
+def test_call_ids_and_names_are_made_acceptable_to_every_provider():
+    ids = CallIds()
+    assert ids.assign("call_abc") == "call_abc"
+    assert ids.assign("fc.1:tool/x") == "fc_1_tool_x"
+    long_id = "toolu_" + "z" * 60
+    short = ids.assign(long_id)
+    assert len(short) == 40 and short.startswith("toolu_zzz") and short == CallIds().assign(long_id)
+    assert ids.assign("") .startswith("call_")
+    assert ids.assign("fc_1_tool_x") == "fc_1_tool_x_2"  # a clean id that collides with a cleaned one
+    assert safe_name("read_file") == "read_file"
+    assert safe_name("mcp.server/read") == "mcp_server_read"
+    assert safe_name("1password") == "_1password"
+    assert safe_name(None) == "unknown_tool"
+    assert len(safe_name("n" * 100)) == 64
+
+
+def test_id_capacity_bounds_memory_and_forgets_the_oldest():
+    ids = CallIds(capacity=2)
+    assert [ids.assign(i) for i in ("a", "b", "a", "c", "a")] == ["a", "b", "a_2", "c", "a"]
+
+
+def test_lookahead_gives_up_on_a_late_result_which_then_becomes_a_late_note():
+    traces = [T(1, "user", "q"), call(2, "a"), T(3, "user", "r", turn="turn_0002"),
+              T(4, "assistant", "s", turn="turn_0002"), T(5, "assistant", "t", turn="turn_0002"),
+              res(6, "a", "finally")]
+    messages = list(build_messages(traces, lookahead=1))
+    assert shape(messages) == [
+        ("user", "ask", "q", [], []),
+        ("assistant", "reply", "", ["a"], []),
+        ("tool", "results", "", [], [("a", PENDING, PENDING_TEXT)]),
+        ("user", "ask", "r", [], []),
+        ("assistant", "reply", "s\n\nt", [], []),
+        ("user", LATE, "finally", [], [("", LATE, "finally")]),
+    ]
+    assert messages[-1].text().startswith("[tool result that arrived after its call was shown as unanswered")
+    # unbounded lookahead waits for it
+    assert shape(build_messages(traces))[2] == ("tool", "results", "", [], [("a", "success", "finally")])
+
+
+def test_the_builder_streams_messages_as_soon_as_they_are_final():
+    builder = MessageBuilder()
+    assert [m.role for m in builder.feed(T(1, "user", "q"))] == ["user"]
+    assert builder.feed(T(2, "assistant", "a")) == []     # more text or calls may join it
+    assert builder.feed(call(3, "c")) == []
+    # the assistant message is final; its results and what follows wait for the unanswered call
+    assert [m.role for m in builder.feed(T(4, "user", "r", turn="turn_0002"))] == ["assistant"]
+    assert [m.role for m in builder.feed(res(5, "c"))] == ["tool", "user"]
+    assert builder.finish() == []
+
+
+def test_reasoning_sidechain_context_and_instructions():
+    stats = BuildStats()
+    traces = [T(1, "user", "be brief", tags=["system"]), T(2, "user", "dev note", tags=["developer"]),
+              T(3, "user", "env", tags=["context"]), T(4, "user", "summary so far", tags=["compact_summary"]),
+              T(5, "user", "ask"), T(6, "assistant", "thinking", tags=["reasoning"]),
+              T(7, "assistant", "sub", tags=["sidechain"]), call(8, "s", tags=["sidechain"]),
+              res(9, "s", tags=["sidechain"]), T(10, "assistant", "answer")]
+    assert [(m.role, m.kind, m.text()) for m in build_messages(traces, stats=stats)] == [
+        ("system", "system", "be brief"), ("system", "developer", "dev note"), ("user", "context", "env"),
+        ("user", "context", "summary so far"), ("user", "ask", "ask"), ("assistant", "reply", "answer")]
+    assert (stats.reasoning_omitted, stats.sidechain_omitted) == (1, 3)
+    shown = list(build_messages(traces, include_reasoning=True, include_sidechain=True))
+    assert [(m.role, m.kind) for m in shown][5:] == [
+        ("assistant", "reasoning"), ("assistant", "reply"), ("tool", "results"), ("assistant", "reply")]
+
+
+def test_empty_messages_are_dropped_and_assistant_text_after_calls_starts_a_new_message():
+    traces = [T(1, "user", "  "), T(2, "user", "q"), T(3, "assistant", ""), call(4, "a"), T(5, "assistant", "x"),
+              res(6, "a")]
+    assert [(m.role, m.text(), [c.id for c in m.tool_calls]) for m in build_messages(traces)] == [
+        ("user", "q", []), ("assistant", "", ["a"]), ("tool", "", []), ("assistant", "x", [])]
+
+
+def test_result_text_media_and_arguments():
+    assert result_text(T(1, "tool_result", tool_result={"a": [1, "é"]})) == '{"a":[1,"é"]}'
+    assert result_text(T(1, "tool_result", tool_error="boom", tool_result="partial")) == "boom\npartial"
+    assert result_text(T(1, "tool_result", "from content")) == "from content"
+    assert result_text(T(1, "tool_result", tool_result_ref="blob://9")) == "[result stored at blob://9]"
+    traces = [T(1, "user", "look", media={"images": ["https://x/a.png"], "audio": ["data:audio/wav;base64,AA=="]}),
+              T(2, "tool_call", tool_call_id="c", tool_name="t", tool_args=None),
+              T(3, "tool_call", tool_call_id="d", tool_name="t", tool_args='{"k": 1}')]
+    user, reply, _ = list(build_messages(traces))
+    assert user.media() == [Media("image", "https://x/a.png"), Media("audio", "data:audio/wav;base64,AA==")]
+    assert [c.arguments for c in reply.tool_calls] == [{}, {"k": 1}]
+
+
+def test_media_types_and_data():
+    png = Media("image", "data:image/png;base64,iVBO")
+    assert (png.mime_type, png.base64_data(), png.is_data) == ("image/png", "iVBO", True)
+    assert Media("image", "https://x/y.JPG?s=1").mime_type == "image/jpeg"
+    assert Media("video", "gs://bucket/clip").mime_type == "video/mp4"
+    assert Media("image", "data:image/svg+xml,<svg/>").base64_data() is None
+
+
+def test_a_call_made_after_a_result_is_the_next_step_not_a_parallel_call():
+    traces = [T(1, "user", "q"), call(2, "a"), res(3, "a", "A"), call(4, "b"), res(5, "b", "B"),
+              call(6, "c"), call(7, "d"), res(8, "d", "D"), res(9, "c", "C")]
+    assert [([c.id for c in m.tool_calls], [r.call_id for r in m.results]) for m in build_messages(traces)][1:] == [
+        (["a"], []), ([], ["a"]), (["b"], []), ([], ["b"]), (["c", "d"], []), ([], ["c", "d"])]
+
+
+def test_with_a_lookahead_a_never_answered_call_holds_back_a_bounded_number_of_messages():
+    builder = MessageBuilder(lookahead=50)
+    emitted = len(builder.feed(T(0, "user", "q"))) + len(builder.feed(call(1, "never")))
+    for n in range(2, 3000):
+        kind = "user" if n % 2 else "assistant"
+        emitted += len(builder.feed(T(n, kind, f"m{n}", turn=f"turn_{n // 2 + 1:04d}")))
+        assert n - emitted <= 55  # what is fed comes out, at most ~lookahead traces later
+    rest = builder.finish()
+    # one message per trace, plus the tool message holding the placeholder
+    assert builder.stats.pending == 1 and emitted + len(rest) == 3001
