@@ -55,6 +55,14 @@ def test_tau_bench_each_trajectory_as_its_own_agent(memory_dir, tmp_path):
     assert error_texts == 73                   # kept as results: Chat Completions has no error flag
 
 
+def test_tau_bench_whole_file_is_200_conversations_in_one_agent(memory_dir):
+    result = _import(memory_dir, "tau", CORPORA / TAU)   # an array of records, each with its .traj
+    assert result.format == "openai"
+    got = traces(memory_dir, "tau")
+    assert statuses(got) == {"SUCCESS": 1164}
+    assert user_turns(got) == 1490 and sum("system" in t.tags for t in got) == 200
+
+
 def test_swe_agent_history(memory_dir, tmp_path):
     trajectory = orjson.loads((CORPORA / SWE).read_bytes())
     path = tmp_path / "history.json"   # `jq '.history' run.traj`
@@ -126,6 +134,10 @@ def test_claude_code_sdk_stream_json(memory_dir):
     result = _import(memory_dir, "sdk", CORPORA / SDK_TURNS)
     assert (result.format, result.skipped) == ("claude-code", Counter())
     assert statuses(traces(memory_dir, "sdk")) == {"SUCCESS": 3}
+    # it sits in anthropic/: --from anthropic reads it too (with the Claude Code importer, and says so)
+    named = ingest(memory_dir, "sdk-named", CORPORA / SDK_TURNS, fmt="anthropic")
+    assert named.notes == ["the input is Claude Code records (Anthropic messages inside): read as --from claude-code"]
+    assert comparable(traces(memory_dir, "sdk-named")) == comparable(traces(memory_dir, "sdk"))
 
 
 @pytest.mark.parametrize("name", [TODO_APP, COMPACTION, EDGE_CASES, CODEX, CODEX_SCHEMA])

@@ -20,7 +20,9 @@ Mapping, block by block in order:
   first trace (``prompt_tokens`` = input + cache creation + cache read tokens).
 
 Blocks the importer does not map (``redacted_thinking``, ``document``, ``search_result``, images
-given as file ids, ...) are skipped and counted.
+given as file ids, ...) are skipped and counted. Claude Code records (a session file, or the
+SDK's ``stream-json`` output, which wrap Anthropic messages) are read by the Claude Code importer
+(:mod:`memcli.importers.claude_code`), with a note saying so.
 
 Ids: ``an-<key>-<n>`` where ``<key>`` is the message's key in a hash chain over the messages
 (``memcli.importers._common``): the same file always gives the same ids, a grown file keeps them.
@@ -29,6 +31,7 @@ Ids: ``an-<key>-<n>`` where ``<key>`` is the message's key in a hash chain over 
 from __future__ import annotations
 
 from collections import deque
+from itertools import chain
 
 from memcli.importers._common import (
     Clock,
@@ -242,6 +245,24 @@ def _strong(messages) -> bool:
     return False
 
 
+def _claude_code_records(value) -> bool:
+    from memcli.importers.claude_code import looks_like_line
+
+    return looks_like_line(value)
+
+
+def _as_claude_code(values, result):
+    """Claude Code records (a session, or the SDK's stream-json) hold Anthropic messages: read
+    them with the Claude Code importer, which knows their wrapper, and say so."""
+    from memcli.importers.claude_code import IMPORTER as claude_code
+
+    result.notes.append("the input is Claude Code records (Anthropic messages inside): read as --from claude-code")
+    for line, event in claude_code.events(values, result):
+        if isinstance(event, dict):
+            event.setdefault("source_event", claude_code.source_event)
+        yield line, event
+
+
 class AnthropicImporter:
     name = "anthropic"
     source_event = "anthropic.messages"
@@ -263,6 +284,18 @@ class AnthropicImporter:
         return 93 if _strong(items) else 50
 
     def events(self, values, result):
+        values = iter(values)
+        head = []
+        for item in values:   # look at the first value: Claude Code records are read as such
+            head.append(item)
+            if not isinstance(item[1], Exception):
+                break
+        if head and _claude_code_records(head[-1][1]):
+            yield from _as_claude_code(chain(head, values), result)
+            return
+        yield from self._events(chain(head, values), result)
+
+    def _events(self, values, result):
         skipped = result.skipped
         chain = KeyChain()
         clock = Clock(skipped)

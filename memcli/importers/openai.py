@@ -1,9 +1,11 @@
 """``--from openai``: an OpenAI Chat Completions message list.
 
 Input: a JSON array of messages, NDJSON with one message per line, or a document holding the
-list as ``messages`` (a whole request body; ``model`` is kept) or as ``history`` (a SWE-agent
-trajectory). Several documents in a row (one conversation per NDJSON line) are imported one
-after the other.
+list as ``messages`` (a whole request body; ``model`` is kept), ``history`` (a SWE-agent
+trajectory) or ``traj`` (a tau-bench record). Several documents in a row (one conversation per
+NDJSON line, or tau-bench's array of records) are imported one after the other, as one hash
+chain: their ids depend on what precedes them, so import each conversation into its own agent
+when they are separate histories.
 
 Mapping:
 
@@ -77,8 +79,11 @@ def _strong(messages) -> bool:
     return False
 
 
+CONTAINER_KEYS = ("messages", "history", "traj")  # request bodies, SWE-agent, tau-bench records
+
+
 def _messages_of(doc: dict):
-    for key in ("messages", "history"):
+    for key in CONTAINER_KEYS:
         if isinstance(doc.get(key), list):
             return doc[key]
     return None
@@ -295,7 +300,7 @@ class OpenAIImporter:
             started = True
             if messages is not None:
                 model = value.get("model") if isinstance(value.get("model"), str) else None
-                field = "messages" if isinstance(value.get("messages"), list) else "history"
+                field = next(k for k in CONTAINER_KEYS if isinstance(value.get(k), list))
                 for i, message in enumerate(messages):
                     yield from conversation.message(line, message, f"{field}[{i}]: ", model)
             else:
