@@ -131,11 +131,15 @@ class _Checker:
         self.findings: list[Finding] = []
         self.counts = {"active": 0, "archive": 0}
         self.pending_ids: set[str] = set()
+        self._keys: dict[tuple, int] = {}
 
     def add(self, severity, code, path: Path | None, line, message, *, fixable=False, action=None, key=(),
             offset=None) -> Finding:
+        key = (code,) + tuple(key)
+        seen = self._keys.get(key, 0)  # the n-th finding with the same identity (e.g. a third copy)
+        self._keys[key] = seen + 1
         finding = Finding(severity, code, str(path) if path is not None else None, line, message, fixable, action,
-                          key=(code,) + tuple(key), offset=offset)
+                          key=key + (seen,), offset=offset)
         self.findings.append(finding)
         return finding
 
@@ -227,9 +231,10 @@ class _Checker:
                     self.counts[tier] += 1
                     h = hash(trace.id)
                     if h in mine or (other is not None and h in other):
-                        suspects.add(trace.id)
+                        suspects.add(trace.id)  # a copy: the duplicate check reports it, not the seq check
+                    else:
+                        self._seq(trace, path, number, turns)
                     mine.add(h)
-                    self._seq(trace, path, number, turns)
                     where[0], where[1] = path, number
                     if trace.trace_type == "tool_call":
                         open_calls[trace.id] = (path, number)
@@ -251,8 +256,8 @@ class _Checker:
                 if later > 0:
                     self.add(WARNING, "stale-pending-call", path, number,
                              f"tool call {interaction.tool_call_id!r} ({interaction.tool_name}, "
-                             f"{interaction.turn_id}) has no result and {later:,} later turn"
-                             f"{'s' if later != 1 else ''} exist; compaction cannot move past its turn",
+                             f"{interaction.turn_id}) has no result and {later:,} later "
+                             f"{'turns exist' if later != 1 else 'turn exists'}; compaction cannot move past its turn",
                              key=(interaction.call_trace_id,))
             else:
                 open_calls.pop(interaction.call_trace_id, None)
@@ -433,7 +438,7 @@ class _Repairer:
                     target = _append_quarantine(path, [found[1]])
                     self.note(f"copied the {len(found[1]):,} bytes of the torn last line of {path.name} to {target.name}")
 
-    def recover(self, session) -> bool:
+    def recover(self, session, *, last_try: bool = False) -> bool:
         """Finish an unfinished compaction; False if it could not be done (yet)."""
         if not self.paths.compaction_journal.exists():
             return True
@@ -441,8 +446,10 @@ class _Repairer:
 
         try:
             note = recover(session)
-        except CorruptStoreError:
-            return False  # a bad line in the way: retried after the lines are moved aside
+        except CorruptStoreError as exc:
+            if last_try:
+                self.note(f"could not recover the unfinished compaction: {exc.message}")
+            return False  # a bad line in the way: tried again once the bad lines are moved aside
         except MemcliError as exc:
             self.note(f"could not recover the unfinished compaction: {exc.message}")
             return False
@@ -499,11 +506,11 @@ def repair(store: AgentStore) -> DoctorReport:
             tail = jsonl.repair_tail(path)
             if tail is not None:
                 repairer.note(tail.describe())
-        changed = repairer.rewrite_lines(check(store))
+        repairer.rewrite_lines(check(store))
         if not recovered:
-            recovered = repairer.recover(session)
+            recovered = repairer.recover(session, last_try=True)
         stale = any(f.code == "stale-cache" for f in before)
-        if recovered and (changed or stale or session.recovered):
+        if recovered and (repairer.actions or stale):  # files changed: the cache no longer describes them
             for path in (store.paths.state, store.paths.ids):
                 try:
                     os.unlink(path)
@@ -515,11 +522,17 @@ def repair(store: AgentStore) -> DoctorReport:
             except MemcliError as exc:
                 repairer.note(f"could not rebuild the state cache: {exc.message}")
         after = check(store)
-    remaining = {f.key for f in after}
+    # fixed findings as they were found; the others as they are now (their lines may have moved)
+    now = {f.key: f for f in after}
+    findings = []
     for finding in before:
-        finding.fixed = finding.key not in remaining
-    known = {f.key for f in before}
-    findings = before + [f for f in after if f.key not in known]
+        current = now.pop(finding.key, None)
+        if current is None:
+            finding.fixed = True
+            findings.append(finding)
+        else:
+            findings.append(current)
+    findings += now.values()  # found only after the repair (e.g. behind an interrupted ingest)
     return DoctorReport(store.agent_id, findings, True, repairer.actions)
 
 
