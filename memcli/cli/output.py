@@ -305,8 +305,11 @@ class HumanView:
         segments: list = []
         last = len(cells) - 1
         for i, (text, width, col) in enumerate(zip(cells, widths, columns)):
-            if self.clip_content and _cell_len(text) > width:
-                text = clip(text, width) if col.flex else _cut(text, max(width - 1, 0)) + CLIP_MARK
+            # flexible columns clip at their width; others only at their max_width, else a longer
+            # cell than the first batch had just pushes its row out (a number is never cut)
+            limit = width if col.flex else col.max_width
+            if self.clip_content and limit is not None and _cell_len(text) > limit:
+                text = clip(text, limit) if col.flex else _cut(text, max(limit - 1, 0)) + CLIP_MARK
             if i < last or col.align == "right":
                 text = _pad(text, width, "left" if header and col.align != "right" else col.align)
             style = "bold" if header else col.style
