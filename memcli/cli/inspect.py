@@ -66,13 +66,9 @@ def agents(ctx: typer.Context, *, out: Output) -> None:
                 out.note(f"warning: agent {summary.agent!r}: {summary.problem}")
             yield summary
 
-    count = out.records(rows(), human=lambda rows, view: view.table(rows, _agent_columns(rows), empty=None))
+    count = out.records(rows(), human=lambda rows, view: view.table(rows, AGENT_COLUMNS, empty=""))
     if count == 0:
         out.note(f"no agents in {ctx.obj}")
-
-
-def _agent_columns(rows):
-    return AGENT_COLUMNS
 
 
 # ---------------------------------------------------------------------------- stats
@@ -254,17 +250,14 @@ TOOL_COLUMNS = [
     Column("turn", "turn_id", max_width=24),
     Column("call id", "tool_call_id", max_width=28),
     Column("tool", "tool_name", max_width=24),
-    Column("status", lambda i: i.status.value),
+    Column("status", lambda i: i.status.value, style=_STATUS_STYLE.get),
     Column("arguments", lambda i: _json_text(i.arguments), flex=True, min_width=16),
     Column("result", _result_text, flex=True, min_width=16),
 ]
 
 
 def _render_tools(rows, view: HumanView) -> None:
-    def styled():
-        for row in rows:
-            yield row
-    view.table(styled(), TOOL_COLUMNS, empty="no tool interactions matched")
+    view.table(rows, TOOL_COLUMNS, empty="no tool interactions matched")
 
 
 @output_options

@@ -129,13 +129,15 @@ class Column:
     ``value`` is a key of the row (dict key or attribute) or a function of the row returning
     text. A ``flex`` column takes the width left over and clips its cells with the
     ``… (+N chars)`` note; other columns keep the width of their widest cell in the first batch
-    (at most ``max_width``) and cut longer cells with ``…``.
+    (at most ``max_width``) and cut longer cells with ``…``. ``style`` (a Rich style, or a
+    function of the cell's text returning one) applies on a terminal only.
     """
 
     __slots__ = ("header", "value", "flex", "min_width", "max_width", "align", "style")
 
     def __init__(self, header: str, value: str | Callable[[Any], Any], *, flex: bool = False, min_width: int = 12,
-                 max_width: int | None = None, align: str = "left", style: str | None = None):
+                 max_width: int | None = None, align: str = "left",
+                 style: str | Callable[[str], str | None] | None = None):
         self.header = header
         self.value = value
         self.flex = flex
@@ -275,7 +277,9 @@ class HumanView:
             self.stream.write(data + "\n")
 
     def table(self, rows: Iterable, columns: list[Column], *, empty: str | None = None) -> int:
-        """Stream ``rows`` as a table; returns the number of rows written."""
+        """Stream ``rows`` as a table; returns the number of rows written. Without rows: the
+        header alone when ``empty`` is None, else nothing on stdout and ``empty`` (if any) as a
+        note on stderr."""
         header = [c.header for c in columns]
         widths: list[int] | None = None
         count = 0
@@ -297,7 +301,7 @@ class HumanView:
                 flush()
         if batch or (count == 0 and empty is None):
             flush()
-        if count == 0 and empty is not None:
+        if count == 0 and empty:
             print(f"memcli: {empty}", file=sys.stderr)
         return count
 
@@ -312,7 +316,7 @@ class HumanView:
                 text = clip(text, limit) if col.flex else _cut(text, max(limit - 1, 0)) + CLIP_MARK
             if i < last or col.align == "right":
                 text = _pad(text, width, "left" if header and col.align != "right" else col.align)
-            style = "bold" if header else col.style
+            style = "bold" if header else (col.style(text) if callable(col.style) else col.style)
             segments.append((text, style))
             if i < last:
                 segments.append("  ")
@@ -340,6 +344,8 @@ def _json_default(value):
 
 def as_record(row) -> Any:
     """What a row looks like in JSON: dataclasses through ``to_record``, anything else as is."""
+    if type(row) is dict:
+        return row
     if _is_dataclass_instance(row):
         from memcli.models import to_record
 
