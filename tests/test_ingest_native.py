@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import select
 import subprocess
 import sys
 import time
 
 import orjson
-import pytest
 
 from tests.helpers import agent_dir, ndjson, proc_env, read_jsonl, tree_digest
 

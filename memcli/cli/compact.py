@@ -1,9 +1,118 @@
-"""CLI commands of this area (not implemented yet)."""
+"""``memcli compact AGENT``: summarize old turns (DESIGN.md §3–§4).
+
+stdout carries data only: the plan for ``--dry-run`` (human text, or ``--json``), the result
+for ``--json``. The budget verdict of ``--if-needed``, notes, the progress bar of multi-chunk
+runs and the final line go to stderr.
+"""
 
 from __future__ import annotations
+
+import sys
+from typing import Optional
 
 import typer
 
 
+def _progress_callback():
+    """A Rich progress bar on stderr, shown only for multi-chunk runs. Returns (callback, stop)."""
+    holder: dict = {}
+
+    def callback(done: int, total: int) -> None:
+        if total <= 1:
+            return
+        if "progress" not in holder:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            progress = Progress(TextColumn("summarizing chunks"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+            progress.start()
+            holder["progress"] = progress
+            holder["task"] = progress.add_task("chunks", total=total)
+        holder["progress"].update(holder["task"], completed=done)
+
+    def stop() -> None:
+        if "progress" in holder:
+            holder["progress"].stop()
+
+    return callback, stop
+
+
+def _plan_text(result) -> str:
+    if not result.turns:
+        return f"{result.reason}\n"
+    one = result.pinned_kept == 1
+    pinned = (f" ({result.pinned_kept} system/developer trace{'' if one else 's'} stay{'s' if one else ''})"
+              if result.pinned_kept else "")
+    approx = "≈" if result.tokens_after_estimated else ""
+    rows = [
+        f"agent {result.agent_id}: would compact {result.turns} turn{'s' if result.turns != 1 else ''} "
+        f"({result.turn_range})",
+        f"  traces moved   {result.traces}{pinned}",
+        f"  turns kept     {result.kept_turns} ({result.stop_reason})",
+        f"  tokens         {result.tokens_before:,} → {approx}{result.tokens_after:,} (working snapshot; "
+        f"the window holds {result.window_tokens:,})",
+        f"  strategy       {result.strategy}" + (f" with {result.summarizer}" if result.summarizer else ""),
+    ]
+    if result.chunks:
+        rows.append(f"  chunks         {result.chunks}")
+    return "\n".join(rows) + "\n"
+
+
+def compact(
+    ctx: typer.Context,
+    agent: str = typer.Argument(..., help="Agent id."),
+    model: Optional[str] = typer.Option(
+        None, "--model", help="Summarize with this LiteLLM model (e.g. openai/gpt-4o-mini); default: offline."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="Base URL of the model's API."),
+    tail_turns: int = typer.Option(4, "--tail-turns", help="Recent turns that are never compacted."),
+    if_needed: bool = typer.Option(
+        False, "--if-needed", help="Compact only when the budget trigger fires (says why or why not on stderr)."),
+    max_context_tokens: Optional[int] = typer.Option(
+        None, "--max-context-tokens",
+        help="Context size for the trigger (and for chunking when LiteLLM does not know --model)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what would move and the tokens; write nothing."),
+    concurrency: int = typer.Option(4, "--concurrency", help="Chunks summarized at once."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model request."),
+    retries: int = typer.Option(2, "--retries", help="Retries per chunk after an invalid answer or a provider error."),
+    strategy: str = typer.Option(
+        "summarize", "--strategy", help="summarize, or sliding-window (archive old turns without a summary)."),
+    force: bool = typer.Option(False, "--force", help="Run even when the circuit breaker is open."),
+    json_out: bool = typer.Option(False, "--json", help="Print the plan or the result as one JSON document."),
+) -> None:
+    """Summarize old turns into episodic/semantic memory and archive their traces.
+
+    The last --tail-turns turns, the open turn and any turn with an unanswered tool call stay.
+    A compaction interrupted at any point is finished by the next command that opens the agent.
+    """
+    from memcli.compaction.compactor import compact as run, result_record
+    from memcli.compaction.policy import CompactionPolicy
+
+    summarizer = None
+    if model and strategy == "summarize":
+        from memcli.compaction.llm import LiteLLMSummarizer
+
+        summarizer = LiteLLMSummarizer(model, api_base=api_base, timeout=timeout, retries=retries,
+                                       max_context_tokens=max_context_tokens)
+    policy = CompactionPolicy(tail_turns=tail_turns)
+    progress, stop = _progress_callback()
+
+    def note(message: str) -> None:
+        print(f"memcli: {message}", file=sys.stderr)
+
+    try:
+        result = run(ctx.obj, agent, summarizer=summarizer, strategy=strategy, policy=policy, if_needed=if_needed,
+                     force=force, dry_run=dry_run, model=model, max_context_tokens=max_context_tokens,
+                     concurrency=concurrency, on_progress=progress, on_note=note)
+    finally:
+        stop()
+    if json_out:
+        sys.stdout.buffer.write(__import__("orjson").dumps(result_record(result)) + b"\n")
+    elif dry_run:
+        sys.stdout.write(_plan_text(result))
+    if not dry_run or json_out:
+        print(f"memcli: {result.describe()}", file=sys.stderr)
+
+
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("compact")(compact)

@@ -21,6 +21,9 @@ def ingest(
     skip_invalid: bool = typer.Option(
         False, "--skip-invalid", help="Report and skip invalid events instead of rejecting the whole input.",
     ),
+    no_redact: bool = typer.Option(
+        False, "--no-redact", help="Keep well-known secret formats (API keys, tokens, private keys) instead of redacting them.",
+    ),
 ) -> None:
     """Append events (NDJSON or a JSON array) to an agent's memory.
 
@@ -29,7 +32,7 @@ def ingest(
     """
     from memcli.ingest.api import ingest as run
 
-    result = run(ctx.obj, agent, file, fmt=from_, stream=stream, skip_invalid=skip_invalid)
+    result = run(ctx.obj, agent, file, fmt=from_, stream=stream, skip_invalid=skip_invalid, redact=not no_redact)
     for note in result.notes:
         print(f"memcli: {note}", file=sys.stderr)
     for error in result.errors if skip_invalid else ():

@@ -1,13 +1,275 @@
-"""The compaction journal (DESIGN.md §3). Implemented with compaction; see the compaction issue."""
+"""The journaled commit of a compaction (DESIGN.md §3) and its crash recovery.
+
+``.compaction.journal`` (one JSON object, written atomically before anything moves, removed when
+everything has) holds what the commit does:
+
+    {"version": 1, "compaction_id": "cmp_…", "agent_id": "…",
+     "active": {"ino": 1234, "size": 56789},       # the active file the window was read from
+     "runs": [[start, end], …], "run_ids": ["rt_…", …],   # byte ranges of the moved lines
+     "moved": 184, "first_id": "rt_…", "last_id": "rt_…",
+     "archive_size": 0, "episodic_size": 0, "semantic_size": 0,   # sizes before the commit
+     "episodic": [record, …], "semantic": [record, …]}            # the items to append
+
+Steps, each idempotent, so that running them again after a crash at any point — including a crash
+while recovering — converges to the same result:
+
+1. **archive**: repair a torn tail of ``raw_traces_archive.jsonl``; the moved lines whose ids are
+   not yet in the archive past ``archive_size`` are appended (verbatim bytes), then fsync;
+2. **memory**: repair torn tails of ``episodic.jsonl``/``semantic.jsonl``; the journal's items
+   whose ids are not yet written past the recorded sizes are appended, then fsync;
+3. **rewrite**: the active file as it is now, minus the moved runs, is written to
+   ``.raw_traces.jsonl.compact.tmp``, fsynced, ``os.replace``d over the active file, and the
+   directory is fsynced.
+
+Recovery rolls forward: once the journal exists the summary has been produced and recorded, so
+finishing is always possible and never loses work. Whether step 3 happened is told by the active
+file's inode (``os.replace`` installs a new inode; the old one is still alive while the new file
+is created, so the two can never share a number). Before step 3 the journal's ``run_ids`` must
+still be found at the run starts, else recovery refuses to guess and raises. The state cache is
+rebuilt after recovery by :class:`memcli.store.agent.WriteSession` (the active inode changed).
+
+Crash points for the crash matrix (``MEMCLI_CRASH_AT=compact:<step>[@k]``): ``journal``,
+``archive`` (after each copied block), ``archived``, ``episodic``, ``memory``, ``rewrite`` (after
+each copied block), ``rewritten``, ``replaced``, ``state``. ``MEMCLI_TEST_COPY_BLOCK`` (bytes)
+makes the copy blocks small so that a crash can tear a line.
+"""
 
 from __future__ import annotations
 
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+
+from memcli.errors import StoreError
+from memcli.store import jsonl
+from memcli.store.agent import crash_point
+from memcli.store.layout import FILE_MODE, AgentPaths
+
+JOURNAL_VERSION = 1
+COPY_BLOCK = int(os.environ.get("MEMCLI_TEST_COPY_BLOCK") or (1 << 20))
+TMP_NAME = ".raw_traces.jsonl.compact.tmp"
+
+
+@dataclass
+class Journal:
+    compaction_id: str
+    agent_id: str
+    active: dict                       # {"ino": int, "size": int}
+    runs: list
+    run_ids: list
+    moved: int
+    first_id: str | None
+    last_id: str | None
+    archive_size: int
+    episodic_size: int
+    semantic_size: int
+    episodic: list = field(default_factory=list)
+    semantic: list = field(default_factory=list)
+    version: int = JOURNAL_VERSION
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+
+def write_journal(paths: AgentPaths, journal: Journal) -> None:
+    jsonl.atomic_write_bytes(paths.compaction_journal, journal.to_json())
+
+
+def load_journal(paths: AgentPaths) -> Journal:
+    try:
+        with jsonl.open_read(paths.compaction_journal) as f:
+            data = orjson.loads(f.read())
+        if data.get("version") != JOURNAL_VERSION:
+            raise ValueError(f"unknown journal version {data.get('version')!r}")
+        return Journal(**data)
+    except (orjson.JSONDecodeError, TypeError, ValueError, AttributeError) as exc:
+        raise StoreError(
+            f"{paths.compaction_journal} cannot be read ({exc}); it records an unfinished compaction",
+            hint="nothing was changed; inspect it, and remove it only if you know the compaction never started",
+        ) from None
+
+
+def remove_journal(paths: AgentPaths) -> None:
+    try:
+        os.unlink(paths.compaction_journal)
+    except FileNotFoundError:
+        pass
+    jsonl.fsync_dir(paths.dir)
+
+
+# --------------------------------------------------------------------------- the steps
+
+def active_rewritten(paths: AgentPaths, journal: Journal) -> bool:
+    try:
+        return os.lstat(paths.active).st_ino != journal.active["ino"]
+    except FileNotFoundError:
+        return True
+
+
+def check_runs(paths: AgentPaths, journal: Journal) -> None:
+    """Raise unless the active file still holds the journal's lines at the journal's offsets."""
+    with jsonl.open_read(paths.active) as f:
+        for (start, _end), trace_id in zip(journal.runs, journal.run_ids):
+            f.seek(start)
+            raw = f.readline()
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                record = None
+            if not isinstance(record, dict) or record.get("id") != trace_id:
+                raise StoreError(
+                    f"the compaction journal of agent {journal.agent_id!r} does not match {paths.active} "
+                    f"(expected {trace_id} at byte {start}); refusing to guess",
+                    hint="`memcli doctor AGENT` shows the problem; the journal and every file were left as they are",
+                )
+
+
+def _iter_run_blocks(path: Path, runs: list, point: str) -> Iterator[bytes]:
+    with jsonl.open_read(path) as f:
+        for start, end in runs:
+            f.seek(start)
+            remaining = end - start
+            while remaining > 0:
+                block = f.read(min(COPY_BLOCK, remaining))
+                if not block:
+                    raise StoreError(f"{path} ended inside a compaction run at byte {end - remaining}")
+                remaining -= len(block)
+                yield block
+                crash_point(point)
+
+
+def _iter_run_lines(path: Path, runs: list) -> Iterator[bytes]:
+    with jsonl.open_read(path) as f:
+        for start, end in runs:
+            f.seek(start)
+            offset = start
+            while offset < end:
+                raw = f.readline()
+                if not raw:
+                    return
+                offset += len(raw)
+                yield raw
+
+
+def _ids_after(path: Path, size: int) -> set:
+    if jsonl.file_size(path) < size:
+        raise StoreError(f"{path} is shorter than when the compaction started ({size} bytes); refusing to continue")
+    return {record.get("id") for _, _, record in jsonl.iter_records(path, start=size, first_line_no=None)}
+
+
+def archive_step(paths: AgentPaths, journal: Journal) -> None:
+    jsonl.repair_tail(paths.archive)
+    present = _ids_after(paths.archive, journal.archive_size)
+    if not present:
+        blocks = _iter_run_blocks(paths.active, journal.runs, "compact:archive")
+    else:
+        def missing() -> Iterator[bytes]:
+            for raw in _iter_run_lines(paths.active, journal.runs):
+                if orjson.loads(raw).get("id") not in present:
+                    yield raw
+                    crash_point("compact:archive")
+        blocks = missing()
+    jsonl.append_chunks(paths.archive, blocks, fsync=True)
+
+
+def memory_step(paths: AgentPaths, journal: Journal) -> None:
+    for path, records, size, point in ((paths.episodic, journal.episodic, journal.episodic_size, "compact:episodic"),
+                                       (paths.semantic, journal.semantic, journal.semantic_size, "compact:memory")):
+        if records:
+            jsonl.repair_tail(path)
+            present = _ids_after(path, size)
+            todo = [r for r in records if r["id"] not in present]
+            if todo:
+                jsonl.append_records(path, todo, fsync=True)
+        crash_point(point)
+
+
+def rewrite_step(paths: AgentPaths, journal: Journal) -> None:
+    """The active file minus the moved runs, installed atomically (module docstring, step 3)."""
+    tmp = paths.dir / TMP_NAME
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    src = jsonl.open_read(paths.active)
+    with src:
+        size = os.fstat(src.fileno()).st_size
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+        try:
+            os.fchmod(fd, FILE_MODE)
+            keep = []
+            position = 0
+            for start, end in journal.runs:
+                if start > position:
+                    keep.append((position, start))
+                position = max(position, end)
+            if position < size:
+                keep.append((position, size))
+            for start, end in keep:
+                src.seek(start)
+                remaining = end - start
+                while remaining > 0:
+                    block = src.read(min(COPY_BLOCK, remaining))
+                    if not block:
+                        break
+                    remaining -= len(block)
+                    view = memoryview(block)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    crash_point("compact:rewrite")
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        os.close(fd)
+    crash_point("compact:rewritten")
+    os.replace(tmp, paths.active)
+    crash_point("compact:replaced")
+    jsonl.fsync_dir(paths.dir)
+
+
+def apply_steps(paths: AgentPaths, journal: Journal) -> None:
+    """Steps 1–3, each skipped or completed as far as it already went."""
+    if active_rewritten(paths, journal):
+        memory_step(paths, journal)  # done before the rewrite; checking again costs a small read
+        return
+    check_runs(paths, journal)
+    archive_step(paths, journal)
+    crash_point("compact:archived")
+    memory_step(paths, journal)
+    rewrite_step(paths, journal)
+
+
+def commit(session, journal: Journal) -> None:
+    """Run a compaction's commit under ``session`` (which holds the agent lock)."""
+    write_journal(session.paths, journal)
+    crash_point("compact:journal")
+    apply_steps(session.paths, journal)
+    session.rebuild_state(ids_trusted=True, archived=journal.moved)
+    crash_point("compact:state")
+    remove_journal(session.paths)
+
 
 def recover(session) -> str | None:
-    """Finish or undo an interrupted compaction of ``session``'s agent. Returns a note or None."""
-    from memcli.errors import StoreError
-
-    raise StoreError(
-        f"{session.paths.compaction_journal} records an unfinished compaction, "
-        "but this memcli cannot recover it"
-    )
+    """Finish an interrupted compaction of ``session``'s agent (called by
+    :meth:`memcli.store.agent.WriteSession.open` under the lock, before tails are repaired and
+    the state is loaded). Returns a note for the user."""
+    paths = session.paths
+    journal = load_journal(paths)
+    tmp = paths.dir / TMP_NAME
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    apply_steps(paths, journal)
+    remove_journal(paths)
+    return (f"finished an interrupted compaction ({journal.compaction_id}) of agent {journal.agent_id!r}: "
+            f"{journal.moved} trace{'s' if journal.moved != 1 else ''} archived")

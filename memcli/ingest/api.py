@@ -14,14 +14,18 @@ from memcli.store.agent import AgentStore
 
 def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike | None = None, *,
            fmt: str = "auto", stream: bool = False, skip_invalid: bool = False,
-           redactor: Redactor | None = None, stdin: IO[bytes] | None = None,
+           redact: bool = True, stdin: IO[bytes] | None = None,
            on_detect: Callable[[str], None] | None = None) -> IngestResult:
     """Ingest ``file`` (or stdin) into ``agent_id``. Raises InputError on bad input (nothing
     written in batch mode), UsageError for unusable arguments, StoreError for store problems.
 
-    ``on_detect`` is told the format ``--from auto`` picked.
+    ``on_detect`` is told the format ``--from auto`` picked. ``redact`` replaces well-known
+    secret formats before anything is written (memcli.redact).
     """
     store = AgentStore(memory_dir, agent_id)  # validates the agent id before any path is used
+    redactor: Redactor | None = None
+    if redact:
+        from memcli.redact import redact_event as redactor
     result = IngestResult(store.agent_id)
     if stream:
         if file is not None and str(file) != "-":

@@ -276,13 +276,18 @@ class WriteSession:
         jsonl.atomic_write_bytes(self.paths.state, orjson.dumps(state.to_json()), fsync=False)
         self.state = state
 
-    def rebuild_state(self, *, ids_trusted: bool = True) -> TurnState:
+    def rebuild_state(self, *, ids_trusted: bool = True, archived: int | None = None) -> TurnState:
         """Recompute the state from the files (after a rewrite of the active file).
 
-        With ``ids_trusted`` the id index is kept (a compaction moves ids, it adds none).
+        With ``ids_trusted`` the id index is kept (a compaction moves ids, it adds none). With
+        ``archived`` (the number of traces a compaction just moved to the archive) the archive is
+        not re-read: its count is the current one plus ``archived`` and the turn counter carries
+        over, so the cost depends on the active file only, not on the history.
         """
         previous = self.state
-        state = _rebuild(self.paths, previous=previous, ids=None if ids_trusted else self.ids)
+        archive_count = None if archived is None else previous.archive_count + archived
+        state = _rebuild(self.paths, previous=previous, ids=None if ids_trusted else self.ids,
+                         archive_count=archive_count)
         self.write_state(state)
         return state
 
@@ -416,20 +421,29 @@ def _catch_up(paths: AgentPaths, state: TurnState, ids: IdIndex | None) -> None:
     state.active = _identity(paths.active)
 
 
-def _rebuild(paths: AgentPaths, *, previous: TurnState | None, ids: IdIndex | None) -> TurnState:
-    """A state computed from the files alone (and the id index, when ``ids`` is given)."""
+def _rebuild(paths: AgentPaths, *, previous: TurnState | None, ids: IdIndex | None,
+             archive_count: int | None = None) -> TurnState:
+    """A state computed from the files alone (and the id index, when ``ids`` is given).
+
+    ``archive_count`` (with ``previous`` and without ``ids``) skips reading the archive: the
+    caller knows its count, and archived traces only ever move the turn counter, which
+    ``previous`` already carries."""
     state = TurnState()
     if previous is not None:
         state.turn_counter = previous.turn_counter  # turn numbers never go back
     digests: list[bytes] | None = [] if ids is not None else None
-    for line_no, offset, record in jsonl.iter_records(paths.archive):
-        trace_from_record(paths.archive, line_no, offset, record)
+    skip_archive = archive_count is not None and previous is not None and ids is None
+    if skip_archive:
+        state.archive_count = archive_count
+    archive, active = paths.archive, paths.active  # each property builds a Path: not once per record
+    for line_no, offset, record in (() if skip_archive else jsonl.iter_records(archive)):
+        trace_from_record(archive, line_no, offset, record)
         state.observe_archived(record)
         state.archive_count += 1
         if digests is not None:
             digests.append(digest(record["id"]))
-    for line_no, offset, record in jsonl.iter_records(paths.active):
-        trace_from_record(paths.active, line_no, offset, record)
+    for line_no, offset, record in jsonl.iter_records(active):
+        trace_from_record(active, line_no, offset, record)
         state.observe(record, offset)
         state.active_count += 1
         if digests is not None:

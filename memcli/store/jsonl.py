@@ -350,9 +350,11 @@ def read_line_at(path: Path, offset: int) -> dict:
 
 def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
     """Write a whole file via a temp file in the same directory and ``os.replace``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # a fresh random name with O_EXCL: nothing planted at a predictable name is ever followed
+    # or overwritten
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
         try:
             os.fchmod(fd, FILE_MODE)
             view = memoryview(data)

@@ -1,0 +1,85 @@
+"""The compaction circuit breaker: ``.compaction.json`` in the agent directory.
+
+    {"consecutive_failures": 3, "last_error": "…", "last_failure_ts": 1772442091.2,
+     "last_success_ts": 1772440000.0, "last_compaction_id": "cmp_…"}
+
+A failed compaction (no valid summary after the retries, the provider refusing) adds one to
+``consecutive_failures``; a successful one resets it. After ``BREAKER_THRESHOLD`` consecutive
+failures, ``compact --if-needed`` stops calling the model until a compaction succeeds or
+``--force`` is given (an explicit ``compact`` without ``--if-needed`` always runs).
+
+This is not in ``.state.json``: that file is a cache rebuilt from the JSONL files and cannot hold
+facts that are not in them. The file is written atomically under the agent lock; a missing or
+unreadable file means "no failures".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import orjson
+
+from memcli.store import jsonl
+from memcli.store.layout import AgentPaths
+
+BREAKER_THRESHOLD = 3
+FILE_NAME = ".compaction.json"
+
+
+@dataclass
+class BreakerState:
+    consecutive_failures: int = 0
+    last_error: str | None = None
+    last_failure_ts: float | None = None
+    last_success_ts: float | None = None
+    last_compaction_id: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.consecutive_failures >= BREAKER_THRESHOLD
+
+    def describe(self) -> str:
+        return (f"{self.consecutive_failures} consecutive failed compactions"
+                + (f" (last: {self.last_error})" if self.last_error else ""))
+
+
+def breaker_path(paths: AgentPaths):
+    return paths.dir / FILE_NAME
+
+
+def read_breaker(paths: AgentPaths) -> BreakerState:
+    try:
+        with jsonl.open_read(breaker_path(paths)) as f:
+            data = orjson.loads(f.read())
+        known = BreakerState.__dataclass_fields__
+        return BreakerState(**{k: v for k, v in data.items() if k in known})
+    except FileNotFoundError:
+        return BreakerState()
+    except (orjson.JSONDecodeError, TypeError, ValueError, AttributeError, OSError):
+        return BreakerState()
+
+
+def _write(paths: AgentPaths, state: BreakerState) -> None:
+    jsonl.atomic_write_bytes(breaker_path(paths), orjson.dumps(asdict(state)))
+
+
+def record_failure(paths: AgentPaths, error: str) -> BreakerState:
+    """Caller holds the agent lock."""
+    state = read_breaker(paths)
+    state.consecutive_failures += 1
+    state.last_error = error[:500]
+    state.last_failure_ts = time.time()
+    _write(paths, state)
+    return state
+
+
+def record_success(paths: AgentPaths, compaction_id: str | None) -> BreakerState:
+    """Caller holds the agent lock."""
+    state = read_breaker(paths)
+    state.consecutive_failures = 0
+    state.last_success_ts = time.time()
+    if compaction_id:
+        state.last_compaction_id = compaction_id
+    _write(paths, state)
+    return state

@@ -1,0 +1,212 @@
+"""The summarizer interface of DESIGN.md §4 and the validation every summary passes.
+
+A summarizer turns a window of turns into ``{episodic_summary, semantic_facts[{fact, tags,
+confidence}]}``. It is given, besides the turns, the live memory (prior episodic summaries and
+existing facts, with their ids) so that it continues them instead of repeating them; a fact may
+name the existing facts it ``supersedes``.
+
+:func:`validate_summary` is the single gate between a summarizer's raw output and the store:
+whatever it returns is a :class:`Summary` whose text is non-empty, not an error or refusal,
+bounded in size, and whose facts are well-formed. Recoverable shapes are normalized (a tag given
+as a string becomes a list, a confidence given as ``"0.8"`` a number clamped to 0..1, a fact
+whose ``supersedes`` names an unknown id loses that id); anything else raises
+:class:`InvalidSummary`, which the LLM summarizer answers with a retry.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Protocol
+
+from memcli.models import RawTrace
+
+MAX_SUMMARY_CHARS = 20_000      # one episodic summary (a chunk's, or the merged one per chunk)
+MAX_FACT_CHARS = 1_000
+MAX_FACTS = 50                  # per summary; more is clipped, not an error
+
+
+class InvalidSummary(ValueError):
+    """A summarizer output that must not be committed (the message says why)."""
+
+
+@dataclass
+class Fact:
+    fact: str
+    tags: list = field(default_factory=list)
+    confidence: float = 0.5
+    supersedes: list = field(default_factory=list)
+    source_turn_ids: list = field(default_factory=list)   # when the summarizer knows them
+
+
+@dataclass
+class Summary:
+    episodic_summary: str
+    semantic_facts: list = field(default_factory=list)   # Fact
+
+
+@dataclass
+class Turn:
+    """A turn as a summarizer sees it: its moved traces, in file order."""
+
+    turn_id: str
+    traces: list  # RawTrace
+
+
+@dataclass
+class MemoryContext:
+    """Live memory the summarizer continues: prior episodic summaries and existing facts."""
+
+    episodic: list = field(default_factory=list)   # EpisodicItem, oldest first
+    facts: list = field(default_factory=list)      # SemanticItem, oldest first
+
+    def fact_ids(self) -> set:
+        return {f.id for f in self.facts}
+
+
+class Summarizer(Protocol):
+    """What :class:`memcli.compaction.compactor.Compactor` needs from a summarizer."""
+
+    name: str               # recorded as the episodic item's ``model``
+
+    def context_tokens(self) -> int | None:
+        """Tokens one request may hold, or None when the summarizer has no limit (one chunk)."""
+
+    def summarize(self, turns: list[Turn], memory: MemoryContext) -> Summary:
+        """Summarize ``turns`` (raises CompactionError when no valid summary can be had)."""
+
+
+# --------------------------------------------------------------------------- validation
+
+_ERROR_TEXT = re.compile(
+    r"^\s*(?:error\b|exception\b|traceback \(most recent call last\)|internal server error|"
+    r"rate limit|i'?m sorry|i am sorry|sorry,|i cannot\b|i can'?t\b|i'?m unable|i am unable|as an ai\b|"
+    r"<!doctype|<html|\{\s*\"error\")",
+    re.IGNORECASE,
+)
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidSummary(f"{what} is {type(value).__name__}, not a string")
+    return value.strip()
+
+
+def _tags(value: Any) -> list:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise InvalidSummary(f"tags is {type(value).__name__}, not a list")
+    out = []
+    for tag in value:
+        if isinstance(tag, str) and tag.strip() and tag.strip() not in out:
+            out.append(tag.strip()[:64])
+    return out[:10]
+
+
+def _confidence(value: Any) -> float:
+    if value is None:
+        return 0.5
+    if isinstance(value, bool):
+        raise InvalidSummary("confidence is a boolean, not a number")
+    if isinstance(value, str):
+        try:
+            value = float(value.strip().rstrip("%")) / (100 if value.strip().endswith("%") else 1)
+        except ValueError:
+            raise InvalidSummary(f"confidence {value!r} is not a number") from None
+    if not isinstance(value, (int, float)) or value != value:
+        raise InvalidSummary(f"confidence is {type(value).__name__}, not a number")
+    return float(min(max(value, 0.0), 1.0))
+
+
+def validate_summary(raw: Any, known_fact_ids: Iterable[str] = ()) -> Summary:
+    """The summary in ``raw`` (a parsed JSON object), normalized, or InvalidSummary."""
+    if not isinstance(raw, dict):
+        raise InvalidSummary(f"expected a JSON object, got {type(raw).__name__}")
+    if "episodic_summary" not in raw:
+        raise InvalidSummary("no episodic_summary field")
+    summary = _text(raw["episodic_summary"], "episodic_summary")
+    if not summary:
+        raise InvalidSummary("episodic_summary is empty")
+    if _ERROR_TEXT.match(summary):
+        raise InvalidSummary(f"episodic_summary reads like an error or a refusal: {summary[:80]!r}")
+    if len(summary) > MAX_SUMMARY_CHARS:
+        raise InvalidSummary(f"episodic_summary is {len(summary):,} characters (at most {MAX_SUMMARY_CHARS:,})")
+    facts_raw = raw.get("semantic_facts", [])
+    if facts_raw is None:
+        facts_raw = []
+    if not isinstance(facts_raw, list):
+        raise InvalidSummary(f"semantic_facts is {type(facts_raw).__name__}, not a list")
+    known = set(known_fact_ids)
+    facts: list[Fact] = []
+    seen: set = set()
+    for i, item in enumerate(facts_raw[:MAX_FACTS]):
+        if isinstance(item, str):
+            item = {"fact": item}
+        if not isinstance(item, dict):
+            raise InvalidSummary(f"semantic_facts[{i}] is {type(item).__name__}, not an object")
+        text = _text(item.get("fact"), f"semantic_facts[{i}].fact")
+        if not text:
+            raise InvalidSummary(f"semantic_facts[{i}].fact is empty")
+        if _ERROR_TEXT.match(text):
+            raise InvalidSummary(f"semantic_facts[{i}].fact reads like an error or a refusal")
+        text = text[:MAX_FACT_CHARS]
+        key = normalize_fact(text)
+        if key in seen:
+            continue
+        seen.add(key)
+        supersedes = item.get("supersedes") or []
+        if isinstance(supersedes, str):
+            supersedes = [supersedes]
+        if not isinstance(supersedes, list):
+            supersedes = []
+        supersedes = [s for s in supersedes if isinstance(s, str) and s in known]
+        facts.append(Fact(text, _tags(item.get("tags")), _confidence(item.get("confidence")), supersedes))
+    return Summary(summary, facts)
+
+
+def normalize_fact(text: str) -> str:
+    """The identity of a fact for de-duplication: case and whitespace do not matter."""
+    return " ".join(text.split()).casefold()
+
+
+# --------------------------------------------------------------------------- helpers for summarizers
+
+def trace_brief(trace: RawTrace) -> dict:
+    """A trace as data for a prompt: only the fields that carry meaning, nothing stamped."""
+    out: dict = {"turn": trace.turn_id, "type": trace.trace_type}
+    if trace.tags:
+        out["tags"] = trace.tags
+    if trace.tool_name:
+        out["tool"] = trace.tool_name
+    if trace.tool_call_id and trace.trace_type in ("tool_call", "tool_result"):
+        out["call_id"] = trace.tool_call_id
+    if trace.content:
+        out["content"] = trace.content
+    if trace.tool_args is not None:
+        out["args"] = trace.tool_args
+    if trace.tool_error:
+        out["error"] = trace.tool_error
+    elif trace.tool_result is not None:
+        out["result"] = trace.tool_result
+    return out
+
+
+def memory_brief(memory: MemoryContext) -> dict:
+    return {
+        "prior_episodic_summaries": [
+            {"id": e.id, "turns": _turn_span(e.turn_ids), "summary": e.summary} for e in memory.episodic
+        ],
+        "existing_facts": [
+            {"id": f.id, "fact": f.fact, "tags": f.tags, "confidence": f.confidence} for f in memory.facts
+        ],
+    }
+
+
+def _turn_span(turn_ids: list) -> str:
+    if not turn_ids:
+        return ""
+    return turn_ids[0] if len(turn_ids) == 1 else f"{turn_ids[0]}–{turn_ids[-1]}"
+

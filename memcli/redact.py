@@ -1,0 +1,90 @@
+"""Secret redaction at ingest (on by default; ``memcli ingest --no-redact`` keeps input raw).
+
+Well-known, high-confidence credential formats are replaced by a typed placeholder
+``[REDACTED:<kind>]`` in every string of an event — content, tool arguments, tool results,
+errors, unknown extra fields — before anything reaches disk. The structural fields (``id``,
+``turn_id``, ``tool_call_id``, ``trace_type``, ``source_event``) are left alone so linking and
+idempotency keep working. Kinds:
+
+    anthropic_key   sk-ant-…                     openai_key    sk-…, sk-proj-…
+    aws_access_key  AKIA…/ASIA… (20 chars)       github_token  ghp_/gho_/ghu_/ghs_/ghr_…, github_pat_…
+    private_key     -----BEGIN … PRIVATE KEY----- blocks
+    bearer_token    the token after ``Authorization: Bearer`` in text, or the value of an
+                    ``Authorization`` key that reads ``Bearer <token>`` (the prefix is kept)
+
+Only these formats: they are specific enough that a match is almost surely a secret, so nothing
+legitimate is mangled. Redaction is one-way; what was replaced is counted, never logged.
+
+Cost: each event is serialized once and searched for a cheap trigger (``sk-``, ``AKIA``,
+``PRIVATE KEY``...); only events that contain one are walked and rewritten.
+"""
+
+from __future__ import annotations
+
+import re
+
+import orjson
+
+_PATTERNS: list[tuple[str, re.Pattern]] = [
+    ("private_key", re.compile(
+        r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S)),
+    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
+    ("openai_key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
+    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
+]
+_BEARER = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")
+_BEARER_VALUE = re.compile(r"(?i)^(\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")  # {"Authorization": "Bearer …"}
+_AUTH_KEYS = frozenset({"authorization", "proxy-authorization"})
+_TRIGGER = re.compile(rb"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|PRIVATE KEY|(?i:bearer)")
+_SKIP_FIELDS = frozenset({"id", "turn_id", "tool_call_id", "trace_type", "source_event", "correlation_id"})
+
+
+def redact_text(text: str) -> tuple[str, int]:
+    """(text with secrets replaced, how many were replaced)."""
+    count = 0
+    for kind, pattern in _PATTERNS:
+        text, n = pattern.subn(f"[REDACTED:{kind}]", text)
+        count += n
+    text, n = _BEARER.subn(lambda m: m.group(1) + "[REDACTED:bearer_token]", text)
+    return text, count + n
+
+
+def _walk(value):
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        total = 0
+        out = []
+        for item in value:
+            new, n = _walk(item)
+            out.append(new)
+            total += n
+        return out, total
+    if isinstance(value, dict):
+        total = 0
+        out = {}
+        for key, item in value.items():
+            new, n = _walk(item)
+            if isinstance(new, str) and isinstance(key, str) and key.lower() in _AUTH_KEYS:
+                new, m = _BEARER_VALUE.subn(lambda mo: mo.group(1) + "[REDACTED:bearer_token]", new)
+                n += m
+            out[key] = new
+            total += n
+        return out, total
+    return value, 0
+
+
+def redact_event(event: dict) -> int:
+    """Redact an event in place; returns the number of secrets replaced."""
+    if not _TRIGGER.search(orjson.dumps(event)):
+        return 0
+    total = 0
+    for key, value in list(event.items()):
+        if key in _SKIP_FIELDS:
+            continue
+        new, n = _walk(value)
+        if n:
+            event[key] = new
+            total += n
+    return total

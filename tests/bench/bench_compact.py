@@ -1,0 +1,169 @@
+"""Compaction benchmarks.
+
+1. Offline compaction of a large store (default 10,000 turns; ``MEMCLI_BENCH_COMPACT_TURNS=100000``
+   for the issue's size), in a fresh process: wall time against the I/O floor measured in the same
+   run (a minimal loop that parses every active line and writes the kept lines to a new file and the
+   moved ones to the archive), and peak RSS against a process that only imports memcli.
+2. A 20-chunk LLM compaction against a local OpenAI-compatible server that answers in 0.5 s, at
+   concurrency 4 against concurrency 1 (ideal: 0.25x), and concurrency 1 against the serial floor
+   (20 × 0.5 s).
+
+``python tests/bench/run_all.py compact``
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+REPO = Path(__file__).resolve().parent.parent.parent
+TURNS = int(os.environ.get("MEMCLI_BENCH_COMPACT_TURNS", "10000"))
+
+
+def _write_store(memory_dir: Path, turns: int) -> Path:
+    """An agent with ``turns`` turns of 4 traces, ingested the normal way (so its caches exist)."""
+    sys.path.insert(0, str(REPO))
+    from memcli.ingest.api import ingest
+
+    src = memory_dir.parent / "events.ndjson"
+    with open(src, "wb") as f:
+        for t in range(1, turns + 1):
+            recs = [
+                {"trace_type": "user", "content": f"Please check order A-{t} and fix src/module_{t % 97}.py"},
+                {"trace_type": "tool_call", "tool_name": "run_command", "tool_call_id": f"c{t}",
+                 "tool_args": {"command": f"pytest -q tests/test_{t % 13}.py"}},
+                {"trace_type": "tool_result", "tool_name": "run_command", "tool_call_id": f"c{t}",
+                 "tool_result": {"exit_code": 0, "stdout": "12 passed in 0.8s " + "." * 120}},
+                {"trace_type": "assistant", "content": f"Order A-{t} is fine; src/module_{t % 97}.py updated. " * 2},
+            ]
+            for rec in recs:
+                f.write(orjson.dumps(rec) + b"\n")
+    ingest(memory_dir, "big", src)
+    src.unlink()
+    return memory_dir / "agents" / "big"
+
+
+_COMPACT = """
+import resource, sys, time
+sys.path.insert(0, {repo!r})
+from memcli.compaction.compactor import compact
+t = time.perf_counter()
+r = compact({mem!r}, "big")
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, r.turns, len(r.summary or ""))
+"""
+
+_IMPORT_ONLY = """
+import resource, sys
+sys.path.insert(0, {repo!r})
+import memcli.compaction.compactor, memcli.compaction.offline, memcli.tokens
+memcli.tokens.TokenCounter(None).count("warm up")
+print(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 0, 0)
+"""
+
+
+def _floor(active: Path, tmp: Path) -> float:
+    """Parse every line, write the kept ones to a new file and the moved ones to an archive."""
+    t = time.perf_counter()
+    with open(active, "rb") as src, open(tmp / "kept", "wb") as kept, open(tmp / "moved", "wb") as moved:
+        loads = orjson.loads
+        last_turns = None
+        for line in src:
+            record = loads(line)
+            (moved if record["turn_id"] != last_turns else kept).write(line)
+        kept.flush()
+        os.fsync(kept.fileno())
+        moved.flush()
+        os.fsync(moved.fileno())
+    return time.perf_counter() - t
+
+
+def _run(code: str, mem: Path) -> tuple[float, int, int, int]:
+    out = subprocess.run([sys.executable, "-c", code.format(repo=str(REPO), mem=str(mem))],
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    seconds, rss, turns, chars = out.stdout.split()
+    return float(seconds), int(rss), int(turns), int(chars)
+
+
+def bench_offline() -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = Path(tmp) / "memory"
+        d = _write_store(mem, TURNS)
+        size_mb = (d / "raw_traces.jsonl").stat().st_size / 1e6
+        floor = _floor(d / "raw_traces.jsonl", Path(tmp))
+        seconds, rss_kb, turns, chars = _run(_COMPACT, mem)
+        _, base_kb, _, _ = _run(_IMPORT_ONLY, mem)
+    return [
+        {"name": f"offline compact {TURNS:,} turns ({size_mb:.0f} MB active)", "value": seconds, "baseline": floor,
+         "unit": "s", "target": None,
+         "note": f"baseline: parse every line + write kept/moved files ({floor:.2f}s); {turns:,} turns compacted, "
+                 f"summary {chars:,} chars; includes counting tokens of every trace (tiktoken)"},
+        {"name": f"offline compact {TURNS:,} turns: peak RSS", "value": rss_kb / 1024, "baseline": base_kb / 1024,
+         "unit": "MB", "target": None,
+         "note": "baseline: a process that only imports memcli's compaction modules and loads tiktoken"},
+    ]
+
+
+def bench_llm_concurrency() -> list[dict]:
+    sys.path.insert(0, str(REPO))
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench-dummy")
+    from memcli.compaction.compactor import compact
+    from memcli.compaction.llm import LiteLLMSummarizer
+    from memcli.compaction.policy import CompactionPolicy
+    from memcli.ingest.api import ingest
+    from tests.compact_fixtures import FakeModelServer, conversation, good_answer
+
+    from memcli.compaction.llm import _import_litellm
+
+    _import_litellm()  # LiteLLM's import (seconds) is not what is measured
+    delay = 0.5
+    server = FakeModelServer(lambda body, i: (200, good_answer(), delay))
+    times = {}
+    chunks = {}
+    try:
+        for concurrency in (1, 4):
+            with tempfile.TemporaryDirectory() as tmp:
+                mem = Path(tmp) / "memory"
+                events = conversation(24)
+                for e in events:  # ~1,500 tokens of varied text per turn: one turn per chunk at 4,000
+                    if e["trace_type"] == "tool_result":
+                        e["tool_result"]["note"] = " ".join(str(k * 7919 % 100003) for k in range(700))
+                src = Path(tmp) / "events.ndjson"
+                src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+                ingest(mem, "llm", src)
+                summarizer = LiteLLMSummarizer("openai/test-model", api_base=server.api_base, max_context_tokens=4000,
+                                               retries=0)
+                before = len(server.requests)
+                t = time.perf_counter()
+                result = compact(mem, "llm", summarizer=summarizer, concurrency=concurrency,
+                                 policy=CompactionPolicy(tail_turns=4))
+                times[concurrency] = time.perf_counter() - t
+                chunks[concurrency] = result.chunks
+                assert len(server.requests) - before == result.chunks
+    finally:
+        server.close()
+    n = chunks[4]
+    return [
+        {"name": f"LLM compact {n} chunks, concurrency 4 vs 1", "value": times[4], "baseline": times[1], "unit": "s",
+         "target": 0.4, "note": f"server answers in {delay}s; concurrency 1: {times[1]:.2f}s, concurrency 4: "
+                                f"{times[4]:.2f}s (ideal ratio 0.25)"},
+        {"name": f"LLM compact {n} chunks, concurrency 1 vs serial floor", "value": times[1],
+         "baseline": n * delay, "unit": "s", "target": 1.5,
+         "note": f"floor = {n} requests x {delay}s; the rest is LiteLLM's import (first run) and per-request overhead"},
+    ]
+
+
+def run() -> list[dict]:
+    return bench_offline() + bench_llm_concurrency()
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(row)

@@ -1,0 +1,142 @@
+"""Fixtures for the compaction tests: a local OpenAI-compatible chat server and store builders.
+
+``FakeModelServer`` listens on 127.0.0.1 (a free port) and answers ``POST /v1/chat/completions``
+with whatever its ``responder(request, index)`` returns: ``(status, content_or_body, delay)``.
+A str content becomes a normal chat completion whose message content is that string; a dict is
+sent as the JSON body as it is (for error bodies). Every request is recorded with its start and
+end time (``time.monotonic``), so tests can count retries and show that chunks overlapped.
+LiteLLM reaches it as ``model="openai/test-model", api_base=server.api_base``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+import orjson
+
+
+@dataclass
+class RecordedRequest:
+    body: dict
+    start: float
+    end: float = 0.0
+    status: int = 0
+
+    @property
+    def system(self) -> str:
+        return self.body["messages"][0]["content"]
+
+    @property
+    def user(self) -> str:
+        return self.body["messages"][-1]["content"]
+
+
+@dataclass
+class FakeModelServer:
+    responder: Callable[[dict, int], tuple]
+    requests: list = field(default_factory=list)
+
+    def __post_init__(self):
+        server_self = self
+        lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                record = RecordedRequest(body, time.monotonic())
+                with lock:
+                    index = len(server_self.requests)
+                    server_self.requests.append(record)
+                status, payload, delay = server_self.responder(body, index)
+                if delay:
+                    time.sleep(delay)
+                if isinstance(payload, str):
+                    payload = completion(payload)
+                data = orjson.dumps(payload)
+                record.status = status
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    if status == 429:
+                        self.send_header("Retry-After", "0")
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                record.end = time.monotonic()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def max_overlap(self) -> int:
+        """The largest number of requests that were in flight at the same moment."""
+        events = sorted([(r.start, 1) for r in self.requests] + [(r.end, -1) for r in self.requests])
+        best = current = 0
+        for _, delta in events:
+            current += delta
+            best = max(best, current)
+        return best
+
+
+def completion(content: str) -> dict:
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 1700000000, "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
+
+
+def error_body(status: int, message: str) -> dict:
+    return {"error": {"message": message, "type": "server_error" if status >= 500 else "rate_limit_error",
+                      "code": status}}
+
+
+def good_answer(summary: str = "The user asked about order A-1042; lookup_order ran; it is with DHL.",
+                facts=None) -> str:
+    if facts is None:
+        facts = [{"fact": "User prefers short answers", "tags": ["preference"], "confidence": 0.9}]
+    return orjson.dumps({"episodic_summary": summary, "semantic_facts": facts}).decode()
+
+
+def conversation(n_turns: int, *, prefix: str = "t", system: bool = True, big: int = 0) -> list[dict]:
+    """Native events: a system prompt, then ``n_turns`` turns of user ask, a tool call and its
+    result, and an assistant reply, with ids ``{prefix}-{turn}-{k}``. ``big`` pads each tool
+    result with that many characters."""
+    events = []
+    if system:
+        events.append({"id": f"{prefix}-sys", "trace_type": "user", "content": "You are a support agent.",
+                       "tags": ["system"]})
+    for i in range(1, n_turns + 1):
+        order = f"A-{1000 + i}"
+        events += [
+            {"id": f"{prefix}-{i}-u", "trace_type": "user", "content": f"Where is order {order}?"},
+            {"id": f"{prefix}-{i}-c", "trace_type": "tool_call", "tool_name": "lookup_order",
+             "tool_call_id": f"call_{i}", "tool_args": {"order_id": order}},
+            {"id": f"{prefix}-{i}-r", "trace_type": "tool_result", "tool_name": "lookup_order",
+             "tool_call_id": f"call_{i}",
+             "tool_result": {"order_id": order, "status": "in transit", "note": "x" * big}},
+            {"id": f"{prefix}-{i}-a", "trace_type": "assistant", "content": f"Order {order} is with DHL."},
+        ]
+    return events

@@ -1,0 +1,258 @@
+"""``memcli compact`` with the offline summarizer: the window rules, what is written, dry runs,
+the trigger, strategies, rollup and fact merging, and ingest running during a compaction."""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import Counter
+
+import orjson
+import pytest
+
+from memcli.compaction.compactor import compact, compaction_lock
+from memcli.compaction.offline import OfflineSummarizer
+from memcli.compaction.policy import CompactionPolicy
+from memcli.compaction.summarizer import Summary
+from memcli.errors import CompactionError
+from memcli.store.agent import AgentStore
+from tests.compact_fixtures import conversation
+from tests.helpers import agent_dir, ndjson, read_jsonl, tree_digest
+
+
+def _files(memory_dir, agent="a"):
+    d = agent_dir(memory_dir, agent)
+    return {name: read_jsonl(d / f"{name}.jsonl") for name in ("raw_traces", "raw_traces_archive", "episodic", "semantic")}
+
+
+def test_window_keeps_the_tail_the_system_prompt_and_moves_whole_turns(cli, memory_dir):
+    cli("ingest", "a", input=conversation(8))
+    result = cli("compact", "a")
+    assert result.exit_code == 0, result.stderr
+    f = _files(memory_dir)
+    assert [r["id"] for r in f["raw_traces_archive"]] == [f"t-{i}-{k}" for i in range(1, 5) for k in "ucra"]
+    assert [r["id"] for r in f["raw_traces"]] == ["t-sys"] + [f"t-{i}-{k}" for i in range(5, 9) for k in "ucra"]
+    assert "compacted 4 turns (turn_0001–turn_0004, 16 traces) of 'a'" in result.stderr
+    assert "1 system/developer trace of the window stays in the active file" in result.stderr
+    assert result.stdout == ""
+
+
+def test_an_unanswered_call_ends_the_window_and_a_late_result_moves_with_its_turn(cli, memory_dir):
+    events = conversation(3, system=False)
+    events.insert(9, {"id": "late-call", "trace_type": "tool_call", "tool_name": "slow", "tool_call_id": "slow1"})
+    cli("ingest", "a", input=events)  # turn_0003 has a pending call
+    cli("ingest", "a", input=conversation(6, prefix="n", system=False))
+    result = cli("compact", "a", "--tail-turns", "1")
+    assert "compacted 2 turns (turn_0001–turn_0002" in result.stderr
+    assert "turn_0003 has an unanswered tool call" not in result.stderr
+    dry = cli("compact", "a", "--tail-turns", "1", "--dry-run")
+    assert "turn_0003 has an unanswered tool call" in dry.stdout
+    # the result arrives much later, joins turn_0003, and then the whole turn can move
+    cli("ingest", "a", input=[{"id": "late-result", "trace_type": "tool_result", "tool_call_id": "slow1",
+                               "tool_result": "done"}])
+    assert cli("compact", "a", "--tail-turns", "1").exit_code == 0
+    archive = [r["id"] for r in _files(memory_dir)["raw_traces_archive"]]
+    assert archive.index("late-call") < archive.index("late-result")
+    assert {r["turn_id"] for r in _files(memory_dir)["raw_traces"]} == {"turn_0009"}
+
+
+def test_offline_summary_is_readable_and_keeps_identifiers(cli, memory_dir):
+    events = [
+        {"trace_type": "user", "content": "Fix the failing test in tests/test_orders.py. I prefer small commits."},
+        {"trace_type": "tool_call", "tool_name": "run_command", "tool_call_id": "c1",
+         "tool_args": {"command": "pytest -q tests/test_orders.py"}},
+        {"trace_type": "tool_result", "tool_call_id": "c1",
+         "tool_error": "exit status 1\nFAILED tests/test_orders.py::test_total - assert 100.0 == 90.0"},
+        {"trace_type": "tool_call", "tool_name": "edit_file", "tool_call_id": "c2",
+         "tool_args": {"path": "app/api.py", "old": "a", "new": "b"}},
+        {"trace_type": "tool_result", "tool_call_id": "c2", "tool_result": "ok"},
+        {"trace_type": "assistant", "content": "Fixed app/api.py; see https://ci.example.com/runs/4711 for the run."},
+        {"trace_type": "user", "content": "Never push to main directly."},
+        {"trace_type": "tool_call", "tool_name": "run_command", "tool_call_id": "c3", "tool_args": {"command": "make lint"}},
+        {"trace_type": "tool_result", "tool_call_id": "c3", "tool_error": "E501 line too long"},
+        {"trace_type": "assistant", "content": "Lint fails with E501."},
+        {"trace_type": "user", "content": "ok"},
+    ]
+    cli("ingest", "a", input=events)
+    assert cli("compact", "a", "--tail-turns", "1").exit_code == 0
+    f = _files(memory_dir)
+    (episodic,) = f["episodic"]
+    summary = episodic["summary"]
+    assert summary.startswith("2 turns (turn_0001–turn_0002)")
+    for identifier in ("tests/test_orders.py", "app/api.py", "https://ci.example.com/runs/4711",
+                       "`pytest -q tests/test_orders.py`", "`make lint`", "E501"):
+        assert identifier in summary, identifier
+    assert 'user: "Fix the failing test in tests/test_orders.py. I prefer small commits."' in summary
+    assert "Files modified: app/api.py" in summary
+    facts = {s["fact"]: s for s in f["semantic"]}
+    assert set(facts) == {
+        'User preference: "I prefer small commits."',
+        'User preference: "Never push to main directly."',
+        "Command failed: `pytest -q tests/test_orders.py` — exit status 1 FAILED "
+        "tests/test_orders.py::test_total - assert 100.0 == 90.0",
+        "Command failed: `make lint` — E501 line too long",
+        "Modified file: app/api.py",
+    }
+    assert facts['User preference: "Never push to main directly."']["source_turn_ids"] == ["turn_0002"]
+    assert episodic["model"] == "offline" and episodic["trace_ids"][0] == f["raw_traces_archive"][0]["id"]
+
+
+def test_offline_summary_of_a_thousand_turns_is_bounded(memory_dir):
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    def turns():
+        for i in range(1, 1001):
+            tid = f"turn_{i:04d}"
+            yield Turn(tid, [RawTrace(f"u{i}", 1.0 + i, tid, 1, "user", f"Question {i} about src/mod{i}.py " + "w " * 200, "x"),
+                             RawTrace(f"a{i}", 2.0 + i, tid, 2, "assistant", "Answer " * 100, "x")])
+
+    summary = OfflineSummarizer().summarize(turns()).episodic_summary
+    assert len(summary) <= 12_000
+    assert summary.startswith("1000 turns (turn_0001–turn_1000)")
+    assert "more turns (turn_" in summary and "not listed" in summary
+    assert "- turn_0001 ·" in summary and "- turn_1000 ·" in summary
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(cli, memory_dir):
+    cli("ingest", "a", input=conversation(8))
+    before = tree_digest(memory_dir)
+    result = cli("compact", "a", "--dry-run")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("agent a: would compact 4 turns (turn_0001–turn_0004)\n")
+    assert "traces moved   16 (1 system/developer trace stays)" in result.stdout
+    assert "turns kept     4 (the last 4 turns stay)" in result.stdout
+    plan = orjson.loads(cli("compact", "a", "--dry-run", "--json").stdout)
+    assert (plan["turns"], plan["traces"], plan["dry_run"], plan["compacted"]) == (4, 16, True, False)
+    assert plan["tokens_after"] < plan["tokens_before"]
+    assert tree_digest(memory_dir) == before
+
+
+def test_if_needed_says_why_or_why_not(cli, memory_dir):
+    cli("ingest", "a", input=conversation(8, big=2000))
+    before = tree_digest(memory_dir)
+    result = cli("compact", "a", "--if-needed")
+    assert result.exit_code == 0
+    assert "compaction is not due: estimated working-snapshot tokens" in result.stderr
+    assert tree_digest(memory_dir) == before
+    result = cli("compact", "a", "--if-needed", "--max-context-tokens", "5000")
+    assert result.exit_code == 0
+    assert "compaction is due" in result.stderr and "compacted 4 turns" in result.stderr
+    cli("ingest", "a", input=[{"trace_type": "assistant", "content": "x", "usage": {"prompt_tokens": 90_000}}])
+    result = cli("compact", "a", "--if-needed", "--max-context-tokens", "100000")
+    assert "provider-reported prompt_tokens 90,000 >" in result.stderr
+
+
+def test_nothing_to_compact_and_unknown_agent(cli, memory_dir):
+    cli("ingest", "a", input=conversation(3))
+    result = cli("compact", "a")
+    assert result.exit_code == 0 and "nothing to compact in 'a': 3 turns" in result.stderr
+    assert not (agent_dir(memory_dir, "a") / "episodic.jsonl").exists()
+    assert cli("compact", "nobody").exit_code == 3
+    assert cli("compact", "a", "--strategy", "magic").exit_code == 2
+
+
+def test_sliding_window_archives_without_a_summary(cli, memory_dir):
+    cli("ingest", "a", input=conversation(8))
+    result = cli("compact", "a", "--strategy", "sliding-window")
+    assert result.exit_code == 0 and "without a summary (sliding-window)" in result.stderr
+    f = _files(memory_dir)
+    assert len(f["raw_traces_archive"]) == 16 and f["episodic"] == [] and f["semantic"] == []
+
+
+def test_rollup_and_duplicate_facts(cli, memory_dir):
+    def round_(prefix):
+        events = conversation(5, prefix=prefix, system=False)
+        events[0]["content"] += " Always answer in   English."
+        cli("ingest", "a", input=events)
+        result = cli("compact", "a", "--tail-turns", "1")
+        assert result.exit_code == 0, result.stderr
+        return result
+
+    for prefix in "pqrs":
+        round_(prefix)
+    store = AgentStore(memory_dir, "a")
+    f = _files(memory_dir)
+    assert len(f["episodic"]) == 5  # 4 compactions + 1 rollup
+    live_episodic, live_facts = store.live_memory()
+    assert len(live_episodic) == 2
+    rollup, newest = live_episodic
+    assert "rollup" in rollup.tags and rollup.supersedes == [e["id"] for e in f["episodic"][:3]]
+    assert rollup.summary.startswith("Earlier history (turn_0001–turn_0014), rolled up from 3 summaries:")
+    assert newest.turn_ids == ["turn_0015", "turn_0016", "turn_0017", "turn_0018", "turn_0019"]
+    # the preference was extracted 4 times; one copy is live, the others are superseded by it
+    prefs = [s for s in f["semantic"] if s["fact"].startswith("User preference")]
+    assert len(prefs) == 4 and all(p["fact"] == prefs[0]["fact"] for p in prefs)
+    live_prefs = [s for s in live_facts if s.fact.startswith("User preference")]
+    assert len(live_prefs) == 1 and live_prefs[0].supersedes == [prefs[2]["id"]]
+    assert live_prefs[0].source_turn_ids == ["turn_0001", "turn_0006", "turn_0011", "turn_0016"]
+
+
+def test_compaction_lock_makes_a_second_compaction_wait_its_turn(cli, memory_dir):
+    cli("ingest", "a", input=conversation(8))
+    store = AgentStore(memory_dir, "a")
+    with compaction_lock(store):
+        result = cli("compact", "a")
+        assert result.exit_code == 1 and "another compaction of agent 'a' is running" in result.stderr
+        result = cli("compact", "a", "--if-needed", "--max-context-tokens", "1000")
+        assert result.exit_code == 0 and "skipped: another compaction" in result.stderr
+
+
+class _SlowSummarizer(OfflineSummarizer):
+    """Offline summaries, but ingest runs while it works (in the window between plan and commit)."""
+
+    def __init__(self, during):
+        super().__init__()
+        self.during = during
+
+    def summarize(self, turns, memory=None) -> Summary:
+        turns = list(turns)
+        self.during()
+        return super().summarize(turns, memory)
+
+
+def test_ingest_during_summarization_is_carried_over(cli, memory_dir):
+    cli("ingest", "a", input=conversation(10))
+    late = conversation(30, prefix="late", system=False)
+
+    def during():
+        from memcli.ingest.api import ingest
+
+        threads = [threading.Thread(target=lambda chunk=late[i::3]: ingest(memory_dir, "a", stdin=io.BytesIO(ndjson(chunk))))
+                   for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    result = compact(memory_dir, "a", summarizer=_SlowSummarizer(during))
+    assert result.compacted and result.turns == 6
+    f = _files(memory_dir)
+    ids = [r["id"] for r in f["raw_traces"] + f["raw_traces_archive"]]
+    expected = {e["id"] for e in conversation(10)} | {e["id"] for e in late}
+    assert Counter(ids) == Counter(expected)
+    assert {r["id"] for r in f["raw_traces_archive"]} == {f"t-{i}-{k}" for i in range(1, 7) for k in "ucra"}
+
+
+def test_a_failing_summarizer_writes_nothing(cli, memory_dir):
+    cli("ingest", "a", input=conversation(8))
+
+    class Broken(OfflineSummarizer):
+        def summarize(self, turns, memory=None):
+            raise CompactionError("no summary today")
+
+    before = tree_digest(agent_dir(memory_dir, "a"))
+    with pytest.raises(CompactionError):
+        compact(memory_dir, "a", summarizer=Broken())
+    after = tree_digest(agent_dir(memory_dir, "a"))
+    assert after.pop(".compaction.json")
+    assert after == before
+
+
+def test_a_thousand_turn_window_commits_one_bounded_item(cli, memory_dir):
+    cli("ingest", "a", input=conversation(1000, system=False))
+    result = compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=4))
+    assert result.turns == 996
+    (episodic,) = _files(memory_dir)["episodic"]
+    assert len(episodic["summary"]) <= 12_000 and len(episodic["turn_ids"]) == 996
+    assert len(episodic["trace_ids"]) == 996 * 4
