@@ -251,12 +251,36 @@ def test_unfinished_compaction_that_cannot_be_recovered_stays_an_error(cli, jour
     before = tree_digest(memory_dir)
     code, findings, _ = run(cli, "a")
     assert code == 1 and findings == [finding(
-        "error", "unfinished-compaction", journal, None, "a compaction did not finish (27-byte journal)", True, False,
-        "finish or undo the compaction from its journal")]
+        "error", "unfinished-compaction", journal, None, "a compaction did not finish (cmp_x)", True, False,
+        "finish the compaction from its journal, as the next write would")]
     assert tree_digest(memory_dir) == before  # the check does not recover
     code, findings, err = run(cli, "a", "--repair")
     assert code == 1 and findings[0]["fixed"] is False
     assert "could not recover the unfinished compaction: journal from the future" in err
+    assert "left every other problem alone" in err
+
+
+def test_a_real_interrupted_compaction_is_one_finding_and_repair_finishes_it(cli, memcli_proc, memory_dir):
+    events = [e for t in range(8) for e in ({"trace_type": "user", "content": f"q{t}"},
+                                            {"trace_type": "assistant", "content": f"a{t}"})]
+    assert memcli_proc("ingest", "c", input=events).returncode == 0
+    crashed = memcli_proc("compact", "c", env={"MEMCLI_CRASH_AT": "compact:archived"})
+    assert crashed.returncode != 0
+    root = agent_dir(memory_dir, "c")
+    before = tree_digest(memory_dir)
+    code, findings, _ = run(cli, "c")
+    assert code == 1
+    errors = [f for f in findings if f["severity"] == "error"]
+    assert [f["code"] for f in errors] == ["unfinished-compaction"]  # the traces in both tiers are part of it
+    assert errors[0]["message"].endswith("8 traces are in both the active file and the archive until it finishes")
+    assert tree_digest(memory_dir) == before
+    code, findings, err = run(cli, "c", "--repair")
+    assert code == 0 and all(f["fixed"] for f in findings), findings
+    assert "finished an interrupted compaction" in err
+    active = {r["id"] for r in read_jsonl(root / "raw_traces.jsonl")}
+    archived = {r["id"] for r in read_jsonl(root / "raw_traces_archive.jsonl")}
+    assert not active & archived and len(active | archived) == 16
+    assert run(cli, "c")[:2] == (0, [])
 
 
 def test_unfinished_compaction_is_recovered_by_repair(cli, journal, monkeypatch):

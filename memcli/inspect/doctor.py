@@ -41,7 +41,8 @@ is rebuilt on the next write, or now with ``--repair``.
 ``--repair`` works under the agent lock in this order: copy torn tails aside, roll back an
 interrupted ingest, recover an unfinished compaction, repair torn tails, move bad lines aside and
 drop byte-identical duplicates (each file rewritten through a temp file and ``os.replace``), then
-rebuild the cache; finally it checks again. Each finding says whether it was fixed and how.
+rebuild the cache; finally it checks again. If the compaction cannot be recovered, nothing after
+that step is done: its journal records byte offsets that a rewrite would invalidate. Each finding says whether it was fixed and how.
 Exit status (CLI): 1 while an error remains (with ``--strict``, a warning too), else 0.
 """
 
@@ -132,6 +133,8 @@ class _Checker:
         self.counts = {"active": 0, "archive": 0}
         self.pending_ids: set[str] = set()
         self._keys: dict[tuple, int] = {}
+        self.journal_finding: Finding | None = None
+        self.in_both_mid_compaction = 0
 
     def add(self, severity, code, path: Path | None, line, message, *, fixable=False, action=None, key=(),
             offset=None) -> Finding:
@@ -160,9 +163,17 @@ class _Checker:
                      action="roll the unfinished ingest back (its events were never acknowledged)")
         journal = self.paths.compaction_journal
         if journal.exists():
-            self.add(ERROR, "unfinished-compaction", journal, None,
-                     f"a compaction did not finish ({jsonl.file_size(journal):,}-byte journal)", fixable=True,
-                     action="finish or undo the compaction from its journal")
+            what = f"{jsonl.file_size(journal):,}-byte journal"
+            try:
+                data = orjson.loads(journal.read_bytes())
+                if isinstance(data, dict) and data.get("compaction_id"):
+                    moved = data.get("moved")
+                    what = f"{data['compaction_id']}" + (f", moving {moved:,} traces" if isinstance(moved, int) else "")
+            except (OSError, orjson.JSONDecodeError):
+                pass
+            self.journal_finding = self.add(
+                ERROR, "unfinished-compaction", journal, None, f"a compaction did not finish ({what})", fixable=True,
+                action="finish the compaction from its journal, as the next write would")
 
     # -------------------------------------------------------------- one data file
     def _tail(self, path: Path, number: int, offset: int, raw: bytes) -> None:
@@ -311,7 +322,9 @@ class _Checker:
                      key=(str(path), trace_id, _digest(raw)), offset=offset)
         archived = first_by_file.get(self.paths.archive)
         active = first_by_file.get(self.paths.active)
-        if archived and active:
+        if archived and active and self.journal_finding is not None:
+            self.in_both_mid_compaction += 1  # the compaction in progress moves it: not a finding of its own
+        elif archived and active:
             same = archived[1] == active[1]
             number = active[0]
             offset = next(o for p, n, o, _ in found if p == self.paths.active and n == number)
@@ -385,6 +398,10 @@ def check(store: AgentStore) -> list[Finding]:
     checker.check_traces()
     checker.check_memory()
     checker.check_cache()
+    if checker.in_both_mid_compaction:
+        n = checker.in_both_mid_compaction
+        checker.journal_finding.message += (f"; {n:,} trace{'s are' if n != 1 else ' is'} in both the active file "
+                                            "and the archive until it finishes")
     return sorted(checker.findings,
                   key=lambda f: (_FILE_RANK.get(Path(f.file).name, 9) if f.file else -1, f.line or 0))
 
@@ -399,8 +416,8 @@ def _append_quarantine(path: Path, chunks: list[bytes]) -> Path:
 
 def _rewrite_without(path: Path, drop: set[int]) -> None:
     """Rewrite ``path`` without the lines numbered in ``drop`` (temp file, fsync, replace)."""
-    tmp = path.with_name(f".{path.name}.doctor.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.doctor.tmp")  # fresh name: nothing planted is followed
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(tmp, flags, FILE_MODE)
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:
@@ -438,20 +455,18 @@ class _Repairer:
                     target = _append_quarantine(path, [found[1]])
                     self.note(f"copied the {len(found[1]):,} bytes of the torn last line of {path.name} to {target.name}")
 
-    def recover(self, session, *, last_try: bool = False) -> bool:
-        """Finish an unfinished compaction; False if it could not be done (yet)."""
+    def recover(self, session) -> bool:
+        """Finish an unfinished compaction; False if it could not be done."""
         if not self.paths.compaction_journal.exists():
             return True
         from memcli.compaction.journal import recover
 
         try:
             note = recover(session)
-        except CorruptStoreError as exc:
-            if last_try:
-                self.note(f"could not recover the unfinished compaction: {exc.message}")
-            return False  # a bad line in the way: tried again once the bad lines are moved aside
         except MemcliError as exc:
             self.note(f"could not recover the unfinished compaction: {exc.message}")
+            self.note("left every other problem alone: the files must stay as the compaction journal "
+                      "describes them until it is recovered")
             return False
         self.note(note or "recovered the unfinished compaction")
         return True
@@ -501,26 +516,24 @@ def repair(store: AgentStore) -> DoctorReport:
         session._rollback_interrupted_ingest()  # what WriteSession.open() does first
         for note in session.recovered:
             repairer.note(note)
-        recovered = repairer.recover(session)
-        for path in (store.paths.active, store.paths.archive, store.paths.episodic, store.paths.semantic):
-            tail = jsonl.repair_tail(path)
-            if tail is not None:
-                repairer.note(tail.describe())
-        repairer.rewrite_lines(check(store))
-        if not recovered:
-            recovered = repairer.recover(session, last_try=True)
-        stale = any(f.code == "stale-cache" for f in before)
-        if recovered and (repairer.actions or stale):  # files changed: the cache no longer describes them
-            for path in (store.paths.state, store.paths.ids):
+        if repairer.recover(session):
+            for path in (store.paths.active, store.paths.archive, store.paths.episodic, store.paths.semantic):
+                tail = jsonl.repair_tail(path)
+                if tail is not None:
+                    repairer.note(tail.describe())
+            repairer.rewrite_lines(check(store))
+            stale = any(f.code == "stale-cache" for f in before)
+            if repairer.actions or stale:  # files changed: the cache no longer describes them
+                for path in (store.paths.state, store.paths.ids):
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass
                 try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass
-            try:
-                WriteSession(store).open()
-                repairer.note("rebuilt the state cache from the files")
-            except MemcliError as exc:
-                repairer.note(f"could not rebuild the state cache: {exc.message}")
+                    WriteSession(store).open()
+                    repairer.note("rebuilt the state cache from the files")
+                except MemcliError as exc:
+                    repairer.note(f"could not rebuild the state cache: {exc.message}")
         after = check(store)
     # fixed findings as they were found; the others as they are now (their lines may have moved)
     now = {f.key: f for f in after}
