@@ -18,8 +18,9 @@ from tests.helpers import CORPORA, needs_corpora
 
 pytestmark = needs_corpora
 
-# file -> (format, expected counts, extract). Counts: calls, answered (results that found their
-# call), errors, pending, orphans; None = the MANIFEST does not say.
+# file -> (format, expected counts). Counts: calls, answered (results that found their call),
+# errors, pending, orphans — only those the MANIFEST states. The file under anthropic/ holds
+# Claude Code SDK stream-json records, which the claude-code importer reads.
 CASES = {
     "openai/tau-bench_gpt-4o-airline.json": ("openai", {"calls": 1164, "answered": 1164, "pending": 0, "orphans": 0}),
     "openai/swe-agent_function_calling_simple.traj": ("openai", {"calls": 5, "answered": 5, "pending": 0, "orphans": 0}),
@@ -32,7 +33,7 @@ CASES = {
     "codex/codex_rollout_localpush_019c8a59_2722ev_sanitized.jsonl": (
         "codex", {"calls": 365, "answered": 365, "pending": 0, "orphans": 0}),
     "codex/codex_rollout_schema_coverage_SYNTHETIC.jsonl": ("codex", {"orphans": 1}),
-    "anthropic/claude-code-action_sample-turns.json": ("anthropic", {"calls": 3, "answered": 3, "pending": 0, "orphans": 0}),
+    "anthropic/claude-code-action_sample-turns.json": ("claude-code", {"calls": 3, "answered": 3, "pending": 0, "orphans": 0}),
 }
 
 
