@@ -115,6 +115,32 @@ def test_stats_budget_uses_the_shared_trigger(cli, fx, memory_dir):
     assert "  budget           compaction is due: provider-reported prompt_tokens 2,100 > 380" in human
 
 
+def test_stats_human_view(cli, fx, memory_dir):
+    from memcli.compaction.policy import estimate_working_tokens
+    from memcli.tokens import TokenCounter
+
+    counter = TokenCounter()
+    estimate = estimate_working_tokens(AgentStore(memory_dir, "fx"), counter)
+    result = ok(cli("stats", "fx", "--width", "100"))
+    sizes = [(fx / n).stat().st_size for n in ("raw_traces.jsonl", "raw_traces_archive.jsonl", "episodic.jsonl",
+                                               "semantic.jsonl")]
+    assert result.stdout == (
+        "fx\n"
+        "  active traces    14  (user 4, assistant 2, tool_call 4, tool_result 4)\n"
+        "  archived traces  6  (user 2, assistant 2, tool_call 1, tool_result 1)\n"
+        "  turns            3 active, 2 archived, 5 in all\n"
+        "  tool calls       5 calls, 5 results: 3 success, 1 error, 1 pending, 1 orphan\n"
+        "  episodic         3 (1 live)\n"
+        "  semantic         3 (2 live)\n"
+        f"  tokens           {estimate:,} estimated for the working snapshot ({counter.describe()})\n"
+        "  prompt_tokens    2,100 (last provider-reported)\n"
+        f"  files            raw_traces.jsonl {sizes[0] / 1024:,.1f} KiB, raw_traces_archive.jsonl {sizes[1]} B, "
+        f"episodic.jsonl {sizes[2]} B, semantic.jsonl {sizes[3]} B\n"
+        "  last activity    2026-03-02T09:41:00Z\n"
+        "  last compaction  2026-03-02T09:17:00Z  cmp_2: 2 turns, 6 traces, model offline\n"
+    )
+
+
 def test_stats_of_an_agent_without_archive_or_memory(cli):
     cli("ingest", "a", input=[{"trace_type": "user", "content": "hi"}, {"trace_type": "assistant", "content": "yo"}])
     doc = orjson.loads(ok(cli("stats", "a", "--json")).stdout)

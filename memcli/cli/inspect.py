@@ -117,8 +117,7 @@ def _render_stats(s, view: HumanView) -> None:
                        f"{t.pending:,} pending, {t.orphan:,} orphan"),
         ("episodic", f"{m.episodic:,} ({m.episodic_live:,} live)"),
         ("semantic", f"{m.semantic:,} ({m.semantic_live:,} live)"),
-        ("tokens", f"{tok.estimate:,} estimated for the working snapshot "
-                   f"({'exact ' if tok.exact else ''}{tok.counter})"),
+        ("tokens", f"{tok.estimate:,} estimated for the working snapshot ({tok.counter})"),
         ("prompt_tokens", f"{tok.last_prompt_tokens:,} (last provider-reported)"
          if tok.last_prompt_tokens is not None else "none reported"),
         ("files", files or "none"),
