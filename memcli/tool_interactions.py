@@ -1,50 +1,127 @@
 """The tool interaction view of DESIGN.md §2: each tool call with its result, derived from traces.
 
 Pairing is by ``tool_call_id``, first-in-first-out among the calls with that id that are still
-unanswered (transcripts reuse ids), in store order. Status: PENDING (no result yet), SUCCESS,
-ERROR (the result has a ``tool_error``). A result whose call is not among the traces given is an
-ORPHAN and is listed at its own position — never dropped. Interactions come out in the order of
-their calls (orphans at their result's position). Nothing here is stored.
+unanswered (transcripts reuse ids), in store order — with the refinement the linker applies
+(:mod:`memcli.store.state`): a result answers the oldest unanswered call with its id *in the
+result's own turn* when there is one, else the oldest overall. For traces memcli linked itself
+the two rules pick the same call (a result joins the turn of the call it answers); for foreign
+data with explicit turn ids it is the better match, and it keeps this view and the state's
+unanswered-call map (the ``tools --status pending`` fast path) in agreement.
+
+Status: PENDING (no result yet), SUCCESS, ERROR (the result has a ``tool_error``). A result whose
+call is not among the traces given is an ORPHAN and is listed at its own position — never
+dropped. Nothing here is stored.
+
+Everything streams: :func:`iter_tool_pairs` yields interactions while reading the traces.
+
+* ``ordered=True`` (the default) yields them in the order of their calls (orphans at their
+  result's position). An interaction waits until it is complete, and so do the ones after it;
+  memory therefore holds what follows the oldest unanswered call. Calls known never to be
+  answered (``never_answered``: call trace ids, e.g. from the state's unanswered-call map) are
+  let through at once, so a long history with an old stale call still streams.
+* ``ordered=False`` yields each interaction as soon as it is complete (orphans at once), and the
+  still-unanswered calls at the end: memory holds only the open calls. For counting.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Collection, Iterable, Iterator
 
 from memcli.models import RawTrace, ToolInteraction, ToolStatus
 
 
-def pair_tool_traces(traces: Iterable[RawTrace]) -> list[ToolInteraction]:
-    out: list[ToolInteraction] = []
-    open_calls: dict[str, deque[ToolInteraction]] = {}
-    for trace in traces:
-        if trace.trace_type == "tool_call":
-            interaction = ToolInteraction(
+@dataclass(slots=True)
+class ToolPair:
+    """An interaction with the traces it was made from (``call`` is None for an orphan,
+    ``result`` None while pending) — for filters that look at trace fields such as tags."""
+
+    interaction: ToolInteraction
+    call: RawTrace | None
+    result: RawTrace | None
+    position: int = 0  # index of the call (or orphan result) among the traces read
+
+    def has_tag(self, tag: str) -> bool:
+        return (self.call is not None and tag in self.call.tags) or (
+            self.result is not None and tag in self.result.tags)
+
+    @property
+    def ts(self) -> float | None:
+        """When the interaction happened: its call's time (its result's for an orphan)."""
+        i = self.interaction
+        return i.call_ts if i.call_ts is not None else i.result_ts
+
+
+def take_open_call(queue: list, turn_id: str | None) -> int:
+    """Index in ``queue`` (oldest first) of the call a result from ``turn_id`` answers."""
+    if turn_id is not None:
+        for index, entry in enumerate(queue):
+            if entry.interaction.turn_id == turn_id:
+                return index
+    return 0
+
+
+def iter_tool_pairs(traces: Iterable[RawTrace], *, ordered: bool = True,
+                    never_answered: Collection[str] = ()) -> Iterator[ToolPair]:
+    open_calls: dict[str, list[ToolPair]] = {}
+    waiting: deque[ToolPair] = deque()  # ordered mode: interactions not yet yielded, in order
+    for position, trace in enumerate(traces):
+        trace_type = trace.trace_type
+        if trace_type == "tool_call":
+            pair = ToolPair(ToolInteraction(
                 tool_call_id=trace.tool_call_id or "", turn_id=trace.turn_id, tool_name=trace.tool_name,
                 arguments=trace.tool_args, result=None, error=None, status=ToolStatus.PENDING,
                 call_trace_id=trace.id, call_ts=trace.ts,
-            )
-            out.append(interaction)
-            open_calls.setdefault(interaction.tool_call_id, deque()).append(interaction)
-        elif trace.trace_type == "tool_result":
-            queue = open_calls.get(trace.tool_call_id or "")
+            ), trace, None, position)
+            open_calls.setdefault(pair.interaction.tool_call_id, []).append(pair)
+            if ordered:
+                waiting.append(pair)
+        elif trace_type == "tool_result":
+            call_id = trace.tool_call_id or ""
+            queue = open_calls.get(call_id)
             if queue:
-                interaction = queue.popleft()
+                pair = queue.pop(take_open_call(queue, trace.turn_id))
                 if not queue:
-                    del open_calls[trace.tool_call_id or ""]
+                    del open_calls[call_id]
+                interaction = pair.interaction
+                interaction.status = ToolStatus.ERROR if trace.tool_error else ToolStatus.SUCCESS
+                if interaction.tool_name is None:
+                    interaction.tool_name = trace.tool_name
             else:
                 interaction = ToolInteraction(
-                    tool_call_id=trace.tool_call_id or "", turn_id=trace.turn_id, tool_name=trace.tool_name,
+                    tool_call_id=call_id, turn_id=trace.turn_id, tool_name=trace.tool_name,
                     arguments=trace.tool_args, result=None, error=None, status=ToolStatus.ORPHAN,
                 )
-                out.append(interaction)
+                pair = ToolPair(interaction, None, None, position)
+                if ordered:
+                    waiting.append(pair)
+            pair.result = trace
             interaction.result = trace.tool_result
             interaction.error = trace.tool_error
             interaction.result_trace_id = trace.id
             interaction.result_ts = trace.ts
-            if interaction.tool_name is None:
-                interaction.tool_name = trace.tool_name
-            if interaction.status is not ToolStatus.ORPHAN:
-                interaction.status = ToolStatus.ERROR if trace.tool_error else ToolStatus.SUCCESS
-    return out
+            if not ordered:
+                yield pair
+        else:
+            continue
+        while waiting and (waiting[0].interaction.status is not ToolStatus.PENDING
+                           or waiting[0].interaction.call_trace_id in never_answered):
+            yield waiting.popleft()
+    if ordered:
+        yield from waiting
+    else:
+        rest = [pair for queue in open_calls.values() for pair in queue]
+        rest.sort(key=lambda pair: pair.position)
+        yield from rest
+
+
+def iter_tool_interactions(traces: Iterable[RawTrace], *, ordered: bool = True,
+                           never_answered: Collection[str] = ()) -> Iterator[ToolInteraction]:
+    for pair in iter_tool_pairs(traces, ordered=ordered, never_answered=never_answered):
+        yield pair.interaction
+
+
+def pair_tool_traces(traces: Iterable[RawTrace]) -> list[ToolInteraction]:
+    """Every interaction, in call order (orphans at their result's position)."""
+    return list(iter_tool_interactions(traces))

@@ -1,9 +1,379 @@
-"""CLI commands of this area (not implemented yet)."""
+"""Read commands: ``agents``, ``stats``, ``turns``, ``show``, ``tools``, ``get``, ``memory``
+(and ``doctor``, registered from :mod:`memcli.cli.doctor`).
+
+Each resolves its options, calls one function of :mod:`memcli.inspect`, and hands the result to
+the shared output layer (:mod:`memcli.cli.output`): a human view, ``--json`` or ``--ndjson``.
+The human views are defined here; the library does not know about them.
+"""
 
 from __future__ import annotations
 
+from typing import List, Optional
+
 import typer
+
+from memcli.cli.output import Column, HumanView, Output, fmt_bytes, fmt_int, fmt_ts, one_line, output_options
+
+AGENT = typer.Argument(..., help="Agent id.")
+ARCHIVE_HELP = "Include archived (compacted) traces, oldest first."
+SINCE_HELP = "Only from this time on: ISO-8601 (UTC unless an offset is given) or epoch seconds."
+UNTIL_HELP = "Only up to this time (inclusive): ISO-8601 or epoch seconds."
+TAG_HELP = "Only traces with this tag (repeatable: any of them)."
+
+
+def _store(ctx: typer.Context, agent: str):
+    from memcli.store.agent import AgentStore
+
+    return AgentStore(ctx.obj, agent).require()
+
+
+def _json_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    import orjson
+
+    return orjson.dumps(value).decode()
+
+
+# ---------------------------------------------------------------------------- agents
+
+AGENT_COLUMNS = [
+    Column("agent", "agent", max_width=40),
+    Column("active", "active", align="right"),
+    Column("archived", "archive", align="right"),
+    Column("turns", "turns", align="right"),
+    Column("episodic", "episodic", align="right"),
+    Column("semantic", "semantic", align="right"),
+    Column("size", lambda a: fmt_bytes(a.bytes), align="right"),
+    Column("last activity", lambda a: fmt_ts(a.last_activity)),
+    Column("problem", "problem", flex=True, style="red"),
+]
+
+
+@output_options
+def agents(ctx: typer.Context, *, out: Output) -> None:
+    """List every agent in the store: traces (active, archived), turns, memory items, size, last activity.
+
+    An agent that cannot be read is listed with the problem (and a warning on stderr).
+    """
+    from memcli.inspect.agents import iter_agents
+
+    def rows():
+        for summary in iter_agents(ctx.obj):
+            if summary.problem:
+                out.note(f"warning: agent {summary.agent!r}: {summary.problem}")
+            yield summary
+
+    count = out.records(rows(), human=lambda rows, view: view.table(rows, AGENT_COLUMNS, empty=""))
+    if count == 0:
+        out.note(f"no agents in {ctx.obj}")
+
+
+# ---------------------------------------------------------------------------- stats
+
+@output_options
+def stats(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    model: Optional[str] = typer.Option(
+        None, "--model", help="Model whose context window sets the budget (any LiteLLM model name)."),
+    max_context_tokens: Optional[int] = typer.Option(
+        None, "--max-context-tokens", min=1, help="Context window in tokens (overrides the model's)."),
+    *, out: Output,
+) -> None:
+    """Counts per tier and trace type, turns, tool calls by status, tokens, file sizes, last compaction.
+
+    Tokens: memcli's estimate of the working snapshot (tiktoken, offline) and the last
+    provider-reported prompt_tokens. With --model or --max-context-tokens, also the input budget
+    and whether compaction is due (the same decision `compact --if-needed` takes).
+    """
+    from memcli.inspect.stats import compute_stats
+
+    result = compute_stats(_store(ctx, agent), model=model, max_context_tokens=max_context_tokens)
+    out.document(result, human=_render_stats)
+
+
+def _render_stats(s, view: HumanView) -> None:
+    def types(c):
+        return f"{c.total:,}  (user {c.user:,}, assistant {c.assistant:,}, tool_call {c.tool_call:,}, tool_result {c.tool_result:,})"
+
+    t = s.tool_calls
+    tok = s.tokens
+    files = ", ".join(f"{f.file} {fmt_bytes(f.bytes)}" for f in s.files.values() if f.bytes)
+    compaction = "none"
+    if s.last_compaction is not None:
+        c = s.last_compaction
+        compaction = (f"{fmt_ts(c.ts)}  {c.compaction_id or c.episodic_id}: {c.turns:,} turns, "
+                      f"{c.traces:,} traces" + (f", model {c.model}" if c.model else ""))
+    m = s.memory
+    view.line((s.agent, "bold"))
+    view.fields([
+        ("active traces", types(s.traces["active"])),
+        ("archived traces", types(s.traces["archive"])),
+        ("turns", f"{s.turns.active:,} active, {s.turns.archive:,} archived, {s.turns.total:,} in all"),
+        ("tool calls", f"{t.calls:,} calls, {t.results:,} results: {t.success:,} success, {t.error:,} error, "
+                       f"{t.pending:,} pending, {t.orphan:,} orphan"),
+        ("episodic", f"{m.episodic:,} ({m.episodic_live:,} live)"),
+        ("semantic", f"{m.semantic:,} ({m.semantic_live:,} live)"),
+        ("tokens", f"{tok.estimate:,} estimated for the working snapshot ({tok.counter})"),
+        ("prompt_tokens", f"{tok.last_prompt_tokens:,} (last provider-reported)"
+         if tok.last_prompt_tokens is not None else "none reported"),
+        ("files", files or "none"),
+        ("last activity", fmt_ts(s.last_activity) or "never"),
+        ("last compaction", compaction),
+        ("budget", s.budget["explanation"] if s.budget else None),
+    ])
+
+
+# ---------------------------------------------------------------------------- turns
+
+def _turn_columns(archive: bool):
+    cols = [Column("turn", "turn_id", max_width=24)]
+    if archive:
+        cols.append(Column("tier", "tier"))
+    cols += [
+        Column("started", lambda t: fmt_ts(t.started)),
+        Column("traces", "traces", align="right"),
+        Column("ask", "ask", flex=True, min_width=20),
+        Column("tools", lambda t: ", ".join(t.tools), flex=True, min_width=12, max_width=40),
+        Column("calls", "tool_calls", align="right"),
+        Column("errors", lambda t: t.errors or "", align="right", style="red"),
+        Column("pending", lambda t: t.pending or "", align="right", style="yellow"),
+    ]
+    return cols
+
+
+@output_options
+def turns(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N",
+                                       help="Only the last N turns (read from the end of the file)."),
+    archive: bool = typer.Option(False, "--archive", help=ARCHIVE_HELP),
+    *, out: Output,
+) -> None:
+    """One row per turn: id, time, the user's ask (clipped), tools used, calls, errors, pending calls."""
+    from memcli.inspect.turns import iter_turns, recent_turns
+
+    store = _store(ctx, agent)
+    rows = recent_turns(store, last, archive=archive) if last else iter_turns(store, archive=archive)
+    out.records(rows, human=lambda rows, view: view.table(rows, _turn_columns(archive), empty="no turns"))
+
+
+# ---------------------------------------------------------------------------- show
+
+def trace_body(trace) -> str:
+    """What a trace says, as text: content, tool arguments, result or error."""
+    kind = trace.trace_type
+    if kind == "tool_call":
+        args = _json_text(trace.tool_args) if trace.tool_args is not None else ""
+        return "\n".join(p for p in (trace.content, args) if p)
+    if kind == "tool_result":
+        if trace.tool_error:
+            return "\n".join(p for p in (trace.content, f"ERROR: {trace.tool_error}") if p)
+        result = _json_text(trace.tool_result)
+        return "\n".join(p for p in (trace.content, result) if p)
+    return trace.content or ""
+
+
+_TYPE_STYLE = {"user": "bold cyan", "assistant": "bold green", "tool_call": "bold magenta", "tool_result": "bold blue"}
+
+
+def _render_traces(traces, view: HumanView) -> None:
+    count = 0
+    for trace in traces:
+        count += 1
+        head = [(trace.turn_id, "dim"), f" #{trace.seq}  ", (fmt_ts(trace.ts), "dim"), "  ",
+                (trace.trace_type, _TYPE_STYLE.get(trace.trace_type))]
+        if trace.tool_name:
+            head += ["  ", (trace.tool_name, "bold")]
+        if trace.tool_call_id:
+            head += [f"  [{trace.tool_call_id}]"]
+        if trace.trace_type == "tool_result":
+            head += ["  ", ("ERROR", "bold red") if trace.tool_error else ("ok", "green")]
+        if trace.tags:
+            head += ["  ", ("{" + ",".join(trace.tags) + "}", "yellow")]
+        if trace.usage and isinstance(trace.usage, dict) and trace.usage.get("prompt_tokens") is not None:
+            head += [f"  prompt_tokens={trace.usage['prompt_tokens']:,}"]
+        head += ["  ", (trace.id, "dim")]
+        view.line(*head)
+        view.text(trace_body(trace), indent=4, max_chars=max(view.width * 4, 200))
+    if count == 0:
+        Output.note("no traces matched")
+
+
+@output_options
+def show(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    turn: Optional[str] = typer.Option(None, "--turn", metavar="ID", help="Only this turn (e.g. turn_0003)."),
+    last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N",
+                                       help="Only the last N turns (read from the end of the file)."),
+    type_: Optional[List[str]] = typer.Option(None, "--type", metavar="T",
+                                              help="Only traces of this type: user, assistant, tool_call, tool_result "
+                                                   "(repeatable)."),
+    tag: Optional[List[str]] = typer.Option(None, "--tag", metavar="TAG", help=TAG_HELP),
+    since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help=SINCE_HELP),
+    until: Optional[str] = typer.Option(None, "--until", metavar="TIME", help=UNTIL_HELP),
+    archive: bool = typer.Option(False, "--archive", help=ARCHIVE_HELP),
+    *, out: Output,
+) -> None:
+    """Print the traces themselves, in store order; long content is clipped (--no-clip shows it all).
+
+    --json/--ndjson print the records exactly as stored, so `show --ndjson` can be ingested again.
+    """
+    from memcli.inspect.filters import TraceFilter
+    from memcli.inspect.traces import select_traces
+
+    flt = TraceFilter.from_options(type_, tag, since, until)
+    traces = select_traces(_store(ctx, agent), flt=flt, turn=turn, last=last, archive=archive)
+    out.records(traces, human=_render_traces)
+
+
+# ---------------------------------------------------------------------------- tools
+
+_STATUS_STYLE = {"SUCCESS": "green", "ERROR": "bold red", "PENDING": "yellow", "ORPHAN": "magenta"}
+
+
+def _result_text(i) -> str:
+    if i.error:
+        return f"ERROR: {i.error}"
+    if i.status.value == "PENDING":
+        return ""
+    return _json_text(i.result)
+
+
+TOOL_COLUMNS = [
+    Column("turn", "turn_id", max_width=24),
+    Column("call id", "tool_call_id", max_width=28),
+    Column("tool", "tool_name", max_width=24),
+    Column("status", lambda i: i.status.value, style=_STATUS_STYLE.get),
+    Column("arguments", lambda i: _json_text(i.arguments), flex=True, min_width=16),
+    Column("result", _result_text, flex=True, min_width=16),
+]
+
+
+def _render_tools(rows, view: HumanView) -> None:
+    view.table(rows, TOOL_COLUMNS, empty="no tool interactions matched")
+
+
+@output_options
+def tools(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    status: Optional[List[str]] = typer.Option(None, "--status", metavar="S",
+                                               help="Only this status: pending, success, error, orphan (repeatable)."),
+    name: Optional[List[str]] = typer.Option(None, "--name", metavar="NAME", help="Only this tool (repeatable)."),
+    turn: Optional[str] = typer.Option(None, "--turn", metavar="ID", help="Only calls of this turn."),
+    last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N", help="Only the last N turns."),
+    tag: Optional[List[str]] = typer.Option(None, "--tag", metavar="TAG",
+                                            help="Only interactions whose call or result has this tag (repeatable)."),
+    since: Optional[str] = typer.Option(None, "--since", metavar="TIME", help=SINCE_HELP),
+    until: Optional[str] = typer.Option(None, "--until", metavar="TIME", help=UNTIL_HELP),
+    archive: bool = typer.Option(False, "--archive", help=ARCHIVE_HELP),
+    *, out: Output,
+) -> None:
+    """Tool interactions: each call with its result, paired first-in-first-out per tool_call_id.
+
+    Status is PENDING (no result yet), SUCCESS, ERROR, or ORPHAN (a result without a call).
+    `--status pending` reads the unanswered calls from the state cache: no scan.
+    """
+    from memcli.inspect.filters import TraceFilter
+    from memcli.inspect.tools import parse_statuses, select_tool_interactions
+
+    flt = TraceFilter.from_options(None, tag, since, until)
+    rows = select_tool_interactions(_store(ctx, agent), statuses=parse_statuses(status), names=name or (),
+                                    turn=turn, flt=flt, last=last, archive=archive)
+    out.records(rows, human=_render_tools)
+
+
+# ---------------------------------------------------------------------------- get
+
+@output_options
+def get(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    record_id: str = typer.Argument(..., metavar="ID", help="Record id: a trace, episodic or semantic item."),
+    *, out: Output,
+) -> None:
+    """Print one record in full, wherever it lives: active, archive, episodic or semantic.
+
+    This is how something a snapshot clipped or a compaction archived is expanded. stdout is
+    the record exactly; where it was found (tier, file and line) goes to stderr.
+    """
+    from memcli.inspect.records import get_record
+
+    found = get_record(_store(ctx, agent), record_id)
+    out.note(f"{record_id} is in {found.tier} ({found.path}:{found.line})")
+    out.document(found.record, human=lambda record, view: view.json(record))
+
+
+# ---------------------------------------------------------------------------- memory
+
+def _render_memory(entries, view: HumanView) -> None:
+    count = 0
+    for entry in entries:
+        count += 1
+        item = entry.item
+        head = [(entry.tier, "bold cyan" if entry.tier == "episodic" else "bold green"), "  ",
+                (fmt_ts(item.ts), "dim"), "  ", (item.id, "dim")]
+        if entry.tier == "episodic":
+            turns_ = item.turn_ids or []
+            if turns_:
+                span = turns_[0] if len(turns_) == 1 else f"{turns_[0]}..{turns_[-1]}"
+                head += [f"  {span} ({len(turns_):,} turn{'s' if len(turns_) != 1 else ''})"]
+            if item.model:
+                head += [f"  model {item.model}"]
+        else:
+            head += [f"  confidence {item.confidence:g}"]
+        if item.tags:
+            head += ["  ", ("{" + ",".join(map(str, item.tags)) + "}", "yellow")]
+        if entry.superseded_by:
+            head += ["  ", (f"superseded by {entry.superseded_by}", "bold red")]
+        view.line(*head)
+        view.text(item.summary if entry.tier == "episodic" else item.fact, indent=4,
+                  max_chars=max(view.width * 6, 300), max_lines=12)
+    if count == 0:
+        Output.note("no memory items (episodic summaries and semantic facts are written by `memcli compact`)")
+
+
+@output_options
+def memory(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    all_: bool = typer.Option(False, "--all", help="Include superseded items (marked with what replaced them)."),
+    tier: Optional[str] = typer.Option(None, "--tier", metavar="T", help="Only episodic or only semantic items."),
+    *, out: Output,
+) -> None:
+    """Episodic summaries and semantic facts, oldest first; superseded ones only with --all.
+
+    In JSON each item is the stored record with `tier` and `superseded_by` in front.
+    """
+    from memcli.errors import UsageError
+    from memcli.inspect.memory import TIERS, iter_memory
+
+    if tier is not None and tier not in TIERS:
+        raise UsageError(f"--tier: expected episodic or semantic, got {tier!r}")
+    entries = iter_memory(_store(ctx, agent), include_superseded=all_, tiers=(tier,) if tier else TIERS)
+    if out.human:
+        out.records(entries, human=_render_memory)
+    else:
+        out.records((e.to_json() for e in entries), human=_render_memory)
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("agents")(agents)
+    app.command("stats")(stats)
+    app.command("turns")(turns)
+    app.command("show")(show)
+    app.command("tools")(tools)
+    app.command("get")(get)
+    app.command("memory")(memory)
+    from memcli.cli import doctor
+
+    doctor.register(app)
+
+
+__all__ = ["register", "trace_body", "fmt_int", "one_line"]

@@ -1,0 +1,554 @@
+"""Integrity checks of one agent, with file and line, and the repairs that lose no data
+(``memcli doctor AGENT [--repair]``).
+
+The check reads the files exactly as they are — before anything recovers — with a lenient
+reader that goes on past a bad line. Every finding has a severity:
+
+``error`` — the store breaks an invariant readers or writers rely on (DESIGN.md §1–§3):
+
+* ``interrupted-ingest`` — ``.ingest.pending`` exists: an ingest did not finish (or is running
+  right now). Repair: roll it back (its events were never acknowledged).
+* ``unfinished-compaction`` — ``.compaction.journal`` exists. Repair: finish or undo it with
+  :func:`memcli.compaction.journal.recover`, as the next write would.
+* ``torn-tail`` — the last line has no newline (a crash mid-append, or a write in progress).
+  Repair: a complete record only lost its newline and gets it back; otherwise the partial bytes
+  are cut off — after being copied to ``<file>.corrupt-lines``.
+* ``bad-json`` / ``not-an-object`` / ``invalid-record`` — a line readers cannot use (not JSON,
+  JSON that is not an object, an object that is not a record of that file: the reason says
+  what is missing). Repair: the line moves, byte for byte, to ``<file>.corrupt-lines`` (fix it
+  and ingest it again if it matters); the file then parses again.
+* ``duplicate-id`` — an id twice in one file. Repair: a later byte-identical copy is dropped;
+  copies that differ are left for a person to decide.
+* ``id-in-both-tiers`` — a trace id in both the active file and the archive (an interrupted
+  compaction done by hand, a copy). Repair: a byte-identical active copy is dropped (the
+  archived one stays); copies that differ are left.
+* ``seq-backwards`` — within a turn a trace's ``seq`` is lower than or equal to the one before
+  it in the file; readers assume a turn's traces come in rising ``seq`` (reading recent turns
+  from the end stops at ``seq`` 1). Not repaired (renumbering would rewrite history).
+
+``warning`` — legal, but worth a look; not repaired:
+
+* ``orphan-result`` — a tool result whose call is nowhere in the history (archive and active,
+  paired first-in-first-out per ``tool_call_id``).
+* ``stale-pending-call`` — a tool call without a result while *later turns exist* (a turn first
+  seen after the call's turn). A call in the newest turn is simply in flight and not reported.
+  A stale call ends every compaction window at its turn (DESIGN.md §4), so the history before
+  it can never shrink; ingest its result (or a ``tool_error``) to release it.
+
+``info`` — harmless: the state cache (``.state.json``, ``.ids``) disagrees with the files; it
+is rebuilt on the next write, or now with ``--repair``.
+
+``--repair`` works under the agent lock in this order: copy torn tails aside, roll back an
+interrupted ingest, recover an unfinished compaction, repair torn tails, move bad lines aside and
+drop byte-identical duplicates (each file rewritten through a temp file and ``os.replace``), then
+rebuild the cache; finally it checks again. If the compaction cannot be recovered, nothing after
+that step is done: its journal records byte offsets that a rewrite would invalidate. Each finding says whether it was fixed and how.
+Exit status (CLI): 1 while an error remains (with ``--strict``, a warning too), else 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+
+from memcli.errors import CorruptStoreError, MemcliError
+from memcli.models import EpisodicItem, RawTrace, SemanticItem, ToolStatus, from_record
+from memcli.store import jsonl
+from memcli.store.agent import AgentStore, trace_from_record
+from memcli.store.layout import FILE_MODE
+from memcli.tool_interactions import iter_tool_pairs
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+QUARANTINE_SUFFIX = ".corrupt-lines"
+_FIXABLE_LINE_CODES = ("bad-json", "not-an-object", "invalid-record")
+
+
+@dataclass
+class Finding:
+    severity: str           # error, warning or info
+    code: str
+    file: str | None        # path of the file concerned (None: the agent as a whole)
+    line: int | None        # 1-based line in that file
+    message: str
+    fixable: bool           # --repair can fix it without losing data
+    action: str | None      # what --repair does (or did) about it
+    fixed: bool = False
+    key: tuple = field(default=(), repr=False, compare=False)   # identifies it across re-checks
+    offset: int | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict:
+        return {"severity": self.severity, "code": self.code, "file": self.file, "line": self.line,
+                "message": self.message, "fixable": self.fixable, "fixed": self.fixed, "action": self.action}
+
+    def location(self) -> str:
+        if self.file is None:
+            return ""
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+
+@dataclass
+class DoctorReport:
+    agent: str
+    findings: list
+    repaired: bool          # --repair ran
+    actions: list           # what the repair did, in order
+
+    def remaining(self, *, strict: bool = False) -> list:
+        counted = (ERROR, WARNING) if strict else (ERROR,)
+        return [f for f in self.findings if f.severity in counted and not f.fixed]
+
+
+# ---------------------------------------------------------------------- reading leniently
+
+def _lines(path: Path) -> Iterator[tuple[int, int, bytes, bool]]:
+    """(line number, offset, bytes without the newline, terminated) for every line."""
+    try:
+        f = jsonl.open_read(path)
+    except FileNotFoundError:
+        return
+    with f:
+        offset = 0
+        for number, raw in enumerate(f, 1):
+            terminated = raw.endswith(b"\n")
+            yield number, offset, raw[:-1] if terminated else raw, terminated
+            offset += len(raw)
+
+
+def _digest(raw: bytes) -> bytes:
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+class _Checker:
+    """One check of one agent (see the module docstring)."""
+
+    def __init__(self, store: AgentStore):
+        self.store = store
+        self.paths = store.paths
+        self.findings: list[Finding] = []
+        self.counts = {"active": 0, "archive": 0}
+        self.pending_ids: set[str] = set()
+        self._keys: dict[tuple, int] = {}
+        self.journal_finding: Finding | None = None
+        self.in_both_mid_compaction = 0
+
+    def add(self, severity, code, path: Path | None, line, message, *, fixable=False, action=None, key=(),
+            offset=None) -> Finding:
+        key = (code,) + tuple(key)
+        seen = self._keys.get(key, 0)  # the n-th finding with the same identity (e.g. a third copy)
+        self._keys[key] = seen + 1
+        finding = Finding(severity, code, str(path) if path is not None else None, line, message, fixable, action,
+                          key=key + (seen,), offset=offset)
+        self.findings.append(finding)
+        return finding
+
+    # -------------------------------------------------------------- agent-level markers
+    def check_markers(self) -> None:
+        marker = self.paths.ingest_marker
+        if marker.exists():
+            detail = ""
+            try:
+                size = int(orjson.loads(marker.read_bytes())["active_size"])
+                extra = jsonl.file_size(self.paths.active) - size
+                if extra > 0:
+                    detail = f": {extra:,} bytes after byte {size:,} of {self.paths.active.name} were never acknowledged"
+            except (OSError, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+                detail = " (its marker is unreadable and will be discarded)"
+            self.add(ERROR, "interrupted-ingest", marker, None,
+                     f"an ingest did not finish (or is running right now){detail}", fixable=True,
+                     action="roll the unfinished ingest back (its events were never acknowledged)")
+        journal = self.paths.compaction_journal
+        if journal.exists():
+            what = f"{jsonl.file_size(journal):,}-byte journal"
+            try:
+                data = orjson.loads(journal.read_bytes())
+                if isinstance(data, dict) and data.get("compaction_id"):
+                    moved = data.get("moved")
+                    what = f"{data['compaction_id']}" + (f", moving {moved:,} traces" if isinstance(moved, int) else "")
+            except (OSError, orjson.JSONDecodeError):
+                pass
+            self.journal_finding = self.add(
+                ERROR, "unfinished-compaction", journal, None, f"a compaction did not finish ({what})", fixable=True,
+                action="finish the compaction from its journal, as the next write would")
+
+    # -------------------------------------------------------------- one data file
+    def _tail(self, path: Path, number: int, offset: int, raw: bytes) -> None:
+        try:
+            complete = isinstance(orjson.loads(raw), dict)
+        except orjson.JSONDecodeError:
+            complete = False
+        if complete:
+            action = "add the missing newline (the record is complete)"
+        else:
+            action = f"cut the {len(raw):,} partial bytes off (a copy goes to {path.name}{QUARANTINE_SUFFIX})"
+        self.add(ERROR, "torn-tail", path, number,
+                 f"the last line has no newline ({len(raw):,} bytes): a write was cut short, or is in progress",
+                 fixable=True, action=action, key=(str(path),), offset=offset)
+
+    def _bad_line(self, code: str, path: Path, number: int, offset: int, raw: bytes, message: str) -> None:
+        self.add(ERROR, code, path, number, message, fixable=True,
+                 action=f"move the line to {path.name}{QUARANTINE_SUFFIX}",
+                 key=(str(path), _digest(raw)), offset=offset)
+
+    def records(self, path: Path, kind: str) -> Iterator[tuple[int, int, bytes, dict, object]]:
+        """(line, offset, raw, record, model) of each usable line; findings for the others."""
+        for number, offset, raw, terminated in _lines(path):
+            if not raw.strip():
+                continue
+            if not terminated:
+                self._tail(path, number, offset, raw)
+                continue
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                self._bad_line("bad-json", path, number, offset, raw, f"not valid JSON ({exc})")
+                continue
+            if not isinstance(record, dict):
+                self._bad_line("not-an-object", path, number, offset, raw,
+                               f"a JSON {type(record).__name__}, not an object")
+                continue
+            try:
+                if kind == "trace":
+                    model = trace_from_record(path, number, offset, record)
+                else:
+                    if not isinstance(record.get("id"), str):
+                        raise CorruptStoreError(str(path), number, "item without a valid 'id'")
+                    cls = EpisodicItem if kind == "episodic" else SemanticItem
+                    try:
+                        model = from_record(cls, record)
+                    except (TypeError, KeyError) as exc:
+                        raise CorruptStoreError(str(path), number, f"not a {cls.__name__} record ({exc})") from None
+            except CorruptStoreError as exc:
+                self._bad_line("invalid-record", path, number, offset, raw, exc.reason)
+                continue
+            yield number, offset, raw, record, model
+
+    # -------------------------------------------------------------- traces
+    def check_traces(self) -> None:
+        seen = {"archive": set(), "active": set()}     # hash(id) of every trace, per file
+        suspects: set[str] = set()                      # ids that may be duplicated
+        turns: dict[str, list] = {}                     # turn -> [last seq, line, order, file]
+        open_calls: dict[str, tuple[Path, int]] = {}    # call trace id -> where it is
+        where: list = [None, None]                      # the trace being read
+
+        def traces() -> Iterator[RawTrace]:
+            for tier, path in (("archive", self.paths.archive), ("active", self.paths.active)):
+                mine, other = seen[tier], seen["archive"] if tier == "active" else None
+                for number, offset, raw, record, trace in self.records(path, "trace"):
+                    self.counts[tier] += 1
+                    h = hash(trace.id)
+                    if h in mine or (other is not None and h in other):
+                        suspects.add(trace.id)  # a copy: the duplicate check reports it, not the seq check
+                    else:
+                        self._seq(trace, path, number, turns)
+                    mine.add(h)
+                    where[0], where[1] = path, number
+                    if trace.trace_type == "tool_call":
+                        open_calls[trace.id] = (path, number)
+                    yield trace
+
+        for pair in iter_tool_pairs(traces(), ordered=False):
+            interaction = pair.interaction
+            if interaction.status is ToolStatus.ORPHAN:
+                self.add(WARNING, "orphan-result", where[0], where[1],
+                         f"tool result {interaction.result_trace_id!r} answers call id "
+                         f"{interaction.tool_call_id!r}, which has no call before it (turn {interaction.turn_id})",
+                         key=(interaction.result_trace_id,))
+            elif interaction.status is ToolStatus.PENDING:
+                path, number = open_calls.pop(interaction.call_trace_id, (None, None))
+                if path == self.paths.active:
+                    self.pending_ids.add(interaction.call_trace_id)
+                turn = turns.get(interaction.turn_id)
+                later = len(turns) - 1 - turn[2] if turn is not None else 0
+                if later > 0:
+                    self.add(WARNING, "stale-pending-call", path, number,
+                             f"tool call {interaction.tool_call_id!r} ({interaction.tool_name}, "
+                             f"{interaction.turn_id}) has no result and {later:,} later "
+                             f"{'turns exist' if later != 1 else 'turn exists'}; compaction cannot move past its turn",
+                             key=(interaction.call_trace_id,))
+            else:
+                open_calls.pop(interaction.call_trace_id, None)
+        seen.clear()
+        if suspects:
+            self._duplicates(suspects)
+
+    def _seq(self, trace: RawTrace, path: Path, number: int, turns: dict) -> None:
+        seq = trace.seq if isinstance(trace.seq, int) and not isinstance(trace.seq, bool) else None
+        state = turns.get(trace.turn_id)
+        if state is None:
+            turns[trace.turn_id] = [seq, number, len(turns), path]
+            return
+        last, last_line, _, last_path = state
+        if seq is not None and last is not None and seq <= last:
+            where = f"line {last_line}" if last_path == path else f"{last_path.name}:{last_line}"
+            self.add(ERROR, "seq-backwards", path, number,
+                     f"seq {seq} in {trace.turn_id} after seq {last} ({where}); a turn's traces must rise in seq",
+                     key=(trace.id,))
+        if seq is not None and (last is None or seq > last):
+            state[0], state[1], state[3] = seq, number, path
+
+    def _duplicates(self, suspects: set[str]) -> None:
+        """Second pass over the trace files for the few ids the first pass suspected."""
+        places: dict[str, list] = {}
+        for path in (self.paths.archive, self.paths.active):
+            for number, offset, raw, terminated in _lines(path):
+                if not terminated or not raw.strip():
+                    continue
+                try:
+                    record = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(record, dict) and record.get("id") in suspects:
+                    places.setdefault(record["id"], []).append((path, number, offset, raw))
+        for trace_id, found in places.items():
+            self._report_copies(trace_id, found)
+
+    def _report_copies(self, trace_id: str, found: list) -> None:
+        first_by_file: dict[Path, tuple] = {}
+        for path, number, offset, raw in found:
+            first = first_by_file.get(path)
+            if first is None:
+                first_by_file[path] = (number, raw)
+                continue
+            same = raw == first[1]
+            self.add(ERROR, "duplicate-id", path, number,
+                     f"id {trace_id!r} is also on line {first[0]}" + (" (a byte-identical copy)" if same else
+                                                                      " with different content"),
+                     fixable=same, action="drop this copy" if same else None,
+                     key=(str(path), trace_id, _digest(raw)), offset=offset)
+        archived = first_by_file.get(self.paths.archive)
+        active = first_by_file.get(self.paths.active)
+        if archived and active and self.journal_finding is not None:
+            self.in_both_mid_compaction += 1  # the compaction in progress moves it: not a finding of its own
+        elif archived and active:
+            same = archived[1] == active[1]
+            number = active[0]
+            offset = next(o for p, n, o, _ in found if p == self.paths.active and n == number)
+            self.add(ERROR, "id-in-both-tiers", self.paths.active, number,
+                     f"trace {trace_id!r} is also archived ({self.paths.archive.name}:{archived[0]})"
+                     + (", byte-identical" if same else ", with different content"),
+                     fixable=same, action="drop the active copy (the archived one stays)" if same else None,
+                     key=(trace_id,), offset=offset)
+
+    # -------------------------------------------------------------- memory files
+    def check_memory(self) -> None:
+        for kind, path in (("episodic", self.paths.episodic), ("semantic", self.paths.semantic)):
+            first: dict[str, tuple[int, bytes]] = {}
+            for number, offset, raw, record, item in self.records(path, kind):
+                earlier = first.get(item.id)
+                if earlier is None:
+                    first[item.id] = (number, raw)
+                    continue
+                same = raw == earlier[1]
+                self.add(ERROR, "duplicate-id", path, number,
+                         f"id {item.id!r} is also on line {earlier[0]}" + (" (a byte-identical copy)" if same else
+                                                                           " with different content"),
+                         fixable=same, action="drop this copy" if same else None,
+                         key=(str(path), item.id, _digest(raw)), offset=offset)
+
+    # -------------------------------------------------------------- the cache
+    def check_cache(self) -> None:
+        from memcli.store.state import TurnState
+
+        path = self.paths.state
+        if not path.exists():
+            return  # never written yet (e.g. a store written by AutoByteus): built on the next write
+        problem = None
+        try:
+            state = TurnState.from_json(orjson.loads(path.read_bytes()))
+        except (OSError, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+            state = None
+            problem = "cannot be read (or is from another memcli version)"
+        if state is not None:
+            active = os.lstat(self.paths.active) if self.paths.active.exists() else None
+            archive = os.lstat(self.paths.archive) if self.paths.archive.exists() else None
+            a_id = (active.st_ino, active.st_size) if active else (0, 0)
+            r_id = (archive.st_ino, archive.st_size) if archive else (0, 0)
+            if (state.archive.ino, state.archive.size) != r_id or (
+                    state.active.size and (state.active.ino != a_id[0] or state.active.size > a_id[1])):
+                problem = "describes other versions of the trace files"
+            elif state.active.size == a_id[1]:
+                cached_pending = {e[1] for q in state.pending.values() for e in q}
+                if (state.active_count, state.archive_count) != (self.counts["active"], self.counts["archive"]):
+                    problem = (f"counts {state.active_count:,} active / {state.archive_count:,} archived traces; "
+                               f"the files hold {self.counts['active']:,} / {self.counts['archive']:,}")
+                elif cached_pending != self.pending_ids:
+                    problem = (f"lists {len(cached_pending):,} unanswered calls; the files have "
+                               f"{len(self.pending_ids):,}")
+                elif jsonl.file_size(self.paths.ids) < state.ids_count * 16:
+                    problem = f"expects {state.ids_count:,} ids in {self.paths.ids.name}, which is shorter"
+        if problem:
+            self.add(INFO, "stale-cache", path, None, f"the state cache {problem}; it is rebuilt on the next write",
+                     fixable=True, action="rebuild the cache from the files")
+
+
+_FILE_RANK = {".ingest.pending": 0, ".compaction.journal": 1, "raw_traces.jsonl": 2,
+              "raw_traces_archive.jsonl": 3, "episodic.jsonl": 4, "semantic.jsonl": 5}
+
+
+def check(store: AgentStore) -> list[Finding]:
+    """Every finding, ordered by file and line. Reads only; recovers nothing."""
+    store.require()
+    checker = _Checker(store)
+    checker.check_markers()
+    checker.check_traces()
+    checker.check_memory()
+    checker.check_cache()
+    if checker.in_both_mid_compaction:
+        n = checker.in_both_mid_compaction
+        checker.journal_finding.message += (f"; {n:,} trace{'s are' if n != 1 else ' is'} in both the active file "
+                                            "and the archive until it finishes")
+    return sorted(checker.findings,
+                  key=lambda f: (_FILE_RANK.get(Path(f.file).name, 9) if f.file else -1, f.line or 0))
+
+
+# ---------------------------------------------------------------------- repairing
+
+def _append_quarantine(path: Path, chunks: list[bytes]) -> Path:
+    target = path.with_name(path.name + QUARANTINE_SUFFIX)
+    jsonl.append_chunks(target, [c if c.endswith(b"\n") else c + b"\n" for c in chunks])
+    return target
+
+
+def _rewrite_without(path: Path, drop: set[int]) -> None:
+    """Rewrite ``path`` without the lines numbered in ``drop`` (temp file, fsync, replace)."""
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.doctor.tmp")  # fresh name: nothing planted is followed
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(tmp, flags, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as out:
+            with jsonl.open_read(path) as f:
+                for number, raw in enumerate(f, 1):
+                    if number not in drop:
+                        out.write(raw)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        jsonl.fsync_dir(path.parent)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class _Repairer:
+    def __init__(self, store: AgentStore):
+        self.store = store
+        self.paths = store.paths
+        self.actions: list[str] = []
+
+    def note(self, text: str) -> None:
+        self.actions.append(text)
+
+    def save_torn_tails(self, findings: list[Finding]) -> None:
+        for f in findings:
+            if f.code == "torn-tail" and f.action and f.action.startswith("cut"):
+                path = Path(f.file)
+                found = jsonl.find_tail(path)
+                if found is not None:
+                    target = _append_quarantine(path, [found[1]])
+                    self.note(f"copied the {len(found[1]):,} bytes of the torn last line of {path.name} to {target.name}")
+
+    def recover(self, session) -> bool:
+        """Finish an unfinished compaction; False if it could not be done."""
+        if not self.paths.compaction_journal.exists():
+            return True
+        from memcli.compaction.journal import recover
+
+        try:
+            note = recover(session)
+        except MemcliError as exc:
+            self.note(f"could not recover the unfinished compaction: {exc.message}")
+            self.note("left every other problem alone: the files must stay as the compaction journal "
+                      "describes them until it is recovered")
+            return False
+        self.note(note or "recovered the unfinished compaction")
+        return True
+
+    def rewrite_lines(self, findings: list[Finding]) -> bool:
+        """Move bad lines aside and drop byte-identical copies; True if a file changed."""
+        plan: dict[str, tuple[set[int], list[bytes], list[str]]] = {}
+        for f in findings:
+            if not f.fixable or f.line is None or f.file is None:
+                continue
+            if f.code in _FIXABLE_LINE_CODES:
+                drop, quarantine, notes = plan.setdefault(f.file, (set(), [], []))
+                drop.add(f.line)
+                quarantine.append(_line_bytes(Path(f.file), f.offset))
+                notes.append(f"moved line {f.line} ({f.code})")
+            elif f.code in ("duplicate-id", "id-in-both-tiers"):
+                drop, _, notes = plan.setdefault(f.file, (set(), [], []))
+                drop.add(f.line)
+                notes.append(f"dropped line {f.line} (a byte-identical copy of {'an archived trace' if f.code == 'id-in-both-tiers' else 'an earlier line'})")
+        for file, (drop, quarantine, notes) in plan.items():
+            path = Path(file)
+            if quarantine:  # first the copy, durably; only then the file without the lines
+                target = _append_quarantine(path, quarantine)
+                notes = [f"{n} to {target.name}" if n.startswith("moved") else n for n in notes]
+            _rewrite_without(path, drop)
+            self.note(f"{path.name}: " + "; ".join(notes))
+        return bool(plan)
+
+
+def _line_bytes(path: Path, offset: int) -> bytes:
+    with jsonl.open_read(path) as f:
+        f.seek(offset)
+        return f.readline()
+
+
+def repair(store: AgentStore) -> DoctorReport:
+    """Check, repair what can be repaired without losing data, check again (under the lock)."""
+    from memcli.store.agent import WriteSession
+    from memcli.store.lock import agent_lock
+
+    store.require()
+    repairer = _Repairer(store)
+    with agent_lock(store.paths):
+        before = check(store)
+        repairer.save_torn_tails(before)
+        session = WriteSession(store)
+        session._rollback_interrupted_ingest()  # what WriteSession.open() does first
+        for note in session.recovered:
+            repairer.note(note)
+        if repairer.recover(session):
+            for path in (store.paths.active, store.paths.archive, store.paths.episodic, store.paths.semantic):
+                tail = jsonl.repair_tail(path)
+                if tail is not None:
+                    repairer.note(tail.describe())
+            repairer.rewrite_lines(check(store))
+            stale = any(f.code == "stale-cache" for f in before)
+            if repairer.actions or stale:  # files changed: the cache no longer describes them
+                for path in (store.paths.state, store.paths.ids):
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass
+                try:
+                    WriteSession(store).open()
+                    repairer.note("rebuilt the state cache from the files")
+                except MemcliError as exc:
+                    repairer.note(f"could not rebuild the state cache: {exc.message}")
+        after = check(store)
+    # fixed findings as they were found; the others as they are now (their lines may have moved)
+    now = {f.key: f for f in after}
+    findings = []
+    for finding in before:
+        current = now.pop(finding.key, None)
+        if current is None:
+            finding.fixed = True
+            findings.append(finding)
+        else:
+            findings.append(current)
+    findings += now.values()  # found only after the repair (e.g. behind an interrupted ingest)
+    return DoctorReport(store.agent_id, findings, True, repairer.actions)
+
+
+def diagnose(store: AgentStore) -> DoctorReport:
+    """The check alone: what is wrong, and what ``--repair`` would do."""
+    return DoctorReport(store.agent_id, check(store), False, [])

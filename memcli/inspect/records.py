@@ -1,0 +1,43 @@
+"""One record by id, wherever it lives (``memcli get``): an active or archived trace, an episodic
+summary or a semantic fact. This is how a user expands what a snapshot clipped or a compaction
+archived: the snapshot names the trace id, ``get`` prints the record in full.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from memcli.errors import RecordNotFoundError
+from memcli.store.agent import AgentStore
+
+_TIER_PATHS = {"active": "active", "archive": "archive", "episodic": "episodic", "semantic": "semantic"}
+
+
+@dataclass
+class FoundRecord:
+    tier: str       # active, archive, episodic or semantic
+    path: Path
+    line: int
+    record: object  # RawTrace, EpisodicItem or SemanticItem
+
+
+def get_record(store: AgentStore, record_id: str) -> FoundRecord:
+    store.require()
+    found = store.find(record_id)
+    if found is None:
+        paths = store.paths
+        names = ", ".join(p.name for p in (paths.active, paths.archive, paths.episodic, paths.semantic))
+        hint = None
+        if re.fullmatch(r"turn_\d+", record_id):
+            hint = f"{record_id!r} looks like a turn id: `memcli show {store.agent_id} --turn {record_id} --archive`"
+        else:
+            hint = (f"a tool call id? `memcli tools {store.agent_id} --archive --json` lists them "
+                    "with their call_trace_id/result_trace_id")
+        raise RecordNotFoundError(
+            f"no record with id {record_id!r} in agent {store.agent_id!r} (looked in {names} under {paths.dir})",
+            hint=hint)
+    tier, line, record = found
+    path = getattr(store.paths, _TIER_PATHS[tier])
+    return FoundRecord(tier, path, line, record)

@@ -1,0 +1,231 @@
+"""Everything countable about one agent (``memcli stats``), in one streaming pass.
+
+Memory stays flat as history grows: the traces stream once (archive, then active) through
+counters, the tool pairing (which holds only calls still open) and the token counter; distinct
+turns are counted in a bitmap indexed by turn number (other turn ids in a set).
+
+* ``traces`` — per tier (active/archive): total and per trace type
+* ``turns`` — distinct turn ids per tier and in all
+* ``tool_calls`` — calls, results, and interactions by status over the whole history (archive
+  and active paired together, as ``tools --archive`` shows them)
+* ``memory`` — episodic and semantic items, all and live (not superseded)
+* ``tokens.estimate`` — memcli's estimate of the working snapshot, exactly as the compaction
+  trigger computes it (:func:`memcli.compaction.policy.estimate_working_tokens`: live memory
+  bundle + every active trace, 4 tokens of framing each); ``tokens.counter`` says how it counts
+  (tiktoken encoding, or the bytes/4 estimate when no encoding is available) and ``exact``
+  whether those are real tiktoken counts; ``last_prompt_tokens`` is the newest provider-reported
+  ``usage.prompt_tokens`` of the active traces.
+* ``last_compaction`` — from the newest episodic item (its ``compaction_id``, ``ts``, turns and
+  traces covered, ``model``)
+* ``budget`` — only with a model or a context size: :func:`memcli.compaction.policy.budget_status`,
+  the same decision ``compact --if-needed`` takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+from memcli.models import TRACE_TYPES, RawTrace, ToolStatus
+from memcli.store import jsonl
+from memcli.store.agent import AgentStore
+from memcli.tool_interactions import iter_tool_interactions
+
+_TURN_NUMBER = re.compile(r"turn_(\d{1,8})")
+_BITMAP_LIMIT = 1 << 27  # turn numbers up to ~134M go in the bitmap (16 MiB at most)
+
+
+class TurnSet:
+    """Distinct turn ids: ``turn_NNNN`` in a bitmap (1 bit per number), others in a set."""
+
+    def __init__(self):
+        self.bits = bytearray()
+        self.others: set[str] = set()
+        self.count = 0
+
+    def add(self, turn_id: str) -> None:
+        m = _TURN_NUMBER.fullmatch(turn_id)
+        if m is not None:
+            n = int(m.group(1))
+            if n < _BITMAP_LIMIT and turn_id == f"turn_{n:04d}":  # the canonical spelling only
+                byte, bit = divmod(n, 8)
+                if byte >= len(self.bits):
+                    self.bits.extend(bytes(max(byte + 1, 2 * len(self.bits)) - len(self.bits)))
+                if not self.bits[byte] & (1 << bit):
+                    self.bits[byte] |= 1 << bit
+                    self.count += 1
+                return
+        if turn_id not in self.others:
+            self.others.add(turn_id)
+            self.count += 1
+
+    def __len__(self) -> int:
+        return self.count
+
+
+@dataclass
+class FileStats:
+    file: str
+    bytes: int
+    records: int
+
+
+@dataclass
+class TraceCounts:
+    total: int
+    user: int
+    assistant: int
+    tool_call: int
+    tool_result: int
+
+
+@dataclass
+class TurnCounts:
+    active: int
+    archive: int
+    total: int
+
+
+@dataclass
+class ToolCounts:
+    calls: int
+    results: int
+    success: int
+    error: int
+    pending: int
+    orphan: int
+
+
+@dataclass
+class MemoryCounts:
+    episodic: int
+    episodic_live: int
+    semantic: int
+    semantic_live: int
+
+
+@dataclass
+class TokenStats:
+    estimate: int
+    counter: str
+    exact: bool
+    last_prompt_tokens: int | None
+
+
+@dataclass
+class CompactionInfo:
+    compaction_id: str | None
+    ts: float | None
+    episodic_id: str
+    turns: int
+    traces: int
+    model: str | None
+
+
+@dataclass
+class AgentStats:
+    agent: str
+    files: dict            # tier -> FileStats
+    traces: dict           # "active"/"archive" -> TraceCounts
+    turns: TurnCounts
+    tool_calls: ToolCounts
+    memory: MemoryCounts
+    tokens: TokenStats
+    last_activity: float | None
+    last_compaction: CompactionInfo | None
+    budget: dict | None
+
+
+def _memory_counts(store: AgentStore) -> MemoryCounts:
+    from memcli.inspect.memory import superseded_map
+
+    counts = []
+    for path in (store.paths.episodic, store.paths.semantic):
+        superseded = superseded_map(path)
+        total = live = 0
+        for _, _, record in jsonl.iter_records(path):
+            total += 1
+            live += record.get("id") not in superseded
+        counts += [total, live]
+    return MemoryCounts(*counts)
+
+
+def _last_compaction(store: AgentStore) -> CompactionInfo | None:
+    for _, record in jsonl.iter_records_reverse(store.paths.episodic):
+        ts = record.get("ts")
+        return CompactionInfo(
+            compaction_id=record.get("compaction_id"), ts=ts if isinstance(ts, (int, float)) else None,
+            episodic_id=str(record.get("id")), turns=len(record.get("turn_ids") or ()),
+            traces=len(record.get("trace_ids") or ()), model=record.get("model"),
+        )
+    return None
+
+
+def compute_stats(store: AgentStore, *, model: str | None = None, max_context_tokens: int | None = None) -> AgentStats:
+    from memcli.compaction.policy import budget_status, latest_prompt_tokens, trace_text
+    from memcli.tokens import TokenCounter
+
+    store.require()
+    counter = TokenCounter(model)
+    per_type = {tier: dict.fromkeys(TRACE_TYPES, 0) for tier in ("active", "archive")}
+    totals = {"active": 0, "archive": 0}
+    turn_sets = {"active": TurnSet(), "archive": TurnSet(), "all": TurnSet()}
+    tokens = 0
+    newest: float | None = None
+
+    def traces() -> Iterator[RawTrace]:
+        nonlocal tokens, newest
+        for stored in store.iter_traces(archive=True):
+            trace, tier = stored.trace, stored.tier
+            totals[tier] += 1
+            if trace.trace_type in per_type[tier]:
+                per_type[tier][trace.trace_type] += 1
+            turn_sets[tier].add(trace.turn_id)
+            turn_sets["all"].add(trace.turn_id)
+            if isinstance(trace.ts, (int, float)) and (newest is None or trace.ts > newest):
+                newest = trace.ts
+            if tier == "active":
+                tokens += counter.count(trace_text(trace)) + 4
+            yield trace
+
+    status_counts = dict.fromkeys(ToolStatus, 0)
+    for interaction in iter_tool_interactions(traces(), ordered=False):
+        status_counts[interaction.status] += 1
+
+    episodic, semantic = store.live_memory(3, 20)
+    tokens += sum(counter.count(item.summary) + 4 for item in episodic)
+    tokens += sum(counter.count(item.fact) + 4 for item in semantic)
+
+    paths = store.paths
+    memory = _memory_counts(store)
+    files = {
+        "active": FileStats(paths.active.name, jsonl.file_size(paths.active), totals["active"]),
+        "archive": FileStats(paths.archive.name, jsonl.file_size(paths.archive), totals["archive"]),
+        "episodic": FileStats(paths.episodic.name, jsonl.file_size(paths.episodic), memory.episodic),
+        "semantic": FileStats(paths.semantic.name, jsonl.file_size(paths.semantic), memory.semantic),
+    }
+    budget = None
+    if model or max_context_tokens:
+        status = budget_status(store, model=model, max_context_tokens=max_context_tokens, counter=counter)
+        budget = dataclasses.asdict(status)
+        budget["explanation"] = status.explain()
+    compaction = _last_compaction(store)
+    if compaction is not None and compaction.ts is not None and (newest is None or compaction.ts > newest):
+        newest = compaction.ts
+    calls = per_type["active"]["tool_call"] + per_type["archive"]["tool_call"]
+    results = per_type["active"]["tool_result"] + per_type["archive"]["tool_result"]
+    return AgentStats(
+        agent=store.agent_id,
+        files=files,
+        traces={tier: TraceCounts(totals[tier], **per_type[tier]) for tier in ("active", "archive")},
+        turns=TurnCounts(len(turn_sets["active"]), len(turn_sets["archive"]), len(turn_sets["all"])),
+        tool_calls=ToolCounts(calls, results, status_counts[ToolStatus.SUCCESS], status_counts[ToolStatus.ERROR],
+                              status_counts[ToolStatus.PENDING], status_counts[ToolStatus.ORPHAN]),
+        memory=memory,
+        tokens=TokenStats(tokens, counter.describe(), counter.exact, latest_prompt_tokens(store)),
+        last_activity=newest,
+        last_compaction=compaction,
+        budget=budget,
+    )

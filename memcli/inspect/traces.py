@@ -1,0 +1,48 @@
+"""The traces themselves (``memcli show``), filtered.
+
+Which traces: every active trace (with ``archive``, every archived one before them), or one turn
+(``turn``), or the last N turns (``last``, read from the end of the active file). Then the
+:class:`~memcli.inspect.filters.TraceFilter` keeps those of the asked types, tags and times.
+Traces come out as stored (store order), so ``show --ndjson`` output can be ingested again.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from memcli.errors import RecordNotFoundError, UsageError
+from memcli.inspect.filters import TraceFilter
+from memcli.inspect.turns import find_turn, recent_turn_traces
+from memcli.models import RawTrace
+from memcli.store.agent import AgentStore
+
+
+def select_traces(store: AgentStore, *, flt: TraceFilter | None = None, turn: str | None = None,
+                  last: int | None = None, archive: bool = False) -> Iterator[RawTrace]:
+    """The traces ``show`` prints. Raises RecordNotFoundError (before yielding anything) when
+    ``turn`` names a turn the agent does not have."""
+    flt = flt or TraceFilter()
+    if turn is not None and last is not None:
+        raise UsageError("--turn and --last cannot be used together")
+    if last is not None and last < 1:
+        raise UsageError("--last must be 1 or more")
+    if turn is not None:
+        found = find_turn(store, turn, archive=archive)
+        if found is None:
+            where = "active or archived traces" if archive else "active traces (add --archive to look in the archive too)"
+            raise RecordNotFoundError(f"no turn {turn!r} in agent {store.agent_id!r}: looked in its {where}")
+        source: Iterator[RawTrace] = iter(found[1])
+    elif last is not None:
+        source = (t for _, _, traces in recent_turn_traces(store, last, archive=archive) for t in traces)
+    else:
+        source = (s.trace for s in store.iter_traces(archive=archive))
+    return _filtered(source, flt)
+
+
+def _filtered(source: Iterator[RawTrace], flt: TraceFilter) -> Iterator[RawTrace]:
+    if not flt.active:
+        yield from source
+        return
+    for trace in source:
+        if flt.matches(trace):
+            yield trace
