@@ -4,7 +4,9 @@ Well-known, high-confidence credential formats are replaced by a typed placehold
 ``[REDACTED:<kind>]`` in every string of an event — content, tool arguments, tool results,
 errors, unknown extra fields — before anything reaches disk. The structural fields (``id``,
 ``turn_id``, ``tool_call_id``, ``trace_type``, ``source_event``) are left alone so linking and
-idempotency keep working. Kinds:
+idempotency keep working, and so are binary payloads — ``media``, base64 ``data:`` URLs and
+``signature`` fields of signed thinking blocks — where a false match would corrupt data.
+Events whose ``id`` the agent already has are skipped before redaction. Kinds:
 
     anthropic_key   sk-ant-…                     openai_key    sk-…, sk-proj-…
     aws_access_key  AKIA…/ASIA… (20 chars)       github_token  ghp_/gho_/ghu_/ghs_/ghr_…, github_pat_…
@@ -37,7 +39,10 @@ _BEARER = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*bearer\s+)
 _BEARER_VALUE = re.compile(r"(?i)^(\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")  # {"Authorization": "Bearer …"}
 _AUTH_KEYS = frozenset({"authorization", "proxy-authorization"})
 _TRIGGER = re.compile(rb"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|PRIVATE KEY|(?i:bearer)")
-_SKIP_FIELDS = frozenset({"id", "turn_id", "tool_call_id", "trace_type", "source_event", "correlation_id"})
+# structural fields, and binary payloads (base64 media, signed thinking blocks) where a false
+# match would corrupt data and a real key is not expected
+_SKIP_FIELDS = frozenset({"id", "turn_id", "tool_call_id", "trace_type", "source_event", "correlation_id",
+                          "media", "signature"})
 
 
 def redact_text(text: str) -> tuple[str, int]:
@@ -65,6 +70,9 @@ def _walk(value):
         total = 0
         out = {}
         for key, item in value.items():
+            if key == "signature" or (isinstance(item, str) and item.startswith("data:") and ";base64," in item[:80]):
+                out[key] = item
+                continue
             new, n = _walk(item)
             if isinstance(new, str) and isinstance(key, str) and key.lower() in _AUTH_KEYS:
                 new, m = _BEARER_VALUE.subn(lambda mo: mo.group(1) + "[REDACTED:bearer_token]", new)

@@ -52,3 +52,11 @@ def test_usage_reported_before_the_last_compaction_is_ignored(cli, memory_dir):
     cli("ingest", "a", input=[{"trace_type": "assistant", "content": "x", "usage": {"prompt_tokens": 9_000}}])
     status = budget_status(store, max_context_tokens=160_000)
     assert (status.source, status.prompt_tokens) == ("provider", 9_000)
+
+
+def test_usage_on_a_tool_only_reply_counts(cli, memory_dir):
+    cli("ingest", "a", input=[{"trace_type": "user", "content": "q"},
+                              {"trace_type": "assistant", "content": "a", "usage": {"prompt_tokens": 1_000}},
+                              {"trace_type": "tool_call", "tool_name": "t", "tool_call_id": "c",
+                               "usage": {"prompt_tokens": 5_000}}])
+    assert budget_status(AgentStore(memory_dir, "a")).prompt_tokens == 5_000

@@ -256,3 +256,18 @@ def test_default_memory_dir_is_dot_memory(memcli_proc, tmp_path, monkeypatch):
     subprocess.run([sys.executable, "-m", "memcli", "ingest", "a"], input=ndjson([U("x")]),
                    env=env, cwd=tmp_path, check=True, capture_output=True)
     assert (tmp_path / "memory" / "agents" / "a" / "raw_traces.jsonl").exists()
+
+
+def test_given_turn_ids_of_many_old_turns_cost_one_scan(cli, memory_dir, monkeypatch):
+    """Re-ingesting records that name their own (old) turns looks each turn's seq up once."""
+    from memcli.store import jsonl
+
+    cli("ingest", "a", input=[e for i in range(200) for e in (U(f"q{i}"), A(f"a{i}"))])
+    calls = []
+    real = jsonl.iter_lines
+    monkeypatch.setattr(jsonl, "iter_lines", lambda *a, **k: (calls.append(a[0]), real(*a, **k))[1])
+    late = [A(f"note {i}", turn_id=f"turn_{i:04d}") for i in range(1, 101)]
+    assert cli("ingest", "a", input=late).exit_code == 0
+    assert len(calls) <= 2  # archive + active, once
+    records = read_jsonl(agent_dir(memory_dir, "a") / "raw_traces.jsonl")
+    assert [(r["turn_id"], r["seq"]) for r in records[-100:]] == [(f"turn_{i:04d}", 3) for i in range(1, 101)]

@@ -59,3 +59,20 @@ def test_no_redact_keeps_the_input(cli, memory_dir):
 ])
 def test_ordinary_text_is_left_alone(text):
     assert redact_text(text) == (text, 0)
+
+
+def test_base64_media_and_signatures_are_never_rewritten(cli, memory_dir):
+    image = "data:image/png;base64," + "sk-" + "A" * 40  # base64 that happens to look like a key
+    event = {"trace_type": "user", "content": "see image", "media": {"images": [image]},
+             "thinking": {"signature": "sk-" + "B" * 40}, "tool_args_note": {"img": image}}
+    result = cli("ingest", "a", input=[event])
+    assert result.exit_code == 0 and "redacted" not in result.stderr
+    text = (agent_dir(memory_dir, "a") / "raw_traces.jsonl").read_text()
+    assert image in text and "sk-" + "B" * 40 in text
+
+
+def test_known_events_are_not_redacted_again(cli, memory_dir):
+    event = {"id": "e1", "trace_type": "user", "content": "key " + SECRETS["aws_access_key"]}
+    assert "1 secret redacted" in cli("ingest", "a", input=[event]).stderr
+    again = cli("ingest", "a", input=[event]).stderr
+    assert "1 already present" in again and "redacted" not in again

@@ -51,7 +51,7 @@ class BudgetStatus:
 
 
 def latest_prompt_tokens(store: AgentStore) -> int | None:
-    """``usage.prompt_tokens`` of the newest active assistant trace that reports one, read from
+    """``usage.prompt_tokens`` of the newest active assistant (or tool_call) trace that reports one, read from
     the end of the active file. Usage reported before the last compaction is ignored: it measured
     a prompt that compaction has since shrunk (see ``active_after_commit`` in
     :mod:`memcli.compaction.breaker`)."""
@@ -71,7 +71,7 @@ def latest_prompt_tokens(store: AgentStore) -> int | None:
     for offset, record in jsonl.iter_records_reverse(store.paths.active):
         if offset < stale_before:
             return None
-        if record.get("trace_type") == "assistant":
+        if record.get("trace_type") in ("assistant", "tool_call"):  # a tool-only reply carries it on its call
             usage = record.get("usage")
             if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
                 return usage["prompt_tokens"]

@@ -145,8 +145,6 @@ class _Batch:
                 continue
             if self.rejected is not None:
                 continue  # keep validating to report every problem, but stage nothing more
-            if redactor is not None:
-                result.redacted += redactor(event)
             trace_id = event.get("id")
             if trace_id is not None:
                 d = digest(trace_id)
@@ -158,6 +156,8 @@ class _Batch:
                 value = new_id_value()
                 event["id"] = f"rt_{value:032x}"
                 d = value.to_bytes(16, "big")
+            if redactor is not None:  # after the id check: a re-import pays nothing for known events
+                result.redacted += redactor(event)
             ts = event.get("ts")
             if ts is None:
                 ts = event["ts"] = now()

@@ -238,6 +238,7 @@ class WriteSession:
         self.ids: IdIndex = IdIndex(self.paths.ids, 0)
         self.repairs: list[jsonl.TailRepair] = []
         self.recovered: list[str] = []
+        self._turn_max_seq: dict[str, int] | None = None  # built on the first seq_lookup miss
 
     def open(self) -> None:
         self._rollback_interrupted_ingest()
@@ -292,15 +293,27 @@ class WriteSession:
         return state
 
     def seq_lookup(self, turn_id: str) -> int:
-        """Highest seq of a turn not in the state's recent set (scans; rare)."""
-        best = 0
-        for path in (self.paths.active, self.paths.archive):
-            for _, record in jsonl.iter_records_reverse(path):
-                if record.get("turn_id") == turn_id:
-                    seq = record.get("seq")
-                    if isinstance(seq, int) and seq > best:
-                        best = seq
-        return best
+        """Highest stored seq of a turn that is not in the state's recent set.
+
+        Rare (an input naming an old turn itself, e.g. re-ingesting an export), but such inputs
+        name many turns: the first miss scans active and archive once and keeps every turn's
+        highest seq for the rest of this session, so the cost is one pass, not one per turn.
+        """
+        if self._turn_max_seq is None:
+            table: dict[str, int] = {}
+            for path in (self.paths.archive, self.paths.active):
+                for _, line in jsonl.iter_lines(path):
+                    try:
+                        record = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        continue
+                    if not isinstance(record, dict):
+                        continue
+                    turn, seq = record.get("turn_id"), record.get("seq")
+                    if isinstance(turn, str) and isinstance(seq, int) and seq > table.get(turn, 0):
+                        table[turn] = seq
+            self._turn_max_seq = table
+        return self._turn_max_seq.get(turn_id, 0)
 
     # ---------------------------------------------------------------- ingest commit
     def append_staged(self, staged: IO[bytes], staged_len: int, digests: list[bytes],
