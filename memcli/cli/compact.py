@@ -13,31 +13,6 @@ from typing import Optional
 import typer
 
 
-def _progress_callback():
-    """A Rich progress bar on stderr, shown only for multi-chunk runs. Returns (callback, stop)."""
-    holder: dict = {}
-
-    def callback(done: int, total: int) -> None:
-        if total <= 1:
-            return
-        if "progress" not in holder:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            progress = Progress(TextColumn("summarizing chunks"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), console=Console(stderr=True), transient=False)
-            progress.start()
-            holder["progress"] = progress
-            holder["task"] = progress.add_task("chunks", total=total)
-        holder["progress"].update(holder["task"], completed=done)
-
-    def stop() -> None:
-        if "progress" in holder:
-            holder["progress"].stop()
-
-    return callback, stop
-
-
 def _plan_text(result) -> str:
     if not result.turns:
         return f"{result.reason}\n"
@@ -85,6 +60,7 @@ def compact(
     The last --tail-turns turns, the open turn and any turn with an unanswered tool call stay.
     A compaction interrupted at any point is finished by the next command that opens the agent.
     """
+    from memcli.cli.progress import progress_bar
     from memcli.compaction.compactor import compact as run, result_record
     from memcli.compaction.policy import CompactionPolicy
 
@@ -95,19 +71,25 @@ def compact(
         summarizer = LiteLLMSummarizer(model, api_base=api_base, timeout=timeout, retries=retries,
                                        max_context_tokens=max_context_tokens)
     policy = CompactionPolicy(tail_turns=tail_turns)
-    progress, stop = _progress_callback()
-
     def note(message: str) -> None:
         print(f"memcli: {message}", file=sys.stderr)
 
-    try:
+    # the shared bar (memcli.cli.progress): on a terminal, for runs with several chunks
+    with progress_bar("summarizing chunks", unit="items", delay=0) as advance:
+        seen = [0]
+
+        def chunks_done(done: int, total: int) -> None:
+            if total > 1:
+                advance(done - seen[0], total=total)
+                seen[0] = done
+
         result = run(ctx.obj, agent, summarizer=summarizer, strategy=strategy, policy=policy, if_needed=if_needed,
                      force=force, dry_run=dry_run, model=model, max_context_tokens=max_context_tokens,
-                     concurrency=concurrency, on_progress=progress, on_note=note)
-    finally:
-        stop()
+                     concurrency=concurrency, on_progress=chunks_done, on_note=note)
     if json_out:
-        sys.stdout.buffer.write(__import__("orjson").dumps(result_record(result)) + b"\n")
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps(result_record(result)) + b"\n")
     elif dry_run:
         sys.stdout.write(_plan_text(result))
     if not dry_run or json_out:
