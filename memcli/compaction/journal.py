@@ -46,6 +46,7 @@ import orjson
 from memcli.errors import StoreError
 from memcli.store import jsonl
 from memcli.store.agent import crash_point
+from memcli.compaction.window import iter_run_lines
 from memcli.store.layout import FILE_MODE, AgentPaths
 
 JOURNAL_VERSION = 1
@@ -141,19 +142,6 @@ def _iter_run_blocks(path: Path, runs: list, point: str) -> Iterator[bytes]:
                 crash_point(point)
 
 
-def _iter_run_lines(path: Path, runs: list) -> Iterator[bytes]:
-    with jsonl.open_read(path) as f:
-        for start, end in runs:
-            f.seek(start)
-            offset = start
-            while offset < end:
-                raw = f.readline()
-                if not raw:
-                    return
-                offset += len(raw)
-                yield raw
-
-
 def _ids_after(path: Path, size: int) -> set:
     if jsonl.file_size(path) < size:
         raise StoreError(f"{path} is shorter than when the compaction started ({size} bytes); refusing to continue")
@@ -167,7 +155,7 @@ def archive_step(paths: AgentPaths, journal: Journal) -> None:
         blocks = _iter_run_blocks(paths.active, journal.runs, "compact:archive")
     else:
         def missing() -> Iterator[bytes]:
-            for raw in _iter_run_lines(paths.active, journal.runs):
+            for _, raw in iter_run_lines(paths.active, journal.runs):
                 if orjson.loads(raw).get("id") not in present:
                     yield raw
                     crash_point("compact:archive")
