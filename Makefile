@@ -1,6 +1,7 @@
 # memcli — `make demo` runs the main job on sample_memory/, `make test` runs the suite,
 # `make bench` runs the performance targets of DESIGN.md §7. Each creates .venv if missing.
 
+SHELL  := /bin/bash
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -23,14 +24,26 @@ install: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# Works on a temporary copy: the committed sample never changes.
+# The main job on a temporary copy of sample_memory/: the committed sample never changes.
 demo: $(STAMP)
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	cp -R sample_memory "$$tmp/memory"; export MEMCLI_DIR="$$tmp/memory"; m=$(BIN)/memcli; \
-	echo "== agents in sample_memory/"; ls "$$tmp/memory/agents"; \
-	echo; echo "== ingest one more event into coder"; \
-	echo '{"trace_type":"user","content":"Is the integration suite done?"}' | $$m ingest coder; \
-	echo; echo "== the last three traces of coder"; tail -n 3 "$$tmp/memory/agents/coder/raw_traces.jsonl"
+	cp -R sample_memory "$$tmp/memory"; export MEMCLI_DIR="$$tmp/memory" COLUMNS=110; m=$(BIN)/memcli; \
+	step() { printf '\n\033[1m== %s\033[0m\n' "$$*"; }; \
+	step "memcli agents"; $$m agents; \
+	step "memcli tools coder --last 3   (tool calls with their results; one still pending)"; $$m tools coder --last 3; \
+	step "memcli tools coder --status error"; $$m tools coder --status error; \
+	step "memcli stats coder --model gpt-4o"; $$m stats coder --model gpt-4o; \
+	step "memcli compact coder --dry-run"; $$m compact coder --dry-run; \
+	step "memcli compact coder   (offline summarizer: no network, no key)"; $$m compact coder; \
+	step "memcli memory coder"; $$m memory coder; \
+	step "memcli snapshot coder --provider anthropic --tail-turns 2 | head -n 40"; \
+	$$m snapshot coder --provider anthropic --tail-turns 2 | head -n 40; \
+	step "memcli snapshot coder --provider text --max-tokens 1500 | tail -n 15"; \
+	$$m snapshot coder --provider text --max-tokens 1500 | tail -n 15; \
+	step "memcli export coder | memcli ingest coder-copy   (a backup restores byte for byte)"; \
+	$$m export coder --with-memory | $$m ingest coder-copy; \
+	$$m export coder --with-memory | cmp - <($$m export coder-copy --with-memory) && echo "round trip: identical"; \
+	step "memcli doctor coder"; $$m doctor coder
 
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run_all.py

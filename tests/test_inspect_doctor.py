@@ -320,3 +320,15 @@ def test_json_output_is_stable_and_streamed_like_every_read_command(cli, memory_
     assert result.stdout == json.dumps([finding(
         "warning", "orphan-result", root / "raw_traces.jsonl", 11,
         "tool result 't11' answers call id 'ghost', which has no call before it (turn turn_0004)")], indent=2) + "\n"
+
+
+def test_a_compacted_store_with_a_pinned_system_prompt_is_clean(cli, memory_dir):
+    """Compaction leaves system traces active while the rest of their turn is archived: the seq
+    of that turn restarts across the two files, which is not a problem."""
+    events = [{"trace_type": "user", "content": "You are terse.", "tags": ["system"]}]
+    for i in range(8):
+        events += [{"trace_type": "user", "content": f"q{i}"}, {"trace_type": "assistant", "content": f"a{i}"}]
+    cli("ingest", "a", input=events)
+    assert cli("compact", "a").exit_code == 0
+    result = cli("doctor", "a")
+    assert result.exit_code == 0, result.stdout + result.stderr

@@ -23,7 +23,8 @@ reader that goes on past a bad line. Every finding has a severity:
   compaction done by hand, a copy). Repair: a byte-identical active copy is dropped (the
   archived one stays); copies that differ are left.
 * ``seq-backwards`` — within a turn a trace's ``seq`` is lower than or equal to the one before
-  it in the file; readers assume a turn's traces come in rising ``seq`` (reading recent turns
+  it in the same file (across active and archive it may restart: pinned system/developer traces
+  stay active when their turn is compacted); readers assume a turn's traces come in rising ``seq`` (reading recent turns
   from the end stops at ``seq`` 1). Not repaired (renumbering would rewrite history).
 
 ``warning`` — legal, but worth a look; not repaired:
@@ -277,19 +278,23 @@ class _Checker:
             self._duplicates(suspects)
 
     def _seq(self, trace: RawTrace, path: Path, number: int, turns: dict) -> None:
+        """Track turn order (``turns``) and check that seq rises within a turn in one file.
+
+        Per file: compaction moves a turn to the archive but leaves its system/developer traces
+        active, so across the two files a turn's seq legitimately restarts."""
         seq = trace.seq if isinstance(trace.seq, int) and not isinstance(trace.seq, bool) else None
         state = turns.get(trace.turn_id)
-        if state is None:
-            turns[trace.turn_id] = [seq, number, len(turns), path]
+        if state is None or state[3] != path:
+            order = len(turns) if state is None else state[2]
+            turns[trace.turn_id] = [seq, number, order, path]
             return
-        last, last_line, _, last_path = state
+        last, last_line, _, _ = state
         if seq is not None and last is not None and seq <= last:
-            where = f"line {last_line}" if last_path == path else f"{last_path.name}:{last_line}"
             self.add(ERROR, "seq-backwards", path, number,
-                     f"seq {seq} in {trace.turn_id} after seq {last} ({where}); a turn's traces must rise in seq",
+                     f"seq {seq} in {trace.turn_id} after seq {last} (line {last_line}); a turn's traces must rise in seq",
                      key=(trace.id,))
         if seq is not None and (last is None or seq > last):
-            state[0], state[1], state[3] = seq, number, path
+            state[0], state[1] = seq, number
 
     def _duplicates(self, suspects: set[str]) -> None:
         """Second pass over the trace files for the few ids the first pass suspected."""
