@@ -17,8 +17,9 @@ Events whose ``id`` the agent already has are skipped before redaction. Kinds:
 Only these formats: they are specific enough that a match is almost surely a secret, so nothing
 legitimate is mangled. Redaction is one-way; what was replaced is counted, never logged.
 
-Cost: each event is serialized once and searched for a cheap trigger (``sk-``, ``AKIA``,
-``PRIVATE KEY``...); only events that contain one are walked and rewritten.
+Cost: :func:`may_hold_a_secret` is a cheap substring pre-check (``sk-``, ``AKIA``, ``PRIVATE
+KEY``...) that the ingest pipeline runs over a few hundred staged lines at once; only events in a
+chunk that trips it are walked and rewritten.
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
 _BEARER = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")
 _BEARER_VALUE = re.compile(r"(?i)^(\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")  # {"Authorization": "Bearer …"}
 _AUTH_KEYS = frozenset({"authorization", "proxy-authorization"})
-_TRIGGER = re.compile(rb"sk-|AKIA|ASIA|gh[pousr]_|github_pat_|PRIVATE KEY|(?i:bearer)")
+
+
+def may_hold_a_secret(data: bytes) -> bool:
+    """Cheap pre-check: plain substring tests (``bytes in`` scans at memchr speed; a
+    case-insensitive regex cost ~5 µs per event, a generator over a tuple ~2 µs)."""
+    return (b"sk-" in data or b"AKIA" in data or b"ASIA" in data or b"gh" in data or b"PRIVATE KEY" in data
+            or b"earer" in data or b"EARER" in data)
 # structural fields, and binary payloads (base64 media, signed thinking blocks) where a false
 # match would corrupt data and a real key is not expected
 _SKIP_FIELDS = frozenset({"id", "turn_id", "tool_call_id", "trace_type", "source_event", "correlation_id",
@@ -85,7 +92,7 @@ def _walk(value):
 
 def redact_event(event: dict) -> int:
     """Redact an event in place; returns the number of secrets replaced."""
-    if not _TRIGGER.search(orjson.dumps(event)):
+    if not may_hold_a_secret(orjson.dumps(event)):
         return 0
     total = 0
     for key, value in list(event.items()):

@@ -8,6 +8,7 @@ import io
 import os
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -71,3 +72,30 @@ def test_fuzzed_bytes_never_crash(memory_dir, data):
 @given(items=st.lists(native_events, min_size=1, max_size=6))
 def test_fuzzed_json_arrays_never_crash(memory_dir, items):
     check_ingest(memory_dir, orjson.dumps(items, option=orjson.OPT_INDENT_2))
+
+
+FORMATS = ["openai", "anthropic", "claude-code", "codex"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@FUZZ
+@given(seed=st.integers(0, 2**32), p=st.sampled_from([0.05, 0.2, 0.5]), layout=st.sampled_from(["ndjson", "array"]),
+       named=st.booleans())
+def test_fuzzed_transcripts_through_the_whole_ingest_path(memory_dir, fmt, seed, p, layout, named):
+    """Mutated transcripts of every --from format, named or auto-detected, through the real ingest:
+    no traceback, a rejection names a line, and a rejected input leaves the store byte-identical."""
+    import random
+
+    from tests.test_import_fuzz import TRANSCRIPTS, mutate
+
+    rng = random.Random(seed)
+    items = [mutate(v, rng, p) if rng.random() < 0.5 else v for v in TRANSCRIPTS[fmt]]
+    if rng.random() < 0.2:  # sometimes a line that is not JSON at all
+        items.insert(rng.randrange(len(items) + 1), b"{not json")
+    if layout == "array" and not any(isinstance(i, bytes) for i in items):
+        data = orjson.dumps(items)
+    else:
+        data = lines_of(items)
+    if not (memory_dir / "agents" / "fuzz").exists():
+        ingest(memory_dir, "fuzz", stdin=io.BytesIO(lines_of([{"trace_type": "user", "content": "seed"}])))
+    check_ingest(memory_dir, data, fmt if named else "auto")

@@ -76,3 +76,18 @@ def test_known_events_are_not_redacted_again(cli, memory_dir):
     assert "1 secret redacted" in cli("ingest", "a", input=[event]).stderr
     again = cli("ingest", "a", input=[event]).stderr
     assert "1 already present" in again and "redacted" not in again
+
+
+def test_redaction_in_a_big_batch_keeps_pending_call_offsets_right(cli, memory_dir):
+    """Redacting shortens a line; the unanswered calls after it must still be found by offset."""
+    events = []
+    for i in range(600):
+        events.append({"trace_type": "user", "content": f"q{i}"})
+        content = f"key {SECRETS['openai_key']}" if i % 50 == 7 else "plain"
+        events.append({"trace_type": "tool_call", "tool_name": "t", "tool_call_id": f"c{i}",
+                       "tool_args": {"note": content}})
+    assert cli("ingest", "a", input=events).exit_code == 0
+    result = cli("tools", "a", "--status", "pending", "--json")
+    got = [row["tool_call_id"] for row in __import__("orjson").loads(result.stdout)]
+    assert got == [f"c{i}" for i in range(600)]
+    assert "12 secrets redacted" in cli("ingest", "b", input=events).stderr

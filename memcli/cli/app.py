@@ -37,15 +37,16 @@ class MemcliGroup(TyperGroup):
             raise typer.Exit(130) from None
 
 
-app = typer.Typer(
-    cls=MemcliGroup,
-    name="memcli",
-    help="Keep an AI agent's memory in plain JSONL files: ingest, inspect, compact, snapshot, export.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+def _new_app() -> typer.Typer:
+    return typer.Typer(
+        cls=MemcliGroup,
+        name="memcli",
+        help="Keep an AI agent's memory in plain JSONL files: ingest, inspect, compact, snapshot, export.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
 
 
 def _version(value: bool) -> None:
@@ -54,7 +55,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _global(
     ctx: typer.Context,
     dir: Optional[Path] = typer.Option(
@@ -71,15 +71,54 @@ def _global(
     ctx.obj = resolve_memory_dir(dir)
 
 
-from memcli.cli import compact as _compact  # noqa: E402
-from memcli.cli import export as _export  # noqa: E402
-from memcli.cli import ingest as _ingest  # noqa: E402
-from memcli.cli import inspect as _inspect  # noqa: E402
-from memcli.cli import snapshot as _snapshot  # noqa: E402
+# command -> the module that registers it (a module may register several)
+COMMAND_MODULES = {
+    "ingest": "ingest",
+    "agents": "inspect", "stats": "inspect", "turns": "inspect", "show": "inspect", "tools": "inspect",
+    "get": "inspect", "memory": "inspect", "doctor": "inspect",
+    "compact": "compact",
+    "snapshot": "snapshot",
+    "export": "export", "clear": "export",
+}
 
-for _module in (_ingest, _inspect, _compact, _snapshot, _export):
-    _module.register(app)
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The CLI with every command, or with only the module that registers ``only``.
+
+    Typer inspects every registered command's signature before it parses anything (~3 ms per
+    command); a shell script calling ``memcli ingest`` once per event should not pay for the
+    other twelve, so :func:`main` builds only the command it is asked for. Help without a
+    command, and anything unrecognised, get the whole CLI.
+    """
+    import importlib
+
+    new = _new_app()
+    new.callback()(_global)
+    modules = [COMMAND_MODULES[only]] if only in COMMAND_MODULES else list(dict.fromkeys(COMMAND_MODULES.values()))
+    for name in modules:
+        importlib.import_module(f"memcli.cli.{name}").register(new)
+    return new
+
+
+def _command_in(argv: list[str]) -> str | None:
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--dir":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def __getattr__(name: str):
+    """``memcli.cli.app.app``: the whole CLI (tests, tools), built on first use."""
+    if name == "app":
+        globals()["app"] = full = build_app()
+        return full
+    raise AttributeError(name)
 
 
 def main() -> None:
-    app()
+    build_app(_command_in(sys.argv[1:]))(prog_name="memcli")

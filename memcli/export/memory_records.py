@@ -10,7 +10,7 @@ its stored record with one more key in front::
 Traces carry no ``record_type``, so a trace line of an export is byte-for-byte its stored line.
 
 ``memcli ingest`` (native format) sets such records aside instead of treating them as traces
-(:func:`divert_memory_records`), checks them like any event (a bad one rejects the input, or is
+(:func:`divert_memory_record`), checks them like any event (a bad one rejects the input, or is
 skipped with ``--skip-invalid``), and once the traces are committed appends the items the
 agent does not have yet to ``episodic.jsonl`` / ``semantic.jsonl`` under the agent lock
 (:func:`restore_memory`). Items are matched by ``id``, so restoring twice adds nothing. So
@@ -21,7 +21,6 @@ until the traces are committed; memory files are small next to the traces.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
 
 import orjson
 
@@ -73,21 +72,18 @@ def memory_problem(value: dict) -> tuple[str | None, str] | None:
     return None
 
 
-def divert_memory_records(values: Iterable, sink: list) -> Iterator:
-    """Pass ``(line, value)`` pairs through, except memory records: valid ones go to ``sink`` as
-    ``(kind, record)``, invalid ones come out as an :class:`InputError` in their place."""
-    for item in values:
-        value = item[1]
-        if type(value) is dict and RECORD_TYPE in value and "trace_type" not in value:
-            problem = memory_problem(value)
-            if problem is not None:
-                field, message = problem
-                yield item[0], InputError(message, line=item[0], field=field)
-                continue
-            record = {k: v for k, v in value.items() if k != RECORD_TYPE}
-            sink.append((value[RECORD_TYPE], record))
-            continue
-        yield item
+def divert_memory_record(line: int, value, sink: list):
+    """The ingest pipeline's ``divert`` hook, asked about an event that failed validation: a
+    valid memory record goes to ``sink`` as ``(kind, record)`` (returns True); an invalid one
+    gives the InputError that names its problem; anything else returns False."""
+    if type(value) is dict and RECORD_TYPE in value and "trace_type" not in value:
+        problem = memory_problem(value)
+        if problem is not None:
+            field, message = problem
+            return InputError(message, line=line, field=field)
+        sink.append((value[RECORD_TYPE], {k: v for k, v in value.items() if k != RECORD_TYPE}))
+        return True
+    return False
 
 
 def restore_memory(store, items: list) -> str:

@@ -23,6 +23,7 @@ FORMATS = ("native", "openai", "anthropic", "claude-code", "codex")
 _MODULES = {"native": "native", "openai": "openai", "anthropic": "anthropic",
             "claude-code": "claude_code", "codex": "codex"}
 SNIFF_VALUES = 50
+CERTAIN = 90  # a sniff score at which no other format is consulted
 
 
 def get_importer(name: str):
@@ -46,6 +47,9 @@ def resolve(fmt: str, values: Iterator, source_name: str = "input", sniff_values
     if not head:
         return get_importer("native"), iter(())
     best, best_score = None, 0
+    native = get_importer("native")
+    if native.sniff(head) >= CERTAIN:  # memcli's own events: no need to load the other importers
+        return native, chain(head, values)
     for name in FORMATS:
         try:
             importer = get_importer(name)

@@ -25,7 +25,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
     store = AgentStore(memory_dir, agent_id)  # validates the agent id before any path is used
     redactor: Redactor | None = None
     if redact:
-        from memcli.redact import redact_event as redactor
+        import memcli.redact as redactor
     result = IngestResult(store.agent_id)
     if stream:
         if file is not None and str(file) != "-":
@@ -38,10 +38,10 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
         live = LiveLines(source)
         importer, values = resolve(fmt, values_from_lines(live), _name(file), sniff_values=1)
         _detected(importer, fmt, result, on_detect)
-        values, memory = _memory_records(importer, values)
+        memory, divert = _memory_records(importer)
         events = importer.events(values, result)
         ingest_live(store, events, live.set_idle_callback, skip_invalid=skip_invalid,
-                    redactor=redactor, source_event=importer.source_event, result=result)
+                    redactor=redactor, source_event=importer.source_event, result=result, divert=divert)
         _restore_memory(store, memory, result)
         return result
     f, name = open_input(file, stdin)
@@ -49,10 +49,10 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
         try:
             importer, values = resolve(fmt, iter_json_values(f), name)
             _detected(importer, fmt, result, on_detect)
-            values, memory = _memory_records(importer, values)
+            memory, divert = _memory_records(importer)
             events = importer.events(values, result)
             ingest_events(store, events, skip_invalid=skip_invalid, redactor=redactor,
-                          source_event=importer.source_event, result=result)
+                          source_event=importer.source_event, result=result, divert=divert)
         except InputError as exc:
             exc.hint = exc.hint or "nothing was written"
             raise
@@ -60,14 +60,17 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
     return result
 
 
-def _memory_records(importer, values):
-    """Memory items of a ``memcli export --with-memory`` stream are set aside (memcli.export)."""
+def _memory_records(importer):
+    """(sink, divert): memory items of a ``memcli export --with-memory`` stream are set aside
+    into ``sink`` by the pipeline's ``divert`` hook (memcli.export.memory_records)."""
     memory: list = []
-    if importer.name == "native":
-        from memcli.export.memory_records import divert_memory_records
+    if importer.name != "native":
+        return memory, None
+    from functools import partial
 
-        values = divert_memory_records(values, memory)
-    return values, memory
+    from memcli.export.memory_records import divert_memory_record
+
+    return memory, partial(divert_memory_record, sink=memory)
 
 
 def _restore_memory(store, memory: list, result: IngestResult) -> None:

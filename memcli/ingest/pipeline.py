@@ -24,7 +24,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Protocol
 
 import orjson
 
@@ -41,7 +41,19 @@ STREAM_MAX_DELAY = 0.2
 STREAM_MAX_BATCH = 5000
 
 EventItem = tuple[int, object]  # (input line, event dict | InputError)
-Redactor = Callable[[dict], int]  # rewrites an event in place, returns how many secrets it replaced
+REDACT_CHUNK = 256
+
+
+class Redactor(Protocol):
+    """What the pipeline needs of a redactor (``memcli.redact`` is one)."""
+
+    def may_hold_a_secret(self, data: bytes) -> bool: ...  # cheap, may say yes wrongly, never no wrongly
+
+    def redact_event(self, event: dict) -> int: ...  # rewrites in place, returns how many it replaced
+
+# asked about an item that is not a valid event: True = taken elsewhere (e.g. a memory record of
+# an export), an InputError = rejected for that reason, False = an invalid event after all
+Divert = Callable[[int, object], "bool | InputError"]
 
 
 @dataclass
@@ -87,10 +99,11 @@ class _Batch:
     """Stages one batch of events against a write session's state."""
 
     def __init__(self, session: WriteSession, result: IngestResult, redactor: Redactor | None,
-                 source_event: str, skip_invalid: bool):
+                 source_event: str, skip_invalid: bool, divert: Divert | None = None):
         self.session = session
         self.result = result
         self.redactor = redactor
+        self.divert = divert
         self.source_event = source_event
         self.skip_invalid = skip_invalid
         self.state = session.state.copy()
@@ -122,8 +135,6 @@ class _Batch:
         seq_lookup = self.session.seq_lookup
         seen = self.seen
         digests = self.digests
-        write = self.staged.write
-        redactor = self.redactor
         source_event = self.source_event
         turns_add = result.turns.add
         type_counts = result.trace_types
@@ -132,6 +143,8 @@ class _Batch:
         offset = self.base + self.staged_len
         appended = 0
         last_ts = state.last_ts if state.last_ts is not None else float("-inf")
+        chunk: list = []       # staged lines not yet written, checked for secrets together
+        chunk_start = offset
         for line, item in items:
             result.events += 1
             try:
@@ -139,7 +152,13 @@ class _Batch:
                     raise item
                 event = validate_event(item, line)
             except InputError as exc:
-                self._reject(exc)
+                # not an event: perhaps a record another part of memcli takes (checked only on
+                # this rare path, so ordinary events pay nothing for it)
+                taken = self.divert(line, item) if self.divert is not None else False
+                if taken is True:
+                    result.events -= 1
+                    continue
+                self._reject(taken or exc)
                 if self.stop_at_first_rejection and self.rejected is not None:
                     break
                 continue
@@ -156,8 +175,6 @@ class _Batch:
                 value = new_id_value()
                 event["id"] = f"rt_{value:032x}"
                 d = value.to_bytes(16, "big")
-            if redactor is not None:  # after the id check: a re-import pays nothing for known events
-                result.redacted += redactor(event)
             ts = event.get("ts")
             if ts is None:
                 ts = event["ts"] = now()
@@ -165,19 +182,55 @@ class _Batch:
                 event["source_event"] = source_event
             state.assign(event, seq_lookup, offset)
             line_bytes = dumps(normalize_record(RawTrace, event)) + b"\n"
-            write(line_bytes)
+            chunk.append((event, line_bytes))
             offset += len(line_bytes)
+            if len(chunk) >= REDACT_CHUNK:
+                offset = self._write_chunk(chunk, chunk_start)
+                chunk, chunk_start = [], offset
             digests += d
             appended += 1
             if ts > last_ts:
                 last_ts = ts
             turns_add(event["turn_id"])
             type_counts[event["trace_type"]] += 1
+        if chunk:
+            offset = self._write_chunk(chunk, chunk_start)
         self.staged_len = offset - self.base
         state.active_count += appended
         result.appended += appended
         if appended:
             state.last_ts = last_ts
+
+    def _write_chunk(self, chunk: list, start: int) -> int:
+        """Write staged ``(event, line)`` pairs at ``start``; returns the end offset.
+
+        Redaction runs here, after the id check (a re-import pays nothing for known events) and
+        on a whole chunk at once: one cheap substring scan of ~``REDACT_CHUNK`` lines instead of
+        one per event. Only when the chunk may hold a secret are its events looked at one by
+        one; a redacted line changes length, so the byte offsets the state recorded for the
+        chunk's unanswered calls are corrected.
+        """
+        lines = [line for _, line in chunk]
+        blob = b"".join(lines)
+        redactor = self.redactor
+        if redactor is not None and redactor.may_hold_a_secret(blob):
+            changed = False
+            for i, (event, line) in enumerate(chunk):
+                if redactor.may_hold_a_secret(line):
+                    n = redactor.redact_event(event)
+                    if n:
+                        self.result.redacted += n
+                        lines[i] = orjson.dumps(normalize_record(RawTrace, event)) + b"\n"
+                        changed = True
+            if changed:
+                blob = b"".join(lines)
+                pos = start
+                for (event, _), line in zip(chunk, lines):
+                    if event["trace_type"] == "tool_call":
+                        self.state.move_pending_offset(event["tool_call_id"], event["id"], pos)
+                    pos += len(line)
+        self.staged.write(blob)
+        return start + len(blob)
 
     def _reject(self, exc: InputError) -> None:
         result = self.result
@@ -233,13 +286,13 @@ def _notes(session: WriteSession, result: IngestResult) -> None:
 
 def ingest_events(store: AgentStore, items: Iterable[EventItem], *, skip_invalid: bool = False,
                   redactor: Redactor | None = None, source_event: str = DEFAULT_SOURCE_EVENT,
-                  result: IngestResult | None = None) -> IngestResult:
+                  result: IngestResult | None = None, divert: Divert | None = None) -> IngestResult:
     """All-or-nothing ingest of ``items`` (see the module docstring). Raises the first
     :class:`InputError` (nothing written) unless ``skip_invalid``."""
     result = result or IngestResult(store.agent_id)
     with store.writer() as session:
         _notes(session, result)
-        batch = _Batch(session, result, redactor, source_event, skip_invalid)
+        batch = _Batch(session, result, redactor, source_event, skip_invalid, divert)
         try:
             batch.add_all(items)
         except BaseException:
@@ -266,7 +319,7 @@ def _rejection(first: InputError, result: IngestResult) -> InputError:
 def ingest_live(store: AgentStore, items: Iterable[EventItem], set_idle_callback: Callable[[Callable[[], None]], None],
                 *, skip_invalid: bool = False, redactor: Redactor | None = None,
                 source_event: str = DEFAULT_SOURCE_EVENT, result: IngestResult | None = None,
-                max_batch: int = STREAM_MAX_BATCH) -> IngestResult:
+                max_batch: int = STREAM_MAX_BATCH, divert: Divert | None = None) -> IngestResult:
     """Stream mode: commit events in small batches as they arrive.
 
     ``items`` is lazily produced from a live input whose reader calls the callback registered
@@ -285,7 +338,7 @@ def ingest_live(store: AgentStore, items: Iterable[EventItem], set_idle_callback
         buffer.clear()
         with store.writer() as session:
             _notes(session, result)
-            batch = _Batch(session, result, redactor, source_event, skip_invalid)
+            batch = _Batch(session, result, redactor, source_event, skip_invalid, divert)
             batch.stop_at_first_rejection = True
             batch.add_all(items_now)
             rejected, batch.rejected = batch.rejected, None  # commit what came before it

@@ -351,7 +351,8 @@ class WriteSession:
     def _rollback_interrupted_ingest(self) -> None:
         marker_path = self.paths.ingest_marker
         try:
-            raw = jsonl.open_read(marker_path).read()
+            with jsonl.open_read(marker_path) as f:
+                raw = f.read()
         except FileNotFoundError:
             return
         try:
@@ -369,10 +370,12 @@ class WriteSession:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        crash_point("ingest-recovery:truncated")
         ids = IdIndex(self.paths.ids, count)
         ids.truncate_to_count()
         jsonl.atomic_write_bytes(self.paths.state, orjson.dumps(previous), fsync=False)
-        os.unlink(marker_path)
+        crash_point("ingest-recovery:state")
+        os.unlink(marker_path)  # every step above is idempotent: a crash before this repeats them
         self.recovered.append(f"rolled back an interrupted ingest of agent {self.paths.agent_id!r}")
 
     # ---------------------------------------------------------------- whole-agent operations

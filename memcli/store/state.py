@@ -143,6 +143,13 @@ class TurnState:
             self.open_turn_context_only = False
         return self.open_turn
 
+    def move_pending_offset(self, call_id: str, trace_id: str, offset: int) -> None:
+        """Correct the recorded byte offset of an unanswered call (its line moved)."""
+        for entry in self.pending.get(call_id, ()):
+            if entry[1] == trace_id:
+                entry[2] = offset
+                return
+
     def _note_turn(self, turn_id: str, record: dict) -> None:
         """A trace placed in ``turn_id`` by its own choice: that turn is now the open one."""
         if turn_id != self.open_turn:

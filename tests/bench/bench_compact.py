@@ -84,11 +84,18 @@ def _floor(active: Path, tmp: Path) -> float:
 
 
 def _run(code: str, mem: Path) -> tuple[float, int, int, int]:
-    out = subprocess.run([sys.executable, "-c", code.format(repo=str(REPO), mem=str(mem))],
-                         capture_output=True, text=True, check=True,
-                         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
-    seconds, rss, turns, chars = out.stdout.split()
-    return float(seconds), int(rss), int(turns), int(chars)
+    """(seconds, peak RSS in KiB, turns, summary chars) of ``code`` in a fresh process, started
+    through tests.bench.common's probe so the peak RSS is that process's own."""
+    import tempfile as _tempfile
+
+    from tests.bench.common import run_measured
+
+    with _tempfile.NamedTemporaryFile() as out:
+        _, rss_mb, _ = run_measured([sys.executable, "-c", code.format(repo=str(REPO), mem=str(mem))],
+                                    stdout_path=out.name,
+                                    env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+        seconds, _, turns, chars = Path(out.name).read_text().split()
+    return float(seconds), int(rss_mb * 1024), int(turns), int(chars)
 
 
 def bench_offline() -> list[dict]:

@@ -83,19 +83,14 @@ def build_store(root: Path, agent: str, megabytes: float) -> int:
 
 
 def _run(args: list, stdout_path: str = os.devnull) -> tuple[float, int]:
-    """(wall seconds, peak RSS in MB) of one child process; its CPU seconds go to CPU_SECONDS."""
+    """(wall seconds, peak RSS in MB) of one child process; its CPU seconds go to CPU_SECONDS.
+    Started through tests.bench.common's probe, so the peak RSS is the child's own."""
+    from tests.bench.common import run_measured
+
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    with open(stdout_path, "wb") as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.PIPE, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - start
-    stderr = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{args} failed: {stderr}")
-    CPU_SECONDS[tuple(map(str, args))] = min(CPU_SECONDS.get(tuple(map(str, args)), 1e9), usage.ru_utime + usage.ru_stime)
-    return elapsed, usage.ru_maxrss / 1024
+    elapsed, rss_mb, cpu = run_measured(args, stdout_path=stdout_path, env=env)
+    CPU_SECONDS[tuple(map(str, args))] = min(CPU_SECONDS.get(tuple(map(str, args)), 1e9), cpu)
+    return elapsed, rss_mb
 
 
 CPU_SECONDS: dict = {}  # args -> least user+sys CPU seconds seen (steadier than wall time on a busy machine)
