@@ -43,7 +43,7 @@ def _always_list() -> Any:
     return field(default_factory=list, metadata={"always": True})
 
 
-@dataclass(slots=True)
+@dataclass
 class RawTrace:
     id: str
     ts: float
@@ -74,7 +74,7 @@ class RawTrace:
         return self.trace_type == "user" and not NON_OPENING_TAGS.isdisjoint(self.tags)
 
 
-@dataclass(slots=True)
+@dataclass
 class EpisodicItem:
     id: str
     ts: float
@@ -89,7 +89,7 @@ class EpisodicItem:
     extra: dict = field(default_factory=dict)
 
 
-@dataclass(slots=True)
+@dataclass
 class SemanticItem:
     id: str
     ts: float
@@ -110,7 +110,7 @@ class ToolStatus(str, Enum):
     ORPHAN = "ORPHAN"
 
 
-@dataclass(slots=True)
+@dataclass
 class ToolInteraction:
     """A tool call with its result (DESIGN.md §2). Derived from traces, never stored.
 

@@ -25,19 +25,26 @@ chunk that trips it are walked and rewritten.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import orjson
 
-_PATTERNS: list[tuple[str, re.Pattern]] = [
-    ("private_key", re.compile(
-        r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S)),
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
-    ("openai_key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
-]
-_BEARER = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")
-_BEARER_VALUE = re.compile(r"(?i)^(\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")  # {"Authorization": "Bearer …"}
+@lru_cache(maxsize=1)
+def _patterns():
+    """Compiled on first use: most ingests never need them (the pre-check says no)."""
+    patterns = [
+        ("private_key", re.compile(
+            r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S)),
+        ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
+        ("openai_key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
+        ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+        ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ]
+    bearer = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")
+    bearer_value = re.compile(r"(?i)^(\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")  # {"Authorization": "Bearer …"}
+    return patterns, bearer, bearer_value
+
+
 _AUTH_KEYS = frozenset({"authorization", "proxy-authorization"})
 
 
@@ -54,11 +61,12 @@ _SKIP_FIELDS = frozenset({"id", "turn_id", "tool_call_id", "trace_type", "source
 
 def redact_text(text: str) -> tuple[str, int]:
     """(text with secrets replaced, how many were replaced)."""
+    patterns, bearer, _ = _patterns()
     count = 0
-    for kind, pattern in _PATTERNS:
+    for kind, pattern in patterns:
         text, n = pattern.subn(f"[REDACTED:{kind}]", text)
         count += n
-    text, n = _BEARER.subn(lambda m: m.group(1) + "[REDACTED:bearer_token]", text)
+    text, n = bearer.subn(lambda m: m.group(1) + "[REDACTED:bearer_token]", text)
     return text, count + n
 
 
@@ -82,7 +90,7 @@ def _walk(value):
                 continue
             new, n = _walk(item)
             if isinstance(new, str) and isinstance(key, str) and key.lower() in _AUTH_KEYS:
-                new, m = _BEARER_VALUE.subn(lambda mo: mo.group(1) + "[REDACTED:bearer_token]", new)
+                new, m = _patterns()[2].subn(lambda mo: mo.group(1) + "[REDACTED:bearer_token]", new)
                 n += m
             out[key] = new
             total += n

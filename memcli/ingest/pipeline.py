@@ -23,7 +23,6 @@ import gc
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
 import orjson
@@ -56,21 +55,21 @@ class Redactor(Protocol):
 Divert = Callable[[int, object], "bool | InputError"]
 
 
-@dataclass
 class IngestResult:
-    agent_id: str
-    format: str = "native"
-    detected: bool = False     # format picked by --from auto
-    events: int = 0            # events offered (valid or not)
-    appended: int = 0
-    duplicates: int = 0
-    invalid: int = 0
-    turns: set = field(default_factory=set)
-    trace_types: Counter = field(default_factory=Counter)
-    skipped: Counter = field(default_factory=Counter)  # importer: things it did not understand
-    redacted: int = 0
-    errors: list = field(default_factory=list)  # first InputErrors (kept or reported)
-    notes: list = field(default_factory=list)   # repairs and recoveries done on the way
+    def __init__(self, agent_id: str):
+        self.agent_id = agent_id
+        self.format = "native"
+        self.detected = False      # format picked by --from auto
+        self.events = 0            # events offered (valid or not)
+        self.appended = 0
+        self.duplicates = 0
+        self.invalid = 0
+        self.turns: set = set()
+        self.trace_types: Counter = Counter()
+        self.skipped: Counter = Counter()  # importer: things it did not understand
+        self.redacted = 0
+        self.errors: list = []     # first InputErrors (kept or reported)
+        self.notes: list = []      # repairs and recoveries done on the way
 
     def summary(self) -> str:
         calls = self.trace_types.get("tool_call", 0)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -62,13 +61,16 @@ def trace_from_record(path: Path, line_no: int | None, offset: int, record: dict
     return _record_to(RawTrace, path, line_no, offset, record)
 
 
-@dataclass
 class StoredTrace:
-    """A trace with where it lives (``tier`` is "active" or "archive")."""
+    """A trace with where it lives (``tier`` is "active" or "archive").
 
-    trace: RawTrace
-    tier: str
-    offset: int
+    (Plain classes rather than dataclasses for the small helpers on the ingest path: creating a
+    dataclass costs ~1.5 ms at import, and ``memcli ingest`` runs once per event.)"""
+
+    __slots__ = ("trace", "tier", "offset")
+
+    def __init__(self, trace: RawTrace, tier: str, offset: int):
+        self.trace, self.tier, self.offset = trace, tier, offset
 
 
 class AgentStore:

@@ -16,7 +16,6 @@ Invariants this module keeps:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -114,12 +113,14 @@ def append_records(path: Path, records: Iterable[dict], *, fsync: bool = True) -
     return append_chunks(path, (orjson.dumps(r) + b"\n" for r in records), fsync=fsync)
 
 
-@dataclass
 class TailRepair:
-    path: Path
-    action: str          # "terminated" (newline added) or "truncated"
-    offset: int          # where the unterminated tail started
-    dropped_bytes: int   # bytes cut off (0 when terminated)
+    """``action``: "terminated" (newline added) or "truncated"; ``offset``: where the unterminated
+    tail started; ``dropped_bytes``: bytes cut off (0 when terminated)."""
+
+    __slots__ = ("path", "action", "offset", "dropped_bytes")
+
+    def __init__(self, path: Path, action: str, offset: int, dropped_bytes: int):
+        self.path, self.action, self.offset, self.dropped_bytes = path, action, offset, dropped_bytes
 
     def describe(self) -> str:
         if self.action == "terminated":

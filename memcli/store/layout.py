@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from memcli.errors import InvalidAgentIdError, StoreError
@@ -99,10 +98,17 @@ def ensure_dir(path: Path) -> None:
         pass
 
 
-@dataclass(frozen=True)
 class AgentPaths:
-    memory_dir: Path
-    agent_id: str
+    __slots__ = ("memory_dir", "agent_id")
+
+    def __init__(self, memory_dir: Path, agent_id: str):
+        self.memory_dir, self.agent_id = memory_dir, agent_id
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AgentPaths) and (self.memory_dir, self.agent_id) == (other.memory_dir, other.agent_id)
+
+    def __hash__(self) -> int:
+        return hash((self.memory_dir, self.agent_id))
 
     @property
     def agents_dir(self) -> Path:

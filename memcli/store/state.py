@@ -27,7 +27,6 @@ that identity does not match (another writer, a crash), so it never needs to be 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Callable
 
 from memcli.models import NON_OPENING_TAGS
@@ -61,10 +60,13 @@ def is_context_event(record: dict) -> bool:
     return bool(tags) and not NON_OPENING_TAGS.isdisjoint(tags)
 
 
-@dataclass
 class FileIdentity:
-    ino: int = 0
-    size: int = 0
+    """(inode, size) of a file as the cache last saw it; (0, 0) for a missing file."""
+
+    __slots__ = ("ino", "size")
+
+    def __init__(self, ino: int = 0, size: int = 0):
+        self.ino, self.size = ino, size
 
     def to_json(self) -> list:
         return [self.ino, self.size]
@@ -74,20 +76,23 @@ class FileIdentity:
         return cls(int(value[0]), int(value[1]))
 
 
-@dataclass
 class TurnState:
-    turn_counter: int = 0
-    open_turn: str | None = None
-    open_turn_context_only: bool = False
-    turn_seq: dict = field(default_factory=dict)       # turn_id -> last seq, in the order turns appeared
-    pending: dict = field(default_factory=dict)        # call_id -> [[turn_id, trace_id, offset], ...]
-    # what the cache describes
-    active: FileIdentity = field(default_factory=FileIdentity)
-    archive: FileIdentity = field(default_factory=FileIdentity)
-    ids_count: int = 0
-    active_count: int = 0
-    archive_count: int = 0
-    last_ts: float | None = None
+    def __init__(self, turn_counter: int = 0, open_turn: str | None = None, open_turn_context_only: bool = False,
+                 turn_seq: dict | None = None, pending: dict | None = None, active: FileIdentity | None = None,
+                 archive: FileIdentity | None = None, ids_count: int = 0, active_count: int = 0,
+                 archive_count: int = 0, last_ts: float | None = None):
+        self.turn_counter = turn_counter
+        self.open_turn = open_turn
+        self.open_turn_context_only = open_turn_context_only
+        self.turn_seq = turn_seq if turn_seq is not None else {}   # turn_id -> last seq, in order of appearance
+        self.pending = pending if pending is not None else {}      # call_id -> [[turn_id, trace_id, offset], ...]
+        # what the cache describes
+        self.active = active or FileIdentity()
+        self.archive = archive or FileIdentity()
+        self.ids_count = ids_count
+        self.active_count = active_count
+        self.archive_count = archive_count
+        self.last_ts = last_ts
 
     # ------------------------------------------------------------------ linking new traces
     def assign(self, event: dict, seq_lookup: Callable[[str], int], offset: int | None = None) -> None:
