@@ -55,3 +55,23 @@ def test_offline_compaction_keeps_every_trace_of_a_real_transcript(memory_dir, p
     # compacting again is safe (nothing or little left to move) and still loses nothing
     compact(memory_dir, "agent", policy=CompactionPolicy(tail_turns=0))
     assert Counter(_all_ids(store)) == Counter(before)
+    _export_and_snapshot_still_work(memory_dir, before)
+
+
+def _export_and_snapshot_still_work(memory_dir, ids: list) -> None:
+    """After compaction: `export` yields every ingested trace, `snapshot` renders valid payloads."""
+    import io
+
+    import orjson
+
+    from memcli.export.api import export
+    from memcli.snapshot import SnapshotOptions, take_snapshot
+    from tests.snapshot_validation import check_payload
+
+    out = io.BytesIO()
+    export(memory_dir, "agent", fmt="jsonl", stdout=out)
+    exported = [orjson.loads(line)["id"] for line in out.getvalue().splitlines()]
+    assert Counter(exported) == Counter(ids)
+    for provider in ("openai-chat", "openai-responses", "anthropic", "gemini"):
+        snap = take_snapshot(memory_dir, "agent", SnapshotOptions(provider=provider))
+        check_payload(provider, snap.payload)
