@@ -128,7 +128,7 @@ COMPACT_LOOP = ("import subprocess, sys, os, time\n"
 
 
 def test_sixteen_writers_of_every_kind_with_a_compaction_loop(memory_dir, tmp_path):
-    writers, per_writer = (16, 500) if SLOW else (16, 40)
+    writers, per_writer = (16, 500) if SLOW else (16, 25)
     rng = random.Random(8)
     stop = tmp_path / "stop"
     compactor = subprocess.Popen([sys.executable, "-c", COMPACT_LOOP, str(stop)], stdout=subprocess.PIPE,
