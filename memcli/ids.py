@@ -26,15 +26,23 @@ _RANDOM_MASK = (1 << _RANDOM_BITS) - 1
 
 _last_ms = -1
 _counter = 0
-_pid = -1
+
+
+def _forget_after_fork() -> None:
+    """A forked child must not count on from its parent's random start."""
+    global _last_ms
+    _last_ms = -1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def _next_value() -> int:
-    global _last_ms, _counter, _pid
+    global _last_ms, _counter
     ms = int(time.time() * 1000)
-    if ms > _last_ms or _pid != os.getpid():
-        _pid = os.getpid()
-        _last_ms = max(ms, _last_ms)
+    if ms > _last_ms:
+        _last_ms = ms
         _counter = int.from_bytes(os.urandom(10), "big") >> 1  # headroom to count up
     else:
         _counter = (_counter + 1) & _RANDOM_MASK

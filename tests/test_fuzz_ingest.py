@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 
 import orjson
 import pytest
@@ -75,6 +76,7 @@ def test_fuzzed_json_arrays_never_crash(memory_dir, items):
 
 
 FORMATS = ["openai", "anthropic", "claude-code", "codex"]
+from tests.test_import_fuzz import TRANSCRIPTS, mutate  # noqa: E402
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -84,10 +86,6 @@ FORMATS = ["openai", "anthropic", "claude-code", "codex"]
 def test_fuzzed_transcripts_through_the_whole_ingest_path(memory_dir, fmt, seed, p, layout, named):
     """Mutated transcripts of every --from format, named or auto-detected, through the real ingest:
     no traceback, a rejection names a line, and a rejected input leaves the store byte-identical."""
-    import random
-
-    from tests.test_import_fuzz import TRANSCRIPTS, mutate
-
     rng = random.Random(seed)
     items = [mutate(v, rng, p) if rng.random() < 0.5 else v for v in TRANSCRIPTS[fmt]]
     if rng.random() < 0.2:  # sometimes a line that is not JSON at all

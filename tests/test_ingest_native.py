@@ -125,12 +125,13 @@ def test_given_turn_of_an_old_turn_continues_its_seq(cli, memory_dir):
     assert shape(memory_dir)[-1] == ("assistant", "turn_0001", 3, "late note")
 
 
-def test_unknown_fields_are_kept_and_fields_are_written_in_declaration_order(cli, memory_dir):
+def test_unknown_fields_are_kept_and_required_fields_come_first(cli, memory_dir):
     cli("ingest", "a", input=[{"zzz": {"x": 1}, "tool_args": {"p": 1}, "trace_type": "tool_call",
                                "tool_call_id": "c", "tool_name": "t", "tags": ["a"], "aaa": 2}])
     (record,) = read_jsonl(agent_dir(memory_dir, "a") / "raw_traces.jsonl")
+    # AutoByteus' required fields in its order, then the event's own fields in the order given
     assert list(record) == ["id", "ts", "turn_id", "seq", "trace_type", "content", "source_event",
-                            "tool_name", "tool_call_id", "tool_args", "tags", "zzz", "aaa"]
+                            "zzz", "tool_args", "tool_call_id", "tool_name", "tags", "aaa"]
     assert record["zzz"] == {"x": 1} and record["aaa"] == 2
 
 

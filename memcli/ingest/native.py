@@ -71,40 +71,51 @@ def parse_timestamp(value, line=None, field="ts") -> float:
 
 _STR_FIELDS = ("source_event", "tool_name", "tool_error", "correlation_id", "tool_result_ref")
 _ID_FIELDS = ("id", "turn_id", "tool_call_id")
-# fields whose value is fine as it is when it has one of these exact types (the fast path);
-# anything else goes through the detailed checks, which name the problem
+def _id_ok(value: str) -> bool:
+    return 0 < len(value) <= MAX_ID_LENGTH
+
+
+def _usage_ok(usage: dict) -> bool:
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(key)
+        if value is not None and (type(value) is not int or value < 0):
+            return False
+    return True
+
+
+# The fast path: a field is fine as it is when its value has exactly this type and passes the
+# value check (if any). Anything else — another type, null, media, a failed check — goes through
+# _check_fields, which normalizes what it can and names the problem otherwise.
 _FAST_TYPES = {
-    "trace_type": (str,), "content": (str,), "id": (str,), "turn_id": (str,), "tool_call_id": (str,),
-    "source_event": (str,), "tool_name": (str,), "tool_error": (str,), "correlation_id": (str,),
-    "tool_result_ref": (str,), "ts": (float,), "tool_args": (dict,),
+    "trace_type": str, "content": str, "id": str, "turn_id": str, "tool_call_id": str,
+    "source_event": str, "tool_name": str, "tool_error": str, "correlation_id": str,
+    "tool_result_ref": str, "ts": float, "tool_args": dict, "seq": int, "tokens": int, "tags": list,
+    "usage": dict,
 }
-_NEEDS_CHECK = frozenset({"seq", "tokens", "tags", "media", "usage", "ts", "content", "trace_type",
-                          "id", "turn_id", "tool_call_id", "tool_args"})
+_VALUE_CHECKS = {
+    "id": _id_ok, "turn_id": _id_ok, "tool_call_id": _id_ok, "ts": math.isfinite,
+    "seq": lambda v: v >= 1, "tokens": lambda v: v >= 0,
+    "tags": lambda v: all(type(t) is str for t in v), "usage": _usage_ok,
+}
+_SLOW_FIELDS = frozenset({"media"})
+_FAST_RULES = {key: (expected, _VALUE_CHECKS.get(key)) for key, expected in _FAST_TYPES.items()}
 
 
 def validate_event(event, line: int | None = None) -> dict:
     if type(event) is not dict:
         _fail(line, None, f"expected a JSON object, got {json_type(event)}")
-    # fast path: every known field already has its plain type and nothing needs normalizing
     fast = event.get("trace_type") in TRACE_TYPES
     if fast:
         for key, value in event.items():
-            types = _FAST_TYPES.get(key)
-            if types is not None:
-                if type(value) not in types:
+            rule = _FAST_RULES.get(key)
+            if rule is None:
+                if value is None or key in _SLOW_FIELDS:
                     fast = False
                     break
-            elif key in _NEEDS_CHECK or value is None:
+                continue  # an unknown field: kept as it is
+            if type(value) is not rule[0] or (rule[1] is not None and not rule[1](value)):
                 fast = False
                 break
-    if fast:
-        for key in _ID_FIELDS:
-            value = event.get(key)
-            if value is not None and not (0 < len(value) <= MAX_ID_LENGTH):
-                fast = False
-                break
-    if fast and "ts" in event and not math.isfinite(event["ts"]):
-        fast = False
     if not fast:
         _check_fields(event, line)
     elif "content" not in event:

@@ -30,7 +30,6 @@ import orjson
 from memcli.errors import InputError
 from memcli.ids import new_id_value
 from memcli.ingest.native import validate_event
-from memcli.models import RawTrace, normalize_record
 from memcli.store.agent import AgentStore, WriteSession
 from memcli.store.id_index import digest
 
@@ -144,10 +143,12 @@ class _Batch:
         last_ts = state.last_ts if state.last_ts is not None else float("-inf")
         chunk: list = []       # staged lines not yet written, checked for secrets together
         chunk_start = offset
+        offered = 0
+        rejected = self.rejected is not None
         for line, item in items:
-            result.events += 1
+            offered += 1
             try:
-                if isinstance(item, InputError):
+                if type(item) is not dict and isinstance(item, InputError):
                     raise item
                 event = validate_event(item, line)
             except InputError as exc:
@@ -155,13 +156,14 @@ class _Batch:
                 # this rare path, so ordinary events pay nothing for it)
                 taken = self.divert(line, item) if self.divert is not None else False
                 if taken is True:
-                    result.events -= 1
+                    offered -= 1
                     continue
                 self._reject(taken or exc)
-                if self.stop_at_first_rejection and self.rejected is not None:
+                rejected = self.rejected is not None
+                if self.stop_at_first_rejection and rejected:
                     break
                 continue
-            if self.rejected is not None:
+            if rejected:
                 continue  # keep validating to report every problem, but stage nothing more
             trace_id = event.get("id")
             if trace_id is not None:
@@ -180,7 +182,7 @@ class _Batch:
             if "source_event" not in event:
                 event["source_event"] = source_event
             state.assign(event, seq_lookup, offset)
-            line_bytes = dumps(normalize_record(RawTrace, event)) + b"\n"
+            line_bytes = dumps(stored_record(event)) + b"\n"
             chunk.append((event, line_bytes))
             offset += len(line_bytes)
             if len(chunk) >= REDACT_CHUNK:
@@ -192,6 +194,7 @@ class _Batch:
                 last_ts = ts
             turns_add(event["turn_id"])
             type_counts[event["trace_type"]] += 1
+        result.events += offered
         if chunk:
             offset = self._write_chunk(chunk, chunk_start)
         self.staged_len = offset - self.base
@@ -219,7 +222,7 @@ class _Batch:
                     n = redactor.redact_event(event)
                     if n:
                         self.result.redacted += n
-                        lines[i] = orjson.dumps(normalize_record(RawTrace, event)) + b"\n"
+                        lines[i] = orjson.dumps(stored_record(event)) + b"\n"
                         changed = True
             if changed:
                 blob = b"".join(lines)
@@ -246,6 +249,19 @@ class _Batch:
                 self.session.append_staged(self.staged, self.staged_len, bytes(self.digests), self.state)
         finally:
             self.staged.close()
+
+
+def stored_record(event: dict) -> dict:
+    """The line written for a stamped, validated event: RawTrace's required fields first, in
+    AutoByteus' order, then the event's other fields in the order they came (known or not).
+
+    (Not the full declaration order of :func:`memcli.models.normalize_record`: sorting the
+    optional fields cost ~1.5 µs per event, a fifth of ingest, for a cosmetic difference.)"""
+    record = {"id": event["id"], "ts": event["ts"], "turn_id": event["turn_id"], "seq": event["seq"],
+              "trace_type": event["trace_type"], "content": event["content"],
+              "source_event": event["source_event"]}
+    record.update(event)
+    return record
 
 
 def anonymous_temp_file(directory: str | None = None):

@@ -110,7 +110,9 @@ class TurnState:
                 else:
                     turn_id = self._open_new_turn(context_only=False)
             else:
-                turn_id = self._join_open_turn(event)
+                turn_id = self.open_turn
+                if turn_id is None or self.open_turn_context_only:
+                    turn_id = self._join_open_turn(event)
             event["turn_id"] = turn_id
         else:
             if trace_type != "tool_result" or self._pop_pending(event.get("tool_call_id"), turn_id) is None:
