@@ -318,3 +318,25 @@ def string(value) -> str | None:
 
 def join_texts(texts: list[str]) -> str:
     return "\n".join(t for t in texts if t)
+
+
+class CallNames:
+    """The tool name of each unanswered call, by call id, first-in-first-out (transcripts reuse
+    ids): a result that does not repeat its tool's name gets it from its call."""
+
+    def __init__(self) -> None:
+        self._names: dict = {}
+
+    def add(self, call_id: str, name) -> None:
+        from collections import deque
+
+        self._names.setdefault(call_id, deque()).append(name)
+
+    def take(self, call_id):
+        queue = self._names.get(call_id)
+        if not queue:
+            return None
+        name = queue.popleft()
+        if not queue:
+            del self._names[call_id]
+        return name

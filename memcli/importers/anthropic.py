@@ -30,10 +30,10 @@ Ids: ``an-<key>-<n>`` where ``<key>`` is the message's key in a hash chain over 
 
 from __future__ import annotations
 
-from collections import deque
 from itertools import chain
 
 from memcli.importers._common import (
+    CallNames,
     Clock,
     KeyChain,
     Media,
@@ -70,7 +70,7 @@ class BlockMapper:
 
     def __init__(self, skipped):
         self.skipped = skipped
-        self.call_names: dict[str, deque] = {}
+        self.call_names = CallNames()
 
     # ------------------------------------------------------------------ helpers
     def _image(self, block: dict, media: Media) -> None:
@@ -108,14 +108,6 @@ class BlockMapper:
                 self.skipped[f"tool result {kind or 'non-object'} blocks"] += 1
         return join_texts(texts)
 
-    def _name_for(self, call_id: str):
-        queue = self.call_names.get(call_id)
-        if not queue:
-            return None
-        name = queue.popleft()
-        if not queue:
-            del self.call_names[call_id]
-        return name
 
     # ------------------------------------------------------------------ messages
     def message(self, role: str, content, base: str, common: dict, *, user_tags=(),
@@ -169,7 +161,7 @@ class BlockMapper:
                     add(event)
             elif _is_call_block(kind) and isinstance(block.get("id"), str) and block["id"]:
                 name = block.get("name") if isinstance(block.get("name"), str) and block.get("name") else kind
-                self.call_names.setdefault(block["id"], deque()).append(name)
+                self.call_names.add(block["id"], name)
                 event = call_event("", block["id"], name, block.get("input"))
                 if kind != "tool_use":
                     event["tool_kind"] = kind
@@ -186,7 +178,7 @@ class BlockMapper:
                     if error:
                         value = value.get("error_code") or value
                 event = result_event("", call_id, value, error=error)
-                set_fields(event, tool_name=self._name_for(call_id), media=result_media.as_field())
+                set_fields(event, tool_name=self.call_names.take(call_id), media=result_media.as_field())
                 if kind != "tool_result":
                     event["tool_kind"] = kind
                 add(event)

@@ -47,11 +47,11 @@ so a resumed session does not store it twice. A half-written last line is skippe
 
 from __future__ import annotations
 
-from collections import deque
 
 import orjson
 
 from memcli.importers._common import (
+    CallNames,
     Clock,
     KeyChain,
     Media,
@@ -106,7 +106,7 @@ class _Rollout:
         self.chain: KeyChain | None = None
         self.session_id: str | None = None
         self.model: str | None = None
-        self.call_names: dict[str, deque] = {}
+        self.call_names = CallNames()
         self.held_user: tuple | None = None   # (line, key, ts, text, media) awaiting its event
         self.held_event: tuple | None = None  # (line, key, ts, payload) awaiting its message
         self.after_held: list[tuple[int, dict]] = []  # context that came after a held message
@@ -377,7 +377,7 @@ class _Rollout:
                 name, raw = "tool_search", item.get("arguments")
             if not isinstance(name, str) or not name:
                 name = kind
-            self.call_names.setdefault(call_id, deque()).append(name)
+            self.call_names.add(call_id, name)
             event = call_event(f"{base}-0", call_id, name, raw)
             if tool_kind is not None:
                 event["tool_kind"] = tool_kind
@@ -395,7 +395,7 @@ class _Rollout:
             raw = item.get("output") if kind != "tool_search_output" else item.get("tools", item.get("output"))
             value, media, error = self._output(raw)
             event = result_event(f"{base}-0", call_id, value, error=error)
-            set_fields(event, tool_name=self._name_for(call_id), media=media.as_field())
+            set_fields(event, tool_name=self.call_names.take(call_id), media=media.as_field())
             yield line, self._common(event, ts)
             return
         if kind in _SILENT_ITEMS:
@@ -406,14 +406,6 @@ class _Rollout:
         else:
             self.skipped[f"{kind[:40]} items" if kind else "items without a type"] += 1
 
-    def _name_for(self, call_id):
-        queue = self.call_names.get(call_id)
-        if not queue:
-            return None
-        name = queue.popleft()
-        if not queue:
-            del self.call_names[call_id]
-        return name
 
     def _output(self, raw):
         """(tool_result value, Media, is_error) of a call output as Codex records it."""

@@ -42,6 +42,7 @@ from collections import deque
 
 from memcli.errors import InputError
 from memcli.importers._common import (
+    CallNames,
     Clock,
     KeyChain,
     Media,
@@ -94,7 +95,7 @@ class _Conversation:
         self.skipped = result.skipped
         self.chain = KeyChain()
         self.clock = Clock(self.skipped)
-        self.call_names: dict[str, deque] = {}     # tool_call_id -> names of unanswered calls
+        self.call_names = CallNames()     # tool_call_id -> names of unanswered calls
         self.legacy_calls: deque = deque()          # (call_id, name) of unanswered function_calls
 
     # ------------------------------------------------------------------ content
@@ -139,14 +140,6 @@ class _Conversation:
                 self.skipped[f"{kind or 'untyped'} parts"] += 1
         return join_texts(texts), media
 
-    def _name_for(self, call_id: str):
-        queue = self.call_names.get(call_id)
-        if not queue:
-            return None
-        name = queue.popleft()
-        if not queue:
-            del self.call_names[call_id]
-        return name
 
     # ------------------------------------------------------------------ messages
     def message(self, line, message, where, model=None):
@@ -206,7 +199,7 @@ class _Conversation:
                 return
             error = message.get("is_error") is True
             for call_id in ids:
-                name = self._name_for(call_id)
+                name = self.call_names.take(call_id)
                 if isinstance(message.get("name"), str) and message["name"]:
                     name = message["name"]
                 event = result_event("", call_id, text, error=error)
@@ -248,7 +241,7 @@ class _Conversation:
                 name = spec.get("name")
                 if not isinstance(name, str) or not name:
                     return not_format(line, f"{where}tool_calls[{j}] with a function name", call)
-                self.call_names.setdefault(call_id, deque()).append(name)
+                self.call_names.add(call_id, name)
                 event = call_event("", call_id, name, raw)
                 if kind == "custom":
                     event["tool_kind"] = "custom"
