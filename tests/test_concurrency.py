@@ -5,6 +5,7 @@ test_reliability.py.)"""
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 from collections import defaultdict
@@ -13,22 +14,7 @@ import orjson
 import pytest
 
 from tests.helpers import agent_dir, ndjson, proc_env
-
-
-def _writer_events(w: int, n: int):
-    events = []
-    for i in range(n):
-        kind = i % 4
-        base = {"id": f"w{w}-{i}", "content": f"w{w} e{i} " + "x" * (i * 37 % 3000)}
-        if kind == 0:
-            events.append({"trace_type": "user", **base})
-        elif kind == 1:
-            events.append({"trace_type": "tool_call", "tool_name": "t", "tool_call_id": f"w{w}-c{i}", **base})
-        elif kind == 2:
-            events.append({"trace_type": "tool_result", "tool_call_id": f"w{w}-c{i - 1}", **base})
-        else:
-            events.append({"trace_type": "assistant", **base})
-    return events
+from tests.test_reliability import _writer_events
 
 
 def check_store(memory_dir, agent, expected_ids):
@@ -50,7 +36,7 @@ def run_writers(memory_dir, writers: int, per_writer: int, env_extra=None, allow
     procs = []
     expected = set()
     for w in range(writers):
-        events = _writer_events(w, per_writer)
+        events = _writer_events(w, per_writer, random.Random(w))
         expected |= {e["id"] for e in events}
         if w % 2 == 0:  # one process per event, as shell scripts do
             script = ("import subprocess, sys\n"
