@@ -56,14 +56,3 @@ def new_id(prefix: str) -> str:
 def new_id_value() -> int:
     """The 128-bit value behind the next generated id (``f"{prefix}_{value:032x}"``)."""
     return _next_value()
-
-
-def id_time(record_id: str) -> float | None:
-    """Seconds since the epoch a generated id was made at, None if it is not a generated id."""
-    part = record_id.rsplit("_", 1)[-1]
-    if len(part) != 32:
-        return None
-    try:
-        return (int(part, 16) >> _RANDOM_BITS) / 1000.0
-    except ValueError:
-        return None

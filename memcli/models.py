@@ -178,46 +178,6 @@ def to_record(obj: Any) -> dict:
     return out
 
 
-_LAYOUT_CACHE: dict[type, tuple] = {}
-
-
-def _layout(cls: type) -> tuple:
-    layout = _LAYOUT_CACHE.get(cls)
-    if layout is None:
-        from operator import itemgetter
-
-        schema = _schema(cls)
-        required = tuple(name for name, has_default, _ in schema if not has_default)
-        position = {name: i for i, (name, _, _) in enumerate(schema)}
-        omit_empty = frozenset(name for name, has_default, always in schema if has_default and not always)
-        always = tuple(name for name, _, always in schema if always)
-        layout = _LAYOUT_CACHE[cls] = (required, itemgetter(*required), frozenset(required), position,
-                                       frozenset(position), omit_empty, always)
-    return layout
-
-
-def normalize_record(cls: type, data: dict) -> dict:
-    """``to_record(from_record(cls, data))`` without building the object (the ingest hot path):
-    the same keys, values and order. ``data`` must hold every required field (else KeyError)."""
-    required, get_required, required_set, position, known, omit_empty, always = _layout(cls)
-    out = dict(zip(required, get_required(data)))
-    rest = data.keys() - required_set
-    if rest:
-        if rest <= known:
-            keys = sorted(rest, key=position.__getitem__)
-        else:  # known fields in declaration order, then unknown ones in input order
-            keys = sorted(rest & known, key=position.__getitem__) + [k for k in data if k in rest and k not in known]
-        for key in keys:
-            value = data[key]
-            if key in omit_empty and (value is None or value == [] or value == {}):
-                continue
-            out[key] = value
-    for name in always:
-        if name not in out:
-            return to_record(from_record(cls, data))  # rare: fill the default in its place
-    return out
-
-
 def from_record(cls: type[_T], data: dict) -> _T:
     """Build a model from a JSON object; unknown keys are kept in ``extra``.
 

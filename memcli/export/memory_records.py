@@ -25,7 +25,7 @@ from __future__ import annotations
 import orjson
 
 from memcli.errors import InputError
-from memcli.models import EpisodicItem, SemanticItem, from_record, normalize_record
+from memcli.models import EpisodicItem, SemanticItem, from_record, to_record
 
 RECORD_TYPE = "record_type"
 MEMORY_KINDS = {"episodic": EpisodicItem, "semantic": SemanticItem}
@@ -105,7 +105,7 @@ def restore_memory(store, items: list) -> str:
                     present += 1
                     continue
                 known.add(record["id"])
-                new.append(normalize_record(cls, record))
+                new.append(to_record(from_record(cls, record)))
             if new:
                 jsonl.append_records(path, new)
                 added[kind] = len(new)

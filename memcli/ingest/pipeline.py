@@ -30,6 +30,7 @@ import orjson
 from memcli.errors import InputError
 from memcli.ids import new_id_value
 from memcli.ingest.native import validate_event
+from memcli.store import jsonl
 from memcli.store.agent import AgentStore, WriteSession
 from memcli.store.id_index import digest
 
@@ -105,7 +106,7 @@ class _Batch:
         self.source_event = source_event
         self.skip_invalid = skip_invalid
         self.state = session.state.copy()
-        self.base = _size(session.paths.active)
+        self.base = jsonl.file_size(session.paths.active)
         self.staged = anonymous_temp_file()
         self.staged_len = 0
         self.digests = bytearray()
@@ -255,8 +256,8 @@ def stored_record(event: dict) -> dict:
     """The line written for a stamped, validated event: RawTrace's required fields first, in
     AutoByteus' order, then the event's other fields in the order they came (known or not).
 
-    (Not the full declaration order of :func:`memcli.models.normalize_record`: sorting the
-    optional fields cost ~1.5 µs per event, a fifth of ingest, for a cosmetic difference.)"""
+    (Not the full declaration order of :func:`memcli.models.to_record`: sorting the optional
+    fields cost ~1.5 µs per event, a fifth of ingest, for a cosmetic difference.)"""
     record = {"id": event["id"], "ts": event["ts"], "turn_id": event["turn_id"], "seq": event["seq"],
               "trace_type": event["trace_type"], "content": event["content"],
               "source_event": event["source_event"]}
@@ -285,13 +286,6 @@ def _tmp_dir() -> str:
         if value and os.path.isdir(value):
             return value
     return "/tmp"
-
-
-def _size(path) -> int:
-    try:
-        return os.lstat(path).st_size
-    except FileNotFoundError:
-        return 0
 
 
 def _notes(session: WriteSession, result: IngestResult) -> None:

@@ -329,7 +329,7 @@ class WriteSession:
             "state": self.state.to_json(),
         }
         jsonl.atomic_write_bytes(self.paths.ingest_marker, orjson.dumps(marker), fsync=False)
-        _crash_point("ingest:marker")
+        crash_point("ingest:marker")
         staged.seek(0)
 
         def chunks():
@@ -340,14 +340,14 @@ class WriteSession:
                     break
                 remaining -= len(block)
                 yield block
-                _crash_point("ingest:append")
+                crash_point("ingest:append")
 
         jsonl.append_chunks(self.paths.active, chunks(), fsync=fsync)
-        _crash_point("ingest:appended")
+        crash_point("ingest:appended")
         self.ids.append(digests, fsync=fsync)
-        _crash_point("ingest:ids")
+        crash_point("ingest:ids")
         self.write_state(new_state)
-        _crash_point("ingest:state")
+        crash_point("ingest:state")
         os.unlink(self.paths.ingest_marker)
 
     def _rollback_interrupted_ingest(self) -> None:
@@ -380,22 +380,6 @@ class WriteSession:
         os.unlink(marker_path)  # every step above is idempotent: a crash before this repeats them
         self.recovered.append(f"rolled back an interrupted ingest of agent {self.paths.agent_id!r}")
 
-    # ---------------------------------------------------------------- whole-agent operations
-    def remove_files(self, names: list[str]) -> list[str]:
-        removed = []
-        for name in names:
-            path = self.paths.dir / name
-            try:
-                os.unlink(path)
-                removed.append(name)
-            except FileNotFoundError:
-                continue
-        return removed
-
-    def remove_agent_dir(self) -> None:
-        import shutil
-
-        shutil.rmtree(self.paths.dir)
 
 
 # ---------------------------------------------------------------------- state helpers
@@ -515,5 +499,3 @@ def crash_point(name: str) -> None:
 
         os.kill(os.getpid(), signal.SIGKILL)
 
-
-_crash_point = crash_point
