@@ -457,8 +457,8 @@ def test_json_and_ndjson_together_is_a_usage_error(cli, fx, command):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--since", "yesterday"], "--since: not an ISO-8601 time or epoch seconds"),
-    (["--until", "2026-13-01"], "--until: not an ISO-8601 time"),
+    (["--since", "yesterday"], "--since 'yesterday': not an ISO-8601 time or epoch seconds"),
+    (["--until", "2026-13-01"], "--until '2026-13-01': not an ISO-8601 time"),
     (["--type", "thought"], "--type: unknown trace type 'thought'"),
     (["--since", "2026-03-03", "--until", "2026-03-02"], "--since is after --until"),
     (["--turn", "turn_0003", "--last", "2"], "--turn and --last cannot be used together"),
@@ -515,3 +515,13 @@ def test_closed_pipe_ends_quietly(memcli_proc, fx, memory_dir):
     assert proc.wait(timeout=60) == 0, err
     assert orjson.loads(first)["content"] == "m0"
     assert b"Traceback" not in err and b"Broken pipe" not in err
+
+
+def test_a_bare_date_for_until_means_the_end_of_that_day_as_in_export(cli, memory_dir):
+    cli("ingest", "d", input=[{"trace_type": "user", "content": "morning", "ts": "2026-03-02T08:00:00Z"},
+                              {"trace_type": "user", "content": "evening", "ts": "2026-03-02T22:00:00Z"},
+                              {"trace_type": "user", "content": "next day", "ts": "2026-03-03T01:00:00Z"}])
+    shown = cli("show", "d", "--until", "2026-03-02", "--ndjson").stdout.splitlines()
+    exported = cli("export", "d", "--until", "2026-03-02").stdout.splitlines()
+    assert [__import__("orjson").loads(line)["content"] for line in shown] == ["morning", "evening"]
+    assert shown == exported

@@ -15,11 +15,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from memcli.errors import InputError, UsageError
+from memcli.errors import UsageError
 
 
 @dataclass
@@ -86,33 +85,14 @@ def normalize_turn(value: str) -> str:
     return value
 
 
-_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def parse_time_option(value: str | None, option: str, *, end_of_day: bool = False) -> float | None:
-    if value is None:
-        return None
-    from memcli.ingest.native import parse_timestamp
-
-    text = value.strip()
-    try:
-        ts = parse_timestamp(text)
-        if end_of_day and _DATE_ONLY.fullmatch(text):
-            ts += 86400 - 1e-6
-        return ts
-    except InputError:
-        raise UsageError(
-            f"{option} {value!r}: expected an ISO-8601 time (2026-03-02 or 2026-03-02T09:14:00Z) "
-            "or epoch seconds"
-        ) from None
-
-
 def make_filter(turns=None, since: str | None = None, until: str | None = None) -> TraceFilter:
     wanted = frozenset(normalize_turn(t) for t in turns) if turns else None
     if wanted is not None and "" in wanted:
         raise UsageError("--turn needs a turn id (e.g. turn_0007 or 7)")
-    lower = parse_time_option(since, "--since")
-    upper = parse_time_option(until, "--until", end_of_day=True)
+    from memcli.inspect.filters import parse_time
+
+    lower = parse_time(since, "--since")
+    upper = parse_time(until, "--until", end_of_day=True)
     if lower is not None and upper is not None and lower > upper:
         raise UsageError(f"--since ({format_utc(lower)}) is after --until ({format_utc(upper)})")
     return TraceFilter(wanted, lower, upper)

@@ -2,13 +2,15 @@
 
 * ``--since``/``--until`` take ISO-8601 (``2026-03-02``, ``2026-03-02T09:30:00Z``, with or
   without an offset; a time without one is UTC) or epoch seconds (or milliseconds, as
-  JavaScript writes them). Both bounds are inclusive: ``since <= ts <= until``.
+  JavaScript writes them). Both bounds are inclusive: ``since <= ts <= until``, and a bare
+  date given to ``--until`` means the end of that day (as for ``export``).
 * ``--type`` and ``--tag`` may be repeated; a trace matches when it has any of the given types
   and any of the given tags.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -16,17 +18,26 @@ from memcli.errors import InputError, UsageError
 from memcli.models import TRACE_TYPES, RawTrace
 
 
-def parse_time(value: str | None, option: str) -> float | None:
-    """Epoch seconds for a ``--since``/``--until`` value; a bad value is a usage error."""
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> float | None:
+    """Epoch seconds for a ``--since``/``--until`` value (every command that filters by time uses
+    this one); a bad value is a usage error. With ``end_of_day`` a bare date means the end of
+    that day (``--until 2026-03-02`` includes the whole day)."""
     if value is None:
         return None
     from memcli.ingest.native import parse_timestamp
 
+    text = value.strip()
     try:
-        return parse_timestamp(value.strip())
+        ts = parse_timestamp(text)
     except InputError as exc:
-        raise UsageError(f"{option}: {exc.reason} (use ISO-8601 such as 2026-03-02T09:30:00Z, "
-                         "or epoch seconds)") from None
+        raise UsageError(f"{option} {value!r}: {exc.reason} (use ISO-8601 such as 2026-03-02 or "
+                         "2026-03-02T09:30:00Z, or epoch seconds)") from None
+    if end_of_day and _DATE_ONLY.fullmatch(text):
+        ts += 86400 - 1e-6
+    return ts
 
 
 def split_values(values: Iterable[str] | None) -> list[str]:
@@ -52,7 +63,7 @@ class TraceFilter:
             if name not in TRACE_TYPES:
                 raise UsageError(f"--type: unknown trace type {name!r} (expected one of {', '.join(TRACE_TYPES)})")
         flt = cls(frozenset(type_list), frozenset(split_values(tags)),
-                  parse_time(since, "--since"), parse_time(until, "--until"))
+                  parse_time(since, "--since"), parse_time(until, "--until", end_of_day=True))
         if flt.since is not None and flt.until is not None and flt.since > flt.until:
             raise UsageError("--since is after --until: nothing could match")
         return flt
