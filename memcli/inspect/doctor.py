@@ -518,7 +518,7 @@ def repair(store: AgentStore) -> DoctorReport:
         before = check(store)
         repairer.save_torn_tails(before)
         session = WriteSession(store)
-        session._rollback_interrupted_ingest()  # what WriteSession.open() does first
+        session.rollback_interrupted_ingest()  # what WriteSession.open() does first
         for note in session.recovered:
             repairer.note(note)
         if repairer.recover(session):

@@ -243,7 +243,7 @@ class WriteSession:
         self._turn_max_seq: dict[str, int] | None = None  # built on the first seq_lookup miss
 
     def open(self) -> None:
-        self._rollback_interrupted_ingest()
+        self.rollback_interrupted_ingest()
         if self.paths.compaction_journal.exists():
             from memcli.compaction.journal import recover
 
@@ -350,7 +350,9 @@ class WriteSession:
         crash_point("ingest:state")
         os.unlink(self.paths.ingest_marker)
 
-    def _rollback_interrupted_ingest(self) -> None:
+    def rollback_interrupted_ingest(self) -> None:
+        """Undo an ingest that was killed before it finished (step 1 of :meth:`open`; public for
+        ``doctor --repair``, which must run it before moving bad lines aside)."""
         marker_path = self.paths.ingest_marker
         try:
             with jsonl.open_read(marker_path) as f:
