@@ -8,6 +8,7 @@ from collections import Counter
 import orjson
 import pytest
 
+from memcli.errors import InputError
 from memcli.ingest.api import ingest
 from memcli.tool_interactions import pair_tool_traces
 from tests.helpers import CORPORA, needs_corpora
@@ -55,12 +56,33 @@ def test_tau_bench_each_trajectory_as_its_own_agent(memory_dir, tmp_path):
     assert error_texts == 73                   # kept as results: Chat Completions has no error flag
 
 
-def test_tau_bench_whole_file_is_200_conversations_in_one_agent(memory_dir):
-    result = _import(memory_dir, "tau", CORPORA / TAU)   # an array of records, each with its .traj
-    assert result.format == "openai"
-    got = traces(memory_dir, "tau")
-    assert statuses(got) == {"SUCCESS": 1164}
-    assert user_turns(got) == 1490 and sum("system" in t.tags for t in got) == 200
+def test_tau_bench_whole_file_is_refused_without_split(memory_dir):
+    with pytest.raises(InputError, match="holds 200 conversations") as info:
+        _import(memory_dir, "tau", CORPORA / TAU)   # an array of records, each with its .traj
+    assert "--split" in info.value.hint
+    assert not (memory_dir / "agents").exists() or not any((memory_dir / "agents").iterdir())
+
+
+def test_tau_bench_split_gives_one_agent_per_trajectory_and_is_idempotent(memory_dir):
+    result = ingest(memory_dir, "tau", CORPORA / TAU, split=True)
+    assert (result.format, len(result.agents)) == ("openai", 200)
+    # task_id repeats across trials: no unique id of their own, so agents are named by index
+    assert result.agents[:3] == ["tau.1", "tau.2", "tau.3"] and result.agents[-1] == "tau.200"
+    assert "split 200 conversations into 200 agents" in result.summary()
+    assert "1164 tool calls" in result.summary()
+    total = Counter()
+    turns = systems = 0
+    for name in result.agents:
+        got = traces(memory_dir, name)
+        total += statuses(got)
+        turns += user_turns(got)
+        systems += sum("system" in t.tags for t in got)
+    assert total == {"SUCCESS": 1164} and turns == 1490 and systems == 200
+    # the same ids as importing the record's .traj alone
+    first = orjson.loads((CORPORA / TAU).read_bytes())[0]["traj"]
+    again = ingest(memory_dir, "tau", CORPORA / TAU, split=True)
+    assert again.appended == 0 and again.total("duplicates") == result.appended
+    assert traces(memory_dir, "tau.1")[0].content == first[0]["content"]
 
 
 def test_swe_agent_history(memory_dir, tmp_path):

@@ -13,7 +13,11 @@ def ingest(
     agent: str = typer.Argument(..., help="Agent id."),
     file: Optional[str] = typer.Argument(None, help="Input file; stdin when absent or '-'."),
     from_: str = typer.Option(
-        "auto", "--from", help="Input format: auto, native, openai, anthropic, claude-code, codex.",
+        "auto", "--from", help="Input format: auto, native, openai, anthropic, claude-code, codex, openai-responses,"
+        " gemini, openhands, inspect, sharegpt, cline.",
+    ),
+    split: bool = typer.Option(
+        False, "--split", help="A file of many conversations: import each into its own agent AGENT.<id or index>.",
     ),
     stream: bool = typer.Option(
         False, "--stream", help="Persist events as they arrive (for long-lived pipes) instead of all-or-nothing.",
@@ -29,10 +33,11 @@ def ingest(
 
     By default the whole input is validated first and nothing is written if any event is bad.
     Events that carry an id the agent already has are skipped, so re-ingesting is safe.
+    A file that holds several conversations is refused unless --split is given.
     """
     from memcli.ingest.api import ingest as run
 
-    result = run(ctx.obj, agent, file, fmt=from_, stream=stream, skip_invalid=skip_invalid, redact=not no_redact)
+    result = run(ctx.obj, agent, file, fmt=from_, stream=stream, skip_invalid=skip_invalid, redact=not no_redact, split=split)
     for note in result.notes:
         print(f"memcli: {note}", file=sys.stderr)
     for error in result.errors if skip_invalid else ():

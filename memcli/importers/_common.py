@@ -134,13 +134,10 @@ def not_format(line: int, expected: str, value, hint: str | None = None, *, gues
     if guess_from is not None:
         other = guess_format(line, value, exclude=guess_from)
         if other is not None:
-            message += f"; it looks like {_FORMAT_NAMES[other]} (--from {other})"
+            from memcli.importers import title
+
+            message += f"; it looks like {title(other)} (--from {other})"
     return InputError(message, line=line, hint=hint)
-
-
-_FORMAT_NAMES = {"native": "memcli native events", "openai": "OpenAI Chat Completions messages",
-                 "anthropic": "Anthropic Messages API messages", "claude-code": "a Claude Code session",
-                 "codex": "a Codex rollout"}
 
 
 def guess_format(line: int, value, exclude: str) -> str | None:

@@ -255,9 +255,19 @@ def _as_claude_code(values, result):
         yield line, event
 
 
+def _is_document(value) -> bool:
+    return isinstance(value, dict) and "role" not in value and isinstance(value.get("messages"), list)
+
+
 class AnthropicImporter:
     name = "anthropic"
     source_event = "anthropic.messages"
+
+    def conversations(self, values):
+        """One conversation per request document; a run of bare messages is one conversation."""
+        from memcli.importers.conversations import by_document
+
+        return by_document(values, _is_document)
 
     def sniff(self, values) -> int:
         items = [v for _, v in values if not isinstance(v, Exception)]

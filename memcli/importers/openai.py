@@ -3,9 +3,8 @@
 Input: a JSON array of messages, NDJSON with one message per line, or a document holding the
 list as ``messages`` (a whole request body; ``model`` is kept), ``history`` (a SWE-agent
 trajectory) or ``traj`` (a tau-bench record). Several documents in a row (one conversation per
-NDJSON line, or tau-bench's array of records) are imported one after the other, as one hash
-chain: their ids depend on what precedes them, so import each conversation into its own agent
-when they are separate histories.
+NDJSON line, or tau-bench's array of records) are several conversations: refused unless
+``--split`` (:mod:`memcli.importers.conversations`), which reads each on its own.
 
 Mapping:
 
@@ -258,9 +257,20 @@ class _Conversation:
         return None
 
 
+def _is_document(value) -> bool:
+    return isinstance(value, dict) and "role" not in value and _messages_of(value) is not None
+
+
 class OpenAIImporter:
     name = "openai"
     source_event = "openai.chat"
+
+    def conversations(self, values):
+        """One conversation per document (request body, trajectory, tau-bench record); a run of
+        bare messages is one conversation."""
+        from memcli.importers.conversations import by_document
+
+        return by_document(values, _is_document)
 
     def sniff(self, values) -> int:
         items = [v for _, v in values if not isinstance(v, Exception)]

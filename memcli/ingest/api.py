@@ -14,13 +14,17 @@ from memcli.store.agent import AgentStore
 
 def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike | None = None, *,
            fmt: str = "auto", stream: bool = False, skip_invalid: bool = False,
-           redact: bool = True, stdin: IO[bytes] | None = None,
-           on_detect: Callable[[str], None] | None = None) -> IngestResult:
+           redact: bool = True, stdin: IO[bytes] | None = None, split: bool = False,
+           on_detect: Callable[[str], None] | None = None):
     """Ingest ``file`` (or stdin) into ``agent_id``. Raises InputError on bad input (nothing
     written in batch mode), UsageError for unusable arguments, StoreError for store problems.
 
     ``on_detect`` is told the format ``--from auto`` picked. ``redact`` replaces well-known
     secret formats before anything is written (memcli.redact).
+
+    A file of several conversations is refused (InputError naming how many) unless ``split``:
+    then each becomes agent ``<agent_id>.<key>`` (memcli.importers.conversations) and the result
+    is a :class:`memcli.ingest.split.SplitResult`.
     """
     store = AgentStore(memory_dir, agent_id)  # validates the agent id before any path is used
     redactor: Redactor | None = None
@@ -28,6 +32,8 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
         import memcli.redact as redactor
     result = IngestResult(store.agent_id)
     if stream:
+        if split:
+            raise UsageError("--split reads a whole file: it cannot be combined with --stream")
         if file is not None and str(file) != "-":
             try:
                 source = open(file, "rb")
@@ -49,6 +55,9 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
         try:
             importer, values = resolve(fmt, iter_json_values(f), name)
             _detected(importer, fmt, result, on_detect)
+            values = _one_conversation(importer, values, name, split)
+            if split:
+                return _split(memory_dir, agent_id, importer, values, result, skip_invalid, redactor)
             memory, divert = _memory_records(importer)
             events = importer.events(values, result)
             ingest_events(store, events, skip_invalid=skip_invalid, redactor=redactor,
@@ -58,6 +67,37 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
             raise
     _restore_memory(store, memory, result)
     return result
+
+
+def _one_conversation(importer, values, name: str, split: bool):
+    """The values of the file's one conversation; with ``split``, the list of its conversations.
+    A file of several conversations without ``split`` is refused."""
+    conversations_of = getattr(importer, "conversations", None)
+    if conversations_of is None:
+        if not split:
+            return values
+        from memcli.importers.conversations import Conversation
+
+        items = list(values)
+        return [Conversation(1, None, items[0][0] if items else 1, items)]
+    conversations = list(conversations_of(values))
+    if split:
+        return conversations
+    if len(conversations) > 1:
+        raise InputError(
+            f"{name} holds {len(conversations)} conversations ({importer.name}); importing them into one agent"
+            " would glue unrelated histories together",
+            hint="nothing was written; --split imports each into its own agent AGENT.<id or index>")
+    return conversations[0].values if conversations else []
+
+
+def _split(memory_dir, agent_id, importer, conversations, result, skip_invalid, redactor):
+    from memcli.ingest.split import SplitResult, ingest_split
+
+    split_result = SplitResult(agent_id, len(conversations))
+    split_result.format, split_result.detected = result.format, result.detected
+    return ingest_split(memory_dir, agent_id, importer, conversations, skip_invalid=skip_invalid,
+                        redactor=redactor, result=split_result)
 
 
 def _memory_records(importer):
