@@ -5,7 +5,9 @@ Each line is an object with a ``type``. ``user`` and ``assistant`` lines hold an
 message in ``message`` and are mapped block by block as ``--from anthropic`` does
 (:mod:`memcli.importers.anthropic`). Everything else — ``summary``, ``system`` (hook summaries,
 compact boundaries, the SDK's ``init``), ``file-history-snapshot``, ``progress``,
-``queue-operation``, the SDK's ``result`` — is not conversation and is passed over. Lines that
+``queue-operation``, the SDK's ``result``, and the session metadata lines of Claude Code 2.x
+(``mode``, ``permission-mode``, ``attachment``, ``last-prompt``, ``custom-title``) — is not
+conversation and is passed over. Lines that
 are not objects, have no ``type`` or a type the importer does not know are skipped and counted;
 so are messages without content. Only while no Claude Code line has been seen yet is such a line
 an error (then the file is not a Claude Code transcript).
@@ -55,9 +57,11 @@ _CONVERSATION = ("user", "assistant")
 # line types that are not conversation (passed over without a count)
 _NOT_CONVERSATION = frozenset({
     "summary", "system", "file-history-snapshot", "progress", "queue-operation", "result", "stream_event",
+    # session metadata of Claude Code 2.x: permission mode, hook attachments, titles, last prompt
+    "mode", "permission-mode", "attachment", "last-prompt", "custom-title", "summary-title", "agent-name",
 })
 _KNOWN_KEYS = frozenset({"uuid", "sessionId", "session_id", "message", "parentUuid", "leafUuid",
-                         "isSidechain", "messageId", "snapshot", "subtype"})
+                         "isSidechain", "messageId", "snapshot", "subtype", "permissionMode", "mode"})
 # user lines Claude Code writes itself: context, not a user ask
 _HARNESS_PREFIXES = (
     "<local-command-stdout>", "<local-command-stderr>", "[Request interrupted by user",

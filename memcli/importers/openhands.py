@@ -65,7 +65,10 @@ _BOOKKEEPING = frozenset({"thought", "action", "observation", "is_confirmed", "c
 
 
 def is_event(value) -> bool:
-    return isinstance(value, dict) and (isinstance(value.get("action"), str) or isinstance(value.get("observation"), str))
+    """An OpenHands event: ``action`` or ``observation`` named, and no chat ``role`` (SWE-agent's
+    history messages also carry an ``action``)."""
+    return isinstance(value, dict) and "role" not in value and (
+        isinstance(value.get("action"), str) or isinstance(value.get("observation"), str))
 
 
 def _events_of(value):
@@ -131,8 +134,8 @@ class _Reader:
         key = self.chain.next(event)
         base = f"oh-{key}"
         ts = self.clock.read(event.get("timestamp"))
-        args = event.get("args") if isinstance(event.get("args"), dict) else {
-            k: v for k, v in event.items() if k not in ("action", "observation", "content", "extras")}
+        args = event.get("args") if isinstance(event.get("args"), dict) else {   # legacy: flattened
+            k: v for k, v in event.items() if k not in ("action", "observation", "extras")}
         meta = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else None
         response = self._response(meta)
         common = set_fields({}, ts=ts, model=string(response.get("model")) if response else None)
