@@ -23,8 +23,8 @@ Parts map as follows:
   kept as ``signature`` on the trace of its part;
 * ``functionCall`` → ``tool_call`` (``args`` → ``tool_args``); its ``id`` when it has one, else
   ``gm-<key>-<n>``. ``functionResponse`` → ``tool_result`` for the call with its ``id``, else the
-  oldest unanswered call of that ``name``, else the oldest unanswered call (Gemini before 3 and
-  ADK write no ids; the API requires responses in call order). A ``response`` of the form
+  oldest unanswered call of that ``name``, else the oldest unanswered call without an id of its
+  own (Gemini before 3 and ADK write no ids; the API requires responses in call order). A ``response`` of the form
   ``{"output": x}`` gives ``tool_result`` x, ``{"error": x}`` a ``tool_error`` x, anything else is
   kept whole; media in a response's own ``parts`` go to ``media``. A response may sit in a
   ``model`` content (some harnesses write it there): it is read the same;
@@ -151,7 +151,7 @@ class _Reader:
         self.skipped = result.skipped
         self.clock = Clock(self.skipped)
         self.chain = KeyChain()
-        self.pending: deque = deque()   # (call id, name) not answered yet, in call order
+        self.pending: deque = deque()   # (call id, name, has its own id) not answered yet, in call order
         self.code_calls: deque = deque()
 
     def seed(self, session_id: str | None) -> None:
@@ -161,13 +161,18 @@ class _Reader:
     # ------------------------------------------------------------------ pairing
     def _answer(self, call_id, name) -> str | None:
         if call_id:
-            for i, (pending_id, _) in enumerate(self.pending):
+            for i, (pending_id, _, _) in enumerate(self.pending):
                 if pending_id == call_id:
                     del self.pending[i]
                     return call_id
             return call_id
-        for i, (pending_id, pending_name) in enumerate(self.pending):
+        for i, (pending_id, pending_name, _) in enumerate(self.pending):
             if pending_name == name:
+                del self.pending[i]
+                return pending_id
+        # the oldest call that has no id of its own (those are answered by their id)
+        for i, (pending_id, _, own) in enumerate(self.pending):
+            if not own:
                 del self.pending[i]
                 return pending_id
         return self.pending.popleft()[0] if self.pending else None
@@ -258,8 +263,9 @@ class _Reader:
                 if not name:
                     yield line, not_format(line, f"{where}parts[{n}].functionCall with a name", call)
                     return
-                call_id = string(call.get("id")) or f"{base}-c{n}"
-                self.pending.append((call_id, name))
+                own = string(call.get("id"))
+                call_id = own or f"{base}-c{n}"
+                self.pending.append((call_id, name, own is not None))
                 events.append(set_fields(call_event("", call_id, name, call.get("args")), signature=signature))
             elif isinstance(response, dict):
                 name = string(response.get("name"))
