@@ -15,6 +15,8 @@ from memcli.errors import InputError
 from memcli.importers import get_importer
 from memcli.ingest.native import validate_event
 from memcli.ingest.pipeline import IngestResult
+from memcli.importers import FORMATS
+from tests import import_format_fixtures as fx
 from tests import test_import_anthropic, test_import_claude_code, test_import_codex, test_import_openai
 
 EXAMPLES = int(os.environ.get("MEMCLI_FUZZ_EXAMPLES", "150"))
@@ -29,7 +31,14 @@ TRANSCRIPTS = {
     "anthropic": test_import_anthropic.request()["messages"],
     "claude-code": test_import_claude_code.session(),
     "codex": test_import_codex.rollout(),
+    "openai-responses": fx.responses_body()["input"] + [fx.responses_body()],
+    "gemini": fx.gemini_request()["contents"] + [fx.gemini_request(), fx.gemini_cli_session()],
+    "openhands": fx.openhands_trajectory() + [{"instance_id": "i1", "history": fx.openhands_trajectory()}],
+    "inspect": [fx.inspect_log()] + fx.inspect_log()["samples"][0]["messages"],
+    "sharegpt": fx.sharegpt_records(),
+    "cline": fx.cline_history(),
 }
+IMPORTERS = [name for name in FORMATS if name != "native"]
 
 
 def mutate(value, rng: random.Random, p: float):
@@ -46,12 +55,16 @@ def mutate(value, rng: random.Random, p: float):
 def test_importers_never_raise_and_emit_only_valid_events(fmt, seed, p):
     rng = random.Random(seed)
     values = [(i, mutate(v, rng, p) if rng.random() < 0.5 else v) for i, v in enumerate(TRANSCRIPTS[fmt], 1)]
-    for name in ("openai", "anthropic", "claude-code", "codex"):   # the right importer and the wrong ones
+    for name in IMPORTERS:   # the right importer and the wrong ones
         importer = get_importer(name)
-        assert 0 <= importer.sniff(values[:50]) <= 100
-        for line, event in importer.events(iter(values), IngestResult("fuzz")):
-            if isinstance(event, InputError):
-                assert event.line == line
-                continue
-            validate_event(event, line)   # raises if an importer emitted something invalid
-            assert isinstance(event.get("id"), str) and event["id"]
+        assert 0 <= importer.sniff(values[:64]) <= 100
+        inputs = [values]
+        if hasattr(importer, "conversations"):   # --split reads each conversation on its own
+            inputs += [c.values for c in importer.conversations(iter(values))]
+        for items in inputs:
+            for line, event in importer.events(iter(items), IngestResult("fuzz")):
+                if isinstance(event, InputError):
+                    assert event.line == line
+                    continue
+                validate_event(event, line)   # raises if an importer emitted something invalid
+                assert isinstance(event.get("id"), str) and event["id"]

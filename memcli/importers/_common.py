@@ -337,3 +337,9 @@ class CallNames:
         if not queue:
             del self._names[call_id]
         return name
+
+
+def nonempty(value) -> str | None:
+    """``value`` if it is a non-empty string, else None: for ids and names, where ``""`` means
+    absent (an empty id is not a valid trace id)."""
+    return value if isinstance(value, str) and value else None

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from memcli.importers._common import Clock, KeyChain, anthropic_usage, not_format, set_fields, string
+from memcli.importers._common import Clock, KeyChain, anthropic_usage, not_format, set_fields, nonempty
 from memcli.importers.anthropic import BlockMapper
 from memcli.models import TAG_CONTEXT
 
@@ -129,7 +129,7 @@ class _Pairing:
                 current = None
                 continue
             is_environment = (isinstance(block, dict) and block.get("type") == "text"
-                              and string(block.get("text")) is not None and block["text"].lstrip().startswith(ENVIRONMENT))
+                              and nonempty(block.get("text")) is not None and block["text"].lstrip().startswith(ENVIRONMENT))
             if current is not None and not is_environment and isinstance(block, dict) and block.get("type") in ("text", "image"):
                 current["content"].append(block)
                 continue
@@ -186,8 +186,8 @@ class ClineImporter:
             common: dict = {}
             model_info = message.get("modelInfo")
             model = model_info.get("modelId") if isinstance(model_info, dict) else None
-            set_fields(common, ts=clock.read(message.get("ts")), model=string(model),
-                       message_id=string(message.get("id")))
+            set_fields(common, ts=clock.read(message.get("ts")), model=nonempty(model),
+                       message_id=nonempty(message.get("id")))
             usage = anthropic_usage(message.get("usage")) if role == "assistant" else None
             events = mapper.message(role, content, f"cl-{key}", common, user_tags=user_tags, usage=usage)
             if not events:

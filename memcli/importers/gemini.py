@@ -56,7 +56,7 @@ from memcli.importers._common import (
     not_format,
     result_event,
     set_fields,
-    string,
+    nonempty,
 )
 from memcli.models import TAG_REASONING, TAG_SYSTEM
 
@@ -181,11 +181,11 @@ class _Reader:
         inline = _get(part, "inlineData", "inline_data")
         file = _get(part, "fileData", "file_data")
         if isinstance(inline, dict):
-            mime = string(_get(inline, "mimeType", "mime_type")) or "application/octet-stream"
+            mime = nonempty(_get(inline, "mimeType", "mime_type")) or "application/octet-stream"
             url = data_url(mime, inline.get("data"))
         elif isinstance(file, dict):
-            mime = string(_get(file, "mimeType", "mime_type")) or ""
-            url = string(_get(file, "fileUri", "file_uri"))
+            mime = nonempty(_get(file, "mimeType", "mime_type")) or ""
+            url = nonempty(_get(file, "fileUri", "file_uri"))
         else:
             return False
         if not url:
@@ -242,7 +242,7 @@ class _Reader:
             if not isinstance(part, dict):
                 self.skipped["parts that are not objects"] += 1
                 continue
-            signature = string(_get(part, "thoughtSignature", "thought_signature"))
+            signature = nonempty(_get(part, "thoughtSignature", "thought_signature"))
             call = _get(part, "functionCall", "function_call")
             response = _get(part, "functionResponse", "function_response")
             code = _get(part, "executableCode", "executable_code")
@@ -259,17 +259,17 @@ class _Reader:
                 else:
                     texts.append(text)
             elif isinstance(call, dict):
-                name = string(call.get("name"))
+                name = nonempty(call.get("name"))
                 if not name:
                     yield line, not_format(line, f"{where}parts[{n}].functionCall with a name", call)
                     return
-                own = string(call.get("id"))
+                own = nonempty(call.get("id"))
                 call_id = own or f"{base}-c{n}"
                 self.pending.append((call_id, name, own is not None))
                 events.append(set_fields(call_event("", call_id, name, call.get("args")), signature=signature))
             elif isinstance(response, dict):
-                name = string(response.get("name"))
-                call_id = self._answer(string(response.get("id")), name) or f"{base}-r{n}"
+                name = nonempty(response.get("name"))
+                call_id = self._answer(nonempty(response.get("id")), name) or f"{base}-r{n}"
                 result_media = Media()
                 value, error = self._response_value(response.get("response"), result_media)
                 for inner in response.get("parts") if isinstance(response.get("parts"), list) else ():
@@ -284,7 +284,7 @@ class _Reader:
                 events.append(set_fields(call_event("", call_id, "code_execution", args), tool_kind="code_execution"))
             elif isinstance(code_result, dict):
                 call_id = self.code_calls.popleft() if self.code_calls else f"{base}-r{n}"
-                outcome = string(code_result.get("outcome"))
+                outcome = nonempty(code_result.get("outcome"))
                 error = outcome not in (None, "OUTCOME_OK")
                 output = code_result.get("output", "")
                 events.append(set_fields(result_event("", call_id, output if not error or output else outcome, error=error),
@@ -321,7 +321,7 @@ class _Reader:
 
     # ------------------------------------------------------------------ documents
     def document(self, line, value, kind):
-        model = string(value.get("model")) or string(value.get("modelVersion"))
+        model = nonempty(value.get("model")) or nonempty(value.get("modelVersion"))
         common = set_fields({}, model=model)
         if kind == "contents":
             system = _get(value, "systemInstruction", "system_instruction")
@@ -347,11 +347,11 @@ class _Reader:
                 if not isinstance(content, dict):
                     self.skipped["ADK events without content"] += 1
                     continue
-                author = string(event.get("author"))
+                author = nonempty(event.get("author"))
                 fields = set_fields({}, ts=self.clock.read(event.get("timestamp")),
-                                    message_id=string(event.get("id")),
+                                    message_id=nonempty(event.get("id")),
                                     name=author if author and author != "user" else None,
-                                    model=string(_get(event, "modelVersion", "model_version")))
+                                    model=nonempty(_get(event, "modelVersion", "model_version")))
                 usage = gemini_usage(_get(event, "usageMetadata", "usage_metadata"))
                 yield from self.content(line, content, f"events[{i}].content: ", fields, usage)
         elif kind == "cli":
@@ -364,8 +364,8 @@ class _Reader:
             self.skipped["messages that are not objects"] += 1
             return
         kind = message.get("type")
-        common = set_fields({}, ts=self.clock.read(message.get("timestamp")), message_id=string(message.get("id")),
-                            model=string(message.get("model")))
+        common = set_fields({}, ts=self.clock.read(message.get("timestamp")), message_id=nonempty(message.get("id")),
+                            model=nonempty(message.get("model")))
         content = message.get("content")
         parts = [{"text": content}] if isinstance(content, str) else content if isinstance(content, list) else []
         parts = [p if isinstance(p, dict) else {"text": p} if isinstance(p, str) else p for p in parts]
@@ -378,7 +378,7 @@ class _Reader:
         thoughts = []
         for t in message.get("thoughts") if isinstance(message.get("thoughts"), list) else ():
             if isinstance(t, dict):
-                text = ": ".join(x for x in (string(t.get("subject")), string(t.get("description"))) if x)
+                text = ": ".join(x for x in (nonempty(t.get("subject")), nonempty(t.get("description"))) if x)
                 if text:
                     thoughts.append({"text": text, "thought": True})
         calls = [c for c in message.get("toolCalls", []) if isinstance(c, dict)] if isinstance(message.get("toolCalls"), list) else []

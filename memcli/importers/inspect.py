@@ -25,6 +25,8 @@ messages seeded with the sample id and epoch.
 
 from __future__ import annotations
 
+import orjson
+
 from memcli.importers._common import (
     CallNames,
     KeyChain,
@@ -36,7 +38,7 @@ from memcli.importers._common import (
     openai_usage,
     result_event,
     set_fields,
-    string,
+    nonempty,
 )
 from memcli.models import TAG_REASONING, TAG_SYSTEM
 
@@ -100,7 +102,7 @@ class _Sample:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             yield line, not_format(line, f'{where}an Inspect chat message (an object with "role")', message)
             return
-        own = string(message.get("id"))
+        own = nonempty(message.get("id"))
         key = self.unique.unique(own) if own else self.chain.next(message)
         base = f"in-{key}"
         role = message["role"]
@@ -119,7 +121,7 @@ class _Sample:
         elif role == "assistant":
             for part in reasoning:
                 events.append(set_fields({"trace_type": "assistant", "content": part["reasoning"], "tags": [TAG_REASONING]},
-                                         signature=string(part.get("signature"))))
+                                         signature=nonempty(part.get("signature"))))
             if text or media:
                 events.append(set_fields({"trace_type": "assistant", "content": text}, media=media.as_field()))
             calls = message.get("tool_calls")
@@ -128,36 +130,36 @@ class _Sample:
                     yield line, not_format(line, f"{where}tool_calls[{j}] as an object", call)
                     return
                 spec = call.get("function")
-                name = string(spec) or (string(spec.get("name")) if isinstance(spec, dict) else None)
+                name = nonempty(spec) or (nonempty(spec.get("name")) if isinstance(spec, dict) else None)
                 if not name:
                     yield line, not_format(line, f"{where}tool_calls[{j}] with a function name", call)
                     return
                 raw = call.get("arguments", spec.get("arguments") if isinstance(spec, dict) else None)
-                call_id = string(call.get("id")) or f"{base}-c{j}"
+                call_id = nonempty(call.get("id")) or f"{base}-c{j}"
                 self.call_names.add(call_id, name)
-                events.append(set_fields(call_event("", call_id, name, raw), parse_error=string(call.get("parse_error"))))
+                events.append(set_fields(call_event("", call_id, name, raw), parse_error=nonempty(call.get("parse_error"))))
             if not events:
                 self.skipped["empty assistant messages"] += 1
                 return
             if usage:
                 events[0]["usage"] = usage
         else:
-            call_id = string(message.get("tool_call_id"))
+            call_id = nonempty(message.get("tool_call_id"))
             if not call_id:
                 yield line, not_format(line, f"{where}a tool message with a tool_call_id", message)
                 return
-            name = string(message.get("function")) or self.call_names.take(call_id)
-            if string(message.get("function")):
+            name = nonempty(message.get("function")) or self.call_names.take(call_id)
+            if nonempty(message.get("function")):
                 self.call_names.take(call_id)
             error = message.get("error")
             if isinstance(error, dict):
-                error_text = string(error.get("message")) or string(error.get("type"))
+                error_text = nonempty(error.get("message")) or nonempty(error.get("type"))
                 event = result_event("", call_id, error_text, error=True)
-                set_fields(event, error_type=string(error.get("type")))
+                set_fields(event, error_type=nonempty(error.get("type")))
             else:
                 event = result_event("", call_id, text)
             events.append(set_fields(event, tool_name=name, media=media.as_field()))
-        common = set_fields({}, model=string(message.get("model")), message_id=own)
+        common = set_fields({}, model=nonempty(message.get("model")), message_id=own)
         for n, event in enumerate(events):
             event["id"] = f"{base}-{n}"
             for field, value in common.items():
@@ -196,8 +198,8 @@ class InspectImporter:
         run: list = []
         for line, value in values:
             if not isinstance(value, Exception) and is_log(value):
-                samples = [s for s in value["samples"]]
-                epochs = {s.get("epoch") for s in samples if isinstance(s, dict)}
+                samples = value["samples"]
+                epochs = {orjson.dumps(s.get("epoch")) for s in samples if isinstance(s, dict)}
                 for sample in samples:
                     key = sample_key(sample) if isinstance(sample, dict) else None
                     if key is not None and len(epochs) > 1:
@@ -245,9 +247,9 @@ class InspectImporter:
         messages = sample["messages"]
         last_assistant = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"),
                              default=None)
-        model = string(output.get("model"))
+        model = nonempty(output.get("model"))
         if model is None and isinstance(log, dict) and isinstance(log.get("eval"), dict):
-            model = string(log["eval"].get("model"))
+            model = nonempty(log["eval"].get("model"))
         for i, message in enumerate(messages):
             for item in reader.message(line, message, f"messages[{i}]: ", usage if i == last_assistant else None):
                 if model and isinstance(item[1], dict) and item[1].get("trace_type") in ("assistant", "tool_call"):

@@ -37,7 +37,7 @@ from memcli.importers._common import (
     openai_usage,
     result_event,
     set_fields,
-    string,
+    nonempty,
 )
 from memcli.importers.codex import ITEM_TYPES, _Rollout
 from memcli.models import TAG_SYSTEM
@@ -63,7 +63,7 @@ def is_item(value) -> bool:
     if not isinstance(value, dict) or "payload" in value:
         return False
     kind = value.get("type")
-    if kind in ALL_ITEM_TYPES:
+    if nonempty(kind) in ALL_ITEM_TYPES:
         return True
     return kind is None and value.get("role") in ("user", "assistant", "system", "developer") and "content" in value
 
@@ -80,13 +80,17 @@ def _document_items(value):
 
 
 def _strong(items) -> bool:
-    return any(isinstance(i, dict) and (i.get("type") in _STRONG or i.get("type") == "message") for i in items)
+    return any(isinstance(i, dict) and (nonempty(i.get("type")) in _STRONG or i.get("type") == "message") for i in items)
 
 
 class _Reader(_Rollout):
     def item(self, line, item):
         self.recognized = True
         kind = item.get("type")
+        if kind is not None and not isinstance(kind, str):
+            self._key(item)
+            self.skipped["items whose type is not a string"] += 1
+            return
         if kind is None:
             item = {"type": "message", **item}
             kind = "message"
@@ -108,7 +112,7 @@ class _Reader(_Rollout):
         from memcli.importers._common import call_event
 
         key = self._key(item)
-        call_id = string(item.get("call_id")) or string(item.get("id")) or f"call-{key}"
+        call_id = nonempty(item.get("call_id")) or nonempty(item.get("id")) or f"call-{key}"
         self.call_names.add(call_id, name)
         event = call_event(f"cx-{key}-0", call_id, name, args if isinstance(args, dict) else {"input": args} if args is not None else None)
         event["tool_kind"] = tool_kind
@@ -118,14 +122,14 @@ class _Reader(_Rollout):
     def _own_output(self, line, item, kind):
         key = self._key(item)
         yield from self._close_step()
-        call_id = string(item.get("call_id"))
+        call_id = nonempty(item.get("call_id"))
         if not call_id:
             self.skipped[f"{kind} items without a call_id"] += 1
             return
         output = item.get("output")
         value, media, _ = self._output(output)
         if isinstance(output, dict) and output.get("type") == "computer_screenshot":
-            url = string(output.get("image_url"))
+            url = nonempty(output.get("image_url"))
             value = ""
             if url:
                 media.images.append(url)
@@ -138,9 +142,9 @@ class _Reader(_Rollout):
 
         name, args_field, output_field = HOSTED[kind]
         if name is None:
-            name = string(item.get("name")) or kind
+            name = nonempty(item.get("name")) or kind
         key = self._key(item)
-        call_id = string(item.get("id")) or f"{kind}-{key}"
+        call_id = nonempty(item.get("id")) or f"{kind}-{key}"
         args = item.get(args_field) if args_field else None
         if args_field == "code":
             args = {"code": args} if isinstance(args, str) else args
@@ -148,10 +152,10 @@ class _Reader(_Rollout):
             args = {"queries": args} if isinstance(args, list) else args
         event = call_event(f"cx-{key}-0", call_id, name, args)
         event["tool_kind"] = kind
-        set_fields(event, server_label=string(item.get("server_label")))
+        set_fields(event, server_label=nonempty(item.get("server_label")))
         self.step.append((line, self._common(event, None, model=True)))
         yield from self._close_step()
-        status = string(item.get("status"))
+        status = nonempty(item.get("status"))
         error = item.get("error")
         media = Media()
         if error not in (None, "", {}):
@@ -187,7 +191,7 @@ class OpenAIResponsesImporter:
             if inner and all(is_item(i) for i in inner[:20]) and _strong(inner[:64]):
                 return 95 if any(isinstance(i, dict) and "type" in i for i in inner[:64]) else 60
             return 60 if inner and all(is_item(i) for i in inner[:20]) else 0
-        if all(is_item(v) for v in items[:20]) and any(isinstance(v, dict) and v.get("type") in _STRONG for v in items):
+        if all(is_item(v) for v in items[:20]) and any(isinstance(v, dict) and nonempty(v.get("type")) in _STRONG for v in items):
             return 85
         return 0
 
@@ -216,7 +220,7 @@ class OpenAIResponsesImporter:
                 yield from reader.item(line, value)
                 continue
             started = True
-            reader.model = string(value.get("model")) or reader.model
+            reader.model = nonempty(value.get("model")) or reader.model
             instructions = value.get("instructions")
             if isinstance(instructions, str) and instructions.strip():
                 trace_id = f"cx-sys-{item_key('', instructions)}"

@@ -49,7 +49,7 @@ from memcli.importers._common import (
     openai_usage,
     result_event,
     set_fields,
-    string,
+    nonempty,
 )
 from memcli.importers.conversations import own_id
 from memcli.models import TAG_SYSTEM
@@ -93,7 +93,7 @@ def instance_key(record: dict) -> str | None:
     key = own_id(record, ("instance_id", "id", "session_id", "conversation_id"))
     if key is None and isinstance(record.get("issue"), dict):
         issue = record["issue"]
-        parts = [string(issue.get("owner")), string(issue.get("repo")),
+        parts = [nonempty(issue.get("owner")), nonempty(issue.get("repo")),
                  str(issue["number"]) if type(issue.get("number")) is int else None]
         if parts[-1] is not None:
             key = "-".join(p for p in parts if p)
@@ -138,14 +138,14 @@ class _Reader:
             k: v for k, v in event.items() if k not in ("action", "observation", "extras")}
         meta = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else None
         response = self._response(meta)
-        common = set_fields({}, ts=ts, model=string(response.get("model")) if response else None)
+        common = set_fields({}, ts=ts, model=nonempty(response.get("model")) if response else None)
         events: list[dict] = []
-        action = string(event.get("action"))
-        observation = string(event.get("observation"))
+        action = nonempty(event.get("action"))
+        observation = nonempty(event.get("observation"))
         if action is not None:
-            source = string(event.get("source"))
+            source = nonempty(event.get("source"))
             if action == "message":
-                text = args.get("content") if isinstance(args.get("content"), str) else string(event.get("message")) or ""
+                text = args.get("content") if isinstance(args.get("content"), str) else nonempty(event.get("message")) or ""
                 images = args.get("image_urls") or args.get("images_urls")
                 if source == "agent":
                     events.append({"trace_type": "assistant", "content": text})
@@ -154,22 +154,22 @@ class _Reader:
                     events.append(set_fields({"trace_type": "user", "content": text},
                                              media={"images": images} if images else None))
             elif action == "system":
-                text = args.get("content") if isinstance(args.get("content"), str) else string(event.get("message")) or ""
+                text = args.get("content") if isinstance(args.get("content"), str) else nonempty(event.get("message")) or ""
                 events.append({"trace_type": "user", "content": text, "tags": [TAG_SYSTEM]})
             elif action in NOT_CALLS:
                 self.skipped[f"{action} actions"] += 1
                 return
             elif action == "finish" and meta is None:
                 text = next((args[k] for k in ("final_thought", "thought") if isinstance(args.get(k), str) and args[k]),
-                            string(event.get("message")) or "")
+                            nonempty(event.get("message")) or "")
                 if text:
                     events.append({"trace_type": "assistant", "content": text})
             else:
                 thought = args.get("thought")
                 if isinstance(thought, str) and thought.strip():
                     events.append({"trace_type": "assistant", "content": thought})
-                name = string(meta.get("function_name")) if meta else None
-                call_id = string(meta.get("tool_call_id")) if meta else None
+                name = nonempty(meta.get("function_name")) if meta else None
+                call_id = nonempty(meta.get("tool_call_id")) if meta else None
                 call_id = call_id or f"{base}-call"
                 raw = self._model_args(response, call_id) if response else None
                 if raw is None:
@@ -189,7 +189,7 @@ class _Reader:
             if observation in SILENT_OBSERVATIONS:
                 self.skipped[f"{observation} observations"] += 1
                 return
-            call_id = string(meta.get("tool_call_id")) if meta else None
+            call_id = nonempty(meta.get("tool_call_id")) if meta else None
             cause = event.get("cause")
             if call_id is None and isinstance(cause, (int, str)) and cause in self.by_event:
                 call_id = self.by_event[cause]

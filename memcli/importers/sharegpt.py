@@ -25,7 +25,7 @@ from collections import deque
 
 import orjson
 
-from memcli.importers._common import KeyChain, call_event, join_texts, not_format, result_event, set_fields, string
+from memcli.importers._common import KeyChain, call_event, join_texts, not_format, result_event, set_fields, nonempty
 from memcli.models import TAG_SYSTEM
 
 USER = frozenset({"human", "user"})
@@ -47,7 +47,7 @@ def _turns(record) -> list | None:
 
 
 def _speaker(turn: dict):
-    return string(turn.get("from")) if "from" in turn else string(turn.get("role"))
+    return nonempty(turn.get("from")) if "from" in turn else nonempty(turn.get("role"))
 
 
 def is_sharegpt_turn(turn) -> bool:
@@ -133,7 +133,7 @@ class ShareGPTImporter:
             yield from self._record(line, value, turns, result.skipped)
 
     def _record(self, line, record, turns, skipped):
-        record_id = string(record.get("id")) or (str(record["id"]) if type(record.get("id")) is int else "")
+        record_id = nonempty(record.get("id")) or (str(record["id"]) if type(record.get("id")) is int else "")
         chain = KeyChain(f"sharegpt:{record_id}" if record_id else "")
         pending: deque = deque()
         tools = record.get("tools")
@@ -165,9 +165,9 @@ class ShareGPTImporter:
                 for j, call in enumerate(turn.get("tool_calls") or ()):   # OpenAI-style calls on the turn
                     if isinstance(call, dict):
                         spec = call.get("function") if isinstance(call.get("function"), dict) else call
-                        name = string(spec.get("name"))
+                        name = nonempty(spec.get("name"))
                         if name:
-                            call_id = string(call.get("id")) or f"{base}-c{j}"
+                            call_id = nonempty(call.get("id")) or f"{base}-c{j}"
                             pending.append(call_id)
                             events.append(call_event("", call_id, name, spec.get("arguments")))
             elif speaker in CALL:
@@ -180,7 +180,7 @@ class ShareGPTImporter:
                     pending.append(call_id)
                     events.append(call_event("", call_id, name, arguments))
             elif speaker in RESULT:
-                call_id = string(turn.get("tool_call_id")) or (pending.popleft() if pending else f"{base}-orphan")
+                call_id = nonempty(turn.get("tool_call_id")) or (pending.popleft() if pending else f"{base}-orphan")
                 if call_id in pending:
                     pending.remove(call_id)
                 events.append(result_event("", call_id, text))
