@@ -4,6 +4,7 @@ their producers write them (tests/import_format_fixtures.py)."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from memcli.errors import InputError
@@ -245,3 +246,21 @@ def test_a_wrong_format_named_explicitly_is_a_line_numbered_error(memory_dir, tm
             _ingest(memory_dir, tmp_path, "w", [{"trace_type": "user", "content": "x"}], fmt=fmt, layout="array")
         assert info.value.line == 1, fmt
     assert traces(memory_dir, "w") == []
+
+
+def test_the_in_memory_array_reader_gives_what_the_streaming_scanner_gives(tmp_path):
+    from memcli.ingest.source import _array_in_memory, _iter_array
+
+    values = [{"a": "x\ny", "b": [1, {"c": "]"}]}, "s,t", 1.5, None, [], {"nested": ["[", "{"]}]
+    for layout in (orjson.dumps(values), orjson.dumps(values, option=orjson.OPT_INDENT_2),
+                   b"\xef\xbb\xbf[\n\n" + b",\n\n".join(orjson.dumps(v) for v in values) + b"\n]\n"):
+        path = tmp_path / "a.json"
+        path.write_bytes(layout)
+        with open(path, "rb") as f:
+            f.seek(3 if layout.startswith(b"\xef") else 0)
+            fast = _array_in_memory(f)
+            assert f.tell() == (3 if layout.startswith(b"\xef") else 0)
+            assert fast == list(_iter_array(f)) and [v for _, v in fast] == values
+    path.write_bytes(b'[{"a": 1},\n{"a": NaN}]')   # not JSON: the streaming scanner says where
+    with open(path, "rb") as f:
+        assert _array_in_memory(f) is None

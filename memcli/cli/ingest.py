@@ -7,14 +7,15 @@ from typing import Optional
 
 import typer
 
+from memcli.importers import FORMATS
+
 
 def ingest(
     ctx: typer.Context,
     agent: str = typer.Argument(..., help="Agent id."),
     file: Optional[str] = typer.Argument(None, help="Input file; stdin when absent or '-'."),
     from_: str = typer.Option(
-        "auto", "--from", help="Input format: auto, native, openai, anthropic, claude-code, codex, openai-responses,"
-        " gemini, openhands, inspect, sharegpt, cline.",
+        "auto", "--from", help=f"Input format: auto, {', '.join(FORMATS)}.",
     ),
     split: bool = typer.Option(
         False, "--split", help="A file of many conversations: import each into its own agent AGENT.<id or index>.",

@@ -48,6 +48,8 @@ KNOWN_FOREIGN = (
      lambda v: "custom_id" in v and ("body" in v or "response" in v or "result" in v)),
     ("SWE-bench predictions (patches, no conversation)", lambda v: "instance_id" in v and "model_patch" in v),
     ("LangSmith runs", lambda v: "run_type" in v and "inputs" in v),
+    ("a Gemini CLI logs.json (your prompts only, no replies; its chats/session-*.json files import)",
+     lambda v: "sessionId" in v and "messageId" in v and "message" in v and "type" in v),
 )
 
 

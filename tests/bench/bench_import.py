@@ -10,7 +10,14 @@ Rows per format:
   top of plain ingest);
 * ``re-import <format>``: importing the unchanged file again (everything is "already present"
   — a CI job syncing a live transcript does this every run), against the first import; it must
-  not cost more (1.25x allows for noise on a shared machine).
+  not cost more (1.25x allows for noise on a shared machine);
+* ``split 300 conversations``: ``ingest(..., split=True)`` of a tau-bench-like file of 300
+  records into 300 agents, against importing the same 300 conversations from 300 files of one
+  conversation each (what a user would script with ``jq`` without ``--split``).
+
+Formats written as their producers write them: NDJSON (Claude Code, Codex, OpenAI, Anthropic,
+Responses items), a JSON array (Gemini contents, OpenHands events, Cline messages), one document
+(an inspect_ai log with one sample, a ShareGPT dataset of one record).
 
 ``MEMCLI_BENCH_IMPORT_MB`` sets the transcript size (default 1). Times are the best of
 ``MEMCLI_BENCH_REPEAT`` (default 3) runs.
@@ -117,7 +124,105 @@ def anthropic(turn: int) -> list:
     ]
 
 
-GENERATORS = {"claude-code": claude_code, "codex": codex, "openai": openai, "anthropic": anthropic}
+def openai_responses(turn: int) -> list:
+    base = f"{turn:06d}"
+    return [
+        {"type": "message", "role": "user", "content": f"Please fix failing test number {turn} in the suite."},
+        {"type": "reasoning", "id": f"rs_{base}", "summary": [{"type": "summary_text", "text": "Run the tests first."}],
+         "encrypted_content": "gAAAA" * 40},
+        {"type": "function_call", "call_id": f"call_{base}a", "name": "bash", "arguments": '{"command":"pytest -x"}'},
+        {"type": "function_call", "call_id": f"call_{base}b", "name": "read", "arguments": '{"path":"app.py"}'},
+        {"type": "function_call_output", "call_id": f"call_{base}a", "output": OUTPUT},
+        {"type": "function_call_output", "call_id": f"call_{base}b", "output": OUTPUT},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Fixed: the comparison was off by one."}]},
+    ]
+
+
+def gemini(turn: int) -> list:
+    return [
+        {"role": "user", "parts": [{"text": f"Please fix failing test number {turn} in the suite."}]},
+        {"role": "model", "parts": [{"text": "Run the tests first.", "thought": True},
+                                    {"functionCall": {"name": "bash", "args": {"command": "pytest -x"}}, "thoughtSignature": "c2ln" * 20},
+                                    {"functionCall": {"name": "read", "args": {"path": "app.py"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "bash", "response": {"error": OUTPUT}}},
+                                   {"functionResponse": {"name": "read", "response": {"output": OUTPUT}}}]},
+        {"role": "model", "parts": [{"text": "Fixed: the comparison was off by one."}]},
+    ]
+
+
+def openhands(turn: int) -> list:
+    base = turn * 10
+
+    def meta(n, name, args):
+        return {"function_name": name, "tool_call_id": f"toolu_{base + n}", "total_calls_in_response": 1,
+                "model_response": {"id": f"resp-{base + n}", "model": "claude-sonnet-4",
+                                   "usage": {"prompt_tokens": 20000, "completion_tokens": 120},
+                                   "choices": [{"message": {"role": "assistant", "tool_calls": [
+                                       {"id": f"toolu_{base + n}", "type": "function",
+                                        "function": {"name": name, "arguments": orjson.dumps(args).decode()}}]}}]}}
+    run, read = meta(1, "execute_bash", {"command": "pytest -x"}), meta(3, "str_replace_editor", {"command": "view", "path": "app.py"})
+    return [
+        {"id": base, "timestamp": _ts(base), "source": "user", "action": "message", "message": "ask",
+         "args": {"content": f"Please fix failing test number {turn} in the suite.", "image_urls": None}},
+        {"id": base + 1, "timestamp": _ts(base + 1), "source": "agent", "action": "run", "message": "Running pytest",
+         "args": {"command": "pytest -x", "thought": "Run the tests first.", "blocking": False}, "tool_call_metadata": run},
+        {"id": base + 2, "timestamp": _ts(base + 2), "source": "agent", "observation": "run", "cause": base + 1,
+         "content": OUTPUT, "extras": {"command": "pytest -x", "metadata": {"exit_code": 1}}, "tool_call_metadata": run},
+        {"id": base + 3, "timestamp": _ts(base + 3), "source": "agent", "action": "read", "message": "Reading app.py",
+         "args": {"path": "app.py", "thought": ""}, "tool_call_metadata": read},
+        {"id": base + 4, "timestamp": _ts(base + 4), "source": "agent", "observation": "read", "cause": base + 3,
+         "content": OUTPUT, "extras": {"path": "app.py"}, "tool_call_metadata": read},
+        {"id": base + 5, "timestamp": _ts(base + 5), "source": "agent", "action": "message",
+         "args": {"content": "Fixed: the comparison was off by one.", "wait_for_response": True}},
+    ]
+
+
+def inspect(turn: int) -> list:
+    base = f"{turn:06d}"
+    return [
+        {"id": f"u{base}", "role": "user", "content": f"Please fix failing test number {turn} in the suite."},
+        {"id": f"a{base}", "role": "assistant", "content": [{"type": "reasoning", "reasoning": "Run the tests first."}],
+         "tool_calls": [{"id": f"c{base}a", "function": "bash", "arguments": {"cmd": "pytest -x"}},
+                        {"id": f"c{base}b", "function": "read", "arguments": {"path": "app.py"}}]},
+        {"id": f"t{base}a", "role": "tool", "tool_call_id": f"c{base}a", "function": "bash", "content": OUTPUT,
+         "error": {"type": "unknown", "message": "exit 1"}},
+        {"id": f"t{base}b", "role": "tool", "tool_call_id": f"c{base}b", "function": "read", "content": OUTPUT},
+        {"id": f"f{base}", "role": "assistant", "content": "Fixed: the comparison was off by one."},
+    ]
+
+
+def sharegpt(turn: int) -> list:
+    return [
+        {"from": "human", "value": f"Please fix failing test number {turn} in the suite."},
+        {"from": "function_call", "value": '{"name": "bash", "arguments": {"command": "pytest -x"}}'},
+        {"from": "observation", "value": OUTPUT},
+        {"from": "function_call", "value": '{"name": "read", "arguments": {"path": "app.py"}}'},
+        {"from": "observation", "value": OUTPUT},
+        {"from": "gpt", "value": "Fixed: the comparison was off by one."},
+    ]
+
+
+def cline(turn: int) -> list:
+    env = "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>"
+    ts = 1_737_000_000_000 + turn * 10_000
+    return [
+        {"role": "user", "ts": ts, "content": [{"type": "text", "text": f"<task>\nPlease fix failing test number {turn}\n</task>"},
+                                               {"type": "text", "text": env}]},
+        {"role": "assistant", "ts": ts + 1, "modelInfo": {"modelId": "claude-sonnet-4"}, "content": [
+            {"type": "text", "text": "Run the tests first."},
+            {"type": "tool_use", "id": f"toolu_{turn}a", "name": "execute_command", "input": {"command": "pytest -x"}},
+            {"type": "tool_use", "id": f"toolu_{turn}b", "name": "read_file", "input": {"path": "app.py"}}]},
+        {"role": "user", "ts": ts + 2, "content": [
+            {"type": "text", "text": f"[execute_command for 'pytest -x'] Result:\n{OUTPUT}"},
+            {"type": "text", "text": f"[read_file for 'app.py'] Result:\n{OUTPUT}"}, {"type": "text", "text": env}]},
+        {"role": "assistant", "ts": ts + 3, "content": [{"type": "text", "text": "Fixed: the comparison was off by one."}]},
+    ]
+
+
+GENERATORS = {"claude-code": claude_code, "codex": codex, "openai": openai, "anthropic": anthropic,
+              "openai-responses": openai_responses, "gemini": gemini, "openhands": openhands, "inspect": inspect,
+              "sharegpt": sharegpt, "cline": cline}
+_ARRAY = frozenset({"gemini", "openhands", "cline"})
 
 
 def transcript(fmt: str, size: int) -> bytes:
@@ -128,7 +233,24 @@ def transcript(fmt: str, size: int) -> bytes:
             out.append(line)
             total += len(line)
         turn += 1
+    if fmt in _ARRAY:
+        return b"[" + b",".join(out) + b"]\n"
+    if fmt == "inspect":
+        items = b"[" + b",".join(out) + b"]"
+        return b'{"version":2,"status":"success","eval":{"task":"bench","model":"openai/gpt-4o"},"samples":[' \
+               b'{"id":"s1","epoch":1,"input":"x","target":"y","messages":' + items + b"}]}\n"
+    if fmt == "sharegpt":
+        return b'[{"id":"r1","conversations":[' + b",".join(out) + b"]}]\n"
     return b"".join(out)
+
+
+def split_file(conversations: int) -> list[bytes]:
+    """A tau-bench-like array of records, each with its own message list; and each record alone."""
+    records = []
+    for i in range(conversations):
+        messages = [m for turn in range(3) for m in openai(turn + i * 3)]
+        records.append(orjson.dumps({"task_id": i, "trial": 0, "traj": messages}))
+    return records
 
 
 def _best_interleaved(*fns) -> list[float]:
@@ -181,9 +303,39 @@ def run() -> list[dict]:
                 "note": f"{again * 1000:.0f} ms; baseline: the first import (a re-import still maps, validates and "
                         "redacts every event before its id is found present, so it saves only the writing)",
             })
+        rows.append(_split_row(work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return rows
+
+
+def _split_row(work: Path) -> dict:
+    records = split_file(300)
+    many = work / "many.json"
+    many.write_bytes(b"[" + b",\n".join(records) + b"]")
+    singles = []
+    for i, record in enumerate(records):
+        single = work / f"one-{i}.json"
+        single.write_bytes(record)
+        singles.append(single)
+    counter = iter(range(1_000_000))
+
+    def split():
+        result = ingest(work / "mem", f"split-{next(counter)}", many, split=True)
+        assert len(result.agents) == 300
+        return result
+
+    def one_by_one():
+        run = next(counter)
+        for i, single in enumerate(singles):
+            ingest(work / "mem", f"one-{run}.{i + 1}", single)
+
+    split_time, singles_time = _best_interleaved(split, one_by_one)
+    mb = many.stat().st_size / 1e6
+    return {"name": "split 300 conversations", "value": split_time, "baseline": singles_time, "unit": "s",
+            "target": 1.5,
+            "note": f"{split_time * 1000:.0f} ms for {mb:.1f} MB into 300 agents (--split validates all first); "
+                    f"baseline: the 300 conversations from 300 files ({singles_time * 1000:.0f} ms)"}
 
 
 if __name__ == "__main__":
