@@ -114,3 +114,26 @@ def test_split_ids_match_importing_the_conversation_alone(memory_dir, tmp_path):
 def test_refusal_is_an_input_error(memory_dir, tmp_path):
     with pytest.raises(InputError, match="holds 2 conversations"):
         ingest(memory_dir, "r", _file(tmp_path, [_conversation(1), _conversation(2)]))
+
+
+@pytest.mark.parametrize("point", ["ingest:append@3", "ingest:appended@3", "ingest:state@3"])
+def test_a_split_killed_midway_completes_on_the_next_run(memory_dir, tmp_path, point):
+    """kill -9 while the third agent is written: the agents before it are complete, the third is
+    rolled back by the next command on it, and running the same --split again fills in the rest."""
+    import signal
+
+    from tests.helpers import run_memcli
+    from tests.test_reliability import check_store
+
+    records = [_conversation(i) for i in range(1, 7)]
+    path = _file(tmp_path, records)
+    crashed = run_memcli("ingest", "bot", str(path), "--split", env={"MEMCLI_CRASH_AT": point})
+    assert crashed.returncode == -signal.SIGKILL
+    assert [len(traces(memory_dir, f"bot.conv-{i}")) for i in (1, 2)] == [4, 4]
+    again = run_memcli("ingest", "bot", str(path), "--split")
+    assert again.returncode == 0, again.stderr
+    assert b"8 already present" in again.stderr
+    for i in range(1, 7):
+        ids = {t.id for t in traces(memory_dir, f"bot.conv-{i}")}
+        assert len(ids) == 4
+        check_store(memory_dir, f"bot.conv-{i}", ids)
