@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memcli.errors import InputError
 from memcli.importers import get_importer
-from memcli.ingest.native import validate_event
+from memcli.events import validate_event
 from memcli.ingest.pipeline import IngestResult
 from memcli.importers import FORMATS
 from tests import import_format_fixtures as fx
