@@ -19,7 +19,7 @@ import pytest
 from memcli.ingest.api import ingest
 from memcli.renderers.anthropic import CONTINUATION
 from memcli.snapshot import SnapshotOptions, take_snapshot
-from memcli.snapshot.model import PENDING_TEXT
+from memcli.messages import PENDING_TEXT
 from memcli.tool_interactions import pair_tool_traces
 from tests.helpers import CORPORA, needs_corpora
 from tests.import_helpers import traces, user_turns

@@ -30,7 +30,7 @@ import re
 from collections import deque
 
 from memcli.importers._common import Clock, KeyChain, anthropic_usage, not_format, set_fields, nonempty
-from memcli.importers.anthropic import BlockMapper
+from memcli.importers.anthropic_blocks import BlockMapper
 from memcli.models import TAG_CONTEXT
 
 RESULT_HEADER = re.compile(r"\[([A-Za-z0-9_.:-]+)(?: for [^\n]*?)?\] Result:[ \t]*\n?")

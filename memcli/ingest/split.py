@@ -14,7 +14,7 @@ from collections import Counter
 
 from memcli.errors import InputError
 from memcli.importers.conversations import Conversation, agent_names
-from memcli.ingest.native import validate_event
+from memcli.events import validate_event
 from memcli.ingest.pipeline import IngestResult, Redactor, ingest_events
 from memcli.store.agent import AgentStore
 
