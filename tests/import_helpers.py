@@ -58,3 +58,20 @@ def comparable(trace_list) -> list[tuple]:
     """What must be identical between two imports of the same transcript."""
     return [(t.id, t.turn_id, t.seq, t.trace_type, t.content, t.tool_call_id, orjson.dumps(t.tool_result),
              t.tool_error, tuple(t.tags), orjson.dumps(t.tool_args), orjson.dumps(t.media)) for t in trace_list]
+
+
+def one_conversation(path: Path, tmp_path: Path) -> Path:
+    """``path`` itself, or for a file of many conversations (tau-bench records, a ShareGPT
+    dataset, OpenHands outputs — refused without ``--split``) a file of its first conversation."""
+    from memcli.importers import resolve
+    from memcli.ingest.source import iter_json_values
+
+    with open(path, "rb") as f:
+        importer, values = resolve("auto", iter_json_values(f), str(path))
+        split = getattr(importer, "conversations", None)
+        conversations = list(split(values)) if split is not None else []
+    if len(conversations) <= 1:
+        return path
+    out = tmp_path / f"first-{path.name}.jsonl"
+    out.write_bytes(b"".join(orjson.dumps(v) + b"\n" for _, v in conversations[0].values))
+    return out

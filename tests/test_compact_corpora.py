@@ -15,9 +15,14 @@ from memcli.errors import UsageError
 from memcli.importers import get_importer
 from memcli.store.agent import AgentStore
 from tests.helpers import CORPORA, needs_corpora
+from tests.import_helpers import one_conversation
 
-FORMAT_BY_DIR = {"openai": "openai", "anthropic": "anthropic", "claude-code": "claude-code", "codex": "codex"}
-FILES = sorted(p for p in CORPORA.glob("*/*") if p.is_file()) if CORPORA.is_dir() else []
+FORMAT_BY_DIR = {"openai": "openai", "anthropic": "anthropic", "claude-code": "claude-code", "codex": "codex",
+                 "openai-responses": "openai-responses", "gemini": "gemini", "openhands": "openhands",
+                 "inspect": "inspect", "sharegpt": "sharegpt"}
+# transcripts (the Responses cassettes are HTTP recordings: tests/test_import_corpora_formats.py reads them)
+FILES = sorted(p for p in CORPORA.glob("*/*") if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")) \
+    if CORPORA.is_dir() else []
 
 
 def _all_ids(store: AgentStore) -> list:
@@ -26,7 +31,7 @@ def _all_ids(store: AgentStore) -> list:
 
 @needs_corpora
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
-def test_offline_compaction_keeps_every_trace_of_a_real_transcript(memory_dir, path):
+def test_offline_compaction_keeps_every_trace_of_a_real_transcript(memory_dir, tmp_path, path):
     fmt = FORMAT_BY_DIR[path.parent.name]
     try:
         get_importer(fmt)
@@ -36,7 +41,7 @@ def test_offline_compaction_keeps_every_trace_of_a_real_transcript(memory_dir, p
         raise
     from memcli.ingest.api import ingest
 
-    ingest(memory_dir, "agent", path, fmt=fmt, skip_invalid=True)
+    ingest(memory_dir, "agent", one_conversation(path, tmp_path), fmt=fmt, skip_invalid=True)
     store = AgentStore(memory_dir, "agent")
     before = _all_ids(store)
     assert before, "the importer produced no traces"

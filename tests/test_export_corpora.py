@@ -30,14 +30,14 @@ CASES = [
 
 def _input_file(name: str, tmp_path):
     """The corpus file, or for tau-bench (200 records whose ``traj`` is a Chat Completions
-    message list) one ``{"messages": traj}`` document per line — 200 conversations, 5,308
-    messages, call ids reused inside conversations."""
+    message list) all 5,308 messages one per line, as one history (200 separate conversations
+    would be refused without --split), call ids reused inside conversations."""
     source = CORPORA / name
     if not name.startswith("openai/tau-bench"):
         return source
     records = orjson.loads(source.read_bytes())
     path = tmp_path / "tau-bench.ndjson"
-    path.write_bytes(b"".join(orjson.dumps({"messages": r["traj"]}) + b"\n" for r in records))
+    path.write_bytes(b"".join(orjson.dumps(m) + b"\n" for r in records for m in r["traj"]))
     return path
 
 

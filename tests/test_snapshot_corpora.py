@@ -11,6 +11,7 @@ from memcli.errors import UsageError
 from memcli.renderers import RENDERERS
 from memcli.snapshot import SnapshotOptions, take_snapshot
 from tests.helpers import CORPORA, needs_corpora
+from tests.import_helpers import one_conversation
 from tests.snapshot_validation import check_payload
 
 FORMAT_OF_DIR = {"openai": "openai", "anthropic": "anthropic", "claude-code": "claude-code", "codex": "codex"}
@@ -21,7 +22,7 @@ OPTIONS = [{}, {"tail_turns": 4}, {"max_tokens": 2000, "max_tool_result_chars": 
 
 @needs_corpora
 @pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])
-def test_corpus_renders_to_accepted_payloads(memory_dir, path):
+def test_corpus_renders_to_accepted_payloads(memory_dir, tmp_path, path):
     from memcli.importers import get_importer
     from memcli.ingest.api import ingest
 
@@ -30,7 +31,7 @@ def test_corpus_renders_to_accepted_payloads(memory_dir, path):
         get_importer(fmt)
     except UsageError as exc:
         pytest.skip(str(exc))
-    result = ingest(memory_dir, "corpus", path, fmt=fmt, skip_invalid=True)
+    result = ingest(memory_dir, "corpus", one_conversation(path, tmp_path), fmt=fmt, skip_invalid=True)
     assert result.appended > 0
     for provider in RENDERERS:
         for options in OPTIONS:
