@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memcli.errors import InputError
-from memcli.importers import get_importer
 from memcli.events import validate_event
+from memcli.importers import get_importer
 from memcli.ingest.pipeline import IngestResult
 from memcli.importers import FORMATS
 from tests import import_format_fixtures as fx

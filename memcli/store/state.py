@@ -1,4 +1,4 @@
-"""Turns, seq and tool linkage (DESIGN.md §2), and the ``.state.json`` cache that carries them
+"""Turns, seq and tool linkage (docs/design.md §2), and the ``.state.json`` cache that carries them
 from one ``memcli`` process to the next.
 
 Rules (the linker), applied in input order to every new trace:
@@ -30,6 +30,7 @@ import re
 from typing import Callable
 
 from memcli.models import NON_OPENING_TAGS
+from memcli.pairing import pop_open_call
 
 STATE_VERSION = 1
 RECENT_TURNS_KEPT = 64
@@ -76,7 +77,21 @@ class FileIdentity:
         return cls(int(value[0]), int(value[1]))
 
 
+def _entry_turn(entry: list) -> str | None:
+    return entry[0]  # [turn_id, trace_id, offset]
+
+
 class TurnState:
+    """What the linker needs to place the next trace (module docstring): the turn counter and the
+    open turn, the last ``seq`` of recent turns, the unanswered calls per ``tool_call_id``
+    (``pending``: ``[turn_id, trace_id, offset]`` oldest first, paired by
+    :func:`memcli.pairing.pop_open_call`), trace counts, and the identity (inode, size) of the
+    active and archive files it describes. :meth:`assign` places a new event (stamping
+    ``turn_id``/``seq``); :meth:`observe` replays a stored record when the cache is rebuilt.
+    Stored as ``.state.json`` (:meth:`to_json` / :meth:`from_json`); never trusted when the file
+    identities do not match.
+    """
+
     def __init__(self, turn_counter: int = 0, open_turn: str | None = None, open_turn_context_only: bool = False,
                  turn_seq: dict | None = None, pending: dict | None = None, active: FileIdentity | None = None,
                  archive: FileIdentity | None = None, ids_count: int = 0, active_count: int = 0,
@@ -168,19 +183,7 @@ class TurnState:
     def _pop_pending(self, call_id: str | None, turn_id: str | None) -> list | None:
         if not call_id:
             return None
-        queue = self.pending.get(call_id)
-        if not queue:
-            return None
-        index = 0
-        if turn_id is not None:  # an explicit turn: answer the oldest call of that turn
-            for i, entry in enumerate(queue):
-                if entry[0] == turn_id:
-                    index = i
-                    break
-        entry = queue.pop(index)
-        if not queue:
-            del self.pending[call_id]
-        return entry
+        return pop_open_call(self.pending, call_id, turn_id, _entry_turn)  # the one pairing rule
 
     # ------------------------------------------------------------------ replaying stored traces
     def observe(self, record: dict, offset: int | None) -> None:
