@@ -14,16 +14,11 @@ from memcli.store.agent import AgentStore
 from tests.helpers import CORPORA, needs_corpora
 from tests.import_helpers import one_conversation
 
-<<<<<<< HEAD
 FORMAT_BY_DIR = {"openai": "openai", "anthropic": "anthropic", "claude-code": "claude-code", "codex": "codex",
                  "openai-responses": "openai-responses", "gemini": "gemini", "openhands": "openhands",
                  "inspect": "inspect", "sharegpt": "sharegpt"}
 # transcripts (the Responses cassettes are HTTP recordings: tests/test_import_corpora_formats.py reads them)
 FILES = sorted(p for p in CORPORA.glob("*/*") if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")) \
-=======
-FORMAT_BY_DIR = {"openai": "openai", "anthropic": "anthropic", "claude-code": "claude-code", "codex": "codex"}
-FILES = sorted(p for p in CORPORA.glob("*/*") if p.is_file() and p.parent.name in FORMAT_BY_DIR) \
->>>>>>> main
     if CORPORA.is_dir() else []
 
 

@@ -13,9 +13,8 @@ from hypothesis import strategies as st
 
 from memcli.errors import InputError
 from memcli.events import validate_event
-from memcli.importers import get_importer
+from memcli.importers import FORMATS, get_importer
 from memcli.ingest.pipeline import IngestResult
-from memcli.importers import FORMATS
 from tests import import_format_fixtures as fx
 from tests import test_import_anthropic, test_import_claude_code, test_import_codex, test_import_openai
 

@@ -17,9 +17,9 @@ import orjson
 import pytest
 
 from memcli.ingest.api import ingest
+from memcli.messages import PENDING_TEXT
 from memcli.renderers.anthropic import CONTINUATION
 from memcli.snapshot import SnapshotOptions, take_snapshot
-from memcli.messages import PENDING_TEXT
 from memcli.tool_interactions import pair_tool_traces
 from tests.helpers import CORPORA, needs_corpora
 from tests.import_helpers import traces, user_turns

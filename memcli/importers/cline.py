@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from memcli.importers._common import Clock, KeyChain, anthropic_usage, not_format, set_fields, nonempty
+from memcli.importers._common import Clock, KeyChain, anthropic_usage, nonempty, not_format, set_fields
 from memcli.importers.anthropic_blocks import BlockMapper
 from memcli.models import TAG_CONTEXT
 

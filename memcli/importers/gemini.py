@@ -53,10 +53,10 @@ from memcli.importers._common import (
     call_event,
     data_url,
     join_texts,
+    nonempty,
     not_format,
     result_event,
     set_fields,
-    nonempty,
 )
 from memcli.models import TAG_REASONING, TAG_SYSTEM
 

@@ -34,11 +34,11 @@ from memcli.importers._common import (
     UniqueKeys,
     call_event,
     join_texts,
+    nonempty,
     not_format,
     openai_usage,
     result_event,
     set_fields,
-    nonempty,
 )
 from memcli.models import TAG_REASONING, TAG_SYSTEM
 

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 from memcli.importers._common import (
     item_key,
+    nonempty,
     not_format,
     openai_usage,
     result_event,
     set_fields,
-    nonempty,
 )
 from memcli.importers.codex import ITEM_TYPES, _Rollout
 from memcli.models import TAG_SYSTEM

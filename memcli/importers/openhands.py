@@ -45,11 +45,11 @@ from memcli.importers._common import (
     Clock,
     KeyChain,
     call_event,
+    nonempty,
     not_format,
     openai_usage,
     result_event,
     set_fields,
-    nonempty,
 )
 from memcli.importers.conversations import own_id
 from memcli.models import TAG_SYSTEM

@@ -25,7 +25,7 @@ from collections import deque
 
 import orjson
 
-from memcli.importers._common import KeyChain, call_event, join_texts, not_format, result_event, set_fields, nonempty
+from memcli.importers._common import KeyChain, call_event, join_texts, nonempty, not_format, result_event, set_fields
 from memcli.models import TAG_SYSTEM
 
 USER = frozenset({"human", "user"})

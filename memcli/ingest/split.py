@@ -13,8 +13,8 @@ import os
 from collections import Counter
 
 from memcli.errors import InputError
-from memcli.importers.conversations import Conversation, agent_names
 from memcli.events import validate_event
+from memcli.importers.conversations import Conversation, agent_names
 from memcli.ingest.pipeline import IngestResult, Redactor, ingest_events
 from memcli.store.agent import AgentStore
 
