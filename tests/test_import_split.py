@@ -137,3 +137,16 @@ def test_a_split_killed_midway_completes_on_the_next_run(memory_dir, tmp_path, p
         ids = {t.id for t in traces(memory_dir, f"bot.conv-{i}")}
         assert len(ids) == 4
         check_store(memory_dir, f"bot.conv-{i}", ids)
+
+
+def test_a_message_list_streams_and_a_conversation_document_after_it_is_an_error(memory_dir, tmp_path):
+    from memcli.importers import get_importer
+
+    messages = _conversation(1)["messages"]
+    values = iter([(i, m) for i, m in enumerate(messages, 1)] + [(5, _conversation(2))])
+    (only,) = list(get_importer("openai").conversations(values))
+    assert not isinstance(only.values, list)   # read lazily: nothing held in memory
+    path = _file(tmp_path, messages + [_conversation(2)], "mixed.jsonl")
+    with pytest.raises(InputError, match="line 5: a whole conversation after messages of another one"):
+        ingest(memory_dir, "m", path, fmt="openai")
+    assert traces(memory_dir, "m") == []

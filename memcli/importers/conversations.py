@@ -15,8 +15,10 @@ index ``i`` for all of them.
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Callable, Iterable, Iterator, NamedTuple
 
+from memcli.errors import InputError
 from memcli.store.layout import AGENT_ID_RE
 
 ID_FIELDS = ("id", "conversation_id", "session_id", "sessionId", "instance_id", "uuid")
@@ -46,23 +48,33 @@ def own_id(document: dict, fields: Iterable[str] = ID_FIELDS) -> str | None:
 
 def by_document(values: Iterable, is_document: Callable[[object], bool],
                 key_of: Callable[[dict], str | None] = own_id) -> Iterator[Conversation]:
-    """Each value ``is_document`` accepts is one conversation; a run of other values (messages
-    one per line or array element, bad lines) is one conversation."""
-    run: list = []
+    """Each value ``is_document`` accepts is one conversation. Input that starts with other values
+    (messages one per line or array element) is one conversation, read lazily so that a large
+    message list streams as before; a document after such a run is an error in it."""
+    values = iter(values)
+    first = next(values, None)
+    if first is None:
+        return
+    if isinstance(first[1], Exception) or not is_document(first[1]):
+        yield Conversation(1, None, first[0], _bare_run(first, values, is_document))
+        return
     index = 0
+    for line, value in chain([first], values):
+        index += 1
+        if isinstance(value, Exception) or not is_document(value):
+            yield Conversation(index, None, line, [(line, value)])
+        else:
+            yield Conversation(index, key_of(value), line, [(line, value)])
+
+
+def _bare_run(first, values, is_document):
+    yield first
     for line, value in values:
         if not isinstance(value, Exception) and is_document(value):
-            if run:
-                index += 1
-                yield Conversation(index, None, run[0][0], run)
-                run = []
-            index += 1
-            yield Conversation(index, key_of(value), line, [(line, value)])
-        else:
-            run.append((line, value))
-    if run:
-        index += 1
-        yield Conversation(index, None, run[0][0], run)
+            yield line, InputError("a whole conversation after messages of another one: this file mixes"
+                                   " conversations; import them separately", line=line)
+            return
+        yield line, value
 
 
 def sanitise(key: str, room: int) -> str | None:
