@@ -1,113 +1,259 @@
-"""Secret redaction at ingest (on by default; ``memcli ingest --no-redact`` keeps input raw).
+"""Secret redaction (on by default at ingest; ``memcli ingest --no-redact`` keeps input raw).
 
-Well-known, high-confidence credential formats are replaced by a typed placeholder
-``[REDACTED:<kind>]`` in every string of an event — content, tool arguments, tool results,
-errors, unknown extra fields — before anything reaches disk. The structural fields (``id``,
-``turn_id``, ``tool_call_id``, ``trace_type``, ``source_event``) are left alone so linking and
-idempotency keep working, and so are binary payloads — ``media``, base64 ``data:`` URLs and
-``signature`` fields of signed thinking blocks — where a false match would corrupt data.
-Events whose ``id`` the agent already has are skipped before redaction. Kinds:
+Credentials are replaced by a typed placeholder ``[REDACTED:<kind>]`` in every string of an
+event — content, tool arguments, tool results, errors, unknown extra fields, at any depth —
+before anything reaches disk; hand-written facts and memory files go through
+:func:`redact_value` / :func:`redact_string` the same way. Structural fields (``id``,
+``turn_id``, ``tool_call_id``, ``trace_type``, ``source_event``, ``correlation_id``) are left
+alone so linking and idempotency keep working, and so are binary payloads — ``media``, base64
+``data:`` URLs and ``signature`` fields of signed thinking blocks — where a false match would
+corrupt data. Redaction is one-way; what was replaced is counted by kind, never logged.
 
-    anthropic_key   sk-ant-…                     openai_key    sk-…, sk-proj-…
-    aws_access_key  AKIA…/ASIA… (20 chars)       github_token  ghp_/gho_/ghu_/ghs_/ghr_…, github_pat_…
-    private_key     -----BEGIN … PRIVATE KEY----- blocks
-    bearer_token    the token after ``Authorization: Bearer`` in text, or the value of an
-                    ``Authorization`` key that reads ``Bearer <token>`` (the prefix is kept)
+The rules live in :mod:`memcli.secret_rules` (one table: kind, regex, literal anchors; sources
+and refresh procedure there). Each rule is built to leave alone what agents handle all day:
+git SHAs, UUIDs, sha256 digests, base64 images, CSS class lists, prose that mentions "Bearer"
+or "password", placeholders such as ``${TOKEN}``, ``process.env.TOKEN`` or ``<your-key>``.
 
-Only these formats: they are specific enough that a match is almost surely a secret, so nothing
-legitimate is mangled. Redaction is one-way; what was replaced is counted, never logged.
-
-Cost: :func:`may_hold_a_secret` is a cheap substring pre-check (``sk-``, ``AKIA``, ``PRIVATE
-KEY``...) that the ingest pipeline runs over a few hundred staged lines at once; only events in a
-chunk that trips it are walked and rewritten.
+Cost: :func:`may_hold_a_secret` is a literal prefilter over raw bytes (a staged chunk of a few
+hundred JSON lines at once): every match of every rule contains one of the rule's anchors, so a
+"no" is always right. Big inputs are scanned by one Hyperscan database of every anchor (all
+literals, ~1 GB/s, compiled in a few ms on first use); small ones (a single event, a fact) by
+plain substring tests, so a one-event ``memcli ingest`` never loads it. Without the ``hyperscan``
+package the substring tests are used for everything: same results, slower on big inputs. Only
+strings whose anchors are present ever see a regex.
 """
 
 from __future__ import annotations
 
-import re
+import os
+from collections import Counter
 from functools import lru_cache
 
 import orjson
 
-@lru_cache(maxsize=1)
-def _patterns():
-    """Compiled on first use: most ingests never need them (the pre-check says no)."""
-    patterns = [
-        ("private_key", re.compile(
-            r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S)),
-        ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
-        ("openai_key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
-        ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-        ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ]
-    bearer = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")
-    bearer_value = re.compile(r"(?i)^(\s*bearer\s+)([A-Za-z0-9\-._~+/]{8,}=*)")  # {"Authorization": "Bearer …"}
-    return patterns, bearer, bearer_value
+from memcli.secret_rules import AUTH_VALUE, RULES, Rule, secret_field_value, secret_name
 
-
-_AUTH_KEYS = frozenset({"authorization", "proxy-authorization"})
-
-
-def may_hold_a_secret(data: bytes) -> bool:
-    """Cheap pre-check: plain substring tests (``bytes in`` scans at memchr speed; a
-    case-insensitive regex cost ~5 µs per event, a generator over a tuple ~2 µs)."""
-    return (b"sk-" in data or b"AKIA" in data or b"ASIA" in data or b"gh" in data or b"PRIVATE KEY" in data
-            or b"earer" in data or b"EARER" in data)
 # structural fields, and binary payloads (base64 media, signed thinking blocks) where a false
 # match would corrupt data and a real key is not expected
 _SKIP_FIELDS = frozenset({"id", "turn_id", "tool_call_id", "trace_type", "source_event", "correlation_id",
                           "media", "signature"})
+_AUTH_KEYS = frozenset({"authorization", "proxy-authorization"})
+SMALL_INPUT = 32 * 1024  # below this, substring tests beat starting the Hyperscan scan
+
+
+def marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+# ---------------------------------------------------------------------- the prefilter
+
+@lru_cache(maxsize=1)
+def _literal_checks() -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
+    """(case-sensitive anchors, lowercase anchors checked against the lowered input)."""
+    exact: list[bytes] = []
+    folded: list[bytes] = []
+    for rule in RULES:
+        target = folded if rule.caseless else exact
+        for anchor in rule.anchors:
+            encoded = anchor.encode()
+            if encoded not in target:
+                target.append(encoded)
+    return tuple(exact), tuple(folded)
+
+
+def _may_hold_plain(data: bytes) -> bool:
+    exact, folded = _literal_checks()
+    for anchor in exact:
+        if anchor in data:
+            return True
+    if folded:
+        lowered = data.lower()
+        for anchor in folded:
+            if anchor in lowered:
+                return True
+    return False
+
+
+class _Stop(Exception):
+    pass
+
+
+@lru_cache(maxsize=1)
+def _hyperscan_db():
+    """(literal database, regex database or None, ScanTerminated), or None when the
+    ``hyperscan`` package is missing (or MEMCLI_NO_HYPERSCAN is set). Two databases because a
+    regex compiled beside a few hundred literals costs several times its own compile time."""
+    if os.environ.get("MEMCLI_NO_HYPERSCAN"):
+        return None
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    literals: dict[bytes, int] = {}
+    regexes: dict[bytes, int] = {}
+    for rule in RULES:
+        caseless = hyperscan.HS_FLAG_CASELESS if rule.caseless else 0
+        if rule.hs_regex:
+            regexes.setdefault(rule.hs_regex.encode(), caseless)
+        else:
+            for literal in rule.hs:
+                literals.setdefault(_hs_escape(literal), caseless)
+    return _compile(hyperscan, literals), _compile(hyperscan, regexes) if regexes else None, hyperscan.ScanTerminated
+
+
+def _compile(hyperscan, patterns: dict):
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=list(patterns), ids=list(range(len(patterns))), elements=len(patterns),
+               flags=[hyperscan.HS_FLAG_SINGLEMATCH | extra for extra in patterns.values()])
+    return db
+
+
+def _hs_escape(literal: str) -> bytes:
+    """A literal as a Hyperscan pattern (every non-alphanumeric character as ``\\xNN``)."""
+    return "".join(c if c.isalnum() else "\\x%02x" % ord(c) if ord(c) < 128 else c for c in literal).encode()
+
+
+def _stop(*_args):
+    return True  # halts the scan at the first anchor
+
+
+def may_hold_a_secret(data: bytes) -> bool:
+    """Cheap pre-check over raw (JSON) bytes: False means no rule can match anywhere in ``data``.
+
+    May say yes wrongly, never no wrongly: every rule's match contains one of its anchors, and
+    anchors hold only characters that JSON never escapes."""
+    if len(data) < SMALL_INPUT and _hyperscan_db.cache_info().currsize == 0:
+        return _may_hold_plain(data)
+    engine = _hyperscan_db()
+    if engine is None:
+        return _may_hold_plain(data)
+    literal_db, regex_db, terminated = engine
+    try:
+        literal_db.scan(data, match_event_handler=_stop)
+        if regex_db is not None:
+            regex_db.scan(data, match_event_handler=_stop)
+    except terminated:
+        return True
+    return False
+
+
+# ---------------------------------------------------------------------- redacting
+
+def _rules_for(text: str) -> list[Rule]:
+    lowered = None
+    found = []
+    for rule in RULES:
+        if rule.caseless:
+            if lowered is None:
+                lowered = text.lower()
+            hay = lowered
+        else:
+            hay = text
+        for anchor in rule.anchors:
+            if anchor in hay:
+                found.append(rule)
+                break
+    return found
+
+
+def redact_string(text: str, counts: Counter | None = None) -> tuple[str, Counter]:
+    """(text with secrets replaced, replacements by kind); ``counts`` is added to if given."""
+    counts = Counter() if counts is None else counts
+    if not text or len(text) < 8:
+        return text, counts
+    for rule in _rules_for(text):
+        text = rule.apply(text, counts)
+    return text, counts
 
 
 def redact_text(text: str) -> tuple[str, int]:
     """(text with secrets replaced, how many were replaced)."""
-    patterns, bearer, _ = _patterns()
-    count = 0
-    for kind, pattern in patterns:
-        text, n = pattern.subn(f"[REDACTED:{kind}]", text)
-        count += n
-    text, n = bearer.subn(lambda m: m.group(1) + "[REDACTED:bearer_token]", text)
-    return text, count + n
+    text, counts = redact_string(text)
+    return text, sum(counts.values())
 
 
-def _walk(value):
+def _is_data_url(value: str) -> bool:
+    return value.startswith("data:") and ";base64," in value[:100]
+
+
+def _walk(value, counts: Counter):
     if isinstance(value, str):
-        return redact_text(value)
+        if _is_data_url(value):
+            return value
+        return redact_string(value, counts)[0]
     if isinstance(value, list):
-        total = 0
-        out = []
-        for item in value:
-            new, n = _walk(item)
-            out.append(new)
-            total += n
-        return out, total
+        return [_walk(item, counts) for item in value]
     if isinstance(value, dict):
-        total = 0
         out = {}
         for key, item in value.items():
-            if key == "signature" or (isinstance(item, str) and item.startswith("data:") and ";base64," in item[:80]):
+            if key == "signature" or key == "media":
                 out[key] = item
                 continue
-            new, n = _walk(item)
-            if isinstance(new, str) and isinstance(key, str) and key.lower() in _AUTH_KEYS:
-                new, m = _patterns()[2].subn(lambda mo: mo.group(1) + "[REDACTED:bearer_token]", new)
-                n += m
-            out[key] = new
-            total += n
-        return out, total
-    return value, 0
+            if isinstance(item, str) and isinstance(key, str):
+                out[key] = _field(key, item, counts)
+            else:
+                out[key] = _walk(item, counts)
+        return out
+    return value
+
+
+def _field(key: str, value: str, counts: Counter) -> str:
+    """A string under a key: its own rules first, then what the key says the value is."""
+    if _is_data_url(value):
+        return value
+    low = key.lower()
+    if low in _AUTH_KEYS:
+        value = _auth_value(value, counts)
+    before = sum(counts.values())
+    value = redact_string(value, counts)[0]
+    if sum(counts.values()) == before and secret_name(low) and secret_field_value(value):
+        counts["secret_assignment"] += 1
+        return marker("secret_assignment")
+    return value
+
+
+def _auth_value(value: str, counts: Counter) -> str:
+    """``{"Authorization": "Bearer <token>"}`` / ``"Basic <b64>"``: the scheme stays, the
+    credential goes (even a short one: the key says what it is)."""
+    match = AUTH_VALUE.match(value)
+    if match is None or match.group("secret").startswith("[REDACTED"):
+        return value
+    kind = "basic_auth" if match.group("scheme").lower() == "basic" else "bearer_token"
+    counts[kind] += 1
+    return value[:match.start("secret")] + marker(kind) + value[match.end("secret"):]
+
+
+def redact_value(value, counts: Counter | None = None):
+    """(a copy of any JSON value with secrets replaced in every string, replacements by kind).
+    For hand-written facts and memory records; binary payloads are kept as in events."""
+    counts = Counter() if counts is None else counts
+    return _walk(value, counts), counts
+
+
+def redact_event_counts(event: dict) -> Counter:
+    """Redact an event in place; returns the replacements by kind (empty: nothing changed)."""
+    counts: Counter = Counter()
+    if not may_hold_a_secret(orjson.dumps(event)):
+        return counts
+    for key, value in list(event.items()):
+        if key in _SKIP_FIELDS:
+            continue
+        before = sum(counts.values())
+        new = _walk(value, counts)
+        if sum(counts.values()) != before:
+            event[key] = new
+    return counts
 
 
 def redact_event(event: dict) -> int:
     """Redact an event in place; returns the number of secrets replaced."""
-    if not may_hold_a_secret(orjson.dumps(event)):
-        return 0
-    total = 0
-    for key, value in list(event.items()):
-        if key in _SKIP_FIELDS:
-            continue
-        new, n = _walk(value)
-        if n:
-            event[key] = new
-            total += n
-    return total
+    return sum(redact_event_counts(event).values())
+
+
+def describe_counts(counts: Counter) -> str:
+    """``"3 secrets redacted (google_api_key 2, jwt 1)"``; "" when nothing was."""
+    total = sum(counts.values())
+    if not total:
+        return ""
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{total} secret{'s' if total != 1 else ''} redacted ({kinds})"

@@ -48,7 +48,7 @@ class Redactor(Protocol):
 
     def may_hold_a_secret(self, data: bytes) -> bool: ...  # cheap, may say yes wrongly, never no wrongly
 
-    def redact_event(self, event: dict) -> int: ...  # rewrites in place, returns how many it replaced
+    def redact_event_counts(self, event: dict) -> Counter: ...  # rewrites in place, returns replacements by kind
 
 # asked about an item that is not a valid event: True = taken elsewhere (e.g. a memory record of
 # an export), an InputError = rejected for that reason, False = an invalid event after all
@@ -68,6 +68,7 @@ class IngestResult:
         self.trace_types: Counter = Counter()
         self.skipped: Counter = Counter()  # importer: things it did not understand
         self.redacted = 0
+        self.redacted_kinds: Counter = Counter()  # secrets replaced, by kind
         self.errors: list = []     # first InputErrors (kept or reported)
         self.notes: list = []      # repairs and recoveries done on the way
 
@@ -88,7 +89,9 @@ class IngestResult:
         if self.invalid:
             parts.append(f"{self.invalid} invalid skipped")
         if self.redacted:
-            parts.append(f"{self.redacted} secret{'s' if self.redacted != 1 else ''} redacted")
+            from memcli.redact import describe_counts
+
+            parts.append(describe_counts(self.redacted_kinds))
         if self.skipped:
             parts.append("skipped " + ", ".join(f"{n} {kind}" for kind, n in sorted(self.skipped.items())))
         return "; ".join(parts)
@@ -220,9 +223,10 @@ class _Batch:
             changed = False
             for i, (event, line) in enumerate(chunk):
                 if redactor.may_hold_a_secret(line):
-                    n = redactor.redact_event(event)
-                    if n:
-                        self.result.redacted += n
+                    found = redactor.redact_event_counts(event)
+                    if found:
+                        self.result.redacted += sum(found.values())
+                        self.result.redacted_kinds.update(found)
                         lines[i] = orjson.dumps(stored_record(event)) + b"\n"
                         changed = True
             if changed:

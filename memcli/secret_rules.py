@@ -1,0 +1,260 @@
+"""The secret formats memcli redacts: one table of (kind, regex, literal anchors).
+
+Sources. The token formats are the providers' documented ones as collected by the maintained
+scanners, re-expressed here (no code copied): gitleaks' default rule file (gitleaks/gitleaks,
+``config/gitleaks.toml``, MIT; read at commit b58d3f10, 2026-07) and detect-secrets' plugins
+(Yelp/detect-secrets, ``detect_secrets/plugins/*.py``, Apache-2.0; read at 5e141933, 2026-04),
+narrowed where those tools trade precision for recall (their generic keyword and entropy rules
+would flag git SHAs, UUIDs and hashes that agents handle all day) and widened where a transcript
+differs from a source file (JSON-escaped quotes and newlines inside strings).
+
+Why a curated table and not the scanners themselves: detect-secrets runs every plugin's regexes
+over every line (its scan of a 150 MB ingest took minutes, against the 1.5x-of-a-bare-loop
+budget of ingest), and gitleaks is a Go binary. What makes redaction cheap here is the anchor
+column: literal strings, one of which every match contains, scanned for all rules at once
+(memcli.redact).
+
+Refreshing. Read the newest ``config/gitleaks.toml`` and the detect-secrets plugins; for each
+rule whose provider prefix is not below (``grep -o "keywords = .*"``), add a row: a regex for
+the token, its literal anchors (a prefix is best; anchors may only hold characters JSON never
+escapes: letters, digits, ``_ - . : = +`` and space, and ``"`` only as its own anchor variant),
+and a planted example in tests/test_redact.py (which checks every rule is hit through the
+prefilter). Then run tests/test_redact.py and the corpora test: a new rule must find nothing
+new in the corpora unless the finding is a real secret.
+
+Invariants every rule keeps (tests/test_redact.py): its anchors occur in every match, in the
+raw string and in its JSON encoding; a replaced secret never re-matches (markers hold ``[``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Callable
+
+# what may follow a token (gitleaks' "(?:[\x60'"\s;]|\\[nr]|$)"), as a lookahead
+_END = r"(?=[`'\"\s;,)\]}<>|&]|\\[nrt\"]|$)"
+_Q = r"(?:\\?[\"'`])?"   # an optional quote, perhaps JSON-escaped (a backslash before it)
+
+
+class Rule:
+    """One format. ``anchors``: literals, one of which is in every match (lowercase and checked
+    against the lowered text when ``caseless``), in the decoded text and in its JSON encoding.
+    ``hs``: tighter literals for the Hyperscan prefilter over JSON bytes (default: the anchors),
+    ``hs_regex``: a Hyperscan regex instead, for the rare rule no literal can anchor."""
+
+    __slots__ = ("kind", "pattern", "anchors", "caseless", "group", "valid", "flags", "hs", "hs_regex", "_regex")
+
+    def __init__(self, kind: str, pattern: str, anchors: tuple[str, ...], *, caseless: bool = False,
+                 group: str | None = None, valid: Callable[[str], bool] | None = None, flags: int = 0,
+                 hs: tuple[str, ...] = (), hs_regex: str | None = None):
+        self.kind = kind
+        self.pattern = pattern
+        self.anchors = tuple(a.lower() for a in anchors) if caseless else anchors
+        self.caseless = caseless
+        self.group = group          # replace only this named group (else the whole match)
+        self.valid = valid          # a further check on the secret
+        self.flags = flags | (re.IGNORECASE if caseless else 0)
+        self.hs = hs or self.anchors
+        self.hs_regex = hs_regex
+        self._regex = None
+
+    def __repr__(self) -> str:
+        return f"Rule({self.kind!r})"
+
+    @property
+    def regex(self) -> re.Pattern:
+        """Compiled on first use: most inputs never need most rules."""
+        if self._regex is None:
+            self._regex = re.compile(self.pattern, self.flags)
+        return self._regex
+
+    def apply(self, text: str, counts: Counter) -> str:
+        group, valid, replacement = self.group, self.valid, f"[REDACTED:{self.kind}]"
+        n = 0
+
+        def substitute(match: re.Match) -> str:
+            nonlocal n
+            if group is None:
+                secret = match.group(0)
+                if valid is not None and not valid(secret):
+                    return secret
+                n += 1
+                return replacement
+            secret = match.group(group)
+            if secret is None or secret.startswith("[REDACTED") or (valid is not None and not valid(secret)):
+                return match.group(0)
+            n += 1
+            whole, start = match.group(0), match.start(0)
+            return whole[:match.start(group) - start] + replacement + whole[match.end(group) - start:]
+
+        text = self.regex.sub(substitute, text)
+        if n:
+            counts[self.kind] += n
+        return text
+
+
+# ---------------------------------------------------------------------- checks on a candidate
+
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
+    if not text:
+        return 0.0
+    total = len(text)
+    return -sum(c / total * math.log2(c / total) for c in Counter(text).values())
+
+
+_PLACEHOLDER_WORDS = ("example", "placeholder", "changeme", "your", "redacted", "xxxx", "****", "....", "dummy",
+                      "secret", "password", "token", "sample", "insert", "replace", "<", ">")
+_REFERENCE = re.compile(r"^(?:[A-Za-z_$][\w$]*(?:\.|\[|\(|::|->))+|^[A-Za-z_][\w]*\($")
+
+
+def _looks_like_value(secret: str) -> bool:
+    """An assigned value that is a literal credential, not a reference, path, word or number."""
+    s = secret.strip()
+    if len(s) < 6 or s.isdigit():
+        return False
+    low = s.lower()
+    if low in ("true", "false", "null", "none", "nil", "undefined", "required", "optional", "string", "bytes"):
+        return False
+    if s[0] in "$%{<[(*#@&/~." or s.startswith(("http://", "https://", "file:")) or "${" in s or "{{" in s:
+        return False
+    if any(word in low for word in _PLACEHOLDER_WORDS) and entropy(s) < 3.5:
+        return False
+    if _REFERENCE.match(s) and not any(c.isdigit() for c in s.split(".")[0]):
+        return False  # process.env.TOKEN, os.environ["X"], settings.SECRET_KEY, getpass(
+    has_digit = any(c.isdigit() for c in s)
+    has_alpha = any(c.isalpha() for c in s)
+    has_other = any(not c.isalnum() for c in s)
+    if not has_alpha:
+        return len(s) >= 16 and entropy(s) >= 3.0  # e.g. a long hex or base64 run of digits
+    if has_digit or has_other:
+        return len(s) >= 8 or (has_digit and len(s) >= 6)
+    # letters only: a word or an identifier (``Optional``, ``getpass``) unless long and mixed-case
+    return len(s) >= 20 and s != s.lower() and s != s.upper() and entropy(s) >= 3.5
+
+
+def _token_like(secret: str) -> bool:
+    """A bearer/basic credential, not an English word: long enough, with a digit or mixed case."""
+    s = secret.rstrip("=")
+    if len(s) < 16:
+        return False
+    return any(c.isdigit() for c in s) or (s != s.lower() and s != s.upper() and entropy(s) >= 3.5)
+
+
+_URL_PLACEHOLDERS = frozenset({"password", "pass", "passwd", "pwd", "secret", "pw", "xxx", "xxxx", "changeme",
+                               "mypassword", "yourpassword", "your_password", "your-password", "user", "username"})
+
+
+def _url_password(secret: str) -> bool:
+    s = secret.strip()
+    if not s or s[0] in "$<{%*[" or "${" in s or s.lower() in _URL_PLACEHOLDERS or set(s) <= {"*", "x", "X", "."}:
+        return False
+    return not s.isdigit() or len(s) >= 6   # "host:8080@" is a port, not a password
+
+
+# ---------------------------------------------------------------------- the table
+
+# Assignments: a name that ends in one of these, then = : := => and a value.
+_ASSIGNED = ("secret", "token", "password", "passwd", "passphrase", "api_key", "apikey", "api-key",
+             "access_key", "accesskey", "secret_key", "private_key", "privatekey", "auth_key", "authkey",
+             "credential", "credentials", "client_secret")
+# prefilter over JSON bytes: the name, perhaps a quote (escaped once or twice in JSON), the operator
+_ASSIGN_HS = tuple(f"{word}{quote}{op}" for word in _ASSIGNED for quote in ("", "'", "`", '\\"', '\\\\\\"', '"')
+                   for op in ("=", ":", " =", " :"))
+
+RULES: tuple[Rule, ...] = (
+    # -- blocks first: a private key's body would otherwise be cut up by the token rules
+    Rule("private_key",
+         r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
+         r"(?:\\[rn]|\s)+(?:[A-Za-z-]+: [^\n]*?(?:\\[rn]|\n)+)*(?:\\[rn]|\s)*[A-Za-z0-9+/=]{16}"
+         r".*?(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|\Z)"
+         r"|---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----.*?(?:---- END SSH2 ENCRYPTED PRIVATE KEY ----|\Z)"
+         r"|PuTTY-User-Key-File-\d: .*?(?:Private-MAC: [0-9a-fA-F]+|\Z)",
+         ("PRIVATE KEY", "PuTTY-User-Key-File-"), flags=re.S),
+    # -- fixed prefixes (gitleaks / detect-secrets / provider docs)
+    Rule("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", ("sk-ant-",)),
+    Rule("openai_key", r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", ("sk-",)),
+    Rule("aws_access_key", r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+         ("A3T", "AKIA", "ASIA", "ABIA", "ACCA")),
+    Rule("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    Rule("gitlab_token",
+         r"\b(?:(?:glpat|gldt|glrt|glptt|glcbt|gloas|glsoat|glft|glimt|glagent|glffct|glwt)-[A-Za-z0-9_\-]{20,300}"
+         r"(?:\.[0-9a-z]{9})?|GR1348941[A-Za-z0-9_\-]{20,50})(?![\w-])",
+         ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glsoat-", "glft-", "glimt-", "glagent-",
+          "glffct-", "glwt-", "GR1348941")),
+    Rule("slack_webhook", r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,}",
+         ("hooks.slack.com",)),
+    Rule("slack_token", r"\b(?:xox[abposre]-[A-Za-z0-9-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})",
+         ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe", "xapp-")),
+    Rule("stripe_key", r"\b(?:(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,247}|whsec_[A-Za-z0-9]{24,})\b",
+         ("k_live_", "k_test_", "k_prod_", "whsec_")),
+    Rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}(?![\w-])", ("AIza",)),
+    Rule("twilio_key", r"\b(?:SK[0-9a-fA-F]{32}|AC[0-9a-f]{32})\b", ("SK", "AC"),
+         hs=tuple("SK" + c for c in "0123456789abcdefABCDEF") + tuple("AC" + c for c in "0123456789abcdef")),
+    Rule("huggingface_token", r"\b(?:hf_|api_org_)[A-Za-z]{34}\b", ("hf_", "api_org_")),
+    Rule("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",)),
+    Rule("sendgrid_key", r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b", ("SG.",)),
+    Rule("pypi_token", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}", ("pypi-AgE",)),
+    Rule("shopify_token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", ("shpat_", "shpca_", "shppa_", "shpss_")),
+    Rule("digitalocean_token", r"\bdo[opr]_v1_[a-f0-9]{64}\b", ("dop_v1_", "doo_v1_", "dor_v1_")),
+    Rule("linear_api_key", r"\blin_api_[A-Za-z0-9]{40}\b", ("lin_api_",)),
+    Rule("databricks_token", r"\bdapi[a-f0-9]{32}(?:-\d)?\b", ("dapi",)),
+    Rule("vault_token", r"\b(?:hvs\.[\w-]{90,120}|hvb\.[\w-]{138,300})(?![\w-])", ("hvs.", "hvb.")),
+    Rule("postman_api_key", r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b", ("PMAK-",)),
+    Rule("doppler_token", r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}\b", ("dp.pt.", "dp.st.", "dp.sa.", "dp.ct.")),
+    Rule("age_secret_key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", ("AGE-SECRET-KEY-1",)),
+    Rule("sentry_token", r"\b(?:sntryu_[a-f0-9]{64}|sntrys_eyJ[A-Za-z0-9+/=_]{40,})", ("sntryu_", "sntrys_")),
+    Rule("grafana_token", r"\b(?:glc_[A-Za-z0-9+/]{32,400}={0,3}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})(?![\w+/])",
+         ("glc_", "glsa_")),
+    Rule("pulumi_token", r"\bpul-[a-f0-9]{40}\b", ("pul-",)),
+    Rule("square_token", r"\b(?:sq0atp-[\w-]{22,60}|sq0csp-[\w-]{43}|EAAA[\w-]{60})(?![\w-])", ("sq0atp-", "sq0csp-", "EAAA")),
+    Rule("heroku_api_key", r"\bHRKU-AA[0-9a-zA-Z_-]{58}(?![\w-])", ("HRKU-AA",)),
+    Rule("atlassian_token", r"\bATATT3[A-Za-z0-9_\-=]{186}", ("ATATT3",)),
+    Rule("telegram_bot_token", r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}(?![\w-])", (":AA",)),
+    # -- no fixed prefix, but a literal anchor all the same
+    Rule("azure_storage_key",
+         r"(?:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{40,100}={0,2})",
+         ("AccountKey=", "SharedAccessKey="), group="secret"),
+    Rule("gcp_service_account", r"private_key_id" + _Q + r"\s*[:=]\s*" + _Q + r"(?P<secret>[0-9a-f]{40})\b",
+         ("private_key_id",), group="secret"),
+    Rule("aws_secret_key",
+         r"(?:(?:aws_?)?secret_?access_?key|aws_?secret_?key)" + _Q + r"\s*(?::=|=>|[:=])\s*" + _Q
+         + r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+         ("secret_access_key", "secretaccesskey", "secret_accesskey", "secretaccess_key", "secret_key", "secretkey"),
+         caseless=True, group="secret"),
+    Rule("bearer_token",
+         r"\bauthorization" + _Q + r" ?[:=] ?" + _Q + r" ?bearer +(?P<secret>[A-Za-z0-9\-._~+/]{8,}=*)",
+         ("bearer ",), caseless=True, group="secret"),
+    Rule("bearer_token", r"\bbearer +(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)",
+         ("bearer ",), caseless=True, group="secret", valid=_token_like),
+    Rule("basic_auth",
+         r"\bauthorization" + _Q + r" ?[:=] ?" + _Q + r" ?basic +(?P<secret>[A-Za-z0-9+/]{8,}={0,2})",
+         ("authorization",), caseless=True, group="secret"),
+    Rule("jwt", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*", ("eyJ",)),
+    Rule("url_password",
+         r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://(?P<user>[^\s:/@?#'\"\\]{0,128}):(?P<secret>[^\s:/@?#'\"\\]{1,256})@(?=[\w\[])",
+         ("://",), group="secret", valid=_url_password,
+         hs_regex=r":(?:\\?/){2}[^\s/@\\\"]*:[^\s/@\\\"]+@"),
+    Rule("secret_assignment",
+         r"(?<![\w-])[A-Za-z0-9_.-]{0,60}(?:" + "|".join(re.escape(w) for w in _ASSIGNED) + r")"
+         + _Q + r" ?(?::=|=>|[:=]) ?" + _Q
+         + r"(?P<secret>[^\s\"'`\\,;(){}\[\]<>]{6,300})",
+         _ASSIGNED, caseless=True, group="secret", valid=_looks_like_value, hs=_ASSIGN_HS),
+)
+
+# ``{"Authorization": "Bearer <token>"}``: the key says what the value is
+AUTH_VALUE = re.compile(r"^\s*(?P<scheme>bearer|basic|token)\s+(?P<secret>\S+)", re.IGNORECASE)
+
+
+def secret_name(name: str) -> bool:
+    """A field name whose value is a credential (``password``, ``DB_PASSWORD``, ``apiKey``...)."""
+    low = name.lower()
+    return low.endswith(_ASSIGNED) and not low.endswith(("_file", "_path"))
+
+
+def secret_field_value(value: str) -> bool:
+    """A field value that is a literal credential (see :func:`_looks_like_value`), one word."""
+    return not any(c.isspace() for c in value) and _looks_like_value(value)
