@@ -78,34 +78,65 @@ class _Stop(Exception):
     pass
 
 
+class _Engine:
+    """Hyperscan databases of every rule's prefilter patterns: one of literals, one of the few
+    regexes (a regex compiled beside a few hundred literals costs several times its own compile
+    time). ``rules_of[db][pattern id]`` lists the indexes of the rules the pattern stands for."""
+
+    def __init__(self, hyperscan):
+        self.terminated = hyperscan.ScanTerminated
+        literals: dict[bytes, tuple[int, list]] = {}
+        regexes: dict[bytes, tuple[int, list]] = {}
+        for index, rule in enumerate(RULES):
+            caseless = hyperscan.HS_FLAG_CASELESS if rule.caseless else 0
+            if rule.hs_regex:
+                regexes.setdefault(rule.hs_regex.encode(), (caseless, []))[1].append(index)
+            else:
+                for literal in rule.hs:
+                    literals.setdefault(_hs_escape(literal), (caseless, []))[1].append(index)
+        self.databases = [_compile(hyperscan, table) for table in (literals, regexes) if table]
+        self.rules_of = [[tuple(rules) for _, rules in table.values()] for table in (literals, regexes) if table]
+
+    def any(self, data: bytes) -> bool:
+        try:
+            for db in self.databases:
+                db.scan(data, match_event_handler=_stop)
+        except self.terminated:
+            return True
+        return False
+
+    def rules(self, data: bytes) -> list[int]:
+        found: set[int] = set()
+        for db, rules_of in zip(self.databases, self.rules_of):
+            db.scan(data, match_event_handler=lambda pattern, *_: found.update(rules_of[pattern]))
+        return sorted(found)
+
+
 @lru_cache(maxsize=1)
-def _hyperscan_db():
-    """(literal database, regex database or None, ScanTerminated), or None when the
-    ``hyperscan`` package is missing (or MEMCLI_NO_HYPERSCAN is set). Two databases because a
-    regex compiled beside a few hundred literals costs several times its own compile time."""
+def _engine() -> _Engine | None:
+    """The Hyperscan engine, or None when the ``hyperscan`` package is missing (or
+    ``MEMCLI_NO_HYPERSCAN`` is set: tests run both ways)."""
     if os.environ.get("MEMCLI_NO_HYPERSCAN"):
         return None
     try:
         import hyperscan
     except ImportError:
         return None
-    literals: dict[bytes, int] = {}
-    regexes: dict[bytes, int] = {}
-    for rule in RULES:
-        caseless = hyperscan.HS_FLAG_CASELESS if rule.caseless else 0
-        if rule.hs_regex:
-            regexes.setdefault(rule.hs_regex.encode(), caseless)
-        else:
-            for literal in rule.hs:
-                literals.setdefault(_hs_escape(literal), caseless)
-    return _compile(hyperscan, literals), _compile(hyperscan, regexes) if regexes else None, hyperscan.ScanTerminated
+    return _Engine(hyperscan)
 
 
-def _compile(hyperscan, patterns: dict):
+def _compile(hyperscan, table: dict):
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(expressions=list(patterns), ids=list(range(len(patterns))), elements=len(patterns),
-               flags=[hyperscan.HS_FLAG_SINGLEMATCH | extra for extra in patterns.values()])
+    db.compile(expressions=list(table), ids=list(range(len(table))), elements=len(table),
+               flags=[hyperscan.HS_FLAG_SINGLEMATCH | caseless for caseless, _ in table.values()])
     return db
+
+
+def _engine_for(size: int) -> _Engine | None:
+    """Hyperscan for big inputs, or once it is loaded anyway; substring tests otherwise."""
+    if size < SMALL_INPUT and _engine.cache_info().currsize == 0:
+        return None
+    return _engine()
 
 
 def _hs_escape(literal: str) -> bytes:
@@ -122,24 +153,17 @@ def may_hold_a_secret(data: bytes) -> bool:
 
     May say yes wrongly, never no wrongly: every rule's match contains one of its anchors, and
     anchors hold only characters that JSON never escapes."""
-    if len(data) < SMALL_INPUT and _hyperscan_db.cache_info().currsize == 0:
-        return _may_hold_plain(data)
-    engine = _hyperscan_db()
-    if engine is None:
-        return _may_hold_plain(data)
-    literal_db, regex_db, terminated = engine
-    try:
-        literal_db.scan(data, match_event_handler=_stop)
-        if regex_db is not None:
-            regex_db.scan(data, match_event_handler=_stop)
-    except terminated:
-        return True
-    return False
+    engine = _engine_for(len(data))
+    return _may_hold_plain(data) if engine is None else engine.any(data)
 
 
 # ---------------------------------------------------------------------- redacting
 
 def _rules_for(text: str) -> list[Rule]:
+    """The rules whose anchors occur in ``text`` (the only ones worth a regex), in table order."""
+    engine = _engine_for(len(text))
+    if engine is not None:
+        return [RULES[i] for i in engine.rules(text.encode("utf-8", "surrogatepass"))]
     lowered = None
     found = []
     for rule in RULES:
