@@ -275,7 +275,7 @@ RULES: tuple[Rule, ...] = (
          ("authorization",), caseless=True, group="secret"),
     Rule("jwt", r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*", ("eyJ",)),
     Rule("url_password",
-         r"(?<=[a-zA-Z0-9])://(?P<user>[^\s:/@?#'\"\\]{0,128}):(?P<secret>[^\s:/@?#'\"\\]{1,256})@(?=[\w\[])",
+         r"(?<=[a-zA-Z0-9])://(?P<user>[^\s:/@?#'\"\\\[\]]{0,128}):(?P<secret>[^\s:/@?#'\"\\\[\]]{1,256})@(?=[\w\[])",
          ("://",), group="secret", valid=_url_password,
          hs_regex=r":(?:\\?/){2}[^\s/@\\\"]*:[^\s/@\\\"]+@"),
     Rule("secret_assignment",
