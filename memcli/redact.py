@@ -31,11 +31,11 @@ from functools import lru_cache
 
 import orjson
 
-from memcli.secret_rules import AUTH_VALUE, RULES, Rule, secret_field_value, secret_name
+from memcli.secret_rules import AUTH_VALUE, RULES, Rule, fitted_marker, secret_field_value, secret_name
 
 # structural fields, and binary payloads (base64 media, signed thinking blocks) where a false
 # match would corrupt data and a real key is not expected
-_SKIP_FIELDS = frozenset({"id", "turn_id", "tool_call_id", "trace_type", "source_event", "correlation_id",
+STRUCTURAL_FIELDS = frozenset({"id", "turn_id", "tool_call_id", "trace_type", "source_event", "correlation_id",
                           "media", "signature"})
 _AUTH_KEYS = frozenset({"authorization", "proxy-authorization"})
 SMALL_INPUT = 32 * 1024  # below this, substring tests beat starting the Hyperscan scan
@@ -180,13 +180,14 @@ def _rules_for(text: str) -> list[Rule]:
     return found
 
 
-def redact_string(text: str, counts: Counter | None = None) -> tuple[str, Counter]:
-    """(text with secrets replaced, replacements by kind); ``counts`` is added to if given."""
+def redact_string(text: str, counts: Counter | None = None, *, keep_length: bool = False) -> tuple[str, Counter]:
+    """(text with secrets replaced, replacements by kind); ``counts`` is added to if given.
+    ``keep_length``: markers padded or cut to the secret's length (see ``fitted_marker``)."""
     counts = Counter() if counts is None else counts
     if not text or len(text) < 8:
         return text, counts
     for rule in _rules_for(text):
-        text = rule.apply(text, counts)
+        text = rule.apply(text, counts, keep_length)
     return text, counts
 
 
@@ -200,13 +201,13 @@ def _is_data_url(value: str) -> bool:
     return value.startswith("data:") and ";base64," in value[:100]
 
 
-def _walk(value, counts: Counter):
+def _walk(value, counts: Counter, keep_length: bool = False):
     if isinstance(value, str):
         if _is_data_url(value):
             return value
-        return redact_string(value, counts)[0]
+        return redact_string(value, counts, keep_length=keep_length)[0]
     if isinstance(value, list):
-        return [_walk(item, counts) for item in value]
+        return [_walk(item, counts, keep_length) for item in value]
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
@@ -214,29 +215,29 @@ def _walk(value, counts: Counter):
                 out[key] = item
                 continue
             if isinstance(item, str) and isinstance(key, str):
-                out[key] = _field(key, item, counts)
+                out[key] = _field(key, item, counts, keep_length)
             else:
-                out[key] = _walk(item, counts)
+                out[key] = _walk(item, counts, keep_length)
         return out
     return value
 
 
-def _field(key: str, value: str, counts: Counter) -> str:
+def _field(key: str, value: str, counts: Counter, keep_length: bool = False) -> str:
     """A string under a key: its own rules first, then what the key says the value is."""
     if _is_data_url(value):
         return value
     low = key.lower()
     if low in _AUTH_KEYS:
-        value = _auth_value(value, counts)
+        value = _auth_value(value, counts, keep_length)
     before = sum(counts.values())
-    value = redact_string(value, counts)[0]
+    value = redact_string(value, counts, keep_length=keep_length)[0]
     if sum(counts.values()) == before and secret_name(low) and secret_field_value(value):
         counts["secret_assignment"] += 1
-        return marker("secret_assignment")
+        return fitted_marker("secret_assignment", len(value)) if keep_length else marker("secret_assignment")
     return value
 
 
-def _auth_value(value: str, counts: Counter) -> str:
+def _auth_value(value: str, counts: Counter, keep_length: bool = False) -> str:
     """``{"Authorization": "Bearer <token>"}`` / ``"Basic <b64>"``: the scheme stays, the
     credential goes (even a short one: the key says what it is)."""
     match = AUTH_VALUE.match(value)
@@ -244,7 +245,9 @@ def _auth_value(value: str, counts: Counter) -> str:
         return value
     kind = "basic_auth" if match.group("scheme").lower() == "basic" else "bearer_token"
     counts[kind] += 1
-    return value[:match.start("secret")] + marker(kind) + value[match.end("secret"):]
+    secret = match.group("secret")
+    replacement = fitted_marker(kind, len(secret)) if keep_length else marker(kind)
+    return value[:match.start("secret")] + replacement + value[match.end("secret"):]
 
 
 def redact_value(value, counts: Counter | None = None):
@@ -254,19 +257,28 @@ def redact_value(value, counts: Counter | None = None):
     return _walk(value, counts), counts
 
 
-def redact_event_counts(event: dict) -> Counter:
-    """Redact an event in place; returns the replacements by kind (empty: nothing changed)."""
+def redact_record(record: dict, *, keep_length: bool = False, skip: frozenset = STRUCTURAL_FIELDS) -> Counter:
+    """Redact a stored record (an event, a trace, a memory item) in place, every field but the
+    structural ones; returns the replacements by kind (empty: nothing changed)."""
     counts: Counter = Counter()
-    if not may_hold_a_secret(orjson.dumps(event)):
-        return counts
-    for key, value in list(event.items()):
-        if key in _SKIP_FIELDS:
+    for key, value in list(record.items()):
+        if key in skip:
             continue
         before = sum(counts.values())
-        new = _walk(value, counts)
+        if isinstance(value, str) and isinstance(key, str):
+            new = _field(key, value, counts, keep_length)
+        else:
+            new = _walk(value, counts, keep_length)
         if sum(counts.values()) != before:
-            event[key] = new
+            record[key] = new
     return counts
+
+
+def redact_event_counts(event: dict) -> Counter:
+    """Redact an event in place; returns the replacements by kind (empty: nothing changed)."""
+    if not may_hold_a_secret(orjson.dumps(event)):
+        return Counter()
+    return redact_record(event)
 
 
 def redact_event(event: dict) -> int:

@@ -70,7 +70,7 @@ class Rule:
             self._regex = re.compile(self.pattern, self.flags)
         return self._regex
 
-    def apply(self, text: str, counts: Counter) -> str:
+    def apply(self, text: str, counts: Counter, keep_length: bool = False) -> str:
         """``text`` with this rule's secrets replaced (counted in ``counts``).
 
         Every match starts at one of the rule's anchors, so the regex is only tried there
@@ -78,7 +78,7 @@ class Rule:
         search, and a scan of the whole string cost ~50 µs per KB per rule."""
         hay = text.lower() if self.caseless else text
         if len(hay) != len(text):   # lowering changed lengths (rare Unicode): positions would not map
-            return self._apply_everywhere(text, counts)
+            return self._apply_everywhere(text, counts, keep_length)
         starts = set()
         for anchor in self.anchors:
             i = hay.find(anchor)
@@ -99,7 +99,7 @@ class Rule:
             if span is None:
                 continue
             pieces.append(text[last:span[0]])
-            pieces.append(f"[REDACTED:{self.kind}]")
+            pieces.append(fitted_marker(self.kind, span[1] - span[0]) if keep_length else f"[REDACTED:{self.kind}]")
             last = span[1]
             n += 1
         if not n:
@@ -114,7 +114,7 @@ class Rule:
             return None
         return match.span(self.group) if self.group else match.span()
 
-    def _apply_everywhere(self, text: str, counts: Counter) -> str:
+    def _apply_everywhere(self, text: str, counts: Counter, keep_length: bool = False) -> str:
         n = 0
 
         def substitute(match: re.Match) -> str:
@@ -125,12 +125,21 @@ class Rule:
             n += 1
             start = match.start()
             whole = match.group(0)
-            return whole[:span[0] - start] + f"[REDACTED:{self.kind}]" + whole[span[1] - start:]
+            marker = fitted_marker(self.kind, span[1] - span[0]) if keep_length else f"[REDACTED:{self.kind}]"
+            return whole[:span[0] - start] + marker + whole[span[1] - start:]
 
         text = self.regex.sub(substitute, text)
         if n:
             counts[self.kind] += n
         return text
+
+
+def fitted_marker(kind: str, length: int) -> str:
+    """A marker exactly ``length`` characters long, for files that record character offsets
+    (working-memory edits): ``[REDACTED:kind]`` padded with ``*``, or only ``*`` when the
+    secret is shorter than the marker."""
+    marker = f"[REDACTED:{kind}]"
+    return marker + "*" * (length - len(marker)) if length >= len(marker) else "*" * length
 
 
 # ---------------------------------------------------------------------- checks on a candidate

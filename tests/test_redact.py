@@ -211,3 +211,31 @@ def test_look_alikes_reach_the_store_byte_for_byte(cli, memory_dir):
     stored = [orjson.loads(line) for line in (agent_dir(memory_dir, "a") / "raw_traces.jsonl").read_bytes().splitlines()]
     assert [r["content"] for r in stored] == LOOK_ALIKES
     assert [r["tool_args_note"]["nested"][0] for r in stored] == LOOK_ALIKES
+
+
+# ---------------------------------------------------------------------- the corpora
+
+from tests.helpers import CORPORA, needs_corpora  # noqa: E402
+
+# what the redactor finds in each corpus file (text as stored on disk); anything else is a false
+# positive or a miss to look at. The 16 are the outputs of a generate_password tool
+# ({"password": "..."} observations): real passwords by any reading.
+CORPUS_FINDINGS = {
+    "sharegpt/llamafactory_glaive_toolcall_zh_demo.json": {"secret_assignment": 16},
+}
+
+
+@needs_corpora
+def test_corpora_hold_exactly_the_known_findings(engine):
+    files = sorted(p for p in CORPORA.rglob("*") if p.is_file() and p.name != "MANIFEST.md")
+    assert len(files) >= 17
+    found = {}
+    for path in files:
+        data = path.read_bytes()
+        out, counts = redact.redact_string(data.decode("utf-8"))
+        if counts:
+            found[str(path.relative_to(CORPORA))] = dict(counts)
+            assert redact.may_hold_a_secret(data)
+        else:
+            assert out == data.decode("utf-8")
+    assert found == CORPUS_FINDINGS
