@@ -26,6 +26,7 @@ strings whose anchors are present ever see a regex.
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from collections import Counter
 from functools import lru_cache
 
@@ -105,6 +106,13 @@ class _Engine:
             return True
         return False
 
+    def match_ends(self, data: bytes) -> list[int]:
+        """The end offset of every anchor occurrence in ``data``."""
+        ends: list[int] = []
+        for db in self.databases:
+            db.scan(data, match_event_handler=lambda _pattern, _start, end, *_: ends.append(end))
+        return ends
+
     def rules(self, data: bytes) -> list[int]:
         found: set[int] = set()
         for db, rules_of in zip(self.databases, self.rules_of):
@@ -128,7 +136,7 @@ def _engine() -> _Engine | None:
 def _compile(hyperscan, table: dict):
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=list(table), ids=list(range(len(table))), elements=len(table),
-               flags=[hyperscan.HS_FLAG_SINGLEMATCH | caseless for caseless, _ in table.values()])
+               flags=[caseless for caseless, _ in table.values()])
     return db
 
 
@@ -155,6 +163,25 @@ def may_hold_a_secret(data: bytes) -> bool:
     anchors hold only characters that JSON never escapes."""
     engine = _engine_for(len(data))
     return _may_hold_plain(data) if engine is None else engine.any(data)
+
+
+def candidate_lines(lines: list[bytes]) -> list[int]:
+    """Indexes of the ``lines`` (raw JSON, no newline inside) in which a rule may match: one
+    scan of them all, then only the lines an anchor was found in (an anchor never spans lines)."""
+    blob = b"".join(lines)
+    engine = _engine_for(len(blob))
+    if engine is None:
+        if not _may_hold_plain(blob):
+            return []
+        return [i for i, line in enumerate(lines) if _may_hold_plain(line)]
+    ends = engine.match_ends(blob)
+    if not ends:
+        return []
+    starts, pos = [], 0
+    for line in lines:
+        starts.append(pos)
+        pos += len(line)
+    return sorted({bisect_right(starts, end - 1) - 1 for end in ends})
 
 
 # ---------------------------------------------------------------------- redacting

@@ -46,7 +46,7 @@ REDACT_CHUNK = 256
 class Redactor(Protocol):
     """What the pipeline needs of a redactor (``memcli.redact`` is one)."""
 
-    def may_hold_a_secret(self, data: bytes) -> bool: ...  # cheap, may say yes wrongly, never no wrongly
+    def candidate_lines(self, lines: list[bytes]) -> list[int]: ...  # cheap; may list a clean line, never misses one
 
     def redact_event_counts(self, event: dict) -> Counter: ...  # rewrites in place, returns replacements by kind
 
@@ -211,31 +211,30 @@ class _Batch:
         """Write staged ``(event, line)`` pairs at ``start``; returns the end offset.
 
         Redaction runs here, after the id check (a re-import pays nothing for known events) and
-        on a whole chunk at once: one cheap substring scan of ~``REDACT_CHUNK`` lines instead of
-        one per event. Only when the chunk may hold a secret are its events looked at one by
-        one; a redacted line changes length, so the byte offsets the state recorded for the
-        chunk's unanswered calls are corrected.
+        on a whole chunk at once: one scan of ~``REDACT_CHUNK`` lines for every rule's anchors
+        (memcli.redact) names the few lines a rule may match; only their events are looked at.
+        A redacted line changes length, so the byte offsets the state recorded for the chunk's
+        unanswered calls are corrected.
         """
         lines = [line for _, line in chunk]
-        blob = b"".join(lines)
         redactor = self.redactor
-        if redactor is not None and redactor.may_hold_a_secret(blob):
+        if redactor is not None:
             changed = False
-            for i, (event, line) in enumerate(chunk):
-                if redactor.may_hold_a_secret(line):
-                    found = redactor.redact_event_counts(event)
-                    if found:
-                        self.result.redacted += sum(found.values())
-                        self.result.redacted_kinds.update(found)
-                        lines[i] = orjson.dumps(stored_record(event)) + b"\n"
-                        changed = True
+            for i in redactor.candidate_lines(lines):
+                event = chunk[i][0]
+                found = redactor.redact_event_counts(event)
+                if found:
+                    self.result.redacted += sum(found.values())
+                    self.result.redacted_kinds.update(found)
+                    lines[i] = orjson.dumps(stored_record(event)) + b"\n"
+                    changed = True
             if changed:
-                blob = b"".join(lines)
                 pos = start
                 for (event, _), line in zip(chunk, lines):
                     if event["trace_type"] == "tool_call":
                         self.state.move_pending_offset(event["tool_call_id"], event["id"], pos)
                     pos += len(line)
+        blob = b"".join(lines)
         self.staged.write(blob)
         return start + len(blob)
 
