@@ -32,7 +32,14 @@ from functools import lru_cache
 
 import orjson
 
-from memcli.secret_rules import AUTH_VALUE, RULES, Rule, fitted_marker, secret_field_value, secret_name
+from memcli.secret_rules import (
+    AUTH_VALUE,
+    RULES,
+    Rule,
+    fitted_marker,
+    secret_field_value,
+    secret_name,
+)
 
 # structural fields, and binary payloads (base64 media, signed thinking blocks) where a false
 # match would corrupt data and a real key is not expected
@@ -116,7 +123,7 @@ class _Engine:
     def rules(self, data: bytes) -> list[int]:
         found: set[int] = set()
         for db, rules_of in zip(self.databases, self.rules_of):
-            db.scan(data, match_event_handler=lambda pattern, *_: found.update(rules_of[pattern]))
+            db.scan(data, match_event_handler=lambda pattern, *_, rules_of=rules_of: found.update(rules_of[pattern]))
         return sorted(found)
 
 
@@ -149,7 +156,7 @@ def _engine_for(size: int) -> _Engine | None:
 
 def _hs_escape(literal: str) -> bytes:
     """A literal as a Hyperscan pattern (every non-alphanumeric character as ``\\xNN``)."""
-    return "".join(c if c.isalnum() else "\\x%02x" % ord(c) if ord(c) < 128 else c for c in literal).encode()
+    return "".join(c if c.isalnum() else f"\\x{ord(c):02x}" if ord(c) < 128 else c for c in literal).encode()
 
 
 def _stop(*_args):

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 # what may follow a token (gitleaks' "(?:[\x60'"\s;]|\\[nr]|$)"), as a lookahead
 _END = r"(?=[`'\"\s;,)\]}<>|&]|\\[nrt\"]|$)"
@@ -44,7 +44,7 @@ class Rule:
     ``hs``: tighter literals for the Hyperscan prefilter over JSON bytes (default: the anchors),
     ``hs_regex``: a Hyperscan regex instead, for the rare rule no literal can anchor."""
 
-    __slots__ = ("kind", "pattern", "anchors", "caseless", "group", "valid", "flags", "hs", "hs_regex", "_regex")
+    __slots__ = ("_regex", "anchors", "caseless", "flags", "group", "hs", "hs_regex", "kind", "pattern", "valid")
 
     def __init__(self, kind: str, pattern: str, anchors: tuple[str, ...], *, caseless: bool = False,
                  group: str | None = None, valid: Callable[[str], bool] | None = None, flags: int = 0,
@@ -219,7 +219,7 @@ RULES: tuple[Rule, ...] = (
          r".*?(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|\Z)"
          r"|---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----.*?(?:---- END SSH2 ENCRYPTED PRIVATE KEY ----|\Z)"
          r"|PuTTY-User-Key-File-\d: .*?(?:Private-MAC: [0-9a-fA-F]+|\Z)",
-         ("-----BEGIN", "---- BEGIN SSH2", "PuTTY-User-Key-File-"), flags=re.S,
+         ("-----BEGIN", "---- BEGIN SSH2", "PuTTY-User-Key-File-"), flags=re.DOTALL,
          hs=("PRIVATE KEY", "PuTTY-User-Key-File-")),
     # -- fixed prefixes (gitleaks / detect-secrets / provider docs)
     Rule("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", ("sk-ant-",)),

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+import orjson
 import pytest
 
+from memcli import redact
 from memcli.redact import redact_text
-from tests.helpers import agent_dir
+from memcli.secret_rules import RULES
+from tests.helpers import CORPORA, agent_dir, needs_corpora
+from tests.secret_samples import GCP_FILE, LOOK_ALIKES, SAMPLES
 
 SECRETS = {
     "openai_key": "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2,
@@ -94,14 +100,6 @@ def test_redaction_in_a_big_batch_keeps_pending_call_offsets_right(cli, memory_d
 
 
 # ---------------------------------------------------------------------- every format (issue 16)
-
-from collections import Counter  # noqa: E402
-
-import orjson  # noqa: E402
-
-import memcli.redact as redact  # noqa: E402
-from memcli.secret_rules import RULES  # noqa: E402
-from tests.secret_samples import GCP_FILE, LOOK_ALIKES, SAMPLES  # noqa: E402
 
 KINDS = sorted({kind for kind, _, _ in SAMPLES})
 
@@ -214,8 +212,6 @@ def test_look_alikes_reach_the_store_byte_for_byte(cli, memory_dir):
 
 
 # ---------------------------------------------------------------------- the corpora
-
-from tests.helpers import CORPORA, needs_corpora  # noqa: E402
 
 # what the redactor finds in each corpus file (text as stored on disk); anything else is a false
 # positive or a miss to look at. The 16 are the outputs of a generate_password tool

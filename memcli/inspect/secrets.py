@@ -18,9 +18,9 @@ index and the state cache notice the new files (new inodes) and rebuild.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 

@@ -19,8 +19,8 @@ back).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import orjson
 
