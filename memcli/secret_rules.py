@@ -240,6 +240,9 @@ RULES: tuple[Rule, ...] = (
     Rule("stripe_key", r"\b(?:(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,247}|whsec_[A-Za-z0-9]{24,})\b",
          ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "sk_prod_", "rk_prod_", "whsec_")),
     Rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}(?![\w-])", ("AIza",)),
+    # a Twilio auth token (32 hex) given right after its account SID: Client("AC…", "<token>")
+    Rule("twilio_key", r"AC[0-9a-f]{32}\b[^\n]{1,80}?\b(?P<secret>[0-9a-f]{32})\b", ("AC",), group="secret",
+         hs=tuple("AC" + c for c in "0123456789abcdef")),
     Rule("twilio_key", r"\b(?:SK[0-9a-fA-F]{32}|AC[0-9a-f]{32})\b", ("SK", "AC"),
          hs=tuple("SK" + c for c in "0123456789abcdefABCDEF") + tuple("AC" + c for c in "0123456789abcdef")),
     Rule("huggingface_token", r"\b(?:hf_|api_org_)[A-Za-z]{34}\b", ("hf_", "api_org_")),

@@ -56,6 +56,7 @@ SAMPLES: list[tuple[str, str, str]] = [
     _sample("google_api_key", "https://maps.googleapis.com/maps/api/js?key={}&callback=init", "AIza" + _chars(35, _ALNUM + "_-")),
     _sample("twilio_key", "TWILIO_API_KEY_SID {}", "SK" + _hex(32)),
     _sample("twilio_key", "Client(\"{}\", auth)", "AC" + _hex(32)),
+    _sample("twilio_key", "client = Client(\"AC" + _hex(32) + "\", \"{}\")", _hex(32)),
     _sample("secret_assignment", "TWILIO_AUTH_TOKEN={}", _hex(32)),
     _sample("huggingface_token", "huggingface-cli login --token {}", "hf_" + _chars(34, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")),
     _sample("npm_token", "//registry.npmjs.org/:_authToken={}", "npm_" + _chars(36)),
