@@ -118,3 +118,54 @@ def test_a_clean_store_is_left_alone(cli, memory_dir):
     result = cli("doctor", "a", "--secrets", "--repair")
     assert result.exit_code == 0 and "no secrets found" in result.stderr
     assert tree_digest(memory_dir) == before
+
+
+def test_a_crash_after_the_first_replace_is_finished_by_the_next_repair(leaky, memory_dir):
+    (leaky / "semantic.jsonl").write_bytes(orjson.dumps({"id": "s1", "ts": 1.0, "fact": f"key {GITHUB}"}) + b"\n")
+    env = {"MEMCLI_DIR": str(memory_dir), "MEMCLI_CRASH_AT": "rewrite:replaced"}
+    assert run_memcli("doctor", "a", "--secrets", "--repair", env=env).returncode == -9
+    assert GOOGLE.encode() not in (leaky / "raw_traces.jsonl").read_bytes()  # the first file is done, whole
+    assert GITHUB.encode() in (leaky / "semantic.jsonl").read_bytes()
+    done = run_memcli("doctor", "a", "--secrets", "--repair", env={"MEMCLI_DIR": str(memory_dir)})
+    assert done.returncode == 0, done.stderr
+    assert GITHUB.encode() not in b"".join(p.read_bytes() for p in leaky.iterdir() if p.is_file())
+    assert not list(leaky.glob(".*.tmp")) and not (leaky / JOURNAL).exists()
+    assert run_memcli("doctor", "a", env={"MEMCLI_DIR": str(memory_dir)}).returncode == 0
+
+
+def test_repairs_racing_writers_lose_no_event(memory_dir):
+    """Writers append (secrets and all, --no-redact) while repairs rewrite the file: every event
+    lands exactly once, every line parses, and a last repair leaves no secret."""
+    import subprocess
+    import sys
+
+    from tests.helpers import ndjson, proc_env
+
+    env = proc_env({"MEMCLI_DIR": str(memory_dir)})
+    writers = []
+    for w in range(3):
+        events = [{"id": f"w{w}_{i}", "trace_type": "user" if i % 2 == 0 else "assistant",
+                   "content": f"event {i} of {w}" + (f" key {GOOGLE}" if i % 3 == 0 else "")} for i in range(40)]
+        payload = ndjson(events)
+        writers.append(subprocess.Popen([sys.executable, "-c", (
+            "import subprocess, sys\n"
+            "data = sys.stdin.buffer.read().splitlines(keepends=True)\n"
+            "for i in range(0, len(data), 4):\n"
+            "    subprocess.run([sys.executable, '-m', 'memcli', 'ingest', 'a', '--no-redact'], input=b''.join(data[i:i+4]), check=True, capture_output=True)\n")],
+            stdin=subprocess.PIPE, env=env))
+        writers[-1].stdin.write(payload)
+        writers[-1].stdin.close()
+    repairs = 0
+    while any(p.poll() is None for p in writers):
+        subprocess.run([sys.executable, "-m", "memcli", "doctor", "a", "--secrets", "--repair"], env=env,
+                       capture_output=True)
+        repairs += 1
+    assert all(p.wait() == 0 for p in writers)
+    final = subprocess.run([sys.executable, "-m", "memcli", "doctor", "a", "--secrets", "--repair"], env=env,
+                           capture_output=True)
+    assert final.returncode == 0, final.stderr
+    records = read_jsonl(agent_dir(memory_dir, "a") / "raw_traces.jsonl")
+    assert sorted(r["id"] for r in records) == sorted(f"w{w}_{i}" for w in range(3) for i in range(40))
+    assert GOOGLE not in (agent_dir(memory_dir, "a") / "raw_traces.jsonl").read_text()
+    assert repairs >= 1
+    assert subprocess.run([sys.executable, "-m", "memcli", "doctor", "a"], env=env, capture_output=True).returncode == 0
