@@ -60,7 +60,7 @@ def test_repair_rewrites_only_the_lines_with_secrets(cli, leaky):
     assert "repaired: raw_traces.jsonl: redacted 3 secrets on 2 lines" in result.stderr
     new_lines = active.read_bytes().splitlines()
     assert os.stat(active).st_ino != old_inode  # caches keyed on file identity see a new file
-    assert [i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b] == [0, 2]
+    assert [i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b] == [0, 2]
     assert len(new_lines) == len(old_lines)
     old, new = [orjson.loads(x) for x in old_lines], [orjson.loads(x) for x in new_lines]
     assert new[0] == {**old[0], "content": "my key is [REDACTED:google_api_key]"}

@@ -9,7 +9,7 @@ import pytest
 
 from memcli import redact
 from memcli.redact import redact_text
-from memcli.secret_rules import RULES
+from memcli.redact.rules import RULES
 from tests.helpers import CORPORA, agent_dir, needs_corpora
 from tests.secret_samples import GCP_FILE, LOOK_ALIKES, SAMPLES
 

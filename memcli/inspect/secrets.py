@@ -24,14 +24,14 @@ from pathlib import Path
 
 import orjson
 
-from memcli import redact
+from memcli.redact import STRUCTURAL_FIELDS, may_hold_a_secret, redact_record, redact_string
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.repair import QUARANTINE_SUFFIX
 
 MEMORY_FILES = "memory_files.jsonl"   # working memory's log: edits address the text by offset
 _MEMORY_FILE_FIELDS = frozenset({"op", "path", "new_path", "at", "cut", "ts"})
-_SKIP = redact.STRUCTURAL_FIELDS | _MEMORY_FILE_FIELDS | {"ts"}
+_SKIP = STRUCTURAL_FIELDS | _MEMORY_FILE_FIELDS | {"ts"}
 
 
 @dataclass
@@ -64,7 +64,7 @@ def data_files(store: AgentStore) -> list[Path]:
 def redact_line(path: Path, raw: bytes) -> tuple[bytes, Counter]:
     """(the line with its secrets replaced, what was replaced); the line itself when clean.
     A line that is not a JSON object (set aside by doctor) is redacted as text."""
-    if not redact.may_hold_a_secret(raw):
+    if not may_hold_a_secret(raw):
         return raw, Counter()
     keep_length = path.name == MEMORY_FILES
     end = b"\n" if raw.endswith(b"\n") else b""
@@ -73,13 +73,13 @@ def redact_line(path: Path, raw: bytes) -> tuple[bytes, Counter]:
     except orjson.JSONDecodeError:
         record = None
     if isinstance(record, dict):
-        counts = redact.redact_record(record, keep_length=keep_length, skip=_SKIP)
+        counts = redact_record(record, keep_length=keep_length, skip=_SKIP)
         return (orjson.dumps(record) + end if counts else raw), counts
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw, Counter()
-    new, counts = redact.redact_string(text, keep_length=keep_length)
+    new, counts = redact_string(text, keep_length=keep_length)
     return (new.encode("utf-8") if counts else raw), counts
 
 

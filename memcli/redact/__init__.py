@@ -9,7 +9,7 @@ alone so linking and idempotency keep working, and so are binary payloads — ``
 ``data:`` URLs and ``signature`` fields of signed thinking blocks — where a false match would
 corrupt data. Redaction is one-way; what was replaced is counted by kind, never logged.
 
-The rules live in :mod:`memcli.secret_rules` (one table: kind, regex, literal anchors; sources
+The rules live in :mod:`memcli.redact.rules` (one table: kind, regex, literal anchors; sources
 and refresh procedure there). Each rule is built to leave alone what agents handle all day:
 git SHAs, UUIDs, sha256 digests, base64 images, CSS class lists, prose that mentions "Bearer"
 or "password", placeholders such as ``${TOKEN}``, ``process.env.TOKEN`` or ``<your-key>``.
@@ -32,7 +32,7 @@ from functools import lru_cache
 
 import orjson
 
-from memcli.secret_rules import (
+from memcli.redact.rules import (
     AUTH_VALUE,
     RULES,
     Rule,
@@ -122,7 +122,7 @@ class _Engine:
 
     def rules(self, data: bytes) -> list[int]:
         found: set[int] = set()
-        for db, rules_of in zip(self.databases, self.rules_of):
+        for db, rules_of in zip(self.databases, self.rules_of, strict=True):
             db.scan(data, match_event_handler=lambda pattern, *_, rules_of=rules_of: found.update(rules_of[pattern]))
         return sorted(found)
 
