@@ -45,9 +45,9 @@ REDACT_CHUNK = 256
 class Redactor(Protocol):
     """What the pipeline needs of a redactor (``memcli.redact`` is one)."""
 
-    def candidate_lines(self, lines: list[bytes]) -> list[int]: ...  # cheap; may list a clean line, never misses one
+    def candidate_lines(self, lines: list[bytes], blob: bytes) -> list[int]: ...  # may list a clean line, never misses one
 
-    def redact_event_counts(self, event: dict) -> Counter: ...  # rewrites in place, returns replacements by kind
+    def redact_event_counts(self, event: dict, *, prechecked: bool) -> Counter: ...  # in place; replacements by kind
 
 # asked about an item that is not a valid event: True = taken elsewhere (e.g. a memory record of
 # an export), an InputError = rejected for that reason, False = an invalid event after all
@@ -216,24 +216,25 @@ class _Batch:
         unanswered calls are corrected.
         """
         lines = [line for _, line in chunk]
+        blob = b"".join(lines)
         redactor = self.redactor
         if redactor is not None:
             changed = False
-            for i in redactor.candidate_lines(lines):
+            for i in redactor.candidate_lines(lines, blob):
                 event = chunk[i][0]
-                found = redactor.redact_event_counts(event)
+                found = redactor.redact_event_counts(event, prechecked=True)
                 if found:
                     self.result.redacted += sum(found.values())
                     self.result.redacted_kinds.update(found)
                     lines[i] = orjson.dumps(stored_record(event)) + b"\n"
                     changed = True
             if changed:
+                blob = b"".join(lines)
                 pos = start
                 for (event, _), line in zip(chunk, lines):
                     if event["trace_type"] == "tool_call":
                         self.state.move_pending_offset(event["tool_call_id"], event["id"], pos)
                     pos += len(line)
-        blob = b"".join(lines)
         self.staged.write(blob)
         return start + len(blob)
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from collections import Counter
+from itertools import accumulate
 from functools import lru_cache
 
 import orjson
@@ -172,10 +173,12 @@ def may_hold_a_secret(data: bytes) -> bool:
     return _may_hold_plain(data) if engine is None else engine.any(data)
 
 
-def candidate_lines(lines: list[bytes]) -> list[int]:
+def candidate_lines(lines: list[bytes], blob: bytes | None = None) -> list[int]:
     """Indexes of the ``lines`` (raw JSON, no newline inside) in which a rule may match: one
-    scan of them all, then only the lines an anchor was found in (an anchor never spans lines)."""
-    blob = b"".join(lines)
+    scan of them all (``blob``: their concatenation, if the caller has it), then only the lines
+    an anchor was found in (an anchor never spans lines)."""
+    if blob is None:
+        blob = b"".join(lines)
     engine = _engine_for(len(blob))
     if engine is None:
         if not _may_hold_plain(blob):
@@ -184,11 +187,8 @@ def candidate_lines(lines: list[bytes]) -> list[int]:
     ends = engine.match_ends(blob)
     if not ends:
         return []
-    starts, pos = [], 0
-    for line in lines:
-        starts.append(pos)
-        pos += len(line)
-    return sorted({bisect_right(starts, end - 1) - 1 for end in ends})
+    line_ends = list(accumulate(map(len, lines)))
+    return sorted({bisect_right(line_ends, end - 1) for end in ends})
 
 
 # ---------------------------------------------------------------------- redacting
@@ -308,9 +308,10 @@ def redact_record(record: dict, *, keep_length: bool = False, skip: frozenset = 
     return counts
 
 
-def redact_event_counts(event: dict) -> Counter:
-    """Redact an event in place; returns the replacements by kind (empty: nothing changed)."""
-    if not may_hold_a_secret(orjson.dumps(event)):
+def redact_event_counts(event: dict, *, prechecked: bool = False) -> Counter:
+    """Redact an event in place; returns the replacements by kind (empty: nothing changed).
+    ``prechecked``: the caller's prefilter already named this event (skips the cheap check)."""
+    if not prechecked and not may_hold_a_secret(orjson.dumps(event)):
         return Counter()
     return redact_record(event)
 
