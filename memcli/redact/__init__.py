@@ -28,8 +28,8 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from collections import Counter
-from itertools import accumulate
 from functools import lru_cache
+from itertools import accumulate
 
 import orjson
 
