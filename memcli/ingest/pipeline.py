@@ -45,9 +45,9 @@ REDACT_CHUNK = 256
 class Redactor(Protocol):
     """What the pipeline needs of a redactor (``memcli.redact`` is one)."""
 
-    def may_hold_a_secret(self, data: bytes) -> bool: ...  # cheap, may say yes wrongly, never no wrongly
+    def candidate_lines(self, lines: list[bytes], blob: bytes) -> list[int]: ...  # may list a clean line, never misses one
 
-    def redact_event(self, event: dict) -> int: ...  # rewrites in place, returns how many it replaced
+    def redact_event_counts(self, event: dict, *, prechecked: bool) -> Counter: ...  # in place; replacements by kind
 
 # asked about an item that is not a valid event: True = taken elsewhere (e.g. a memory record of
 # an export), an InputError = rejected for that reason, False = an invalid event after all
@@ -67,6 +67,7 @@ class IngestResult:
         self.trace_types: Counter = Counter()
         self.skipped: Counter = Counter()  # importer: things it did not understand
         self.redacted = 0
+        self.redacted_kinds: Counter = Counter()  # secrets replaced, by kind
         self.errors: list = []     # first InputErrors (kept or reported)
         self.notes: list = []      # repairs and recoveries done on the way
 
@@ -87,7 +88,9 @@ class IngestResult:
         if self.invalid:
             parts.append(f"{self.invalid} invalid skipped")
         if self.redacted:
-            parts.append(f"{self.redacted} secret{'s' if self.redacted != 1 else ''} redacted")
+            from memcli.redact import describe_counts
+
+            parts.append(describe_counts(self.redacted_kinds))
         if self.skipped:
             parts.append("skipped " + ", ".join(f"{n} {kind}" for kind, n in sorted(self.skipped.items())))
         return "; ".join(parts)
@@ -207,23 +210,24 @@ class _Batch:
         """Write staged ``(event, line)`` pairs at ``start``; returns the end offset.
 
         Redaction runs here, after the id check (a re-import pays nothing for known events) and
-        on a whole chunk at once: one cheap substring scan of ~``REDACT_CHUNK`` lines instead of
-        one per event. Only when the chunk may hold a secret are its events looked at one by
-        one; a redacted line changes length, so the byte offsets the state recorded for the
-        chunk's unanswered calls are corrected.
+        on a whole chunk at once: one scan of ~``REDACT_CHUNK`` lines for every rule's anchors
+        (memcli.redact) names the few lines a rule may match; only their events are looked at.
+        A redacted line changes length, so the byte offsets the state recorded for the chunk's
+        unanswered calls are corrected.
         """
         lines = [line for _, line in chunk]
         blob = b"".join(lines)
         redactor = self.redactor
-        if redactor is not None and redactor.may_hold_a_secret(blob):
+        if redactor is not None:
             changed = False
-            for i, (event, line) in enumerate(chunk):
-                if redactor.may_hold_a_secret(line):
-                    n = redactor.redact_event(event)
-                    if n:
-                        self.result.redacted += n
-                        lines[i] = orjson.dumps(stored_record(event)) + b"\n"
-                        changed = True
+            for i in redactor.candidate_lines(lines, blob):
+                event = chunk[i][0]
+                found = redactor.redact_event_counts(event, prechecked=True)
+                if found:
+                    self.result.redacted += sum(found.values())
+                    self.result.redacted_kinds.update(found)
+                    lines[i] = orjson.dumps(stored_record(event)) + b"\n"
+                    changed = True
             if changed:
                 blob = b"".join(lines)
                 pos = start

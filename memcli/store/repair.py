@@ -18,7 +18,7 @@ from typing import Callable
 from memcli.errors import MemcliError
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
-from memcli.store.layout import FILE_MODE
+from memcli.store.rewrite import rewrite_lines, temp_path
 
 QUARANTINE_SUFFIX = ".corrupt-lines"
 _FIXABLE_LINE_CODES = ("bad-json", "not-an-object", "invalid-record")
@@ -32,25 +32,7 @@ def _append_quarantine(path: Path, chunks: list[bytes]) -> Path:
 
 def _rewrite_without(path: Path, drop: set[int]) -> None:
     """Rewrite ``path`` without the lines numbered in ``drop`` (temp file, fsync, replace)."""
-    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.doctor.tmp")  # fresh name: nothing planted is followed
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(tmp, flags, FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as out:
-            with jsonl.open_read(path) as f:
-                for number, raw in enumerate(f, 1):
-                    if number not in drop:
-                        out.write(raw)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        jsonl.fsync_dir(path.parent)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    rewrite_lines(path, lambda number, raw: None if number in drop else raw, temp_path(path, "doctor"))
 
 
 class _Repairer:
