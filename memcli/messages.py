@@ -56,6 +56,7 @@ MEDIA_KINDS = {"images": "image", "image": "image", "audio": "audio", "audios": 
                "video": "video", "videos": "video"}
 _DEFAULT_MIME = {"image": "image/png", "audio": "audio/mpeg", "video": "video/mp4"}
 _DATA_URL = re.compile(r"data:([^;,]*)((?:;[^;,]*)*),", re.DOTALL)
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
 @dataclass(slots=True)
@@ -94,7 +95,9 @@ class Media:
         m = _DATA_URL.match(self.url)
         if not m or ";base64" not in m.group(2).lower():
             return None
-        return self.url[m.end():]
+        data = self.url[m.end():]
+        # a transcript may carry a placeholder ("iVBOR…[redacted-base64]"): no API decodes it
+        return data if _BASE64.fullmatch(data) else None
 
     def describe(self) -> str:
         """A short text form: the URL, or for a data: URL its type and size."""

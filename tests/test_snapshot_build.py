@@ -173,6 +173,12 @@ def test_media_types_and_data():
     assert Media("image", "data:image/svg+xml,<svg/>").base64_data() is None
 
 
+def test_a_placeholder_instead_of_base64_is_no_data_any_api_can_read():
+    # Claude Code transcripts shared publicly redact images as "iVBOR…[redacted-base64]"
+    assert Media("image", "data:image/png;base64,iVBORw0KGgoAAAA[redacted-base64]").base64_data() is None
+    assert Media("image", "data:image/png;base64,iVBORw0KGgo=").base64_data() == "iVBORw0KGgo="
+
+
 def test_a_call_made_after_a_result_is_the_next_step_not_a_parallel_call():
     traces = [T(1, "user", "q"), call(2, "a"), res(3, "a", "A"), call(4, "b"), res(5, "b", "B"),
               call(6, "c"), call(7, "d"), res(8, "d", "D"), res(9, "c", "C")]
