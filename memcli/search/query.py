@@ -34,7 +34,8 @@ class Term:
 
     @property
     def text(self) -> str:
-        return " ".join(self.words) + ("*" if self.prefix else "")
+        words = " ".join(self.words)
+        return (f'"{words}"' if len(self.words) > 1 else words) + ("*" if self.prefix else "")
 
 
 @dataclass(frozen=True)

@@ -192,11 +192,11 @@ class AgentStore:
                 return out
             for offset, record in jsonl.iter_records_reverse(path):
                 item = _record_to(cls, path, None, offset, record)
+                superseded.update(item.supersedes or ())  # first: a tombstone supersedes itself too
                 if item.id not in superseded:
                     out.append(item)
                     if limit is not None and len(out) >= limit:
                         break
-                superseded.update(item.supersedes or ())
             out.reverse()
             return out
 
