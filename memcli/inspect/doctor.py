@@ -39,6 +39,10 @@ reader that goes on past a bad line. Every finding has a severity:
 ``info`` — harmless: the state cache (``.state.json``, ``.ids``) disagrees with the files; it
 is rebuilt on the next write, or now with ``--repair``.
 
+``warning`` ``search-index`` — the search index (``.search.sqlite``, a cache) cannot be used or
+has drifted from the files (:func:`memcli.store.search_index.verify`). ``--repair`` rebuilds it;
+a search rebuilds an unusable one too.
+
 ``--repair`` works under the agent lock in this order: copy torn tails aside, roll back an
 interrupted ingest, recover an unfinished compaction, repair torn tails, move bad lines aside and
 drop byte-identical duplicates (each file rewritten through a temp file and ``os.replace``), then
@@ -391,6 +395,15 @@ class _Checker:
                      fixable=True, action="rebuild the cache from the files")
 
 
+    def check_search_index(self) -> None:
+        from memcli.store import search_index
+
+        problem = search_index.verify(self.paths)
+        if problem:
+            self.add(WARNING, "search-index", search_index.index_path(self.paths), None,
+                     f"the search index {problem}", fixable=True, action="rebuild the search index from the files")
+
+
 _FILE_RANK = {".ingest.pending": 0, ".compaction.journal": 1, "raw_traces.jsonl": 2,
               "raw_traces_archive.jsonl": 3, "episodic.jsonl": 4, "semantic.jsonl": 5}
 
@@ -403,6 +416,7 @@ def check(store: AgentStore) -> list[Finding]:
     checker.check_traces()
     checker.check_memory()
     checker.check_cache()
+    checker.check_search_index()
     if checker.in_both_mid_compaction:
         n = checker.in_both_mid_compaction
         checker.journal_finding.message += (f"; {n:,} trace{'s are' if n != 1 else ' is'} in both the active file "
@@ -539,6 +553,11 @@ def repair(store: AgentStore) -> DoctorReport:
                     repairer.note("rebuilt the state cache from the files")
                 except MemcliError as exc:
                     repairer.note(f"could not rebuild the state cache: {exc.message}")
+            if any(f.code == "search-index" for f in before):
+                from memcli.store import search_index
+
+                done = search_index.rebuild(store.paths)
+                repairer.note(f"rebuilt the search index ({done.indexed:,} records)")
         after = check(store)
     # fixed findings as they were found; the others as they are now (their lines may have moved)
     now = {f.key: f for f in after}

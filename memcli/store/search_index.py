@@ -469,3 +469,52 @@ def read_records(paths: AgentPaths, rowids: Iterable[int], expected: dict[str, t
         for f in handles.values():
             if f is not None:
                 f.close()
+
+
+# ---------------------------------------------------------------------------- doctor
+
+def verify(paths: AgentPaths) -> str | None:
+    """What is wrong with the index, or None (also when there is none yet: built on demand).
+
+    Unreadable (not a database, another version), or *drifted*: for a file the index says it
+    covers completely, and that is still the file it indexed, the number of indexed records
+    differs from the number of records in the file. A file that grew or was rewritten since is not
+    a problem: the next search catches up."""
+    try:
+        conn = connect(paths, create=False)
+    except IndexUnreadable as exc:
+        return f"cannot be used: {exc.message}"
+    if conn is None:
+        return None
+    try:
+        with conn:
+            covered = covered_files(conn)
+            for name, (ino, size) in covered.items():
+                path = file_path(paths, name)
+                try:
+                    st = os.lstat(path)
+                except FileNotFoundError:
+                    continue
+                if st.st_ino != ino or st.st_size != size or name not in FILE_NUMBERS:
+                    continue
+                records = sum(1 for _, line in jsonl.iter_lines(path) if line.startswith(b"{"))
+                indexed = count_rows(conn, name)
+                if records != indexed:
+                    return f"has drifted: {indexed:,} records indexed for {path.name}, which holds {records:,}"
+    except sqlite3.DatabaseError as exc:
+        return f"cannot be used: {exc}"
+    finally:
+        conn.close()
+    return None
+
+
+def rebuild(paths: AgentPaths) -> CatchUp:
+    """Delete the index and build it again from the files."""
+    remove(paths)
+    conn = connect(paths)
+    if conn is None:
+        return CatchUp()
+    try:
+        return catch_up(paths, conn)
+    finally:
+        conn.close()
