@@ -108,17 +108,21 @@ def _guarded(fn: Callable, *, agent_required: bool) -> Callable:
         except MemcliError as exc:
             raise ToolError(exc.message + (f" (hint: {exc.hint})" if exc.hint else "")) from None
 
+    import typing
+
+    hints = typing.get_type_hints(fn)  # this module's annotations are strings (PEP 563): resolve them
     signature = inspect.signature(fn)
     params = []
     for param in signature.parameters.values():
+        param = param.replace(annotation=hints.get(param.name, param.annotation))
         if param.name == "agent" and agent_required:
             param = param.replace(default=inspect.Parameter.empty, annotation=str)
         elif param.name in ("query", "id", "fact"):
             param = param.replace(default=inspect.Parameter.empty)
         params.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY))
-    call.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    call.__signature__ = signature.replace(parameters=params, return_annotation=hints.get("return"))  # type: ignore[attr-defined]
     call.__name__ = fn.__name__
-    call.__annotations__ = dict(fn.__annotations__)
+    call.__annotations__ = {p.name: p.annotation for p in params} | {"return": hints.get("return")}
     return call
 
 
