@@ -192,9 +192,14 @@ def snippet(text: str, query: Query, width: int = SNIPPET_CHARS) -> str:
     """About ``width`` characters of ``text`` around the first query word in it, marked **so**."""
     text = " ".join(text.split())
     match = None
+    prefixes = query.prefix_words()
     for word in query.words:
-        stem = word if len(word) <= 4 else word[:max(4, len(word) - 3)]
-        m = re.search(r"(?<!\w)" + re.escape(stem) + r"\w*", text, re.IGNORECASE)
+        # the word itself; else, for a prefix term or a word the stemmer may have shortened
+        # (alphabetic), any word starting like it
+        m = re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text, re.IGNORECASE)
+        if m is None and (word in prefixes or word.isalpha()):
+            stem = word if word in prefixes or len(word) <= 4 else word[:max(4, len(word) - 3)]
+            m = re.search(r"(?<!\w)" + re.escape(stem) + r"\w*", text, re.IGNORECASE)
         if m and (match is None or m.start() < match.start()):
             match = m
     if match is None:
