@@ -188,8 +188,4 @@ def forget(store: AgentStore, record_id: str, *, reason: str | None = None) -> F
 
 def _append(session, tier: str, record: dict) -> None:
     """One memory record, durably, through the write session (under the agent lock)."""
-    append = getattr(session, "append_memory", None)
-    if append is not None:
-        append(tier, [record])
-    else:
-        jsonl.append_records(session.paths.semantic if tier == "semantic" else session.paths.episodic, [record])
+    session.append_memory(tier, [record])
