@@ -16,11 +16,11 @@ from tests.inspect_fixtures import build_fixture_store
 
 pytest.importorskip("mcp")
 
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-from mcp.shared.memory import create_connected_server_and_client_session  # noqa: E402
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.memory import create_connected_server_and_client_session
 
-from memcli.mcp_server import build_server  # noqa: E402
+from memcli.mcp_server import build_server
 
 
 @pytest.fixture

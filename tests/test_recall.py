@@ -46,7 +46,7 @@ def test_pinned_facts_come_first_in_the_default_bundle(cli, fx):
                       ["- Tests live in tests/.", "- The project uses pytest with xdist."])
     remember(cli, "Never deploy on Fridays.", "--pin")
     remember(cli, "The API is on port 8080.")
-    episodic, semantic = bundle(ok(cli("snapshot", "fx", "-p", "text")).stdout)
+    _, semantic = bundle(ok(cli("snapshot", "fx", "-p", "text")).stdout)
     assert semantic == ["- Never deploy on Fridays.", "- Tests live in tests/.", "- The project uses pytest with xdist.",
                         "- The API is on port 8080."]
 

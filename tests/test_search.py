@@ -238,7 +238,7 @@ def test_a_drifted_index_is_reported(cli, fx):
     ok(cli("search", "fx", "README"))
     store = AgentStore(fx.parent.parent, "fx")
     conn = search_index.connect(store.paths)
-    lo, hi = search_index.file_range("archive")
+    lo, _ = search_index.file_range("archive")
     conn.execute("DELETE FROM rows WHERE rowid = ?", (lo + 0,))
     conn.close()
     [finding] = index_findings(cli("doctor", "fx", "--json"))
@@ -333,7 +333,7 @@ def test_forget_writes_a_tombstone_and_every_reader_skips_both(cli, fx):
     assert (tomb["forgotten"], tomb["reason"], tomb["source"]) == ("sem_2", "moved to src/tests", "forget")
     assert read_jsonl(fx / "semantic.jsonl")[-1] == tomb
     assert [e["id"] for e in json.loads(ok(cli("memory", "fx", "--json")).stdout)] == ["ep_3", "sem_3"]
-    episodic, semantic = AgentStore(fx.parent.parent, "fx").live_memory()
+    _, semantic = AgentStore(fx.parent.parent, "fx").live_memory()
     assert [i.id for i in semantic] == ["sem_3"]
     # a summary too, in its own file
     tomb2 = json.loads(ok(cli("forget", "fx", "ep_3", "--json")).stdout)
