@@ -76,6 +76,7 @@ def parse_kinds(kinds) -> tuple[str, ...]:
 
 def open_index(store: AgentStore, names, notes: list[str]):
     """The agent's index, caught up with the files ``names``; rebuilt if unreadable."""
+    new = not search_index.index_path(store.paths).exists()
     try:
         conn = search_index.connect(store.paths)
     except search_index.IndexUnreadable as exc:
@@ -94,6 +95,8 @@ def open_index(store: AgentStore, names, notes: list[str]):
         done = search_index.catch_up(store.paths, conn, names)
     if done.rebuilt:
         notes.append("a file was rewritten: rebuilt the search index")
+    elif new and done.indexed:
+        notes.append(f"built the search index ({done.indexed:,} records); later searches only add what is new")
     return conn
 
 
