@@ -119,3 +119,45 @@ def test_search_during_compaction(cli, memory_dir, strategy):
         hits = search(store, WORD.format(i), kinds=["trace"]).hits
         assert len(hits) == 4
         assert {h.tier for h in hits} == {"archive" if i < 110 else "active"}
+
+
+def test_concurrent_remember_and_ingest_lose_nothing(cli, memory_dir):
+    assert cli("ingest", "a", input=turn_events(0)).exit_code == 0
+    script = ("import subprocess, sys\n"
+              "for k in range(6):\n"
+              "    subprocess.run([sys.executable, '-m', 'memcli', '--dir', sys.argv[1], 'remember', 'a', "
+              "'fact %s-%d' % (sys.argv[2], k)], check=True)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(memory_dir), str(w)], stderr=subprocess.PIPE,
+                              env=proc_env()) for w in range(3)]
+    ingest = subprocess.Popen([sys.executable, "-m", "memcli", "--dir", str(memory_dir), "ingest", "a"],
+                              stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=proc_env())
+    ingest.communicate(ndjson([e for i in range(1, 40) for e in turn_events(i)]), timeout=300)
+    for p in procs:
+        p.wait(timeout=300)
+        assert p.returncode == 0, p.stderr.read().decode()
+    assert ingest.returncode == 0
+    from tests.helpers import read_jsonl
+
+    facts = [r["fact"] for r in read_jsonl(memory_dir / "agents" / "a" / "semantic.jsonl")]
+    assert sorted(facts) == sorted(f"fact {w}-{k}" for w in range(3) for k in range(6))
+    store = AgentStore(memory_dir, "a")
+    assert len(search(store, "fact", kinds=["semantic"], limit=50).hits) == 18
+    assert len(search(store, WORD.format(39)).hits) == 4
+
+
+def test_a_search_killed_while_indexing_leaves_a_usable_index(cli, memory_dir):
+    import json
+    import signal
+
+    assert cli("ingest", "a", input=[e for i in range(1500) for e in turn_events(i)]).exit_code == 0
+    for delay in (0.6, 1.2):
+        p = subprocess.Popen([sys.executable, "-m", "memcli", "--dir", str(memory_dir), "search", "a", "handled"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=proc_env())
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    store = AgentStore(memory_dir, "a")
+    check_hits(store, 1499, expect_found=True)
+    assert len(search(store, WORD.format(777)).hits) == 4
+    doctor = json.loads(cli("doctor", "a", "--json").stdout)
+    assert [f for f in doctor if f["code"] == "search-index"] == []
