@@ -83,18 +83,28 @@ def _tool_specs(tools: MemoryTools) -> list[tuple[str, str, Callable]]:
 
 
 def _working_memory_tool(tools: MemoryTools):
-    """The sixth tool, ``memory``: the working-memory engineer's ``memory_tool(command) -> str``,
-    when this installation has it (none yet: the five tools above are the server)."""
+    """The sixth tool, ``memory``: the working-memory files answered by
+    :func:`memcli.memory_tool.memory_tool` (Anthropic's memory tool protocol), when this
+    installation has that module. Its arguments are the memory tool's ``input`` fields, flat."""
     try:
-        from memcli.workingmemory import memory_tool  # type: ignore[import-not-found]
+        from memcli.memory_tool import memory_tool
     except ImportError:
         return None
 
-    def memory(agent: Optional[str] = None, command: Optional[dict[str, Any]] = None) -> str:
-        return memory_tool(tools.store(agent, must_exist=False), command or {})
+    def memory(agent: Optional[str] = None, command: str = "", path: Optional[str] = None,
+               file_text: Optional[str] = None, old_str: Optional[str] = None, new_str: Optional[str] = None,
+               insert_line: Optional[int] = None, insert_text: Optional[str] = None,
+               view_range: Optional[list[int]] = None, old_path: Optional[str] = None,
+               new_path: Optional[str] = None) -> str:
+        fields = {"command": command, "path": path, "file_text": file_text, "old_str": old_str, "new_str": new_str,
+                  "insert_line": insert_line, "insert_text": insert_text, "view_range": view_range,
+                  "old_path": old_path, "new_path": new_path}
+        return memory_tool(tools.store(agent, must_exist=False), {k: v for k, v in fields.items() if v is not None})
 
-    return ("memory", "Anthropic memory tool: view, create, str_replace, insert, delete, rename files under "
-            "/memories (pass the tool_use input as `command`).", memory)
+    return ("memory", "Working memory files under /memories (Anthropic's memory tool): command is view, create, "
+            "str_replace, insert, delete or rename, with that command's fields (path, file_text, old_str, new_str, "
+            "insert_line, insert_text, view_range, old_path, new_path). Answers exactly as Anthropic's memory tool.",
+            memory)
 
 
 def _guarded(fn: Callable, *, agent_required: bool) -> Callable:
@@ -117,7 +127,7 @@ def _guarded(fn: Callable, *, agent_required: bool) -> Callable:
         param = param.replace(annotation=hints.get(param.name, param.annotation))
         if param.name == "agent" and agent_required:
             param = param.replace(default=inspect.Parameter.empty, annotation=str)
-        elif param.name in ("query", "id", "fact"):
+        elif param.name in ("query", "id", "fact", "command"):
             param = param.replace(default=inspect.Parameter.empty)
         params.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY))
     call.__signature__ = signature.replace(parameters=params, return_annotation=hints.get("return"))  # type: ignore[attr-defined]
