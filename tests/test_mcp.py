@@ -20,7 +20,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.memory import create_connected_server_and_client_session
 
-from memcli.mcp_server import build_server
+from memcli.mcp.server import build_server
 
 
 @pytest.fixture

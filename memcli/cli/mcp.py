@@ -1,6 +1,6 @@
 """``memcli mcp``: serve the store's memory to an MCP client over stdin/stdout.
 
-The SDK is imported inside the command (by :mod:`memcli.mcp_server`), so registering the command
+The SDK is imported inside the command (by :mod:`memcli.mcp.server`), so registering the command
 costs nothing to the other commands. stdout carries the protocol only; notes go to stderr.
 """
 
@@ -24,7 +24,7 @@ def mcp(
     from memcli.errors import UsageError
 
     try:
-        from memcli.mcp_server import serve
+        from memcli.mcp.server import serve
     except ImportError as exc:  # the SDK missing from this installation
         raise UsageError(f"memcli mcp needs the MCP Python SDK ({exc}); install it with `pip install 'mcp>=1.25,<2'`")
     serve(ctx.obj, agent)

@@ -2,7 +2,7 @@
 
 Only this module imports the SDK, and only ``memcli mcp`` imports this module: no other command
 pays for it. The tools (at most six, small paginated answers; the logic is
-:class:`memcli.memory_tools.MemoryTools`):
+:class:`memcli.mcp.tools.MemoryTools`):
 
     memory_search    ranked hits (id, kind, tier, turn, time, snippet); ids expand with memory_get
     memory_get       one record by id, or a call and its result by tool_call_id
@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 
 from memcli import __version__
 from memcli.errors import MemcliError
-from memcli.memory_tools import MAX_RECENT_TURNS, MAX_SEARCH_LIMIT, MemoryTools
+from memcli.mcp.tools import MAX_RECENT_TURNS, MAX_SEARCH_LIMIT, MemoryTools
 
 SERVER_NAME = "memcli"
 
