@@ -355,3 +355,21 @@ def test_forget_refuses_traces_and_unknown_ids(cli, fx):
     assert cli("forget", "fx", "sem_404").exit_code == 3
     assert cli("forget", "nobody", "sem_1").exit_code == 3
     assert data_files(fx) == before
+
+
+# ------------------------------------------------------------------------------------ the Python API
+
+def test_the_python_api_searches_remembers_and_forgets(fx):
+    import memcli
+
+    agent = memcli.Memory(fx.parent.parent).agent("fx")
+    result = agent.search("README", kind="trace")
+    assert [h.id for h in result.hits] == ["a5"] and result.mode == "all"
+    assert [h.id for h in agent.search("run_tests", since=BASE + 30 * 60, limit=1).hits] in (["t09"], ["t10"], ["t11"])
+    record = agent.remember("Releases are tagged vX.Y.", tags=["release"], pin=True)
+    assert record["tags"] == ["pinned", "release"] and read_jsonl(fx / "semantic.jsonl")[-1] == record
+    tomb = agent.forget(record["id"], reason="obsolete")
+    assert tomb["supersedes"] == [record["id"], tomb["id"]]
+    assert agent.forget(record["id"]) is None  # already superseded: nothing written
+    with pytest.raises(memcli.MemcliError, match="limit"):
+        agent.search("x", limit=0)

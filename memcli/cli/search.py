@@ -62,7 +62,7 @@ def search(
     stderr says so). Each hit's id expands with `memcli get`. The search index
     (agents/AGENT/.search.sqlite) is a cache, caught up with the files on each search.
     """
-    from memcli.inspect.filters import parse_time
+    from memcli.filters import parse_time
     from memcli.search import search as run_search
 
     result = run_search(_store(ctx, agent), query, limit=limit, kinds=kind,

@@ -1,8 +1,8 @@
-"""The native format (see ``memcli.ingest.native``): events pass through unchanged."""
+"""The native format (see ``memcli.events``): events pass through unchanged."""
 
 from __future__ import annotations
 
-from memcli.ingest.pipeline import DEFAULT_SOURCE_EVENT
+from memcli.events import DEFAULT_SOURCE_EVENT
 from memcli.models import TRACE_TYPES
 
 

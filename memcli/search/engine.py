@@ -133,12 +133,13 @@ def search(store: AgentStore, text: str, *, limit: int = 10, offset: int = 0, ki
 
 
 def _superseded(store: AgentStore, names) -> set[str]:
-    from memcli.inspect.memory import superseded_map
+    from memcli.models import superseded_ids
+    from memcli.store import jsonl
 
     out: set[str] = set()
     for name in ("episodic", "semantic"):
         if name in names:
-            out.update(superseded_map(getattr(store.paths, name)))
+            out.update(superseded_ids(record for _, _, record in jsonl.iter_records(getattr(store.paths, name))))
     return out
 
 

@@ -81,24 +81,15 @@ def _clean_tags(tags) -> list[str]:
 
 
 def _find_memory(paths, record_id: str) -> tuple[str, dict, str | None] | None:
-    """(tier, record, id of the item that supersedes it) for an episodic/semantic id."""
-    import orjson
+    """(tier, record, id of the item that supersedes it) for an episodic/semantic id
+    (superseded as :func:`memcli.models.superseded_ids` says)."""
+    from memcli.models import superseded_ids
 
-    needle = orjson.dumps(record_id)
     for tier, path in (("episodic", paths.episodic), ("semantic", paths.semantic)):
-        found = None
-        superseded_by = None
-        for offset, line in jsonl.iter_lines(path):
-            if needle not in line:
-                continue
-            record = jsonl.parse_line(path, line, None, offset)
-            if record.get("id") == record_id and found is None:
-                found = record
-            supersedes = record.get("supersedes")
-            if isinstance(supersedes, list) and record_id in supersedes and record.get("id") != record_id:
-                superseded_by = superseded_by or record.get("id")
+        records = [record for _, _, record in jsonl.iter_records(path)]
+        found = next((r for r in records if r.get("id") == record_id), None)
         if found is not None:
-            return tier, found, superseded_by
+            return tier, found, superseded_ids(records).get(record_id)
     return None
 
 

@@ -27,7 +27,7 @@ from typing import IO, Iterator
 import orjson
 
 from memcli.errors import AgentNotFoundError, CorruptStoreError, StoreError, UsageError
-from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record, to_record
+from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record, supersedes_of, to_record
 from memcli.store import jsonl
 from memcli.store.id_index import IdIndex, digest
 from memcli.store.layout import AgentPaths, agent_paths, ensure_dir
@@ -192,7 +192,9 @@ class AgentStore:
                 return out
             for offset, record in jsonl.iter_records_reverse(path):
                 item = _record_to(cls, path, None, offset, record)
-                superseded.update(item.supersedes or ())  # first: a tombstone supersedes itself too
+                # memcli.models.superseded_ids, read from the end (before the check: a tombstone
+                # lists its own id)
+                superseded.update(supersedes_of(item))
                 if item.id not in superseded:
                     out.append(item)
                     if limit is not None and len(out) >= limit:
