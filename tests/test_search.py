@@ -84,10 +84,10 @@ def test_tool_names_arguments_results_and_errors_are_searchable(cli, fx):
 
 def test_all_words_first_then_any_word_with_a_note(cli, fx):
     result = ok(cli("search", "fx", "README project", "--ndjson"))
-    assert [orjson.loads(l)["id"] for l in result.stdout.splitlines()] == ["ep_3"]  # only ep_3 has both
+    assert [orjson.loads(line)["id"] for line in result.stdout.splitlines()] == ["ep_3"]  # only ep_3 has both
     assert "no record has every word" not in result.stderr
     result = ok(cli("search", "fx", "README zebra", "--ndjson"))
-    assert {orjson.loads(l)["id"] for l in result.stdout.splitlines()} == {"a5", "ep_2", "ep_3"}
+    assert {orjson.loads(line)["id"] for line in result.stdout.splitlines()} == {"a5", "ep_2", "ep_3"}
     assert "no record has every word (readme, zebra); showing records with any of them" in result.stderr
 
 
@@ -173,7 +173,7 @@ def test_the_archive_rewritten_rebuilds_the_index(cli, fx):
     tmp.write_bytes(data.replace(b"README", b"MANUAL"))
     os.replace(tmp, path)
     result = ok(cli("search", "fx", "MANUAL", "--ndjson"))
-    assert {orjson.loads(l)["id"] for l in result.stdout.splitlines()} == {"a5"}
+    assert {orjson.loads(line)["id"] for line in result.stdout.splitlines()} == {"a5"}
     assert "rebuilt the search index" in result.stderr
 
 
@@ -248,7 +248,7 @@ def test_a_drifted_index_is_reported(cli, fx):
 def test_search_rebuilds_an_unusable_index_itself(cli, fx):
     (fx / ".search.sqlite").write_bytes(b"not a database at all" * 100)
     result = ok(cli("search", "fx", '"all passed"', "--ndjson"))
-    assert [orjson.loads(l)["id"] for l in result.stdout.splitlines()] == ["t10"]
+    assert [orjson.loads(line)["id"] for line in result.stdout.splitlines()] == ["t10"]
     assert "not a usable search index" in result.stderr and "rebuilt it" in result.stderr
 
 

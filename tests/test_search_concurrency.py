@@ -40,7 +40,7 @@ def check_hits(store: AgentStore, i: int, expect_found: bool | None = None) -> N
         try:
             found = get_record(store, hit.id)
         except RecordNotFoundError:  # pragma: no cover - would be a bug
-            raise AssertionError(f"hit {hit.id} does not exist")
+            raise AssertionError(f"hit {hit.id} does not exist") from None
         # a compaction may move the trace between the search and this check, never elsewhere
         assert found.tier == hit.tier or (hit.tier, found.tier) == ("active", "archive")
 

@@ -26,7 +26,7 @@ def mcp(
     try:
         from memcli.mcp.server import serve
     except ImportError as exc:  # the SDK missing from this installation
-        raise UsageError(f"memcli mcp needs the MCP Python SDK ({exc}); install it with `pip install 'mcp>=1.25,<2'`")
+        raise UsageError(f"memcli mcp needs the MCP Python SDK ({exc}); install it with `pip install 'mcp>=1.25,<2'`") from None
     serve(ctx.obj, agent)
 
 

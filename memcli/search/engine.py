@@ -116,7 +116,7 @@ def search(store: AgentStore, text: str, *, limit: int = 10, offset: int = 0, ki
     superseded = _superseded(store, names) if live_only else set()
     conn = open_index(store, names, notes)
     try:
-        for attempt in range(2):
+        for _attempt in range(2):
             mode = "all"
             hits = _ranked(store, conn, query.match_all(), query, names, since, until, limit, offset, superseded)
             if hits is not None and not hits and len(query.terms) > 1:
