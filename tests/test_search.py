@@ -153,7 +153,7 @@ def test_a_rewritten_file_is_indexed_again(cli, fx):
     path = fx / "raw_traces.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     tmp = fx / "tmp"
-    tmp.write_bytes(b"".join(l for l in lines if b'"t08"' not in l))
+    tmp.write_bytes(b"".join(line for line in lines if b'"t08"' not in line))
     os.replace(tmp, path)
     assert ids(cli, "fx", "Try again") == []
     # truncated in place and other lines appended (an interrupted ingest rolled back, then a new one)
