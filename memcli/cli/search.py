@@ -1,4 +1,4 @@
-"""``memcli search``, ``memcli remember``, ``memcli forget`` (CLI.md; DESIGN.md §8).
+"""``memcli search``, ``memcli remember``, ``memcli forget`` (docs/cli.md; docs/memory-as-tools.md).
 
 ``search`` prints ranked hits (a table, ``--json`` array or ``--ndjson`` lines: id, kind, tier,
 turn, ts, trace_type, tool_name, score, snippet); whether every word matched or only some goes

@@ -1,4 +1,4 @@
-"""Search over an agent's memory (DESIGN.md §8): query parsing (:mod:`memcli.search.query`) and
+"""Search over an agent's memory (docs/design.md §8): query parsing (:mod:`memcli.search.query`) and
 ranked hits from the store's FTS5 index (:mod:`memcli.search.engine`; the index itself, the only
 part that writes, is :mod:`memcli.store.search_index`)."""
 

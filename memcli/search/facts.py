@@ -1,4 +1,4 @@
-"""Facts by hand: ``memcli remember`` and ``memcli forget`` (DESIGN.md §8). Nothing is deleted.
+"""Facts by hand: ``memcli remember`` and ``memcli forget`` (docs/design.md §8). Nothing is deleted.
 
 ``remember`` appends a SEMANTIC record to ``semantic.jsonl`` under the agent lock::
 

@@ -1,4 +1,4 @@
-"""Which episodic summaries and semantic facts enter the snapshot's memory bundle (DESIGN.md §5).
+"""Which episodic summaries and semantic facts enter the snapshot's memory bundle (docs/design.md §5).
 
 Pinned facts (tag ``pinned``, see :mod:`memcli.search.facts`) always enter, first. Then:
 

@@ -1,5 +1,5 @@
 """The search index: a derived, rebuildable SQLite FTS5 cache over one agent's JSONL files
-(DESIGN.md §8). Never the source of truth: delete it and the next search builds it again.
+(docs/design.md §8). Never the source of truth: delete it and the next search builds it again.
 
 File: ``agents/<agent>/.search.sqlite`` (0600; SQLite adds ``-wal``/``-shm`` beside it in WAL
 mode). ``clear`` removes it with the rest of the agent's caches.

@@ -1,4 +1,4 @@
-"""Search benchmarks (DESIGN.md §7, §8; issue 14).
+"""Search benchmarks (docs/design.md §7; docs/memory-as-tools.md; issue 14).
 
 1. ``search`` on an agent with N traces (default 1,000,000; ``MEMCLI_BENCH_SEARCH_TRACES``) once
    indexed: the library call ``memcli search`` makes, in-process, best of several runs of a
