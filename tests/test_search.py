@@ -373,3 +373,18 @@ def test_the_python_api_searches_remembers_and_forgets(fx):
     assert agent.forget(record["id"]) is None  # already superseded: nothing written
     with pytest.raises(memcli.MemcliError, match="limit"):
         agent.search("x", limit=0)
+
+
+def test_a_broad_query_ranks_only_the_newest_matches(cli, fx, monkeypatch):
+    from memcli.search import engine
+
+    monkeypatch.setattr(engine, "BROAD_MATCHES", 3)
+    result = ok(cli("search", "fx", "run_tests", "--ndjson", "--kind", "trace"))
+    # five traces match; the three newest (highest rowids: the end of the active file) are ranked
+    assert {orjson.loads(line)["id"] for line in result.stdout.splitlines()} == {"t09", "t10", "t11"}
+    assert "more than 3 records match run_tests: ranked the 3 newest of them" in result.stderr
+    # a time filter searches everything (no boundary)
+    assert len(ids(cli, "fx", "run_tests", "--since", "0", "--kind", "trace")) == 5
+    monkeypatch.setattr(engine, "BROAD_MATCHES", 5)
+    assert len(ids(cli, "fx", "run_tests", "--kind", "trace")) == 5
+    assert "more than" not in ok(cli("search", "fx", "run_tests", "--kind", "trace")).stderr

@@ -29,6 +29,9 @@ KINDS = {"trace": ("active", "archive"), "episodic": ("episodic",), "semantic": 
 KIND_OF_FILE = {"active": "trace", "archive": "trace", "episodic": "episodic", "semantic": "semantic"}
 TIER_OF_FILE = {"active": "active", "archive": "archive", "episodic": "episodic", "semantic": "semantic"}
 SNIPPET_CHARS = 200
+# a query matching more records than this ranks only the newest this many: scoring every match
+# of words found in most records costs seconds on a million traces, and tells little
+BROAD_MATCHES = 20_000
 MAX_LIMIT = 1000
 
 
@@ -118,10 +121,12 @@ def search(store: AgentStore, text: str, *, limit: int = 10, offset: int = 0, ki
     try:
         for _attempt in range(2):
             mode = "all"
-            hits = _ranked(store, conn, query.match_all(), query, names, since, until, limit, offset, superseded)
+            hits = _ranked(store, conn, query.match_all(), query, names, since, until, limit, offset, superseded,
+                           notes)
             if hits is not None and not hits and len(query.terms) > 1:
                 mode = "any"
-                hits = _ranked(store, conn, query.match_any(), query, names, since, until, limit, offset, superseded)
+                hits = _ranked(store, conn, query.match_any(), query, names, since, until, limit, offset,
+                               superseded, notes)
             if hits is not None:
                 break
             search_index.catch_up(store.paths, conn, names)  # a file was rewritten under us
@@ -144,17 +149,26 @@ def _superseded(store: AgentStore, names) -> set[str]:
 
 
 def _ranked(store, conn, match: str, query: Query, names, since, until, limit: int, offset: int,
-            superseded: set[str]) -> list[Hit] | None:
+            superseded: set[str], notes: list[str]) -> list[Hit] | None:
     """The hits of one expression; None when a hit's file changed since it was indexed."""
     want = limit
     fetch = limit + 8
     sql_offset = offset
     hits: list[Hit] = []
     seen: set[str] = set()
+    min_rowid = None
+    if since is None and until is None:
+        try:
+            min_rowid = search_index.broad_boundary(conn, match, names=names, newest=BROAD_MATCHES)
+        except sqlite3.OperationalError as exc:
+            raise UsageError(f"cannot search for {query.text!r}: {exc}") from None
+        if min_rowid is not None:
+            notes.append(f"more than {BROAD_MATCHES:,} records match {match_terms(query)}: ranked the "
+                         f"{BROAD_MATCHES:,} newest of them (add a rarer word to search all)")
     while True:
         try:
             rows = search_index.query(conn, match, names=names, since=since, until=until, limit=fetch,
-                                      offset=sql_offset)
+                                      offset=sql_offset, min_rowid=min_rowid)
         except sqlite3.OperationalError as exc:  # defensive: parse_query never builds bad syntax
             raise UsageError(f"cannot search for {query.text!r}: {exc}") from None
         expected = search_index.covered_files(conn)
@@ -172,6 +186,10 @@ def _ranked(store, conn, match: str, query: Query, names, since, until, limit: i
         if len(rows) < fetch:
             return hits
         sql_offset += fetch
+
+
+def match_terms(query: Query) -> str:
+    return ", ".join(t.text for t in query.terms)
 
 
 def _hit(name: str, record: dict, score: float, query: Query) -> Hit:

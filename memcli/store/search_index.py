@@ -17,8 +17,8 @@ Schema (:data:`SCHEMA_VERSION`)::
                                            taken out of the contentless index again
 
 A row's ``rowid`` is ``file_number << 40 | byte offset of its line``: a hit names its file and
-line without another lookup, and a file's rows are one rowid range. File numbers:
-:data:`FILE_NUMBERS`.
+line without another lookup, a file's rows are one rowid range, and rowid order is recency order
+(archive 1, active 2, episodic 3, semantic 4: :data:`FILE_NUMBERS`).
 
 What is indexed per record (:func:`record_text`, capped so one huge tool result cannot dominate
 the index): a trace's tool name, content, tool arguments, result and error; a summary's text and
@@ -57,11 +57,12 @@ from memcli.store import jsonl
 from memcli.store.layout import FILE_MODE, AgentPaths
 
 INDEX_NAME = ".search.sqlite"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 BUSY_TIMEOUT_MS = 60_000
 OFFSET_BITS = 40
 OFFSET_MASK = (1 << OFFSET_BITS) - 1
-FILE_NUMBERS = {"active": 1, "archive": 2, "episodic": 3, "semantic": 4}
+# rowid order is recency order: the archive (oldest), the active file, then memory items
+FILE_NUMBERS = {"archive": 1, "active": 2, "episodic": 3, "semantic": 4}
 FILE_NAMES = {n: name for name, n in FILE_NUMBERS.items()}
 KEEPS_TEXT = frozenset({"active", "episodic", "semantic"})
 FINGERPRINT_BYTES = 64
@@ -397,21 +398,42 @@ def _reset(conn) -> None:
 
 # ---------------------------------------------------------------------------- querying
 
+def broad_boundary(conn, match: str, *, names: Iterable[str], newest: int) -> int | None:
+    """The rowid of the ``newest``-th newest match when there are more matches than that, else
+    None. Cheap: FTS5 walks matches in rowid order without scoring them."""
+    where, args = _file_filter(names)
+    sql = f"SELECT rowid FROM fts WHERE fts MATCH ?{where} ORDER BY rowid DESC LIMIT 2 OFFSET ?"
+    rows = conn.execute(sql, [match, *args, newest - 1]).fetchall()
+    return rows[0][0] if len(rows) == 2 else None
+
+
+def _file_filter(names: Iterable[str]) -> tuple[str, list]:
+    names = tuple(names)
+    if set(names) == set(FILE_NUMBERS):
+        return "", []
+    ranges, args = [], []
+    for name in names:
+        lo, hi = file_range(name)
+        ranges.append("fts.rowid BETWEEN ? AND ?")
+        args += [lo, hi]
+    return " AND (" + " OR ".join(ranges or ["0"]) + ")", args
+
+
 def query(conn, match: str, *, names: Iterable[str], since: float | None = None, until: float | None = None,
-          limit: int = 10, offset: int = 0) -> list[tuple[int, float]]:
+          limit: int = 10, offset: int = 0, min_rowid: int | None = None) -> list[tuple[int, float]]:
     """(rowid, bm25 score — lower is better) of the best matches of an FTS5 expression, best
-    first, ties newest (highest rowid) first. Raises sqlite3.OperationalError for a bad
-    expression (the caller builds expressions that cannot be bad)."""
+    first, ties newest (highest rowid) first; with ``min_rowid`` only matches from that rowid on.
+    Raises sqlite3.OperationalError for a bad expression (the caller builds expressions that
+    cannot be bad)."""
     where = ["fts MATCH ?"]
     args: list = [match]
-    names = tuple(names)
-    if set(names) != set(FILE_NUMBERS):
-        ranges = []
-        for name in names:
-            lo, hi = file_range(name)
-            ranges.append("fts.rowid BETWEEN ? AND ?")
-            args += [lo, hi]
-        where.append("(" + " OR ".join(ranges or ["0"]) + ")")
+    if min_rowid is not None:
+        where.append("fts.rowid >= ?")
+        args.append(min_rowid)
+    file_clause, file_args = _file_filter(names)
+    if file_clause:
+        where.append(file_clause.removeprefix(" AND "))
+        args += file_args
     join = ""
     if since is not None or until is not None:
         join = " JOIN rows ON rows.rowid = fts.rowid"
