@@ -49,6 +49,8 @@ demo: $(STAMP)
 	step "memcli export coder | memcli ingest coder-copy   (a backup restores byte for byte)"; \
 	$$m export coder --with-memory | $$m ingest coder-copy; \
 	$$m export coder --with-memory | cmp - <($$m export coder-copy --with-memory) && echo "round trip: identical"; \
+	step "memcli search coder 'discount order' --limit 3   (ranked hits over the whole history; ids expand with get)"; \
+	$$m search coder 'discount order' --limit 3; \
 	step "memcli doctor coder"; $$m doctor coder
 
 bench: $(STAMP)

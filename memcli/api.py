@@ -222,6 +222,33 @@ class Agent:
 
         return list(iter_memory(self.store.require(), include_superseded=include_superseded))
 
+    def search(self, query: str, *, limit: int = 10, kind: str | Iterable[str] | None = None,
+               since: str | float | None = None, until: str | float | None = None):
+        """Ranked hits over traces, summaries and facts (:class:`memcli.search.SearchResult`:
+        ``hits``, ``mode`` "all" or "any"), as ``memcli search``."""
+        from memcli.search import search
+
+        with _parameters({"kind": "kind", "since": "since", "until": "until", "limit": "limit"}):
+            return search(self.store, query, limit=limit, kinds=_listed(kind), since=_time(since, "since"),
+                          until=_time(until, "until", end_of_day=True))
+
+    def remember(self, fact: str, *, tags: Iterable[str] = (), pin: bool = False,
+                 supersedes: str | Iterable[str] | None = None) -> dict:
+        """Append a semantic fact (redacted; ``pin`` puts it into every snapshot), as
+        ``memcli remember``. Returns the record written."""
+        from memcli.search.facts import remember
+
+        with _parameters({"tag": "tags", "supersedes": "supersedes"}):
+            return remember(self.store, fact, tags=list(tags), pin=pin, supersedes=_listed(supersedes)).record
+
+    def forget(self, id: str, *, reason: str | None = None) -> dict | None:
+        """Supersede a fact or summary with a tombstone, as ``memcli forget``. Returns the
+        tombstone, or None when the item was already superseded (nothing written)."""
+        from memcli.search.facts import forget
+
+        with _parameters({"reason": "reason"}):
+            return forget(self.store, id, reason=reason).tombstone
+
     def stats(self, *, model: str | None = None, max_context_tokens: int | None = None):
         """Counts, tokens and budget (:class:`memcli.inspect.stats.AgentStats`), as ``memcli stats``."""
         from memcli.inspect.stats import compute_stats
@@ -244,6 +271,14 @@ class Agent:
             buffer = io.BytesIO()
             export(self.memory_dir, self.name, stdout=buffer, **args)
             return buffer.getvalue()
+
+
+def _time(value, option: str, *, end_of_day: bool = False) -> float | None:
+    if value is None or isinstance(value, (int, float)):
+        return value
+    from memcli.filters import parse_time
+
+    return parse_time(value, option, end_of_day=end_of_day)
 
 
 def _listed(value) -> list | None:

@@ -215,15 +215,16 @@ def supersedes_of(item) -> list[str]:
 
 def superseded_ids(items) -> dict[str, str]:
     """THE superseding rule: an item is superseded when a *later* item of the same tier lists its
-    id in ``supersedes``. ``items`` are one tier's items (models or records) in file order; the
-    result maps each superseded id to the id of the first later item that supersedes it. (Reading
-    a tier from its end, the same rule is: skip an item whose id a newer item listed.)"""
+    id in ``supersedes`` — or when it lists its own id (a tombstone: ``memcli forget`` withdraws
+    an item and itself). ``items`` are one tier's items (models or records) in file order; the
+    result maps each superseded id to the id of the first item that supersedes it. (Reading a
+    tier from its end, the same rule is: skip an item whose id it or a newer item listed.)"""
     seen: set = set()
     out: dict[str, str] = {}
     for item in items:
         item_id = item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
         for old in supersedes_of(item):
-            if old in seen:
+            if old in seen or old == item_id:
                 out.setdefault(old, str(item_id))
         seen.add(item_id)
     return out

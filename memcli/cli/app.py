@@ -94,6 +94,8 @@ COMMAND_MODULES = {
     "compact": "compact",
     "snapshot": "snapshot",
     "export": "export", "clear": "export",
+    "search": "search", "remember": "search", "forget": "search",
+    "mcp": "mcp",
 }
 
 

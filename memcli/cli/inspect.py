@@ -295,17 +295,34 @@ def tools(
 def get(
     ctx: typer.Context,
     agent: str = AGENT,
-    record_id: str = typer.Argument(..., metavar="ID", help="Record id: a trace, episodic or semantic item."),
+    record_id: str = typer.Argument(..., metavar="ID", help="Record id (a trace, episodic or semantic item) or a tool_call_id."),
     *, out: Output,
 ) -> None:
     """Print one record in full, wherever it lives: active, archive, episodic or semantic.
 
+    A tool_call_id prints the call with its result (every one, when a source reused the id).
+
     This is how something a snapshot clipped or a compaction archived is expanded. stdout is
     the record exactly; where it was found (tier, file and line) goes to stderr.
     """
-    from memcli.inspect.records import get_record
+    from memcli.errors import RecordNotFoundError
+    from memcli.inspect.records import find_tool_call, get_record
 
-    found = get_record(_store(ctx, agent), record_id)
+    store = _store(ctx, agent)
+    try:
+        found = get_record(store, record_id)
+    except RecordNotFoundError:
+        calls = find_tool_call(store, record_id)
+        if calls is None:
+            raise
+        n = len(calls.interactions)
+        if calls.ambiguous:
+            out.note(f"{record_id} is a tool call id used by {n} calls (the source reused it): all {n} are shown, "
+                     "in store order")
+        else:
+            out.note(f"{record_id} is a tool call id: its call and result")
+        out.document(calls.to_json(), human=lambda doc, view: view.json(doc))
+        return
     out.note(f"{record_id} is in {found.tier} ({found.path}:{found.line})")
     out.document(found.record, human=lambda record, view: view.json(record))
 

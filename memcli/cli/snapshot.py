@@ -34,13 +34,19 @@ def snapshot(
         help="Shorten TOOL's results older than TURNS turns ('*' for every tool; repeatable)."),
     model: Optional[str] = typer.Option(
         None, "--model", help="Model the payload is for: picks the token encoding (and Gemini's generation)."),
+    recall: Optional[str] = typer.Option(
+        None, "--recall", metavar="QUERY|auto",
+        help="Memory bundle by relevance to QUERY ('auto': the latest user ask) instead of the most recent items."),
+    memory_tokens: int = typer.Option(
+        2000, "--memory-tokens", metavar="N", help="Token budget of the recalled memory bundle (with --recall)."),
     compact: bool = typer.Option(False, "--compact", "--json", help="One-line JSON instead of indented."),
     ndjson: bool = typer.Option(False, "--ndjson", help="One JSON record per line: the top-level fields, then each item."),
 ) -> None:
     """Render the agent's memory as the next request's payload for a provider.
 
-    The working snapshot is the system prompt, the memory bundle (last 3 episodic summaries, up to
-    20 semantic facts) and every active trace; --tail-turns N gives the compaction snapshot.
+    The working snapshot is the system prompt, the memory bundle (pinned facts, then the last 3
+    episodic summaries and up to 20 semantic facts; with --recall, the most relevant ones within
+    --memory-tokens) and every active trace; --tail-turns N gives the compaction snapshot.
     Tool calls and results are native structures; every call has a result (a placeholder when it
     is still pending). Nothing in the store changes: shortened results name the trace id that
     `memcli get` expands.
@@ -50,7 +56,8 @@ def snapshot(
     options = SnapshotOptions(
         provider=provider, system=system, system_files=tuple(system_file or ()), memory_files=tuple(memory_file or ()),
         stored_system=not no_stored_system, include_memory=not no_memory, tail_turns=tail_turns,
-        max_tokens=max_tokens, max_tool_result_chars=max_tool_result_chars, expire=tuple(expire or ()), model=model)
+        max_tokens=max_tokens, max_tool_result_chars=max_tool_result_chars, expire=tuple(expire or ()), model=model,
+        recall=recall, memory_tokens=memory_tokens)
     result = take_snapshot(ctx.obj, agent, options)
     _write_payload(result.payload, compact=compact, ndjson=ndjson)
     _report(result)

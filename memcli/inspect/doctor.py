@@ -39,6 +39,10 @@ reader that goes on past a bad line. Every finding has a severity:
 ``info`` — harmless: the state cache (``.state.json``, ``.ids``) disagrees with the files; it
 is rebuilt on the next write, or now with ``--repair``.
 
+``warning`` ``search-index`` — the search index (``.search.sqlite``, a cache) cannot be used or
+has drifted from the files (:func:`memcli.store.search_index.verify`). ``--repair`` rebuilds it;
+a search rebuilds an unusable one too.
+
 ``--repair`` works under the agent lock in this order: copy torn tails aside, roll back an
 interrupted ingest, recover an unfinished compaction, repair torn tails, move bad lines aside and
 drop byte-identical duplicates (each file rewritten through a temp file and ``os.replace``), then
@@ -389,6 +393,15 @@ class _Checker:
                      fixable=True, action="rebuild the cache from the files")
 
 
+    def check_search_index(self) -> None:
+        from memcli.store import search_index
+
+        problem = search_index.verify(self.paths)
+        if problem:
+            self.add(WARNING, "search-index", search_index.index_path(self.paths), None,
+                     f"the search index {problem}", fixable=True, action="rebuild the search index from the files")
+
+
 _FILE_RANK = {".ingest.pending": 0, ".compaction.journal": 1, "raw_traces.jsonl": 2,
               "raw_traces_archive.jsonl": 3, "episodic.jsonl": 4, "semantic.jsonl": 5}
 
@@ -401,6 +414,7 @@ def check(store: AgentStore) -> list[Finding]:
     checker.check_traces()
     checker.check_memory()
     checker.check_cache()
+    checker.check_search_index()
     if checker.in_both_mid_compaction:
         n = checker.in_both_mid_compaction
         checker.journal_finding.message += (f"; {n:,} trace{'s are' if n != 1 else ' is'} in both the active file "

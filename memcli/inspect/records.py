@@ -1,6 +1,11 @@
 """One record by id, wherever it lives (``memcli get``): an active or archived trace, an episodic
 summary or a semantic fact. This is how a user expands what a snapshot clipped or a compaction
 archived: the snapshot names the trace id, ``get`` prints the record in full.
+
+An id that is no record's id is tried as a ``tool_call_id`` (:func:`find_tool_call`): the call
+and its result, paired as ``memcli tools`` pairs them (first-in-first-out per id), from the
+archive and the active file. Transcripts reuse call ids, so one id can name several
+interactions: every one is returned, and ``ambiguous`` says so.
 """
 
 from __future__ import annotations
@@ -33,11 +38,61 @@ def get_record(store: AgentStore, record_id: str) -> FoundRecord:
         if re.fullmatch(r"turn_\d+", record_id):
             hint = f"{record_id!r} looks like a turn id: `memcli show {store.agent_id} --turn {record_id} --archive`"
         else:
-            hint = (f"a tool call id? `memcli tools {store.agent_id} --archive --json` lists them "
-                    "with their call_trace_id/result_trace_id")
+            hint = f"not a tool call id either; `memcli search {store.agent_id} WORDS` finds records by what they say"
         raise RecordNotFoundError(
             f"no record with id {record_id!r} in agent {store.agent_id!r} (looked in {names} under {paths.dir})",
             hint=hint)
     tier, line, record = found
     path = getattr(store.paths, _TIER_PATHS[tier])
     return FoundRecord(tier, path, line, record)
+
+
+@dataclass
+class FoundToolCall:
+    tool_call_id: str
+    interactions: list   # dicts: turn_id, tool_name, status, call, result, call_tier, result_tier
+
+    @property
+    def ambiguous(self) -> bool:
+        return len(self.interactions) > 1
+
+    def to_json(self) -> dict:
+        return {"tool_call_id": self.tool_call_id, "ambiguous": self.ambiguous, "interactions": self.interactions}
+
+
+def find_tool_call(store: AgentStore, call_id: str) -> FoundToolCall | None:
+    """Every interaction whose call or result carries ``tool_call_id == call_id``, in store order."""
+    import orjson
+
+    from memcli.models import to_record
+    from memcli.store import jsonl
+    from memcli.store.agent import trace_from_record
+    from memcli.tool_interactions import iter_tool_pairs
+
+    store.recover_if_needed()
+    needle = orjson.dumps(call_id)
+    tiers: dict[str, str] = {}
+
+    def traces():
+        for tier, path in (("archive", store.paths.archive), ("active", store.paths.active)):
+            for offset, line in jsonl.iter_lines(path):
+                if needle not in line:
+                    continue
+                record = jsonl.parse_line(path, line, None, offset)
+                if record.get("tool_call_id") != call_id:
+                    continue
+                trace = trace_from_record(path, None, offset, record)
+                tiers[trace.id] = tier
+                yield trace
+
+    out = []
+    for pair in iter_tool_pairs(traces()):
+        i = pair.interaction
+        out.append({
+            "turn_id": i.turn_id, "tool_name": i.tool_name, "status": i.status.value,
+            "call": to_record(pair.call) if pair.call is not None else None,
+            "result": to_record(pair.result) if pair.result is not None else None,
+            "call_tier": tiers.get(pair.call.id) if pair.call is not None else None,
+            "result_tier": tiers.get(pair.result.id) if pair.result is not None else None,
+        })
+    return FoundToolCall(call_id, out) if out else None

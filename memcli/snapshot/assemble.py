@@ -5,9 +5,11 @@ Composition, in order:
 1. **System prompt**: ``--system`` text, then ``--system-file`` contents, then the instructions
    kept in the store (traces tagged ``system``/``developer``), each distinct text once, in order;
    then every ``--memory-file`` under a ``# Memory file: <path>`` heading.
-2. **Memory bundle**: the last 3 episodic summaries and up to 20 semantic facts that are not
-   superseded, as one user message in AutoByteus' layout (``[MEMORY:EPISODIC]`` numbered,
-   ``[MEMORY:SEMANTIC]`` bulleted); left out when both are empty.
+2. **Memory bundle**: pinned facts, then the last 3 episodic summaries and up to 20 semantic
+   facts that are not superseded — or, with ``recall``, the items most relevant to a query within
+   ``memory_tokens`` (memcli.snapshot.recall chooses) — as one user message in AutoByteus'
+   layout (``[MEMORY:EPISODIC]`` numbered, ``[MEMORY:SEMANTIC]`` bulleted); left out when both
+   are empty.
 3. **Raw traces** as canonical messages (memcli.snapshot.build), then the budget views
    (memcli.snapshot.views): clip, expire, and with ``max_tokens`` stub / drop / restore.
 
@@ -33,6 +35,7 @@ from memcli.errors import UsageError
 from memcli.messages import Message, Text
 from memcli.models import PINNED_TAGS, EpisodicItem, RawTrace, SemanticItem
 from memcli.snapshot.build import BuildStats, build_messages
+from memcli.snapshot.recall import DEFAULT_MEMORY_TOKENS, MAX_EPISODIC, MAX_SEMANTIC, select_bundle  # noqa: F401
 from memcli.snapshot.views import (
     DEFAULT_MAX_TOOL_RESULT_CHARS,
     REPLY_OVERHEAD,
@@ -46,8 +49,6 @@ from memcli.snapshot.views import (
 from memcli.store.agent import AgentStore
 from memcli.tokens import TokenCounter
 
-MAX_EPISODIC = 3
-MAX_SEMANTIC = 20
 LEADING_CONTEXT_LIMIT = 1000
 
 
@@ -64,6 +65,8 @@ class SnapshotOptions:
     max_tool_result_chars: int | None = DEFAULT_MAX_TOOL_RESULT_CHARS  # 0 or None: no clipping
     expire: tuple = ()              # ExpireRule or "TOOL=TURNS[:clip=N|:remove]" strings
     model: str | None = None        # picks the token encoding (and Gemini's generation)
+    recall: str | None = None       # choose the memory bundle by relevance to this query ("auto": latest ask)
+    memory_tokens: int = DEFAULT_MEMORY_TOKENS  # the recalled bundle's budget
 
 
 @dataclass
@@ -202,6 +205,10 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
         raise UsageError("--tail-turns must be 0 or more")
     if options.max_tokens is not None and options.max_tokens < 1:
         raise UsageError("--max-tokens must be 1 or more")
+    if options.recall is not None and not options.recall.strip():
+        raise UsageError("--recall: give a query, or 'auto' for the latest user ask")
+    if options.memory_tokens < 0:
+        raise UsageError("--memory-tokens must be 0 or more")
     if options.max_tool_result_chars is not None and options.max_tool_result_chars < 0:
         raise UsageError("--max-tool-result-chars must be 0 (no limit) or more")
     renderer = get_renderer(options.provider, options.model)
@@ -212,7 +219,12 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
 
     counter = TokenCounter(options.model or renderer.default_model)
     meter = TokenMeter(counter)
-    episodic, semantic = store.live_memory(MAX_EPISODIC, MAX_SEMANTIC) if options.include_memory else ([], [])
+    recall_notes: list[str] = []
+    if options.include_memory:
+        bundle = select_bundle(store, recall=options.recall, memory_tokens=options.memory_tokens, count=meter.text)
+        episodic, semantic, recall_notes = bundle.episodic, bundle.semantic, bundle.notes
+    else:
+        episodic, semantic = [], []
     memory = memory_message(episodic, semantic)
     include_reasoning = renderer.shows_reasoning
     max_chars = options.max_tool_result_chars or None
@@ -265,7 +277,7 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
         steps.extend(more)
 
     payload = renderer.render(system, messages)
-    notes = _stats_notes(stats) + renderer.notes.lines()
+    notes = recall_notes + _stats_notes(stats) + renderer.notes.lines()
     return Snapshot(
         agent_id=store.agent_id, provider=renderer.name, system=system, messages=messages, payload=payload,
         tokens=meter.total(system, messages), token_method=describe_counter(counter, renderer.name, options.model),

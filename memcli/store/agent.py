@@ -203,11 +203,13 @@ class AgentStore:
                 return out
             for offset, record in jsonl.iter_records_reverse(path):
                 item = _record_to(cls, path, None, offset, record)
+                # memcli.models.superseded_ids, read from the end (before the check: a tombstone
+                # lists its own id)
+                superseded.update(supersedes_of(item))
                 if item.id not in superseded:
                     out.append(item)
                     if limit is not None and len(out) >= limit:
                         break
-                superseded.update(supersedes_of(item))  # memcli.models.superseded_ids, read from the end
             out.reverse()
             return out
 

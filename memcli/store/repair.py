@@ -4,7 +4,8 @@ The checks (:mod:`memcli.inspect.doctor`) read; everything here writes, under th
 copy torn tails aside to ``<file>.corrupt-lines``, roll back an interrupted ingest, recover an
 unfinished compaction (:func:`memcli.store.journal.recover`), repair torn tails, move bad lines
 aside and drop byte-identical duplicates (each file rewritten through a temp file, fsynced and
-``os.replace``d), then rebuild the state cache. Findings are duck-typed (``code``, ``file``,
+``os.replace``d), then rebuild the state cache, and the search index when the check found it
+unusable or drifted (:func:`memcli.store.search_index.rebuild`). Findings are duck-typed (``code``, ``file``,
 ``line``, ``offset``, ``fixable``, ``action``) so the store does not import the checker; the
 checker is passed in as ``check``.
 """
@@ -132,5 +133,10 @@ def repair_files(store: AgentStore, check: Callable[[AgentStore], list]) -> tupl
                     repairer.note("rebuilt the state cache from the files")
                 except MemcliError as exc:
                     repairer.note(f"could not rebuild the state cache: {exc.message}")
+            if any(f.code == "search-index" for f in before):
+                from memcli.store import search_index
+
+                done = search_index.rebuild(store.paths)
+                repairer.note(f"rebuilt the search index ({done.indexed:,} records)")
         after = check(store)
     return before, after, repairer.actions

@@ -1,0 +1,135 @@
+"""``memcli search``, ``memcli remember``, ``memcli forget`` (docs/cli.md; docs/memory-as-tools.md).
+
+``search`` prints ranked hits (a table, ``--json`` array or ``--ndjson`` lines: id, kind, tier,
+turn, ts, trace_type, tool_name, score, snippet); whether every word matched or only some goes
+to stderr. ``remember`` and ``forget`` print the record they appended (``--json``: the record
+exactly as stored) and a one-line note on stderr.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from memcli.cli.output import HumanView, Output, fmt_ts, output_options
+
+AGENT = typer.Argument(..., help="Agent id.")
+
+
+def _store(ctx: typer.Context, agent: str):
+    from memcli.store.agent import AgentStore
+
+    return AgentStore(ctx.obj, agent)
+
+
+def _render_hits(hits, view: HumanView) -> None:
+    """Two lines per hit: score, id, kind/tier, turn, time, tool; then the snippet, indented."""
+    for hit in hits:
+        head = [(f"{hit.score:6.2f}", "bold"), "  ", (hit.id, "bold cyan"), f"  {hit.kind}"]
+        if hit.tier != hit.kind:
+            head.append(f" ({hit.tier})")
+        if hit.turn:
+            head += ["  ", (hit.turn, "dim")]
+        if hit.ts is not None:
+            head += ["  ", (fmt_ts(hit.ts), "dim")]
+        if hit.trace_type:
+            head += ["  ", hit.trace_type]
+        if hit.tool_name:
+            head += ["  ", (hit.tool_name, "bold")]
+        view.line(*head)
+        view.text(hit.snippet, indent=8, max_lines=4)
+
+
+@output_options
+def search(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    query: str = typer.Argument(..., metavar="QUERY",
+                                help='Words to find; "a phrase" in double quotes; word* for a prefix.'),
+    limit: int = typer.Option(10, "--limit", "-n", min=1, max=1000, help="At most N hits."),
+    kind: Optional[List[str]] = typer.Option(None, "--kind", metavar="K",
+                                             help="Only trace, episodic or semantic records (repeatable)."),
+    since: Optional[str] = typer.Option(None, "--since", metavar="TIME",
+                                        help="Only records from this time on: ISO-8601 or epoch seconds."),
+    until: Optional[str] = typer.Option(None, "--until", metavar="TIME",
+                                        help="Only records up to this time (inclusive)."),
+    *, out: Output,
+) -> None:
+    """Ranked hits (BM25) over every trace (active and archive), summary and fact.
+
+    Every word must match; when no record has them all, records with any of them are shown (and
+    stderr says so). Each hit's id expands with `memcli get`. The search index
+    (agents/AGENT/.search.sqlite) is a cache, caught up with the files on each search.
+    """
+    from memcli.filters import parse_time
+    from memcli.search import search as run_search
+
+    result = run_search(_store(ctx, agent), query, limit=limit, kinds=kind,
+                        since=parse_time(since, "--since"), until=parse_time(until, "--until", end_of_day=True))
+    for note in result.notes:
+        out.note(f"note: {note}")
+    terms = ", ".join(t.text for t in result.query.terms)
+    if not result.hits:
+        out.note(f"no record matches {terms}")
+    elif result.mode == "any":
+        out.note(f"no record has every word ({terms}); showing records with any of them")
+    if out.human:
+        out.records(result.hits, human=_render_hits)
+    else:
+        out.records((h.to_json() for h in result.hits), human=None)
+
+
+@output_options
+def remember(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    text: str = typer.Argument(..., metavar="TEXT", help="The fact, in a sentence or two."),
+    tag: Optional[List[str]] = typer.Option(None, "--tag", metavar="T", help="Tag the fact (repeatable)."),
+    pin: bool = typer.Option(False, "--pin", help="Always put this fact in the snapshot's memory bundle, first."),
+    supersedes: Optional[List[str]] = typer.Option(None, "--supersedes", metavar="ID",
+                                                   help="The fact this one replaces (repeatable)."),
+    *, out: Output,
+) -> None:
+    """Add a semantic fact (creates the agent if needed). Secrets in it are redacted like ingest's."""
+    from memcli.search.facts import remember as run_remember
+
+    done = run_remember(_store(ctx, agent), text, tags=tag or (), pin=pin, supersedes=supersedes)
+    record = done.record
+    note = f"remembered {record['id']} in {agent!r}" + (" (pinned)" if "pinned" in record["tags"] else "")
+    if done.superseded:
+        note += f", superseding {', '.join(done.superseded)}"
+    if done.redacted:
+        note += f"; redacted {done.redacted} secret{'s' if done.redacted != 1 else ''}"
+    out.note(note)
+    out.document(record, human=lambda r, view: view.line(r["id"]))
+
+
+@output_options
+def forget(
+    ctx: typer.Context,
+    agent: str = AGENT,
+    record_id: str = typer.Argument(..., metavar="ID", help="Id of the fact or summary to take out."),
+    reason: Optional[str] = typer.Option(None, "--reason", metavar="TEXT", help="Why (kept in the tombstone)."),
+    *, out: Output,
+) -> None:
+    """Take a fact or summary out of memory with a superseding tombstone; nothing is deleted.
+
+    `memcli memory AGENT --all` still lists it, marked superseded.
+    """
+    from memcli.search.facts import forget as run_forget
+
+    done = run_forget(_store(ctx, agent).require(), record_id, reason=reason)
+    if done.tombstone is None:
+        out.note(f"{record_id} is already superseded by {done.already_superseded_by}: nothing written")
+        out.document({"forgotten": record_id, "tombstone": None, "superseded_by": done.already_superseded_by},
+                     human=lambda r, view: None)
+        return
+    out.note(f"forgot {record_id} ({done.tier}): tombstone {done.tombstone['id']}")
+    out.document(done.tombstone, human=lambda r, view: view.line(r["id"]))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("search")(search)
+    app.command("remember")(remember)
+    app.command("forget")(forget)

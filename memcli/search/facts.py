@@ -1,0 +1,181 @@
+"""Facts by hand: ``memcli remember`` and ``memcli forget`` (docs/design.md §8). Nothing is deleted.
+
+``remember`` appends a SEMANTIC record to ``semantic.jsonl`` under the agent lock::
+
+    {"id": "sem_…", "ts": …, "fact": "…", "tags": [...], "confidence": 1.0, "salience": 0.5,
+     "supersedes": ["sem_old"], "source": "remember"}
+
+* ``--pin`` adds the tag ``pinned`` (salience 1.0): a pinned fact always enters the snapshot's
+  memory bundle, first. A tag rather than a new field, so AutoByteus (and ``show --tag``-style
+  filters) see it as plain data.
+* ``--supersedes ID`` names an existing semantic fact that the new one replaces (readers then
+  skip the old one). Only a fact: a summary is taken out with ``forget``.
+* The text and the tags go through the same redaction as ingest (:func:`memcli.redact.redact_text`):
+  a credential in a remembered fact is stored as ``[REDACTED:<kind>]``.
+
+``forget ID`` appends a *tombstone* to the file of the item it takes out (semantic or episodic)::
+
+    {"id": "sem_…", "ts": …, "fact": "(forgotten sem_old: reason)", "tags": ["forgotten"],
+     "confidence": 0.0, "salience": 0.0, "supersedes": ["sem_old", "<its own id>"],
+     "source": "forget", "forgotten": "sem_old", "reason": "…"}
+
+The tombstone supersedes the item, and itself, so every reader that skips superseded items (the
+one rule: an id listed in some item's ``supersedes``) skips both. Forgetting an item that is
+already superseded writes nothing and says by what. Traces cannot be forgotten: they are the
+history.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from memcli.errors import RecordNotFoundError, UsageError
+from memcli.ids import EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
+from memcli.models import EpisodicItem, SemanticItem, to_record
+from memcli.store import jsonl
+from memcli.store.agent import AgentStore
+
+PINNED_TAG = "pinned"
+FORGOTTEN_TAG = "forgotten"
+MAX_FACT_CHARS = 20_000
+
+
+@dataclass
+class Remembered:
+    record: dict
+    redacted: int = 0
+    superseded: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Forgotten:
+    target: str
+    tier: str                       # episodic or semantic
+    tombstone: dict | None          # None when nothing was written
+    already_superseded_by: str | None = None
+
+
+def is_pinned(record_or_item) -> bool:
+    tags = record_or_item.get("tags") if isinstance(record_or_item, dict) else getattr(record_or_item, "tags", None)
+    return isinstance(tags, list) and PINNED_TAG in tags
+
+
+def _redact(text: str) -> tuple[str, int]:
+    """Ingest's redaction (every pattern, no pre-check: a fact is one short text)."""
+    from memcli.redact import redact_text
+
+    return redact_text(text)
+
+
+def _clean_tags(tags) -> list[str]:
+    out: list[str] = []
+    for tag in tags or ():
+        if not isinstance(tag, str) or not tag.strip():
+            raise UsageError(f"--tag: a tag must be a non-empty string, got {tag!r}")
+        tag = tag.strip()
+        if tag not in out:
+            out.append(tag)
+    return out
+
+
+def _find_memory(paths, record_id: str) -> tuple[str, dict, str | None] | None:
+    """(tier, record, id of the item that supersedes it) for an episodic/semantic id
+    (superseded as :func:`memcli.models.superseded_ids` says)."""
+    from memcli.models import superseded_ids
+
+    for tier, path in (("episodic", paths.episodic), ("semantic", paths.semantic)):
+        records = [record for _, _, record in jsonl.iter_records(path)]
+        found = next((r for r in records if r.get("id") == record_id), None)
+        if found is not None:
+            return tier, found, superseded_ids(records).get(record_id)
+    return None
+
+
+def _not_found(store: AgentStore, record_id: str, what: str) -> RecordNotFoundError:
+    return RecordNotFoundError(
+        f"no {what} with id {record_id!r} in agent {store.agent_id!r} "
+        f"(looked in {store.paths.episodic.name} and {store.paths.semantic.name} under {store.paths.dir})",
+        hint=f"`memcli memory {store.agent_id} --all` lists the summaries and facts with their ids")
+
+
+def _refuse_trace(store: AgentStore, record_id: str, verb: str) -> None:
+    found = store.find(record_id)
+    if found is not None and found[0] in ("active", "archive"):
+        raise UsageError(f"{record_id!r} is a trace ({found[0]}): traces are the agent's history and cannot be "
+                         f"{verb}; {verb} takes a semantic fact" + (" or an episodic summary" if verb == "forgotten" else ""))
+
+
+def remember(store: AgentStore, text: str, *, tags=(), pin: bool = False, supersedes: list[str] | None = None
+             ) -> Remembered:
+    """Append a fact (module docstring). Creates the agent if it does not exist yet."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError("the fact is empty: give the text to remember")
+    text = text.strip()
+    if len(text) > MAX_FACT_CHARS:
+        raise UsageError(f"the fact is {len(text):,} characters; at most {MAX_FACT_CHARS:,} (a fact is a sentence "
+                         "or two: put documents into traces with `memcli ingest`)")
+    clean = _clean_tags(tags)
+    if pin and PINNED_TAG not in clean:
+        clean.insert(0, PINNED_TAG)
+    fact, redacted = _redact(text)
+    redacted_tags = []
+    for tag in clean:
+        tag, n = _redact(tag)
+        redacted += n
+        redacted_tags.append(tag)
+    wanted = [s for s in dict.fromkeys(supersedes or ()) if s]
+    with store.writer() as session:
+        replaced = []
+        for old in wanted:
+            found = _find_memory(session.paths, old)
+            if found is None:
+                _refuse_trace(store, old, "superseded")
+                raise _not_found(store, old, "fact")
+            if found[0] != "semantic":
+                raise UsageError(f"--supersedes {old!r}: that is an episodic summary; a fact can only replace a fact "
+                                 f"(`memcli forget {store.agent_id} {old}` takes a summary out)")
+            replaced.append(old)
+        item = SemanticItem(id=new_id(SEMANTIC_PREFIX), ts=time.time(), fact=fact, tags=redacted_tags,
+                            confidence=1.0, salience=1.0 if PINNED_TAG in redacted_tags else 0.5,
+                            supersedes=replaced, extra={"source": "remember"})
+        record = to_record(item)
+        _append(session, "semantic", record)
+    return Remembered(record, redacted, replaced)
+
+
+def forget(store: AgentStore, record_id: str, *, reason: str | None = None) -> Forgotten:
+    """Take a fact or summary out with a tombstone (module docstring)."""
+    store.require()
+    if not isinstance(record_id, str) or not record_id.strip():
+        raise UsageError("give the id of the fact or summary to forget")
+    record_id = record_id.strip()
+    reason_text, _ = _redact(reason.strip()) if isinstance(reason, str) and reason.strip() else (None, 0)
+    with store.writer(create=False) as session:
+        found = _find_memory(session.paths, record_id)
+        if found is None:
+            _refuse_trace(store, record_id, "forgotten")
+            raise _not_found(store, record_id, "fact or summary")
+        tier, _, superseded_by = found
+        if superseded_by is not None:
+            return Forgotten(record_id, tier, None, superseded_by)
+        label = f"(forgotten {record_id}" + (f": {reason_text})" if reason_text else ")")
+        extra = {"source": "forget", "forgotten": record_id}
+        if reason_text:
+            extra["reason"] = reason_text
+        if tier == "semantic":
+            own = new_id(SEMANTIC_PREFIX)
+            item = SemanticItem(id=own, ts=time.time(), fact=label, tags=[FORGOTTEN_TAG], confidence=0.0,
+                                salience=0.0, supersedes=[record_id, own], extra=extra)
+        else:
+            own = new_id(EPISODIC_PREFIX)
+            item = EpisodicItem(id=own, ts=time.time(), turn_ids=[], summary=label, tags=[FORGOTTEN_TAG],
+                                salience=0.0, supersedes=[record_id, own], extra=extra)
+        record = to_record(item)
+        _append(session, tier, record)
+    return Forgotten(record_id, tier, record)
+
+
+def _append(session, tier: str, record: dict) -> None:
+    """One memory record, durably, through the write session (under the agent lock)."""
+    session.append_memory(tier, [record])

@@ -1,0 +1,124 @@
+"""Which episodic summaries and semantic facts enter the snapshot's memory bundle (docs/design.md §5).
+
+Pinned facts (tag ``pinned``, see :mod:`memcli.search.facts`) always enter, first. Then:
+
+* without recall — the last :data:`MAX_EPISODIC` live summaries and the last
+  :data:`MAX_SEMANTIC` live facts that are not pinned (what snapshots always carried);
+* with ``recall=QUERY`` (or ``"auto"``: the latest user ask of the active file) — the live
+  summaries and facts that best match the query (:func:`memcli.search.search`, BM25, all words
+  else any word), best first, each taken while the bundle stays within ``memory_tokens``
+  (pinned facts count, and are never left out); then the most recent live summary, if it fits
+  and is not in yet. Summaries are listed oldest first (a story reads forwards), facts pinned
+  first and then by score. The same store and query always give the same bundle.
+
+Every choice is explained in ``notes`` (the snapshot prints them on stderr): which ids, with
+their scores or why they were taken, and how many matches did not fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memcli.models import EpisodicItem, SemanticItem
+from memcli.store.agent import AgentStore
+
+MAX_EPISODIC = 3
+MAX_SEMANTIC = 20
+DEFAULT_MEMORY_TOKENS = 2_000
+RECALL_CANDIDATES = 50
+AUTO_QUERY_TERMS = 48
+PINNED_TAG = "pinned"
+
+
+@dataclass
+class Bundle:
+    episodic: list[EpisodicItem]
+    semantic: list[SemanticItem]
+    notes: list[str] = field(default_factory=list)
+
+
+def _pinned(item: SemanticItem) -> bool:
+    return PINNED_TAG in (item.tags or ())
+
+
+def latest_user_ask(store: AgentStore) -> str | None:
+    """The text of the newest user ask in the active file (read from the end)."""
+    recent = store.iter_recent_turns()
+    try:
+        for _turn, traces in recent:
+            for trace in reversed(traces):
+                if trace.trace_type == "user" and not trace.is_context and trace.content.strip():
+                    return trace.content
+    finally:
+        recent.close()
+    return None
+
+
+def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, count) -> Bundle:
+    """The bundle's items (module docstring); ``count(text) -> tokens``."""
+    if recall is None:
+        episodic, semantic = store.live_memory(MAX_EPISODIC, None)
+        pinned = [f for f in semantic if _pinned(f)]
+        rest = [f for f in semantic if not _pinned(f)]
+        return Bundle(episodic, pinned + rest[-MAX_SEMANTIC:] if rest else pinned)
+
+    query = label = recall
+    notes: list[str] = []
+    if recall == "auto":
+        query = label = latest_user_ask(store)
+        if query is None:
+            bundle = select_bundle(store, recall=None, memory_tokens=memory_tokens, count=count)
+            bundle.notes.append("recall auto: no user ask in the active history; used the most recent memory")
+            return bundle
+        from memcli.search.query import parse_query
+
+        terms = parse_query(query).terms[:AUTO_QUERY_TERMS]
+        query = " ".join(t.expression() for t in terms)
+    episodic, semantic = store.live_memory()
+    by_id = {item.id: item for item in episodic + semantic}
+    pinned = [f for f in semantic if _pinned(f)]
+    chosen: dict[str, str] = {f.id: "pinned" for f in pinned}
+    used = sum(count(f.fact) for f in pinned)
+
+    from memcli.errors import UsageError
+    from memcli.search import search
+
+    try:
+        result = search(store, query, limit=RECALL_CANDIDATES, kinds=("episodic", "semantic"), live_only=True)
+        hits = result.hits
+    except UsageError:  # a query without words: nothing to match
+        hits = []
+    scores: dict[str, float] = {}
+    left_out = 0
+    for hit in hits:
+        item = by_id.get(hit.id)
+        if item is None or hit.id in chosen:
+            continue
+        tokens = count(item.summary if isinstance(item, EpisodicItem) else item.fact)
+        if used + tokens > memory_tokens:
+            left_out += 1
+            continue
+        used += tokens
+        chosen[hit.id] = f"score {hit.score:.2f}"
+        scores[hit.id] = hit.score
+    if episodic and episodic[-1].id not in chosen:
+        latest = episodic[-1]
+        tokens = count(latest.summary)
+        if used + tokens <= memory_tokens:
+            used += tokens
+            chosen[latest.id] = "most recent summary"
+        else:
+            notes.append(f"the most recent summary {latest.id} did not fit the {memory_tokens:,}-token budget")
+
+    picked_episodic = [e for e in episodic if e.id in chosen]
+    ranked = sorted((f for f in semantic if f.id in chosen and not _pinned(f)),
+                    key=lambda f: (-scores.get(f.id, 0.0), f.id))
+    picked_semantic = pinned + ranked
+    label = " ".join(label.split())
+    shown = label if len(label) <= 80 else label[:77] + "..."
+    listing = ", ".join(f"{i} ({why})" for i, why in chosen.items()) or "nothing matched"
+    notes.insert(0, f"recall {shown!r}: {listing}; ~{used:,} of {memory_tokens:,} memory tokens")
+    if left_out:
+        notes.append(f"recall: {left_out} more matching item{'s' if left_out != 1 else ''} did not fit "
+                     f"--memory-tokens {memory_tokens:,}")
+    return Bundle(picked_episodic, picked_semantic, notes)
