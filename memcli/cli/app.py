@@ -79,6 +79,7 @@ COMMAND_MODULES = {
     "compact": "compact",
     "snapshot": "snapshot",
     "export": "export", "clear": "export",
+    "memory-tool": "memory_tool",
 }
 
 
