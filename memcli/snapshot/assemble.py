@@ -4,7 +4,15 @@ Composition, in order:
 
 1. **System prompt**: ``--system`` text, then ``--system-file`` contents, then the instructions
    kept in the store (traces tagged ``system``/``developer``), each distinct text once, in order;
-   then every ``--memory-file`` under a ``# Memory file: <path>`` heading.
+   then every ``--memory-file`` under a ``# Memory file: <path>`` heading; then the agent's
+   **working memory** (the ``/memories`` files it edits with the memory tool, memcli.memory_tool)
+   under a ``# Working memory`` heading: each file's path as a ``## /memories/…`` heading, then
+   its text, in path order, within ``working_memory_tokens`` (default 4,000): a file that does not
+   fit is left out and listed by path with a note to ``view`` it, and later, smaller files may
+   still fit. Hidden files (a path part starting with ``.``) are left out, as the tool's directory
+   view leaves them out. No files, no heading: the prompt is then what it was without working
+   memory. ``include_working_memory=False`` (``--no-working-memory``) leaves the section out;
+   ``memory_tool=True`` (``--memory-tool``, anthropic only) declares the memory tool in ``tools``.
 2. **Memory bundle**: the last 3 episodic summaries and up to 20 semantic facts that are not
    superseded, as one user message in AutoByteus' layout (``[MEMORY:EPISODIC]`` numbered,
    ``[MEMORY:SEMANTIC]`` bulleted); left out when both are empty.
@@ -41,6 +49,8 @@ from memcli.tokens import TokenCounter
 MAX_EPISODIC = 3
 MAX_SEMANTIC = 20
 LEADING_CONTEXT_LIMIT = 1000
+DEFAULT_WORKING_MEMORY_TOKENS = 4000
+WORKING_MEMORY_HEADING = "# Working memory"
 
 
 @dataclass
@@ -56,6 +66,9 @@ class SnapshotOptions:
     max_tool_result_chars: int | None = DEFAULT_MAX_TOOL_RESULT_CHARS  # 0 or None: no clipping
     expire: tuple = ()              # ExpireRule or "TOOL=TURNS[:clip=N|:remove]" strings
     model: str | None = None        # picks the token encoding (and Gemini's generation)
+    include_working_memory: bool = True   # the /memories files in the system prompt
+    working_memory_tokens: int = DEFAULT_WORKING_MEMORY_TOKENS
+    memory_tool: bool = False       # declare Anthropic's memory tool in the payload's tools
 
 
 @dataclass
@@ -97,7 +110,34 @@ def _read_text(path, flag: str) -> str:
         raise UsageError(f"cannot read {flag} {path}: not UTF-8 text") from None
 
 
-def compose_system(options: SnapshotOptions, stored: list[str], memory_files: list[tuple[str, str]]) -> str:
+def working_memory_section(files: list[tuple[str, str]], budget: int, counter: TokenCounter) -> tuple[str, list[str]]:
+    """The system prompt's working-memory section for ``files`` (path, text) and the paths left
+    out for the budget (module docstring); ``""`` when there are no files."""
+    files = [(path, text) for path, text in files if not any(part.startswith(".") for part in path.split("/"))]
+    if not files:
+        return "", []
+    intro = (f"{WORKING_MEMORY_HEADING}\n\nYour memory directory /memories, as it is now "
+             "(edit it with the memory tool):")
+    used = counter.count(intro)
+    blocks, left_out = [], []
+    for path, text in files:
+        block = f"## {path}\n\n{text.rstrip()}".rstrip()
+        cost = counter.count(block) + 2
+        if used + cost <= budget:
+            blocks.append(block)
+            used += cost
+        else:
+            left_out.append(path)
+    parts = [intro] + blocks
+    if left_out:
+        parts.append(f"Not shown here, to stay within {budget:,} tokens ({len(left_out)} "
+                     f"file{'s' if len(left_out) != 1 else ''}; `view` them with the memory tool): "
+                     + ", ".join(left_out))
+    return "\n\n".join(parts), left_out
+
+
+def compose_system(options: SnapshotOptions, stored: list[str], memory_files: list[tuple[str, str]],
+                   working_memory: str = "") -> str:
     parts: list[str] = []
     texts = [options.system or ""] + [_read_text(path, "--system-file") for path in options.system_files] + stored
     for text in texts:  # each distinct text once, in order
@@ -106,6 +146,8 @@ def compose_system(options: SnapshotOptions, stored: list[str], memory_files: li
             parts.append(text)
     for name, text in memory_files:
         parts.append(f"# Memory file: {name}\n\n{text.strip()}".rstrip())
+    if working_memory:
+        parts.append(working_memory)
     return "\n\n".join(parts)
 
 
@@ -196,7 +238,12 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
         raise UsageError("--max-tokens must be 1 or more")
     if options.max_tool_result_chars is not None and options.max_tool_result_chars < 0:
         raise UsageError("--max-tool-result-chars must be 0 (no limit) or more")
+    if options.working_memory_tokens < 0:
+        raise UsageError("--working-memory-tokens must be 0 or more")
     renderer = get_renderer(options.provider, options.model)
+    if options.memory_tool and renderer.name != "anthropic":
+        raise UsageError(f"--memory-tool declares Anthropic's memory tool (memory_20250818), which only the "
+                         f"anthropic payload carries, not {renderer.name}; use -p anthropic")
     expire = ExpirePolicy(options.expire)
     memory_files = [(str(path), _read_text(path, "--memory-file")) for path in options.memory_files]
     compose_system(options, [], memory_files)  # reads --system-file early: a bad path fails before any work
@@ -204,6 +251,15 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
 
     counter = TokenCounter(options.model or renderer.default_model)
     meter = TokenMeter(counter)
+    notes: list[str] = []
+    working_memory = ""
+    if options.include_working_memory:
+        working_memory, left_out = working_memory_section(
+            store.memory_tree().sorted_files(), options.working_memory_tokens, counter)
+        if left_out:
+            notes.append(f"working memory: {len(left_out)} file{'s' if len(left_out) != 1 else ''} over the "
+                         f"{options.working_memory_tokens:,}-token budget listed by path only "
+                         "(--working-memory-tokens)")
     episodic, semantic = store.live_memory(MAX_EPISODIC, MAX_SEMANTIC) if options.include_memory else ([], [])
     memory = memory_message(episodic, semantic)
     include_reasoning = renderer.shows_reasoning
@@ -217,7 +273,7 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
         if options.tail_turns is not None:
             turns = store.last_turns(options.tail_turns)
         else:
-            prelim = compose_system(options, [t.content for t in head], memory_files)
+            prelim = compose_system(options, [t.content for t in head], memory_files, working_memory)
             fixed = REPLY_OVERHEAD + meter.system(prelim) + (meter.message(memory) if memory else 0)
             turns, stopped = _budget_window(store, options.max_tokens, fixed, meter, agent_id=store.agent_id,
                                             max_chars=max_chars, expire=expire, include_reasoning=include_reasoning)
@@ -236,7 +292,8 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
             stored_instructions.append(message.text())
         else:
             conversation.append(message)
-    system = compose_system(options, stored_instructions if options.stored_system else [], memory_files)
+    system = compose_system(options, stored_instructions if options.stored_system else [], memory_files,
+                            working_memory)
     messages = ([memory] if memory else []) + conversation
 
     budget = options.max_tokens
@@ -257,7 +314,11 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
         steps.extend(more)
 
     payload = renderer.render(system, messages)
-    notes = _stats_notes(stats) + renderer.notes.lines()
+    if options.memory_tool:
+        from memcli.memory_tool import TOOL_DEFINITION
+
+        payload["tools"] = [dict(TOOL_DEFINITION)]
+    notes = notes + _stats_notes(stats) + renderer.notes.lines()
     return Snapshot(
         agent_id=store.agent_id, provider=renderer.name, system=system, messages=messages, payload=payload,
         tokens=meter.total(system, messages), token_method=describe_counter(counter, renderer.name, options.model),
