@@ -292,3 +292,93 @@ def test_autobyteus_layout_files_are_untouched_by_working_memory(memory_dir, age
     names = sorted(os.listdir(agent_dir(memory_dir, "a")))
     assert "memory_files.jsonl" in names
     assert all(record["op"] in ("create",) for record in read_jsonl(_log(memory_dir, "a")))
+
+
+# --------------------------------------------------------------------------- the documented agent loops
+
+def _fake_messages_api(replies: list[dict]):
+    """A local stand-in for POST /v1/messages: answers ``replies`` in order, records the requests."""
+    import http.server
+    import threading
+
+    requests = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = orjson.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            requests.append(body)
+            content = replies[min(len(requests), len(replies)) - 1]
+            data = orjson.dumps({"id": f"msg_{len(requests)}", "type": "message", "role": "assistant",
+                                 "model": body["model"], "content": content,
+                                 "stop_reason": "tool_use" if content[-1]["type"] == "tool_use" else "end_turn",
+                                 "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, requests
+
+
+REPLIES = [
+    [{"type": "tool_use", "id": "toolu_1", "name": "memory",
+      "input": {"command": "create", "path": "/memories/prefs.md", "file_text": "short answers\n"}}],
+    [{"type": "tool_use", "id": "toolu_2", "name": "memory",
+      "input": {"command": "create", "path": "/memories/prefs.md", "file_text": "again"}}],
+    [{"type": "text", "text": "Noted."}],
+]
+
+
+def _readme_block(after: str, path=REPO / "README.md") -> str:
+    text = path.read_text()
+    start = text.index("```python\n", text.index(after)) + len("```python\n")
+    return text[start:text.index("```", start)]
+
+
+@pytest.mark.parametrize("doc,marker", [("README.md", "An agent loop that lets memcli answer the tool"),
+                                        ("docs/working-memory.md", "A plain Messages API loop")])
+def test_the_documented_subprocess_loop_works(memory_dir, monkeypatch, doc, marker):
+    pytest.importorskip("anthropic")
+    server, requests = _fake_messages_api(REPLIES)
+    try:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{server.server_port}")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+        monkeypatch.setenv("PYTHONPATH", str(REPO))
+        namespace: dict = {}
+        exec(compile(_readme_block(marker, REPO / doc), doc, "exec"), namespace)
+    finally:
+        server.shutdown()
+    assert AgentStore(memory_dir, "my-agent").memory_tree().files == {"/memories/prefs.md": "short answers\n"}
+    first, second = requests[1]["messages"][-1]["content"], requests[2]["messages"][-1]["content"]
+    assert first == [{"type": "tool_result", "tool_use_id": "toolu_1", "is_error": False,
+                      "content": "File created successfully at: /memories/prefs.md"}]
+    assert second == [{"type": "tool_result", "tool_use_id": "toolu_2", "is_error": True,
+                       "content": "File /memories/prefs.md already exists"}]
+    assert requests[0]["tools"] == [{"type": "memory_20250818", "name": "memory"}]
+
+
+def test_the_documented_tool_runner_adapter_works(memory_dir, monkeypatch):
+    pytest.importorskip("anthropic")
+    import anthropic
+
+    server, requests = _fake_messages_api(REPLIES)
+    try:
+        code = _readme_block("In Python the library does the same", REPO / "docs" / "working-memory.md")
+        client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{server.server_port}", api_key="test-key")
+        namespace = {"client": client, "messages": [{"role": "user", "content": "Remember: short answers."}]}
+        exec(compile(code.replace('MemcliMemory("memory", "my-agent")', f'MemcliMemory({str(memory_dir)!r}, "my-agent")'),
+                     "docs/working-memory.md", "exec"), namespace)
+    finally:
+        server.shutdown()
+    assert namespace["final"].content[0].text == "Noted."
+    assert AgentStore(memory_dir, "my-agent").memory_tree().files == {"/memories/prefs.md": "short answers\n"}
+    results = [m["content"] for m in requests[2]["messages"] if m["role"] == "user"][-1]
+    assert results[0]["tool_use_id"] == "toolu_2" and results[0]["is_error"] is True
+    assert "File /memories/prefs.md already exists" in str(results[0]["content"])

@@ -67,7 +67,8 @@ def memory_problem(value: dict) -> tuple[str | None, str] | None:
     kind = value.get(RECORD_TYPE)
     cls = MEMORY_KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None and kind != MEMORY_FILE_KIND:
-        return RECORD_TYPE, f"expected 'episodic', 'semantic' or 'memory_file', got {str(kind)[:40]!r}"
+        return RECORD_TYPE, (f"expected 'episodic' or 'semantic' (or 'memory_file', a working-memory change), "
+                             f"got {str(kind)[:40]!r}")
     record = {k: v for k, v in value.items() if k != RECORD_TYPE}
     if type(record.get("id")) is not str or not record["id"]:
         return "id", "a memory item needs a non-empty string id"

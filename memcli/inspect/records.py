@@ -12,6 +12,7 @@ from pathlib import Path
 
 from memcli.errors import RecordNotFoundError
 from memcli.store.agent import AgentStore
+from memcli.store.memory_files import MEMORY_FILE_PREFIX
 
 _TIER_PATHS = {"active": "active", "archive": "archive", "episodic": "episodic", "semantic": "semantic",
                "memory_files": "memory_files"}
@@ -31,8 +32,10 @@ def get_record(store: AgentStore, record_id: str) -> FoundRecord:
     found = store.find(record_id)
     if found is None:
         paths = store.paths
-        names = ", ".join(p.name for p in (paths.active, paths.archive, paths.episodic, paths.semantic,
-                                                paths.memory_files))
+        looked = [paths.active, paths.archive, paths.episodic, paths.semantic]
+        if record_id.startswith(MEMORY_FILE_PREFIX + "_"):  # only working-memory ids are looked for there
+            looked.append(paths.memory_files)
+        names = ", ".join(p.name for p in looked)
         hint = None
         if re.fullmatch(r"turn_\d+", record_id):
             hint = f"{record_id!r} looks like a turn id: `memcli show {store.agent_id} --turn {record_id} --archive`"
