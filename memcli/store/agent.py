@@ -7,7 +7,7 @@ anything else, brings the agent to a consistent state:
    index are cut back to their sizes before that ingest and the previous state is restored — an
    ingest that did not finish is not acknowledged, so none of it stays;
 2. an interrupted compaction (``.compaction.journal`` exists) is finished or undone by
-   :func:`memcli.compaction.journal.recover`;
+   :func:`memcli.store.journal.recover`;
 3. torn last lines of the data files are repaired (:func:`memcli.store.jsonl.repair_tail`);
 4. the state cache is loaded, caught up with records appended by someone else, or rebuilt.
 
@@ -26,13 +26,13 @@ from typing import IO, Iterator
 
 import orjson
 
-from memcli.errors import AgentNotFoundError, CorruptStoreError, StoreError
-from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record
+from memcli.errors import AgentNotFoundError, CorruptStoreError, InputError, StoreError, UsageError
+from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record, supersedes_of, to_record
 from memcli.store import jsonl
 from memcli.store.id_index import IdIndex, digest
 from memcli.store.layout import AgentPaths, agent_paths, ensure_dir
 from memcli.store.lock import agent_lock
-from memcli.store.memory_files import MEMORY_FILE_PREFIX, MemoryTree, version_view
+from memcli.store.memory_files import MEMORY_FILE_PREFIX, MemoryTree, TreeError, version_view
 from memcli.store.state import FileIdentity, TurnState
 
 
@@ -197,7 +197,7 @@ class AgentStore:
                     out.append(item)
                     if limit is not None and len(out) >= limit:
                         break
-                superseded.update(item.supersedes or ())
+                superseded.update(supersedes_of(item))  # memcli.models.superseded_ids, read from the end
             out.reverse()
             return out
 
@@ -258,7 +258,7 @@ class WriteSession:
     def open(self) -> None:
         self.rollback_interrupted_ingest()
         if self.paths.compaction_journal.exists():
-            from memcli.compaction.journal import recover
+            from memcli.store.journal import recover
 
             note = recover(self)
             if note:
@@ -353,6 +353,32 @@ class WriteSession:
         jsonl.append_chunks(self.paths.memory_files, halves(), fsync=fsync)
         crash_point("memory-file:appended")
 
+    def restore_memory_files(self, records: list[dict]) -> int:
+        """Append the working-memory records the agent does not have yet (by ``id``), in order,
+        after checking that each applies to the tree as it is (``ingest`` of an export). If one
+        does not, none is appended: InputError naming it. Returns how many were appended."""
+        if not records:
+            return 0
+        tree = self.memory_tree()
+        known = {record.get("id") for _, _, record in jsonl.iter_records(self.paths.memory_files)}
+        new = []
+        for record in records:
+            if record["id"] in known:
+                continue
+            known.add(record["id"])
+            try:
+                tree.apply(record)
+            except TreeError as exc:
+                raise InputError(
+                    f"working-memory record {record['id']} ({record.get('op')} {record.get('path')}) does not "
+                    f"apply to agent {self.paths.agent_id!r}: {exc}; the traces were ingested, the memory items "
+                    "and working memory were not",
+                    hint="restore into an agent without working memory files, or remove them first") from None
+            new.append(record)
+        if new:
+            jsonl.append_records(self.paths.memory_files, new)
+        return len(new)
+
     # ---------------------------------------------------------------- ingest commit
     def append_staged(self, staged: IO[bytes], staged_len: int, digests: list[bytes],
                       new_state: TurnState, *, fsync: bool = True) -> None:
@@ -417,6 +443,26 @@ class WriteSession:
         crash_point("ingest-recovery:state")
         os.unlink(marker_path)  # every step above is idempotent: a crash before this repeats them
         self.recovered.append(f"rolled back an interrupted ingest of agent {self.paths.agent_id!r}")
+
+    # ---------------------------------------------------------------- memory items
+    def append_memory(self, kind: str, records: list[dict]) -> int:
+        """Append episodic (``kind="episodic"``) or semantic items the agent does not have yet,
+        matched by ``id`` (so appending the same items twice adds nothing); each record is
+        normalised through its model first. Returns how many were appended (fsynced)."""
+        cls = {"episodic": EpisodicItem, "semantic": SemanticItem}.get(kind)
+        if cls is None:
+            raise UsageError(f"kind: expected 'episodic' or 'semantic', got {kind!r}")
+        path = self.paths.episodic if kind == "episodic" else self.paths.semantic
+        known = {record.get("id") for _, _, record in jsonl.iter_records(path)}
+        new = []
+        for record in records:
+            if record["id"] in known:
+                continue
+            known.add(record["id"])
+            new.append(to_record(from_record(cls, record)))
+        if new:
+            jsonl.append_records(path, new)
+        return len(new)
 
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import orjson
 
 from memcli.errors import InputError
-from memcli.models import EpisodicItem, SemanticItem, from_record, to_record
+from memcli.models import EpisodicItem, SemanticItem, from_record
 
 RECORD_TYPE = "record_type"
 MEMORY_KINDS = {"episodic": EpisodicItem, "semantic": SemanticItem}
@@ -110,62 +110,22 @@ def divert_memory_record(line: int, value, sink: list):
 
 def restore_memory(store, items: list) -> str:
     """Append the items ``store`` does not have yet (by id), under its lock. Returns a note."""
-    from memcli.store import jsonl
-
     added = {"episodic": 0, "semantic": 0}
     present = 0
     with store.writer() as session:
-        files_added, files_present = _restore_memory_files(session, [r for k, r in items if k == MEMORY_FILE_KIND])
-        present += files_present
-        for kind, cls in MEMORY_KINDS.items():
+        files_added = session.restore_memory_files([r for k, r in items if k == MEMORY_FILE_KIND])
+        present += sum(1 for k, _ in items if k == MEMORY_FILE_KIND) - files_added
+        for kind in MEMORY_KINDS:
             wanted = [record for k, record in items if k == kind]
-            if not wanted:
-                continue
-            path = session.paths.episodic if kind == "episodic" else session.paths.semantic
-            known = {record.get("id") for _, _, record in jsonl.iter_records(path)}
-            new = []
-            for record in wanted:
-                if record["id"] in known:
-                    present += 1
-                    continue
-                known.add(record["id"])
-                new.append(to_record(from_record(cls, record)))
-            if new:
-                jsonl.append_records(path, new)
-                added[kind] = len(new)
+            if wanted:
+                appended = session.append_memory(kind, wanted)
+                added[kind] = appended
+                present += len(wanted) - appended
     note = f"restored {added['episodic']} episodic and {added['semantic']} semantic memory items"
-    if files_added or any(k == MEMORY_FILE_KIND for k, _ in items):
+    if any(k == MEMORY_FILE_KIND for k, _ in items):
         note += f" and {files_added} working-memory record{'s' if files_added != 1 else ''}"
     note += f" into {store.agent_id!r}"
     if present:
         note += f" ({present} already present)"
     return note
 
-
-def _restore_memory_files(session, records: list) -> tuple[int, int]:
-    """Append the working-memory records the agent does not have (by id), in order, after checking
-    that each applies to its tree; (added, already present)."""
-    if not records:
-        return 0, 0
-    from memcli.store import jsonl
-    from memcli.store.memory_files import TreeError
-
-    tree = session.memory_tree()
-    known = {record.get("id") for _, _, record in jsonl.iter_records(session.paths.memory_files)}
-    new = []
-    for record in records:
-        if record["id"] in known:
-            continue
-        known.add(record["id"])
-        try:
-            tree.apply(record)
-        except TreeError as exc:
-            raise InputError(
-                f"working-memory record {record['id']} ({record.get('op')} {record.get('path')}) does not apply "
-                f"to agent {session.paths.agent_id!r}: {exc}; the traces were ingested, the memory items and "
-                "working memory were not",
-                hint="restore into an agent without working memory files, or remove them first") from None
-        new.append(record)
-    if new:
-        jsonl.append_records(session.paths.memory_files, new)
-    return len(new), len(records) - len(new)
