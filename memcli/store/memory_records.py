@@ -33,7 +33,6 @@ the offsets of the changes after it.
 
 from __future__ import annotations
 
-
 import orjson
 
 from memcli.errors import InputError
