@@ -136,6 +136,15 @@ def working_memory_section(files: list[tuple[str, str]], budget: int, counter: T
     return "\n\n".join(parts), left_out
 
 
+def store_working_memory(store: AgentStore, options: SnapshotOptions, counter: TokenCounter) -> tuple[str, list[str]]:
+    """The agent's working-memory section as ``options`` ask for it (``""`` when left out or
+    empty) and the paths left out for the budget — what :func:`compose_system` takes as
+    ``working_memory``; a count of the working snapshot's system prompt includes it the same way."""
+    if not options.include_working_memory:
+        return "", []
+    return working_memory_section(store.memory_tree().sorted_files(), options.working_memory_tokens, counter)
+
+
 def compose_system(options: SnapshotOptions, stored: list[str], memory_files: list[tuple[str, str]],
                    working_memory: str = "") -> str:
     parts: list[str] = []
@@ -252,14 +261,10 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
     counter = TokenCounter(options.model or renderer.default_model)
     meter = TokenMeter(counter)
     notes: list[str] = []
-    working_memory = ""
-    if options.include_working_memory:
-        working_memory, left_out = working_memory_section(
-            store.memory_tree().sorted_files(), options.working_memory_tokens, counter)
-        if left_out:
-            notes.append(f"working memory: {len(left_out)} file{'s' if len(left_out) != 1 else ''} over the "
-                         f"{options.working_memory_tokens:,}-token budget listed by path only "
-                         "(--working-memory-tokens)")
+    working_memory, left_out = store_working_memory(store, options, counter)
+    if left_out:
+        notes.append(f"working memory: {len(left_out)} file{'s' if len(left_out) != 1 else ''} over the "
+                     f"{options.working_memory_tokens:,}-token budget listed by path only (--working-memory-tokens)")
     episodic, semantic = store.live_memory(MAX_EPISODIC, MAX_SEMANTIC) if options.include_memory else ([], [])
     memory = memory_message(episodic, semantic)
     include_reasoning = renderer.shows_reasoning
