@@ -113,6 +113,15 @@ def test_export_with_memory_carries_the_log_and_ingest_restores_it(cli, memory_d
     assert AgentStore(memory_dir, "c").memory_tree().files == AgentStore(memory_dir, "a").memory_tree().files
 
 
+def test_markdown_export_with_memory_shows_the_files(cli, memory_dir, agent_with_files):
+    _tool(memory_dir, "a", command="create", path="/memories/code.md", file_text="```py\nx = 1\n```\n")
+    text = cli("export", "a", "--format", "markdown", "--with-memory").stdout
+    section = text[text.index("### Working memory files"):text.index("## turn_0001")]
+    assert section.startswith("### Working memory files\n\n`/memories/.scratch`\n\n```\nhidden\n```\n\n"
+                              "`/memories/code.md`\n\n````\n```py\nx = 1\n```\n````\n\n`/memories/plan.md`")
+    assert "Working memory" not in cli("export", "a", "--format", "markdown").stdout
+
+
 def test_restoring_into_conflicting_working_memory_appends_none_of_it(cli, memory_dir, agent_with_files):
     exported = cli("export", "a", "--with-memory").stdout_bytes
     _tool(memory_dir, "d", command="create", path="/memories/plan.md", file_text="mine")

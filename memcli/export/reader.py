@@ -143,6 +143,20 @@ class History:
             yield from batch.records
 
 
+    def memory_tree(self, progress: Progress | None = None):
+        """The working-memory tree as the view's log leaves it (memcli.store.memory_files)."""
+        from memcli.store.memory_files import MemoryTree, TreeError
+
+        tree = MemoryTree()
+        for number, record in enumerate(self.iter_memory_files(progress), 1):
+            try:
+                tree.apply(record)
+            except TreeError as exc:
+                raise CorruptStoreError(str(self.memory_files.path), number,
+                                        f"working-memory record does not apply: {exc}") from None
+        return tree
+
+
 def _memory_file_problem(record) -> str | None:
     from memcli.store.memory_files import OPS
 
