@@ -1,4 +1,4 @@
-"""Which traces a compaction moves: the window of DESIGN.md §4.
+"""Which traces a compaction moves: the window of docs/design.md §4.
 
 Rules, applied to the active file as it is when the plan is made (under the agent lock, so
 every line read is committed):

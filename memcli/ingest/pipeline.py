@@ -1,4 +1,4 @@
-"""Ingest: validated events in, durable RAW_TRACE lines out (DESIGN.md §2–§3).
+"""Ingest: validated events in, durable RAW_TRACE lines out (docs/design.md §2–§3).
 
 Batch mode (the default) is all-or-nothing: under the agent lock, every event is validated,
 de-duplicated by id, stamped (``id``, ``ts``, ``source_event``) and linked (``turn_id``, ``seq``)

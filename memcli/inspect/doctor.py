@@ -4,7 +4,7 @@
 The check reads the files exactly as they are — before anything recovers — with a lenient
 reader that goes on past a bad line. Every finding has a severity:
 
-``error`` — the store breaks an invariant readers or writers rely on (DESIGN.md §1–§3):
+``error`` — the store breaks an invariant readers or writers rely on (docs/design.md §1–§3):
 
 * ``interrupted-ingest`` — ``.ingest.pending`` exists: an ingest did not finish (or is running
   right now). Repair: roll it back (its events were never acknowledged).
@@ -42,7 +42,7 @@ reader that goes on past a bad line. Every finding has a severity:
   paired first-in-first-out per ``tool_call_id``).
 * ``stale-pending-call`` — a tool call without a result while *later turns exist* (a turn first
   seen after the call's turn). A call in the newest turn is simply in flight and not reported.
-  A stale call ends every compaction window at its turn (DESIGN.md §4), so the history before
+  A stale call ends every compaction window at its turn (docs/design.md §4), so the history before
   it can never shrink; ingest its result (or a ``tool_error``) to release it.
 
 ``info`` — harmless: the state cache (``.state.json``, ``.ids``) disagrees with the files; it

@@ -1,4 +1,4 @@
-"""The tool interaction view (``memcli tools``; DESIGN.md §2), filtered.
+"""The tool interaction view (``memcli tools``; docs/design.md §2), filtered.
 
 Pairing is :mod:`memcli.tool_interactions` (FIFO per ``tool_call_id``); interactions come out in
 the order of their calls, orphan results at their own position, streamed.

@@ -1,4 +1,4 @@
-"""One agent's snapshot — memory turned back into the prompt the agent sends next (DESIGN.md §5).
+"""One agent's snapshot — memory turned back into the prompt the agent sends next (docs/design.md §5).
 
 Composition, in order:
 
