@@ -346,6 +346,7 @@ _CHANGES = {"create": _create, "str_replace": _str_replace, "insert": _insert, "
 # --------------------------------------------------------------------------- entry points
 
 def _store_of(store_or_agent):
+    """An AgentStore, or the store of a ``memcli.Memory(...).agent(...)`` (its ``.store``)."""
     from memcli.store.agent import AgentStore
 
     if isinstance(store_or_agent, AgentStore):
@@ -353,7 +354,7 @@ def _store_of(store_or_agent):
     store = getattr(store_or_agent, "store", None)
     if isinstance(store, AgentStore):
         return store
-    raise TypeError(f"expected an AgentStore or an agent with a .store, got {type(store_or_agent).__name__}")
+    raise TypeError(f"expected an AgentStore or a memcli.Memory(...).agent(...), got {type(store_or_agent).__name__}")
 
 
 def parse_command(data: bytes | str) -> dict:

@@ -391,3 +391,21 @@ def test_the_documented_tool_runner_adapter_works(memory_dir, monkeypatch):
     results = [m["content"] for m in requests[2]["messages"] if m["role"] == "user"][-1]
     assert results[0]["tool_use_id"] == "toolu_2" and results[0]["is_error"] is True
     assert "File /memories/prefs.md already exists" in str(results[0]["content"])
+
+
+def test_the_python_api(memory_dir):
+    import memcli
+    from memcli.memory_tool import MemoryToolRefused
+
+    agent = memcli.Memory(memory_dir).agent("py")
+    assert agent.memory_tool({"command": "create", "path": "/memories/a.md", "file_text": "hi\n"}) == \
+        "File created successfully at: /memories/a.md"
+    with pytest.raises(MemoryToolRefused) as refused:
+        agent.memory_tool({"command": "create", "path": "/memories/a.md", "file_text": "again"})
+    assert refused.value.message == "File /memories/a.md already exists" and refused.value.exit_code == 1
+    assert agent.memory_files() == {"/memories/a.md": "hi\n"}
+    assert memory_tool(agent, {"command": "view", "path": "/memories/a.md"}) == \
+        "Here's the content of /memories/a.md with line numbers:\n     1\thi\n     2\t"
+    change = read_jsonl(_log(memory_dir, "py"))[0]["id"]
+    assert agent.get(change)["content"] == "hi\n"
+    assert agent.snapshot("anthropic", memory_tool=True)["tools"] == [{"type": "memory_20250818", "name": "memory"}]

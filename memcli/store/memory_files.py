@@ -1,6 +1,6 @@
 """Working memory: the agent's ``/memories`` tree, kept as an append-only log.
 
-The files an agent edits through Anthropic's memory tool (DESIGN.md §8) live in one file of the
+The files an agent edits through Anthropic's memory tool (docs/design.md §8) live in one file of the
 agent's directory, ``memory_files.jsonl``; the tree as it is now is the replay of that log, from
 the start. One JSON object per line, one line per change, never rewritten::
 
