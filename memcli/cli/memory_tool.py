@@ -1,7 +1,7 @@
 """``memcli memory-tool AGENT``: answer one Anthropic memory-tool command (memcli.memory_tool).
 
 stdin: the ``input`` object of one ``tool_use`` block (JSON). stdout: exactly the text to send
-back as the ``tool_result`` — no newline added. A command the tool refuses prints the refusal's
+back as the ``tool_result`` — no newline added (on a terminal one is, to end the line). A command the tool refuses prints the refusal's
 text on stdout too (the ``tool_result`` to send with ``is_error: true``) and exits 1, so a loop
 only needs ``stdout`` and the exit status. memcli's own failures (a bad agent id, a lock timeout,
 a corrupt store) are reported on stderr like every other command.
@@ -41,6 +41,8 @@ def memory_tool(
 
 def _write(text: str) -> None:
     out = sys.stdout
+    if out.isatty():  # a person reading: end the line (a pipe gets the text exactly)
+        text += "\n"
     try:
         if hasattr(out, "buffer"):
             out.buffer.write(text.encode("utf-8", "surrogateescape"))
