@@ -120,10 +120,11 @@ def _field(command: dict, name: str, kind=str):
     return value
 
 
-def resolve_path(path) -> str:
-    """The canonical tree path for a command's path, checked as the SDK's ``_validate_path``."""
+def resolve_path(path, name: str = "path") -> str:
+    """The canonical tree path for a command's path (its parameter ``name``), checked as the
+    SDK's ``_validate_path``."""
     if not isinstance(path, str):
-        raise MemoryToolRefused(f"Missing or invalid `path` parameter: expected a string, got {_shown(path)}.")
+        raise MemoryToolRefused(f"Missing or invalid `{name}` parameter: expected a string, got {_shown(path)}.")
     if not path.startswith(ROOT):
         raise MemoryToolRefused(f"Path must start with /memories, got: {path}")
     if "\x00" in path:
@@ -230,12 +231,12 @@ def _existing_file(tree: MemoryTree, path) -> str:
 def _create(tree: MemoryTree, command: dict) -> tuple[str, dict, int]:
     path = command.get("path")
     canon = resolve_path(path)
-    text = _field(command, "file_text")
     if tree.kind(canon) is not None:
         raise MemoryToolRefused(f"File {path} already exists")
     blocking = tree.blocking_file(canon)
     if blocking is not None:
         raise MemoryToolRefused(f"Cannot create {path}: {blocking} is a file, not a directory")
+    text = _field(command, "file_text")
     if len(tree.files) >= MAX_FILES:
         raise MemoryToolRefused(
             f"Cannot create {path}: /memories already holds {len(tree.files):,} files, the most it can hold "
@@ -319,12 +320,8 @@ def _delete(tree: MemoryTree, command: dict) -> tuple[str, dict, int]:
 
 def _rename(tree: MemoryTree, command: dict) -> tuple[str, dict, int]:
     old_path, new_path = command.get("old_path"), command.get("new_path")
-    if not isinstance(old_path, str):
-        raise MemoryToolRefused(f"Missing or invalid `old_path` parameter: expected a string, got {_shown(old_path)}.")
-    if not isinstance(new_path, str):
-        raise MemoryToolRefused(f"Missing or invalid `new_path` parameter: expected a string, got {_shown(new_path)}.")
-    old = resolve_path(old_path)
-    new = resolve_path(new_path)
+    old = resolve_path(old_path, "old_path")
+    new = resolve_path(new_path, "new_path")
     if old == ROOT:
         raise MemoryToolRefused("Cannot rename the /memories directory itself")
     if tree.kind(new) is not None:
