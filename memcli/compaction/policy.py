@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import orjson
+
 from memcli.store.agent import AgentStore
 from memcli.tokens import TokenCounter, context_window
-
-import orjson
 
 
 @dataclass

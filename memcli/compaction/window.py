@@ -33,8 +33,8 @@ import orjson
 
 from memcli.models import PINNED_TAGS, RawTrace
 from memcli.store import jsonl
-from memcli.store.jsonl import iter_run_lines  # noqa: F401  (moved to the store; old name kept)
 from memcli.store.agent import trace_from_record
+from memcli.store.jsonl import iter_run_lines  # noqa: F401  (moved to the store; old name kept)
 from memcli.store.state import TurnState
 
 

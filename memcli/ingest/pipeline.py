@@ -28,8 +28,8 @@ from typing import Callable, Iterable, Protocol
 import orjson
 
 from memcli.errors import InputError
-from memcli.ids import new_id_value
 from memcli.events import DEFAULT_SOURCE_EVENT, validate_event
+from memcli.ids import new_id_value
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, WriteSession
 from memcli.store.id_index import digest

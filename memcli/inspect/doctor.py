@@ -255,7 +255,7 @@ class _Checker:
         def traces() -> Iterator[RawTrace]:
             for tier, path in (("archive", self.paths.archive), ("active", self.paths.active)):
                 mine, other = seen[tier], seen["archive"] if tier == "active" else None
-                for number, offset, raw, record, trace in self.records(path, "trace"):
+                for number, _offset, _raw, _record, trace in self.records(path, "trace"):
                     self.counts[tier] += 1
                     h = hash(trace.id)
                     if h in mine or (other is not None and h in other):
@@ -359,7 +359,7 @@ class _Checker:
     def check_memory(self) -> None:
         for kind, path in (("episodic", self.paths.episodic), ("semantic", self.paths.semantic)):
             first: dict[str, tuple[int, bytes]] = {}
-            for number, offset, raw, record, item in self.records(path, kind):
+            for number, offset, raw, _record, item in self.records(path, kind):
                 earlier = first.get(item.id)
                 if earlier is None:
                     first[item.id] = (number, raw)

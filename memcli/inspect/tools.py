@@ -94,7 +94,7 @@ def _pending_pairs(store: AgentStore) -> Iterator[ToolPair]:
                      key=lambda e: (e[2] is None, e[2] or 0))
     path = store.paths.active
     found = []
-    for turn_id, trace_id, offset in entries:
+    for _turn_id, trace_id, offset in entries:
         if offset is None:
             break
         try:
