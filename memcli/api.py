@@ -160,7 +160,22 @@ class Agent:
         store = self.store.require()
         return doctor.repair(store) if repair else doctor.diagnose(store)
 
+    def memory_tool(self, command: dict) -> str:
+        """Answer one Anthropic memory-tool command (the ``input`` of a ``tool_use`` named
+        ``memory``: view, create, str_replace, insert, delete, rename on ``/memories``), as
+        ``memcli memory-tool``: the ``tool_result`` text, exactly as the SDK's reference
+        implementation answers. A refused command raises
+        :class:`memcli.memory_tool.MemoryToolRefused`, whose message is the error text to send
+        back with ``is_error: true``; nothing was written then."""
+        from memcli.memory_tool import memory_tool
+
+        return memory_tool(self.store, command)
+
     # ------------------------------------------------------------------ reading
+    def memory_files(self) -> dict[str, str]:
+        """The working memory files (``/memories/...`` path -> text), as ``memcli memory --files``."""
+        return dict(self.store.require().memory_tree().sorted_files())
+
     def snapshot(self, provider: str = "openai-chat", *, full: bool = False, **options: Any):
         """The prompt for ``provider`` (openai-chat, openai-responses, anthropic, gemini, text), as
         ``memcli snapshot``: the request payload (a dict; a str for ``text``). Options are the
@@ -208,7 +223,8 @@ class Agent:
                                                  flt=flt, last=last, archive=archive))
 
     def get(self, id: str):
-        """The record with this id — a trace, an episodic item or a semantic fact — as ``memcli get``.
+        """The record with this id — a trace, an episodic item, a semantic fact, or a working-memory
+        change (a dict with the file's ``content`` as that change left it) — as ``memcli get``.
         Raises RecordNotFoundError."""
         from memcli.inspect.records import get_record
 

@@ -151,7 +151,7 @@ def check_openai_responses(payload: dict) -> None:
 
 
 def check_anthropic(payload: dict) -> None:
-    assert set(payload) <= {"system", "messages"}
+    assert set(payload) <= {"system", "messages", "tools"}  # tools: `snapshot --memory-tool`
     if "system" in payload:
         assert payload["system"].strip()
     _typed_dict_check("anthropic", payload, {"model": "claude-sonnet-4-5", "max_tokens": 1024})

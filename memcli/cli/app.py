@@ -96,6 +96,7 @@ COMMAND_MODULES = {
     "export": "export", "clear": "export",
     "search": "search", "remember": "search", "forget": "search",
     "mcp": "mcp",
+    "memory-tool": "memory_tool",
 }
 
 

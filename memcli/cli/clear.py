@@ -11,7 +11,7 @@ def clear(
     ctx: typer.Context,
     agent: str = typer.Argument(..., help="Agent id."),
     keep_memory: bool = typer.Option(
-        False, "--keep-memory", help="Keep the episodic summaries and semantic facts; delete the raw traces.",
+        False, "--keep-memory", help="Keep the episodic summaries, semantic facts and working memory files; delete the raw traces.",
     ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation (required when not on a terminal)."),
 ) -> None:

@@ -356,20 +356,42 @@ def _render_memory(entries, view: HumanView) -> None:
         Output.note("no memory items (episodic summaries and semantic facts are written by `memcli compact`)")
 
 
+def _render_working_memory(entries, view: HumanView) -> None:
+    count = 0
+    for entry in entries:
+        if entry["kind"] == "file":
+            count += 1
+        size = fmt_bytes(entry["bytes"]) if entry["kind"] == "file" else ""
+        view.line((f"{size:>9}", "dim"), "  ", (entry["path"] + ("/" if entry["kind"] == "dir" else ""),
+                                              "bold" if entry["kind"] == "dir" else None))
+    if count == 0:
+        Output.note("no working memory files (the agent writes them with the memory tool: `memcli memory-tool`)")
+
+
 @output_options
 def memory(
     ctx: typer.Context,
     agent: str = AGENT,
     all_: bool = typer.Option(False, "--all", help="Include superseded items (marked with what replaced them)."),
     tier: Optional[str] = typer.Option(None, "--tier", metavar="T", help="Only episodic or only semantic items."),
+    files: bool = typer.Option(False, "--files", help="The working memory files (/memories) instead: the tree, with sizes."),
     *, out: Output,
 ) -> None:
     """Episodic summaries and semantic facts, oldest first; superseded ones only with --all.
 
-    In JSON each item is the stored record with `tier` and `superseded_by` in front.
+    In JSON each item is the stored record with `tier` and `superseded_by` in front. With --files,
+    the working memory tree the agent edits through the memory tool (`memcli memory-tool`): one
+    entry per directory and file in path order (JSON: path, kind, bytes, and each file's content).
     """
     from memcli.errors import UsageError
     from memcli.inspect.memory import TIERS, iter_memory
+
+    if files:
+        from memcli.inspect.memory import iter_working_memory
+
+        entries = iter_working_memory(_store(ctx, agent))
+        out.records(entries, human=_render_working_memory)
+        return
 
     if tier is not None and tier not in TIERS:
         raise UsageError(f"--tier: expected episodic or semantic, got {tier!r}")

@@ -23,6 +23,13 @@ def snapshot(
     no_stored_system: bool = typer.Option(
         False, "--no-stored-system", help="Leave out the system/developer messages kept in the store."),
     no_memory: bool = typer.Option(False, "--no-memory", help="Leave out the episodic/semantic memory bundle."),
+    no_working_memory: bool = typer.Option(
+        False, "--no-working-memory", help="Leave out the working memory files (/memories) from the system prompt."),
+    working_memory_tokens: int = typer.Option(
+        4000, "--working-memory-tokens", metavar="N",
+        help="Token budget for the working memory files in the system prompt; files beyond it are listed by path."),
+    memory_tool: bool = typer.Option(
+        False, "--memory-tool", help="Declare Anthropic's memory tool (memory_20250818) in tools (-p anthropic)."),
     tail_turns: Optional[int] = typer.Option(
         None, "--tail-turns", help="Only the last N turns (the compaction snapshot), read from the end of the file."),
     max_tokens: Optional[int] = typer.Option(
@@ -44,9 +51,10 @@ def snapshot(
 ) -> None:
     """Render the agent's memory as the next request's payload for a provider.
 
-    The working snapshot is the system prompt, the memory bundle (pinned facts, then the last 3
-    episodic summaries and up to 20 semantic facts; with --recall, the most relevant ones within
-    --memory-tokens) and every active trace; --tail-turns N gives the compaction snapshot.
+    The working snapshot is the system prompt (with the working memory files), the memory bundle
+    (pinned facts, then the last 3 episodic summaries and up to 20 semantic facts; with --recall,
+    the most relevant ones within --memory-tokens) and every active trace; --tail-turns N gives the
+    compaction snapshot.
     Tool calls and results are native structures; every call has a result (a placeholder when it
     is still pending). Nothing in the store changes: shortened results name the trace id that
     `memcli get` expands.
@@ -57,7 +65,9 @@ def snapshot(
         provider=provider, system=system, system_files=tuple(system_file or ()), memory_files=tuple(memory_file or ()),
         stored_system=not no_stored_system, include_memory=not no_memory, tail_turns=tail_turns,
         max_tokens=max_tokens, max_tool_result_chars=max_tool_result_chars, expire=tuple(expire or ()), model=model,
-        recall=recall, memory_tokens=memory_tokens)
+        recall=recall, memory_tokens=memory_tokens,
+        include_working_memory=not no_working_memory, working_memory_tokens=working_memory_tokens,
+        memory_tool=memory_tool)
     result = take_snapshot(ctx.obj, agent, options)
     _write_payload(result.payload, compact=compact, ndjson=ndjson)
     _report(result)

@@ -28,6 +28,7 @@ class ExportResult:
     traces: int = 0
     episodic: int = 0
     semantic: int = 0
+    memory_files: int = 0         # working-memory log records (memcli.store.memory_files)
     bytes_read: int = 0
     bytes_written: int = 0
     notes: list = field(default_factory=list)  # what a provider format left out, for stderr
@@ -35,13 +36,17 @@ class ExportResult:
     def count_memory(self, kind: str) -> None:
         if kind == "episodic":
             self.episodic += 1
-        else:
+        elif kind == "semantic":
             self.semantic += 1
+        else:
+            self.memory_files += 1
 
     def summary(self) -> str:
         what = f"{self.traces} trace{'s' if self.traces != 1 else ''}"
         if self.episodic or self.semantic:
             what += f", {self.episodic} episodic and {self.semantic} semantic item{'s' if self.semantic != 1 else ''}"
+        if self.memory_files:
+            what += (f", {self.memory_files} working-memory record{'s' if self.memory_files != 1 else ''}")
         where = f" to {self.target} ({format_size(self.bytes_written)})" if self.target else ""
         return f"exported {what} of {self.agent_id!r} as {self.format}{where}"
 

@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 from memcli.export.reader import History, Progress
 from memcli.filters import TraceFilter
-from memcli.store.memory_records import memory_line
+from memcli.store.memory_records import MEMORY_FILE_KIND, memory_line
 
 
 def write_jsonl(history: History, out: BinaryIO, flt: TraceFilter, *, with_memory: bool,
@@ -43,6 +43,9 @@ def write_jsonl(history: History, out: BinaryIO, flt: TraceFilter, *, with_memor
             if flt.matches_memory(kind, record):
                 write(memory_line(kind, record) + b"\n")
                 result.count_memory(kind)
+        for record in history.iter_memory_files(progress):  # whole: a part of the log would not replay
+            write(memory_line(MEMORY_FILE_KIND, record) + b"\n")
+            result.count_memory(MEMORY_FILE_KIND)
 
 
 def write_json(history: History, out: BinaryIO, flt: TraceFilter, *, with_memory: bool,
@@ -68,4 +71,7 @@ def write_json(history: History, out: BinaryIO, flt: TraceFilter, *, with_memory
             if flt.matches_memory(kind, record):
                 elements([memory_line(kind, record)])
                 result.count_memory(kind)
+        for record in history.iter_memory_files(progress):
+            elements([memory_line(MEMORY_FILE_KIND, record)])
+            result.count_memory(MEMORY_FILE_KIND)
     write(b"]\n" if first else b"\n]\n")

@@ -5,7 +5,9 @@ Layout::
     # coder — memory export
     (one line on what this is; the filters, when any)
     ## Memory                                   with --with-memory: live episodic summaries and
-                                                semantic facts (superseded ones are not shown)
+                                                semantic facts (superseded ones are not shown),
+                                                and the working memory files (each path, then
+                                                its text fenced), when there are any
     ## turn_0003 · 2026-03-02 09:14 UTC         one heading per turn, the time of its first trace
     **User** · 09:14:03                          user text as a quote
     **Assistant** · 09:14:10 · tokens            assistant text as written (it is markdown)
@@ -251,7 +253,7 @@ class MarkdownWriter:
         self._drain()
 
     def memory(self, episodic: list[EpisodicItem], semantic: list[SemanticItem],
-               hidden_episodic: int = 0, hidden_semantic: int = 0) -> None:
+               hidden_episodic: int = 0, hidden_semantic: int = 0, files: list[tuple[str, str]] = ()) -> None:
         sections = ["## Memory"]
         items = []
         for item in episodic:
@@ -276,6 +278,9 @@ class MarkdownWriter:
         if hidden_semantic:
             items.append(f"\n*{hidden_semantic} superseded fact{'s' if hidden_semantic != 1 else ''} not shown.*")
         sections.append("### Semantic facts\n\n" + ("\n".join(items) if items else "*None.*"))
+        if files:
+            sections.append("### Working memory files\n\n" + "\n\n".join(
+                f"{inline_code(path)}\n\n{fenced(text)}" for path, text in files))
         self._write("\n" + "\n\n".join(sections) + "\n")
 
     def add(self, trace: RawTrace, tier: str, size: int = 0) -> None:
@@ -598,7 +603,10 @@ def write_markdown(history, out: BinaryIO, flt, *, with_memory: bool, result, pr
     writer.begin()
     if with_memory:
         memory = live_memory(history, flt, progress)
-        writer.memory(memory.episodic, memory.semantic, memory.superseded_episodic, memory.superseded_semantic)
+        files = history.memory_tree(progress).sorted_files()
+        writer.memory(memory.episodic, memory.semantic, memory.superseded_episodic, memory.superseded_semantic,
+                      files)
+        result.memory_files = len(files)
         result.episodic = len(memory.episodic)
         result.semantic = len(memory.semantic)
     add = writer.add

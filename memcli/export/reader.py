@@ -83,6 +83,7 @@ class History:
     active: SourceFile
     episodic: SourceFile
     semantic: SourceFile
+    memory_files: SourceFile
     _closed: bool = field(default=False, repr=False)
 
     @property
@@ -91,12 +92,12 @@ class History:
 
     @property
     def memory_bytes(self) -> int:
-        return self.episodic.size + self.semantic.size
+        return self.episodic.size + self.semantic.size + self.memory_files.size
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            for source in (self.archive, self.active, self.episodic, self.semantic):
+            for source in (self.archive, self.active, self.episodic, self.semantic, self.memory_files):
                 if source.file is not None:
                     source.file.close()
 
@@ -135,6 +136,37 @@ class History:
             for batch in _iter_batches(source, progress, check=_memory_problem(cls), keep_records=True):
                 for record in batch.records:
                     yield source.tier, record
+
+    def iter_memory_files(self, progress: Progress | None = None) -> Iterator[dict]:
+        """The working-memory log's records (memcli.store.memory_files), in file order."""
+        for batch in _iter_batches(self.memory_files, progress, check=_memory_file_problem, keep_records=True):
+            yield from batch.records
+
+
+    def memory_tree(self, progress: Progress | None = None):
+        """The working-memory tree as the view's log leaves it (memcli.store.memory_files)."""
+        from memcli.store.memory_files import MemoryTree, TreeError
+
+        tree = MemoryTree()
+        for number, record in enumerate(self.iter_memory_files(progress), 1):
+            try:
+                tree.apply(record)
+            except TreeError as exc:
+                raise CorruptStoreError(str(self.memory_files.path), number,
+                                        f"working-memory record does not apply: {exc}") from None
+        return tree
+
+
+def _memory_file_problem(record) -> str | None:
+    from memcli.store.memory_files import OPS
+
+    if type(record) is not dict:
+        return f"expected a JSON object, found {type(record).__name__}"
+    if type(record.get("id")) is not str:
+        return "working-memory record without a valid 'id'"
+    if record.get("op") not in OPS:
+        return f"working-memory record with an unknown 'op' ({str(record.get('op'))[:40]!r})"
+    return None
 
 
 def _memory_problem(cls):
@@ -281,7 +313,8 @@ def open_history(store: AgentStore) -> History:
         archive = _open(paths.archive, "archive")
         episodic = _open(paths.episodic, "episodic")
         semantic = _open(paths.semantic, "semantic")
-        history = History(store, archive, active, episodic, semantic)
+        memory_files = _open(paths.memory_files, "memory_files")
+        history = History(store, archive, active, episodic, semantic, memory_files)
         if not journal_before and not paths.compaction_journal.exists() and _same_file(paths.active, active):
             return history
         history.close()

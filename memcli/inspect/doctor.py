@@ -27,7 +27,16 @@ reader that goes on past a bad line. Every finding has a severity:
   stay active when their turn is compacted); readers assume a turn's traces come in rising ``seq`` (reading recent turns
   from the end stops at ``seq`` 1). Not repaired (renumbering would rewrite history).
 
+* ``memory-file-conflict`` — a working-memory record (``memory_files.jsonl``) that does not
+  apply to the tree the records before it leave (an edit of a missing file, a create of an
+  existing path): readers refuse the file. Not repaired (which change is wrong is for a person
+  to decide). Bad lines, duplicate ids and torn tails of this file are reported (and, except
+  duplicates, repaired) as above.
+
 ``warning`` — legal, but worth a look; not repaired:
+
+* ``memory-file-over-limit`` — a working-memory file over 100 KB, or more than 2,000 files
+  (written by something other than the memory tool, which refuses both).
 
 * ``orphan-result`` — a tool result whose call is nowhere in the history (archive and active,
   paired first-in-first-out per ``tool_call_id``).
@@ -217,6 +226,15 @@ class _Checker:
             try:
                 if kind == "trace":
                     model = trace_from_record(path, number, offset, record)
+                elif kind == "memory_file":
+                    from memcli.store.memory_files import OPS
+
+                    if not isinstance(record.get("id"), str):
+                        raise CorruptStoreError(str(path), number, "working-memory record without a valid 'id'")
+                    if record.get("op") not in OPS:
+                        raise CorruptStoreError(str(path), number,
+                                                f"working-memory record with an unknown 'op' ({str(record.get('op'))[:40]!r})")
+                    model = record
                 else:
                     if not isinstance(record.get("id"), str):
                         raise CorruptStoreError(str(path), number, "item without a valid 'id'")
@@ -357,6 +375,34 @@ class _Checker:
                          fixable=same, action="drop this copy" if same else None,
                          key=(str(path), item.id, _digest(raw)), offset=offset)
 
+    # -------------------------------------------------------------- working memory
+    def check_working_memory(self) -> None:
+        from memcli.store.memory_files import MAX_FILE_BYTES, MAX_FILES, MemoryTree, TreeError
+
+        path = self.paths.memory_files
+        tree = MemoryTree()
+        first: dict[str, int] = {}
+        for number, offset, raw, record, _ in self.records(path, "memory_file"):
+            record_id = record["id"]
+            if record_id in first:
+                self.add(ERROR, "duplicate-id", path, number, f"id {record_id!r} is also on line {first[record_id]}",
+                         key=(str(path), record_id, _digest(raw)), offset=offset)
+            first.setdefault(record_id, number)
+            try:
+                tree.apply(record)
+            except TreeError as exc:
+                self.add(ERROR, "memory-file-conflict", path, number,
+                         f"{record.get('op')} of {record.get('path')} does not apply to the files before it: {exc}",
+                         key=(str(path), _digest(raw)), offset=offset)
+        for file_path, text in tree.sorted_files():
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if size > MAX_FILE_BYTES:
+                self.add(WARNING, "memory-file-over-limit", path, None,
+                         f"{file_path} is {size:,} bytes (the memory tool allows {MAX_FILE_BYTES:,})", key=(file_path,))
+        if len(tree.files) > MAX_FILES:
+            self.add(WARNING, "memory-file-over-limit", path, None,
+                     f"/memories holds {len(tree.files):,} files (the memory tool allows {MAX_FILES:,})")
+
     # -------------------------------------------------------------- the cache
     def check_cache(self) -> None:
         from memcli.store.state import TurnState
@@ -403,7 +449,7 @@ class _Checker:
 
 
 _FILE_RANK = {".ingest.pending": 0, ".compaction.journal": 1, "raw_traces.jsonl": 2,
-              "raw_traces_archive.jsonl": 3, "episodic.jsonl": 4, "semantic.jsonl": 5}
+              "raw_traces_archive.jsonl": 3, "episodic.jsonl": 4, "semantic.jsonl": 5, "memory_files.jsonl": 6}
 
 
 def check(store: AgentStore) -> list[Finding]:
@@ -413,6 +459,7 @@ def check(store: AgentStore) -> list[Finding]:
     checker.check_markers()
     checker.check_traces()
     checker.check_memory()
+    checker.check_working_memory()
     checker.check_cache()
     checker.check_search_index()
     if checker.in_both_mid_compaction:

@@ -51,3 +51,17 @@ def iter_memory(store: AgentStore, *, include_superseded: bool = False,
             by = superseded.get(item.id)
             if by is None or include_superseded:
                 yield MemoryEntry(tier, by, item)
+
+
+def iter_working_memory(store: AgentStore) -> Iterator[dict]:
+    """The working-memory tree (``memcli memory --files``): ``{"path", "kind": "dir"|"file",
+    "bytes"[, "content"]}`` for the root, every directory and every file, in path order."""
+    store.require()
+    tree = store.memory_tree()
+    for path in sorted(tree.dirs | set(tree.files), key=lambda p: p.split("/")):
+        if path in tree.files:
+            text = tree.files[path]
+            yield {"path": path, "kind": "file", "bytes": len(text.encode("utf-8", "surrogatepass")), "content": text}
+        else:
+            size = sum(len(t.encode("utf-8", "surrogatepass")) for p, t in tree.files.items() if p.startswith(path + "/"))
+            yield {"path": path, "kind": "dir", "bytes": size}

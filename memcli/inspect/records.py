@@ -1,5 +1,6 @@
 """One record by id, wherever it lives (``memcli get``): an active or archived trace, an episodic
-summary or a semantic fact. This is how a user expands what a snapshot clipped or a compaction
+summary, a semantic fact, or a working-memory change (``wm_…``: shown with the file's text as
+that change left it — an old version). This is how a user expands what a snapshot clipped or a compaction
 archived: the snapshot names the trace id, ``get`` prints the record in full.
 
 An id that is no record's id is tried as a ``tool_call_id`` (:func:`find_tool_call`): the call
@@ -16,16 +17,19 @@ from pathlib import Path
 
 from memcli.errors import RecordNotFoundError
 from memcli.store.agent import AgentStore
+from memcli.store.memory_files import MEMORY_FILE_PREFIX
 
-_TIER_PATHS = {"active": "active", "archive": "archive", "episodic": "episodic", "semantic": "semantic"}
+_TIER_PATHS = {"active": "active", "archive": "archive", "episodic": "episodic", "semantic": "semantic",
+               "memory_files": "memory_files"}
 
 
 @dataclass
 class FoundRecord:
-    tier: str       # active, archive, episodic or semantic
+    tier: str       # active, archive, episodic, semantic or memory_files
     path: Path
     line: int
-    record: object  # RawTrace, EpisodicItem or SemanticItem
+    record: object  # RawTrace, EpisodicItem, SemanticItem, or a working-memory change (a dict with the
+                    # file's ``content`` as that change left it)
 
 
 def get_record(store: AgentStore, record_id: str) -> FoundRecord:
@@ -33,7 +37,10 @@ def get_record(store: AgentStore, record_id: str) -> FoundRecord:
     found = store.find(record_id)
     if found is None:
         paths = store.paths
-        names = ", ".join(p.name for p in (paths.active, paths.archive, paths.episodic, paths.semantic))
+        looked = [paths.active, paths.archive, paths.episodic, paths.semantic]
+        if record_id.startswith(MEMORY_FILE_PREFIX + "_"):  # only working-memory ids are looked for there
+            looked.append(paths.memory_files)
+        names = ", ".join(p.name for p in looked)
         hint = None
         if re.fullmatch(r"turn_\d+", record_id):
             hint = f"{record_id!r} looks like a turn id: `memcli show {store.agent_id} --turn {record_id} --archive`"

@@ -4,7 +4,15 @@ Composition, in order:
 
 1. **System prompt**: ``--system`` text, then ``--system-file`` contents, then the instructions
    kept in the store (traces tagged ``system``/``developer``), each distinct text once, in order;
-   then every ``--memory-file`` under a ``# Memory file: <path>`` heading.
+   then every ``--memory-file`` under a ``# Memory file: <path>`` heading; then the agent's
+   **working memory** (the ``/memories`` files it edits with the memory tool, memcli.memory_tool)
+   under a ``# Working memory`` heading: each file's path as a ``## /memories/…`` heading, then
+   its text, in path order, within ``working_memory_tokens`` (default 4,000): a file that does not
+   fit is left out and listed by path with a note to ``view`` it, and later, smaller files may
+   still fit. Hidden files (a path part starting with ``.``) are left out, as the tool's directory
+   view leaves them out. No files, no heading: the prompt is then what it was without working
+   memory. ``include_working_memory=False`` (``--no-working-memory``) leaves the section out;
+   ``memory_tool=True`` (``--memory-tool``, anthropic only) declares the memory tool in ``tools``.
 2. **Memory bundle**: pinned facts, then the last 3 episodic summaries and up to 20 semantic
    facts that are not superseded — or, with ``recall``, the items most relevant to a query within
    ``memory_tokens`` (memcli.snapshot.recall chooses) — as one user message in AutoByteus'
@@ -50,6 +58,8 @@ from memcli.store.agent import AgentStore
 from memcli.tokens import TokenCounter
 
 LEADING_CONTEXT_LIMIT = 1000
+DEFAULT_WORKING_MEMORY_TOKENS = 4000
+WORKING_MEMORY_HEADING = "# Working memory"
 
 
 @dataclass
@@ -67,6 +77,9 @@ class SnapshotOptions:
     model: str | None = None        # picks the token encoding (and Gemini's generation)
     recall: str | None = None       # choose the memory bundle by relevance to this query ("auto": latest ask)
     memory_tokens: int = DEFAULT_MEMORY_TOKENS  # the recalled bundle's budget
+    include_working_memory: bool = True   # the /memories files in the system prompt
+    working_memory_tokens: int = DEFAULT_WORKING_MEMORY_TOKENS
+    memory_tool: bool = False       # declare Anthropic's memory tool in the payload's tools
 
 
 @dataclass
@@ -108,7 +121,43 @@ def _read_text(path, flag: str) -> str:
         raise UsageError(f"cannot read {flag} {path}: not UTF-8 text") from None
 
 
-def compose_system(options: SnapshotOptions, stored: list[str], memory_files: list[tuple[str, str]]) -> str:
+def working_memory_section(files: list[tuple[str, str]], budget: int, counter: TokenCounter) -> tuple[str, list[str]]:
+    """The system prompt's working-memory section for ``files`` (path, text) and the paths left
+    out for the budget (module docstring); ``""`` when there are no files."""
+    files = [(path, text) for path, text in files if not any(part.startswith(".") for part in path.split("/"))]
+    if not files:
+        return "", []
+    intro = (f"{WORKING_MEMORY_HEADING}\n\nYour memory directory /memories, as it is now "
+             "(edit it with the memory tool):")
+    used = counter.count(intro)
+    blocks, left_out = [], []
+    for path, text in files:
+        block = f"## {path}\n\n{text.rstrip()}".rstrip()
+        cost = counter.count(block) + 2
+        if used + cost <= budget:
+            blocks.append(block)
+            used += cost
+        else:
+            left_out.append(path)
+    parts = [intro] + blocks
+    if left_out:
+        parts.append(f"Not shown here, to stay within {budget:,} tokens ({len(left_out)} "
+                     f"file{'s' if len(left_out) != 1 else ''}; `view` them with the memory tool): "
+                     + ", ".join(left_out))
+    return "\n\n".join(parts), left_out
+
+
+def store_working_memory(store: AgentStore, options: SnapshotOptions, counter: TokenCounter) -> tuple[str, list[str]]:
+    """The agent's working-memory section as ``options`` ask for it (``""`` when left out or
+    empty) and the paths left out for the budget — what :func:`compose_system` takes as
+    ``working_memory``; a count of the working snapshot's system prompt includes it the same way."""
+    if not options.include_working_memory:
+        return "", []
+    return working_memory_section(store.memory_tree().sorted_files(), options.working_memory_tokens, counter)
+
+
+def compose_system(options: SnapshotOptions, stored: list[str], memory_files: list[tuple[str, str]],
+                   working_memory: str = "") -> str:
     parts: list[str] = []
     texts = [options.system or ""] + [_read_text(path, "--system-file") for path in options.system_files] + stored
     for text in texts:  # each distinct text once, in order
@@ -117,6 +166,8 @@ def compose_system(options: SnapshotOptions, stored: list[str], memory_files: li
             parts.append(text)
     for name, text in memory_files:
         parts.append(f"# Memory file: {name}\n\n{text.strip()}".rstrip())
+    if working_memory:
+        parts.append(working_memory)
     return "\n\n".join(parts)
 
 
@@ -211,7 +262,12 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
         raise UsageError("--memory-tokens must be 0 or more")
     if options.max_tool_result_chars is not None and options.max_tool_result_chars < 0:
         raise UsageError("--max-tool-result-chars must be 0 (no limit) or more")
+    if options.working_memory_tokens < 0:
+        raise UsageError("--working-memory-tokens must be 0 or more")
     renderer = get_renderer(options.provider, options.model)
+    if options.memory_tool and renderer.name != "anthropic":
+        raise UsageError(f"--memory-tool declares Anthropic's memory tool (memory_20250818), which only the "
+                         f"anthropic payload carries, not {renderer.name}; use -p anthropic")
     expire = ExpirePolicy(options.expire)
     memory_files = [(str(path), _read_text(path, "--memory-file")) for path in options.memory_files]
     compose_system(options, [], memory_files)  # reads --system-file early: a bad path fails before any work
@@ -219,10 +275,15 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
 
     counter = TokenCounter(options.model or renderer.default_model)
     meter = TokenMeter(counter)
-    recall_notes: list[str] = []
+    notes: list[str] = []
+    working_memory, left_out = store_working_memory(store, options, counter)
+    if left_out:
+        notes.append(f"working memory: {len(left_out)} file{'s' if len(left_out) != 1 else ''} over the "
+                     f"{options.working_memory_tokens:,}-token budget listed by path only (--working-memory-tokens)")
     if options.include_memory:
         bundle = select_bundle(store, recall=options.recall, memory_tokens=options.memory_tokens, count=meter.text)
-        episodic, semantic, recall_notes = bundle.episodic, bundle.semantic, bundle.notes
+        episodic, semantic = bundle.episodic, bundle.semantic
+        notes.extend(bundle.notes)
     else:
         episodic, semantic = [], []
     memory = memory_message(episodic, semantic)
@@ -237,7 +298,7 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
         if options.tail_turns is not None:
             turns = store.last_turns(options.tail_turns)
         else:
-            prelim = compose_system(options, [t.content for t in head], memory_files)
+            prelim = compose_system(options, [t.content for t in head], memory_files, working_memory)
             fixed = REPLY_OVERHEAD + meter.system(prelim) + (meter.message(memory) if memory else 0)
             turns, stopped = _budget_window(store, options.max_tokens, fixed, meter, agent_id=store.agent_id,
                                             max_chars=max_chars, expire=expire, include_reasoning=include_reasoning)
@@ -256,7 +317,8 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
             stored_instructions.append(message.text())
         else:
             conversation.append(message)
-    system = compose_system(options, stored_instructions if options.stored_system else [], memory_files)
+    system = compose_system(options, stored_instructions if options.stored_system else [], memory_files,
+                            working_memory)
     messages = ([memory] if memory else []) + conversation
 
     budget = options.max_tokens
@@ -277,7 +339,11 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
         steps.extend(more)
 
     payload = renderer.render(system, messages)
-    notes = recall_notes + _stats_notes(stats) + renderer.notes.lines()
+    if options.memory_tool:
+        from memcli.memory_tool import TOOL_DEFINITION
+
+        payload["tools"] = [dict(TOOL_DEFINITION)]
+    notes = notes + _stats_notes(stats) + renderer.notes.lines()
     return Snapshot(
         agent_id=store.agent_id, provider=renderer.name, system=system, messages=messages, payload=payload,
         tokens=meter.total(system, messages), token_method=describe_counter(counter, renderer.name, options.model),

@@ -26,12 +26,13 @@ from typing import IO, Iterator
 
 import orjson
 
-from memcli.errors import AgentNotFoundError, CorruptStoreError, StoreError, UsageError
+from memcli.errors import AgentNotFoundError, CorruptStoreError, InputError, StoreError, UsageError
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record, supersedes_of, to_record
 from memcli.store import jsonl
 from memcli.store.id_index import IdIndex, digest
 from memcli.store.layout import AgentPaths, agent_paths, ensure_dir
 from memcli.store.lock import agent_lock
+from memcli.store.memory_files import MEMORY_FILE_PREFIX, MemoryTree, TreeError, version_view
 from memcli.store.state import FileIdentity, TurnState
 
 
@@ -217,6 +218,11 @@ class AgentStore:
         return (newest_live(self.paths.episodic, EpisodicItem, max_episodic),
                 newest_live(self.paths.semantic, SemanticItem, max_semantic))
 
+    def memory_tree(self) -> MemoryTree:
+        """The working-memory tree as it is now (memcli.store.memory_files; readers, no lock)."""
+        self.recover_if_needed()
+        return MemoryTree.replay(self.paths.memory_files)
+
     def read_state(self) -> TurnState:
         """The state as it is now, without writing anything (readers; no lock)."""
         self.recover_if_needed()
@@ -228,8 +234,15 @@ class AgentStore:
         return _rebuild(self.paths, previous=state, ids=None)
 
     def find(self, record_id: str) -> tuple[str, int, object] | None:
-        """(tier, line number, record) for an id in active, archive, episodic or semantic."""
+        """(tier, line number, record) for an id in active, archive, episodic or semantic; or a
+        working-memory change (tier "memory_files"; the record with the file as that change left
+        it, see :func:`memcli.store.memory_files.version_view`)."""
         self.recover_if_needed()
+        if record_id.startswith(MEMORY_FILE_PREFIX + "_"):
+            found = MemoryTree.replay_until(self.paths.memory_files, record_id)
+            if found is not None:
+                line_no, record, tree = found
+                return "memory_files", line_no, version_view(record, tree)
         tiers = [("active", self.paths.active, RawTrace), ("archive", self.paths.archive, RawTrace),
                  ("episodic", self.paths.episodic, EpisodicItem), ("semantic", self.paths.semantic, SemanticItem)]
         needle = orjson.dumps(record_id)
@@ -275,7 +288,8 @@ class WriteSession:
             note = recover(self)
             if note:
                 self.recovered.append(note)
-        for path in (self.paths.active, self.paths.archive, self.paths.episodic, self.paths.semantic):
+        for path in (self.paths.active, self.paths.archive, self.paths.episodic, self.paths.semantic,
+                     self.paths.memory_files):
             repair = jsonl.repair_tail(path)
             if repair is not None:
                 self.repairs.append(repair)
@@ -341,6 +355,54 @@ class WriteSession:
                         table[turn] = seq
             self._turn_max_seq = table
         return self._turn_max_seq.get(turn_id, 0)
+
+    # ---------------------------------------------------------------- working memory
+    def memory_tree(self) -> MemoryTree:
+        """The working-memory tree, replayed under the lock: a change checked against it applies
+        to the latest version (memcli.store.memory_files)."""
+        return MemoryTree.replay(self.paths.memory_files)
+
+    def append_memory_file(self, record: dict, *, fsync: bool = True) -> None:
+        """Append one working-memory change durably. The caller checked it against
+        :meth:`memory_tree` in this session; a crash mid-append leaves a torn last line that the
+        next session cuts off, so the previous version stays the current one."""
+        line = orjson.dumps(record) + b"\n"
+        crash_point("memory-file:before-append")
+
+        def halves():
+            middle = len(line) // 2
+            yield line[:middle]
+            crash_point("memory-file:append")  # half a line written: a torn tail if killed here
+            yield line[middle:]
+
+        jsonl.append_chunks(self.paths.memory_files, halves(), fsync=fsync)
+        crash_point("memory-file:appended")
+
+    def restore_memory_files(self, records: list[dict]) -> int:
+        """Append the working-memory records the agent does not have yet (by ``id``), in order,
+        after checking that each applies to the tree as it is (``ingest`` of an export). If one
+        does not, none is appended: InputError naming it. Returns how many were appended."""
+        if not records:
+            return 0
+        tree = self.memory_tree()
+        known = {record.get("id") for _, _, record in jsonl.iter_records(self.paths.memory_files)}
+        new = []
+        for record in records:
+            if record["id"] in known:
+                continue
+            known.add(record["id"])
+            try:
+                tree.apply(record)
+            except TreeError as exc:
+                raise InputError(
+                    f"working-memory record {record['id']} ({record.get('op')} {record.get('path')}) does not "
+                    f"apply to agent {self.paths.agent_id!r}: {exc}; the traces were ingested, the memory items "
+                    "and working memory were not",
+                    hint="restore into an agent without working memory files, or remove them first") from None
+            new.append(record)
+        if new:
+            jsonl.append_records(self.paths.memory_files, new)
+        return len(new)
 
     # ---------------------------------------------------------------- ingest commit
     def append_staged(self, staged: IO[bytes], staged_len: int, digests: list[bytes],

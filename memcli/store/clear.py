@@ -11,8 +11,8 @@ state rebuild): clearing must also work for an agent whose files are corrupt.
   ``.ids``), markers and journals all go. A crash half-way through the deletion leaves only the
   hidden directory, which the next ``clear`` of that agent removes. The next ingest starts a new
   agent at ``turn_0001``.
-* ``--keep-memory``: exactly ``episodic.jsonl`` and ``semantic.jsonl`` stay (a torn last line
-  in them is repaired); the raw traces (active and archive), the caches and any marker or journal
+* ``--keep-memory``: exactly ``episodic.jsonl``, ``semantic.jsonl`` and the working memory
+  (``memory_files.jsonl``, the ``/memories`` files) stay (a torn last line in them is repaired); the raw traces (active and archive), the caches and any marker or journal
   go the same way (moved into a hidden directory, then deleted). **Turn numbering continues
   after the turns the memory names**: summaries and facts refer to turns (``turn_ids``,
   ``source_turn_ids``), so a new turn must not reuse those ids. The state is rebuilt from the
@@ -36,10 +36,11 @@ from memcli.sizes import format_size
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.layout import DATA_FILES, DIR_MODE, EPISODIC, SEMANTIC, AgentPaths
+from memcli.store.layout import MEMORY_FILES as WORKING_MEMORY
 from memcli.store.lock import agent_lock
 from memcli.store.state import format_turn
 
-MEMORY_FILES = (EPISODIC, SEMANTIC)
+MEMORY_FILES = (EPISODIC, SEMANTIC, WORKING_MEMORY)
 TRASH_MARK = ".clearing."
 
 

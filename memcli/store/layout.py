@@ -7,6 +7,8 @@
         raw_traces_archive.jsonl       compacted RAW_TRACE records, append-only
         episodic.jsonl                 EPISODIC items, append-only
         semantic.jsonl                 SEMANTIC items, append-only
+        memory_files.jsonl             working memory: the /memories tree's changes, append-only
+                                       (memcli.store.memory_files)
         .state.json                    cache: turn counter, per-turn seq, unanswered calls
         .ids                           cache: 16-byte digests of every trace id (active+archive)
         .ingest.pending                in-flight ingest marker (crash rollback)
@@ -36,11 +38,12 @@ ACTIVE = "raw_traces.jsonl"
 ARCHIVE = "raw_traces_archive.jsonl"
 EPISODIC = "episodic.jsonl"
 SEMANTIC = "semantic.jsonl"
+MEMORY_FILES = "memory_files.jsonl"
 STATE = ".state.json"
 IDS = ".ids"
 INGEST_MARKER = ".ingest.pending"
 COMPACTION_JOURNAL = ".compaction.journal"
-DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC)
+DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES)
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -141,6 +144,10 @@ class AgentPaths:
     @property
     def semantic(self) -> Path:
         return self.dir / SEMANTIC
+
+    @property
+    def memory_files(self) -> Path:
+        return self.dir / MEMORY_FILES
 
     @property
     def state(self) -> Path:

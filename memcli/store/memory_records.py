@@ -6,6 +6,11 @@ its stored record with one more key in front::
 
     {"record_type":"episodic","id":"ep_...","ts":...,"turn_ids":[...],"summary":"...",...}
     {"record_type":"semantic","id":"sem_...","ts":...,"fact":"...",...}
+    {"record_type":"memory_file","id":"wm_...","ts":...,"op":"create","path":"/memories/...",...}
+
+The working-memory log (``memory_file``, memcli.store.memory_files) is carried whole, in order,
+whatever the export's filters: the tree is the replay of the whole log, and a part of it would
+not replay.
 
 Traces carry no ``record_type``, so a trace line of an export is byte-for-byte its stored line.
 
@@ -17,6 +22,13 @@ agent does not have yet to ``episodic.jsonl`` / ``semantic.jsonl`` under the age
 ``memcli export A --with-memory | memcli ingest B`` gives B A's traces *and* memory, with the same
 ids, and the memory's ``turn_ids`` still name B's (same) turns. The items are held in memory
 until the traces are committed; memory files are small next to the traces.
+
+Working-memory records are restored the same way, by id and in order, after checking under the
+lock that each one applies to the target's tree as it is (a ``create`` of a path the target
+already has does not): if one does not, none is appended and ingest fails naming it (the traces
+are committed by then; the message says so). They are restored as they are, not redacted again:
+memcli redacted their text when it first wrote them, and rewriting one change's text would shift
+the offsets of the changes after it.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ from memcli.models import EpisodicItem, SemanticItem, from_record
 
 RECORD_TYPE = "record_type"
 MEMORY_KINDS = {"episodic": EpisodicItem, "semantic": SemanticItem}
+MEMORY_FILE_KIND = "memory_file"
 
 
 def memory_record(kind: str, record: dict) -> dict:
@@ -52,13 +65,22 @@ def memory_problem(value: dict) -> tuple[str | None, str] | None:
     """(field, message) when ``value`` is not a valid memory record, else None."""
     kind = value.get(RECORD_TYPE)
     cls = MEMORY_KINDS.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        return RECORD_TYPE, f"expected 'episodic' or 'semantic', got {str(kind)[:40]!r}"
+    if cls is None and kind != MEMORY_FILE_KIND:
+        return RECORD_TYPE, (f"expected 'episodic' or 'semantic' (or 'memory_file', a working-memory change), "
+                             f"got {str(kind)[:40]!r}")
     record = {k: v for k, v in value.items() if k != RECORD_TYPE}
     if type(record.get("id")) is not str or not record["id"]:
         return "id", "a memory item needs a non-empty string id"
     if type(record.get("ts")) not in _NUMBER or isinstance(record.get("ts"), bool):
         return "ts", "expected a number (epoch seconds)"
+    if kind == MEMORY_FILE_KIND:
+        from memcli.store.memory_files import OPS, is_canonical
+
+        if record.get("op") not in OPS:
+            return "op", f"expected one of {', '.join(OPS)}, got {str(record.get('op'))[:40]!r}"
+        if not is_canonical(record.get("path")):
+            return "path", "expected a canonical /memories path"
+        return None
     text_field, list_field = ("summary", "turn_ids") if kind == "episodic" else ("fact", None)
     if type(record.get(text_field)) is not str:
         return text_field, "expected a string"
@@ -90,13 +112,19 @@ def restore_memory(store, items: list) -> str:
     added = {"episodic": 0, "semantic": 0}
     present = 0
     with store.writer() as session:
+        files_added = session.restore_memory_files([r for k, r in items if k == MEMORY_FILE_KIND])
+        present += sum(1 for k, _ in items if k == MEMORY_FILE_KIND) - files_added
         for kind in MEMORY_KINDS:
             wanted = [record for k, record in items if k == kind]
             if wanted:
                 appended = session.append_memory(kind, wanted)
                 added[kind] = appended
                 present += len(wanted) - appended
-    note = f"restored {added['episodic']} episodic and {added['semantic']} semantic memory items into {store.agent_id!r}"
+    note = f"restored {added['episodic']} episodic and {added['semantic']} semantic memory items"
+    if any(k == MEMORY_FILE_KIND for k, _ in items):
+        note += f" and {files_added} working-memory record{'s' if files_added != 1 else ''}"
+    note += f" into {store.agent_id!r}"
     if present:
         note += f" ({present} already present)"
     return note
+

@@ -116,7 +116,8 @@ def repair_files(store: AgentStore, check: Callable[[AgentStore], list]) -> tupl
         for note in session.recovered:
             repairer.note(note)
         if repairer.recover(session):
-            for path in (store.paths.active, store.paths.archive, store.paths.episodic, store.paths.semantic):
+            for path in (store.paths.active, store.paths.archive, store.paths.episodic, store.paths.semantic,
+                         store.paths.memory_files):
                 tail = jsonl.repair_tail(path)
                 if tail is not None:
                     repairer.note(tail.describe())
