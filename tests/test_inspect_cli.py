@@ -65,11 +65,11 @@ def test_agents_lists_a_corrupt_agent_with_its_problem_and_goes_on(cli, fx, memo
 # ------------------------------------------------------------------------------------ stats
 
 def test_stats_json(cli, fx, memory_dir):
-    from memcli.compaction.policy import estimate_working_tokens
-    from memcli.tokens import TokenCounter
+    from memcli.snapshot import take_snapshot
+    from memcli.snapshot.assemble import working_counter
 
-    counter = TokenCounter()
-    estimate = estimate_working_tokens(AgentStore(memory_dir, "fx"), counter)
+    counter = working_counter()
+    estimate = take_snapshot(memory_dir, "fx").tokens  # stats counts what the working snapshot sends
     size = {name: (fx / name).stat().st_size for name in
             ("raw_traces.jsonl", "raw_traces_archive.jsonl", "episodic.jsonl", "semantic.jsonl")}
     result = ok(cli("stats", "fx", "--json"))
@@ -116,11 +116,11 @@ def test_stats_budget_uses_the_shared_trigger(cli, fx, memory_dir):
 
 
 def test_stats_human_view(cli, fx, memory_dir):
-    from memcli.compaction.policy import estimate_working_tokens
-    from memcli.tokens import TokenCounter
+    from memcli.snapshot import take_snapshot
+    from memcli.snapshot.assemble import working_counter
 
-    counter = TokenCounter()
-    estimate = estimate_working_tokens(AgentStore(memory_dir, "fx"), counter)
+    counter = working_counter()
+    estimate = take_snapshot(memory_dir, "fx").tokens  # stats counts what the working snapshot sends
     result = ok(cli("stats", "fx", "--width", "100"))
     sizes = [(fx / n).stat().st_size for n in ("raw_traces.jsonl", "raw_traces_archive.jsonl", "episodic.jsonl",
                                                "semantic.jsonl")]

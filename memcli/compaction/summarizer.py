@@ -47,10 +47,14 @@ class Summary:
 
 @dataclass
 class Turn:
-    """A turn as a summarizer sees it: its moved traces, in file order."""
+    """A turn as a summarizer sees it: its moved traces, in file order. ``steps_only``: only
+    the oldest ``steps`` of its ``total_steps`` steps move; its ask stays in the active file."""
 
     turn_id: str
     traces: list  # RawTrace
+    steps_only: bool = False
+    steps: int = 0
+    total_steps: int = 0
 
 
 @dataclass

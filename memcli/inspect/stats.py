@@ -9,9 +9,9 @@ turns are counted in a bitmap indexed by turn number (other turn ids in a set).
 * ``tool_calls`` — calls, results, and interactions by status over the whole history (archive
   and active paired together, as ``tools --archive`` shows them)
 * ``memory`` — episodic and semantic items, all and live (not superseded)
-* ``tokens.estimate`` — memcli's estimate of the working snapshot, exactly as the compaction
-  trigger computes it (:func:`memcli.compaction.policy.estimate_working_tokens`: live memory
-  bundle + every active trace, 4 tokens of framing each); ``tokens.counter`` says how it counts
+* ``tokens.estimate`` — the working snapshot's tokens, the one count memcli has
+  (:func:`memcli.snapshot.assemble.working_tokens`): what ``snapshot`` reports for the same
+  agent and what the compaction trigger compares; ``tokens.counter`` says how it counts
   (tiktoken encoding, or the bytes/4 estimate when no encoding is available) and ``exact``
   whether those are real tiktoken counts; ``last_prompt_tokens`` is the newest provider-reported
   ``usage.prompt_tokens`` of the active traces.
@@ -164,19 +164,18 @@ def _last_compaction(store: AgentStore) -> CompactionInfo | None:
 
 
 def compute_stats(store: AgentStore, *, model: str | None = None, max_context_tokens: int | None = None) -> AgentStats:
-    from memcli.compaction.policy import budget_status, latest_prompt_tokens, trace_text
-    from memcli.tokens import TokenCounter
+    from memcli.compaction.policy import budget_status, latest_prompt_tokens
+    from memcli.snapshot.assemble import working_counter, working_tokens
 
     store.require()
-    counter = TokenCounter(model)
+    counter = working_counter(model)
     per_type = {tier: dict.fromkeys(TRACE_TYPES, 0) for tier in ("active", "archive")}
     totals = {"active": 0, "archive": 0}
     turn_sets = {"active": TurnSet(), "archive": TurnSet(), "all": TurnSet()}
-    tokens = 0
     newest: float | None = None
 
     def traces() -> Iterator[RawTrace]:
-        nonlocal tokens, newest
+        nonlocal newest
         for stored in store.iter_traces(archive=True):
             trace, tier = stored.trace, stored.tier
             totals[tier] += 1
@@ -186,17 +185,13 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
             turn_sets["all"].add(trace.turn_id)
             if isinstance(trace.ts, (int, float)) and (newest is None or trace.ts > newest):
                 newest = trace.ts
-            if tier == "active":
-                tokens += counter.count(trace_text(trace)) + 4
             yield trace
 
     status_counts = dict.fromkeys(ToolStatus, 0)
     for interaction in iter_tool_interactions(traces(), ordered=False):
         status_counts[interaction.status] += 1
 
-    episodic, semantic = store.live_memory(3, 20)
-    tokens += sum(counter.count(item.summary) + 4 for item in episodic)
-    tokens += sum(counter.count(item.fact) + 4 for item in semantic)
+    tokens = working_tokens(store, model)
 
     paths = store.paths
     memory = _memory_counts(store)
@@ -208,7 +203,7 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
     }
     budget = None
     if model or max_context_tokens:
-        status = budget_status(store, model=model, max_context_tokens=max_context_tokens, counter=counter)
+        status = budget_status(store, model=model, max_context_tokens=max_context_tokens, tokens=tokens)
         budget = dataclasses.asdict(status)
         budget["explanation"] = status.explain()
     compaction = _last_compaction(store)
