@@ -62,12 +62,13 @@ from memcli.models import NON_OPENING_TAGS, TAG_REASONING, TAG_SIDECHAIN
 MAX_LISTED_TURNS = 40
 HEAD_TURNS = 10
 MAX_CHARS = 12_000
-MIN_CHARS = 1_000         # the cap is a quarter of the window's text, within [MIN_CHARS, MAX_CHARS]
+MIN_CHARS = 300           # the cap is a quarter of the window's text, within [MIN_CHARS, MAX_CHARS]
 HARD_MAX_CHARS = 19_000   # asks and aggregates may push past MAX_CHARS, never past this
 ASK_CHARS = 200
 MIN_ASK_CHARS = 40
 REPLY_CHARS = 600
 SHORT_REPLY_CHARS = 200   # a turn line shrunk to fit
+NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
 ERROR_CHARS = 160
 MAX_REFS = 8
 MAX_SHORT_LINES = 2_000   # turns listed by their asks only; beyond, counted
@@ -120,6 +121,18 @@ def clip(text: str, limit: int) -> str:
             return text[:end] + ("…" if end < len(text) else "")
         return text[:limit] + "…"
     return text[:cut].rstrip(",;:") + " …"
+
+
+def clip_ask(text: str, limit: int) -> str:
+    """A user ask on one line: verbatim up to ``limit`` characters — at least ``limit`` are kept
+    (to the end of the word that crosses it), so the ask's first ``limit`` characters survive."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text.find(" ", limit)
+    if cut < 0 or cut > limit + 30:
+        cut = limit
+    return text[:cut] + " …"
 
 
 def _is_ref_path(value: str) -> bool:
@@ -449,17 +462,16 @@ class _TurnDigest:
         return out
 
     def line(self, ask_chars: int = ASK_CHARS, full: bool = True) -> str:
+        if not full:
+            return short_line(self.turn_id, self.asks, self.reply, ask_chars, self.steps_only and
+                              f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)")
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
-            shown = clip(text, ask_chars)
+            shown = clip_ask(text, ask_chars)
             more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
             parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
         if self.steps_only:
             parts.append(f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)")
-        if not full:
-            if self.reply:
-                parts.append(f"assistant: {_quote(self.reply, SHORT_REPLY_CHARS)}")
-            return " · ".join(parts)
         work = self.main
         if work.calls:
             tools = ", ".join(f"{name} ×{n}" for name, n in work.calls.most_common(5))
@@ -477,7 +489,9 @@ class _TurnDigest:
         if unanswered:
             parts.append("never answered: " + "; ".join(unanswered[:3])
                          + (f" (+{len(unanswered) - 3} more)" if len(unanswered) > 3 else ""))
-        if self.reply:
+        if self.reply and self.steps_only:  # the turn's final answer is still to come, in the active file
+            parts.append(f"last note: {_quote(self.reply, SHORT_REPLY_CHARS)}")
+        elif self.reply:
             parts.append(f"assistant: {_quote(self.reply, REPLY_CHARS)}")
         elif not work.calls and not self.asks:
             parts.append(f"{self.n_traces} context trace{'s' if self.n_traces != 1 else ''}")
@@ -487,6 +501,20 @@ class _TurnDigest:
             more = len(missing) - MAX_REFS
             text += " · refs: " + ", ".join(missing[:MAX_REFS]) + (f", +{more} more" if more > 0 else "")
         return text
+
+
+def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None) -> str:
+    """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it)."""
+    parts = [f"- {turn_id}"]
+    for n, (text, _trace_id) in enumerate(asks):
+        parts.append(f"{'user' if n == 0 else 'then user'}: \"{clip_ask(text, ask_chars)}\"")
+    if note:
+        parts.append(note)
+        if reply:
+            parts.append(f"last note: {_quote(reply, NOTE_CHARS)}")
+    elif reply and not asks:
+        parts.append(f"assistant: {_quote(reply, SHORT_REPLY_CHARS)}")
+    return " · ".join(parts)
 
 
 class _Listed:
@@ -632,16 +660,6 @@ class OfflineSummarizer:
                 text = lines_of[key] = entry.digest.line(ask_chars[0], full=not entry.short)
             return text
 
-        def short_line(turn_id: str, asks: list, reply: str) -> str:
-            parts = [f"- {turn_id}"]
-            for n, (text, trace_id) in enumerate(asks):
-                shown = clip(text, ask_chars[0])
-                more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
-                parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
-            if reply and not asks:
-                parts.append(f"assistant: {_quote(reply, SHORT_REPLY_CHARS)}")
-            return " · ".join(parts)
-
         short_blocks: dict[int, list] = {}
 
         def assemble() -> str:
@@ -649,7 +667,7 @@ class OfflineSummarizer:
             lines.extend(line_of(e) for e in entries[:len(listed)])
             block = short_blocks.get(ask_chars[0])
             if block is None:
-                block = short_blocks[ask_chars[0]] = [short_line(*s) for s in short_lines]
+                block = short_blocks[ask_chars[0]] = [short_line(*s, ask_chars[0]) for s in short_lines]
             lines.extend(block)
             if unlisted[0]:
                 lines.append(f"… {unlisted[0]} more turns ({unlisted[1]}–{unlisted[2]}) not listed "
@@ -668,6 +686,12 @@ class OfflineSummarizer:
                 break
             if 0 <= i < len(entries):
                 entries[i].short = True
+                summary = assemble()
+        for entry in entries:  # still over: the first and last turns shrink too
+            if len(summary) <= limit:
+                break
+            if not entry.short:
+                entry.short = True
                 summary = assemble()
         while len(summary) > limit and ask_chars[0] > MIN_ASK_CHARS:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
