@@ -84,7 +84,7 @@ def test_offline_summary_is_readable_and_keeps_identifiers(cli, memory_dir):
         {"trace_type": "tool_call", "tool_name": "run_command", "tool_call_id": "c1",
          "tool_args": {"command": "pytest -q tests/test_orders.py"}},
         {"trace_type": "tool_result", "tool_call_id": "c1",
-         "tool_error": "exit status 1\n" + "npm warn deprecated inflight@1.0.6: leaks memory\n" * 40
+         "tool_error": "exit status 1\n" + "npm warn deprecated inflight@1.0.6: leaks memory\n" * 200
                        + "FAILED tests/test_orders.py::test_total - assert 100.0 == 90.0"},
         {"trace_type": "tool_call", "tool_name": "edit_file", "tool_call_id": "c2",
          "tool_args": {"path": "app/api.py", "old": "a", "new": "b"}},

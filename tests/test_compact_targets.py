@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from memcli.compaction.compactor import compact
-from memcli.compaction.offline import command_of, written_paths
+from memcli.compaction.offline import written_paths
 from memcli.compaction.policy import CompactionPolicy, budget_status
 from memcli.errors import CompactionError
 from memcli.snapshot import SnapshotOptions, take_snapshot

@@ -241,7 +241,7 @@ def journal(cli, memory_dir):
 
 
 def test_unfinished_compaction_that_cannot_be_recovered_stays_an_error(cli, journal, memory_dir, monkeypatch):
-    import memcli.compaction.journal as mod
+    import memcli.store.journal as mod
     from memcli.errors import StoreError
 
     def recover(session):
@@ -261,9 +261,9 @@ def test_unfinished_compaction_that_cannot_be_recovered_stays_an_error(cli, jour
 
 
 def test_a_real_interrupted_compaction_is_one_finding_and_repair_finishes_it(cli, memcli_proc, memory_dir):
-    events = [e for t in range(8) for e in ({"trace_type": "user", "content": f"q{t}"},
-                                            {"trace_type": "assistant", "content": f"a{t}"})]
-    assert memcli_proc("ingest", "c", input=events).returncode == 0
+    events = [e for t in range(8) for e in ({"trace_type": "user", "content": f"q{t}"},  # (long answers: the
+                                            {"trace_type": "assistant", "content": f"a{t} " + "word " * 300})]
+    assert memcli_proc("ingest", "c", input=events).returncode == 0  # summary is smaller, so it is written)
     crashed = memcli_proc("compact", "c", env={"MEMCLI_CRASH_AT": "compact:archived"})
     assert crashed.returncode != 0
     root = agent_dir(memory_dir, "c")
@@ -284,7 +284,7 @@ def test_a_real_interrupted_compaction_is_one_finding_and_repair_finishes_it(cli
 
 
 def test_unfinished_compaction_is_recovered_by_repair(cli, journal, monkeypatch):
-    import memcli.compaction.journal as mod
+    import memcli.store.journal as mod
 
     def recover(session):
         session.paths.compaction_journal.unlink()

@@ -74,7 +74,8 @@ def compact(
     snapshot writes nothing. One interrupted at any point is finished by the next command.
     """
     from memcli.cli.progress import progress_bar
-    from memcli.compaction.compactor import compact as run, result_record
+    from memcli.compaction.compactor import compact as run
+    from memcli.compaction.compactor import result_record
     from memcli.compaction.policy import CompactionPolicy
 
     summarizer = None

@@ -58,6 +58,7 @@ import orjson
 
 from memcli.compaction.summarizer import MAX_FACT_CHARS, Fact, MemoryContext, Summary, Turn
 from memcli.models import NON_OPENING_TAGS, TAG_REASONING, TAG_SIDECHAIN
+from memcli.pairing import pop_open_call
 
 MAX_LISTED_TURNS = 40
 HEAD_TURNS = 10
@@ -299,6 +300,10 @@ def _arg_brief(tool_name: str | None, args) -> str:
     return ""
 
 
+def _trace_turn(trace) -> str | None:
+    return trace.turn_id
+
+
 def _turn_key(turn_id: str) -> tuple:
     m = re.fullmatch(r"turn_(\d+)", turn_id or "")
     return (0, int(m.group(1)), "") if m else (1, 0, turn_id or "")
@@ -323,7 +328,7 @@ class _Work:
         self.failures: list[tuple[str, str]] = []          # (label, error brief)
         self.commands: list[tuple[str, bool, str]] = []    # (command, failed, error brief)
         self.files: list[str] = []
-        self.open: dict[str, deque] = {}                   # call id -> unanswered calls
+        self.open: dict[str, list] = {}                    # call id -> unanswered calls, oldest first
 
     def call(self, t) -> None:
         name = t.tool_name or "tool"
@@ -331,11 +336,10 @@ class _Work:
         brief = _arg_brief(name, t.tool_args)
         if brief and len(self.call_args) < 4:
             self.call_args.append(f"{name} {brief}")
-        self.open.setdefault(t.tool_call_id or "", deque()).append(t)
+        self.open.setdefault(t.tool_call_id or "", []).append(t)
 
     def result(self, t) -> None:
-        queue = self.open.get(t.tool_call_id or "")
-        call = queue.popleft() if queue else None
+        call = pop_open_call(self.open, t.tool_call_id or "", t.turn_id, _trace_turn)
         name = (call.tool_name if call else None) or t.tool_name or "tool"
         args = call.tool_args if call else t.tool_args
         failed, error = _result_failed(t)

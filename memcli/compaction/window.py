@@ -9,7 +9,7 @@ read is committed):
   assistant/tool_call trace opens a new step when the turn has none yet, when a user trace came
   in between, when the current step already got a result, or (text and reasoning) when the
   current step already made calls. A ``tool_result`` joins the step of the call it answers
-  (first-in-first-out per ``tool_call_id``, as everywhere), so a step is never split; a result
+  (:mod:`memcli.pairing`, the one pairing rule), so a step is never split; a result
   with no call joins the current step of its turn. Sidechain traces (a subagent's own
   conversation) join the current step of their turn — the one whose Task call started them.
 * A trace tagged ``system`` or ``developer`` (:data:`memcli.models.PINNED_TAGS`) is an
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -51,8 +50,11 @@ from typing import Iterator
 import orjson
 
 from memcli.models import PINNED_TAGS, TAG_SIDECHAIN, RawTrace
+from memcli.pairing import pop_open_call
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, trace_from_record
+from memcli.store.jsonl import iter_run_lines
+
 
 @dataclass
 class WindowTurn:
@@ -165,7 +167,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
     turn_list: list[_Turn] = []
     turns: dict[str, int] = {}
     step_order: list[int] = []       # step units in the order they opened
-    pending: dict[str, deque] = {}   # tool_call_id -> units with an unanswered call of that id
+    pending: dict[str, list] = {}    # tool_call_id -> (unit, turn) of its unanswered calls, oldest first
     starts, ends, owners = array("q"), array("q"), array("q")  # per line: unit, or -2 - turn if pinned
     unit_of_trace: dict[str, int] = {}
     ino = 0
@@ -316,7 +318,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
     runs: list = []
     moved = moved_bytes = pinned_kept = 0
     last_start = -1
-    for start, end, owner in zip(starts, ends, owners):
+    for start, end, owner in zip(starts, ends, owners, strict=True):
         if owner < 0:
             continue
         unit = units[owner]
@@ -361,16 +363,18 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         protected_steps=len(protected), target_tokens=target_tokens, steps=steps_moved, abandoned=abandoned)
 
 
+def _entry_turn(entry: tuple) -> str:
+    return entry[1]
+
+
 def _assign(trace: RawTrace, turn: _Turn, units: list, pending: dict, new_step) -> int:
     """The unit (head or step of ``turn``) a conversation trace belongs to (module docstring)."""
     kind = trace.trace_type
     tags = trace.tags
     if kind == "tool_result":
-        queue = pending.get(trace.tool_call_id or "")
-        if queue:
-            unit = queue.popleft()
-            if not queue:
-                del pending[trace.tool_call_id or ""]
+        entry = pop_open_call(pending, trace.tool_call_id or "", trace.turn_id, _entry_turn)
+        if entry is not None:
+            unit = entry[0]
             units[unit].results += 1
             units[unit].got_result = True
             return unit
@@ -379,7 +383,7 @@ def _assign(trace: RawTrace, turn: _Turn, units: list, pending: dict, new_step) 
         unit = turn.current if turn.current is not None else turn.head
         if kind == "tool_call" and unit != turn.head:
             units[unit].calls += 1
-            pending.setdefault(trace.tool_call_id or "", deque()).append(unit)
+            pending.setdefault(trace.tool_call_id or "", []).append((unit, trace.turn_id))
         return unit
     if kind == "user":
         turn.current = None
@@ -389,22 +393,8 @@ def _assign(trace: RawTrace, turn: _Turn, units: list, pending: dict, new_step) 
         current = new_step(turn)
     if kind == "tool_call":
         units[current].calls += 1
-        pending.setdefault(trace.tool_call_id or "", deque()).append(current)
+        pending.setdefault(trace.tool_call_id or "", []).append((current, trace.turn_id))
     return current
-
-
-def iter_run_lines(path: Path, runs: list) -> Iterator[tuple[int, bytes]]:
-    """(offset, line with its newline) of every line inside ``runs``, in file order."""
-    with jsonl.open_read(path) as f:
-        for start, end in runs:
-            f.seek(start)
-            offset = start
-            while offset < end:
-                raw = f.readline()
-                if not raw:
-                    return
-                yield offset, raw
-                offset += len(raw)
 
 
 def iter_window_turns(path: Path, plan: WindowPlan, start: int = 0,
@@ -452,7 +442,7 @@ def check_plan(path: Path, plan: WindowPlan) -> str | None:
     if st.st_size < plan.active_size:
         return "the active file shrank"
     with jsonl.open_read(path) as f:
-        for (start, _end), trace_id in zip(plan.runs, plan.run_ids):
+        for (start, _end), trace_id in zip(plan.runs, plan.run_ids, strict=True):
             f.seek(start)
             raw = f.readline()
             try:
