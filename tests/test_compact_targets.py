@@ -351,3 +351,19 @@ def test_a_rollup_keeps_line_breaks_and_asks(cli, memory_dir):
     assert rollup.summary.count("\n") > 10
     assert 'user: "Question 1: how should ticket T-4001 be handled' in rollup.summary
     assert 'user: "Round 1 ask: please look at docs/round_1.md' in rollup.summary
+
+
+def test_no_ghost_turns_after_compaction(cli, memory_dir):
+    from tests.compact_fixtures import conversation
+
+    cli("ingest", "s", input=conversation(8))   # a system prompt, then 8 turns
+    assert cli("compact", "s").exit_code == 0   # turns 1-4 go; the system prompt of turn_0001 stays
+    listed = [orjson.loads(line)["turn_id"] for line in cli("turns", "s", "--ndjson").stdout.splitlines()]
+    assert listed == [f"turn_{i:04d}" for i in range(5, 9)]
+    assert "  turns            4 active, 4 archived, 8 in all" in cli("stats", "s").stdout
+    cli("ingest", "s", input=_one_turn(40)[1:])
+    assert compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=2_000)).compacted
+    stats = orjson.loads(cli("stats", "s", "--json").stdout)["turns"]
+    assert stats == {"active": 1, "archive": 9, "total": 9, "split": 1}
+    assert ("9 in all: 0 active, 8 archived, 1 split (older steps archived, the ask and newer steps active)"
+            in cli("stats", "s").stdout)

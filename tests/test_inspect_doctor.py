@@ -71,8 +71,8 @@ def test_stale_pending_call_means_later_turns_exist(cli, memory_dir):
     code, findings, _ = run(cli, "a")
     assert code == 0
     assert findings == [finding("warning", "stale-pending-call", root / "raw_traces.jsonl", 2,
-                                "tool call 'x' (sh, turn_0001) has no result and 2 later turns exist; "
-                                "compaction cannot move past its turn")]
+                                "tool call 'x' (sh, turn_0001) has no result and 2 later turns exist: "
+                                "it was never answered (compaction archives it with its step)")]
 
 
 BAD_JSON = b'{"id": "bad", "ts": '

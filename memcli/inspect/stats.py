@@ -5,7 +5,9 @@ counters, the tool pairing (which holds only calls still open) and the token cou
 turns are counted in a bitmap indexed by turn number (other turn ids in a set).
 
 * ``traces`` — per tier (active/archive): total and per trace type
-* ``turns`` — distinct turn ids per tier and in all
+* ``turns`` — distinct turns per tier and in all, and ``split``: turns in both tiers (compaction
+  took some of their steps; the ask stays active). System/developer traces kept in the active
+  file do not make a turn of their own.
 * ``tool_calls`` — calls, results, and interactions by status over the whole history (archive
   and active paired together, as ``tools --archive`` shows them)
 * ``memory`` — episodic and semantic items, all and live (not superseded)
@@ -28,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from memcli.models import TRACE_TYPES, RawTrace, ToolStatus
+from memcli.models import PINNED_TAGS, TRACE_TYPES, RawTrace, ToolStatus
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.tool_interactions import iter_tool_interactions
@@ -64,6 +66,11 @@ class TurnSet:
     def __len__(self) -> int:
         return self.count
 
+    def overlap(self, other: "TurnSet") -> int:
+        """Turns in both sets."""
+        return (sum(bin(a & b).count("1") for a, b in zip(self.bits, other.bits, strict=False))
+                + len(self.others & other.others))
+
 
 @dataclass
 class FileStats:
@@ -83,9 +90,10 @@ class TraceCounts:
 
 @dataclass
 class TurnCounts:
-    active: int
-    archive: int
+    active: int             # turns with conversation traces in the active file
+    archive: int            # turns with traces in the archive
     total: int
+    split: int = 0          # turns in both: some steps archived, the ask and newer steps active
 
 
 @dataclass
@@ -181,8 +189,9 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
             totals[tier] += 1
             if trace.trace_type in per_type[tier]:
                 per_type[tier][trace.trace_type] += 1
-            turn_sets[tier].add(trace.turn_id)
-            turn_sets["all"].add(trace.turn_id)
+            if not (trace.tags and not PINNED_TAGS.isdisjoint(trace.tags)):  # kept instructions are no turn
+                turn_sets[tier].add(trace.turn_id)
+                turn_sets["all"].add(trace.turn_id)
             if isinstance(trace.ts, (int, float)) and (newest is None or trace.ts > newest):
                 newest = trace.ts
             yield trace
@@ -215,7 +224,8 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
         agent=store.agent_id,
         files=files,
         traces={tier: TraceCounts(totals[tier], **per_type[tier]) for tier in ("active", "archive")},
-        turns=TurnCounts(len(turn_sets["active"]), len(turn_sets["archive"]), len(turn_sets["all"])),
+        turns=TurnCounts(len(turn_sets["active"]), len(turn_sets["archive"]), len(turn_sets["all"]),
+                         turn_sets["active"].overlap(turn_sets["archive"])),
         tool_calls=ToolCounts(calls, results, status_counts[ToolStatus.SUCCESS], status_counts[ToolStatus.ERROR],
                               status_counts[ToolStatus.PENDING], status_counts[ToolStatus.ORPHAN]),
         memory=memory,
