@@ -1,4 +1,4 @@
-"""``memcli compact AGENT``: summarize old turns (DESIGN.md §3–§4).
+"""``memcli compact AGENT``: summarize old turns (docs/design.md §3–§4).
 
 stdout carries data only: the plan for ``--dry-run`` (human text, or ``--json``), the result
 for ``--json``. The budget verdict of ``--if-needed``, notes, the progress bar of multi-chunk

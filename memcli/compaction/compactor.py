@@ -1,4 +1,4 @@
-"""``compact()``: one compaction of one agent, end to end (DESIGN.md §3–§4).
+"""``compact()``: one compaction of one agent, end to end (docs/design.md §3–§4).
 
 1. ``--if-needed``: the budget trigger (:func:`memcli.compaction.policy.budget_status`) decides,
    and the circuit breaker (:mod:`memcli.compaction.breaker`) may refuse to call the model.

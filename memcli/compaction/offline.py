@@ -1,6 +1,6 @@
 """The offline summarizer: deterministic, no network, no key — the default of ``memcli compact``.
 
-It writes what an agent needs to continue from the window it replaces (DESIGN.md §4)::
+It writes what an agent needs to continue from the window it replaces (docs/design.md §4)::
 
     37 turns (turn_0001–turn_0037), 2026-03-02 08:41 → 09:30 UTC: 184 traces, 61 tool calls, 9 failed.
     - turn_0001 · user: "The order total endpoint returns 100.0 for order 1042 …" (full: t-1-u) · tools: Bash ×3,

@@ -1,4 +1,4 @@
-"""Which traces a compaction moves: the window of DESIGN.md §4.
+"""Which traces a compaction moves: the window of docs/design.md §4.
 
 Units, decided in one forward pass over the active file (under the agent lock, so every line
 read is committed):

@@ -1,4 +1,4 @@
-"""One agent's snapshot — memory turned back into the prompt the agent sends next (DESIGN.md §5).
+"""One agent's snapshot — memory turned back into the prompt the agent sends next (docs/design.md §5).
 
 Composition, in order:
 
@@ -233,7 +233,7 @@ def count_working(store: AgentStore, meter: TokenMeter, traces: Iterable[RawTrac
 
 
 def working_tokens(store: AgentStore, model: str | None = None) -> int:
-    """THE token count of memcli (DESIGN.md §4): ``stats``, the compaction trigger, ``compact
+    """THE token count of memcli (docs/design.md §4): ``stats``, the compaction trigger, ``compact
     --dry-run``, the compaction result and ``snapshot`` all count the working snapshot this way."""
     return count_working(store, TokenMeter(working_counter(model), memo_limit=STREAM_MEMO_LIMIT))
 
