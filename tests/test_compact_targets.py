@@ -367,3 +367,21 @@ def test_no_ghost_turns_after_compaction(cli, memory_dir):
     assert stats == {"active": 1, "archive": 9, "total": 9, "split": 1}
     assert ("9 in all: 0 active, 8 archived, 1 split (older steps archived, the ask and newer steps active)"
             in cli("stats", "s").stdout)
+
+
+def test_the_llm_summarizer_gets_the_same_window_and_asks_for_the_same_content():
+    from memcli.compaction.llm import SYSTEM_PROMPT, render_turn
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    traces = [RawTrace("a1", 1.0, "turn_0001", 2, "assistant", "Looking.", "x"),
+              RawTrace("s1", 2.0, "turn_0001", 3, "assistant", "Subagent result.", "x", tags=["sidechain"],
+                       extra={"agent_id": "ag7"})]
+    text = render_turn(Turn("turn_0001", traces, steps_only=True, steps=1, total_steps=9))
+    first, second, third = text.splitlines()
+    assert orjson.loads(first) == {"turn": "turn_0001", "note": "steps only: the oldest 1 of the turn's 9 steps; "
+                                                                 "its user ask stays in the agent's context"}
+    assert orjson.loads(third)["subagent"] == "ag7"
+    for wanted in ("every user ask, verbatim up to 200 characters", "every file the agent or a subagent modified",
+                   "informative line", "never answered", 'ONE fact ("Files modified: a, b")'):
+        assert wanted in " ".join(SYSTEM_PROMPT.split()), wanted
