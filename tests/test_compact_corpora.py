@@ -46,8 +46,8 @@ def test_offline_compaction_keeps_every_trace_of_a_real_transcript(memory_dir, t
         assert [e.id for e in episodic] == [result.episodic_id]
         assert episodic[0].summary.startswith(f"{result.turns} turn")
         assert len(episodic[0].summary) <= 12_100
-    else:
-        assert "nothing to compact" in result.reason
+    else:  # nothing to move, or moving it would not make the snapshot smaller (never worse)
+        assert "nothing to compact" in result.reason or result.never_worse
     # compacting again is safe (nothing or little left to move) and still loses nothing
     compact(memory_dir, "agent", policy=CompactionPolicy(tail_turns=0))
     assert Counter(_all_ids(store)) == Counter(before)

@@ -84,6 +84,44 @@ def test_kill_at_every_step_then_recover(memory_dir, step):
     check_invariants(memory_dir, "a", ids | {e["id"] for e in conversation(3, prefix="n", system=False)})
 
 
+def _one_long_turn(memory_dir, steps=40, agent="a"):
+    """One turn of ``steps`` steps (a note, a call, its result), the open turn: only steps can move."""
+    events = [{"id": "ask", "trace_type": "user", "content": "Make the suite pass."}]
+    for i in range(steps):
+        events += [{"id": f"n{i}", "trace_type": "assistant", "content": f"Step {i}: running the next test file."},
+                   {"id": f"c{i}", "trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"k{i}",
+                    "tool_args": {"command": f"pytest -q tests/test_{i}.py"}},
+                   {"id": f"r{i}", "trace_type": "tool_result", "tool_call_id": f"k{i}",
+                    "tool_result": " ".join(f"tests/test_{i}.py::test_{k} PASSED" for k in range(12))}]
+    for k, event in enumerate(events):
+        event["ts"] = 1772442000.5 + k
+    assert run_memcli("ingest", agent, input=events).returncode == 0
+    return {e["id"] for e in events}
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_kill_at_every_step_of_a_step_window(memory_dir, step):
+    """Compaction inside a turn (the oldest steps of the open turn move, its ask stays) is
+    crash-safe at every step of the commit, like whole turns."""
+    ids = _one_long_turn(memory_dir)
+    args = ("compact", "a", "--target-tokens", "2000")
+    env = {"MEMCLI_CRASH_AT": f"compact:{step}", "MEMCLI_TEST_COPY_BLOCK": "700"}
+    crashed = run_memcli(*args, env=env)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    recovered = _recover()
+    assert recovered.returncode == 0, recovered.stderr
+    active, archive, episodic = check_invariants(memory_dir, "a", ids)
+    assert len(episodic) == 1 and "steps 1–" in episodic[0]["summary"]
+    assert active[0] == "ask" and active[-1] == "r39" and archive[0] == "n0"
+    calls = {i[1:] for i in archive if i.startswith("c")}
+    assert calls == {i[1:] for i in archive if i.startswith("r")}  # a step is never split
+    # and the turn goes on: more steps, another compaction
+    more = [{"id": "late-n", "trace_type": "assistant", "content": "Done."}]
+    assert run_memcli("ingest", "a", input=more).returncode == 0
+    assert run_memcli(*args).returncode == 0
+    check_invariants(memory_dir, "a", ids | {"late-n"})
+
+
 def test_torn_archive_line_from_a_kill_mid_copy(memory_dir):
     ids = _setup(memory_dir)
     env = {"MEMCLI_CRASH_AT": "compact:archive@3", "MEMCLI_TEST_COPY_BLOCK": "333"}

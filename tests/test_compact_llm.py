@@ -165,7 +165,8 @@ def test_window_larger_than_the_context_is_chunked_and_run_concurrently(cli, mem
             {"fact": "Orders ship with DHL", "tags": ["shipping"], "confidence": 0.8}]), 0.4
 
     srv = server(respond)
-    result = _compact(cli, srv, "--max-context-tokens", "4000", "--concurrency", "4")
+    # (a roomy target: the window is the old turns, whatever the small context would ask for)
+    result = _compact(cli, srv, "--max-context-tokens", "4000", "--concurrency", "4", "--target-tokens", "50000")
     assert result.exit_code == 0, result.stderr
     n = len(srv.requests)
     assert n >= 4, n
@@ -281,7 +282,7 @@ def test_dry_run_with_a_model_calls_nothing(cli, memory_dir, server):
     _ingest(cli, turns=20, big=600)
     before = tree_digest(memory_dir)
     srv = server(lambda body, i: (200, good_answer(), 0))
-    result = _compact(cli, srv, "--dry-run", "--max-context-tokens", "4000", "--json")
+    result = _compact(cli, srv, "--dry-run", "--max-context-tokens", "4000", "--json", "--target-tokens", "50000")
     assert result.exit_code == 0, result.stderr
     plan = orjson.loads(result.stdout)
     assert plan["dry_run"] and plan["turns"] == 16 and plan["chunks"] >= 2 and plan["tokens_after_estimated"]

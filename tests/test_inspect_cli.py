@@ -65,11 +65,11 @@ def test_agents_lists_a_corrupt_agent_with_its_problem_and_goes_on(cli, fx, memo
 # ------------------------------------------------------------------------------------ stats
 
 def test_stats_json(cli, fx, memory_dir):
-    from memcli.compaction.policy import estimate_working_tokens
-    from memcli.tokens import TokenCounter
+    from memcli.snapshot import take_snapshot
+    from memcli.snapshot.assemble import working_counter
 
-    counter = TokenCounter()
-    estimate = estimate_working_tokens(AgentStore(memory_dir, "fx"), counter)
+    counter = working_counter()
+    estimate = take_snapshot(memory_dir, "fx").tokens  # stats counts what the working snapshot sends
     size = {name: (fx / name).stat().st_size for name in
             ("raw_traces.jsonl", "raw_traces_archive.jsonl", "episodic.jsonl", "semantic.jsonl")}
     result = ok(cli("stats", "fx", "--json"))
@@ -85,7 +85,7 @@ def test_stats_json(cli, fx, memory_dir):
             "active": {"total": 14, "user": 4, "assistant": 2, "tool_call": 4, "tool_result": 4},
             "archive": {"total": 6, "user": 2, "assistant": 2, "tool_call": 1, "tool_result": 1},
         },
-        "turns": {"active": 3, "archive": 2, "total": 5},
+        "turns": {"active": 3, "archive": 2, "total": 5, "split": 0},
         "tool_calls": {"calls": 5, "results": 5, "success": 3, "error": 1, "pending": 1, "orphan": 1},
         "memory": {"episodic": 3, "episodic_live": 1, "semantic": 3, "semantic_live": 2},
         "tokens": {"estimate": estimate, "counter": counter.describe(), "exact": counter.exact,
@@ -116,11 +116,11 @@ def test_stats_budget_uses_the_shared_trigger(cli, fx, memory_dir):
 
 
 def test_stats_human_view(cli, fx, memory_dir):
-    from memcli.compaction.policy import estimate_working_tokens
-    from memcli.tokens import TokenCounter
+    from memcli.snapshot import take_snapshot
+    from memcli.snapshot.assemble import working_counter
 
-    counter = TokenCounter()
-    estimate = estimate_working_tokens(AgentStore(memory_dir, "fx"), counter)
+    counter = working_counter()
+    estimate = take_snapshot(memory_dir, "fx").tokens  # stats counts what the working snapshot sends
     result = ok(cli("stats", "fx", "--width", "100"))
     sizes = [(fx / n).stat().st_size for n in ("raw_traces.jsonl", "raw_traces_archive.jsonl", "episodic.jsonl",
                                                "semantic.jsonl")]
@@ -144,7 +144,7 @@ def test_stats_human_view(cli, fx, memory_dir):
 def test_stats_of_an_agent_without_archive_or_memory(cli):
     cli("ingest", "a", input=[{"trace_type": "user", "content": "hi"}, {"trace_type": "assistant", "content": "yo"}])
     doc = orjson.loads(ok(cli("stats", "a", "--json")).stdout)
-    assert doc["traces"]["archive"]["total"] == 0 and doc["turns"] == {"active": 1, "archive": 0, "total": 1}
+    assert doc["traces"]["archive"]["total"] == 0 and doc["turns"] == {"active": 1, "archive": 0, "total": 1, "split": 0}
     assert doc["last_compaction"] is None and doc["tokens"]["last_prompt_tokens"] is None
     assert doc["files"]["archive"] == {"file": "raw_traces_archive.jsonl", "bytes": 0, "records": 0}
 

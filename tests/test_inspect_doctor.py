@@ -71,8 +71,8 @@ def test_stale_pending_call_means_later_turns_exist(cli, memory_dir):
     code, findings, _ = run(cli, "a")
     assert code == 0
     assert findings == [finding("warning", "stale-pending-call", root / "raw_traces.jsonl", 2,
-                                "tool call 'x' (sh, turn_0001) has no result and 2 later turns exist; "
-                                "compaction cannot move past its turn")]
+                                "tool call 'x' (sh, turn_0001) has no result and 2 later turns exist: "
+                                "it was never answered (compaction archives it with its step)")]
 
 
 BAD_JSON = b'{"id": "bad", "ts": '
@@ -261,9 +261,9 @@ def test_unfinished_compaction_that_cannot_be_recovered_stays_an_error(cli, jour
 
 
 def test_a_real_interrupted_compaction_is_one_finding_and_repair_finishes_it(cli, memcli_proc, memory_dir):
-    events = [e for t in range(8) for e in ({"trace_type": "user", "content": f"q{t}"},
-                                            {"trace_type": "assistant", "content": f"a{t}"})]
-    assert memcli_proc("ingest", "c", input=events).returncode == 0
+    events = [e for t in range(8) for e in ({"trace_type": "user", "content": f"q{t}"},  # (long answers: the
+                                            {"trace_type": "assistant", "content": f"a{t} " + "word " * 300})]
+    assert memcli_proc("ingest", "c", input=events).returncode == 0  # summary is smaller, so it is written)
     crashed = memcli_proc("compact", "c", env={"MEMCLI_CRASH_AT": "compact:archived"})
     assert crashed.returncode != 0
     root = agent_dir(memory_dir, "c")

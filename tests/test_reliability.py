@@ -316,18 +316,38 @@ class StoreMachine(RuleBasedStateMachine):
         self.acked |= {e["id"] for e in events}
         self.sent += events
 
+    @rule(count=st.integers(1, 5), size=st.sampled_from([1, 200, 5000]), answered=st.booleans())
+    def steps(self, count, size, answered):
+        """Steps inside the open turn (no user trace): a note, a call, and usually its result."""
+        events = []
+        for k in range(count):
+            self.n += 1
+            events.append({"id": f"e{self.n}", "trace_type": "assistant", "content": "s" * size})
+            events.append({"id": f"e{self.n}c", "trace_type": "tool_call", "tool_name": "run",
+                           "tool_call_id": f"k{self.n}", "tool_args": {"command": "make"}})
+            if answered or k < count - 1:
+                events.append({"id": f"e{self.n}r", "trace_type": "tool_result", "tool_call_id": f"k{self.n}",
+                               "tool_result": "r" * size})
+        self._ingest_in_process(events)
+        self.acked |= {e["id"] for e in events}
+        self.sent += events
+
     @rule(data=st.data())
     def reingest(self, data):
         if self.sent:
             again = data.draw(st.lists(st.sampled_from(self.sent), min_size=1, max_size=4))
             self._ingest_in_process(again)
 
-    @rule(tail=st.integers(0, 3))
-    def compact(self, tail):
+    @rule(tail=st.integers(0, 3), keep=st.integers(0, 3), budget=st.sampled_from([None, 800, 3000]))
+    def compact(self, tail, keep, budget):
         from memcli.compaction.compactor import compact
         from memcli.compaction.policy import CompactionPolicy
+        from memcli.errors import CompactionError
 
-        compact(self.dir, "m", policy=CompactionPolicy(tail_turns=tail))
+        try:  # a target under what must stay is refused (nothing written): that is fine here
+            compact(self.dir, "m", policy=CompactionPolicy(tail_turns=tail, keep_steps=keep, target_tokens=budget))
+        except CompactionError:
+            pass
 
     @rule(point=st.sampled_from(INGEST_POINTS), count=st.integers(1, 3))
     def crash_ingest(self, point, count):
@@ -338,9 +358,12 @@ class StoreMachine(RuleBasedStateMachine):
         else:
             self.maybe |= {e["id"] for e in events}
 
-    @rule(step=st.sampled_from(COMPACT_POINTS))
-    def crash_compact(self, step):
-        run_memcli("--dir", self.dir, "compact", "m", "--tail-turns", "1", env={"MEMCLI_CRASH_AT": f"compact:{step}"})
+    @rule(step=st.sampled_from(COMPACT_POINTS), in_turn=st.booleans())
+    def crash_compact(self, step, in_turn):
+        # in_turn: a small target and one kept step, so the window takes steps of the open turn
+        extra = ["--target-tokens", "1500", "--keep-steps", "1"] if in_turn else []
+        run_memcli("--dir", self.dir, "compact", "m", "--tail-turns", "1", *extra,
+                   env={"MEMCLI_CRASH_AT": f"compact:{step}"})
 
     @rule(cut=st.integers(1, 40))
     def torn_tail(self, cut):

@@ -14,23 +14,27 @@ import typer
 
 
 def _plan_text(result) -> str:
-    if not result.turns:
+    if not result.turns or result.never_worse:
         return f"{result.reason}\n"
     one = result.pinned_kept == 1
     pinned = (f" ({result.pinned_kept} system/developer trace{'' if one else 's'} stay{'s' if one else ''})"
               if result.pinned_kept else "")
     approx = "≈" if result.tokens_after_estimated else ""
     rows = [
-        f"agent {result.agent_id}: would compact {result.turns} turn{'s' if result.turns != 1 else ''} "
-        f"({result.turn_range})",
-        f"  traces moved   {result.traces}{pinned}",
+        f"agent {result.agent_id}: would compact {result.what()} ({result.turn_range})",
+        f"  traces moved   {result.traces}{pinned}"
+        + (f" ({result.abandoned} unanswered call{'s' if result.abandoned != 1 else ''} among them)"
+           if result.abandoned else ""),
         f"  turns kept     {result.kept_turns} ({result.stop_reason})",
         f"  tokens         {result.tokens_before:,} → {approx}{result.tokens_after:,} (working snapshot; "
-        f"the window holds {result.window_tokens:,})",
+        f"the window holds {result.window_tokens:,}; target {result.target_tokens:,}, trigger at "
+        f"{result.threshold:,})",
         f"  strategy       {result.strategy}" + (f" with {result.summarizer}" if result.summarizer else ""),
     ]
     if result.chunks:
         rows.append(f"  chunks         {result.chunks}")
+    if result.shortfall:
+        rows.append(f"  note           {result.shortfall}")
     return "\n".join(rows) + "\n"
 
 
@@ -40,7 +44,14 @@ def compact(
     model: Optional[str] = typer.Option(
         None, "--model", help="Summarize with this LiteLLM model (e.g. openai/gpt-4o-mini); default: offline."),
     api_base: Optional[str] = typer.Option(None, "--api-base", help="Base URL of the model's API."),
-    tail_turns: int = typer.Option(4, "--tail-turns", help="Recent turns that are never compacted."),
+    tail_turns: int = typer.Option(
+        4, "--tail-turns", help="Recent turns kept whole, where --target-tokens allows it."),
+    target_tokens: Optional[int] = typer.Option(
+        None, "--target-tokens",
+        help="Keep the working snapshot within N tokens (default: half the input budget). After a provider's "
+             "context-overflow error, run compact --target-tokens N with N well under the limit."),
+    keep_steps: int = typer.Option(4, "--keep-steps", help="Newest steps (assistant message + its results) that "
+                                                           "always stay."),
     if_needed: bool = typer.Option(
         False, "--if-needed", help="Compact only when the budget trigger fires (says why or why not on stderr)."),
     max_context_tokens: Optional[int] = typer.Option(
@@ -55,10 +66,12 @@ def compact(
     force: bool = typer.Option(False, "--force", help="Run even when the circuit breaker is open."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan or the result as one JSON document."),
 ) -> None:
-    """Summarize old turns into episodic/semantic memory and archive their traces.
+    """Summarize old turns and steps into episodic/semantic memory and archive their traces.
 
-    The last --tail-turns turns, the open turn and any turn with an unanswered tool call stay.
-    A compaction interrupted at any point is finished by the next command that opens the agent.
+    Whole turns older than the last --tail-turns move first; then, while the working snapshot is
+    above --target-tokens, the oldest steps of the remaining turns (the open turn included; its
+    ask stays). The newest --keep-steps steps always stay. A compaction that would not shrink the
+    snapshot writes nothing. One interrupted at any point is finished by the next command.
     """
     from memcli.cli.progress import progress_bar
     from memcli.compaction.compactor import compact as run
@@ -71,7 +84,7 @@ def compact(
 
         summarizer = LiteLLMSummarizer(model, api_base=api_base, timeout=timeout, retries=retries,
                                        max_context_tokens=max_context_tokens)
-    policy = CompactionPolicy(tail_turns=tail_turns)
+    policy = CompactionPolicy(tail_turns=tail_turns, keep_steps=keep_steps, target_tokens=target_tokens)
     def note(message: str) -> None:
         print(f"memcli: {message}", file=sys.stderr)
 

@@ -112,7 +112,7 @@ def _render_stats(s, view: HumanView) -> None:
     view.fields([
         ("active traces", types(s.traces["active"])),
         ("archived traces", types(s.traces["archive"])),
-        ("turns", f"{s.turns.active:,} active, {s.turns.archive:,} archived, {s.turns.total:,} in all"),
+        ("turns", _turns_text(s.turns)),
         ("tool calls", f"{t.calls:,} calls, {t.results:,} results: {t.success:,} success, {t.error:,} error, "
                        f"{t.pending:,} pending, {t.orphan:,} orphan"),
         ("episodic", f"{m.episodic:,} ({m.episodic_live:,} live)"),
@@ -125,6 +125,15 @@ def _render_stats(s, view: HumanView) -> None:
         ("last compaction", compaction),
         ("budget", s.budget["explanation"] if s.budget else None),
     ])
+
+
+def _turns_text(t) -> str:
+    """``3 active, 2 archived, 5 in all``; with split turns, each turn counted once:
+    ``1 in all: 0 active, 0 archived, 1 split (...)``."""
+    if not t.split:
+        return f"{t.active:,} active, {t.archive:,} archived, {t.total:,} in all"
+    return (f"{t.total:,} in all: {t.active - t.split:,} active, {t.archive - t.split:,} archived, {t.split:,} split "
+            "(older steps archived, the ask and newer steps active)")
 
 
 # ---------------------------------------------------------------------------- turns

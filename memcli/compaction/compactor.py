@@ -33,14 +33,14 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable
 
 import orjson
 
 from memcli.compaction import breaker
-from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status
+from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status, input_budget, target_tokens
 from memcli.compaction.summarizer import Fact, MemoryContext, Summary, Turn, normalize_fact
-from memcli.compaction.window import WindowPlan, check_plan, iter_window_turns, plan_window
+from memcli.compaction.window import WindowPlan, check_plan, iter_window_turns, plan_window, summary_reserve
 from memcli.errors import CompactionBusy, CompactionError, UsageError
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, SemanticItem, to_record
@@ -48,7 +48,6 @@ from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
 from memcli.store.lock import agent_lock, compaction_lock
-from memcli.tokens import TokenCounter
 
 STRATEGIES = ("summarize", "sliding-window")
 MAX_LISTED_TRACE_IDS = 5_000
@@ -56,6 +55,8 @@ MAX_SOURCE_TURNS = 50
 ROLLUP_CHARS = 12_000
 PROMPT_FACTS = 50                 # live facts shown to the summarizer
 EST_SUMMARY_TOKENS_PER_CHUNK = 400
+MAX_BUNDLE_EPISODIC = 3           # what the working snapshot's memory bundle carries
+MAX_BUNDLE_SEMANTIC = 20
 
 
 class CompactionConflict(CompactionError):
@@ -73,7 +74,10 @@ class CompactResult:
     compaction_id: str | None = None
     episodic_id: str | None = None
     rollup_id: str | None = None
-    turns: int = 0
+    turns: int = 0                   # turns touched (whole or some of their steps)
+    whole_turns: int = 0
+    steps: int = 0                   # steps moved out of turns whose ask stays
+    abandoned: int = 0               # unanswered calls moved with their step
     turn_range: str = ""
     turn_ids: list = field(default_factory=list)
     traces: int = 0
@@ -85,6 +89,11 @@ class CompactResult:
     tokens_after: int = 0
     tokens_after_estimated: bool = False
     window_tokens: int = 0
+    target_tokens: int = 0
+    threshold: int = 0               # the trigger threshold the result is measured against
+    minimum_tokens: int = 0          # what can never move
+    never_worse: bool = False        # nothing written: it would not have shrunk the snapshot
+    shortfall: str | None = None     # why the result is still above the threshold
     facts_added: int = 0
     facts_merged: int = 0
     summary: str | None = None
@@ -93,13 +102,23 @@ class CompactResult:
     budget: BudgetStatus | None = None
     notes: list = field(default_factory=list)
 
+    def what(self) -> str:
+        """"4 turns", "2 turns and 120 steps", "120 steps" — what the window holds."""
+        parts = []
+        if self.whole_turns or not self.steps:
+            parts.append(f"{self.whole_turns} turn{'s' if self.whole_turns != 1 else ''}")
+        if self.steps:
+            parts.append(f"{self.steps} step{'s' if self.steps != 1 else ''}")
+        return " and ".join(parts)
+
     def describe(self) -> str:
-        if not self.compacted and not self.dry_run:
+        if self.never_worse or (not self.compacted and not self.dry_run):
             return self.reason
         verb = "would compact" if self.dry_run else "compacted"
-        s = "s" if self.turns != 1 else ""
-        text = (f"{verb} {self.turns} turn{s} ({self.turn_range}, {self.traces} trace{'s' if self.traces != 1 else ''}) "
-                f"of {self.agent_id!r}")
+        abandoned = (f", {self.abandoned} unanswered call{'s' if self.abandoned != 1 else ''}"
+                     if self.abandoned else "")
+        text = (f"{verb} {self.what()} ({self.turn_range}, {self.traces} trace{'s' if self.traces != 1 else ''}"
+                f"{abandoned}) of {self.agent_id!r}")
         if self.strategy == "sliding-window":
             text += " without a summary (sliding-window)"
         elif self.episodic_id:
@@ -131,7 +150,8 @@ def recover(store: AgentStore) -> list[str]:
         return list(session.recovered) + [r.describe() for r in session.repairs]
 
 
-def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | None = None) -> WindowPlan:
+def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | None = None, *, keep_steps: int = 4,
+         target_tokens: int | None = None, model: str | None = None) -> WindowPlan:
     """The window, planned under the agent lock after any pending recovery (writes nothing else)."""
     for _ in range(5):
         for message in recover(store):
@@ -140,53 +160,43 @@ def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | No
         with agent_lock(store.paths):
             if store.paths.ingest_marker.exists() or store.paths.compaction_journal.exists():
                 continue  # someone crashed in between: recover first
-            return plan_window(store.paths.active, store.agent_id, tail_turns)
+            return plan_window(store, tail_turns, keep_steps=keep_steps, target_tokens=target_tokens, model=model)
     raise CompactionError(f"agent {store.agent_id!r} keeps needing recovery; run `memcli doctor {store.agent_id}`")
 
 
-def _memory_tokens(store: AgentStore, counter: TokenCounter, policy: CompactionPolicy) -> int:
-    episodic, semantic = store.live_memory(policy.max_episodic_items, policy.max_semantic_items)
-    return sum(counter.count(e.summary) + 4 for e in episodic) + sum(counter.count(f.fact) + 4 for f in semantic)
+def _memory_tokens(meter, episodic: list, semantic: list) -> int:
+    """Tokens of the memory bundle the working snapshot would carry with these live items."""
+    from memcli.snapshot.assemble import memory_message
+
+    message = memory_message(episodic[-MAX_BUNDLE_EPISODIC:], semantic[-MAX_BUNDLE_SEMANTIC:])
+    return meter.message(message) if message is not None else 0
 
 
-def _record_text(record: dict) -> str:
-    """:func:`memcli.compaction.policy.trace_text` of a stored record, without building the model."""
-    parts = [record.get("content") or ""]
-    if record.get("tool_args") is not None:
-        parts.append(orjson.dumps(record["tool_args"]).decode())
-    if record.get("tool_error"):
-        parts.append(record["tool_error"])
-    elif record.get("tool_result") is not None:
-        value = record["tool_result"]
-        parts.append(value if isinstance(value, str) else orjson.dumps(value).decode())
-    return "\n".join(p for p in parts if p)
+def _memory_after(store: AgentStore, episodic: list, semantic: list) -> tuple[list, list]:
+    """The live items once ``episodic`` and ``semantic`` are appended (supersedes applied)."""
+    live_episodic, live_facts = store.live_memory(None, None)
+    gone = {i for item in episodic + semantic for i in item.supersedes}
+    return ([e for e in live_episodic if e.id not in gone] + episodic,
+            [f for f in live_facts if f.id not in gone] + semantic)
 
 
-def _count_tokens(store: AgentStore, plan_: WindowPlan, counter: TokenCounter) -> tuple[int, int, list, int]:
-    """(window tokens, kept tokens, moved ids up to the listing cap, moved count) in one pass."""
-    path = store.paths.active
-    runs = plan_.runs
-    r = 0
-    window = kept = moved = 0
-    ids: list = []
-    for _, offset, record in jsonl.iter_records(path, end=plan_.active_size, first_line_no=None):
-        while r < len(runs) and runs[r][1] <= offset:
-            r += 1
-        inside = r < len(runs) and runs[r][0] <= offset < runs[r][1]
-        tokens = counter.count(_record_text(record)) + 4
-        if inside:
-            window += tokens
-            moved += 1
-            if len(ids) < MAX_LISTED_TRACE_IDS:
-                ids.append(record["id"])
-        else:
-            kept += tokens
-    return window, kept, ids, moved
+class _Collect:
+    """The window's turns for the summarizer, noting the moved trace ids on the way."""
 
+    def __init__(self, store: AgentStore, plan_: WindowPlan):
+        self.store, self.plan = store, plan_
+        self.ids: list = []
 
-def _turns(store: AgentStore, plan_: WindowPlan) -> Iterable[Turn]:
-    for turn_id, traces in iter_window_turns(store.paths.active, plan_):
-        yield Turn(turn_id, traces)
+    def __iter__(self):
+        self.ids = []
+        by_id = {t.turn_id: t for t in self.plan.turns}
+        for turn_id, traces in iter_window_turns(self.store.paths.active, self.plan):
+            room = MAX_LISTED_TRACE_IDS - len(self.ids)
+            if room > 0:
+                self.ids.extend(t.id for t in traces[:room])
+            wt = by_id.get(turn_id)
+            yield Turn(turn_id, traces, steps_only=wt is not None and not wt.whole,
+                       steps=wt.steps if wt is not None else 0, total_steps=wt.total_steps if wt is not None else 0)
 
 
 def merge_summaries(parts: list[tuple[list, Summary]]) -> Summary:
@@ -217,18 +227,19 @@ def merge_summaries(parts: list[tuple[list, Summary]]) -> Summary:
 
 
 def _rollup_text(items: list[EpisodicItem]) -> str:
+    """One text for the items a rollup replaces: each under its turn range, line breaks kept,
+    condensed (turn lines shrink to their asks first) to share ``ROLLUP_CHARS``."""
+    from memcli.compaction.offline import condense
+
     turn_ids = [t for item in items for t in item.turn_ids]
     span = f"{turn_ids[0]}–{turn_ids[-1]}" if turn_ids else "earlier turns"
     header = f"Earlier history ({span}), rolled up from {len(items)} summaries:"
     budget = max((ROLLUP_CHARS - len(header)) // max(len(items), 1) - 40, 200)
-    from memcli.compaction.offline import clip
-
     sections = []
     for item in items:
         ids = item.turn_ids
         part = ids[0] if len(ids) == 1 else (f"{ids[0]}–{ids[-1]}" if ids else item.id)
-        body = item.summary if len(item.summary) <= budget else clip(item.summary, budget)
-        sections.append(f"[{part}] {body}")
+        sections.append(f"[{part}]\n{condense(item.summary, budget)}")
     return header + "\n" + "\n".join(sections)
 
 
@@ -286,7 +297,7 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
     return episodic, semantic, {"added": len(semantic) - merged, "merged": merged}
 
 
-def _summarize(summarizer, store: AgentStore, plan_: WindowPlan, memory: MemoryContext, concurrency: int,
+def _summarize(summarizer, window: _Collect, memory: MemoryContext, concurrency: int,
                on_progress) -> tuple[Summary, int]:
     """(summary, chunks): one pass for a summarizer without a context limit, else chunks of whole
     turns summarized concurrently and merged."""
@@ -294,11 +305,11 @@ def _summarize(summarizer, store: AgentStore, plan_: WindowPlan, memory: MemoryC
     if summarizer.context_tokens() is None or split is None:
         if on_progress:
             on_progress(0, 1)
-        summary = summarizer.summarize(_turns(store, plan_), memory)
+        summary = summarizer.summarize(iter(window), memory)
         if on_progress:
             on_progress(1, 1)
         return summary, 1
-    chunks = split(list(_turns(store, plan_)), memory)
+    chunks = split(list(window), memory)
     total = len(chunks)
     if on_progress:
         on_progress(0, total)
@@ -319,7 +330,7 @@ def _summarize(summarizer, store: AgentStore, plan_: WindowPlan, memory: MemoryC
                 done += 1
                 if on_progress:
                     on_progress(done, total)
-    return merge_summaries(list(zip(chunks, results))), total
+    return merge_summaries(list(zip(chunks, results, strict=True))), total
 
 
 def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, strategy: str = "summarize",
@@ -330,7 +341,8 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     """Compact ``agent_id`` (module docstring). ``summarizer`` defaults to the offline one.
 
     Raises CompactionError (exit 1) when no valid summary could be had — nothing is written then
-    but the circuit breaker's count — and AgentNotFoundError / UsageError as usual."""
+    but the circuit breaker's count — or when ``policy.target_tokens`` is below what must stay,
+    and AgentNotFoundError / UsageError as usual."""
     started = time.monotonic()
     policy = policy or CompactionPolicy()
     if strategy not in STRATEGIES:
@@ -339,6 +351,10 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
         raise UsageError("--concurrency must be at least 1")
     if policy.tail_turns < 0:
         raise UsageError("--tail-turns must be 0 or more")
+    if policy.keep_steps < 0:
+        raise UsageError("--keep-steps must be 0 or more")
+    if policy.target_tokens is not None and policy.target_tokens < 1:
+        raise UsageError("--target-tokens must be 1 or more")
     store = AgentStore(memory_dir, agent_id).require()
     if summarizer is None and strategy == "summarize":
         from memcli.compaction.offline import OfflineSummarizer
@@ -346,6 +362,8 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
         summarizer = OfflineSummarizer(max_facts=policy.max_semantic_items)
     result = CompactResult(store.agent_id, dry_run=dry_run, strategy=strategy,
                            summarizer=summarizer.name if summarizer is not None and strategy == "summarize" else None)
+    result.threshold = int(policy.trigger_ratio * input_budget(model, max_context_tokens, policy)[0])
+    result.target_tokens = target_tokens(model, max_context_tokens, policy)
 
     if if_needed:
         status = budget_status(store, model=model, max_context_tokens=max_context_tokens, policy=policy)
@@ -381,19 +399,54 @@ def _no_lock():
     yield
 
 
+def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> CompactionError:
+    return CompactionError(
+        f"--target-tokens {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
+        f"tokens (the system prompt, the memory bundle and the user asks that stay, and the newest "
+        f"{plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move); nothing was "
+        "written",
+        hint=f"use --target-tokens {plan_.minimum_tokens + summary_reserve(plan_.tokens_before):,} or more, "
+             "or fewer --keep-steps")
+
+
+def _shortfall(result: CompactResult, plan_: WindowPlan) -> str | None:
+    """Why the compacted snapshot is still above the trigger threshold, when it is."""
+    if not result.threshold or result.tokens_after <= result.threshold:
+        return None
+    over = result.tokens_after - result.threshold
+    if plan_.minimum_tokens > result.threshold:
+        why = (f"what must stay alone needs {plan_.minimum_tokens:,} tokens (system prompt, memory bundle, "
+               f"kept user asks and the newest {plan_.protected_steps} steps)")
+    else:
+        why = f"the window ends where {plan_.stop_reason}"
+    return (f"the working snapshot is still {over:,} tokens over the trigger threshold "
+            f"({result.tokens_after:,} > {result.threshold:,}): {why}")
+
+
 def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, model, concurrency,
          on_progress, on_note, started) -> CompactResult:
-    plan_ = plan(store, policy.tail_turns, lambda m: _note(result, on_note, m))
+    explicit_target = policy.target_tokens
+    plan_ = plan(store, policy.tail_turns, lambda m: _note(result, on_note, m), keep_steps=policy.keep_steps,
+                 target_tokens=result.target_tokens, model=model)
     result.turns = len(plan_.turns)
+    result.whole_turns = sum(1 for t in plan_.turns if t.whole)
+    result.steps = plan_.steps
+    result.abandoned = plan_.abandoned
     result.turn_range = plan_.describe_range()
     result.turn_ids = plan_.turn_ids
     result.traces = plan_.moved
     result.pinned_kept = plan_.pinned_kept
     result.kept_turns = plan_.kept_turns
     result.stop_reason = plan_.stop_reason
+    result.tokens_before = plan_.tokens_before
+    result.window_tokens = plan_.window_tokens
+    result.minimum_tokens = plan_.minimum_tokens
+    if explicit_target is not None and explicit_target < plan_.minimum_tokens:
+        raise _minimum_error(store, plan_, explicit_target)
     if plan_.empty:
         result.reason = (f"nothing to compact in {store.agent_id!r}: {plan_.conversation_turns} turn"
                          f"{'s' if plan_.conversation_turns != 1 else ''} in the active file and {plan_.stop_reason}")
+        result.tokens_after = plan_.tokens_before
         result.seconds = time.monotonic() - started
         return result
     if plan_.pinned_kept:
@@ -401,26 +454,29 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
         _note(result, on_note, f"{plan_.pinned_kept} system/developer trace{'' if one else 's'} of the window "
                                f"stay{'s' if one else ''} in the active file (instructions are never compacted)")
 
-    counter = TokenCounter(model)
-    memory_before = _memory_tokens(store, counter, policy)
-    window_tokens, kept_tokens, trace_ids, moved = _count_tokens(store, plan_, counter)
-    result.window_tokens = window_tokens
-    result.tokens_before = memory_before + window_tokens + kept_tokens
+    from memcli.snapshot.assemble import working_counter
+    from memcli.snapshot.views import TokenMeter
+
+    meter = TokenMeter(working_counter(model))
+    live_bundle = store.live_memory(MAX_BUNDLE_EPISODIC, MAX_BUNDLE_SEMANTIC)
+    memory_before = _memory_tokens(meter, *live_bundle)
+    without_memory = plan_.kept_tokens - memory_before    # what stays, bundle aside
 
     live_episodic, live_facts = store.live_memory(policy.max_episodic_items, PROMPT_FACTS)
     memory = MemoryContext(live_episodic, live_facts)
+    window = _Collect(store, plan_)
     summary: Summary | None = None
     if strategy == "summarize":
         is_offline = summarizer.context_tokens() is None
         if dry_run and not is_offline:
             split = getattr(summarizer, "split", None)
-            result.chunks = len(split(list(_turns(store, plan_)), memory)) if split else 1
-            result.tokens_after = memory_before + kept_tokens + EST_SUMMARY_TOKENS_PER_CHUNK * result.chunks
+            result.chunks = len(split(list(window), memory)) if split else 1
+            result.tokens_after = without_memory + memory_before + EST_SUMMARY_TOKENS_PER_CHUNK * result.chunks
             result.tokens_after_estimated = True
             result.seconds = time.monotonic() - started
             return result
         try:
-            summary, result.chunks = _summarize(summarizer, store, plan_, memory, concurrency, on_progress)
+            summary, result.chunks = _summarize(summarizer, window, memory, concurrency, on_progress)
         except CompactionError as exc:
             if not dry_run:
                 with agent_lock(store.paths):
@@ -428,32 +484,48 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
             raise
         result.summary = summary.episodic_summary
         result.facts = [f.fact for f in summary.semantic_facts]
-    if dry_run:
-        after = memory_before + kept_tokens
-        if summary is not None:
-            after += counter.count(summary.episodic_summary) + 4
-            after += sum(counter.count(f.fact) + 4 for f in summary.semantic_facts[: policy.max_semantic_items])
-        result.tokens_after = min(after, result.tokens_before) if summary is None else after
-        result.seconds = time.monotonic() - started
-        return result
+    else:
+        for _ in window:  # the ids the items would list (sliding-window lists none, but counts)
+            pass
+    trace_ids = window.ids
 
     compaction_id = new_id(COMPACTION_PREFIX)
+    model_name = summarizer.name if summarizer is not None else None
+    episodic, semantic, counts = build_items(
+        store, plan_, summary, compaction_id=compaction_id, trace_ids=trace_ids, moved=plan_.moved,
+        model=model_name, policy=policy, strategy=strategy)
+    predicted = without_memory + _memory_tokens(meter, *_memory_after(store, episodic, semantic))
+    result.tokens_after = predicted
+    if predicted >= plan_.tokens_before:
+        result.reason = (f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
+                         f"({plan_.moved} traces) would not make the working snapshot smaller "
+                         f"({plan_.tokens_before:,} → {predicted:,} tokens)")
+        result.compacted = False
+        result.dry_run = dry_run
+        result.seconds = time.monotonic() - started
+        result.never_worse = True
+        return result
+    if dry_run:
+        result.seconds = time.monotonic() - started
+        result.shortfall = _shortfall(result, plan_)
+        return result
+
     with store.writer(create=False) as session:
         problem = check_plan(store.paths.active, plan_)
         if problem is not None:
             raise CompactionConflict(f"the active file of {store.agent_id!r} changed while summarizing: {problem}; "
                                      "nothing was written", hint="run the compaction again")
-        model_name = summarizer.name if summarizer is not None else None
-        episodic, semantic, counts = build_items(
-            store, plan_, summary, compaction_id=compaction_id, trace_ids=trace_ids, moved=moved,
-            model=model_name, policy=policy, strategy=strategy)
+        if not _memory_unchanged(store, live_bundle):  # rare: items written meanwhile; rebuild them
+            episodic, semantic, counts = build_items(
+                store, plan_, summary, compaction_id=compaction_id, trace_ids=trace_ids, moved=plan_.moved,
+                model=model_name, policy=policy, strategy=strategy)
         paths = store.paths
         journal = Journal(
             compaction_id=compaction_id, agent_id=store.agent_id,
             active={"ino": plan_.active_ino, "size": jsonl.file_size(paths.active)},
-            runs=plan_.runs, run_ids=plan_.run_ids, moved=moved, first_id=plan_.first_id, last_id=plan_.last_id,
-            archive_size=jsonl.file_size(paths.archive), episodic_size=jsonl.file_size(paths.episodic),
-            semantic_size=jsonl.file_size(paths.semantic),
+            runs=plan_.runs, run_ids=plan_.run_ids, moved=plan_.moved, first_id=plan_.first_id,
+            last_id=plan_.last_id, archive_size=jsonl.file_size(paths.archive),
+            episodic_size=jsonl.file_size(paths.episodic), semantic_size=jsonl.file_size(paths.semantic),
             episodic=[to_record(e) for e in episodic], semantic=[to_record(s) for s in semantic],
         )
         commit(session, journal)
@@ -465,11 +537,21 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
     rollups = [e for e in episodic if "rollup" in e.tags]
     result.rollup_id = rollups[0].id if rollups else None
     result.facts_added, result.facts_merged = counts["added"], counts["merged"]
-    result.tokens_after = _memory_tokens(store, counter, policy) + kept_tokens
+    from memcli.snapshot.assemble import working_tokens
+
+    result.tokens_after = working_tokens(store, model)
     result.seconds = time.monotonic() - started
     if result.rollup_id:
         _note(result, on_note, f"rolled up {len(rollups[0].supersedes)} older episodic summaries into {result.rollup_id}")
+    result.shortfall = _shortfall(result, plan_)
+    if result.shortfall:
+        _note(result, on_note, result.shortfall)
     return result
+
+
+def _memory_unchanged(store: AgentStore, bundle: tuple) -> bool:
+    now = store.live_memory(MAX_BUNDLE_EPISODIC, MAX_BUNDLE_SEMANTIC)
+    return [i.id for i in now[0]] == [i.id for i in bundle[0]] and [i.id for i in now[1]] == [i.id for i in bundle[1]]
 
 
 def result_record(result: CompactResult) -> dict:

@@ -68,15 +68,9 @@ Answer with exactly one JSON object and nothing else:
 {"episodic_summary": "<text>", "semantic_facts": [{"fact": "<text>", "tags": ["<tag>"], "confidence": 0.9, "supersedes": ["<existing fact id>"]}]}
 
 Rules:
-- episodic_summary: what happened in these turns, in order: what the user asked, which tools ran and \
-which failed (with the error), what was concluded or changed, and what is still open. Continue the \
-prior summaries: do not repeat what they already say. Be concise: at most about 250 words.
-- Keep identifiers exactly as written: file paths, URLs, ids, order and ticket numbers, commands, error \
-codes, function and test names. Never shorten, translate or paraphrase them.
-- semantic_facts: durable facts worth remembering after this episode: user preferences and standing \
-instructions ("always ...", "never ...", "I prefer ..."), facts about the user, the project or the \
-environment, decisions taken. Do not restate an existing fact. When a new fact replaces or contradicts \
-an existing one, put the existing fact's id in "supersedes". Use [] when there is nothing durable.
+- episodic_summary: what happened in these turns, in order, as plain lines an agent can continue from. It must contain: every user ask, verbatim up to 200 characters (a "steps only" note means the ask stays in the agent's context: do not repeat it); every file the agent or a subagent modified (complete, never "and N more"); every failure by its informative line (the error, the exception's last line, the failing test; never a warning such as "npm warn ...") and whether a later run of the same command succeeded; each turn's final answer to the user; what each subagent (traces with "subagent") was asked, which files it changed, what failed and what it concluded; every tool call that never got a result ("never answered"); and what is still open. Continue the prior summaries: do not repeat what they already say.
+- Keep identifiers exactly as written: file paths, URLs, ids, order and ticket numbers, commands, error codes, function and test names. Never shorten, translate or paraphrase them.
+- semantic_facts: durable facts worth remembering after this episode, most important first: user preferences and standing instructions ("always ...", "never ...", "I prefer ..."), failures still unresolved, facts about the user, the project or the environment, decisions taken; the modified files as ONE fact ("Files modified: a, b"). Do not restate an existing fact. When a new fact replaces or contradicts an existing one, put the existing fact's id in "supersedes". Use [] when there is nothing durable.
 - confidence: 1.0 when the transcript states it explicitly, lower when inferred.
 """
 
@@ -148,6 +142,10 @@ def _clip_value(value, limit: int):
 
 def render_turn(turn: Turn, field_limit: int | None = None) -> str:
     lines = []
+    if turn.steps_only:
+        lines.append(_escape(orjson.dumps({
+            "turn": turn.turn_id, "note": f"steps only: the oldest {turn.steps} of the turn's {turn.total_steps} "
+                                          "steps; its user ask stays in the agent's context"})))
     for trace in turn.traces:
         brief = trace_brief(trace)
         if field_limit is not None:

@@ -1,36 +1,50 @@
 """The offline summarizer: deterministic, no network, no key — the default of ``memcli compact``.
 
-Episodic summary (plain text, bounded whatever the window size)::
+It writes what an agent needs to continue from the window it replaces (docs/design.md §4)::
 
     37 turns (turn_0001–turn_0037), 2026-03-02 08:41 → 09:30 UTC: 184 traces, 61 tool calls, 9 failed.
-    - turn_0001 · user: "The order total endpoint returns 100.0 for order 1042 …" · run_command ×1
-      (1 failed: exit status 1) · assistant: "The endpoint never applies the discount: …"
-    - …
-    … 12 more turns (turn_0011–turn_0022): 40 tool calls, 3 failed.
+    - turn_0001 · user: "The order total endpoint returns 100.0 for order 1042 …" (full: t-1-u) · tools: Bash ×3,
+      Edit ×1 [Bash `pytest -q`] · 1 failed (`pytest -q`: FAILED tests/test_orders.py::test_total) ·
+      assistant: "The endpoint never applies the discount: …"
+    - turn_0002 · steps 1–120 of 130 (its ask stays in the active file) · tools: … · never answered: Bash `sleep 999`
+    Subagents:
+    - agent a1b2 (turn_0003): task "Review the API layer …" · changed: app/api.py · concluded: "…"
     Files modified: app/api.py, tests/test_orders.py
-    Failed: `pytest -q tests/test_orders.py` ×4 (exit status 1); refund_order ×1 (PaymentGatewayError: …)
+    Failed: `pytest -q tests/test_orders.py` ×4 (FAILED tests/test_orders.py::test_total - assert …) — passed later
+    Never answered: 1 call (Bash `sleep 999` in turn_0002)
     URLs: https://help.acme.example/returns
 
-One line per turn: what the user asked, which tools ran (and which failed, with the first line of
-the error), what the assistant concluded (its last message of the turn). Text is clipped at word
-boundaries, so identifiers (paths, URLs, ids — anything without spaces) are kept whole and
-verbatim; identifiers that fell in a clipped part are listed after ``refs:``. At most
-``MAX_LISTED_TURNS`` turns are listed (the first ``HEAD_TURNS`` and the most recent rest); the
-others are counted on an honest "… N more turns" line, and the aggregate lines (files, failures,
-URLs) still cover every turn. The whole summary is capped at ``MAX_CHARS``.
+* **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (200) characters; a longer
+  one names the trace id that expands it (``memcli get ID``). Subagent prompts and injected
+  context are not asks.
+* **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
+  and the writing commands of ``str_replace_editor``-style tools, ``apply_patch`` headers (also
+  inside a shell command), any tool whose name says it writes and whose arguments name a path —
+  all of them, in the order last modified.
+* **Failures** by their informative line: the failing test (``FAILED …``), the exception's last
+  line, an ``error:`` line — never a warning (``npm warn …``, ``DeprecationWarning``) — after the
+  exit status; with whether a later run of the same command in the window passed.
+* Each turn's **final assistant message**, up to ``REPLY_CHARS`` (600) characters.
+* **Subagents** (sidechain traces, grouped by their ``agent_id``): the task, files changed,
+  failures, the conclusion (their last message).
+* **Calls never answered** (abandoned calls that moved with their step), by tool and argument.
+* ``refs:`` identifiers of the turn that the line does not show: paths, URLs, ids with digits
+  (order numbers, hashes, uuids) — not CSS classes (``text-gray-500``) or prose (``and/or``);
+  URLs end before any backslash or quote left by escaping.
 
-Semantic facts it extracts, only where the transcript says so explicitly:
+Size: the summary is capped at a quarter of the window's text within [``MIN_CHARS``,
+``MAX_CHARS``]. Over the cap, the turn lines of the middle turns (oldest of the recent ones
+first) shrink to their asks, then asks are clipped shorter (never under ``MIN_ASK_CHARS``);
+the aggregate lines (subagents, files, failures) stay whole.
 
-* user preferences: a sentence of a user ask with "always", "never", "I prefer", "from now
-  on", ... → ``User preference: "<the sentence>"`` (tags preference, user);
-* commands whose last run in the window failed → ``Command failed: `<cmd>` — <first error line>``
-  (tags command, failure), superseding earlier ``Command failed/passed: `<cmd>``` facts; a command
-  that failed before and now passes → ``Command passed: `<cmd>` (it had failed before)``;
-* files written by tools (edit/write/create/patch/delete tools; Codex ``apply_patch`` bodies)
-  → ``Modified file: <path>`` (tags file, modified).
+Facts (``semantic_facts``), ranked so the 20-item bundle holds what matters: user preferences
+(a sentence of an ask with "always", "never", "I prefer", "from now on" …), then commands whose
+last run failed (``Command failed: `cmd` — line``, superseding older facts about the command),
+then commands that pass after failing, then ONE ``Files modified: a, b, …`` fact that
+supersedes the previous one and carries its files forward.
 
-Context traces (system prompt, injected context, subagent sidechains) are not summarized as
-user asks. Memory is flat: turns are consumed one at a time.
+Memory is flat in the number of turns: turns are consumed one at a time; only the listed ones
+keep their digest.
 """
 
 from __future__ import annotations
@@ -42,26 +56,36 @@ from typing import Iterable
 
 import orjson
 
-from memcli.compaction.summarizer import Fact, MemoryContext, Summary, Turn
-from memcli.models import NON_OPENING_TAGS, TAG_REASONING
+from memcli.compaction.summarizer import MAX_FACT_CHARS, Fact, MemoryContext, Summary, Turn
+from memcli.models import NON_OPENING_TAGS, TAG_REASONING, TAG_SIDECHAIN
 from memcli.pairing import pop_open_call
 
 MAX_LISTED_TURNS = 40
 HEAD_TURNS = 10
 MAX_CHARS = 12_000
-MIN_CHARS = 1_000         # the cap is a quarter of the window's text, within [MIN_CHARS, MAX_CHARS]
-ASK_CHARS = 180
-REPLY_CHARS = 220
-ERROR_CHARS = 120
+MIN_CHARS = 300           # the cap is a quarter of the window's text, within [MIN_CHARS, MAX_CHARS]
+HARD_MAX_CHARS = 19_000   # asks and aggregates may push past MAX_CHARS, never past this
+ASK_CHARS = 200
+MIN_ASK_CHARS = 40
+REPLY_CHARS = 600
+SHORT_REPLY_CHARS = 200   # a turn line shrunk to fit
+NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
+ERROR_CHARS = 160
 MAX_REFS = 8
-MAX_LISTED = 15          # files, failures, URLs in the aggregate lines
+MAX_SHORT_LINES = 2_000   # turns listed by their asks only; beyond, counted
+MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
+FILES_FACT_PREFIX = "Files modified: "
 
-_URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`]+")
+_URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+")
 _PATH = re.compile(
-    r"(?<![\w/.-])(?:~?/)?(?:[\w.-]+/)+[\w.-]+|(?<![\w/.-])[\w-]+\.(?:py|pyi|js|mjs|ts|tsx|jsx|json|jsonl|md|"
-    r"rst|txt|yaml|yml|toml|ini|cfg|go|rs|java|kt|c|h|cc|cpp|hpp|rb|php|sh|sql|html|css|scss|lock|csv|xml|"
-    r"proto|tf|swift|env)\b")
-_ID = re.compile(r"(?<![\w/.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{3,}(?![\w/])")
+    r"(?<![\w/.-])(?:~?/|\.{1,2}/)?(?:[\w.-]+/)+[\w.-]+|(?<![\w/.-])[\w-]+\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|json|"
+    r"jsonl|md|rst|txt|yaml|yml|toml|ini|cfg|go|rs|java|kt|c|h|cc|cpp|hpp|rb|php|sh|sql|html|css|scss|lock|csv|"
+    r"xml|proto|tf|swift|env|vue|svelte)\b")
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+_ID = re.compile(r"(?<![\w/.:-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{3,}(?![\w/])")
+_HASH = re.compile(r"[0-9a-f]{7,64}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_CSS_LIKE = re.compile(r"[a-z]+(?:-[a-z0-9]+)+|[a-z]+\d+|\d+[a-z]+")   # text-gray-500, px4, 2xl, 10px
 _PREFERENCE = re.compile(
     r"\b(?:always|never|i (?:always|never)|i (?:would|'d) (?:prefer|rather)|i prefer|prefer to|from now on|"
     r"going forward|do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b",
@@ -70,10 +94,18 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _WRITE_TOOL = re.compile(r"(?:^|[_\-.])(?:edit|write|create|patch|apply_patch|str_replace|replace|insert|"
                          r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])|"
                          r"^(?:Edit|Write|MultiEdit|NotebookEdit|apply_patch)$", re.IGNORECASE)
+_EDITOR_COMMANDS = {"view", "create", "str_replace", "insert", "undo_edit", "delete", "rename"}
+_EDITOR_WRITES = {"create", "str_replace", "insert", "undo_edit", "delete", "rename"}
 _PATH_KEYS = ("path", "file_path", "filepath", "file", "filename", "target_file", "notebook_path", "dest",
               "destination")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 _COMMAND_KEYS = ("command", "cmd", "commands", "script")
+_WARNING = re.compile(r"^\s*(?:npm\s+warn|yarn\s+warn|warn(?:ing)?\b|\[warn|\S*warning:|\S*Warning\b)", re.IGNORECASE)
+_EXIT_LINE = re.compile(r"^(?:exit (?:status|code)|process exited with code|exited with|command failed with exit)"
+                        r"\b.*", re.IGNORECASE)
+_FAILING_TEST = re.compile(r"^(?:FAILED|FAIL|ERROR)\b\s*\S")
+_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?::|$)")
+_ERROR_LINE = re.compile(r"^(?:E\s+\S|error(?:\[\w+\])?:|fatal:|npm ERR!|panic:|Traceback|✗|×|✘)", re.IGNORECASE)
 
 
 def clip(text: str, limit: int) -> str:
@@ -92,17 +124,48 @@ def clip(text: str, limit: int) -> str:
     return text[:cut].rstrip(",;:") + " …"
 
 
+def clip_ask(text: str, limit: int) -> str:
+    """A user ask on one line: verbatim up to ``limit`` characters — at least ``limit`` are kept
+    (to the end of the word that crosses it), so the ask's first ``limit`` characters survive."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text.find(" ", limit)
+    if cut < 0 or cut > limit + 30:
+        cut = limit
+    return text[:cut] + " …"
+
+
+def _is_ref_path(value: str) -> bool:
+    if "/" not in value:
+        return True  # matched by extension
+    if value.startswith(("/", "~/", "./", "../")) or value.count("/") >= 2:
+        return True
+    return bool(_EXTENSION.search(value.rsplit("/", 1)[-1]))
+
+
+def _is_ref_id(value: str) -> bool:
+    if _UUID.fullmatch(value) or (_HASH.fullmatch(value) and not value.isdigit()):
+        return True
+    if _CSS_LIKE.fullmatch(value):
+        return False
+    return any(c.isupper() for c in value) or "_" in value or "-" in value
+
+
 def identifiers(text: str) -> list[str]:
-    """URLs, paths and ids in ``text``, in order of appearance, without repeats."""
+    """URLs, paths and ids in ``text`` that are worth keeping (module docstring), in order of
+    appearance, without repeats."""
     found: list[tuple[int, str]] = []
     taken: list[tuple[int, int]] = []
-    for pattern in (_URL, _PATH, _ID):
+    for pattern, keep in ((_URL, None), (_PATH, _is_ref_path), (_ID, _is_ref_id)):
         for m in pattern.finditer(text):
             start, end = m.span()
-            value = m.group(0).rstrip(".,;:!?")
+            value = m.group(0).rstrip(".,;:!?\\")
             if any(s <= start < e for s, e in taken) or not value:
                 continue
-            taken.append((start, start + len(value)))
+            taken.append((start, end))
+            if keep is not None and not keep(value):
+                continue
             found.append((start, value))
     found.sort()
     out: list[str] = []
@@ -120,10 +183,16 @@ def _json_text(value) -> str:
     return orjson.dumps(value).decode()
 
 
+def _is_editor_call(args: dict) -> bool:
+    """``str_replace_editor``-style arguments: a ``command`` that is an editor verb, and a path."""
+    command = args.get("command")
+    return isinstance(command, str) and command in _EDITOR_COMMANDS and isinstance(args.get("path"), str)
+
+
 def command_of(args) -> str | None:
     """The shell command in a tool's arguments (``command``/``cmd``; lists are joined; a
-    ``bash -lc "..."`` wrapper is unwrapped)."""
-    if not isinstance(args, dict):
+    ``bash -lc "..."`` wrapper is unwrapped). An editor verb (``str_replace`` …) is no command."""
+    if not isinstance(args, dict) or _is_editor_call(args):
         return None
     for key in _COMMAND_KEYS:
         value = args.get(key)
@@ -137,19 +206,24 @@ def command_of(args) -> str | None:
 
 
 def written_paths(tool_name: str | None, args) -> list[str]:
-    """Files a tool call writes, when its name says it writes and its arguments name them."""
+    """Files a tool call writes (module docstring)."""
     if not isinstance(args, dict):
         return []
     paths: list[str] = []
     patch = None
-    for key in ("input", "patch", "content", "diff"):
+    for key in ("input", "patch", "content", "diff", *_COMMAND_KEYS):
         value = args.get(key)
+        if isinstance(value, list):
+            value = "\n".join(v for v in value if isinstance(v, str))
         if isinstance(value, str) and "*** Begin Patch" in value:
             patch = value
             break
     if patch is not None:
         paths.extend(m.strip() for m in _PATCH_FILE.findall(patch))
-    if tool_name and _WRITE_TOOL.search(tool_name):
+    elif _is_editor_call(args):
+        if args["command"] in _EDITOR_WRITES:
+            paths.append(args["path"].strip())
+    elif tool_name and _WRITE_TOOL.search(tool_name):
         for key in _PATH_KEYS:
             value = args.get(key)
             if isinstance(value, str) and value.strip() and "\n" not in value and len(value) < 400:
@@ -161,7 +235,7 @@ def written_paths(tool_name: str | None, args) -> list[str]:
                     paths.append(edit["path"])
     out: list[str] = []
     for p in paths:
-        if p not in out:
+        if p and p not in out:
             out.append(p)
     return out
 
@@ -172,34 +246,46 @@ def _result_failed(trace) -> tuple[bool, str]:
         return True, trace.tool_error
     result = trace.tool_result
     if isinstance(result, dict):
-        for key in ("exit_code", "exitCode", "returncode", "status_code"):
+        for key in ("exit_code", "exitCode", "returncode"):
             code = result.get(key)
-            if isinstance(code, int) and not isinstance(code, bool) and code != 0 and key != "status_code":
+            if isinstance(code, int) and not isinstance(code, bool) and code != 0:
                 text = result.get("stderr") or result.get("output") or result.get("stdout") or ""
-                return True, f"exit code {code}" + (f": {_json_text(text)}" if text else "")
+                return True, f"exit code {code}" + (f"\n{_json_text(text)}" if text else "")
         if result.get("is_error") is True or result.get("success") is False:
             return True, _json_text(result.get("error") or result.get("message") or result)
     return False, ""
 
 
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return text.strip()
+def informative_line(text: str) -> str:
+    """The line of an error output that says what went wrong (module docstring)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    useful = [line for line in lines if not _WARNING.match(line)]
+    if not useful:
+        return lines[0] if lines else text.strip()
+    for line in useful:
+        if _FAILING_TEST.match(line):
+            return line
+    exceptions = [line for line in useful if _EXCEPTION.match(line)]
+    if exceptions:
+        return exceptions[-1]
+    for line in useful:
+        if _ERROR_LINE.match(line) and not line.startswith("Traceback"):
+            return line
+    for line in useful:
+        if not _EXIT_LINE.match(line):
+            return line
+    return useful[0]
 
 
-def _error_brief(text: str) -> str:
-    """The first line of an error, plus the first line that names a failing test or an exception."""
-    first = _first_line(text)
-    detail = ""
-    for line in text.splitlines()[1:]:
-        s = line.strip()
-        if s.startswith(("FAILED", "ERROR", "E ", "error:", "Error:")) or re.match(r"^\w+(Error|Exception)\b", s):
-            detail = s
-            break
-    brief = first if not detail or detail == first else f"{first} {detail}"
-    return clip(brief, ERROR_CHARS)
+def error_brief(text: str) -> str:
+    """The exit status line (when there is one) and the informative line, clipped."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    info = informative_line(text)
+    first = lines[0] if lines else ""
+    if _EXIT_LINE.match(first) and info != first:
+        first = first.split(":", 1)[0] if len(first) > 40 else first
+        return clip(f"{first} {info}", ERROR_CHARS)
+    return clip(info, ERROR_CHARS)
 
 
 def _arg_brief(tool_name: str | None, args) -> str:
@@ -207,7 +293,7 @@ def _arg_brief(tool_name: str | None, args) -> str:
     if command:
         return f"`{clip(command, 80)}`"
     if isinstance(args, dict):
-        for key in (*_PATH_KEYS, "url", "query", "pattern", "order_id", "id", "name"):
+        for key in (*_PATH_KEYS, "url", "query", "pattern", "description", "order_id", "id", "name"):
             value = args.get(key)
             if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
                 return clip(str(value), 80)
@@ -229,113 +315,223 @@ def _fmt_time(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
+def _quote(text: str, limit: int) -> str:
+    return '"' + clip(text, limit) + '"'
+
+
+class _Work:
+    """Tool activity of the main agent or of one subagent inside a turn."""
+
+    def __init__(self):
+        self.calls: Counter = Counter()
+        self.call_args: list[str] = []
+        self.failures: list[tuple[str, str]] = []          # (label, error brief)
+        self.commands: list[tuple[str, bool, str]] = []    # (command, failed, error brief)
+        self.files: list[str] = []
+        self.open: dict[str, list] = {}                    # call id -> unanswered calls, oldest first
+
+    def call(self, t) -> None:
+        name = t.tool_name or "tool"
+        self.calls[name] += 1
+        brief = _arg_brief(name, t.tool_args)
+        if brief and len(self.call_args) < 4:
+            self.call_args.append(f"{name} {brief}")
+        self.open.setdefault(t.tool_call_id or "", []).append(t)
+
+    def result(self, t) -> None:
+        call = pop_open_call(self.open, t.tool_call_id or "", t.turn_id, _trace_turn)
+        name = (call.tool_name if call else None) or t.tool_name or "tool"
+        args = call.tool_args if call else t.tool_args
+        failed, error = _result_failed(t)
+        command = command_of(args)
+        brief = error_brief(error) if failed else ""
+        if failed:
+            self.failures.append((f"`{clip(command, 80)}`" if command else name, brief))
+        if command:
+            self.commands.append((command, failed, brief))
+        if not failed:
+            for path in written_paths(name, args):
+                if path in self.files:
+                    self.files.remove(path)
+                self.files.append(path)
+
+    def unanswered(self) -> list[str]:
+        out = []
+        for queue in self.open.values():
+            for call in queue:
+                brief = _arg_brief(call.tool_name, call.tool_args)
+                out.append(f"{call.tool_name or 'tool'}" + (f" {brief}" if brief else ""))
+        return out
+
+
+class _Subagent:
+    def __init__(self, name: str, turn_id: str):
+        self.name = name
+        self.turn_id = turn_id
+        self.task = ""
+        self.conclusion = ""
+        self.work = _Work()
+
+    def line(self) -> str:
+        parts = [f"- {self.name} ({self.turn_id})"]
+        if self.task:
+            parts.append(f"task {_quote(self.task, ASK_CHARS)}")
+        if self.work.files:
+            parts.append("changed: " + ", ".join(self.work.files))
+        if self.work.failures:
+            label, error = self.work.failures[-1]
+            parts.append(f"{len(self.work.failures)} failed (last: {label}: {error})")
+        elif self.work.calls:
+            parts.append(f"{sum(self.work.calls.values())} tool calls")
+        if self.conclusion:
+            parts.append(f"concluded: {_quote(self.conclusion, 300)}")
+        return " · ".join(parts)
+
+
 class _TurnDigest:
-    """What one turn contributes: its summary line and its facts."""
+    """What one turn of the window contributes (module docstring)."""
 
     def __init__(self, turn: Turn):
         self.turn_id = turn.turn_id
-        self.asks: list[str] = []
+        self.steps_only = turn.steps_only
+        self.steps, self.total_steps = turn.steps, turn.total_steps
+        self.asks: list[tuple[str, str]] = []   # (text, trace id)
         self.reply = ""
-        self.calls: Counter = Counter()
-        self.failures: list[tuple[str, str]] = []   # (tool label, error brief)
-        self.call_args: list[str] = []
-        self.commands: list[tuple[str, bool, str]] = []   # (command, failed, error)
-        self.files: list[str] = []
-        self.urls: list[str] = []
+        self.main = _Work()
+        self.subagents: dict[str, _Subagent] = {}
         self.preferences: list[str] = []
-        self.full_text: list[str] = []
         self.n_traces = len(turn.traces)
-        self.text_chars = sum(len(t.content or '') + len(_json_text(t.tool_args)) + len(t.tool_error or _json_text(t.tool_result))
-                              for t in turn.traces)
-        self.first_ts = None
-        self.last_ts = None
-        calls_by_id: dict[str, list] = {}
+        self.text_chars = 0
+        self.first_ts = self.last_ts = None
+        texts: list[str] = []
         for t in turn.traces:
             if isinstance(t.ts, (int, float)):
                 self.first_ts = t.ts if self.first_ts is None else min(self.first_ts, t.ts)
                 self.last_ts = t.ts if self.last_ts is None else max(self.last_ts, t.ts)
-            context = not NON_OPENING_TAGS.isdisjoint(t.tags or ())
-            if t.trace_type == "user":
-                if context:
+            self.text_chars += (len(t.content or "") + len(_json_text(t.tool_args))
+                                + len(t.tool_error or _json_text(t.tool_result)))
+            tags = t.tags or ()
+            if TAG_SIDECHAIN in tags:
+                self._sidechain(t)
+                continue
+            kind = t.trace_type
+            if kind == "user":
+                if not NON_OPENING_TAGS.isdisjoint(tags) or not t.content.strip():
                     continue
-                if t.content.strip():
-                    self.asks.append(t.content)
-                    self.full_text.append(t.content)
-                    for sentence in _SENTENCE.findall(t.content):
-                        if _PREFERENCE.search(sentence) and len(sentence.strip()) >= 8:
-                            self.preferences.append(" ".join(sentence.split()))
-            elif t.trace_type == "assistant":
-                if context or TAG_REASONING in (t.tags or ()):
+                self.asks.append((t.content, t.id))
+                texts.append(t.content)
+                for sentence in _SENTENCE.findall(t.content):
+                    if _PREFERENCE.search(sentence) and len(sentence.strip()) >= 8:
+                        self.preferences.append(" ".join(sentence.split()))
+            elif kind == "assistant":
+                if TAG_REASONING in tags or not NON_OPENING_TAGS.isdisjoint(tags) or not t.content.strip():
                     continue
-                if t.content.strip():
-                    self.reply = t.content
-                    self.full_text.append(t.content)
-            elif t.trace_type == "tool_call":
-                name = t.tool_name or "tool"
-                self.calls[name] += 1
-                brief = _arg_brief(name, t.tool_args)
-                if brief and len(self.call_args) < 4:
-                    self.call_args.append(f"{name} {brief}")
-                calls_by_id.setdefault(t.tool_call_id or "", []).append(t)
-                self.full_text.append(_json_text(t.tool_args))
-            elif t.trace_type == "tool_result":
-                call = pop_open_call(calls_by_id, t.tool_call_id or "", t.turn_id, _trace_turn)
-                name = (call.tool_name if call else None) or t.tool_name or "tool"
-                args = call.tool_args if call else t.tool_args
+                self.reply = t.content
+                texts.append(t.content)
+            elif kind == "tool_call":
+                self.main.call(t)
+                texts.append(_json_text(t.tool_args)[:2000])
+            elif kind == "tool_result":
+                self.main.result(t)
                 failed, error = _result_failed(t)
-                command = command_of(args)
-                if failed:
-                    self.failures.append((f"`{clip(command, 80)}`" if command else name, _error_brief(error)))
-                    self.full_text.append(error[:2000])
-                if command:
-                    self.commands.append((command, failed, _error_brief(error) if failed else ""))
-                if not failed:
-                    for path in written_paths(name, args):
-                        if path not in self.files:
-                            self.files.append(path)
-                if call is None and not failed and t.tool_result is not None:
-                    self.full_text.append(_json_text(t.tool_result)[:2000])
-                elif not failed and t.tool_result is not None:
-                    self.full_text.append(_json_text(t.tool_result)[:2000])
-        # calls whose result is not in the turn (a window never has pending calls; foreign data may)
-        for queue in calls_by_id.values():
-            for call in queue:
-                for path in written_paths(call.tool_name, call.tool_args):
-                    if path not in self.files:
-                        self.files.append(path)
-        for text in self.full_text:
+                texts.append((error if failed else _json_text(t.tool_result))[:2000])
+        self.texts = texts
+        self.urls: list[str] = []
+        for text in texts:
             for url in _URL.findall(text):
                 url = url.rstrip(".,;:!?")
                 if url not in self.urls:
                     self.urls.append(url)
 
-    def line(self) -> str:
+    def _sidechain(self, t) -> None:
+        name = (t.extra or {}).get("agent_id") or t.correlation_id or "subagent"
+        agent = self.subagents.get(name)
+        if agent is None:
+            agent = self.subagents[name] = _Subagent(f"agent {name}" if name != "subagent" else name, self.turn_id)
+        kind = t.trace_type
+        if kind == "user" and t.content.strip() and not agent.task:
+            agent.task = t.content
+        elif kind == "assistant" and t.content.strip() and TAG_REASONING not in (t.tags or ()):
+            agent.conclusion = t.content
+        elif kind == "tool_call":
+            agent.work.call(t)
+        elif kind == "tool_result":
+            agent.work.result(t)
+
+    @property
+    def files(self) -> list[str]:
+        out = list(self.main.files)
+        for agent in self.subagents.values():
+            out.extend(p for p in agent.work.files if p not in out)
+        return out
+
+    def line(self, ask_chars: int = ASK_CHARS, full: bool = True) -> str:
+        if not full:
+            return short_line(self.turn_id, self.asks, self.reply, ask_chars, self.steps_only and
+                              f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)")
         parts = [f"- {self.turn_id}"]
-        if self.asks:
-            parts.append(f'user: "{clip(self.asks[0], ASK_CHARS)}"'
-                         + (f" (+{len(self.asks) - 1} more message{'s' if len(self.asks) > 2 else ''})"
-                            if len(self.asks) > 1 else ""))
-        if self.calls:
-            tools = ", ".join(f"{name} ×{n}" for name, n in self.calls.most_common(5))
-            if len(self.calls) > 5:
-                tools += f", +{len(self.calls) - 5} more tools"
-            shown = "; ".join(dict.fromkeys(self.call_args[:3]))
+        for n, (text, trace_id) in enumerate(self.asks):
+            shown = clip_ask(text, ask_chars)
+            more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
+            parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
+        if self.steps_only:
+            parts.append(f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)")
+        work = self.main
+        if work.calls:
+            tools = ", ".join(f"{name} ×{n}" for name, n in work.calls.most_common(5))
+            if len(work.calls) > 5:
+                tools += f", +{len(work.calls) - 5} more tools"
+            shown = "; ".join(dict.fromkeys(work.call_args[:3]))
             part = f"tools: {tools}" + (f" [{shown}]" if shown else "")
-            if self.failures:
-                label, error = self.failures[-1]
-                part += f" ({len(self.failures)} failed; last: {label}: {error})"
+            if work.failures:
+                label, error = work.failures[-1]
+                part += f" ({len(work.failures)} failed; last: {label}: {error})"
             parts.append(part)
-        if self.reply:
-            parts.append(f'assistant: "{clip(self.reply, REPLY_CHARS)}"')
-        elif not self.calls and not self.asks:
+        if self.subagents:
+            parts.append(f"subagents: {', '.join(a.name for a in self.subagents.values())}")
+        unanswered = work.unanswered()
+        if unanswered:
+            parts.append("never answered: " + "; ".join(unanswered[:3])
+                         + (f" (+{len(unanswered) - 3} more)" if len(unanswered) > 3 else ""))
+        if self.reply and self.steps_only:  # the turn's final answer is still to come, in the active file
+            parts.append(f"last note: {_quote(self.reply, SHORT_REPLY_CHARS)}")
+        elif self.reply:
+            parts.append(f"assistant: {_quote(self.reply, REPLY_CHARS)}")
+        elif not work.calls and not self.asks:
             parts.append(f"{self.n_traces} context trace{'s' if self.n_traces != 1 else ''}")
         text = " · ".join(parts)
-        missing = [i for i in dict.fromkeys(ident for t in self.full_text for ident in identifiers(t))
-                   if i not in text]
+        missing = [i for i in dict.fromkeys(ident for t in self.texts for ident in identifiers(t)) if i not in text]
         if missing:
             more = len(missing) - MAX_REFS
             text += " · refs: " + ", ".join(missing[:MAX_REFS]) + (f", +{more} more" if more > 0 else "")
         return text
+
+
+def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None) -> str:
+    """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it)."""
+    parts = [f"- {turn_id}"]
+    for n, (text, _trace_id) in enumerate(asks):
+        parts.append(f"{'user' if n == 0 else 'then user'}: \"{clip_ask(text, ask_chars)}\"")
+    if note:
+        parts.append(note)
+        if reply:
+            parts.append(f"last note: {_quote(reply, NOTE_CHARS)}")
+    elif reply and not asks:
+        parts.append(f"assistant: {_quote(reply, SHORT_REPLY_CHARS)}")
+    return " · ".join(parts)
+
+
+class _Listed:
+    """A turn of the summary: its digest while listed in full, its short line once condensed."""
+
+    __slots__ = ("digest", "turn_id", "calls", "failed", "short")
+
+    def __init__(self, digest: _TurnDigest):
+        self.digest = digest
+        self.turn_id = digest.turn_id
+        self.calls = sum(digest.main.calls.values())
+        self.failed = len(digest.main.failures)
+        self.short = False
 
 
 class OfflineSummarizer:
@@ -351,13 +547,12 @@ class OfflineSummarizer:
 
     def summarize(self, turns: Iterable[Turn], memory: MemoryContext | None = None) -> Summary:
         memory = memory or MemoryContext()
-        head: list[tuple] = []          # (line, turn_id, calls, failed) of the first turns
-        tail: deque = deque()           # the same for the most recent turns
+        listed: list[_Listed] = []
+        short_lines: list[tuple[str, list]] = []   # (turn id, [(ask, id)], reply) of turns past the head
         n_turns = n_traces = n_calls = n_failed = 0
         text_chars = 0
         first_turn = last_turn = None
         first_ts = last_ts = None
-        omitted = [0, None, None, 0, 0]  # count, first id, last id, calls, failed of unlisted turns
         files: dict[str, None] = {}
         failures: Counter = Counter()
         failure_error: dict[str, str] = {}
@@ -365,61 +560,67 @@ class OfflineSummarizer:
         preferences: dict[str, list] = {}
         commands: dict[str, list] = {}   # command -> [failed_before, last_failed, last_error, turns]
         file_turns: dict[str, list] = {}
-
-        def omit(entry) -> None:
-            omitted[0] += 1
-            if omitted[1] is None or _turn_key(entry[1]) < _turn_key(omitted[1]):
-                omitted[1] = entry[1]
-            if omitted[2] is None or _turn_key(entry[1]) > _turn_key(omitted[2]):
-                omitted[2] = entry[1]
-            omitted[3] += entry[2]
-            omitted[4] += entry[3]
+        subagents: list[str] = []
+        unanswered: list[str] = []
+        n_unanswered = 0
+        tail: deque = deque()
+        unlisted = [0, None, None]       # turns past MAX_SHORT_LINES: count, first, last
 
         for turn in turns:
             d = _TurnDigest(turn)
             n_turns += 1
             n_traces += d.n_traces
             text_chars += d.text_chars
-            calls = sum(d.calls.values())
-            n_calls += calls
-            n_failed += len(d.failures)
+            n_calls += sum(d.main.calls.values()) + sum(sum(a.work.calls.values()) for a in d.subagents.values())
+            n_failed += len(d.main.failures) + sum(len(a.work.failures) for a in d.subagents.values())
             first_turn = first_turn or d.turn_id
             last_turn = d.turn_id
             if d.first_ts is not None:
                 first_ts = d.first_ts if first_ts is None else min(first_ts, d.first_ts)
             if d.last_ts is not None:
                 last_ts = d.last_ts if last_ts is None else max(last_ts, d.last_ts)
-            entry = (d, d.turn_id, calls, len(d.failures))  # the line is made only if it is listed
-            if len(head) < HEAD_TURNS:
-                head.append(entry)
+            entry = _Listed(d)
+            if len(listed) < HEAD_TURNS:
+                listed.append(entry)
             else:
                 tail.append(entry)
                 if len(tail) > MAX_LISTED_TURNS - HEAD_TURNS:
-                    omit(tail.popleft())
+                    old = tail.popleft()
+                    if len(short_lines) < MAX_SHORT_LINES:
+                        short_lines.append((old.turn_id, old.digest.asks, old.digest.reply))
+                    else:
+                        unlisted[0] += 1
+                        unlisted[1] = unlisted[1] or old.turn_id
+                        unlisted[2] = old.turn_id
             for path in d.files:
                 files.pop(path, None)
                 files[path] = None      # most recent last
                 turns_of = file_turns.setdefault(path, [])
-                if len(turns_of) < 20:
+                if len(turns_of) < 20 and d.turn_id not in turns_of:
                     turns_of.append(d.turn_id)
-            for label, error in d.failures:
-                failures[label] += 1
-                failure_error[label] = error
+            for work in (d.main, *(a.work for a in d.subagents.values())):
+                for label, error in work.failures:
+                    failures[label] += 1
+                    failure_error[label] = error
+                for command, failed, error in work.commands:
+                    entry_c = commands.setdefault(command, [False, False, "", []])
+                    entry_c[0] = entry_c[0] or entry_c[1]
+                    entry_c[1], entry_c[2] = failed, error
+                    if len(entry_c[3]) < 20 and (not entry_c[3] or entry_c[3][-1] != d.turn_id):
+                        entry_c[3].append(d.turn_id)
+            for agent in d.subagents.values():
+                if len(subagents) < 50:
+                    subagents.append(agent.line())
+            for call in d.main.unanswered():
+                n_unanswered += 1
+                if len(unanswered) < MAX_LISTED:
+                    unanswered.append(f"{call} in {d.turn_id}")
             for url in d.urls:
                 if len(urls) < 200:
                     urls[url] = None
             for sentence in d.preferences:
                 preferences.setdefault(sentence, []).append(d.turn_id)
-            for command, failed, error in d.commands:
-                entry_c = commands.setdefault(command, [False, False, "", []])
-                entry_c[0] = entry_c[0] or entry_c[1]
-                entry_c[1], entry_c[2] = failed, error
-                if len(entry_c[3]) < 20 and (not entry_c[3] or entry_c[3][-1] != d.turn_id):
-                    entry_c[3].append(d.turn_id)
-            if len(files) > 5000:  # bounded memory on pathological windows
-                files = dict.fromkeys(list(files)[-1000:])
-                file_turns = {k: v for k, v in file_turns.items() if k in files}
-            if len(commands) > 5000:
+            if len(commands) > 5000:  # bounded memory on pathological windows
                 commands = dict(list(commands.items())[-1000:])
         if n_turns == 0:
             raise ValueError("nothing to summarize")
@@ -429,52 +630,104 @@ class OfflineSummarizer:
                   f"{_fmt_time(last_ts)} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, "
                   f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed.")
         footer = []
+        if subagents:
+            footer.append("Subagents:\n" + "\n".join(subagents))
         if files:
-            names = list(files)[::-1]
-            footer.append("Files modified: " + ", ".join(names[:MAX_LISTED])
-                          + (f", +{len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else ""))
+            footer.append(FILES_FACT_PREFIX + ", ".join(reversed(list(files))))
         if failures:
-            shown = [f"{label} ×{n} ({failure_error[label]})" for label, n in failures.most_common(MAX_LISTED // 2)]
+            shown = []
+            for label, n in failures.most_common(MAX_LISTED):
+                later = ""
+                if label.startswith("`"):
+                    state = next((c for cmd, c in commands.items() if f"`{clip(cmd, 80)}`" == label), None)
+                    if state is not None:
+                        later = " — still failing" if state[1] else " — passed later"
+                shown.append(f"{label} ×{n} ({failure_error[label]}){later}")
             more = len(failures) - len(shown)
-            footer.append(clip("Failed: " + "; ".join(shown), 1500) + (f"; +{more} more" if more > 0 else ""))
+            footer.append("Failed: " + "; ".join(shown) + (f"; +{more} more" if more > 0 else ""))
+        if n_unanswered:
+            footer.append(f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
+                          + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")")
         if urls:
             names = list(urls)
             footer.append("URLs: " + ", ".join(names[:MAX_LISTED])
                           + (f", +{len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else ""))
 
-        lines_of: dict[str, str] = {}
+        entries = listed + list(tail)
+        lines_of: dict[tuple, str] = {}
+        ask_chars = [ASK_CHARS]
 
-        def line_of(entry) -> str:
-            text = lines_of.get(entry[1])
+        def line_of(entry: _Listed) -> str:
+            key = (entry.turn_id, entry.short, ask_chars[0])
+            text = lines_of.get(key)
             if text is None:
-                text = lines_of[entry[1]] = entry[0].line()
+                text = lines_of[key] = entry.digest.line(ask_chars[0], full=not entry.short)
             return text
 
+        short_blocks: dict[int, list] = {}
+
         def assemble() -> str:
-            lines = [header, *(line_of(e) for e in head)]
-            if omitted[0]:
-                lines.append(f"… {omitted[0]} more turn{'s' if omitted[0] != 1 else ''} "
-                             f"({omitted[1]}–{omitted[2]}) not listed: {omitted[3]} tool calls, {omitted[4]} failed "
+            lines = [header]
+            lines.extend(line_of(e) for e in entries[:len(listed)])
+            block = short_blocks.get(ask_chars[0])
+            if block is None:
+                block = short_blocks[ask_chars[0]] = [short_line(*s, ask_chars[0]) for s in short_lines]
+            lines.extend(block)
+            if unlisted[0]:
+                lines.append(f"… {unlisted[0]} more turns ({unlisted[1]}–{unlisted[2]}) not listed "
                              "(`memcli show AGENT --archive --turn ID` shows any of them).")
-            lines.extend(line_of(e) for e in tail)
+            lines.extend(line_of(e) for e in entries[len(listed):])
             lines.extend(footer)
             return "\n".join(lines)
 
         limit = min(max(text_chars // 4, MIN_CHARS), MAX_CHARS)
         summary = assemble()
-        # over the size limit: stop listing turns from the middle (oldest of the recent ones first,
-        # then the later ones of the first few), keeping the first 3 and the last 3
-        while len(summary) > limit and (len(tail) > 3 or len(head) > 3):
-            omit(tail.popleft() if len(tail) > 3 else head.pop())
+        # over the limit: shrink turn lines to their asks, middle turns first (oldest of the recent
+        # ones, then the later ones of the first few), keeping the first 3 and the last 3 in full
+        order = list(range(len(listed), len(entries) - 3)) + list(range(len(listed) - 1, 2, -1))
+        for i in order:
+            if len(summary) <= limit:
+                break
+            if 0 <= i < len(entries):
+                entries[i].short = True
+                summary = assemble()
+        for entry in entries:  # still over: the first and last turns shrink too
+            if len(summary) <= limit:
+                break
+            if not entry.short:
+                entry.short = True
+                summary = assemble()
+        while len(summary) > limit and ask_chars[0] > MIN_ASK_CHARS:
+            ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
             summary = assemble()
-        if len(summary) > limit:
-            summary = summary[:limit].rsplit("\n", 1)[0] + "\n… (clipped at the summary size limit)"
+        if len(summary) > HARD_MAX_CHARS and short_lines:
+            # still too long with every ask at its shortest: stop listing the newest of the middle
+            # turns (an honest count says which), down to what fits
+            block = short_blocks[ask_chars[0]]
+            excess = len(summary) - HARD_MAX_CHARS + 200
+            keep = len(block)
+            while keep and excess > 0:
+                keep -= 1
+                excess -= len(block[keep]) + 1
+            dropped = short_lines[keep:]
+            if dropped:
+                unlisted[0] += len(dropped)
+                unlisted[2] = unlisted[2] or dropped[-1][0]
+                unlisted[1] = dropped[0][0]
+                del short_lines[keep:]
+                short_blocks.clear()
+                summary = assemble()
+        if len(summary) > HARD_MAX_CHARS:
+            summary = summary[:HARD_MAX_CHARS].rsplit("\n", 1)[0] + "\n… (clipped at the summary size limit)"
         return Summary(summary, self._facts(preferences, commands, files, file_turns, memory))
 
     def _facts(self, preferences, commands, files, file_turns, memory: MemoryContext) -> list[Fact]:
-        facts: list[Fact] = []
+        """Facts, most important first (module docstring)."""
+        first: list[Fact] = []
+        failing: list[Fact] = []
+        fixed: list[Fact] = []
         for sentence in preferences:
-            facts.append(Fact(f'User preference: "{clip(sentence, 400)}"', ["preference", "user"], 0.9,
+            first.append(Fact(f'User preference: "{clip(sentence, 400)}"', ["preference", "user"], 0.9,
                               source_turn_ids=preferences[sentence][:20]))
         existing = memory.facts
         for command, (failed_before, last_failed, error, turns) in commands.items():
@@ -484,10 +737,47 @@ class OfflineSummarizer:
             older = [f.id for f in existing if f.fact.startswith((prefix_failed, prefix_passed))]
             had_failed = failed_before or any(f.fact.startswith(prefix_failed) for f in existing)
             if last_failed:
-                facts.append(Fact(f"{prefix_failed} — {error}", ["command", "failure"], 0.8, older, turns[-5:]))
+                failing.append(Fact(f"{prefix_failed} — {error}", ["command", "failure"], 0.8, older, turns[-5:]))
             elif had_failed:
-                facts.append(Fact(f"{prefix_passed} (it had failed before)", ["command"], 0.8, older, turns[-5:]))
-        for path in list(files)[-MAX_LISTED:]:
-            facts.append(Fact(f"Modified file: {path}", ["file", "modified"], 0.8,
-                              source_turn_ids=file_turns.get(path, [])[-5:]))
+                fixed.append(Fact(f"{prefix_passed} (it had failed before)", ["command"], 0.8, older, turns[-5:]))
+        facts = first + failing + fixed
+        if files:
+            previous = [f for f in existing if f.fact.startswith(FILES_FACT_PREFIX)]
+            names = list(reversed(list(files)))
+            for f in previous:
+                names.extend(p for p in f.fact[len(FILES_FACT_PREFIX):].split(", ") if p and p not in names)
+            text = FILES_FACT_PREFIX + ", ".join(names)
+            if len(text) > MAX_FACT_CHARS:
+                text = text[:MAX_FACT_CHARS - 20].rsplit(", ", 1)[0] + ", … (see the summaries)"
+            sources = [t for path in files for t in file_turns.get(path, [])]
+            facts.append(Fact(text, ["file", "modified"], 0.8, [f.id for f in previous],
+                              list(dict.fromkeys(sources))[-20:]))
+        if len(facts) > self.max_facts and files:   # the files fact always has a place
+            facts = facts[:self.max_facts - 1] + [facts[-1]]
         return facts[: self.max_facts]
+
+
+def condense(summary: str, budget: int) -> str:
+    """``summary`` within ``budget`` characters, keeping its line breaks, its header, its asks
+    and its aggregate lines: turn lines shrink to their asks first (for rollups)."""
+    if len(summary) <= budget:
+        return summary
+    lines = summary.split("\n")
+    out = []
+    for line in lines:
+        if line.startswith("- turn") or line.startswith("- ["):
+            keep = [p for p in line.split(" · ") if p.startswith(("- ", "user:", "then user:", "steps "))]
+            line = " · ".join(keep)
+        out.append(line)
+    text = "\n".join(out)
+    if len(text) <= budget:
+        return text
+    out = [clip(line, 160) if not line.startswith(("- turn", FILES_FACT_PREFIX)) else line for line in out]
+    text = "\n".join(out)
+    if len(text) <= budget:
+        return text
+    out = [clip(line, 120) for line in out]
+    text = "\n".join(out)
+    if len(text) > budget:
+        text = text[:budget].rsplit("\n", 1)[0] + "\n…"
+    return text

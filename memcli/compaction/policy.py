@@ -3,7 +3,8 @@
 ``input_budget = max_context_tokens - reserved_output_tokens - safety_margin``; compaction is
 due when the prompt size exceeds ``trigger_ratio`` × ``input_budget``. The prompt size is the
 latest provider-reported ``usage.prompt_tokens`` (on the newest assistant trace that has one),
-else memcli's estimate of the working snapshot. Context sizes come from
+else the working snapshot's token count (:func:`memcli.snapshot.assemble.working_tokens`, the
+one count ``stats``, ``snapshot`` and ``compact`` share). Context sizes come from
 :func:`memcli.tokens.context_window` (LiteLLM's model map, else the flag, else 200,000).
 
 ``stats`` and ``compact --if-needed`` both call :func:`budget_status`, so they always agree.
@@ -13,16 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import orjson
-
 from memcli.store.agent import AgentStore
-from memcli.tokens import TokenCounter, context_window
+from memcli.tokens import context_window
 
 
 @dataclass
 class CompactionPolicy:
     trigger_ratio: float = 0.8
-    tail_turns: int = 4
+    tail_turns: int = 4               # a floor only where target_tokens allows it
+    keep_steps: int = 4               # the newest steps never move
+    target_tokens: int | None = None  # None: half of the input budget
+    target_ratio: float = 0.5
     safety_margin_tokens: int = 1024
     max_episodic_items: int = 3
     max_semantic_items: int = 20
@@ -43,7 +45,7 @@ class BudgetStatus:
     def explain(self) -> str:
         verdict = "compaction is due" if self.due else "compaction is not due"
         what = ("provider-reported prompt_tokens" if self.source == "provider"
-                else "estimated working-snapshot tokens")
+                else "working-snapshot tokens")
         return (f"{verdict}: {what} {self.prompt_tokens:,} {'>' if self.due else '<='} "
                 f"{self.threshold:,} (= {self.threshold / max(self.input_budget, 1):.0%} of the input budget "
                 f"{self.input_budget:,} = {self.max_context_tokens:,} context - {self.reserved_output_tokens:,} "
@@ -78,43 +80,36 @@ def latest_prompt_tokens(store: AgentStore) -> int | None:
     return None
 
 
-def trace_text(record) -> str:
-    """The text a trace contributes to a prompt (content, tool arguments, result or error)."""
-    parts = [record.content or ""]
-    if record.tool_args is not None:
-        parts.append(orjson.dumps(record.tool_args).decode())
-    if record.tool_error:
-        parts.append(record.tool_error)
-    elif record.tool_result is not None:
-        value = record.tool_result
-        parts.append(value if isinstance(value, str) else orjson.dumps(value).decode())
-    return "\n".join(p for p in parts if p)
+def input_budget(model: str | None, max_context_tokens: int | None,
+                 policy: CompactionPolicy) -> tuple[int, int, int, str]:
+    """(input budget, context, reserved output, where the context size came from)."""
+    context, reserved, context_source = context_window(model, max_context_tokens)
+    return max(context - reserved - policy.safety_margin_tokens, 0), context, reserved, context_source
 
 
-def estimate_working_tokens(store: AgentStore, counter: TokenCounter) -> int:
-    """Tokens of the working snapshot's content: live memory items plus every active trace
-    (a streaming pass; per-message framing overhead is approximated as 4 tokens each)."""
-    total = 0
-    episodic, semantic = store.live_memory(3, 20)
-    for item in episodic:
-        total += counter.count(item.summary) + 4
-    for item in semantic:
-        total += counter.count(item.fact) + 4
-    for trace in store.iter_active():
-        total += counter.count(trace_text(trace)) + 4
-    return total
+def target_tokens(model: str | None, max_context_tokens: int | None, policy: CompactionPolicy) -> int:
+    """What a compaction keeps: ``policy.target_tokens``, else half of the input budget (so the
+    trigger, at 80%, does not fire again at once)."""
+    if policy.target_tokens is not None:
+        return policy.target_tokens
+    return int(policy.target_ratio * input_budget(model, max_context_tokens, policy)[0])
 
 
 def budget_status(store: AgentStore, *, model: str | None = None, max_context_tokens: int | None = None,
-                  policy: CompactionPolicy | None = None, counter: TokenCounter | None = None) -> BudgetStatus:
+                  policy: CompactionPolicy | None = None, tokens: int | None = None) -> BudgetStatus:
+    """The trigger's decision. ``tokens``: the working snapshot's count when the caller has it
+    already (:func:`memcli.snapshot.assemble.working_tokens`, the one count), else it is taken."""
     policy = policy or CompactionPolicy()
-    context, reserved, context_source = context_window(model, max_context_tokens)
-    budget = max(context - reserved - policy.safety_margin_tokens, 0)
+    budget, context, reserved, context_source = input_budget(model, max_context_tokens, policy)
     threshold = int(policy.trigger_ratio * budget)
     reported = latest_prompt_tokens(store)
     if reported is not None:
         prompt, source = reported, "provider"
     else:
-        prompt, source = estimate_working_tokens(store, counter or TokenCounter(model)), "estimate"
+        if tokens is None:
+            from memcli.snapshot.assemble import working_tokens
+
+            tokens = working_tokens(store, model)
+        prompt, source = tokens, "estimate"
     return BudgetStatus(context, reserved, policy.safety_margin_tokens, budget, threshold, prompt, source,
                         context_source, due=prompt > threshold)

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 
-from memcli.models import RawTrace
+from memcli.models import TAG_SIDECHAIN, RawTrace
 
 MAX_SUMMARY_CHARS = 20_000      # one episodic summary (a chunk's, or the merged one per chunk)
 MAX_FACT_CHARS = 1_000
@@ -47,10 +47,14 @@ class Summary:
 
 @dataclass
 class Turn:
-    """A turn as a summarizer sees it: its moved traces, in file order."""
+    """A turn as a summarizer sees it: its moved traces, in file order. ``steps_only``: only
+    the oldest ``steps`` of its ``total_steps`` steps move; its ask stays in the active file."""
 
     turn_id: str
     traces: list  # RawTrace
+    steps_only: bool = False
+    steps: int = 0
+    total_steps: int = 0
 
 
 @dataclass
@@ -179,6 +183,8 @@ def trace_brief(trace: RawTrace) -> dict:
     out: dict = {"turn": trace.turn_id, "type": trace.trace_type}
     if trace.tags:
         out["tags"] = trace.tags
+        if TAG_SIDECHAIN in trace.tags:
+            out["subagent"] = (trace.extra or {}).get("agent_id") or "subagent"
     if trace.tool_name:
         out["tool"] = trace.tool_name
     if trace.tool_call_id and trace.trace_type in ("tool_call", "tool_result"):

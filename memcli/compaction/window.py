@@ -1,41 +1,59 @@
 """Which traces a compaction moves: the window of docs/design.md §4.
 
-Rules, applied to the active file as it is when the plan is made (under the agent lock, so
-every line read is committed):
+Units, decided in one forward pass over the active file (under the agent lock, so every line
+read is committed):
 
-* Turns are ordered by the first appearance of their ``turn_id`` in the active file.
-* A trace tagged ``system`` or ``developer`` (:data:`memcli.models.PINNED_TAGS`) is part of the
-  instructions, not of the conversation: it stays in the active file when its turn is compacted
-  (snapshots render it as the system prompt). A turn made only of such traces is not a
-  conversation turn: it is never counted, moved or summarized.
-* The window is the longest run of oldest turns that leaves the last ``tail_turns`` turns and
-  the open turn untouched and stops before the first turn that still has an unanswered tool call
-  (its result, when it comes, must find its call in the active file).
-* Whole turns move: a tool result that joined an old turn further down the file moves with it.
+* Turns are ordered by the first appearance of their ``turn_id``. A turn is its **head** (its
+  ``user`` traces: the ask(s) and context the harness injected) and its **steps**. A step is one
+  assistant message — reasoning, text, tool calls — with the results of its calls: an
+  assistant/tool_call trace opens a new step when the turn has none yet, when a user trace came
+  in between, when the current step already got a result, or (text and reasoning) when the
+  current step already made calls. A ``tool_result`` joins the step of the call it answers
+  (:mod:`memcli.pairing`, the one pairing rule), so a step is never split; a result
+  with no call joins the current step of its turn. Sidechain traces (a subagent's own
+  conversation) join the current step of their turn — the one whose Task call started them.
+* A trace tagged ``system`` or ``developer`` (:data:`memcli.models.PINNED_TAGS`) is an
+  instruction: it never moves. A turn made only of instructions is not a conversation turn.
+* Tokens: every trace is fed to :func:`memcli.snapshot.assemble.count_working` — the one count
+  of the working snapshot — and each message's tokens are credited to the unit of its first
+  trace (a pending call's placeholder to the step before it). So the plan knows, exactly, what
+  the working snapshot costs now and what each unit contributes.
+
+The window, oldest first:
+
+1. whole turns older than the last ``tail_turns`` (today's rule);
+2. then, while the kept part (plus a reserve for the summary) is above ``target_tokens``, the
+   oldest steps of the remaining turns, the open turn included; a turn all of whose steps move
+   goes whole (its head too) unless it is the newest turn. ``tail_turns`` is therefore a floor
+   only where the target allows it.
+
+Never moved: the newest ``keep_steps`` steps (and the newest step whenever it has an unanswered
+call: it may still be running), the head of the newest turn, and the head of any turn that keeps
+steps. A call without a result in any older step is *abandoned*: it moves with its step.
 
 A plan records what moves as byte ranges (``runs``, ``[start, end)`` of whole lines, merged when
 adjacent) of the active file with the file's inode and the size read, plus the id of the line at
 the start of each run — enough for the commit to check that the plan still describes the file
-(appends only) and for recovery to find the moved lines again. Plans are cheap in memory: one
-offset per moved trace, nothing of their content; :func:`iter_window_turns` reads the content
-back, one turn at a time.
+(appends only) and for recovery to find the moved lines again. Memory: a few integers per line
+and one small object per unit; :func:`iter_window_turns` reads the content back, one turn at a
+time.
 """
 
 from __future__ import annotations
 
 import os
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 import orjson
 
-from memcli.models import PINNED_TAGS, RawTrace
+from memcli.models import PINNED_TAGS, TAG_SIDECHAIN, RawTrace
+from memcli.pairing import pop_open_call
 from memcli.store import jsonl
-from memcli.store.agent import trace_from_record
-from memcli.store.jsonl import iter_run_lines  # noqa: F401  (moved to the store; old name kept)
-from memcli.store.state import TurnState
+from memcli.store.agent import AgentStore, trace_from_record
+from memcli.store.jsonl import iter_run_lines
 
 
 @dataclass
@@ -46,6 +64,32 @@ class WindowTurn:
     last_offset: int = -1
     first_ts: float | None = None
     last_ts: float | None = None
+    steps: int = 0                  # steps that move
+    total_steps: int = 0            # steps the turn has
+    whole: bool = True              # False: only steps move, the head stays
+    abandoned: int = 0              # unanswered calls that move with their step
+
+
+@dataclass
+class _Unit:
+    """A turn's head or one of its steps."""
+
+    turn: int                       # index into the plan's turn list
+    step: bool
+    tokens: int = 0
+    calls: int = 0
+    results: int = 0
+    got_result: bool = False        # a result arrived: the next call starts a new step
+    moved: bool = False
+
+
+@dataclass
+class _Turn:
+    turn_id: str
+    head: int                       # unit index
+    steps: list = field(default_factory=list)
+    current: int | None = None      # the step new assistant traces join
+    count: int = 0                  # conversation traces (pinned excluded)
 
 
 @dataclass
@@ -55,7 +99,7 @@ class WindowPlan:
     active_size: int                 # bytes of the active file the plan looked at
     turns: list                      # WindowTurn, oldest first: what moves
     conversation_turns: int          # turns in the active file (pinned-only turns not counted)
-    kept_turns: int                  # conversation turns that stay
+    kept_turns: int                  # conversation turns that stay whole or in part
     stop_reason: str                 # why the window ends where it does
     runs: list                       # [[start, end], ...] byte ranges of moved lines
     run_ids: list                    # id of the line at each run's start
@@ -65,6 +109,14 @@ class WindowPlan:
     active_traces: int = 0           # traces in the active file
     first_id: str | None = None
     last_id: str | None = None
+    tokens_before: int = 0           # the working snapshot now (the one count)
+    window_tokens: int = 0           # what the moved traces contribute to it
+    fixed_tokens: int = 0            # system prompt, memory bundle, reply priming
+    minimum_tokens: int = 0          # what can never move: fixed + kept heads + protected steps
+    protected_steps: int = 0         # the newest steps that always stay
+    target_tokens: int | None = None
+    steps: int = 0                   # steps moved out of turns that stay
+    abandoned: int = 0               # unanswered calls moved with their step
 
     @property
     def empty(self) -> bool:
@@ -73,6 +125,10 @@ class WindowPlan:
     @property
     def turn_ids(self) -> list:
         return [t.turn_id for t in self.turns]
+
+    @property
+    def kept_tokens(self) -> int:
+        return self.tokens_before - self.window_tokens
 
     def describe_range(self) -> str:
         if not self.turns:
@@ -87,110 +143,258 @@ def _is_pinned(record: dict) -> bool:
     return bool(tags) and isinstance(tags, list) and not PINNED_TAGS.isdisjoint(tags)
 
 
-def plan_window(path: Path, agent_id: str, tail_turns: int) -> WindowPlan:
-    """Scan the active file at ``path`` once and decide the window (rules in the module docstring).
+def summary_reserve(window_tokens: int) -> int:
+    """Tokens set aside for the summary a window of ``window_tokens`` becomes (the offline
+    summary is at most a quarter of the window's text, 12,000 characters at most)."""
+    return min(max(window_tokens // 4, 250), 3_000)
 
-    The caller holds the agent lock, so every line read is committed. Memory: 24 bytes per line
-    plus one small object per turn."""
+
+def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, target_tokens: int | None = None,
+                model: str | None = None) -> WindowPlan:
+    """Scan the active file once and decide the window (rules in the module docstring).
+
+    The caller holds the agent lock, so every line read is committed."""
+    from memcli.snapshot.assemble import count_working, working_counter
+    from memcli.snapshot.views import TokenMeter
+
+    path = store.paths.active
+    agent_id = store.agent_id
     try:
         f = jsonl.open_read(path)
     except FileNotFoundError:
         return WindowPlan(agent_id, 0, 0, [], 0, 0, "the agent has no active traces", [], [], 0, 0, 0)
-    state = TurnState()  # the linker's own replay: pending calls and the open turn, as the cache has them
+    units: list[_Unit] = []
+    turn_list: list[_Turn] = []
     turns: dict[str, int] = {}
-    turn_list: list[WindowTurn] = []
-    pinned_count: list[int] = []
-    starts, ends, owners = array("q"), array("q"), array("q")  # per line; owner -1 = pinned
-    with f:
-        st = os.fstat(f.fileno())
-        size = st.st_size
-        offset = 0
-        loads = orjson.loads
-        line_no = 1
-        for raw in f:
-            if offset >= size or not raw.endswith(b"\n"):
-                break
-            start = offset
-            offset += len(raw)
-            if not raw.strip():
-                line_no += 1
-                continue
-            try:
-                record = loads(raw)
-            except orjson.JSONDecodeError:
-                record = jsonl.parse_line(path, raw, line_no, start)  # raises with the line
-            if type(record) is not dict:
-                jsonl.parse_line(path, raw, line_no, start)
-            turn_id = record.get("turn_id")
-            if not isinstance(turn_id, str) or not isinstance(record.get("id"), str):
-                trace_from_record(path, line_no, start, record)  # raises with the line
-            state.observe(record, start)
-            index = turns.get(turn_id)
-            if index is None:
-                index = turns[turn_id] = len(turn_list)
-                turn_list.append(WindowTurn(turn_id))
-                pinned_count.append(0)
-            starts.append(start)
-            ends.append(offset)
-            if _is_pinned(record):
-                pinned_count[index] += 1
-                owners.append(-1)
-            else:
-                owners.append(index)
-                turn = turn_list[index]
-                turn.count += 1
-                if turn.first_offset < 0:
-                    turn.first_offset = start
-                turn.last_offset = start
-                ts = record.get("ts")
-                if isinstance(ts, (int, float)):
-                    if turn.first_ts is None or ts < turn.first_ts:
-                        turn.first_ts = float(ts)
-                    if turn.last_ts is None or ts > turn.last_ts:
-                        turn.last_ts = float(ts)
-            line_no += 1
-        size = min(size, offset)
+    step_order: list[int] = []       # step units in the order they opened
+    pending: dict[str, list] = {}    # tool_call_id -> (unit, turn) of its unanswered calls, oldest first
+    starts, ends, owners = array("q"), array("q"), array("q")  # per line: unit, or -2 - turn if pinned
+    unit_of_trace: dict[str, int] = {}
+    ino = 0
+    size = 0
 
+    def new_step(turn: _Turn) -> int:
+        units.append(_Unit(turns[turn.turn_id], True))
+        index = len(units) - 1
+        turn.steps.append(index)
+        turn.current = index
+        step_order.append(index)
+        return index
+
+    def traces() -> Iterator[RawTrace]:
+        nonlocal ino, size
+        with f:
+            st = os.fstat(f.fileno())
+            ino, size = st.st_ino, st.st_size
+            offset = 0
+            loads = orjson.loads
+            line_no = 1
+            for raw in f:
+                if offset >= size or not raw.endswith(b"\n"):
+                    break
+                start = offset
+                offset += len(raw)
+                if not raw.strip():
+                    line_no += 1
+                    continue
+                try:
+                    record = loads(raw)
+                except orjson.JSONDecodeError:
+                    record = jsonl.parse_line(path, raw, line_no, start)  # raises with the line
+                if type(record) is not dict:
+                    jsonl.parse_line(path, raw, line_no, start)
+                trace = trace_from_record(path, line_no, start, record)  # raises with the line
+                turn_id = trace.turn_id
+                index = turns.get(turn_id)
+                if index is None:
+                    index = turns[turn_id] = len(turn_list)
+                    units.append(_Unit(index, False))
+                    turn_list.append(_Turn(turn_id, len(units) - 1))
+                turn = turn_list[index]
+                starts.append(start)
+                ends.append(offset)
+                if _is_pinned(record):
+                    owners.append(-index - 2)
+                else:
+                    turn.count += 1
+                    unit = _assign(trace, turn, units, pending, new_step)
+                    owners.append(unit)
+                    unit_of_trace[trace.id] = unit
+                line_no += 1
+                yield trace
+            size = min(size, offset)
+
+    meter = TokenMeter(working_counter(model), memo_limit=10_000)
+    last = [-1]
+
+    def credit(message, tokens: int) -> None:
+        unit = -1
+        for trace_id in message.trace_ids:
+            unit = unit_of_trace.pop(trace_id, -1)
+            if unit >= 0:
+                break
+        for trace_id in message.trace_ids[1:]:
+            unit_of_trace.pop(trace_id, None)
+        if unit < 0:
+            unit = last[0]
+        if unit >= 0:  # else (nothing before it to credit) it stays in the fixed part
+            units[unit].tokens += tokens
+            last[0] = unit
+
+    total = count_working(store, meter, traces(), credit)
+    conversation_tokens = sum(u.tokens for u in units)
+    fixed_tokens = total - conversation_tokens
+
+    # ---------------------------------------------------------------- what may never move
     conversation = [t for t in turn_list if t.count]
-    pending = state.pending_turns()
+    protected: set[int] = set(step_order[-keep_steps:]) if keep_steps > 0 else set()
+    if step_order:
+        newest = units[step_order[-1]]
+        if newest.calls > newest.results:
+            protected.add(step_order[-1])
+    newest_turn = conversation[-1] if conversation else None
+    minimum = fixed_tokens + sum(units[u].tokens for u in protected)
+    for turn in conversation:
+        if turn is newest_turn or any(s in protected for s in turn.steps):
+            minimum += units[turn.head].tokens
+
+    # ---------------------------------------------------------------- the window
+    kept = total
+    moved_tokens = 0
+
+    def estimate() -> int:
+        return kept + (summary_reserve(moved_tokens) if moved_tokens else 0)
+
+    def over() -> bool:
+        return target_tokens is not None and estimate() > target_tokens
+
+    def move(unit: int) -> None:
+        nonlocal kept, moved_tokens
+        units[unit].moved = True
+        kept -= units[unit].tokens
+        moved_tokens += units[unit].tokens
+
     limit = max(len(conversation) - max(tail_turns, 0), 0)
-    stop_reason = (f"the last {tail_turns} turn{'s' if tail_turns != 1 else ''} stay"
-                   if limit < len(conversation) else "every turn is closed and answered")
-    window: list[WindowTurn] = []
-    for turn in conversation[:limit]:
-        if turn.turn_id in pending:
-            stop_reason = f"{turn.turn_id} has an unanswered tool call"
+    stop_reason = "every turn is compacted"
+    for n, turn in enumerate(conversation):
+        old = n < limit
+        whole_allowed = turn is not newest_turn and not any(s in protected for s in turn.steps)
+        if old and whole_allowed:
+            move(turn.head)
+            for s in turn.steps:
+                move(s)
+            continue
+        if not old and not over():
+            stop_reason = (f"the last {tail_turns} turn{'s' if tail_turns != 1 else ''} stay" if n == limit else
+                           f"the rest fits the target ({estimate():,} ≤ {target_tokens:,} tokens)")
             break
-        if turn.turn_id == state.open_turn:
-            stop_reason = f"{turn.turn_id} is the open turn"
+        blocked = False
+        for s in turn.steps:
+            if s in protected:
+                blocked = True
+                break
+            if not old and not over():
+                break
+            move(s)
+        if blocked:
+            newest = units[step_order[-1]]
+            stop_reason = (f"the newest {len(protected)} step{'s stay' if len(protected) != 1 else ' stays'}"
+                           + (" (the newest one has an unanswered tool call)" if newest.calls > newest.results
+                              else ""))
             break
-        window.append(turn)
+        if all(units[s].moved for s in turn.steps):
+            if whole_allowed:
+                move(turn.head)
+            elif turn is newest_turn:
+                stop_reason = "the newest turn's ask stays"
+            continue
+        stop_reason = f"the rest fits the target ({estimate():,} ≤ {target_tokens:,} tokens)"
+        break
     if not conversation:
         stop_reason = "the agent has no conversation turns"
 
-    in_window = bytearray(len(turn_list))
-    for turn in window:
-        in_window[turns[turn.turn_id]] = 1
+    # ---------------------------------------------------------------- byte runs and per-turn figures
+    window: dict[int, WindowTurn] = {}
     runs: list = []
-    moved = moved_bytes = 0
-    for start, end, owner in zip(starts, ends, owners):
-        if owner < 0 or not in_window[owner]:
+    moved = moved_bytes = pinned_kept = 0
+    last_start = -1
+    for start, end, owner in zip(starts, ends, owners, strict=True):
+        if owner < 0:
             continue
+        unit = units[owner]
+        if not unit.moved:
+            continue
+        wt = window.get(unit.turn)
+        if wt is None:
+            turn = turn_list[unit.turn]
+            wt = window[unit.turn] = WindowTurn(turn.turn_id, total_steps=len(turn.steps))
+        wt.count += 1
+        if wt.first_offset < 0:
+            wt.first_offset = start
+        wt.last_offset = start
         moved += 1
         moved_bytes += end - start
+        last_start = start
         if runs and runs[-1][1] == start:
             runs[-1][1] = end
         else:
             runs.append([start, end])
+    abandoned = steps_moved = 0
+    for index, wt in window.items():
+        turn = turn_list[index]
+        wt.whole = units[turn.head].moved
+        wt.steps = sum(1 for s in turn.steps if units[s].moved)
+        wt.abandoned = sum(units[s].calls - units[s].results for s in turn.steps
+                           if units[s].moved and units[s].calls > units[s].results)
+        abandoned += wt.abandoned
+        if not wt.whole:
+            steps_moved += wt.steps
+    for owner in owners:
+        if owner < -1 and (-owner - 2) in window:
+            pinned_kept += 1
+    ordered = [window[i] for i in sorted(window)]
     run_ids = [jsonl.read_line_at(path, start)["id"] for start, _ in runs]
-    first_id = run_ids[0] if runs else None
-    last_id = None
-    if runs:
-        last_start = max(s for s, e in zip(starts, ends) if e == runs[-1][1])
-        last_id = jsonl.read_line_at(path, last_start)["id"]
-    pinned_kept = sum(pinned_count[turns[t.turn_id]] for t in window)
-    return WindowPlan(agent_id, st.st_ino, size, window, len(conversation), len(conversation) - len(window),
-                      stop_reason, runs, run_ids, moved, pinned_kept, moved_bytes, len(starts), first_id, last_id)
+    return WindowPlan(
+        agent_id, ino, size, ordered, len(conversation),
+        len(conversation) - sum(1 for t in ordered if t.whole), stop_reason, runs, run_ids, moved, pinned_kept,
+        moved_bytes, len(starts), run_ids[0] if runs else None,
+        jsonl.read_line_at(path, last_start)["id"] if runs else None,
+        tokens_before=total, window_tokens=moved_tokens, fixed_tokens=fixed_tokens, minimum_tokens=minimum,
+        protected_steps=len(protected), target_tokens=target_tokens, steps=steps_moved, abandoned=abandoned)
+
+
+def _entry_turn(entry: tuple) -> str:
+    return entry[1]
+
+
+def _assign(trace: RawTrace, turn: _Turn, units: list, pending: dict, new_step) -> int:
+    """The unit (head or step of ``turn``) a conversation trace belongs to (module docstring)."""
+    kind = trace.trace_type
+    tags = trace.tags
+    if kind == "tool_result":
+        entry = pop_open_call(pending, trace.tool_call_id or "", trace.turn_id, _entry_turn)
+        if entry is not None:
+            unit = entry[0]
+            units[unit].results += 1
+            units[unit].got_result = True
+            return unit
+        return turn.current if turn.current is not None else turn.head
+    if tags and TAG_SIDECHAIN in tags:
+        unit = turn.current if turn.current is not None else turn.head
+        if kind == "tool_call" and unit != turn.head:
+            units[unit].calls += 1
+            pending.setdefault(trace.tool_call_id or "", []).append((unit, trace.turn_id))
+        return unit
+    if kind == "user":
+        turn.current = None
+        return turn.head
+    current = turn.current
+    if current is None or units[current].got_result or (kind == "assistant" and units[current].calls):
+        current = new_step(turn)
+    if kind == "tool_call":
+        units[current].calls += 1
+        pending.setdefault(trace.tool_call_id or "", []).append((current, trace.turn_id))
+    return current
 
 
 def iter_window_turns(path: Path, plan: WindowPlan, start: int = 0,
@@ -238,7 +442,7 @@ def check_plan(path: Path, plan: WindowPlan) -> str | None:
     if st.st_size < plan.active_size:
         return "the active file shrank"
     with jsonl.open_read(path) as f:
-        for (start, _end), trace_id in zip(plan.runs, plan.run_ids):
+        for (start, _end), trace_id in zip(plan.runs, plan.run_ids, strict=True):
             f.seek(start)
             raw = f.readline()
             try:

@@ -42,8 +42,9 @@ reader that goes on past a bad line. Every finding has a severity:
   paired first-in-first-out per ``tool_call_id``).
 * ``stale-pending-call`` — a tool call without a result while *later turns exist* (a turn first
   seen after the call's turn). A call in the newest turn is simply in flight and not reported.
-  A stale call ends every compaction window at its turn (docs/design.md §4), so the history before
-  it can never shrink; ingest its result (or a ``tool_error``) to release it.
+  It does not block anything: compaction archives an abandoned call with its step and the
+  summary says it was never answered (docs/design.md §4); ingest its result (or a ``tool_error``)
+  if the call did finish.
 
 ``info`` — harmless: the state cache (``.state.json``, ``.ids``) disagrees with the files; it
 is rebuilt on the next write, or now with ``--repair``.
@@ -289,7 +290,8 @@ class _Checker:
                     self.add(WARNING, "stale-pending-call", path, number,
                              f"tool call {interaction.tool_call_id!r} ({interaction.tool_name}, "
                              f"{interaction.turn_id}) has no result and {later:,} later "
-                             f"{'turns exist' if later != 1 else 'turn exists'}; compaction cannot move past its turn",
+                             f"{'turns exist' if later != 1 else 'turn exists'}: it was never answered (compaction "
+                             "archives it with its step)",
                              key=(interaction.call_trace_id,))
             else:
                 open_calls.pop(interaction.call_trace_id, None)

@@ -5,13 +5,15 @@ counters, the tool pairing (which holds only calls still open) and the token cou
 turns are counted in a bitmap indexed by turn number (other turn ids in a set).
 
 * ``traces`` — per tier (active/archive): total and per trace type
-* ``turns`` — distinct turn ids per tier and in all
+* ``turns`` — distinct turns per tier and in all, and ``split``: turns in both tiers (compaction
+  took some of their steps; the ask stays active). System/developer traces kept in the active
+  file do not make a turn of their own.
 * ``tool_calls`` — calls, results, and interactions by status over the whole history (archive
   and active paired together, as ``tools --archive`` shows them)
 * ``memory`` — episodic and semantic items, all and live (not superseded)
-* ``tokens.estimate`` — memcli's estimate of the working snapshot, exactly as the compaction
-  trigger computes it (:func:`memcli.compaction.policy.estimate_working_tokens`: live memory
-  bundle + every active trace, 4 tokens of framing each); ``tokens.counter`` says how it counts
+* ``tokens.estimate`` — the working snapshot's tokens, the one count memcli has
+  (:func:`memcli.snapshot.assemble.working_tokens`): what ``snapshot`` reports for the same
+  agent and what the compaction trigger compares; ``tokens.counter`` says how it counts
   (tiktoken encoding, or the bytes/4 estimate when no encoding is available) and ``exact``
   whether those are real tiktoken counts; ``last_prompt_tokens`` is the newest provider-reported
   ``usage.prompt_tokens`` of the active traces.
@@ -28,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from memcli.models import TRACE_TYPES, RawTrace, ToolStatus
+from memcli.models import PINNED_TAGS, TRACE_TYPES, RawTrace, ToolStatus
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.tool_interactions import iter_tool_interactions
@@ -64,6 +66,11 @@ class TurnSet:
     def __len__(self) -> int:
         return self.count
 
+    def overlap(self, other: "TurnSet") -> int:
+        """Turns in both sets."""
+        return (sum(bin(a & b).count("1") for a, b in zip(self.bits, other.bits, strict=False))
+                + len(self.others & other.others))
+
 
 @dataclass
 class FileStats:
@@ -83,9 +90,10 @@ class TraceCounts:
 
 @dataclass
 class TurnCounts:
-    active: int
-    archive: int
+    active: int             # turns with conversation traces in the active file
+    archive: int            # turns with traces in the archive
     total: int
+    split: int = 0          # turns in both: some steps archived, the ask and newer steps active
 
 
 @dataclass
@@ -164,39 +172,35 @@ def _last_compaction(store: AgentStore) -> CompactionInfo | None:
 
 
 def compute_stats(store: AgentStore, *, model: str | None = None, max_context_tokens: int | None = None) -> AgentStats:
-    from memcli.compaction.policy import budget_status, latest_prompt_tokens, trace_text
-    from memcli.tokens import TokenCounter
+    from memcli.compaction.policy import budget_status, latest_prompt_tokens
+    from memcli.snapshot.assemble import working_counter, working_tokens
 
     store.require()
-    counter = TokenCounter(model)
+    counter = working_counter(model)
     per_type = {tier: dict.fromkeys(TRACE_TYPES, 0) for tier in ("active", "archive")}
     totals = {"active": 0, "archive": 0}
     turn_sets = {"active": TurnSet(), "archive": TurnSet(), "all": TurnSet()}
-    tokens = 0
     newest: float | None = None
 
     def traces() -> Iterator[RawTrace]:
-        nonlocal tokens, newest
+        nonlocal newest
         for stored in store.iter_traces(archive=True):
             trace, tier = stored.trace, stored.tier
             totals[tier] += 1
             if trace.trace_type in per_type[tier]:
                 per_type[tier][trace.trace_type] += 1
-            turn_sets[tier].add(trace.turn_id)
-            turn_sets["all"].add(trace.turn_id)
+            if not (trace.tags and not PINNED_TAGS.isdisjoint(trace.tags)):  # kept instructions are no turn
+                turn_sets[tier].add(trace.turn_id)
+                turn_sets["all"].add(trace.turn_id)
             if isinstance(trace.ts, (int, float)) and (newest is None or trace.ts > newest):
                 newest = trace.ts
-            if tier == "active":
-                tokens += counter.count(trace_text(trace)) + 4
             yield trace
 
     status_counts = dict.fromkeys(ToolStatus, 0)
     for interaction in iter_tool_interactions(traces(), ordered=False):
         status_counts[interaction.status] += 1
 
-    episodic, semantic = store.live_memory(3, 20)
-    tokens += sum(counter.count(item.summary) + 4 for item in episodic)
-    tokens += sum(counter.count(item.fact) + 4 for item in semantic)
+    tokens = working_tokens(store, model)
 
     paths = store.paths
     memory = _memory_counts(store)
@@ -208,7 +212,7 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
     }
     budget = None
     if model or max_context_tokens:
-        status = budget_status(store, model=model, max_context_tokens=max_context_tokens, counter=counter)
+        status = budget_status(store, model=model, max_context_tokens=max_context_tokens, tokens=tokens)
         budget = dataclasses.asdict(status)
         budget["explanation"] = status.explain()
     compaction = _last_compaction(store)
@@ -220,7 +224,8 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
         agent=store.agent_id,
         files=files,
         traces={tier: TraceCounts(totals[tier], **per_type[tier]) for tier in ("active", "archive")},
-        turns=TurnCounts(len(turn_sets["active"]), len(turn_sets["archive"]), len(turn_sets["all"])),
+        turns=TurnCounts(len(turn_sets["active"]), len(turn_sets["archive"]), len(turn_sets["all"]),
+                         turn_sets["active"].overlap(turn_sets["archive"])),
         tool_calls=ToolCounts(calls, results, status_counts[ToolStatus.SUCCESS], status_counts[ToolStatus.ERROR],
                               status_counts[ToolStatus.PENDING], status_counts[ToolStatus.ORPHAN]),
         memory=memory,

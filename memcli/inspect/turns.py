@@ -7,6 +7,9 @@ have started, so memory holds at most that many turns however long the history i
 turn already written out (only possible with more than :data:`TURN_WINDOW` turns in between, i.e.
 foreign data with explicit turn ids) starts a second row with the same ``turn_id``.
 
+A group of only system/developer traces (instructions that compaction kept while archiving the
+rest of their turn) is not a turn and is not listed.
+
 ``--last N`` reads from the end of the active file (:meth:`AgentStore.iter_recent_turns`): the
 cost depends on N, not on the length of the history. With ``--archive`` the archive is read only
 when the active file has fewer than N turns.
@@ -18,7 +21,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from memcli.models import RawTrace, ToolStatus
+from memcli.models import PINNED_TAGS, RawTrace, ToolStatus
 from memcli.store.agent import AgentStore, StoredTrace
 from memcli.tool_interactions import iter_tool_interactions
 
@@ -88,10 +91,17 @@ def group_turns(stored: Iterable[StoredTrace], window: int = TURN_WINDOW) -> Ite
         yield turn_id, tier, traces
 
 
+def instructions_only(traces: list[RawTrace]) -> bool:
+    """True for a group of only system/developer traces: what compaction leaves of a turn whose
+    conversation it archived. It is not listed as a turn (no ghost turns)."""
+    return all(not PINNED_TAGS.isdisjoint(t.tags) for t in traces)
+
+
 def iter_turns(store: AgentStore, *, archive: bool = False) -> Iterator[TurnSummary]:
     """Every turn, oldest first (archived turns first with ``archive``)."""
     for turn_id, tier, traces in group_turns(store.iter_traces(archive=archive)):
-        yield summarize_turn(turn_id, traces, tier)
+        if not instructions_only(traces):
+            yield summarize_turn(turn_id, traces, tier)
 
 
 def recent_turn_traces(store: AgentStore, n: int, *, archive: bool = False) -> list[tuple[str, str, list[RawTrace]]]:
@@ -109,7 +119,8 @@ def recent_turn_traces(store: AgentStore, n: int, *, archive: bool = False) -> l
 
 
 def recent_turns(store: AgentStore, n: int, *, archive: bool = False) -> list[TurnSummary]:
-    return [summarize_turn(turn_id, traces, tier) for turn_id, tier, traces in recent_turn_traces(store, n, archive=archive)]
+    return [summarize_turn(turn_id, traces, tier) for turn_id, tier, traces in recent_turn_traces(store, n, archive=archive)
+            if not instructions_only(traces)]
 
 
 def find_turn(store: AgentStore, turn_id: str, *, archive: bool = False) -> tuple[str, list[RawTrace]] | None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable, Iterable
 
 from memcli.errors import UsageError
 from memcli.messages import Message, Text
@@ -60,6 +61,7 @@ from memcli.tokens import TokenCounter
 LEADING_CONTEXT_LIMIT = 1000
 DEFAULT_WORKING_MEMORY_TOKENS = 4000
 WORKING_MEMORY_HEADING = "# Working memory"
+STREAM_MEMO_LIMIT = 10_000   # texts whose count a streaming count remembers (repeated results)
 
 
 @dataclass
@@ -243,6 +245,53 @@ def _stats_notes(stats: BuildStats) -> list[str]:
         notes.append(f"left out {stats.sidechain_omitted} sidechain trace{'s' if stats.sidechain_omitted != 1 else ''} "
                      "(a subagent's own conversation, which the main agent did not see)")
     return notes
+
+
+# --------------------------------------------------------------------------- the one token count
+
+def working_counter(model: str | None = None) -> TokenCounter:
+    """The counter of the working snapshot: ``model``'s encoding, else the default provider's."""
+    from memcli.renderers import get_renderer
+
+    return TokenCounter(model or get_renderer(SnapshotOptions.provider).default_model)
+
+
+def count_working(store: AgentStore, meter: TokenMeter, traces: Iterable[RawTrace] | None = None,
+                  on_message: Callable[[Message, int], None] | None = None) -> int:
+    """Tokens of the working snapshot (default options: every active trace, the memory bundle
+    with pinned facts first, the stored instructions and the working-memory files as the system prompt, tool results clipped as rendered, reasoning
+    and sidechains left out) — what :func:`take_snapshot` reports as ``tokens`` for it.
+
+    The messages stream through: ``on_message(message, tokens)`` sees each conversation message
+    with its own count (system messages go to the system prompt, counted once at the end), so a
+    caller can attribute the total to the traces behind it. ``traces`` defaults to the active
+    file; the compaction planner passes the traces it is reading anyway."""
+    if traces is None:
+        traces = store.iter_active()
+    defaults = SnapshotOptions()
+    bundle = select_bundle(store, recall=None, memory_tokens=defaults.memory_tokens, count=meter.text)
+    memory = memory_message(bundle.episodic, bundle.semantic)
+    working_memory, _ = store_working_memory(store, defaults, meter.counter)
+    total = REPLY_OVERHEAD + (meter.message(memory) if memory else 0)
+    instructions: list[str] = []
+    for message in build_messages(traces):
+        if message.role == "system":
+            instructions.append(message.text())
+            continue
+        if message.results:
+            (message,), _ = apply_result_views([message], agent_id=store.agent_id,
+                                               max_chars=DEFAULT_MAX_TOOL_RESULT_CHARS)
+        tokens = meter.message(message)
+        total += tokens
+        if on_message is not None:
+            on_message(message, tokens)
+    return total + meter.system(compose_system(defaults, instructions, [], working_memory))
+
+
+def working_tokens(store: AgentStore, model: str | None = None) -> int:
+    """THE token count of memcli (docs/design.md §4): ``stats``, the compaction trigger, ``compact
+    --dry-run``, the compaction result and ``snapshot`` all count the working snapshot this way."""
+    return count_working(store, TokenMeter(working_counter(model), memo_limit=STREAM_MEMO_LIMIT))
 
 
 # --------------------------------------------------------------------------- the snapshot

@@ -236,8 +236,9 @@ def stub_all(messages: list[Message], agent_id: str) -> list[Message]:
 class TokenMeter:
     """Token counts of canonical messages (module docstring), memoized per text."""
 
-    def __init__(self, counter: TokenCounter):
+    def __init__(self, counter: TokenCounter, memo_limit: int | None = None):
         self.counter = counter
+        self.memo_limit = memo_limit       # None: remember every text; a streaming count bounds it
         self._memo: dict[str, int] = {}
 
     def text(self, text: str) -> int:
@@ -245,7 +246,9 @@ class TokenMeter:
             return 0
         n = self._memo.get(text)
         if n is None:
-            n = self._memo[text] = self.counter.count(text)
+            n = self.counter.count(text)
+            if self.memo_limit is None or len(self._memo) < self.memo_limit:
+                self._memo[text] = n
         return n
 
     @staticmethod

@@ -4,7 +4,10 @@
    for the issue's size), in a fresh process: wall time against the I/O floor measured in the same
    run (a minimal loop that parses every active line and writes the kept lines to a new file and the
    moved ones to the archive), and peak RSS against a process that only imports memcli.
-2. A 20-chunk LLM compaction against a local OpenAI-compatible server that answers in 0.5 s, at
+2. Offline compaction of ONE turn of many steps (default 10,000; ``MEMCLI_BENCH_COMPACT_STEPS=100000``
+   for the issue's size): the window is steps of the open turn, toward ``--target-tokens``;
+   wall time against the same I/O floor, peak RSS against the import-only process.
+3. A 20-chunk LLM compaction against a local OpenAI-compatible server that answers in 0.5 s, at
    concurrency 4 against concurrency 1 (ideal: 0.25x), and concurrency 1 against the serial floor
    (20 × 0.5 s).
 
@@ -23,6 +26,29 @@ import orjson
 
 REPO = Path(__file__).resolve().parent.parent.parent
 TURNS = int(os.environ.get("MEMCLI_BENCH_COMPACT_TURNS", "10000"))
+STEPS = int(os.environ.get("MEMCLI_BENCH_COMPACT_STEPS", "10000"))
+
+
+def _write_one_turn(memory_dir: Path, steps: int) -> Path:
+    """An agent with one open turn: an ask, then ``steps`` steps (a note, a call, its result)."""
+    sys.path.insert(0, str(REPO))
+    from memcli.ingest.api import ingest
+
+    src = memory_dir.parent / "events.ndjson"
+    with open(src, "wb") as f:
+        f.write(orjson.dumps({"trace_type": "user", "content": "Make the whole suite pass."}) + b"\n")
+        for t in range(1, steps + 1):
+            for rec in (
+                {"trace_type": "assistant", "content": f"Step {t}: checking src/module_{t % 97}.py next."},
+                {"trace_type": "tool_call", "tool_name": "run_command", "tool_call_id": f"c{t}",
+                 "tool_args": {"command": f"pytest -q tests/test_{t % 13}.py"}},
+                {"trace_type": "tool_result", "tool_name": "run_command", "tool_call_id": f"c{t}",
+                 "tool_result": {"exit_code": 0, "stdout": "12 passed in 0.8s " + "." * 120}},
+            ):
+                f.write(orjson.dumps(rec) + b"\n")
+    ingest(memory_dir, "big", src)
+    src.unlink()
+    return memory_dir / "agents" / "big"
 
 
 def _write_store(memory_dir: Path, turns: int) -> Path:
@@ -55,6 +81,16 @@ from memcli.compaction.compactor import compact
 t = time.perf_counter()
 r = compact({mem!r}, "big")
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, r.turns, len(r.summary or ""))
+"""
+
+_COMPACT_STEPS = """
+import resource, sys, time
+sys.path.insert(0, {repo!r})
+from memcli.compaction.compactor import compact
+from memcli.compaction.policy import CompactionPolicy
+t = time.perf_counter()
+r = compact({mem!r}, "big", policy=CompactionPolicy(target_tokens=20_000))
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, r.steps, len(r.summary or ""))
 """
 
 _IMPORT_ONLY = """
@@ -116,6 +152,25 @@ def bench_offline() -> list[dict]:
     ]
 
 
+def bench_offline_steps() -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = Path(tmp) / "memory"
+        d = _write_one_turn(mem, STEPS)
+        size_mb = (d / "raw_traces.jsonl").stat().st_size / 1e6
+        floor = _floor(d / "raw_traces.jsonl", Path(tmp))
+        seconds, rss_kb, steps, chars = _run(_COMPACT_STEPS, mem)
+        _, base_kb, _, _ = _run(_IMPORT_ONLY, mem)
+    return [
+        {"name": f"offline compact 1 turn of {STEPS:,} steps ({size_mb:.0f} MB active)", "value": seconds,
+         "baseline": floor, "unit": "s", "target": None,
+         "note": f"baseline: parse every line + write kept/moved files ({floor:.2f}s); {steps:,} steps compacted "
+                 f"toward --target-tokens 20000, summary {chars:,} chars"},
+        {"name": f"offline compact 1 turn of {STEPS:,} steps: peak RSS", "value": rss_kb / 1024,
+         "baseline": base_kb / 1024, "unit": "MB", "target": None,
+         "note": "baseline: a process that only imports memcli's compaction modules and loads tiktoken"},
+    ]
+
+
 def bench_llm_concurrency() -> list[dict]:
     sys.path.insert(0, str(REPO))
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -165,7 +220,7 @@ def bench_llm_concurrency() -> list[dict]:
 
 
 def run() -> list[dict]:
-    return bench_offline() + bench_llm_concurrency()
+    return bench_offline() + bench_offline_steps() + bench_llm_concurrency()
 
 
 if __name__ == "__main__":

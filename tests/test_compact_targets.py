@@ -1,0 +1,387 @@
+"""Compaction that works on real agent sessions (the "done when" of the step/target issue).
+
+For each session — the visible corpora (Claude Code todo-app with subagents, both Codex rollouts,
+the SWE-agent trajectory, tau-bench conversations) and generated ones (one turn of 500 steps;
+the same with a call aborted half-way; subagents; a 200-turn chat) — ``compact --if-needed
+--max-context-tokens C``, with C chosen so the trigger fires, must:
+
+* bring the working snapshot under the trigger threshold (counted by the one count);
+* keep every trace in exactly one of active/archive;
+* leave payloads every provider accepts;
+* leave a text snapshot that still holds the first 40 characters of every user ask and the path
+  of every modified file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import orjson
+import pytest
+
+from memcli.compaction.compactor import compact
+from memcli.compaction.offline import written_paths
+from memcli.compaction.policy import CompactionPolicy, budget_status
+from memcli.errors import CompactionError
+from memcli.snapshot import SnapshotOptions, take_snapshot
+from memcli.snapshot.assemble import working_tokens
+from memcli.store.agent import AgentStore
+from tests.helpers import CORPORA, agent_dir, needs_corpora, read_jsonl, tree_digest
+from tests.snapshot_validation import check_payload
+
+PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
+
+
+# ------------------------------------------------------------------------------- the check
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _asks_and_files(store: AgentStore) -> tuple[list, list]:
+    """First 40 characters of every user ask, and every file a tool call modified (answered
+    without an error), read from the store."""
+    asks, files, calls = [], [], {}
+    for trace in store.iter_active():
+        if trace.trace_type == "user" and not trace.is_context and _norm(trace.content):
+            asks.append(_norm(trace.content)[:40].strip())
+        elif trace.trace_type == "tool_call":
+            calls.setdefault(trace.tool_call_id, []).append(trace)
+        elif trace.trace_type == "tool_result" and calls.get(trace.tool_call_id) and not trace.tool_error:
+            call = calls[trace.tool_call_id].pop(0)
+            for path in written_paths(call.tool_name, call.tool_args):
+                if path not in files:
+                    files.append(path)
+    return asks, files
+
+
+def _context_for(store: AgentStore, fraction: float) -> int:
+    """A --max-context-tokens whose trigger threshold is ``fraction`` of the snapshot's tokens."""
+    tokens = working_tokens(store)
+    lo, hi = 1, 10 * tokens + 100_000
+    while lo < hi:  # the largest C whose threshold is below fraction × tokens
+        mid = (lo + hi + 1) // 2
+        if budget_status(store, max_context_tokens=mid, tokens=tokens).threshold <= fraction * tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def check_compaction_fits(memory_dir, agent: str, fraction: float = 0.7) -> None:
+    store = AgentStore(memory_dir, agent)
+    ids = Counter(s.trace.id for s in store.iter_traces(archive=True))
+    asks, files = _asks_and_files(store)
+    context = _context_for(store, fraction)
+    before = working_tokens(store)
+    result = compact(memory_dir, agent, if_needed=True, max_context_tokens=context)
+    assert result.budget.due, result.budget.explain()
+    assert result.compacted, result.reason
+    after = working_tokens(store)
+    assert after == result.tokens_after < before
+    assert after <= result.budget.threshold, (result.describe(), result.shortfall)
+    # every trace in exactly one of active/archive
+    active = Counter(t.id for t in store.iter_active())
+    archived = Counter(s.trace.id for s in store.iter_traces(archive=True, active=False))
+    assert not (set(active) & set(archived))
+    assert active + archived == ids
+    for provider in PROVIDERS:
+        check_payload(provider, take_snapshot(memory_dir, agent, SnapshotOptions(provider=provider)).payload)
+    text = _norm(take_snapshot(memory_dir, agent, SnapshotOptions(provider="text")).payload)
+    missing_asks = [a for a in asks if a not in text]
+    assert not missing_asks, missing_asks[:5]
+    missing_files = [f for f in files if f not in text]
+    assert not missing_files, missing_files[:5]
+
+
+# ------------------------------------------------------------------------------- generated sessions
+
+def _stamp(events: list) -> list:
+    for k, event in enumerate(events):
+        event.setdefault("ts", 1772442000.5 + k)
+    return events
+
+
+def _step(i: int, prefix: str = "", *, answered: bool = True, tags=None, agent=None) -> list:
+    """One step: an assistant note, a call, and (usually) its result. Every 7th step edits a file;
+    every 11th fails (and the next run of the same command passes)."""
+    extra = {"tags": tags} if tags else {}
+    if agent:
+        extra["agent_id"] = agent
+    cid = f"{prefix}c{i}"
+    if i % 7 == 0:
+        call = {"trace_type": "tool_call", "tool_name": "Edit", "tool_call_id": cid,
+                "tool_args": {"file_path": f"src/{prefix}module_{i}.py", "old_string": "a" * 40, "new_string": "b" * 40}}
+        result = {"trace_type": "tool_result", "tool_call_id": cid, "tool_result": "The file was updated."}
+    else:
+        failed = i % 11 == 0
+        call = {"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": cid,
+                "tool_args": {"command": f"pytest -q tests/test_{i % 11 if failed else i}.py"}}
+        output = "\n".join(f"tests/test_{i}.py::test_case_{k} PASSED" for k in range(12))
+        result = ({"trace_type": "tool_result", "tool_call_id": cid,
+                   "tool_error": f"exit status 1\nnpm warn old lockfile\nFAILED tests/test_{i % 11}.py::test_x - "
+                                 f"AssertionError: {i}"} if failed else
+                  {"trace_type": "tool_result", "tool_call_id": cid, "tool_result": output})
+    note = {"trace_type": "assistant", "content": f"Step {i}: checking the next part of the suite ({prefix or 'main'})."}
+    out = [dict(note, **extra), dict(call, **extra)]
+    if answered:
+        out.append(dict(result, **extra))
+    return out
+
+
+def _one_turn(steps: int, *, abort_at: int | None = None) -> list:
+    events = [{"trace_type": "user", "content": "You are a coding agent.", "tags": ["system"]},
+              {"trace_type": "user", "content": "Make the whole test suite pass and keep the public API unchanged; "
+                                                "I prefer small, focused edits."}]
+    for i in range(1, steps + 1):
+        events += _step(i, answered=i != abort_at)
+    events.append({"trace_type": "assistant", "content": "All tests pass now; the API is unchanged."})
+    return _stamp(events)
+
+
+def _subagents() -> list:
+    events = [{"trace_type": "user", "content": "Review the billing and the shipping modules in parallel, then fix "
+                                                "what the reviews find."}]
+    for n, agent in enumerate(("billing-a1", "shipping-b2")):
+        task = f"task{n}"
+        events.append({"trace_type": "tool_call", "tool_name": "Task", "tool_call_id": task,
+                       "tool_args": {"description": f"review {agent}", "prompt": f"Review the {agent} module."}})
+        side = {"tags": ["sidechain"], "agent_id": agent}
+        events.append(dict({"trace_type": "user", "content": f"Review the {agent} module and fix what is broken."},
+                           **side))
+        for i in range(1, 30):
+            events += _step(i, prefix=f"{agent}_", tags=["sidechain"], agent=agent)
+        events.append(dict({"trace_type": "assistant", "content": f"The {agent} module is fixed."}, **side))
+        events.append({"trace_type": "tool_result", "tool_call_id": task, "tool_result": f"{agent}: fixed."})
+    for i in range(1, 40):
+        events += _step(i)
+    events.append({"trace_type": "assistant", "content": "Both reviews are done and their fixes are in."})
+    return _stamp(events)
+
+
+def _chat(turns: int) -> list:
+    events = []
+    for i in range(1, turns + 1):
+        events += [{"trace_type": "user", "content": f"Question {i}: how should ticket T-{4000 + i} be handled, given "
+                                                     f"the notes in docs/ticket_{i}.md? " + "Some context. " * (i % 9)},
+                   {"trace_type": "assistant", "content": f"Ticket T-{4000 + i}: " + "reasoned answer text " * 40}]
+    return _stamp(events)
+
+
+GENERATED = {
+    "one-turn-500-steps": lambda: _one_turn(500),
+    "aborted-call-mid-way": lambda: _one_turn(500, abort_at=250),
+    "subagents": _subagents,
+    "chat-200-turns": lambda: _chat(200),
+}
+
+
+@pytest.mark.parametrize("name", list(GENERATED))
+def test_compaction_brings_a_generated_session_under_the_trigger(cli, memory_dir, name):
+    assert cli("ingest", "s", input=GENERATED[name]()).exit_code == 0
+    check_compaction_fits(memory_dir, "s")
+
+
+# ------------------------------------------------------------------------------- corpora
+
+def _corpus(memory_dir, tmp_path, name: str) -> None:
+    from memcli.ingest.api import ingest
+
+    if name.startswith("tau-bench"):
+        records = orjson.loads((CORPORA / "openai/tau-bench_gpt-4o-airline.json").read_bytes())
+        path = tmp_path / "traj.json"   # what `jq -c '.[N].traj'` gives a user
+        path.write_bytes(orjson.dumps(records[int(name.rsplit("-", 1)[1])]["traj"]))
+        ingest(memory_dir, "c", path, fmt="openai")
+        return
+    fmt = name.split("/", 1)[0]
+    ingest(memory_dir, "c", CORPORA / name, fmt={"claude-code": "claude-code", "codex": "codex",
+                                                 "openai": "openai"}[fmt], skip_invalid=True)
+
+
+# session -> where the trigger threshold is set, as a fraction of the snapshot's tokens. The
+# SWE-agent trajectory is one turn of 5 steps, 4 of which always stay: only a sliver can go.
+FITS = {
+    "claude-code/ccviewer_fe5e1c67_todo-app_438ev.jsonl": 0.85,
+    "codex/codex_rollout_localpush_019c8a59_2722ev_sanitized.jsonl": 0.7,
+    "openai/swe-agent_function_calling_simple.traj": 0.99,
+    "tau-bench-0": 0.7,
+    "tau-bench-7": 0.7,
+}
+# the synthetic Codex rollout: its newest steps (an image result among them) are 96% of the
+# snapshot, so compaction cannot get under any threshold that fires — it must say so
+TOO_SMALL = "codex/codex_rollout_schema_coverage_SYNTHETIC.jsonl"
+CORPUS_SESSIONS = [*FITS, TOO_SMALL]
+
+
+@needs_corpora
+@pytest.mark.parametrize("name", list(FITS))
+def test_compaction_brings_a_real_session_under_the_trigger(memory_dir, tmp_path, name):
+    _corpus(memory_dir, tmp_path, name)
+    check_compaction_fits(memory_dir, "c", FITS[name])
+
+
+@needs_corpora
+def test_a_session_whose_newest_steps_are_most_of_it_is_left_alone_and_says_why(memory_dir, tmp_path):
+    _corpus(memory_dir, tmp_path, TOO_SMALL)
+    store = AgentStore(memory_dir, "c")
+    before = tree_digest(agent_dir(memory_dir, "c"))
+    result = compact(memory_dir, "c", if_needed=True, max_context_tokens=_context_for(store, 0.9))
+    assert result.budget.due and not result.compacted
+    assert result.reason.startswith("nothing written for 'c': compacting turn_0001 (5 traces) would not make the "
+                                    "working snapshot smaller")
+    assert tree_digest(agent_dir(memory_dir, "c")) == before
+
+
+@needs_corpora
+@pytest.mark.parametrize("name", CORPUS_SESSIONS)
+def test_stats_counts_what_the_snapshot_sends(cli, memory_dir, tmp_path, name):
+    _corpus(memory_dir, tmp_path, name)
+    stats = orjson.loads(cli("stats", "c", "--json").stdout)
+    assert stats["tokens"]["estimate"] == take_snapshot(memory_dir, "c").tokens
+
+
+# ------------------------------------------------------------------------------- the rules, one by one
+
+def test_steps_of_the_open_turn_move_and_its_ask_stays(cli, memory_dir):
+    cli("ingest", "s", input=_one_turn(60))
+    result = compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=2_500))
+    assert result.compacted and result.whole_turns == 0 and result.steps > 0
+    active = read_jsonl(agent_dir(memory_dir, "s") / "raw_traces.jsonl")
+    assert [r["trace_type"] for r in active[:2]] == ["user", "user"]          # instruction and ask stay
+    assert active[1]["content"].startswith("Make the whole test suite pass")
+    assert active[-1]["content"] == "All tests pass now; the API is unchanged."
+    assert working_tokens(AgentStore(memory_dir, "s")) <= 2_500
+    summary = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")[0]["summary"]
+    assert f"steps 1–{result.steps} of 61 (its ask stays in the active file)" in summary
+    # steps are never split: every call in the archive has its result there too
+    archive = read_jsonl(agent_dir(memory_dir, "s") / "raw_traces_archive.jsonl")
+    calls = Counter(r["tool_call_id"] for r in archive if r["trace_type"] == "tool_call")
+    results = Counter(r["tool_call_id"] for r in archive if r["trace_type"] == "tool_result")
+    assert calls == results
+
+
+def test_the_newest_steps_always_stay(cli, memory_dir):
+    cli("ingest", "s", input=_one_turn(30))
+    compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=1_500, keep_steps=6))
+    active = read_jsonl(agent_dir(memory_dir, "s") / "raw_traces.jsonl")
+    notes = [r["content"] for r in active if r["trace_type"] == "assistant"]
+    assert notes[:5] == [f"Step {i}: checking the next part of the suite (main)." for i in range(26, 31)]
+
+
+def test_a_target_below_what_must_stay_is_refused_with_the_minimum(cli, memory_dir):
+    cli("ingest", "s", input=_one_turn(30))
+    before = tree_digest(agent_dir(memory_dir, "s"))
+    result = cli("compact", "s", "--target-tokens", "50")
+    assert result.exit_code == 1
+    assert "--target-tokens 50 is below what agent 's' must keep:" in result.stderr
+    assert "the newest 4 steps, which never move" in result.stderr and "nothing was written" in result.stderr
+    assert tree_digest(agent_dir(memory_dir, "s")) == before
+    with pytest.raises(CompactionError):
+        compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=50))
+
+
+def test_a_compaction_that_would_not_shrink_the_snapshot_writes_nothing(cli, memory_dir):
+    events = _stamp([{"trace_type": "user", "content": "hi"}, {"trace_type": "assistant", "content": "hello"},
+                     {"trace_type": "user", "content": "ok"}, {"trace_type": "assistant", "content": "fine"}])
+    cli("ingest", "s", input=events)
+    before = tree_digest(agent_dir(memory_dir, "s"))
+    result = cli("compact", "s", "--tail-turns", "0", "--keep-steps", "0")
+    assert result.exit_code == 0
+    assert ("nothing written for 's': compacting turn_0001–turn_0002 (3 traces) would not make the working "
+            "snapshot smaller (23 → ") in result.stderr
+    assert tree_digest(agent_dir(memory_dir, "s")) == before
+    dry = cli("compact", "s", "--tail-turns", "0", "--keep-steps", "0", "--dry-run")
+    assert dry.exit_code == 0 and dry.stdout.startswith("nothing written for 's'")
+
+
+def test_when_the_newest_steps_alone_exceed_the_threshold_it_says_by_how_much(cli, memory_dir):
+    events = _one_turn(20)
+    for e in events[-6:]:
+        if e.get("tool_result"):
+            e["tool_result"] = "line of output\n" * 600
+    cli("ingest", "s", input=events)
+    result = cli("compact", "s", "--if-needed", "--max-context-tokens", "9000")
+    assert result.exit_code == 0, result.stderr
+    assert "tokens over the trigger threshold" in result.stderr
+    assert "what must stay alone needs" in result.stderr
+
+
+def test_subagent_work_is_archived_and_summarized(cli, memory_dir):
+    cli("ingest", "s", input=_subagents())
+    result = compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=3_000))
+    assert result.compacted
+    archive = read_jsonl(agent_dir(memory_dir, "s") / "raw_traces_archive.jsonl")
+    assert sum("sidechain" in (r.get("tags") or ()) for r in archive) == 2 * (2 + 29 * 3)
+    summary = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")[0]["summary"]
+    assert ("Subagents:\n- agent billing-a1 (turn_0001) · task \"Review the billing-a1 module and fix what is "
+            "broken.\"") in summary
+    assert "changed: src/billing-a1_module_7.py, src/billing-a1_module_14.py, src/billing-a1_module_21.py, " \
+           "src/billing-a1_module_28.py" in summary
+    assert 'concluded: "The shipping-b2 module is fixed."' in summary
+    assert "src/shipping-b2_module_28.py" in summary.split("Files modified: ", 1)[1]
+
+
+def test_failures_name_the_informative_line_and_whether_they_were_fixed(cli, memory_dir):
+    cli("ingest", "s", input=_one_turn(40))
+    compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=2_000))
+    summary = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")[0]["summary"]
+    failed = summary.split("\nFailed: ", 1)[1].split("\n", 1)[0]
+    assert "`pytest -q tests/test_0.py` ×" in failed
+    assert "FAILED tests/test_0.py::test_x - AssertionError: 33" in failed or "AssertionError" in failed
+    assert "npm warn" not in failed
+
+
+def test_summary_refs_keep_identifiers_not_css_or_prose():
+    from memcli.compaction.offline import identifiers
+
+    text = ('See https://example.com/a/b\\ and class="text-gray-500 px-4 md:flex" read/write and/or '
+            "src/app/main.py, order A-1042, commit 9f8e7d6c, id 123e4567-e89b-12d3-a456-426614174000")
+    assert identifiers(text) == ["https://example.com/a/b", "src/app/main.py", "A-1042", "9f8e7d6c",
+                                 "123e4567-e89b-12d3-a456-426614174000"]
+
+
+def test_a_rollup_keeps_line_breaks_and_asks(cli, memory_dir):
+    for n in range(5):
+        cli("ingest", "s", input=_chat(12) if n == 0 else _stamp([
+            {"trace_type": "user", "content": f"Round {n} ask: please look at docs/round_{n}.md " + "x " * 300},
+            {"trace_type": "assistant", "content": "done " * 300}] * 6))
+        compact(memory_dir, "s", policy=CompactionPolicy(tail_turns=1, keep_steps=1))
+    episodic, _ = AgentStore(memory_dir, "s").live_memory()
+    rollup = next(e for e in episodic if "rollup" in e.tags)
+    assert rollup.summary.count("\n") > 10
+    assert 'user: "Question 1: how should ticket T-4001 be handled' in rollup.summary
+    assert 'user: "Round 1 ask: please look at docs/round_1.md' in rollup.summary
+
+
+def test_no_ghost_turns_after_compaction(cli, memory_dir):
+    from tests.compact_fixtures import conversation
+
+    cli("ingest", "s", input=conversation(8))   # a system prompt, then 8 turns
+    assert cli("compact", "s").exit_code == 0   # turns 1-4 go; the system prompt of turn_0001 stays
+    listed = [orjson.loads(line)["turn_id"] for line in cli("turns", "s", "--ndjson").stdout.splitlines()]
+    assert listed == [f"turn_{i:04d}" for i in range(5, 9)]
+    assert "  turns            4 active, 4 archived, 8 in all" in cli("stats", "s").stdout
+    cli("ingest", "s", input=_one_turn(40)[1:])
+    assert compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=2_000)).compacted
+    stats = orjson.loads(cli("stats", "s", "--json").stdout)["turns"]
+    assert stats == {"active": 1, "archive": 9, "total": 9, "split": 1}
+    assert ("9 in all: 0 active, 8 archived, 1 split (older steps archived, the ask and newer steps active)"
+            in cli("stats", "s").stdout)
+
+
+def test_the_llm_summarizer_gets_the_same_window_and_asks_for_the_same_content():
+    from memcli.compaction.llm import SYSTEM_PROMPT, render_turn
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    traces = [RawTrace("a1", 1.0, "turn_0001", 2, "assistant", "Looking.", "x"),
+              RawTrace("s1", 2.0, "turn_0001", 3, "assistant", "Subagent result.", "x", tags=["sidechain"],
+                       extra={"agent_id": "ag7"})]
+    text = render_turn(Turn("turn_0001", traces, steps_only=True, steps=1, total_steps=9))
+    first, second, third = text.splitlines()
+    assert orjson.loads(first) == {"turn": "turn_0001", "note": "steps only: the oldest 1 of the turn's 9 steps; "
+                                                                 "its user ask stays in the agent's context"}
+    assert orjson.loads(third)["subagent"] == "ag7"
+    for wanted in ("every user ask, verbatim up to 200 characters", "every file the agent or a subagent modified",
+                   "informative line", "never answered", 'ONE fact ("Files modified: a, b")'):
+        assert wanted in " ".join(SYSTEM_PROMPT.split()), wanted
