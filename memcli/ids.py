@@ -49,6 +49,22 @@ def _next_value() -> int:
     return (_last_ms << _RANDOM_BITS) | _counter
 
 
+TURN_PREFIX = "turn_"
+
+
+def turn_id(value: str) -> str:
+    """What ``--turn`` names: ``7`` and ``turn_0007`` are both ``turn_0007``; any other id is
+    kept as written (imported turn ids need not follow the pattern). Raises UsageError for ""."""
+    text = value.strip()
+    if text.isdigit():
+        return f"{TURN_PREFIX}{int(text):04d}"
+    if not text:
+        from memcli.errors import UsageError
+
+        raise UsageError("--turn needs a turn id (e.g. turn_0007 or 7)")
+    return text
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{_next_value():032x}"
 

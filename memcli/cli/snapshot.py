@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-PROVIDERS = "openai-chat, openai-responses, anthropic, gemini, text"
+PROVIDERS = "openai-chat (or openai), openai-responses, anthropic, gemini, text"
 
 
 def snapshot(
