@@ -109,5 +109,9 @@ class CompactionError(MemcliError):
     """A compaction that could not produce a valid result; nothing was written."""
 
 
+class CompactionBusy(CompactionError):
+    """Another compaction of the same agent is running."""
+
+
 class IntegrityError(MemcliError):
     """`doctor` found problems that remain."""

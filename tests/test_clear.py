@@ -8,7 +8,7 @@ import os
 import orjson
 import pytest
 
-from memcli.export.clear import clear_agent
+from memcli.store.clear import clear_agent
 from memcli.store.layout import list_agent_ids
 from tests.export_fixtures import A, U, archive_turns, copy_sample, write_memory
 from tests.helpers import agent_dir, read_jsonl, tree_digest

@@ -241,7 +241,7 @@ def journal(cli, memory_dir):
 
 
 def test_unfinished_compaction_that_cannot_be_recovered_stays_an_error(cli, journal, memory_dir, monkeypatch):
-    import memcli.compaction.journal as mod
+    import memcli.store.journal as mod
     from memcli.errors import StoreError
 
     def recover(session):
@@ -284,7 +284,7 @@ def test_a_real_interrupted_compaction_is_one_finding_and_repair_finishes_it(cli
 
 
 def test_unfinished_compaction_is_recovered_by_repair(cli, journal, monkeypatch):
-    import memcli.compaction.journal as mod
+    import memcli.store.journal as mod
 
     def recover(session):
         session.paths.compaction_journal.unlink()

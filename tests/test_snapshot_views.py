@@ -7,7 +7,7 @@ import pytest
 from memcli.errors import UsageError
 from memcli.models import RawTrace
 from memcli.snapshot.build import build_messages
-from memcli.snapshot.model import Message, Text, ToolResult
+from memcli.messages import Message, Text, ToolResult
 from memcli.snapshot.views import (ExpirePolicy, ExpireRule, TokenMeter, apply_result_views, clip_result, fit_budget,
                                    parse_expire, stub_result, turn_blocks)
 

@@ -20,7 +20,7 @@ def clear(
     Asks for confirmation on a terminal; scripts pass --yes. With --keep-memory only the raw traces go, and new turns are numbered after the turns the kept memory names.
     """
     from memcli.errors import UsageError
-    from memcli.export.clear import clear_agent, plan_clear
+    from memcli.store.clear import clear_agent, plan_clear
 
     plan = plan_clear(ctx.obj, agent, keep_memory=keep_memory)  # exit 3 for an unknown agent
     if not yes:

@@ -1,1 +1,2 @@
-"""Compaction (DESIGN.md §3–§4): policy, window selection, summarizers, the journaled commit."""
+"""Compaction (DESIGN.md §3–§4): policy, window selection, summarizers; the journaled commit is
+:mod:`memcli.store.journal`."""

@@ -12,7 +12,7 @@
    Ingest keeps appending meanwhile.
 5. Under the agent lock again, the plan is checked against the file (only appends happened),
    the items are built against the live memory (rollup, fact merge), and the journaled commit
-   of :mod:`memcli.compaction.journal` runs. Appends made since step 3 are carried over by the
+   of :mod:`memcli.store.journal` runs. Appends made since step 3 are carried over by the
    rewrite, which reads the active file as it is at that moment, under the lock.
 
 Items written: one EPISODIC item per compaction (``tags`` ``["compaction"]``, ``model`` the
@@ -38,17 +38,16 @@ from typing import Callable, Iterable
 import orjson
 
 from memcli.compaction import breaker
-from memcli.compaction.journal import Journal, commit
+from memcli.store.journal import Journal, commit
 from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status
 from memcli.compaction.summarizer import Fact, MemoryContext, Summary, Turn, normalize_fact
 from memcli.compaction.window import WindowPlan, check_plan, iter_window_turns, plan_window
-from memcli.errors import CompactionError, UsageError
+from memcli.errors import CompactionBusy, CompactionError, UsageError
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, SemanticItem, to_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
-from memcli.store.layout import FILE_MODE, ensure_dir
-from memcli.store.lock import agent_lock
+from memcli.store.lock import agent_lock, compaction_lock
 from memcli.tokens import TokenCounter
 
 STRATEGIES = ("summarize", "sliding-window")
@@ -57,10 +56,6 @@ MAX_SOURCE_TURNS = 50
 ROLLUP_CHARS = 12_000
 PROMPT_FACTS = 50                 # live facts shown to the summarizer
 EST_SUMMARY_TOKENS_PER_CHUNK = 400
-
-
-class CompactionBusy(CompactionError):
-    """Another compaction of the same agent is running."""
 
 
 class CompactionConflict(CompactionError):
@@ -125,27 +120,6 @@ def _note(result: CompactResult, on_note: Callable[[str], None] | None, message:
     result.notes.append(message)
     if on_note is not None:
         on_note(message)
-
-
-@contextmanager
-def compaction_lock(store: AgentStore):
-    """The non-blocking per-agent compaction lock (module docstring, step 2)."""
-    import filelock
-
-    ensure_dir(store.paths.lock_dir)
-    path = store.paths.lock_dir / f"{store.agent_id}.compact.lock"
-    try:
-        lock = filelock.FileLock(str(path), timeout=0, mode=FILE_MODE, preserve_lock_file=True)
-    except TypeError:
-        lock = filelock.FileLock(str(path), timeout=0, mode=FILE_MODE)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        raise CompactionBusy(f"another compaction of agent {store.agent_id!r} is running") from None
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def recover(store: AgentStore) -> list[str]:

@@ -33,6 +33,7 @@ import orjson
 
 from memcli.models import PINNED_TAGS, RawTrace
 from memcli.store import jsonl
+from memcli.store.jsonl import iter_run_lines  # noqa: F401  (moved to the store; old name kept)
 from memcli.store.agent import trace_from_record
 from memcli.store.state import TurnState
 
@@ -190,20 +191,6 @@ def plan_window(path: Path, agent_id: str, tail_turns: int) -> WindowPlan:
     pinned_kept = sum(pinned_count[turns[t.turn_id]] for t in window)
     return WindowPlan(agent_id, st.st_ino, size, window, len(conversation), len(conversation) - len(window),
                       stop_reason, runs, run_ids, moved, pinned_kept, moved_bytes, len(starts), first_id, last_id)
-
-
-def iter_run_lines(path: Path, runs: list) -> Iterator[tuple[int, bytes]]:
-    """(offset, line with its newline) of every line inside ``runs``, in file order."""
-    with jsonl.open_read(path) as f:
-        for start, end in runs:
-            f.seek(start)
-            offset = start
-            while offset < end:
-                raw = f.readline()
-                if not raw:
-                    return
-                yield offset, raw
-                offset += len(raw)
 
 
 def iter_window_turns(path: Path, plan: WindowPlan, start: int = 0,

@@ -1,4 +1,4 @@
-"""Export an agent's complete history (DESIGN.md §6), and clear an agent.
+"""Export an agent's complete history (DESIGN.md §6).
 
 * :func:`memcli.export.api.export` — archive then active, streamed with flat memory from a
   point-in-time view (:mod:`.reader`), filtered (:mod:`.filters`), in one of the formats
@@ -6,6 +6,7 @@
   (:mod:`.markdown`, for people), ``openai`` / ``anthropic`` (:mod:`.provider`, through the
   snapshot renderers), to stdout or to a file that appears only when complete (:mod:`.output`).
 * ``--with-memory``: episodic/semantic items, in jsonl/json as ``record_type`` records that
-  ``ingest`` restores (:mod:`.memory_records`), in markdown as a section at the top.
-* :func:`memcli.export.clear.clear_agent` — delete an agent's memory under its lock.
+  ``ingest`` restores (:mod:`memcli.store.memory_records`), in markdown as a section at the top.
+
+Clearing an agent is a write, so it lives in the store: :func:`memcli.store.clear.clear_agent`.
 """

@@ -8,7 +8,7 @@ export instead of producing a backup that cannot be restored. Because the lines 
 (``id``, ``ts``, ``turn_id``, ``seq``, ``source_event``, unknown fields...), ``memcli ingest`` of an
 export into another agent reproduces the same records, and ingesting it again adds nothing (known
 ids are skipped). Memory items (``--with-memory``) follow the traces, marked with
-``record_type`` (:mod:`memcli.export.memory_records`).
+``record_type`` (:mod:`memcli.store.memory_records`).
 
 ``json`` is the same records as one JSON array, one element per line::
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from memcli.export.filters import TraceFilter
-from memcli.export.memory_records import memory_line
+from memcli.store.memory_records import memory_line
 from memcli.export.reader import History, Progress
 
 

@@ -47,7 +47,7 @@ except ImportError:  # pragma: no cover - other Python implementations
     from hashlib import blake2b
 
 from memcli.errors import InputError
-from memcli.ingest.native import json_type, parse_timestamp
+from memcli.events import json_type, parse_timestamp
 
 NO_ERROR_MESSAGE = "(no error message)"
 _CANONICAL = orjson.OPT_SORT_KEYS

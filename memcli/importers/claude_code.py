@@ -48,7 +48,7 @@ from memcli.importers._common import (
     not_format,
     set_fields,
 )
-from memcli.importers.anthropic import BlockMapper
+from memcli.importers.anthropic_blocks import BlockMapper
 from memcli.models import TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_SIDECHAIN
 
 _CONVERSATION = ("user", "assistant")

@@ -1,8 +1,8 @@
-"""The native format (see ``memcli.ingest.native``): events pass through unchanged."""
+"""The native format (see ``memcli.events``): events pass through unchanged."""
 
 from __future__ import annotations
 
-from memcli.ingest.pipeline import DEFAULT_SOURCE_EVENT
+from memcli.events import DEFAULT_SOURCE_EVENT
 from memcli.models import TRACE_TYPES
 
 
@@ -11,7 +11,7 @@ class NativeImporter:
     source_event = DEFAULT_SOURCE_EVENT
 
     def sniff(self, values) -> int:
-        # memory items of `memcli export --with-memory` (memcli.export.memory_records) are native too
+        # memory items of `memcli export --with-memory` (memcli.store.memory_records) are native too
         objects = [v for _, v in values if isinstance(v, dict) and "record_type" not in v]
         if not objects and any(isinstance(v, dict) and "record_type" in v for _, v in values):
             return 90

@@ -62,20 +62,20 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
 
 def _memory_records(importer):
     """(sink, divert): memory items of a ``memcli export --with-memory`` stream are set aside
-    into ``sink`` by the pipeline's ``divert`` hook (memcli.export.memory_records)."""
+    into ``sink`` by the pipeline's ``divert`` hook (memcli.store.memory_records)."""
     memory: list = []
     if importer.name != "native":
         return memory, None
     from functools import partial
 
-    from memcli.export.memory_records import divert_memory_record
+    from memcli.store.memory_records import divert_memory_record
 
     return memory, partial(divert_memory_record, sink=memory)
 
 
 def _restore_memory(store, memory: list, result: IngestResult) -> None:
     if memory:
-        from memcli.export.memory_records import restore_memory
+        from memcli.store.memory_records import restore_memory
 
         result.notes.append(restore_memory(store, memory))
 

@@ -29,12 +29,11 @@ import orjson
 
 from memcli.errors import InputError
 from memcli.ids import new_id_value
-from memcli.ingest.native import validate_event
+from memcli.events import DEFAULT_SOURCE_EVENT, validate_event
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, WriteSession
 from memcli.store.id_index import digest
 
-DEFAULT_SOURCE_EVENT = "memcli.ingest"
 MAX_REPORTED_ERRORS = 10
 STREAM_MAX_DELAY = 0.2
 STREAM_MAX_BATCH = 5000

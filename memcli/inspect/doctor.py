@@ -9,7 +9,7 @@ reader that goes on past a bad line. Every finding has a severity:
 * ``interrupted-ingest`` — ``.ingest.pending`` exists: an ingest did not finish (or is running
   right now). Repair: roll it back (its events were never acknowledged).
 * ``unfinished-compaction`` — ``.compaction.journal`` exists. Repair: finish or undo it with
-  :func:`memcli.compaction.journal.recover`, as the next write would.
+  :func:`memcli.store.journal.recover`, as the next write would.
 * ``torn-tail`` — the last line has no newline (a crash mid-append, or a write in progress).
   Repair: a complete record only lost its newline and gets it back; otherwise the partial bytes
   are cut off — after being copied to ``<file>.corrupt-lines``.
@@ -57,16 +57,14 @@ from typing import Iterator
 
 import orjson
 
-from memcli.errors import CorruptStoreError, MemcliError
+from memcli.errors import CorruptStoreError
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, ToolStatus, from_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, trace_from_record
-from memcli.store.layout import FILE_MODE
+from memcli.store.repair import QUARANTINE_SUFFIX
 from memcli.tool_interactions import iter_tool_pairs
 
 ERROR, WARNING, INFO = "error", "warning", "info"
-QUARANTINE_SUFFIX = ".corrupt-lines"
-_FIXABLE_LINE_CODES = ("bad-json", "not-an-object", "invalid-record")
 
 
 @dataclass
@@ -411,135 +409,13 @@ def check(store: AgentStore) -> list[Finding]:
                   key=lambda f: (_FILE_RANK.get(Path(f.file).name, 9) if f.file else -1, f.line or 0))
 
 
-# ---------------------------------------------------------------------- repairing
-
-def _append_quarantine(path: Path, chunks: list[bytes]) -> Path:
-    target = path.with_name(path.name + QUARANTINE_SUFFIX)
-    jsonl.append_chunks(target, [c if c.endswith(b"\n") else c + b"\n" for c in chunks])
-    return target
-
-
-def _rewrite_without(path: Path, drop: set[int]) -> None:
-    """Rewrite ``path`` without the lines numbered in ``drop`` (temp file, fsync, replace)."""
-    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.doctor.tmp")  # fresh name: nothing planted is followed
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(tmp, flags, FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as out:
-            with jsonl.open_read(path) as f:
-                for number, raw in enumerate(f, 1):
-                    if number not in drop:
-                        out.write(raw)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        jsonl.fsync_dir(path.parent)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-class _Repairer:
-    def __init__(self, store: AgentStore):
-        self.store = store
-        self.paths = store.paths
-        self.actions: list[str] = []
-
-    def note(self, text: str) -> None:
-        self.actions.append(text)
-
-    def save_torn_tails(self, findings: list[Finding]) -> None:
-        for f in findings:
-            if f.code == "torn-tail" and f.action and f.action.startswith("cut"):
-                path = Path(f.file)
-                found = jsonl.find_tail(path)
-                if found is not None:
-                    target = _append_quarantine(path, [found[1]])
-                    self.note(f"copied the {len(found[1]):,} bytes of the torn last line of {path.name} to {target.name}")
-
-    def recover(self, session) -> bool:
-        """Finish an unfinished compaction; False if it could not be done."""
-        if not self.paths.compaction_journal.exists():
-            return True
-        from memcli.compaction.journal import recover
-
-        try:
-            note = recover(session)
-        except MemcliError as exc:
-            self.note(f"could not recover the unfinished compaction: {exc.message}")
-            self.note("left every other problem alone: the files must stay as the compaction journal "
-                      "describes them until it is recovered")
-            return False
-        self.note(note or "recovered the unfinished compaction")
-        return True
-
-    def rewrite_lines(self, findings: list[Finding]) -> bool:
-        """Move bad lines aside and drop byte-identical copies; True if a file changed."""
-        plan: dict[str, tuple[set[int], list[bytes], list[str]]] = {}
-        for f in findings:
-            if not f.fixable or f.line is None or f.file is None:
-                continue
-            if f.code in _FIXABLE_LINE_CODES:
-                drop, quarantine, notes = plan.setdefault(f.file, (set(), [], []))
-                drop.add(f.line)
-                quarantine.append(_line_bytes(Path(f.file), f.offset))
-                notes.append(f"moved line {f.line} ({f.code})")
-            elif f.code in ("duplicate-id", "id-in-both-tiers"):
-                drop, _, notes = plan.setdefault(f.file, (set(), [], []))
-                drop.add(f.line)
-                notes.append(f"dropped line {f.line} (a byte-identical copy of {'an archived trace' if f.code == 'id-in-both-tiers' else 'an earlier line'})")
-        for file, (drop, quarantine, notes) in plan.items():
-            path = Path(file)
-            if quarantine:  # first the copy, durably; only then the file without the lines
-                target = _append_quarantine(path, quarantine)
-                notes = [f"{n} to {target.name}" if n.startswith("moved") else n for n in notes]
-            _rewrite_without(path, drop)
-            self.note(f"{path.name}: " + "; ".join(notes))
-        return bool(plan)
-
-
-def _line_bytes(path: Path, offset: int) -> bytes:
-    with jsonl.open_read(path) as f:
-        f.seek(offset)
-        return f.readline()
-
-
 def repair(store: AgentStore) -> DoctorReport:
-    """Check, repair what can be repaired without losing data, check again (under the lock)."""
-    from memcli.store.agent import WriteSession
-    from memcli.store.lock import agent_lock
+    """Check, repair what can be repaired without losing data, check again (under the lock;
+    the writes are :func:`memcli.store.repair.repair_files`)."""
+    from memcli.store.repair import repair_files
 
     store.require()
-    repairer = _Repairer(store)
-    with agent_lock(store.paths):
-        before = check(store)
-        repairer.save_torn_tails(before)
-        session = WriteSession(store)
-        session.rollback_interrupted_ingest()  # what WriteSession.open() does first
-        for note in session.recovered:
-            repairer.note(note)
-        if repairer.recover(session):
-            for path in (store.paths.active, store.paths.archive, store.paths.episodic, store.paths.semantic):
-                tail = jsonl.repair_tail(path)
-                if tail is not None:
-                    repairer.note(tail.describe())
-            repairer.rewrite_lines(check(store))
-            stale = any(f.code == "stale-cache" for f in before)
-            if repairer.actions or stale:  # files changed: the cache no longer describes them
-                for path in (store.paths.state, store.paths.ids):
-                    try:
-                        os.unlink(path)
-                    except FileNotFoundError:
-                        pass
-                try:
-                    WriteSession(store).open()
-                    repairer.note("rebuilt the state cache from the files")
-                except MemcliError as exc:
-                    repairer.note(f"could not rebuild the state cache: {exc.message}")
-        after = check(store)
+    before, after, actions = repair_files(store, check)
     # fixed findings as they were found; the others as they are now (their lines may have moved)
     now = {f.key: f for f in after}
     findings = []
@@ -551,7 +427,7 @@ def repair(store: AgentStore) -> DoctorReport:
         else:
             findings.append(current)
     findings += now.values()  # found only after the repair (e.g. behind an interrupted ingest)
-    return DoctorReport(store.agent_id, findings, True, repairer.actions)
+    return DoctorReport(store.agent_id, findings, True, actions)
 
 
 def diagnose(store: AgentStore) -> DoctorReport:

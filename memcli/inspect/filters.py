@@ -27,7 +27,7 @@ def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> f
     that day (``--until 2026-03-02`` includes the whole day)."""
     if value is None:
         return None
-    from memcli.ingest.native import parse_timestamp
+    from memcli.events import parse_timestamp
 
     text = value.strip()
     try:

@@ -1,4 +1,4 @@
-"""Provider renderers: canonical messages (memcli.snapshot.model) -> one provider's request payload.
+"""Provider renderers: canonical messages (memcli.messages) -> one provider's request payload.
 
 ``get_renderer(name, model=None)`` returns a fresh renderer (it collects notes about what it left
 out); ``RENDERERS`` lists the names. Each module holds one provider and documents its mapping:

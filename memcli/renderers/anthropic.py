@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from memcli.renderers.base import Renderer, accepts
-from memcli.snapshot.model import Media, Message, Text
+from memcli.messages import Media, Message, Text
 
 CONTINUATION = "(earlier conversation omitted)"
 

@@ -1,6 +1,6 @@
 """What every renderer shares: the interface, the streaming JSON writer, and the notes collector.
 
-A renderer turns canonical messages (memcli.snapshot.model) into one provider's request payload:
+A renderer turns canonical messages (memcli.messages) into one provider's request payload:
 
 * ``render_messages(messages) -> iterator of items`` — the streaming transform: canonical
   messages in (any iterable, consumed lazily), provider messages/items out. Renderers that must
@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from memcli.snapshot.model import Media, Message
+from memcli.messages import Media, Message
 
 
 class Notes:

@@ -31,7 +31,7 @@ import re
 from typing import Iterable, Iterator
 
 from memcli.renderers.base import WEB_SCHEMES, Renderer, accepts
-from memcli.snapshot.model import Media, Message, Text
+from memcli.messages import Media, Message, Text
 
 FOREIGN_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode()
 CONTINUATION = "(earlier conversation omitted)"

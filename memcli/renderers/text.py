@@ -30,8 +30,8 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from memcli.renderers.base import Renderer
-from memcli.snapshot.build import json_text
-from memcli.snapshot.model import ERROR, LATE, PENDING, Message, Text, ToolResult
+from memcli.messages import json_text
+from memcli.messages import ERROR, LATE, PENDING, Message, Text, ToolResult
 
 EPISODIC_HEADER = "[MEMORY:EPISODIC]"
 SEMANTIC_HEADER = "[MEMORY:SEMANTIC]"

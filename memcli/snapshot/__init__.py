@@ -3,7 +3,7 @@ every renderer and the export consume.
 
 Modules (each documents its rules):
 
-* :mod:`memcli.snapshot.model` — the canonical messages (system / user / assistant / tool, tool
+* :mod:`memcli.messages` — the canonical messages (system / user / assistant / tool, tool
   calls, tool results linked to their call, orphan notes) and their invariants;
 * :mod:`memcli.snapshot.build` — ``build_messages(traces)``: canonical messages from ANY iterator
   of RawTrace, streamed (pairing in render order, placeholders for pending calls, unique ids);

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from memcli.errors import UsageError
 from memcli.models import PINNED_TAGS, EpisodicItem, RawTrace, SemanticItem
 from memcli.snapshot.build import BuildStats, build_messages
-from memcli.snapshot.model import Message, Text
+from memcli.messages import Message, Text
 from memcli.snapshot.views import (DEFAULT_MAX_TOOL_RESULT_CHARS, REPLY_OVERHEAD, BudgetStep, ExpirePolicy, TokenMeter,
                                    apply_result_views, fit_budget, stub_all)
 from memcli.store.agent import AgentStore

@@ -15,7 +15,7 @@ Rules, applied in the order the traces come:
   ``tool_call_id``, first-in-first-out among the unanswered calls with that id (transcripts reuse
   ids), and a result stored later (after the next user message, say) is still rendered right after
   its call; the messages behind it wait. A call left unanswered gets a placeholder result
-  (``status="pending"``, :data:`~memcli.snapshot.model.PENDING_TEXT`) — never a dangling call.
+  (``status="pending"``, :data:`~memcli.messages.PENDING_TEXT`) — never a dangling call.
 * A result with no unanswered call is an ``orphan``: a user message rendered as plain text.
 * ``lookahead`` bounds the wait (in traces read) for a late result; when it runs out the call
   gets its placeholder, and a result that still arrives later becomes a ``late`` note at its own
@@ -45,9 +45,9 @@ from typing import Iterable, Iterator
 
 import orjson
 
+from memcli.messages import (ERROR, LATE, MEDIA_KINDS, ORPHAN, PENDING, PENDING_TEXT, SUCCESS, Media,
+                             Message, Text, ToolCall, ToolResult, json_text)
 from memcli.models import PINNED_TAGS, TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_REASONING, TAG_SIDECHAIN, RawTrace
-from memcli.snapshot.model import (ERROR, LATE, MEDIA_KINDS, ORPHAN, PENDING, PENDING_TEXT, SUCCESS, Media,
-                                   Message, Text, ToolCall, ToolResult)
 
 MAX_ID_CHARS = 40
 MAX_NAME_CHARS = 64
@@ -119,16 +119,6 @@ def call_arguments(trace: RawTrace) -> dict:
             return {"input": args}
         return value if isinstance(value, dict) else {"input": value}
     return {"input": args}
-
-
-def json_text(value) -> str:
-    """Compact JSON text of any stored value (non-ASCII kept)."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:  # integers beyond 64 bits and the like
-        import json
-
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def result_text(trace: RawTrace) -> str:

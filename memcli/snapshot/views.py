@@ -30,8 +30,8 @@ import re
 from dataclasses import dataclass, replace
 
 from memcli.errors import UsageError
-from memcli.snapshot.build import json_text
-from memcli.snapshot.model import LATE, ORPHAN, PENDING, Media, Message, Text, ToolResult, note_text
+from memcli.messages import json_text
+from memcli.messages import LATE, ORPHAN, PENDING, Media, Message, Text, ToolResult, note_text
 from memcli.tokens import TokenCounter
 
 DEFAULT_MAX_TOOL_RESULT_CHARS = 10_000

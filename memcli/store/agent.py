@@ -7,7 +7,7 @@ anything else, brings the agent to a consistent state:
    index are cut back to their sizes before that ingest and the previous state is restored — an
    ingest that did not finish is not acknowledged, so none of it stays;
 2. an interrupted compaction (``.compaction.journal`` exists) is finished or undone by
-   :func:`memcli.compaction.journal.recover`;
+   :func:`memcli.store.journal.recover`;
 3. torn last lines of the data files are repaired (:func:`memcli.store.jsonl.repair_tail`);
 4. the state cache is loaded, caught up with records appended by someone else, or rebuilt.
 
@@ -26,8 +26,8 @@ from typing import IO, Iterator
 
 import orjson
 
-from memcli.errors import AgentNotFoundError, CorruptStoreError, StoreError
-from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record
+from memcli.errors import AgentNotFoundError, CorruptStoreError, StoreError, UsageError
+from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record, to_record
 from memcli.store import jsonl
 from memcli.store.id_index import IdIndex, digest
 from memcli.store.layout import AgentPaths, agent_paths, ensure_dir
@@ -245,7 +245,7 @@ class WriteSession:
     def open(self) -> None:
         self.rollback_interrupted_ingest()
         if self.paths.compaction_journal.exists():
-            from memcli.compaction.journal import recover
+            from memcli.store.journal import recover
 
             note = recover(self)
             if note:
@@ -381,6 +381,26 @@ class WriteSession:
         crash_point("ingest-recovery:state")
         os.unlink(marker_path)  # every step above is idempotent: a crash before this repeats them
         self.recovered.append(f"rolled back an interrupted ingest of agent {self.paths.agent_id!r}")
+
+    # ---------------------------------------------------------------- memory items
+    def append_memory(self, kind: str, records: list[dict]) -> int:
+        """Append episodic (``kind="episodic"``) or semantic items the agent does not have yet,
+        matched by ``id`` (so appending the same items twice adds nothing); each record is
+        normalised through its model first. Returns how many were appended (fsynced)."""
+        cls = {"episodic": EpisodicItem, "semantic": SemanticItem}.get(kind)
+        if cls is None:
+            raise UsageError(f"kind: expected 'episodic' or 'semantic', got {kind!r}")
+        path = self.paths.episodic if kind == "episodic" else self.paths.semantic
+        known = {record.get("id") for _, _, record in jsonl.iter_records(path)}
+        new = []
+        for record in records:
+            if record["id"] in known:
+                continue
+            known.add(record["id"])
+            new.append(to_record(from_record(cls, record)))
+        if new:
+            jsonl.append_records(path, new)
+        return len(new)
 
 
 

@@ -237,6 +237,20 @@ def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[t
                 yield line_offset, stripped
 
 
+def iter_run_lines(path: Path, runs: list) -> Iterator[tuple[int, bytes]]:
+    """(offset, line with its newline) of every line inside ``runs``, in file order."""
+    with open_read(path) as f:
+        for start, end in runs:
+            f.seek(start)
+            offset = start
+            while offset < end:
+                raw = f.readline()
+                if not raw:
+                    return
+                yield offset, raw
+                offset += len(raw)
+
+
 def iter_records(path: Path, start: int = 0, end: int | None = None,
                  first_line_no: int | None = 1) -> Iterator[tuple[int | None, int, dict]]:
     """(line number, offset, record) for each record; corrupt lines raise CorruptStoreError.

@@ -16,7 +16,7 @@ import os
 from contextlib import contextmanager
 from typing import Iterator
 
-from memcli.errors import LockTimeoutError, StoreError
+from memcli.errors import CompactionBusy, LockTimeoutError, StoreError
 from memcli.store.layout import FILE_MODE, AgentPaths, ensure_dir
 
 DEFAULT_TIMEOUT = 120.0
@@ -58,6 +58,29 @@ def agent_lock(paths: AgentPaths, timeout: float | None = None) -> Iterator[None
         ) from None
     except OSError as exc:
         raise StoreError(f"cannot lock {paths.lock}: {exc.strerror or exc}") from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@contextmanager
+def compaction_lock(target) -> Iterator[None]:
+    """The non-blocking per-agent compaction lock (one compaction per agent at a time;
+    it is held while the summary is produced, without the write lock)."""
+    import filelock
+
+    paths: AgentPaths = getattr(target, "paths", target)  # an AgentStore or its AgentPaths
+    ensure_dir(paths.lock_dir)
+    path = paths.lock_dir / f"{paths.agent_id}.compact.lock"
+    try:
+        lock = filelock.FileLock(str(path), timeout=0, mode=FILE_MODE, preserve_lock_file=True)
+    except TypeError:
+        lock = filelock.FileLock(str(path), timeout=0, mode=FILE_MODE)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise CompactionBusy(f"another compaction of agent {paths.agent_id!r} is running") from None
     try:
         yield
     finally:

@@ -1,5 +1,8 @@
 """The canonical message model: what a snapshot (or an export) is before a provider renders it.
 
+A leaf module (standard library and orjson only): the snapshot builds these messages, the
+renderers (:mod:`memcli.renderers`) and exports read them, and none of them imports another for it.
+
 A conversation is a sequence of :class:`Message` objects. Invariants every producer keeps and
 every renderer relies on:
 
@@ -33,6 +36,8 @@ from __future__ import annotations
 import mimetypes
 import re
 from dataclasses import dataclass, field
+
+import orjson
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -162,3 +167,13 @@ def note_text(result: ToolResult) -> str:
     else:
         head = f"[{what} without a matching call in this conversation ({ident})]"
     return f"{head}\n{result.text}" if result.text else head
+
+
+def json_text(value) -> str:
+    """Compact JSON text of any stored value (non-ASCII kept)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # integers beyond 64 bits and the like
+        import json
+
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

@@ -46,7 +46,7 @@ import orjson
 from memcli.errors import StoreError
 from memcli.store import jsonl
 from memcli.store.agent import crash_point
-from memcli.compaction.window import iter_run_lines
+from memcli.store.jsonl import iter_run_lines
 from memcli.store.layout import FILE_MODE, AgentPaths
 
 JOURNAL_VERSION = 1

@@ -25,7 +25,7 @@ from __future__ import annotations
 import orjson
 
 from memcli.errors import InputError
-from memcli.models import EpisodicItem, SemanticItem, from_record, to_record
+from memcli.models import EpisodicItem, SemanticItem, from_record
 
 RECORD_TYPE = "record_type"
 MEMORY_KINDS = {"episodic": EpisodicItem, "semantic": SemanticItem}
@@ -88,27 +88,15 @@ def divert_memory_record(line: int, value, sink: list):
 
 def restore_memory(store, items: list) -> str:
     """Append the items ``store`` does not have yet (by id), under its lock. Returns a note."""
-    from memcli.store import jsonl
-
     added = {"episodic": 0, "semantic": 0}
     present = 0
     with store.writer() as session:
-        for kind, cls in MEMORY_KINDS.items():
+        for kind in MEMORY_KINDS:
             wanted = [record for k, record in items if k == kind]
-            if not wanted:
-                continue
-            path = session.paths.episodic if kind == "episodic" else session.paths.semantic
-            known = {record.get("id") for _, _, record in jsonl.iter_records(path)}
-            new = []
-            for record in wanted:
-                if record["id"] in known:
-                    present += 1
-                    continue
-                known.add(record["id"])
-                new.append(to_record(from_record(cls, record)))
-            if new:
-                jsonl.append_records(path, new)
-                added[kind] = len(new)
+            if wanted:
+                appended = session.append_memory(kind, wanted)
+                added[kind] = appended
+                present += len(wanted) - appended
     note = f"restored {added['episodic']} episodic and {added['semantic']} semantic memory items into {store.agent_id!r}"
     if present:
         note += f" ({present} already present)"

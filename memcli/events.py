@@ -1,5 +1,8 @@
 """memcli's native event format, and the validation every ingested event goes through.
 
+A leaf module (it imports only :mod:`memcli.errors` and :mod:`memcli.models`): the ingest
+pipeline and every importer share it, so neither package imports the other for it.
+
 A native event is a JSON object with ``trace_type`` (``user``, ``assistant``, ``tool_call`` or
 ``tool_result``) and any of the fields of a RAW_TRACE (DESIGN.md §1):
 
@@ -28,6 +31,7 @@ from memcli.errors import InputError
 from memcli.models import TRACE_TYPES
 
 MAX_ID_LENGTH = 512
+DEFAULT_SOURCE_EVENT = "memcli.ingest"   # ``source_event`` of native events that name none
 
 _JSON_TYPE = {dict: "object", list: "array", str: "string", int: "integer", float: "number",
               bool: "boolean", type(None): "null"}
