@@ -52,12 +52,17 @@ def _next_value() -> int:
 TURN_PREFIX = "turn_"
 
 
+def format_turn(n: int) -> str:
+    """The canonical turn id of turn number ``n``: ``turn_0007``."""
+    return f"{TURN_PREFIX}{n:04d}"
+
+
 def turn_id(value: str) -> str:
     """What ``--turn`` names: ``7`` and ``turn_0007`` are both ``turn_0007``; any other id is
     kept as written (imported turn ids need not follow the pattern). Raises UsageError for ""."""
     text = value.strip()
     if text.isdigit():
-        return f"{TURN_PREFIX}{int(text):04d}"
+        return format_turn(int(text))
     if not text:
         from memcli.errors import UsageError
 

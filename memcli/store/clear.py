@@ -36,7 +36,7 @@ from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.layout import DATA_FILES, DIR_MODE, EPISODIC, SEMANTIC, AgentPaths
 from memcli.store.lock import agent_lock
-from memcli.store.state import format_turn
+from memcli.ids import format_turn
 
 MEMORY_FILES = (EPISODIC, SEMANTIC)
 TRASH_MARK = ".clearing."
