@@ -200,3 +200,30 @@ def from_record(cls: type[_T], data: dict) -> _T:
     if extra:
         obj.extra = extra  # type: ignore[attr-defined]
     return obj
+
+
+# ------------------------------------------------------------------ superseding (one rule)
+
+def supersedes_of(item) -> list[str]:
+    """The ids a memory item (a model or its stored record) supersedes: the strings of its
+    ``supersedes`` list; anything else there is ignored."""
+    value = item.get("supersedes") if isinstance(item, dict) else getattr(item, "supersedes", None)
+    if not isinstance(value, list):
+        return []
+    return [old for old in value if isinstance(old, str)]
+
+
+def superseded_ids(items) -> dict[str, str]:
+    """THE superseding rule: an item is superseded when a *later* item of the same tier lists its
+    id in ``supersedes``. ``items`` are one tier's items (models or records) in file order; the
+    result maps each superseded id to the id of the first later item that supersedes it. (Reading
+    a tier from its end, the same rule is: skip an item whose id a newer item listed.)"""
+    seen: set = set()
+    out: dict[str, str] = {}
+    for item in items:
+        item_id = item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
+        for old in supersedes_of(item):
+            if old in seen:
+                out.setdefault(old, str(item_id))
+        seen.add(item_id)
+    return out

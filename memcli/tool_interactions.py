@@ -1,12 +1,15 @@
-"""The tool interaction view of DESIGN.md §2: each tool call with its result, derived from traces.
+"""The tool interaction view of DESIGN.md §2: each tool call with its result, derived from traces,
+and THE pairing rule every view uses.
 
 Pairing is by ``tool_call_id``, first-in-first-out among the calls with that id that are still
-unanswered (transcripts reuse ids), in store order — with the refinement the linker applies
-(:mod:`memcli.store.state`): a result answers the oldest unanswered call with its id *in the
-result's own turn* when there is one, else the oldest overall. For traces memcli linked itself
-the two rules pick the same call (a result joins the turn of the call it answers); for foreign
-data with explicit turn ids it is the better match, and it keeps this view and the state's
-unanswered-call map (the ``tools --status pending`` fast path) in agreement.
+unanswered (transcripts reuse ids), in store order — refined by the result's turn: a result
+answers the oldest unanswered call with its id *in the result's own turn* when there is one, else
+the oldest overall. For traces memcli linked itself the two rules pick the same call (a result
+joins the turn of the call it answers); for foreign data with explicit turn ids it is the better
+match. :func:`memcli.pairing.pop_open_call` is the one implementation: the state cache's unanswered-call map
+(:mod:`memcli.store.state`, the ``tools --status pending`` fast path), this view (``tools``,
+``stats``, ``doctor``), the snapshot (:mod:`memcli.snapshot.build`) and the markdown export
+(:mod:`memcli.export.markdown`) all call it, so they pair a reused id the same way.
 
 Status: PENDING (no result yet), SUCCESS, ERROR (the result has a ``tool_error``). A result whose
 call is not among the traces given is an ORPHAN and is listed at its own position — never
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from typing import Collection, Iterable, Iterator
 
 from memcli.models import RawTrace, ToolInteraction, ToolStatus
+from memcli.pairing import pop_open_call, take_open_call  # noqa: F401  (take_open_call: old name)
 
 
 @dataclass(slots=True)
@@ -53,13 +57,8 @@ class ToolPair:
         return i.call_ts if i.call_ts is not None else i.result_ts
 
 
-def take_open_call(queue: list, turn_id: str | None) -> int:
-    """Index in ``queue`` (oldest first) of the call a result from ``turn_id`` answers."""
-    if turn_id is not None:
-        for index, entry in enumerate(queue):
-            if entry.interaction.turn_id == turn_id:
-                return index
-    return 0
+def _pair_turn(pair: ToolPair) -> str | None:
+    return pair.interaction.turn_id
 
 
 def iter_tool_pairs(traces: Iterable[RawTrace], *, ordered: bool = True,
@@ -79,11 +78,8 @@ def iter_tool_pairs(traces: Iterable[RawTrace], *, ordered: bool = True,
                 waiting.append(pair)
         elif trace_type == "tool_result":
             call_id = trace.tool_call_id or ""
-            queue = open_calls.get(call_id)
-            if queue:
-                pair = queue.pop(take_open_call(queue, trace.turn_id))
-                if not queue:
-                    del open_calls[call_id]
+            pair = pop_open_call(open_calls, call_id, trace.turn_id, _pair_turn)
+            if pair is not None:
                 interaction = pair.interaction
                 interaction.status = ToolStatus.ERROR if trace.tool_error else ToolStatus.SUCCESS
                 if interaction.tool_name is None:

@@ -2,6 +2,10 @@
 library errors become a message on stderr and an exit code (CLI.md: 0 ok, 1 failure, 2 usage,
 3 not found). ``MEMCLI_DEBUG=1`` re-raises instead, to see the traceback.
 
+It is also the one place for a closed stdout (``memcli export A | head``): the reader has what it
+wanted, so every command stops quietly with exit 0 — no traceback, no message, as ``head`` users
+expect (:func:`_closed_pipe`).
+
 Command modules are imported at start-up but keep their heavy imports inside the command
 functions: ``memcli ingest`` runs once per event in shell scripts, so start-up time matters.
 """
@@ -32,9 +36,20 @@ class MemcliGroup(TyperGroup):
                 message += f"\n  hint: {exc.hint}"
             print(message, file=sys.stderr)
             raise typer.Exit(exc.exit_code) from None
+        except BrokenPipeError:
+            _closed_pipe()
+            raise typer.Exit(0) from None
         except KeyboardInterrupt:
             print("memcli: interrupted", file=sys.stderr)
             raise typer.Exit(130) from None
+
+
+def _closed_pipe() -> None:
+    """Point stdout at /dev/null, so that flushing what is still buffered at exit cannot fail."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _new_app() -> typer.Typer:

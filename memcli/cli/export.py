@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import List, Optional
 
@@ -52,16 +51,10 @@ def export(
     from memcli.export.api import export as run
 
     to_file = output is not None and output != "-"
-    try:
-        with progress_bar(f"exporting {agent}", enabled=to_file) as advance:
-            result = run(ctx.obj, agent, fmt=format.value, output=output, with_memory=with_memory,
-                         turns=turn, since=since, until=until,
-                         progress=lambda n, total: advance(n, total=total))
-    except BrokenPipeError:
-        # the reader went away (`memcli export A | head`): not an error worth a traceback
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise typer.Exit(141) from None
+    with progress_bar(f"exporting {agent}", enabled=to_file) as advance:  # a closed stdout: memcli.cli.app
+        result = run(ctx.obj, agent, fmt=format.value, output=output, with_memory=with_memory,
+                     turns=turn, since=since, until=until,
+                     progress=lambda n, total: advance(n, total=total))
     for note in result.notes:
         print(f"memcli: note: {note}", file=sys.stderr)
     if to_file:

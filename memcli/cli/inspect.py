@@ -224,7 +224,7 @@ def show(
 
     --json/--ndjson print the records exactly as stored, so `show --ndjson` can be ingested again.
     """
-    from memcli.inspect.filters import TraceFilter
+    from memcli.filters import TraceFilter
     from memcli.inspect.traces import select_traces
 
     flt = TraceFilter.from_options(type_, tag, since, until)
@@ -280,7 +280,7 @@ def tools(
     Status is PENDING (no result yet), SUCCESS, ERROR, or ORPHAN (a result without a call).
     `--status pending` reads the unanswered calls from the state cache: no scan.
     """
-    from memcli.inspect.filters import TraceFilter
+    from memcli.filters import TraceFilter
     from memcli.inspect.tools import parse_statuses, select_tool_interactions
 
     flt = TraceFilter.from_options(None, tag, since, until)

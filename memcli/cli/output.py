@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import typer
 
 from memcli.errors import UsageError
+from memcli.sizes import format_size as fmt_bytes  # noqa: F401  (the one size format; old name)
 
 TABLE_BATCH = 200
 PIPE_WIDTH = 120
@@ -65,16 +66,6 @@ def fmt_ts(ts: float | None) -> str:
 
 def fmt_int(n: int | None) -> str:
     return "" if n is None else f"{n:,}"
-
-
-def fmt_bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        n /= 1024
-        if n < 1024 or unit == "TiB":
-            return f"{n:,.1f} {unit}"
-    return f"{n} B"  # pragma: no cover
 
 
 def one_line(text: str) -> str:
@@ -519,41 +510,39 @@ class Output:
         import orjson
 
         count = 0
-        with _quiet_broken_pipe():
-            if self.mode == "human":
-                counted = _Counted(rows)
-                human(counted, self.view())
-                count = counted.n
-            elif self.mode == "ndjson":
-                out = self._stdout()
-                out.flush()
-                for row in rows:
-                    self._write_bytes(orjson.dumps(as_record(row), default=_json_default) + b"\n")
-                    count += 1
-            else:
-                out = self._stdout()
-                out.flush()
-                opts = orjson.OPT_INDENT_2
-                for row in rows:
-                    body = orjson.dumps(as_record(row), default=_json_default, option=opts)
-                    self._write_bytes((b"[\n  " if count == 0 else b",\n  ") + body.replace(b"\n", b"\n  "))
-                    count += 1
-                self._write_bytes(b"\n]\n" if count else b"[]\n")
-            self._stdout().flush()
+        if self.mode == "human":
+            counted = _Counted(rows)
+            human(counted, self.view())
+            count = counted.n
+        elif self.mode == "ndjson":
+            out = self._stdout()
+            out.flush()
+            for row in rows:
+                self._write_bytes(orjson.dumps(as_record(row), default=_json_default) + b"\n")
+                count += 1
+        else:
+            out = self._stdout()
+            out.flush()
+            opts = orjson.OPT_INDENT_2
+            for row in rows:
+                body = orjson.dumps(as_record(row), default=_json_default, option=opts)
+                self._write_bytes((b"[\n  " if count == 0 else b",\n  ") + body.replace(b"\n", b"\n  "))
+                count += 1
+            self._write_bytes(b"\n]\n" if count else b"[]\n")
+        self._stdout().flush()
         return count
 
     def document(self, doc: Any, human: Callable[[Any, HumanView], Any]) -> None:
         """Write one record (``--ndjson``: on one line)."""
         import orjson
 
-        with _quiet_broken_pipe():
-            if self.mode == "human":
-                human(doc, self.view())
-            else:
-                self._stdout().flush()
-                option = orjson.OPT_INDENT_2 if self.mode == "json" else 0
-                self._write_bytes(orjson.dumps(as_record(doc), default=_json_default, option=option) + b"\n")
+        if self.mode == "human":
+            human(doc, self.view())
+        else:
             self._stdout().flush()
+            option = orjson.OPT_INDENT_2 if self.mode == "json" else 0
+            self._write_bytes(orjson.dumps(as_record(doc), default=_json_default, option=option) + b"\n")
+        self._stdout().flush()
 
     @staticmethod
     def note(message: str) -> None:
@@ -570,23 +559,6 @@ class _Counted:
         for row in self.rows:
             self.n += 1
             yield row
-
-
-class _quiet_broken_pipe:
-    """The reader went away (``| head``): stop writing, exit 0, print nothing."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None and issubclass(exc_type, BrokenPipeError):
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-            except (OSError, ValueError, AttributeError):
-                pass
-            raise typer.Exit(0)
-        return False
 
 
 # --------------------------------------------------------------------------- the option bundle

@@ -69,17 +69,12 @@ def _write_payload(payload, *, compact: bool, ndjson: bool) -> None:
         data = b"".join(line + b"\n" for line in lines)
     else:
         data = orjson.dumps(payload, option=0 if compact else orjson.OPT_INDENT_2) + b"\n"
-    try:
-        if out is not None:
-            out.write(data)
-            out.flush()
-        else:  # a text-only stdout (embedding)
-            sys.stdout.write(data.decode())
-            sys.stdout.flush()
-    except BrokenPipeError:  # `memcli snapshot A | head`: the reader has what it wanted
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if out is not None:  # a closed stdout (`| head`) is handled once for every command: memcli.cli.app
+        out.write(data)
+        out.flush()
+    else:  # a text-only stdout (embedding)
+        sys.stdout.write(data.decode())
+        sys.stdout.flush()
 
 
 def _report(result) -> None:

@@ -44,6 +44,7 @@ import orjson
 
 from memcli.compaction.summarizer import Fact, MemoryContext, Summary, Turn
 from memcli.models import NON_OPENING_TAGS, TAG_REASONING
+from memcli.pairing import pop_open_call
 
 MAX_LISTED_TURNS = 40
 HEAD_TURNS = 10
@@ -213,6 +214,10 @@ def _arg_brief(tool_name: str | None, args) -> str:
     return ""
 
 
+def _trace_turn(trace) -> str | None:
+    return trace.turn_id
+
+
 def _turn_key(turn_id: str) -> tuple:
     m = re.fullmatch(r"turn_(\d+)", turn_id or "")
     return (0, int(m.group(1)), "") if m else (1, 0, turn_id or "")
@@ -274,8 +279,7 @@ class _TurnDigest:
                 calls_by_id.setdefault(t.tool_call_id or "", []).append(t)
                 self.full_text.append(_json_text(t.tool_args))
             elif t.trace_type == "tool_result":
-                queue = calls_by_id.get(t.tool_call_id or "")
-                call = queue.pop(0) if queue else None
+                call = pop_open_call(calls_by_id, t.tool_call_id or "", t.turn_id, _trace_turn)
                 name = (call.tool_name if call else None) or t.tool_name or "tool"
                 args = call.tool_args if call else t.tool_args
                 failed, error = _result_failed(t)

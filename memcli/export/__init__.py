@@ -1,7 +1,7 @@
 """Export an agent's complete history (DESIGN.md §6).
 
 * :func:`memcli.export.api.export` — archive then active, streamed with flat memory from a
-  point-in-time view (:mod:`.reader`), filtered (:mod:`.filters`), in one of the formats
+  point-in-time view (:mod:`.reader`), filtered (:mod:`memcli.filters`), in one of the formats
   ``jsonl`` / ``json`` (:mod:`.jsonl`, the stored records; re-ingestable), ``markdown``
   (:mod:`.markdown`, for people), ``openai`` / ``anthropic`` (:mod:`.provider`, through the
   snapshot renderers), to stdout or to a file that appears only when complete (:mod:`.output`).

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import BinaryIO, Callable
 
 from memcli.errors import TurnNotFoundError, UsageError
-from memcli.export.filters import make_filter
 from memcli.export.output import atomic_output, check_target, stdout_output
 from memcli.export.provider import PROVIDER_FORMATS, require_renderers, write_provider_messages
 from memcli.export.reader import open_history
+from memcli.filters import make_filter
+from memcli.sizes import format_size
 from memcli.store.agent import AgentStore
 
 FORMATS = ("jsonl", "json", "markdown", "openai", "anthropic")
@@ -41,16 +42,8 @@ class ExportResult:
         what = f"{self.traces} trace{'s' if self.traces != 1 else ''}"
         if self.episodic or self.semantic:
             what += f", {self.episodic} episodic and {self.semantic} semantic item{'s' if self.semantic != 1 else ''}"
-        where = f" to {self.target} ({_size(self.bytes_written)})" if self.target else ""
+        where = f" to {self.target} ({format_size(self.bytes_written)})" if self.target else ""
         return f"exported {what} of {self.agent_id!r} as {self.format}{where}"
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n} B"
 
 
 def _writer(fmt: str):

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from memcli.export.filters import TraceFilter
-from memcli.store.memory_records import memory_line
 from memcli.export.reader import History, Progress
+from memcli.filters import TraceFilter
+from memcli.store.memory_records import memory_line
 
 
 def write_jsonl(history: History, out: BinaryIO, flt: TraceFilter, *, with_memory: bool,

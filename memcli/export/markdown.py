@@ -18,7 +18,7 @@ Decisions:
 
 * **Times** are UTC, so the document is the same wherever it is produced.
 * **Tool results sit under their call.** Calls and results are paired first-in-first-out by
-  ``tool_call_id`` (the rule of :mod:`memcli.tool_interactions`) while streaming: a result that
+  ``tool_call_id`` (the rule of :mod:`memcli.pairing`) while streaming: a result that
   arrives later in the file (after the next user message, or after parallel calls) is moved up
   to its call. To keep memory flat, output is held back for at most ``LOOKAHEAD_TRACES`` traces /
   ``LOOKAHEAD_BYTES`` bytes waiting for a result; past that the call is written as "no result
@@ -59,8 +59,10 @@ import orjson
 
 from memcli.models import (
     TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_DEVELOPER, TAG_REASONING, TAG_SIDECHAIN, TAG_SYSTEM,
-    EpisodicItem, RawTrace, SemanticItem, field_names, from_record,
+    EpisodicItem, RawTrace, SemanticItem, field_names, from_record, superseded_ids,
 )
+from memcli.pairing import pop_open_call
+from memcli.sizes import format_size
 
 FOLD_LINES = 20
 FOLD_CHARS = 2000
@@ -152,14 +154,6 @@ def quote(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in prose(text).split("\n"))
 
 
-def _size(n: int) -> str:
-    if n < 1000:
-        return f"{n} B"
-    if n < 1_000_000:
-        return f"{n / 1000:.1f} kB"
-    return f"{n / 1_000_000:.1f} MB"
-
-
 def _value_text(value) -> tuple[str, str]:
     """(text, language) for a tool result or argument value."""
     if isinstance(value, str):
@@ -174,7 +168,7 @@ def _block(text: str, lang: str, label: str) -> str:
     """``label`` then the text in a code block, folded when long."""
     lines = text.count("\n") + 1
     if lines > FOLD_LINES or len(text) > FOLD_CHARS:
-        summary = f"{_strip_markup(label) or 'Content'} · {lines} lines · {_size(len(text.encode()))}"
+        summary = f"{_strip_markup(label) or 'Content'} · {lines} lines · {format_size(len(text.encode()))}"
         return f"<details><summary>{_html(summary)}</summary>\n\n{fenced(text, lang)}\n\n</details>"
     return f"{label}\n\n{fenced(text, lang)}" if label else fenced(text, lang)
 
@@ -200,6 +194,10 @@ class _Call:
     size: int
     result: RawTrace | None = None
     written: bool = False      # written before its result came (lookahead exceeded)
+
+
+def _call_turn(call: _Call) -> str | None:
+    return call.trace.turn_id
 
 
 @dataclass
@@ -275,11 +273,8 @@ class MarkdownWriter:
         lookahead bound)."""
         self.stats.traces += 1
         if trace.trace_type == "tool_result":
-            queue = self._open_calls.get(trace.tool_call_id or "")
-            if queue:
-                call = queue.popleft()
-                if not queue:
-                    del self._open_calls[trace.tool_call_id or ""]
+            call = pop_open_call(self._open_calls, trace.tool_call_id or "", trace.turn_id, _call_turn)
+            if call is not None:  # the one pairing rule (memcli.pairing)
                 if not call.written:
                     call.result = trace
                     call.size += size
@@ -575,13 +570,12 @@ class LiveMemory:
 
 def live_memory(history, flt, progress=None) -> LiveMemory:
     """The memory items of ``history`` that the filter selects and no later item supersedes."""
-    items: dict[str, list] = {"episodic": [], "semantic": []}
-    superseded: set = set()
+    everything: dict[str, list] = {"episodic": [], "semantic": []}
     for kind, record in history.iter_memory(progress):
-        superseded.update(record.get("supersedes") or ())
-        if flt.matches_memory(kind, record):
-            items[kind].append(record)
-    live = {kind: [r for r in records if r["id"] not in superseded] for kind, records in items.items()}
+        everything[kind].append(record)
+    items = {kind: [r for r in records if flt.matches_memory(kind, r)] for kind, records in everything.items()}
+    superseded = {kind: superseded_ids(records) for kind, records in everything.items()}
+    live = {kind: [r for r in records if r["id"] not in superseded[kind]] for kind, records in items.items()}
     return LiveMemory([from_record(EpisodicItem, r) for r in live["episodic"]],
                       [from_record(SemanticItem, r) for r in live["semantic"]],
                       len(items["episodic"]) - len(live["episodic"]),

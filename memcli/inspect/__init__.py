@@ -6,7 +6,7 @@ by :func:`memcli.models.to_record`), so memory stays flat however long the histo
 recent history (``--last N``, pending calls) read from the end of the active file and never
 scan it whole.
 
-* :mod:`~memcli.inspect.filters` — ``--since/--until/--type/--tag`` parsing and matching
+* :mod:`memcli.filters` (shared with export) — ``--since/--until/--type/--tag/--turn`` parsing and matching
 * :mod:`~memcli.inspect.agents` — one summary per agent (from the state cache)
 * :mod:`~memcli.inspect.stats` — counts, tokens, budget for one agent (one streaming pass)
 * :mod:`~memcli.inspect.turns` — one summary per turn

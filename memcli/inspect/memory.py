@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from memcli.models import EpisodicItem, SemanticItem, to_record
+from memcli.models import EpisodicItem, SemanticItem, superseded_ids, to_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 
@@ -35,15 +35,8 @@ class MemoryEntry:
 
 
 def superseded_map(path: Path) -> dict[str, str]:
-    """id -> id of the first later item that supersedes it."""
-    out: dict[str, str] = {}
-    for _, _, record in jsonl.iter_records(path):
-        supersedes = record.get("supersedes")
-        if isinstance(supersedes, list):
-            for old in supersedes:
-                if isinstance(old, str):
-                    out.setdefault(old, str(record.get("id")))
-    return out
+    """id -> id of the first later item that supersedes it (:func:`memcli.models.superseded_ids`)."""
+    return superseded_ids(record for _, _, record in jsonl.iter_records(path))
 
 
 def iter_memory(store: AgentStore, *, include_superseded: bool = False,

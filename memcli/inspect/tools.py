@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from memcli.errors import UsageError
-from memcli.inspect.filters import TraceFilter, split_values
+from memcli.filters import TraceFilter, split_values
 from memcli.models import ToolInteraction, ToolStatus
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, trace_from_record

@@ -2,7 +2,7 @@
 
 Which traces: every active trace (with ``archive``, every archived one before them), or one turn
 (``turn``), or the last N turns (``last``, read from the end of the active file). Then the
-:class:`~memcli.inspect.filters.TraceFilter` keeps those of the asked types, tags and times.
+:class:`~memcli.filters.TraceFilter` keeps those of the asked types, tags and times.
 Traces come out as stored (store order), so ``show --ndjson`` output can be ingested again.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from memcli.errors import UsageError
-from memcli.inspect.filters import TraceFilter
+from memcli.filters import TraceFilter
 from memcli.inspect.turns import recent_turn_traces, require_turn
 from memcli.models import RawTrace
 from memcli.store.agent import AgentStore

@@ -13,7 +13,7 @@ Rules, applied in the order the traces come:
 * Each assistant message with calls is followed by ONE ``tool`` message holding a result for every
   call, in call order — wherever the results were stored: results are matched to calls by
   ``tool_call_id``, first-in-first-out among the unanswered calls with that id (transcripts reuse
-  ids), and a result stored later (after the next user message, say) is still rendered right after
+  ids), preferring a call of the result's own turn (:mod:`memcli.pairing`), and a result stored later (after the next user message, say) is still rendered right after
   its call; the messages behind it wait. A call left unanswered gets a placeholder result
   (``status="pending"``, :data:`~memcli.messages.PENDING_TEXT`) — never a dangling call.
 * A result with no unanswered call is an ``orphan``: a user message rendered as plain text.
@@ -48,6 +48,7 @@ import orjson
 from memcli.messages import (ERROR, LATE, MEDIA_KINDS, ORPHAN, PENDING, PENDING_TEXT, SUCCESS, Media,
                              Message, Text, ToolCall, ToolResult, json_text)
 from memcli.models import PINNED_TAGS, TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_REASONING, TAG_SIDECHAIN, RawTrace
+from memcli.pairing import pop_open_call
 
 MAX_ID_CHARS = 40
 MAX_NAME_CHARS = 64
@@ -176,6 +177,10 @@ class _Slot:
         self.abandoned = False
 
 
+def _slot_turn(slot: _Slot) -> str | None:
+    return slot.tool_message.turn_id  # the turn of the call's assistant message
+
+
 class MessageBuilder:
     """Push traces in with :meth:`feed`, take the messages that are final; :meth:`finish` at the end."""
 
@@ -295,12 +300,7 @@ class MessageBuilder:
 
     def _tool_result(self, trace: RawTrace) -> None:
         source_id = trace.tool_call_id or ""
-        queue = self._open.get(source_id)
-        slot = None
-        if queue:
-            slot = queue.popleft()
-            if not queue:
-                del self._open[source_id]
+        slot = pop_open_call(self._open, source_id, trace.turn_id, _slot_turn)  # the one pairing rule
         text = result_text(trace)
         error = bool(trace.tool_error)
         if slot is not None and not slot.abandoned:

@@ -27,7 +27,7 @@ from typing import IO, Iterator
 import orjson
 
 from memcli.errors import AgentNotFoundError, CorruptStoreError, StoreError, UsageError
-from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record, to_record
+from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record, supersedes_of, to_record
 from memcli.store import jsonl
 from memcli.store.id_index import IdIndex, digest
 from memcli.store.layout import AgentPaths, agent_paths, ensure_dir
@@ -196,7 +196,7 @@ class AgentStore:
                     out.append(item)
                     if limit is not None and len(out) >= limit:
                         break
-                superseded.update(item.supersedes or ())
+                superseded.update(supersedes_of(item))  # memcli.models.superseded_ids, read from the end
             out.reverse()
             return out
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memcli.errors import StoreError
+from memcli.sizes import format_size
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.layout import DATA_FILES, DIR_MODE, EPISODIC, SEMANTIC, AgentPaths
@@ -51,7 +52,7 @@ class ClearPlan:
 
     def describe(self) -> str:
         def listing(items):
-            data = [f"{name} ({_size(size)})" for name, size in items if not name.startswith(".")]
+            data = [f"{name} ({format_size(size)})" for name, size in items if not name.startswith(".")]
             hidden = [name for name, _ in items if name.startswith(".")]
             if hidden:
                 data.append(f"{len(hidden)} cache/marker file{'s' if len(hidden) != 1 else ''}")
@@ -75,21 +76,12 @@ class ClearResult:
     def summary(self) -> str:
         freed = sum(size for _, size in self.removed)
         files = len(self.removed)
-        text = f"cleared agent {self.agent_id!r}: removed {files} file{'s' if files != 1 else ''} ({_size(freed)})"
+        text = f"cleared agent {self.agent_id!r}: removed {files} file{'s' if files != 1 else ''} ({format_size(freed)})"
         if self.agent_removed:
             text += "; the agent no longer exists"
         if self.kept:
             text += f"; kept {', '.join(self.kept)}; the next turn will be {self.next_turn}"
         return text
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "kB", "MB", "GB"):
-        if value < 1000 or unit == "GB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{n} B"
 
 
 def _entries(paths: AgentPaths) -> list[tuple[str, int]]:

@@ -31,6 +31,7 @@ from typing import Callable
 
 from memcli.ids import format_turn
 from memcli.models import NON_OPENING_TAGS
+from memcli.pairing import pop_open_call
 
 STATE_VERSION = 1
 RECENT_TURNS_KEPT = 64
@@ -71,6 +72,10 @@ class FileIdentity:
     @classmethod
     def from_json(cls, value) -> "FileIdentity":
         return cls(int(value[0]), int(value[1]))
+
+
+def _entry_turn(entry: list) -> str | None:
+    return entry[0]  # [turn_id, trace_id, offset]
 
 
 class TurnState:
@@ -165,19 +170,7 @@ class TurnState:
     def _pop_pending(self, call_id: str | None, turn_id: str | None) -> list | None:
         if not call_id:
             return None
-        queue = self.pending.get(call_id)
-        if not queue:
-            return None
-        index = 0
-        if turn_id is not None:  # an explicit turn: answer the oldest call of that turn
-            for i, entry in enumerate(queue):
-                if entry[0] == turn_id:
-                    index = i
-                    break
-        entry = queue.pop(index)
-        if not queue:
-            del self.pending[call_id]
-        return entry
+        return pop_open_call(self.pending, call_id, turn_id, _entry_turn)  # the one pairing rule
 
     # ------------------------------------------------------------------ replaying stored traces
     def observe(self, record: dict, offset: int | None) -> None:
