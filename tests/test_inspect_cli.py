@@ -491,14 +491,14 @@ def test_memcli_debug_shows_the_traceback(cli, fx):
 
 
 def test_read_commands_write_nothing(cli, fx, memory_dir):
-    from tests.helpers import tree_digest
+    from tests.helpers import store_digest
 
-    before = tree_digest(memory_dir)
+    before = store_digest(memory_dir)  # (stats may fill the token count cache)
     for args in (["agents"], ["stats", "fx"], ["turns", "fx", "--archive"], ["show", "fx", "--archive"],
                  ["tools", "fx", "--status", "pending"], ["get", "fx", "a1"], ["memory", "fx", "--all"],
                  ["doctor", "fx"]):
         cli(*args, "--json")
-    assert tree_digest(memory_dir) == before
+    assert store_digest(memory_dir) == before
 
 
 def test_closed_pipe_ends_quietly(memcli_proc, fx, memory_dir):

@@ -91,7 +91,9 @@ def stats(
     """
     from memcli.inspect.stats import compute_stats
 
-    result = compute_stats(_store(ctx, agent), model=model, max_context_tokens=max_context_tokens)
+    store = _store(ctx, agent)
+    with store.counting_cache():  # counts of texts seen before: no tokenizer start-up
+        result = compute_stats(store, model=model, max_context_tokens=max_context_tokens)
     out.document(result, human=_render_stats)
 
 

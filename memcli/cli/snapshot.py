@@ -51,7 +51,10 @@ def snapshot(
         provider=provider, system=system, system_files=tuple(system_file or ()), memory_files=tuple(memory_file or ()),
         stored_system=not no_stored_system, include_memory=not no_memory, tail_turns=tail_turns,
         max_tokens=max_tokens, max_tool_result_chars=max_tool_result_chars, expire=tuple(expire or ()), model=model)
-    result = take_snapshot(ctx.obj, agent, options)
+    from memcli.store.agent import AgentStore
+
+    with AgentStore(ctx.obj, agent).counting_cache():  # counts of texts seen before: no tokenizer start-up
+        result = take_snapshot(ctx.obj, agent, options)
     _write_payload(result.payload, compact=compact, ndjson=ndjson)
     _report(result)
 

@@ -93,6 +93,13 @@ class AgentStore:
             )
         return self
 
+    def counting_cache(self):
+        """A context in which token counts come from, and go to, this agent's rebuildable count
+        cache (:mod:`memcli.store.token_counts`): ``with store.counting_cache(): ...``."""
+        from memcli.store.token_counts import counting_cache
+
+        return counting_cache(self.paths.token_counts)
+
     # ------------------------------------------------------------------ writing
     @contextmanager
     def writer(self, *, create: bool = True) -> Iterator["WriteSession"]:

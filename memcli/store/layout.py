@@ -11,6 +11,7 @@
         .ids                           cache: 16-byte digests of every trace id (active+archive)
         .ingest.pending                in-flight ingest marker (crash rollback)
         .compaction.journal            in-flight compaction (crash recovery)
+        .token-counts                  cache: token counts of texts counted before (store/token_counts.py)
 
 The agent's lock lives outside its directory so that ``clear`` can remove the whole directory
 while holding the lock, and the lock file itself is never deleted (a deleted lock file lets a
@@ -40,6 +41,7 @@ STATE = ".state.json"
 IDS = ".ids"
 INGEST_MARKER = ".ingest.pending"
 COMPACTION_JOURNAL = ".compaction.journal"
+TOKEN_COUNTS = ".token-counts"
 DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC)
 
 DIR_MODE = 0o700
@@ -157,6 +159,10 @@ class AgentPaths:
     @property
     def compaction_journal(self) -> Path:
         return self.dir / COMPACTION_JOURNAL
+
+    @property
+    def token_counts(self) -> Path:
+        return self.dir / TOKEN_COUNTS
 
     def exists(self) -> bool:
         """An agent exists when its directory holds at least one data file."""
