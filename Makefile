@@ -1,5 +1,5 @@
 # memcli — `make demo` runs the main job on sample_memory/, `make test` runs the suite,
-# `make bench` runs the performance targets of DESIGN.md §7. Each creates .venv if missing.
+# `make bench` runs the performance targets of docs/design.md §7. Each creates .venv if missing.
 
 SHELL  := /bin/bash
 PYTHON ?= python3
@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.memcli-installed
 
-.PHONY: install test demo bench clean sample
+.PHONY: install test demo bench clean sample docs lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/python -m ruff check memcli tests scripts
+
+test: lint
 	$(BIN)/python -m pytest
+
+docs: $(STAMP)
+	$(BIN)/python scripts/gen_cli_reference.py
 
 # The main job on a temporary copy of sample_memory/: the committed sample never changes.
 demo: $(STAMP)

@@ -2,7 +2,7 @@
 
 Every failure a user can cause or meet (bad input, a corrupt store, an unknown agent, a
 compaction that did not produce a valid summary) is a :class:`MemcliError` subclass carrying the
-process exit code the CLI uses for it (see CLI.md: 1 failure, 2 usage, 3 not found). The CLI turns
+process exit code the CLI uses for it (see docs/cli.md: 1 failure, 2 usage, 3 not found). The CLI turns
 these into one clean line on stderr in a single place (``memcli.cli.app``); anything else is a
 bug and shows a traceback.
 """
@@ -36,7 +36,7 @@ class UsageError(MemcliError):
 
 
 class InvalidAgentIdError(UsageError):
-    """An agent id that does not match DESIGN.md §1; refused before any path is built."""
+    """An agent id that does not match docs/design.md §1; refused before any path is built."""
 
 
 class NotFoundError(MemcliError):

@@ -4,7 +4,7 @@ A leaf module (it imports only :mod:`memcli.errors` and :mod:`memcli.models`): t
 pipeline and every importer share it, so neither package imports the other for it.
 
 A native event is a JSON object with ``trace_type`` (``user``, ``assistant``, ``tool_call`` or
-``tool_result``) and any of the fields of a RAW_TRACE (DESIGN.md §1):
+``tool_result``) and any of the fields of a RAW_TRACE (docs/design.md §1):
 
     content str (default "")   id str        ts number or ISO-8601 string   turn_id str
     seq int >= 1               source_event str                           media {str: [str]}

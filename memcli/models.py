@@ -1,4 +1,4 @@
-"""Record models of the store (DESIGN.md §1) and the one generic (de)serializer they share.
+"""Record models of the store (docs/design.md §1) and the one generic (de)serializer they share.
 
 Field names and types follow AutoByteus' ``RawTraceItem`` / ``EpisodicItem`` / ``SemanticItem`` so
 that either tool reads what the other writes. Serialization rules, applied by :func:`to_record`
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 TRACE_TYPES = ("user", "assistant", "tool_call", "tool_result")
 
 # Tags with a meaning to memcli itself. A ``user`` trace carrying one of the NON_OPENING_TAGS is
-# context, not a user ask: it never opens a turn (DESIGN.md §2 as refined in memcli.ingest.linker).
+# context, not a user ask: it never opens a turn (docs/design.md §2; the linker is memcli.store.state).
 TAG_SYSTEM = "system"            # a system prompt message kept from a transcript
 TAG_DEVELOPER = "developer"      # an OpenAI developer message
 TAG_CONTEXT = "context"          # context injected by the agent harness (AGENTS.md, env info)
@@ -112,7 +112,7 @@ class ToolStatus(str, Enum):
 
 @dataclass
 class ToolInteraction:
-    """A tool call with its result (DESIGN.md §2). Derived from traces, never stored.
+    """A tool call with its result (docs/design.md §2). Derived from traces, never stored.
 
     ``status`` is PENDING (call without result yet), SUCCESS, ERROR (result with ``tool_error``)
     or ORPHAN (a result whose call is not in the traces looked at).

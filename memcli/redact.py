@@ -29,6 +29,7 @@ from functools import lru_cache
 
 import orjson
 
+
 @lru_cache(maxsize=1)
 def _patterns():
     """Compiled on first use: most ingests never need them (the pre-check says no)."""

@@ -17,7 +17,7 @@
   the same number tiktoken gives for that text; only exact counts are remembered.
 * Context sizes come from LiteLLM's model map (``model_prices_and_context_window_backup.json``
   in its wheel), read directly as JSON: the same data ``litellm.get_model_info`` uses, without
-  the ~3 s import. Unknown models fall back to the caller's flag, else 200,000 (DESIGN.md §4).
+  the ~3 s import. Unknown models fall back to the caller's flag, else 200,000 (docs/design.md §4).
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ def model_info(model: str | None) -> dict | None:
 
 def context_window(model: str | None, override: int | None = None) -> tuple[int, int, str]:
     """(max context tokens, output tokens to reserve, where it came from), for the budget
-    ``input_budget = max_context - reserved_output - safety_margin`` of DESIGN.md §4.
+    ``input_budget = max_context - reserved_output - safety_margin`` of docs/design.md §4.
 
     The reserved output is the model's maximum output capped at ``MAX_RESERVED_OUTPUT``
     (``DEFAULT_OUTPUT_TOKENS`` when unknown)."""

@@ -1,4 +1,4 @@
-"""The tool interaction view of DESIGN.md §2: each tool call with its result, derived from traces,
+"""The tool interaction view of docs/design.md §2: each tool call with its result, derived from traces,
 and THE pairing rule every view uses.
 
 Pairing is by ``tool_call_id``, first-in-first-out among the calls with that id that are still

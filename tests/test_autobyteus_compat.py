@@ -1,4 +1,4 @@
-"""A store written by AutoByteus must be readable by memcli and the other way round (DESIGN.md §1).
+"""A store written by AutoByteus must be readable by memcli and the other way round (docs/design.md §1).
 
 AutoByteus itself is installed for the tests without its (heavy) dependencies
 (``pip install --no-deps autobyteus``, see the Makefile); its memory store modules depend only

@@ -1,4 +1,4 @@
-"""The compaction trigger of DESIGN.md §4 (shared by stats and compact --if-needed)."""
+"""The compaction trigger of docs/design.md §4 (shared by stats and compact --if-needed)."""
 
 from memcli.compaction.policy import CompactionPolicy, budget_status
 from memcli.store.agent import AgentStore

@@ -1,4 +1,4 @@
-"""Crash safety of compaction (DESIGN.md §3): a ``memcli compact`` process SIGKILLed at every step
+"""Crash safety of compaction (docs/design.md §3): a ``memcli compact`` process SIGKILLed at every step
 of the journaled commit, at random moments, and during the recovery of an earlier crash. After
 the next command, every ingested trace is in exactly one of active/archive, no id is duplicated,
 every line of every file parses, and each compaction wrote its episodic item at most once."""

@@ -68,7 +68,7 @@ def test_without_the_lock_the_same_run_goes_wrong(memory_dir):
     """Shows the test above can fail: with locking bypassed, writers overwrite each other's
     state and sequence numbers collide."""
     failures = 0
-    for attempt in range(3):
+    for _attempt in range(3):
         agent_root = agent_dir(memory_dir, "shared")
         if agent_root.exists():
             import shutil

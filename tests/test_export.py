@@ -15,7 +15,15 @@ from memcli.export.api import export
 from memcli.export.reader import open_history
 from memcli.store.agent import AgentStore
 from tests.export_fixtures import (
-    CALL, EPISODIC, RES, SEMANTIC, A, U, archive_turns, copy_sample, write_memory,
+    CALL,
+    EPISODIC,
+    RES,
+    SEMANTIC,
+    A,
+    U,
+    archive_turns,
+    copy_sample,
+    write_memory,
 )
 from tests.helpers import agent_dir, proc_env, read_jsonl, tree_digest
 

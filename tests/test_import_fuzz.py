@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memcli.errors import InputError
-from memcli.importers import get_importer
 from memcli.events import validate_event
+from memcli.importers import get_importer
 from memcli.ingest.pipeline import IngestResult
 from tests import test_import_anthropic, test_import_claude_code, test_import_codex, test_import_openai
 

@@ -1,4 +1,4 @@
-"""Native ingest: stamping, turns, seq and tool linkage (DESIGN.md §2), across invocations."""
+"""Native ingest: stamping, turns, seq and tool linkage (docs/design.md §2), across invocations."""
 
 from __future__ import annotations
 

@@ -325,7 +325,6 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(tail=st.integers(0, 3))
     def compact(self, tail):
         from memcli.compaction.compactor import compact
-
         from memcli.compaction.policy import CompactionPolicy
 
         compact(self.dir, "m", policy=CompactionPolicy(tail_turns=tail))

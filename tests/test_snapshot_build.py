@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from memcli.messages import LATE, ORPHAN, PENDING, PENDING_TEXT, Media
 from memcli.models import RawTrace
 from memcli.snapshot.build import BuildStats, CallIds, MessageBuilder, build_messages, result_text, safe_name
-from memcli.messages import LATE, ORPHAN, PENDING, PENDING_TEXT, Media
 
 
 def T(n, trace_type, content="", turn="turn_0001", **kw):

@@ -5,11 +5,20 @@ from __future__ import annotations
 import pytest
 
 from memcli.errors import UsageError
+from memcli.messages import Message, Text, ToolResult
 from memcli.models import RawTrace
 from memcli.snapshot.build import build_messages
-from memcli.messages import Message, Text, ToolResult
-from memcli.snapshot.views import (ExpirePolicy, ExpireRule, TokenMeter, apply_result_views, clip_result, fit_budget,
-                                   parse_expire, stub_result, turn_blocks)
+from memcli.snapshot.views import (
+    ExpirePolicy,
+    ExpireRule,
+    TokenMeter,
+    apply_result_views,
+    clip_result,
+    fit_budget,
+    parse_expire,
+    stub_result,
+    turn_blocks,
+)
 
 
 class WordCounter:

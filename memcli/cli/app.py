@@ -1,5 +1,5 @@
 """The ``memcli`` command: global options, command registration, and the one place where
-library errors become a message on stderr and an exit code (CLI.md: 0 ok, 1 failure, 2 usage,
+library errors become a message on stderr and an exit code (docs/cli.md: 0 ok, 1 failure, 2 usage,
 3 not found). ``MEMCLI_DEBUG=1`` re-raises instead, to see the traceback.
 
 It is also the one place for a closed stdout (``memcli export A | head``): the reader has what it

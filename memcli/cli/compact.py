@@ -1,4 +1,4 @@
-"""``memcli compact AGENT``: summarize old turns (DESIGN.md §3–§4).
+"""``memcli compact AGENT``: summarize old turns (docs/design.md §3–§4).
 
 stdout carries data only: the plan for ``--dry-run`` (human text, or ``--json``), the result
 for ``--json``. The budget verdict of ``--if-needed``, notes, the progress bar of multi-chunk
@@ -61,7 +61,8 @@ def compact(
     A compaction interrupted at any point is finished by the next command that opens the agent.
     """
     from memcli.cli.progress import progress_bar
-    from memcli.compaction.compactor import compact as run, result_record
+    from memcli.compaction.compactor import compact as run
+    from memcli.compaction.compactor import result_record
     from memcli.compaction.policy import CompactionPolicy
 
     summarizer = None

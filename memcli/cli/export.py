@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import List, Optional
-
 from enum import Enum
+from typing import List, Optional
 
 import typer
 

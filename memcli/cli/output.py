@@ -1,4 +1,4 @@
-"""The output layer every read command shares (CLI.md: a human view, ``--json``, ``--ndjson``).
+"""The output layer every read command shares (docs/cli.md: a human view, ``--json``, ``--ndjson``).
 
 A command takes the option bundle with :func:`output_options` and receives an :class:`Output`
 as its keyword argument ``out``; it hands its result to one of two calls::

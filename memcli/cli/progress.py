@@ -50,7 +50,12 @@ class _DelayedBar:
     def _show(self) -> None:
         from rich.console import Console
         from rich.progress import (
-            BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn,
+            BarColumn,
+            DownloadColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
             TransferSpeedColumn,
         )
 

@@ -1,4 +1,4 @@
-"""``compact()``: one compaction of one agent, end to end (DESIGN.md §3–§4).
+"""``compact()``: one compaction of one agent, end to end (docs/design.md §3–§4).
 
 1. ``--if-needed``: the budget trigger (:func:`memcli.compaction.policy.budget_status`) decides,
    and the circuit breaker (:mod:`memcli.compaction.breaker`) may refuse to call the model.
@@ -38,7 +38,6 @@ from typing import Callable, Iterable
 import orjson
 
 from memcli.compaction import breaker
-from memcli.store.journal import Journal, commit
 from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status
 from memcli.compaction.summarizer import Fact, MemoryContext, Summary, Turn, normalize_fact
 from memcli.compaction.window import WindowPlan, check_plan, iter_window_turns, plan_window
@@ -47,6 +46,7 @@ from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_
 from memcli.models import EpisodicItem, SemanticItem, to_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
+from memcli.store.journal import Journal, commit
 from memcli.store.lock import agent_lock, compaction_lock
 from memcli.tokens import TokenCounter
 

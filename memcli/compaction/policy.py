@@ -1,4 +1,4 @@
-"""Compaction policy and the budget trigger of DESIGN.md §4.
+"""Compaction policy and the budget trigger of docs/design.md §4.
 
 ``input_budget = max_context_tokens - reserved_output_tokens - safety_margin``; compaction is
 due when the prompt size exceeds ``trigger_ratio`` × ``input_budget``. The prompt size is the
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import orjson
+
 from memcli.store.agent import AgentStore
 from memcli.tokens import TokenCounter, context_window
-
-import orjson
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The summarizer interface of DESIGN.md §4 and the validation every summary passes.
+"""The summarizer interface of docs/design.md §4 and the validation every summary passes.
 
 A summarizer turns a window of turns into ``{episodic_summary, semantic_facts[{fact, tags,
 confidence}]}``. It is given, besides the turns, the live memory (prior episodic summaries and

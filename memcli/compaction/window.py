@@ -1,4 +1,4 @@
-"""Which traces a compaction moves: the window of DESIGN.md §4.
+"""Which traces a compaction moves: the window of docs/design.md §4.
 
 Rules, applied to the active file as it is when the plan is made (under the agent lock, so
 every line read is committed):
@@ -33,8 +33,8 @@ import orjson
 
 from memcli.models import PINNED_TAGS, RawTrace
 from memcli.store import jsonl
-from memcli.store.jsonl import iter_run_lines  # noqa: F401  (moved to the store; old name kept)
 from memcli.store.agent import trace_from_record
+from memcli.store.jsonl import iter_run_lines  # noqa: F401  (moved to the store; old name kept)
 from memcli.store.state import TurnState
 
 

@@ -1,4 +1,4 @@
-"""Export an agent's complete history (DESIGN.md §6).
+"""Export an agent's complete history (docs/design.md §6).
 
 * :func:`memcli.export.api.export` — archive then active, streamed with flat memory from a
   point-in-time view (:mod:`.reader`), filtered (:mod:`memcli.filters`), in one of the formats

@@ -58,8 +58,18 @@ from typing import BinaryIO
 import orjson
 
 from memcli.models import (
-    TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_DEVELOPER, TAG_REASONING, TAG_SIDECHAIN, TAG_SYSTEM,
-    EpisodicItem, RawTrace, SemanticItem, field_names, from_record, superseded_ids,
+    TAG_COMPACT_SUMMARY,
+    TAG_CONTEXT,
+    TAG_DEVELOPER,
+    TAG_REASONING,
+    TAG_SIDECHAIN,
+    TAG_SYSTEM,
+    EpisodicItem,
+    RawTrace,
+    SemanticItem,
+    field_names,
+    from_record,
+    superseded_ids,
 )
 from memcli.pairing import pop_open_call
 from memcli.sizes import format_size
@@ -536,7 +546,7 @@ def _compact_json(value) -> str:
         return str(value)
 
 
-def _trace(record: dict, names=field_names(RawTrace)) -> RawTrace:
+def _trace(record: dict, names=field_names(RawTrace)) -> RawTrace:  # noqa: B008  (computed once, on purpose)
     """``from_record(RawTrace, record)``, with a fast path for the usual record (known keys only).
 
     Stores written by other tools may hold odd types (content as a list, tags as a string...):

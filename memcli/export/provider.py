@@ -1,7 +1,7 @@
 """``--format openai`` / ``--format anthropic``: the whole history as a provider message list.
 
 The mapping from traces to provider messages (tool calls and results as native structures,
-pairing, role alternation) is the snapshot renderers' job (:mod:`memcli.renderers`, DESIGN.md §5);
+pairing, role alternation) is the snapshot renderers' job (:mod:`memcli.renderers`, docs/design.md §5);
 export must not write it a second time. This module is the one seam between the two:
 :func:`write_provider_messages` hands the history to the renderer and streams its output.
 

@@ -47,7 +47,6 @@ so a resumed session does not store it twice. A half-written last line is skippe
 
 from __future__ import annotations
 
-
 import orjson
 
 from memcli.importers._common import (

@@ -1,4 +1,4 @@
-"""Ingest: validated events in, durable RAW_TRACE lines out (DESIGN.md §2–§3).
+"""Ingest: validated events in, durable RAW_TRACE lines out (docs/design.md §2–§3).
 
 Batch mode (the default) is all-or-nothing: under the agent lock, every event is validated,
 de-duplicated by id, stamped (``id``, ``ts``, ``source_event``) and linked (``turn_id``, ``seq``)
@@ -28,8 +28,8 @@ from typing import Callable, Iterable, Protocol
 import orjson
 
 from memcli.errors import InputError
-from memcli.ids import new_id_value
 from memcli.events import DEFAULT_SOURCE_EVENT, validate_event
+from memcli.ids import new_id_value
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, WriteSession
 from memcli.store.id_index import digest

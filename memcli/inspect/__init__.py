@@ -11,7 +11,7 @@ scan it whole.
 * :mod:`~memcli.inspect.stats` — counts, tokens, budget for one agent (one streaming pass)
 * :mod:`~memcli.inspect.turns` — one summary per turn
 * :mod:`~memcli.inspect.traces` — the traces themselves, filtered
-* :mod:`~memcli.inspect.tools` — the tool interaction view (DESIGN.md §2)
+* :mod:`~memcli.inspect.tools` — the tool interaction view (docs/design.md §2)
 * :mod:`~memcli.inspect.memory` — episodic and semantic items, superseded ones marked
 * :mod:`~memcli.inspect.records` — one record by id, wherever it lives
 * :mod:`~memcli.inspect.doctor` — integrity checks with file and line, and repairs

@@ -4,7 +4,7 @@
 The check reads the files exactly as they are — before anything recovers — with a lenient
 reader that goes on past a bad line. Every finding has a severity:
 
-``error`` — the store breaks an invariant readers or writers rely on (DESIGN.md §1–§3):
+``error`` — the store breaks an invariant readers or writers rely on (docs/design.md §1–§3):
 
 * ``interrupted-ingest`` — ``.ingest.pending`` exists: an ingest did not finish (or is running
   right now). Repair: roll it back (its events were never acknowledged).
@@ -33,7 +33,7 @@ reader that goes on past a bad line. Every finding has a severity:
   paired first-in-first-out per ``tool_call_id``).
 * ``stale-pending-call`` — a tool call without a result while *later turns exist* (a turn first
   seen after the call's turn). A call in the newest turn is simply in flight and not reported.
-  A stale call ends every compaction window at its turn (DESIGN.md §4), so the history before
+  A stale call ends every compaction window at its turn (docs/design.md §4), so the history before
   it can never shrink; ingest its result (or a ``tool_error``) to release it.
 
 ``info`` — harmless: the state cache (``.state.json``, ``.ids``) disagrees with the files; it
@@ -237,7 +237,7 @@ class _Checker:
         def traces() -> Iterator[RawTrace]:
             for tier, path in (("archive", self.paths.archive), ("active", self.paths.active)):
                 mine, other = seen[tier], seen["archive"] if tier == "active" else None
-                for number, offset, raw, record, trace in self.records(path, "trace"):
+                for number, _offset, _raw, _record, trace in self.records(path, "trace"):
                     self.counts[tier] += 1
                     h = hash(trace.id)
                     if h in mine or (other is not None and h in other):
@@ -341,7 +341,7 @@ class _Checker:
     def check_memory(self) -> None:
         for kind, path in (("episodic", self.paths.episodic), ("semantic", self.paths.semantic)):
             first: dict[str, tuple[int, bytes]] = {}
-            for number, offset, raw, record, item in self.records(path, kind):
+            for number, offset, raw, _record, item in self.records(path, kind):
                 earlier = first.get(item.id)
                 if earlier is None:
                     first[item.id] = (number, raw)

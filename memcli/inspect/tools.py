@@ -1,4 +1,4 @@
-"""The tool interaction view (``memcli tools``; DESIGN.md §2), filtered.
+"""The tool interaction view (``memcli tools``; docs/design.md §2), filtered.
 
 Pairing is :mod:`memcli.tool_interactions` (FIFO per ``tool_call_id``); interactions come out in
 the order of their calls, orphan results at their own position, streamed.
@@ -98,7 +98,7 @@ def _pending_pairs(store: AgentStore) -> Iterator[ToolPair]:
                      key=lambda e: (e[2] is None, e[2] or 0))
     path = store.paths.active
     found = []
-    for turn_id, trace_id, offset in entries:
+    for _turn_id, trace_id, offset in entries:
         if offset is None:
             break
         try:

@@ -1,7 +1,7 @@
 """One summary per turn (``memcli turns``), and grouping a stream of traces into turns.
 
 A turn's traces are normally together in the file, except a tool result that arrives after a
-newer turn has opened: it joins its call's turn (DESIGN.md §2). The full listing therefore groups
+newer turn has opened: it joins its call's turn (docs/design.md §2). The full listing therefore groups
 by ``turn_id`` over a sliding window: a turn is written out once :data:`TURN_WINDOW` newer turns
 have started, so memory holds at most that many turns however long the history is. A trace for a
 turn already written out (only possible with more than :data:`TURN_WINDOW` turns in between, i.e.

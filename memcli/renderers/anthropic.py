@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from memcli.renderers.base import Renderer, accepts
 from memcli.messages import Media, Message, Text
+from memcli.renderers.base import Renderer, accepts
 
 CONTINUATION = "(earlier conversation omitted)"
 

@@ -30,8 +30,8 @@ import base64
 import re
 from typing import Iterable, Iterator
 
-from memcli.renderers.base import WEB_SCHEMES, Renderer, accepts
 from memcli.messages import Media, Message, Text
+from memcli.renderers.base import WEB_SCHEMES, Renderer, accepts
 
 FOREIGN_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode()
 CONTINUATION = "(earlier conversation omitted)"

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from memcli.messages import Media, Message, json_text
 from memcli.renderers.base import Renderer, accepts
-from memcli.messages import json_text
-from memcli.messages import Media, Message
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3",
                   "audio/mp3": "mp3"}

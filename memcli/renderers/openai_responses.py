@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from memcli.messages import Media, Message, json_text
 from memcli.renderers.base import Renderer, accepts
-from memcli.messages import json_text
-from memcli.messages import Media, Message
 
 
 class OpenAIResponsesRenderer(Renderer):

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from memcli.messages import ERROR, LATE, PENDING, Message, Text, ToolResult, json_text
 from memcli.renderers.base import Renderer
-from memcli.messages import json_text
-from memcli.messages import ERROR, LATE, PENDING, Message, Text, ToolResult
 
 EPISODIC_HEADER = "[MEMORY:EPISODIC]"
 SEMANTIC_HEADER = "[MEMORY:SEMANTIC]"

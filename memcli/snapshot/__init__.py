@@ -1,4 +1,4 @@
-"""Snapshots: memory turned back into a prompt (DESIGN.md §5), and the canonical message model that
+"""Snapshots: memory turned back into a prompt (docs/design.md §5), and the canonical message model that
 every renderer and the export consume.
 
 Modules (each documents its rules):

@@ -1,4 +1,4 @@
-"""One agent's snapshot — memory turned back into the prompt the agent sends next (DESIGN.md §5).
+"""One agent's snapshot — memory turned back into the prompt the agent sends next (docs/design.md §5).
 
 Composition, in order:
 
@@ -30,11 +30,19 @@ import os
 from dataclasses import dataclass, field
 
 from memcli.errors import UsageError
+from memcli.messages import Message, Text
 from memcli.models import PINNED_TAGS, EpisodicItem, RawTrace, SemanticItem
 from memcli.snapshot.build import BuildStats, build_messages
-from memcli.messages import Message, Text
-from memcli.snapshot.views import (DEFAULT_MAX_TOOL_RESULT_CHARS, REPLY_OVERHEAD, BudgetStep, ExpirePolicy, TokenMeter,
-                                   apply_result_views, fit_budget, stub_all)
+from memcli.snapshot.views import (
+    DEFAULT_MAX_TOOL_RESULT_CHARS,
+    REPLY_OVERHEAD,
+    BudgetStep,
+    ExpirePolicy,
+    TokenMeter,
+    apply_result_views,
+    fit_budget,
+    stub_all,
+)
 from memcli.store.agent import AgentStore
 from memcli.tokens import TokenCounter
 

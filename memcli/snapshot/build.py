@@ -45,8 +45,21 @@ from typing import Iterable, Iterator
 
 import orjson
 
-from memcli.messages import (ERROR, LATE, MEDIA_KINDS, ORPHAN, PENDING, PENDING_TEXT, SUCCESS, Media,
-                             Message, Text, ToolCall, ToolResult, json_text)
+from memcli.messages import (
+    ERROR,
+    LATE,
+    MEDIA_KINDS,
+    ORPHAN,
+    PENDING,
+    PENDING_TEXT,
+    SUCCESS,
+    Media,
+    Message,
+    Text,
+    ToolCall,
+    ToolResult,
+    json_text,
+)
 from memcli.models import PINNED_TAGS, TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_REASONING, TAG_SIDECHAIN, RawTrace
 from memcli.pairing import pop_open_call
 

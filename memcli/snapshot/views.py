@@ -30,8 +30,7 @@ import re
 from dataclasses import dataclass, replace
 
 from memcli.errors import UsageError
-from memcli.messages import json_text
-from memcli.messages import LATE, ORPHAN, PENDING, Media, Message, Text, ToolResult, note_text
+from memcli.messages import LATE, ORPHAN, PENDING, Media, Message, Text, ToolResult, json_text, note_text
 from memcli.tokens import TokenCounter
 
 DEFAULT_MAX_TOOL_RESULT_CHARS = 10_000
@@ -199,7 +198,7 @@ def apply_result_views(messages: list[Message], *, agent_id: str, max_chars: int
             continue
         age = ages.get(i, 0)
 
-        def view(result: ToolResult) -> ToolResult:
+        def view(result: ToolResult, age: int = age) -> ToolResult:
             if result.status == PENDING:
                 return result
             rule = expire.rule_for(result.source_name, result.name) if expire else None

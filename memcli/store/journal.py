@@ -1,4 +1,4 @@
-"""The journaled commit of a compaction (DESIGN.md §3) and its crash recovery.
+"""The journaled commit of a compaction (docs/design.md §3) and its crash recovery.
 
 ``.compaction.journal`` (one JSON object, written atomically before anything moves, removed when
 everything has) holds what the commit does:

@@ -1,4 +1,4 @@
-"""Where things live on disk (DESIGN.md §1) and which agent ids are allowed.
+"""Where things live on disk (docs/design.md §1) and which agent ids are allowed.
 
     <memory dir>/                      --dir, else $MEMCLI_DIR, else ./memory
       .locks/<agent_id>.lock           one lock per agent, never deleted (see below)

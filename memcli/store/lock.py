@@ -1,4 +1,4 @@
-"""The per-agent write lock (DESIGN.md §3).
+"""The per-agent write lock (docs/design.md §3).
 
 Every write to an agent (ingest, compaction, repair, clear) happens while holding
 ``<memory dir>/.locks/<agent_id>.lock`` through ``filelock.FileLock`` (an ``flock`` on Unix). The

@@ -21,7 +21,6 @@ until the traces are committed; memory files are small next to the traces.
 
 from __future__ import annotations
 
-
 import orjson
 
 from memcli.errors import InputError

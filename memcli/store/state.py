@@ -1,4 +1,4 @@
-"""Turns, seq and tool linkage (DESIGN.md §2), and the ``.state.json`` cache that carries them
+"""Turns, seq and tool linkage (docs/design.md §2), and the ``.state.json`` cache that carries them
 from one ``memcli`` process to the next.
 
 Rules (the linker), applied in input order to every new trace:

@@ -121,12 +121,10 @@ def bench_llm_concurrency() -> list[dict]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench-dummy")
     from memcli.compaction.compactor import compact
-    from memcli.compaction.llm import LiteLLMSummarizer
+    from memcli.compaction.llm import LiteLLMSummarizer, _import_litellm
     from memcli.compaction.policy import CompactionPolicy
     from memcli.ingest.api import ingest
     from tests.compact_fixtures import FakeModelServer, conversation, good_answer
-
-    from memcli.compaction.llm import _import_litellm
 
     _import_litellm()  # LiteLLM's import (seconds) is not what is measured
     delay = 0.5

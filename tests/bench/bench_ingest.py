@@ -1,4 +1,4 @@
-"""Ingest benchmarks (DESIGN.md §7, issue 2).
+"""Ingest benchmarks (docs/design.md §7, issue 2).
 
 1. Piped batch ingest of N events (default 200,000) — ``memcli ingest A < events`` — against a
    minimal Python loop run the same way (a process reading the same pipe) that parses each line

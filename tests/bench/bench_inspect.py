@@ -1,4 +1,4 @@
-"""Inspection on a long history (DESIGN.md §7).
+"""Inspection on a long history (docs/design.md §7).
 
 * ``turns --last 5``, ``show --last 5`` and ``tools --status pending`` read from the end of the
   active file (or the state cache's offsets): the CLI process, end to end, on a store with BIG

@@ -1,4 +1,4 @@
-"""Snapshot windows read from the end (DESIGN.md §7): ``snapshot --tail-turns 4`` and
+"""Snapshot windows read from the end (docs/design.md §7): ``snapshot --tail-turns 4`` and
 ``snapshot --max-tokens 8000`` on an agent with many active traces take about as long as on one
 with 1,000 (target: within 1.5x).
 

@@ -1,0 +1,252 @@
+"""The Python API: ``memcli.Memory(path).agent(name)``.
+
+One object per memory directory (:class:`Memory`) and per agent (:class:`Agent`), each method
+the library call the matching command makes, with Python values in and out::
+
+    import memcli
+
+    mem = memcli.Memory("memory")                 # like --dir; None: $MEMCLI_DIR, else ./memory
+    coder = mem.agent("coder")
+    coder.ingest([{"trace_type": "user", "content": "hi"}])   # dicts, or a path, or bytes
+    payload = coder.snapshot(provider="anthropic", max_tokens=8000)   # the request body, a dict
+    for call in coder.tools(status="pending"): ...
+
+Rules every method keeps:
+
+* it does what the command of the same name does, through the same library code (validation,
+  locking, crash safety, redaction): nothing here writes a file itself;
+* errors are :class:`memcli.errors.MemcliError` subclasses; their message names the *parameter*
+  (``since``, ``fmt``), not the command-line flag;
+* importing this module (or ``memcli``) loads neither typer nor rich, and nothing heavy: each
+  method imports what it needs when called.
+
+This module sits above ingest/compaction/snapshot/inspect/export and below the CLI (see
+docs/design.md, "Layers"). New features add a method to :class:`Agent` here (``search``,
+``remember``, ``forget``, the memory tool ...).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from memcli.errors import MemcliError, UsageError
+
+__all__ = ["Memory", "Agent"]
+
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
+
+
+@contextmanager
+def _parameters(names: dict[str, str]) -> Iterator[None]:
+    """Let an error raised below name this method's parameters instead of CLI flags
+    (``--since`` -> ``since``): the library's messages were written for the command line."""
+    try:
+        yield
+    except MemcliError as exc:
+        def rename(match: re.Match) -> str:
+            flag = match.group(1)
+            return names.get(flag, flag.replace("-", "_"))
+
+        exc.message = _FLAG.sub(rename, exc.message)
+        if exc.args:
+            exc.args = (exc.message, *exc.args[1:])
+        exc.hint = None if exc.hint and "memcli " in exc.hint else exc.hint  # command lines: not for Python
+        raise
+
+
+class Memory:
+    """A memory directory (``path``; None: ``$MEMCLI_DIR``, else ``./memory``). Cheap to create:
+    nothing is read until a method asks."""
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        from memcli.store.layout import resolve_memory_dir
+
+        self.path: Path = resolve_memory_dir(path)
+
+    def __repr__(self) -> str:
+        return f"memcli.Memory({str(self.path)!r})"
+
+    def agent(self, name: str) -> "Agent":
+        """The agent ``name`` (created by its first ingest). Raises InvalidAgentIdError for a name
+        that is not a valid agent id."""
+        return Agent(self, name)
+
+    def agents(self) -> list:
+        """One summary per agent (:class:`memcli.inspect.agents.AgentSummary`), as ``memcli agents``."""
+        from memcli.inspect.agents import iter_agents
+
+        return list(iter_agents(self.path))
+
+
+class Agent:
+    """One agent of a :class:`Memory`. Methods mirror the commands (``memcli <command> AGENT``)."""
+
+    def __init__(self, memory: Memory, name: str):
+        from memcli.store.layout import validate_agent_id
+
+        self.parent = memory                       # the Memory (``memory()`` lists memory items)
+        self.memory_dir: Path = memory.path
+        self.name: str = validate_agent_id(name)
+
+    def __repr__(self) -> str:
+        return f"{self.parent!r}.agent({self.name!r})"
+
+    @property
+    def store(self):
+        """The :class:`memcli.store.agent.AgentStore` (for what this API does not cover)."""
+        from memcli.store.agent import AgentStore
+
+        return AgentStore(self.memory_dir, self.name)
+
+    def exists(self) -> bool:
+        return self.store.exists()
+
+    # ------------------------------------------------------------------ writing
+    def ingest(self, events: Iterable[dict] | bytes | str | os.PathLike, fmt: str = "auto", *,
+               skip_invalid: bool = False, redact: bool = True):
+        """Append events, as ``memcli ingest``: ``events`` is an iterable of dicts (native events,
+        or records of any supported format), the bytes of an input, or a path to a file. All or
+        nothing unless ``skip_invalid``. Returns :class:`memcli.ingest.pipeline.IngestResult`."""
+        import io
+
+        from memcli.ingest.api import ingest
+
+        file, stdin = None, None
+        if isinstance(events, (str, os.PathLike)):
+            file = events
+        elif isinstance(events, (bytes, bytearray, memoryview)):
+            stdin = io.BytesIO(bytes(events))
+        else:
+            import orjson
+
+            if isinstance(events, dict):
+                raise UsageError("events: expected an iterable of events (a list of dicts), got one dict")
+            try:
+                data = b"".join(orjson.dumps(event) + b"\n" for event in events)
+            except TypeError as exc:
+                raise UsageError(f"events: not JSON-serializable ({exc})") from None
+            stdin = io.BytesIO(data)
+        with _parameters({"from": "fmt", "skip-invalid": "skip_invalid", "no-redact": "redact=False"}):
+            return ingest(self.memory_dir, self.name, file, fmt=fmt, skip_invalid=skip_invalid,
+                          redact=redact, stdin=stdin)
+
+    def compact(self, *, strategy: str = "summarize", if_needed: bool = False, force: bool = False,
+                dry_run: bool = False, model: str | None = None, max_context_tokens: int | None = None,
+                summarizer=None, policy=None, concurrency: int = 4):
+        """Compact older turns into memory, as ``memcli compact`` (offline summarizer unless
+        ``model`` or ``summarizer`` is given). Returns :class:`memcli.compaction.compactor.CompactResult`."""
+        from memcli.compaction.compactor import compact
+
+        with _parameters({"if-needed": "if_needed", "dry-run": "dry_run", "max-context-tokens": "max_context_tokens"}):
+            return compact(self.memory_dir, self.name, summarizer=summarizer, strategy=strategy, policy=policy,
+                           if_needed=if_needed, force=force, dry_run=dry_run, model=model,
+                           max_context_tokens=max_context_tokens, concurrency=concurrency)
+
+    def clear(self, *, keep_memory: bool = False):
+        """Delete the agent's memory (with ``keep_memory``, only its traces), as ``memcli clear --yes``."""
+        from memcli.store.clear import clear_agent
+
+        return clear_agent(self.memory_dir, self.name, keep_memory=keep_memory)
+
+    def doctor(self, *, repair: bool = False):
+        """Check the agent's files (and with ``repair``, fix what loses no data), as
+        ``memcli doctor``. Returns :class:`memcli.inspect.doctor.DoctorReport`."""
+        from memcli.inspect import doctor
+
+        store = self.store.require()
+        return doctor.repair(store) if repair else doctor.diagnose(store)
+
+    # ------------------------------------------------------------------ reading
+    def snapshot(self, provider: str = "openai-chat", *, full: bool = False, **options: Any):
+        """The prompt for ``provider`` (openai-chat, openai-responses, anthropic, gemini, text), as
+        ``memcli snapshot``: the request payload (a dict; a str for ``text``). Options are the
+        fields of :class:`memcli.snapshot.assemble.SnapshotOptions` (``max_tokens``,
+        ``tail_turns``, ``system``, ``model`` ...). ``full=True`` returns the whole
+        :class:`memcli.snapshot.assemble.Snapshot` (messages, token count, notes)."""
+        from dataclasses import fields
+
+        from memcli.snapshot.assemble import SnapshotOptions, take_snapshot
+
+        known = {f.name for f in fields(SnapshotOptions)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise UsageError(f"snapshot() got unknown option(s) {', '.join(unknown)} "
+                             f"(expected {', '.join(sorted(known - {'provider'}))})")
+        with _parameters({"tail-turns": "tail_turns", "max-tokens": "max_tokens",
+                          "max-tool-result-chars": "max_tool_result_chars"}):
+            snap = take_snapshot(self.memory_dir, self.name, SnapshotOptions(provider=provider, **options))
+        return snap if full else snap.payload
+
+    def turns(self, *, last: int | None = None, archive: bool = False) -> list:
+        """One summary per turn (:class:`memcli.inspect.turns.TurnSummary`), oldest first, as ``memcli turns``."""
+        from memcli.inspect.turns import iter_turns, recent_turns
+
+        store = self.store.require()
+        if last is not None:
+            if last < 1:
+                raise UsageError("last must be 1 or more")
+            return recent_turns(store, last, archive=archive)
+        return list(iter_turns(store, archive=archive))
+
+    def tools(self, *, status: str | Iterable[str] | None = None, name: str | Iterable[str] | None = None,
+              turn: str | None = None, last: int | None = None, tag: str | Iterable[str] | None = None,
+              since: str | None = None, until: str | None = None, archive: bool = False) -> list:
+        """Tool interactions (:class:`memcli.models.ToolInteraction`), each call with its result,
+        as ``memcli tools``; ``status`` one or more of pending, success, error, orphan."""
+        from memcli.filters import TraceFilter
+        from memcli.inspect.tools import parse_statuses, select_tool_interactions
+
+        store = self.store.require()
+        with _parameters({"status": "status", "name": "name", "tag": "tag", "last": "last"}):
+            statuses = parse_statuses(_listed(status))
+            flt = TraceFilter.from_options(None, _listed(tag), since, until)
+            return list(select_tool_interactions(store, statuses=statuses, names=_listed(name), turn=turn,
+                                                 flt=flt, last=last, archive=archive))
+
+    def get(self, id: str):
+        """The record with this id — a trace, an episodic item or a semantic fact — as ``memcli get``.
+        Raises RecordNotFoundError."""
+        from memcli.inspect.records import get_record
+
+        with _parameters({}):
+            return get_record(self.store, id).record
+
+    def memory(self, *, include_superseded: bool = False) -> list:
+        """Episodic summaries then semantic facts (:class:`memcli.inspect.memory.MemoryEntry`),
+        live ones only unless ``include_superseded``, as ``memcli memory``."""
+        from memcli.inspect.memory import iter_memory
+
+        return list(iter_memory(self.store.require(), include_superseded=include_superseded))
+
+    def stats(self, *, model: str | None = None, max_context_tokens: int | None = None):
+        """Counts, tokens and budget (:class:`memcli.inspect.stats.AgentStats`), as ``memcli stats``."""
+        from memcli.inspect.stats import compute_stats
+
+        return compute_stats(self.store.require(), model=model, max_context_tokens=max_context_tokens)
+
+    def export(self, fmt: str = "jsonl", output: str | os.PathLike | None = None, *, with_memory: bool = False,
+               turns: Iterable[str] | None = None, since: str | None = None, until: str | None = None):
+        """The complete history (archive, then active) in ``fmt`` (jsonl, json, markdown, openai,
+        anthropic), as ``memcli export``. Without ``output`` the export is returned as bytes; with
+        it, the file appears only when complete and :class:`memcli.export.api.ExportResult` is returned."""
+        from memcli.export.api import export
+
+        args = dict(fmt=fmt, with_memory=with_memory, turns=list(turns) if turns else None, since=since, until=until)
+        with _parameters({"format": "fmt", "turn": "turns", "with-memory": "with_memory", "output": "output"}):
+            if output is not None:
+                return export(self.memory_dir, self.name, output=output, **args)
+            import io
+
+            buffer = io.BytesIO()
+            export(self.memory_dir, self.name, stdout=buffer, **args)
+            return buffer.getvalue()
+
+
+def _listed(value) -> list | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
