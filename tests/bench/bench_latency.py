@@ -1,4 +1,4 @@
-"""Short commands on a small agent (DESIGN.md §7): ``memcli snapshot coder`` and ``memcli stats
+"""Short commands on a small agent (docs/design.md §7): ``memcli snapshot coder`` and ``memcli stats
 coder`` on the 281-trace sample agent within 2x of ``memcli --version``, best of 5, all in the
 same run, each a fresh process (``python -m memcli``, as a user's shell starts it).
 
