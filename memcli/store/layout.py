@@ -165,9 +165,36 @@ class AgentPaths:
         return self.dir / TOKEN_COUNTS
 
     def exists(self) -> bool:
-        """An agent exists when its directory holds at least one data file."""
+        """An agent exists when its directory holds at least one data file — not when all it
+        holds is an interrupted first import, which the next write rolls back to nothing."""
         _check_not_symlink(self.dir)
-        return any((self.dir / name).exists() for name in DATA_FILES)
+        present = [name for name in DATA_FILES if (self.dir / name).exists()]
+        if present == [ACTIVE] and self.first_import_pending():
+            return False
+        return bool(present)
+
+    def first_import_pending(self) -> bool:
+        """Whether an unfinished ingest (``.ingest.pending``) is all the active file holds: it
+        started from an empty active file and no other data file has anything."""
+        try:
+            marker = self.ingest_marker.read_bytes()
+        except OSError:
+            return False
+        import orjson
+
+        try:
+            before = orjson.loads(marker)["active_size"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return False
+        if before != 0:
+            return False
+        for name in DATA_FILES[1:]:
+            try:
+                if (self.dir / name).stat().st_size:
+                    return False
+            except FileNotFoundError:
+                continue
+        return True
 
     def ensure(self) -> None:
         ensure_dir(self.dir)
