@@ -5,8 +5,9 @@
   models, and as the closest public approximation for Claude, Gemini and others — the note
   below says so). tiktoken normally downloads its encodings on first use, which fails offline;
   LiteLLM's wheel ships ``cl100k_base`` and ``o200k_base`` in
-  ``litellm/litellm_core_utils/tokenizers/``, so ``TIKTOKEN_CACHE_DIR`` is pointed there (found
-  with ``importlib.util.find_spec``, without importing LiteLLM) unless the user has set it.
+  ``litellm/litellm_core_utils/tokenizers/`` (found with ``importlib.util.find_spec``, without
+  importing LiteLLM), so unless the user set ``TIKTOKEN_CACHE_DIR`` the encoding is built from
+  those files (:func:`_bundled_encoding`). memcli never writes ``os.environ``.
   If no encoding can be loaded, counts fall back to an estimate (UTF-8 bytes / 4) and a note
   saying so is printed once on stderr — never an exception.
 * Start-up: tiktoken spends 0.2–0.5 s reading and base64-decoding an encoding's BPE file and
@@ -59,12 +60,35 @@ def _litellm_dir() -> Path | None:
     return Path(spec.origin).parent
 
 
-def configure_tiktoken_cache() -> None:
-    if os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR"):
-        return
+def _bundled_encoding(name: str):
+    """The tiktoken encoding ``name`` built from the BPE files in LiteLLM's wheel (its files are
+    named as tiktoken's cache names them: the SHA-1 of the download URL), or None. tiktoken's own
+    constructor runs with its ``load_tiktoken_bpe`` bound to a reader of those files — a copy of
+    the function with other globals, so nothing global (os.environ, tiktoken's module) changes."""
+    import base64
+    import hashlib
+    import types
+
     root = _litellm_dir()
-    if root is not None and (root / "litellm_core_utils" / "tokenizers").is_dir():
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(root / "litellm_core_utils" / "tokenizers")
+    folder = root / "litellm_core_utils" / "tokenizers" if root is not None else None
+    if folder is None or not folder.is_dir():
+        return None
+    import tiktoken
+    from tiktoken_ext import openai_public
+
+    constructor = openai_public.ENCODING_CONSTRUCTORS.get(name)
+    if constructor is None:
+        return None
+
+    def load_bundled(url: str, expected_hash: str | None = None) -> dict:
+        data = (folder / hashlib.sha1(url.encode()).hexdigest()).read_bytes()
+        if expected_hash and hashlib.sha256(data).hexdigest() != expected_hash:
+            raise ValueError(f"{name}: the bundled BPE file does not match its expected hash")
+        return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+
+    bound = types.FunctionType(constructor.__code__, {**constructor.__globals__, "load_tiktoken_bpe": load_bundled},
+                               constructor.__name__, constructor.__defaults__, constructor.__closure__)
+    return tiktoken.Encoding(**bound())
 
 
 def bare_model(model: str | None) -> str:
@@ -83,10 +107,13 @@ def encoding_name(model: str | None) -> str:
 
 @lru_cache(maxsize=4)
 def _encoding(name: str):
-    configure_tiktoken_cache()
     try:
         import tiktoken
 
+        if not (os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")):
+            bundled = _bundled_encoding(name)
+            if bundled is not None:
+                return bundled
         return tiktoken.get_encoding(name)
     except Exception as exc:  # network refused, missing file, broken cache: estimate instead
         warn_once("tiktoken", f"tiktoken encoding {name} is not available offline ({type(exc).__name__}); "

@@ -1,7 +1,10 @@
 """Shared fixtures.
 
 * Every test gets its own memory dir: ``MEMCLI_DIR`` points at a temp dir (autouse), and other
-  ``MEMCLI_*`` variables are cleared, so no test reads or writes ``./memory``.
+  ``MEMCLI_*`` variables are cleared, so no test reads or writes ``./memory``. Provider API keys
+  and endpoints (``*_API_KEY``, ``*_API_BASE``/``*_BASE_URL``, AWS credentials) and tiktoken's
+  cache settings are cleared too: no test can reach a real provider or depend on the caller's
+  cache.
 * ``cli(*args, input=...)`` runs the CLI in-process (fast) and returns the click ``Result``
   (``exit_code``, ``stdout``, ``stderr``).
 * ``memcli_proc(*args, input=...)`` runs ``python -m memcli`` in a subprocess (for locking,
@@ -19,11 +22,19 @@ import pytest
 
 from tests.helpers import ndjson, run_memcli
 
+_TOOL_SETTINGS = {"TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "LITELLM_API_KEY", "LITELLM_PROXY_API_BASE"}
+
+
+def _is_provider_setting(key: str) -> bool:
+    """OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ..., OPENAI_BASE_URL, AWS_ACCESS_KEY_ID..."""
+    return (key.endswith(("_API_KEY", "_API_BASE", "_BASE_URL", "_API_TOKEN"))
+            or key.startswith(("AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION", "AZURE_", "VERTEX")))
+
 
 @pytest.fixture(autouse=True)
 def memory_dir(tmp_path, monkeypatch) -> Path:
     for key in list(os.environ):
-        if key.startswith("MEMCLI_"):
+        if key.startswith("MEMCLI_") or _is_provider_setting(key) or key in _TOOL_SETTINGS:
             monkeypatch.delenv(key)
     path = tmp_path / "memory"
     monkeypatch.setenv("MEMCLI_DIR", str(path))

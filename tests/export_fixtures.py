@@ -8,26 +8,10 @@ from pathlib import Path
 
 import orjson
 
+from tests.events import CALL, RES, A, U  # noqa: F401  (re-exported to the export tests)
 from tests.helpers import REPO, agent_dir, ndjson
 
 SAMPLE = REPO / "sample_memory"
-
-
-def U(text, **kw):
-    return {"trace_type": "user", "content": text, **kw}
-
-
-def A(text, **kw):
-    return {"trace_type": "assistant", "content": text, **kw}
-
-
-def CALL(call_id, name="sh", args=None, **kw):
-    return {"trace_type": "tool_call", "tool_name": name, "tool_call_id": call_id,
-            "tool_args": args if args is not None else {"cmd": "ls"}, **kw}
-
-
-def RES(call_id, result="ok", **kw):
-    return {"trace_type": "tool_result", "tool_call_id": call_id, "tool_result": result, **kw}
 
 
 def copy_sample(memory_dir: Path, agents=("coder", "support")) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from memcli.ingest.pipeline import ingest_events
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
+from tests.events import A, U
 
 AGENT = "fixture"
 BASE_TS = 1767261600.0  # 2026-01-01T10:00:00Z
@@ -29,14 +30,6 @@ BUILD_LOG = "\n".join(
     ["$ make", "cc -O2 -c src/main.c -o build/main.o"]
     + [f"  [{i:02d}/40] compiling src/module_{i:02d}.c" for i in range(1, 41)]
     + ["make: cc: No such file or directory", "make: *** [Makefile:12: build/main.o] Error 127"])
-
-
-def U(text, **kw):
-    return {"trace_type": "user", "content": text, **kw}
-
-
-def A(text, **kw):
-    return {"trace_type": "assistant", "content": text, **kw}
 
 
 def CALL(call_id, name, args):

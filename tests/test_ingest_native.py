@@ -8,15 +8,8 @@ import time
 
 import orjson
 
+from tests.events import A, U
 from tests.helpers import agent_dir, ndjson, proc_env, read_jsonl, tree_digest
-
-
-def U(text, **kw):
-    return {"trace_type": "user", "content": text, **kw}
-
-
-def A(text, **kw):
-    return {"trace_type": "assistant", "content": text, **kw}
 
 
 def CALL(call_id, name="sh", **kw):

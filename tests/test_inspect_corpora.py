@@ -2,8 +2,7 @@
 ``tools --json``: the tool interaction view must agree with the counts in the MANIFEST, and the
 imported store must pass ``doctor`` (no errors; orphans and pending calls are the data's own).
 
-Each case skips while its importer is not in this version of memcli (they are built in
-parallel), and everything skips when the corpora are absent (a fresh clone).
+Everything skips when the corpora are absent (a fresh clone).
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from memcli.errors import UsageError
 from tests.helpers import CORPORA, needs_corpora
 
 pytestmark = needs_corpora
@@ -35,17 +33,6 @@ CASES = {
     "codex/codex_rollout_schema_coverage_SYNTHETIC.jsonl": ("codex", {"orphans": 1}),
     "anthropic/claude-code-action_sample-turns.json": ("claude-code", {"calls": 3, "answered": 3, "pending": 0, "orphans": 0}),
 }
-
-
-def importer_or_skip(fmt: str) -> None:
-    from memcli.importers import get_importer
-
-    try:
-        get_importer(fmt)
-    except UsageError as exc:
-        if "not available" in str(exc):
-            pytest.skip(f"the {fmt} importer is not in this version yet")
-        raise
 
 
 def sources(rel: str, tmp_path: Path) -> list[tuple[str, Path]]:
@@ -82,7 +69,6 @@ def test_tools_view_agrees_with_the_manifest(cli, memory_dir, tmp_path, rel):
     from memcli.ingest.api import ingest
 
     fmt, expected = CASES[rel]
-    importer_or_skip(fmt)
     totals = dict.fromkeys(("calls", "answered", "errors", "pending", "orphans"), 0)
     for agent, path in sources(rel, tmp_path):
         ingest(memory_dir, agent, path, fmt=fmt, skip_invalid="SYNTHETIC" in rel)

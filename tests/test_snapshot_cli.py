@@ -11,17 +11,10 @@ import pytest
 from memcli.renderers import RENDERERS, get_renderer
 from memcli.snapshot import SnapshotOptions, take_snapshot
 from memcli.store.agent import AgentStore
+from tests.events import A, U
 from tests.helpers import agent_dir, store_digest
 from tests.snapshot_fixtures import AGENT, make_fixture_store
 from tests.snapshot_validation import check_payload
-
-
-def U(text, **kw):
-    return {"trace_type": "user", "content": text, **kw}
-
-
-def A(text, **kw):
-    return {"trace_type": "assistant", "content": text, **kw}
 
 
 def many_turns(n, start=1, result="x" * 40):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from memcli.errors import UsageError
 from memcli.renderers import RENDERERS
 from memcli.snapshot import SnapshotOptions, take_snapshot
 from tests.helpers import CORPORA, needs_corpora
@@ -22,14 +21,9 @@ OPTIONS = [{}, {"tail_turns": 4}, {"max_tokens": 2000, "max_tool_result_chars": 
 @needs_corpora
 @pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])
 def test_corpus_renders_to_accepted_payloads(memory_dir, path):
-    from memcli.importers import get_importer
     from memcli.ingest.api import ingest
 
     fmt = FORMAT_OF_DIR[path.parent.name]
-    try:
-        get_importer(fmt)
-    except UsageError as exc:
-        pytest.skip(str(exc))
     result = ingest(memory_dir, "corpus", path, fmt=fmt, skip_invalid=True)
     assert result.appended > 0
     for provider in RENDERERS:

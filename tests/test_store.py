@@ -14,15 +14,8 @@ from hypothesis import strategies as st
 from memcli.errors import CorruptStoreError
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
+from tests.events import A, U
 from tests.helpers import agent_dir, ndjson, read_jsonl, tree_digest
-
-
-def U(text, **kw):
-    return {"trace_type": "user", "content": text, **kw}
-
-
-def A(text, **kw):
-    return {"trace_type": "assistant", "content": text, **kw}
 
 
 def CALL(call_id, **kw):

@@ -76,6 +76,17 @@ class StoredTrace:
 
 
 class AgentStore:
+    """One agent's memory: ``memory_dir/agents/<agent_id>/`` (the id is validated first).
+
+    Reading needs no lock and never writes, except that a reader finding an interrupted ingest
+    or compaction recovers it under the lock first (:meth:`recover_if_needed`): ``iter_traces``
+    (archive then active, lazily), ``iter_recent_turns`` / ``last_turns`` (from the end of the
+    active file), ``live_memory`` (the newest live
+    summaries and facts, read from the end), ``find`` (a record by id), ``read_state``.
+    Writing goes through :meth:`writer` — a :class:`WriteSession` under the agent lock — and
+    nowhere else. Creating an AgentStore touches no file.
+    """
+
     def __init__(self, memory_dir: str | os.PathLike, agent_id: str):
         self.paths: AgentPaths = agent_paths(memory_dir, agent_id)
 
@@ -240,7 +251,19 @@ class AgentStore:
 
 
 class WriteSession:
-    """Exclusive access to an agent, consistent and recovered (see the module docstring)."""
+    """Exclusive access to an agent, consistent and recovered: obtained from
+    :meth:`AgentStore.writer`, which holds the agent lock for the session's lifetime.
+
+    :meth:`open` rolls back an interrupted ingest, finishes an interrupted compaction, repairs
+    torn tails and loads the state (module docstring, steps 1–4); afterwards ``state`` (the
+    :class:`~memcli.store.state.TurnState`) and ``ids`` (the :class:`~memcli.store.id_index.IdIndex`)
+    describe the files exactly. Every write to the agent's files is a method of this class or
+    runs under it: :meth:`append_staged` (the ingest commit, crash-safe through the
+    ``.ingest.pending`` marker), :meth:`append_memory` (episodic/semantic items, by id),
+    :meth:`write_state` / :meth:`rebuild_state` (the cache), and the compaction journal's
+    ``commit(session, journal)`` (:mod:`memcli.store.journal`). ``repairs`` and ``recovered`` say
+    what :meth:`open` had to fix, for the caller to report.
+    """
 
     def __init__(self, store: AgentStore):
         self.store = store

@@ -56,6 +56,12 @@ TMP_NAME = ".raw_traces.jsonl.compact.tmp"
 
 @dataclass
 class Journal:
+    """The ``.compaction.journal`` record (module docstring): what one compaction commits — the
+    byte ranges of the active file that move (``runs``, with the id found at each run's start),
+    the active file's identity when planned, the sizes of archive/episodic/semantic before the
+    commit, and the items to append. Written atomically before anything moves; every step reads
+    it to decide what is still to do, so running the steps again converges."""
+
     compaction_id: str
     agent_id: str
     active: dict                       # {"ino": int, "size": int}

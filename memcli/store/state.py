@@ -79,6 +79,16 @@ def _entry_turn(entry: list) -> str | None:
 
 
 class TurnState:
+    """What the linker needs to place the next trace (module docstring): the turn counter and the
+    open turn, the last ``seq`` of recent turns, the unanswered calls per ``tool_call_id``
+    (``pending``: ``[turn_id, trace_id, offset]`` oldest first, paired by
+    :func:`memcli.pairing.pop_open_call`), trace counts, and the identity (inode, size) of the
+    active and archive files it describes. :meth:`assign` places a new event (stamping
+    ``turn_id``/``seq``); :meth:`observe` replays a stored record when the cache is rebuilt.
+    Stored as ``.state.json`` (:meth:`to_json` / :meth:`from_json`); never trusted when the file
+    identities do not match.
+    """
+
     def __init__(self, turn_counter: int = 0, open_turn: str | None = None, open_turn_context_only: bool = False,
                  turn_seq: dict | None = None, pending: dict | None = None, active: FileIdentity | None = None,
                  archive: FileIdentity | None = None, ids_count: int = 0, active_count: int = 0,

@@ -1,0 +1,259 @@
+"""Unit tests of the building blocks a second backend or an index would reuse: the reverse JSONL
+reader, torn-tail repair, the id index, window planning, summary validation and the items a
+compaction builds. (End-to-end tests cover them too; these pin each one's own contract.)"""
+
+from __future__ import annotations
+
+import os
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memcli.compaction.compactor import build_items
+from memcli.compaction.policy import CompactionPolicy
+from memcli.compaction.summarizer import Fact, InvalidSummary, Summary, validate_summary
+from memcli.compaction.window import plan_window
+from memcli.errors import CorruptStoreError
+from memcli.store import jsonl
+from memcli.store.agent import AgentStore
+from memcli.store.id_index import DIGEST_SIZE, IdIndex, digest
+from tests.events import A, U, turns
+
+RECORDS = st.lists(st.dictionaries(st.sampled_from(["id", "text", "n"]),
+                                   st.one_of(st.text(max_size=300), st.integers(-(2 ** 63), 2 ** 63 - 1)), min_size=1),
+                   max_size=40)
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _write(path, records, tail=b""):
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records) + tail)
+
+
+# ---------------------------------------------------------------- iter_records_reverse
+
+@SETTINGS
+@given(records=RECORDS, block=st.sampled_from([7, 64, 1 << 16]), torn=st.binary(max_size=50).filter(lambda b: b"\n" not in b))
+def test_iter_records_reverse_is_the_forward_read_backwards(tmp_path, monkeypatch, records, block, torn):
+    monkeypatch.setattr(jsonl, "BLOCK", block)          # small blocks: lines split across reads
+    path = tmp_path / "f.jsonl"
+    _write(path, records, torn)                        # an unterminated tail is ignored
+    forward = [(offset, record) for _, offset, record in jsonl.iter_records(path)]
+    assert list(jsonl.iter_records_reverse(path)) == forward[::-1]
+    if forward:                                        # ``end`` reads as if the file stopped there
+        cut = forward[len(forward) // 2][0]
+        assert list(jsonl.iter_records_reverse(path, end=cut)) == [r for r in forward if r[0] < cut][::-1]
+
+
+def test_iter_records_reverse_names_a_corrupt_line(tmp_path):
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b'{"id": 1}\nnot json\n{"id": 3}\n')
+    reader = jsonl.iter_records_reverse(path)
+    assert next(reader) == (19, {"id": 3})
+    with pytest.raises(CorruptStoreError, match="f.jsonl"):
+        next(reader)
+
+
+def test_iter_records_reverse_of_a_missing_or_empty_file_is_empty(tmp_path):
+    assert list(jsonl.iter_records_reverse(tmp_path / "none.jsonl")) == []
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    assert list(jsonl.iter_records_reverse(tmp_path / "empty.jsonl")) == []
+
+
+# ---------------------------------------------------------------- repair_tail
+
+@SETTINGS
+@given(records=RECORDS, tail=st.binary(min_size=1, max_size=80).filter(lambda b: b"\n" not in b))
+def test_repair_tail_keeps_every_complete_line_and_ends_the_file_with_a_newline(tmp_path, records, tail):
+    path = tmp_path / "f.jsonl"
+    _write(path, records, tail)
+    body = path.read_bytes()[: -len(tail)]
+    repair = jsonl.repair_tail(path)
+    after = path.read_bytes()
+    assert repair is not None and repair.offset == len(body)
+    if repair.action == "terminated":                  # a whole record that lost its newline
+        assert after == body + tail + b"\n" and isinstance(orjson.loads(tail), dict)
+    else:
+        assert (repair.action, after, repair.dropped_bytes) == ("truncated", body, len(tail))
+    assert jsonl.repair_tail(path) is None             # idempotent: nothing left to repair
+
+
+def test_repair_tail_of_a_clean_or_missing_file_does_nothing(tmp_path):
+    path = tmp_path / "f.jsonl"
+    _write(path, [{"id": 1}])
+    before = path.read_bytes()
+    assert jsonl.repair_tail(path) is None and path.read_bytes() == before
+    assert jsonl.repair_tail(tmp_path / "none.jsonl") is None
+
+
+# ---------------------------------------------------------------- IdIndex
+
+@SETTINGS
+@given(ids=st.lists(st.one_of(st.text(min_size=1, max_size=40),
+                              st.from_regex(r"rt_[0-9a-f]{32}", fullmatch=True)), unique=True, max_size=60),
+       probes=st.lists(st.text(min_size=1, max_size=40), max_size=20))
+def test_id_index_answers_membership_like_a_set(tmp_path, ids, probes):
+    path = tmp_path / f"ids-{os.urandom(4).hex()}"
+    index = IdIndex(path, 0)
+    index.append([digest(i) for i in ids])
+    assert index.count == len(ids) and jsonl.file_size(path) == len(ids) * DIGEST_SIZE
+    fresh = IdIndex(path, len(ids))                    # another process: reads the file
+    wanted = [digest(i) for i in ids + probes]
+    expected = {digest(i) for i in ids}
+    assert fresh.present(wanted) == {d for d in wanted if d in expected}
+    assert all(fresh.contains(digest(i)) for i in ids)
+
+
+def test_id_index_ignores_and_cuts_entries_beyond_its_count(tmp_path):
+    path = tmp_path / "ids"
+    index = IdIndex(path, 0)
+    index.append([digest("a"), digest("b")])
+    with open(path, "ab") as f:
+        f.write(digest("torn")[:7])                    # an interrupted append
+    reopened = IdIndex(path, 2)
+    assert reopened.is_consistent() and not reopened.contains(digest("torn"))
+    reopened.truncate_to_count()
+    assert path.stat().st_size == 2 * DIGEST_SIZE
+    assert not IdIndex(path, 3).is_consistent()        # the state claims more than the file holds
+
+
+def test_digest_of_a_generated_id_is_its_own_value():
+    assert digest("rt_" + "ab" * 16) == bytes.fromhex("ab" * 16)
+    assert len(digest("any other id")) == DIGEST_SIZE and digest("x") != digest("y")
+
+
+# ---------------------------------------------------------------- plan_window
+
+def _store(cli, memory_dir, events) -> AgentStore:
+    assert cli("ingest", "a", input=events).exit_code == 0
+    return AgentStore(memory_dir, "a")
+
+
+def test_plan_window_moves_old_whole_turns_and_keeps_the_tail(cli, memory_dir):
+    store = _store(cli, memory_dir, turns(6))
+    plan = plan_window(store.paths.active, "a", tail_turns=2)
+    assert plan.turn_ids == ["turn_0001", "turn_0002", "turn_0003", "turn_0004"]
+    assert (plan.moved, plan.kept_turns, plan.conversation_turns) == (16, 2, 6)
+    moved = [raw for start, end in plan.runs for raw in [store.paths.active.read_bytes()[start:end]]]
+    assert b"".join(moved).count(b"\n") == 16 and b"question 5" not in b"".join(moved)
+    assert plan.run_ids[0] == plan.first_id
+
+
+def test_plan_window_stops_before_a_turn_with_an_unanswered_call(cli, memory_dir):
+    events = turns(2) + [U("q3"), {"trace_type": "tool_call", "tool_call_id": "open", "tool_name": "sh"}] + turns(3, start=4)
+    store = _store(cli, memory_dir, events)
+    plan = plan_window(store.paths.active, "a", tail_turns=1)
+    assert plan.turn_ids == ["turn_0001", "turn_0002"]
+    assert "turn_0003" in plan.stop_reason
+
+
+def test_plan_window_keeps_pinned_instructions_in_the_active_file(cli, memory_dir):
+    store = _store(cli, memory_dir, [U("be brief", tags=["system"]), U("q1"), A("a1")] + turns(3, start=2))
+    plan = plan_window(store.paths.active, "a", tail_turns=1)
+    moved = b"".join(store.paths.active.read_bytes()[s:e] for s, e in plan.runs)
+    assert b"be brief" not in moved and b"q1" in moved and plan.pinned_kept == 1
+
+
+def test_an_empty_plan_moves_nothing(cli, memory_dir):
+    store = _store(cli, memory_dir, turns(2))
+    plan = plan_window(store.paths.active, "a", tail_turns=4)
+    assert plan.empty and plan.runs == [] and plan.turn_ids == []
+
+
+# ---------------------------------------------------------------- validate_summary
+
+def test_validate_summary_normalizes_a_good_summary():
+    summary = validate_summary({"episodic_summary": "  Fixed the build.  ", "semantic_facts": [
+        "uses pytest", {"fact": "Uses  PYTEST", "tags": ["tool"]},           # a duplicate, merged away
+        {"fact": "prefers tabs", "confidence": 0.7, "supersedes": ["sem_old", "sem_unknown", 3]}]},
+        known_fact_ids=["sem_old"])
+    assert summary.episodic_summary.strip() == "Fixed the build."
+    assert [f.fact for f in summary.semantic_facts] == ["uses pytest", "prefers tabs"]
+    assert summary.semantic_facts[1].supersedes == ["sem_old"] and summary.semantic_facts[1].confidence == 0.7
+
+
+@pytest.mark.parametrize("raw, reason", [
+    ("text", "expected a JSON object"),
+    ({}, "no episodic_summary"),
+    ({"episodic_summary": "   "}, "empty"),
+    ({"episodic_summary": "Error: rate limit exceeded"}, "error or a refusal"),
+    ({"episodic_summary": "ok", "semantic_facts": "x"}, "not a list"),
+    ({"episodic_summary": "ok", "semantic_facts": [7]}, r"semantic_facts\[0\] is int"),
+    ({"episodic_summary": "ok", "semantic_facts": [{"fact": ""}]}, r"semantic_facts\[0\].fact is empty"),
+])
+def test_validate_summary_rejects_what_must_never_be_committed(raw, reason):
+    with pytest.raises(InvalidSummary, match=reason):
+        validate_summary(raw)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=20), inner, max_size=4),
+                    max_leaves=20))
+def test_validate_summary_returns_a_summary_or_raises_invalid_summary_for_any_json(raw):
+    try:
+        summary = validate_summary(raw)
+    except InvalidSummary:
+        return
+    assert summary.episodic_summary.strip()
+
+
+# ---------------------------------------------------------------- build_items
+
+def test_build_items_writes_one_episodic_item_and_merges_a_known_fact(cli, memory_dir):
+    store = _store(cli, memory_dir, turns(4))
+    known = {"id": "sem_known", "ts": 1.0, "fact": "Uses pytest", "tags": ["tool"], "confidence": 0.6,
+             "salience": 0.5, "source_turn_ids": ["turn_0001"]}
+    store.paths.semantic.write_bytes(orjson.dumps(known) + b"\n")
+    plan = plan_window(store.paths.active, "a", tail_turns=2)
+    summary = Summary("Two turns of questions.", [Fact("uses  pytest", ["testing"], 0.9), Fact("new fact", [], 0.5)])
+    episodic, semantic, counts = build_items(store, plan, summary, compaction_id="cmp_1", trace_ids=["rt_1"],
+                                             moved=plan.moved, model="offline", policy=CompactionPolicy(),
+                                             strategy="summarize")
+    assert counts == {"added": 1, "merged": 1}
+    [item] = episodic
+    assert (item.turn_ids, item.summary, item.compaction_id, item.extra) == (
+        ["turn_0001", "turn_0002"], "Two turns of questions.", "cmp_1", {"trace_count": plan.moved})
+    merged, new = semantic
+    assert (merged.fact, merged.supersedes, merged.confidence, sorted(merged.tags)) == (
+        "Uses pytest", ["sem_known"], 0.9, ["testing", "tool"])
+    assert (new.fact, new.supersedes, new.source_turn_ids) == ("new fact", [], ["turn_0001", "turn_0002"])
+
+
+def test_build_items_rolls_up_live_summaries_beyond_the_limit(cli, memory_dir):
+    store = _store(cli, memory_dir, turns(4))
+    old = [{"id": f"ep_{k}", "ts": float(k), "turn_ids": [f"turn_000{k}"], "summary": f"s{k}", "tags": [],
+            "salience": 0.5} for k in (1, 2)]
+    store.paths.episodic.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in old))
+    plan = plan_window(store.paths.active, "a", tail_turns=1)
+    episodic, _, _ = build_items(store, plan, Summary("new", []), compaction_id="cmp_2", trace_ids=[],
+                                 moved=0, model=None, policy=CompactionPolicy(max_episodic_items=2),
+                                 strategy="summarize")
+    rollup, item = episodic
+    assert rollup.supersedes == ["ep_1", "ep_2"] and "rollup" in rollup.tags and item.summary == "new"
+
+
+def test_build_items_without_a_summary_builds_nothing(cli, memory_dir):
+    store = _store(cli, memory_dir, turns(2))
+    plan = plan_window(store.paths.active, "a", tail_turns=1)
+    assert build_items(store, plan, None, compaction_id="cmp", trace_ids=[], moved=0, model=None,
+                       policy=CompactionPolicy(), strategy="sliding-window") == ([], [], {"added": 0, "merged": 0})
+
+
+# ---------------------------------------------------------------- the environment
+
+def test_the_library_does_not_write_the_environment(cli, memory_dir, monkeypatch):
+    """Counting tokens, snapshots and the API leave os.environ as they found it (tiktoken's
+    encodings are built from LiteLLM's bundled files without setting TIKTOKEN_CACHE_DIR)."""
+    import memcli
+    from memcli.tokens import TokenCounter, _encoding
+
+    _encoding.cache_clear()
+    before = dict(os.environ)
+    agent = memcli.Memory(memory_dir).agent("env")
+    agent.ingest(turns(2))
+    agent.snapshot(provider="anthropic", max_tokens=5000)
+    counter = TokenCounter("gpt-4o")
+    assert counter.count("hello world") == 2 and counter.exact
+    assert dict(os.environ) == before
