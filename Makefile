@@ -6,6 +6,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.memcli-installed
+# the demo needs memcli and its runtime dependencies only, not the test extras
+DEMO_STAMP := $(VENV)/.memcli-demo-installed
 
 .PHONY: install test demo bench clean sample docs lint
 
@@ -21,6 +23,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $(DEMO_STAMP)
+
 lint: $(STAMP)
 	$(BIN)/python -m ruff check memcli tests scripts
 
@@ -31,7 +37,7 @@ docs: $(STAMP)
 	$(BIN)/python scripts/gen_cli_reference.py
 
 # The main job on a temporary copy of sample_memory/: the committed sample never changes.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	cp -R sample_memory "$$tmp/memory"; export MEMCLI_DIR="$$tmp/memory" COLUMNS=110; m=$(BIN)/memcli; \
 	step() { printf '\n\033[1m== %s\033[0m\n' "$$*"; }; \

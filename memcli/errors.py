@@ -53,6 +53,24 @@ class RecordNotFoundError(NotFoundError):
     pass
 
 
+class TurnNotFoundError(RecordNotFoundError):
+    """Turns an agent does not have: the one message every command's ``--turn`` gives (exit 3).
+
+    ``archive_searched`` says whether the archive was looked at too; when it was not, the hint
+    names ``--archive``."""
+
+    def __init__(self, agent_id: str, turn_ids, *, archive_searched: bool = True):
+        turn_ids = list(turn_ids)
+        names = ", ".join(repr(t) for t in turn_ids)
+        where = "active or archived" if archive_searched else "active"
+        hint = f"`memcli turns {agent_id}{'' if not archive_searched else ' --archive'}` lists its turns"
+        if not archive_searched:
+            hint += "; add --archive to look in compacted turns too"
+        super().__init__(f"no turn{'s' if len(turn_ids) != 1 else ''} {names} in agent {agent_id!r} "
+                         f"(looked in its {where} traces)", hint=hint)
+        self.turn_ids = turn_ids
+
+
 class InputError(MemcliError):
     """Input that cannot be ingested. ``line`` is the 1-based input line, ``field`` the field."""
 

@@ -139,17 +139,10 @@ class TraceFilter:
         return "; ".join(parts)
 
 
-def normalize_turn(value: str) -> str:
-    value = value.strip()
-    if value.isdigit():
-        return f"turn_{int(value):04d}"
-    return value
-
-
 def make_filter(turns=None, since: str | None = None, until: str | None = None) -> TraceFilter:
-    wanted = frozenset(normalize_turn(t) for t in turns) if turns else None
-    if wanted is not None and "" in wanted:
-        raise UsageError("--turn needs a turn id (e.g. turn_0007 or 7)")
+    from memcli.ids import turn_id
+
+    wanted = frozenset(turn_id(t) for t in turns) if turns else None
     lower = parse_time(since, "--since")
     upper = parse_time(until, "--until", end_of_day=True)
     if lower is not None and upper is not None and lower > upper:

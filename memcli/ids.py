@@ -49,6 +49,27 @@ def _next_value() -> int:
     return (_last_ms << _RANDOM_BITS) | _counter
 
 
+TURN_PREFIX = "turn_"
+
+
+def format_turn(n: int) -> str:
+    """The canonical turn id of turn number ``n``: ``turn_0007``."""
+    return f"{TURN_PREFIX}{n:04d}"
+
+
+def turn_id(value: str) -> str:
+    """What ``--turn`` names: ``7`` and ``turn_0007`` are both ``turn_0007``; any other id is
+    kept as written (imported turn ids need not follow the pattern). Raises UsageError for ""."""
+    text = value.strip()
+    if text.isdigit():
+        return format_turn(int(text))
+    if not text:
+        from memcli.errors import UsageError
+
+        raise UsageError("--turn needs a turn id (e.g. turn_0007 or 7)")
+    return text
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{_next_value():032x}"
 

@@ -10,6 +10,12 @@
   those files (:func:`_bundled_encoding`). memcli never writes ``os.environ``.
   If no encoding can be loaded, counts fall back to an estimate (UTF-8 bytes / 4) and a note
   saying so is printed once on stderr — never an exception.
+* Start-up: tiktoken spends 0.2–0.5 s reading and base64-decoding an encoding's BPE file and
+  building its tokenizer — more than the rest of ``snapshot`` or ``stats`` on a small agent. So
+  a :class:`TokenCounter` loads its encoding only when it must count a text, and a *count memo*
+  (:func:`counting_memo`; the store keeps one per agent, a rebuildable cache file) answers texts
+  counted before, keyed by a 64-bit BLAKE2b digest of (encoding, text). A remembered count is
+  the same number tiktoken gives for that text; only exact counts are remembered.
 * Context sizes come from LiteLLM's model map (``model_prices_and_context_window_backup.json``
   in its wheel), read directly as JSON: the same data ``litellm.get_model_info`` uses, without
   the ~3 s import. Unknown models fall back to the caller's flag, else 200,000 (docs/design.md §4).
@@ -20,8 +26,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from contextlib import contextmanager
 from functools import lru_cache
+from hashlib import blake2b
 from pathlib import Path
+from typing import Iterator, Protocol
 
 import orjson
 
@@ -112,24 +121,83 @@ def _encoding(name: str):
         return None
 
 
-class TokenCounter:
-    """Counts tokens for one model family. ``exact`` is False when counts are estimates."""
+class CountMemo(Protocol):
+    """Counts remembered by text key (:func:`text_key`): ``lookup`` gives one or None,
+    ``record`` adds one."""
 
-    def __init__(self, model: str | None = None):
+    def lookup(self, key: int) -> int | None: ...
+
+    def record(self, key: int, tokens: int) -> None: ...
+
+
+_active_memo: CountMemo | None = None
+
+
+@contextmanager
+def counting_memo(memo: CountMemo | None) -> Iterator[CountMemo | None]:
+    """Every :class:`TokenCounter` made inside the block (without a memo of its own) uses ``memo``."""
+    global _active_memo
+    previous, _active_memo = _active_memo, memo
+    try:
+        yield memo
+    finally:
+        _active_memo = previous
+
+
+def text_key(encoding: str, text: str) -> int:
+    """The memo key of ``text`` counted with ``encoding``: 64 bits of BLAKE2b over both."""
+    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8, person=encoding.encode()[:16])
+    return int.from_bytes(digest.digest(), "little")
+
+
+_UNLOADED = object()
+
+
+class TokenCounter:
+    """Counts tokens for one model family. ``exact`` is False when counts are estimates.
+
+    The encoding is loaded on the first text the memo (``memo``, else the one
+    :func:`counting_memo` set) does not already know."""
+
+    def __init__(self, model: str | None = None, memo: CountMemo | None = None):
         self.model = model
         self.encoding_name = encoding_name(model)
-        self._encoding = _encoding(self.encoding_name)
-        self.exact = self._encoding is not None
+        self.memo = memo if memo is not None else _active_memo
+        self._loaded = _UNLOADED
+        self.remembered = 0    # counts the memo answered
         family = bare_model(model)
         self.approximate_family = bool(family) and not (
             family.startswith(_O200K_PREFIXES) or family.startswith(("gpt-4", "gpt-3.5", "text-embedding")))
 
+    @property
+    def _encoding(self):
+        if self._loaded is _UNLOADED:
+            self._loaded = _encoding(self.encoding_name)
+        return self._loaded
+
+    @property
+    def exact(self) -> bool:
+        if self._loaded is _UNLOADED and self.remembered:
+            return True     # the memo holds exact counts only
+        return self._encoding is not None
+
     def count(self, text: str) -> int:
         if not text:
             return 0
-        if self._encoding is None:
+        memo = self.memo
+        if memo is not None:
+            key = text_key(self.encoding_name, text)
+            known = memo.lookup(key)
+            if known is not None:
+                self.remembered += 1
+                return known
+        encoding = self._encoding
+        if encoding is None:
             return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
-        return len(self._encoding.encode_ordinary(text))
+        tokens = len(encoding.encode_ordinary(text))
+        if memo is not None:
+            memo.record(key, tokens)
+        return tokens
 
     def count_json(self, value) -> int:
         """Tokens of a JSON value as it would be sent (compact JSON text)."""

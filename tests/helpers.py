@@ -50,6 +50,12 @@ def agent_dir(memory_dir: Path, agent: str) -> Path:
     return memory_dir / "agents" / agent
 
 
+def store_digest(root: Path) -> dict[str, str]:
+    """:func:`tree_digest` without the token count caches (``.token-counts``): read commands may
+    fill those (derived, rebuildable); everything else must stay byte-identical."""
+    return {name: digest for name, digest in tree_digest(root).items() if not name.endswith(".token-counts")}
+
+
 def tree_digest(root: Path) -> dict[str, str]:
     """sha256 of every file under ``root`` (relative path -> hex), for byte-identical checks."""
     out = {}

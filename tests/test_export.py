@@ -193,7 +193,7 @@ def test_unknown_turn_is_not_found_and_writes_no_file(cli, sample, tmp_path):
     target = tmp_path / "out.jsonl"
     result = cli("export", "coder", "--turn", "turn_0999", "-o", target)
     assert result.exit_code == 3
-    assert "has no turn turn_0999" in result.stderr
+    assert "no turn 'turn_0999' in agent 'coder'" in result.stderr
     assert not target.exists() and os.listdir(tmp_path) == ["memory"]
 
 

@@ -51,7 +51,7 @@ def doctor(
     from memcli.inspect.doctor import diagnose
     from memcli.inspect.doctor import repair as run_repair
 
-    store = AgentStore(ctx.obj, agent).require()
+    store = AgentStore(ctx.obj, agent)
     report = run_repair(store) if repair else diagnose(store)
     for action in report.actions:
         out.note(f"repaired: {action}")
@@ -69,6 +69,8 @@ def doctor(
         fixable = sum(1 for f in remaining if f.fixable)
         hint = "run with --repair to fix what can be fixed" if fixable and not repair else None
         raise IntegrityError(f"doctor: agent {agent!r}: {summary}", hint=hint)
+    if not store.exists():
+        summary += "; no agent remains (its first import never finished)"
     out.note(f"doctor: agent {agent!r}: {summary}")
 
 

@@ -40,15 +40,15 @@ def _json_text(value) -> str:
 # ---------------------------------------------------------------------------- agents
 
 AGENT_COLUMNS = [
-    Column("agent", "agent", max_width=40),
+    Column("agent", "agent", max_width=40, id_width=12),
     Column("active", "active", align="right"),
     Column("archived", "archive", align="right"),
     Column("turns", "turns", align="right"),
-    Column("episodic", "episodic", align="right"),
-    Column("semantic", "semantic", align="right"),
-    Column("size", lambda a: fmt_bytes(a.bytes), align="right"),
+    Column("episodic", "episodic", align="right", drop=3),
+    Column("semantic", "semantic", align="right", drop=2),
+    Column("size", lambda a: fmt_bytes(a.bytes), align="right", drop=4),
     Column("last activity", lambda a: fmt_ts(a.last_activity)),
-    Column("problem", "problem", flex=True, style="red"),
+    Column("problem", "problem", flex=True, style="red", drop=1),
 ]
 
 
@@ -91,7 +91,9 @@ def stats(
     """
     from memcli.inspect.stats import compute_stats
 
-    result = compute_stats(_store(ctx, agent), model=model, max_context_tokens=max_context_tokens)
+    store = _store(ctx, agent)
+    with store.counting_cache():  # counts of texts seen before: no tokenizer start-up
+        result = compute_stats(store, model=model, max_context_tokens=max_context_tokens)
     out.document(result, human=_render_stats)
 
 
@@ -139,17 +141,17 @@ def _turns_text(t) -> str:
 # ---------------------------------------------------------------------------- turns
 
 def _turn_columns(archive: bool):
-    cols = [Column("turn", "turn_id", max_width=24)]
+    cols = [Column("turn", "turn_id", max_width=24, id_width=9)]
     if archive:
         cols.append(Column("tier", "tier"))
     cols += [
         Column("started", lambda t: fmt_ts(t.started)),
-        Column("traces", "traces", align="right"),
-        Column("ask", "ask", flex=True, min_width=20),
-        Column("tools", lambda t: ", ".join(t.tools), flex=True, min_width=12, max_width=40),
-        Column("calls", "tool_calls", align="right"),
+        Column("traces", "traces", align="right", drop=1),
+        Column("ask", "ask", flex=True, min_width=16),
+        Column("tools", lambda t: ", ".join(t.tools), flex=True, min_width=10, max_width=40),
+        Column("calls", "tool_calls", align="right", drop=2),
         Column("errors", lambda t: t.errors or "", align="right", style="red"),
-        Column("pending", lambda t: t.pending or "", align="right", style="yellow"),
+        Column("pending", lambda t: t.pending or "", align="right", style="yellow", drop=3),
     ]
     return cols
 
@@ -217,7 +219,7 @@ def _render_traces(traces, view: HumanView) -> None:
 def show(
     ctx: typer.Context,
     agent: str = AGENT,
-    turn: Optional[str] = typer.Option(None, "--turn", metavar="ID", help="Only this turn (e.g. turn_0003)."),
+    turn: Optional[str] = typer.Option(None, "--turn", metavar="ID", help="Only this turn (7 or turn_0007)."),
     last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N",
                                        help="Only the last N turns (read from the end of the file)."),
     type_: Optional[List[str]] = typer.Option(None, "--type", metavar="T",
@@ -255,9 +257,9 @@ def _result_text(i) -> str:
 
 
 TOOL_COLUMNS = [
-    Column("turn", "turn_id", max_width=24),
-    Column("call id", "tool_call_id", max_width=28),
-    Column("tool", "tool_name", max_width=24),
+    Column("turn", "turn_id", max_width=24, id_width=9, drop=1),
+    Column("call id", "tool_call_id", max_width=28, id_width=10),
+    Column("tool", "tool_name", max_width=24, id_width=10),
     Column("status", lambda i: i.status.value, style=_STATUS_STYLE.get),
     Column("arguments", lambda i: _json_text(i.arguments), flex=True, min_width=16),
     Column("result", _result_text, flex=True, min_width=16),
@@ -275,7 +277,7 @@ def tools(
     status: Optional[List[str]] = typer.Option(None, "--status", metavar="S",
                                                help="Only this status: pending, success, error, orphan (repeatable)."),
     name: Optional[List[str]] = typer.Option(None, "--name", metavar="NAME", help="Only this tool (repeatable)."),
-    turn: Optional[str] = typer.Option(None, "--turn", metavar="ID", help="Only calls of this turn."),
+    turn: Optional[str] = typer.Option(None, "--turn", metavar="ID", help="Only calls of this turn (7 or turn_0007)."),
     last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N", help="Only the last N turns."),
     tag: Optional[List[str]] = typer.Option(None, "--tag", metavar="TAG",
                                             help="Only interactions whose call or result has this tag (repeatable)."),

@@ -105,6 +105,29 @@ def clip(text: str, limit: int | None) -> str:
     return f"{shown}{CLIP_MARK} (+{len(text) - len(shown):,} chars)"
 
 
+def wrap(text: str, cells: int) -> list[str]:
+    """``text`` folded at spaces into lines of at most ``cells`` cells (a word longer than a
+    line is cut where it must be); at least one line."""
+    if cells < 8 or _cell_len(text) <= cells:
+        return [text]
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if _cell_len(candidate) <= cells:
+            line = candidate
+            continue
+        if line:
+            lines.append(line)
+        while _cell_len(word) > cells:
+            head = _cut(word, cells)
+            lines.append(head)
+            word = word[len(head):]
+        line = word
+    lines.append(line)
+    return lines
+
+
 def _pad(text: str, width: int, align: str) -> str:
     gap = width - _cell_len(text)
     if gap <= 0:
@@ -120,15 +143,20 @@ class Column:
     ``value`` is a key of the row (dict key or attribute) or a function of the row returning
     text. A ``flex`` column takes the width left over and clips its cells with the
     ``… (+N chars)`` note; other columns keep the width of their widest cell in the first batch
-    (at most ``max_width``) and cut longer cells with ``…``. ``style`` (a Rich style, or a
-    function of the cell's text returning one) applies on a terminal only.
+    (at most ``max_width``) and cut longer cells with ``…``. An ``id_width`` column (ids) may
+    shrink down to that many cells, shortened in the middle with ``…`` so both ends stay
+    readable. A column with a ``drop`` rank is left out when the table cannot fit otherwise
+    (rank 1 first); a column that is empty in the first batch is left out before any other.
+    ``style`` (a Rich style, or a function of the cell's value returning one) applies on a
+    terminal only; a function sees the value itself, never the padded or clipped cell.
     """
 
-    __slots__ = ("header", "value", "flex", "min_width", "max_width", "align", "style")
+    __slots__ = ("header", "value", "flex", "min_width", "max_width", "align", "style", "id_width", "drop")
 
     def __init__(self, header: str, value: str | Callable[[Any], Any], *, flex: bool = False, min_width: int = 12,
                  max_width: int | None = None, align: str = "left",
-                 style: str | Callable[[str], str | None] | None = None):
+                 style: str | Callable[[str], str | None] | None = None, id_width: int | None = None,
+                 drop: int | None = None):
         self.header = header
         self.value = value
         self.flex = flex
@@ -136,6 +164,8 @@ class Column:
         self.max_width = max_width
         self.align = align
         self.style = style
+        self.id_width = id_width
+        self.drop = drop
 
     def cell(self, row) -> str:
         if callable(self.value):
@@ -153,20 +183,30 @@ class Column:
         text = value if isinstance(value, str) else str(value)
         return one_line(text) if ("\n" in text or "\t" in text or "  " in text) else text
 
+    def style_of(self, value: str) -> str | None:
+        return self.style(value) if callable(self.style) else self.style
 
-def _widths(columns: list[Column], header: list[str], cells: list[list[str]], total: int,
-            clip_cells: bool) -> list[int]:
-    widths = []
-    for i, col in enumerate(columns):
-        natural = max([_cell_len(header[i])] + [_cell_len(row[i]) for row in cells])
-        if col.max_width is not None and clip_cells:
-            natural = min(natural, max(col.max_width, _cell_len(header[i])))
-        widths.append(natural)
-    if not clip_cells:
-        return widths
-    gaps = 2 * (len(columns) - 1)
-    excess = sum(widths) + gaps - total
-    flex = [i for i, col in enumerate(columns) if col.flex]
+
+def cut_middle(text: str, cells: int) -> str:
+    """``text`` in at most ``cells`` cells, its middle replaced by ``…`` (ids keep both ends)."""
+    if _cell_len(text) <= cells:
+        return text
+    if cells <= 1:
+        return _cut(text, cells)
+    tail_cells = (cells - 1) // 2
+    head = _cut(text, cells - 1 - tail_cells)
+    tail = text[len(text) - tail_cells:] if tail_cells else ""
+    while tail and _cell_len(tail) > tail_cells:
+        tail = tail[1:]
+    return f"{head}{CLIP_MARK}{tail}"
+
+
+def _fit(columns: list[Column], header: list[str], natural: list[int], shown: list[int], total: int) -> dict[int, int]:
+    """Widths of the ``shown`` columns: natural, then flexible columns shrunk (widest first) to
+    their floor, then id columns shrunk to their ``id_width``, while the row is wider than ``total``."""
+    widths = {i: natural[i] for i in shown}
+    excess = sum(widths.values()) + 2 * (len(shown) - 1) - total
+    flex = [i for i in shown if columns[i].flex]
     while excess > 0 and flex:  # shrink the widest flexible column, down to the next widest
         flex.sort(key=lambda k: widths[k], reverse=True)
         i = flex[0]
@@ -178,7 +218,43 @@ def _widths(columns: list[Column], header: list[str], cells: list[list[str]], to
         step = max(1, min(excess, widths[i] - max(floor, next_width)))
         widths[i] -= step
         excess -= step
+    for i in sorted((i for i in shown if columns[i].id_width), key=lambda k: widths[k], reverse=True):
+        if excess <= 0:
+            break
+        floor = max(columns[i].id_width, _cell_len(header[i]))
+        step = min(excess, max(widths[i] - floor, 0))
+        widths[i] -= step
+        excess -= step
     return widths
+
+
+def _layout(columns: list[Column], header: list[str], cells: list[list[str]], total: int,
+            clip_cells: bool) -> dict[int, int]:
+    """Which columns are shown, with their widths (column index -> width, in column order).
+
+    Without clipping every column keeps its natural width. Otherwise the row is made to fit
+    ``total`` cells: flexible columns shrink, then ids; when that is not enough, columns empty
+    in ``cells`` are left out, then the ``drop`` columns by rank, each time starting again from
+    the natural widths (a dropped column gives its room back to the others)."""
+    natural = []
+    for i, col in enumerate(columns):
+        width = max([_cell_len(header[i])] + [_cell_len(row[i]) for row in cells])
+        if col.max_width is not None and clip_cells:
+            width = min(width, max(col.max_width, _cell_len(header[i])))
+        natural.append(width)
+    shown = list(range(len(columns)))
+    if not clip_cells:
+        return {i: natural[i] for i in shown}
+    while True:
+        widths = _fit(columns, header, natural, shown, total)
+        if sum(widths.values()) + 2 * (len(shown) - 1) <= total or len(shown) == 1:
+            return widths
+        empty = [i for i in shown if cells and all(not row[i] for row in cells)]
+        ranked = sorted((i for i in shown if columns[i].drop is not None), key=lambda k: columns[k].drop)
+        victims = empty or ranked
+        if not victims:
+            return widths
+        shown.remove(victims[0])
 
 
 # --------------------------------------------------------------------------- the human view
@@ -249,8 +325,12 @@ class HumanView:
         if not items:
             return
         width = max(_cell_len(k) for k, _ in items)
+        room = self.width - indent - width - 2
         for key, value in items:
-            self.line(" " * indent, (_pad(key, width, "left"), key_style), "  ", str(value))
+            parts = wrap(str(value), room) if self.clip_content else [str(value)]
+            self.line(" " * indent, (_pad(key, width, "left"), key_style), "  ", parts[0])
+            for part in parts[1:]:  # continuation lines hang under the value
+                self.line(" " * (indent + width + 2), part)
 
     def heading(self, text: str) -> None:
         self.line((text, "bold underline"))
@@ -270,19 +350,20 @@ class HumanView:
     def table(self, rows: Iterable, columns: list[Column], *, empty: str | None = None) -> int:
         """Stream ``rows`` as a table; returns the number of rows written. Without rows: the
         header alone when ``empty`` is None, else nothing on stdout and ``empty`` (if any) as a
-        note on stderr."""
+        note on stderr. The layout (which columns, how wide) is fixed from the first
+        :data:`TABLE_BATCH` rows to fit the view's width (see :func:`_layout`)."""
         header = [c.header for c in columns]
-        widths: list[int] | None = None
+        layout: dict[int, int] | None = None
         count = 0
         batch: list[list[str]] = []
 
         def flush() -> None:
-            nonlocal widths
-            if widths is None:
-                widths = _widths(columns, header, batch, self.width, self.clip_content)
-                self._row(header, widths, columns, header=True)
+            nonlocal layout
+            if layout is None:
+                layout = _layout(columns, header, batch, self.width, self.clip_content)
+                self._row(header, layout, columns, header=True)
             for cells in batch:
-                self._row(cells, widths, columns)
+                self._row(cells, layout, columns)
             batch.clear()
 
         for row in rows:
@@ -296,25 +377,49 @@ class HumanView:
             print(f"memcli: {empty}", file=sys.stderr)
         return count
 
-    def _row(self, cells: list[str], widths: list[int], columns: list[Column], *, header: bool = False) -> None:
+    def _row(self, cells: list[str], layout: dict[int, int], columns: list[Column], *, header: bool = False) -> None:
         segments: list = []
-        last = len(cells) - 1
-        for i, (text, width, col) in enumerate(zip(cells, widths, columns)):
-            # flexible columns clip at their width; others only at their max_width, else a longer
-            # cell than the first batch had just pushes its row out (a number is never cut)
-            limit = width if col.flex else col.max_width
-            if self.clip_content and limit is not None and _cell_len(text) > limit:
-                text = clip(text, limit) if col.flex else _cut(text, max(limit - 1, 0)) + CLIP_MARK
-            if i < last or col.align == "right":
+        last = next(reversed(layout))
+        used = 0
+        for i, width in layout.items():
+            col = columns[i]
+            text = value = cells[i]
+            if self.clip_content and _cell_len(text) > width:
+                if col.flex:
+                    text = clip(text, width)
+                elif col.id_width or header:
+                    text = cut_middle(text, width)
+                elif col.max_width is not None and _cell_len(text) > col.max_width:
+                    text = _cut(text, max(col.max_width - 1, 0)) + CLIP_MARK
+                # else: a longer cell than the first batch had (a number is never cut) pushes its row out
+            if i != last or col.align == "right":
                 text = _pad(text, width, "left" if header and col.align != "right" else col.align)
-            style = "bold" if header else (col.style(text) if callable(col.style) else col.style)
-            segments.append((text, style))
-            if i < last:
+            segments.append((text, "bold" if header else col.style_of(value)))
+            used += _cell_len(text)
+            if i != last:
                 segments.append("  ")
+                used += 2
+        if self.clip_content and used > self.width:  # never wider than the view
+            segments = _cut_segments(segments, self.width)
         if not self.colour:
             self.stream.write("".join(s if isinstance(s, str) else s[0] for s in segments).rstrip() + "\n")
         else:
             self.line(*segments)
+
+
+def _cut_segments(segments: list, cells: int) -> list:
+    """``segments`` (text or (text, style)) cut to ``cells`` cells, the last one ending with ``…``."""
+    out: list = []
+    room = cells
+    for seg in segments:
+        text, style = (seg, None) if isinstance(seg, str) else seg
+        if _cell_len(text) < room:
+            out.append(seg)
+            room -= _cell_len(text)
+            continue
+        out.append((_cut(text, max(room - 1, 0)).rstrip() + CLIP_MARK, style))
+        break
+    return out
 
 
 # --------------------------------------------------------------------------- output

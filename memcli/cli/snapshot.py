@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-PROVIDERS = "openai-chat, openai-responses, anthropic, gemini, text"
+PROVIDERS = "openai-chat (or openai), openai-responses, anthropic, gemini, text"
 
 
 def snapshot(
@@ -68,7 +68,10 @@ def snapshot(
         recall=recall, memory_tokens=memory_tokens,
         include_working_memory=not no_working_memory, working_memory_tokens=working_memory_tokens,
         memory_tool=memory_tool)
-    result = take_snapshot(ctx.obj, agent, options)
+    from memcli.store.agent import AgentStore
+
+    with AgentStore(ctx.obj, agent).counting_cache():  # counts of texts seen before: no tokenizer start-up
+        result = take_snapshot(ctx.obj, agent, options)
     _write_payload(result.payload, compact=compact, ndjson=ndjson)
     _report(result)
 

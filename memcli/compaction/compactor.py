@@ -368,7 +368,8 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     if if_needed:
         status = budget_status(store, model=model, max_context_tokens=max_context_tokens, policy=policy)
         result.budget = status
-        _note(result, on_note, status.explain())
+        # not due: the final line ("nothing to do: ...") says it; printing it here too would repeat it
+        _note(result, on_note if status.due else None, status.explain())
         if not status.due:
             result.reason = "nothing to do: " + status.explain()
             result.seconds = time.monotonic() - started
@@ -451,7 +452,8 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
         return result
     if plan_.pinned_kept:
         one = plan_.pinned_kept == 1
-        _note(result, on_note, f"{plan_.pinned_kept} system/developer trace{'' if one else 's'} of the window "
+        # --dry-run's plan shows it already ("N system/developer traces stay")
+        _note(result, None if dry_run else on_note, f"{plan_.pinned_kept} system/developer trace{'' if one else 's'} of the window "
                                f"stay{'s' if one else ''} in the active file (instructions are never compacted)")
 
     from memcli.snapshot.assemble import working_counter

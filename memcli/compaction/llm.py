@@ -14,12 +14,16 @@ supports ``response_format``; a server that rejects it gets the same request wit
 answer is parsed robustly (plain JSON, a fenced ```json block, JSON after leading prose) and
 validated by :func:`memcli.compaction.summarizer.validate_summary`.
 
-Retries are ours (LiteLLM's and the SDK's are turned off, so every request is counted): an
-invalid answer, a timeout (``--timeout``, per request), a connection error, HTTP 429 and 5xx
-are retried ``--retries`` times (default 2) with exponential backoff
-(``MEMCLI_RETRY_BACKOFF`` seconds, default 1, doubling, at most 20); authentication, not-found and
-other 4xx errors fail at once. When no attempt gives a valid summary, :class:`CompactionError`
-(exit 1) names every attempt's problem, and nothing is written.
+Retries are ours (LiteLLM's and the SDK's are turned off, so every request is counted): only
+what another attempt can cure — an invalid answer, a timeout (``--timeout``, per request),
+HTTP 429 and 5xx — is retried ``--retries`` times (default 2) with exponential backoff
+(``MEMCLI_RETRY_BACKOFF`` seconds, default 1, doubling, at most 20). A missing or refused key, a
+model nobody serves, a refused connection and other 4xx errors fail at once, naming what to set
+(``OPENAI_API_KEY``, ``--api-base``, ``--model``) — :func:`classify_failure` reads the exceptions
+behind LiteLLM's, which reports a missing key or a refused connection as "HTTP 500". Provider
+messages are quoted by whole words. When no attempt gives a valid summary,
+:class:`CompactionError` (exit 1) names every attempt's problem, with hints only for what
+applies, and nothing is written.
 
 Chunking: the summarizer's context is LiteLLM's model map for ``--model``, else
 ``--max-context-tokens``, else 200,000. Whole turns are packed greedily into chunks whose
@@ -36,6 +40,7 @@ import os
 import re
 import threading
 import time
+from dataclasses import dataclass
 
 import orjson
 
@@ -291,14 +296,11 @@ class LiteLLMSummarizer:
         memory = memory or MemoryContext()
         turns = list(turns)
         litellm = _import_litellm()
-        exceptions = litellm.exceptions
-        retryable = tuple(getattr(exceptions, name) for name in (
-            "Timeout", "APIConnectionError", "RateLimitError", "InternalServerError", "ServiceUnavailableError",
-            "BadGatewayError") if hasattr(exceptions, name))
         messages = self.messages(turns, memory)
         json_mode = self._use_json_mode(litellm)
         known = memory.fact_ids()
-        problems: list[str] = []
+        span = turns[0].turn_id if len(turns) == 1 else f"{turns[0].turn_id}–{turns[-1].turn_id}"
+        failures: list[ModelFailure] = []
         attempt = 0
         while attempt <= self.retries:
             if attempt:
@@ -308,38 +310,144 @@ class LiteLLMSummarizer:
                 content = self._call(litellm, messages, json_mode)
                 return validate_summary(extract_json(content), known)
             except InvalidSummary as exc:
-                problems.append(f"invalid answer: {exc}")
-            except retryable as exc:
-                problems.append(_describe(exc))
-            except exceptions.BadRequestError as exc:
-                if json_mode and "response_format" in str(exc):
+                failures.append(ModelFailure(f"invalid answer: {exc}", retry=True,
+                                             hint="--retries gives the model more chances"))
+                continue
+            except Exception as exc:
+                if json_mode and _rejects_json_mode(exc, litellm):
                     json_mode = False     # the server does not take JSON mode: ask again without it
-                    problems.append("the server rejected JSON mode; asking without it")
                     attempt -= 1
                     continue
-                problems.append(_describe(exc))
-                break
-            except exceptions.APIError as exc:
-                status = getattr(exc, "status_code", None)
-                problems.append(_describe(exc))
-                if not (isinstance(status, int) and status >= 500):
-                    break
-            except Exception as exc:  # authentication, not found, a provider's own error: not worth retrying
-                problems.append(_describe(exc))
-                break
-        span = turns[0].turn_id if len(turns) == 1 else f"{turns[0].turn_id}–{turns[-1].turn_id}"
-        shown = "; ".join(f"attempt {i + 1}: {p}" for i, p in enumerate(problems[-5:]))
+                failure = classify_failure(exc, self, litellm)
+            failures.append(failure)
+            if not failure.retry:  # no retry can cure it: say what to change, at once
+                raise CompactionError(f"{self.model}: {failure.problem}; nothing was written", hint=failure.hint)
+        shown = "; ".join(f"attempt {i + 1}: {f.problem}" for i, f in enumerate(failures[-5:]))
+        hints = list(dict.fromkeys(f.hint for f in failures if f.hint))
         raise CompactionError(
             f"{self.model} gave no valid summary for {span} after {attempt} attempt{'s' if attempt != 1 else ''} "
             f"({shown}); nothing was written",
-            hint="--retries and --timeout give the model more chances; the offline summarizer needs no model",
+            hint="; ".join(hints + ["the offline summarizer (no --model) needs no model"]),
         )
 
 
-def _describe(exc: Exception) -> str:
-    name = type(exc).__name__
+@dataclass
+class ModelFailure:
+    """Why a request gave no summary: ``problem`` (whole words, what went wrong), whether another
+    attempt can cure it (``retry``: timeouts, HTTP 429 and 5xx, invalid answers), and what the user
+    can change (``hint``; None when nothing applies)."""
+
+    problem: str
+    retry: bool
+    hint: str | None = None
+
+
+_ENV_NAME = re.compile(r"\b[A-Z][A-Z0-9_]*_(?:API_KEY|AUTH_TOKEN|API_BASE)\b")
+_MISSING_KEY = re.compile(r"missing (?:credentials|[\w ]*api[ _]key)|no (?:api )?key is set|api[_ ]key (?:is )?(?:not set|"
+                          r"missing|required)|must (?:be )?(?:set|pass)[\w ]*api[_ ]key", re.IGNORECASE)
+_UNKNOWN_PROVIDER = re.compile(r"LLM Provider NOT provided", re.IGNORECASE)
+_UNKNOWN_MODEL = re.compile(r"model[\w ]*(?:not found|does not exist|not exist|is not supported|unknown)|"
+                            r"model_not_found|unknown model|no such model", re.IGNORECASE)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions behind it (``__cause__``/``__context__``), outermost first."""
+    out: list[BaseException] = []
+    while exc is not None and len(out) < 12 and exc not in out:
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def _rejects_json_mode(exc: Exception, litellm) -> bool:
+    return isinstance(exc, litellm.exceptions.BadRequestError) and "response_format" in str(exc)
+
+
+def _provider_text(exc: BaseException) -> str:
+    """The provider's own words, first line, without LiteLLM's class-name prefixes; whole words only."""
+    lines = str(getattr(exc, "message", None) or exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    while True:
+        stripped = re.sub(r"^(?:litellm\.)?\w+(?:Error|Exception|Exceeded)\s*[:-]\s*", "", text)
+        stripped = re.sub(r"^\w+Exception - ", "", stripped)
+        if stripped == text:
+            break
+        text = stripped
+    return clip_words(text.strip(), 300)
+
+
+def clip_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary (``…`` marks the cut)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return f"{cut} …"
+
+
+def _key_names(exc: BaseException, summarizer: "LiteLLMSummarizer", litellm) -> list[str]:
+    names = [n for e in _chain(exc) for n in _ENV_NAME.findall(str(e)) if not n.endswith("_API_BASE")]
+    if not names:
+        try:
+            names = list(litellm.validate_environment(model=summarizer.model).get("missing_keys") or [])
+        except Exception:
+            names = []
+    if not names:
+        provider = getattr(exc, "llm_provider", None) or summarizer.model.split("/", 1)[0]
+        names = [f"{provider.upper().replace('-', '_')}_API_KEY"]
+    return list(dict.fromkeys(names))
+
+
+def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -> ModelFailure:
+    """What a failed request means for the user (see :class:`ModelFailure`).
+
+    LiteLLM reports some local failures with a made-up HTTP status (a missing key or a refused
+    connection to an OpenAI-compatible server both arrive as "InternalServerError (500)"), so the
+    exceptions behind the one raised are read first: only a real timeout, HTTP 429 or 5xx is
+    worth another attempt."""
+    chain = _chain(exc)
+    names = {type(e).__name__ for e in chain}
+    text = " ".join(str(e) for e in chain)
+    where = summarizer.api_base or "the provider's API"
     status = getattr(exc, "status_code", None)
-    message = str(getattr(exc, "message", None) or exc).strip().splitlines()
-    first = message[0] if message else ""
-    first = re.sub(r"^litellm\.\w+:\s*", "", first)[:160]
-    return f"{name}" + (f" (HTTP {status})" if isinstance(status, int) else "") + (f": {first}" if first else "")
+    exceptions = litellm.exceptions
+    # 1. timeouts: the server may answer next time
+    if "Timeout" in names or "APITimeoutError" in names or "TimeoutException" in names or any(
+            isinstance(e, (TimeoutError, exceptions.Timeout)) for e in chain):
+        return ModelFailure(f"Timeout: no answer within {summarizer.timeout:g} s", retry=True,
+                            hint="--timeout gives each request more time")
+    # 2. nothing listens there: retrying cannot help
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "ConnectError" in names:
+        return ModelFailure(f"cannot connect to {where} (connection refused)", retry=False,
+                            hint=(f"is the server at {summarizer.api_base} running? --api-base sets where requests go"
+                                  if summarizer.api_base else "check the network, or point --api-base at a server"))
+    # 3. no key, or a key the provider refuses
+    if _MISSING_KEY.search(text):
+        keys = " or ".join(_key_names(exc, summarizer, litellm))
+        return ModelFailure(f"no API key: set {keys}", retry=False,
+                            hint=f"export {keys.split(' or ')[0]}=... before `memcli compact`, or leave out --model "
+                                 "for the offline summarizer")
+    if isinstance(exc, (exceptions.AuthenticationError, exceptions.PermissionDeniedError)) or status in (401, 403):
+        keys = " or ".join(_key_names(exc, summarizer, litellm))
+        return ModelFailure(f"the provider refused the API key (HTTP {status or 401}): {_provider_text(exc)}",
+                            retry=False, hint=f"check {keys}")
+    # 4. a model nobody serves
+    if _UNKNOWN_PROVIDER.search(text):
+        return ModelFailure(f"LiteLLM cannot tell which provider serves {summarizer.model!r}", retry=False,
+                            hint="name the model as provider/model, e.g. openai/gpt-4o-mini or "
+                                 "anthropic/claude-3-5-haiku-latest")
+    if isinstance(exc, exceptions.NotFoundError) or status == 404 or (
+            isinstance(exc, exceptions.BadRequestError) and _UNKNOWN_MODEL.search(text)):
+        return ModelFailure(f"unknown model (HTTP {status or 404}): {_provider_text(exc)}", retry=False,
+                            hint="check --model" + (" and --api-base" if summarizer.api_base else ""))
+    # 5. the server is busy or broken: worth another attempt
+    if status == 429 or isinstance(exc, exceptions.RateLimitError):
+        return ModelFailure(f"rate limited (HTTP 429): {_provider_text(exc)}", retry=True,
+                            hint="--retries waits and tries again; --concurrency 1 sends fewer requests at once")
+    if isinstance(status, int) and status >= 500:
+        return ModelFailure(f"server error (HTTP {status}): {_provider_text(exc)}", retry=True,
+                            hint="--retries tries again")
+    if "APIConnectionError" in names:
+        return ModelFailure(f"cannot reach {where}: {_provider_text(exc)}", retry=False,
+                            hint="--api-base sets where requests go" if summarizer.api_base else None)
+    label = type(exc).__name__ + (f" (HTTP {status})" if isinstance(status, int) else "")
+    return ModelFailure(f"{label}: {_provider_text(exc)}", retry=False)

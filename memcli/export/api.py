@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable
 
-from memcli.errors import RecordNotFoundError, UsageError
+from memcli.errors import TurnNotFoundError, UsageError
 from memcli.export.output import atomic_output, check_target, stdout_output
 from memcli.export.provider import PROVIDER_FORMATS, require_renderers, write_provider_messages
 from memcli.export.reader import open_history
@@ -105,11 +105,10 @@ def export(memory_dir: str | os.PathLike, agent_id: str, *, fmt: str = "jsonl",
             write(history, out, flt, with_memory=with_memory, result=result, progress=advance)
             missing = flt.missing_turns()
             if missing:
-                raise RecordNotFoundError(
-                    f"agent {store.agent_id!r} has no turn {', '.join(missing)}",
-                    hint=f"`memcli turns {store.agent_id}` lists its turns"
-                    + ("; nothing was written" if target is not None else ""),
-                )
+                error = TurnNotFoundError(store.agent_id, missing)
+                if target is not None:
+                    error.hint += "; nothing was written"
+                raise error
     if target is not None:
         result.bytes_written = target.stat().st_size
     return result

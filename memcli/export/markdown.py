@@ -443,7 +443,7 @@ class MarkdownWriter:
         lines = []
         for kind, urls in trace.media.items():
             for url in (urls if isinstance(urls, list) else [urls]):
-                lines.append(f"- 📎 {kind}: {inline_code(str(url))}")
+                lines.append(f"- 📎 {kind}: {media_text(kind, str(url), self.agent_id, trace.id)}")
         return "\n".join(lines)
 
     def _render_message(self, trace: RawTrace) -> None:
@@ -617,3 +617,18 @@ def write_markdown(history, out: BinaryIO, flt, *, with_memory: bool, result, pr
             add(_trace(record), tier, len(line))
     writer.finish(filtered=flt.active)
     result.traces = writer.stats.traces
+
+
+def media_text(kind: str, url: str, agent_id: str, trace_id: str) -> str:
+    """A media item as markdown: a URL as code; a ``data:`` URL (a whole image inline, often
+    megabytes on one line) as a short placeholder naming its media type and size, and where
+    the full record is."""
+    from memcli.messages import Media
+
+    media = Media(kind, url)
+    if not media.is_data:
+        return inline_code(url)
+    payload = media.base64_data()
+    size = format_size(len(payload) * 3 // 4 - payload[-2:].count("=")) if payload is not None \
+        else f"{len(url):,} characters"
+    return f"*{media.mime_type} data, {size}, not inlined* (`memcli get {agent_id} {trace_id}` has it)"

@@ -45,7 +45,7 @@ def write_provider_messages(fmt: str, history, out: BinaryIO, flt, *, with_memor
     from itertools import chain
 
     from memcli.export.markdown import _trace, live_memory
-    from memcli.snapshot.assemble import memory_message
+    from memcli.snapshot.assemble import memory_message, sidechain_note
     from memcli.snapshot.build import BuildStats, build_messages
 
     renderers = require_renderers(fmt)
@@ -68,6 +68,8 @@ def write_provider_messages(fmt: str, history, out: BinaryIO, flt, *, with_memor
     for chunk in renderer.iter_chunks("", chain(lead, messages)):
         out.write(chunk)
     result.notes.extend(renderer.notes.lines())
+    if sidechain_note(stats):
+        result.notes.append(sidechain_note(stats))
 
 
 LOOKAHEAD = 10_000

@@ -7,7 +7,7 @@ from typing import IO, Callable
 
 from memcli.errors import InputError, UsageError
 from memcli.importers import resolve
-from memcli.ingest.pipeline import IngestResult, Redactor, ingest_events, ingest_live
+from memcli.ingest.pipeline import IngestResult, Redactor, ingest_events, ingest_live, require_a_valid_event
 from memcli.ingest.source import LiveLines, iter_json_values, open_input, values_from_lines
 from memcli.store.agent import AgentStore
 
@@ -48,6 +48,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
         events = importer.events(values, result)
         ingest_live(store, events, live.set_idle_callback, skip_invalid=skip_invalid,
                     redactor=redactor, source_event=importer.source_event, result=result, divert=divert)
+        require_a_valid_event(result)
         _restore_memory(store, memory, result)
         return result
     f, name = open_input(file, stdin)
@@ -62,6 +63,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
             events = importer.events(values, result)
             ingest_events(store, events, skip_invalid=skip_invalid, redactor=redactor,
                           source_event=importer.source_event, result=result, divert=divert)
+            require_a_valid_event(result)
         except InputError as exc:
             exc.hint = exc.hint or "nothing was written"
             raise

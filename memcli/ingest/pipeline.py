@@ -317,9 +317,22 @@ def ingest_events(store: AgentStore, items: Iterable[EventItem], *, skip_invalid
     return result
 
 
+def require_a_valid_event(result: IngestResult) -> None:
+    """``--skip-invalid`` over an input in which no event is valid is a failure (exit 1), not
+    "ingested 0 events": the input is not what the user thinks it is."""
+    if result.invalid and result.events <= result.invalid:
+        first = result.errors[0] if result.errors else None
+        raise InputError(f"no valid event in the input: {result.invalid} invalid"
+                         + (f" (first: {first})" if first else "") + "; nothing was written",
+                         hint="check the input's format (--from NAME names it)")
+
+
 def _rejection(first: InputError, result: IngestResult) -> InputError:
     others = result.invalid - 1
-    if others > 0:
+    if result.events <= result.invalid:  # no event is valid: --skip-invalid would ingest nothing
+        first.hint = ((f"{others} more invalid event{'s' if others != 1 else ''}; " if others > 0 else "")
+                      + "nothing was written; no event of the input is valid")
+    elif others > 0:
         shown = "; ".join(str(e) for e in result.errors[1:4])
         first.hint = (f"{others} more invalid event{'s' if others != 1 else ''} ({shown}{'; ...' if others > 3 else ''}); "
                       "nothing was written; --skip-invalid ingests the valid ones")

@@ -7,8 +7,8 @@ it is missing or out of step) and file sizes; nothing is scanned when the cache 
 * ``turns`` — the agent's turn counter: the highest ``turn_NNNN`` it has used, archive included
 * ``episodic`` / ``semantic`` — lines in those files (superseded items included)
 * ``bytes`` — the four data files together
-* ``last_activity`` — the newest ``ts`` among the active traces, else the last record of the
-  archive or the memory files
+* ``last_activity`` — :func:`last_activity`, the one definition ``stats`` shows too: the newest
+  ``ts`` among the active traces and the last records of the archive and the memory files
 * ``problem`` — set (and the other counts None) when the agent cannot be read, e.g. a corrupt
   line: the listing goes on with the other agents.
 """
@@ -60,18 +60,26 @@ def last_ts(path: Path) -> float | None:
     return None
 
 
+def last_activity(store: AgentStore, state=None) -> float | None:
+    """When the agent last changed, as ``agents`` and ``stats`` both show it: the newest ``ts``
+    among its active traces (kept by the state cache), the last archived trace, and the last
+    episodic and semantic items (so a compaction counts); each file is read from its end."""
+    paths = store.paths
+    state = state if state is not None else store.read_state()
+    known = [t for t in [state.last_ts] + [last_ts(p) for p in (paths.archive, paths.episodic, paths.semantic)]
+             if t is not None]
+    return max(known) if known else None
+
+
 def summarize_agent(store: AgentStore) -> AgentSummary:
     paths = store.paths
     size = sum(jsonl.file_size(p) for p in (paths.active, paths.archive, paths.episodic, paths.semantic))
     try:
         state = store.read_state()
-        newest = [state.last_ts] + [last_ts(p) for p in (paths.archive, paths.episodic, paths.semantic)]
-        known = [t for t in newest if t is not None]
         return AgentSummary(
             agent=store.agent_id, active=state.active_count, archive=state.archive_count,
             turns=state.turn_counter, episodic=count_lines(paths.episodic), semantic=count_lines(paths.semantic),
-            bytes=size, last_activity=(state.last_ts if state.last_ts is not None else (max(known) if known else None)),
-            problem=None,
+            bytes=size, last_activity=last_activity(store, state), problem=None,
         )
     except MemcliError as exc:
         return AgentSummary(store.agent_id, None, None, None, None, None, size, None, exc.message)

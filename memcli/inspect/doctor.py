@@ -6,8 +6,6 @@ reader that goes on past a bad line. Every finding has a severity:
 
 ``error`` — the store breaks an invariant readers or writers rely on (docs/design.md §1–§3):
 
-* ``interrupted-ingest`` — ``.ingest.pending`` exists: an ingest did not finish (or is running
-  right now). Repair: roll it back (its events were never acknowledged).
 * ``unfinished-compaction`` — ``.compaction.journal`` exists. Repair: finish or undo it with
   :func:`memcli.store.journal.recover`, as the next write would.
 * ``torn-tail`` — the last line has no newline (a crash mid-append, or a write in progress).
@@ -37,6 +35,11 @@ reader that goes on past a bad line. Every finding has a severity:
 
 * ``memory-file-over-limit`` — a working-memory file over 100 KB, or more than 2,000 files
   (written by something other than the memory tool, which refuses both).
+* ``interrupted-ingest`` — ``.ingest.pending`` exists: an ingest did not finish (or is running
+  right now). Not an integrity problem: the next command that opens the agent rolls it back
+  (its events were never acknowledged; an interrupted *first* import leaves no agent), and
+  ``--repair`` rolls it back now. Reported as what it is, so that it does not look like an
+  error that the next command makes disappear.
 
 * ``orphan-result`` — a tool result whose call is nowhere in the history (archive and active,
   paired first-in-first-out per ``tool_call_id``).
@@ -168,11 +171,14 @@ class _Checker:
                 size = int(orjson.loads(marker.read_bytes())["active_size"])
                 extra = jsonl.file_size(self.paths.active) - size
                 if extra > 0:
-                    detail = f": {extra:,} bytes after byte {size:,} of {self.paths.active.name} were never acknowledged"
+                    detail = f"{extra:,} bytes after byte {size:,} of {self.paths.active.name} were never acknowledged"
+                if self.paths.first_import_pending():
+                    detail += ("; " if detail else "") + "the agent's first import: no agent remains"
             except (OSError, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
-                detail = " (its marker is unreadable and will be discarded)"
-            self.add(ERROR, "interrupted-ingest", marker, None,
-                     f"an ingest did not finish (or is running right now){detail}", fixable=True,
+                detail = "its marker is unreadable and will be discarded"
+            self.add(WARNING, "interrupted-ingest", marker, None,
+                     "interrupted ingest: will be rolled back; --repair rolls it back now"
+                     + (f" ({detail})" if detail else ""), fixable=True,
                      action="roll the unfinished ingest back (its events were never acknowledged)")
         journal = self.paths.compaction_journal
         if journal.exists():
@@ -454,9 +460,19 @@ _FILE_RANK = {".ingest.pending": 0, ".compaction.journal": 1, "raw_traces.jsonl"
               "raw_traces_archive.jsonl": 3, "episodic.jsonl": 4, "semantic.jsonl": 5, "memory_files.jsonl": 6}
 
 
+def require_checkable(store: AgentStore) -> AgentStore:
+    """The agent, or AgentNotFoundError: an agent's directory holding only an interrupted first
+    import is not an agent (``agents`` does not list it) but is something to check and repair."""
+    if not store.exists() and not store.paths.ingest_marker.exists():
+        store.require()
+    return store
+
+
 def check(store: AgentStore) -> list[Finding]:
-    """Every finding, ordered by file and line. Reads only; recovers nothing."""
-    store.require()
+    """Every finding, ordered by file and line. Reads only; recovers nothing. After ``--repair``
+    rolled back an agent's interrupted first import there is nothing left: no findings."""
+    if not store.paths.dir.is_dir():
+        store.require()
     checker = _Checker(store)
     checker.check_markers()
     checker.check_traces()
@@ -477,7 +493,7 @@ def repair(store: AgentStore) -> DoctorReport:
     the writes are :func:`memcli.store.repair.repair_files`)."""
     from memcli.store.repair import repair_files
 
-    store.require()
+    require_checkable(store)
     before, after, actions = repair_files(store, check)
     # fixed findings as they were found; the others as they are now (their lines may have moved)
     now = {f.key: f for f in after}
@@ -495,4 +511,4 @@ def repair(store: AgentStore) -> DoctorReport:
 
 def diagnose(store: AgentStore) -> DoctorReport:
     """The check alone: what is wrong, and what ``--repair`` would do."""
-    return DoctorReport(store.agent_id, check(store), False, [])
+    return DoctorReport(store.agent_id, check(require_checkable(store)), False, [])

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
+from memcli.inspect.agents import last_activity
 from memcli.models import PINNED_TAGS, TRACE_TYPES, RawTrace, ToolStatus
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
@@ -180,10 +181,8 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
     per_type = {tier: dict.fromkeys(TRACE_TYPES, 0) for tier in ("active", "archive")}
     totals = {"active": 0, "archive": 0}
     turn_sets = {"active": TurnSet(), "archive": TurnSet(), "all": TurnSet()}
-    newest: float | None = None
 
     def traces() -> Iterator[RawTrace]:
-        nonlocal newest
         for stored in store.iter_traces(archive=True):
             trace, tier = stored.trace, stored.tier
             totals[tier] += 1
@@ -192,8 +191,6 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
             if not (trace.tags and not PINNED_TAGS.isdisjoint(trace.tags)):  # kept instructions are no turn
                 turn_sets[tier].add(trace.turn_id)
                 turn_sets["all"].add(trace.turn_id)
-            if isinstance(trace.ts, (int, float)) and (newest is None or trace.ts > newest):
-                newest = trace.ts
             yield trace
 
     status_counts = dict.fromkeys(ToolStatus, 0)
@@ -216,8 +213,6 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
         budget = dataclasses.asdict(status)
         budget["explanation"] = status.explain()
     compaction = _last_compaction(store)
-    if compaction is not None and compaction.ts is not None and (newest is None or compaction.ts > newest):
-        newest = compaction.ts
     calls = per_type["active"]["tool_call"] + per_type["archive"]["tool_call"]
     results = per_type["active"]["tool_result"] + per_type["archive"]["tool_result"]
     return AgentStats(
@@ -230,7 +225,7 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
                               status_counts[ToolStatus.PENDING], status_counts[ToolStatus.ORPHAN]),
         memory=memory,
         tokens=TokenStats(tokens, counter.describe(), counter.exact, latest_prompt_tokens(store)),
-        last_activity=newest,
+        last_activity=last_activity(store),
         last_compaction=compaction,
         budget=budget,
     )

@@ -48,6 +48,10 @@ def select_tool_interactions(store: AgentStore, *, statuses: frozenset = frozens
         raise UsageError("--type does not apply to tool interactions")
     if last is not None and last < 1:
         raise UsageError("--last must be 1 or more")
+    if turn is not None:  # a turn the agent does not have is "not found", not an empty list
+        from memcli.inspect.turns import require_turn
+
+        turn = require_turn(store, turn, archive=archive)[0]
     if statuses == {ToolStatus.PENDING} and not archive and last is None:
         pairs = _pending_pairs(store)
     elif last is not None:

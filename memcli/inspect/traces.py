@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from memcli.errors import RecordNotFoundError, UsageError
+from memcli.errors import UsageError
 from memcli.filters import TraceFilter
-from memcli.inspect.turns import find_turn, recent_turn_traces
+from memcli.inspect.turns import recent_turn_traces, require_turn
 from memcli.models import RawTrace
 from memcli.store.agent import AgentStore
 
@@ -27,11 +27,8 @@ def select_traces(store: AgentStore, *, flt: TraceFilter | None = None, turn: st
     if last is not None and last < 1:
         raise UsageError("--last must be 1 or more")
     if turn is not None:
-        found = find_turn(store, turn, archive=archive)
-        if found is None:
-            where = "active or archived traces" if archive else "active traces (add --archive to look in the archive too)"
-            raise RecordNotFoundError(f"no turn {turn!r} in agent {store.agent_id!r}: looked in its {where}")
-        source: Iterator[RawTrace] = iter(found[1])
+        _, _, found = require_turn(store, turn, archive=archive)
+        source: Iterator[RawTrace] = iter(found)
     elif last is not None:
         source = (t for _, _, traces in recent_turn_traces(store, last, archive=archive) for t in traces)
     else:

@@ -123,6 +123,19 @@ def recent_turns(store: AgentStore, n: int, *, archive: bool = False) -> list[Tu
             if not instructions_only(traces)]
 
 
+def require_turn(store: AgentStore, turn: str, *, archive: bool = False) -> tuple[str, str, list[RawTrace]]:
+    """(turn id, tier, traces) of the turn ``--turn`` names (``7`` or ``turn_0007``); raises
+    TurnNotFoundError, the message every command gives, when the agent does not have it."""
+    from memcli.errors import TurnNotFoundError
+    from memcli.ids import turn_id
+
+    wanted = turn_id(turn)
+    found = find_turn(store, wanted, archive=archive)
+    if found is None:
+        raise TurnNotFoundError(store.agent_id, [wanted], archive_searched=archive)
+    return wanted, found[0], found[1]
+
+
 def find_turn(store: AgentStore, turn_id: str, *, archive: bool = False) -> tuple[str, list[RawTrace]] | None:
     """(tier, traces) of one turn, or None. Active turns are read from the end of the file (a
     recent turn is found at once); the archive is scanned only with ``archive``."""

@@ -32,8 +32,21 @@ _MODULES = {"openai-chat": "openai_chat", "openai-responses": "openai_responses"
             "gemini": "gemini", "text": "text"}
 
 
+# other spellings of a provider: ``export --format openai`` names the same payload, so
+# ``snapshot -p openai`` does too
+ALIASES = {"openai": "openai-chat"}
+
+
+def provider_name(name: str) -> str:
+    """The renderer ``name`` means (an alias resolved); UsageError naming the choices otherwise."""
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in _MODULES:
+        raise UsageError(f"unknown provider {name!r} (expected one of {', '.join(RENDERERS)}; "
+                         "openai means openai-chat)")
+    return key
+
+
 def get_renderer(name: str, model: str | None = None):
-    module = _MODULES.get(name)
-    if module is None:
-        raise UsageError(f"unknown provider {name!r} (expected one of {', '.join(RENDERERS)})")
+    module = _MODULES[provider_name(name)]
     return importlib.import_module(f"memcli.renderers.{module}").RENDERER(model)

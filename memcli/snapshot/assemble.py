@@ -242,9 +242,16 @@ def _stats_notes(stats: BuildStats) -> list[str]:
         notes.append(f"left out {stats.reasoning_omitted} reasoning trace{'s' if stats.reasoning_omitted != 1 else ''}: "
                      "providers accept only their own signed reasoning (--provider text shows it)")
     if stats.sidechain_omitted:
-        notes.append(f"left out {stats.sidechain_omitted} sidechain trace{'s' if stats.sidechain_omitted != 1 else ''} "
-                     "(a subagent's own conversation, which the main agent did not see)")
+        notes.append(sidechain_note(stats))
     return notes
+
+
+def sidechain_note(stats: BuildStats) -> str | None:
+    """What ``snapshot`` and ``export --format openai|anthropic`` say when they leave subagents out."""
+    n = stats.sidechain_omitted
+    if not n:
+        return None
+    return f"left out {n} sidechain trace{'s' if n != 1 else ''} (a subagent's own conversation, which the main agent did not see)"
 
 
 # --------------------------------------------------------------------------- the one token count

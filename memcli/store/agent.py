@@ -5,7 +5,9 @@ anything else, brings the agent to a consistent state:
 
 1. an interrupted ingest (``.ingest.pending`` exists) is rolled back: the active file and the id
    index are cut back to their sizes before that ingest and the previous state is restored — an
-   ingest that did not finish is not acknowledged, so none of it stays;
+   ingest that did not finish is not acknowledged, so none of it stays (when it was the agent's
+   first, the active file goes too: no empty agent is left behind, and until then
+   :meth:`AgentPaths.exists` does not count it as an agent);
 2. an interrupted compaction (``.compaction.journal`` exists) is finished or undone by
    :func:`memcli.store.journal.recover`;
 3. torn last lines of the data files are repaired (:func:`memcli.store.jsonl.repair_tail`);
@@ -104,6 +106,13 @@ class AgentStore:
                 f"(looked for {self.paths.dir}); `memcli agents` lists the agents there"
             )
         return self
+
+    def counting_cache(self):
+        """A context in which token counts come from, and go to, this agent's rebuildable count
+        cache (:mod:`memcli.store.token_counts`): ``with store.counting_cache(): ...``."""
+        from memcli.store.token_counts import counting_cache
+
+        return counting_cache(self.paths.token_counts)
 
     # ------------------------------------------------------------------ writing
     @contextmanager
@@ -454,6 +463,7 @@ class WriteSession:
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             os.unlink(marker_path)  # written atomically, so this is not ours: nothing to undo
             return
+        first_import = self.paths.first_import_pending()
         if jsonl.file_size(self.paths.active) > size:
             fd = os.open(self.paths.active, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
             try:
@@ -466,8 +476,14 @@ class WriteSession:
         ids.truncate_to_count()
         jsonl.atomic_write_bytes(self.paths.state, orjson.dumps(previous), fsync=False)
         crash_point("ingest-recovery:state")
+        if first_import:  # the agent's first import: nothing of the agent was ever acknowledged
+            try:
+                os.unlink(self.paths.active)
+            except FileNotFoundError:
+                pass
         os.unlink(marker_path)  # every step above is idempotent: a crash before this repeats them
-        self.recovered.append(f"rolled back an interrupted ingest of agent {self.paths.agent_id!r}")
+        self.recovered.append(f"rolled back an interrupted ingest of agent {self.paths.agent_id!r}"
+                              + (" (its first: the agent has no data)" if first_import else ""))
 
     # ---------------------------------------------------------------- memory items
     def append_memory(self, kind: str, records: list[dict]) -> int:

@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memcli.errors import StoreError
+from memcli.ids import format_turn
 from memcli.sizes import format_size
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.layout import DATA_FILES, DIR_MODE, EPISODIC, SEMANTIC, AgentPaths
 from memcli.store.layout import MEMORY_FILES as WORKING_MEMORY
 from memcli.store.lock import agent_lock
-from memcli.store.state import format_turn
 
 MEMORY_FILES = (EPISODIC, SEMANTIC, WORKING_MEMORY)
 TRASH_MARK = ".clearing."

@@ -13,6 +13,7 @@
         .ids                           cache: 16-byte digests of every trace id (active+archive)
         .ingest.pending                in-flight ingest marker (crash rollback)
         .compaction.journal            in-flight compaction (crash recovery)
+        .token-counts                  cache: token counts of texts counted before (store/token_counts.py)
 
 The agent's lock lives outside its directory so that ``clear`` can remove the whole directory
 while holding the lock, and the lock file itself is never deleted (a deleted lock file lets a
@@ -43,6 +44,7 @@ STATE = ".state.json"
 IDS = ".ids"
 INGEST_MARKER = ".ingest.pending"
 COMPACTION_JOURNAL = ".compaction.journal"
+TOKEN_COUNTS = ".token-counts"
 DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES)
 
 DIR_MODE = 0o700
@@ -165,10 +167,41 @@ class AgentPaths:
     def compaction_journal(self) -> Path:
         return self.dir / COMPACTION_JOURNAL
 
+    @property
+    def token_counts(self) -> Path:
+        return self.dir / TOKEN_COUNTS
+
     def exists(self) -> bool:
-        """An agent exists when its directory holds at least one data file."""
+        """An agent exists when its directory holds at least one data file — not when all it
+        holds is an interrupted first import, which the next write rolls back to nothing."""
         _check_not_symlink(self.dir)
-        return any((self.dir / name).exists() for name in DATA_FILES)
+        present = [name for name in DATA_FILES if (self.dir / name).exists()]
+        if present == [ACTIVE] and self.first_import_pending():
+            return False
+        return bool(present)
+
+    def first_import_pending(self) -> bool:
+        """Whether an unfinished ingest (``.ingest.pending``) is all the active file holds: it
+        started from an empty active file and no other data file has anything."""
+        try:
+            marker = self.ingest_marker.read_bytes()
+        except OSError:
+            return False
+        import orjson
+
+        try:
+            before = orjson.loads(marker)["active_size"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return False
+        if before != 0:
+            return False
+        for name in DATA_FILES[1:]:
+            try:
+                if (self.dir / name).stat().st_size:
+                    return False
+            except FileNotFoundError:
+                continue
+        return True
 
     def ensure(self) -> None:
         ensure_dir(self.dir)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from memcli.ids import format_turn
 from memcli.models import NON_OPENING_TAGS
 from memcli.pairing import pop_open_call
 
@@ -48,10 +49,6 @@ def turn_number(turn_id: str) -> int | None:
     n = int(m.group(1)) if m else None
     _last_turn = (turn_id, n)
     return n
-
-
-def format_turn(n: int) -> str:
-    return f"turn_{n:04d}"
 
 
 def is_context_event(record: dict) -> bool:

@@ -1,0 +1,114 @@
+"""The per-agent token count cache: ``agents/<id>/.token-counts``.
+
+A derived, rebuildable cache (never the source of truth): token counts of texts the agent's
+commands counted before, keyed by :func:`memcli.tokens.text_key` (64 bits of BLAKE2b over the
+encoding name and the text). With it, ``snapshot`` and ``stats`` on an agent whose texts were
+all counted before never load a tiktoken encoding (0.2–0.5 s of start-up). A count read from
+here is the number tiktoken gave for the same text, so totals are exactly what they are without
+the cache.
+
+Format (native byte order, checked)::
+
+    b"memcli-token-counts 1 " + b"le\n" | b"be\n"     header
+    uint32 n                                          entries
+    n × uint64 key, then n × uint32 count             two packed arrays
+
+A file of any other shape (torn, foreign, other byte order) is ignored and rewritten on the next
+save. Saving writes a temp file in the agent directory (0600) and renames it over the cache, so
+a reader sees the old or the new file, whole; concurrent savers each write a whole file and the
+last rename wins — both are correct, since a count depends on the text alone. Nothing is
+written when the agent directory does not exist or cannot be written. At most
+:data:`MAX_ENTRIES` counts are kept: the ones used or added last.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from array import array
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from memcli.store.layout import FILE_MODE
+
+MAGIC = b"memcli-token-counts 1 " + (b"le\n" if sys.byteorder == "little" else b"be\n")
+MAX_ENTRIES = 100_000
+
+
+class TokenCountCache:
+    """The counts of one agent's cache file; a :class:`memcli.tokens.CountMemo`."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.counts: dict[int, int] = {}
+        self.used: set[int] = set()
+        self.added = 0
+        self.valid = self._load()
+
+    def _load(self) -> bool:
+        try:
+            data = self.path.read_bytes()
+        except OSError:
+            return False
+        head = len(MAGIC) + 4
+        if not data.startswith(MAGIC) or len(data) < head:
+            return False
+        n = int.from_bytes(data[len(MAGIC):head], sys.byteorder)
+        if len(data) != head + 12 * n:
+            return False
+        keys, counts = array("Q"), array("I")
+        keys.frombytes(data[head:head + 8 * n])
+        counts.frombytes(data[head + 8 * n:])
+        self.counts = dict(zip(keys, counts, strict=True))
+        return True
+
+    def lookup(self, key: int) -> int | None:
+        found = self.counts.get(key)
+        if found is not None:
+            self.used.add(key)
+        return found
+
+    def record(self, key: int, tokens: int) -> None:
+        if key not in self.counts:
+            self.added += 1
+        self.counts[key] = min(tokens, 0xFFFFFFFF)
+        self.used.add(key)
+
+    def save(self) -> bool:
+        """Write the cache if it learned something; False when it could not (nothing changes then)."""
+        if not self.added:
+            return False
+        items = self.counts
+        if len(items) > MAX_ENTRIES:  # the counts this command used or added stay; the oldest others go
+            order = [k for k in items if k not in self.used] + [k for k in items if k in self.used]
+            items = {k: items[k] for k in order[-MAX_ENTRIES:]}
+        body = MAGIC + len(items).to_bytes(4, sys.byteorder) + array("Q", items.keys()).tobytes() \
+            + array("I", items.values()).tobytes()
+        directory = self.path.parent
+        temp = directory / f"{self.path.name}.{os.getpid()}.tmp"
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        except OSError:  # no agent directory (cleared meanwhile), read-only store: stay without cache
+            return False
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(body)
+            os.replace(temp, self.path)
+        except OSError:
+            temp.unlink(missing_ok=True)
+            return False
+        self.added = 0
+        return True
+
+
+@contextmanager
+def counting_cache(path: Path) -> Iterator[TokenCountCache]:
+    """Token counting inside the block answers from, and adds to, the cache at ``path``; the
+    cache is saved when the block ends without an error."""
+    from memcli.tokens import counting_memo
+
+    cache = TokenCountCache(path)
+    with counting_memo(cache):
+        yield cache
+    cache.save()

@@ -1,0 +1,166 @@
+"""Model errors that no retry can cure fail at once and say what to set (issue 17).
+
+A missing or refused key, a model nobody serves and a refused connection are reported after one
+attempt, naming ``OPENAI_API_KEY``/``--api-base``/``--model``; only timeouts, HTTP 429 and 5xx
+are retried, and hints appear only where they apply. Provider text is quoted by whole words.
+Against a local 127.0.0.1 server (tests/compact_fixtures.py) or a closed port: never the network.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+
+import pytest
+
+from memcli.compaction.llm import clip_words
+from tests.compact_fixtures import FakeModelServer, conversation, error_body, good_answer
+from tests.helpers import agent_dir, tree_digest
+
+MODEL = "openai/test-model"
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
+
+
+@pytest.fixture(autouse=True)
+def attempts(monkeypatch) -> list:
+    """Every request the summarizer attempts (also those that never reach a server)."""
+    from memcli.compaction.llm import LiteLLMSummarizer
+
+    calls: list = []
+    real = LiteLLMSummarizer._call
+
+    def counted(self, *args, **kwargs):
+        calls.append(self.model)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(LiteLLMSummarizer, "_call", counted)
+    return calls
+
+
+@pytest.fixture
+def server():
+    servers = []
+
+    def make(responder):
+        s = FakeModelServer(responder)
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+@pytest.fixture
+def agent(cli, memory_dir):
+    assert cli("ingest", "a", input=conversation(8)).exit_code == 0
+    def data():  # every file but the circuit breaker's count of failures
+        digest = tree_digest(agent_dir(memory_dir, "a"))
+        digest.pop(".compaction.json", None)
+        return digest
+
+    return data
+
+
+def _compact(cli, *args):
+    return cli("compact", "a", *args)
+
+
+def _error(result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.startswith(("memcli: error:", "  hint:"))]
+    return "\n".join(lines)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_no_key_fails_at_once_and_names_the_variable(cli, agent, attempts, server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    srv = server(lambda body, i: (200, good_answer(), 0))
+    before = agent()
+    result = _compact(cli, "--model", MODEL, "--api-base", srv.api_base)
+    assert result.exit_code == 1 and len(attempts) == 1
+    assert srv.requests == []
+    assert _error(result) == (
+        "memcli: error: openai/test-model: no API key: set OPENAI_API_KEY; nothing was written\n"
+        "  hint: export OPENAI_API_KEY=... before `memcli compact`, or leave out --model for the offline summarizer")
+    assert agent() == before
+
+
+def test_no_key_without_a_server_names_the_provider_variable(cli, agent, attempts, monkeypatch):
+    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    result = _compact(cli, "--model", "anthropic/claude-3-5-haiku-latest")
+    assert result.exit_code == 1 and len(attempts) == 1
+    assert "no API key: set ANTHROPIC_API_KEY" in result.stderr
+    assert "--retries" not in result.stderr and "HTTP 500" not in result.stderr
+
+
+def test_refused_connection_fails_at_once_and_names_api_base(cli, agent, attempts):
+    base = f"http://127.0.0.1:{_closed_port()}/v1"
+    result = _compact(cli, "--model", MODEL, "--api-base", base)
+    assert result.exit_code == 1 and len(attempts) == 1
+    assert _error(result) == (
+        f"memcli: error: openai/test-model: cannot connect to {base} (connection refused); nothing was written\n"
+        f"  hint: is the server at {base} running? --api-base sets where requests go")
+
+
+def test_rejected_key_fails_at_once(cli, agent, attempts, server):
+    body = {"error": {"message": "Incorrect API key provided: sk-test-dummy. You can find your API key at "
+                                 "https://platform.openai.com/account/api-keys.",
+                      "type": "invalid_request_error", "code": "invalid_api_key"}}
+    srv = server(lambda b, i: (401, body, 0))
+    result = _compact(cli, "--model", MODEL, "--api-base", srv.api_base)
+    assert result.exit_code == 1 and len(srv.requests) == 1 and len(attempts) == 1
+    error = _error(result)
+    assert "the provider refused the API key (HTTP 401): Incorrect API key provided: sk-test-dummy." in error
+    assert "hint: check OPENAI_API_KEY" in error and "--retries" not in error
+
+
+def test_unknown_model_fails_at_once(cli, agent, attempts, server):
+    body = {"error": {"message": "The model `test-model` does not exist or you do not have access to it.",
+                      "type": "invalid_request_error", "code": "model_not_found"}}
+    srv = server(lambda b, i: (404, body, 0))
+    result = _compact(cli, "--model", MODEL, "--api-base", srv.api_base)
+    assert result.exit_code == 1 and len(srv.requests) == 1 and len(attempts) == 1
+    error = _error(result)
+    assert "unknown model (HTTP 404): The model `test-model` does not exist" in error
+    assert "hint: check --model and --api-base" in error
+
+
+def test_model_with_no_provider_fails_at_once(cli, agent, attempts):
+    result = _compact(cli, "--model", "nosuchprovider/foo")
+    assert result.exit_code == 1 and len(attempts) == 1
+    assert "LiteLLM cannot tell which provider serves 'nosuchprovider/foo'" in result.stderr
+    assert "provider/model, e.g. openai/gpt-4o-mini" in result.stderr
+
+
+def test_server_errors_are_retried_with_the_hint_that_applies(cli, agent, attempts, server, monkeypatch):
+    srv = server(lambda b, i: (503, error_body(503, "overloaded, try later"), 0))
+    result = _compact(cli, "--model", MODEL, "--api-base", srv.api_base, "--retries", "2")
+    assert result.exit_code == 1 and len(srv.requests) == 3 == len(attempts)
+    error = _error(result)
+    assert "attempt 3: server error (HTTP 503): overloaded, try later" in error
+    assert "hint: --retries tries again; the offline summarizer" in error
+    assert "--timeout" not in error
+
+
+def test_provider_text_is_cut_between_words(cli, agent, server):
+    words = " ".join(f"word{i}" for i in range(200))
+    srv = server(lambda b, i: (401, {"error": {"message": words, "type": "invalid_request_error"}}, 0))
+    result = _compact(cli, "--model", MODEL, "--api-base", srv.api_base)
+    shown = re.search(r"\(HTTP 401\): (.*); nothing was written", result.stderr).group(1)
+    assert shown.endswith(" …") and words.startswith(shown[:-2]) and words[len(shown) - 2] == " "
+
+
+def test_clip_words():
+    assert clip_words("short text", 50) == "short text"
+    assert clip_words("alpha beta gamma delta", 12) == "alpha beta …"

@@ -1,0 +1,174 @@
+"""Fast ``snapshot``/``stats`` (issue 17): the tokenizer's start-up is not paid on every call.
+
+Counts of texts counted before come from the agent's rebuildable cache
+(``agents/<id>/.token-counts``, memcli/store/token_counts.py); totals are exactly those of
+tiktoken without the cache; a damaged cache is ignored and rewritten; ``clear`` removes it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+import memcli.tokens as tokens
+from memcli.store.token_counts import MAGIC, TokenCountCache
+from tests.helpers import REPO, proc_env
+
+CACHE = ".token-counts"
+
+
+@pytest.fixture
+def sample(memory_dir):
+    shutil.copytree(REPO / "sample_memory", memory_dir)
+    return memory_dir
+
+
+def _stats_tokens(cli, *args) -> int:
+    result = cli("stats", "coder", "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return orjson.loads(result.stdout)["tokens"]["estimate"]
+
+
+def _uncached_stats_tokens(memory_dir, model=None) -> int:
+    from memcli.inspect.stats import compute_stats
+    from memcli.store.agent import AgentStore
+
+    return compute_stats(AgentStore(memory_dir, "coder"), model=model).tokens.estimate
+
+
+def _snapshot(cli, *args):
+    result = cli("snapshot", "coder", *args)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout, result.stderr
+
+
+@pytest.fixture
+def no_tokenizer(monkeypatch):
+    """Fail if anything loads a tiktoken encoding."""
+    def refuse(name):
+        raise AssertionError(f"the {name} encoding was loaded")
+
+    def install():
+        monkeypatch.setattr(tokens, "_encoding", refuse)
+
+    return install
+
+
+def test_counts_are_the_same_cold_warm_and_without_cache(cli, sample, no_tokenizer):
+    expected = _uncached_stats_tokens(sample)
+    expected_4o = _uncached_stats_tokens(sample, "gpt-4o")
+    assert not (sample / "agents" / "coder" / CACHE).exists()
+    cold = _stats_tokens(cli)
+    payload, note = _snapshot(cli)
+    assert (sample / "agents" / "coder" / CACHE).is_file()
+    assert _stats_tokens(cli, "--model", "gpt-4o") == expected_4o
+    no_tokenizer()
+    assert cold == _stats_tokens(cli) == expected
+    assert _stats_tokens(cli, "--model", "gpt-4o") == expected_4o
+    assert _snapshot(cli) == (payload, note)  # the same payload, the same token figure and method
+    assert "(tiktoken o200k_base)" in note
+
+
+def test_a_damaged_cache_is_ignored_and_rewritten(cli, sample):
+    expected = _uncached_stats_tokens(sample)
+    path = sample / "agents" / "coder" / CACHE
+    _stats_tokens(cli)
+    good = path.read_bytes()
+    for damaged in (b"", b"garbage\n", good[:-5], MAGIC + b"\xff\xff\xff\xff", good[:len(MAGIC) + 4] + good[-7:]):
+        path.write_bytes(damaged)
+        assert _stats_tokens(cli) == expected
+        assert TokenCountCache(path).valid
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_wrong_count_in_the_cache_is_what_a_cache_gives(cli, sample):
+    """The cache is what answers: proof the warm path does not count again (and that the key is
+    the text, so a cache rebuilt from the files gives the same numbers)."""
+    path = sample / "agents" / "coder" / CACHE
+    before = _stats_tokens(cli)
+    cache = TokenCountCache(path)
+    cache.counts = {key: n + 1 for key, n in cache.counts.items()}
+    cache.added = 1
+    assert cache.save()
+    assert _stats_tokens(cli) > before
+    path.unlink()
+    assert _stats_tokens(cli) == before
+
+
+def test_warm_commands_do_not_import_tiktoken(sample):
+    env = proc_env({"MEMCLI_DIR": str(sample)})
+    for args in (["stats", "coder"], ["snapshot", "coder"]):
+        subprocess.run([sys.executable, "-m", "memcli", *args], env=env, capture_output=True, check=True)
+        warm = subprocess.run([sys.executable, "-X", "importtime", "-m", "memcli", *args], env=env,
+                              capture_output=True, text=True, check=True)
+        imported = [line.split("|")[-1].strip() for line in warm.stderr.splitlines() if line.startswith("import time")]
+        assert "memcli.cli.app" in imported and "tiktoken" not in imported, args
+
+
+def test_clear_removes_the_cache(cli, sample):
+    _stats_tokens(cli)
+    assert cli("clear", "coder", "--keep-memory", "--yes").exit_code == 0
+    assert not (sample / "agents" / "coder" / CACHE).exists()
+
+
+def test_an_unwritable_place_leaves_no_file_and_no_error(cli, sample, tmp_path, monkeypatch):
+    cache = TokenCountCache(tmp_path / "gone" / CACHE)   # e.g. the agent was cleared meanwhile
+    cache.record(1, 1)
+    assert cache.save() is False and not (tmp_path / "gone").exists()
+    real_replace = os.replace
+
+    def refuse(src, dst):
+        raise PermissionError(13, "read-only", str(dst))
+
+    monkeypatch.setattr(os, "replace", refuse)
+    assert _stats_tokens(cli) == _uncached_stats_tokens(sample)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert sorted(p.name for p in (sample / "agents" / "coder").iterdir() if p.name.startswith(CACHE)) == []
+
+
+def test_cache_round_trip_and_limit(tmp_path, monkeypatch):
+    import memcli.store.token_counts as module
+
+    path = tmp_path / CACHE
+    cache = TokenCountCache(path)
+    assert not cache.valid and cache.lookup(1) is None and not cache.save()  # nothing learned: no file
+    assert not path.exists()
+    cache.record(1, 10)
+    cache.record(2**64 - 1, 7)
+    assert cache.save()
+    again = TokenCountCache(path)
+    assert again.valid and again.counts == {1: 10, 2**64 - 1: 7}
+    monkeypatch.setattr(module, "MAX_ENTRIES", 3)
+    again.lookup(1)          # used by this command: kept
+    for key in (10, 11):
+        again.record(key, key)
+    assert again.save()
+    assert TokenCountCache(path).counts == {1: 10, 10: 10, 11: 11}  # 2**64-1, unused, went
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_counter_uses_the_memo_and_loads_the_encoding_only_on_a_miss():
+    class Memo(dict):
+        def lookup(self, key):
+            return self.get(key)
+
+        def record(self, key, n):
+            self[key] = n
+
+    memo = Memo()
+    counter = tokens.TokenCounter(memo=memo)
+    n = counter.count("hello world, counted once")
+    assert memo == {tokens.text_key("cl100k_base", "hello world, counted once"): n}
+    warm = tokens.TokenCounter(memo=memo)
+    assert warm.count("hello world, counted once") == n and warm.remembered == 1
+    assert warm._loaded is tokens._UNLOADED and warm.exact  # answered without loading tiktoken
+    with tokens.counting_memo(memo):
+        assert tokens.TokenCounter().memo is memo
+    assert tokens.TokenCounter().memo is None
+    assert tokens.text_key("cl100k_base", "x") != tokens.text_key("o200k_base", "x")
