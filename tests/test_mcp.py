@@ -56,7 +56,9 @@ def test_the_tools_and_their_schemas(memory_dir, fx):
         return (await session.list_tools()).tools
 
     tools = {t.name: t for t in run_session(memory_dir, None, body)}
-    assert sorted(tools) == ["memory_forget", "memory_get", "memory_recent", "memory_remember", "memory_search"]
+    assert sorted(tools) == ["memory", "memory_forget", "memory_get", "memory_recent", "memory_remember",
+                             "memory_search"]
+    assert tools["memory"].inputSchema["required"] == ["agent", "command"]
     assert tools["memory_search"].inputSchema["required"] == ["agent", "query"]
     assert tools["memory_get"].inputSchema["required"] == ["agent", "id"]
     for tool in tools.values():
@@ -112,6 +114,26 @@ def test_remember_and_forget_write_through_the_store(memory_dir, fx):
     facts = read_jsonl(fx / "semantic.jsonl")
     assert payload(remembered)["id"] == facts[3]["id"] and facts[3]["tags"] == ["pinned", "process"]
     assert payload(forgotten)["tombstone_id"] == facts[4]["id"] and facts[4]["supersedes"][0] == "sem_2"
+
+
+def test_the_memory_tool_answers_as_the_cli_and_refuses_as_the_sdk(memory_dir, fx, cli):
+    async def body(session):
+        return [await session.call_tool("memory", args) for args in [
+            {"command": "create", "path": "/memories/plan.md", "file_text": "1. read\n2. fix\n"},
+            {"command": "str_replace", "path": "/memories/plan.md", "old_str": "2. fix", "new_str": "2. test",
+             "view_range": None},
+            {"command": "view", "path": "/memories/plan.md"},
+            {"command": "create", "path": "/memories/plan.md", "file_text": "again"},
+            {"command": "view", "path": "/etc/passwd"},
+        ]]
+
+    created, replaced, viewed, again, outside = run_session(memory_dir, "fx", body)
+    assert created.content[0].text == "File created successfully at: /memories/plan.md"
+    assert not replaced.isError
+    cli_view = cli("memory-tool", "fx", input='{"command": "view", "path": "/memories/plan.md"}')
+    assert viewed.content[0].text == cli_view.stdout.rstrip("\n") and "2. test" in cli_view.stdout
+    assert "already exists" in error_text(again)
+    assert "/memories" in error_text(outside)
 
 
 def test_errors_are_tool_errors_with_memcli_messages(memory_dir, fx):

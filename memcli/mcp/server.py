@@ -9,7 +9,7 @@ pays for it. The tools (at most six, small paginated answers; the logic is
     memory_recent    the last turns of the active history, newest last, paged by before_turn
     memory_remember  add a fact (optionally pinned into every snapshot)
     memory_forget    take a fact or summary out with a tombstone (nothing is deleted)
-    memory           the working-memory tool (Anthropic memory tool commands), when available
+    memory           the working-memory tool (Anthropic memory tool commands)
 
 With ``--agent A`` the ``agent`` argument may be omitted (the schema marks it optional); without
 it, ``agent`` is required. Optional arguments accept ``null``. A memcli error (unknown agent or
@@ -76,20 +76,16 @@ def _tool_specs(tools: MemoryTools) -> list[tuple[str, str, Callable]]:
         ("memory_forget", "Take a fact or summary out of memory (a tombstone supersedes it; nothing is deleted). "
          "reason is kept.", memory_forget),
     ]
-    working_memory = _working_memory_tool(tools)
-    if working_memory is not None:
-        specs.append(working_memory)
+    specs.append(_working_memory_tool(tools))
     return specs
 
 
 def _working_memory_tool(tools: MemoryTools):
     """The sixth tool, ``memory``: the working-memory files answered by
-    :func:`memcli.memory_tool.memory_tool` (Anthropic's memory tool protocol), when this
-    installation has that module. Its arguments are the memory tool's ``input`` fields, flat."""
-    try:
-        from memcli.memory_tool import memory_tool
-    except ImportError:
-        return None
+    :func:`memcli.memory_tool.memory_tool` (Anthropic's memory tool protocol). Its arguments are
+    the memory tool's ``input`` fields, flat; a refused command is an error result carrying the
+    reference implementation's text."""
+    from memcli.memory_tool import memory_tool
 
     def memory(agent: Optional[str] = None, command: str = "", path: Optional[str] = None,
                file_text: Optional[str] = None, old_str: Optional[str] = None, new_str: Optional[str] = None,
