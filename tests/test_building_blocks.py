@@ -132,32 +132,45 @@ def _store(cli, memory_dir, events) -> AgentStore:
 
 def test_plan_window_moves_old_whole_turns_and_keeps_the_tail(cli, memory_dir):
     store = _store(cli, memory_dir, turns(6))
-    plan = plan_window(store.paths.active, "a", tail_turns=2)
+    plan = plan_window(store, 2, keep_steps=0)
     assert plan.turn_ids == ["turn_0001", "turn_0002", "turn_0003", "turn_0004"]
-    assert (plan.moved, plan.kept_turns, plan.conversation_turns) == (16, 2, 6)
+    assert (plan.moved, plan.kept_turns, plan.conversation_turns, plan.steps) == (16, 2, 6, 0)
     moved = [raw for start, end in plan.runs for raw in [store.paths.active.read_bytes()[start:end]]]
     assert b"".join(moved).count(b"\n") == 16 and b"question 5" not in b"".join(moved)
     assert plan.run_ids[0] == plan.first_id
 
 
-def test_plan_window_stops_before_a_turn_with_an_unanswered_call(cli, memory_dir):
+def test_plan_window_moves_an_abandoned_call_with_its_step(cli, memory_dir):
+    # a call that never got a result, followed by later steps, no longer blocks the window
     events = turns(2) + [U("q3"), {"trace_type": "tool_call", "tool_call_id": "open", "tool_name": "sh"}] + turns(3, start=4)
     store = _store(cli, memory_dir, events)
-    plan = plan_window(store.paths.active, "a", tail_turns=1)
-    assert plan.turn_ids == ["turn_0001", "turn_0002"]
-    assert "turn_0003" in plan.stop_reason
+    plan = plan_window(store, 1, keep_steps=0)
+    assert plan.turn_ids == ["turn_0001", "turn_0002", "turn_0003", "turn_0004", "turn_0005"]
+    assert plan.abandoned == 1
+
+
+def test_plan_window_keeps_the_newest_steps_of_the_open_turn(cli, memory_dir):
+    # one turn of many steps: with a tiny target the oldest steps move, the ask and the newest
+    # keep_steps stay
+    events = [U("one long task")] + [e for k in range(1, 30) for e in turns(1, start=k)[1:]]
+    store = _store(cli, memory_dir, events)
+    plan = plan_window(store, 0, keep_steps=4, target_tokens=1)
+    moved = b"".join(store.paths.active.read_bytes()[s:e] for s, e in plan.runs)
+    # steps: the first call, then each answer with the next call (28), then the last answer
+    assert b"one long task" not in moved and plan.steps == 30 - 4
+    assert b"result 1\"" in moved and b"result 29" not in moved
 
 
 def test_plan_window_keeps_pinned_instructions_in_the_active_file(cli, memory_dir):
     store = _store(cli, memory_dir, [U("be brief", tags=["system"]), U("q1"), A("a1")] + turns(3, start=2))
-    plan = plan_window(store.paths.active, "a", tail_turns=1)
+    plan = plan_window(store, 1, keep_steps=0)
     moved = b"".join(store.paths.active.read_bytes()[s:e] for s, e in plan.runs)
     assert b"be brief" not in moved and b"q1" in moved and plan.pinned_kept == 1
 
 
 def test_an_empty_plan_moves_nothing(cli, memory_dir):
     store = _store(cli, memory_dir, turns(2))
-    plan = plan_window(store.paths.active, "a", tail_turns=4)
+    plan = plan_window(store, 4)
     assert plan.empty and plan.runs == [] and plan.turn_ids == []
 
 
@@ -206,7 +219,7 @@ def test_build_items_writes_one_episodic_item_and_merges_a_known_fact(cli, memor
     known = {"id": "sem_known", "ts": 1.0, "fact": "Uses pytest", "tags": ["tool"], "confidence": 0.6,
              "salience": 0.5, "source_turn_ids": ["turn_0001"]}
     store.paths.semantic.write_bytes(orjson.dumps(known) + b"\n")
-    plan = plan_window(store.paths.active, "a", tail_turns=2)
+    plan = plan_window(store, 2, keep_steps=0)
     summary = Summary("Two turns of questions.", [Fact("uses  pytest", ["testing"], 0.9), Fact("new fact", [], 0.5)])
     episodic, semantic, counts = build_items(store, plan, summary, compaction_id="cmp_1", trace_ids=["rt_1"],
                                              moved=plan.moved, model="offline", policy=CompactionPolicy(),
@@ -226,7 +239,7 @@ def test_build_items_rolls_up_live_summaries_beyond_the_limit(cli, memory_dir):
     old = [{"id": f"ep_{k}", "ts": float(k), "turn_ids": [f"turn_000{k}"], "summary": f"s{k}", "tags": [],
             "salience": 0.5} for k in (1, 2)]
     store.paths.episodic.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in old))
-    plan = plan_window(store.paths.active, "a", tail_turns=1)
+    plan = plan_window(store, 1, keep_steps=0)
     episodic, _, _ = build_items(store, plan, Summary("new", []), compaction_id="cmp_2", trace_ids=[],
                                  moved=0, model=None, policy=CompactionPolicy(max_episodic_items=2),
                                  strategy="summarize")
@@ -236,7 +249,7 @@ def test_build_items_rolls_up_live_summaries_beyond_the_limit(cli, memory_dir):
 
 def test_build_items_without_a_summary_builds_nothing(cli, memory_dir):
     store = _store(cli, memory_dir, turns(2))
-    plan = plan_window(store.paths.active, "a", tail_turns=1)
+    plan = plan_window(store, 1, keep_steps=0)
     assert build_items(store, plan, None, compaction_id="cmp", trace_ids=[], moved=0, model=None,
                        policy=CompactionPolicy(), strategy="sliding-window") == ([], [], {"added": 0, "merged": 0})
 
