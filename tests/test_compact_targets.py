@@ -260,6 +260,27 @@ def test_steps_of_the_open_turn_move_and_its_ask_stays(cli, memory_dir):
     assert calls == results
 
 
+def test_a_turn_compacted_in_two_passes_is_whole_and_doctor_finds_nothing_wrong(cli, memory_dir):
+    """Its oldest steps go first, its ask with the rest later: the archive then holds the turn's
+    seq restarting where the second pass begins (append-only, in compaction order); every trace
+    is in exactly one tier and doctor reports no error."""
+    cli("ingest", "s", input=_one_turn(30))
+    first = compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=1_500))
+    assert first.steps > 0 and first.whole_turns == 0
+    cli("ingest", "s", input=[{"trace_type": "user", "content": "next question"},
+                              {"trace_type": "assistant", "content": "next answer"}])
+    second = compact(memory_dir, "s", policy=CompactionPolicy(tail_turns=1, keep_steps=0))
+    assert second.whole_turns == 1
+    archive = read_jsonl(agent_dir(memory_dir, "s") / "raw_traces_archive.jsonl")
+    active = read_jsonl(agent_dir(memory_dir, "s") / "raw_traces.jsonl")
+    ids = [r["id"] for r in archive + active]
+    assert len(ids) == len(set(ids))
+    seqs = [r["seq"] for r in archive if r["turn_id"] == "turn_0001"]
+    assert sorted(seqs) == sorted(set(seqs)) and seqs != sorted(seqs)
+    doctor = cli("doctor", "s", "--json")
+    assert doctor.exit_code == 0, doctor.stdout
+
+
 def test_the_newest_steps_always_stay(cli, memory_dir):
     cli("ingest", "s", input=_one_turn(30))
     compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=1_500, keep_steps=6))

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 
 from memcli.errors import UsageError
@@ -38,6 +39,11 @@ def build_corpus_agent(memory_dir: Path, agent: str = "corpus") -> int:
         fmt = FORMAT_BY_DIR.get(path.parent.name)
         if fmt is None:
             continue
+        if path.name.startswith("tau-bench"):
+            # 200 conversations: as one message list, so one agent holds them all (no --split)
+            records = orjson.loads(path.read_bytes())
+            path = memory_dir.parent / "tau-bench.ndjson"
+            path.write_bytes(b"".join(orjson.dumps(m) + b"\n" for r in records for m in r["traj"]))
         try:
             get_importer(fmt)
             ingest(memory_dir, agent, path, fmt=fmt, skip_invalid=True)

@@ -22,7 +22,8 @@ reader that goes on past a bad line. Every finding has a severity:
   archived one stays); copies that differ are left.
 * ``seq-backwards`` — within a turn a trace's ``seq`` is lower than or equal to the one before
   it in the same file (across active and archive it may restart: pinned system/developer traces
-  stay active when their turn is compacted); readers assume a turn's traces come in rising ``seq`` (reading recent turns
+  stay active when their turn is compacted; in the archive it may restart where a second
+  compaction pass of the same turn begins); readers assume a turn's traces come in rising ``seq`` (reading recent turns
   from the end stops at ``seq`` 1). Not repaired (renumbering would rewrite history).
 
 * ``memory-file-conflict`` — a working-memory record (``memory_files.jsonl``) that does not
@@ -309,7 +310,9 @@ class _Checker:
         """Track turn order (``turns``) and check that seq rises within a turn in one file.
 
         Per file: compaction moves a turn to the archive but leaves its system/developer traces
-        active, so across the two files a turn's seq legitimately restarts."""
+        active, so across the two files a turn's seq legitimately restarts. In the archive it may
+        restart too: a long turn compacted in two passes archives its oldest steps first and its
+        ask with the rest later (the archive is append-only, in compaction order)."""
         seq = trace.seq if isinstance(trace.seq, int) and not isinstance(trace.seq, bool) else None
         state = turns.get(trace.turn_id)
         if state is None or state[3] != path:
@@ -317,6 +320,9 @@ class _Checker:
             turns[trace.turn_id] = [seq, number, order, path]
             return
         last, last_line, _, _ = state
+        if path == self.paths.archive and seq is not None and last is not None and seq < last:
+            state[0], state[1] = seq, number   # a later compaction pass of the same turn (below)
+            return
         if seq is not None and last is not None and seq <= last:
             self.add(ERROR, "seq-backwards", path, number,
                      f"seq {seq} in {trace.turn_id} after seq {last} (line {last_line}); a turn's traces must rise in seq",

@@ -197,7 +197,7 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
     for interaction in iter_tool_interactions(traces(), ordered=False):
         status_counts[interaction.status] += 1
 
-    tokens = working_tokens(store, model)
+    tokens = working_tokens(store, model, counter)
 
     paths = store.paths
     memory = _memory_counts(store)

@@ -295,10 +295,11 @@ def count_working(store: AgentStore, meter: TokenMeter, traces: Iterable[RawTrac
     return total + meter.system(compose_system(defaults, instructions, [], working_memory))
 
 
-def working_tokens(store: AgentStore, model: str | None = None) -> int:
+def working_tokens(store: AgentStore, model: str | None = None, counter: TokenCounter | None = None) -> int:
     """THE token count of memcli (docs/design.md §4): ``stats``, the compaction trigger, ``compact
-    --dry-run``, the compaction result and ``snapshot`` all count the working snapshot this way."""
-    return count_working(store, TokenMeter(working_counter(model), memo_limit=STREAM_MEMO_LIMIT))
+    --dry-run``, the compaction result and ``snapshot`` all count the working snapshot this way.
+    ``counter`` (else :func:`working_counter` of ``model``) lets a caller read how it counted."""
+    return count_working(store, TokenMeter(counter or working_counter(model), memo_limit=STREAM_MEMO_LIMIT))
 
 
 # --------------------------------------------------------------------------- the snapshot
