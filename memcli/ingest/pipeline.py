@@ -144,7 +144,8 @@ class _Batch:
         offset = self.base + self.staged_len
         appended = 0
         last_ts = state.last_ts if state.last_ts is not None else float("-inf")
-        chunk: list = []       # staged lines not yet written, checked for secrets together
+        chunk: list = []       # events staged but not yet written, checked for secrets together
+        chunk_lines: list = []  # their lines
         chunk_start = offset
         offered = 0
         rejected = self.rejected is not None
@@ -186,11 +187,12 @@ class _Batch:
                 event["source_event"] = source_event
             state.assign(event, seq_lookup, offset)
             line_bytes = dumps(stored_record(event)) + b"\n"
-            chunk.append((event, line_bytes))
+            chunk.append(event)
+            chunk_lines.append(line_bytes)
             offset += len(line_bytes)
             if len(chunk) >= REDACT_CHUNK:
-                offset = self._write_chunk(chunk, chunk_start)
-                chunk, chunk_start = [], offset
+                offset = self._write_chunk(chunk, chunk_lines, chunk_start)
+                chunk, chunk_lines, chunk_start = [], [], offset
             digests += d
             appended += 1
             if ts > last_ts:
@@ -199,15 +201,16 @@ class _Batch:
             type_counts[event["trace_type"]] += 1
         result.events += offered
         if chunk:
-            offset = self._write_chunk(chunk, chunk_start)
+            offset = self._write_chunk(chunk, chunk_lines, chunk_start)
         self.staged_len = offset - self.base
         state.active_count += appended
         result.appended += appended
         if appended:
             state.last_ts = last_ts
 
-    def _write_chunk(self, chunk: list, start: int) -> int:
-        """Write staged ``(event, line)`` pairs at ``start``; returns the end offset.
+    def _write_chunk(self, chunk: list, lines: list, start: int) -> int:
+        """Write staged events (``chunk``), whose lines are ``lines``, at ``start``; returns the
+        end offset.
 
         Redaction runs here, after the id check (a re-import pays nothing for known events) and
         on a whole chunk at once: one scan of ~``REDACT_CHUNK`` lines for every rule's anchors
@@ -215,13 +218,12 @@ class _Batch:
         A redacted line changes length, so the byte offsets the state recorded for the chunk's
         unanswered calls are corrected.
         """
-        lines = [line for _, line in chunk]
         blob = b"".join(lines)
         redactor = self.redactor
         if redactor is not None:
             changed = False
             for i in redactor.candidate_lines(lines, blob):
-                event = chunk[i][0]
+                event = chunk[i]
                 found = redactor.redact_event_counts(event, prechecked=True)
                 if found:
                     self.result.redacted += sum(found.values())
@@ -231,7 +233,7 @@ class _Batch:
             if changed:
                 blob = b"".join(lines)
                 pos = start
-                for (event, _), line in zip(chunk, lines):
+                for event, line in zip(chunk, lines):
                     if event["trace_type"] == "tool_call":
                         self.state.move_pending_offset(event["tool_call_id"], event["id"], pos)
                     pos += len(line)
