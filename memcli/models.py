@@ -184,14 +184,17 @@ def from_record(cls: type[_T], data: dict) -> _T:
     Missing required fields raise ``KeyError``/``TypeError``; callers that read stores turn these
     into :class:`memcli.errors.CorruptStoreError` with file and line.
     """
-    kwargs: dict = {}
-    extra: dict = {}
     names = field_names(cls)
-    for key, value in data.items():
-        if key in names:
-            kwargs[key] = value
-        else:
-            extra[key] = value
+    extra: dict = {}
+    if names.issuperset(data):  # the common case: no unknown keys, no copy key by key
+        kwargs = dict(data)
+    else:
+        kwargs = {}
+        for key, value in data.items():
+            if key in names:
+                kwargs[key] = value
+            else:
+                extra[key] = value
     if "content" in names and kwargs.get("content") is None:
         kwargs["content"] = ""  # AutoByteus: content may be absent
     if "tags" in names and kwargs.get("tags") is None:

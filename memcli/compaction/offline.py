@@ -500,7 +500,9 @@ class _TurnDigest:
         elif not work.calls and not self.asks:
             parts.append(f"{self.n_traces} context trace{'s' if self.n_traces != 1 else ''}")
         text = " · ".join(parts)
-        missing = [i for i in dict.fromkeys(ident for t in self.texts for ident in identifiers(t)) if i not in text]
+        # each distinct text once: a repeated text adds no identifier the first copy did not
+        missing = [i for i in dict.fromkeys(ident for t in dict.fromkeys(self.texts) for ident in identifiers(t))
+                   if i not in text]
         if missing:
             more = len(missing) - MAX_REFS
             text += " · refs: " + ", ".join(missing[:MAX_REFS]) + (f", +{more} more" if more > 0 else "")
