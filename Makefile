@@ -28,13 +28,13 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 	touch $(DEMO_STAMP)
 
 lint: $(STAMP)
-	$(BIN)/python -m ruff check memcli tests scripts
+	$(BIN)/python -m ruff check memcli tests docs
 
 test: lint
 	$(BIN)/python -m pytest
 
 docs: $(STAMP)
-	$(BIN)/python scripts/gen_cli_reference.py
+	$(BIN)/python docs/gen_cli_reference.py
 
 # The main job on a temporary copy of sample_memory/: the committed sample never changes.
 demo: $(DEMO_STAMP)

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_the_command_reference_is_current():
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_cli_reference.py"), "--check"],
+    done = subprocess.run([sys.executable, str(REPO / "docs" / "gen_cli_reference.py"), "--check"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
@@ -27,7 +27,7 @@ def test_the_reference_covers_every_command():
 def test_nothing_cites_a_document_outside_the_repository():
     outside = re.compile(r"\.\./shared|(?<![\w/])DESIGN\.md|(?<![\w/])CLI\.md")
     found = [f"{path.relative_to(REPO)}:{number}"
-             for folder in ("memcli", "tests", "docs", "scripts")
+             for folder in ("memcli", "tests", "docs")
              for path in sorted((REPO / folder).rglob("*"))
              if path.suffix in (".py", ".md")
              for number, line in enumerate(path.read_text().splitlines(), 1)

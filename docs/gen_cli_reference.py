@@ -1,5 +1,5 @@
 """Write docs/cli.md, the command reference, from the commands' own ``--help`` (so it cannot drift
-from the code). ``python scripts/gen_cli_reference.py`` rewrites it; ``--check`` exits 1 when the
+from the code). ``python docs/gen_cli_reference.py`` rewrites it; ``--check`` exits 1 when the
 file is not current (tests/test_docs.py runs the check). ``make docs`` runs it.
 """
 
@@ -14,7 +14,7 @@ WIDTH = "100"
 
 HEADER = """# memcli — command reference
 
-Generated from `memcli COMMAND --help` by `scripts/gen_cli_reference.py` (`make docs`); do not
+Generated from `memcli COMMAND --help` by `docs/gen_cli_reference.py` (`make docs`); do not
 edit by hand — change the command's help text and regenerate (`tests/test_docs.py` fails while
 this file is stale). The design behind the commands: [design.md](design.md).
 
@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
     if "--check" in argv:
         if not TARGET.exists() or TARGET.read_text() != text:
             print(f"{TARGET.relative_to(REPO)} is stale: run `make docs` "
-                  "(python scripts/gen_cli_reference.py)", file=sys.stderr)
+                  "(python docs/gen_cli_reference.py)", file=sys.stderr)
             return 1
         return 0
     TARGET.parent.mkdir(exist_ok=True)
