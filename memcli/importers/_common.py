@@ -272,12 +272,18 @@ def anthropic_usage(usage) -> dict | None:
 
 def openai_usage(usage) -> dict | None:
     """OpenAI ``usage`` (Chat Completions or Responses names) → memcli ``usage``."""
+    return named_usage(usage, ("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens"))
+
+
+def named_usage(usage, prompt_keys: tuple, completion_keys: tuple) -> dict | None:
+    """A provider's usage object → memcli ``usage``: ``prompt_tokens`` / ``completion_tokens``
+    from the first of their keys present, the provider's other token counts kept beside them."""
     if not isinstance(usage, dict):
         return None
     raw = {k: v for k, v in usage.items() if _int(v) is not None}
     out = {}
-    prompt = raw.get("prompt_tokens", raw.get("input_tokens"))
-    completion = raw.get("completion_tokens", raw.get("output_tokens"))
+    prompt = next((raw[k] for k in prompt_keys if k in raw), None)
+    completion = next((raw[k] for k in completion_keys if k in raw), None)
     if prompt is not None:
         out["prompt_tokens"] = prompt
     if completion is not None:

@@ -53,6 +53,7 @@ from memcli.importers._common import (
     call_event,
     data_url,
     join_texts,
+    named_usage,
     nonempty,
     not_format,
     result_event,
@@ -129,21 +130,8 @@ def conversation_key(value) -> str | None:
 
 def gemini_usage(meta) -> dict | None:
     """``usageMetadata`` (API) or ``tokens`` (Gemini CLI) → memcli ``usage``."""
-    if not isinstance(meta, dict):
-        return None
-    raw = {k: v for k, v in meta.items() if type(v) is int and v >= 0}
-    prompt = raw.get("promptTokenCount", raw.get("prompt_token_count", raw.get("input")))
-    completion = raw.get("candidatesTokenCount", raw.get("candidates_token_count", raw.get("output")))
-    out = {}
-    if prompt is not None:
-        out["prompt_tokens"] = prompt
-    if completion is not None:
-        out["completion_tokens"] = completion
-    if not out:
-        return None
-    for k, v in raw.items():
-        out.setdefault(k, v)
-    return out
+    return named_usage(meta, ("promptTokenCount", "prompt_token_count", "input"),
+                       ("candidatesTokenCount", "candidates_token_count", "output"))
 
 
 class _Reader:
