@@ -64,3 +64,21 @@ def cli():
 @pytest.fixture
 def memcli_proc():
     return run_memcli
+
+
+@pytest.fixture
+def server():
+    """``server(responder)`` starts a fake OpenAI-compatible model server on 127.0.0.1
+    (tests/compact_fixtures.py); every server started is closed after the test."""
+    from tests.compact_fixtures import FakeModelServer
+
+    servers = []
+
+    def make(responder):
+        s = FakeModelServer(responder)
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.compact_fixtures import FakeModelServer, conversation, error_body, good_answer
+from tests.compact_fixtures import conversation, error_body, good_answer
 from tests.helpers import agent_dir, read_jsonl, tree_digest
 
 MODEL = "openai/test-model"
@@ -18,20 +18,6 @@ BREAKER = ".compaction.json"
 def _llm_env(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
     monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
-
-
-@pytest.fixture
-def server():
-    servers = []
-
-    def make(responder):
-        s = FakeModelServer(responder)
-        servers.append(s)
-        return s
-
-    yield make
-    for s in servers:
-        s.close()
 
 
 def _ingest(cli, agent="a", turns=8, **kw):

@@ -14,7 +14,7 @@ import socket
 import pytest
 
 from memcli.compaction.llm import clip_words
-from tests.compact_fixtures import FakeModelServer, conversation, error_body, good_answer
+from tests.compact_fixtures import conversation, error_body, good_answer
 from tests.helpers import agent_dir, tree_digest
 
 MODEL = "openai/test-model"
@@ -40,20 +40,6 @@ def attempts(monkeypatch) -> list:
 
     monkeypatch.setattr(LiteLLMSummarizer, "_call", counted)
     return calls
-
-
-@pytest.fixture
-def server():
-    servers = []
-
-    def make(responder):
-        s = FakeModelServer(responder)
-        servers.append(s)
-        return s
-
-    yield make
-    for s in servers:
-        s.close()
 
 
 @pytest.fixture
