@@ -52,6 +52,7 @@ from __future__ import annotations
 import re
 from collections import Counter, deque
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Iterable
 
 import orjson
@@ -72,6 +73,7 @@ SHORT_REPLY_CHARS = 200   # a turn line shrunk to fit
 NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
 ERROR_CHARS = 160
 MAX_REFS = 8
+REF_TEXT_CHARS = 200_000  # text a turn keeps to draw its refs from
 MAX_SHORT_LINES = 2_000   # turns listed by their asks only; beyond, counted
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
 FILES_FACT_PREFIX = "Files modified: "
@@ -90,6 +92,7 @@ _PREFERENCE = re.compile(
     r"\b(?:always|never|i (?:always|never)|i (?:would|'d) (?:prefer|rather)|i prefer|prefer to|from now on|"
     r"going forward|do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b",
     re.IGNORECASE)
+_PREFERENCE_WORDS = ("always", "ever", "prefer", "rather", "from now on", "going forward", "remember to")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _WRITE_TOOL = re.compile(r"(?:^|[_\-.])(?:edit|write|create|patch|apply_patch|str_replace|replace|insert|"
                          r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])|"
@@ -205,13 +208,21 @@ def command_of(args) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)
+def _writes_by_name(tool_name: str) -> bool:
+    return _WRITE_TOOL.search(tool_name) is not None
+
+
+_PATCH_KEYS = ("input", "patch", "content", "diff", *_COMMAND_KEYS)
+
+
 def written_paths(tool_name: str | None, args) -> list[str]:
     """Files a tool call writes (module docstring)."""
     if not isinstance(args, dict):
         return []
     paths: list[str] = []
     patch = None
-    for key in ("input", "patch", "content", "diff", *_COMMAND_KEYS):
+    for key in _PATCH_KEYS:
         value = args.get(key)
         if isinstance(value, list):
             value = "\n".join(v for v in value if isinstance(v, str))
@@ -223,7 +234,7 @@ def written_paths(tool_name: str | None, args) -> list[str]:
     elif _is_editor_call(args):
         if args["command"] in _EDITOR_WRITES:
             paths.append(args["path"].strip())
-    elif tool_name and _WRITE_TOOL.search(tool_name):
+    elif tool_name and _writes_by_name(tool_name):
         for key in _PATH_KEYS:
             value = args.get(key)
             if isinstance(value, str) and value.strip() and "\n" not in value and len(value) < 400:
@@ -288,6 +299,13 @@ def error_brief(text: str) -> str:
     return clip(info, ERROR_CHARS)
 
 
+def _may_state_preference(text: str) -> bool:
+    """False when ``text`` holds none of the words every :data:`_PREFERENCE` match contains
+    (a substring test, 20× cheaper than the regex; asks are checked one by one)."""
+    folded = text.casefold()
+    return any(word in folded for word in _PREFERENCE_WORDS) and _PREFERENCE.search(text) is not None
+
+
 def _arg_brief(tool_name: str | None, args) -> str:
     command = command_of(args)
     if command:
@@ -320,40 +338,57 @@ def _quote(text: str, limit: int) -> str:
 
 
 class _Work:
-    """Tool activity of the main agent or of one subagent inside a turn."""
+    """Tool activity of the main agent or of one subagent inside a turn, folded as it streams in
+    (memory grows with the distinct commands, labels and files, not with the calls)."""
 
     def __init__(self):
-        self.calls: Counter = Counter()
+        self.calls: dict[str, int] = {}                   # tool name -> calls
+        self.n_calls = 0
         self.call_args: list[str] = []
-        self.failures: list[tuple[str, str]] = []          # (label, error brief)
-        self.commands: list[tuple[str, bool, str]] = []    # (command, failed, error brief)
-        self.files: list[str] = []
+        self.failed = 0                                    # failed results
+        self.last_failure: tuple[str, str] | None = None   # (label, error brief)
+        self.failures: dict[str, list] = {}                # label -> [count, last error brief]
+        self.commands: dict[str, list] = {}                # command -> [failed before, last failed, last error]
+        self.files: dict[str, None] = {}                   # most recently modified last
         self.open: dict[str, list] = {}                    # call id -> unanswered calls, oldest first
 
     def call(self, t) -> None:
         name = t.tool_name or "tool"
-        self.calls[name] += 1
-        brief = _arg_brief(name, t.tool_args)
-        if brief and len(self.call_args) < 4:
-            self.call_args.append(f"{name} {brief}")
+        self.calls[name] = self.calls.get(name, 0) + 1
+        self.n_calls += 1
+        if len(self.call_args) < 4:
+            brief = _arg_brief(name, t.tool_args)
+            if brief:
+                self.call_args.append(f"{name} {brief}")
         self.open.setdefault(t.tool_call_id or "", []).append(t)
 
-    def result(self, t) -> None:
+    def result(self, t, failed: bool, error: str) -> None:
         call = pop_open_call(self.open, t.tool_call_id or "", t.turn_id, _trace_turn)
         name = (call.tool_name if call else None) or t.tool_name or "tool"
         args = call.tool_args if call else t.tool_args
-        failed, error = _result_failed(t)
         command = command_of(args)
         brief = error_brief(error) if failed else ""
         if failed:
-            self.failures.append((f"`{clip(command, 80)}`" if command else name, brief))
+            label = f"`{clip(command, 80)}`" if command else name
+            self.failed += 1
+            self.last_failure = (label, brief)
+            known = self.failures.get(label)
+            if known is None:
+                self.failures[label] = [1, brief]
+            else:
+                known[0] += 1
+                known[1] = brief
         if command:
-            self.commands.append((command, failed, brief))
+            known = self.commands.get(command)
+            if known is None:
+                self.commands[command] = [False, failed, brief]
+            else:
+                known[0] = known[0] or known[1]
+                known[1], known[2] = failed, brief
         if not failed:
             for path in written_paths(name, args):
-                if path in self.files:
-                    self.files.remove(path)
-                self.files.append(path)
+                self.files.pop(path, None)
+                self.files[path] = None
 
     def unanswered(self) -> list[str]:
         out = []
@@ -378,70 +413,100 @@ class _Subagent:
             parts.append(f"task {_quote(self.task, ASK_CHARS)}")
         if self.work.files:
             parts.append("changed: " + ", ".join(self.work.files))
-        if self.work.failures:
-            label, error = self.work.failures[-1]
-            parts.append(f"{len(self.work.failures)} failed (last: {label}: {error})")
+        if self.work.last_failure:
+            label, error = self.work.last_failure
+            parts.append(f"{self.work.failed} failed (last: {label}: {error})")
         elif self.work.calls:
-            parts.append(f"{sum(self.work.calls.values())} tool calls")
+            parts.append(f"{self.work.n_calls} tool calls")
         if self.conclusion:
             parts.append(f"concluded: {_quote(self.conclusion, 300)}")
         return " · ".join(parts)
 
 
 class _TurnDigest:
-    """What one turn of the window contributes (module docstring)."""
+    """What one turn of the window contributes (module docstring), fed one trace at a time
+    (:meth:`add`), so a turn of any length is summarized without holding its traces.
 
-    def __init__(self, turn: Turn):
-        self.turn_id = turn.turn_id
-        self.steps_only = turn.steps_only
-        self.steps, self.total_steps = turn.steps, turn.total_steps
+    The texts the ``refs:`` of the turn's line are drawn from are kept up to ``REF_TEXT_CHARS``
+    (distinct texts, each clipped to 2,000 characters); past that the line says "or more"."""
+
+    def __init__(self, turn_id: str, steps_only: bool = False, steps: int = 0, total_steps: int = 0):
+        self.turn_id = turn_id
+        self.steps_only = steps_only
+        self.steps, self.total_steps = steps, total_steps
         self.asks: list[tuple[str, str]] = []   # (text, trace id)
         self.reply = ""
         self.main = _Work()
         self.subagents: dict[str, _Subagent] = {}
         self.preferences: list[str] = []
-        self.n_traces = len(turn.traces)
+        self.n_traces = 0
         self.text_chars = 0
         self.first_ts = self.last_ts = None
-        texts: list[str] = []
-        for t in turn.traces:
-            if isinstance(t.ts, (int, float)):
-                self.first_ts = t.ts if self.first_ts is None else min(self.first_ts, t.ts)
-                self.last_ts = t.ts if self.last_ts is None else max(self.last_ts, t.ts)
-            self.text_chars += (len(t.content or "") + len(_json_text(t.tool_args))
-                                + len(t.tool_error or _json_text(t.tool_result)))
-            tags = t.tags or ()
-            if TAG_SIDECHAIN in tags:
-                self._sidechain(t)
-                continue
-            kind = t.trace_type
-            if kind == "user":
-                if not NON_OPENING_TAGS.isdisjoint(tags) or not t.content.strip():
-                    continue
-                self.asks.append((t.content, t.id))
-                texts.append(t.content)
-                for sentence in _SENTENCE.findall(t.content):
+        self.texts: dict[str, None] = {}        # distinct texts, in order, for refs
+        self.texts_clipped = False
+        self._text_room = REF_TEXT_CHARS
+        self.urls: dict[str, None] = {}
+
+    @classmethod
+    def of(cls, turn: Turn) -> _TurnDigest:
+        digest = cls(turn.turn_id, turn.steps_only, turn.steps, turn.total_steps)
+        for trace in turn.traces:
+            digest.add(trace)
+        return digest
+
+    def _text(self, text: str) -> None:
+        if text in self.texts:
+            return
+        if "://" in text:
+            for url in _URL.findall(text):
+                self.urls.setdefault(url.rstrip(".,;:!?"), None)
+        if self._text_room >= len(text):
+            self.texts[text] = None
+            self._text_room -= len(text)
+        else:
+            self.texts_clipped = True
+
+    def add(self, t) -> None:
+        self.n_traces += 1
+        ts = t.ts
+        if isinstance(ts, (int, float)):
+            if self.first_ts is None:
+                self.first_ts = self.last_ts = ts
+            elif ts < self.first_ts:
+                self.first_ts = ts
+            elif ts > self.last_ts:
+                self.last_ts = ts
+        content = t.content or ""
+        args_text = _json_text(t.tool_args)
+        error = t.tool_error
+        result_text = None if error else _json_text(t.tool_result)
+        self.text_chars += len(content) + len(args_text) + (len(error) if error else len(result_text))
+        tags = t.tags or ()
+        if TAG_SIDECHAIN in tags:
+            self._sidechain(t)
+            return
+        kind = t.trace_type
+        if kind == "user":
+            if not NON_OPENING_TAGS.isdisjoint(tags) or not content.strip():
+                return
+            self.asks.append((content, t.id))
+            self._text(content)
+            if _may_state_preference(content):
+                for sentence in _SENTENCE.findall(content):
                     if _PREFERENCE.search(sentence) and len(sentence.strip()) >= 8:
                         self.preferences.append(" ".join(sentence.split()))
-            elif kind == "assistant":
-                if TAG_REASONING in tags or not NON_OPENING_TAGS.isdisjoint(tags) or not t.content.strip():
-                    continue
-                self.reply = t.content
-                texts.append(t.content)
-            elif kind == "tool_call":
-                self.main.call(t)
-                texts.append(_json_text(t.tool_args)[:2000])
-            elif kind == "tool_result":
-                self.main.result(t)
-                failed, error = _result_failed(t)
-                texts.append((error if failed else _json_text(t.tool_result))[:2000])
-        self.texts = texts
-        self.urls: list[str] = []
-        for text in texts:
-            for url in _URL.findall(text):
-                url = url.rstrip(".,;:!?")
-                if url not in self.urls:
-                    self.urls.append(url)
+        elif kind == "assistant":
+            if TAG_REASONING in tags or not NON_OPENING_TAGS.isdisjoint(tags) or not content.strip():
+                return
+            self.reply = content
+            self._text(content)
+        elif kind == "tool_call":
+            self.main.call(t)
+            self._text(args_text[:2000])
+        elif kind == "tool_result":
+            failed, failure = _result_failed(t)
+            self.main.result(t, failed, failure)
+            self._text((failure if failed else result_text)[:2000])
 
     def _sidechain(self, t) -> None:
         name = (t.extra or {}).get("agent_id") or t.correlation_id or "subagent"
@@ -456,7 +521,7 @@ class _TurnDigest:
         elif kind == "tool_call":
             agent.work.call(t)
         elif kind == "tool_result":
-            agent.work.result(t)
+            agent.work.result(t, *_result_failed(t))
 
     @property
     def files(self) -> list[str]:
@@ -478,14 +543,14 @@ class _TurnDigest:
             parts.append(f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)")
         work = self.main
         if work.calls:
-            tools = ", ".join(f"{name} ×{n}" for name, n in work.calls.most_common(5))
+            tools = ", ".join(f"{name} ×{n}" for name, n in Counter(work.calls).most_common(5))
             if len(work.calls) > 5:
                 tools += f", +{len(work.calls) - 5} more tools"
             shown = "; ".join(dict.fromkeys(work.call_args[:3]))
             part = f"tools: {tools}" + (f" [{shown}]" if shown else "")
-            if work.failures:
-                label, error = work.failures[-1]
-                part += f" ({len(work.failures)} failed; last: {label}: {error})"
+            if work.last_failure:
+                label, error = work.last_failure
+                part += f" ({work.failed} failed; last: {label}: {error})"
             parts.append(part)
         if self.subagents:
             parts.append(f"subagents: {', '.join(a.name for a in self.subagents.values())}")
@@ -501,12 +566,19 @@ class _TurnDigest:
             parts.append(f"{self.n_traces} context trace{'s' if self.n_traces != 1 else ''}")
         text = " · ".join(parts)
         # each distinct text once: a repeated text adds no identifier the first copy did not
-        missing = [i for i in dict.fromkeys(ident for t in dict.fromkeys(self.texts) for ident in identifiers(t))
-                   if i not in text]
+        missing = [i for i in dict.fromkeys(ident for t in self.texts for ident in identifiers(t)) if i not in text]
         if missing:
             more = len(missing) - MAX_REFS
-            text += " · refs: " + ", ".join(missing[:MAX_REFS]) + (f", +{more} more" if more > 0 else "")
+            text += " · refs: " + ", ".join(missing[:MAX_REFS])
+            if more > 0 or self.texts_clipped:
+                text += f", +{max(more, 0)}{' or' if self.texts_clipped else ''} more"
         return text
+
+
+def turn_digest(turn) -> _TurnDigest:
+    """An empty digest for a window turn (:class:`memcli.compaction.window.WindowTurn`), to feed
+    its moved traces to with :meth:`_TurnDigest.add`."""
+    return _TurnDigest(turn.turn_id, not turn.whole, turn.steps, turn.total_steps)
 
 
 def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None) -> str:
@@ -531,8 +603,8 @@ class _Listed:
     def __init__(self, digest: _TurnDigest):
         self.digest = digest
         self.turn_id = digest.turn_id
-        self.calls = sum(digest.main.calls.values())
-        self.failed = len(digest.main.failures)
+        self.calls = digest.main.n_calls
+        self.failed = digest.main.failed
         self.short = False
 
 
@@ -548,6 +620,14 @@ class OfflineSummarizer:
         return None
 
     def summarize(self, turns: Iterable[Turn], memory: MemoryContext | None = None) -> Summary:
+        """The summary of ``turns``. A compaction window (it has ``digests()``) is digested
+        straight from the file, a trace at a time, instead of turn by turn."""
+        digests = getattr(turns, "digests", None)
+        stream = digests() if callable(digests) else (_TurnDigest.of(turn) for turn in turns)
+        return self.summarize_digests(stream, memory)
+
+    def summarize_digests(self, digests: Iterable[_TurnDigest], memory: MemoryContext | None = None) -> Summary:
+        """:meth:`summarize` over turns already digested (:func:`digest_window` streams them)."""
         memory = memory or MemoryContext()
         listed: list[_Listed] = []
         short_lines: list[tuple[str, list]] = []   # (turn id, [(ask, id)], reply) of turns past the head
@@ -568,13 +648,14 @@ class OfflineSummarizer:
         tail: deque = deque()
         unlisted = [0, None, None]       # turns past MAX_SHORT_LINES: count, first, last
 
-        for turn in turns:
-            d = _TurnDigest(turn)
+        for d in digests:
             n_turns += 1
             n_traces += d.n_traces
             text_chars += d.text_chars
-            n_calls += sum(d.main.calls.values()) + sum(sum(a.work.calls.values()) for a in d.subagents.values())
-            n_failed += len(d.main.failures) + sum(len(a.work.failures) for a in d.subagents.values())
+            n_calls += d.main.n_calls
+            if d.subagents:
+                n_calls += sum(a.work.n_calls for a in d.subagents.values())
+            n_failed += d.main.failed + sum(a.work.failed for a in d.subagents.values())
             first_turn = first_turn or d.turn_id
             last_turn = d.turn_id
             if d.first_ts is not None:
@@ -601,12 +682,12 @@ class OfflineSummarizer:
                 if len(turns_of) < 20 and d.turn_id not in turns_of:
                     turns_of.append(d.turn_id)
             for work in (d.main, *(a.work for a in d.subagents.values())):
-                for label, error in work.failures:
-                    failures[label] += 1
+                for label, (count, error) in work.failures.items():
+                    failures[label] += count
                     failure_error[label] = error
-                for command, failed, error in work.commands:
+                for command, (failed_before, failed, error) in work.commands.items():
                     entry_c = commands.setdefault(command, [False, False, "", []])
-                    entry_c[0] = entry_c[0] or entry_c[1]
+                    entry_c[0] = entry_c[0] or entry_c[1] or failed_before
                     entry_c[1], entry_c[2] = failed, error
                     if len(entry_c[3]) < 20 and (not entry_c[3] or entry_c[3][-1] != d.turn_id):
                         entry_c[3].append(d.turn_id)

@@ -35,7 +35,7 @@ A plan records what moves as byte ranges (``runs``, ``[start, end)`` of whole li
 adjacent) of the active file with the file's inode and the size read, plus the id of the line at
 the start of each run — enough for the commit to check that the plan still describes the file
 (appends only) and for recovery to find the moved lines again. Memory: a few integers per line
-and one small object per unit; :func:`iter_window_turns` reads the content back, one turn at a
+and one small object per unit; :func:`iter_window_traces` reads the content back, one trace at a
 time.
 """
 
@@ -45,7 +45,7 @@ import os
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
 import orjson
 
@@ -54,6 +54,8 @@ from memcli.pairing import pop_open_call
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, trace_from_record
 from memcli.store.jsonl import iter_run_lines
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -397,36 +399,47 @@ def _assign(trace: RawTrace, turn: _Turn, units: list, pending: dict, new_step) 
     return current
 
 
-def iter_window_turns(path: Path, plan: WindowPlan, start: int = 0,
-                      stop: int | None = None) -> Iterator[tuple[str, list[RawTrace]]]:
-    """The window's turns ``plan.turns[start:stop]`` with their moved traces, oldest first.
-
-    One forward pass over the moved lines; a turn is yielded once all its traces are read, in
-    window order, so memory holds only the turns whose traces interleave."""
+def iter_window_traces(path: Path, plan: WindowPlan, start: int = 0,
+                       stop: int | None = None) -> Iterator[tuple[int, RawTrace]]:
+    """``(i, trace)`` for every moved trace of the turns ``plan.turns[start:stop]`` (``i`` indexes
+    that slice), in file order: one forward pass over the moved lines, nothing held."""
     wanted = plan.turns[start:stop]
     if not wanted:
         return
     index = {t.turn_id: i for i, t in enumerate(wanted)}
-    remaining = [t.count for t in wanted]
-    buffers: dict[int, list] = {}
     lo = wanted[0].first_offset
     hi = max(t.last_offset for t in wanted)
     runs = [[max(s, lo), e] for s, e in plan.runs if e > lo and s <= hi]
-    next_out = 0
     for offset, raw in iter_run_lines(path, runs):
         if offset > hi:
             break
         record = jsonl.parse_line(path, raw, None, offset)
         i = index.get(record.get("turn_id"))
-        if i is None:
-            continue
-        buffers.setdefault(i, []).append(trace_from_record(path, None, offset, record))
+        if i is not None:
+            yield i, trace_from_record(path, None, offset, record)
+
+
+def in_window_order(wanted: list, traces: Iterable[tuple[int, RawTrace]], open_turn: Callable[[int], T],
+                    add: Callable[[T, RawTrace], object]) -> Iterator[tuple[WindowTurn, T]]:
+    """Fold the traces of :func:`iter_window_traces` into one value per turn (``open_turn(i)``
+    makes it, ``add`` feeds it a trace) and yield ``(turn, value)`` in window order as soon as a
+    turn's last trace is read — then the value is no longer held here."""
+    remaining = [t.count for t in wanted]
+    values: dict[int, T] = {}
+    next_out = 0
+    for i, trace in traces:
+        value = values.get(i)
+        if value is None:
+            value = values[i] = open_turn(i)
+        add(value, trace)
         remaining[i] -= 1
         while next_out < len(wanted) and remaining[next_out] == 0:
-            yield wanted[next_out].turn_id, buffers.pop(next_out, [])
+            value = values.pop(next_out, None)
+            yield wanted[next_out], open_turn(next_out) if value is None else value
             next_out += 1
     while next_out < len(wanted):  # only if the file changed under us; yield what was found
-        yield wanted[next_out].turn_id, buffers.pop(next_out, [])
+        value = values.pop(next_out, None)
+        yield wanted[next_out], open_turn(next_out) if value is None else value
         next_out += 1
 
 

@@ -285,7 +285,8 @@ def count_working(store: AgentStore, meter: TokenMeter, traces: Iterable[RawTrac
         if message.role == "system":
             instructions.append(message.text())
             continue
-        if message.results:
+        results = message.results
+        if results and any(len(r.text) > DEFAULT_MAX_TOOL_RESULT_CHARS for r in results):  # clipped, as rendered
             (message,), _ = apply_result_views([message], agent_id=store.agent_id,
                                                max_chars=DEFAULT_MAX_TOOL_RESULT_CHARS)
         tokens = meter.message(message)
