@@ -172,6 +172,54 @@ def test_if_needed_says_why_or_why_not(cli, memory_dir):
     assert "provider-reported prompt_tokens 90,000 >" in result.stderr
 
 
+def test_if_needed_reads_the_active_file_once_for_the_trigger_and_the_plan(memory_dir, monkeypatch):
+    """Without provider usage the trigger needs the working snapshot's count, which the plan
+    takes anyway: one pass over the active file decides both (it used to be two)."""
+    import memcli.snapshot.assemble as assemble
+    from memcli.ingest.api import ingest
+
+    ingest(memory_dir, "a", stdin=io.BytesIO(ndjson(conversation(8, big=2000))))
+    passes = []
+    real = assemble.count_working
+    monkeypatch.setattr(assemble, "count_working", lambda *a, **k: passes.append(1) or real(*a, **k))
+    result = compact(memory_dir, "a", if_needed=True, max_context_tokens=5000)
+    assert result.compacted and result.budget.due and result.budget.source == "estimate"
+    assert result.budget.prompt_tokens == result.tokens_before
+    assert len(passes) == 2   # the plan's pass, and the count of the result after the commit
+    passes.clear()
+    before = tree_digest(memory_dir)
+    result = compact(memory_dir, "a", if_needed=True)   # not due: one pass, nothing written, no lock file
+    assert not result.compacted and result.reason.startswith("nothing to do: compaction is not due")
+    assert len(passes) == 1 and tree_digest(memory_dir) == before
+
+
+def test_if_needed_plans_again_when_another_compaction_rewrote_the_file_in_between(memory_dir, monkeypatch):
+    """--if-needed plans before it takes the compaction lock; a compaction that ran in between
+    (it rewrote the active file) makes that plan stale: it is planned again, nothing is lost."""
+    import memcli.compaction.compactor as compactor
+    from memcli.ingest.api import ingest
+
+    ingest(memory_dir, "a", stdin=io.BytesIO(ndjson(conversation(12, big=2000))))
+    ids = Counter(s.trace.id for s in AgentStore(memory_dir, "a").iter_traces(archive=True))
+    real_lock = compactor.compaction_lock
+    raced = []
+
+    def lock_after_a_rival(store):
+        if not raced:
+            raced.append(None)   # the rival takes this lock too
+            raced[0] = compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=8))
+        return real_lock(store)
+
+    monkeypatch.setattr(compactor, "compaction_lock", lock_after_a_rival)
+    result = compact(memory_dir, "a", if_needed=True, max_context_tokens=5000)
+    assert raced[0].compacted and result.compacted, result.reason
+    assert result.turn_ids[0] != raced[0].turn_ids[0]   # the second window starts after the first
+    store = AgentStore(memory_dir, "a")
+    active = Counter(t.id for t in store.iter_active())
+    archived = Counter(s.trace.id for s in store.iter_traces(archive=True, active=False))
+    assert active + archived == ids and not set(active) & set(archived)
+
+
 def test_nothing_to_compact_and_unknown_agent(cli, memory_dir):
     cli("ingest", "a", input=conversation(3))
     result = cli("compact", "a")

@@ -1,7 +1,11 @@
 """``compact()``: one compaction of one agent, end to end (docs/design.md §3–§4).
 
 1. ``--if-needed``: the budget trigger (:func:`memcli.compaction.policy.budget_status`) decides,
-   and the circuit breaker (:mod:`memcli.compaction.breaker`) may refuse to call the model.
+   and the circuit breaker (:mod:`memcli.compaction.breaker`) may refuse to call the model. The
+   provider's reported usage decides at once; without it, the working snapshot's count does —
+   the one the plan (step 3) takes anyway, so the window is planned first (under the agent lock
+   only) and the active file is read once for both; a store that is not due is only read. The
+   plan is used under the compaction lock if the file still holds it (else planned again).
 2. A per-agent *compaction lock* (``.locks/<agent>.compact.lock``, non-blocking) keeps two
    compactions of one agent from summarizing the same window; ingest is not blocked by it.
 3. Under the agent lock, the window is planned (:mod:`memcli.compaction.window`); the lock is
@@ -384,28 +388,27 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     result.threshold = int(policy.trigger_ratio * input_budget(model, max_context_tokens, policy)[0])
     result.target_tokens = target_tokens(model, max_context_tokens, policy)
 
+    trigger = early_plan = None
     if if_needed:
-        status = budget_status(store, model=model, max_context_tokens=max_context_tokens, policy=policy)
-        result.budget = status
-        # not due: the final line ("nothing to do: ...") says it; printing it here too would repeat it
-        _note(result, on_note if status.due else None, status.explain())
-        if not status.due:
-            result.reason = "nothing to do: " + status.explain()
-            result.seconds = time.monotonic() - started
-            return result
-        state = breaker.read_breaker(store.paths)
-        if state.open and not force and not dry_run:
-            raise CompactionError(
-                f"circuit breaker open for agent {store.agent_id!r}: {state.describe()}; "
-                "--if-needed does not call the summarizer again until a compaction succeeds",
-                hint=f"run `memcli compact {store.agent_id}` without --if-needed, or add --force",
-            )
+        trigger = _Trigger(store, result, model, max_context_tokens, policy, force or dry_run, on_note)
+        if trigger.reported is not None:   # the provider's usage decides at once
+            if not trigger.decide(None):
+                result.seconds = time.monotonic() - started
+                return result
+        else:
+            # the working snapshot's count decides: the plan takes it anyway, so the store is read
+            # once for both, and one that is not due is only read (no compaction lock taken)
+            with _cyclic_gc_paused():
+                early_plan = _plan(store, result, policy, model, on_note)
+            if not trigger.decide(early_plan.tokens_before):
+                result.seconds = time.monotonic() - started
+                return result
 
     lock = compaction_lock(store) if not dry_run else _no_lock()
     try:
         with lock, _cyclic_gc_paused():
             return _run(store, result, summarizer, strategy, policy, dry_run, model, concurrency,
-                        on_progress, on_note, started)
+                        on_progress, on_note, started, early_plan)
     except CompactionBusy as exc:
         if if_needed:
             result.reason = f"skipped: {exc}"
@@ -417,6 +420,41 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
 @contextmanager
 def _no_lock():
     yield
+
+
+class _Trigger:
+    """``--if-needed``: is compaction due (:func:`memcli.compaction.policy.budget_status`), and
+    may the summarizer be called (the circuit breaker)?"""
+
+    def __init__(self, store: AgentStore, result: CompactResult, model, max_context_tokens, policy,
+                 override_breaker: bool, on_note):
+        from memcli.compaction.policy import latest_prompt_tokens
+
+        self.store, self.result, self.model = store, result, model
+        self.max_context_tokens, self.policy = max_context_tokens, policy
+        self.override_breaker, self.on_note = override_breaker, on_note
+        self.reported = latest_prompt_tokens(store)
+
+    def decide(self, tokens: int | None) -> bool:
+        """True when compaction is due (``tokens``: the working snapshot's count, unless the
+        provider reported usage); False with ``result.reason`` set when it is not. Raises
+        CompactionError when it is due but the circuit breaker is open."""
+        status = budget_status(self.store, model=self.model, max_context_tokens=self.max_context_tokens,
+                               policy=self.policy, tokens=tokens, reported=self.reported)
+        self.result.budget = status
+        # not due: the final line ("nothing to do: ...") says it; printing it here too would repeat it
+        _note(self.result, self.on_note if status.due else None, status.explain())
+        if not status.due:
+            self.result.reason = "nothing to do: " + status.explain()
+            return False
+        state = breaker.read_breaker(self.store.paths)
+        if state.open and not self.override_breaker:
+            raise CompactionError(
+                f"circuit breaker open for agent {self.store.agent_id!r}: {state.describe()}; "
+                "--if-needed does not call the summarizer again until a compaction succeeds",
+                hint=f"run `memcli compact {self.store.agent_id}` without --if-needed, or add --force",
+            )
+        return True
 
 
 @contextmanager
@@ -459,11 +497,18 @@ def _shortfall(result: CompactResult, plan_: WindowPlan) -> str | None:
             f"({result.tokens_after:,} > {result.threshold:,}): {why}")
 
 
+def _plan(store: AgentStore, result: CompactResult, policy: CompactionPolicy, model, on_note) -> WindowPlan:
+    return plan(store, policy.tail_turns, lambda m: _note(result, on_note, m), keep_steps=policy.keep_steps,
+                target_tokens=result.target_tokens, model=model)
+
+
 def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, model, concurrency,
-         on_progress, on_note, started) -> CompactResult:
+         on_progress, on_note, started, plan_: WindowPlan | None = None) -> CompactResult:
+    """The compaction, under the compaction lock. ``plan_``: planned before the lock was taken
+    (``--if-needed``); used when the active file still holds it, else planned again."""
     explicit_target = policy.target_tokens
-    plan_ = plan(store, policy.tail_turns, lambda m: _note(result, on_note, m), keep_steps=policy.keep_steps,
-                 target_tokens=result.target_tokens, model=model)
+    if plan_ is None or check_plan(store.paths.active, plan_) is not None:
+        plan_ = _plan(store, result, policy, model, on_note)
     result.turns = len(plan_.turns)
     result.whole_turns = sum(1 for t in plan_.turns if t.whole)
     result.steps = plan_.steps

@@ -96,13 +96,16 @@ def target_tokens(model: str | None, max_context_tokens: int | None, policy: Com
 
 
 def budget_status(store: AgentStore, *, model: str | None = None, max_context_tokens: int | None = None,
-                  policy: CompactionPolicy | None = None, tokens: int | None = None) -> BudgetStatus:
+                  policy: CompactionPolicy | None = None, tokens: int | None = None,
+                  reported: int | None | object = ...) -> BudgetStatus:
     """The trigger's decision. ``tokens``: the working snapshot's count when the caller has it
-    already (:func:`memcli.snapshot.assemble.working_tokens`, the one count), else it is taken."""
+    already (:func:`memcli.snapshot.assemble.working_tokens`, the one count), else it is taken.
+    ``reported``: :func:`latest_prompt_tokens` when the caller read it already (None included)."""
     policy = policy or CompactionPolicy()
     budget, context, reserved, context_source = input_budget(model, max_context_tokens, policy)
     threshold = int(policy.trigger_ratio * budget)
-    reported = latest_prompt_tokens(store)
+    if reported is ...:
+        reported = latest_prompt_tokens(store)
     if reported is not None:
         prompt, source = reported, "provider"
     else:
