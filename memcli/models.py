@@ -138,6 +138,7 @@ _T = TypeVar("_T")
 # per class: tuple of (name, has_default, always)
 _SCHEMA_CACHE: dict[type, tuple[tuple[str, bool, bool], ...]] = {}
 _NAMES_CACHE: dict[type, frozenset[str]] = {}
+_SHAPE_CACHE: dict[type, tuple[frozenset[str], bool, bool]] = {}   # names, has content, has tags
 
 
 def _schema(cls: type) -> tuple[tuple[str, bool, bool], ...]:
@@ -184,9 +185,16 @@ def from_record(cls: type[_T], data: dict) -> _T:
     Missing required fields raise ``KeyError``/``TypeError``; callers that read stores turn these
     into :class:`memcli.errors.CorruptStoreError` with file and line.
     """
-    names = field_names(cls)
+    shape = _SHAPE_CACHE.get(cls)
+    if shape is None:
+        names = field_names(cls)
+        shape = _SHAPE_CACHE[cls] = (names, "content" in names, "tags" in names)
+    names, has_content, has_tags = shape
+    if names.issuperset(data) and not (has_content and data.get("content") is None) and not (
+            has_tags and "tags" in data and data["tags"] is None):
+        return cls(**data)   # the common case: only known keys, nothing to fill in (stores are read a line at a time)
     extra: dict = {}
-    if names.issuperset(data):  # the common case: no unknown keys, no copy key by key
+    if names.issuperset(data):
         kwargs = dict(data)
     else:
         kwargs = {}

@@ -270,3 +270,107 @@ def test_the_library_does_not_write_the_environment(cli, memory_dir, monkeypatch
     counter = TokenCounter("gpt-4o")
     assert counter.count("hello world") == 2 and counter.exact
     assert dict(os.environ) == before
+
+
+# ---------------------------------------------------------------- the whole-turn feed (one read of the window)
+
+def _session(draw) -> list[dict]:
+    """A session of turns with steps, failures, edits, abandoned calls, pinned instructions,
+    subagent traces and (sometimes) late traces naming an older turn."""
+    from tests.events import CALL, RES
+
+    events: list[dict] = [U("You are a careful agent.", tags=["system"])]
+    n_turns = draw(st.integers(1, 9))
+    for t in range(1, n_turns + 1):
+        tid = f"turn_{t:04d}"
+        events.append(U(f"ask {t}: fix src/mod_{t}.py; always run the tests.", turn_id=tid))
+        for s in range(draw(st.integers(0, 4))):
+            cid = f"c{t}_{s}"
+            kind = draw(st.sampled_from(["ok", "fail", "edit", "open", "side"]))
+            tags = {"tags": ["sidechain"], "agent_id": f"sub{t}"} if kind == "side" else {}
+            events.append(A(f"step {s} of turn {t}", turn_id=tid, **tags))
+            if kind == "edit":
+                events.append(CALL(cid, "Edit", {"file_path": f"src/mod_{t}_{s}.py"}, turn_id=tid))
+            else:
+                events.append(CALL(cid, "Bash", {"command": f"pytest tests/test_{s}.py"}, turn_id=tid, **tags))
+            if kind == "fail":
+                events.append(RES(cid, turn_id=tid, tool_error=f"exit status 1\nFAILED tests/test_{s}.py::t"))
+            elif kind != "open":
+                events.append(RES(cid, f"done {t}.{s}", turn_id=tid, **tags))
+        if draw(st.booleans()):
+            events.append(A(f"answer {t}", turn_id=tid))
+        if t > 1 and draw(st.integers(0, 5)) == 0:   # a late trace naming an older turn
+            old = f"turn_{draw(st.integers(1, t - 1)):04d}"
+            events.append(A(f"late note for {old}", turn_id=old) if draw(st.booleans()) else
+                          U("late instruction", turn_id=old, tags=["developer"]))
+    return events
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), tail=st.integers(0, 3), keep=st.integers(0, 5), target=st.sampled_from([None, 1, 300, 900]))
+def test_turns_handed_over_while_planning_give_the_summary_a_second_read_gives(tmp_path_factory, data, tail, keep,
+                                                                              target):
+    """The plan hands over the turns certain to move whole while it reads; the summary built from
+    them (plus a read of the rest) is the one a full read of the window gives, and the plan is
+    the same as without the feed."""
+    from memcli.compaction.compactor import _Collect, _EarlyTurns
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.ingest.api import ingest
+
+    memory_dir = tmp_path_factory.mktemp("m")
+    src = memory_dir / "events.ndjson"
+    src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in _session(data.draw)))
+    ingest(memory_dir, "a", src)
+    store = AgentStore(memory_dir, "a")
+    summarizer = OfflineSummarizer()
+    early = _EarlyTurns(summarizer)
+    fed = plan_window(store, tail, keep_steps=keep, target_tokens=target, whole_turns=early)
+    plain = plan_window(store, tail, keep_steps=keep, target_tokens=target)
+    assert (fed.turns, fed.runs, fed.tokens_before, fed.window_tokens) == \
+           (plain.turns, plain.runs, plain.tokens_before, plain.window_tokens)
+    assert fed.delivered <= len(fed.turns) and all(t.whole for t in fed.turns[:fed.delivered])
+    if plain.empty:
+        return
+    once = _Collect(store, fed, early)
+    twice = _Collect(store, plain)
+    a = summarizer.summarize(once)
+    b = OfflineSummarizer().summarize(list(twice))
+    assert a.episodic_summary == b.episodic_summary
+    assert [(f.fact, f.tags, f.source_turn_ids) for f in a.semantic_facts] == \
+           [(f.fact, f.tags, f.source_turn_ids) for f in b.semantic_facts]
+    assert set(once.ids) == set(twice.ids)
+
+
+def test_the_feed_hands_over_old_turns_in_order_and_keeps_the_tail(cli, memory_dir):
+    store = _store(cli, memory_dir, turns(8))
+    got = []
+    plan = plan_window(store, 2, keep_steps=1, whole_turns=lambda tid, traces, steps: got.append((tid, len(traces), steps)))
+    assert plan.turn_ids == [f"turn_{i:04d}" for i in range(1, 7)]
+    # each turn is handed over once two later turns and a later step exist: all six old ones
+    assert got == [(f"turn_{i:04d}", 4, 2) for i in range(1, 7)] and plan.delivered == 6
+    # the newest 5 steps reach back into turn_0006 (turns have 2 steps): it moves in part, never handed over
+    got.clear()
+    plan = plan_window(store, 2, keep_steps=5, whole_turns=lambda tid, traces, steps: got.append((tid, len(traces), steps)))
+    assert plan.turn_ids[-1] == "turn_0006" and not plan.turns[-1].whole
+    assert got == [(f"turn_{i:04d}", 4, 2) for i in range(1, 6)] and plan.delivered == 5
+
+
+def test_a_late_trace_for_a_handed_over_turn_voids_the_feed(cli, memory_dir):
+    store = _store(cli, memory_dir, turns(6) + [A("a late note", turn_id="turn_0001")] + turns(2, start=7))
+    got = []
+    plan = plan_window(store, 2, keep_steps=1, whole_turns=lambda tid, traces, steps: got.append(tid))
+    assert got[0] == "turn_0001" and plan.delivered == 0   # turn_0001 got a trace after it was handed over
+    assert plan.turns[0].count == 5
+
+
+def test_the_feed_stops_keeping_past_its_budget(cli, memory_dir, monkeypatch):
+    import memcli.compaction.window as window
+
+    monkeypatch.setattr(window, "WHOLE_TURN_FEED_BYTES", 3_000)
+    big = [U("q1"), A("x" * 4_000)]                         # one turn over the budget
+    store = _store(cli, memory_dir, turns(3) + big + turns(4, start=5))
+    got = []
+    plan = plan_window(store, 2, keep_steps=1, whole_turns=lambda tid, traces, steps: got.append(tid))
+    # turn_0003 waits for two later turns; the big one came first and ended the keeping
+    assert got == ["turn_0001", "turn_0002"] and plan.delivered == 2
+    assert len(plan.turns) == 6

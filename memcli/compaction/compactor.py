@@ -163,8 +163,10 @@ def recover(store: AgentStore) -> list[str]:
 
 
 def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | None = None, *, keep_steps: int = 4,
-         target_tokens: int | None = None, model: str | None = None) -> WindowPlan:
-    """The window, planned under the agent lock after any pending recovery (writes nothing else)."""
+         target_tokens: int | None = None, model: str | None = None,
+         whole_turns: Callable[[str, list, int], None] | None = None) -> WindowPlan:
+    """The window, planned under the agent lock after any pending recovery (writes nothing else).
+    ``whole_turns``: see :func:`memcli.compaction.window.plan_window`."""
     for _ in range(5):
         for message in recover(store):
             if on_note is not None:
@@ -172,7 +174,8 @@ def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | No
         with agent_lock(store.paths):
             if store.paths.ingest_marker.exists() or store.paths.compaction_journal.exists():
                 continue  # someone crashed in between: recover first
-            return plan_window(store, tail_turns, keep_steps=keep_steps, target_tokens=target_tokens, model=model)
+            return plan_window(store, tail_turns, keep_steps=keep_steps, target_tokens=target_tokens, model=model,
+                               whole_turns=whole_turns)
     raise CompactionError(f"agent {store.agent_id!r} keeps needing recovery; run `memcli doctor {store.agent_id}`")
 
 
@@ -192,18 +195,35 @@ def _memory_after(store: AgentStore, episodic: list, semantic: list) -> tuple[li
             [f for f in live_facts if f.id not in gone] + semantic)
 
 
-class _Collect:
-    """The window's turns for the summarizer, noting the moved trace ids on the way: whole
-    :class:`Turn` objects for a summarizer that reads them, or (:meth:`digests`) the offline
-    summarizer's per-turn digests fed straight from the file, so no turn's traces are held."""
+class _EarlyTurns:
+    """The turns the plan hands over while it reads (the ones certain to move whole), added to
+    the offline summary at once: its window is then read once, by the plan."""
 
-    def __init__(self, store: AgentStore, plan_: WindowPlan):
-        self.store, self.plan = store, plan_
+    def __init__(self, summarizer):
+        self.summary = summarizer.window_summary()
         self.ids: list = []
 
-    def _noted(self) -> Iterator[tuple[int, RawTrace]]:
-        self.ids = []
-        for i, trace in iter_window_traces(self.store.paths.active, self.plan):
+    def __call__(self, turn_id: str, traces: list, steps: int) -> None:
+        room = MAX_LISTED_TRACE_IDS - len(self.ids)
+        if room > 0:
+            self.ids.extend(t.id for t in traces[:room])
+        self.summary.whole_turn(turn_id, traces, steps)
+
+
+class _Collect:
+    """The window's turns for the summarizer, noting the moved trace ids on the way: whole
+    :class:`Turn` objects for a summarizer that reads them, or (:meth:`summarize_into`) the
+    offline summary fed a trace at a time straight from the file, so no turn's traces are held —
+    after the turns the plan handed over already (``early``), when it did."""
+
+    def __init__(self, store: AgentStore, plan_: WindowPlan, early: _EarlyTurns | None = None):
+        self.store, self.plan = store, plan_
+        self.early = early if early is not None and plan_.delivered else None
+        self.ids: list = []
+
+    def _noted(self, start: int = 0) -> Iterator[tuple[int, RawTrace]]:
+        self.ids = list(self.early.ids) if start else []
+        for i, trace in iter_window_traces(self.store.paths.active, self.plan, start):
             if len(self.ids) < MAX_LISTED_TRACE_IDS:
                 self.ids.append(trace.id)
             yield i, trace
@@ -213,13 +233,17 @@ class _Collect:
         for wt, traces in in_window_order(wanted, self._noted(), lambda i: [], list.append):
             yield Turn(wt.turn_id, traces, steps_only=not wt.whole, steps=wt.steps, total_steps=wt.total_steps)
 
-    def digests(self) -> Iterator:
+    def summarize_into(self, summarizer):
+        """The offline summarizer's :class:`memcli.compaction.offline.WindowSummary` of the window."""
         from memcli.compaction.offline import turn_digest
 
-        wanted = self.plan.turns
-        for _, digest in in_window_order(wanted, self._noted(), lambda i: turn_digest(wanted[i]),
+        start = self.plan.delivered if self.early is not None else 0
+        summary = self.early.summary if self.early is not None else summarizer.window_summary()
+        wanted = self.plan.turns[start:]
+        for _, digest in in_window_order(wanted, self._noted(start), lambda i: turn_digest(wanted[i]),
                                          lambda d, trace: d.add(trace)):
-            yield digest
+            summary.add(digest)
+        return summary
 
 
 def merge_summaries(parts: list[tuple[list, Summary]]) -> Summary:
@@ -399,8 +423,8 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
             # the working snapshot's count decides: the plan takes it anyway, so the store is read
             # once for both, and one that is not due is only read (no compaction lock taken)
             with _cyclic_gc_paused():
-                early_plan = _plan(store, result, policy, model, on_note)
-            if not trigger.decide(early_plan.tokens_before):
+                early_plan = _plan(store, result, policy, model, on_note, summarizer if not dry_run else None)
+            if not trigger.decide(early_plan[0].tokens_before):
                 result.seconds = time.monotonic() - started
                 return result
 
@@ -497,18 +521,25 @@ def _shortfall(result: CompactResult, plan_: WindowPlan) -> str | None:
             f"({result.tokens_after:,} > {result.threshold:,}): {why}")
 
 
-def _plan(store: AgentStore, result: CompactResult, policy: CompactionPolicy, model, on_note) -> WindowPlan:
-    return plan(store, policy.tail_turns, lambda m: _note(result, on_note, m), keep_steps=policy.keep_steps,
-                target_tokens=result.target_tokens, model=model)
+def _plan(store: AgentStore, result: CompactResult, policy: CompactionPolicy, model, on_note,
+          summarizer=None) -> tuple[WindowPlan, _EarlyTurns | None]:
+    """The window, and (for a summarizer that takes them: the offline one) the turns the plan
+    handed over while it read."""
+    early = _EarlyTurns(summarizer) if hasattr(summarizer, "window_summary") else None
+    plan_ = plan(store, policy.tail_turns, lambda m: _note(result, on_note, m), keep_steps=policy.keep_steps,
+                 target_tokens=result.target_tokens, model=model, whole_turns=early)
+    return plan_, early
 
 
 def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, model, concurrency,
-         on_progress, on_note, started, plan_: WindowPlan | None = None) -> CompactResult:
-    """The compaction, under the compaction lock. ``plan_``: planned before the lock was taken
-    (``--if-needed``); used when the active file still holds it, else planned again."""
+         on_progress, on_note, started, planned: tuple | None = None) -> CompactResult:
+    """The compaction, under the compaction lock. ``planned``: what :func:`_plan` gave before the
+    lock was taken (``--if-needed``); used when the active file still holds it, else planned again."""
     explicit_target = policy.target_tokens
-    if plan_ is None or check_plan(store.paths.active, plan_) is not None:
-        plan_ = _plan(store, result, policy, model, on_note)
+    if planned is None or check_plan(store.paths.active, planned[0]) is not None:
+        planned = _plan(store, result, policy, model, on_note,
+                        summarizer if strategy == "summarize" and not dry_run else None)
+    plan_, early = planned
     result.turns = len(plan_.turns)
     result.whole_turns = sum(1 for t in plan_.turns if t.whole)
     result.steps = plan_.steps
@@ -546,7 +577,7 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
 
     live_episodic, live_facts = store.live_memory(policy.max_episodic_items, PROMPT_FACTS)
     memory = MemoryContext(live_episodic, live_facts)
-    window = _Collect(store, plan_)
+    window = _Collect(store, plan_, early)
     summary: Summary | None = None
     if strategy == "summarize":
         is_offline = summarizer.context_tokens() is None

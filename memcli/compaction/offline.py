@@ -608,6 +608,107 @@ class _Listed:
         self.short = False
 
 
+class WindowSummary:
+    """The offline summary of a window in the making: digests are added one turn at a time, in
+    window order (memory stays flat: only the listed turns keep their digest); :meth:`finish`
+    writes the text and the facts."""
+
+    def __init__(self, summarizer: OfflineSummarizer):
+        self.summarizer = summarizer
+        self.listed: list[_Listed] = []
+        self.short_lines: list[tuple] = []   # (turn id, [(ask, id)], reply) of turns past the head
+        self.n_turns = self.n_traces = self.n_calls = self.n_failed = 0
+        self.text_chars = 0
+        self.first_turn = self.last_turn = None
+        self.first_ts = self.last_ts = None
+        self.files: dict[str, None] = {}
+        self.failures: Counter = Counter()
+        self.failure_error: dict[str, str] = {}
+        self.urls: dict[str, None] = {}
+        self.preferences: dict[str, list] = {}
+        self.commands: dict[str, list] = {}   # command -> [failed_before, last_failed, last_error, turns]
+        self.file_turns: dict[str, list] = {}
+        self.subagents: list[str] = []
+        self.unanswered: list[str] = []
+        self.n_unanswered = 0
+        self.tail: deque = deque()
+        self.unlisted = [0, None, None]       # turns past MAX_SHORT_LINES: count, first, last
+
+    def whole_turn(self, turn_id: str, traces: list, steps: int) -> None:
+        """Add a turn that moves whole, from its moved traces."""
+        digest = _TurnDigest(turn_id, False, steps, steps)
+        for trace in traces:
+            digest.add(trace)
+        self.add(digest)
+
+    def add(self, d: _TurnDigest) -> None:
+        self.n_turns += 1
+        self.n_traces += d.n_traces
+        self.text_chars += d.text_chars
+        self.n_calls += d.main.n_calls
+        self.n_failed += d.main.failed
+        if d.subagents:
+            self.n_calls += sum(a.work.n_calls for a in d.subagents.values())
+            self.n_failed += sum(a.work.failed for a in d.subagents.values())
+        self.first_turn = self.first_turn or d.turn_id
+        self.last_turn = d.turn_id
+        if d.first_ts is not None:
+            self.first_ts = d.first_ts if self.first_ts is None else min(self.first_ts, d.first_ts)
+        if d.last_ts is not None:
+            self.last_ts = d.last_ts if self.last_ts is None else max(self.last_ts, d.last_ts)
+        entry = _Listed(d)
+        if len(self.listed) < HEAD_TURNS:
+            self.listed.append(entry)
+        else:
+            tail = self.tail
+            tail.append(entry)
+            if len(tail) > MAX_LISTED_TURNS - HEAD_TURNS:
+                old = tail.popleft()
+                if len(self.short_lines) < MAX_SHORT_LINES:
+                    self.short_lines.append((old.turn_id, old.digest.asks, old.digest.reply))
+                else:
+                    unlisted = self.unlisted
+                    unlisted[0] += 1
+                    unlisted[1] = unlisted[1] or old.turn_id
+                    unlisted[2] = old.turn_id
+        files, file_turns = self.files, self.file_turns
+        for path in d.files:
+            files.pop(path, None)
+            files[path] = None      # most recent last
+            turns_of = file_turns.setdefault(path, [])
+            if len(turns_of) < 20 and d.turn_id not in turns_of:
+                turns_of.append(d.turn_id)
+        commands = self.commands
+        for work in (d.main, *(a.work for a in d.subagents.values())) if d.subagents else (d.main,):
+            for label, (count, error) in work.failures.items():
+                self.failures[label] += count
+                self.failure_error[label] = error
+            for command, (failed_before, failed, error) in work.commands.items():
+                entry_c = commands.setdefault(command, [False, False, "", []])
+                entry_c[0] = entry_c[0] or entry_c[1] or failed_before
+                entry_c[1], entry_c[2] = failed, error
+                if len(entry_c[3]) < 20 and (not entry_c[3] or entry_c[3][-1] != d.turn_id):
+                    entry_c[3].append(d.turn_id)
+        for agent in d.subagents.values():
+            if len(self.subagents) < 50:
+                self.subagents.append(agent.line())
+        if d.main.open:
+            for call in d.main.unanswered():
+                self.n_unanswered += 1
+                if len(self.unanswered) < MAX_LISTED:
+                    self.unanswered.append(f"{call} in {d.turn_id}")
+        for url in d.urls:
+            if len(self.urls) < 200:
+                self.urls[url] = None
+        for sentence in d.preferences:
+            self.preferences.setdefault(sentence, []).append(d.turn_id)
+        if len(commands) > 5000:  # bounded memory on pathological windows
+            self.commands = dict(list(commands.items())[-1000:])
+
+    def finish(self, memory: MemoryContext | None = None) -> Summary:
+        return self.summarizer._finish(self, memory)
+
+
 class OfflineSummarizer:
     """Deterministic summaries and facts from the transcript alone (see the module docstring)."""
 
@@ -620,91 +721,36 @@ class OfflineSummarizer:
         return None
 
     def summarize(self, turns: Iterable[Turn], memory: MemoryContext | None = None) -> Summary:
-        """The summary of ``turns``. A compaction window (it has ``digests()``) is digested
-        straight from the file, a trace at a time, instead of turn by turn."""
-        digests = getattr(turns, "digests", None)
-        stream = digests() if callable(digests) else (_TurnDigest.of(turn) for turn in turns)
-        return self.summarize_digests(stream, memory)
+        """The summary of ``turns``. A compaction's window (it has ``summarize_into``) feeds a
+        :class:`WindowSummary` itself: straight from the file, a trace at a time, after the turns
+        its plan handed over while reading."""
+        summarize_into = getattr(turns, "summarize_into", None)
+        if callable(summarize_into):
+            return summarize_into(self).finish(memory)
+        return self.summarize_digests((_TurnDigest.of(turn) for turn in turns), memory)
 
     def summarize_digests(self, digests: Iterable[_TurnDigest], memory: MemoryContext | None = None) -> Summary:
-        """:meth:`summarize` over turns already digested (:func:`digest_window` streams them)."""
-        memory = memory or MemoryContext()
-        listed: list[_Listed] = []
-        short_lines: list[tuple[str, list]] = []   # (turn id, [(ask, id)], reply) of turns past the head
-        n_turns = n_traces = n_calls = n_failed = 0
-        text_chars = 0
-        first_turn = last_turn = None
-        first_ts = last_ts = None
-        files: dict[str, None] = {}
-        failures: Counter = Counter()
-        failure_error: dict[str, str] = {}
-        urls: dict[str, None] = {}
-        preferences: dict[str, list] = {}
-        commands: dict[str, list] = {}   # command -> [failed_before, last_failed, last_error, turns]
-        file_turns: dict[str, list] = {}
-        subagents: list[str] = []
-        unanswered: list[str] = []
-        n_unanswered = 0
-        tail: deque = deque()
-        unlisted = [0, None, None]       # turns past MAX_SHORT_LINES: count, first, last
+        """:meth:`summarize` over turns already digested."""
+        window = WindowSummary(self)
+        for digest in digests:
+            window.add(digest)
+        return window.finish(memory)
 
-        for d in digests:
-            n_turns += 1
-            n_traces += d.n_traces
-            text_chars += d.text_chars
-            n_calls += d.main.n_calls
-            if d.subagents:
-                n_calls += sum(a.work.n_calls for a in d.subagents.values())
-            n_failed += d.main.failed + sum(a.work.failed for a in d.subagents.values())
-            first_turn = first_turn or d.turn_id
-            last_turn = d.turn_id
-            if d.first_ts is not None:
-                first_ts = d.first_ts if first_ts is None else min(first_ts, d.first_ts)
-            if d.last_ts is not None:
-                last_ts = d.last_ts if last_ts is None else max(last_ts, d.last_ts)
-            entry = _Listed(d)
-            if len(listed) < HEAD_TURNS:
-                listed.append(entry)
-            else:
-                tail.append(entry)
-                if len(tail) > MAX_LISTED_TURNS - HEAD_TURNS:
-                    old = tail.popleft()
-                    if len(short_lines) < MAX_SHORT_LINES:
-                        short_lines.append((old.turn_id, old.digest.asks, old.digest.reply))
-                    else:
-                        unlisted[0] += 1
-                        unlisted[1] = unlisted[1] or old.turn_id
-                        unlisted[2] = old.turn_id
-            for path in d.files:
-                files.pop(path, None)
-                files[path] = None      # most recent last
-                turns_of = file_turns.setdefault(path, [])
-                if len(turns_of) < 20 and d.turn_id not in turns_of:
-                    turns_of.append(d.turn_id)
-            for work in (d.main, *(a.work for a in d.subagents.values())):
-                for label, (count, error) in work.failures.items():
-                    failures[label] += count
-                    failure_error[label] = error
-                for command, (failed_before, failed, error) in work.commands.items():
-                    entry_c = commands.setdefault(command, [False, False, "", []])
-                    entry_c[0] = entry_c[0] or entry_c[1] or failed_before
-                    entry_c[1], entry_c[2] = failed, error
-                    if len(entry_c[3]) < 20 and (not entry_c[3] or entry_c[3][-1] != d.turn_id):
-                        entry_c[3].append(d.turn_id)
-            for agent in d.subagents.values():
-                if len(subagents) < 50:
-                    subagents.append(agent.line())
-            for call in d.main.unanswered():
-                n_unanswered += 1
-                if len(unanswered) < MAX_LISTED:
-                    unanswered.append(f"{call} in {d.turn_id}")
-            for url in d.urls:
-                if len(urls) < 200:
-                    urls[url] = None
-            for sentence in d.preferences:
-                preferences.setdefault(sentence, []).append(d.turn_id)
-            if len(commands) > 5000:  # bounded memory on pathological windows
-                commands = dict(list(commands.items())[-1000:])
+    def window_summary(self) -> WindowSummary:
+        """An empty summary to add the window's digests to, in window order (a compaction feeds
+        it while it plans: :class:`memcli.compaction.window.WholeTurnFeed`)."""
+        return WindowSummary(self)
+
+    def _finish(self, window: WindowSummary, memory: MemoryContext | None) -> Summary:
+        memory = memory or MemoryContext()
+        (listed, short_lines, n_turns, n_traces, n_calls, n_failed, text_chars, first_turn, last_turn, first_ts,
+         last_ts, files, failures, failure_error, urls, preferences, commands, file_turns, subagents, unanswered,
+         n_unanswered, tail, unlisted) = (
+            window.listed, window.short_lines, window.n_turns, window.n_traces, window.n_calls, window.n_failed,
+            window.text_chars, window.first_turn, window.last_turn, window.first_ts, window.last_ts, window.files,
+            window.failures, window.failure_error, window.urls, window.preferences, window.commands,
+            window.file_turns, window.subagents, window.unanswered, window.n_unanswered, window.tail,
+            window.unlisted)
         if n_turns == 0:
             raise ValueError("nothing to summarize")
 

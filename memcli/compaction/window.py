@@ -119,6 +119,7 @@ class WindowPlan:
     target_tokens: int | None = None
     steps: int = 0                   # steps moved out of turns that stay
     abandoned: int = 0               # unanswered calls moved with their step
+    delivered: int = 0               # first window turns handed to ``whole_turns`` while planning
 
     @property
     def empty(self) -> bool:
@@ -145,17 +146,99 @@ def _is_pinned(record: dict) -> bool:
     return bool(tags) and isinstance(tags, list) and not PINNED_TAGS.isdisjoint(tags)
 
 
+WHOLE_TURN_FEED_BYTES = 8 << 20   # lines a WholeTurnFeed keeps for turns not handed over yet
+
+
 def summary_reserve(window_tokens: int) -> int:
     """Tokens set aside for the summary a window of ``window_tokens`` becomes (the offline
     summary is at most a quarter of the window's text, 12,000 characters at most)."""
     return min(max(window_tokens // 4, 250), 3_000)
 
 
+class WholeTurnFeed:
+    """Turns handed over while the plan is still reading: the ones certain to move whole.
+
+    A turn moves whole when at least ``tail_turns`` (and at least one) conversation turns come
+    after it and none of its steps is protected — at least ``keep_steps`` (and at least one)
+    steps opened after its newest step; the target only ever adds to the window. Those counts
+    only grow as the file is read, so once they hold for the oldest turn not handed over yet,
+    its traces (kept since it began) go to ``deliver(turn_id, traces, steps)`` and are dropped
+    here: a long window is read once, by the plan, instead of twice. Turns are handed over in
+    order. A trace that arrives later for a turn already handed over (turns that interleave)
+    voids what was handed over (``broken``); past ``budget`` bytes of kept lines (a giant turn)
+    nothing more is kept or handed over. :meth:`verify` checks what was handed over against the
+    finished plan: the turns it says move whole, first, with the same traces.
+    """
+
+    def __init__(self, deliver: Callable[[str, list, int], None], turn_list: list, step_order: list,
+                 tail_turns: int, keep_steps: int, budget: int):
+        self.deliver = deliver
+        self.turn_list, self.step_order = turn_list, step_order
+        self.need_turns, self.need_steps = max(tail_turns, 1), max(keep_steps, 1)
+        self.budget = budget
+        self.kept: dict[int, list] = {}   # turn -> [its traces so far, their bytes]
+        self.kept_bytes = 0
+        self.head = 0                  # the oldest turn not handed over (or passed over)
+        self.conversation = 0          # conversation turns seen
+        self.conversation_before = 0   # ... of them before ``head``
+        self.newest_step: dict[int, int] = {}   # turn -> position of its newest step in step_order
+        self.delivered: list[tuple[str, int]] = []
+        self.reading = True
+        self.broken = False
+
+    def trace(self, index: int, owner_turn: int, trace: RawTrace, size: int) -> None:
+        if index < self.head or owner_turn < self.head:
+            self.broken, self.reading = True, False
+            self.kept.clear()
+            return
+        if self.reading:
+            kept = self.kept.get(index)
+            if kept is None:
+                kept = self.kept[index] = [[], 0]
+            kept[0].append(trace)
+            kept[1] += size
+            self.kept_bytes += size
+            if self.kept_bytes > self.budget:
+                self.reading = False
+                self.kept.clear()
+
+    def release(self) -> None:
+        turn_list = self.turn_list
+        while self.reading and self.head < len(turn_list):
+            head = self.head
+            turn = turn_list[head]
+            after = self.conversation - self.conversation_before - (1 if turn.count else 0)
+            if after < self.need_turns:
+                return
+            newest = self.newest_step.get(head)
+            if newest is not None and len(self.step_order) - 1 - newest < self.need_steps:
+                return
+            traces, size = self.kept.pop(head, ([], 0))
+            self.kept_bytes -= size
+            if turn.count:
+                self.conversation_before += 1
+                self.deliver(turn.turn_id, traces, len(turn.steps))
+                self.delivered.append((turn.turn_id, len(traces)))
+            self.head += 1
+
+    def verify(self, window: list) -> int:
+        """How many of the plan's window turns were handed over (0 when that is void)."""
+        if self.broken or len(self.delivered) > len(window):
+            return 0
+        for (turn_id, count), wt in zip(self.delivered, window, strict=False):
+            if wt.turn_id != turn_id or not wt.whole or wt.count != count:
+                return 0
+        return len(self.delivered)
+
+
 def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, target_tokens: int | None = None,
-                model: str | None = None) -> WindowPlan:
+                model: str | None = None, whole_turns: Callable[[str, list, int], None] | None = None) -> WindowPlan:
     """Scan the active file once and decide the window (rules in the module docstring).
 
-    The caller holds the agent lock, so every line read is committed."""
+    ``whole_turns(turn_id, traces, steps)``: given, it is handed the turns certain to move whole
+    while the file is read (:class:`WholeTurnFeed`); ``plan.delivered`` says how many of the
+    window's first turns it got (0: none that count). The caller holds the agent lock, so every
+    line read is committed."""
     from memcli.snapshot.assemble import count_working, working_counter
     from memcli.snapshot.views import TokenMeter
 
@@ -175,12 +258,17 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
     ino = 0
     size = 0
 
+    feed = (WholeTurnFeed(whole_turns, turn_list, step_order, tail_turns, keep_steps, WHOLE_TURN_FEED_BYTES)
+            if whole_turns is not None else None)
+
     def new_step(turn: _Turn) -> int:
         units.append(_Unit(turns[turn.turn_id], True))
         index = len(units) - 1
         turn.steps.append(index)
         turn.current = index
         step_order.append(index)
+        if feed is not None:
+            feed.newest_step[units[index].turn] = len(step_order) - 1
         return index
 
     def traces() -> Iterator[RawTrace]:
@@ -222,6 +310,11 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
                     unit = _assign(trace, turn, units, pending, new_step)
                     owners.append(unit)
                     unit_of_trace[trace.id] = unit
+                    if feed is not None:
+                        if turn.count == 1:
+                            feed.conversation += 1
+                        feed.trace(index, units[unit].turn, trace, offset - start)
+                        feed.release()
                 line_no += 1
                 yield trace
             size = min(size, offset)
@@ -355,6 +448,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         if owner < -1 and (-owner - 2) in window:
             pinned_kept += 1
     ordered = [window[i] for i in sorted(window)]
+    delivered = feed.verify(ordered) if feed is not None else 0
     run_ids = [jsonl.read_line_at(path, start)["id"] for start, _ in runs]
     return WindowPlan(
         agent_id, ino, size, ordered, len(conversation),
@@ -362,7 +456,8 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         moved_bytes, len(starts), run_ids[0] if runs else None,
         jsonl.read_line_at(path, last_start)["id"] if runs else None,
         tokens_before=total, window_tokens=moved_tokens, fixed_tokens=fixed_tokens, minimum_tokens=minimum,
-        protected_steps=len(protected), target_tokens=target_tokens, steps=steps_moved, abandoned=abandoned)
+        protected_steps=len(protected), target_tokens=target_tokens, steps=steps_moved, abandoned=abandoned,
+        delivered=delivered)
 
 
 def _entry_turn(entry: tuple) -> str:
