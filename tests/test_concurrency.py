@@ -47,9 +47,18 @@ def run_writers(memory_dir, writers: int, per_writer: int, env_extra=None, allow
             cmd = [sys.executable, "-m", "memcli", "ingest", "shared", "--stream"]
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env=proc_env(env_extra))
-        p.stdin.write(ndjson(events))
-        p.stdin.close()
         procs.append(p)
+        try:
+            p.stdin.write(ndjson(events))
+            p.stdin.close()
+        except BrokenPipeError:   # the writer died before reading all its input
+            if not allow_fail:
+                raise
+            for q in procs:
+                q.kill()
+                q.wait()
+            raise AssertionError("a writer failed before reading its input: "
+                                 + p.stderr.read().decode()[-300:]) from None
     for p in procs:
         p.wait(timeout=600)
         if p.returncode != 0 and allow_fail:

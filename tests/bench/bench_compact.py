@@ -1,12 +1,12 @@
 """Compaction benchmarks.
 
-1. Offline compaction of a large store (default 10,000 turns; ``MEMCLI_BENCH_COMPACT_TURNS=100000``
-   for the issue's size), in a fresh process: wall time against the I/O floor measured in the same
-   run (a minimal loop that parses every active line and writes the kept lines to a new file and the
+1. Offline compaction of a large store (100,000 turns of 4 traces; ``MEMCLI_BENCH_COMPACT_TURNS``
+   to change it), in a fresh process: wall time against the I/O floor measured in the same run (a
+   minimal loop that parses every active line and writes the kept lines to a new file and the
    moved ones to the archive), and peak RSS against a process that only imports memcli.
-2. Offline compaction of ONE turn of many steps (default 10,000; ``MEMCLI_BENCH_COMPACT_STEPS=100000``
-   for the issue's size): the window is steps of the open turn, toward ``--target-tokens``;
-   wall time against the same I/O floor, peak RSS against the import-only process.
+2. Offline compaction of ONE turn of 100,000 steps (``MEMCLI_BENCH_COMPACT_STEPS``): the window is
+   steps of the open turn, toward ``--target-tokens``; wall time against the same I/O floor, peak
+   RSS against the import-only process.
 3. A 20-chunk LLM compaction against a local OpenAI-compatible server that answers in 0.5 s, at
    concurrency 4 against concurrency 1 (ideal: 0.25x), and concurrency 1 against the serial floor
    (20 × 0.5 s).
@@ -25,8 +25,8 @@ from pathlib import Path
 import orjson
 
 REPO = Path(__file__).resolve().parent.parent.parent
-TURNS = int(os.environ.get("MEMCLI_BENCH_COMPACT_TURNS", "10000"))
-STEPS = int(os.environ.get("MEMCLI_BENCH_COMPACT_STEPS", "10000"))
+TURNS = int(os.environ.get("MEMCLI_BENCH_COMPACT_TURNS", "100000"))
+STEPS = int(os.environ.get("MEMCLI_BENCH_COMPACT_STEPS", "100000"))
 
 
 def _write_one_turn(memory_dir: Path, steps: int) -> Path:
