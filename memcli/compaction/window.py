@@ -58,7 +58,7 @@ from memcli.store.jsonl import iter_run_lines
 T = TypeVar("T")
 
 
-@dataclass
+@dataclass(slots=True)
 class WindowTurn:
     turn_id: str
     count: int = 0                  # traces that move (pinned ones excluded)
@@ -72,7 +72,7 @@ class WindowTurn:
     abandoned: int = 0              # unanswered calls that move with their step
 
 
-@dataclass
+@dataclass(slots=True)
 class _Unit:
     """A turn's head or one of its steps."""
 
@@ -85,7 +85,7 @@ class _Unit:
     moved: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Turn:
     turn_id: str
     head: int                       # unit index
@@ -94,7 +94,7 @@ class _Turn:
     count: int = 0                  # conversation traces (pinned excluded)
 
 
-@dataclass
+@dataclass(slots=True)
 class WindowPlan:
     agent_id: str
     active_ino: int
@@ -213,6 +213,7 @@ class WholeTurnFeed:
             newest = self.newest_step.get(head)
             if newest is not None and len(self.step_order) - 1 - newest < self.need_steps:
                 return
+            self.newest_step.pop(head, None)
             traces, size = self.kept.pop(head, ([], 0))
             self.kept_bytes -= size
             if turn.count:
