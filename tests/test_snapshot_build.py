@@ -196,3 +196,41 @@ def test_with_a_lookahead_a_never_answered_call_holds_back_a_bounded_number_of_m
     rest = builder.finish()
     # one message per trace, plus the tool message holding the placeholder
     assert builder.stats.pending == 1 and emitted + len(rest) == 3001
+
+
+def test_unordered_build_streams_past_an_unanswered_call_and_gives_the_same_messages():
+    """Counting (the one token count, the compaction plan) builds with ordered=False: the
+    messages behind a call that is still waiting come at once instead of being held to the end;
+    the call's message comes when its result does, or last with its placeholder."""
+    traces = [T(1, "user", "ask"), call(2, "never"), call(3, "late", turn="turn_0001")]
+    n = 4
+    for k in range(2, 40):
+        turn = f"turn_{k:04d}"
+        traces += [T(n, "user", f"ask {k}", turn=turn), call(n + 1, f"c{k}", turn=turn), res(n + 2, f"c{k}", turn=turn),
+                   T(n + 3, "assistant", f"answer {k}", turn=turn)]
+        n += 4
+    traces.append(res(n, "late", "finally"))     # answers call 3 at the very end
+    read = []
+
+    def stream():
+        for trace in traces:
+            read.append(trace.id)
+            yield trace
+
+    unordered = build_messages(stream(), ordered=False)
+    first = [next(unordered) for _ in range(4)]
+    assert len(read) < 12                       # not held until the end
+    assert [m.role for m in first] == ["user", "assistant", "user", "assistant"]
+    rest = list(unordered)
+    ordered = list(build_messages(traces))
+
+    def key(m):
+        return (m.role, m.kind, m.turn_id, tuple(m.trace_ids), m.text(),
+                tuple((r.status, r.text) for r in m.results), tuple(c.id for c in m.tool_calls))
+
+    assert sorted(map(key, first + rest)) == sorted(map(key, ordered))
+    # the waiting call's message comes when its last result does (after every other turn's
+    # messages): one placeholder, one result
+    tool = rest[-2]
+    assert tool.role == "tool" and [r.status for r in tool.results] == [PENDING, "success"]
+    assert rest[-1].text() == "answer 39"   # the last reply, closed by the end of the stream

@@ -16,7 +16,7 @@ read is committed):
   instruction: it never moves. A turn made only of instructions is not a conversation turn.
 * Tokens: every trace is fed to :func:`memcli.snapshot.assemble.count_working` — the one count
   of the working snapshot — and each message's tokens are credited to the unit of its first
-  trace (a pending call's placeholder to the step before it). So the plan knows, exactly, what
+  trace (a pending call's placeholders to the step of its calls). So the plan knows, exactly, what
   the working snapshot costs now and what each unit contributes.
 
 The window, oldest first:
@@ -331,6 +331,12 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
                 break
         for trace_id in message.trace_ids[1:]:
             unit_of_trace.pop(trace_id, None)
+        if unit < 0 and message.results:   # only placeholders: the step of the calls still open
+            for result in message.results:
+                entries = pending.get(result.source_call_id or "")
+                if entries:
+                    unit = next((e[0] for e in entries if e[1] == message.turn_id), entries[0][0])
+                    break
         if unit < 0:
             unit = last[0]
         if unit >= 0:  # else (nothing before it to credit) it stays in the fixed part

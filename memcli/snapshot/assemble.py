@@ -269,8 +269,9 @@ def count_working(store: AgentStore, meter: TokenMeter, traces: Iterable[RawTrac
     with pinned facts first, the stored instructions and the working-memory files as the system prompt, tool results clipped as rendered, reasoning
     and sidechains left out) — what :func:`take_snapshot` reports as ``tokens`` for it.
 
-    The messages stream through: ``on_message(message, tokens)`` sees each conversation message
-    with its own count (system messages go to the system prompt, counted once at the end), so a
+    The messages stream through (not in render order: the messages after a call still waiting
+    for its result come before it — :func:`build_messages` with ``ordered=False``):
+    ``on_message(message, tokens)`` sees each conversation message with its own count (system messages go to the system prompt, counted once at the end), so a
     caller can attribute the total to the traces behind it. ``traces`` defaults to the active
     file; the compaction planner passes the traces it is reading anyway."""
     if traces is None:
@@ -281,7 +282,7 @@ def count_working(store: AgentStore, meter: TokenMeter, traces: Iterable[RawTrac
     working_memory, _ = store_working_memory(store, defaults, meter.counter)
     total = REPLY_OVERHEAD + (meter.message(memory) if memory else 0)
     instructions: list[str] = []
-    for message in build_messages(traces):
+    for message in build_messages(traces, ordered=False):   # a sum: order does not matter, memory does
         if message.role == "system":
             instructions.append(message.text())
             continue

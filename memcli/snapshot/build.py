@@ -198,10 +198,13 @@ class MessageBuilder:
     """Push traces in with :meth:`feed`, take the messages that are final; :meth:`finish` at the end."""
 
     def __init__(self, *, include_reasoning: bool = False, include_sidechain: bool = False,
-                 lookahead: int | None = None, id_capacity: int | None = None):
+                 lookahead: int | None = None, id_capacity: int | None = None, ordered: bool = True):
         self.include_reasoning = include_reasoning
         self.include_sidechain = include_sidechain
         self.lookahead = lookahead
+        self.ordered = ordered
+        self._aside: dict[int, Message] = {}   # unordered: tool messages still waiting for a result
+        self._ready: list[Message] = []        # unordered: ... whose last result came
         self.ids = CallIds(id_capacity)
         self.stats = BuildStats()
         self._current: Message | None = None
@@ -323,6 +326,8 @@ class MessageBuilder:
                 error, len(text), source_name=call.source_name or trace.tool_name)
             slot.tool_message.trace_ids.append(trace.id)
             self.stats.results += 1
+            if self._aside and id(slot.tool_message) in self._aside and None not in slot.tool_message.results:
+                self._ready.append(self._aside.pop(id(slot.tool_message)))
             if slot.tool_message is self._current_tools:
                 self._close()  # a call made after this result is the next step, not a parallel call
             return
@@ -372,6 +377,14 @@ class MessageBuilder:
         self.stats.pending += 1
 
     def _drain(self, out: list, force: bool = False) -> None:
+        if self._ready:
+            for message in self._ready:
+                self._waiting.pop(id(message), None)
+            out.extend(self._ready)
+            self._ready = []
+        if force and self._aside:
+            self._queue.extendleft(reversed(list(self._aside.values())))
+            self._aside.clear()
         queue = self._queue
         while queue:
             head = queue[0]
@@ -384,6 +397,9 @@ class MessageBuilder:
                         for slot in slots:
                             if head.results[slot.index] is None:
                                 slot.abandoned = True
+                    elif not self.ordered:   # the messages behind it need not wait
+                        self._aside[id(head)] = queue.popleft()
+                        continue
                     else:
                         return
                     for slot in slots:
@@ -395,13 +411,17 @@ class MessageBuilder:
 
 def build_messages(traces: Iterable[RawTrace], *, include_reasoning: bool = False, include_sidechain: bool = False,
                    lookahead: int | None = None, id_capacity: int | None = None,
-                   stats: BuildStats | None = None) -> Iterator[Message]:
+                   stats: BuildStats | None = None, ordered: bool = True) -> Iterator[Message]:
     """Canonical messages from traces, as a stream (rules in the module docstring).
 
     Pass ``stats`` to read what was decided (omitted traces, placeholders, orphans) afterwards.
+    ``ordered=False`` (for a consumer to whom order does not matter: counting tokens) yields the
+    messages behind a call still waiting for its result without waiting with it; the call's
+    message comes when its last result does (or at the end, with its placeholders): the same
+    messages, so memory does not hold everything after an unanswered call.
     """
     builder = MessageBuilder(include_reasoning=include_reasoning, include_sidechain=include_sidechain,
-                             lookahead=lookahead, id_capacity=id_capacity)
+                             lookahead=lookahead, id_capacity=id_capacity, ordered=ordered)
     if stats is not None:
         builder.stats = stats
     for trace in traces:
