@@ -313,6 +313,12 @@ def hold_torn_tail(values, skipped: Counter):
         skipped["incomplete last line (still being written?)"] += 1
 
 
+def decoded(values) -> list:
+    """The values of the ``(line, value)`` pairs a sniffer is shown that parsed (a value that
+    did not parse is its exception): what every ``sniff`` scores."""
+    return [v for _, v in values if not isinstance(v, Exception)]
+
+
 def string(value) -> str | None:
     """``value`` if it is a string, else None: for fields whose type the input may get wrong
     (a list where a string belongs would make a set lookup raise)."""

@@ -36,6 +36,7 @@ from memcli.importers._common import (
     Clock,
     KeyChain,
     anthropic_usage,
+    decoded,
     not_format,
     set_fields,
     string,
@@ -101,7 +102,7 @@ class AnthropicImporter:
         return by_document(values, _is_document)
 
     def sniff(self, values) -> int:
-        items = [v for _, v in values if not isinstance(v, Exception)]
+        items = decoded(values)
         if not items:
             return 0
         first = items[0]

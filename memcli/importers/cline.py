@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from memcli.importers._common import Clock, KeyChain, anthropic_usage, nonempty, not_format, set_fields
+from memcli.importers._common import Clock, KeyChain, anthropic_usage, decoded, nonempty, not_format, set_fields
 from memcli.importers.anthropic_blocks import BlockMapper
 from memcli.models import TAG_CONTEXT
 
@@ -143,7 +143,7 @@ class ClineImporter:
     source_event = "cline"
 
     def sniff(self, values) -> int:
-        items = [v for _, v in values if not isinstance(v, Exception)]
+        items = decoded(values)
         if items and isinstance(items[0], dict) and "role" in items[0] and looks_like_history(items):
             return 96
         return 0

@@ -52,6 +52,7 @@ from memcli.importers._common import (
     Media,
     call_event,
     data_url,
+    decoded,
     join_texts,
     named_usage,
     nonempty,
@@ -398,7 +399,7 @@ class GeminiImporter:
     source_event = "gemini"
 
     def sniff(self, values) -> int:
-        items = [v for _, v in values if not isinstance(v, Exception)]
+        items = decoded(values)
         if not items:
             return 0
         first = items[0]

@@ -33,6 +33,7 @@ from memcli.importers._common import (
     Media,
     UniqueKeys,
     call_event,
+    decoded,
     join_texts,
     nonempty,
     not_format,
@@ -179,7 +180,7 @@ class InspectImporter:
     source_event = "inspect_ai"
 
     def sniff(self, values) -> int:
-        items = [v for _, v in values if not isinstance(v, Exception)]
+        items = decoded(values)
         if not items:
             return 0
         first = items[0]

@@ -47,6 +47,7 @@ from memcli.importers._common import (
     Media,
     call_event,
     data_url,
+    decoded,
     join_texts,
     not_format,
     openai_usage,
@@ -273,7 +274,7 @@ class OpenAIImporter:
         return by_document(values, _is_document)
 
     def sniff(self, values) -> int:
-        items = [v for _, v in values if not isinstance(v, Exception)]
+        items = decoded(values)
         if not items:
             return 0
         first = items[0]

@@ -32,6 +32,7 @@ prompt's id is a hash of its text.
 from __future__ import annotations
 
 from memcli.importers._common import (
+    decoded,
     item_key,
     nonempty,
     not_format,
@@ -180,7 +181,7 @@ class OpenAIResponsesImporter:
     source_event = "openai.responses"
 
     def sniff(self, values) -> int:
-        items = [v for _, v in values if not isinstance(v, Exception)]
+        items = decoded(values)
         if not items:
             return 0
         first = items[0]

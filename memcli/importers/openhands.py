@@ -45,6 +45,7 @@ from memcli.importers._common import (
     Clock,
     KeyChain,
     call_event,
+    decoded,
     nonempty,
     not_format,
     openai_usage,
@@ -225,7 +226,7 @@ class OpenHandsImporter:
     source_event = "openhands"
 
     def sniff(self, values) -> int:
-        items = [v for _, v in values if not isinstance(v, Exception)]
+        items = decoded(values)
         if not items:
             return 0
         if is_document(items[0]):

@@ -25,7 +25,16 @@ from collections import deque
 
 import orjson
 
-from memcli.importers._common import KeyChain, call_event, join_texts, nonempty, not_format, result_event, set_fields
+from memcli.importers._common import (
+    KeyChain,
+    call_event,
+    decoded,
+    join_texts,
+    nonempty,
+    not_format,
+    result_event,
+    set_fields,
+)
 from memcli.models import TAG_SYSTEM
 
 USER = frozenset({"human", "user"})
@@ -107,7 +116,7 @@ class ShareGPTImporter:
     source_event = "sharegpt"
 
     def sniff(self, values) -> int:
-        items = [v for _, v in values if not isinstance(v, Exception)]
+        items = decoded(values)
         if not items:
             return 0
         records = [v for v in items[:20] if is_record(v)]
