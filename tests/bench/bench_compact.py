@@ -29,49 +29,45 @@ TURNS = int(os.environ.get("MEMCLI_BENCH_COMPACT_TURNS", "100000"))
 STEPS = int(os.environ.get("MEMCLI_BENCH_COMPACT_STEPS", "100000"))
 
 
-def _write_one_turn(memory_dir: Path, steps: int) -> Path:
-    """An agent with one open turn: an ask, then ``steps`` steps (a note, a call, its result)."""
+def _ingest(memory_dir: Path, records) -> Path:
+    """Agent ``big`` made of ``records`` (native events), ingested the normal way (so its caches exist)."""
     sys.path.insert(0, str(REPO))
     from memcli.ingest.api import ingest
 
     src = memory_dir.parent / "events.ndjson"
     with open(src, "wb") as f:
-        f.write(orjson.dumps({"trace_type": "user", "content": "Make the whole suite pass."}) + b"\n")
-        for t in range(1, steps + 1):
-            for rec in (
-                {"trace_type": "assistant", "content": f"Step {t}: checking src/module_{t % 97}.py next."},
-                {"trace_type": "tool_call", "tool_name": "run_command", "tool_call_id": f"c{t}",
-                 "tool_args": {"command": f"pytest -q tests/test_{t % 13}.py"}},
-                {"trace_type": "tool_result", "tool_name": "run_command", "tool_call_id": f"c{t}",
-                 "tool_result": {"exit_code": 0, "stdout": "12 passed in 0.8s " + "." * 120}},
-            ):
-                f.write(orjson.dumps(rec) + b"\n")
+        for rec in records:
+            f.write(orjson.dumps(rec) + b"\n")
     ingest(memory_dir, "big", src)
     src.unlink()
     return memory_dir / "agents" / "big"
+
+
+def _call_and_result(t: int) -> list[dict]:
+    return [{"trace_type": "tool_call", "tool_name": "run_command", "tool_call_id": f"c{t}",
+             "tool_args": {"command": f"pytest -q tests/test_{t % 13}.py"}},
+            {"trace_type": "tool_result", "tool_name": "run_command", "tool_call_id": f"c{t}",
+             "tool_result": {"exit_code": 0, "stdout": "12 passed in 0.8s " + "." * 120}}]
+
+
+def _write_one_turn(memory_dir: Path, steps: int) -> Path:
+    """An agent with one open turn: an ask, then ``steps`` steps (a note, a call, its result)."""
+    def records():
+        yield {"trace_type": "user", "content": "Make the whole suite pass."}
+        for t in range(1, steps + 1):
+            yield {"trace_type": "assistant", "content": f"Step {t}: checking src/module_{t % 97}.py next."}
+            yield from _call_and_result(t)
+    return _ingest(memory_dir, records())
 
 
 def _write_store(memory_dir: Path, turns: int) -> Path:
-    """An agent with ``turns`` turns of 4 traces, ingested the normal way (so its caches exist)."""
-    sys.path.insert(0, str(REPO))
-    from memcli.ingest.api import ingest
-
-    src = memory_dir.parent / "events.ndjson"
-    with open(src, "wb") as f:
+    """An agent with ``turns`` turns of 4 traces: an ask, a call, its result, the answer."""
+    def records():
         for t in range(1, turns + 1):
-            recs = [
-                {"trace_type": "user", "content": f"Please check order A-{t} and fix src/module_{t % 97}.py"},
-                {"trace_type": "tool_call", "tool_name": "run_command", "tool_call_id": f"c{t}",
-                 "tool_args": {"command": f"pytest -q tests/test_{t % 13}.py"}},
-                {"trace_type": "tool_result", "tool_name": "run_command", "tool_call_id": f"c{t}",
-                 "tool_result": {"exit_code": 0, "stdout": "12 passed in 0.8s " + "." * 120}},
-                {"trace_type": "assistant", "content": f"Order A-{t} is fine; src/module_{t % 97}.py updated. " * 2},
-            ]
-            for rec in recs:
-                f.write(orjson.dumps(rec) + b"\n")
-    ingest(memory_dir, "big", src)
-    src.unlink()
-    return memory_dir / "agents" / "big"
+            yield {"trace_type": "user", "content": f"Please check order A-{t} and fix src/module_{t % 97}.py"}
+            yield from _call_and_result(t)
+            yield {"trace_type": "assistant", "content": f"Order A-{t} is fine; src/module_{t % 97}.py updated. " * 2}
+    return _ingest(memory_dir, records())
 
 
 _COMPACT = """
@@ -133,41 +129,43 @@ def _run(code: str, mem: Path) -> tuple[float, int, int, int]:
     return float(seconds), int(rss_mb * 1024), int(turns), int(chars)
 
 
-def bench_offline() -> list[dict]:
+def _measure(write, size: int, code: str) -> tuple:
+    """(active MB, I/O floor s, seconds, peak RSS KiB, units compacted, summary chars, import-only
+    RSS KiB) of compacting a store ``write(memory_dir, size)`` made, in fresh processes."""
     with tempfile.TemporaryDirectory() as tmp:
         mem = Path(tmp) / "memory"
-        d = _write_store(mem, TURNS)
+        d = write(mem, size)
         size_mb = (d / "raw_traces.jsonl").stat().st_size / 1e6
         floor = _floor(d / "raw_traces.jsonl", Path(tmp))
-        seconds, rss_kb, turns, chars = _run(_COMPACT, mem)
+        seconds, rss_kb, units, chars = _run(code, mem)
         _, base_kb, _, _ = _run(_IMPORT_ONLY, mem)
+    return size_mb, floor, seconds, rss_kb, units, chars, base_kb
+
+
+_RSS_NOTE = "baseline: a process that only imports memcli's compaction modules and loads tiktoken"
+
+
+def bench_offline() -> list[dict]:
+    size_mb, floor, seconds, rss_kb, turns, chars, base_kb = _measure(_write_store, TURNS, _COMPACT)
     return [
         {"name": f"offline compact {TURNS:,} turns ({size_mb:.0f} MB active)", "value": seconds, "baseline": floor,
          "unit": "s", "target": None,
          "note": f"baseline: parse every line + write kept/moved files ({floor:.2f}s); {turns:,} turns compacted, "
                  f"summary {chars:,} chars; includes counting tokens of every trace (tiktoken)"},
         {"name": f"offline compact {TURNS:,} turns: peak RSS", "value": rss_kb / 1024, "baseline": base_kb / 1024,
-         "unit": "MB", "target": None,
-         "note": "baseline: a process that only imports memcli's compaction modules and loads tiktoken"},
+         "unit": "MB", "target": None, "note": _RSS_NOTE},
     ]
 
 
 def bench_offline_steps() -> list[dict]:
-    with tempfile.TemporaryDirectory() as tmp:
-        mem = Path(tmp) / "memory"
-        d = _write_one_turn(mem, STEPS)
-        size_mb = (d / "raw_traces.jsonl").stat().st_size / 1e6
-        floor = _floor(d / "raw_traces.jsonl", Path(tmp))
-        seconds, rss_kb, steps, chars = _run(_COMPACT_STEPS, mem)
-        _, base_kb, _, _ = _run(_IMPORT_ONLY, mem)
+    size_mb, floor, seconds, rss_kb, steps, chars, base_kb = _measure(_write_one_turn, STEPS, _COMPACT_STEPS)
     return [
         {"name": f"offline compact 1 turn of {STEPS:,} steps ({size_mb:.0f} MB active)", "value": seconds,
          "baseline": floor, "unit": "s", "target": None,
          "note": f"baseline: parse every line + write kept/moved files ({floor:.2f}s); {steps:,} steps compacted "
                  f"toward --target-tokens 20000, summary {chars:,} chars"},
         {"name": f"offline compact 1 turn of {STEPS:,} steps: peak RSS", "value": rss_kb / 1024,
-         "baseline": base_kb / 1024, "unit": "MB", "target": None,
-         "note": "baseline: a process that only imports memcli's compaction modules and loads tiktoken"},
+         "baseline": base_kb / 1024, "unit": "MB", "target": None, "note": _RSS_NOTE},
     ]
 
 
