@@ -43,7 +43,7 @@ def _always_list() -> Any:
     return field(default_factory=list, metadata={"always": True})
 
 
-@dataclass(slots=True)
+@dataclass
 class RawTrace:
     id: str
     ts: float
