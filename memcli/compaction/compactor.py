@@ -423,7 +423,7 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
             # the working snapshot's count decides: the plan takes it anyway, so the store is read
             # once for both, and one that is not due is only read (no compaction lock taken)
             with _cyclic_gc_paused():
-                early_plan = _plan(store, result, policy, model, on_note, summarizer if not dry_run else None)
+                early_plan = _plan(store, result, policy, model, on_note, _fed(summarizer, strategy, dry_run))
             if not trigger.decide(early_plan[0].tokens_before):
                 result.seconds = time.monotonic() - started
                 return result
@@ -521,6 +521,11 @@ def _shortfall(result: CompactResult, plan_: WindowPlan) -> str | None:
             f"({result.tokens_after:,} > {result.threshold:,}): {why}")
 
 
+def _fed(summarizer, strategy: str, dry_run: bool):
+    """The summarizer the plan hands turns to while it reads: the one that will summarize."""
+    return summarizer if strategy == "summarize" and not dry_run else None
+
+
 def _plan(store: AgentStore, result: CompactResult, policy: CompactionPolicy, model, on_note,
           summarizer=None) -> tuple[WindowPlan, _EarlyTurns | None]:
     """The window, and (for a summarizer that takes them: the offline one) the turns the plan
@@ -537,8 +542,7 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
     lock was taken (``--if-needed``); used when the active file still holds it, else planned again."""
     explicit_target = policy.target_tokens
     if planned is None or check_plan(store.paths.active, planned[0]) is not None:
-        planned = _plan(store, result, policy, model, on_note,
-                        summarizer if strategy == "summarize" and not dry_run else None)
+        planned = _plan(store, result, policy, model, on_note, _fed(summarizer, strategy, dry_run))
     plan_, early = planned
     result.turns = len(plan_.turns)
     result.whole_turns = sum(1 for t in plan_.turns if t.whole)

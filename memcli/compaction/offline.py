@@ -636,10 +636,7 @@ class WindowSummary:
 
     def whole_turn(self, turn_id: str, traces: list, steps: int) -> None:
         """Add a turn that moves whole, from its moved traces."""
-        digest = _TurnDigest(turn_id, False, steps, steps)
-        for trace in traces:
-            digest.add(trace)
-        self.add(digest)
+        self.add(_TurnDigest.of(Turn(turn_id, traces, steps_only=False, steps=steps, total_steps=steps)))
 
     def add(self, d: _TurnDigest) -> None:
         self.n_turns += 1
