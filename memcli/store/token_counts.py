@@ -14,7 +14,8 @@ Format (native byte order, checked)::
     n × uint64 key, then n × uint32 count             two packed arrays
 
 A file of any other shape (torn, foreign, other byte order) is ignored and rewritten on the next
-save. Saving writes a temp file in the agent directory (0600) and renames it over the cache, so
+save. Saving writes a temp file in the agent directory (0600, :func:`memcli.store.jsonl.atomic_write_bytes`)
+and renames it over the cache, so
 a reader sees the old or the new file, whole; concurrent savers each write a whole file and the
 last rename wins — both are correct, since a count depends on the text alone. Nothing is
 written when the agent directory does not exist or cannot be written. At most
@@ -23,14 +24,14 @@ written when the agent directory does not exist or cannot be written. At most
 
 from __future__ import annotations
 
-import os
 import sys
 from array import array
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from memcli.store.layout import FILE_MODE
+from memcli.errors import StoreError
+from memcli.store import jsonl
 
 MAGIC = b"memcli-token-counts 1 " + (b"le\n" if sys.byteorder == "little" else b"be\n")
 MAX_ENTRIES = 100_000
@@ -85,18 +86,9 @@ class TokenCountCache:
             items = {k: items[k] for k in order[-MAX_ENTRIES:]}
         body = MAGIC + len(items).to_bytes(4, sys.byteorder) + array("Q", items.keys()).tobytes() \
             + array("I", items.values()).tobytes()
-        directory = self.path.parent
-        temp = directory / f"{self.path.name}.{os.getpid()}.tmp"
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-        except OSError:  # no agent directory (cleared meanwhile), read-only store: stay without cache
-            return False
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(body)
-            os.replace(temp, self.path)
-        except OSError:
-            temp.unlink(missing_ok=True)
+            jsonl.atomic_write_bytes(self.path, body, fsync=False)
+        except StoreError:  # no agent directory (cleared meanwhile), read-only store: stay without cache
             return False
         self.added = 0
         return True
