@@ -20,11 +20,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 import orjson
 
-from memcli.redact import STRUCTURAL_FIELDS, may_hold_a_secret, redact_record, redact_string
+from memcli.redact import STRUCTURAL_FIELDS, candidate_lines, may_hold_a_secret, redact_record, redact_string
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.repair import QUARANTINE_SUFFIX
@@ -32,6 +33,7 @@ from memcli.store.repair import QUARANTINE_SUFFIX
 MEMORY_FILES = "memory_files.jsonl"   # working memory's log: edits address the text by offset
 _MEMORY_FILE_FIELDS = frozenset({"op", "path", "new_path", "at", "cut", "ts"})
 _SKIP = STRUCTURAL_FIELDS | _MEMORY_FILE_FIELDS | {"ts"}
+SCAN_LINES = 512   # lines pre-checked for secrets at once
 
 
 @dataclass
@@ -66,6 +68,10 @@ def redact_line(path: Path, raw: bytes) -> tuple[bytes, Counter]:
     A line that is not a JSON object (set aside by doctor) is redacted as text."""
     if not may_hold_a_secret(raw):
         return raw, Counter()
+    return _redact_candidate(path, raw)
+
+
+def _redact_candidate(path: Path, raw: bytes) -> tuple[bytes, Counter]:
     keep_length = path.name == MEMORY_FILES
     end = b"\n" if raw.endswith(b"\n") else b""
     try:
@@ -89,10 +95,16 @@ def _scan_file(path: Path) -> Iterator[SecretFinding]:
     except FileNotFoundError:
         return
     with f:
-        for number, raw in enumerate(f, 1):
-            _, counts = redact_line(path, raw)
-            if counts:
-                yield SecretFinding(str(path), number, counts)
+        number = 0
+        while True:
+            lines = list(islice(f, SCAN_LINES))
+            if not lines:
+                return
+            for i in candidate_lines(lines):   # one pre-check of the whole batch, as ingest does
+                _, counts = _redact_candidate(path, lines[i])
+                if counts:
+                    yield SecretFinding(str(path), number + i + 1, counts)
+            number += len(lines)
 
 
 def scan(store: AgentStore) -> list[SecretFinding]:
