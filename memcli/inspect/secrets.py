@@ -28,9 +28,9 @@ import orjson
 from memcli.redact import STRUCTURAL_FIELDS, candidate_lines, may_hold_a_secret, redact_record, redact_string
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
+from memcli.store.layout import DATA_FILES, MEMORY_FILES
 from memcli.store.repair import QUARANTINE_SUFFIX
 
-MEMORY_FILES = "memory_files.jsonl"   # working memory's log: edits address the text by offset
 _MEMORY_FILE_FIELDS = frozenset({"op", "path", "new_path", "at", "cut", "ts"})
 _SKIP = STRUCTURAL_FIELDS | _MEMORY_FILE_FIELDS | {"ts"}
 SCAN_LINES = 512   # lines pre-checked for secrets at once
@@ -56,7 +56,7 @@ class SecretFinding:
 def data_files(store: AgentStore) -> list[Path]:
     """The agent's files that hold records, the known ones first."""
     paths = store.paths
-    known = [paths.active, paths.archive, paths.episodic, paths.semantic, paths.dir / MEMORY_FILES]
+    known = [paths.dir / name for name in DATA_FILES]
     others = sorted(p for p in paths.dir.iterdir()
                     if p.is_file() and not p.name.startswith(".") and p not in known
                     and (p.name.endswith(".jsonl") or p.name.endswith(QUARANTINE_SUFFIX)))
@@ -72,7 +72,7 @@ def redact_line(path: Path, raw: bytes) -> tuple[bytes, Counter]:
 
 
 def _redact_candidate(path: Path, raw: bytes) -> tuple[bytes, Counter]:
-    keep_length = path.name == MEMORY_FILES
+    keep_length = path.name == MEMORY_FILES   # working memory's log: edits address the text by offset
     end = b"\n" if raw.endswith(b"\n") else b""
     try:
         record = orjson.loads(raw)
