@@ -142,6 +142,17 @@ def test_clear_keep_memory_keeps_the_files_and_full_clear_removes_them(cli, memo
     assert not agent_dir(memory_dir, "a").exists()
 
 
+def test_agents_counts_the_working_memory_log_in_size_and_last_activity(cli, memory_dir, agent_with_files):
+    """An edit of the /memories files is activity, and its log is part of the agent's size."""
+    from memcli.inspect.agents import summarize_agent
+
+    store = AgentStore(memory_dir, "a")
+    summary = summarize_agent(store)
+    files = [agent_dir(memory_dir, "a") / n for n in ("raw_traces.jsonl", "memory_files.jsonl")]
+    assert summary.bytes == sum(f.stat().st_size for f in files)
+    assert summary.last_activity == read_jsonl(_log(memory_dir, "a"))[-1]["ts"]
+
+
 def test_memory_files_lists_the_tree(cli, agent_with_files):
     result = cli("memory", "a", "--files")
     assert result.exit_code == 0

@@ -23,7 +23,7 @@ from typing import Iterator
 from memcli.errors import MemcliError
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
-from memcli.store.layout import list_agent_ids
+from memcli.store.layout import DATA_FILES, list_agent_ids
 
 
 @dataclass
@@ -62,18 +62,20 @@ def last_ts(path: Path) -> float | None:
 
 def last_activity(store: AgentStore, state=None) -> float | None:
     """When the agent last changed, as ``agents`` and ``stats`` both show it: the newest ``ts``
-    among its active traces (kept by the state cache), the last archived trace, and the last
-    episodic and semantic items (so a compaction counts); each file is read from its end."""
+    among its active traces (kept by the state cache), the last archived trace, the last
+    episodic and semantic items (so a compaction counts) and the last working-memory edit; each
+    file is read from its end."""
     paths = store.paths
     state = state if state is not None else store.read_state()
-    known = [t for t in [state.last_ts] + [last_ts(p) for p in (paths.archive, paths.episodic, paths.semantic)]
+    known = [t for t in [state.last_ts] + [last_ts(p) for p in (paths.archive, paths.episodic, paths.semantic,
+                                                                   paths.memory_files)]
              if t is not None]
     return max(known) if known else None
 
 
 def summarize_agent(store: AgentStore) -> AgentSummary:
     paths = store.paths
-    size = sum(jsonl.file_size(p) for p in (paths.active, paths.archive, paths.episodic, paths.semantic))
+    size = sum(jsonl.file_size(paths.dir / name) for name in DATA_FILES)
     try:
         state = store.read_state()
         return AgentSummary(
