@@ -393,8 +393,8 @@ class WriteSession:
         does not, none is appended: InputError naming it. Returns how many were appended."""
         if not records:
             return 0
-        tree = self.memory_tree()
-        known = {record.get("id") for _, _, record in jsonl.iter_records(self.paths.memory_files)}
+        tree = MemoryTree()
+        known = {record.get("id") for _, record in tree.replay_records(self.paths.memory_files)}  # one read
         new = []
         for record in records:
             if record["id"] in known:
