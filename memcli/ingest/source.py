@@ -133,6 +133,8 @@ def _array_in_memory(f: IO[bytes]) -> list | None:
         return None
     if not isinstance(values, list):
         return None
+    if "\n" not in text:   # one line: every element is on line 1, no need to find where each starts
+        return [(1, value) for value in values]
     decode = json.JSONDecoder(parse_constant=_reject_constant).raw_decode
     pos = _skip_space(text, text.index("[") + 1)
     starts = []
