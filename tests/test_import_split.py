@@ -150,3 +150,12 @@ def test_a_message_list_streams_and_a_conversation_document_after_it_is_an_error
     with pytest.raises(InputError, match="line 5: a whole conversation after messages of another one"):
         ingest(memory_dir, "m", path, fmt="openai")
     assert traces(memory_dir, "m") == []
+
+
+def test_split_says_which_kinds_of_secret_it_redacted_as_one_file_does(cli, memory_dir, tmp_path):
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    token = token[:40]
+    path = _file(tmp_path, [_conversation(i, ask=f"use {token} for") for i in range(1, 3)])
+    result = cli("ingest", "bot", path, "--split")
+    assert result.exit_code == 0, result.stderr
+    assert "2 secrets redacted (github_token 2)" in result.stderr

@@ -59,12 +59,15 @@ class SplitResult:
         if self.skipped_conversations:
             parts.append(f"{len(self.skipped_conversations)} invalid conversation"
                          f"{'s' if len(self.skipped_conversations) != 1 else ''} skipped")
-        redacted = self.total("redacted")
-        if redacted:
-            parts.append(f"{redacted} secret{'s' if redacted != 1 else ''} redacted")
+        kinds: Counter = Counter()
         skipped: Counter = Counter()
         for r in self.results:
+            kinds.update(r.redacted_kinds)
             skipped.update(r.skipped)
+        if sum(kinds.values()):
+            from memcli.redact import describe_counts
+
+            parts.append(describe_counts(kinds))   # as one file's summary says it, kinds included
         if skipped:
             parts.append("skipped " + ", ".join(f"{n} {kind}" for kind, n in sorted(skipped.items())))
         return "; ".join(parts)
