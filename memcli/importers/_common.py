@@ -313,6 +313,16 @@ def hold_torn_tail(values, skipped: Counter):
         skipped["incomplete last line (still being written?)"] += 1
 
 
+def numbered(events: list[dict], base: str, common: dict) -> list[dict]:
+    """The traces one source item became, with their ids ``<base>-0``, ``<base>-1``... and the
+    item's ``common`` fields where a trace does not set them itself."""
+    for n, event in enumerate(events):
+        event["id"] = f"{base}-{n}"
+        for field, value in common.items():
+            event.setdefault(field, value)
+    return events
+
+
 def decoded(values) -> list:
     """The values of the ``(line, value)`` pairs a sniffer is shown that parsed (a value that
     did not parse is its exception): what every ``sniff`` scores."""

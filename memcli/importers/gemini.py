@@ -57,6 +57,7 @@ from memcli.importers._common import (
     named_usage,
     nonempty,
     not_format,
+    numbered,
     result_event,
     set_fields,
 )
@@ -296,10 +297,7 @@ class _Reader:
             return
         if usage:
             events[0]["usage"] = usage
-        for i, event in enumerate(events):
-            event["id"] = f"{base}-{i}"
-            for field, value in common.items():
-                event.setdefault(field, value)
+        for event in numbered(events, base, common):
             yield line, event
 
     def system(self, line, instruction):

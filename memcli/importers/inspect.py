@@ -37,6 +37,7 @@ from memcli.importers._common import (
     join_texts,
     nonempty,
     not_format,
+    numbered,
     openai_usage,
     result_event,
     set_fields,
@@ -161,10 +162,7 @@ class _Sample:
                 event = result_event("", call_id, text)
             events.append(set_fields(event, tool_name=name, media=media.as_field()))
         common = set_fields({}, model=nonempty(message.get("model")), message_id=own)
-        for n, event in enumerate(events):
-            event["id"] = f"{base}-{n}"
-            for field, value in common.items():
-                event.setdefault(field, value)
+        for event in numbered(events, base, common):
             yield line, event
 
 

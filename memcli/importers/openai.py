@@ -50,6 +50,7 @@ from memcli.importers._common import (
     decoded,
     join_texts,
     not_format,
+    numbered,
     openai_usage,
     result_event,
     set_fields,
@@ -217,10 +218,7 @@ class _Conversation:
             if call_id is None:
                 call_id = f"fc-{key}"  # nobody called it: an orphan result
             events.append(set_fields(result_event("", call_id, text), tool_name=name))
-        for n, event in enumerate(events):
-            event["id"] = f"{base}-{n}"
-            for field, value in common.items():
-                event.setdefault(field, value)
+        for event in numbered(events, base, common):
             yield line, event
 
     def _calls(self, message, key, events, line, where):

@@ -48,6 +48,7 @@ from memcli.importers._common import (
     decoded,
     nonempty,
     not_format,
+    numbered,
     openai_usage,
     result_event,
     set_fields,
@@ -214,11 +215,8 @@ class _Reader:
         else:
             self.skipped["events that are neither action nor observation"] += 1
             return
-        for n, item in enumerate(events):
-            item["id"] = f"{base}-{n}"
-            for field, value in common.items():
-                item.setdefault(field, value)
-            yield line, item
+        for event in numbered(events, base, common):
+            yield line, event
 
 
 class OpenHandsImporter:
