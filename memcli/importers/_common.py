@@ -323,6 +323,17 @@ def numbered(events: list[dict], base: str, common: dict) -> list[dict]:
     return events
 
 
+def take_named(pending, name: str | None) -> str | None:
+    """The id a result that names only its tool answers: of the unanswered ``(call id, tool
+    name)`` pairs in ``pending`` (a deque, oldest first), the oldest with that name, else the
+    oldest; it is removed. None when nothing is pending (an orphan)."""
+    for i, (call_id, pending_name) in enumerate(pending):
+        if pending_name == name:
+            del pending[i]
+            return call_id
+    return pending.popleft()[0] if pending else None
+
+
 def decoded(values) -> list:
     """The values of the ``(line, value)`` pairs a sniffer is shown that parsed (a value that
     did not parse is its exception): what every ``sniff`` scores."""

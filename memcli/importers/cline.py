@@ -29,7 +29,16 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from memcli.importers._common import Clock, KeyChain, anthropic_usage, decoded, nonempty, not_format, set_fields
+from memcli.importers._common import (
+    Clock,
+    KeyChain,
+    anthropic_usage,
+    decoded,
+    nonempty,
+    not_format,
+    set_fields,
+    take_named,
+)
 from memcli.importers.anthropic_blocks import BlockMapper
 from memcli.models import TAG_CONTEXT
 
@@ -100,11 +109,7 @@ class _Pairing:
         return content
 
     def _answer(self, name: str) -> str | None:
-        for i, (call_id, pending_name) in enumerate(self.pending):
-            if pending_name == name:
-                del self.pending[i]
-                return call_id
-        return self.pending.popleft()[0] if self.pending else None
+        return take_named(self.pending, name)
 
     def user(self, content: list, key: str) -> tuple[list, bool]:
         """(blocks, whether it answered tools)."""

@@ -55,6 +55,7 @@ from memcli.importers._common import (
     result_event,
     set_fields,
     string,
+    take_named,
 )
 from memcli.models import TAG_DEVELOPER, TAG_REASONING, TAG_SYSTEM
 
@@ -207,14 +208,7 @@ class _Conversation:
                 events.append(set_fields(event, tool_name=name, media=media.as_field()))
         else:  # legacy "function" result: answers the oldest unanswered function_call (by name)
             name = message.get("name") if isinstance(message.get("name"), str) else None
-            call_id = None
-            for i, (pending_id, pending_name) in enumerate(self.legacy_calls):
-                if pending_name == name:
-                    call_id = pending_id
-                    del self.legacy_calls[i]
-                    break
-            if call_id is None and self.legacy_calls:
-                call_id, _ = self.legacy_calls.popleft()
+            call_id = take_named(self.legacy_calls, name)
             if call_id is None:
                 call_id = f"fc-{key}"  # nobody called it: an orphan result
             events.append(set_fields(result_event("", call_id, text), tool_name=name))
