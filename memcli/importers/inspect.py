@@ -150,9 +150,8 @@ class _Sample:
             if not call_id:
                 yield line, not_format(line, f"{where}a tool message with a tool_call_id", message)
                 return
-            name = nonempty(message.get("function")) or self.call_names.take(call_id)
-            if nonempty(message.get("function")):
-                self.call_names.take(call_id)
+            called = self.call_names.take(call_id)   # taken either way: the call is answered
+            name = nonempty(message.get("function")) or called
             error = message.get("error")
             if isinstance(error, dict):
                 error_text = nonempty(error.get("message")) or nonempty(error.get("type"))
