@@ -16,7 +16,7 @@
   turn).
 
 :class:`TraceFilter` matches a :class:`~memcli.models.RawTrace` or its stored record (a dict).
-``TraceFilter.from_options`` builds it for ``show``/``tools``, :func:`make_filter` for ``export``.
+``TraceFilter.from_options`` builds it from the command options (``show``, ``tools``, ``export``).
 """
 
 from __future__ import annotations
@@ -70,15 +70,24 @@ class TraceFilter:
 
     @classmethod
     def from_options(cls, types: Iterable[str] | None = None, tags: Iterable[str] | None = None,
-                     since: str | None = None, until: str | None = None) -> "TraceFilter":
+                     since: str | None = None, until: str | None = None,
+                     turns: Iterable | None = None) -> "TraceFilter":
+        """The filter of the ``--type``/``--tag``/``--since``/``--until``/``--turn`` options
+        (``until`` a bare date means the end of that day)."""
         type_list = split_values(types)
         for name in type_list:
             if name not in TRACE_TYPES:
                 raise UsageError(f"--type: unknown trace type {name!r} (expected one of {', '.join(TRACE_TYPES)})")
+        wanted = None
+        if turns:
+            from memcli.ids import turn_id
+
+            wanted = frozenset(turn_id(t) for t in turns)
         flt = cls(frozenset(type_list), frozenset(split_values(tags)),
-                  parse_time(since, "--since"), parse_time(until, "--until", end_of_day=True))
+                  parse_time(since, "--since"), parse_time(until, "--until", end_of_day=True), wanted)
         if flt.since is not None and flt.until is not None and flt.since > flt.until:
-            raise UsageError("--since is after --until: nothing could match")
+            raise UsageError(f"--since is after --until ({format_utc(flt.since)} > {format_utc(flt.until)}): "
+                             "nothing could match")
         return flt
 
     @property
@@ -92,8 +101,6 @@ class TraceFilter:
         if type(ts) not in (int, float):
             return False
         return (self.since is None or ts >= self.since) and (self.until is None or ts <= self.until)
-
-    _in_range = in_time
 
     def matches(self, trace: RawTrace | dict) -> bool:
         """Whether a trace (or its stored record) passes; a turn of ``turns`` it belongs to is
@@ -116,7 +123,7 @@ class TraceFilter:
         return True
 
     def matches_memory(self, kind: str, record: dict) -> bool:
-        if not self._in_range(record.get("ts")):
+        if not self.in_time(record.get("ts")):
             return False
         if self.turns is None:
             return True
@@ -137,17 +144,6 @@ class TraceFilter:
         if self.until is not None:
             parts.append("until " + format_utc(self.until))
         return "; ".join(parts)
-
-
-def make_filter(turns=None, since: str | None = None, until: str | None = None) -> TraceFilter:
-    from memcli.ids import turn_id
-
-    wanted = frozenset(turn_id(t) for t in turns) if turns else None
-    lower = parse_time(since, "--since")
-    upper = parse_time(until, "--until", end_of_day=True)
-    if lower is not None and upper is not None and lower > upper:
-        raise UsageError(f"--since ({format_utc(lower)}) is after --until ({format_utc(upper)})")
-    return TraceFilter(since=lower, until=upper, turns=wanted)
 
 
 def format_utc(ts: float, fmt: str = "%Y-%m-%d %H:%M:%S UTC") -> str:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from memcli.filters import TraceFilter, make_filter
+from memcli.filters import TraceFilter
 from memcli.models import RawTrace, superseded_ids, supersedes_of
 from memcli.sizes import format_size
 
@@ -54,5 +54,5 @@ def test_one_filter_type_matches_traces_and_their_records_alike():
     for change in ({"ts": 21.0}, {"trace_type": "assistant"}, {"tags": []}, {"turn_id": "turn_0002"}, {"ts": None}):
         assert not flt.matches({**record, **change}), change
     assert flt.matched_turns == {"turn_0001"}
-    export_filter = make_filter(["1"], None, "1970-01-01")
+    export_filter = TraceFilter.from_options(turns=["1"], until="1970-01-01")
     assert export_filter.turns == frozenset({"turn_0001"}) and export_filter.until == 86400 - 1e-6

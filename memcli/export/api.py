@@ -11,7 +11,7 @@ from memcli.errors import TurnNotFoundError, UsageError
 from memcli.export.output import atomic_output, check_target, stdout_output
 from memcli.export.provider import PROVIDER_FORMATS, require_renderers, write_provider_messages
 from memcli.export.reader import open_history
-from memcli.filters import make_filter
+from memcli.filters import TraceFilter
 from memcli.sizes import format_size
 from memcli.store.agent import AgentStore
 
@@ -81,7 +81,7 @@ def export(memory_dir: str | os.PathLike, agent_id: str, *, fmt: str = "jsonl",
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r} (expected one of {', '.join(FORMATS)})")
     store = AgentStore(memory_dir, agent_id)  # validates the agent id
-    flt = make_filter(turns, since, until)
+    flt = TraceFilter.from_options(since=since, until=until, turns=turns)
     if fmt in PROVIDER_FORMATS:
         require_renderers(fmt)
     target = None
