@@ -162,10 +162,11 @@ def _ranked(store, conn, match: str, query: Query, names, since, until, limit: i
             min_rowid = search_index.broad_boundary(conn, match, names=names, newest=BROAD_MATCHES)
         except sqlite3.OperationalError as exc:
             raise UsageError(f"cannot search for {query.text!r}: {exc}") from None
-        note = (f"more than {BROAD_MATCHES:,} records match {match_terms(query)}: ranked the "
-                f"{BROAD_MATCHES:,} newest of them (add a rarer word to search all)")
-        if min_rowid is not None and note not in notes:   # once, though a retry ranks again
-            notes.append(note)
+        if min_rowid is not None:
+            note = (f"more than {BROAD_MATCHES:,} records match {match_terms(query)}: ranked the "
+                    f"{BROAD_MATCHES:,} newest of them (add a rarer word to search all)")
+            if note not in notes:   # once, though a retry after a catch-up ranks again
+                notes.append(note)
     while True:
         try:
             rows = search_index.query(conn, match, names=names, since=since, until=until, limit=fetch,
