@@ -363,15 +363,30 @@ def read_line_at(path: Path, offset: int) -> dict:
     return parse_line(path, raw, None, offset)
 
 
+def temp_name(path: Path, purpose: str | None = None) -> Path:
+    """A fresh random name beside ``path`` for a temp file (``.<name>.<hex>[.<purpose>].tmp``): with
+    :func:`create_new`, nothing planted at a predictable name is ever followed or overwritten."""
+    return path.with_name(f".{path.name}.{os.urandom(6).hex()}{'.' + purpose if purpose else ''}.tmp")
+
+
+def create_new(path: Path) -> int:
+    """Create ``path`` for writing, 0600 whatever the umask, failing if it exists (``O_EXCL``) or
+    is a symlink; the file descriptor."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
     """Write a whole file via a temp file in the same directory and ``os.replace``."""
-    # a fresh random name with O_EXCL: nothing planted at a predictable name is ever followed
-    # or overwritten
-    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+    tmp = temp_name(path)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+        fd = create_new(tmp)
         try:
-            os.fchmod(fd, FILE_MODE)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]

@@ -27,7 +27,6 @@ import orjson
 from memcli.errors import MemcliError
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, crash_point
-from memcli.store.layout import FILE_MODE
 
 JOURNAL = ".rewrite.pending"
 
@@ -37,14 +36,13 @@ LineTransform = Callable[[int, bytes], "bytes | None"]
 
 def temp_path(path: Path, purpose: str) -> Path:
     """A fresh name beside ``path`` (nothing planted there can be followed)."""
-    return path.with_name(f".{path.name}.{os.urandom(6).hex()}.{purpose}.tmp")
+    return jsonl.temp_name(path, purpose)
 
 
 def rewrite_lines(path: Path, transform: LineTransform, tmp: Path | None = None) -> None:
     """Rewrite ``path`` through ``transform`` (temp file, fsync, ``os.replace``, directory fsync)."""
     tmp = tmp or temp_path(path, "rewrite")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(tmp, flags, FILE_MODE)
+    fd = jsonl.create_new(tmp)
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:
             with jsonl.open_read(path) as f:
