@@ -26,7 +26,9 @@ LAYERS = [
     {"store"},
     # 2: features over the store
     {"ingest", "importers", "compaction", "snapshot", "renderers", "search", "inspect", "export",
-     "working_memory", "memory_tool"},
+     "working_memory", "memory_tool",
+     # agent homes (sync), harness hooks, the shared PostgreSQL replica, the HTML view
+     "sync", "hooks", "remote", "view"},
     # 3: the Python API (memcli.Memory); the package's own __init__ exports it lazily
     {"api", "facade", "<root>"},
     # 4: entry points
