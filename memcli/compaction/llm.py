@@ -47,6 +47,7 @@ import orjson
 from memcli.compaction.summarizer import (
     InvalidSummary,
     MemoryContext,
+    Summarizer,
     Summary,
     Turn,
     memory_brief,
@@ -159,7 +160,7 @@ def render_turn(turn: Turn, field_limit: int | None = None) -> str:
     return "\n".join(lines)
 
 
-class LiteLLMSummarizer:
+class LiteLLMSummarizer(Summarizer):
     def __init__(self, model: str, *, api_base: str | None = None, timeout: float = 120.0, retries: int = 2,
                  max_context_tokens: int | None = None, json_mode: bool | None = None,
                  temperature: float | None = 0.0, backoff: float | None = None):
