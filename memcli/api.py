@@ -81,6 +81,20 @@ class Memory:
 
         return list(iter_agents(self.path))
 
+    # ------------------------------------------------------------------ agent homes (sync)
+    def sync(self, *, home: str | os.PathLike | None = None, source: str | Iterable[str] | None = None,
+             dry_run: bool = False, redact: bool = True, progress=None):
+        """Import every harness session found under ``home`` (default ``~``) that is new or has
+        grown, one agent per session, as ``memcli sync``; ``source`` limits the sources
+        (claude-code, codex, ...), ``dry_run`` only says what would be imported. A session that
+        cannot be read is reported in the result and skipped. Returns
+        :class:`memcli.sync.engine.SyncReport`."""
+        from memcli.sync.engine import sync
+
+        with _parameters({"home": "home", "source": "source", "dry-run": "dry_run"}):
+            return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
+                        progress=progress)
+
 
 class Agent:
     """One agent of a :class:`Memory`. Methods mirror the commands (``memcli <command> AGENT``)."""

@@ -70,6 +70,7 @@ class IngestResult:
         self.redacted_kinds: Counter = Counter()  # secrets replaced, by kind
         self.errors: list = []     # first InputErrors (kept or reported)
         self.notes: list = []      # repairs and recoveries done on the way
+        self.meta: dict = {}       # importer: what the harness says about the session (title, PR links)
 
     def summary(self) -> str:
         calls = self.trace_types.get("tool_call", 0)
