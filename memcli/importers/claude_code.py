@@ -45,10 +45,10 @@ from __future__ import annotations
 
 from memcli.importers._common import (
     Clock,
-    harness_compaction,
     KeyChain,
     UniqueKeys,
     anthropic_usage,
+    harness_compaction,
     hold_torn_tail,
     not_format,
     set_fields,
