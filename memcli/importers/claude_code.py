@@ -24,7 +24,9 @@ Claude Code specifics:
 * ``isSidechain: true`` lines (subagents run by the Task tool) are tagged ``sidechain`` (a user
   line of a subagent never opens a turn) and keep ``agentId`` as ``agent_id``;
 * ``isCompactSummary`` user lines (the summary Claude Code's own compaction wrote) are tagged
-  ``compact_summary``; ``isMeta`` user lines (expanded slash commands, caveats) and the user
+  ``compact_summary`` and carry ``harness_compaction`` (``{"harness": "claude-code", "trigger",
+  "pre_tokens"}``, from the ``compact_boundary`` system line before them): the harness's own
+  compaction, never a user ask; ``isMeta`` user lines (expanded slash commands, caveats) and the user
   lines Claude Code writes itself (``<local-command-stdout>``, ``[Request interrupted by user]``,
   the local-command caveat) are tagged ``context``: neither opens a turn;
 * ``isApiErrorMessage`` assistant lines (errors Claude Code shows as a reply) are tagged
@@ -46,6 +48,7 @@ from memcli.importers._common import (
     KeyChain,
     UniqueKeys,
     anthropic_usage,
+    harness_compaction,
     hold_torn_tail,
     not_format,
     set_fields,
@@ -109,6 +112,7 @@ class ClaudeCodeImporter:
         unique = UniqueKeys()
         seen_messages: set[str] = set()
         recognized = False
+        boundary = None   # the compact_boundary's metadata, for the summary line after it
         for line, value in hold_torn_tail(values, skipped):
             if isinstance(value, Exception):
                 yield line, value
@@ -126,6 +130,8 @@ class ClaudeCodeImporter:
                     skipped["lines that are not objects"] += 1
                 continue
             if kind not in _CONVERSATION:
+                if kind == "system" and value.get("subtype") == "compact_boundary":
+                    boundary = harness_compaction(self.name, value.get("compactMetadata"))
                 if kind not in _NOT_CONVERSATION:
                     skipped[f"{kind[:40]!r} lines"] += 1
                 recognized = True
@@ -166,6 +172,8 @@ class ClaudeCodeImporter:
                     usage = anthropic_usage(message.get("usage"))
             elif value.get("isCompactSummary") is True:
                 user_tags.append(TAG_COMPACT_SUMMARY)
+                common["harness_compaction"] = boundary or harness_compaction(self.name, None)
+                boundary = None
             elif value.get("isMeta") is True or _first_text(content).startswith(_HARNESS_PREFIXES):
                 user_tags.append(TAG_CONTEXT)
             if tags:
