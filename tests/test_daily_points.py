@@ -11,7 +11,6 @@ import pytest
 from tests.events import U
 from tests.helpers import REPO, proc_env
 
-
 # ---------------------------------------------------------------- 8: a quiet MCP server
 
 def _mcp_stderr(memory_dir, *extra) -> str:
