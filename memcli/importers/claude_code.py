@@ -28,7 +28,9 @@ Claude Code specifics:
 * ``isSidechain: true`` lines (subagents run by the Task tool) are tagged ``sidechain`` (a user
   line of a subagent never opens a turn) and keep ``agentId`` as ``agent_id``;
 * ``isCompactSummary`` user lines (the summary Claude Code's own compaction wrote) are tagged
-  ``compact_summary``; ``isMeta`` user lines (expanded slash commands, caveats) and the user
+  ``compact_summary`` and carry ``harness_compaction`` (``{"harness": "claude-code", "trigger",
+  "pre_tokens"}``, from the ``compact_boundary`` system line before them): the harness's own
+  compaction, never a user ask; ``isMeta`` user lines (expanded slash commands, caveats) and the user
   lines Claude Code writes itself (``<local-command-stdout>``, ``[Request interrupted by user]``,
   the local-command caveat) are tagged ``context``: neither opens a turn;
 * ``isApiErrorMessage`` assistant lines (errors Claude Code shows as a reply) are tagged
@@ -50,6 +52,7 @@ from memcli.importers._common import (
     KeyChain,
     UniqueKeys,
     anthropic_usage,
+    harness_compaction,
     hold_torn_tail,
     not_format,
     set_fields,
@@ -133,15 +136,17 @@ class _Reader:
         self.chain = KeyChain()
         self.seen_messages: dict[str, None] = {}
         self.recognized = False
+        self.boundary = None   # the compact_boundary's metadata, for the summary line after it
         if carry:
             self.recognized = bool(carry.get("recognized"))
             self.clock.last = carry.get("ts")
             self.chain.key = carry.get("chain") or ""
             self.seen_messages = dict.fromkeys(carry.get("messages") or ())
+            self.boundary = carry.get("boundary")
 
     def checkpoint(self) -> dict:
         return {"recognized": self.recognized, "ts": self.clock.last, "chain": self.chain.key,
-                "messages": list(self.seen_messages)[-_CARRY_MESSAGES:]}
+                "messages": list(self.seen_messages)[-_CARRY_MESSAGES:], "boundary": self.boundary}
 
     def _metadata(self, kind: str, value: dict) -> None:
         """Titles (the last of each kind wins) and linked pull requests (each once, in order)."""
@@ -183,6 +188,8 @@ class _Reader:
                     skipped["lines that are not objects"] += 1
                 continue
             if kind not in _CONVERSATION:
+                if kind == "system" and value.get("subtype") == "compact_boundary":
+                    self.boundary = harness_compaction(ClaudeCodeImporter.name, value.get("compactMetadata"))
                 if kind in _META_ROWS or kind == "pr-link":
                     self._metadata(kind, value)
                 elif kind not in _NOT_CONVERSATION:
@@ -225,6 +232,8 @@ class _Reader:
                     usage = anthropic_usage(message.get("usage"))
             elif value.get("isCompactSummary") is True:
                 user_tags.append(TAG_COMPACT_SUMMARY)
+                common["harness_compaction"] = self.boundary or harness_compaction(ClaudeCodeImporter.name, None)
+                self.boundary = None
             elif value.get("isMeta") is True or _first_text(content).startswith(_HARNESS_PREFIXES):
                 user_tags.append(TAG_CONTEXT)
             if tags:

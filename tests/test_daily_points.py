@@ -1,0 +1,76 @@
+"""The smaller points of issue 26, each as a daily user meets it (the terminal-safety point is
+tests/test_neutral_output.py)."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+
+import pytest
+
+from tests.events import U
+from tests.helpers import REPO, proc_env
+
+# ---------------------------------------------------------------- 8: a quiet MCP server
+
+def _mcp_stderr(memory_dir, *extra) -> str:
+    """What ``memcli mcp`` writes on stderr while a client lists its tools and searches twice."""
+    anyio = pytest.importorskip("anyio")
+    pytest.importorskip("mcp")
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, env=proc_env(), cwd=str(REPO),
+                                   args=["-m", "memcli", "--dir", str(memory_dir), "mcp", "--agent", "a", *extra])
+    with tempfile.TemporaryFile("w+") as errlog:
+        async def main():
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    await session.list_tools()
+                    for _ in range(2):
+                        result = await session.call_tool("memory_search", {"query": "hello"})
+                        assert not result.isError
+
+        anyio.run(main)
+        errlog.seek(0)
+        return errlog.read()
+
+
+def test_mcp_is_quiet_by_default_and_logs_requests_when_asked(cli, memory_dir):
+    assert cli("ingest", "a", input=[U("hello there")]).exit_code == 0
+    assert _mcp_stderr(memory_dir) == ""
+    assert _mcp_stderr(memory_dir, "--log-level", "info").count("Processing request of type") >= 3  # list, 2 calls
+
+
+# ---------------------------------------------------------------- 2: a rejected import leaves nothing
+
+@pytest.mark.parametrize("case", ["wrong --from", "invalid event", "empty input", "blank lines"])
+def test_a_rejected_first_import_leaves_no_agent(cli, memory_dir, case):
+    args, data = {
+        "wrong --from": (["--from", "codex"], [U("hello")]),
+        "invalid event": ([], [U("hello"), {"trace_type": "bogus"}]),
+        "empty input": ([], b""),
+        "blank lines": ([], b"\n\n"),
+    }[case]
+    result = cli("ingest", "a", *args, input=data)
+    assert result.exit_code == 1
+    assert "nothing was written" in result.stderr
+    assert not (memory_dir / "agents" / "a").exists()
+    assert cli("agents").stdout == ""
+
+
+def test_empty_input_is_no_events_not_zero_ingested(cli, memory_dir):
+    result = cli("ingest", "a", input=b"")
+    assert (result.exit_code, result.stderr) == (1, "memcli: error: no events in the input (format native)\n"
+                                                    "  hint: nothing was written\n")
+
+
+def test_a_rejected_import_into_an_existing_agent_keeps_it_byte_identical(cli, memory_dir):
+    from tests.helpers import tree_digest
+
+    assert cli("ingest", "a", input=[U("hello")]).exit_code == 0
+    before = tree_digest(memory_dir / "agents" / "a")
+    assert cli("ingest", "a", input=b"").exit_code == 1
+    assert cli("ingest", "a", "--from", "codex", input=[U("x")]).exit_code == 1
+    assert tree_digest(memory_dir / "agents" / "a") == before
