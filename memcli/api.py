@@ -265,7 +265,8 @@ class Agent:
     def remember(self, fact: str, *, tags: Iterable[str] = (), pin: bool = False,
                  supersedes: str | Iterable[str] | None = None) -> dict:
         """Append a semantic fact (redacted; ``pin`` puts it into every snapshot), as
-        ``memcli remember``. Returns the record written."""
+        ``memcli remember``. Returns the record written — or, when a live fact already says the
+        same text with these tags, that fact's record (nothing written)."""
         from memcli.search.facts import remember
 
         with _parameters({"tag": "tags", "supersedes": "supersedes"}):

@@ -74,3 +74,46 @@ def test_a_rejected_import_into_an_existing_agent_keeps_it_byte_identical(cli, m
     assert cli("ingest", "a", input=b"").exit_code == 1
     assert cli("ingest", "a", "--from", "codex", input=[U("x")]).exit_code == 1
     assert tree_digest(memory_dir / "agents" / "a") == before
+
+
+# ---------------------------------------------------------------- 3: remember dedupes
+
+def _semantic_lines(memory_dir) -> list[dict]:
+    from tests.helpers import read_jsonl
+
+    return read_jsonl(memory_dir / "agents" / "a" / "semantic.jsonl")
+
+
+def test_remember_the_same_text_returns_the_existing_fact(cli, memory_dir):
+    first = cli("remember", "a", "The deploy key lives in vault")
+    again = cli("remember", "a", "  The deploy   key lives\nin vault ")
+    assert first.exit_code == again.exit_code == 0
+    assert first.stdout == again.stdout
+    assert again.stderr == f"memcli: already remembered as {first.stdout.strip()} in 'a': nothing written\n"
+    assert len(_semantic_lines(memory_dir)) == 1
+
+
+def test_remember_dedupes_over_the_api_and_mcp(memory_dir):
+    from memcli import Memory
+    from memcli.mcp.tools import MemoryTools
+
+    agent = Memory(memory_dir).agent("a")
+    first = agent.remember("tests run with make test")
+    assert agent.remember("tests run with  make test")["id"] == first["id"]
+    answer = MemoryTools(memory_dir, "a").remember(None, "tests run with make test ")
+    assert (answer["id"], answer["existing"]) == (first["id"], True)
+    assert len(_semantic_lines(memory_dir)) == 1
+
+
+def test_forget_takes_the_fact_out_of_recall(memory_dir):
+    from memcli import Memory
+
+    agent = Memory(memory_dir).agent("a")
+    agent.remember("the staging database is pg-staging-3")
+    fact = agent.remember("the staging  database is pg-staging-3", pin=True)  # a tag it lacked: replaces it
+    assert fact["tags"] == ["pinned"] and len(_semantic_lines(memory_dir)) == 2
+    assert agent.forget(fact["id"]) is not None
+    from memcli.snapshot.recall import select_bundle
+
+    bundle = select_bundle(agent.store, recall="staging database", memory_tokens=2000, count=len)
+    assert bundle.semantic == []
