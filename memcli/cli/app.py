@@ -98,6 +98,7 @@ COMMAND_MODULES = {
     "search": "search", "remember": "search", "forget": "search",
     "mcp": "mcp",
     "memory-tool": "memory_tool",
+    "push": "remote", "pull": "remote",
 }
 
 
