@@ -33,8 +33,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import orjson
-
 from memcli.errors import UsageError
 from memcli.remote import connect as rc
 from memcli.remote import schema
@@ -183,7 +181,7 @@ ON CONFLICT (agent_key, stream, id) DO UPDATE SET file = EXCLUDED.file, pos = EX
 WHERE (r.file, r.pos, r.line) IS DISTINCT FROM (EXCLUDED.file, EXCLUDED.pos, EXCLUDED.line)
 """
 
-_STAGE = f"""
+_STAGE = """
 CREATE TEMP TABLE IF NOT EXISTS memcli_stage (
     stream text, id text, file text, pos bigint, kind text, tier text, ts double precision, turn_id text,
     trace_type text, tool_name text, line text, body text) ON COMMIT DELETE ROWS
