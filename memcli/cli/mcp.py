@@ -15,6 +15,9 @@ def mcp(
     ctx: typer.Context,
     agent: Optional[str] = typer.Option(
         None, "--agent", metavar="A", help="Serve only this agent (its tools then need no `agent` argument)."),
+    remote: Optional[str] = typer.Option(
+        None, "--remote", metavar="URL",
+        help="Serve the shared PostgreSQL store at URL ('' = $MEMCLI_REMOTE); agents are NAME or STORE/NAME."),
 ) -> None:
     """Run a stdio MCP server over the store: memory_search, memory_get, memory_recent,
     memory_remember, memory_forget.
@@ -27,7 +30,7 @@ def mcp(
         from memcli.mcp.server import serve
     except ImportError as exc:  # the SDK missing from this installation
         raise UsageError(f"memcli mcp needs the MCP Python SDK ({exc}); install it with `pip install 'mcp>=1.25,<2'`") from None
-    serve(ctx.obj, agent)
+    serve(ctx.obj, agent, remote)
 
 
 def register(app: typer.Typer) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -37,9 +38,10 @@ from memcli.errors import UsageError
 from memcli.remote import connect as rc
 from memcli.remote import schema
 from memcli.store import jsonl
+from memcli.store.agent import crash_point
 from memcli.store.layout import ACTIVE, ARCHIVE, DATA_FILES, list_agent_ids
 
-BATCH_BYTES = 4 << 20
+BATCH_BYTES = int(os.environ.get("MEMCLI_PUSH_BATCH_BYTES") or 4 << 20)   # the variable: tests only
 FINGERPRINT_BYTES = 4096
 RETRIES = 5
 SEARCHED = {ACTIVE: "active", ARCHIVE: "archive", "episodic.jsonl": "episodic", "semantic.jsonl": "semantic"}
@@ -134,6 +136,16 @@ def _chunks(fd: int, start: int, end: int):
         pos += cut + 1
 
 
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+def plain_words(text: str) -> str:
+    """The text PostgreSQL indexes: punctuation (``_`` too) made spaces, so ``app/api_v2.py`` is the
+    words app api v2 py, as the local index's tokenizer sees it (PostgreSQL's own parser would keep
+    paths, hosts and dotted names whole). Queries go through the same function."""
+    return _NOT_WORD.sub(" ", text)
+
+
 def _field(value) -> str:
     return "\\N" if value is None else str(value).translate(_ESCAPE)
 
@@ -157,7 +169,7 @@ def copy_rows(path, name: str, start: int, data: bytes) -> tuple[bytes, int]:
         ts = record.get("ts")
         ts = ts if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None
         turn = record.get("turn_id") if is_trace else None
-        body = record_text(searched, record) if searched else None
+        body = plain_words(record_text(searched, record)) if searched else None
         out.append("\t".join((
             _field(stream), _field(rid), name, str(offset), kind, tier, _field(ts),
             _field(turn if isinstance(turn, str) else None),
@@ -242,6 +254,8 @@ class _Pusher:
                     done.changed += self._stage_and_upsert(cur, key, rows)
                     end = offset + len(data)
                     _set_position(cur, key, name, end, fingerprint(fd, end), exact=False)
+                    crash_point("push:staged")
+                crash_point("push:committed")
                 done.records += n
                 if self.progress and n:
                     self.progress(done.agent, n)

@@ -82,10 +82,8 @@ def _version(conn) -> int | None:
 
 def _refuse_newer(version: int, where: str) -> None:
     if version > SCHEMA_VERSION:
-        from memcli import __version__
-
         raise RemoteError(f"the shared store at {where} has memcli schema version {version}, newer than this "
-                          f"memcli's ({SCHEMA_VERSION}, memcli {__version__}): upgrade memcli to use it")
+                          f"memcli's ({SCHEMA_VERSION}): upgrade memcli to use it")
 
 
 def ensure(conn, where: str) -> None:

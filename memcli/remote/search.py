@@ -1,7 +1,8 @@
 """``memcli search --remote``: ranked hits from the shared store (memcli.remote, docs/remote.md).
 
-The question is parsed by PostgreSQL's ``websearch_to_tsquery('english', ...)`` (stop words
-dropped, words stemmed, ``"a phrase"``, ``or``, ``-word``) and matched against the GIN-indexed
+The question is split into terms by the local search's rules (:func:`memcli.search.query.parse_query`:
+``"a phrase"``, punctuation splitting identifiers) and handed to PostgreSQL's
+``websearch_to_tsquery('english', ...)`` (stop words dropped, words stemmed); it is matched against the GIN-indexed
 ``tsv`` column; hits are ranked by ``ts_rank_cd``, best first, ties newest first. As in local
 search, every word must match first; when nothing has them all and the query has more than one
 word, records with any of them are ranked instead (``mode == "any"``). A query matching more than
@@ -65,8 +66,23 @@ def _ranked(conn, tsquery_text: str, agent_key, kinds, since, until, limit: int,
     return rows
 
 
+def websearch(query, joiner: str) -> str:
+    """The question as ``websearch_to_tsquery`` text: the terms of :func:`memcli.search.query.parse_query`
+    (the local search's rules), each made plain words as the index holds them, a term of several
+    words quoted as a phrase, joined by ``joiner`` (" ": all, " or ": any)."""
+    from memcli.remote.push import plain_words
+
+    parts = []
+    for term in query.terms:
+        words = plain_words(" ".join(term.words)).split()
+        if words:
+            parts.append(f'"{" ".join(words)}"' if len(words) > 1 else words[0])
+    return joiner.join(parts)
+
+
 def search(url: str | None, text: str, *, agent: str | None = None, all: bool = False, limit: int = 10,
-           offset: int = 0, kinds=None, since: float | None = None, until: float | None = None) -> RemoteSearchResult:
+           offset: int = 0, kinds=None, since: float | None = None, until: float | None = None, conn=None) -> RemoteSearchResult:
+    """Hits for ``text`` (module docstring); on ``conn`` when given (left open), else a new connection."""
     from memcli.search.engine import MAX_LIMIT, parse_kinds
     from memcli.search.query import parse_query
 
@@ -80,18 +96,19 @@ def search(url: str | None, text: str, *, agent: str | None = None, all: bool = 
     wanted = parse_kinds(kinds)
     url = rc.resolve_url(url, "--remote")
     where = rc.describe(url)
-    conn = rc.connect(url)
+    own = conn is None
+    conn = rc.connect(url) if own else conn
     notes: list[str] = []
     try:
         try:
-            schema.check(conn, where)
+            if own:
+                schema.check(conn, where)
             key = schema.find_agent(conn, agent, where)[0] if agent else None
             mode = "all"
-            rows = _ranked(conn, text, key, wanted, since, until, limit, offset, notes)
+            rows = _ranked(conn, websearch(query, " "), key, wanted, since, until, limit, offset, notes)
             if not rows and len(query.terms) > 1:
                 mode = "any"
-                rows = _ranked(conn, " or ".join(t.text for t in query.terms), key, wanted, since, until, limit,
-                               offset, notes)
+                rows = _ranked(conn, websearch(query, " or "), key, wanted, since, until, limit, offset, notes)
         except Exception as exc:
             import psycopg
 
@@ -99,7 +116,8 @@ def search(url: str | None, text: str, *, agent: str | None = None, all: bool = 
                 raise rc.failed(exc, url, "searching") from None
             raise
     finally:
-        conn.close()
+        if own:
+            conn.close()
     return RemoteSearchResult(query, mode, [remote_hit(*row[:5], query) for row in rows], notes)
 
 
