@@ -317,7 +317,7 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
     memcli.Memory(memory_dir).push(["coder"], to=pg_url)
 
     async def main():
-        server = build_server(tmp_path / "unused", "coder", pg_url)
+        server = build_server(tmp_path / "unused", "coder", remote=pg_url)
         async with create_connected_server_and_client_session(server._mcp_server) as session:
             names = {t.name for t in (await session.list_tools()).tools}
             calls = [await session.call_tool(name, args) for name, args in [

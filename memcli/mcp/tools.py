@@ -175,7 +175,7 @@ class MemoryTools:
         done = self._remember(self.store(agent, must_exist=False), fact, tags or (), bool(pin), supersedes)
         record = done.record
         return {"id": record["id"], "fact": record["fact"], "tags": record["tags"], "supersedes": done.superseded,
-                "redacted_secrets": done.redacted}
+                "redacted_secrets": done.redacted, "existing": done.existing}
 
     def forget(self, agent: str | None, record_id: str, reason: str | None = None) -> dict:
         done = self._forget(self.store(agent), record_id, reason)
