@@ -95,6 +95,15 @@ class Memory:
             return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
                         progress=progress)
 
+    def search_all(self, query: str, *, limit: int = 10, **options):
+        """Ranked hits over every agent, as ``memcli search --all``: each agent searched as
+        :meth:`Agent.search` (``options`` are its options: ``kind``, ``since``, ``until`` ...),
+        merged by score; each hit names its agent and, for a synced session, how to resume it
+        (:class:`memcli.search.across.AcrossResult`)."""
+        from memcli.search.across import search_all
+
+        return search_all(self.path, lambda name: self.agent(name).search(query, limit=limit, **options), limit)
+
     # ------------------------------------------------------------------ the shared store (memcli.remote)
     def push(self, agents: Iterable[str] | None = None, *, to: str | None = None, all: bool = False,
              store_id: str | None = None, as_name: str | None = None, progress=None):

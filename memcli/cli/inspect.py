@@ -48,6 +48,7 @@ AGENT_COLUMNS = [
     Column("semantic", "semantic", align="right", drop=2),
     Column("size", lambda a: fmt_bytes(a.bytes), align="right", drop=4),
     Column("last activity", lambda a: fmt_ts(a.last_activity)),
+    Column("title", "title", flex=True, drop=1),
     Column("problem", "problem", flex=True, style="red", drop=1),
 ]
 
