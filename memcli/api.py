@@ -81,6 +81,20 @@ class Memory:
 
         return list(iter_agents(self.path))
 
+    # ------------------------------------------------------------------ agent homes (sync)
+    def sync(self, *, home: str | os.PathLike | None = None, source: str | Iterable[str] | None = None,
+             dry_run: bool = False, redact: bool = True, progress=None):
+        """Import every harness session found under ``home`` (default ``~``) that is new or has
+        grown, one agent per session, as ``memcli sync``; ``source`` limits the sources
+        (claude-code, codex, ...), ``dry_run`` only says what would be imported. A session that
+        cannot be read is reported in the result and skipped. Returns
+        :class:`memcli.sync.engine.SyncReport`."""
+        from memcli.sync.engine import sync
+
+        with _parameters({"home": "home", "source": "source", "dry-run": "dry_run"}):
+            return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
+                        progress=progress)
+
     # ------------------------------------------------------------------ harness hooks
     def hooks_install(self, harness: str, *, scope: str = "user", agent: str | None = None,
                       project_dir: str | os.PathLike | None = None, home: str | os.PathLike | None = None):
@@ -310,7 +324,8 @@ class Agent:
     def remember(self, fact: str, *, tags: Iterable[str] = (), pin: bool = False,
                  supersedes: str | Iterable[str] | None = None) -> dict:
         """Append a semantic fact (redacted; ``pin`` puts it into every snapshot), as
-        ``memcli remember``. Returns the record written."""
+        ``memcli remember``. Returns the record written — or, when a live fact already says the
+        same text with these tags, that fact's record (nothing written)."""
         from memcli.search.facts import remember
 
         with _parameters({"tag": "tags", "supersedes": "supersedes"}):

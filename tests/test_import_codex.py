@@ -208,6 +208,7 @@ def test_outputs_errors_reused_ids_orphans_and_compaction(memory_dir, tmp_path):
     assert (shot.tool_result, shot.media) == ("shot:", {"images": ["data:image/png;base64,QQ=="]})
     summary = next(t for t in got if "compact_summary" in t.tags)
     assert summary.content == "Summary of the work so far." and summary.is_context
+    assert summary.extra["harness_compaction"] == {"harness": "codex"}
 
 
 def test_older_rollouts_without_events_use_the_text(memory_dir, tmp_path):

@@ -31,10 +31,12 @@ class MemcliGroup(TyperGroup):
         except MemcliError as exc:
             if os.environ.get("MEMCLI_DEBUG") == "1":
                 raise
+            from memcli.neutral import neutral
+
             message = f"memcli: error: {exc.message}"
             if exc.hint:
                 message += f"\n  hint: {exc.hint}"
-            print(message, file=sys.stderr)
+            print(neutral(message), file=sys.stderr)  # a message may quote stored text
             raise typer.Exit(exc.exit_code) from None
         except BrokenPipeError:
             _closed_pipe()
@@ -98,6 +100,7 @@ COMMAND_MODULES = {
     "search": "search", "remember": "search", "forget": "search",
     "mcp": "mcp",
     "memory-tool": "memory_tool",
+    "sync": "sync",
     "hooks": "hooks", "hook": "hooks",
 }
 

@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import typer
 
 from memcli.errors import UsageError
+from memcli.neutral import neutral
 from memcli.sizes import format_size as fmt_bytes  # noqa: F401  (the one size format; old name)
 
 TABLE_BATCH = 200
@@ -180,7 +181,7 @@ class Column:
             return "yes" if value else "no"
         if isinstance(value, int):
             return f"{value:,}"
-        text = value if isinstance(value, str) else str(value)
+        text = neutral(value if isinstance(value, str) else str(value))
         return one_line(text) if ("\n" in text or "\t" in text or "  " in text) else text
 
     def style_of(self, value: str) -> str | None:
@@ -271,18 +272,20 @@ class HumanView:
 
     # -- low level
     def line(self, *segments) -> None:
-        """One line made of text segments; a segment is ``text`` or ``(text, style)``."""
+        """One line made of text segments; a segment is ``text`` or ``(text, style)``. Control
+        characters in the text are shown, never sent (:func:`memcli.neutral.neutral`): the
+        only escape sequences written are the view's own styles, on a terminal."""
         if not self.colour:
-            self.stream.write("".join(s if isinstance(s, str) else s[0] for s in segments) + "\n")
+            self.stream.write(neutral("".join(s if isinstance(s, str) else s[0] for s in segments)) + "\n")
             return
         from rich.text import Text
 
         text = Text(no_wrap=True, overflow="ignore", end="\n")
         for s in segments:
             if isinstance(s, str):
-                text.append(s)
+                text.append(neutral(s))
             else:
-                text.append(s[0], style=s[1] or "")
+                text.append(neutral(s[0]), style=s[1] or "")
         self._rich().print(text, soft_wrap=True)
 
     def _rich(self):
@@ -546,8 +549,8 @@ class Output:
 
     @staticmethod
     def note(message: str) -> None:
-        """A status line on stderr (never stdout)."""
-        print(f"memcli: {message}", file=sys.stderr)
+        """A status line on stderr (never stdout); control characters shown, not sent."""
+        print(f"memcli: {neutral(message)}", file=sys.stderr)
 
 
 class _Counted:

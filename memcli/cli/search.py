@@ -96,7 +96,8 @@ def remember(
 
     done = run_remember(_store(ctx, agent), text, tags=tag or (), pin=pin, supersedes=supersedes)
     record = done.record
-    note = f"remembered {record['id']} in {agent!r}" + (" (pinned)" if "pinned" in record["tags"] else "")
+    note = (f"already remembered as {record['id']} in {agent!r}: nothing written" if done.existing else
+            f"remembered {record['id']} in {agent!r}") + (" (pinned)" if "pinned" in record["tags"] else "")
     if done.superseded:
         note += f", superseding {', '.join(done.superseded)}"
     if done.redacted:

@@ -238,6 +238,21 @@ def _error_text(value) -> str:
     return orjson.dumps(value).decode()
 
 
+def harness_compaction(harness: str, metadata) -> dict:
+    """What a compact-summary trace says of the harness compaction that wrote it (kept in the
+    trace's ``harness_compaction`` field): the harness, and when the transcript says them, the
+    trigger (``auto``/``manual``) and the prompt tokens before it."""
+    out: dict = {"harness": harness}
+    if isinstance(metadata, dict):
+        trigger = metadata.get("trigger")
+        if isinstance(trigger, str) and trigger:
+            out["trigger"] = trigger
+        tokens = metadata.get("preTokens", metadata.get("pre_tokens"))
+        if _int(tokens) is not None:
+            out["pre_tokens"] = tokens
+    return out
+
+
 def set_fields(event: dict, **fields) -> dict:
     """Set the fields that have a value (``None``, empty lists and dicts are left out)."""
     for key, value in fields.items():

@@ -37,7 +37,8 @@ on the first assistant trace of that response as ``usage`` (``prompt_tokens`` = 
 ``input_tokens``, which include the cached ones; ``completion_tokens`` = ``output_tokens``, which
 include reasoning). ``turn_context.model`` becomes ``model`` on the model's traces;
 ``session_meta`` gives ``session_id`` and its base instructions a ``system`` trace. A
-``compacted`` item with a summary text becomes a ``user`` trace tagged ``compact_summary``. Other
+``compacted`` item with a summary text becomes a ``user`` trace tagged ``compact_summary``, with
+``harness_compaction: {"harness": "codex"}`` (the harness's own compaction, not a user ask). Other
 events (``agent_message``, ``agent_reasoning``... copies of the items above) are passed over.
 
 Ids: ``cx-<key>-<n>`` with ``<key>`` from a hash chain over the conversation items, seeded with
@@ -55,6 +56,7 @@ from memcli.importers._common import (
     KeyChain,
     Media,
     call_event,
+    harness_compaction,
     hold_torn_tail,
     item_key,
     join_texts,
@@ -260,7 +262,8 @@ class _Rollout:
             yield from self._close_step()
             text = payload.get("message")
             if isinstance(text, str) and text.strip():
-                event = {"id": f"cx-{key}-0", "trace_type": "user", "content": text, "tags": [TAG_COMPACT_SUMMARY]}
+                event = {"id": f"cx-{key}-0", "trace_type": "user", "content": text, "tags": [TAG_COMPACT_SUMMARY],
+                         "harness_compaction": harness_compaction("codex", None)}
                 yield line, self._common(event, ts)
             else:
                 self.skipped["compactions without a summary text"] += 1

@@ -173,7 +173,7 @@ class MemoryTools:
                         supersedes=supersedes)
         record = done.record
         return {"id": record["id"], "fact": record["fact"], "tags": record["tags"], "supersedes": done.superseded,
-                "redacted_secrets": done.redacted}
+                "redacted_secrets": done.redacted, "existing": done.existing}
 
     def forget(self, agent: str | None, record_id: str, reason: str | None = None) -> dict:
         from memcli.search.facts import forget

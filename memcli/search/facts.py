@@ -12,6 +12,11 @@
   skip the old one). Only a fact: a summary is taken out with ``forget``.
 * The text and the tags go through the same redaction as ingest (:func:`memcli.redact.redact_text`):
   a credential in a remembered fact is stored as ``[REDACTED:<kind>]``.
+* **The same fact once.** When a live fact already says the same text (after redaction, with
+  whitespace runs counted as one space) and has every tag asked for, nothing is written: the
+  existing fact's record is returned (``existing`` is true). With a tag it lacks (``--pin`` on
+  an unpinned fact), the new fact carries both tag sets and supersedes the old one. So a
+  ``forget`` of that id takes the fact out of recall: no second copy stays behind.
 
 ``forget ID`` appends a *tombstone* to the file of the item it takes out (semantic or episodic)::
 
@@ -46,6 +51,25 @@ class Remembered:
     record: dict
     redacted: int = 0
     superseded: list[str] = field(default_factory=list)
+    existing: bool = False          # the same live fact was already there: nothing written
+
+
+def _same_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _live_same_fact(paths, fact: str) -> dict | None:
+    """The newest live semantic record whose fact is ``fact`` (whitespace normalised)."""
+    from memcli.models import superseded_ids
+
+    records = [record for _, _, record in jsonl.iter_records(paths.semantic)]
+    gone = superseded_ids(records)
+    wanted = _same_text(fact)
+    for record in reversed(records):
+        text = record.get("fact")
+        if isinstance(text, str) and record.get("id") not in gone and _same_text(text) == wanted:
+            return record
+    return None
 
 
 @dataclass
@@ -136,6 +160,14 @@ def remember(store: AgentStore, text: str, *, tags=(), pin: bool = False, supers
                 raise UsageError(f"--supersedes {old!r}: that is an episodic summary; a fact can only replace a fact "
                                  f"(`memcli forget {store.agent_id} {old}` takes a summary out)")
             replaced.append(old)
+        same = _live_same_fact(session.paths, fact)
+        if same is not None:
+            have = same.get("tags") if isinstance(same.get("tags"), list) else []
+            if not replaced and set(redacted_tags) <= set(have):
+                return Remembered(same, redacted, [], existing=True)
+            if same.get("id") not in replaced:
+                replaced.append(same["id"])
+            redacted_tags = list(dict.fromkeys([*have, *redacted_tags]))
         item = SemanticItem(id=new_id(SEMANTIC_PREFIX), ts=time.time(), fact=fact, tags=redacted_tags,
                             confidence=1.0, salience=1.0 if PINNED_TAG in redacted_tags else 0.5,
                             supersedes=replaced, extra={"source": "remember"})

@@ -14,6 +14,8 @@
         .ingest.pending                in-flight ingest marker (crash rollback)
         .compaction.journal            in-flight compaction (crash recovery)
         .token-counts                  cache: token counts of texts counted before (store/token_counts.py)
+        .source.json                   where the traces came from (sync / import; store/sync_state.py)
+      .sync/<source>.json              what ``memcli sync`` has read of each session file (store/sync_state.py)
 
 The agent's lock lives outside its directory so that ``clear`` can remove the whole directory
 while holding the lock, and the lock file itself is never deleted (a deleted lock file lets a
@@ -45,6 +47,7 @@ IDS = ".ids"
 INGEST_MARKER = ".ingest.pending"
 COMPACTION_JOURNAL = ".compaction.journal"
 TOKEN_COUNTS = ".token-counts"
+SOURCE_META = ".source.json"
 DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES)
 
 DIR_MODE = 0o700

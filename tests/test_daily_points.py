@@ -1,0 +1,119 @@
+"""The smaller points of issue 26, each as a daily user meets it (the terminal-safety point is
+tests/test_neutral_output.py)."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+
+import pytest
+
+from tests.events import U
+from tests.helpers import REPO, proc_env
+
+# ---------------------------------------------------------------- 8: a quiet MCP server
+
+def _mcp_stderr(memory_dir, *extra) -> str:
+    """What ``memcli mcp`` writes on stderr while a client lists its tools and searches twice."""
+    anyio = pytest.importorskip("anyio")
+    pytest.importorskip("mcp")
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, env=proc_env(), cwd=str(REPO),
+                                   args=["-m", "memcli", "--dir", str(memory_dir), "mcp", "--agent", "a", *extra])
+    with tempfile.TemporaryFile("w+") as errlog:
+        async def main():
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    await session.list_tools()
+                    for _ in range(2):
+                        result = await session.call_tool("memory_search", {"query": "hello"})
+                        assert not result.isError
+
+        anyio.run(main)
+        errlog.seek(0)
+        return errlog.read()
+
+
+def test_mcp_is_quiet_by_default_and_logs_requests_when_asked(cli, memory_dir):
+    assert cli("ingest", "a", input=[U("hello there")]).exit_code == 0
+    assert _mcp_stderr(memory_dir) == ""
+    assert _mcp_stderr(memory_dir, "--log-level", "info").count("Processing request of type") >= 3  # list, 2 calls
+
+
+# ---------------------------------------------------------------- 2: a rejected import leaves nothing
+
+@pytest.mark.parametrize("case", ["wrong --from", "invalid event", "empty input", "blank lines"])
+def test_a_rejected_first_import_leaves_no_agent(cli, memory_dir, case):
+    args, data = {
+        "wrong --from": (["--from", "codex"], [U("hello")]),
+        "invalid event": ([], [U("hello"), {"trace_type": "bogus"}]),
+        "empty input": ([], b""),
+        "blank lines": ([], b"\n\n"),
+    }[case]
+    result = cli("ingest", "a", *args, input=data)
+    assert result.exit_code == 1
+    assert "nothing was written" in result.stderr
+    assert not (memory_dir / "agents" / "a").exists()
+    assert cli("agents").stdout == ""
+
+
+def test_empty_input_is_no_events_not_zero_ingested(cli, memory_dir):
+    result = cli("ingest", "a", input=b"")
+    assert (result.exit_code, result.stderr) == (1, "memcli: error: no events in the input (format native)\n"
+                                                    "  hint: nothing was written\n")
+
+
+def test_a_rejected_import_into_an_existing_agent_keeps_it_byte_identical(cli, memory_dir):
+    from tests.helpers import tree_digest
+
+    assert cli("ingest", "a", input=[U("hello")]).exit_code == 0
+    before = tree_digest(memory_dir / "agents" / "a")
+    assert cli("ingest", "a", input=b"").exit_code == 1
+    assert cli("ingest", "a", "--from", "codex", input=[U("x")]).exit_code == 1
+    assert tree_digest(memory_dir / "agents" / "a") == before
+
+
+# ---------------------------------------------------------------- 3: remember dedupes
+
+def _semantic_lines(memory_dir) -> list[dict]:
+    from tests.helpers import read_jsonl
+
+    return read_jsonl(memory_dir / "agents" / "a" / "semantic.jsonl")
+
+
+def test_remember_the_same_text_returns_the_existing_fact(cli, memory_dir):
+    first = cli("remember", "a", "The deploy key lives in vault")
+    again = cli("remember", "a", "  The deploy   key lives\nin vault ")
+    assert first.exit_code == again.exit_code == 0
+    assert first.stdout == again.stdout
+    assert again.stderr == f"memcli: already remembered as {first.stdout.strip()} in 'a': nothing written\n"
+    assert len(_semantic_lines(memory_dir)) == 1
+
+
+def test_remember_dedupes_over_the_api_and_mcp(memory_dir):
+    from memcli import Memory
+    from memcli.mcp.tools import MemoryTools
+
+    agent = Memory(memory_dir).agent("a")
+    first = agent.remember("tests run with make test")
+    assert agent.remember("tests run with  make test")["id"] == first["id"]
+    answer = MemoryTools(memory_dir, "a").remember(None, "tests run with make test ")
+    assert (answer["id"], answer["existing"]) == (first["id"], True)
+    assert len(_semantic_lines(memory_dir)) == 1
+
+
+def test_forget_takes_the_fact_out_of_recall(memory_dir):
+    from memcli import Memory
+
+    agent = Memory(memory_dir).agent("a")
+    agent.remember("the staging database is pg-staging-3")
+    fact = agent.remember("the staging  database is pg-staging-3", pin=True)  # a tag it lacked: replaces it
+    assert fact["tags"] == ["pinned"] and len(_semantic_lines(memory_dir)) == 2
+    assert agent.forget(fact["id"]) is not None
+    from memcli.snapshot.recall import select_bundle
+
+    bundle = select_bundle(agent.store, recall="staging database", memory_tokens=2000, count=len)
+    assert bundle.semantic == []
