@@ -99,7 +99,8 @@ def test_parallel_harness_hooks_of_two_sessions_hold_every_event_once(memory_dir
     (memcli hook, one process each, the transcript growing under them): the agent lock keeps them
     apart — each session's agent ends with every event of its transcript exactly once."""
     import memcli
-    from memcli.sync.naming import session_agent_id
+    from memcli.sync import get_source
+    from memcli.sync.engine import session_agent
     from tests.helpers import CORPORA
 
     sources = [CORPORA / "claude-code" / "ccviewer_fe5e1c67_todo-app_438ev.jsonl",
@@ -112,7 +113,8 @@ def test_parallel_harness_hooks_of_two_sessions_hold_every_event_once(memory_dir
         transcript = tmp_path / f"s{i}.jsonl"
         transcript.write_bytes(b"".join(lines[: len(lines) // 3]))
         payload = orjson.dumps({"session_id": f"sess-{i}", "transcript_path": str(transcript), "cwd": str(tmp_path)})
-        sessions.append((lines, transcript, payload, session_agent_id("claude-code", f"sess-{i}", cwd=str(tmp_path))))
+        source = get_source("claude-code")  # the agent is the one `memcli sync` names
+        sessions.append((lines, transcript, payload, session_agent(source, source.session_of(str(transcript)), {})[0]))
 
     def fire():
         procs = [subprocess.Popen([sys.executable, "-m", "memcli", "hook", "claude-code", event],

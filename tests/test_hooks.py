@@ -247,11 +247,12 @@ def test_claude_code_hooks_import_a_growing_transcript_once_and_give_memory_back
     commands = _commands(json.loads(settings_path.read_text()))
 
     lines = SPOTTER.read_bytes().splitlines(keepends=True)
-    transcript = tmp_path / "sessions" / "258c7280.jsonl"
-    transcript.parent.mkdir()
     session = "258c7280-ae70-4798-800f-63464d01a85d"
+    transcript = home / "home/.claude/projects/-home-USER-projects-spotter-worktrees-spotter-gqc" / f"{session}.jsonl"
+    transcript.parent.mkdir(parents=True)
     cwd = home / "project"
-    agent = session_agent_id("claude-code", session, cwd=str(cwd))
+    # the name `memcli sync` gives the session: its id and the working directory its lines record
+    agent = session_agent_id("claude-code", session, cwd="/home/USER/projects/spotter-worktrees/spotter-gqc")
     memory = home / "memory"
     base = {"session_id": session, "transcript_path": str(transcript), "cwd": str(cwd)}
 
@@ -288,6 +289,13 @@ def test_claude_code_hooks_import_a_growing_transcript_once_and_give_memory_back
     # nothing new was imported twice by the session start
     assert len(read_jsonl(agent_dir(memory, agent) / "raw_traces.jsonl")) == _reference_count(tmp_path, lines)
 
+    # `memcli sync` finds the same session, in the same agent, with nothing left to import
+    synced = _cli(home, "sync", "--home", str(home / "home"), "--json")
+    assert synced.returncode == 0, synced.stderr
+    [row] = json.loads(synced.stdout)["sessions"]
+    assert row["agent"] == agent and row["events_added"] == 0
+    assert len(read_jsonl(agent_dir(memory, agent) / "raw_traces.jsonl")) == _reference_count(tmp_path, lines)
+
     # a smaller budget is kept too (the CLI's --max-chars)
     small = _run_entry(commands["SessionStart"] + " --max-chars 600", {**base, "source": "resume"}, cwd, home / "home")
     assert small.returncode == 0, small.stderr
@@ -300,8 +308,8 @@ def test_codex_stop_hook_imports_the_rollout(home, tmp_path):
     assert _cli(home, "hooks", "install", "codex").returncode == 0
     commands = _commands(json.loads((home / "home/.codex/hooks.json").read_text()))
     lines = CODEX.read_bytes().splitlines(keepends=True)
-    rollout = tmp_path / "rollout.jsonl"
-    session = "019c8a59-0000"
+    rollout = tmp_path / "rollout-2026-02-23T11-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+    session = "019c8a59-e9dd-71f0-9ae3-4079fe9726a9"
     payload = {"session_id": session, "turn_id": "t1", "transcript_path": str(rollout), "cwd": str(home / "project"),
                "hook_event_name": "Stop", "model": "gpt-5", "permission_mode": "default",
                "stop_hook_active": False, "last_assistant_message": None}
@@ -309,7 +317,7 @@ def test_codex_stop_hook_imports_the_rollout(home, tmp_path):
         rollout.write_bytes(b"".join(lines[:n]))
         result = _run_entry(commands["Stop"], payload, home / "project", home / "home")
         assert result.returncode == 0 and result.stdout == b"", result.stderr
-        agent = session_agent_id("codex", session, cwd=str(home / "project"))
+        agent = session_agent_id("codex", session, cwd="/redacted/path/59b923df4d")  # from session_meta
         traces = read_jsonl(agent_dir(home / "memory", agent) / "raw_traces.jsonl")
         assert len(traces) == _reference_count(tmp_path, lines[:n], "codex") > 0
 
@@ -369,8 +377,8 @@ def test_a_failing_hook_exits_1_with_one_line_and_writes_nothing(tmp_path, args,
 def test_a_hook_never_waits_long_for_a_busy_agent(tmp_path):
     import filelock
 
-    transcript = tmp_path / "t.jsonl"
-    transcript.write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "s1",
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "s1", "cwd": str(tmp_path),
                                       "message": {"role": "user", "content": "hello"}}) + "\n")
     agent = session_agent_id("claude-code", "s1", cwd=str(tmp_path))
     lock_dir = tmp_path / "memory" / ".locks"

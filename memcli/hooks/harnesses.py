@@ -10,7 +10,8 @@ Claude Code (code.claude.com/docs/en/hooks): ``settings.json`` at user (``~/.cla
 "hooks": [{"type": "command", "command", "timeout" (seconds)}]}]}}``. Stop, SubagentStop and
 PreCompact import; SessionStart with the sources ``compact`` and ``resume`` gives context
 (``hookSpecificOutput.additionalContext``, shown whole up to 10,000 characters). Exit 2 blocks
-Stop, SubagentStop and PreCompact; any other non-zero exit is a non-blocking error.
+Stop, SubagentStop and PreCompact; any other non-zero exit is a non-blocking error. A session's
+subagent files (``<session>/subagents/agent-*.jsonl``) are imported with it, as ``sync`` does.
 
 Codex (developers.openai.com/codex/hooks, codex-rs/hooks): ``hooks.json`` beside each config
 layer — ``$CODEX_HOME`` (default ``~/.codex``) for the user, ``<project>/.codex/`` for a project
@@ -110,7 +111,6 @@ HARNESSES: dict[str, Harness] = {
             Event("PreCompact", IMPORT, None, "before /compact or auto-compaction: " + _IMPORT_COMPACT),
             Event("SessionStart", CONTEXT, "compact|resume", "after compaction or on resume: " + _CONTEXT),
         ),
-        missing=("subagent transcripts (<session>/subagents/) are read by `memcli sync`, not by the hooks",),
     ),
     "codex": Harness(
         name="codex", title="Codex", importer="codex", timeout_factor=1,

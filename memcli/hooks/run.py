@@ -3,11 +3,16 @@
 Input: the hook payload, one JSON object on stdin (``session_id``, ``transcript_path``, ``cwd``,
 ``hook_event_name`` and the event's own fields). Steps:
 
-1. the agent: ``--agent`` when the entry fixes one, else the name ``memcli sync`` gives the
-   session (:func:`memcli.sync.naming.session_agent_id`: ``<harness>.<project>.<session>``), so
-   the hooks and ``sync`` fill the same agent;
-2. every event imports the transcript (:func:`import_transcript`): what the agent lacks is
-   appended, what it has is skipped by id, a line still being written waits for the next event;
+1. every event imports the transcript (:func:`import_transcript`). For a harness ``memcli sync``
+   reads (Claude Code, Codex) this is sync's own incremental import of the session
+   (:func:`memcli.sync.engine.import_session`): the same agent name, the same per-file offsets
+   kept through the store (a session the hook imported is not re-read by the next ``sync``, and
+   the reverse), Claude Code's subagent files joined in. Otherwise (Gemini CLI, or ``--agent
+   NAME``, which fixes the agent) the whole transcript is ingested into the agent
+   (``--agent``, else :func:`memcli.sync.naming.session_agent_id` of the payload's
+   ``session_id`` and ``cwd``). Either way what the agent has is skipped by id and a line still
+   being written waits for the next event;
+2. the agent is the one the import filled;
 3. a ``context`` event (session start after compaction or on resume) then returns the memory to
    give back (:mod:`memcli.hooks.context`) as the one JSON document the harnesses read:
    ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": TEXT}}``.
@@ -86,13 +91,32 @@ def agent_of(data: dict, harness: str, agent: str | None) -> str:
     return session_agent_id(harness, session, cwd=cwd)
 
 
-def import_transcript(memory_dir: Path, agent: str, path: Path, fmt: str):
-    """Bring ``agent`` up to date with the transcript ``path``: only what it lacks is appended
-    (ids make a re-read idempotent), a torn last line is left for the next call. Returns the
-    :class:`memcli.ingest.pipeline.IngestResult`."""
+def import_transcript(memory_dir: Path, harness, path: Path, data: dict, agent: str | None) -> tuple[str, int, int]:
+    """Bring the session's agent up to date with the transcript ``path`` (module docstring):
+    (agent, traces appended, traces it already had)."""
+    from memcli.sync import SOURCES
+
+    if agent is None and harness.name in SOURCES:
+        from memcli.sync import get_source
+        from memcli.sync.engine import import_session
+
+        report = import_session(memory_dir, get_source(harness.name).session_of(str(path)))
+        if report.status == "failed":
+            raise HookFailed(report.error or f"cannot import {path}")
+        if report.agent is None:
+            raise HookFailed(f"cannot name the agent of {path}")
+        return report.agent, report.events, report.duplicates
+    from memcli.errors import InputError
     from memcli.ingest.api import ingest
 
-    return ingest(memory_dir, agent, path, fmt=fmt)
+    agent_id = agent_of(data, harness.name, agent)
+    try:
+        result = ingest(memory_dir, agent_id, path, fmt=harness.importer)
+    except InputError as exc:
+        if exc.message.startswith("no events in the input"):  # nothing written yet: nothing to do
+            return agent_id, 0, 0
+        raise
+    return agent_id, result.appended, result.duplicates
 
 
 def run_hook(memory_dir: Path, harness: str, event: str, payload: bytes, *, agent: str | None = None,
@@ -104,7 +128,7 @@ def run_hook(memory_dir: Path, harness: str, event: str, payload: bytes, *, agen
         raise
     except MemcliError as exc:
         raise HookFailed(exc.message) from None
-    except OSError as exc:
+    except OSError as exc:  # filelock's Timeout is one too
         raise HookFailed(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")) from None
 
 
@@ -118,11 +142,11 @@ def _run(memory_dir, harness_name, event_name, payload, agent, max_chars) -> Hoo
         raise HookFailed(f"--max-chars must be at least 200, got {max_chars}")
     data = parse_payload(payload)
     path = transcript_of(data)
-    agent_id = agent_of(data, harness.name, agent)
-    result = HookResult(agent_id, event.name)
+    if agent is not None:
+        agent_of(data, harness.name, agent)  # a bad --agent fails before anything is read
     with waiting_at_most(LOCK_WAIT):
-        ingested = import_transcript(memory_dir, agent_id, path, harness.importer)
-        result.imported, result.already = ingested.appended, ingested.duplicates
+        agent_id, imported, already = import_transcript(memory_dir, harness, path, data, agent)
+        result = HookResult(agent_id, event.name, imported, already)
         if event.job == CONTEXT:
             from memcli.hooks.context import session_context
 
