@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from tests.events import U
+from tests.events import CALL, RES, A, U
 from tests.helpers import REPO, proc_env
 
 # ---------------------------------------------------------------- 8: a quiet MCP server
@@ -117,3 +117,33 @@ def test_forget_takes_the_fact_out_of_recall(memory_dir):
 
     bundle = select_bundle(agent.store, recall="staging database", memory_tokens=2000, count=len)
     assert bundle.semantic == []
+
+
+# ---------------------------------------------------------------- 4: get by id prefix
+
+def test_get_expands_a_unique_prefix_and_lists_an_ambiguous_one(cli, memory_dir):
+    events = [U("ask", id="trace_alpha_1"), A("answer", id="trace_alpha_2"), A("more", id="trace_beta_1")]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    found = cli("get", "a", "trace_b")
+    assert found.exit_code == 0 and '"id": "trace_beta_1"' in found.stdout
+    assert found.stderr.startswith("memcli: trace_beta_1 is in active (")
+    assert cli("get", "a", "trace_beta…").exit_code == 0  # as a table shortens it
+    ambiguous = cli("get", "a", "trace_al")
+    assert ambiguous.exit_code == 2 and ambiguous.stdout == ""
+    assert ambiguous.stderr == ("memcli: error: 'trace_al' is the start of 2 ids in agent 'a': trace_alpha_1, "
+                                "trace_alpha_2\n  hint: give more of the id\n")
+    assert cli("get", "a", "nothing_like_it").exit_code == 3
+
+
+def test_tables_shorten_ids_to_a_prefix_get_expands(cli, memory_dir):
+
+    ids = [f"toolu_01{k}Xq7vLrT9mZpW3sKdNbHfYcA" for k in "ABC"]
+    events = [U("go")] + [e for i in ids for e in (CALL(i, args={"cmd": "x" * 80}), RES(i, "y" * 80))]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    table = cli("tools", "a", "--width", "80").stdout.splitlines()
+    shown = [line.split()[1] for line in table[1:]]
+    assert all(cell.endswith("…") and len(cell) < len(ids[0]) for cell in shown), table
+    for cell, full in zip(shown, ids):
+        got = cli("get", "a", cell)
+        assert got.exit_code == 0, got.stderr
+        assert f'"tool_call_id": "{full}"' in got.stdout

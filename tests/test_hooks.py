@@ -319,7 +319,13 @@ def test_codex_stop_hook_imports_the_rollout(home, tmp_path):
         assert result.returncode == 0 and result.stdout == b"", result.stderr
         agent = session_agent_id("codex", session, cwd="/redacted/path/59b923df4d")  # from session_meta
         traces = read_jsonl(agent_dir(home / "memory", agent) / "raw_traces.jsonl")
-        assert len(traces) == _reference_count(tmp_path, lines[:n], "codex") > 0
+        ids = [t["id"] for t in traces]
+        expected = _reference_count(tmp_path, lines[:n], "codex")
+        assert len(ids) == len(set(ids)) > 0
+        if n == len(lines):
+            assert len(ids) == expected
+        else:  # a prompt whose second copy is not written yet waits for it (the importer's hold-back)
+            assert expected - 5 <= len(ids) <= expected
 
 
 def test_gemini_after_agent_hook_imports_a_cli_session(home, tmp_path):

@@ -141,7 +141,7 @@ def _turns_text(t) -> str:
 # ---------------------------------------------------------------------------- turns
 
 def _turn_columns(archive: bool):
-    cols = [Column("turn", "turn_id", max_width=24, id_width=9)]
+    cols = [Column("turn", "turn_id", max_width=24, id_width=9, prefix=True)]
     if archive:
         cols.append(Column("tier", "tier"))
     cols += [
@@ -257,8 +257,8 @@ def _result_text(i) -> str:
 
 
 TOOL_COLUMNS = [
-    Column("turn", "turn_id", max_width=24, id_width=9, drop=1),
-    Column("call id", "tool_call_id", max_width=28, id_width=10),
+    Column("turn", "turn_id", max_width=24, id_width=9, drop=1, prefix=True),
+    Column("call id", "tool_call_id", max_width=28, id_width=10, prefix=True),
     Column("tool", "tool_name", max_width=24, id_width=10),
     Column("status", lambda i: i.status.value, style=_STATUS_STYLE.get),
     Column("arguments", lambda i: _json_text(i.arguments), flex=True, min_width=16),
@@ -327,6 +327,7 @@ def get(
         if calls is None:
             raise
         n = len(calls.interactions)
+        record_id = calls.tool_call_id  # a prefix: the id it expanded to
         if calls.ambiguous:
             out.note(f"{record_id} is a tool call id used by {n} calls (the source reused it): all {n} are shown, "
                      "in store order")
@@ -334,7 +335,8 @@ def get(
             out.note(f"{record_id} is a tool call id: its call and result")
         out.document(calls.to_json(), human=lambda doc, view: view.json(doc))
         return
-    out.note(f"{record_id} is in {found.tier} ({found.path}:{found.line})")
+    shown = getattr(found.record, "id", None) or (found.record.get("id") if isinstance(found.record, dict) else None)
+    out.note(f"{shown or record_id} is in {found.tier} ({found.path}:{found.line})")
     out.document(found.record, human=lambda record, view: view.json(record))
 
 
