@@ -329,26 +329,33 @@ def test_codex_stop_hook_imports_the_rollout(home, tmp_path):
 
 
 def test_gemini_after_agent_hook_imports_a_cli_session(home, tmp_path):
-    """A Gemini CLI session file (``chats/session-*.json``, rewritten whole by the CLI), written
-    here from the format its importer documents."""
+    """A Gemini CLI session file (``~/.gemini/tmp/<project>/chats/session-*.json``, rewritten
+    whole by the CLI), written here from the format its importer documents."""
     assert _cli(home, "hooks", "install", "gemini").returncode == 0
     commands = _commands(json.loads((home / "home/.gemini/settings.json").read_text()))
-    session = tmp_path / "session-1.json"
-    messages = [{"id": "m1", "type": "user", "content": "list the files"},
-                {"id": "m2", "type": "gemini", "content": "There are two files."}]
-    payload = {"session_id": "g1", "transcript_path": str(session), "cwd": str(home / "project"),
+    session = home / "home/.gemini/tmp/5f1d2c/chats/session-2026-01-01T00-00-g1abcdef.json"
+    session.parent.mkdir(parents=True)
+    head = {"sessionId": "g1abcdef-0000", "projectHash": "5f1d2c", "startTime": "2026-01-01T00:00:00Z",
+            "lastUpdated": "2026-01-01T00:01:00Z"}
+    messages = [{"id": "m1", "timestamp": "2026-01-01T00:00:01Z", "type": "user", "content": "list the files"},
+                {"id": "m2", "timestamp": "2026-01-01T00:00:05Z", "type": "gemini", "content": "There are two files."}]
+    payload = {"session_id": "g1abcdef-0000", "transcript_path": str(session), "cwd": str(home / "project"),
                "hook_event_name": "AfterAgent", "timestamp": "2026-01-01T00:00:00Z",
                "prompt": "list the files", "prompt_response": "There are two files.", "stop_hook_active": False}
-    agent = session_agent_id("gemini", "g1", cwd=str(home / "project"))
     for upto in (1, 2):
-        session.write_text(json.dumps({"sessionId": "g1", "messages": messages[:upto]}))
+        session.write_text(json.dumps({**head, "messages": messages[:upto]}))
         result = _run_entry(commands["AfterAgent"], payload, home / "project", home / "home")
         assert result.returncode == 0 and result.stdout == b"", result.stderr
+        [agent] = [p.name for p in (home / "memory/agents").iterdir()]
+        assert agent.startswith("gemini.") and agent.endswith(".g1abcdef-0000")
         assert len(read_jsonl(agent_dir(home / "memory", agent) / "raw_traces.jsonl")) == upto
     start = _run_entry(commands["SessionStart"], {**payload, "hook_event_name": "SessionStart", "source": "resume"},
                        home / "project", home / "home")
     assert start.returncode == 0, start.stderr
     assert "list the files" in json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+    synced = _cli(home, "sync", "--home", str(home / "home"), "--source", "gemini", "--json")
+    [row] = json.loads(synced.stdout)["sessions"]
+    assert row["agent"] == agent and row["events_added"] == 0
 
 
 # ---------------------------------------------------------------------------------------- failures

@@ -123,7 +123,7 @@ HARNESSES: dict[str, Harness] = {
         note="Codex runs a hook only after you review and trust it: open /hooks in Codex once",
     ),
     "gemini": Harness(
-        name="gemini", title="Gemini CLI", importer="auto", timeout_factor=1000,
+        name="gemini", title="Gemini CLI", importer="gemini-cli", timeout_factor=1000,
         events=(
             Event("AfterAgent", IMPORT, None, "end of a turn: " + _IMPORT_TURN),
             Event("PreCompress", IMPORT, None, "before history compression: " + _IMPORT_COMPACT),

@@ -4,14 +4,14 @@ Input: the hook payload, one JSON object on stdin (``session_id``, ``transcript_
 ``hook_event_name`` and the event's own fields). Steps:
 
 1. every event imports the transcript (:func:`import_transcript`). For a harness ``memcli sync``
-   reads (Claude Code, Codex) this is sync's own incremental import of the session
+   reads (all three) this is sync's own incremental import of the session
    (:func:`memcli.sync.engine.import_session`): the same agent name, the same per-file offsets
    kept through the store (a session the hook imported is not re-read by the next ``sync``, and
-   the reverse), Claude Code's subagent files joined in. Otherwise (Gemini CLI, or ``--agent
-   NAME``, which fixes the agent) the whole transcript is ingested into the agent
-   (``--agent``, else :func:`memcli.sync.naming.session_agent_id` of the payload's
-   ``session_id`` and ``cwd``). Either way what the agent has is skipped by id and a line still
-   being written waits for the next event;
+   the reverse), subagent files joined in. With ``--agent NAME`` (a fixed agent), or a harness
+   sync does not read, the whole transcript is ingested into the agent (``--agent``, else
+   :func:`memcli.sync.naming.session_agent_id` of the payload's ``session_id`` and ``cwd``).
+   Either way what the agent has is skipped by id and a line still being written waits for the
+   next event;
 2. the agent is the one the import filled;
 3. a ``context`` event (session start after compaction or on resume) then returns the memory to
    give back (:mod:`memcli.hooks.context`) as the one JSON document the harnesses read:
