@@ -95,6 +95,44 @@ class Memory:
             return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
                         progress=progress)
 
+    # ------------------------------------------------------------------ the shared store (memcli.remote)
+    def push(self, agents: Iterable[str] | None = None, *, to: str | None = None, all: bool = False,
+             store_id: str | None = None, as_name: str | None = None, progress=None):
+        """Replicate ``agents`` (every agent with ``all``) into the shared PostgreSQL store at ``to``
+        (else ``$MEMCLI_REMOTE``), as ``memcli push``: idempotent, resumable, safe from many machines.
+        Returns :class:`memcli.remote.push.PushResult`."""
+        from memcli.remote.push import push
+
+        with _parameters({"to": "to", "all": "all", "store-id": "store_id", "as": "as_name"}):
+            return push(self.path, _listed(agents), to, all=all, store_id=store_id, as_name=as_name, progress=progress)
+
+    def pull(self, agent: str, *, from_: str | None = None, as_name: str | None = None):
+        """Restore ``agent`` (``NAME`` or ``STORE/NAME``) from the shared store at ``from_`` (else
+        ``$MEMCLI_REMOTE``) as a new local agent (``as_name``, else its name), as ``memcli pull``.
+        Returns :class:`memcli.remote.pull.PullResult`."""
+        from memcli.remote.pull import pull
+
+        with _parameters({"from": "from_", "as": "as_name"}):
+            return pull(self.path, agent, from_, as_name=as_name)
+
+    def search_remote(self, query: str, *, remote: str | None = None, agent: str | None = None, all: bool = False,
+                      limit: int = 10, offset: int = 0, kind: str | Iterable[str] | None = None,
+                      since: str | float | None = None, until: str | float | None = None):
+        """Ranked hits from the shared store (``agent``: ``NAME`` or ``STORE/NAME``; every agent with
+        ``all``), as ``memcli search --remote``. Returns :class:`memcli.remote.search.RemoteSearchResult`."""
+        from memcli.remote.search import search
+
+        with _parameters({"remote": "remote", "kind": "kind", "since": "since", "until": "until", "limit": "limit"}):
+            return search(remote, query, agent=agent, all=all, limit=limit, offset=offset, kinds=_listed(kind),
+                          since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
+
+    def remote(self, url: str | None = None):
+        """The shared store at ``url`` (else ``$MEMCLI_REMOTE``) as an object the MCP tools use
+        (:class:`memcli.remote.tools.RemoteStore`; ``close()`` it)."""
+        from memcli.remote.tools import RemoteStore
+
+        return RemoteStore(url)
+
 
 class Agent:
     """One agent of a :class:`Memory`. Methods mirror the commands (``memcli <command> AGENT``)."""

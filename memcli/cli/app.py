@@ -101,6 +101,7 @@ COMMAND_MODULES = {
     "mcp": "mcp",
     "memory-tool": "memory_tool",
     "sync": "sync",
+    "push": "remote", "pull": "remote",
 }
 
 

@@ -61,7 +61,7 @@ def _render_hits(hits, view: HumanView) -> None:
 def search(
     ctx: typer.Context,
     agent: str = AGENT,
-    query: str = typer.Argument(..., metavar="QUERY",
+    query: Optional[str] = typer.Argument(None, metavar="QUERY",
                                 help='Words to find; "a phrase" in double quotes; word* for a prefix.'),
     limit: int = typer.Option(10, "--limit", "-n", min=1, max=1000, help="At most N hits."),
     kind: Optional[List[str]] = typer.Option(None, "--kind", metavar="K",
@@ -70,6 +70,10 @@ def search(
                                         help="Only records from this time on: ISO-8601 or epoch seconds."),
     until: Optional[str] = typer.Option(None, "--until", metavar="TIME",
                                         help="Only records up to this time (inclusive)."),
+    remote: Optional[str] = typer.Option(None, "--remote", metavar="URL",
+                                         help="Search the shared PostgreSQL store at URL ('' = $MEMCLI_REMOTE): "
+                                              "AGENT is NAME or STORE/NAME, or use --all."),
+    all: bool = typer.Option(False, "--all", help="With --remote: every agent (the one argument is then QUERY)."),
     *, out: Output,
 ) -> None:
     """Ranked hits (BM25) over every trace (active and archive), summary and fact.
@@ -81,6 +85,14 @@ def search(
     from memcli.filters import parse_time
     from memcli.search import search as run_search
 
+    if remote is not None or all:
+        from memcli.cli.remote import search_remote
+
+        return search_remote(ctx, remote, agent, query, all, limit, kind, since, until, out, _render_hits)
+    if query is None:
+        from memcli.errors import UsageError
+
+        raise UsageError("Missing argument 'QUERY'.")
     result = run_search(_store(ctx, agent), query, limit=limit, kinds=kind,
                         since=parse_time(since, "--since"), until=parse_time(until, "--until", end_of_day=True))
     for note in result.notes:

@@ -133,21 +133,7 @@ def _refuse_trace(store: AgentStore, record_id: str, verb: str) -> None:
 def remember(store: AgentStore, text: str, *, tags=(), pin: bool = False, supersedes: list[str] | None = None
              ) -> Remembered:
     """Append a fact (module docstring). Creates the agent if it does not exist yet."""
-    if not isinstance(text, str) or not text.strip():
-        raise UsageError("the fact is empty: give the text to remember")
-    text = text.strip()
-    if len(text) > MAX_FACT_CHARS:
-        raise UsageError(f"the fact is {len(text):,} characters; at most {MAX_FACT_CHARS:,} (a fact is a sentence "
-                         "or two: put documents into traces with `memcli ingest`)")
-    clean = _clean_tags(tags)
-    if pin and PINNED_TAG not in clean:
-        clean.insert(0, PINNED_TAG)
-    fact, redacted = _redact(text)
-    redacted_tags = []
-    for tag in clean:
-        tag, n = _redact(tag)
-        redacted += n
-        redacted_tags.append(tag)
+    fact, redacted_tags, redacted = prepare_fact(text, tags, pin)
     wanted = [s for s in dict.fromkeys(supersedes or ()) if s]
     with store.writer() as session:
         replaced = []
@@ -168,12 +154,37 @@ def remember(store: AgentStore, text: str, *, tags=(), pin: bool = False, supers
             if same.get("id") not in replaced:
                 replaced.append(same["id"])
             redacted_tags = list(dict.fromkeys([*have, *redacted_tags]))
-        item = SemanticItem(id=new_id(SEMANTIC_PREFIX), ts=time.time(), fact=fact, tags=redacted_tags,
-                            confidence=1.0, salience=1.0 if PINNED_TAG in redacted_tags else 0.5,
-                            supersedes=replaced, extra={"source": "remember"})
-        record = to_record(item)
+        record = fact_record(fact, redacted_tags, replaced)
         _append(session, "semantic", record)
     return Remembered(record, redacted, replaced)
+
+
+def prepare_fact(text: str, tags, pin: bool) -> tuple[str, list[str], int]:
+    """A fact's text and tags checked and redacted: (fact, tags, secrets redacted)."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError("the fact is empty: give the text to remember")
+    text = text.strip()
+    if len(text) > MAX_FACT_CHARS:
+        raise UsageError(f"the fact is {len(text):,} characters; at most {MAX_FACT_CHARS:,} (a fact is a sentence "
+                         "or two: put documents into traces with `memcli ingest`)")
+    clean = _clean_tags(tags)
+    if pin and PINNED_TAG not in clean:
+        clean.insert(0, PINNED_TAG)
+    fact, redacted = _redact(text)
+    redacted_tags = []
+    for tag in clean:
+        tag, n = _redact(tag)
+        redacted += n
+        redacted_tags.append(tag)
+    return fact, redacted_tags, redacted
+
+
+def fact_record(fact: str, tags: list[str], replaced: list[str]) -> dict:
+    """The SEMANTIC record ``remember`` appends (module docstring)."""
+    item = SemanticItem(id=new_id(SEMANTIC_PREFIX), ts=time.time(), fact=fact, tags=tags,
+                        confidence=1.0, salience=1.0 if PINNED_TAG in tags else 0.5,
+                        supersedes=replaced, extra={"source": "remember"})
+    return to_record(item)
 
 
 def forget(store: AgentStore, record_id: str, *, reason: str | None = None) -> Forgotten:
@@ -182,7 +193,7 @@ def forget(store: AgentStore, record_id: str, *, reason: str | None = None) -> F
     if not isinstance(record_id, str) or not record_id.strip():
         raise UsageError("give the id of the fact or summary to forget")
     record_id = record_id.strip()
-    reason_text, _ = _redact(reason.strip()) if isinstance(reason, str) and reason.strip() else (None, 0)
+    reason_text = forget_reason(reason)
     with store.writer(create=False) as session:
         found = _find_memory(session.paths, record_id)
         if found is None:
@@ -191,21 +202,30 @@ def forget(store: AgentStore, record_id: str, *, reason: str | None = None) -> F
         tier, _, superseded_by = found
         if superseded_by is not None:
             return Forgotten(record_id, tier, None, superseded_by)
-        label = f"(forgotten {record_id}" + (f": {reason_text})" if reason_text else ")")
-        extra = {"source": "forget", "forgotten": record_id}
-        if reason_text:
-            extra["reason"] = reason_text
-        if tier == "semantic":
-            own = new_id(SEMANTIC_PREFIX)
-            item = SemanticItem(id=own, ts=time.time(), fact=label, tags=[FORGOTTEN_TAG], confidence=0.0,
-                                salience=0.0, supersedes=[record_id, own], extra=extra)
-        else:
-            own = new_id(EPISODIC_PREFIX)
-            item = EpisodicItem(id=own, ts=time.time(), turn_ids=[], summary=label, tags=[FORGOTTEN_TAG],
-                                salience=0.0, supersedes=[record_id, own], extra=extra)
-        record = to_record(item)
+        record = tombstone_record(record_id, tier, reason_text)
         _append(session, tier, record)
     return Forgotten(record_id, tier, record)
+
+
+def forget_reason(reason: str | None) -> str | None:
+    return _redact(reason.strip())[0] if isinstance(reason, str) and reason.strip() else None
+
+
+def tombstone_record(record_id: str, tier: str, reason_text: str | None) -> dict:
+    """The tombstone ``forget`` appends to the ``tier`` (semantic or episodic) file (module docstring)."""
+    label = f"(forgotten {record_id}" + (f": {reason_text})" if reason_text else ")")
+    extra = {"source": "forget", "forgotten": record_id}
+    if reason_text:
+        extra["reason"] = reason_text
+    if tier == "semantic":
+        own = new_id(SEMANTIC_PREFIX)
+        item = SemanticItem(id=own, ts=time.time(), fact=label, tags=[FORGOTTEN_TAG], confidence=0.0,
+                            salience=0.0, supersedes=[record_id, own], extra=extra)
+    else:
+        own = new_id(EPISODIC_PREFIX)
+        item = EpisodicItem(id=own, ts=time.time(), turn_ids=[], summary=label, tags=[FORGOTTEN_TAG],
+                            salience=0.0, supersedes=[record_id, own], extra=extra)
+    return to_record(item)
 
 
 def _append(session, tier: str, record: dict) -> None:

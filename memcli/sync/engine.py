@@ -32,6 +32,7 @@ from memcli.sync import Identity, Session, SessionFile, get_source, parse_source
 from memcli.sync.naming import session_agent_id
 
 TAIL_BYTES = 1024        # the bytes before the offset, and at the start, that must be unchanged to read on
+SETTLED = 600.0           # seconds without a write after which a session is taken as finished
 SAVE_EVERY = 200          # sessions between two saves of the sync state (bounds re-reading after a crash)
 TITLE_CHARS = 100
 
@@ -195,7 +196,10 @@ def _read_file(fr: _FileRead, result) -> None:
         positions = [(0, line0 - 1)]
         checkpoint = [None]
         reader = resume(result, carry) if resume is not None else None
-
+        if reader is not None and hasattr(reader, "final"):
+            # a file written in the last SETTLED seconds may still grow: what a reader holds
+            # back awaiting its pair (a response's usage) waits for the next read
+            reader.final = time.time() - st.st_mtime > SETTLED
         def values():
             for item in _values_from(data, line0, positions):
                 yield item
