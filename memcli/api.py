@@ -307,19 +307,25 @@ class Agent:
             snap = take_snapshot(self.memory_dir, self.name, SnapshotOptions(provider=provider, **options))
         return snap if full else snap.payload
 
-    def turns(self, *, last: int | None = None, archive: bool = False) -> list:
-        """One summary per turn (:class:`memcli.inspect.turns.TurnSummary`), oldest first, as ``memcli turns``."""
-        from memcli.inspect.turns import iter_turns, recent_turns
+    def turns(self, *, last: int | None = None, archive: bool = False, since: str | float | None = None,
+              until: str | float | None = None) -> list:
+        """One summary per turn (:class:`memcli.inspect.turns.TurnSummary`), oldest first, as
+        ``memcli turns``; ``since``/``until`` keep the turns with time in that range."""
+        from memcli.filters import TraceFilter
+        from memcli.inspect.turns import in_range, iter_turns, recent_turns
 
         store = self.store.require()
+        with _parameters({"since": "since", "until": "until"}):
+            flt = TraceFilter(since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
         if last is not None:
             if last < 1:
                 raise UsageError("last must be 1 or more")
-            return recent_turns(store, last, archive=archive)
-        return list(iter_turns(store, archive=archive))
+            return [t for t in recent_turns(store, last, archive=archive) if in_range(t, flt)]
+        return [t for t in iter_turns(store, archive=archive) if in_range(t, flt)]
 
     def tools(self, *, status: str | Iterable[str] | None = None, name: str | Iterable[str] | None = None,
-              turn: str | None = None, last: int | None = None, tag: str | Iterable[str] | None = None,
+              turn: str | Iterable[str] | None = None, last: int | None = None,
+              tag: str | Iterable[str] | None = None,
               since: str | None = None, until: str | None = None, archive: bool = False) -> list:
         """Tool interactions (:class:`memcli.models.ToolInteraction`), each call with its result,
         as ``memcli tools``; ``status`` one or more of pending, success, error, orphan."""
