@@ -12,9 +12,11 @@ from typing import List, Optional
 
 import typer
 
-from memcli.cli.output import HumanView, Output, fmt_ts, output_options
+from memcli.cli.output import HumanView, Output, clip, fmt_age, fmt_ts, one_line, output_options, wrap
+from memcli.neutral import neutral
 
 AGENT = typer.Argument(..., help="Agent id.")
+SNIPPET_LINES = 4
 
 
 def _store(ctx: typer.Context, agent: str):
@@ -23,8 +25,13 @@ def _store(ctx: typer.Context, agent: str):
     return AgentStore(ctx.obj, agent)
 
 
+def _cells(segments) -> int:
+    return sum(len(s if isinstance(s, str) else s[0]) for s in segments)
+
+
 def _render_hits(hits, view: HumanView) -> None:
-    """Two lines per hit: score, id, kind/tier, turn, time, tool; then the snippet, indented."""
+    """Per hit: score, id, kind/tier, turn, time, tool; then the snippet, indented and folded to
+    the view's width (at most four lines)."""
     for hit in hits:
         head = [(f"{hit.score:6.2f}", "bold"), "  ", (hit.id, "bold cyan"), f"  {hit.kind}"]
         if hit.tier != hit.kind:
@@ -37,8 +44,17 @@ def _render_hits(hits, view: HumanView) -> None:
             head += ["  ", hit.trace_type]
         if hit.tool_name:
             head += ["  ", (hit.tool_name, "bold")]
+        if view.clip_content and _cells(head) > view.width:
+            head = [s for s in head if s != f" ({hit.tier})"]  # crowded: the time as an age, no tier
+            head = [(fmt_age(hit.ts), "dim") if isinstance(s, tuple) and s[0] == fmt_ts(hit.ts) else s for s in head]
+            while _cells(head) > view.width and len(head) > 4:  # then the last fields (tool, type, time)
+                head = head[:-2] if head[-2] == "  " else head[:-1]
         view.line(*head)
-        view.text(hit.snippet, indent=8, max_lines=4)
+        room = max(view.width - 8, 20)  # --width / $COLUMNS
+        lines = wrap(one_line(neutral(hit.snippet)), room)
+        if view.clip_content and len(lines) > SNIPPET_LINES:
+            lines = lines[:SNIPPET_LINES - 1] + [clip(" ".join(lines[SNIPPET_LINES - 1:]), room)]
+        view.text("\n".join(lines), indent=8, max_lines=None, max_chars=None)
 
 
 @output_options
