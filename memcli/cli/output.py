@@ -64,6 +64,13 @@ def fmt_ts(ts: float | None) -> str:
         return str(ts)
 
 
+def fmt_usd(amount: float | None) -> str:
+    """US dollars: ``$1.2345``, or six decimals under a cent (``$0.000075``); "" for None."""
+    if amount is None:
+        return ""
+    return f"${amount:.4f}" if amount >= 0.01 else f"${amount:.6f}"
+
+
 def fmt_int(n: int | None) -> str:
     return "" if n is None else f"{n:,}"
 
