@@ -9,7 +9,7 @@ import signal
 import orjson
 import pytest
 
-from tests.compact_fixtures import conversation, good_answer
+from tests.compact_fixtures import conversation, good_answer, long_turn
 from tests.helpers import agent_dir, read_jsonl, run_memcli
 
 LEDGER = ".compactions.jsonl"
@@ -45,19 +45,6 @@ def _compactions(cli, agent="a"):
     return orjson.loads(result.stdout)
 
 
-def _long_turn(steps=30):
-    events = [{"id": "ask", "trace_type": "user", "content": "Make the suite pass."}]
-    for i in range(steps):
-        events += [{"id": f"n{i}", "trace_type": "assistant", "content": f"Step {i}: running the next test file."},
-                   {"id": f"c{i}", "trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"k{i}",
-                    "tool_args": {"command": f"pytest -q tests/test_{i}.py"}},
-                   {"id": f"r{i}", "trace_type": "tool_result", "tool_call_id": f"k{i}",
-                    "tool_result": " ".join(f"tests/test_{i}.py::test_{k} PASSED" for k in range(12))}]
-    for k, event in enumerate(events):
-        event["ts"] = 1772442000.5 + k
-    return events
-
-
 def test_compact_then_uncompact_gives_back_the_active_file_and_the_snapshot(cli, memory_dir):
     _ingest(cli, conversation(10))
     before, snap = _files(memory_dir), _snapshot(cli)
@@ -79,7 +66,7 @@ def test_compact_then_uncompact_gives_back_the_active_file_and_the_snapshot(cli,
 
 
 def test_a_step_compaction_is_undone_byte_for_byte(cli, memory_dir):
-    _ingest(cli, _long_turn())
+    _ingest(cli, long_turn(30))
     before, snap = _files(memory_dir), _snapshot(cli)
     _compact(cli, "--target-tokens", "1500")
     (entry,) = _compactions(cli)

@@ -11,37 +11,28 @@ import typer
 from memcli.cli.output import Column, Output, fmt_ts, fmt_usd, output_options
 
 
-def _tokens(row: dict) -> str:
-    if row["tokens_before"] is None:
+def _tokens(entry) -> str:
+    if entry.tokens_before is None:
         return "(not recorded)"
-    return f"{row['tokens_before']:,} → {row['tokens_after']:,}"
+    return f"{entry.tokens_before:,} → {entry.tokens_after:,}"
 
 
-def _model(row: dict) -> str:
-    llm = row["llm"]
+def _model(entry) -> str:
+    llm = entry.llm
     if not llm:
         return ""
     cost = "price unknown" if llm.get("cost_usd") is None else fmt_usd(llm["cost_usd"])
     return f"{llm.get('input_tokens', 0):,} in / {llm.get('output_tokens', 0):,} out, {cost}"
 
 
-def _moved(row: dict) -> str:
-    parts = []
-    if row["whole_turns"] or not row["steps"]:
-        parts.append(f"{row['whole_turns']} turn{'s' if row['whole_turns'] != 1 else ''}")
-    if row["steps"]:
-        parts.append(f"{row['steps']} step{'s' if row['steps'] != 1 else ''}")
-    return f"{' + '.join(parts)}, {row['traces']} traces ({row['turn_range']})"
-
-
 COLUMNS = [
     Column("id", "id", id_width=12),
-    Column("time", lambda r: fmt_ts(r["ts"])),
-    Column("moved", _moved, flex=True),
+    Column("time", lambda e: fmt_ts(e.ts)),
+    Column("moved", lambda e: e.moved(), flex=True),
     Column("tokens", _tokens, align="right"),
-    Column("summarizer", lambda r: r["summarizer"] or r["strategy"] or "", max_width=30, drop=2),
+    Column("summarizer", lambda e: e.summarizer or e.strategy or "", max_width=30, drop=2),
     Column("model tokens, cost", _model, drop=1),
-    Column("undone", lambda r: f"yes ({r['undone_by']})" if r["undone"] else "", drop=3),
+    Column("undone", lambda e: f"yes ({e.undone_by})" if e.undone else "", drop=3),
 ]
 
 
@@ -55,8 +46,10 @@ def compactions(ctx: typer.Context, agent: str = typer.Argument(..., help="Agent
     """
     from memcli.api import Memory
 
-    entries = [e.to_dict() for e in Memory(ctx.obj).agent(agent).compactions()]
-    out.records(entries, human=lambda rows, view: view.table(rows, COLUMNS, empty=f"agent {agent!r} has no compactions"))
+    entries = Memory(ctx.obj).agent(agent).compactions()
+    # JSON: each entry's to_dict(); the human table reads the entries themselves
+    out.records([e.to_dict() for e in entries],
+                human=lambda _, view: view.table(entries, COLUMNS, empty=f"agent {agent!r} has no compactions"))
 
 
 def uncompact(

@@ -120,12 +120,7 @@ class CompactResult:
 
     def what(self) -> str:
         """"4 turns", "2 turns and 120 steps", "120 steps" — what the window holds."""
-        parts = []
-        if self.whole_turns or not self.steps:
-            parts.append(f"{self.whole_turns} turn{'s' if self.whole_turns != 1 else ''}")
-        if self.steps:
-            parts.append(f"{self.steps} step{'s' if self.steps != 1 else ''}")
-        return " and ".join(parts)
+        return what_moved(self.whole_turns, self.steps)
 
     def describe(self) -> str:
         if self.never_worse or (not self.compacted and not self.dry_run):
@@ -149,6 +144,16 @@ class CompactResult:
             text += f"; {self.chunks} chunks"
         text += f"; {self.seconds:.2f}s"
         return text
+
+
+def what_moved(whole_turns: int, steps: int) -> str:
+    """"4 turns", "2 turns and 120 steps", "120 steps": what a compaction's window holds."""
+    parts = []
+    if whole_turns or not steps:
+        parts.append(f"{whole_turns} turn{'s' if whole_turns != 1 else ''}")
+    if steps:
+        parts.append(f"{steps} step{'s' if steps != 1 else ''}")
+    return " and ".join(parts)
 
 
 def _note(result: CompactResult, on_note: Callable[[str], None] | None, message: str) -> None:

@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 
 import orjson
 
+from memcli.compaction.compactor import what_moved
 from memcli.errors import CompactionError, RecordNotFoundError
 from memcli.ids import EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, SemanticItem, from_record, superseded_ids, to_record
@@ -77,13 +78,9 @@ class CompactionEntry:
     trace_ids: list | None = None    # without a record: the ids the episodic item lists (all of them)
     turn_ids: list = field(default_factory=list)
 
-    def what(self) -> str:
-        parts = []
-        if self.whole_turns or not self.steps:
-            parts.append(f"{self.whole_turns} turn{'s' if self.whole_turns != 1 else ''}")
-        if self.steps:
-            parts.append(f"{self.steps} step{'s' if self.steps != 1 else ''}")
-        return " and ".join(parts)
+    def moved(self) -> str:
+        """"6 turns, 24 traces (turn_0001–turn_0006)"."""
+        return f"{what_moved(self.whole_turns, self.steps)}, {self.traces} traces ({self.turn_range})"
 
     def to_dict(self) -> dict:
         data = asdict(self)

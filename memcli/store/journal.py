@@ -170,8 +170,14 @@ def active_rewritten(paths: AgentPaths, journal: Journal) -> bool:
 
 def check_runs(paths: AgentPaths, journal: Journal) -> None:
     """Raise unless the active file still holds the journal's lines at the journal's offsets."""
-    with jsonl.open_read(paths.active) as f:
-        for (start, _end), trace_id in zip(journal.runs, journal.run_ids):
+    check_ids_at(paths.active, [(start, trace_id) for (start, _), trace_id in zip(journal.runs, journal.run_ids)],
+                 f"the compaction journal of agent {journal.agent_id!r}")
+
+
+def check_ids_at(path: Path, places: list, what: str) -> None:
+    """Raise unless each ``(offset, id)`` of ``places`` is a line of ``path`` holding that trace."""
+    with jsonl.open_read(path) as f:
+        for start, trace_id in places:
             f.seek(start)
             raw = f.readline()
             try:
@@ -180,8 +186,7 @@ def check_runs(paths: AgentPaths, journal: Journal) -> None:
                 record = None
             if not isinstance(record, dict) or record.get("id") != trace_id:
                 raise StoreError(
-                    f"the compaction journal of agent {journal.agent_id!r} does not match {paths.active} "
-                    f"(expected {trace_id} at byte {start}); refusing to guess",
+                    f"{what} does not match {path} (expected {trace_id} at byte {start}); refusing to guess",
                     hint="`memcli doctor AGENT` shows the problem; the journal and every file were left as they are",
                 )
 
@@ -322,18 +327,8 @@ def commit(session, journal: Journal) -> None:
 
 def check_inserts(paths: AgentPaths, journal: UndoJournal) -> None:
     """Raise unless the archive still holds each insert's first trace at the insert's start."""
-    with jsonl.open_read(paths.archive) as f:
-        for _offset, start, _end, trace_id in journal.inserts:
-            f.seek(start)
-            try:
-                record = orjson.loads(f.readline())
-            except orjson.JSONDecodeError:
-                record = None
-            if not isinstance(record, dict) or record.get("id") != trace_id:
-                raise StoreError(
-                    f"the uncompact journal of agent {journal.agent_id!r} does not match {paths.archive} "
-                    f"(expected {trace_id} at byte {start}); refusing to guess",
-                    hint="`memcli doctor AGENT` shows the problem; the journal and every file were left as they are")
+    check_ids_at(paths.archive, [(start, trace_id) for _, start, _, trace_id in journal.inserts],
+                 f"the uncompact journal of agent {journal.agent_id!r}")
 
 
 def undo_rewrite_step(paths: AgentPaths, journal: UndoJournal) -> None:
