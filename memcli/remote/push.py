@@ -88,7 +88,6 @@ class _View:
 
     def __init__(self, memory_dir, agent: str):
         from memcli.store.agent import AgentStore
-
         from memcli.store.lock import agent_lock
 
         store = AgentStore(memory_dir, agent).require()
