@@ -95,6 +95,15 @@ class Memory:
             return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
                         progress=progress)
 
+    def search_all(self, query: str, *, limit: int = 10, **options):
+        """Ranked hits over every agent, as ``memcli search --all``: each agent searched as
+        :meth:`Agent.search` (``options`` are its options: ``kind``, ``since``, ``until`` ...),
+        merged by score; each hit names its agent and, for a synced session, how to resume it
+        (:class:`memcli.search.across.AcrossResult`)."""
+        from memcli.search.across import search_all
+
+        return search_all(self.path, lambda name: self.agent(name).search(query, limit=limit, **options), limit)
+
     # ------------------------------------------------------------------ the shared store (memcli.remote)
     def push(self, agents: Iterable[str] | None = None, *, to: str | None = None, all: bool = False,
              store_id: str | None = None, as_name: str | None = None, progress=None):
@@ -132,6 +141,65 @@ class Memory:
         from memcli.remote.tools import RemoteStore
 
         return RemoteStore(url)
+
+    # ------------------------------------------------------------------ harness hooks
+    def hooks_install(self, harness: str, *, scope: str = "user", agent: str | None = None,
+                      project_dir: str | os.PathLike | None = None, home: str | os.PathLike | None = None):
+        """Merge memcli's hook entries into ``harness``'s settings for ``scope`` (user, project,
+        local), as ``memcli hooks install``; their commands run this memcli on this store, with
+        ``agent`` fixed when given (else each session gets the agent ``sync`` gives it). Project
+        scopes use ``project_dir`` (default: the current directory). Returns
+        :class:`memcli.hooks.settings.SettingsChange`."""
+        from memcli.hooks import settings
+        from memcli.hooks.harnesses import harness as find
+
+        h = find(harness)
+        if agent is not None:
+            from memcli.store.layout import validate_agent_id
+
+            validate_agent_id(agent)
+        with _parameters({}):
+            return settings.install(h, scope, h.settings_path(scope, project_dir, home), self.path, agent)
+
+    def hooks_uninstall(self, harness: str, *, scope: str = "user", project_dir: str | os.PathLike | None = None,
+                        home: str | os.PathLike | None = None):
+        """Take memcli's entries (and only them) out of ``harness``'s settings, as ``memcli hooks
+        uninstall``. Returns :class:`memcli.hooks.settings.SettingsChange` (``changed`` False when
+        there was nothing of memcli's)."""
+        from memcli.hooks import settings
+        from memcli.hooks.harnesses import harness as find
+
+        h = find(harness)
+        with _parameters({}):
+            return settings.uninstall(h, scope, h.settings_path(scope, project_dir, home))
+
+    def hooks_status(self, harness: str, *, scope: str | None = None, project_dir: str | os.PathLike | None = None,
+                     home: str | os.PathLike | None = None) -> list:
+        """What of memcli is installed in ``harness``'s settings, per scope (every scope when
+        ``scope`` is None), as ``memcli hooks status``: :class:`memcli.hooks.settings.ScopeStatus` items."""
+        from memcli.hooks import settings
+        from memcli.hooks.harnesses import harness as find
+
+        h = find(harness)
+        scopes = [scope] if scope else list(h.scopes)
+        return [settings.status(h, s, h.settings_path(s, project_dir, home)) for s in scopes]
+
+    def hook(self, harness: str, event: str, payload: bytes | str | dict, *, agent: str | None = None,
+             max_chars: int | None = None):
+        """Handle one hook event of ``harness`` (its payload: the JSON the harness writes on the
+        hook's stdin), as ``memcli hook``. Returns :class:`memcli.hooks.run.HookResult`; its
+        ``output`` is what the hook prints. Every failure raises :class:`memcli.hooks.run.HookFailed`."""
+        from memcli.hooks.context import DEFAULT_MAX_CHARS
+        from memcli.hooks.run import run_hook
+
+        if isinstance(payload, dict):
+            import orjson
+
+            payload = orjson.dumps(payload)
+        elif isinstance(payload, str):
+            payload = payload.encode("utf-8")
+        return run_hook(self.path, harness, event, payload, agent=agent,
+                        max_chars=DEFAULT_MAX_CHARS if max_chars is None else max_chars)
 
 
 class Agent:
@@ -248,19 +316,25 @@ class Agent:
             snap = take_snapshot(self.memory_dir, self.name, SnapshotOptions(provider=provider, **options))
         return snap if full else snap.payload
 
-    def turns(self, *, last: int | None = None, archive: bool = False) -> list:
-        """One summary per turn (:class:`memcli.inspect.turns.TurnSummary`), oldest first, as ``memcli turns``."""
-        from memcli.inspect.turns import iter_turns, recent_turns
+    def turns(self, *, last: int | None = None, archive: bool = False, since: str | float | None = None,
+              until: str | float | None = None) -> list:
+        """One summary per turn (:class:`memcli.inspect.turns.TurnSummary`), oldest first, as
+        ``memcli turns``; ``since``/``until`` keep the turns with time in that range."""
+        from memcli.filters import TraceFilter
+        from memcli.inspect.turns import in_range, iter_turns, recent_turns
 
         store = self.store.require()
+        with _parameters({"since": "since", "until": "until"}):
+            flt = TraceFilter(since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
         if last is not None:
             if last < 1:
                 raise UsageError("last must be 1 or more")
-            return recent_turns(store, last, archive=archive)
-        return list(iter_turns(store, archive=archive))
+            return [t for t in recent_turns(store, last, archive=archive) if in_range(t, flt)]
+        return [t for t in iter_turns(store, archive=archive) if in_range(t, flt)]
 
     def tools(self, *, status: str | Iterable[str] | None = None, name: str | Iterable[str] | None = None,
-              turn: str | None = None, last: int | None = None, tag: str | Iterable[str] | None = None,
+              turn: str | Iterable[str] | None = None, last: int | None = None,
+              tag: str | Iterable[str] | None = None,
               since: str | None = None, until: str | None = None, archive: bool = False) -> list:
         """Tool interactions (:class:`memcli.models.ToolInteraction`), each call with its result,
         as ``memcli tools``; ``status`` one or more of pending, success, error, orphan."""

@@ -129,3 +129,52 @@ def fake_home(home: Path, sessions: int, *, phrase_at: int | None = None, phrase
             s = sid(n, "cx")
             write_lines(codex_rollout(home, s), cx_lines(s, phrase=p))
     return home
+
+
+# ---------------------------------------------------------------------------- Gemini CLI
+def gm_header(session: str, kind: str | None = None) -> dict:
+    header = {"sessionId": session, "projectHash": "9f" * 32, "startTime": "2026-03-03T08:00:00.000Z",
+              "lastUpdated": "2026-03-03T08:00:00.000Z"}
+    if kind:
+        header["kind"] = kind
+    return header
+
+
+def gm_user(mid: str, text: str, minute: int = 0) -> dict:
+    return {"id": mid, "timestamp": f"2026-03-03T08:{minute:02d}:00.000Z", "type": "user", "content": [{"text": text}]}
+
+
+def gm_model(mid: str, text: str, minute: int = 0, *, calls: list | None = None, thoughts: bool = False) -> dict:
+    msg = {"id": mid, "timestamp": f"2026-03-03T08:{minute:02d}:30.000Z", "type": "gemini", "content": text,
+           "model": "gemini-2.5-pro", "tokens": {"input": 120, "output": 8, "cached": 0, "total": 128}}
+    if thoughts:
+        msg["thoughts"] = [{"subject": "Planning", "description": "look at the files first",
+                            "timestamp": f"2026-03-03T08:{minute:02d}:10.000Z"}]
+    if calls is not None:
+        msg["toolCalls"] = calls
+    return msg
+
+
+def gm_call(cid: str, name: str = "read_file", *, output: str | None = None, status: str = "success") -> dict:
+    call = {"id": cid, "name": name, "args": {"path": "README.md"}, "status": status,
+            "timestamp": "2026-03-03T08:00:20.000Z"}
+    if output is not None:
+        call["result"] = [{"functionResponse": {"id": cid, "name": name, "response": {"output": output}}}]
+    return call
+
+
+def gm_session(session: str, turns: int = 2, *, phrase: str = "") -> list[dict]:
+    lines = [gm_header(session)]
+    for t in range(turns):
+        lines.append(gm_user(f"{session[:8]}-u{t}", f"explain module {t} {phrase}".strip(), t))
+        lines.append(gm_model(f"{session[:8]}-m{t}", f"module {t} does things", t,
+                              calls=[gm_call(f"{session[:8]}-c{t}", output=f"# module {t}")]))
+    return lines
+
+
+def gemini_chats(home: Path, project: str = "app", root: str | None = CWD) -> Path:
+    base = home / ".gemini" / "tmp" / project
+    base.mkdir(parents=True, exist_ok=True)
+    if root:
+        (base / ".project_root").write_text(root)
+    return base / "chats"

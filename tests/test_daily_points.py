@@ -147,3 +147,71 @@ def test_tables_shorten_ids_to_a_prefix_get_expands(cli, memory_dir):
         got = cli("get", "a", cell)
         assert got.exit_code == 0, got.stderr
         assert f'"tool_call_id": "{full}"' in got.stdout
+
+
+# ---------------------------------------------------------------- 5: flags mean one thing
+
+@pytest.fixture
+def three_turns(cli, memory_dir):
+    from tests.events import turns
+
+    events = turns(3)
+    for k, event in enumerate(events):
+        event["ts"] = 1_790_000_000 + 3600 * (k // 4)  # one turn an hour
+    assert cli("ingest", "a", input=events).exit_code == 0
+    return memory_dir
+
+
+def test_a_repeated_turn_selects_every_named_turn_alike(cli, three_turns):
+    import orjson
+
+    shown = orjson.loads(cli("show", "a", "--turn", "1", "--turn", "3", "--json").stdout)
+    assert sorted({t["turn_id"] for t in shown}) == ["turn_0001", "turn_0003"] and len(shown) == 8
+    tools = orjson.loads(cli("tools", "a", "--turn", "1", "--turn", "turn_0003", "--json").stdout)
+    assert [t["turn_id"] for t in tools] == ["turn_0001", "turn_0003"]
+    exported = cli("export", "a", "--turn", "1", "--turn", "3").stdout.splitlines()
+    assert [orjson.loads(line)["id"] for line in exported] == [t["id"] for t in shown]
+    missing = cli("show", "a", "--turn", "1", "--turn", "9")
+    assert missing.exit_code == 3 and "turn_0009" in missing.stderr
+
+
+def test_turns_has_since_and_until(cli, three_turns):
+    import orjson
+
+    def ids(*args):
+        return [t["turn_id"] for t in orjson.loads(cli("turns", "a", "--json", *args).stdout)]
+
+    assert ids("--since", str(1_790_000_000 + 3600)) == ["turn_0002", "turn_0003"]
+    assert ids("--until", str(1_790_000_000 + 3599)) == ["turn_0001"]
+    assert ids("--since", str(1_790_000_000 + 1800), "--until", str(1_790_000_000 + 5400)) == ["turn_0002"]
+
+
+def test_search_honours_width_and_columns(cli, memory_dir):
+    text = "needle " + " ".join(f"word{k}" for k in range(60))
+    assert cli("ingest", "a", input=[U(text), U(text)]).exit_code == 0
+    for args, env, width in ((["--width", "60"], None, 60), ([], {"COLUMNS": "70"}, 70)):
+        out = cli("search", "a", "needle", *args, env=env).stdout
+        lines = out.splitlines()
+        assert len(lines) > 4 and max(map(len, lines)) <= width, out
+
+
+def test_agents_sort_numbers_as_numbers(cli, memory_dir):
+    for name in ("tau.10", "tau.2", "tau.1", "alpha"):
+        assert cli("ingest", name, input=[U("hi")]).exit_code == 0
+    assert [line.split()[0] for line in cli("agents").stdout.splitlines()[1:]] == ["alpha", "tau.1", "tau.2", "tau.10"]
+
+
+def test_doctor_without_an_agent_checks_every_agent(cli, memory_dir):
+    for name in ("a", "b"):
+        assert cli("ingest", name, input=[U("hi")]).exit_code == 0
+    clean = cli("doctor")
+    assert clean.exit_code == 0
+    assert clean.stderr == "memcli: doctor: agent 'a': no problems\nmemcli: doctor: agent 'b': no problems\n"
+    assert cli("doctor", "--all").stderr == clean.stderr
+    with open(memory_dir / "agents" / "b" / "raw_traces.jsonl", "ab") as f:
+        f.write(b"not json\n")
+    broken = cli("doctor")
+    assert broken.exit_code == 1
+    assert broken.stdout.startswith(f"{memory_dir}/agents/b/raw_traces.jsonl:2: error: ")
+    assert "memcli: error: doctor: 1 of 2 agents have problems: b\n" in broken.stderr
+    assert cli("doctor", "a", "--all").exit_code == 2

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 import memcli
-from tests.helpers import CORPORA, needs_corpora, read_jsonl
+from tests.helpers import CORPORA, needs_corpora, read_jsonl, run_memcli
 from tests.sync_fixtures import (
     CWD,
     cc_assistant,
@@ -23,6 +23,12 @@ from tests.sync_fixtures import (
     codex_rollout,
     cx_lines,
     cx_turn,
+    gemini_chats,
+    gm_call,
+    gm_header,
+    gm_model,
+    gm_session,
+    gm_user,
     sid,
     write_lines,
 )
@@ -258,3 +264,108 @@ def test_codex_rewritten_rollout_adds_nothing_twice(tmp_path):
     assert (report.status, report.events) == ("rewritten", 4)
     traces = _traces(mem, report.agent)
     assert len(traces) == len({t["id"] for t in traces}) == 13
+
+
+# ---------------------------------------------------------------------------- Gemini CLI
+def _gm(mem, agent):
+    return [(t["trace_type"], t["content"] if t["trace_type"] != "tool_result" else t.get("tool_result"))
+            for t in _traces(mem, agent)]
+
+
+def test_gemini_jsonl_session_replayed_last_version_wins_rewind_truncates(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g = sid(20, "gm")
+    chats = gemini_chats(home)
+    lines = [gm_header(g),
+             gm_user("u1", "what is in the readme"),
+             gm_model("m1", "let me look", calls=[gm_call("c1", status="executing")]),   # first version
+             gm_model("m1", "let me look", calls=[gm_call("c1", output="# App")], thoughts=True),  # re-written
+             {"id": "i1", "timestamp": "2026-03-03T08:00:40.000Z", "type": "info", "content": "Checkpoint saved"},
+             gm_user("u2", "a question I took back", 1),
+             gm_model("m2", "an answer to it", 1),
+             {"$rewindTo": "u2"},
+             {"$set": {"summary": "Reading the readme", "lastUpdated": "2026-03-03T08:05:00.000Z"}},
+             gm_user("u3", "now the tests", 2),
+             gm_model("m3", "they pass", 2)]
+    write_lines(chats / f"session-2026-03-03T08-00-{g[:8]}.jsonl", lines)
+    write_lines(home / ".gemini" / "tmp" / "app" / "logs.json", [{"sessionId": g, "messageId": 0, "type": "user",
+                                                                   "message": "hi"}])
+    report = memcli.Memory(mem).sync(home=home).sessions
+    assert [(r.agent, r.status) for r in report] == [(f"gemini.app.{g}", "new")]
+    assert report[0].skipped == {"info messages (the CLI's own notices)": 1}
+    assert report[0].resume == f"cd {CWD} && gemini --resume {g}"
+    assert _gm(mem, f"gemini.app.{g}") == [
+        ("user", "what is in the readme"), ("assistant", "Planning: look at the files first"),
+        ("assistant", "let me look"), ("tool_call", ""), ("tool_result", "# App"),
+        ("user", "now the tests"), ("assistant", "they pass")]
+    ids = [t["id"] for t in _traces(mem, f"gemini.app.{g}")]
+    assert ids[:5] == ["gm-u1-u0", "gm-m1-t0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0"]
+
+
+def test_gemini_appended_and_rewritten_messages_add_only_what_is_new(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g = sid(21, "gm")
+    path = write_lines(gemini_chats(home) / f"session-2026-03-03T08-00-{g[:8]}.jsonl",
+                       [gm_header(g), gm_user("u1", "read it"), gm_model("m1", "reading", calls=[gm_call("c1", status="executing")])])
+    first = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert first.events == 3  # the call's result does not exist yet: not stored empty
+    write_lines(path, [gm_model("m1", "reading", calls=[gm_call("c1", output="text")]),  # the call finished
+                       gm_user("u2", "thanks")], mode="ab")
+    again = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert (again.status, again.events) == ("appended", 2)
+    assert _gm(mem, first.agent)[-2:] == [("tool_result", "text"), ("user", "thanks")]
+    # a checkpoint ($set.messages) replays the conversation: nothing is stored twice
+    write_lines(path, [{"$set": {"messages": [gm_user("u1", "read it"), gm_model("m1", "reading",
+                                                                                   calls=[gm_call("c1", output="text")]),
+                                              gm_user("u2", "thanks"), gm_model("m2", "you're welcome")]}}], mode="ab")
+    third = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert (third.status, third.events, third.duplicates) == ("appended", 1, 5)
+
+
+def test_gemini_legacy_json_and_the_jsonl_resume_writes_beside_it_are_one_agent(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g = sid(22, "gm")
+    chats = gemini_chats(home, "0a1b2c", root=None)
+    legacy = dict(gm_header(g), messages=gm_session(g, 1)[1:])
+    (chats / f"session-2026-03-01T09-00-{g[:8]}.json").parent.mkdir(parents=True, exist_ok=True)
+    (chats / f"session-2026-03-01T09-00-{g[:8]}.json").write_bytes(orjson.dumps(legacy, option=orjson.OPT_INDENT_2))
+    first = memcli.Memory(mem).sync(home=home).sessions
+    assert [(r.agent, r.events) for r in first] == [(f"gemini.0a1b2c.{g}", 4)]
+    # gemini --resume: the legacy record migrated to a .jsonl beside it, then the session goes on
+    write_lines(chats / f"session-2026-03-01T09-00-{g[:8]}.jsonl",
+                [gm_header(g)] + gm_session(g, 1)[1:] + [gm_user("new", "one more question", 5)])
+    second = memcli.Memory(mem).sync(home=home).sessions
+    assert [(r.agent, r.status, r.events, r.duplicates) for r in second] == [(f"gemini.0a1b2c.{g}", "new", 1, 4)]
+
+
+def test_gemini_subagent_session_joins_its_parent(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g, sub = sid(23, "gm"), sid(24, "gm")
+    chats = gemini_chats(home)
+    write_lines(chats / f"session-2026-03-03T08-00-{g[:8]}.jsonl", gm_session(g, 1))
+    write_lines(chats / g / f"{sub}.jsonl", [gm_header(sub, "subagent"), gm_user("s1", "investigate", 3),
+                                            gm_model("s2", "found it", 3)])
+    report = memcli.Memory(mem).sync(home=home).sessions
+    assert [(r.agent, r.events) for r in report] == [(f"gemini.app.{g}", 6)]
+    side = [t for t in _traces(mem, report[0].agent) if "sidechain" in (t.get("tags") or [])]
+    assert [(t["content"], t["agent_id"]) for t in side] == [("investigate", sub), ("found it", sub)]
+
+
+def test_gemini_grown_in_pieces_equals_the_whole(tmp_path):
+    g = sid(25, "gm")
+    data = b"".join(orjson.dumps(v) + b"\n" for v in gm_session(g, 6))
+    _grow_and_sync(tmp_path, gemini_chats(tmp_path / "home") / f"session-2026-03-03T08-00-{g[:8]}.jsonl", data,
+                   _cuts(data, 10), "gemini-cli")
+
+
+def test_corrupt_gemini_session_is_reported_others_import(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    good, bad = sid(26, "gm"), sid(27, "gm")
+    chats = gemini_chats(home)
+    write_lines(chats / f"session-2026-03-03T08-00-{good[:8]}.jsonl", gm_session(good, 1))
+    path = write_lines(chats / f"session-2026-03-03T09-00-{bad[:8]}.jsonl", gm_session(bad, 1))
+    path.write_bytes(path.read_bytes().replace(b'"type":"user"', b'"type":"user"}}', 1))
+    proc = run_memcli("--dir", mem, "sync", "--home", home, "--source", "gemini")
+    assert proc.returncode == 1
+    assert f"sync: skipped {path}: line 2: not valid JSON" in proc.stderr.decode()
+    assert [a.agent for a in memcli.Memory(mem).agents()] == [f"gemini.app.{good}"]

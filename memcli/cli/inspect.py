@@ -48,6 +48,7 @@ AGENT_COLUMNS = [
     Column("semantic", "semantic", align="right", drop=2),
     Column("size", lambda a: fmt_bytes(a.bytes), align="right", drop=4),
     Column("last activity", lambda a: fmt_ts(a.last_activity)),
+    Column("title", "title", flex=True, drop=1),
     Column("problem", "problem", flex=True, style="red", drop=1),
 ]
 
@@ -163,13 +164,20 @@ def turns(
     last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N",
                                        help="Only the last N turns (read from the end of the file)."),
     archive: bool = typer.Option(False, "--archive", help=ARCHIVE_HELP),
+    since: Optional[str] = typer.Option(None, "--since", metavar="TIME",
+                                        help="Only turns with time from then on: " + SINCE_HELP.split(": ", 1)[1]),
+    until: Optional[str] = typer.Option(None, "--until", metavar="TIME",
+                                        help="Only turns that started by then (a bare date: the end of that day)."),
     *, out: Output,
 ) -> None:
     """One row per turn: id, time, the user's ask (clipped), tools used, calls, errors, pending calls."""
-    from memcli.inspect.turns import iter_turns, recent_turns
+    from memcli.filters import TraceFilter
+    from memcli.inspect.turns import in_range, iter_turns, recent_turns
 
+    flt = TraceFilter.from_options(since=since, until=until)
     store = _store(ctx, agent)
     rows = recent_turns(store, last, archive=archive) if last else iter_turns(store, archive=archive)
+    rows = (t for t in rows if in_range(t, flt))
     out.records(rows, human=lambda rows, view: view.table(rows, _turn_columns(archive), empty="no turns"))
 
 
@@ -219,7 +227,8 @@ def _render_traces(traces, view: HumanView) -> None:
 def show(
     ctx: typer.Context,
     agent: str = AGENT,
-    turn: Optional[str] = typer.Option(None, "--turn", metavar="ID", help="Only this turn (7 or turn_0007)."),
+    turn: Optional[List[str]] = typer.Option(None, "--turn", metavar="ID",
+                                             help="Only this turn (repeatable; 7 means turn_0007)."),
     last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N",
                                        help="Only the last N turns (read from the end of the file)."),
     type_: Optional[List[str]] = typer.Option(None, "--type", metavar="T",
@@ -277,7 +286,8 @@ def tools(
     status: Optional[List[str]] = typer.Option(None, "--status", metavar="S",
                                                help="Only this status: pending, success, error, orphan (repeatable)."),
     name: Optional[List[str]] = typer.Option(None, "--name", metavar="NAME", help="Only this tool (repeatable)."),
-    turn: Optional[str] = typer.Option(None, "--turn", metavar="ID", help="Only calls of this turn (7 or turn_0007)."),
+    turn: Optional[List[str]] = typer.Option(None, "--turn", metavar="ID",
+                                             help="Only calls of this turn (repeatable; 7 means turn_0007)."),
     last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N", help="Only the last N turns."),
     tag: Optional[List[str]] = typer.Option(None, "--tag", metavar="TAG",
                                             help="Only interactions whose call or result has this tag (repeatable)."),

@@ -65,6 +65,25 @@ def fmt_ts(ts: float | None) -> str:
         return str(ts)
 
 
+def fmt_age(ts: float | None, now: float | None = None) -> str:
+    """Epoch seconds as people say it where an ISO stamp does not fit: ``just now``, ``5m ago``,
+    ``3h ago``, ``4d ago`` (within a week), else the UTC date ``2026-11-02``; "" for None."""
+    if ts is None:
+        return ""
+    import time
+
+    age = (time.time() if now is None else now) - ts
+    if 0 <= age < 60:
+        return "just now"
+    if 0 <= age < 3600:
+        return f"{int(age // 60)}m ago"
+    if 0 <= age < 86400:
+        return f"{int(age // 3600)}h ago"
+    if 0 <= age < 7 * 86400:
+        return f"{int(age // 86400)}d ago"
+    return fmt_ts(ts)[:10]
+
+
 def fmt_int(n: int | None) -> str:
     return "" if n is None else f"{n:,}"
 

@@ -59,6 +59,7 @@ from memcli.errors import UsageError
 SOURCES: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
+    "gemini": "gemini",
 }
 
 
