@@ -204,7 +204,7 @@ def test_commit_refuses_a_plan_the_file_no_longer_holds(memory_dir):
     copy.write_bytes(before)
     copy.replace(store.paths.active)            # the same lines, another file: a rewrite happened
     with pytest.raises(CompactionError, match="changed while summarizing"):
-        _commit(job, plan_, "cmp_x", _Bundle(job, plan_), ([], [], {}), lambda: ([], [], {}))
+        _commit(job, plan_, "cmp_x", _Bundle(job, plan_), ([], [], {}), lambda: ([], [], {}), 0)
     assert not store.paths.archive.exists()
 
 

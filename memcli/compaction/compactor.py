@@ -32,6 +32,7 @@ moves to the newest position. ``sliding-window`` archives the window with no ite
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 import time
@@ -59,6 +60,7 @@ from memcli.models import EpisodicItem, RawTrace, SemanticItem, to_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
+from memcli.store.ledger import COMPACTION, run_places
 from memcli.store.lock import agent_lock, compaction_lock
 
 STRATEGIES = ("summarize", "sliding-window")
@@ -110,18 +112,15 @@ class CompactResult:
     facts_merged: int = 0
     summary: str | None = None
     facts: list = field(default_factory=list)
+    llm: dict | None = None          # a model's tokens and cost (the ledger's ``llm``; see memcli.store.ledger)
+    estimate: dict | None = None     # --dry-run / --max-cost with a model: what it would send and cost
     seconds: float = 0.0
     budget: BudgetStatus | None = None
     notes: list = field(default_factory=list)
 
     def what(self) -> str:
         """"4 turns", "2 turns and 120 steps", "120 steps" — what the window holds."""
-        parts = []
-        if self.whole_turns or not self.steps:
-            parts.append(f"{self.whole_turns} turn{'s' if self.whole_turns != 1 else ''}")
-        if self.steps:
-            parts.append(f"{self.steps} step{'s' if self.steps != 1 else ''}")
-        return " and ".join(parts)
+        return what_moved(self.whole_turns, self.steps)
 
     def describe(self) -> str:
         if self.never_worse or (not self.compacted and not self.dry_run):
@@ -145,6 +144,16 @@ class CompactResult:
             text += f"; {self.chunks} chunks"
         text += f"; {self.seconds:.2f}s"
         return text
+
+
+def what_moved(whole_turns: int, steps: int) -> str:
+    """"4 turns", "2 turns and 120 steps", "120 steps": what a compaction's window holds."""
+    parts = []
+    if whole_turns or not steps:
+        parts.append(f"{whole_turns} turn{'s' if whole_turns != 1 else ''}")
+    if steps:
+        parts.append(f"{steps} step{'s' if steps != 1 else ''}")
+    return " and ".join(parts)
 
 
 def _note(result: CompactResult, on_note: Callable[[str], None] | None, message: str) -> None:
@@ -389,12 +398,13 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
             policy: CompactionPolicy | None = None, if_needed: bool = False, force: bool = False,
             dry_run: bool = False, model: str | None = None, max_context_tokens: int | None = None,
             concurrency: int = 4, on_progress: Callable[[int, int], None] | None = None,
-            on_note: Callable[[str], None] | None = None) -> CompactResult:
+            on_note: Callable[[str], None] | None = None, max_cost: float | None = None) -> CompactResult:
     """Compact ``agent_id`` (module docstring). ``summarizer`` defaults to the offline one.
 
     Raises CompactionError (exit 1) when no valid summary could be had — nothing is written then
     but the circuit breaker's count — or when ``policy.target_tokens`` is below what must stay,
-    and AgentNotFoundError / UsageError as usual."""
+    and AgentNotFoundError / UsageError as usual. ``max_cost`` (USD): with a model, refuse
+    (CompactionError, before any request) when the estimate (:func:`_check_cost`) is above it."""
     started = time.monotonic()
     policy = policy or CompactionPolicy()
     if strategy not in STRATEGIES:
@@ -407,6 +417,8 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
         raise UsageError("--keep-steps must be 0 or more")
     if policy.target_tokens is not None and policy.target_tokens < 1:
         raise UsageError("--target-tokens must be 1 or more")
+    if max_cost is not None and not max_cost >= 0:
+        raise UsageError("--max-cost must be 0 or more (US dollars)")
     store = AgentStore(memory_dir, agent_id).require()
     if summarizer is None and strategy == "summarize":
         from memcli.compaction.offline import OfflineSummarizer
@@ -417,7 +429,8 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     result.threshold = int(policy.trigger_ratio * input_budget(model, max_context_tokens, policy)[0])
     result.target_tokens = target_tokens(model, max_context_tokens, policy)
 
-    job = _Job(store, result, summarizer, strategy, policy, dry_run, model, concurrency, on_progress, on_note, started)
+    job = _Job(store, result, summarizer, strategy, policy, dry_run, model, concurrency, on_progress, on_note, started,
+               max_cost)
     trigger = early_plan = None
     if if_needed:
         trigger = _Trigger(store, result, model, max_context_tokens, policy, force or dry_run, on_note)
@@ -542,6 +555,7 @@ class _Job:
     on_progress: Callable[[int, int], None] | None
     on_note: Callable[[str], None] | None
     started: float
+    max_cost: float | None = None
 
     def note(self, message: str, *, say: bool = True) -> None:
         _note(self.result, self.on_note if say else None, message)
@@ -606,7 +620,9 @@ class _Bundle:
 
 
 def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Summary:
-    """The window's summary; a failure counts against the circuit breaker (except in a dry run)."""
+    """The window's summary; a failure counts against the circuit breaker (except in a dry run).
+    What a model spent on it goes to ``result.llm``, failed or not."""
+    spent_before = _spending(job.summarizer)
     try:
         summary, job.result.chunks = _summarize(job.summarizer, window, memory, job.concurrency, job.on_progress)
     except CompactionError as exc:
@@ -614,16 +630,20 @@ def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Sum
             with agent_lock(job.store.paths):
                 breaker.record_failure(job.store.paths, str(exc))
         raise
+    finally:
+        if spent_before is not None:
+            job.result.llm = job.summarizer.spent.since(spent_before, job.summarizer.name)
     job.result.summary = summary.episodic_summary
     job.result.facts = [f.fact for f in summary.semantic_facts]
     return summary
 
 
 def _commit(job: _Job, plan_: WindowPlan, compaction_id: str, bundle: _Bundle, items,
-            rebuild: Callable[[], tuple]) -> tuple:
+            rebuild: Callable[[], tuple], predicted: int) -> tuple:
     """Under the agent lock: check the plan still holds, rebuild the items if memory changed
-    meanwhile, run the journaled commit. Returns the items written."""
-    store = job.store
+    meanwhile, run the journaled commit (the ledger record with it; ``predicted``: the tokens
+    after). Returns the items written."""
+    store, result = job.store, job.result
     episodic, semantic, counts = items
     with store.writer(create=False) as session:
         problem = check_plan(store.paths.active, plan_)
@@ -640,6 +660,9 @@ def _commit(job: _Job, plan_: WindowPlan, compaction_id: str, bundle: _Bundle, i
             last_id=plan_.last_id, archive_size=jsonl.file_size(paths.archive),
             episodic_size=jsonl.file_size(paths.episodic), semantic_size=jsonl.file_size(paths.semantic),
             episodic=[to_record(e) for e in episodic], semantic=[to_record(s) for s in semantic],
+            ledger=[ledger_record(result, plan_, compaction_id, episodic, semantic, predicted,
+                                  run_places(paths.active, plan_.runs, plan_.run_ids), jsonl.file_size(paths.archive))],
+            ledger_size=jsonl.file_size(paths.ledger),
         )
         commit(session, journal)
         breaker.record_success(paths, compaction_id)
@@ -675,8 +698,16 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     window = _Collect(store, plan_, early)
     summary: Summary | None = None
     if job.strategy == "summarize":
-        if job.dry_run and summarizer.context_tokens() is not None:   # a model: estimated, not called
-            chunks = len(summarizer.split(list(window), memory))
+        is_offline = summarizer.context_tokens() is None
+        if not is_offline and (job.dry_run or job.max_cost is not None):
+            _check_cost(store, result, summarizer, window, memory, job.max_cost)
+        if job.dry_run and not is_offline:   # a model: estimated, not called
+            from memcli.compaction.offline import OfflineSummarizer
+
+            # the preview: the offline digest of the window (what a model gets to condense)
+            result.summary = OfflineSummarizer(max_facts=job.policy.max_semantic_items).summarize(
+                window, memory).episodic_summary
+            chunks = result.estimate["requests"]
             return job.done(chunks=chunks, tokens_after_estimated=True,
                             tokens_after=bundle.without + bundle.before + EST_SUMMARY_TOKENS_PER_CHUNK * chunks)
         summary = _summarize_window(job, window, memory)
@@ -702,7 +733,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if job.dry_run:
         result.tokens_after = predicted
         return job.done(shortfall=_shortfall(result, plan_))
-    items = _commit(job, plan_, compaction_id, bundle, items, build)
+    items = _commit(job, plan_, compaction_id, bundle, items, build, predicted)
     return _finish(job, plan_, compaction_id, items)
 
 
@@ -740,3 +771,53 @@ def result_record(result: CompactResult) -> dict:
     if result.budget is not None:
         data["budget"] = dict(result.budget.__dict__)
     return orjson.loads(orjson.dumps(data))
+
+
+# --------------------------------------------------------------------------- ledger and cost
+
+def _spending(summarizer):
+    """A copy of what a model summarizer has spent so far (None for the offline one)."""
+    spent = getattr(summarizer, "spent", None)
+    return None if spent is None else copy.copy(spent)
+
+
+def ledger_record(result: CompactResult, plan_: WindowPlan, compaction_id: str, episodic: list, semantic: list,
+                  tokens_after: int, runs: list, archive_offset: int) -> dict:
+    """The compaction's ledger record (memcli.store.ledger), written by its journaled commit."""
+    record = {
+        "kind": COMPACTION, "id": compaction_id, "ts": time.time(), "strategy": result.strategy,
+        "summarizer": result.summarizer, "turn_range": result.turn_range, "turns": result.turns,
+        "whole_turns": result.whole_turns, "steps": result.steps, "traces": plan_.moved,
+        "first_id": plan_.first_id, "last_id": plan_.last_id,
+        "tokens_before": plan_.tokens_before, "tokens_after": tokens_after,
+        "items": {"episodic": [e.id for e in episodic], "semantic": [f.id for f in semantic]},
+        "superseded": {"episodic": [i for e in episodic for i in e.supersedes],
+                       "semantic": [i for f in semantic for i in f.supersedes]},
+        "place": {"archive_offset": archive_offset, "runs": runs},
+    }
+    if result.llm is not None:
+        record["llm"] = result.llm
+    return record
+
+
+def _check_cost(store: AgentStore, result: CompactResult, summarizer, window, memory: MemoryContext,
+                max_cost: float | None) -> None:
+    """The model's estimate for the window (``result.estimate``); with ``max_cost``, refuse before
+    the first request when the estimate is above it, or when LiteLLM has no price for the model."""
+    estimate = summarizer.estimate(list(window), memory)
+    result.estimate = estimate
+    if max_cost is None or result.dry_run:
+        return
+    cost = estimate["cost_usd"]
+    what = (f"{estimate['requests']} request{'s' if estimate['requests'] != 1 else ''}, "
+            f"{estimate['input_tokens']:,} input tokens and up to {estimate['max_output_tokens']:,} output tokens")
+    if cost is None:
+        raise CompactionError(
+            f"--max-cost {max_cost:g}: LiteLLM has no price for {summarizer.name}, so the cost of {what} cannot be "
+            f"bounded; nothing was sent or written",
+            hint="leave out --max-cost to compact with this model anyway, or use a model LiteLLM prices")
+    if cost > max_cost:
+        raise CompactionError(
+            f"--max-cost {max_cost:g}: compacting {store.agent_id!r} with {summarizer.name} would cost up to "
+            f"${cost:.4f} ({what}); nothing was sent or written",
+            hint="raise --max-cost, compact less (--tail-turns, --target-tokens), or use the offline summarizer")
