@@ -126,6 +126,8 @@ def _render_stats(s, view: HumanView) -> None:
         ("last activity", fmt_ts(s.last_activity) or "never"),
         ("last compaction", compaction),
         ("budget", s.budget["explanation"] if s.budget else None),
+        ("embeddings", f"{s.embeddings['tokens']:,} tokens embedded with {s.embeddings['model']} "
+                       f"({s.embeddings['dimensions'] or '?'} dimensions; hybrid search)" if s.embeddings else None),
     ])
 
 
