@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ndjson, run_memcli
+from tests.pg_server import pg_server, pg_url  # noqa: F401  (a real PostgreSQL for tests of memcli.remote)
 
 _TOOL_SETTINGS = {"TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "LITELLM_API_KEY", "LITELLM_PROXY_API_BASE"}
 

@@ -121,6 +121,7 @@ def test_claude_code_compaction_and_thinking(memory_dir):
     assert sum("reasoning" in t.tags for t in got) == 12
     (summary,) = [t for t in got if "compact_summary" in t.tags]
     assert summary.content.startswith("This session is being continued") and summary.is_context
+    assert summary.extra["harness_compaction"] == {"harness": "claude-code", "trigger": "manual", "pre_tokens": 21558}
 
 
 def test_claude_code_edge_cases(memory_dir):

@@ -31,10 +31,12 @@ class MemcliGroup(TyperGroup):
         except MemcliError as exc:
             if os.environ.get("MEMCLI_DEBUG") == "1":
                 raise
+            from memcli.neutral import neutral
+
             message = f"memcli: error: {exc.message}"
             if exc.hint:
                 message += f"\n  hint: {exc.hint}"
-            print(message, file=sys.stderr)
+            print(neutral(message), file=sys.stderr)  # a message may quote stored text
             raise typer.Exit(exc.exit_code) from None
         except BrokenPipeError:
             _closed_pipe()
@@ -98,6 +100,9 @@ COMMAND_MODULES = {
     "search": "search", "remember": "search", "forget": "search",
     "mcp": "mcp",
     "memory-tool": "memory_tool",
+    "sync": "sync",
+    "push": "remote", "pull": "remote",
+    "hooks": "hooks", "hook": "hooks",
 }
 
 
@@ -140,4 +145,9 @@ def __getattr__(name: str):
 
 
 def main() -> None:
-    build_app(_command_in(sys.argv[1:]))(prog_name="memcli")
+    command = _command_in(sys.argv[1:])
+    if command == "hook" and not {"-h", "--help"} & set(sys.argv[1:]):  # never exit 2: memcli.cli.hooks
+        from memcli.cli.hook_main import main_hook
+
+        sys.exit(main_hook(sys.argv[1:]))
+    build_app(command)(prog_name="memcli")

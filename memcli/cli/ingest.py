@@ -39,10 +39,12 @@ def ingest(
     from memcli.ingest.api import ingest as run
 
     result = run(ctx.obj, agent, file, fmt=from_, stream=stream, skip_invalid=skip_invalid, redact=not no_redact, split=split)
+    from memcli.neutral import neutral
+
     for note in result.notes:
-        print(f"memcli: {note}", file=sys.stderr)
-    for error in result.errors if skip_invalid else ():
-        print(f"memcli: skipped {error}", file=sys.stderr)
+        print(f"memcli: {neutral(note)}", file=sys.stderr)
+    for error in result.errors if skip_invalid else ():  # an error may quote the input
+        print(f"memcli: skipped {neutral(str(error))}", file=sys.stderr)
     print(f"memcli: {result.summary()}", file=sys.stderr)
 
 

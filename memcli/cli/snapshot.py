@@ -81,6 +81,10 @@ def _write_payload(payload, *, compact: bool, ndjson: bool) -> None:
 
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
     if isinstance(payload, str):
+        if not (compact or ndjson) and sys.stdout.isatty():  # read on a terminal: shown, not sent
+            from memcli.neutral import neutral
+
+            payload = neutral(payload)
         data = payload.encode() if not (compact or ndjson) else orjson.dumps({"text": payload}) + b"\n"
     elif ndjson:
         head = {k: v for k, v in payload.items() if not isinstance(v, list)}

@@ -40,7 +40,9 @@ Decisions:
   written as markdown (user and assistant messages, folded text), headings are pushed below the
   document's own levels (``# x`` becomes ``#### x``), an unclosed code fence is closed at the end
   of the message, and ``<details>``/``<summary>``/``<!--`` outside code are escaped, so no message
-  can break the structure of the rest of the document.
+  can break the structure of the rest of the document. Control characters (ANSI colours kept
+  from a tool's output, BEL, a lone CR) are shown as Unicode control pictures (``␛``, ``␇``,
+  ``␍``) by :func:`memcli.neutral.neutral`, so ``cat export.md`` cannot drive the terminal.
 * Where the archive ends and the active traces begin (the compaction boundary) is marked. When
   the history goes back to a turn it left (events with explicit turn ids), the turn gets a
   second heading marked "(continued)".
@@ -73,6 +75,7 @@ from memcli.models import (
     from_record,
     superseded_ids,
 )
+from memcli.neutral import neutral
 from memcli.pairing import pop_open_call
 from memcli.sizes import format_size
 
@@ -371,7 +374,7 @@ class MarkdownWriter:
 
     def _drain(self) -> None:
         if self._parts:
-            self.out.write("".join(self._parts).encode("utf-8", "surrogatepass"))
+            self.out.write(neutral("".join(self._parts)).encode("utf-8", "surrogatepass"))
             self._parts.clear()
 
     def _enter(self, turn_id: str, tier: str, ts) -> None:

@@ -238,6 +238,21 @@ def _error_text(value) -> str:
     return orjson.dumps(value).decode()
 
 
+def harness_compaction(harness: str, metadata) -> dict:
+    """What a compact-summary trace says of the harness compaction that wrote it (kept in the
+    trace's ``harness_compaction`` field): the harness, and when the transcript says them, the
+    trigger (``auto``/``manual``) and the prompt tokens before it."""
+    out: dict = {"harness": harness}
+    if isinstance(metadata, dict):
+        trigger = metadata.get("trigger")
+        if isinstance(trigger, str) and trigger:
+            out["trigger"] = trigger
+        tokens = metadata.get("preTokens", metadata.get("pre_tokens"))
+        if _int(tokens) is not None:
+            out["pre_tokens"] = tokens
+    return out
+
+
 def set_fields(event: dict, **fields) -> dict:
     """Set the fields that have a value (``None``, empty lists and dicts are left out)."""
     for key, value in fields.items():
@@ -361,6 +376,17 @@ class CallNames:
         from collections import deque
 
         self._names.setdefault(call_id, deque()).append(name)
+
+    def to_json(self) -> list:
+        return [[call_id, list(names)] for call_id, names in self._names.items()]
+
+    @classmethod
+    def from_json(cls, value) -> "CallNames":
+        out = cls()
+        for call_id, names in value if isinstance(value, list) else ():
+            for name in names:
+                out.add(call_id, name)
+        return out
 
     def take(self, call_id):
         queue = self._names.get(call_id)

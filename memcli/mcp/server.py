@@ -135,22 +135,43 @@ def _guarded(fn: Callable, *, agent_required: bool) -> Callable:
     return call
 
 
-def build_server(memory_dir: str | os.PathLike, agent: str | None = None):
-    """A FastMCP server with the memory tools over ``memory_dir`` (not started)."""
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def build_server(memory_dir: str | os.PathLike, agent: str | None = None, log_level: str = "warning",
+                 remote: str | None = None):
+    """A FastMCP server with the memory tools over ``memory_dir`` — or, with ``remote`` (a URL;
+    "" for ``$MEMCLI_REMOTE``), over the shared PostgreSQL store, without the working-memory tool
+    (not started). Its log (stderr) says nothing per request unless ``log_level`` is ``info`` or
+    ``debug``."""
     from mcp.server.fastmcp import FastMCP
 
     if agent is not None:
         from memcli.store.layout import validate_agent_id
 
-        validate_agent_id(agent)
-    tools = MemoryTools(memory_dir, agent)
-    server = FastMCP(SERVER_NAME, instructions=_instructions(agent))
+        validate_agent_id(agent.rpartition("/")[2] if remote is not None else agent)
+    if log_level not in LOG_LEVELS:
+        from memcli.errors import UsageError
+
+        raise UsageError(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
+    if remote is not None:
+        from memcli.api import Memory
+        from memcli.mcp.tools import RemoteMemoryTools
+
+        tools = RemoteMemoryTools(Memory(memory_dir).remote(remote or None), agent)
+    else:
+        tools = MemoryTools(memory_dir, agent)
+    server = FastMCP(SERVER_NAME, instructions=_instructions(agent), log_level=log_level.upper())
     server._mcp_server.version = __version__
-    for name, description, fn in _tool_specs(tools):
+    specs = _tool_specs(tools)
+    if remote is not None:
+        specs = [spec for spec in specs if spec[0] != "memory"]
+    for name, description, fn in specs:
         server.add_tool(_guarded(fn, agent_required=agent is None), name=name, description=description)
     return server
 
 
-def serve(memory_dir: str | os.PathLike, agent: str | None = None) -> None:
+def serve(memory_dir: str | os.PathLike, agent: str | None = None, log_level: str = "warning",
+          remote: str | None = None) -> None:
     """Run the server on stdin/stdout until the client closes the connection."""
-    build_server(memory_dir, agent).run("stdio")
+    build_server(memory_dir, agent, log_level, remote).run("stdio")

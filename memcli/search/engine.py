@@ -339,7 +339,8 @@ def _collapse(ranked: list[_Candidate], statuses) -> list[Hit]:
         if hit is not None:
             hit.count += 1
             continue
-        hit = _hit(c, statuses)
+        status, by = statuses.get(c.record["id"], (LIVE, None)) if KIND_OF_FILE[c.name] != "trace" else (LIVE, None)
+        hit = _hit(c.name, c.record, c.score, None, text=c.text, spans=c.spans, status=status, superseded_by=by)
         if c.text:
             first[key] = hit
         hits.append(hit)
@@ -350,8 +351,10 @@ def match_terms(query: Query) -> str:
     return ", ".join(t.text for t in query.terms)
 
 
-def _hit(c: _Candidate, statuses) -> Hit:
-    name, record = c.name, c.record
+def _hit(name: str, record: dict, score: float, query: Query | None, *, text: str | None = None, spans=None,
+         status: str = LIVE, superseded_by: str | None = None) -> Hit:
+    """The hit for ``record`` of file ``name`` (also for :mod:`memcli.remote.search`'s rows): its
+    snippet from ``text``/``spans`` when the ranking has them, else found for ``query``."""
     kind = KIND_OF_FILE[name]
     if kind == "trace":
         turn = record.get("turn_id")
@@ -361,12 +364,14 @@ def _hit(c: _Candidate, statuses) -> Hit:
     else:
         turn_ids = [t for t in record.get("source_turn_ids") or () if isinstance(t, str)]
         turn = turn_ids[-1] if turn_ids else None
+    if text is None:
+        text = " ".join(search_index.record_text(name, record).split())
+    if spans is None:
+        spans = Matcher(query).spans(text)
     ts = record.get("ts")
-    status, by = statuses.get(record["id"], (LIVE, None)) if kind != "trace" else (LIVE, None)
     return Hit(id=record["id"], kind=kind, tier=TIER_OF_FILE[name], turn=turn if isinstance(turn, str) else None,
                ts=float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
                trace_type=record.get("trace_type") if kind == "trace" else None,
                tool_name=record.get("tool_name") if kind == "trace" else None,
-               score=round(c.score, 4), snippet=highlight(c.text, c.spans, SNIPPET_CHARS), status=status,
-               superseded_by=by, record=record)
-
+               score=round(score, 4), snippet=highlight(text, spans, SNIPPET_CHARS), status=status,
+               superseded_by=superseded_by, record=record)

@@ -1,0 +1,143 @@
+"""Stored text never drives the terminal (issue 26, point 1; memcli/neutral.py).
+
+A transcript may hold an OSC title change, a clear screen, cursor moves, a CR that overwrites
+the line, BEL, an 8-bit CSI and text that looks like Rich markup. Every human view shows them
+(Unicode control pictures), piped and on a pseudo-terminal; on a terminal the only escape
+sequences are memcli's own colours (SGR). JSON is unchanged (JSON escapes them itself).
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from memcli.neutral import neutral
+from tests.events import CALL, RES, A, U
+from tests.helpers import CORPORA, needs_corpora, proc_env
+
+OSC_TITLE = "\x1b]0;pwned\x07"
+CLEAR = "\x1b[2J\x1b[H"
+MOVES = "\x1b[5A\x1b[2K"
+CR_OVERWRITE = "all good\rHACKED  "
+BEL = "\x07"
+CSI8 = "\x9b31m"
+MARKUP = "[bold red]markup[/bold red]"
+
+HOSTILE = [
+    U(f"hostile ask {OSC_TITLE}{CLEAR} {MARKUP}"),
+    CALL("c1", name=f"sh{MOVES}", args={"cmd": f"ls {CR_OVERWRITE}"}),
+    RES("c1", f"hostile out {BEL}{CSI8} {MARKUP}"),
+    CALL("c2", name="sh", args={"cmd": "false"}),
+    RES("c2", None, tool_error=f"hostile failure {CLEAR}{BEL}"),
+    A(f"hostile answer {CR_OVERWRITE}{OSC_TITLE}\nsecond line\tafter a tab"),
+]
+
+COMMANDS = [
+    ("show", "a"), ("show", "a", "--no-clip"), ("turns", "a"), ("tools", "a"), ("tools", "a", "--status", "error"),
+    ("search", "a", "hostile"), ("memory", "a"), ("export", "a", "--format", "markdown", "--with-memory"),
+    ("stats", "a"), ("agents",),
+]
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+SENT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _unsent(text: str, *, tty: bool) -> list[str]:
+    """Control characters that reached the output (memcli's SGR colours on a terminal and the
+    terminal's own CR LF line ends excepted)."""
+    if tty:
+        text = SGR.sub("", text).replace("\r\n", "\n")
+    return sorted(set(SENT.findall(text)))
+
+
+@pytest.fixture
+def hostile(cli, memory_dir):
+    assert cli("ingest", "a", input=HOSTILE).exit_code == 0
+    assert cli("remember", "a", f"hostile fact {OSC_TITLE}{CLEAR}{BEL} {MARKUP}").exit_code == 0
+    return memory_dir
+
+
+def test_the_one_rule():
+    assert neutral("plain [bold]x[/bold] é 🙂") == "plain [bold]x[/bold] é 🙂"
+    assert neutral(f"{OSC_TITLE}{CLEAR}") == "␛]0;pwned␇␛[2J␛[H"
+    assert neutral("a\r\nb\tc\rd") == "a\nb\tc␍d"
+    assert neutral("a\nb\tc", layout=False) == "a␊b␉c"
+    assert neutral("\x00\x7f\x9b") == "␀␡\\x9b"
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=" ".join)
+def test_piped_views_show_control_characters(cli, hostile, args):
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    assert _unsent(result.stdout, tty=False) == []
+    assert _unsent(result.stderr, tty=False) == []
+    if args[0] in ("show", "search", "memory", "export"):
+        assert "␛" in result.stdout
+    if args[0] in ("show", "memory", "export"):
+        assert MARKUP in result.stdout  # text, never Rich markup
+
+
+def test_piped_show_keeps_layout(cli, hostile):
+    out = cli("show", "a", "--no-clip").stdout
+    assert "all good␍HACKED" in out
+    assert "\n    second line    after a tab\n" in out  # \n and \t stay layout in a text view
+
+
+def test_json_is_unchanged(cli, hostile):
+    records = orjson.loads(cli("show", "a", "--json").stdout)
+    assert records[0]["content"] == f"hostile ask {OSC_TITLE}{CLEAR} {MARKUP}"
+    assert records[1]["tool_name"] == f"sh{MOVES}"
+
+
+def _on_a_pty(args, memory_dir) -> str:
+    """stdout and stderr of ``memcli ARGS`` run on a pseudo-terminal (colours on)."""
+    master, slave = pty.openpty()
+    env = proc_env({"MEMCLI_DIR": str(memory_dir), "TERM": "xterm-256color", "COLUMNS": "100"})
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "memcli", *args], stdin=subprocess.DEVNULL,
+                            stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_terminal_views_send_only_memcli_colours(hostile):
+    coloured = 0
+    for args in COMMANDS:
+        out = _on_a_pty(args, hostile)
+        assert _unsent(out, tty=True) == [], args
+        coloured += bool(SGR.search(out))
+        if args[0] in ("show", "memory"):
+            assert "␛" in out and MARKUP in out, args
+    assert coloured  # the views do use colour on a terminal: only theirs gets through
+
+
+@needs_corpora
+def test_claude_code_local_command_stdout_renders_clean(cli, memory_dir):
+    path = CORPORA / "claude-code" / "fasthooks_sample_main_transcript_compaction.jsonl"
+    assert b"\\u001b[2m" in path.read_bytes()
+    result = cli("ingest", "cc", str(path))
+    assert result.exit_code == 0, result.output
+    seen = ""
+    for args in (("show", "cc", "--no-clip"), ("turns", "cc"), ("tools", "cc"), ("search", "cc", "Compacted"),
+                 ("export", "cc", "--format", "markdown")):
+        result = cli(*args)
+        assert result.exit_code == 0, (args, result.output)
+        assert _unsent(result.stdout, tty=False) == [], args
+        seen += result.stdout
+    assert "␛[2mCompacted" in seen
