@@ -95,6 +95,15 @@ class Memory:
             return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
                         progress=progress)
 
+    def search_all(self, query: str, *, limit: int = 10, **options):
+        """Ranked hits over every agent, as ``memcli search --all``: each agent searched as
+        :meth:`Agent.search` (``options`` are its options: ``kind``, ``since``, ``until`` ...),
+        merged by score; each hit names its agent and, for a synced session, how to resume it
+        (:class:`memcli.search.across.AcrossResult`)."""
+        from memcli.search.across import search_all
+
+        return search_all(self.path, lambda name: self.agent(name).search(query, limit=limit, **options), limit)
+
     # ------------------------------------------------------------------ the shared store (memcli.remote)
     def push(self, agents: Iterable[str] | None = None, *, to: str | None = None, all: bool = False,
              store_id: str | None = None, as_name: str | None = None, progress=None):
@@ -247,15 +256,16 @@ class Agent:
 
     def compact(self, *, strategy: str = "summarize", if_needed: bool = False, force: bool = False,
                 dry_run: bool = False, model: str | None = None, max_context_tokens: int | None = None,
-                summarizer=None, policy=None, concurrency: int = 4):
+                summarizer=None, policy=None, concurrency: int = 4, max_cost: float | None = None):
         """Compact older turns into memory, as ``memcli compact`` (offline summarizer unless
         ``model`` or ``summarizer`` is given). Returns :class:`memcli.compaction.compactor.CompactResult`."""
         from memcli.compaction.compactor import compact
 
-        with _parameters({"if-needed": "if_needed", "dry-run": "dry_run", "max-context-tokens": "max_context_tokens"}):
+        with _parameters({"if-needed": "if_needed", "dry-run": "dry_run", "max-context-tokens": "max_context_tokens",
+                          "max-cost": "max_cost"}):
             return compact(self.memory_dir, self.name, summarizer=summarizer, strategy=strategy, policy=policy,
                            if_needed=if_needed, force=force, dry_run=dry_run, model=model,
-                           max_context_tokens=max_context_tokens, concurrency=concurrency)
+                           max_context_tokens=max_context_tokens, concurrency=concurrency, max_cost=max_cost)
 
     def clear(self, *, keep_memory: bool = False):
         """Delete the agent's memory (with ``keep_memory``, only its traces), as ``memcli clear --yes``."""
@@ -411,6 +421,24 @@ class Agent:
             buffer = io.BytesIO()
             export(self.memory_dir, self.name, stdout=buffer, **args)
             return buffer.getvalue()
+
+    # ------------------------------------------------------------------ compaction ledger (issue 23)
+    def compactions(self) -> list:
+        """Every compaction of the agent, oldest first (:class:`memcli.compaction.undo.CompactionEntry`,
+        ``to_dict()`` for JSON): what moved, tokens before/after, summarizer, model tokens and cost,
+        whether it was undone — as ``memcli compactions``."""
+        from memcli.compaction.undo import list_compactions
+
+        return list_compactions(self.store.require())
+
+    def uncompact(self, compaction_id: str | None = None):
+        """Undo a compaction (default: the newest not undone), as ``memcli uncompact``: its traces
+        go back to the active file where they were, its memory items are superseded. Returns
+        :class:`memcli.compaction.undo.UncompactResult`."""
+        from memcli.compaction.undo import uncompact
+
+        with _parameters({}):
+            return uncompact(self.memory_dir, self.name, compaction_id)
 
 
 def _time(value, option: str, *, end_of_day: bool = False) -> float | None:
