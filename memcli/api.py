@@ -95,6 +95,15 @@ class Memory:
             return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
                         progress=progress)
 
+    def search_all(self, query: str, *, limit: int = 10, **options):
+        """Ranked hits over every agent, as ``memcli search --all``: each agent searched as
+        :meth:`Agent.search` (``options`` are its options: ``kind``, ``since``, ``until`` ...),
+        merged by score; each hit names its agent and, for a synced session, how to resume it
+        (:class:`memcli.search.across.AcrossResult`)."""
+        from memcli.search.across import search_all
+
+        return search_all(self.path, lambda name: self.agent(name).search(query, limit=limit, **options), limit)
+
     # ------------------------------------------------------------------ the shared store (memcli.remote)
     def push(self, agents: Iterable[str] | None = None, *, to: str | None = None, all: bool = False,
              store_id: str | None = None, as_name: str | None = None, progress=None):
@@ -132,6 +141,65 @@ class Memory:
         from memcli.remote.tools import RemoteStore
 
         return RemoteStore(url)
+
+    # ------------------------------------------------------------------ harness hooks
+    def hooks_install(self, harness: str, *, scope: str = "user", agent: str | None = None,
+                      project_dir: str | os.PathLike | None = None, home: str | os.PathLike | None = None):
+        """Merge memcli's hook entries into ``harness``'s settings for ``scope`` (user, project,
+        local), as ``memcli hooks install``; their commands run this memcli on this store, with
+        ``agent`` fixed when given (else each session gets the agent ``sync`` gives it). Project
+        scopes use ``project_dir`` (default: the current directory). Returns
+        :class:`memcli.hooks.settings.SettingsChange`."""
+        from memcli.hooks import settings
+        from memcli.hooks.harnesses import harness as find
+
+        h = find(harness)
+        if agent is not None:
+            from memcli.store.layout import validate_agent_id
+
+            validate_agent_id(agent)
+        with _parameters({}):
+            return settings.install(h, scope, h.settings_path(scope, project_dir, home), self.path, agent)
+
+    def hooks_uninstall(self, harness: str, *, scope: str = "user", project_dir: str | os.PathLike | None = None,
+                        home: str | os.PathLike | None = None):
+        """Take memcli's entries (and only them) out of ``harness``'s settings, as ``memcli hooks
+        uninstall``. Returns :class:`memcli.hooks.settings.SettingsChange` (``changed`` False when
+        there was nothing of memcli's)."""
+        from memcli.hooks import settings
+        from memcli.hooks.harnesses import harness as find
+
+        h = find(harness)
+        with _parameters({}):
+            return settings.uninstall(h, scope, h.settings_path(scope, project_dir, home))
+
+    def hooks_status(self, harness: str, *, scope: str | None = None, project_dir: str | os.PathLike | None = None,
+                     home: str | os.PathLike | None = None) -> list:
+        """What of memcli is installed in ``harness``'s settings, per scope (every scope when
+        ``scope`` is None), as ``memcli hooks status``: :class:`memcli.hooks.settings.ScopeStatus` items."""
+        from memcli.hooks import settings
+        from memcli.hooks.harnesses import harness as find
+
+        h = find(harness)
+        scopes = [scope] if scope else list(h.scopes)
+        return [settings.status(h, s, h.settings_path(s, project_dir, home)) for s in scopes]
+
+    def hook(self, harness: str, event: str, payload: bytes | str | dict, *, agent: str | None = None,
+             max_chars: int | None = None):
+        """Handle one hook event of ``harness`` (its payload: the JSON the harness writes on the
+        hook's stdin), as ``memcli hook``. Returns :class:`memcli.hooks.run.HookResult`; its
+        ``output`` is what the hook prints. Every failure raises :class:`memcli.hooks.run.HookFailed`."""
+        from memcli.hooks.context import DEFAULT_MAX_CHARS
+        from memcli.hooks.run import run_hook
+
+        if isinstance(payload, dict):
+            import orjson
+
+            payload = orjson.dumps(payload)
+        elif isinstance(payload, str):
+            payload = payload.encode("utf-8")
+        return run_hook(self.path, harness, event, payload, agent=agent,
+                        max_chars=DEFAULT_MAX_CHARS if max_chars is None else max_chars)
 
 
 class Agent:
@@ -188,15 +256,16 @@ class Agent:
 
     def compact(self, *, strategy: str = "summarize", if_needed: bool = False, force: bool = False,
                 dry_run: bool = False, model: str | None = None, max_context_tokens: int | None = None,
-                summarizer=None, policy=None, concurrency: int = 4, api_base: str | None = None,
-                api_key: str | None = None, api_key_env: str | None = None):
+                summarizer=None, policy=None, concurrency: int = 4, max_cost: float | None = None,
+                api_base: str | None = None, api_key: str | None = None, api_key_env: str | None = None):
         """Compact older turns into memory, as ``memcli compact`` (offline summarizer unless
         ``model`` or ``summarizer`` is given; ``api_base``, ``api_key``, ``api_key_env`` go with
         ``model``). Returns :class:`memcli.compaction.compactor.CompactResult`."""
         from memcli.compaction.compactor import compact
 
         with _parameters({"if-needed": "if_needed", "dry-run": "dry_run", "max-context-tokens": "max_context_tokens",
-                          "api-key": "api_key", "api-key-env": "api_key_env", "api-base": "api_base"}):
+                          "max-cost": "max_cost", "api-key": "api_key", "api-key-env": "api_key_env",
+                          "api-base": "api_base"}):
             if model and summarizer is None and strategy == "summarize":
                 from memcli.compaction.llm import LiteLLMSummarizer
 
@@ -204,7 +273,7 @@ class Agent:
                                                api_key=api_key, api_key_env=api_key_env)
             return compact(self.memory_dir, self.name, summarizer=summarizer, strategy=strategy, policy=policy,
                            if_needed=if_needed, force=force, dry_run=dry_run, model=model,
-                           max_context_tokens=max_context_tokens, concurrency=concurrency)
+                           max_context_tokens=max_context_tokens, concurrency=concurrency, max_cost=max_cost)
 
     def clear(self, *, keep_memory: bool = False):
         """Delete the agent's memory (with ``keep_memory``, only its traces), as ``memcli clear --yes``."""
@@ -354,6 +423,24 @@ class Agent:
             buffer = io.BytesIO()
             export(self.memory_dir, self.name, stdout=buffer, **args)
             return buffer.getvalue()
+
+    # ------------------------------------------------------------------ compaction ledger (issue 23)
+    def compactions(self) -> list:
+        """Every compaction of the agent, oldest first (:class:`memcli.compaction.undo.CompactionEntry`,
+        ``to_dict()`` for JSON): what moved, tokens before/after, summarizer, model tokens and cost,
+        whether it was undone — as ``memcli compactions``."""
+        from memcli.compaction.undo import list_compactions
+
+        return list_compactions(self.store.require())
+
+    def uncompact(self, compaction_id: str | None = None):
+        """Undo a compaction (default: the newest not undone), as ``memcli uncompact``: its traces
+        go back to the active file where they were, its memory items are superseded. Returns
+        :class:`memcli.compaction.undo.UncompactResult`."""
+        from memcli.compaction.undo import uncompact
+
+        with _parameters({}):
+            return uncompact(self.memory_dir, self.name, compaction_id)
 
 
 def _time(value, option: str, *, end_of_day: bool = False) -> float | None:

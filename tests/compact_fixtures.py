@@ -145,3 +145,18 @@ def conversation(n_turns: int, *, prefix: str = "t", system: bool = True, big: i
     for k, event in enumerate(events):
         event["ts"] = 1772442000.5 + 60 * k
     return events
+
+
+def long_turn(steps: int = 40) -> list[dict]:
+    """One turn of ``steps`` steps (a note, a call, its result) after one ask, ids ``ask``,
+    ``n{i}``, ``c{i}``, ``r{i}``, fixed timestamps: the open turn, where only steps can move."""
+    events = [{"id": "ask", "trace_type": "user", "content": "Make the suite pass."}]
+    for i in range(steps):
+        events += [{"id": f"n{i}", "trace_type": "assistant", "content": f"Step {i}: running the next test file."},
+                   {"id": f"c{i}", "trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"k{i}",
+                    "tool_args": {"command": f"pytest -q tests/test_{i}.py"}},
+                   {"id": f"r{i}", "trace_type": "tool_result", "tool_call_id": f"k{i}",
+                    "tool_result": " ".join(f"tests/test_{i}.py::test_{k} PASSED" for k in range(12))}]
+    for k, event in enumerate(events):
+        event["ts"] = 1772442000.5 + k
+    return events

@@ -40,6 +40,8 @@ def test_agents_json(cli, fx, memory_dir):
     assert result.stdout == as_json([{
         "agent": "fx", "active": 14, "archive": 6, "turns": 5, "episodic": 3, "semantic": 3,
         "bytes": size, "last_activity": BASE + 41 * 60, "problem": None,
+        "title": by_id(next(r["id"] for r in ARCHIVE + ACTIVE if r["trace_type"] == "user" and not r.get("tags")))["content"],
+        "source": None, "source_path": None,
     }])
 
 

@@ -227,3 +227,37 @@ def test_claude_code_session_state_rows_are_metadata_not_unknown(tmp_path):
     meta = orjson.loads((mem / "agents" / report.agent / ".source.json").read_bytes())
     assert meta["title"] == "Mine"
     assert meta["pr_links"] == ["https://github.com/o/r/pull/7", "https://github.com/o/r/pull/8"]
+
+
+def test_search_all_finds_a_phrase_of_one_synced_session_first_with_its_resume_command(tmp_path):
+    from tests.sync_fixtures import fake_home
+
+    home, mem = fake_home(tmp_path / "home", 24, phrase_at=17, phrase="zebra migration flake"), tmp_path / "mem"
+    assert run_memcli("--dir", mem, "sync", "--home", home).returncode == 0
+    target = f"codex.app.{sid(17, 'cx')}"
+    proc = run_memcli("--dir", mem, "search", "--all", '"zebra migration flake"', "--json", "--limit", "3")
+    assert proc.returncode == 0, proc.stderr
+    hits = orjson.loads(proc.stdout)
+    assert hits[0]["agent"] == target and "**zebra**" in hits[0]["snippet"]
+    assert hits[0]["resume"] == f"cd {CWD} && codex resume {sid(17, 'cx')}"
+    assert {h["agent"] for h in hits} == {target}  # no other session has the phrase
+    human = run_memcli("--dir", mem, "search", "--all", "zebra", "--limit", "1").stdout.decode()
+    assert target in human.splitlines()[0]
+    assert f"resume: cd {CWD} && codex resume {sid(17, 'cx')}" in human
+    # one argument with --all is the query; two are a usage error
+    bad = run_memcli("--dir", mem, "search", "--all", "zebra", "extra")
+    assert bad.returncode == 2 and "one QUERY" in bad.stderr.decode()
+
+
+def test_agents_lists_title_and_json_names_source_and_path(tmp_path):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    _sync(mem, home)
+    memcli.Memory(mem).agent("plain").ingest([{"trace_type": "user", "content": "a hand-fed ask"}])
+    rows = {r["agent"]: r for r in orjson.loads(run_memcli("--dir", mem, "agents", "--json").stdout)}
+    synced = rows[f"codex.app.{X1}"]
+    assert (synced["source"], synced["source_path"], synced["title"]) == (
+        "codex", str(codex_rollout(home, X1)), "add feature 0")
+    assert (rows["plain"]["source"], rows["plain"]["source_path"], rows["plain"]["title"]) == (None, None, "a hand-fed ask")
+    table = run_memcli("--dir", mem, "agents", "--width", "200").stdout.decode()
+    assert "title" in table.splitlines()[0].split()
+    assert "please fix bug 0" in table

@@ -73,7 +73,8 @@ def search(
     remote: Optional[str] = typer.Option(None, "--remote", metavar="URL",
                                          help="Search the shared PostgreSQL store at URL ('' = $MEMCLI_REMOTE): "
                                               "AGENT is NAME or STORE/NAME, or use --all."),
-    all: bool = typer.Option(False, "--all", help="With --remote: every agent (the one argument is then QUERY)."),
+    all: bool = typer.Option(False, "--all", help="Every agent, this store's or with --remote the shared one's "
+                                                  "(the one argument is then QUERY); a synced session's hit says how to resume it."),
     *, out: Output,
 ) -> None:
     """Ranked hits (BM25) over every trace (active and archive), summary and fact.
@@ -85,10 +86,14 @@ def search(
     from memcli.filters import parse_time
     from memcli.search import search as run_search
 
-    if remote is not None or all:
+    if remote is not None:
         from memcli.cli.remote import search_remote
 
         return search_remote(ctx, remote, agent, query, all, limit, kind, since, until, out, _render_hits)
+    if all:
+        from memcli.cli.search_all import search_all
+
+        return search_all(ctx, agent, query, out=out, limit=limit, kind=kind, since=since, until=until)
     if query is None:
         from memcli.errors import UsageError
 

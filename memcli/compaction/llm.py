@@ -212,6 +212,7 @@ class LiteLLMSummarizer:
         self.backoff = backoff if backoff is not None else float(env_backoff) if env_backoff else 1.0
         self.counter = TokenCounter(model)
         self.requests = 0                   # every request sent (for reports and tests)
+        self.spent = Spending()             # what the answers' usage reports, all attempts counted
         self._count_lock = threading.Lock()
 
     # ------------------------------------------------------------------ before any request
@@ -355,6 +356,7 @@ class LiteLLMSummarizer:
         with self._count_lock:
             self.requests += 1
         response = litellm.completion(**kwargs)
+        self._account(litellm, response)
         choice = response.choices[0]
         message = choice.message
         content = getattr(message, "content", None)
@@ -363,6 +365,37 @@ class LiteLLMSummarizer:
             if calls:
                 content = calls[0].function.arguments
         return content
+
+    def _account(self, litellm, response) -> None:
+        """Add a response's reported usage, and its cost by LiteLLM's price map, to ``spent``."""
+        usage = getattr(response, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost = self.price(litellm, prompt, completion)
+        with self._count_lock:
+            self.spent.add(prompt, completion, cost)
+
+    def price(self, litellm, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """The cost in USD of so many tokens by LiteLLM's model map; None when it has no price."""
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=self.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+            return float(prompt_cost) + float(completion_cost)
+        except Exception:
+            return None
+
+    def estimate(self, turns: list[Turn], memory: MemoryContext | None = None) -> dict:
+        """What summarizing ``turns`` would send, before sending it: the requests (one per chunk),
+        their input tokens counted exactly, the output tokens at most (the answer's reserve per
+        request), and the cost of both by LiteLLM's price map (None when it has no price)."""
+        memory = memory or MemoryContext()
+        chunks = self.split(list(turns), memory) if turns else []
+        input_tokens = sum(self.counter.count("\n".join(m["content"] for m in self.messages(chunk, memory)))
+                           for chunk in chunks)
+        output_tokens = self.output_tokens() * len(chunks)
+        cost = self.price(_import_litellm(), input_tokens, output_tokens) if chunks else 0.0
+        return {"model": self.model, "requests": len(chunks), "input_tokens": input_tokens,
+                "max_output_tokens": output_tokens, "cost_usd": cost}
 
     def summarize(self, turns: list[Turn], memory: MemoryContext | None = None) -> Summary:
         memory = memory or MemoryContext()
@@ -401,6 +434,35 @@ class LiteLLMSummarizer:
             f"({shown}); nothing was written",
             hint="; ".join(hints + ["the offline summarizer (no --model) needs no model"]),
         )
+
+
+@dataclass
+class Spending:
+    """Tokens and cost the answers reported (:meth:`LiteLLMSummarizer._account`): ``cost_usd``
+    adds the answers LiteLLM could price; ``unpriced`` counts those it could not."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced: int = 0
+
+    def add(self, input_tokens: int, output_tokens: int, cost: float | None) -> None:
+        self.requests += 1
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        if cost is None:
+            self.unpriced += 1
+        else:
+            self.cost_usd += cost
+
+    def since(self, before: "Spending", model: str) -> dict:
+        """The ledger's ``llm`` object for what was spent after ``before`` (memcli.store.ledger)."""
+        unpriced = self.unpriced - before.unpriced
+        return {"model": model, "requests": self.requests - before.requests,
+                "input_tokens": self.input_tokens - before.input_tokens,
+                "output_tokens": self.output_tokens - before.output_tokens,
+                "cost_usd": None if unpriced else round(self.cost_usd - before.cost_usd, 10)}
 
 
 @dataclass

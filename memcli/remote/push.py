@@ -48,8 +48,6 @@ SEARCHED = {ACTIVE: "active", ARCHIVE: "archive", "episodic.jsonl": "episodic", 
 FILE_ORDER = (ARCHIVE,) + tuple(name for name in DATA_FILES if name != ARCHIVE)
 STAGE_COLUMNS = "stream, id, file, pos, kind, tier, ts, turn_id, trace_type, tool_name, line, body"
 
-_ESCAPE = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\x00": ""})
-
 Progress = Callable[[str, int], None]   # (agent, records just committed)
 
 
@@ -90,10 +88,12 @@ class _View:
 
     def __init__(self, memory_dir, agent: str):
         from memcli.store.agent import AgentStore
+        from memcli.store.lock import agent_lock
 
         store = AgentStore(memory_dir, agent).require()
+        store.recover_if_needed()          # an interrupted ingest or compaction is settled first
         self.files: dict[str, tuple[int, int]] = {}
-        with store.writer(create=False):   # settles an interrupted ingest/compaction, holds the lock
+        with agent_lock(store.paths):      # no write is half done while the files are opened
             for name in FILE_ORDER:
                 path = store.paths.dir / name
                 try:
@@ -137,6 +137,9 @@ def _chunks(fd: int, start: int, end: int):
 
 
 _NOT_WORD = re.compile(r"[\W_]+")
+# ASCII bytes that are not letters or digits -> space (UTF-8 sequences, all >= 0x80, untouched)
+_PLAIN = bytes(b if chr(b).isalnum() or b >= 0x80 else 0x20 for b in range(256))
+_SPECIAL = re.compile(rb"[\\\t\n\r]")
 
 
 def plain_words(text: str) -> str:
@@ -146,18 +149,36 @@ def plain_words(text: str) -> str:
     return _NOT_WORD.sub(" ", text)
 
 
-def _field(value) -> str:
-    return "\\N" if value is None else str(value).translate(_ESCAPE)
+def _plain_bytes(text: str) -> bytes:
+    """:func:`plain_words` for ASCII punctuation, as COPY-safe bytes (a byte table: ~50x faster
+    than the regex on the push path; non-ASCII punctuation is left to PostgreSQL's parser)."""
+    return text.encode("utf-8", "replace").translate(_PLAIN)
+
+
+def _escape(data: bytes) -> bytes:
+    """A value in COPY's text format (backslash, tab, newline, CR escaped)."""
+    if not _SPECIAL.search(data):
+        return data
+    return (data.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(b"\n", b"\\n")
+            .replace(b"\r", b"\\r"))
+
+
+def _field(value) -> bytes:
+    if value is None:
+        return b"\\N"
+    return _escape(str(value).replace("\x00", "").encode("utf-8", "replace"))
 
 
 def copy_rows(path, name: str, start: int, data: bytes) -> tuple[bytes, int]:
     """The COPY text rows of the whole lines in ``data`` (read at offset ``start`` of ``name``)."""
     from memcli.store.search_index import record_text
 
-    stream, kind, tier = file_kind(name)
+    stream, kind, tier = (_field(v) for v in file_kind(name))
     searched = SEARCHED.get(name)
-    is_trace = kind == "trace"
-    out: list[str] = []
+    is_trace = kind == b"trace"
+    file = _field(name)
+    none = b"\\N"
+    out: list[bytes] = []
     pos = start
     for raw in data.split(b"\n")[:-1]:
         offset, pos = pos, pos + len(raw) + 1
@@ -167,16 +188,18 @@ def copy_rows(path, name: str, start: int, data: bytes) -> tuple[bytes, int]:
         rid = record.get("id")
         rid = rid if isinstance(rid, str) and rid else f"@{offset}"
         ts = record.get("ts")
-        ts = ts if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None
-        turn = record.get("turn_id") if is_trace else None
-        body = plain_words(record_text(searched, record)) if searched else None
-        out.append("\t".join((
-            _field(stream), _field(rid), name, str(offset), kind, tier, _field(ts),
-            _field(turn if isinstance(turn, str) else None),
-            _field(record.get("trace_type") if is_trace else None),
-            _field(record.get("tool_name") if is_trace and isinstance(record.get("tool_name"), str) else None),
-            raw.decode("utf-8").translate(_ESCAPE), _field(body))))
-    return ("\n".join(out) + "\n").encode() if out else b"", len(out)
+        ts = repr(float(ts)).encode() if isinstance(ts, (int, float)) and not isinstance(ts, bool) else none
+        if is_trace:
+            turn, ttype, tool = record.get("turn_id"), record.get("trace_type"), record.get("tool_name")
+            turn = _field(turn) if isinstance(turn, str) else none
+            ttype = _field(ttype) if isinstance(ttype, str) else none
+            tool = _field(tool) if isinstance(tool, str) else none
+        else:
+            turn = ttype = tool = none
+        body = _plain_bytes(record_text(searched, record)) if searched else none
+        out.append(b"\t".join((stream, _field(rid), file, str(offset).encode(), kind, tier, ts, turn, ttype, tool,
+                                _escape(raw), body)))
+    return (b"\n".join(out) + b"\n") if out else b"", len(out)
 
 
 # ---------------------------------------------------------------------------- the database side
@@ -246,8 +269,7 @@ class _Pusher:
                 self._rewrite(view, key, name, fd, size, done)
                 continue
             start = stored[0] if stored else 0
-            for offset, data in _chunks(fd, start, size):
-                rows, n = copy_rows(view.dir / name, name, offset, data)
+            for offset, data, rows, n in _prepared(view.dir / name, name, fd, start, size):
                 with self.conn.transaction():
                     cur = self.conn.cursor()
                     cur.execute("SELECT pg_advisory_xact_lock(%s)", (-key,))
@@ -296,6 +318,26 @@ class _Pusher:
         done.rewritten.append(name)
         if self.progress and n:
             self.progress(done.agent, n)
+
+
+def _prepared(path, name: str, fd: int, start: int, end: int):
+    """(offset, data, COPY rows, records) of each batch, the next one made by a helper thread while
+    the database works on the current one (the driver releases the GIL while it waits)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def prepare(chunk):
+        offset, data = chunk
+        return (offset, data, *copy_rows(path, name, offset, data))
+
+    chunks = _chunks(fd, start, end)
+    with ThreadPoolExecutor(1) as pool:
+        chunk = next(chunks, None)
+        future = pool.submit(prepare, chunk) if chunk else None
+        while future is not None:
+            done = future.result()
+            chunk = next(chunks, None)
+            future = pool.submit(prepare, chunk) if chunk else None
+            yield done
 
 
 def _last_line_end(fd: int, size: int) -> int:
