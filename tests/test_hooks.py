@@ -70,8 +70,8 @@ def _commands(settings: dict) -> dict[str, str]:
     """event -> memcli's command in a settings object."""
     out = {}
     for event, groups in settings.get("hooks", {}).items():
-        for group in groups:
-            for handler in group["hooks"]:
+        for group in groups if isinstance(groups, list) else ():
+            for handler in group["hooks"] if isinstance(group, dict) else ():
                 if " hook " in handler["command"]:
                     out[event] = handler["command"]
     return out
@@ -166,6 +166,18 @@ def test_settings_with_hooks_of_the_wrong_shape_are_refused(home):
         result = _cli(home, "hooks", "install", "claude-code")
         assert result.returncode == 1 and str(path) in result.stderr.decode()
         assert path.read_bytes() == bad
+
+
+def test_other_keys_under_hooks_are_left_alone(home):
+    path = home / "home/.gemini/settings.json"
+    user = {"hooks": {"enabled": True, "disabled": ["lint"]}, "hooksConfig": {"notifications": False}}
+    _write(path, user)
+    assert _cli(home, "hooks", "install", "gemini").returncode == 0
+    data = json.loads(path.read_text())
+    assert data["hooks"]["enabled"] is True and data["hooks"]["disabled"] == ["lint"]
+    assert set(_commands(data)) == {"AfterAgent", "PreCompress", "SessionStart"}
+    assert _cli(home, "hooks", "uninstall", "gemini").returncode == 0
+    assert json.loads(path.read_text()) == user
 
 
 def test_codex_and_gemini_install_where_their_docs_say(home):
