@@ -356,3 +356,24 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
 
 async def _store(out, main):
     out["v"] = await main()
+
+
+def test_pull_refuses_a_data_file_this_memcli_does_not_know(memory_dir, tmp_path, pg_url, cli):
+    memcli.Memory(memory_dir).agent("a").ingest(events(2))
+    memcli.Memory(memory_dir).push(["a"], to=pg_url)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("UPDATE memcli_records SET file = '../../evil.jsonl' WHERE id = 'u0'")
+    res = cli("--dir", tmp_path / "o", "pull", "a", "--from", pg_url)
+    assert res.exit_code == 1 and "data files this memcli does not know (../../evil.jsonl)" in res.stderr
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.jsonl"))
+
+
+@pytest.mark.slow
+def test_a_word_in_most_records_ranks_a_bounded_sample_and_says_so(memory_dir, pg_url, cli):
+    memcli.Memory(memory_dir).agent("a").ingest(events(12_000, word="everywhere"))
+    memcli.Memory(memory_dir).push(["a"], to=pg_url)
+    res = cli("search", "--remote", pg_url, "a", "everywhere", "--json")
+    assert res.exit_code == 0 and len(orjson.loads(res.stdout)) == 10
+    assert "ranked a sample of about 20,000" in res.stderr
+    res = cli("search", "--remote", pg_url, "a", "number11999", "--json")
+    assert [h["id"] for h in orjson.loads(res.stdout)] == ["u11999"] and "sample" not in res.stderr
