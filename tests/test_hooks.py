@@ -411,3 +411,28 @@ def test_a_hook_never_waits_long_for_a_busy_agent(tmp_path):
 def test_hook_help_is_the_framework_help(tmp_path):
     result = run_memcli("hook", "--help")
     assert result.returncode == 0 and b"SessionStart" in result.stdout
+
+
+def test_a_fixed_agent_collects_every_session_and_pinned_facts_come_back(tmp_path):
+    """``hooks install --agent NAME``: every session's transcript goes into that one agent."""
+    mem = memcli.Memory(tmp_path / "memory")
+    for n, ask in ((1, "rename the config loader"), (2, "now add tests for the config loader")):
+        transcript = tmp_path / f"s{n}.jsonl"
+        transcript.write_text(json.dumps({"type": "user", "uuid": f"u{n}", "sessionId": f"s{n}",
+                                          "message": {"role": "user", "content": ask}}) + "\n")
+        result = mem.hook("claude-code", "Stop", {"session_id": f"s{n}", "transcript_path": str(transcript)},
+                          agent="team")
+        assert (result.agent, result.imported, result.output) == ("team", 1, "")
+        again = mem.hook("claude-code", "Stop", {"session_id": f"s{n}", "transcript_path": str(transcript)},
+                         agent="team")
+        assert (again.imported, again.already) == (0, 1)
+    mem.agent("team").remember("Config lives in conf/app.toml", pin=True)
+    start = mem.hook("claude-code", "SessionStart", {"session_id": "s2", "transcript_path": str(transcript),
+                                                      "source": "resume"}, agent="team")
+    context = json.loads(start.output)["hookSpecificOutput"]["additionalContext"]
+    assert "## Latest ask\nnow add tests for the config loader\n" in context
+    assert "Config lives in conf/app.toml" in context
+    assert "## Related history\n- turn_0001 user cc-u1-0: rename" in context   # the other session
+    assert [p.name for p in (tmp_path / "memory/agents").iterdir()] == ["team"]
+    with pytest.raises(memcli.errors.MemcliError, match="agent id"):
+        mem.hook("claude-code", "Stop", {"session_id": "s1", "transcript_path": str(transcript)}, agent="../x")

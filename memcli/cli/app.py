@@ -94,7 +94,7 @@ COMMAND_MODULES = {
     "ingest": "ingest",
     "agents": "inspect", "stats": "inspect", "turns": "inspect", "show": "inspect", "tools": "inspect",
     "get": "inspect", "memory": "inspect", "doctor": "inspect",
-    "compact": "compact",
+    "compact": "compact", "compactions": "compactions", "uncompact": "compactions",
     "snapshot": "snapshot",
     "export": "export", "clear": "export",
     "search": "search", "remember": "search", "forget": "search",

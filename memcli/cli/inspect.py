@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from memcli.cli.output import Column, HumanView, Output, fmt_bytes, fmt_int, fmt_ts, one_line, output_options
+from memcli.cli.output import Column, HumanView, Output, fmt_bytes, fmt_int, fmt_ts, fmt_usd, one_line, output_options
 
 AGENT = typer.Argument(..., help="Agent id.")
 ARCHIVE_HELP = "Include archived (compacted) traces, oldest first."
@@ -126,8 +126,22 @@ def _render_stats(s, view: HumanView) -> None:
         ("files", files or "none"),
         ("last activity", fmt_ts(s.last_activity) or "never"),
         ("last compaction", compaction),
+        ("model spending", _spending(s.compaction_cost)),
         ("budget", s.budget["explanation"] if s.budget else None),
+        ("embeddings", f"{s.embeddings['tokens']:,} tokens embedded with {s.embeddings['model']} "
+                       f"({s.embeddings['dimensions'] or '?'} dimensions; hybrid search)" if s.embeddings else None),
     ])
+
+
+def _spending(cost: dict | None) -> str | None:
+    """The ledger's model spending: ``2 requests, 20 input + 20 output tokens, $0.000008``."""
+    if not cost or not cost["records"]:
+        return None
+    text = (f"{cost['requests']:,} request{'s' if cost['requests'] != 1 else ''}, {cost['input_tokens']:,} input + "
+            f"{cost['output_tokens']:,} output tokens, {fmt_usd(cost['cost_usd'])}")
+    if cost["unpriced"]:
+        text += f" ({cost['unpriced']:,} without a known price)"
+    return text
 
 
 def _turns_text(t) -> str:

@@ -65,6 +65,13 @@ def fmt_ts(ts: float | None) -> str:
         return str(ts)
 
 
+def fmt_usd(amount: float | None) -> str:
+    """US dollars: ``$1.2345``, or six decimals under a cent (``$0.000075``); "" for None."""
+    if amount is None:
+        return ""
+    return f"${amount:.4f}" if amount >= 0.01 else f"${amount:.6f}"
+
+
 def fmt_age(ts: float | None, now: float | None = None) -> str:
     """Epoch seconds as people say it where an ISO stamp does not fit: ``just now``, ``5m ago``,
     ``3h ago``, ``4d ago`` (within a week), else the UTC date ``2026-11-02``; "" for None."""

@@ -12,7 +12,8 @@
         .state.json                    cache: turn counter, per-turn seq, unanswered calls
         .ids                           cache: 16-byte digests of every trace id (active+archive)
         .ingest.pending                in-flight ingest marker (crash rollback)
-        .compaction.journal            in-flight compaction (crash recovery)
+        .compaction.journal            in-flight compaction or uncompact (crash recovery)
+        .compactions.jsonl             the compaction ledger, append-only (memcli.store.ledger)
         .token-counts                  cache: token counts of texts counted before (store/token_counts.py)
         .source.json                   where the traces came from (sync / import; store/sync_state.py)
       .sync/<source>.json              what ``memcli sync`` has read of each session file (store/sync_state.py)
@@ -47,8 +48,9 @@ IDS = ".ids"
 INGEST_MARKER = ".ingest.pending"
 COMPACTION_JOURNAL = ".compaction.journal"
 TOKEN_COUNTS = ".token-counts"
+LEDGER = ".compactions.jsonl"
 SOURCE_META = ".source.json"
-DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES)
+DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES, LEDGER)
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -169,6 +171,10 @@ class AgentPaths:
     @property
     def compaction_journal(self) -> Path:
         return self.dir / COMPACTION_JOURNAL
+
+    @property
+    def ledger(self) -> Path:
+        return self.dir / LEDGER
 
     @property
     def token_counts(self) -> Path:
