@@ -329,8 +329,13 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
             first = json.loads(calls[0].content[0].text)["hits"][0]
             got = await session.call_tool("memory_get", {"id": first["id"]})
             fact_id = json.loads(calls[2].content[0].text)["id"]
+            found = await session.call_tool("memory_search", {"query": "SPRING10 team"})
             gone = await session.call_tool("memory_forget", {"id": fact_id, "reason": "wrong"})
             again = await session.call_tool("memory_forget", {"id": fact_id})
+            lost = await session.call_tool("memory_search", {"query": "SPRING10 team", "kind": "semantic"})
+            out["found"] = [h["id"] for h in json.loads(found.content[0].text)["hits"]]
+            out["lost"] = [h["id"] for h in json.loads(lost.content[0].text)["hits"]]
+            out["fact"] = fact_id
             return names, calls, got, gone, again
 
     out = {}
@@ -344,6 +349,7 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
     assert recent[-1]["traces"][-1]["id"] == last["id"]
     assert json.loads(gone.content[0].text)["tombstone_id"]
     assert json.loads(again.content[0].text)["already_superseded_by"]
+    assert out["found"][0] == out["fact"] and out["fact"] not in out["lost"]   # forgotten: out of search
     # the fact and its tombstone are in the shared store: a pull has them after the pushed facts
     memcli.Memory(tmp_path / "o").pull("coder", from_=pg_url)
     facts = read_jsonl(tmp_path / "o/agents/coder/semantic.jsonl")

@@ -37,8 +37,15 @@ class RemoteSearchResult:
     notes: list[str] = field(default_factory=list)
 
 
+# a summary or fact another item of its agent and kind supersedes (memcli.models.superseded_ids: a
+# forget tombstone lists the item and itself) is left out, as local search leaves it out
+_LIVE = """NOT (r.kind IN ('episodic', 'semantic') AND EXISTS (
+    SELECT 1 FROM memcli_records s WHERE s.agent_key = r.agent_key AND s.kind = r.kind
+    AND s.line LIKE '%%' || r.id || '%%' AND (s.line::jsonb -> 'supersedes') ? r.id))"""
+
+
 def _ranked(conn, tsquery_text: str, agent_key, kinds, since, until, limit: int, offset: int, notes: list[str]):
-    where = ["r.tsv @@ q.q"]
+    where = ["r.tsv @@ q.q", _LIVE]
     args: list = [tsquery_text]
     if agent_key is not None:
         where.append("r.agent_key = %s")
