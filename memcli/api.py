@@ -256,13 +256,21 @@ class Agent:
 
     def compact(self, *, strategy: str = "summarize", if_needed: bool = False, force: bool = False,
                 dry_run: bool = False, model: str | None = None, max_context_tokens: int | None = None,
-                summarizer=None, policy=None, concurrency: int = 4, max_cost: float | None = None):
+                summarizer=None, policy=None, concurrency: int = 4, max_cost: float | None = None,
+                api_base: str | None = None, api_key: str | None = None, api_key_env: str | None = None):
         """Compact older turns into memory, as ``memcli compact`` (offline summarizer unless
-        ``model`` or ``summarizer`` is given). Returns :class:`memcli.compaction.compactor.CompactResult`."""
+        ``model`` or ``summarizer`` is given; ``api_base``, ``api_key``, ``api_key_env`` go with
+        ``model``). Returns :class:`memcli.compaction.compactor.CompactResult`."""
         from memcli.compaction.compactor import compact
 
         with _parameters({"if-needed": "if_needed", "dry-run": "dry_run", "max-context-tokens": "max_context_tokens",
-                          "max-cost": "max_cost"}):
+                          "max-cost": "max_cost", "api-key": "api_key", "api-key-env": "api_key_env",
+                          "api-base": "api_base"}):
+            if model and summarizer is None and strategy == "summarize":
+                from memcli.compaction.llm import LiteLLMSummarizer
+
+                summarizer = LiteLLMSummarizer(model, api_base=api_base, max_context_tokens=max_context_tokens,
+                                               api_key=api_key, api_key_env=api_key_env)
             return compact(self.memory_dir, self.name, summarizer=summarizer, strategy=strategy, policy=policy,
                            if_needed=if_needed, force=force, dry_run=dry_run, model=model,
                            max_context_tokens=max_context_tokens, concurrency=concurrency, max_cost=max_cost)

@@ -401,3 +401,18 @@ def test_a_last_line_without_newline_is_read_for_formats_that_never_end_it(tmp_p
     plain = Session("claude-code", [SessionFile(str(path), "claude-code")])
     other = import_session(tmp_path / "mem2", plain)
     assert other.events == 4
+
+
+def test_claude_code_older_subagent_file_beside_the_sessions_joins_the_session_it_names(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    s = sid(31)
+    write_lines(claude_project(home) / f"{s}.jsonl", cc_session(s, 1))
+    write_lines(claude_project(home) / "agent-9f8e7d6.jsonl", [
+        cc_user(s, 70, "older layout subtask", sidechain=True, agent="9f8e7d6"),
+        cc_assistant(s, 71, "older layout answer", sidechain=True, agent="9f8e7d6")])
+    report = memcli.Memory(mem).sync(home=home).sessions
+    assert {r.agent for r in report} == {f"claude-code.app.{s}"}
+    assert [a.agent for a in memcli.Memory(mem).agents()] == [f"claude-code.app.{s}"]
+    side = [t for t in _traces(mem, f"claude-code.app.{s}") if "sidechain" in (t.get("tags") or [])]
+    assert [(t["content"], t["agent_id"]) for t in side] == [("older layout subtask", "9f8e7d6"),
+                                                           ("older layout answer", "9f8e7d6")]
