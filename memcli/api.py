@@ -256,13 +256,21 @@ class Agent:
 
     def compact(self, *, strategy: str = "summarize", if_needed: bool = False, force: bool = False,
                 dry_run: bool = False, model: str | None = None, max_context_tokens: int | None = None,
-                summarizer=None, policy=None, concurrency: int = 4, max_cost: float | None = None):
+                summarizer=None, policy=None, concurrency: int = 4, max_cost: float | None = None,
+                api_base: str | None = None, api_key: str | None = None, api_key_env: str | None = None):
         """Compact older turns into memory, as ``memcli compact`` (offline summarizer unless
-        ``model`` or ``summarizer`` is given). Returns :class:`memcli.compaction.compactor.CompactResult`."""
+        ``model`` or ``summarizer`` is given; ``api_base``, ``api_key``, ``api_key_env`` go with
+        ``model``). Returns :class:`memcli.compaction.compactor.CompactResult`."""
         from memcli.compaction.compactor import compact
 
         with _parameters({"if-needed": "if_needed", "dry-run": "dry_run", "max-context-tokens": "max_context_tokens",
-                          "max-cost": "max_cost"}):
+                          "max-cost": "max_cost", "api-key": "api_key", "api-key-env": "api_key_env",
+                          "api-base": "api_base"}):
+            if model and summarizer is None and strategy == "summarize":
+                from memcli.compaction.llm import LiteLLMSummarizer
+
+                summarizer = LiteLLMSummarizer(model, api_base=api_base, max_context_tokens=max_context_tokens,
+                                               api_key=api_key, api_key_env=api_key_env)
             return compact(self.memory_dir, self.name, summarizer=summarizer, strategy=strategy, policy=policy,
                            if_needed=if_needed, force=force, dry_run=dry_run, model=model,
                            max_context_tokens=max_context_tokens, concurrency=concurrency, max_cost=max_cost)
@@ -366,14 +374,20 @@ class Agent:
         return list(iter_memory(self.store.require(), include_superseded=include_superseded))
 
     def search(self, query: str, *, limit: int = 10, kind: str | Iterable[str] | None = None,
-               since: str | float | None = None, until: str | float | None = None):
+               since: str | float | None = None, until: str | float | None = None, history: bool = False,
+               recent: bool = False, embed_model: str | None = None, embed_api_base: str | None = None):
         """Ranked hits over traces, summaries and facts (:class:`memcli.search.SearchResult`:
-        ``hits``, ``mode`` "all" or "any"), as ``memcli search``."""
+        ``hits``, ``mode`` "all" or "any", ``notes``), as ``memcli search``: superseded and
+        forgotten items only with ``history``; ``recent`` weighs newer records up;
+        ``embed_model`` (any LiteLLM embedding model; else the store's config.json) makes it
+        hybrid."""
         from memcli.search import search
 
-        with _parameters({"kind": "kind", "since": "since", "until": "until", "limit": "limit"}):
+        with _parameters({"kind": "kind", "since": "since", "until": "until", "limit": "limit",
+                          "embed-model": "embed_model"}):
             return search(self.store, query, limit=limit, kinds=_listed(kind), since=_time(since, "since"),
-                          until=_time(until, "until", end_of_day=True))
+                          until=_time(until, "until", end_of_day=True), history=history, recent=recent,
+                          embed_model=embed_model, embed_api_base=embed_api_base)
 
     def remember(self, fact: str, *, tags: Iterable[str] = (), pin: bool = False,
                  supersedes: str | Iterable[str] | None = None) -> dict:

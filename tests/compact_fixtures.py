@@ -26,6 +26,7 @@ class RecordedRequest:
     start: float
     end: float = 0.0
     status: int = 0
+    authorization: str | None = None  # the request's Authorization header
 
     @property
     def system(self) -> str:
@@ -54,7 +55,7 @@ class FakeModelServer:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                record = RecordedRequest(body, time.monotonic())
+                record = RecordedRequest(body, time.monotonic(), authorization=self.headers.get("Authorization"))
                 with lock:
                     index = len(server_self.requests)
                     server_self.requests.append(record)

@@ -145,6 +145,7 @@ def test_crash_during_recovery_of_an_earlier_crash(memory_dir, first, second):
     check_invariants(memory_dir, "a", ids | {"late-1"})
 
 
+@pytest.mark.slow
 def test_kill_at_random_moments(memory_dir):
     """Kill a compacting process after a random delay, many times over one agent that keeps
     growing; every round is followed by the checks."""

@@ -67,6 +67,7 @@ def run_writers(memory_dir, writers: int, per_writer: int, env_extra=None, allow
     return expected
 
 
+@pytest.mark.slow
 def test_eight_writer_processes_lose_and_duplicate_nothing(memory_dir):
     expected = run_writers(memory_dir, writers=8, per_writer=12)
     check_store(memory_dir, "shared", expected)

@@ -215,3 +215,60 @@ def test_doctor_without_an_agent_checks_every_agent(cli, memory_dir):
     assert broken.stdout.startswith(f"{memory_dir}/agents/b/raw_traces.jsonl:2: error: ")
     assert "memcli: error: doctor: 1 of 2 agents have problems: b\n" in broken.stderr
     assert cli("doctor", "a", "--all").exit_code == 2
+
+
+# ---------------------------------------------------------------- 7: model access without ceremony
+
+@pytest.fixture
+def llm_agent(cli, memory_dir, monkeypatch):
+    from tests.compact_fixtures import conversation
+
+    for name in ("OPENAI_API_KEY", "MY_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
+    assert cli("ingest", "a", input=conversation(8)).exit_code == 0
+    return memory_dir
+
+
+def test_compact_takes_the_key_from_a_flag_or_a_named_variable(cli, llm_agent, server, monkeypatch):
+    from tests.compact_fixtures import good_answer
+
+    srv = server(lambda body, i: (200, good_answer(), 0))
+    base = srv.api_base.replace("127.0.0.1", "localhost")
+    assert cli("compact", "a", "--model", "openai/m", "--api-base", base, "--api-key", "sk-flag").exit_code == 0
+    monkeypatch.setenv("MY_KEY", "sk-from-env")
+    assert cli("ingest", "a", input=[U(f"more {k}") for k in range(8)]).exit_code == 0
+    assert cli("compact", "a", "--model", "openai/m", "--api-base", base, "--api-key-env", "MY_KEY",
+               "--tail-turns", "1").exit_code == 0
+    assert [r.authorization for r in srv.requests] == ["Bearer sk-flag", "Bearer sk-from-env"]
+    unset = cli("compact", "a", "--model", "openai/m", "--api-key-env", "NOT_SET_ANYWHERE")
+    assert unset.exit_code == 2 and "--api-key-env NOT_SET_ANYWHERE: that environment variable is not set" in unset.stderr
+
+
+def test_the_api_compacts_with_a_key_and_a_base(llm_agent, server):
+    from memcli import Memory
+    from tests.compact_fixtures import good_answer
+
+    srv = server(lambda body, i: (200, good_answer(), 0))
+    result = Memory(llm_agent).agent("a").compact(model="openai/m", api_base=srv.api_base, api_key="sk-api")
+    assert result.turns and [r.authorization for r in srv.requests] == ["Bearer sk-api"]
+
+
+@pytest.mark.parametrize("case", ["no key", "closed port"])
+def test_a_missing_key_or_a_closed_api_base_is_told_before_litellm_loads(llm_agent, case):
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["--model", "openai/m"] + (["--api-base", f"http://127.0.0.1:{port}/v1"] if case == "closed port" else [])
+    code = ("import sys; from memcli.cli.app import build_app\n"
+            "try:\n    build_app('compact')(['--dir', sys.argv[1], 'compact', 'a', *sys.argv[2:]], prog_name='memcli')\n"
+            "except SystemExit as e:\n    print(e.code, 'litellm' in sys.modules)")
+    env = proc_env()
+    env.pop("OPENAI_API_KEY", None)
+    run = subprocess.run([sys.executable, "-c", code, str(llm_agent), *args], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert run.stdout.split() == ["1", "False"], run.stderr
+    assert ("no API key: set OPENAI_API_KEY" if case == "no key" else "(connection refused)") in run.stderr

@@ -131,6 +131,7 @@ COMPACT_LOOP = ("import subprocess, sys, os, time\n"
                 "print(done)\n")
 
 
+@pytest.mark.slow
 def test_sixteen_writers_of_every_kind_with_a_compaction_loop(memory_dir, tmp_path):
     writers, per_writer = (16, 500) if SLOW else (16, 25)
     rng = random.Random(8)
@@ -230,6 +231,7 @@ def _conversation(seed: int, turns: int):
     return events
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", COMPACT_POINTS)
 def test_compaction_killed_at_each_step_over_many_seeds(memory_dir, step):
     for seed in range(SEEDS):

@@ -202,7 +202,7 @@ def test_codex_corpus_grown_in_pieces_equals_the_whole(tmp_path):
     assert len(_traces(mem, agent)) > 1000
 
 
-def test_codex_response_waits_for_its_usage_unless_the_rollout_is_settled(tmp_path):
+def test_codex_response_waits_for_its_usage_unless_the_rollout_is_settled(tmp_path, monkeypatch):
     import os
 
     home, mem = tmp_path / "home", tmp_path / "mem"
@@ -222,6 +222,14 @@ def test_codex_response_waits_for_its_usage_unless_the_rollout_is_settled(tmp_pa
     os.utime(path, (1_700_000_000, 1_700_000_000))
     report = {r.agent: r for r in memcli.Memory(mem).sync(home=home).sessions}[f"codex.app.{y}"]
     assert "done 1" in [t["content"] for t in _traces(mem, report.agent)]
+    # held back while fresh, then the rollout settles without changing: the next sync imports it
+    z = sid(14, "cx")
+    path = write_lines(codex_rollout(home, z), cx_lines(z, 1) + turn[:-1])
+    memcli.Memory(mem).sync(home=home)
+    assert "done 1" not in [t["content"] for t in _traces(mem, f"codex.app.{z}")]
+    monkeypatch.setattr("memcli.sync.engine.SETTLED", -1.0)  # time passes; the file is not touched
+    memcli.Memory(mem).sync(home=home)
+    assert "done 1" in [t["content"] for t in _traces(mem, f"codex.app.{z}")]
 
 
 def test_codex_user_message_held_across_a_sync_is_placed_once(tmp_path):
@@ -369,3 +377,42 @@ def test_corrupt_gemini_session_is_reported_others_import(tmp_path):
     assert proc.returncode == 1
     assert f"sync: skipped {path}: line 2: not valid JSON" in proc.stderr.decode()
     assert [a.agent for a in memcli.Memory(mem).agents()] == [f"gemini.app.{good}"]
+
+
+def test_a_last_line_without_newline_is_read_for_formats_that_never_end_it(tmp_path):
+    """SessionFile.complete_tail (Cursor writes its last line without a newline): read when it
+    parses, never stopped after, so a later line is read and the tail not stored twice."""
+    from memcli.sync import Session, SessionFile
+    from memcli.sync.engine import import_session
+
+    mem = tmp_path / "mem"
+    s = sid(30)
+    path = tmp_path / f"{s}.jsonl"
+    lines = [orjson.dumps(x) for x in cc_session(s, 1)]
+    path.write_bytes(b"\n".join(lines))  # no newline at the end
+    session = Session("claude-code", [SessionFile(str(path), "claude-code", complete_tail=True)])
+    first = import_session(mem, session)
+    assert first.events == 4
+    with open(path, "ab") as f:
+        f.write(b"\n" + orjson.dumps(cc_user(s, 40, "later")))
+    again = import_session(mem, session)
+    assert (again.events, again.duplicates) == (1, 1)
+    # without complete_tail the unterminated line waits for its newline
+    plain = Session("claude-code", [SessionFile(str(path), "claude-code")])
+    other = import_session(tmp_path / "mem2", plain)
+    assert other.events == 4
+
+
+def test_claude_code_older_subagent_file_beside_the_sessions_joins_the_session_it_names(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    s = sid(31)
+    write_lines(claude_project(home) / f"{s}.jsonl", cc_session(s, 1))
+    write_lines(claude_project(home) / "agent-9f8e7d6.jsonl", [
+        cc_user(s, 70, "older layout subtask", sidechain=True, agent="9f8e7d6"),
+        cc_assistant(s, 71, "older layout answer", sidechain=True, agent="9f8e7d6")])
+    report = memcli.Memory(mem).sync(home=home).sessions
+    assert {r.agent for r in report} == {f"claude-code.app.{s}"}
+    assert [a.agent for a in memcli.Memory(mem).agents()] == [f"claude-code.app.{s}"]
+    side = [t for t in _traces(mem, f"claude-code.app.{s}") if "sidechain" in (t.get("tags") or [])]
+    assert [(t["content"], t["agent_id"]) for t in side] == [("older layout subtask", "9f8e7d6"),
+                                                           ("older layout answer", "9f8e7d6")]

@@ -54,6 +54,12 @@ def compact(
     model: Optional[str] = typer.Option(
         None, "--model", help="Summarize with this LiteLLM model (e.g. openai/gpt-4o-mini); default: offline."),
     api_base: Optional[str] = typer.Option(None, "--api-base", help="Base URL of the model's API."),
+    api_key: Optional[str] = typer.Option(
+        None, "--api-key", metavar="KEY",
+        help="The model's API key (default: the provider's variable, e.g. OPENAI_API_KEY; a server on this "
+             "machine needs none)."),
+    api_key_env: Optional[str] = typer.Option(
+        None, "--api-key-env", metavar="NAME", help="Read the API key from this environment variable."),
     tail_turns: int = typer.Option(
         4, "--tail-turns", help="Recent turns kept whole, where --target-tokens allows it."),
     target_tokens: Optional[int] = typer.Option(
@@ -96,7 +102,7 @@ def compact(
         from memcli.compaction.llm import LiteLLMSummarizer
 
         summarizer = LiteLLMSummarizer(model, api_base=api_base, timeout=timeout, retries=retries,
-                                       max_context_tokens=max_context_tokens)
+                                       max_context_tokens=max_context_tokens, api_key=api_key, api_key_env=api_key_env)
     policy = CompactionPolicy(tail_turns=tail_turns, keep_steps=keep_steps, target_tokens=target_tokens)
     def note(message: str) -> None:
         print(f"memcli: {message}", file=sys.stderr)

@@ -440,6 +440,9 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
                 result.seconds = time.monotonic() - started
                 return result
 
+    preflight = getattr(summarizer, "preflight", None) if strategy == "summarize" and not dry_run else None
+    if preflight is not None:  # a missing key or a closed --api-base, told before LiteLLM loads
+        preflight()
     lock = compaction_lock(store) if not dry_run else _no_lock()
     try:
         with lock, _cyclic_gc_paused():

@@ -1,5 +1,12 @@
 """The LiteLLM summarizer: any LiteLLM model string (``--model``), ``--api-base``, keys from the
-provider's usual environment variables (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...).
+provider's usual environment variables (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...), or from
+``--api-key KEY`` / ``--api-key-env NAME``.
+
+**Before LiteLLM is imported** (~3 s), :meth:`LiteLLMSummarizer.preflight` reports what needs no
+request to tell: for a provider named in the model (``openai/…``, ``anthropic/…``, see
+:data:`PROVIDER_KEYS`) with no key given or set, "no API key: set X"; an ``--api-base`` whose
+host refuses the connection (or does not resolve), "cannot connect". A server on this machine
+(``localhost``, ``127.x``, ``::1``) needs no key: an OpenAI-compatible one is sent a placeholder.
 
 One request per chunk: a system message with the rules and the JSON schema
 ``{episodic_summary, semantic_facts[{fact, tags, confidence, supersedes}]}``, and a user message
@@ -54,7 +61,7 @@ from memcli.compaction.summarizer import (
     validate_summary,
 )
 from memcli.errors import CompactionError, UsageError
-from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, model_info
+from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, import_litellm, model_info
 
 MAX_OUTPUT_TOKENS = 4_096
 PROMPT_MARGIN = 512
@@ -80,23 +87,10 @@ Rules:
 """
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(\{.*?\})\s*```", re.DOTALL)
-_litellm_lock = threading.Lock()
-_litellm = None
 
 
 def _import_litellm():
-    global _litellm
-    with _litellm_lock:
-        if _litellm is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            try:
-                import litellm
-            except ImportError as exc:  # pragma: no cover - litellm is a dependency
-                raise UsageError(f"--model needs LiteLLM, which cannot be imported ({exc})") from None
-            litellm.suppress_debug_info = True
-            litellm.telemetry = False
-            _litellm = litellm
-    return _litellm
+    return import_litellm()
 
 
 def extract_json(text: str | None):
@@ -159,12 +153,36 @@ def render_turn(turn: Turn, field_limit: int | None = None) -> str:
     return "\n".join(lines)
 
 
+# provider (the model's prefix) -> the environment variables LiteLLM reads its key from
+PROVIDER_KEYS = {
+    "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "gemini": ("GEMINI_API_KEY",), "mistral": ("MISTRAL_API_KEY",), "groq": ("GROQ_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",), "openrouter": ("OPENROUTER_API_KEY",), "xai": ("XAI_API_KEY",),
+}
+LOCAL_KEY = "memcli-local-server"  # what an OpenAI-compatible server on this machine is sent as the key
+PREFLIGHT_TIMEOUT = 3.0
+
+
+def _is_local(host: str | None) -> bool:
+    return bool(host) and (host == "localhost" or host.startswith("127.") or host in ("::1", "[::1]"))
+
+
 class LiteLLMSummarizer:
     def __init__(self, model: str, *, api_base: str | None = None, timeout: float = 120.0, retries: int = 2,
                  max_context_tokens: int | None = None, json_mode: bool | None = None,
-                 temperature: float | None = 0.0, backoff: float | None = None):
+                 temperature: float | None = 0.0, backoff: float | None = None, api_key: str | None = None,
+                 api_key_env: str | None = None):
         if not model or not model.strip():
             raise UsageError("--model must name a LiteLLM model, e.g. openai/gpt-4o-mini")
+        if api_key is not None and api_key_env is not None:
+            raise UsageError("--api-key and --api-key-env cannot be used together")
+        if api_key_env is not None:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set")
+        if api_key is not None and not api_key.strip():
+            raise UsageError("--api-key is empty")
+        self.api_key = api_key
         if retries < 0:
             raise UsageError("--retries must be 0 or more")
         if timeout <= 0:
@@ -183,6 +201,45 @@ class LiteLLMSummarizer:
         self.requests = 0                   # every request sent (for reports and tests)
         self.spent = Spending()             # what the answers' usage reports, all attempts counted
         self._count_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ before any request
+    def preflight(self) -> None:
+        """Raise CompactionError for what needs no request to tell (module docstring); the
+        provider's own answer decides everything else."""
+        from urllib.parse import urlsplit
+
+        host = port = None
+        if self.api_base:
+            try:
+                parts = urlsplit(self.api_base if "//" in self.api_base else f"http://{self.api_base}")
+                host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+            except ValueError:
+                host = None
+        provider = self.model.split("/", 1)[0] if "/" in self.model else None
+        keys = PROVIDER_KEYS.get(provider or "")
+        if keys and self.api_key is None and not any(os.environ.get(k) for k in keys):
+            if _is_local(host) and provider == "openai":
+                self.api_key = LOCAL_KEY
+            else:
+                raise CompactionError(
+                    f"{self.model}: no API key: set {keys[0]}; nothing was written",
+                    hint=f"export {keys[0]}=... (or pass --api-key-env NAME) before `memcli compact`, or leave out "
+                         "--model for the offline summarizer")
+        if host:
+            import socket
+
+            try:
+                socket.create_connection((host, port), timeout=min(PREFLIGHT_TIMEOUT, self.timeout)).close()
+            except ConnectionRefusedError:
+                raise CompactionError(f"{self.model}: cannot connect to {self.api_base} (connection refused); "
+                                      "nothing was written",
+                                      hint=f"is the server at {self.api_base} running? --api-base sets where "
+                                           "requests go") from None
+            except socket.gaierror:
+                raise CompactionError(f"{self.model}: cannot connect to {self.api_base} (no such host {host!r}); "
+                                      "nothing was written", hint="check --api-base") from None
+            except OSError:
+                pass  # slow or filtered: the request itself will tell
 
     # ------------------------------------------------------------------ sizes
     def context_tokens(self) -> int:
@@ -277,6 +334,8 @@ class LiteLLMSummarizer:
         kwargs = dict(model=self.model, messages=messages, timeout=self.timeout, num_retries=0, max_retries=0)
         if self.api_base:
             kwargs["api_base"] = self.api_base
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if json_mode:
@@ -486,8 +545,8 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
     if _MISSING_KEY.search(text):
         keys = " or ".join(_key_names(exc, summarizer, litellm))
         return ModelFailure(f"no API key: set {keys}", retry=False,
-                            hint=f"export {keys.split(' or ')[0]}=... before `memcli compact`, or leave out --model "
-                                 "for the offline summarizer")
+                            hint=f"export {keys.split(' or ')[0]}=... (or pass --api-key-env NAME) before "
+                                 "`memcli compact`, or leave out --model for the offline summarizer")
     if isinstance(exc, (exceptions.AuthenticationError, exceptions.PermissionDeniedError)) or status in (401, 403):
         keys = " or ".join(_key_names(exc, summarizer, litellm))
         return ModelFailure(f"the provider refused the API key (HTTP {status or 401}): {_provider_text(exc)}",

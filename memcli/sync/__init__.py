@@ -24,7 +24,9 @@ A :class:`Session` is one or more :class:`SessionFile` (a Claude Code session an
 files): each file names the importer (``fmt``, a ``--from`` value of
 :data:`memcli.importers.REGISTRY`) that reads it, whether it is a line-oriented log that can be
 read on from an offset (``lines=True``) or one JSON document read whole, and for a subagent file
-the ``sidechain`` id stamped on its traces (``agent_id``, tag ``sidechain``).
+the ``sidechain`` id stamped on its traces (``agent_id``, tag ``sidechain``), and
+``complete_tail`` for a format whose writer leaves its last line without a newline (Cursor): that
+line is read when it parses as JSON, and read again once the file grows (ids de-duplicate).
 
 Incremental import
 ------------------
@@ -41,7 +43,8 @@ it has ``resume(result, carry) -> reader`` with ``reader.events(values)`` (as ``
 ``reader.checkpoint() -> dict | None`` (a JSON-able carry after the last value it consumed, or
 None where it cannot stop, e.g. a message held until its pair arrives); sync stores the last
 checkpoint's offset and carry. An importer without ``resume`` gets the whole file again and ids
-de-duplicate.
+de-duplicate. A reader may hold its last lines back (awaiting their pair); the file is then read
+on from the checkpoint at the next sync even if it did not change.
 
 A session that cannot be read (a corrupt line, a file that is not what its source says) is
 reported with its path, line and reason and skipped — nothing of it is written, its state is
@@ -69,6 +72,7 @@ class SessionFile:
     fmt: str                       # the importer (--from value) that reads it
     lines: bool = True             # a line log that can be read on from an offset; else one document
     sidechain: str | None = None   # subagent id: its traces get agent_id and the sidechain tag
+    complete_tail: bool = False    # the format never ends its last line (Cursor): read it when it parses
 
 
 @dataclass

@@ -106,7 +106,7 @@ def _stat(path: str):
 
 
 def _unchanged(entry: dict | None, st) -> bool:
-    return (entry is not None and st is not None and entry.get("size") == st.st_size
+    return (entry is not None and st is not None and not entry.get("pending") and entry.get("size") == st.st_size
             and entry.get("mtime_ns") == st.st_mtime_ns and entry.get("ino") == st.st_ino)
 
 
@@ -192,7 +192,17 @@ def _read_file(fr: _FileRead, result) -> None:
     size_read = start + len(data)
     if spec.lines:
         end = data.rfind(b"\n") + 1  # a last line without its newline is still being written
-        data = data[:end]
+        data, unterminated = data[:end], data[end:]
+        if spec.complete_tail and unterminated.strip():
+            # a format whose last line never gets its newline (Cursor): read it when it parses, but
+            # never stop after it, so it is read again (and de-duplicated) once the file grows
+            try:
+                orjson.loads(unterminated)
+            except orjson.JSONDecodeError:
+                unterminated = b""
+        else:
+            unterminated = b""
+        complete_end = start + len(data)
         positions = [(0, line0 - 1)]
         checkpoint = [None]
         reader = resume(result, carry) if resume is not None else None
@@ -206,27 +216,34 @@ def _read_file(fr: _FileRead, result) -> None:
                 if reader is not None:  # the importer asks for the next line: it is done with this one
                     c = reader.checkpoint()
                     checkpoint[0] = (positions[0], c) if c is not None else checkpoint[0]
+            if unterminated:
+                yield from _values_from(unterminated, positions[0][1] + 1, [None])
 
         events = reader.events(values()) if reader is not None else importer.events(values(), result)
         _collect(fr, events)
         if checkpoint[0] is not None:
             (rel_end, last_line), carry_out = checkpoint[0]
-        else:
-            (rel_end, last_line), carry_out = (0, line0 - 1), None
+        else:  # no point to stop at in what was read: where the last read stopped still holds
+            (rel_end, last_line), carry_out = (0, line0 - 1), carry
         offset = start + rel_end
         if reader is None:
             offset, last_line = start + positions[0][0], positions[0][1]
         with open(spec.path, "rb") as f:
             tail = _tail_digest(f, offset)
+        # the reader holds lines back (awaiting their pair): read on from the offset next time even
+        # if the file does not change, so that once it is settled they are imported
+        pending = offset < complete_end
     else:
         import io
 
         from memcli.ingest.source import iter_json_values
 
         _collect(fr, importer.events(iter_json_values(io.BytesIO(data)), result))
-        offset, last_line, carry_out, tail = size_read, 0, None, None
+        offset, last_line, carry_out, tail, pending = size_read, 0, None, None, False
     fr.new_entry = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "offset": offset,
                     "line": last_line, "tail": tail, "carry": carry_out}
+    if pending:
+        fr.new_entry["pending"] = True
 
 
 def _collect(fr: _FileRead, events) -> None:
