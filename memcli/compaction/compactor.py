@@ -57,6 +57,7 @@ from memcli.compaction.window import (
 from memcli.errors import CompactionBusy, CompactionError, UsageError
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, to_record
+from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
@@ -141,7 +142,7 @@ class CompactResult:
         approx = "≈" if self.tokens_after_estimated else ""
         text += f"; tokens {self.tokens_before:,} → {approx}{self.tokens_after:,}"
         if self.chunks > 1:
-            text += f"; {self.chunks} chunks"
+            text += f"; {counted(self.chunks, 'chunk')}"
         text += f"; {self.seconds:.2f}s"
         return text
 
@@ -640,7 +641,7 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
     result.tokens_after = predicted
     if predicted >= plan_.tokens_before:
         result.reason = (f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
-                         f"({plan_.moved} traces) would not make the working snapshot smaller "
+                         f"({counted(plan_.moved, 'trace')}) would not make the working snapshot smaller "
                          f"({plan_.tokens_before:,} → {predicted:,} tokens)")
         result.compacted = False
         result.dry_run = dry_run
