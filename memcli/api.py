@@ -81,6 +81,126 @@ class Memory:
 
         return list(iter_agents(self.path))
 
+    # ------------------------------------------------------------------ agent homes (sync)
+    def sync(self, *, home: str | os.PathLike | None = None, source: str | Iterable[str] | None = None,
+             dry_run: bool = False, redact: bool = True, progress=None):
+        """Import every harness session found under ``home`` (default ``~``) that is new or has
+        grown, one agent per session, as ``memcli sync``; ``source`` limits the sources
+        (claude-code, codex, ...), ``dry_run`` only says what would be imported. A session that
+        cannot be read is reported in the result and skipped. Returns
+        :class:`memcli.sync.engine.SyncReport`."""
+        from memcli.sync.engine import sync
+
+        with _parameters({"home": "home", "source": "source", "dry-run": "dry_run"}):
+            return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
+                        progress=progress)
+
+    def search_all(self, query: str, *, limit: int = 10, **options):
+        """Ranked hits over every agent, as ``memcli search --all``: each agent searched as
+        :meth:`Agent.search` (``options`` are its options: ``kind``, ``since``, ``until`` ...),
+        merged by score; each hit names its agent and, for a synced session, how to resume it
+        (:class:`memcli.search.across.AcrossResult`)."""
+        from memcli.search.across import search_all
+
+        return search_all(self.path, lambda name: self.agent(name).search(query, limit=limit, **options), limit)
+
+    # ------------------------------------------------------------------ the shared store (memcli.remote)
+    def push(self, agents: Iterable[str] | None = None, *, to: str | None = None, all: bool = False,
+             store_id: str | None = None, as_name: str | None = None, progress=None):
+        """Replicate ``agents`` (every agent with ``all``) into the shared PostgreSQL store at ``to``
+        (else ``$MEMCLI_REMOTE``), as ``memcli push``: idempotent, resumable, safe from many machines.
+        Returns :class:`memcli.remote.push.PushResult`."""
+        from memcli.remote.push import push
+
+        with _parameters({"to": "to", "all": "all", "store-id": "store_id", "as": "as_name"}):
+            return push(self.path, _listed(agents), to, all=all, store_id=store_id, as_name=as_name, progress=progress)
+
+    def pull(self, agent: str, *, from_: str | None = None, as_name: str | None = None):
+        """Restore ``agent`` (``NAME`` or ``STORE/NAME``) from the shared store at ``from_`` (else
+        ``$MEMCLI_REMOTE``) as a new local agent (``as_name``, else its name), as ``memcli pull``.
+        Returns :class:`memcli.remote.pull.PullResult`."""
+        from memcli.remote.pull import pull
+
+        with _parameters({"from": "from_", "as": "as_name"}):
+            return pull(self.path, agent, from_, as_name=as_name)
+
+    def search_remote(self, query: str, *, remote: str | None = None, agent: str | None = None, all: bool = False,
+                      limit: int = 10, offset: int = 0, kind: str | Iterable[str] | None = None,
+                      since: str | float | None = None, until: str | float | None = None):
+        """Ranked hits from the shared store (``agent``: ``NAME`` or ``STORE/NAME``; every agent with
+        ``all``), as ``memcli search --remote``. Returns :class:`memcli.remote.search.RemoteSearchResult`."""
+        from memcli.remote.search import search
+
+        with _parameters({"remote": "remote", "kind": "kind", "since": "since", "until": "until", "limit": "limit"}):
+            return search(remote, query, agent=agent, all=all, limit=limit, offset=offset, kinds=_listed(kind),
+                          since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
+
+    def remote(self, url: str | None = None):
+        """The shared store at ``url`` (else ``$MEMCLI_REMOTE``) as an object the MCP tools use
+        (:class:`memcli.remote.tools.RemoteStore`; ``close()`` it)."""
+        from memcli.remote.tools import RemoteStore
+
+        return RemoteStore(url)
+
+    # ------------------------------------------------------------------ harness hooks
+    def hooks_install(self, harness: str, *, scope: str = "user", agent: str | None = None,
+                      project_dir: str | os.PathLike | None = None, home: str | os.PathLike | None = None):
+        """Merge memcli's hook entries into ``harness``'s settings for ``scope`` (user, project,
+        local), as ``memcli hooks install``; their commands run this memcli on this store, with
+        ``agent`` fixed when given (else each session gets the agent ``sync`` gives it). Project
+        scopes use ``project_dir`` (default: the current directory). Returns
+        :class:`memcli.hooks.settings.SettingsChange`."""
+        from memcli.hooks import settings
+        from memcli.hooks.harnesses import harness as find
+
+        h = find(harness)
+        if agent is not None:
+            from memcli.store.layout import validate_agent_id
+
+            validate_agent_id(agent)
+        with _parameters({}):
+            return settings.install(h, scope, h.settings_path(scope, project_dir, home), self.path, agent)
+
+    def hooks_uninstall(self, harness: str, *, scope: str = "user", project_dir: str | os.PathLike | None = None,
+                        home: str | os.PathLike | None = None):
+        """Take memcli's entries (and only them) out of ``harness``'s settings, as ``memcli hooks
+        uninstall``. Returns :class:`memcli.hooks.settings.SettingsChange` (``changed`` False when
+        there was nothing of memcli's)."""
+        from memcli.hooks import settings
+        from memcli.hooks.harnesses import harness as find
+
+        h = find(harness)
+        with _parameters({}):
+            return settings.uninstall(h, scope, h.settings_path(scope, project_dir, home))
+
+    def hooks_status(self, harness: str, *, scope: str | None = None, project_dir: str | os.PathLike | None = None,
+                     home: str | os.PathLike | None = None) -> list:
+        """What of memcli is installed in ``harness``'s settings, per scope (every scope when
+        ``scope`` is None), as ``memcli hooks status``: :class:`memcli.hooks.settings.ScopeStatus` items."""
+        from memcli.hooks import settings
+        from memcli.hooks.harnesses import harness as find
+
+        h = find(harness)
+        scopes = [scope] if scope else list(h.scopes)
+        return [settings.status(h, s, h.settings_path(s, project_dir, home)) for s in scopes]
+
+    def hook(self, harness: str, event: str, payload: bytes | str | dict, *, agent: str | None = None,
+             max_chars: int | None = None):
+        """Handle one hook event of ``harness`` (its payload: the JSON the harness writes on the
+        hook's stdin), as ``memcli hook``. Returns :class:`memcli.hooks.run.HookResult`; its
+        ``output`` is what the hook prints. Every failure raises :class:`memcli.hooks.run.HookFailed`."""
+        from memcli.hooks.context import DEFAULT_MAX_CHARS
+        from memcli.hooks.run import run_hook
+
+        if isinstance(payload, dict):
+            import orjson
+
+            payload = orjson.dumps(payload)
+        elif isinstance(payload, str):
+            payload = payload.encode("utf-8")
+        return run_hook(self.path, harness, event, payload, agent=agent,
+                        max_chars=DEFAULT_MAX_CHARS if max_chars is None else max_chars)
+
 
 class Agent:
     """One agent of a :class:`Memory`. Methods mirror the commands (``memcli <command> AGENT``)."""
@@ -136,15 +256,24 @@ class Agent:
 
     def compact(self, *, strategy: str = "summarize", if_needed: bool = False, force: bool = False,
                 dry_run: bool = False, model: str | None = None, max_context_tokens: int | None = None,
-                summarizer=None, policy=None, concurrency: int = 4):
+                summarizer=None, policy=None, concurrency: int = 4, max_cost: float | None = None,
+                api_base: str | None = None, api_key: str | None = None, api_key_env: str | None = None):
         """Compact older turns into memory, as ``memcli compact`` (offline summarizer unless
-        ``model`` or ``summarizer`` is given). Returns :class:`memcli.compaction.compactor.CompactResult`."""
+        ``model`` or ``summarizer`` is given; ``api_base``, ``api_key``, ``api_key_env`` go with
+        ``model``). Returns :class:`memcli.compaction.compactor.CompactResult`."""
         from memcli.compaction.compactor import compact
 
-        with _parameters({"if-needed": "if_needed", "dry-run": "dry_run", "max-context-tokens": "max_context_tokens"}):
+        with _parameters({"if-needed": "if_needed", "dry-run": "dry_run", "max-context-tokens": "max_context_tokens",
+                          "max-cost": "max_cost", "api-key": "api_key", "api-key-env": "api_key_env",
+                          "api-base": "api_base"}):
+            if model and summarizer is None and strategy == "summarize":
+                from memcli.compaction.llm import LiteLLMSummarizer
+
+                summarizer = LiteLLMSummarizer(model, api_base=api_base, max_context_tokens=max_context_tokens,
+                                               api_key=api_key, api_key_env=api_key_env)
             return compact(self.memory_dir, self.name, summarizer=summarizer, strategy=strategy, policy=policy,
                            if_needed=if_needed, force=force, dry_run=dry_run, model=model,
-                           max_context_tokens=max_context_tokens, concurrency=concurrency)
+                           max_context_tokens=max_context_tokens, concurrency=concurrency, max_cost=max_cost)
 
     def clear(self, *, keep_memory: bool = False):
         """Delete the agent's memory (with ``keep_memory``, only its traces), as ``memcli clear --yes``."""
@@ -196,19 +325,25 @@ class Agent:
             snap = take_snapshot(self.memory_dir, self.name, SnapshotOptions(provider=provider, **options))
         return snap if full else snap.payload
 
-    def turns(self, *, last: int | None = None, archive: bool = False) -> list:
-        """One summary per turn (:class:`memcli.inspect.turns.TurnSummary`), oldest first, as ``memcli turns``."""
-        from memcli.inspect.turns import iter_turns, recent_turns
+    def turns(self, *, last: int | None = None, archive: bool = False, since: str | float | None = None,
+              until: str | float | None = None) -> list:
+        """One summary per turn (:class:`memcli.inspect.turns.TurnSummary`), oldest first, as
+        ``memcli turns``; ``since``/``until`` keep the turns with time in that range."""
+        from memcli.filters import TraceFilter
+        from memcli.inspect.turns import in_range, iter_turns, recent_turns
 
         store = self.store.require()
+        with _parameters({"since": "since", "until": "until"}):
+            flt = TraceFilter(since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
         if last is not None:
             if last < 1:
                 raise UsageError("last must be 1 or more")
-            return recent_turns(store, last, archive=archive)
-        return list(iter_turns(store, archive=archive))
+            return [t for t in recent_turns(store, last, archive=archive) if in_range(t, flt)]
+        return [t for t in iter_turns(store, archive=archive) if in_range(t, flt)]
 
     def tools(self, *, status: str | Iterable[str] | None = None, name: str | Iterable[str] | None = None,
-              turn: str | None = None, last: int | None = None, tag: str | Iterable[str] | None = None,
+              turn: str | Iterable[str] | None = None, last: int | None = None,
+              tag: str | Iterable[str] | None = None,
               since: str | None = None, until: str | None = None, archive: bool = False) -> list:
         """Tool interactions (:class:`memcli.models.ToolInteraction`), each call with its result,
         as ``memcli tools``; ``status`` one or more of pending, success, error, orphan."""
@@ -239,19 +374,26 @@ class Agent:
         return list(iter_memory(self.store.require(), include_superseded=include_superseded))
 
     def search(self, query: str, *, limit: int = 10, kind: str | Iterable[str] | None = None,
-               since: str | float | None = None, until: str | float | None = None):
+               since: str | float | None = None, until: str | float | None = None, history: bool = False,
+               recent: bool = False, embed_model: str | None = None, embed_api_base: str | None = None):
         """Ranked hits over traces, summaries and facts (:class:`memcli.search.SearchResult`:
-        ``hits``, ``mode`` "all" or "any"), as ``memcli search``."""
+        ``hits``, ``mode`` "all" or "any", ``notes``), as ``memcli search``: superseded and
+        forgotten items only with ``history``; ``recent`` weighs newer records up;
+        ``embed_model`` (any LiteLLM embedding model; else the store's config.json) makes it
+        hybrid."""
         from memcli.search import search
 
-        with _parameters({"kind": "kind", "since": "since", "until": "until", "limit": "limit"}):
+        with _parameters({"kind": "kind", "since": "since", "until": "until", "limit": "limit",
+                          "embed-model": "embed_model"}):
             return search(self.store, query, limit=limit, kinds=_listed(kind), since=_time(since, "since"),
-                          until=_time(until, "until", end_of_day=True))
+                          until=_time(until, "until", end_of_day=True), history=history, recent=recent,
+                          embed_model=embed_model, embed_api_base=embed_api_base)
 
     def remember(self, fact: str, *, tags: Iterable[str] = (), pin: bool = False,
                  supersedes: str | Iterable[str] | None = None) -> dict:
         """Append a semantic fact (redacted; ``pin`` puts it into every snapshot), as
-        ``memcli remember``. Returns the record written."""
+        ``memcli remember``. Returns the record written — or, when a live fact already says the
+        same text with these tags, that fact's record (nothing written)."""
         from memcli.search.facts import remember
 
         with _parameters({"tag": "tags", "supersedes": "supersedes"}):
@@ -287,6 +429,24 @@ class Agent:
             buffer = io.BytesIO()
             export(self.memory_dir, self.name, stdout=buffer, **args)
             return buffer.getvalue()
+
+    # ------------------------------------------------------------------ compaction ledger (issue 23)
+    def compactions(self) -> list:
+        """Every compaction of the agent, oldest first (:class:`memcli.compaction.undo.CompactionEntry`,
+        ``to_dict()`` for JSON): what moved, tokens before/after, summarizer, model tokens and cost,
+        whether it was undone — as ``memcli compactions``."""
+        from memcli.compaction.undo import list_compactions
+
+        return list_compactions(self.store.require())
+
+    def uncompact(self, compaction_id: str | None = None):
+        """Undo a compaction (default: the newest not undone), as ``memcli uncompact``: its traces
+        go back to the active file where they were, its memory items are superseded. Returns
+        :class:`memcli.compaction.undo.UncompactResult`."""
+        from memcli.compaction.undo import uncompact
+
+        with _parameters({}):
+            return uncompact(self.memory_dir, self.name, compaction_id)
 
 
 def _time(value, option: str, *, end_of_day: bool = False) -> float | None:

@@ -115,3 +115,8 @@ class CompactionBusy(CompactionError):
 
 class IntegrityError(MemcliError):
     """`doctor` found problems that remain."""
+
+
+class RemoteError(MemcliError):
+    """The shared PostgreSQL store cannot be reached or used (memcli.remote); the message names the
+    server (host, port, database) and libpq's reason, never the password."""

@@ -26,6 +26,7 @@ class RecordedRequest:
     start: float
     end: float = 0.0
     status: int = 0
+    authorization: str | None = None  # the request's Authorization header
 
     @property
     def system(self) -> str:
@@ -54,7 +55,7 @@ class FakeModelServer:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                record = RecordedRequest(body, time.monotonic())
+                record = RecordedRequest(body, time.monotonic(), authorization=self.headers.get("Authorization"))
                 with lock:
                     index = len(server_self.requests)
                     server_self.requests.append(record)
@@ -143,4 +144,19 @@ def conversation(n_turns: int, *, prefix: str = "t", system: bool = True, big: i
     # cut copies at byte offsets and must not depend on how long a float's repr happens to be)
     for k, event in enumerate(events):
         event["ts"] = 1772442000.5 + 60 * k
+    return events
+
+
+def long_turn(steps: int = 40) -> list[dict]:
+    """One turn of ``steps`` steps (a note, a call, its result) after one ask, ids ``ask``,
+    ``n{i}``, ``c{i}``, ``r{i}``, fixed timestamps: the open turn, where only steps can move."""
+    events = [{"id": "ask", "trace_type": "user", "content": "Make the suite pass."}]
+    for i in range(steps):
+        events += [{"id": f"n{i}", "trace_type": "assistant", "content": f"Step {i}: running the next test file."},
+                   {"id": f"c{i}", "trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"k{i}",
+                    "tool_args": {"command": f"pytest -q tests/test_{i}.py"}},
+                   {"id": f"r{i}", "trace_type": "tool_result", "tool_call_id": f"k{i}",
+                    "tool_result": " ".join(f"tests/test_{i}.py::test_{k} PASSED" for k in range(12))}]
+    for k, event in enumerate(events):
+        event["ts"] = 1772442000.5 + k
     return events

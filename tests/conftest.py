@@ -20,15 +20,40 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ndjson, run_memcli
+from tests.helpers import CORPORA, ndjson, run_memcli
+from tests.pg_server import pg_server, pg_url  # noqa: F401  (a real PostgreSQL for tests of memcli.remote)
 
-_TOOL_SETTINGS = {"TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "LITELLM_API_KEY", "LITELLM_PROXY_API_BASE"}
+_TOOL_SETTINGS = {"TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "LITELLM_API_KEY", "LITELLM_PROXY_API_BASE",
+                  # pytest-xdist workers inherit COLUMNS=80/LINES=24: human views would change width
+                  "COLUMNS", "LINES"}
 
 
 def _is_provider_setting(key: str) -> bool:
     """OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ..., OPENAI_BASE_URL, AWS_ACCESS_KEY_ID..."""
     return (key.endswith(("_API_KEY", "_API_BASE", "_BASE_URL", "_API_TOKEN"))
             or key.startswith(("AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION", "AZURE_", "VERTEX")))
+
+
+_CORPUS_TESTS_NOT_RUN: list[int] = []
+
+
+def pytest_collection_modifyitems(config, items):
+    """Corpus tests (``@needs_corpora``) run only where ../shared/corpora exists; elsewhere they are
+    deselected and the summary says so once (see pytest_terminal_summary)."""
+    if CORPORA.is_dir():
+        return
+    kept = [item for item in items if item.get_closest_marker("corpora") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        _CORPUS_TESTS_NOT_RUN.append(len(items) - len(kept))
+        items[:] = kept
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _CORPUS_TESTS_NOT_RUN:
+        terminalreporter.write_line(
+            f"{_CORPUS_TESTS_NOT_RUN[0]} corpus tests not run: {CORPORA} is not here "
+            "(they read the real transcripts in ../shared/corpora)")
 
 
 @pytest.fixture(autouse=True)

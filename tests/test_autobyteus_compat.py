@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from memcli.store.agent import AgentStore
-from tests.helpers import read_jsonl
+from tests.helpers import missing_here, read_jsonl
 
 
 @pytest.fixture(scope="module")
 def autobyteus():
     spec = importlib.util.find_spec("autobyteus")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("autobyteus is not installed (make test installs it with --no-deps)")
+        missing_here("autobyteus (make test installs it with --no-deps)")
     root = Path(list(spec.submodule_search_locations)[0])
     saved = {k: v for k, v in sys.modules.items() if k == "autobyteus" or k.startswith("autobyteus.")}
     for name, rel in [("autobyteus", ""), ("autobyteus.memory", "memory"),

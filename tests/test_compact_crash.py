@@ -15,7 +15,7 @@ from collections import Counter
 import orjson
 import pytest
 
-from tests.compact_fixtures import conversation
+from tests.compact_fixtures import conversation, long_turn
 from tests.helpers import agent_dir, proc_env, run_memcli
 
 STEPS = ["journal", "archive", "archived", "episodic", "memory", "rewrite", "rewritten", "replaced", "state"]
@@ -86,15 +86,7 @@ def test_kill_at_every_step_then_recover(memory_dir, step):
 
 def _one_long_turn(memory_dir, steps=40, agent="a"):
     """One turn of ``steps`` steps (a note, a call, its result), the open turn: only steps can move."""
-    events = [{"id": "ask", "trace_type": "user", "content": "Make the suite pass."}]
-    for i in range(steps):
-        events += [{"id": f"n{i}", "trace_type": "assistant", "content": f"Step {i}: running the next test file."},
-                   {"id": f"c{i}", "trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"k{i}",
-                    "tool_args": {"command": f"pytest -q tests/test_{i}.py"}},
-                   {"id": f"r{i}", "trace_type": "tool_result", "tool_call_id": f"k{i}",
-                    "tool_result": " ".join(f"tests/test_{i}.py::test_{k} PASSED" for k in range(12))}]
-    for k, event in enumerate(events):
-        event["ts"] = 1772442000.5 + k
+    events = long_turn(steps)
     assert run_memcli("ingest", agent, input=events).returncode == 0
     return {e["id"] for e in events}
 
@@ -153,6 +145,7 @@ def test_crash_during_recovery_of_an_earlier_crash(memory_dir, first, second):
     check_invariants(memory_dir, "a", ids | {"late-1"})
 
 
+@pytest.mark.slow
 def test_kill_at_random_moments(memory_dir):
     """Kill a compacting process after a random delay, many times over one agent that keeps
     growing; every round is followed by the checks."""

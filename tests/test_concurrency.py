@@ -13,7 +13,7 @@ from collections import defaultdict
 import orjson
 import pytest
 
-from tests.helpers import agent_dir, ndjson, proc_env
+from tests.helpers import agent_dir, ndjson, proc_env, read_jsonl
 from tests.test_reliability import _writer_events
 
 
@@ -67,6 +67,7 @@ def run_writers(memory_dir, writers: int, per_writer: int, env_extra=None, allow
     return expected
 
 
+@pytest.mark.slow
 def test_eight_writer_processes_lose_and_duplicate_nothing(memory_dir):
     expected = run_writers(memory_dir, writers=8, per_writer=12)
     check_store(memory_dir, "shared", expected)
@@ -91,3 +92,54 @@ def test_without_the_lock_the_same_run_goes_wrong(memory_dir):
             failures += 1
             break
     assert failures, "bypassing the lock should break the invariants"
+
+
+@pytest.mark.slow
+def test_parallel_harness_hooks_of_two_sessions_hold_every_event_once(memory_dir, tmp_path):
+    """Claude Code fires Stop, SubagentStop and PreCompact hooks of parallel sessions at once
+    (memcli hook, one process each, the transcript growing under them): the agent lock keeps them
+    apart — each session's agent ends with every event of its transcript exactly once."""
+    import memcli
+    from memcli.sync import get_source
+    from memcli.sync.engine import session_agent
+    from tests.helpers import CORPORA
+
+    sources = [CORPORA / "claude-code" / "ccviewer_fe5e1c67_todo-app_438ev.jsonl",
+               CORPORA / "claude-code" / "fasthooks_sample_main_transcript_compaction.jsonl"]
+    if not all(p.is_file() for p in sources):
+        pytest.skip("../shared/corpora is not here")
+    sessions = []
+    for i, source in enumerate(sources):
+        lines = source.read_bytes().splitlines(keepends=True)
+        transcript = tmp_path / f"s{i}.jsonl"
+        transcript.write_bytes(b"".join(lines[: len(lines) // 3]))
+        payload = orjson.dumps({"session_id": f"sess-{i}", "transcript_path": str(transcript), "cwd": str(tmp_path)})
+        source = get_source("claude-code")  # the agent is the one `memcli sync` names
+        sessions.append((lines, transcript, payload, session_agent(source, source.session_of(str(transcript)), {})[0]))
+
+    def fire():
+        procs = [subprocess.Popen([sys.executable, "-m", "memcli", "hook", "claude-code", event],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=proc_env({"MEMCLI_DIR": str(memory_dir)}))
+                 for _lines, _t, _p, _a in sessions for event in ("Stop", "SubagentStop", "PreCompact")]
+        for p, (_lines, _t, payload, _a) in zip(procs, [s for s in sessions for _ in range(3)]):
+            p.stdin.write(payload)
+            p.stdin.close()
+        for p in procs:
+            p.wait(timeout=300)
+            assert p.returncode == 0, p.stderr.read().decode()
+            assert p.stdout.read() == b""
+
+    fire()
+    for lines, transcript, _payload, _agent in sessions:  # the harness writes on: more lines, one torn
+        cut = 2 * len(lines) // 3
+        transcript.write_bytes(b"".join(lines[:cut]) + lines[cut][:10])
+    fire()
+    for lines, transcript, _payload, _agent in sessions:
+        transcript.write_bytes(b"".join(lines))
+    fire()
+    for i, (_lines, transcript, _payload, agent) in enumerate(sessions):
+        reference = memcli.Memory(tmp_path / f"ref{i}").agent("r")
+        assert reference.ingest(transcript, "claude-code").appended > 0
+        expected = {r["id"] for r in read_jsonl(agent_dir(tmp_path / f"ref{i}", "r") / "raw_traces.jsonl")}
+        check_store(memory_dir, agent, expected)

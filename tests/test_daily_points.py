@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from tests.events import U
+from tests.events import CALL, RES, A, U
 from tests.helpers import REPO, proc_env
 
 # ---------------------------------------------------------------- 8: a quiet MCP server
@@ -41,3 +41,234 @@ def test_mcp_is_quiet_by_default_and_logs_requests_when_asked(cli, memory_dir):
     assert cli("ingest", "a", input=[U("hello there")]).exit_code == 0
     assert _mcp_stderr(memory_dir) == ""
     assert _mcp_stderr(memory_dir, "--log-level", "info").count("Processing request of type") >= 3  # list, 2 calls
+
+
+# ---------------------------------------------------------------- 2: a rejected import leaves nothing
+
+@pytest.mark.parametrize("case", ["wrong --from", "invalid event", "empty input", "blank lines"])
+def test_a_rejected_first_import_leaves_no_agent(cli, memory_dir, case):
+    args, data = {
+        "wrong --from": (["--from", "codex"], [U("hello")]),
+        "invalid event": ([], [U("hello"), {"trace_type": "bogus"}]),
+        "empty input": ([], b""),
+        "blank lines": ([], b"\n\n"),
+    }[case]
+    result = cli("ingest", "a", *args, input=data)
+    assert result.exit_code == 1
+    assert "nothing was written" in result.stderr
+    assert not (memory_dir / "agents" / "a").exists()
+    assert cli("agents").stdout == ""
+
+
+def test_empty_input_is_no_events_not_zero_ingested(cli, memory_dir):
+    result = cli("ingest", "a", input=b"")
+    assert (result.exit_code, result.stderr) == (1, "memcli: error: no events in the input (format native)\n"
+                                                    "  hint: nothing was written\n")
+
+
+def test_a_rejected_import_into_an_existing_agent_keeps_it_byte_identical(cli, memory_dir):
+    from tests.helpers import tree_digest
+
+    assert cli("ingest", "a", input=[U("hello")]).exit_code == 0
+    before = tree_digest(memory_dir / "agents" / "a")
+    assert cli("ingest", "a", input=b"").exit_code == 1
+    assert cli("ingest", "a", "--from", "codex", input=[U("x")]).exit_code == 1
+    assert tree_digest(memory_dir / "agents" / "a") == before
+
+
+# ---------------------------------------------------------------- 3: remember dedupes
+
+def _semantic_lines(memory_dir) -> list[dict]:
+    from tests.helpers import read_jsonl
+
+    return read_jsonl(memory_dir / "agents" / "a" / "semantic.jsonl")
+
+
+def test_remember_the_same_text_returns_the_existing_fact(cli, memory_dir):
+    first = cli("remember", "a", "The deploy key lives in vault")
+    again = cli("remember", "a", "  The deploy   key lives\nin vault ")
+    assert first.exit_code == again.exit_code == 0
+    assert first.stdout == again.stdout
+    assert again.stderr == f"memcli: already remembered as {first.stdout.strip()} in 'a': nothing written\n"
+    assert len(_semantic_lines(memory_dir)) == 1
+
+
+def test_remember_dedupes_over_the_api_and_mcp(memory_dir):
+    from memcli import Memory
+    from memcli.mcp.tools import MemoryTools
+
+    agent = Memory(memory_dir).agent("a")
+    first = agent.remember("tests run with make test")
+    assert agent.remember("tests run with  make test")["id"] == first["id"]
+    answer = MemoryTools(memory_dir, "a").remember(None, "tests run with make test ")
+    assert (answer["id"], answer["existing"]) == (first["id"], True)
+    assert len(_semantic_lines(memory_dir)) == 1
+
+
+def test_forget_takes_the_fact_out_of_recall(memory_dir):
+    from memcli import Memory
+
+    agent = Memory(memory_dir).agent("a")
+    agent.remember("the staging database is pg-staging-3")
+    fact = agent.remember("the staging  database is pg-staging-3", pin=True)  # a tag it lacked: replaces it
+    assert fact["tags"] == ["pinned"] and len(_semantic_lines(memory_dir)) == 2
+    assert agent.forget(fact["id"]) is not None
+    from memcli.snapshot.recall import select_bundle
+
+    bundle = select_bundle(agent.store, recall="staging database", memory_tokens=2000, count=len)
+    assert bundle.semantic == []
+
+
+# ---------------------------------------------------------------- 4: get by id prefix
+
+def test_get_expands_a_unique_prefix_and_lists_an_ambiguous_one(cli, memory_dir):
+    events = [U("ask", id="trace_alpha_1"), A("answer", id="trace_alpha_2"), A("more", id="trace_beta_1")]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    found = cli("get", "a", "trace_b")
+    assert found.exit_code == 0 and '"id": "trace_beta_1"' in found.stdout
+    assert found.stderr.startswith("memcli: trace_beta_1 is in active (")
+    assert cli("get", "a", "trace_beta…").exit_code == 0  # as a table shortens it
+    ambiguous = cli("get", "a", "trace_al")
+    assert ambiguous.exit_code == 2 and ambiguous.stdout == ""
+    assert ambiguous.stderr == ("memcli: error: 'trace_al' is the start of 2 ids in agent 'a': trace_alpha_1, "
+                                "trace_alpha_2\n  hint: give more of the id\n")
+    assert cli("get", "a", "nothing_like_it").exit_code == 3
+
+
+def test_tables_shorten_ids_to_a_prefix_get_expands(cli, memory_dir):
+
+    ids = [f"toolu_01{k}Xq7vLrT9mZpW3sKdNbHfYcA" for k in "ABC"]
+    events = [U("go")] + [e for i in ids for e in (CALL(i, args={"cmd": "x" * 80}), RES(i, "y" * 80))]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    table = cli("tools", "a", "--width", "80").stdout.splitlines()
+    shown = [line.split()[1] for line in table[1:]]
+    assert all(cell.endswith("…") and len(cell) < len(ids[0]) for cell in shown), table
+    for cell, full in zip(shown, ids):
+        got = cli("get", "a", cell)
+        assert got.exit_code == 0, got.stderr
+        assert f'"tool_call_id": "{full}"' in got.stdout
+
+
+# ---------------------------------------------------------------- 5: flags mean one thing
+
+@pytest.fixture
+def three_turns(cli, memory_dir):
+    from tests.events import turns
+
+    events = turns(3)
+    for k, event in enumerate(events):
+        event["ts"] = 1_790_000_000 + 3600 * (k // 4)  # one turn an hour
+    assert cli("ingest", "a", input=events).exit_code == 0
+    return memory_dir
+
+
+def test_a_repeated_turn_selects_every_named_turn_alike(cli, three_turns):
+    import orjson
+
+    shown = orjson.loads(cli("show", "a", "--turn", "1", "--turn", "3", "--json").stdout)
+    assert sorted({t["turn_id"] for t in shown}) == ["turn_0001", "turn_0003"] and len(shown) == 8
+    tools = orjson.loads(cli("tools", "a", "--turn", "1", "--turn", "turn_0003", "--json").stdout)
+    assert [t["turn_id"] for t in tools] == ["turn_0001", "turn_0003"]
+    exported = cli("export", "a", "--turn", "1", "--turn", "3").stdout.splitlines()
+    assert [orjson.loads(line)["id"] for line in exported] == [t["id"] for t in shown]
+    missing = cli("show", "a", "--turn", "1", "--turn", "9")
+    assert missing.exit_code == 3 and "turn_0009" in missing.stderr
+
+
+def test_turns_has_since_and_until(cli, three_turns):
+    import orjson
+
+    def ids(*args):
+        return [t["turn_id"] for t in orjson.loads(cli("turns", "a", "--json", *args).stdout)]
+
+    assert ids("--since", str(1_790_000_000 + 3600)) == ["turn_0002", "turn_0003"]
+    assert ids("--until", str(1_790_000_000 + 3599)) == ["turn_0001"]
+    assert ids("--since", str(1_790_000_000 + 1800), "--until", str(1_790_000_000 + 5400)) == ["turn_0002"]
+
+
+def test_search_honours_width_and_columns(cli, memory_dir):
+    text = "needle " + " ".join(f"word{k}" for k in range(60))
+    assert cli("ingest", "a", input=[U(text), U(text)]).exit_code == 0
+    for args, env, width in ((["--width", "60"], None, 60), ([], {"COLUMNS": "70"}, 70)):
+        out = cli("search", "a", "needle", *args, env=env).stdout
+        lines = out.splitlines()
+        assert len(lines) > 4 and max(map(len, lines)) <= width, out
+
+
+def test_agents_sort_numbers_as_numbers(cli, memory_dir):
+    for name in ("tau.10", "tau.2", "tau.1", "alpha"):
+        assert cli("ingest", name, input=[U("hi")]).exit_code == 0
+    assert [line.split()[0] for line in cli("agents").stdout.splitlines()[1:]] == ["alpha", "tau.1", "tau.2", "tau.10"]
+
+
+def test_doctor_without_an_agent_checks_every_agent(cli, memory_dir):
+    for name in ("a", "b"):
+        assert cli("ingest", name, input=[U("hi")]).exit_code == 0
+    clean = cli("doctor")
+    assert clean.exit_code == 0
+    assert clean.stderr == "memcli: doctor: agent 'a': no problems\nmemcli: doctor: agent 'b': no problems\n"
+    assert cli("doctor", "--all").stderr == clean.stderr
+    with open(memory_dir / "agents" / "b" / "raw_traces.jsonl", "ab") as f:
+        f.write(b"not json\n")
+    broken = cli("doctor")
+    assert broken.exit_code == 1
+    assert broken.stdout.startswith(f"{memory_dir}/agents/b/raw_traces.jsonl:2: error: ")
+    assert "memcli: error: doctor: 1 of 2 agents have problems: b\n" in broken.stderr
+    assert cli("doctor", "a", "--all").exit_code == 2
+
+
+# ---------------------------------------------------------------- 7: model access without ceremony
+
+@pytest.fixture
+def llm_agent(cli, memory_dir, monkeypatch):
+    from tests.compact_fixtures import conversation
+
+    for name in ("OPENAI_API_KEY", "MY_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
+    assert cli("ingest", "a", input=conversation(8)).exit_code == 0
+    return memory_dir
+
+
+def test_compact_takes_the_key_from_a_flag_or_a_named_variable(cli, llm_agent, server, monkeypatch):
+    from tests.compact_fixtures import good_answer
+
+    srv = server(lambda body, i: (200, good_answer(), 0))
+    base = srv.api_base.replace("127.0.0.1", "localhost")
+    assert cli("compact", "a", "--model", "openai/m", "--api-base", base, "--api-key", "sk-flag").exit_code == 0
+    monkeypatch.setenv("MY_KEY", "sk-from-env")
+    assert cli("ingest", "a", input=[U(f"more {k}") for k in range(8)]).exit_code == 0
+    assert cli("compact", "a", "--model", "openai/m", "--api-base", base, "--api-key-env", "MY_KEY",
+               "--tail-turns", "1").exit_code == 0
+    assert [r.authorization for r in srv.requests] == ["Bearer sk-flag", "Bearer sk-from-env"]
+    unset = cli("compact", "a", "--model", "openai/m", "--api-key-env", "NOT_SET_ANYWHERE")
+    assert unset.exit_code == 2 and "--api-key-env NOT_SET_ANYWHERE: that environment variable is not set" in unset.stderr
+
+
+def test_the_api_compacts_with_a_key_and_a_base(llm_agent, server):
+    from memcli import Memory
+    from tests.compact_fixtures import good_answer
+
+    srv = server(lambda body, i: (200, good_answer(), 0))
+    result = Memory(llm_agent).agent("a").compact(model="openai/m", api_base=srv.api_base, api_key="sk-api")
+    assert result.turns and [r.authorization for r in srv.requests] == ["Bearer sk-api"]
+
+
+@pytest.mark.parametrize("case", ["no key", "closed port"])
+def test_a_missing_key_or_a_closed_api_base_is_told_before_litellm_loads(llm_agent, case):
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["--model", "openai/m"] + (["--api-base", f"http://127.0.0.1:{port}/v1"] if case == "closed port" else [])
+    code = ("import sys; from memcli.cli.app import build_app\n"
+            "try:\n    build_app('compact')(['--dir', sys.argv[1], 'compact', 'a', *sys.argv[2:]], prog_name='memcli')\n"
+            "except SystemExit as e:\n    print(e.code, 'litellm' in sys.modules)")
+    env = proc_env()
+    env.pop("OPENAI_API_KEY", None)
+    run = subprocess.run([sys.executable, "-c", code, str(llm_agent), *args], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert run.stdout.split() == ["1", "False"], run.stderr
+    assert ("no API key: set OPENAI_API_KEY" if case == "no key" else "(connection refused)") in run.stderr

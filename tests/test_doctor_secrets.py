@@ -133,6 +133,7 @@ def test_a_crash_after_the_first_replace_is_finished_by_the_next_repair(leaky, m
     assert run_memcli("doctor", "a", env={"MEMCLI_DIR": str(memory_dir)}).returncode == 0
 
 
+@pytest.mark.slow
 def test_repairs_racing_writers_lose_no_event(memory_dir):
     """Writers append (secrets and all, --no-redact) while repairs rewrite the file: every event
     lands exactly once, every line parses, and a last repair leaves no secret."""

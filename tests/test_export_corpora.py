@@ -47,8 +47,7 @@ def _traces(memory_dir, agent):
 @needs_corpora
 @pytest.mark.parametrize("needs, name, fmt", CASES, ids=[name.split("/")[1] for _, name, _ in CASES])
 def test_imported_corpus_round_trips_through_jsonl_export(cli, memory_dir, tmp_path, needs, name, fmt):
-    if not (CORPORA / name).exists():
-        pytest.skip(f"{name} is not in the corpora")
+    assert (CORPORA / name).exists(), f"{name} is not in the corpora"
     imported = cli("ingest", "src", _input_file(name, tmp_path), "--from", fmt, "--skip-invalid")
     assert imported.exit_code == 0, imported.stderr
     original = _traces(memory_dir, "src")

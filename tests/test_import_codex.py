@@ -197,7 +197,7 @@ def test_outputs_errors_reused_ids_orphans_and_compaction(memory_dir, tmp_path):
         item({"type": "image_generation_call", "id": "ig1", "status": "completed", "result": "AAAA"}),
     ]
     result = import_values(memory_dir, "a", lines, "codex", tmp_path=tmp_path)
-    assert result.skipped == {"compactions without a summary text": 1, "image_generation_call items": 1}
+    assert result.skipped == {"image_generation_call items": 1}
     got = traces(memory_dir, "a")
     interactions = pair_tool_traces(got)
     assert [(i.tool_call_id, i.tool_name, i.status.value) for i in interactions] == [
@@ -206,9 +206,12 @@ def test_outputs_errors_reused_ids_orphans_and_compaction(memory_dir, tmp_path):
     assert interactions[2].arguments == {"type": "exec", "command": ["ls"]}
     shot = next(t for t in got if t.tool_call_id == "c2" and t.trace_type == "tool_result")
     assert (shot.tool_result, shot.media) == ("shot:", {"images": ["data:image/png;base64,QQ=="]})
-    summary = next(t for t in got if "compact_summary" in t.tags)
+    summary, remote = [t for t in got if "compact_summary" in t.tags]
     assert summary.content == "Summary of the work so far." and summary.is_context
     assert summary.extra["harness_compaction"] == {"harness": "codex"}
+    # a compaction whose text is empty still keeps what Codex carried on with
+    assert remote.content == "" and remote.is_context
+    assert remote.extra["replacement_history"] == [{"type": "message", "role": "user", "content": []}]
 
 
 def test_older_rollouts_without_events_use_the_text(memory_dir, tmp_path):

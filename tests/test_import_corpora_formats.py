@@ -74,6 +74,7 @@ def test_inspect_log_with_tool_call_errors(memory_dir):
     assert statuses(got) == {"ORPHAN": 11}
 
 
+@pytest.mark.slow
 def test_sharegpt_glaive_toolcall_dataset(memory_dir):
     with pytest.raises(InputError, match="holds 300 conversations"):
         ingest(memory_dir, "sg", CORPORA / SHAREGPT)

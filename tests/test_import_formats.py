@@ -33,7 +33,7 @@ def _rows(memory_dir, agent):
 
 
 def test_registry_lists_every_format_once_and_each_module_loads():
-    assert FORMATS == ("native", "openai", "anthropic", "claude-code", "codex", "openai-responses", "gemini",
+    assert FORMATS == ("native", "openai", "anthropic", "claude-code", "codex", "openai-responses", "gemini", "gemini-cli",
                        "openhands", "inspect", "sharegpt", "cline")
     for fmt in REGISTRY:
         assert get_importer(fmt.name).name == fmt.name
@@ -214,7 +214,7 @@ def test_undecided_input_names_the_keys_it_saw_and_the_nearest_format(memory_dir
     message = str(info.value)
     assert "saw keys: conversations, speaker, tools" in message
     assert "resembles a ShareGPT-style dataset most (--from sharegpt)" in message
-    assert "--from native|openai|anthropic|claude-code|codex|openai-responses|gemini|openhands|inspect|sharegpt|cline" in info.value.hint
+    assert "--from " + "|".join(FORMATS) in info.value.hint
 
 
 def test_detection_skips_claude_code_metadata_lines(memory_dir, tmp_path):

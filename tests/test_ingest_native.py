@@ -183,9 +183,9 @@ def test_missing_input_file_is_a_usage_error(cli, memory_dir, tmp_path):
 
 def test_empty_input_writes_nothing(cli, memory_dir):
     result = cli("ingest", "a", input=b"\n\n")
-    assert result.exit_code == 0
-    assert "ingested 0 events" in result.stderr
-    assert not (agent_dir(memory_dir, "a") / "raw_traces.jsonl").exists()
+    assert result.exit_code == 1
+    assert result.stderr == "memcli: error: no events in the input (format native)\n  hint: nothing was written\n"
+    assert not agent_dir(memory_dir, "a").exists()
 
 
 def test_skip_invalid_ingests_the_valid_events_and_names_the_bad_lines(cli, memory_dir):

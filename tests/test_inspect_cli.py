@@ -40,6 +40,8 @@ def test_agents_json(cli, fx, memory_dir):
     assert result.stdout == as_json([{
         "agent": "fx", "active": 14, "archive": 6, "turns": 5, "episodic": 3, "semantic": 3,
         "bytes": size, "last_activity": BASE + 41 * 60, "problem": None,
+        "title": by_id(next(r["id"] for r in ARCHIVE + ACTIVE if r["trace_type"] == "user" and not r.get("tags")))["content"],
+        "source": None, "source_path": None,
     }])
 
 
@@ -94,6 +96,8 @@ def test_stats_json(cli, fx, memory_dir):
         "last_compaction": {"compaction_id": "cmp_2", "ts": BASE + 17 * 60, "episodic_id": "ep_3", "turns": 2,
                             "traces": 6, "model": "offline"},
         "budget": None,
+        "compaction_cost": {"records": 0, "requests": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
+                            "unpriced": 0},
     })
     assert estimate > 0
 

@@ -64,6 +64,7 @@ def count(interactions: list[dict]) -> dict:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rel", sorted(CASES))
 def test_tools_view_agrees_with_the_manifest(cli, memory_dir, tmp_path, rel):
     from memcli.ingest.api import ingest

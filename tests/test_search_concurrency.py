@@ -67,6 +67,7 @@ def _writer(memory_dir, script: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, env=proc_env())
 
 
+@pytest.mark.slow
 def test_search_during_ingest(memory_dir, tmp_path):
     batches = 12
     for b in range(batches):
@@ -95,6 +96,7 @@ def test_search_during_ingest(memory_dir, tmp_path):
         assert len(search(store, WORD.format(i)).hits) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["summarize", "sliding-window"])
 def test_search_during_compaction(cli, memory_dir, strategy):
     turns = 120
@@ -121,6 +123,7 @@ def test_search_during_compaction(cli, memory_dir, strategy):
         assert {h.tier for h in hits} == {"archive" if i < 110 else "active"}
 
 
+@pytest.mark.slow
 def test_concurrent_remember_and_ingest_lose_nothing(cli, memory_dir):
     assert cli("ingest", "a", input=turn_events(0)).exit_code == 0
     script = ("import subprocess, sys\n"

@@ -28,6 +28,7 @@ def RES(call_id, **kw):
 
 # ----------------------------------------------------------------------------- torn tails
 
+@pytest.mark.slow
 def test_torn_tail_at_every_byte_offset_is_repaired_and_never_glued(cli, memory_dir):
     cli("ingest", "a", input=[U("one"), A("two"), U("three")])
     path = agent_dir(memory_dir, "a") / "raw_traces.jsonl"

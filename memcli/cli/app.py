@@ -94,12 +94,15 @@ COMMAND_MODULES = {
     "ingest": "ingest",
     "agents": "inspect", "stats": "inspect", "turns": "inspect", "show": "inspect", "tools": "inspect",
     "get": "inspect", "memory": "inspect", "doctor": "inspect",
-    "compact": "compact",
+    "compact": "compact", "compactions": "compactions", "uncompact": "compactions",
     "snapshot": "snapshot",
     "export": "export", "clear": "export",
     "search": "search", "remember": "search", "forget": "search",
     "mcp": "mcp",
     "memory-tool": "memory_tool",
+    "sync": "sync",
+    "push": "remote", "pull": "remote",
+    "hooks": "hooks", "hook": "hooks",
 }
 
 
@@ -142,4 +145,9 @@ def __getattr__(name: str):
 
 
 def main() -> None:
-    build_app(_command_in(sys.argv[1:]))(prog_name="memcli")
+    command = _command_in(sys.argv[1:])
+    if command == "hook" and not {"-h", "--help"} & set(sys.argv[1:]):  # never exit 2: memcli.cli.hooks
+        from memcli.cli.hook_main import main_hook
+
+        sys.exit(main_hook(sys.argv[1:]))
+    build_app(command)(prog_name="memcli")

@@ -35,6 +35,16 @@ def _plan_text(result) -> str:
         rows.append(f"  chunks         {result.chunks}")
     if result.shortfall:
         rows.append(f"  note           {result.shortfall}")
+    estimate = result.estimate
+    if estimate:
+        cost = (f"≈ ${estimate['cost_usd']:.4f} at most" if estimate["cost_usd"] is not None
+                else "cost unknown (LiteLLM has no price for this model)")
+        rows.append(f"  model request  {estimate['requests']} to {estimate['model']}: {estimate['input_tokens']:,} "
+                    f"input tokens, up to {estimate['max_output_tokens']:,} output tokens; {cost}")
+    if result.summary is not None:
+        what = "the offline digest the model would condense" if estimate else "the summary it would write"
+        rows.append(f"  summary        ({what}):")
+        rows += ["    " + line for line in result.summary.splitlines()]
     return "\n".join(rows) + "\n"
 
 
@@ -44,6 +54,12 @@ def compact(
     model: Optional[str] = typer.Option(
         None, "--model", help="Summarize with this LiteLLM model (e.g. openai/gpt-4o-mini); default: offline."),
     api_base: Optional[str] = typer.Option(None, "--api-base", help="Base URL of the model's API."),
+    api_key: Optional[str] = typer.Option(
+        None, "--api-key", metavar="KEY",
+        help="The model's API key (default: the provider's variable, e.g. OPENAI_API_KEY; a server on this "
+             "machine needs none)."),
+    api_key_env: Optional[str] = typer.Option(
+        None, "--api-key-env", metavar="NAME", help="Read the API key from this environment variable."),
     tail_turns: int = typer.Option(
         4, "--tail-turns", help="Recent turns kept whole, where --target-tokens allows it."),
     target_tokens: Optional[int] = typer.Option(
@@ -64,6 +80,9 @@ def compact(
     strategy: str = typer.Option(
         "summarize", "--strategy", help="summarize, or sliding-window (archive old turns without a summary)."),
     force: bool = typer.Option(False, "--force", help="Run even when the circuit breaker is open."),
+    max_cost: Optional[float] = typer.Option(
+        None, "--max-cost", metavar="USD",
+        help="With --model: refuse, before any request, when the estimated cost is above USD."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan or the result as one JSON document."),
 ) -> None:
     """Summarize old turns and steps into episodic/semantic memory and archive their traces.
@@ -83,7 +102,7 @@ def compact(
         from memcli.compaction.llm import LiteLLMSummarizer
 
         summarizer = LiteLLMSummarizer(model, api_base=api_base, timeout=timeout, retries=retries,
-                                       max_context_tokens=max_context_tokens)
+                                       max_context_tokens=max_context_tokens, api_key=api_key, api_key_env=api_key_env)
     policy = CompactionPolicy(tail_turns=tail_turns, keep_steps=keep_steps, target_tokens=target_tokens)
     def note(message: str) -> None:
         print(f"memcli: {message}", file=sys.stderr)
@@ -99,7 +118,7 @@ def compact(
 
         result = run(ctx.obj, agent, summarizer=summarizer, strategy=strategy, policy=policy, if_needed=if_needed,
                      force=force, dry_run=dry_run, model=model, max_context_tokens=max_context_tokens,
-                     concurrency=concurrency, on_progress=chunks_done, on_note=note)
+                     concurrency=concurrency, on_progress=chunks_done, on_note=note, max_cost=max_cost)
     if json_out:
         import orjson
 

@@ -1,6 +1,9 @@
-"""``memcli doctor AGENT [--repair] [--strict]``: integrity check with file and line."""
+"""``memcli doctor [AGENT | --all] [--repair] [--strict] [--secrets]``: integrity check with file
+and line; without an agent, every agent of the store is checked (exit 1 when any has a problem)."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 import typer
 
@@ -12,7 +15,7 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 def _render(findings, view: HumanView) -> None:
     for f in findings:
         where = f.location()
-        head = [(where + ": ", "bold")] if where else []
+        head = [(where + ": ", "bold")] if where else []  # the file's path names the agent
         head += [(f.severity, _SEVERITY_STYLE.get(f.severity)), f": {f.message} [{f.code}]"]
         if f.fixed:
             head += ["  ", ("fixed", "bold green")]
@@ -25,40 +28,72 @@ def _render(findings, view: HumanView) -> None:
 @output_options
 def doctor(
     ctx: typer.Context,
-    agent: str = typer.Argument(..., help="Agent id."),
+    agent: Optional[str] = typer.Argument(None, help="Agent id (default: every agent, as --all)."),
+    all_: bool = typer.Option(False, "--all", help="Check every agent in the store (the default without AGENT)."),
     repair: bool = typer.Option(False, "--repair", help="Fix what can be fixed without losing data, then check again."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 on warnings too (orphan results, stale pending calls)."),
     secrets: bool = typer.Option(False, "--secrets", help="Look for secrets (API keys, tokens, private keys, passwords) "
                                  "in every data file instead; with --repair, redact them in place."),
     *, out: Output,
 ) -> None:
-    """Check an agent's files: bad lines, torn tails, duplicate ids, ids in both active and archive,
-    unfinished compaction or ingest, seq going backwards, orphan results, stale pending calls.
+    """Check an agent's files (every agent's without AGENT): bad lines, torn tails, duplicate ids,
+    ids in both active and archive, unfinished compaction or ingest, seq going backwards, orphan
+    results, stale pending calls.
 
-    Every finding names its file and line. --repair works under the agent lock: bad lines move to
-    <file>.corrupt-lines, byte-identical duplicates are dropped, interrupted work is recovered,
-    the cache is rebuilt. Exit 1 while an error remains (--strict: or a warning), else 0.
+    Every finding names its file and line (and, over several agents, the agent). --repair works
+    under the agent lock: bad lines move to <file>.corrupt-lines, byte-identical duplicates are
+    dropped, interrupted work is recovered, the cache is rebuilt. Exit 1 while an error remains
+    (--strict: or a warning) in any agent, else 0.
 
     --secrets scans traces, memory items and working-memory files for the formats ingest redacts
     (file:line and kinds, never the secret); --secrets --repair replaces them with
     [REDACTED:<kind>] in place, every other line byte for byte. Exit 1 while a secret remains.
     """
-    from memcli.errors import IntegrityError
+    from memcli.errors import IntegrityError, UsageError
     from memcli.store.agent import AgentStore
 
-    if secrets:
-        return _doctor_secrets(AgentStore(ctx.obj, agent).require(), repair, out)
+    if agent is not None and all_:
+        raise UsageError("give an agent or --all, not both")
+    if agent is None:
+        from memcli.store.layout import list_agent_ids
+
+        names = list_agent_ids(ctx.obj)
+        if not names:
+            out.note(f"no agents in {ctx.obj}")
+            return
+    else:
+        names = [agent]
+    several = len(names) > 1
+    checks = [(_check_secrets if secrets else _check)(AgentStore(ctx.obj, name), repair, strict, out) for name in names]
+
+    def rows():
+        for name, (findings, _, _) in zip(names, checks):
+            for f in findings:
+                yield f if out.human else ({"agent": name, **f.to_json()} if several else f.to_json())
+
+    out.records(rows(), human=_render_secrets if secrets else _render)
+    failed = []
+    for name, (_, summary, error) in zip(names, checks):
+        if error is not None:
+            failed.append(name)
+            if not several:
+                raise IntegrityError(summary, hint=error)
+        out.note(summary)
+    if failed:
+        what = "doctor --secrets" if secrets else "doctor"
+        raise IntegrityError(f"{what}: {len(failed)} of {len(names)} agents have problems: {', '.join(failed)}",
+                             hint=f"`memcli doctor AGENT{' --secrets' if secrets else ''}` checks one")
+
+
+def _check(store, repair: bool, strict: bool, out: Output):
+    """(findings, summary, hint when it failed else None) of one agent; a failure's hint is "" when
+    there is none to give."""
     from memcli.inspect.doctor import diagnose
     from memcli.inspect.doctor import repair as run_repair
 
-    store = AgentStore(ctx.obj, agent)
     report = run_repair(store) if repair else diagnose(store)
     for action in report.actions:
         out.note(f"repaired: {action}")
-    if out.human:
-        out.records(report.findings, human=_render)
-    else:
-        out.records((f.to_json() for f in report.findings), human=_render)
     counts = {s: sum(1 for f in report.findings if f.severity == s and not f.fixed) for s in ("error", "warning", "info")}
     fixed = sum(1 for f in report.findings if f.fixed)
     summary = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n) or "no problems"
@@ -67,11 +102,11 @@ def doctor(
     remaining = report.remaining(strict=strict)
     if remaining:
         fixable = sum(1 for f in remaining if f.fixable)
-        hint = "run with --repair to fix what can be fixed" if fixable and not repair else None
-        raise IntegrityError(f"doctor: agent {agent!r}: {summary}", hint=hint)
+        hint = "run with --repair to fix what can be fixed" if fixable and not repair else ""
+        return report.findings, f"doctor: agent {store.agent_id!r}: {summary}", hint
     if not store.exists():
         summary += "; no agent remains (its first import never finished)"
-    out.note(f"doctor: agent {agent!r}: {summary}")
+    return report.findings, f"doctor: agent {store.agent_id!r}: {summary}", None
 
 
 def _render_secrets(findings, view: HumanView) -> None:
@@ -80,10 +115,11 @@ def _render_secrets(findings, view: HumanView) -> None:
                   *(["  ", ("redacted", "bold green")] if f.fixed else []))
 
 
-def _doctor_secrets(store, repair: bool, out: Output) -> None:
-    from memcli.errors import IntegrityError
+def _check_secrets(store, repair: bool, strict: bool, out: Output):
+    """:func:`_check` for ``--secrets``."""
     from memcli.inspect import secrets as secret_scan
 
+    store.require()
     if repair:
         findings, actions, remaining = secret_scan.repair(store)
     else:
@@ -91,19 +127,13 @@ def _doctor_secrets(store, repair: bool, out: Output) -> None:
         remaining = findings
     for action in actions:
         out.note(f"repaired: {action}")
-    if out.human:
-        out.records(findings, human=_render_secrets)
-    else:
-        out.records((f.to_json() for f in findings), human=_render_secrets)
     total = sum(sum(f.kinds.values()) for f in findings)
     left = sum(sum(f.kinds.values()) for f in remaining)
     lines = len({(f.file, f.line) for f in findings})
     summary = (f"{total} secret{'s' if total != 1 else ''} on {lines} line{'s' if lines != 1 else ''}"
                + (f" ({total - left} redacted)" if repair else "")) if findings else "no secrets found"
-    if remaining:
-        raise IntegrityError(f"doctor --secrets: agent {store.agent_id!r}: {summary}",
-                             hint=None if repair else "run with --repair to redact them in place")
-    out.note(f"doctor --secrets: agent {store.agent_id!r}: {summary}")
+    summary = f"doctor --secrets: agent {store.agent_id!r}: {summary}"
+    return findings, summary, (("" if repair else "run with --repair to redact them in place") if remaining else None)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from memcli.cli.output import Column, HumanView, Output, fmt_bytes, fmt_int, fmt_ts, one_line, output_options
+from memcli.cli.output import Column, HumanView, Output, fmt_bytes, fmt_int, fmt_ts, fmt_usd, one_line, output_options
 
 AGENT = typer.Argument(..., help="Agent id.")
 ARCHIVE_HELP = "Include archived (compacted) traces, oldest first."
@@ -48,6 +48,7 @@ AGENT_COLUMNS = [
     Column("semantic", "semantic", align="right", drop=2),
     Column("size", lambda a: fmt_bytes(a.bytes), align="right", drop=4),
     Column("last activity", lambda a: fmt_ts(a.last_activity)),
+    Column("title", "title", flex=True, drop=1),
     Column("problem", "problem", flex=True, style="red", drop=1),
 ]
 
@@ -125,8 +126,22 @@ def _render_stats(s, view: HumanView) -> None:
         ("files", files or "none"),
         ("last activity", fmt_ts(s.last_activity) or "never"),
         ("last compaction", compaction),
+        ("model spending", _spending(s.compaction_cost)),
         ("budget", s.budget["explanation"] if s.budget else None),
+        ("embeddings", f"{s.embeddings['tokens']:,} tokens embedded with {s.embeddings['model']} "
+                       f"({s.embeddings['dimensions'] or '?'} dimensions; hybrid search)" if s.embeddings else None),
     ])
+
+
+def _spending(cost: dict | None) -> str | None:
+    """The ledger's model spending: ``2 requests, 20 input + 20 output tokens, $0.000008``."""
+    if not cost or not cost["records"]:
+        return None
+    text = (f"{cost['requests']:,} request{'s' if cost['requests'] != 1 else ''}, {cost['input_tokens']:,} input + "
+            f"{cost['output_tokens']:,} output tokens, {fmt_usd(cost['cost_usd'])}")
+    if cost["unpriced"]:
+        text += f" ({cost['unpriced']:,} without a known price)"
+    return text
 
 
 def _turns_text(t) -> str:
@@ -141,7 +156,7 @@ def _turns_text(t) -> str:
 # ---------------------------------------------------------------------------- turns
 
 def _turn_columns(archive: bool):
-    cols = [Column("turn", "turn_id", max_width=24, id_width=9)]
+    cols = [Column("turn", "turn_id", max_width=24, id_width=9, prefix=True)]
     if archive:
         cols.append(Column("tier", "tier"))
     cols += [
@@ -163,13 +178,20 @@ def turns(
     last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N",
                                        help="Only the last N turns (read from the end of the file)."),
     archive: bool = typer.Option(False, "--archive", help=ARCHIVE_HELP),
+    since: Optional[str] = typer.Option(None, "--since", metavar="TIME",
+                                        help="Only turns with time from then on: " + SINCE_HELP.split(": ", 1)[1]),
+    until: Optional[str] = typer.Option(None, "--until", metavar="TIME",
+                                        help="Only turns that started by then (a bare date: the end of that day)."),
     *, out: Output,
 ) -> None:
     """One row per turn: id, time, the user's ask (clipped), tools used, calls, errors, pending calls."""
-    from memcli.inspect.turns import iter_turns, recent_turns
+    from memcli.filters import TraceFilter
+    from memcli.inspect.turns import in_range, iter_turns, recent_turns
 
+    flt = TraceFilter.from_options(since=since, until=until)
     store = _store(ctx, agent)
     rows = recent_turns(store, last, archive=archive) if last else iter_turns(store, archive=archive)
+    rows = (t for t in rows if in_range(t, flt))
     out.records(rows, human=lambda rows, view: view.table(rows, _turn_columns(archive), empty="no turns"))
 
 
@@ -219,7 +241,8 @@ def _render_traces(traces, view: HumanView) -> None:
 def show(
     ctx: typer.Context,
     agent: str = AGENT,
-    turn: Optional[str] = typer.Option(None, "--turn", metavar="ID", help="Only this turn (7 or turn_0007)."),
+    turn: Optional[List[str]] = typer.Option(None, "--turn", metavar="ID",
+                                             help="Only this turn (repeatable; 7 means turn_0007)."),
     last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N",
                                        help="Only the last N turns (read from the end of the file)."),
     type_: Optional[List[str]] = typer.Option(None, "--type", metavar="T",
@@ -257,8 +280,8 @@ def _result_text(i) -> str:
 
 
 TOOL_COLUMNS = [
-    Column("turn", "turn_id", max_width=24, id_width=9, drop=1),
-    Column("call id", "tool_call_id", max_width=28, id_width=10),
+    Column("turn", "turn_id", max_width=24, id_width=9, drop=1, prefix=True),
+    Column("call id", "tool_call_id", max_width=28, id_width=10, prefix=True),
     Column("tool", "tool_name", max_width=24, id_width=10),
     Column("status", lambda i: i.status.value, style=_STATUS_STYLE.get),
     Column("arguments", lambda i: _json_text(i.arguments), flex=True, min_width=16),
@@ -277,7 +300,8 @@ def tools(
     status: Optional[List[str]] = typer.Option(None, "--status", metavar="S",
                                                help="Only this status: pending, success, error, orphan (repeatable)."),
     name: Optional[List[str]] = typer.Option(None, "--name", metavar="NAME", help="Only this tool (repeatable)."),
-    turn: Optional[str] = typer.Option(None, "--turn", metavar="ID", help="Only calls of this turn (7 or turn_0007)."),
+    turn: Optional[List[str]] = typer.Option(None, "--turn", metavar="ID",
+                                             help="Only calls of this turn (repeatable; 7 means turn_0007)."),
     last: Optional[int] = typer.Option(None, "--last", min=1, metavar="N", help="Only the last N turns."),
     tag: Optional[List[str]] = typer.Option(None, "--tag", metavar="TAG",
                                             help="Only interactions whose call or result has this tag (repeatable)."),
@@ -327,6 +351,7 @@ def get(
         if calls is None:
             raise
         n = len(calls.interactions)
+        record_id = calls.tool_call_id  # a prefix: the id it expanded to
         if calls.ambiguous:
             out.note(f"{record_id} is a tool call id used by {n} calls (the source reused it): all {n} are shown, "
                      "in store order")
@@ -334,7 +359,8 @@ def get(
             out.note(f"{record_id} is a tool call id: its call and result")
         out.document(calls.to_json(), human=lambda doc, view: view.json(doc))
         return
-    out.note(f"{record_id} is in {found.tier} ({found.path}:{found.line})")
+    shown = getattr(found.record, "id", None) or (found.record.get("id") if isinstance(found.record, dict) else None)
+    out.note(f"{shown or record_id} is in {found.tier} ({found.path}:{found.line})")
     out.document(found.record, human=lambda record, view: view.json(record))
 
 

@@ -17,6 +17,9 @@ def mcp(
     ctx: typer.Context,
     agent: Optional[str] = typer.Option(
         None, "--agent", metavar="A", help="Serve only this agent (its tools then need no `agent` argument)."),
+    remote: Optional[str] = typer.Option(
+        None, "--remote", metavar="URL",
+        help="Serve the shared PostgreSQL store at URL ('' = $MEMCLI_REMOTE); agents are NAME or STORE/NAME."),
     log_level: str = typer.Option(
         "warning", "--log-level", metavar="LEVEL",
         help="What the server logs on stderr: debug, info (one line per request), warning, error."),
@@ -32,7 +35,7 @@ def mcp(
         from memcli.mcp.server import serve
     except ImportError as exc:  # the SDK missing from this installation
         raise UsageError(f"memcli mcp needs the MCP Python SDK ({exc}); install it with `pip install 'mcp>=1.25,<2'`") from None
-    serve(ctx.obj, agent, log_level.lower())
+    serve(ctx.obj, agent, log_level.lower(), remote)
 
 
 def register(app: typer.Typer) -> None:

@@ -65,6 +65,32 @@ def fmt_ts(ts: float | None) -> str:
         return str(ts)
 
 
+def fmt_usd(amount: float | None) -> str:
+    """US dollars: ``$1.2345``, or six decimals under a cent (``$0.000075``); "" for None."""
+    if amount is None:
+        return ""
+    return f"${amount:.4f}" if amount >= 0.01 else f"${amount:.6f}"
+
+
+def fmt_age(ts: float | None, now: float | None = None) -> str:
+    """Epoch seconds as people say it where an ISO stamp does not fit: ``just now``, ``5m ago``,
+    ``3h ago``, ``4d ago`` (within a week), else the UTC date ``2026-11-02``; "" for None."""
+    if ts is None:
+        return ""
+    import time
+
+    age = (time.time() if now is None else now) - ts
+    if 0 <= age < 60:
+        return "just now"
+    if 0 <= age < 3600:
+        return f"{int(age // 60)}m ago"
+    if 0 <= age < 86400:
+        return f"{int(age // 3600)}h ago"
+    if 0 <= age < 7 * 86400:
+        return f"{int(age // 86400)}d ago"
+    return fmt_ts(ts)[:10]
+
+
 def fmt_int(n: int | None) -> str:
     return "" if n is None else f"{n:,}"
 
@@ -144,20 +170,22 @@ class Column:
     ``value`` is a key of the row (dict key or attribute) or a function of the row returning
     text. A ``flex`` column takes the width left over and clips its cells with the
     ``… (+N chars)`` note; other columns keep the width of their widest cell in the first batch
-    (at most ``max_width``) and cut longer cells with ``…``. An ``id_width`` column (ids) may
+    (at most ``max_width``) and cut longer cells with ``…``. An ``id_width`` column (names) may
     shrink down to that many cells, shortened in the middle with ``…`` so both ends stay
-    readable. A column with a ``drop`` rank is left out when the table cannot fit otherwise
+    readable; a ``prefix`` one (record and call ids) is shortened at its end instead, to a
+    prefix that ``memcli get`` expands (``tooluse_01Ab…``), never shorter than the first batch
+    needs to tell its ids apart. A column with a ``drop`` rank is left out when the table cannot fit otherwise
     (rank 1 first); a column that is empty in the first batch is left out before any other.
     ``style`` (a Rich style, or a function of the cell's value returning one) applies on a
     terminal only; a function sees the value itself, never the padded or clipped cell.
     """
 
-    __slots__ = ("header", "value", "flex", "min_width", "max_width", "align", "style", "id_width", "drop")
+    __slots__ = ("header", "value", "flex", "min_width", "max_width", "align", "style", "id_width", "drop", "prefix")
 
     def __init__(self, header: str, value: str | Callable[[Any], Any], *, flex: bool = False, min_width: int = 12,
                  max_width: int | None = None, align: str = "left",
                  style: str | Callable[[str], str | None] | None = None, id_width: int | None = None,
-                 drop: int | None = None):
+                 drop: int | None = None, prefix: bool = False):
         self.header = header
         self.value = value
         self.flex = flex
@@ -167,6 +195,7 @@ class Column:
         self.style = style
         self.id_width = id_width
         self.drop = drop
+        self.prefix = prefix
 
     def cell(self, row) -> str:
         if callable(self.value):
@@ -202,9 +231,30 @@ def cut_middle(text: str, cells: int) -> str:
     return f"{head}{CLIP_MARK}{tail}"
 
 
-def _fit(columns: list[Column], header: list[str], natural: list[int], shown: list[int], total: int) -> dict[int, int]:
+def cut_end(text: str, cells: int) -> str:
+    """``text`` in at most ``cells`` cells: a prefix ending with ``…`` (an id ``get`` expands)."""
+    if _cell_len(text) <= cells:
+        return text
+    return _cut(text, max(cells - 1, 0)) + CLIP_MARK
+
+
+def _distinct_prefix(values: list[str]) -> int:
+    """The shortest prefix length (in characters) that tells the distinct ``values`` apart."""
+    ordered = sorted(set(v for v in values if v))
+    longest = 0
+    for a, b in zip(ordered, ordered[1:]):
+        common = 0
+        while common < min(len(a), len(b)) and a[common] == b[common]:
+            common += 1
+        longest = max(longest, common + 1)
+    return longest
+
+
+def _fit(columns: list[Column], header: list[str], natural: list[int], shown: list[int], total: int,
+         id_floor: dict[int, int] | None = None) -> dict[int, int]:
     """Widths of the ``shown`` columns: natural, then flexible columns shrunk (widest first) to
-    their floor, then id columns shrunk to their ``id_width``, while the row is wider than ``total``."""
+    their floor, then id columns shrunk to their ``id_width`` (a prefix column: no shorter than
+    ``id_floor`` says), while the row is wider than ``total``."""
     widths = {i: natural[i] for i in shown}
     excess = sum(widths.values()) + 2 * (len(shown) - 1) - total
     flex = [i for i in shown if columns[i].flex]
@@ -222,7 +272,7 @@ def _fit(columns: list[Column], header: list[str], natural: list[int], shown: li
     for i in sorted((i for i in shown if columns[i].id_width), key=lambda k: widths[k], reverse=True):
         if excess <= 0:
             break
-        floor = max(columns[i].id_width, _cell_len(header[i]))
+        floor = max(columns[i].id_width, _cell_len(header[i]), (id_floor or {}).get(i, 0))
         step = min(excess, max(widths[i] - floor, 0))
         widths[i] -= step
         excess -= step
@@ -246,8 +296,10 @@ def _layout(columns: list[Column], header: list[str], cells: list[list[str]], to
     shown = list(range(len(columns)))
     if not clip_cells:
         return {i: natural[i] for i in shown}
+    id_floor = {i: min(natural[i], _distinct_prefix([row[i] for row in cells]) + 1)
+                for i, col in enumerate(columns) if col.prefix}
     while True:
-        widths = _fit(columns, header, natural, shown, total)
+        widths = _fit(columns, header, natural, shown, total, id_floor)
         if sum(widths.values()) + 2 * (len(shown) - 1) <= total or len(shown) == 1:
             return widths
         empty = [i for i in shown if cells and all(not row[i] for row in cells)]
@@ -390,6 +442,8 @@ class HumanView:
             if self.clip_content and _cell_len(text) > width:
                 if col.flex:
                     text = clip(text, width)
+                elif col.prefix and not header:
+                    text = cut_end(text, width)
                 elif col.id_width or header:
                     text = cut_middle(text, width)
                 elif col.max_width is not None and _cell_len(text) > col.max_width:

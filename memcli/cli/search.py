@@ -1,8 +1,7 @@
 """``memcli search``, ``memcli remember``, ``memcli forget`` (docs/cli.md; docs/memory-as-tools.md).
 
-``search`` prints ranked hits (a table, ``--json`` array or ``--ndjson`` lines: id, kind, tier,
-turn, ts, trace_type, tool_name, score, snippet); whether every word matched or only some goes
-to stderr. ``remember`` and ``forget`` print the record they appended (``--json``: the record
+``search`` prints ranked hits (a table, ``--json`` array or ``--ndjson`` lines: the fields of
+:class:`memcli.search.engine.Hit`); whether the best hit has every word goes to stderr. ``remember`` and ``forget`` print the record they appended (``--json``: the record
 exactly as stored) and a one-line note on stderr.
 """
 
@@ -12,9 +11,11 @@ from typing import List, Optional
 
 import typer
 
-from memcli.cli.output import HumanView, Output, fmt_ts, output_options
+from memcli.cli.output import HumanView, Output, clip, fmt_age, fmt_ts, one_line, output_options, wrap
+from memcli.neutral import neutral
 
 AGENT = typer.Argument(..., help="Agent id.")
+SNIPPET_LINES = 4
 
 
 def _store(ctx: typer.Context, agent: str):
@@ -23,12 +24,21 @@ def _store(ctx: typer.Context, agent: str):
     return AgentStore(ctx.obj, agent)
 
 
+def _cells(segments) -> int:
+    return sum(len(s if isinstance(s, str) else s[0]) for s in segments)
+
+
 def _render_hits(hits, view: HumanView) -> None:
-    """Two lines per hit: score, id, kind/tier, turn, time, tool; then the snippet, indented."""
+    """Per hit: score, id, kind/tier, turn, time, tool; then the snippet, indented and folded to
+    the view's width (at most four lines)."""
     for hit in hits:
         head = [(f"{hit.score:6.2f}", "bold"), "  ", (hit.id, "bold cyan"), f"  {hit.kind}"]
         if hit.tier != hit.kind:
             head.append(f" ({hit.tier})")
+        if hit.count > 1:
+            head += ["  ", (f"x{hit.count} identical", "dim")]
+        if hit.status != "live":
+            head += ["  ", (f"[{hit.status}" + (f" by {hit.superseded_by}]" if hit.superseded_by else "]"), "yellow")]
         if hit.turn:
             head += ["  ", (hit.turn, "dim")]
         if hit.ts is not None:
@@ -37,15 +47,24 @@ def _render_hits(hits, view: HumanView) -> None:
             head += ["  ", hit.trace_type]
         if hit.tool_name:
             head += ["  ", (hit.tool_name, "bold")]
+        if view.clip_content and _cells(head) > view.width:
+            head = [s for s in head if s != f" ({hit.tier})"]  # crowded: the time as an age, no tier
+            head = [(fmt_age(hit.ts), "dim") if isinstance(s, tuple) and s[0] == fmt_ts(hit.ts) else s for s in head]
+            while _cells(head) > view.width and len(head) > 4:  # then the last fields (tool, type, time)
+                head = head[:-2] if head[-2] == "  " else head[:-1]
         view.line(*head)
-        view.text(hit.snippet, indent=8, max_lines=4)
+        room = max(view.width - 8, 20)  # --width / $COLUMNS
+        lines = wrap(one_line(neutral(hit.snippet)), room)
+        if view.clip_content and len(lines) > SNIPPET_LINES:
+            lines = lines[:SNIPPET_LINES - 1] + [clip(" ".join(lines[SNIPPET_LINES - 1:]), room)]
+        view.text("\n".join(lines), indent=8, max_lines=None, max_chars=None)
 
 
 @output_options
 def search(
     ctx: typer.Context,
     agent: str = AGENT,
-    query: str = typer.Argument(..., metavar="QUERY",
+    query: Optional[str] = typer.Argument(None, metavar="QUERY",
                                 help='Words to find; "a phrase" in double quotes; word* for a prefix.'),
     limit: int = typer.Option(10, "--limit", "-n", min=1, max=1000, help="At most N hits."),
     kind: Optional[List[str]] = typer.Option(None, "--kind", metavar="K",
@@ -54,19 +73,45 @@ def search(
                                         help="Only records from this time on: ISO-8601 or epoch seconds."),
     until: Optional[str] = typer.Option(None, "--until", metavar="TIME",
                                         help="Only records up to this time (inclusive)."),
+    history: bool = typer.Option(False, "--history", help="Also superseded and forgotten facts and summaries."),
+    recent: bool = typer.Option(False, "--recent", help="Weigh newer records up (half-weight after a week)."),
+    embed_model: Optional[str] = typer.Option(None, "--embed-model", metavar="MODEL",
+                                              help="Hybrid search with this LiteLLM embedding model "
+                                                   "(default: embed_model in the store's config.json)."),
+    embed_api_base: Optional[str] = typer.Option(None, "--embed-api-base", metavar="URL",
+                                                 help="Endpoint of the embedding model's server."),
+    remote: Optional[str] = typer.Option(None, "--remote", metavar="URL",
+                                         help="Search the shared PostgreSQL store at URL ('' = $MEMCLI_REMOTE): "
+                                              "AGENT is NAME or STORE/NAME, or use --all."),
+    all: bool = typer.Option(False, "--all", help="Every agent, this store's or with --remote the shared one's "
+                                                  "(the one argument is then QUERY); a synced session's hit says how to resume it."),
     *, out: Output,
 ) -> None:
-    """Ranked hits (BM25) over every trace (active and archive), summary and fact.
+    """Ranked hits over every trace (active and archive), summary and fact.
 
-    Every word must match; when no record has them all, records with any of them are shown (and
-    stderr says so). Each hit's id expands with `memcli get`. The search index
+    A question works: common words (what, did, the ...) are left out unless in "quotes", and
+    records holding more of the other words, close together, rank first. Identical texts are one
+    hit with a count. Each hit's id expands with `memcli get`. The search index
     (agents/AGENT/.search.sqlite) is a cache, caught up with the files on each search.
     """
     from memcli.filters import parse_time
     from memcli.search import search as run_search
 
+    if remote is not None:
+        from memcli.cli.remote import search_remote
+
+        return search_remote(ctx, remote, agent, query, all, limit, kind, since, until, out, _render_hits)
+    if all:
+        from memcli.cli.search_all import search_all
+
+        return search_all(ctx, agent, query, out=out, limit=limit, kind=kind, since=since, until=until)
+    if query is None:
+        from memcli.errors import UsageError
+
+        raise UsageError("Missing argument 'QUERY'.")
     result = run_search(_store(ctx, agent), query, limit=limit, kinds=kind,
-                        since=parse_time(since, "--since"), until=parse_time(until, "--until", end_of_day=True))
+                        since=parse_time(since, "--since"), until=parse_time(until, "--until", end_of_day=True),
+                        history=history, recent=recent, embed_model=embed_model, embed_api_base=embed_api_base)
     for note in result.notes:
         out.note(f"note: {note}")
     terms = ", ".join(t.text for t in result.query.terms)
@@ -96,7 +141,8 @@ def remember(
 
     done = run_remember(_store(ctx, agent), text, tags=tag or (), pin=pin, supersedes=supersedes)
     record = done.record
-    note = f"remembered {record['id']} in {agent!r}" + (" (pinned)" if "pinned" in record["tags"] else "")
+    note = (f"already remembered as {record['id']} in {agent!r}: nothing written" if done.existing else
+            f"remembered {record['id']} in {agent!r}") + (" (pinned)" if "pinned" in record["tags"] else "")
     if done.superseded:
         note += f", superseding {', '.join(done.superseded)}"
     if done.redacted:

@@ -32,6 +32,7 @@ moves to the newest position. ``sliding-window`` archives the window with no ite
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 import time
@@ -59,6 +60,7 @@ from memcli.models import EpisodicItem, RawTrace, SemanticItem, to_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
+from memcli.store.ledger import COMPACTION, run_places
 from memcli.store.lock import agent_lock, compaction_lock
 
 STRATEGIES = ("summarize", "sliding-window")
@@ -111,18 +113,15 @@ class CompactResult:
     facts_merged: int = 0
     summary: str | None = None
     facts: list = field(default_factory=list)
+    llm: dict | None = None          # a model's tokens and cost (the ledger's ``llm``; see memcli.store.ledger)
+    estimate: dict | None = None     # --dry-run / --max-cost with a model: what it would send and cost
     seconds: float = 0.0
     budget: BudgetStatus | None = None
     notes: list = field(default_factory=list)
 
     def what(self) -> str:
         """"4 turns", "2 turns and 120 steps", "120 steps" — what the window holds."""
-        parts = []
-        if self.whole_turns or not self.steps:
-            parts.append(f"{self.whole_turns} turn{'s' if self.whole_turns != 1 else ''}")
-        if self.steps:
-            parts.append(f"{self.steps} step{'s' if self.steps != 1 else ''}")
-        return " and ".join(parts)
+        return what_moved(self.whole_turns, self.steps)
 
     def describe(self) -> str:
         if self.never_worse or (not self.compacted and not self.dry_run):
@@ -146,6 +145,16 @@ class CompactResult:
             text += f"; {self.chunks} chunks"
         text += f"; {self.seconds:.2f}s"
         return text
+
+
+def what_moved(whole_turns: int, steps: int) -> str:
+    """"4 turns", "2 turns and 120 steps", "120 steps": what a compaction's window holds."""
+    parts = []
+    if whole_turns or not steps:
+        parts.append(f"{whole_turns} turn{'s' if whole_turns != 1 else ''}")
+    if steps:
+        parts.append(f"{steps} step{'s' if steps != 1 else ''}")
+    return " and ".join(parts)
 
 
 def _note(result: CompactResult, on_note: Callable[[str], None] | None, message: str) -> None:
@@ -385,12 +394,13 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
             policy: CompactionPolicy | None = None, if_needed: bool = False, force: bool = False,
             dry_run: bool = False, model: str | None = None, max_context_tokens: int | None = None,
             concurrency: int = 4, on_progress: Callable[[int, int], None] | None = None,
-            on_note: Callable[[str], None] | None = None) -> CompactResult:
+            on_note: Callable[[str], None] | None = None, max_cost: float | None = None) -> CompactResult:
     """Compact ``agent_id`` (module docstring). ``summarizer`` defaults to the offline one.
 
     Raises CompactionError (exit 1) when no valid summary could be had — nothing is written then
     but the circuit breaker's count — or when ``policy.target_tokens`` is below what must stay,
-    and AgentNotFoundError / UsageError as usual."""
+    and AgentNotFoundError / UsageError as usual. ``max_cost`` (USD): with a model, refuse
+    (CompactionError, before any request) when the estimate (:func:`_check_cost`) is above it."""
     started = time.monotonic()
     policy = policy or CompactionPolicy()
     if strategy not in STRATEGIES:
@@ -403,6 +413,8 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
         raise UsageError("--keep-steps must be 0 or more")
     if policy.target_tokens is not None and policy.target_tokens < 1:
         raise UsageError("--target-tokens must be 1 or more")
+    if max_cost is not None and not max_cost >= 0:
+        raise UsageError("--max-cost must be 0 or more (US dollars)")
     store = AgentStore(memory_dir, agent_id).require()
     if summarizer is None and strategy == "summarize":
         from memcli.compaction.offline import OfflineSummarizer
@@ -429,11 +441,14 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
                 result.seconds = time.monotonic() - started
                 return result
 
+    preflight = getattr(summarizer, "preflight", None) if strategy == "summarize" and not dry_run else None
+    if preflight is not None:  # a missing key or a closed --api-base, told before LiteLLM loads
+        preflight()
     lock = compaction_lock(store) if not dry_run else _no_lock()
     try:
         with lock, _cyclic_gc_paused():
             return _run(store, result, summarizer, strategy, policy, dry_run, model, concurrency,
-                        on_progress, on_note, started, early_plan)
+                        on_progress, on_note, started, early_plan, max_cost)
     except CompactionBusy as exc:
         if if_needed:
             result.reason = f"skipped: {exc}"
@@ -555,7 +570,7 @@ def _plan(store: AgentStore, result: CompactResult, policy: CompactionPolicy, mo
 
 
 def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, model, concurrency,
-         on_progress, on_note, started, planned: tuple | None = None) -> CompactResult:
+         on_progress, on_note, started, planned: tuple | None = None, max_cost: float | None = None) -> CompactResult:
     """The compaction, under the compaction lock. ``planned``: what :func:`_plan` gave before the
     lock was taken (``--if-needed``); used when the active file still holds it, else planned again."""
     explicit_target = policy.target_tokens
@@ -609,11 +624,18 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
     memory = MemoryContext(live_episodic, live_facts, summary_tokens=max(room, MIN_SUMMARY_TOKENS))
     window = _Collect(store, plan_, early)
     summary: Summary | None = None
+    spent_before = _spending(summarizer)
     if strategy == "summarize":
         is_offline = summarizer.context_tokens() is None
+        if not is_offline and (dry_run or max_cost is not None):
+            _check_cost(store, result, summarizer, window, memory, max_cost)
         if dry_run and not is_offline:
-            split = getattr(summarizer, "split", None)
-            result.chunks = len(split(list(window), memory)) if split else 1
+            from memcli.compaction.offline import OfflineSummarizer
+
+            # the preview: the offline digest of the window (what a model gets to condense)
+            result.summary = OfflineSummarizer(max_facts=policy.max_semantic_items).summarize(
+                window, memory).episodic_summary
+            result.chunks = result.estimate["requests"]
             result.tokens_after = without_memory + memory_before + EST_SUMMARY_TOKENS_PER_CHUNK * result.chunks
             result.tokens_after_estimated = True
             result.seconds = time.monotonic() - started
@@ -625,6 +647,9 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
                 with agent_lock(store.paths):
                     breaker.record_failure(store.paths, str(exc))
             raise
+        finally:
+            if spent_before is not None:
+                result.llm = summarizer.spent.since(spent_before, summarizer.name)
         result.summary = summary.episodic_summary
         result.facts = [f.fact for f in summary.semantic_facts]
     else:
@@ -686,6 +711,9 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
             last_id=plan_.last_id, archive_size=jsonl.file_size(paths.archive),
             episodic_size=jsonl.file_size(paths.episodic), semantic_size=jsonl.file_size(paths.semantic),
             episodic=[to_record(e) for e in episodic], semantic=[to_record(s) for s in semantic],
+            ledger=[ledger_record(result, plan_, compaction_id, episodic, semantic, predicted,
+                                  run_places(paths.active, plan_.runs, plan_.run_ids), jsonl.file_size(paths.archive))],
+            ledger_size=jsonl.file_size(paths.ledger),
         )
         commit(session, journal)
         breaker.record_success(paths, compaction_id)
@@ -721,3 +749,53 @@ def result_record(result: CompactResult) -> dict:
     if result.budget is not None:
         data["budget"] = dict(result.budget.__dict__)
     return orjson.loads(orjson.dumps(data))
+
+
+# --------------------------------------------------------------------------- ledger and cost
+
+def _spending(summarizer):
+    """A copy of what a model summarizer has spent so far (None for the offline one)."""
+    spent = getattr(summarizer, "spent", None)
+    return None if spent is None else copy.copy(spent)
+
+
+def ledger_record(result: CompactResult, plan_: WindowPlan, compaction_id: str, episodic: list, semantic: list,
+                  tokens_after: int, runs: list, archive_offset: int) -> dict:
+    """The compaction's ledger record (memcli.store.ledger), written by its journaled commit."""
+    record = {
+        "kind": COMPACTION, "id": compaction_id, "ts": time.time(), "strategy": result.strategy,
+        "summarizer": result.summarizer, "turn_range": result.turn_range, "turns": result.turns,
+        "whole_turns": result.whole_turns, "steps": result.steps, "traces": plan_.moved,
+        "first_id": plan_.first_id, "last_id": plan_.last_id,
+        "tokens_before": plan_.tokens_before, "tokens_after": tokens_after,
+        "items": {"episodic": [e.id for e in episodic], "semantic": [f.id for f in semantic]},
+        "superseded": {"episodic": [i for e in episodic for i in e.supersedes],
+                       "semantic": [i for f in semantic for i in f.supersedes]},
+        "place": {"archive_offset": archive_offset, "runs": runs},
+    }
+    if result.llm is not None:
+        record["llm"] = result.llm
+    return record
+
+
+def _check_cost(store: AgentStore, result: CompactResult, summarizer, window, memory: MemoryContext,
+                max_cost: float | None) -> None:
+    """The model's estimate for the window (``result.estimate``); with ``max_cost``, refuse before
+    the first request when the estimate is above it, or when LiteLLM has no price for the model."""
+    estimate = summarizer.estimate(list(window), memory)
+    result.estimate = estimate
+    if max_cost is None or result.dry_run:
+        return
+    cost = estimate["cost_usd"]
+    what = (f"{estimate['requests']} request{'s' if estimate['requests'] != 1 else ''}, "
+            f"{estimate['input_tokens']:,} input tokens and up to {estimate['max_output_tokens']:,} output tokens")
+    if cost is None:
+        raise CompactionError(
+            f"--max-cost {max_cost:g}: LiteLLM has no price for {summarizer.name}, so the cost of {what} cannot be "
+            f"bounded; nothing was sent or written",
+            hint="leave out --max-cost to compact with this model anyway, or use a model LiteLLM prices")
+    if cost > max_cost:
+        raise CompactionError(
+            f"--max-cost {max_cost:g}: compacting {store.agent_id!r} with {summarizer.name} would cost up to "
+            f"${cost:.4f} ({what}); nothing was sent or written",
+            hint="raise --max-cost, compact less (--tail-turns, --target-tokens), or use the offline summarizer")

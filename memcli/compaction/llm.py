@@ -1,5 +1,12 @@
 """The LiteLLM summarizer: any LiteLLM model string (``--model``), ``--api-base``, keys from the
-provider's usual environment variables (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...).
+provider's usual environment variables (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...), or from
+``--api-key KEY`` / ``--api-key-env NAME``.
+
+**Before LiteLLM is imported** (~3 s), :meth:`LiteLLMSummarizer.preflight` reports what needs no
+request to tell: for a provider named in the model (``openai/…``, ``anthropic/…``, see
+:data:`PROVIDER_KEYS`) with no key given or set, "no API key: set X"; an ``--api-base`` whose
+host refuses the connection (or does not resolve), "cannot connect". A server on this machine
+(``localhost``, ``127.x``, ``::1``) needs no key: an OpenAI-compatible one is sent a placeholder.
 
 One request per chunk: a system message with the rules and the JSON schema
 ``{episodic_summary, semantic_facts[{fact, tags, confidence, supersedes}]}``, and a user message
@@ -54,7 +61,7 @@ from memcli.compaction.summarizer import (
     validate_summary,
 )
 from memcli.errors import CompactionError, UsageError
-from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, model_info
+from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, import_litellm, model_info
 
 MAX_OUTPUT_TOKENS = 4_096
 PROMPT_MARGIN = 512
@@ -80,23 +87,10 @@ Rules:
 """
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(\{.*?\})\s*```", re.DOTALL)
-_litellm_lock = threading.Lock()
-_litellm = None
 
 
 def _import_litellm():
-    global _litellm
-    with _litellm_lock:
-        if _litellm is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            try:
-                import litellm
-            except ImportError as exc:  # pragma: no cover - litellm is a dependency
-                raise UsageError(f"--model needs LiteLLM, which cannot be imported ({exc})") from None
-            litellm.suppress_debug_info = True
-            litellm.telemetry = False
-            _litellm = litellm
-    return _litellm
+    return import_litellm()
 
 
 def extract_json(text: str | None):
@@ -159,12 +153,36 @@ def render_turn(turn: Turn, field_limit: int | None = None) -> str:
     return "\n".join(lines)
 
 
+# provider (the model's prefix) -> the environment variables LiteLLM reads its key from
+PROVIDER_KEYS = {
+    "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "gemini": ("GEMINI_API_KEY",), "mistral": ("MISTRAL_API_KEY",), "groq": ("GROQ_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",), "openrouter": ("OPENROUTER_API_KEY",), "xai": ("XAI_API_KEY",),
+}
+LOCAL_KEY = "memcli-local-server"  # what an OpenAI-compatible server on this machine is sent as the key
+PREFLIGHT_TIMEOUT = 3.0
+
+
+def _is_local(host: str | None) -> bool:
+    return bool(host) and (host == "localhost" or host.startswith("127.") or host in ("::1", "[::1]"))
+
+
 class LiteLLMSummarizer:
     def __init__(self, model: str, *, api_base: str | None = None, timeout: float = 120.0, retries: int = 2,
                  max_context_tokens: int | None = None, json_mode: bool | None = None,
-                 temperature: float | None = 0.0, backoff: float | None = None):
+                 temperature: float | None = 0.0, backoff: float | None = None, api_key: str | None = None,
+                 api_key_env: str | None = None):
         if not model or not model.strip():
             raise UsageError("--model must name a LiteLLM model, e.g. openai/gpt-4o-mini")
+        if api_key is not None and api_key_env is not None:
+            raise UsageError("--api-key and --api-key-env cannot be used together")
+        if api_key_env is not None:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set")
+        if api_key is not None and not api_key.strip():
+            raise UsageError("--api-key is empty")
+        self.api_key = api_key
         if retries < 0:
             raise UsageError("--retries must be 0 or more")
         if timeout <= 0:
@@ -181,7 +199,47 @@ class LiteLLMSummarizer:
         self.backoff = backoff if backoff is not None else float(env_backoff) if env_backoff else 1.0
         self.counter = TokenCounter(model)
         self.requests = 0                   # every request sent (for reports and tests)
+        self.spent = Spending()             # what the answers' usage reports, all attempts counted
         self._count_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ before any request
+    def preflight(self) -> None:
+        """Raise CompactionError for what needs no request to tell (module docstring); the
+        provider's own answer decides everything else."""
+        from urllib.parse import urlsplit
+
+        host = port = None
+        if self.api_base:
+            try:
+                parts = urlsplit(self.api_base if "//" in self.api_base else f"http://{self.api_base}")
+                host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+            except ValueError:
+                host = None
+        provider = self.model.split("/", 1)[0] if "/" in self.model else None
+        keys = PROVIDER_KEYS.get(provider or "")
+        if keys and self.api_key is None and not any(os.environ.get(k) for k in keys):
+            if _is_local(host) and provider == "openai":
+                self.api_key = LOCAL_KEY
+            else:
+                raise CompactionError(
+                    f"{self.model}: no API key: set {keys[0]}; nothing was written",
+                    hint=f"export {keys[0]}=... (or pass --api-key-env NAME) before `memcli compact`, or leave out "
+                         "--model for the offline summarizer")
+        if host:
+            import socket
+
+            try:
+                socket.create_connection((host, port), timeout=min(PREFLIGHT_TIMEOUT, self.timeout)).close()
+            except ConnectionRefusedError:
+                raise CompactionError(f"{self.model}: cannot connect to {self.api_base} (connection refused); "
+                                      "nothing was written",
+                                      hint=f"is the server at {self.api_base} running? --api-base sets where "
+                                           "requests go") from None
+            except socket.gaierror:
+                raise CompactionError(f"{self.model}: cannot connect to {self.api_base} (no such host {host!r}); "
+                                      "nothing was written", hint="check --api-base") from None
+            except OSError:
+                pass  # slow or filtered: the request itself will tell
 
     # ------------------------------------------------------------------ sizes
     def context_tokens(self) -> int:
@@ -276,6 +334,8 @@ class LiteLLMSummarizer:
         kwargs = dict(model=self.model, messages=messages, timeout=self.timeout, num_retries=0, max_retries=0)
         if self.api_base:
             kwargs["api_base"] = self.api_base
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if json_mode:
@@ -283,6 +343,7 @@ class LiteLLMSummarizer:
         with self._count_lock:
             self.requests += 1
         response = litellm.completion(**kwargs)
+        self._account(litellm, response)
         choice = response.choices[0]
         message = choice.message
         content = getattr(message, "content", None)
@@ -291,6 +352,37 @@ class LiteLLMSummarizer:
             if calls:
                 content = calls[0].function.arguments
         return content
+
+    def _account(self, litellm, response) -> None:
+        """Add a response's reported usage, and its cost by LiteLLM's price map, to ``spent``."""
+        usage = getattr(response, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost = self.price(litellm, prompt, completion)
+        with self._count_lock:
+            self.spent.add(prompt, completion, cost)
+
+    def price(self, litellm, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """The cost in USD of so many tokens by LiteLLM's model map; None when it has no price."""
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=self.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+            return float(prompt_cost) + float(completion_cost)
+        except Exception:
+            return None
+
+    def estimate(self, turns: list[Turn], memory: MemoryContext | None = None) -> dict:
+        """What summarizing ``turns`` would send, before sending it: the requests (one per chunk),
+        their input tokens counted exactly, the output tokens at most (the answer's reserve per
+        request), and the cost of both by LiteLLM's price map (None when it has no price)."""
+        memory = memory or MemoryContext()
+        chunks = self.split(list(turns), memory) if turns else []
+        input_tokens = sum(self.counter.count("\n".join(m["content"] for m in self.messages(chunk, memory)))
+                           for chunk in chunks)
+        output_tokens = self.output_tokens() * len(chunks)
+        cost = self.price(_import_litellm(), input_tokens, output_tokens) if chunks else 0.0
+        return {"model": self.model, "requests": len(chunks), "input_tokens": input_tokens,
+                "max_output_tokens": output_tokens, "cost_usd": cost}
 
     def summarize(self, turns: list[Turn], memory: MemoryContext | None = None) -> Summary:
         memory = memory or MemoryContext()
@@ -329,6 +421,35 @@ class LiteLLMSummarizer:
             f"({shown}); nothing was written",
             hint="; ".join(hints + ["the offline summarizer (no --model) needs no model"]),
         )
+
+
+@dataclass
+class Spending:
+    """Tokens and cost the answers reported (:meth:`LiteLLMSummarizer._account`): ``cost_usd``
+    adds the answers LiteLLM could price; ``unpriced`` counts those it could not."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced: int = 0
+
+    def add(self, input_tokens: int, output_tokens: int, cost: float | None) -> None:
+        self.requests += 1
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        if cost is None:
+            self.unpriced += 1
+        else:
+            self.cost_usd += cost
+
+    def since(self, before: "Spending", model: str) -> dict:
+        """The ledger's ``llm`` object for what was spent after ``before`` (memcli.store.ledger)."""
+        unpriced = self.unpriced - before.unpriced
+        return {"model": model, "requests": self.requests - before.requests,
+                "input_tokens": self.input_tokens - before.input_tokens,
+                "output_tokens": self.output_tokens - before.output_tokens,
+                "cost_usd": None if unpriced else round(self.cost_usd - before.cost_usd, 10)}
 
 
 @dataclass
@@ -424,8 +545,8 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
     if _MISSING_KEY.search(text):
         keys = " or ".join(_key_names(exc, summarizer, litellm))
         return ModelFailure(f"no API key: set {keys}", retry=False,
-                            hint=f"export {keys.split(' or ')[0]}=... before `memcli compact`, or leave out --model "
-                                 "for the offline summarizer")
+                            hint=f"export {keys.split(' or ')[0]}=... (or pass --api-key-env NAME) before "
+                                 "`memcli compact`, or leave out --model for the offline summarizer")
     if isinstance(exc, (exceptions.AuthenticationError, exceptions.PermissionDeniedError)) or status in (401, 403):
         keys = " or ".join(_key_names(exc, summarizer, litellm))
         return ModelFailure(f"the provider refused the API key (HTTP {status or 401}): {_provider_text(exc)}",

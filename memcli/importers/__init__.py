@@ -51,6 +51,8 @@ REGISTRY: tuple[Format, ...] = (
            _keys("type role content call_id arguments output input instructions summary encrypted_content")),
     Format("gemini", "gemini", "Gemini contents (API, Gemini CLI or Google ADK)",
            _keys("contents parts role system_instruction systemInstruction events author sessionId messages")),
+    Format("gemini-cli", "gemini_cli", "a Gemini CLI session (JSONL replay log)",
+           _keys("sessionId projectHash startTime lastUpdated $set $rewindTo id type content toolCalls thoughts")),
     Format("openhands", "openhands", "an OpenHands trajectory",
            _keys("id source action args observation cause extras tool_call_metadata message history instance_id")),
     Format("inspect", "inspect", "an inspect_ai eval log",

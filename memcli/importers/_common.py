@@ -377,6 +377,17 @@ class CallNames:
 
         self._names.setdefault(call_id, deque()).append(name)
 
+    def to_json(self) -> list:
+        return [[call_id, list(names)] for call_id, names in self._names.items()]
+
+    @classmethod
+    def from_json(cls, value) -> "CallNames":
+        out = cls()
+        for call_id, names in value if isinstance(value, list) else ():
+            for name in names:
+                out.add(call_id, name)
+        return out
+
     def take(self, call_id):
         queue = self._names.get(call_id)
         if not queue:

@@ -6,8 +6,12 @@ message in ``message`` and are mapped block by block as ``--from anthropic`` doe
 (:mod:`memcli.importers.anthropic`). Everything else — ``summary``, ``system`` (hook summaries,
 compact boundaries, the SDK's ``init``), ``file-history-snapshot``, ``progress``,
 ``queue-operation``, the SDK's ``result``, and the session metadata lines of Claude Code 2.x
-(``mode``, ``permission-mode``, ``attachment``, ``last-prompt``, ``custom-title``) — is not
-conversation and is passed over. Lines that
+(``mode``, ``permission-mode``, ``attachment``, ``last-prompt``, ``custom-title``, ``ai-title``,
+``agent-name``, ``pr-link``, ``bridge-session``, ``teleported-from``) — is not conversation and is
+passed over, uncounted. The titles (``customTitle``, ``aiTitle``; the user's own wins) and linked
+pull requests (``prUrl``, each once) are kept as session metadata (``result.meta``: ``title``,
+``custom_title``, ``ai_title``, ``agent_name``, ``pr_links``) that ``memcli sync`` stores with
+the agent. Lines that
 are not objects, have no ``type`` or a type the importer does not know are skipped and counted;
 so are messages without content. Only while no Claude Code line has been seen yet is such a line
 an error (then the file is not a Claude Code transcript).
@@ -62,7 +66,12 @@ _NOT_CONVERSATION = frozenset({
     "summary", "system", "file-history-snapshot", "progress", "queue-operation", "result", "stream_event",
     # session metadata of Claude Code 2.x: permission mode, hook attachments, titles, last prompt
     "mode", "permission-mode", "attachment", "last-prompt", "custom-title", "summary-title", "agent-name",
+    # session-state rows: titles, linked pull requests, remote-control bridge, teleport, worktree
+    "ai-title", "pr-link", "bridge-session", "teleported-from", "worktree-state",
 })
+# session-state rows whose value is kept as session metadata (result.meta): row type -> (field, meta key)
+_META_ROWS = {"custom-title": ("customTitle", "custom_title"), "ai-title": ("aiTitle", "ai_title"),
+              "agent-name": ("agentName", "agent_name")}
 _KNOWN_KEYS = frozenset({"uuid", "sessionId", "session_id", "message", "parentUuid", "leafUuid",
                          "isSidechain", "messageId", "snapshot", "subtype", "permissionMode", "mode"})
 # user lines Claude Code writes itself: context, not a user ask
@@ -105,23 +114,72 @@ class ClaudeCodeImporter:
         return 60 if good * 2 > len(objects) else 0
 
     def events(self, values, result):
-        skipped = result.skipped
-        clock = Clock(skipped)
+        return _Reader(result).events(values)
+
+    def resume(self, result, carry: dict | None):
+        """A reader that goes on from ``carry`` (a :meth:`_Reader.checkpoint`), for ``memcli sync``."""
+        return _Reader(result, carry, hold_tail=False)
+
+
+# message ids whose usage was placed, kept in a checkpoint (a message's lines are written together)
+_CARRY_MESSAGES = 64
+
+
+class _Reader:
+    """One pass over a session's lines; :meth:`checkpoint` is the state needed to go on later
+    from the line last read (the ids are the lines' own ``uuid``, so little is needed)."""
+
+    def __init__(self, result, carry: dict | None = None, *, hold_tail: bool = True):
+        self.result = result
+        self.hold_tail = hold_tail
+        self.clock = Clock(result.skipped)
+        self.chain = KeyChain()
+        self.seen_messages: dict[str, None] = {}
+        self.recognized = False
+        self.boundary = None   # the compact_boundary's metadata, for the summary line after it
+        if carry:
+            self.recognized = bool(carry.get("recognized"))
+            self.clock.last = carry.get("ts")
+            self.chain.key = carry.get("chain") or ""
+            self.seen_messages = dict.fromkeys(carry.get("messages") or ())
+            self.boundary = carry.get("boundary")
+
+    def checkpoint(self) -> dict:
+        return {"recognized": self.recognized, "ts": self.clock.last, "chain": self.chain.key,
+                "messages": list(self.seen_messages)[-_CARRY_MESSAGES:], "boundary": self.boundary}
+
+    def _metadata(self, kind: str, value: dict) -> None:
+        """Titles (the last of each kind wins) and linked pull requests (each once, in order)."""
+        meta = self.result.meta
+        if kind == "pr-link":
+            url = _str(value.get("prUrl"))
+            if url and url not in meta.setdefault("pr_links", []):
+                meta["pr_links"].append(url)
+            return
+        field, key = _META_ROWS[kind]
+        title = _str(value.get(field))
+        if title:
+            meta[key] = title
+        meta_title = meta.get("custom_title") or meta.get("ai_title")
+        if meta_title:
+            meta["title"] = meta_title
+
+    def events(self, values):
+        skipped = self.result.skipped
+        clock = self.clock
         mapper = BlockMapper(skipped)
-        chain = KeyChain()
+        chain = self.chain
         unique = UniqueKeys()
-        seen_messages: set[str] = set()
-        recognized = False
-        boundary = None   # the compact_boundary's metadata, for the summary line after it
-        for line, value in hold_torn_tail(values, skipped):
+        seen_messages = self.seen_messages
+        for line, value in hold_torn_tail(values, skipped) if self.hold_tail else values:
             if isinstance(value, Exception):
                 yield line, value
                 continue
             kind = value.get("type") if isinstance(value, dict) else None
-            if not recognized and (not isinstance(kind, str) or "payload" in value):
+            if not self.recognized and (not isinstance(kind, str) or "payload" in value):
                 # the input does not start like a Claude Code session: one error, not one per line
                 yield line, not_format(line, 'a Claude Code session line (an object with "type" and "message")',
-                                       value, guess_from=self.name)
+                                       value, guess_from=ClaudeCodeImporter.name)
                 return
             if not isinstance(kind, str):
                 if isinstance(value, dict):
@@ -131,12 +189,14 @@ class ClaudeCodeImporter:
                 continue
             if kind not in _CONVERSATION:
                 if kind == "system" and value.get("subtype") == "compact_boundary":
-                    boundary = harness_compaction(self.name, value.get("compactMetadata"))
-                if kind not in _NOT_CONVERSATION:
+                    self.boundary = harness_compaction(ClaudeCodeImporter.name, value.get("compactMetadata"))
+                if kind in _META_ROWS or kind == "pr-link":
+                    self._metadata(kind, value)
+                elif kind not in _NOT_CONVERSATION:
                     skipped[f"{kind[:40]!r} lines"] += 1
-                recognized = True
+                self.recognized = True
                 continue
-            recognized = True
+            self.recognized = True
             message = value.get("message")
             if not isinstance(message, dict):
                 skipped[f"{kind} lines without a message object"] += 1
@@ -172,8 +232,8 @@ class ClaudeCodeImporter:
                     usage = anthropic_usage(message.get("usage"))
             elif value.get("isCompactSummary") is True:
                 user_tags.append(TAG_COMPACT_SUMMARY)
-                common["harness_compaction"] = boundary or harness_compaction(self.name, None)
-                boundary = None
+                common["harness_compaction"] = self.boundary or harness_compaction(ClaudeCodeImporter.name, None)
+                self.boundary = None
             elif value.get("isMeta") is True or _first_text(content).startswith(_HARNESS_PREFIXES):
                 user_tags.append(TAG_CONTEXT)
             if tags:
@@ -182,7 +242,7 @@ class ClaudeCodeImporter:
             if not events:
                 skipped[f"empty {kind} messages"] += 1
             elif usage is not None and message_id is not None:
-                seen_messages.add(message_id)  # the usage is placed: not again on its later lines
+                seen_messages[message_id] = None  # the usage is placed: not again on its later lines
             for event in events:
                 yield line, event
 

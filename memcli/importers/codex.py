@@ -32,6 +32,16 @@ with Codex's injected-context markers are context whatever follows. A user messa
 end of the input whose event is not written yet is held back (counted) — the next import of the
 grown file places it correctly.
 
+Newer rollouts: ``token_usage_record`` (the usage of one response) closes the response as
+``token_count`` does, and from the first one on the ``token_count`` events (cumulative copies)
+are not used; ``inter_agent_communication`` (a message between Codex agents) becomes a ``user``
+trace tagged ``context`` and ``inter_agent`` (``name`` = its author); ``world_state``,
+``inter_agent_communication_metadata``, ``security_risk_score``, ``retained_context``,
+``realtime_item``, ``rollout_reference`` are harness state, passed over and counted; a
+``compacted`` item keeps its ``replacement_history`` (the items Codex carried on with) on its
+``compact_summary`` trace. ``memcli sync`` reads a grown rollout on from where it stopped
+(``resume``/``checkpoint``: the hash chain's key and what the reader holds).
+
 Usage: ``event_msg`` ``token_count`` closes the model's response: its ``last_token_usage`` goes
 on the first assistant trace of that response as ``usage`` (``prompt_tokens`` = its
 ``input_tokens``, which include the cached ones; ``completion_tokens`` = ``output_tokens``, which
@@ -68,8 +78,13 @@ from memcli.importers._common import (
 )
 from memcli.models import TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_DEVELOPER, TAG_REASONING, TAG_SYSTEM
 
-LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-_SILENT_LINES = frozenset({"turn_context", "world_state", "inter_agent_communication_metadata"})
+LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted",
+                        "token_usage_record", "inter_agent_communication"})
+# harness state with nothing for memory: passed over, each counted by its type
+_PASSED_LINES = frozenset({"world_state", "inter_agent_communication_metadata", "security_risk_score",
+                           "retained_context", "realtime_item", "rollout_reference"})
+_SILENT_LINES = frozenset({"turn_context"}) | _PASSED_LINES
+TAG_INTER_AGENT = "inter_agent"
 ITEM_TYPES = frozenset({
     "message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
     "custom_tool_call_output", "local_shell_call", "web_search_call", "tool_search_call",
@@ -86,6 +101,7 @@ CONTEXT_PREFIXES = (
 )
 _CONTEXT_KINDS = frozenset({"user_instructions", "environment_context"})
 HELD_BACK = "messages held back until Codex writes the user_message event (imported next time)"
+HELD_STEP = "model output held back until Codex writes its token usage (imported next time)"
 
 
 def _legacy_item(value: dict) -> bool:
@@ -115,6 +131,7 @@ class _Rollout:
         self.recognized = False
         self.system_prompts: set[str] = set()
         self.failed = False  # the input does not start like a rollout: one error is enough
+        self.usage_records = False  # token_usage_record lines seen: they, not token_count, give usage
 
     # ------------------------------------------------------------------ helpers
     def _key(self, item) -> str:
@@ -229,6 +246,8 @@ class _Rollout:
         elif not self.recognized and isinstance(value.get("id"), str) and "instructions" in value:
             kind, payload, ts_raw, wrapped = "session_meta", value, value.get("timestamp"), False
         elif self.recognized and (value.get("record_type") == "state" or kind in _SILENT_LINES):
+            if kind in _PASSED_LINES:
+                self.skipped[f"{kind} lines (harness state, passed over)"] += 1
             return
         elif not self.recognized:
             yield line, not_format(line, "a Codex rollout line (an object with \"type\" and \"payload\")", value,
@@ -261,14 +280,60 @@ class _Rollout:
             yield from self._resolve_held()
             yield from self._close_step()
             text = payload.get("message")
-            if isinstance(text, str) and text.strip():
-                event = {"id": f"cx-{key}-0", "trace_type": "user", "content": text, "tags": [TAG_COMPACT_SUMMARY],
-                         "harness_compaction": harness_compaction("codex", None)}
+            replacement = payload.get("replacement_history")
+            replacement = replacement if isinstance(replacement, list) and replacement else None
+            if (isinstance(text, str) and text.strip()) or replacement:
+                event = {"id": f"cx-{key}-0", "trace_type": "user", "content": text if isinstance(text, str) else "",
+                         "tags": [TAG_COMPACT_SUMMARY], "harness_compaction": harness_compaction("codex", None)}
+                set_fields(event, replacement_history=replacement)
                 yield line, self._common(event, ts)
             else:
                 self.skipped["compactions without a summary text"] += 1
+        elif kind == "token_usage_record":
+            # the usage of one model response (newer rollouts); token_count events are then copies
+            self.usage_records = True
+            usage = payload.get("usage")
+            if self.step and isinstance(usage, dict):
+                yield from self._close_step(openai_usage(usage))
+        elif kind == "inter_agent_communication":
+            yield from self._inter_agent(line, payload, ts_raw)
+        elif kind in _PASSED_LINES:
+            self.skipped[f"{kind} lines (harness state, passed over)"] += 1
         elif kind not in _SILENT_LINES:
             self.skipped[f"{kind[:40]!r} lines"] += 1
+
+    def _inter_agent(self, line, payload, ts_raw):
+        """A message between Codex agents (a spawned agent's task, a follow-up): model input that
+        is not the user's ask — a ``user`` trace tagged ``context`` and ``inter_agent``."""
+        key = self._key(payload)
+        ts = self.clock.read(ts_raw)
+        content = payload.get("content")
+        text = content if isinstance(content, str) else self._content(content)[0]
+        yield from self._close_step()
+        event = {"id": f"cx-{key}-0", "trace_type": "user", "content": text, "tags": [TAG_CONTEXT, TAG_INTER_AGENT]}
+        set_fields(event, name=string(payload.get("author")), recipient=string(payload.get("recipient")))
+        yield from self._in_order((line, self._common(event, ts)))
+
+    # ------------------------------------------------------------------ resuming (memcli sync)
+    def checkpoint(self) -> dict | None:
+        """The state to go on from after the last line read, or None while something is held
+        (a user message awaiting its event, model output awaiting its usage)."""
+        if self.held_user is not None or self.held_event is not None or self.after_held or self.step or self.failed:
+            return None
+        return {"chain": self.chain.key if self.chain is not None else None, "session": self.session_id,
+                "model": self.model, "ts": self.clock.last, "recognized": self.recognized,
+                "system": sorted(self.system_prompts), "usage_records": self.usage_records,
+                "calls": self.call_names.to_json()}
+
+    def restore(self, carry: dict) -> None:
+        if carry.get("chain") is not None:
+            self.chain = KeyChain(carry["chain"])
+        self.session_id, self.model = carry.get("session"), carry.get("model")
+        self.clock.last = carry.get("ts")
+        self.recognized = bool(carry.get("recognized"))
+        self.system_prompts = set(carry.get("system") or ())
+        self.usage_records = bool(carry.get("usage_records"))
+        self.call_names = CallNames.from_json(carry.get("calls"))
 
     def _session_meta(self, line, payload, ts_raw):
         session_id = payload.get("id") if isinstance(payload.get("id"), str) and payload["id"] else None
@@ -305,7 +370,7 @@ class _Rollout:
                     self.held_event = None
                     yield from self._release()
                 self.held_event = (line, key, ts, payload)
-        elif kind == "token_count":
+        elif kind == "token_count" and not self.usage_records:
             info = payload.get("info")
             last = info.get("last_token_usage") if isinstance(info, dict) else None
             if self.step and isinstance(last, dict):
@@ -435,7 +500,13 @@ class _Rollout:
             return text, media, False
         return raw, media, False
 
-    def finish(self):
+    def finish(self, final: bool = True):
+        """End of the input. Not ``final`` (``memcli sync`` of a rollout still being written):
+        model output still waiting for its usage is left for the next read, which goes on from
+        the last checkpoint, before it."""
+        if not final and self.step:
+            self.skipped[HELD_STEP] += 1
+            return
         yield from self._close_step()
         if self.held_user is not None or self.held_event is not None:
             # the next import of the grown file places them; emitting them now could misplace them
@@ -460,15 +531,35 @@ class CodexImporter:
         return 0
 
     def events(self, values, result):
-        rollout = _Rollout(result)
-        for line, value in hold_torn_tail(values, result.skipped):
+        return _Reader(result).events(values)
+
+    def resume(self, result, carry: dict | None):
+        """A reader that goes on from ``carry`` (a checkpoint), for ``memcli sync``."""
+        return _Reader(result, carry, hold_tail=False)
+
+
+class _Reader:
+    def __init__(self, result, carry: dict | None = None, *, hold_tail: bool = True):
+        self.result = result
+        self.rollout = _Rollout(result)
+        self.hold_tail = hold_tail
+        self.final = True  # memcli sync: False while the rollout may still be written (see finish)
+        if carry:
+            self.rollout.restore(carry)
+
+    def checkpoint(self) -> dict | None:
+        return self.rollout.checkpoint()
+
+    def events(self, values):
+        rollout = self.rollout
+        for line, value in hold_torn_tail(values, self.result.skipped) if self.hold_tail else values:
             if isinstance(value, Exception):
                 yield line, value
                 continue
             yield from rollout.line(line, value)
             if rollout.failed:
                 return
-        yield from rollout.finish()
+        yield from rollout.finish(self.final)
 
 
 IMPORTER = CodexImporter()

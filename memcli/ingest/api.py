@@ -48,7 +48,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
         events = importer.events(values, result)
         ingest_live(store, events, live.set_idle_callback, skip_invalid=skip_invalid,
                     redactor=redactor, source_event=importer.source_event, result=result, divert=divert)
-        require_a_valid_event(result)
+        require_a_valid_event(result, memory)
         _restore_memory(store, memory, result)
         return result
     f, name = open_input(file, stdin)
@@ -63,7 +63,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
             events = importer.events(values, result)
             ingest_events(store, events, skip_invalid=skip_invalid, redactor=redactor,
                           source_event=importer.source_event, result=result, divert=divert)
-            require_a_valid_event(result)
+            require_a_valid_event(result, memory)
         except InputError as exc:
             exc.hint = exc.hint or "nothing was written"
             raise

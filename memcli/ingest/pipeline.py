@@ -70,6 +70,7 @@ class IngestResult:
         self.redacted_kinds: Counter = Counter()  # secrets replaced, by kind
         self.errors: list = []     # first InputErrors (kept or reported)
         self.notes: list = []      # repairs and recoveries done on the way
+        self.meta: dict = {}       # importer: what the harness says about the session (title, PR links)
 
     def summary(self) -> str:
         calls = self.trace_types.get("tool_call", 0)
@@ -319,9 +320,13 @@ def ingest_events(store: AgentStore, items: Iterable[EventItem], *, skip_invalid
     return result
 
 
-def require_a_valid_event(result: IngestResult) -> None:
+def require_a_valid_event(result: IngestResult, memory: list | tuple = ()) -> None:
     """``--skip-invalid`` over an input in which no event is valid is a failure (exit 1), not
-    "ingested 0 events": the input is not what the user thinks it is."""
+    "ingested 0 events": the input is not what the user thinks it is. Nor is an input with no
+    event at all (empty, or nothing the importer reads), unless it holds ``memory`` records (an
+    export of memory alone)."""
+    if result.events == 0 and not memory:
+        raise InputError(f"no events in the input (format {result.format})", hint="nothing was written")
     if result.invalid and result.events <= result.invalid:
         first = result.errors[0] if result.errors else None
         raise InputError(f"no valid event in the input: {result.invalid} invalid"

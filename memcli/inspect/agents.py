@@ -11,6 +11,10 @@ it is missing or out of step) and file sizes; nothing is scanned when the cache 
   ``ts`` among the active traces and the last records of the archive and the memory files
 * ``problem`` — set (and the other counts None) when the agent cannot be read, e.g. a corrupt
   line: the listing goes on with the other agents.
+* ``title`` — the harness's title of the session the agent came from (``memcli sync``), else its
+  first user ask (the first of the first :data:`TITLE_SCAN` traces, archive first), clipped;
+* ``source`` / ``source_path`` — the harness and the session file of a synced agent
+  (``agents/<agent>/.source.json``), else None.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ class AgentSummary:
     bytes: int
     last_activity: float | None
     problem: str | None
+    title: str | None
+    source: str | None
+    source_path: str | None
 
 
 def count_lines(path: Path) -> int:
@@ -73,18 +80,45 @@ def last_activity(store: AgentStore, state=None) -> float | None:
     return max(known) if known else None
 
 
+TITLE_SCAN = 200
+TITLE_CHARS = 100
+
+
+def first_ask(store: AgentStore) -> str | None:
+    """The agent's first user ask (context, system prompts and sidechains are not asks)."""
+    from memcli.models import NON_OPENING_TAGS
+
+    seen = 0
+    for path in (store.paths.archive, store.paths.active):
+        for _, _, record in jsonl.iter_records(path):
+            seen += 1
+            if seen > TITLE_SCAN:
+                return None
+            content = record.get("content")
+            if (record.get("trace_type") == "user" and isinstance(content, str) and content.strip()
+                    and NON_OPENING_TAGS.isdisjoint(record.get("tags") or ())):
+                return " ".join(content.split())[:TITLE_CHARS]
+    return None
+
+
 def summarize_agent(store: AgentStore) -> AgentSummary:
+    from memcli.store.sync_state import read_source_meta
+
     paths = store.paths
     size = sum(jsonl.file_size(paths.dir / name) for name in DATA_FILES)
+    meta = read_source_meta(paths) or {}
+    where = {"source": meta.get("source"), "source_path": meta.get("source_path")}
     try:
         state = store.read_state()
         return AgentSummary(
             agent=store.agent_id, active=state.active_count, archive=state.archive_count,
             turns=state.turn_counter, episodic=count_lines(paths.episodic), semantic=count_lines(paths.semantic),
             bytes=size, last_activity=last_activity(store, state), problem=None,
+            title=meta.get("title") or first_ask(store), **where,
         )
     except MemcliError as exc:
-        return AgentSummary(store.agent_id, None, None, None, None, None, size, None, exc.message)
+        return AgentSummary(store.agent_id, None, None, None, None, None, size, None, exc.message,
+                            title=meta.get("title"), **where)
 
 
 def iter_agents(memory_dir: str | os.PathLike) -> Iterator[AgentSummary]:

@@ -7,6 +7,11 @@ An id that is no record's id is tried as a ``tool_call_id`` (:func:`find_tool_ca
 and its result, paired as ``memcli tools`` pairs them (first-in-first-out per id), from the
 archive and the active file. Transcripts reuse call ids, so one id can name several
 interactions: every one is returned, and ``ambiguous`` says so.
+
+**Prefixes, as git takes them.** An id that is neither is tried as the start of one: a record
+id (then a tool_call_id) that only one record starts with is expanded and found; one that
+several start with is a usage error (exit 2) listing them (:data:`MAX_CANDIDATES` at most). A
+trailing ``…`` (as tables shorten ids) is ignored.
 """
 
 from __future__ import annotations
@@ -32,9 +37,45 @@ class FoundRecord:
                     # file's ``content`` as that change left it)
 
 
+MAX_CANDIDATES = 10
+
+
+def _expand(store: AgentStore, prefix: str, key: str) -> str | None:
+    """The one ``key`` value (``id`` or ``tool_call_id``) of the agent's records that starts with
+    ``prefix``; None when none does; UsageError naming the candidates when several do."""
+    from memcli.errors import UsageError
+    from memcli.store import jsonl
+
+    prefix = prefix.rstrip("…")
+    if not prefix:
+        return None
+    paths = store.paths
+    files = [paths.archive, paths.active] if key == "tool_call_id" else \
+        [paths.active, paths.archive, paths.episodic, paths.semantic, paths.memory_files]
+    needle = b'"' + prefix.encode("utf-8", "surrogatepass")
+    found: dict[str, None] = {}
+    for path in files:
+        for offset, line in jsonl.iter_lines(path):
+            if needle not in line:
+                continue
+            value = jsonl.parse_line(path, line, None, offset).get(key)
+            if isinstance(value, str) and value.startswith(prefix):
+                found[value] = None
+    if len(found) > 1:
+        names = list(found)
+        more = f" and {len(names) - MAX_CANDIDATES:,} more" if len(names) > MAX_CANDIDATES else ""
+        what = "ids" if key == "id" else "tool call ids"
+        raise UsageError(f"{prefix!r} is the start of {len(names):,} {what} in agent {store.agent_id!r}: "
+                         + ", ".join(names[:MAX_CANDIDATES]) + more, hint="give more of the id")
+    return next(iter(found), None)
+
+
 def get_record(store: AgentStore, record_id: str) -> FoundRecord:
     store.require()
     found = store.find(record_id)
+    if found is None:
+        full = _expand(store, record_id, "id")
+        found = store.find(full) if full is not None else None
     if found is None:
         paths = store.paths
         looked = [paths.active, paths.archive, paths.episodic, paths.semantic]
@@ -68,7 +109,17 @@ class FoundToolCall:
 
 
 def find_tool_call(store: AgentStore, call_id: str) -> FoundToolCall | None:
-    """Every interaction whose call or result carries ``tool_call_id == call_id``, in store order."""
+    """Every interaction whose call or result carries ``tool_call_id == call_id`` (or the one id
+    that starts with it), in store order."""
+    store.recover_if_needed()
+    found = _tool_call(store, call_id)
+    if found is None:
+        full = _expand(store, call_id, "tool_call_id")
+        found = _tool_call(store, full) if full is not None else None
+    return found
+
+
+def _tool_call(store: AgentStore, call_id: str) -> FoundToolCall | None:
     import orjson
 
     from memcli.models import to_record
@@ -76,7 +127,6 @@ def find_tool_call(store: AgentStore, call_id: str) -> FoundToolCall | None:
     from memcli.store.agent import trace_from_record
     from memcli.tool_interactions import iter_tool_pairs
 
-    store.recover_if_needed()
     needle = orjson.dumps(call_id)
     tiers: dict[str, str] = {}
 

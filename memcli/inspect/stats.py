@@ -19,6 +19,9 @@ turns are counted in a bitmap indexed by turn number (other turn ids in a set).
   ``usage.prompt_tokens`` of the active traces.
 * ``last_compaction`` — from the newest episodic item (its ``compaction_id``, ``ts``, turns and
   traces covered, ``model``)
+* ``compaction_cost`` — what models were paid, from the compaction ledger
+  (:func:`memcli.store.ledger.cost_total`): requests, input/output tokens, ``cost_usd`` of the
+  records LiteLLM could price, and ``unpriced``, how many it could not
 * ``budget`` — only with a model or a context size: :func:`memcli.compaction.policy.budget_status`,
   the same decision ``compact --if-needed`` takes.
 """
@@ -34,6 +37,7 @@ from memcli.inspect.agents import last_activity
 from memcli.models import PINNED_TAGS, TRACE_TYPES, RawTrace, ToolStatus
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
+from memcli.store.ledger import cost_total
 from memcli.tool_interactions import iter_tool_interactions
 
 _TURN_NUMBER = re.compile(r"turn_(\d{1,8})")
@@ -145,6 +149,9 @@ class AgentStats:
     last_activity: float | None
     last_compaction: CompactionInfo | None
     budget: dict | None
+    compaction_cost: dict | None = None   # the ledger's model spending (memcli.store.ledger.cost_total)
+    # hybrid search's spend: {"model", "dimensions", "tokens"} once a search embedded records
+    embeddings: dict | None = None
 
 
 def _memory_counts(store: AgentStore) -> MemoryCounts:
@@ -228,4 +235,15 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
         last_activity=last_activity(store),
         last_compaction=compaction,
         budget=budget,
+        compaction_cost=cost_total(store.paths.ledger),
+        embeddings=_embeddings(store),
     )
+
+
+def _embeddings(store: AgentStore) -> dict | None:
+    from memcli.store.search_index import read_vector_state
+
+    state = read_vector_state(store.paths)
+    if state is None or state[0] is None:
+        return None
+    return {"model": state[0], "dimensions": state[1], "tokens": state[2]}

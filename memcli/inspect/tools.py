@@ -40,7 +40,8 @@ def parse_statuses(values: Iterable[str] | None) -> frozenset:
 
 
 def select_tool_interactions(store: AgentStore, *, statuses: frozenset = frozenset(), names: Iterable[str] = (),
-                             turn: str | None = None, flt: TraceFilter | None = None, last: int | None = None,
+                             turn: str | Iterable[str] | None = None, flt: TraceFilter | None = None,
+                             last: int | None = None,
                              archive: bool = False) -> Iterator[ToolInteraction]:
     flt = flt or TraceFilter()
     names = frozenset(split_values(names))
@@ -48,10 +49,11 @@ def select_tool_interactions(store: AgentStore, *, statuses: frozenset = frozens
         raise UsageError("--type does not apply to tool interactions")
     if last is not None and last < 1:
         raise UsageError("--last must be 1 or more")
-    if turn is not None:  # a turn the agent does not have is "not found", not an empty list
-        from memcli.inspect.turns import require_turn
+    turns = None
+    if turn:  # a turn the agent does not have is "not found", not an empty list
+        from memcli.inspect.turns import require_turns
 
-        turn = require_turn(store, turn, archive=archive)[0]
+        turns = frozenset(require_turns(store, turn, archive=archive))
     if statuses == {ToolStatus.PENDING} and not archive and last is None:
         pairs = _pending_pairs(store)
     elif last is not None:
@@ -61,17 +63,17 @@ def select_tool_interactions(store: AgentStore, *, statuses: frozenset = frozens
         pairs = iter_tool_pairs(traces)
     else:
         pairs = _all_pairs(store, archive)
-    return _filtered(pairs, statuses, names, turn, flt)
+    return _filtered(pairs, statuses, names, turns, flt)
 
 
-def _filtered(pairs: Iterable[ToolPair], statuses, names, turn, flt: TraceFilter) -> Iterator[ToolInteraction]:
+def _filtered(pairs: Iterable[ToolPair], statuses, names, turns, flt: TraceFilter) -> Iterator[ToolInteraction]:
     for pair in pairs:
         interaction = pair.interaction
         if statuses and interaction.status not in statuses:
             continue
         if names and interaction.tool_name not in names:
             continue
-        if turn is not None and interaction.turn_id != turn:
+        if turns is not None and interaction.turn_id not in turns:
             continue
         if flt.tags and not any(pair.has_tag(tag) for tag in flt.tags):
             continue

@@ -97,6 +97,17 @@ def instructions_only(traces: list[RawTrace]) -> bool:
     return all(not PINNED_TAGS.isdisjoint(t.tags) for t in traces)
 
 
+def in_range(turn: TurnSummary, flt) -> bool:
+    """Whether a turn has time in ``flt``'s ``--since``/``--until`` range (it overlaps it)."""
+    if flt.since is None and flt.until is None:
+        return True
+    started = turn.started if turn.started is not None else turn.ended
+    ended = turn.ended if turn.ended is not None else turn.started
+    if started is None:
+        return False
+    return (flt.since is None or ended >= flt.since) and (flt.until is None or started <= flt.until)
+
+
 def iter_turns(store: AgentStore, *, archive: bool = False) -> Iterator[TurnSummary]:
     """Every turn, oldest first (archived turns first with ``archive``)."""
     for turn_id, tier, traces in group_turns(store.iter_traces(archive=archive)):
@@ -134,6 +145,19 @@ def require_turn(store: AgentStore, turn: str, *, archive: bool = False) -> tupl
     if found is None:
         raise TurnNotFoundError(store.agent_id, [wanted], archive_searched=archive)
     return wanted, found[0], found[1]
+
+
+def require_turns(store: AgentStore, turns, *, archive: bool = False) -> list[str]:
+    """The turn ids a (repeatable) ``--turn`` names (a str or several; ``7`` means ``turn_0007``),
+    in the order given, each once; raises TurnNotFoundError naming every one the agent does not have."""
+    from memcli.errors import TurnNotFoundError
+    from memcli.ids import turn_id
+
+    wanted = list(dict.fromkeys(turn_id(t) for t in ([turns] if isinstance(turns, str) else turns)))
+    missing = [t for t in wanted if find_turn(store, t, archive=archive) is None]
+    if missing:
+        raise TurnNotFoundError(store.agent_id, missing, archive_searched=archive)
+    return wanted
 
 
 def find_turn(store: AgentStore, turn_id: str, *, archive: bool = False) -> tuple[str, list[RawTrace]] | None:

@@ -42,8 +42,9 @@ def _tool_specs(tools: MemoryTools) -> list[tuple[str, str, Callable]]:
     """(name, description, function) for every tool; each function's signature is its schema."""
 
     def memory_search(agent: Optional[str] = None, query: str = "", limit: Optional[int] = 10,
-                      offset: Optional[int] = 0, kind: Optional[str] = None) -> dict[str, Any]:
-        return tools.search(agent, query, limit, offset, kind)
+                      offset: Optional[int] = 0, kind: Optional[str] = None,
+                      history: Optional[bool] = False) -> dict[str, Any]:
+        return tools.search(agent, query, limit, offset, kind, history)
 
     def memory_get(agent: Optional[str] = None, id: str = "", max_chars: Optional[int] = 4000,
                    char_offset: Optional[int] = 0) -> dict[str, Any]:
@@ -62,8 +63,10 @@ def _tool_specs(tools: MemoryTools) -> list[tuple[str, str, Callable]]:
 
     specs = [
         ("memory_search", "Search the agent's whole memory (every trace, active and archived, every summary and "
-         "fact) by words, BM25-ranked. Every word must match; if nothing has them all, records with any word are "
-         "returned and `matched` says so. \"quoted phrase\" and prefix* work. kind: trace, episodic or semantic. "
+         "fact). Ask in words or as a question: common words are ignored, records holding more of the other words "
+         "(close together) rank first, identical texts are one hit with a `count`. \"quoted phrase\" and prefix* "
+         "work. kind: trace, episodic or semantic. Forgotten or superseded facts only with history=true (each hit's "
+         "`status` says). "
          f"limit 1-{MAX_SEARCH_LIMIT}; page with offset=next_offset. Each hit's id expands with memory_get.",
          memory_search),
         ("memory_get", "One record in full by id (a trace, summary or fact), or a tool call and its result by "
@@ -135,27 +138,40 @@ def _guarded(fn: Callable, *, agent_required: bool) -> Callable:
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
-def build_server(memory_dir: str | os.PathLike, agent: str | None = None, log_level: str = "warning"):
-    """A FastMCP server with the memory tools over ``memory_dir`` (not started). Its log (stderr)
-    says nothing per request unless ``log_level`` is ``info`` or ``debug``."""
+def build_server(memory_dir: str | os.PathLike, agent: str | None = None, log_level: str = "warning",
+                 remote: str | None = None):
+    """A FastMCP server with the memory tools over ``memory_dir`` — or, with ``remote`` (a URL;
+    "" for ``$MEMCLI_REMOTE``), over the shared PostgreSQL store, without the working-memory tool
+    (not started). Its log (stderr) says nothing per request unless ``log_level`` is ``info`` or
+    ``debug``."""
     from mcp.server.fastmcp import FastMCP
 
     if agent is not None:
         from memcli.store.layout import validate_agent_id
 
-        validate_agent_id(agent)
-    tools = MemoryTools(memory_dir, agent)
+        validate_agent_id(agent.rpartition("/")[2] if remote is not None else agent)
     if log_level not in LOG_LEVELS:
         from memcli.errors import UsageError
 
         raise UsageError(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
+    if remote is not None:
+        from memcli.api import Memory
+        from memcli.mcp.tools import RemoteMemoryTools
+
+        tools = RemoteMemoryTools(Memory(memory_dir).remote(remote or None), agent)
+    else:
+        tools = MemoryTools(memory_dir, agent)
     server = FastMCP(SERVER_NAME, instructions=_instructions(agent), log_level=log_level.upper())
     server._mcp_server.version = __version__
-    for name, description, fn in _tool_specs(tools):
+    specs = _tool_specs(tools)
+    if remote is not None:
+        specs = [spec for spec in specs if spec[0] != "memory"]
+    for name, description, fn in specs:
         server.add_tool(_guarded(fn, agent_required=agent is None), name=name, description=description)
     return server
 
 
-def serve(memory_dir: str | os.PathLike, agent: str | None = None, log_level: str = "warning") -> None:
+def serve(memory_dir: str | os.PathLike, agent: str | None = None, log_level: str = "warning",
+          remote: str | None = None) -> None:
     """Run the server on stdin/stdout until the client closes the connection."""
-    build_server(memory_dir, agent, log_level).run("stdio")
+    build_server(memory_dir, agent, log_level, remote).run("stdio")

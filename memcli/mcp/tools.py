@@ -76,30 +76,38 @@ class MemoryTools:
 
     # -------------------------------------------------------------------------- reading
     def search(self, agent: str | None, query: str, limit: int | None = None, offset: int | None = None,
-               kind: str | None = None) -> dict:
-        from memcli.search import search
-
+               kind: str | None = None, history: bool | None = False) -> dict:
         limit = 10 if limit is None else limit
         offset = 0 if offset is None else offset
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise UsageError(f"limit: between 1 and {MAX_SEARCH_LIMIT}, got {limit}")
-        result = search(self.store(agent), query, limit=limit, offset=offset, kinds=[kind] if kind else None)
-        hits = [h.to_json() for h in result.hits]
+        options = {"history": True} if history else {}   # the remote store keeps no superseded marks yet
+        result = self._search(self.store(agent), query, limit=limit, offset=offset, kinds=[kind] if kind else None,
+                              **options)
+        hits = [self._hit(h) for h in result.hits]
         return {"query": query, "matched": "every word" if result.mode == "all" else "any word", "hits": hits,
                 "next_offset": offset + len(hits) if len(hits) == limit else None}
 
     def get(self, agent: str | None, record_id: str, max_chars: int | None = None,
             char_offset: int | None = None) -> dict:
-        from memcli.errors import RecordNotFoundError
-        from memcli.inspect.records import find_tool_call, get_record
-        from memcli.models import to_record
-
         max_chars = DEFAULT_MAX_CHARS if max_chars is None else max_chars
         char_offset = 0 if char_offset is None else char_offset
         if max_chars < 100 or char_offset < 0:
             raise UsageError("max_chars: at least 100; char_offset: 0 or more")
-        store = self.store(agent)
         clipped: dict = {}
+        out = self._get(self.store(agent), record_id, max_chars, char_offset, clipped)
+        if clipped:
+            out["clipped"] = clipped
+            longest = max(clipped.values())
+            out["next_char_offset"] = char_offset + max_chars if char_offset + max_chars < longest else None
+        return out
+
+    @staticmethod
+    def _get(store, record_id: str, max_chars: int, char_offset: int, clipped: dict) -> dict:
+        from memcli.errors import RecordNotFoundError
+        from memcli.inspect.records import find_tool_call, get_record
+        from memcli.models import to_record
+
         try:
             found = get_record(store, record_id)
             out = {"id": record_id, "tier": found.tier,
@@ -118,21 +126,16 @@ class MemoryTools:
             out = {"tool_call_id": record_id, "ambiguous": calls.ambiguous, "interactions": interactions}
             if calls.ambiguous:
                 out["note"] = f"{len(interactions)} calls reuse this tool_call_id (the source reused it): all shown"
-        if clipped:
-            out["clipped"] = clipped
-            longest = max(clipped.values())
-            out["next_char_offset"] = char_offset + max_chars if char_offset + max_chars < longest else None
         return out
 
     def recent(self, agent: str | None, turns: int | None = None, before_turn: str | None = None) -> dict:
         turns = 3 if turns is None else turns
         if not 1 <= turns <= MAX_RECENT_TURNS:
             raise UsageError(f"turns: between 1 and {MAX_RECENT_TURNS}, got {turns}")
-        store = self.store(agent)
+        recent = self._recent(self.store(agent))
         out = []
         more = False
         skipping = before_turn is not None
-        recent = store.iter_recent_turns()
         try:
             for turn_id, traces in recent:
                 if skipping:
@@ -151,6 +154,10 @@ class MemoryTools:
         return {"turns": out, "next_before_turn": out[0]["turn_id"] if more and out else None}
 
     @staticmethod
+    def _recent(store):
+        return store.iter_recent_turns()
+
+    @staticmethod
     def _trace_line(trace) -> dict:
         text = _trace_text(trace)
         item = {"id": trace.id, "type": trace.trace_type}
@@ -167,18 +174,76 @@ class MemoryTools:
     # -------------------------------------------------------------------------- writing
     def remember(self, agent: str | None, fact: str, tags: list[str] | None = None, pin: bool | None = None,
                  supersedes: list[str] | None = None) -> dict:
-        from memcli.search.facts import remember
-
-        done = remember(self.store(agent, must_exist=False), fact, tags=tags or (), pin=bool(pin),
-                        supersedes=supersedes)
+        done = self._remember(self.store(agent, must_exist=False), fact, tags or (), bool(pin), supersedes)
         record = done.record
         return {"id": record["id"], "fact": record["fact"], "tags": record["tags"], "supersedes": done.superseded,
-                "redacted_secrets": done.redacted}
+                "redacted_secrets": done.redacted, "existing": done.existing}
 
     def forget(self, agent: str | None, record_id: str, reason: str | None = None) -> dict:
-        from memcli.search.facts import forget
-
-        done = forget(self.store(agent), record_id, reason=reason)
+        done = self._forget(self.store(agent), record_id, reason)
         return {"forgotten": record_id, "tier": done.tier,
                 "tombstone_id": done.tombstone["id"] if done.tombstone else None,
                 "already_superseded_by": done.already_superseded_by}
+
+    @staticmethod
+    def _search(store, query, **options):
+        from memcli.search import search
+
+        return search(store, query, **options)
+
+    @staticmethod
+    def _hit(hit) -> dict:
+        return hit.to_json()
+
+    @staticmethod
+    def _remember(store, fact, tags, pin, supersedes):
+        from memcli.search.facts import remember
+
+        return remember(store, fact, tags=tags, pin=pin, supersedes=supersedes)
+
+    @staticmethod
+    def _forget(store, record_id, reason):
+        from memcli.search.facts import forget
+
+        return forget(store, record_id, reason=reason)
+
+
+
+class RemoteMemoryTools(MemoryTools):
+    """The same tools over the shared PostgreSQL store (``memcli mcp --remote URL``), through
+    :meth:`memcli.api.Memory.remote`: agents are ``NAME`` or ``STORE/NAME``; memory_remember and
+    memory_forget write there. The working-memory tool is not served (its files live on the
+    agent's machine)."""
+
+    def __init__(self, remote, agent: str | None = None):
+        super().__init__(None, agent)
+        self.remote = remote
+
+    def store(self, agent: str | None, *, must_exist: bool = True):
+        if agent is None or agent == "":
+            if self.fixed_agent is None:
+                raise UsageError("agent: name the agent whose memory to use (this server serves every agent)")
+            return self.fixed_agent
+        if self.fixed_agent is not None and agent != self.fixed_agent:
+            raise UsageError(f"agent: this server serves only agent {self.fixed_agent!r}, not {agent!r}")
+        return agent
+
+    def _search(self, agent, query, **options):
+        return self.remote.search(agent, query, **options)
+
+    @staticmethod
+    def _hit(hit) -> dict:
+        return {**hit.to_json(), "agent": hit.agent}
+
+    def _get(self, agent, record_id: str, max_chars: int, char_offset: int, clipped: dict) -> dict:
+        tier, record = self.remote.get(agent, record_id)
+        return {"id": record_id, "tier": tier, "record": _clip_record(record, max_chars, char_offset, clipped)}
+
+    def _recent(self, agent):
+        return self.remote.recent_turns(agent)
+
+    def _remember(self, agent, fact, tags, pin, supersedes):
+        return self.remote.remember(agent, fact, tags=tags, pin=pin, supersedes=supersedes)
+
+    def _forget(self, agent, record_id, reason):
+        return self.remote.forget(agent, record_id, reason=reason)

@@ -12,6 +12,11 @@
   skip the old one). Only a fact: a summary is taken out with ``forget``.
 * The text and the tags go through the same redaction as ingest (:func:`memcli.redact.redact_text`):
   a credential in a remembered fact is stored as ``[REDACTED:<kind>]``.
+* **The same fact once.** When a live fact already says the same text (after redaction, with
+  whitespace runs counted as one space) and has every tag asked for, nothing is written: the
+  existing fact's record is returned (``existing`` is true). With a tag it lacks (``--pin`` on
+  an unpinned fact), the new fact carries both tag sets and supersedes the old one. So a
+  ``forget`` of that id takes the fact out of recall: no second copy stays behind.
 
 ``forget ID`` appends a *tombstone* to the file of the item it takes out (semantic or episodic)::
 
@@ -46,6 +51,25 @@ class Remembered:
     record: dict
     redacted: int = 0
     superseded: list[str] = field(default_factory=list)
+    existing: bool = False          # the same live fact was already there: nothing written
+
+
+def _same_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _live_same_fact(paths, fact: str) -> dict | None:
+    """The newest live semantic record whose fact is ``fact`` (whitespace normalised)."""
+    from memcli.models import superseded_ids
+
+    records = [record for _, _, record in jsonl.iter_records(paths.semantic)]
+    gone = superseded_ids(records)
+    wanted = _same_text(fact)
+    for record in reversed(records):
+        text = record.get("fact")
+        if isinstance(text, str) and record.get("id") not in gone and _same_text(text) == wanted:
+            return record
+    return None
 
 
 @dataclass
@@ -109,6 +133,34 @@ def _refuse_trace(store: AgentStore, record_id: str, verb: str) -> None:
 def remember(store: AgentStore, text: str, *, tags=(), pin: bool = False, supersedes: list[str] | None = None
              ) -> Remembered:
     """Append a fact (module docstring). Creates the agent if it does not exist yet."""
+    fact, redacted_tags, redacted = prepare_fact(text, tags, pin)
+    wanted = [s for s in dict.fromkeys(supersedes or ()) if s]
+    with store.writer() as session:
+        replaced = []
+        for old in wanted:
+            found = _find_memory(session.paths, old)
+            if found is None:
+                _refuse_trace(store, old, "superseded")
+                raise _not_found(store, old, "fact")
+            if found[0] != "semantic":
+                raise UsageError(f"--supersedes {old!r}: that is an episodic summary; a fact can only replace a fact "
+                                 f"(`memcli forget {store.agent_id} {old}` takes a summary out)")
+            replaced.append(old)
+        same = _live_same_fact(session.paths, fact)
+        if same is not None:
+            have = same.get("tags") if isinstance(same.get("tags"), list) else []
+            if not replaced and set(redacted_tags) <= set(have):
+                return Remembered(same, redacted, [], existing=True)
+            if same.get("id") not in replaced:
+                replaced.append(same["id"])
+            redacted_tags = list(dict.fromkeys([*have, *redacted_tags]))
+        record = fact_record(fact, redacted_tags, replaced)
+        _append(session, "semantic", record)
+    return Remembered(record, redacted, replaced)
+
+
+def prepare_fact(text: str, tags, pin: bool) -> tuple[str, list[str], int]:
+    """A fact's text and tags checked and redacted: (fact, tags, secrets redacted)."""
     if not isinstance(text, str) or not text.strip():
         raise UsageError("the fact is empty: give the text to remember")
     text = text.strip()
@@ -124,24 +176,15 @@ def remember(store: AgentStore, text: str, *, tags=(), pin: bool = False, supers
         tag, n = _redact(tag)
         redacted += n
         redacted_tags.append(tag)
-    wanted = [s for s in dict.fromkeys(supersedes or ()) if s]
-    with store.writer() as session:
-        replaced = []
-        for old in wanted:
-            found = _find_memory(session.paths, old)
-            if found is None:
-                _refuse_trace(store, old, "superseded")
-                raise _not_found(store, old, "fact")
-            if found[0] != "semantic":
-                raise UsageError(f"--supersedes {old!r}: that is an episodic summary; a fact can only replace a fact "
-                                 f"(`memcli forget {store.agent_id} {old}` takes a summary out)")
-            replaced.append(old)
-        item = SemanticItem(id=new_id(SEMANTIC_PREFIX), ts=time.time(), fact=fact, tags=redacted_tags,
-                            confidence=1.0, salience=1.0 if PINNED_TAG in redacted_tags else 0.5,
-                            supersedes=replaced, extra={"source": "remember"})
-        record = to_record(item)
-        _append(session, "semantic", record)
-    return Remembered(record, redacted, replaced)
+    return fact, redacted_tags, redacted
+
+
+def fact_record(fact: str, tags: list[str], replaced: list[str]) -> dict:
+    """The SEMANTIC record ``remember`` appends (module docstring)."""
+    item = SemanticItem(id=new_id(SEMANTIC_PREFIX), ts=time.time(), fact=fact, tags=tags,
+                        confidence=1.0, salience=1.0 if PINNED_TAG in tags else 0.5,
+                        supersedes=replaced, extra={"source": "remember"})
+    return to_record(item)
 
 
 def forget(store: AgentStore, record_id: str, *, reason: str | None = None) -> Forgotten:
@@ -150,7 +193,7 @@ def forget(store: AgentStore, record_id: str, *, reason: str | None = None) -> F
     if not isinstance(record_id, str) or not record_id.strip():
         raise UsageError("give the id of the fact or summary to forget")
     record_id = record_id.strip()
-    reason_text, _ = _redact(reason.strip()) if isinstance(reason, str) and reason.strip() else (None, 0)
+    reason_text = forget_reason(reason)
     with store.writer(create=False) as session:
         found = _find_memory(session.paths, record_id)
         if found is None:
@@ -159,21 +202,30 @@ def forget(store: AgentStore, record_id: str, *, reason: str | None = None) -> F
         tier, _, superseded_by = found
         if superseded_by is not None:
             return Forgotten(record_id, tier, None, superseded_by)
-        label = f"(forgotten {record_id}" + (f": {reason_text})" if reason_text else ")")
-        extra = {"source": "forget", "forgotten": record_id}
-        if reason_text:
-            extra["reason"] = reason_text
-        if tier == "semantic":
-            own = new_id(SEMANTIC_PREFIX)
-            item = SemanticItem(id=own, ts=time.time(), fact=label, tags=[FORGOTTEN_TAG], confidence=0.0,
-                                salience=0.0, supersedes=[record_id, own], extra=extra)
-        else:
-            own = new_id(EPISODIC_PREFIX)
-            item = EpisodicItem(id=own, ts=time.time(), turn_ids=[], summary=label, tags=[FORGOTTEN_TAG],
-                                salience=0.0, supersedes=[record_id, own], extra=extra)
-        record = to_record(item)
+        record = tombstone_record(record_id, tier, reason_text)
         _append(session, tier, record)
     return Forgotten(record_id, tier, record)
+
+
+def forget_reason(reason: str | None) -> str | None:
+    return _redact(reason.strip())[0] if isinstance(reason, str) and reason.strip() else None
+
+
+def tombstone_record(record_id: str, tier: str, reason_text: str | None) -> dict:
+    """The tombstone ``forget`` appends to the ``tier`` (semantic or episodic) file (module docstring)."""
+    label = f"(forgotten {record_id}" + (f": {reason_text})" if reason_text else ")")
+    extra = {"source": "forget", "forgotten": record_id}
+    if reason_text:
+        extra["reason"] = reason_text
+    if tier == "semantic":
+        own = new_id(SEMANTIC_PREFIX)
+        item = SemanticItem(id=own, ts=time.time(), fact=label, tags=[FORGOTTEN_TAG], confidence=0.0,
+                            salience=0.0, supersedes=[record_id, own], extra=extra)
+    else:
+        own = new_id(EPISODIC_PREFIX)
+        item = EpisodicItem(id=own, ts=time.time(), turn_ids=[], summary=label, tags=[FORGOTTEN_TAG],
+                            salience=0.0, supersedes=[record_id, own], extra=extra)
+    return to_record(item)
 
 
 def _append(session, tier: str, record: dict) -> None:

@@ -43,12 +43,18 @@ def _pinned(item: SemanticItem) -> bool:
 
 def latest_user_ask(store: AgentStore) -> str | None:
     """The text of the newest user ask in the active file (read from the end)."""
+    trace = latest_user_ask_trace(store)
+    return None if trace is None else trace.content
+
+
+def latest_user_ask_trace(store: AgentStore):
+    """The newest user ask of the active file (a RawTrace; None when there is none)."""
     recent = store.iter_recent_turns()
     try:
         for _turn, traces in recent:
             for trace in reversed(traces):
                 if trace.trace_type == "user" and not trace.is_context and trace.content.strip():
-                    return trace.content
+                    return trace
     finally:
         recent.close()
     return None
@@ -84,7 +90,7 @@ def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, 
     from memcli.search import search
 
     try:
-        result = search(store, query, limit=RECALL_CANDIDATES, kinds=("episodic", "semantic"), live_only=True)
+        result = search(store, query, limit=RECALL_CANDIDATES, kinds=("episodic", "semantic"))
         hits = result.hits
     except UsageError:  # a query without words: nothing to match
         hits = []

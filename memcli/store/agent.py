@@ -117,16 +117,24 @@ class AgentStore:
     # ------------------------------------------------------------------ writing
     @contextmanager
     def writer(self, *, create: bool = True) -> Iterator["WriteSession"]:
+        """A :class:`WriteSession` under the agent lock. With ``create`` the agent's directory is
+        made if needed; a session that made it and wrote no data file (a rejected or empty
+        import) takes it away again, so a failed first write leaves no agent behind."""
         if create:
             ensure_dir(self.paths.memory_dir)
         with agent_lock(self.paths):
+            created = create and not self.paths.dir.exists()
             if create:
                 self.paths.ensure()
             elif not self.paths.dir.is_dir():
                 self.require()
-            session = WriteSession(self)
-            session.open()
-            yield session
+            try:
+                session = WriteSession(self)
+                session.open()
+                yield session
+            finally:
+                if created and not self.paths.exists():
+                    _discard_new_dir(self.paths.dir)
 
     def recover_if_needed(self) -> None:
         """For readers: finish an interrupted ingest or compaction (takes the lock only then)."""
@@ -607,6 +615,17 @@ def _observe_memory_turns(paths: AgentPaths, state: TurnState) -> None:
 
 _CRASH_SPEC = os.environ.get("MEMCLI_CRASH_AT")
 _crash_hits: dict[str, int] = {}
+
+
+def _discard_new_dir(path: Path) -> None:
+    """Remove an agent directory this session created and left without data (its caches only)."""
+    try:
+        for entry in os.scandir(path):
+            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                os.unlink(entry.path)
+        os.rmdir(path)
+    except OSError:
+        pass  # something else is in it: leave it
 
 
 def crash_point(name: str) -> None:

@@ -12,7 +12,8 @@ state rebuild): clearing must also work for an agent whose files are corrupt.
   hidden directory, which the next ``clear`` of that agent removes. The next ingest starts a new
   agent at ``turn_0001``.
 * ``--keep-memory``: exactly ``episodic.jsonl``, ``semantic.jsonl`` and the working memory
-  (``memory_files.jsonl``, the ``/memories`` files) stay (a torn last line in them is repaired); the raw traces (active and archive), the caches and any marker or journal
+  (``memory_files.jsonl``, the ``/memories`` files) stay (a torn last line in them is repaired); the raw traces (active and archive), the compaction ledger (it
+  describes moves of traces that are gone), the caches and any marker or journal
   go the same way (moved into a hidden directory, then deleted). **Turn numbering continues
   after the turns the memory names**: summaries and facts refer to turns (``turn_ids``,
   ``source_turn_ids``), so a new turn must not reuse those ids. The state is rebuilt from the
@@ -53,8 +54,9 @@ class ClearPlan:
 
     def describe(self) -> str:
         def listing(items):
-            data = [f"{name} ({format_size(size)})" for name, size in items if not name.startswith(".")]
-            hidden = [name for name, _ in items if name.startswith(".")]
+            data = [f"{name} ({format_size(size)})" for name, size in items
+                    if not name.startswith(".") or name in DATA_FILES]
+            hidden = [name for name, _ in items if name.startswith(".") and name not in DATA_FILES]
             if hidden:
                 data.append(f"{len(hidden)} cache/marker file{'s' if len(hidden) != 1 else ''}")
             return ", ".join(data) or "nothing"

@@ -21,6 +21,9 @@ while recovering — converges to the same result:
    ``.raw_traces.jsonl.compact.tmp``, fsynced, ``os.replace``d over the active file, and the
    directory is fsynced.
 
+The compaction's ledger record (:mod:`memcli.store.ledger`) travels in the journal (``ledger``,
+with the ledger's size before, ``ledger_size``) and is appended in step 2, after the items.
+
 Recovery rolls forward: once the journal exists the summary has been produced and recorded, so
 finishing is always possible and never loses work. Whether step 3 happened is told by the active
 file's inode (``os.replace`` installs a new inode; the old one is still alive while the new file
@@ -28,9 +31,29 @@ is created, so the two can never share a number). Before step 3 the journal's ``
 still be found at the run starts, else recovery refuses to guess and raises. The state cache is
 rebuilt after recovery by :class:`memcli.store.agent.WriteSession` (the active inode changed).
 
+**Uncompact** uses the same file with ``"op": "uncompact"`` (:class:`UndoJournal`)::
+
+    {"version": 1, "op": "uncompact", "undo_id": "unc_…", "compaction_id": "cmp_…", "agent_id": "…",
+     "active": {"ino": 1234, "size": 5678},       # the active file the undo was planned on
+     "archive_keep": 0,                            # the archive is cut back to this size
+     "inserts": [[offset, archive_start, archive_end, first_id], …],   # archive bytes put back at
+                                                   # offsets of the active file, in order
+     "moved": 16, "episodic_size": …, "semantic_size": …, "ledger_size": …,
+     "episodic": [record, …], "semantic": [record, …], "ledger": [record]}
+
+Its steps, idempotent like the compaction's: **memory** (the tombstones and restored copies, then
+the ledger's ``uncompact`` record, each skipped when already written); **rewrite** (the active file
+with the archive's bytes inserted at the offsets, through a temp file, ``os.replace``, directory
+fsync — done when the active inode is no longer the planned one; before it, the archive must still
+hold each insert's ``first_id`` at its start); **truncate** (the archive cut back to
+``archive_keep`` and fsynced — only after the rewrite, so a trace is in the archive, or in both
+until the truncation finishes the move, never in neither).
+
 Crash points for the crash matrix (``MEMCLI_CRASH_AT=compact:<step>[@k]``): ``journal``,
 ``archive`` (after each copied block), ``archived``, ``episodic``, ``memory``, ``rewrite`` (after
-each copied block), ``rewritten``, ``replaced``, ``state``. ``MEMCLI_TEST_COPY_BLOCK`` (bytes)
+each copied block), ``rewritten``, ``replaced``, ``state``; and ``uncompact:<step>`` for
+``journal``, ``memory``, ``rewrite`` (after each copied block), ``rewritten``, ``replaced``,
+``truncated``, ``state``. ``MEMCLI_TEST_COPY_BLOCK`` (bytes)
 makes the copy blocks small so that a crash can tear a line.
 """
 
@@ -48,6 +71,7 @@ from memcli.store import jsonl
 from memcli.store.agent import crash_point
 from memcli.store.jsonl import iter_run_lines
 from memcli.store.layout import FILE_MODE, AgentPaths
+from memcli.store.ledger import append_ledger
 
 JOURNAL_VERSION = 1
 COPY_BLOCK = int(os.environ.get("MEMCLI_TEST_COPY_BLOCK") or (1 << 20))
@@ -76,22 +100,50 @@ class Journal:
     episodic: list = field(default_factory=list)
     semantic: list = field(default_factory=list)
     version: int = JOURNAL_VERSION
+    ledger: list = field(default_factory=list)    # the compaction's ledger record (memcli.store.ledger)
+    ledger_size: int = 0
 
     def to_json(self) -> bytes:
         return orjson.dumps(asdict(self))
 
 
-def write_journal(paths: AgentPaths, journal: Journal) -> None:
+@dataclass
+class UndoJournal:
+    """The journal of an uncompact (module docstring): archive byte ranges to put back at offsets
+    of the active file, the archive size to cut back to, and the memory items and ledger record
+    to append."""
+
+    undo_id: str
+    compaction_id: str
+    agent_id: str
+    active: dict                       # {"ino": int, "size": int}
+    archive_keep: int
+    inserts: list                      # [[offset, archive_start, archive_end, first_id], ...]
+    moved: int
+    episodic_size: int
+    semantic_size: int
+    ledger_size: int
+    episodic: list = field(default_factory=list)
+    semantic: list = field(default_factory=list)
+    ledger: list = field(default_factory=list)
+    op: str = "uncompact"
+    version: int = JOURNAL_VERSION
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+
+def write_journal(paths: AgentPaths, journal: Journal | UndoJournal) -> None:
     jsonl.atomic_write_bytes(paths.compaction_journal, journal.to_json())
 
 
-def load_journal(paths: AgentPaths) -> Journal:
+def load_journal(paths: AgentPaths) -> Journal | UndoJournal:
     try:
         with jsonl.open_read(paths.compaction_journal) as f:
             data = orjson.loads(f.read())
         if data.get("version") != JOURNAL_VERSION:
             raise ValueError(f"unknown journal version {data.get('version')!r}")
-        return Journal(**data)
+        return UndoJournal(**data) if data.get("op") == "uncompact" else Journal(**data)
     except (orjson.JSONDecodeError, TypeError, ValueError, AttributeError) as exc:
         raise StoreError(
             f"{paths.compaction_journal} cannot be read ({exc}); it records an unfinished compaction",
@@ -118,8 +170,14 @@ def active_rewritten(paths: AgentPaths, journal: Journal) -> bool:
 
 def check_runs(paths: AgentPaths, journal: Journal) -> None:
     """Raise unless the active file still holds the journal's lines at the journal's offsets."""
-    with jsonl.open_read(paths.active) as f:
-        for (start, _end), trace_id in zip(journal.runs, journal.run_ids):
+    check_ids_at(paths.active, [(start, trace_id) for (start, _), trace_id in zip(journal.runs, journal.run_ids)],
+                 f"the compaction journal of agent {journal.agent_id!r}")
+
+
+def check_ids_at(path: Path, places: list, what: str) -> None:
+    """Raise unless each ``(offset, id)`` of ``places`` is a line of ``path`` holding that trace."""
+    with jsonl.open_read(path) as f:
+        for start, trace_id in places:
             f.seek(start)
             raw = f.readline()
             try:
@@ -128,8 +186,7 @@ def check_runs(paths: AgentPaths, journal: Journal) -> None:
                 record = None
             if not isinstance(record, dict) or record.get("id") != trace_id:
                 raise StoreError(
-                    f"the compaction journal of agent {journal.agent_id!r} does not match {paths.active} "
-                    f"(expected {trace_id} at byte {start}); refusing to guess",
+                    f"{what} does not match {path} (expected {trace_id} at byte {start}); refusing to guess",
                     hint="`memcli doctor AGENT` shows the problem; the journal and every file were left as they are",
                 )
 
@@ -169,9 +226,9 @@ def archive_step(paths: AgentPaths, journal: Journal) -> None:
     jsonl.append_chunks(paths.archive, blocks, fsync=True)
 
 
-def memory_step(paths: AgentPaths, journal: Journal) -> None:
-    for path, records, size, point in ((paths.episodic, journal.episodic, journal.episodic_size, "compact:episodic"),
-                                       (paths.semantic, journal.semantic, journal.semantic_size, "compact:memory")):
+def memory_step(paths: AgentPaths, journal: Journal | UndoJournal, op: str = "compact") -> None:
+    for path, records, size, point in ((paths.episodic, journal.episodic, journal.episodic_size, f"{op}:episodic"),
+                                       (paths.semantic, journal.semantic, journal.semantic_size, f"{op}:memory")):
         if records:
             jsonl.repair_tail(path)
             present = _ids_after(path, size)
@@ -179,54 +236,70 @@ def memory_step(paths: AgentPaths, journal: Journal) -> None:
             if todo:
                 jsonl.append_records(path, todo, fsync=True)
         crash_point(point)
+    append_ledger(paths.ledger, journal.ledger, journal.ledger_size)
 
 
 def rewrite_step(paths: AgentPaths, journal: Journal) -> None:
     """The active file minus the moved runs, installed atomically (module docstring, step 3)."""
+    size = jsonl.file_size(paths.active)
+    keep = []
+    position = 0
+    for start, end in journal.runs:
+        if start > position:
+            keep.append((paths.active, position, start))
+        position = max(position, end)
+    if position < size:
+        keep.append((paths.active, position, size))
+    install_active(paths, keep, "compact")
+
+
+def install_active(paths: AgentPaths, pieces: list, op: str) -> None:
+    """Write ``pieces`` — ``(path, start, end)`` byte ranges of the agent's files, in order — to a
+    temp file beside the active file, fsync it, ``os.replace`` it over the active file and fsync
+    the directory (the rewrite of a compaction and of an uncompact). A range of the active file
+    that reaches its end takes what the file holds then (appends under the lock: none)."""
     tmp = paths.dir / TMP_NAME
     try:
         os.unlink(tmp)
     except FileNotFoundError:
         pass
-    src = jsonl.open_read(paths.active)
-    with src:
-        size = os.fstat(src.fileno()).st_size
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
-        try:
-            os.fchmod(fd, FILE_MODE)
-            keep = []
-            position = 0
-            for start, end in journal.runs:
-                if start > position:
-                    keep.append((position, start))
-                position = max(position, end)
-            if position < size:
-                keep.append((position, size))
-            for start, end in keep:
-                src.seek(start)
-                remaining = end - start
-                while remaining > 0:
-                    block = src.read(min(COPY_BLOCK, remaining))
-                    if not block:
+    sources: dict = {}
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        for path, start, end in pieces:
+            src = sources.get(path)
+            if src is None:
+                src = sources[path] = jsonl.open_read(path)
+            src.seek(start)
+            remaining = end - start
+            while remaining > 0:
+                block = src.read(min(COPY_BLOCK, remaining))
+                if not block:
+                    if path == paths.active:
                         break
-                    remaining -= len(block)
-                    view = memoryview(block)
-                    while view:
-                        view = view[os.write(fd, view):]
-                    crash_point("compact:rewrite")
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+                    raise StoreError(f"{path} ended at byte {end - remaining} while restoring bytes up to {end}")
+                remaining -= len(block)
+                view = memoryview(block)
+                while view:
+                    view = view[os.write(fd, view):]
+                crash_point(f"{op}:rewrite")
+        os.fsync(fd)
+    except BaseException:
         os.close(fd)
-    crash_point("compact:rewritten")
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    finally:
+        for src in sources.values():
+            src.close()
+    os.close(fd)
+    crash_point(f"{op}:rewritten")
     os.replace(tmp, paths.active)
-    crash_point("compact:replaced")
+    crash_point(f"{op}:replaced")
     jsonl.fsync_dir(paths.dir)
 
 
@@ -252,8 +325,58 @@ def commit(session, journal: Journal) -> None:
     remove_journal(session.paths)
 
 
+def check_inserts(paths: AgentPaths, journal: UndoJournal) -> None:
+    """Raise unless the archive still holds each insert's first trace at the insert's start."""
+    check_ids_at(paths.archive, [(start, trace_id) for _, start, _, trace_id in journal.inserts],
+                 f"the uncompact journal of agent {journal.agent_id!r}")
+
+
+def undo_rewrite_step(paths: AgentPaths, journal: UndoJournal) -> None:
+    """The active file with the archive's ranges inserted at their offsets, installed atomically."""
+    pieces = []
+    position = 0
+    for offset, start, end, _ in journal.inserts:
+        if offset > position:
+            pieces.append((paths.active, position, offset))
+        position = max(position, offset)
+        pieces.append((paths.archive, start, end))
+    pieces.append((paths.active, position, jsonl.file_size(paths.active)))
+    install_active(paths, pieces, "uncompact")
+
+
+def truncate_archive(paths: AgentPaths, journal: UndoJournal) -> None:
+    if jsonl.file_size(paths.archive) <= journal.archive_keep:
+        return
+    fd = os.open(paths.archive, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.ftruncate(fd, journal.archive_keep)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    crash_point("uncompact:truncated")
+
+
+def apply_undo_steps(paths: AgentPaths, journal: UndoJournal) -> None:
+    """The uncompact's steps (module docstring), each skipped or completed as far as it went."""
+    memory_step(paths, journal, "uncompact")
+    if not active_rewritten(paths, journal):
+        check_inserts(paths, journal)
+        undo_rewrite_step(paths, journal)
+    truncate_archive(paths, journal)
+
+
+def commit_undo(session, journal: UndoJournal) -> None:
+    """Run an uncompact's commit under ``session`` (which holds the agent lock)."""
+    write_journal(session.paths, journal)
+    crash_point("uncompact:journal")
+    apply_undo_steps(session.paths, journal)
+    session.rebuild_state(ids_trusted=True, archived=-journal.moved)
+    crash_point("uncompact:state")
+    remove_journal(session.paths)
+
+
 def recover(session) -> str | None:
-    """Finish an interrupted compaction of ``session``'s agent (called by
+    """Finish an interrupted compaction or uncompact of ``session``'s agent (called by
     :meth:`memcli.store.agent.WriteSession.open` under the lock, before tails are repaired and
     the state is loaded). Returns a note for the user."""
     paths = session.paths
@@ -263,7 +386,13 @@ def recover(session) -> str | None:
         os.unlink(tmp)
     except FileNotFoundError:
         pass
+    plural = "s" if journal.moved != 1 else ""
+    if isinstance(journal, UndoJournal):
+        apply_undo_steps(paths, journal)
+        remove_journal(paths)
+        return (f"finished an interrupted uncompact of {journal.compaction_id} of agent {journal.agent_id!r}: "
+                f"{journal.moved} trace{plural} back in the active file")
     apply_steps(paths, journal)
     remove_journal(paths)
     return (f"finished an interrupted compaction ({journal.compaction_id}) of agent {journal.agent_id!r}: "
-            f"{journal.moved} trace{'s' if journal.moved != 1 else ''} archived")
+            f"{journal.moved} trace{plural} archived")

@@ -381,12 +381,15 @@ def create_new(path: Path) -> int:
     return fd
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
-    """Write a whole file via a temp file in the same directory and ``os.replace``."""
+def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True, mode: int | None = None) -> None:
+    """Write a whole file via a temp file in the same directory and ``os.replace`` (the new file
+    is 0600, or ``mode`` when given: a harness's settings file keeps its own permissions)."""
     tmp = temp_name(path)
     try:
         fd = create_new(tmp)
         try:
+            if mode is not None:
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]

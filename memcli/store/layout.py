@@ -12,8 +12,11 @@
         .state.json                    cache: turn counter, per-turn seq, unanswered calls
         .ids                           cache: 16-byte digests of every trace id (active+archive)
         .ingest.pending                in-flight ingest marker (crash rollback)
-        .compaction.journal            in-flight compaction (crash recovery)
+        .compaction.journal            in-flight compaction or uncompact (crash recovery)
+        .compactions.jsonl             the compaction ledger, append-only (memcli.store.ledger)
         .token-counts                  cache: token counts of texts counted before (store/token_counts.py)
+        .source.json                   where the traces came from (sync / import; store/sync_state.py)
+      .sync/<source>.json              what ``memcli sync`` has read of each session file (store/sync_state.py)
 
 The agent's lock lives outside its directory so that ``clear`` can remove the whole directory
 while holding the lock, and the lock file itself is never deleted (a deleted lock file lets a
@@ -45,7 +48,9 @@ IDS = ".ids"
 INGEST_MARKER = ".ingest.pending"
 COMPACTION_JOURNAL = ".compaction.journal"
 TOKEN_COUNTS = ".token-counts"
-DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES)
+LEDGER = ".compactions.jsonl"
+SOURCE_META = ".source.json"
+DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES, LEDGER)
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -168,6 +173,10 @@ class AgentPaths:
         return self.dir / COMPACTION_JOURNAL
 
     @property
+    def ledger(self) -> Path:
+        return self.dir / LEDGER
+
+    @property
     def token_counts(self) -> Path:
         return self.dir / TOKEN_COUNTS
 
@@ -211,15 +220,24 @@ def agent_paths(memory_dir: str | os.PathLike, agent_id: str) -> AgentPaths:
     return AgentPaths(Path(memory_dir), validate_agent_id(agent_id))
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key reading digit runs as numbers: ``tau.2`` before ``tau.10``."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(name) if part)
+
+
 def list_agent_ids(memory_dir: str | os.PathLike) -> list[str]:
-    """Agents in a store, sorted; directories that are not valid agent ids are ignored."""
+    """Agents in a store, in natural order (``tau.2`` before ``tau.10``); directories that are
+    not valid agent ids are ignored."""
     agents = Path(memory_dir) / "agents"
     try:
         names = os.listdir(agents)
     except FileNotFoundError:
         return []
     out = []
-    for name in sorted(names):
+    for name in sorted(names, key=natural_key):
         if AGENT_ID_RE.fullmatch(name) and ".." not in name:
             paths = AgentPaths(Path(memory_dir), name)
             try:

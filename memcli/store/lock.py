@@ -6,7 +6,8 @@ lock file is created 0600 and never deleted, so every process locks the same ino
 lock: appends are whole lines and readers ignore an unterminated last line.
 
 ``MEMCLI_LOCK_TIMEOUT`` (seconds, default 120) bounds the wait; a timeout is a clean error, not a
-hang. ``MEMCLI_UNSAFE_NO_LOCK=1`` disables locking; it exists only so the concurrency test can show
+hang. :func:`waiting_at_most` caps the wait for the code it wraps (a harness hook must never hold
+up the user's session: ``memcli hook`` waits a few seconds at most). ``MEMCLI_UNSAFE_NO_LOCK=1`` disables locking; it exists only so the concurrency test can show
 that it fails without the lock, and must never be used otherwise.
 """
 
@@ -14,20 +15,34 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Iterator
 
 from memcli.errors import CompactionBusy, LockTimeoutError, StoreError
 from memcli.store.layout import FILE_MODE, AgentPaths, ensure_dir
 
 DEFAULT_TIMEOUT = 120.0
+_AT_MOST: ContextVar[float | None] = ContextVar("memcli_lock_wait_at_most", default=None)
 
 
 def _timeout() -> float:
     raw = os.environ.get("MEMCLI_LOCK_TIMEOUT", "")
     try:
-        return float(raw) if raw else DEFAULT_TIMEOUT
+        wait = float(raw) if raw else DEFAULT_TIMEOUT
     except ValueError:
-        return DEFAULT_TIMEOUT
+        wait = DEFAULT_TIMEOUT
+    cap = _AT_MOST.get()
+    return wait if cap is None else min(wait, cap)
+
+
+@contextmanager
+def waiting_at_most(seconds: float) -> Iterator[None]:
+    """Within this block, no agent lock is waited for longer than ``seconds``."""
+    token = _AT_MOST.set(seconds)
+    try:
+        yield
+    finally:
+        _AT_MOST.reset(token)
 
 
 def _make_lock(path: str, timeout: float):

@@ -20,7 +20,6 @@ The result always matches the store's agent-id rule (``^[A-Za-z0-9][A-Za-z0-9._-
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -32,6 +31,8 @@ def safe_part(text: str, limit: int) -> str:
     """``text`` as one dot-free agent-id part of at most ``limit`` characters ("" when nothing is left)."""
     part = _UNSAFE.sub("-", str(text or "")).strip("-_")
     if len(part) > limit:
+        import hashlib
+
         digest = hashlib.sha1(str(text).encode("utf-8", "surrogatepass")).hexdigest()[:12]
         part = part[: limit - 13].rstrip("-_") + "-" + digest
     return part

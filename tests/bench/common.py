@@ -40,3 +40,10 @@ def timed(fn) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def best_vs(wall: dict, cpu: dict, name: str, baseline: str = "--version") -> tuple[float, float, str]:
+    """Of interleaved runs (name -> list of wall / CPU seconds): the best wall time of ``name``
+    and of ``baseline``, and a note comparing their best CPU times."""
+    own, base = min(cpu[name]), min(cpu[baseline])
+    return min(wall[name]), min(wall[baseline]), f"CPU {own:.3f}s vs {base:.3f}s ({own / base:.2f}x)"

@@ -1,0 +1,130 @@
+"""``memcli search --remote``: ranked hits from the shared store (memcli.remote, docs/remote.md).
+
+The question is split into terms by the local search's rules (:func:`memcli.search.query.parse_query`:
+``"a phrase"``, punctuation splitting identifiers) and handed to PostgreSQL's
+``websearch_to_tsquery('english', ...)`` (stop words dropped, words stemmed); it is matched against the GIN-indexed
+``tsv`` column; hits are ranked by ``ts_rank_cd``, best first, ties newest first. As in local
+search, every word must match first; when nothing has them all and the query has more than one
+word, records with any of them are ranked instead (``mode == "any"``). A query matching more than
+:data:`BROAD_MATCHES` records ranks the first that many the index yields (with a note), so a
+common word answers in bounded time over millions of rows.
+
+A hit has the shape of a local hit (:meth:`memcli.search.engine.Hit.to_json`: id, kind, tier,
+turn, ts, trace_type, tool_name, score, snippet), built by the same code from the stored line,
+plus ``agent`` (``STORE/NAME``: ids expand with ``memcli pull`` or ``mcp --remote``'s
+memory_get).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import orjson
+
+from memcli.errors import UsageError
+from memcli.remote import connect as rc
+from memcli.remote import schema
+
+BROAD_MATCHES = 20_000
+
+
+@dataclass
+class RemoteSearchResult:
+    query: object                     # memcli.search.query.Query (the words, for notes)
+    mode: str                         # "all" or "any"
+    hits: list                        # memcli.search.engine.Hit, each with .agent set
+    notes: list[str] = field(default_factory=list)
+
+
+def _ranked(conn, tsquery_text: str, agent_key, kinds, since, until, limit: int, offset: int, notes: list[str]):
+    where = ["r.tsv @@ q.q"]
+    args: list = [tsquery_text]
+    if agent_key is not None:
+        where.append("r.agent_key = %s")
+        args.append(agent_key)
+    if kinds:
+        where.append("r.kind = ANY(%s)")
+        args.append(list(kinds))
+    if since is not None:
+        where.append("r.ts >= %s")
+        args.append(since)
+    if until is not None:
+        where.append("r.ts <= %s")
+        args.append(until)
+    sql = f"""
+        WITH q AS (SELECT websearch_to_tsquery('{schema.TS_CONFIG}', %s) AS q),
+        m AS (SELECT r.agent_key, r.file, r.tier, r.line, r.ts, ts_rank_cd(r.tsv, q.q) AS score
+              FROM memcli_records r, q WHERE {' AND '.join(where)} LIMIT {BROAD_MATCHES + 1})
+        SELECT a.store_id, a.name, m.tier, m.line, m.score, (SELECT count(*) FROM m) AS matched
+        FROM m JOIN memcli_agents a USING (agent_key)
+        ORDER BY m.score DESC, m.ts DESC NULLS LAST LIMIT %s OFFSET %s"""
+    rows = conn.execute(sql, (*args, limit, offset)).fetchall()
+    conn.rollback()
+    if rows and rows[0][5] > BROAD_MATCHES:
+        notes.append(f"more than {BROAD_MATCHES:,} records match: ranked the first {BROAD_MATCHES:,} found "
+                     "(add a rarer word to search all)")
+    return rows
+
+
+def websearch(query, joiner: str) -> str:
+    """The question as ``websearch_to_tsquery`` text: the terms of :func:`memcli.search.query.parse_query`
+    (the local search's rules), each made plain words as the index holds them, a term of several
+    words quoted as a phrase, joined by ``joiner`` (" ": all, " or ": any)."""
+    from memcli.remote.push import plain_words
+
+    parts = []
+    for term in query.terms:
+        words = plain_words(" ".join(term.words)).split()
+        if words:
+            parts.append(f'"{" ".join(words)}"' if len(words) > 1 else words[0])
+    return joiner.join(parts)
+
+
+def search(url: str | None, text: str, *, agent: str | None = None, all: bool = False, limit: int = 10,
+           offset: int = 0, kinds=None, since: float | None = None, until: float | None = None, conn=None) -> RemoteSearchResult:
+    """Hits for ``text`` (module docstring); on ``conn`` when given (left open), else a new connection."""
+    from memcli.search.engine import MAX_LIMIT, parse_kinds
+    from memcli.search.query import parse_query
+
+    if bool(agent) == bool(all):
+        raise UsageError("--remote: name one agent (NAME or STORE/NAME) or --all")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {limit}")
+    query = parse_query(text)
+    if query.empty:
+        raise UsageError(f"the query {text!r} has no word to search for (letters or digits)")
+    wanted = parse_kinds(kinds)
+    url = rc.resolve_url(url, "--remote")
+    where = rc.describe(url)
+    own = conn is None
+    conn = rc.connect(url) if own else conn
+    notes: list[str] = []
+    try:
+        try:
+            if own:
+                schema.check(conn, where)
+            key = schema.find_agent(conn, agent, where)[0] if agent else None
+            mode = "all"
+            rows = _ranked(conn, websearch(query, " "), key, wanted, since, until, limit, offset, notes)
+            if not rows and len(query.terms) > 1:
+                mode = "any"
+                rows = _ranked(conn, websearch(query, " or "), key, wanted, since, until, limit, offset, notes)
+        except Exception as exc:
+            import psycopg
+
+            if isinstance(exc, psycopg.Error):
+                raise rc.failed(exc, url, "searching") from None
+            raise
+    finally:
+        if own:
+            conn.close()
+    return RemoteSearchResult(query, mode, [remote_hit(*row[:5], query) for row in rows], notes)
+
+
+def remote_hit(store_id: str, name: str, tier: str, line: str, score: float, query):
+    """A local-shaped hit for a stored line, with ``agent`` = ``STORE/NAME``."""
+    from memcli.search.engine import _hit
+
+    hit = _hit(tier, orjson.loads(line), float(score), query)
+    hit.agent = f"{store_id}/{name}"
+    return hit

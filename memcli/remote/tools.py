@@ -1,0 +1,145 @@
+"""The shared store as the MCP tools see it (``memcli mcp --remote URL``; memcli.remote).
+
+:class:`RemoteStore` answers what :class:`memcli.mcp.tools.MemoryTools` asks a local store:
+ranked hits (:func:`memcli.remote.search.search`'s query, on this connection), one record by id,
+the recent turns of the active history, and the two writes. Agents are named ``NAME`` or
+``STORE/NAME`` (:func:`memcli.remote.schema.find_agent`).
+
+Writes (``memory_remember``, ``memory_forget``) build the very records ``memcli remember``/
+``forget`` append (:mod:`memcli.search.facts`: same checks, same redaction) and insert them as rows
+of the agent's semantic/episodic file with a position after every pushed row
+(>= :data:`memcli.remote.schema.REMOTE_POS`), under the agent's advisory lock: ``pull`` restores them
+at the end of the file, and a later push from the agent's machine keeps them. A fact for an agent
+the store does not have yet creates it under the store id ``shared``.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from memcli.errors import RecordNotFoundError, UsageError
+from memcli.remote import connect as rc
+from memcli.remote import schema
+
+SHARED_STORE = "shared"
+
+
+class RemoteStore:
+    def __init__(self, url: str | None):
+        self.url = rc.resolve_url(url, "--remote")
+        self.where = rc.describe(self.url)
+        self.conn = rc.connect(self.url)
+        schema.check(self.conn, self.where)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _key(self, agent: str, *, create: bool = False) -> int:
+        from memcli.errors import AgentNotFoundError
+        from memcli.store.layout import validate_agent_id
+
+        try:
+            return schema.find_agent(self.conn, agent, self.where)[0]
+        except AgentNotFoundError:
+            if not create:
+                raise
+        store, _, name = agent.rpartition("/")
+        validate_agent_id(name)
+        with self.conn.transaction():
+            row = self.conn.execute(
+                "INSERT INTO memcli_agents (store_id, name) VALUES (%s, %s) ON CONFLICT (store_id, name) "
+                "DO UPDATE SET pushed_at = memcli_agents.pushed_at RETURNING agent_key",
+                (store or SHARED_STORE, name)).fetchone()
+        return row[0]
+
+    # ---------------------------------------------------------------- reading
+    def search(self, agent: str, query: str, *, limit: int, offset: int, kinds):
+        """Hits as :func:`memcli.remote.search.search` gives them (on this connection)."""
+        from memcli.remote.search import search
+
+        return search(self.url, query, agent=agent, limit=limit, offset=offset, kinds=kinds, conn=self.conn)
+
+    def get(self, agent: str, record_id: str) -> tuple[str, dict]:
+        """(tier, record) of an id (a trace, summary, fact or any pushed record)."""
+        key = self._key(agent)
+        row = self.conn.execute("SELECT tier, line FROM memcli_records WHERE agent_key = %s AND id = %s "
+                                "ORDER BY stream LIMIT 1", (key, record_id)).fetchone()
+        self.conn.rollback()
+        if row is None:
+            raise RecordNotFoundError(f"no record {record_id!r} in agent {agent!r} of the shared store at {self.where}")
+        return row[0], orjson.loads(row[1])
+
+    def recent_turns(self, agent: str):
+        """(turn_id, [RawTrace]) of the active traces, newest turn first."""
+        from memcli.store.agent import trace_from_record
+
+        key = self._key(agent)
+        turn, traces = None, []
+        with self.conn.cursor(name="memcli_recent") as cur:
+            cur.itersize = 500
+            cur.execute("SELECT pos, line FROM memcli_records WHERE agent_key = %s AND file = 'raw_traces.jsonl' "
+                        "ORDER BY pos DESC", (key,))
+            for pos, line in cur:
+                trace = trace_from_record(self.where, None, pos, orjson.loads(line))
+                if trace.turn_id != turn and traces:
+                    yield turn, traces[::-1]
+                    traces = []
+                turn = trace.turn_id
+                traces.append(trace)
+        self.conn.rollback()
+        if traces:
+            yield turn, traces[::-1]
+
+    def _memory_lines(self, key: int) -> list[tuple[str, dict]]:
+        rows = self.conn.execute("SELECT kind, line FROM memcli_records WHERE agent_key = %s "
+                                 "AND kind IN ('episodic', 'semantic') ORDER BY file, pos", (key,)).fetchall()
+        return [(kind, orjson.loads(line)) for kind, line in rows]
+
+    # ---------------------------------------------------------------- writing
+    def _insert(self, key: int, kind: str, record: dict) -> None:
+        from memcli.remote.push import plain_words
+        from memcli.store.search_index import record_text
+
+        file = f"{kind}.jsonl"
+        line = orjson.dumps(record).decode()
+        self.conn.execute(
+            f"""INSERT INTO memcli_records (agent_key, stream, id, file, pos, kind, tier, ts, line, tsv)
+                SELECT %s, %s, %s, %s, GREATEST(%s, COALESCE(max(pos), 0) + 1), %s, %s, %s, %s,
+                       to_tsvector('{schema.TS_CONFIG}', %s)
+                FROM memcli_records WHERE agent_key = %s AND file = %s""",
+            (key, kind, record["id"], file, schema.REMOTE_POS, kind, kind, record.get("ts"), line,
+             plain_words(record_text(kind, record)), key, file))
+
+    def remember(self, agent: str, fact: str, *, tags=(), pin: bool = False, supersedes=None):
+        from memcli.search.facts import Remembered, fact_record, prepare_fact
+
+        text, clean_tags, redacted = prepare_fact(fact, tags, pin)
+        wanted = [s for s in dict.fromkeys(supersedes or ()) if s]
+        key = self._key(agent, create=True)
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (-key,))
+            known = {record.get("id"): kind for kind, record in self._memory_lines(key)}
+            for old in wanted:
+                if known.get(old) != "semantic":
+                    raise UsageError(f"supersedes: {old!r} is not a fact of agent {agent!r}")
+            record = fact_record(text, clean_tags, wanted)
+            self._insert(key, "semantic", record)
+        return Remembered(record, redacted, wanted)
+
+    def forget(self, agent: str, record_id: str, *, reason: str | None = None):
+        from memcli.models import superseded_ids
+        from memcli.search.facts import Forgotten, forget_reason, tombstone_record
+
+        key = self._key(agent)
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (-key,))
+            lines = self._memory_lines(key)
+            tier = next((kind for kind, record in lines if record.get("id") == record_id), None)
+            if tier is None:
+                raise RecordNotFoundError(f"no fact or summary {record_id!r} in agent {agent!r} of the shared store")
+            by = superseded_ids(record for kind, record in lines if kind == tier).get(record_id)
+            if by is not None:
+                return Forgotten(record_id, tier, None, by)
+            record = tombstone_record(record_id, tier, forget_reason(reason))
+            self._insert(key, tier, record)
+        return Forgotten(record_id, tier, record)

@@ -1,0 +1,96 @@
+"""The compaction ledger: ``agents/<agent>/.compactions.jsonl``, one JSON object per line,
+append-only, written only inside a journaled commit (:mod:`memcli.store.journal`) or a restore,
+under the agent lock. Every record has ``kind``, ``id`` and ``ts``; readers skip kinds they do not
+know. AutoByteus never opens it (a hidden name beside its four files).
+
+``kind: "compaction"`` — one per compaction, written in the same commit that moves its traces::
+
+    {"kind": "compaction", "id": "cmp_…", "ts": 1772442000.5,
+     "strategy": "summarize", "summarizer": "offline" | "<LiteLLM model>",
+     "turn_range": "turn_0001–turn_0004", "turns": 4, "whole_turns": 4, "steps": 0,
+     "traces": 16, "first_id": "rt_…", "last_id": "rt_…",
+     "tokens_before": 7275, "tokens_after": 1840,          # the working snapshot's one count
+     "items": {"episodic": ["ep_…"], "semantic": ["sem_…"]},          # what it wrote
+     "superseded": {"episodic": ["ep_…"], "semantic": ["sem_…"]},     # what those items superseded
+     "place": {"archive_offset": 0,      # archive size before: its lines start there, in run order
+               "runs": [[start, end, "<id of the line before, or null>", "<id of the run's first line>"], …]},
+     "llm": {"model": "openai/gpt-4o-mini", "requests": 1, "input_tokens": 5123,
+             "output_tokens": 402, "cost_usd": 0.00101}}     # only for a model; cost_usd null: price unknown
+
+``runs`` are the moved byte ranges of the active file as it was read (``[start, end)``, whole lines,
+in file order); the anchor (the id of the kept line just before a run, null at the start of the
+file) is what puts a run back where it was when the active file's bytes have changed (a restored
+copy). ``kind: "uncompact"`` — one per undo::
+
+    {"kind": "uncompact", "id": "unc_…", "ts": …, "compaction_id": "cmp_…", "traces": 16,
+     "superseded": {"episodic": [...], "semantic": [...]},   # the compaction's items, taken out
+     "restored": {"episodic": [...], "semantic": [...]}}     # copies of what it had superseded
+
+Other kinds (later features' model spending, e.g. result summaries) only need ``llm``: the cost
+total (:func:`cost_total`) adds the ``llm`` of every record, whatever its kind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from memcli.store import jsonl
+
+COMPACTION = "compaction"
+UNCOMPACT = "uncompact"
+UNCOMPACT_PREFIX = "unc"
+
+
+def iter_ledger(path: Path) -> Iterator[dict]:
+    """The ledger's records in file order (a corrupt line raises CorruptStoreError)."""
+    for _, _, record in jsonl.iter_records(path):
+        yield record
+
+
+def append_ledger(path: Path, records: list[dict], size_before: int) -> None:
+    """Append ``records`` whose ids are not yet in the ledger past ``size_before`` (a step of a
+    journaled commit: running it again after a crash adds nothing twice), fsynced."""
+    if not records:
+        return
+    jsonl.repair_tail(path)
+    present = {r.get("id") for _, _, r in jsonl.iter_records(path, start=min(size_before, jsonl.file_size(path)),
+                                                              first_line_no=None)}
+    todo = [r for r in records if r["id"] not in present]
+    if todo:
+        jsonl.append_records(path, todo, fsync=True)
+
+
+def cost_total(path: Path) -> dict:
+    """The model spending the ledger records: requests, input/output tokens, the cost of the
+    records whose price was known, and how many records had no price."""
+    total = {"records": 0, "requests": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
+             "unpriced": 0}
+    for record in iter_ledger(path):
+        llm = record.get("llm")
+        if not isinstance(llm, dict):
+            continue
+        total["records"] += 1
+        for key in ("requests", "input_tokens", "output_tokens"):
+            value = llm.get(key)
+            total[key] += value if isinstance(value, int) else 0
+        cost = llm.get("cost_usd")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            total["cost_usd"] += cost
+        else:
+            total["unpriced"] += 1
+    return total
+
+
+def run_places(active: Path, runs: list, run_ids: list) -> list:
+    """``[start, end, anchor, first_id]`` for each moved run of ``active`` (module docstring):
+    the anchor is the id of the line just before the run, None at the start of the file."""
+    places = []
+    for (start, end), first_id in zip(runs, run_ids, strict=True):
+        anchor = None
+        if start > 0:
+            for offset, line in jsonl.iter_lines_reverse(active, end=start):
+                anchor = jsonl.parse_line(active, line, None, offset).get("id")
+                break
+        places.append([start, end, anchor, first_id])
+    return places

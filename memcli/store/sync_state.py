@@ -1,0 +1,110 @@
+"""What ``memcli sync`` remembers between runs, and where an agent's messages came from.
+
+Two kinds of small files, both derived and written whole (temp file in the same directory, fsync,
+``os.replace``, fsync of the directory), so a crash leaves the old or the new version, never a
+mix:
+
+* ``<memory dir>/.sync/<source>.json`` — per source, one entry per session *file* it has read,
+  keyed by the file's path::
+
+      {"version": 1, "files": {"/home/me/.codex/sessions/.../rollout-....jsonl":
+          {"agent": "codex.app.0199...", "size": 48213, "mtime_ns": 1764..., "ino": 393244,
+           "offset": 48213, "line": 211, "tail": "9f2c...", "carry": {...} | null}}}
+
+  ``size``/``mtime_ns``/``ino`` say whether the file changed since (unchanged: not opened);
+  ``offset``/``line`` where reading stopped (the end of the last complete line read); ``tail``
+  a digest of the bytes just before ``offset`` (an appended file still has them; a rewritten
+  one, as a rewind or a compacted rollout leaves it, does not); ``carry`` the importer's state at
+  ``offset`` when its format can be read on from there (:mod:`memcli.sync`). Written under
+  ``.locks/.sync.lock`` (agent ids cannot start with a dot), merged into the latest version on
+  disk, so two syncs (or a sync and a harness hook) never lose each other's entries. Losing the
+  file costs only time: the next sync re-reads every session and the ids of what is already
+  stored make the re-read add nothing.
+
+* ``agents/<agent>/.source.json`` — where the agent's traces came from, for ``agents --json``
+  and ``search --all``: ``{"source", "source_path", "session_id", "title", "resume", ...}``.
+  Written under the agent's lock.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+
+from memcli.store.jsonl import atomic_write_bytes
+from memcli.store.layout import SOURCE_META, AgentPaths, ensure_dir
+
+SYNC_DIR = ".sync"
+STATE_VERSION = 1
+LOCK_NAME = ".sync.lock"
+
+
+def state_path(memory_dir: str | os.PathLike, source: str) -> Path:
+    return Path(memory_dir) / SYNC_DIR / f"{source}.json"
+
+
+def load_files(memory_dir: str | os.PathLike, source: str) -> dict[str, dict]:
+    """The source's file entries (empty when there is no state, or it cannot be read: the next
+    sync then re-reads, which adds nothing already stored)."""
+    try:
+        data = orjson.loads(state_path(memory_dir, source).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) and data.get("version") == STATE_VERSION else None
+    return files if isinstance(files, dict) else {}
+
+
+@contextmanager
+def sync_lock(memory_dir: str | os.PathLike) -> Iterator[None]:
+    """The store-wide lock under which sync state is read-modified-written."""
+    from memcli.store.lock import _make_lock, _timeout
+
+    if os.environ.get("MEMCLI_UNSAFE_NO_LOCK") == "1":
+        yield
+        return
+    locks = Path(memory_dir) / ".locks"
+    ensure_dir(locks)
+    lock = _make_lock(str(locks / LOCK_NAME), _timeout())
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def save_files(memory_dir: str | os.PathLike, source: str, changed: dict[str, dict | None]) -> None:
+    """Merge ``changed`` (path -> entry; None removes the entry) into the source's state on disk,
+    under the sync lock, crash-safely."""
+    if not changed:
+        return
+    path = state_path(memory_dir, source)
+    ensure_dir(Path(memory_dir))
+    ensure_dir(path.parent)
+    with sync_lock(memory_dir):
+        files = load_files(memory_dir, source)
+        for key, entry in changed.items():
+            if entry is None:
+                files.pop(key, None)
+            else:
+                files[key] = entry
+        atomic_write_bytes(path, orjson.dumps({"version": STATE_VERSION, "files": files}))
+
+
+def read_source_meta(paths: AgentPaths) -> dict | None:
+    try:
+        data = orjson.loads((paths.dir / SOURCE_META).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_source_meta(store, meta: dict) -> None:
+    """Write ``agents/<agent>/.source.json`` (under the agent's lock); no-op when unchanged."""
+    if read_source_meta(store.paths) == meta:
+        return
+    with store.writer():
+        atomic_write_bytes(store.paths.dir / SOURCE_META, orjson.dumps(meta))

@@ -1,0 +1,78 @@
+"""Claude Code sessions: ``<home>/.claude/projects/<project key>/<session id>.jsonl``.
+
+* the project key is the working directory with every ``/`` and ``.`` made ``-``
+  (``/home/me/app`` -> ``-home-me-app``); the agent's ``project`` part is the last component of
+  the ``cwd`` the session's lines give, else the key;
+* subagents (Task tool, 2.x) are in ``<project key>/<session id>/subagents/agent-<id>.jsonl``:
+  they are joined to their session's agent, each trace tagged ``sidechain`` with
+  ``agent_id = <id>`` so parallel subagents stay apart (Claude Code's own compaction runs as the
+  subagent ``agent-acompact-*``). 1.x wrote subagent lines into the session file itself
+  (``isSidechain``); an older layout put ``agent-<id>.jsonl`` beside the sessions: such a file
+  joins the session its lines name (``sessionId``);
+* ``~/.claude/history.jsonl`` (the prompt history) is not a session and is not read.
+
+Resume: ``cd <cwd> && claude --resume <session id>``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+from memcli.sync import Identity, Session, SessionFile
+from memcli.sync._head import head_values, in_dir, text
+
+FMT = "claude-code"
+
+
+def _jsonl(directory: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as it:
+            return sorted((e for e in it if e.name.endswith(".jsonl") and e.is_file()), key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+class ClaudeCodeSource:
+    name = "claude-code"
+
+    def find(self, home: Path) -> Iterator[Session]:
+        projects = home / ".claude" / "projects"
+        try:
+            dirs = sorted(e.path for e in os.scandir(projects) if e.is_dir())
+        except OSError:
+            return
+        for project in dirs:
+            for entry in _jsonl(project):
+                yield self.session_of(entry.path)
+
+    def session_of(self, path: str) -> Session:
+        """The session of one transcript file, with its subagent files."""
+        p = Path(path)
+        if p.name.startswith("agent-"):
+            # an older layout: a subagent file beside the sessions; it joins the session it names
+            return Session(self.name, [SessionFile(str(p), FMT, sidechain=p.stem[len("agent-"):])],
+                           hint={"project_key": p.parent.name, "subagent": True})
+        files = [SessionFile(str(p), FMT)]
+        for sub in _jsonl(str(p.parent / p.stem / "subagents")):
+            if sub.name.startswith("agent-"):
+                files.append(SessionFile(sub.path, FMT, sidechain=sub.name[len("agent-"):-len(".jsonl")]))
+        return Session(self.name, files, hint={"project_key": p.parent.name})
+
+    def identify(self, session: Session) -> Identity:
+        path = Path(session.main.path)
+        session_id = None if session.hint.get("subagent") else path.stem
+        cwd = None
+        for value in head_values(str(path)):
+            cwd = cwd or text(value.get("cwd"))
+            session_id = session_id or text(value.get("sessionId"))
+            if cwd and session_id:
+                break
+        return Identity(session_id or path.stem, cwd=cwd, project_key=session.hint.get("project_key"))
+
+    def resume_command(self, ident: Identity) -> str | None:
+        return in_dir(ident.cwd, f"claude --resume {ident.resume_id or ident.session_id}")
+
+
+SOURCE = ClaudeCodeSource()

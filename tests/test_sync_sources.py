@@ -1,0 +1,418 @@
+"""``memcli sync`` per source: a session synced while it grows (cut anywhere, read on from the
+offset with the importer's carry) ends up exactly as one import of the whole file; each
+source's layout (subagent files, archived rollouts, Gemini replay logs) and its current line
+types. Fixtures are written here from the producers' formats (tests/sync_fixtures.py); the
+real samples in ../shared/corpora are used where they exist."""
+
+from __future__ import annotations
+
+import shutil
+
+import orjson
+import pytest
+
+import memcli
+from tests.helpers import CORPORA, needs_corpora, read_jsonl, run_memcli
+from tests.sync_fixtures import (
+    CWD,
+    cc_assistant,
+    cc_result,
+    cc_session,
+    cc_user,
+    claude_project,
+    codex_rollout,
+    cx_lines,
+    cx_turn,
+    gemini_chats,
+    gm_call,
+    gm_header,
+    gm_model,
+    gm_session,
+    gm_user,
+    sid,
+    write_lines,
+)
+
+KEEP = ("id", "trace_type", "content", "turn_id", "seq", "tags", "tool_call_id", "usage", "agent_id",
+        "replacement_history")
+
+
+def _shape(traces):
+    return [tuple(orjson.dumps(t.get(k), option=orjson.OPT_SORT_KEYS) for k in KEEP) for t in traces]
+
+
+def _traces(mem, agent):
+    return read_jsonl(mem / "agents" / agent / "raw_traces.jsonl")
+
+
+def _grow_and_sync(tmp_path, target, data: bytes, cuts, fmt: str):
+    """Write ``data`` to ``target`` in pieces, syncing after each; then import the whole file
+    once into another store: both must hold the same traces."""
+    home = tmp_path / "home"
+    mem = tmp_path / "mem"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"")
+    previous = 0
+    agent = None
+    for cut in [*cuts, len(data)]:
+        with open(target, "ab") as f:
+            f.write(data[previous:cut])
+        previous = cut
+        report = memcli.Memory(mem).sync(home=home)
+        assert not report.failed, report.failed[0].error
+        agent = agent or next((s.agent for s in report.sessions if s.agent), None)
+    whole = tmp_path / "whole"
+    memcli.Memory(whole).agent("w").ingest(target, fmt=fmt)
+    assert _shape(_traces(mem, agent)) == _shape(_traces(whole, "w"))
+    return mem, agent
+
+
+def _cuts(data: bytes, n: int):
+    """``n`` cut points spread over ``data``, some inside lines (half-written)."""
+    step = max(1, len(data) // (n + 1))
+    return [step * i + (i % 3) * 7 for i in range(1, n + 1)]
+
+
+# ---------------------------------------------------------------------------- Claude Code
+def test_claude_code_grown_in_pieces_equals_the_whole(tmp_path):
+    s = sid(3)
+    lines = cc_session(s, 6)
+    # one API message written as two lines sharing message.id: usage counted once
+    lines.insert(3, cc_assistant(s, 200, "thinking it over", msg_id=f"msg_{s[:8]}_2"))
+    data = b"".join(orjson.dumps(x) + b"\n" for x in lines)
+    mem, agent = _grow_and_sync(tmp_path, claude_project(tmp_path / "home") / f"{s}.jsonl", data, _cuts(data, 9),
+                                "claude-code")
+    usages = [t for t in _traces(mem, agent) if t.get("message_id") == f"msg_{s[:8]}_2" and t.get("usage")]
+    assert len(usages) == 1
+
+
+@needs_corpora
+@pytest.mark.parametrize("name", ["ccviewer_fe5e1c67_todo-app_438ev.jsonl",
+                                  "fasthooks_sample_main_transcript_compaction.jsonl"])
+def test_claude_code_corpus_grown_in_pieces_equals_the_whole(tmp_path, name):
+    data = (CORPORA / "claude-code" / name).read_bytes()
+    target = claude_project(tmp_path / "home") / "fe5e1c67-aaaa-4bbb-8ccc-000000000000.jsonl"
+    mem, agent = _grow_and_sync(tmp_path, target, data, _cuts(data, 12), "claude-code")
+    assert len(_traces(mem, agent)) > 40
+
+
+def test_claude_code_subagent_files_join_the_session_as_sidechains(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    s = sid(4)
+    project = claude_project(home)
+    main = cc_session(s, 1)
+    main.append(cc_assistant(s, 10, "", tool=("toolu_task", "Task", {"prompt": "look around"})))
+    write_lines(project / f"{s}.jsonl", main)
+    for agent, n in (("a1b2c3d", 20), ("e4f5a6b", 40)):  # two parallel subagents
+        write_lines(project / s / "subagents" / f"agent-{agent}.jsonl", [
+            cc_user(s, n, f"subtask for {agent}", sidechain=True, agent=agent),
+            cc_assistant(s, n + 1, "", sidechain=True, agent=agent, tool=(f"toolu_{agent}", "Read", {"path": "x"})),
+            cc_result(s, n + 2, f"toolu_{agent}", "contents", sidechain=True, agent=agent),
+            cc_assistant(s, n + 3, f"report from {agent}", sidechain=True, agent=agent),
+        ])
+    # Claude Code's own compaction runs as a subagent too; its file has no agentId in its lines
+    write_lines(project / s / "subagents" / "agent-acompact-1a2b.jsonl", [
+        {**cc_user(s, 60, "summarize the conversation"), "isSidechain": True}])
+    report = memcli.Memory(mem).sync(home=home)
+    assert [(r.agent, r.status, r.events) for r in report.sessions] == [(f"claude-code.app.{s}", "new", 4 + 1 + 8 + 1)]
+    traces = _traces(mem, f"claude-code.app.{s}")
+    side = [t for t in traces if "sidechain" in (t.get("tags") or [])]
+    assert {t["agent_id"] for t in side} == {"a1b2c3d", "e4f5a6b", "acompact-1a2b"}
+    assert [t["content"] for t in side if t["trace_type"] == "assistant"] == ["report from a1b2c3d", "report from e4f5a6b"]
+    # a subagent that goes on later is read on from where it stopped
+    write_lines(project / s / "subagents" / "agent-e4f5a6b.jsonl", [
+        cc_assistant(s, 50, "one more finding", sidechain=True, agent="e4f5a6b")], mode="ab")
+    again = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert (again.status, again.events) == ("appended", 1)
+
+
+def test_claude_code_1x_inline_sidechains_keep_their_agent(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    s = sid(5)
+    lines = cc_session(s, 1) + [cc_user(s, 30, "inline subtask", sidechain=True),
+                                cc_assistant(s, 31, "inline answer", sidechain=True)]
+    write_lines(claude_project(home) / f"{s}.jsonl", lines)
+    report = memcli.Memory(mem).sync(home=home).sessions[0]
+    traces = _traces(mem, report.agent)
+    assert [t["content"] for t in traces if "sidechain" in (t.get("tags") or [])] == ["inline subtask", "inline answer"]
+    assert max(int(t["turn_id"][5:]) for t in traces) == 1  # a sidechain ask opens no turn
+
+
+# ---------------------------------------------------------------------------- Codex
+def _cx_current(session: str) -> list[dict]:
+    """A rollout with the line types Codex writes today (codex-rs/protocol RolloutItem)."""
+    ts = "2026-03-02T10:00:00.000Z"
+    lines = cx_lines(session, 1)
+    lines += [
+        {"timestamp": ts, "type": "world_state", "payload": {"cwd": CWD}},
+        {"timestamp": ts, "type": "inter_agent_communication",
+         "payload": {"author": "/root", "recipient": "/root/worker", "content": "check the tests", "trigger_turn": True}},
+        {"timestamp": ts, "type": "inter_agent_communication_metadata", "payload": {"agent_path": "/root/worker"}},
+        {"timestamp": ts, "type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                                               "content": [{"type": "output_text", "text": "tests pass"}]}},
+        {"timestamp": ts, "type": "token_usage_record", "payload": {"response_id": "resp_1", "usage": {
+            "input_tokens": 300, "cached_input_tokens": 200, "output_tokens": 9, "reasoning_output_tokens": 0}}},
+        {"timestamp": ts, "type": "event_msg", "payload": {"type": "token_count", "info": {
+            "last_token_usage": {"input_tokens": 999, "output_tokens": 999}}}},
+        {"timestamp": ts, "type": "compacted", "payload": {"message": "Earlier: added feature 0.",
+                                                           "replacement_history": [
+                                                               {"type": "message", "role": "user",
+                                                                "content": [{"type": "input_text", "text": "add feature 0"}]}]}},
+        {"timestamp": ts, "type": "security_risk_score", "payload": {"score": 0}},
+    ]
+    return lines
+
+
+def test_codex_current_line_types_read_or_passed_over_with_a_count(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    x = sid(6, "cx")
+    write_lines(codex_rollout(home, x), _cx_current(x))
+    report = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert report.skipped == {"world_state lines (harness state, passed over)": 1,
+                              "inter_agent_communication_metadata lines (harness state, passed over)": 1,
+                              "security_risk_score lines (harness state, passed over)": 1}
+    traces = _traces(mem, report.agent)
+    inter = next(t for t in traces if "inter_agent" in (t.get("tags") or []))
+    assert (inter["content"], inter["name"], inter["tags"]) == ("check the tests", "/root", ["context", "inter_agent"])
+    answer = next(t for t in traces if t["content"] == "tests pass")
+    assert answer["usage"]["prompt_tokens"] == 300  # from token_usage_record, not the token_count copy
+    summary = next(t for t in traces if "compact_summary" in (t.get("tags") or []))
+    assert summary["replacement_history"][0]["content"][0]["text"] == "add feature 0"
+    # the prompt is written twice (response_item + event_msg): one ask
+    assert [t["content"] for t in traces if t["trace_type"] == "user" and not t.get("tags")] == ["add feature 0"]
+
+
+def test_codex_grown_in_pieces_equals_the_whole(tmp_path):
+    x = sid(7, "cx")
+    lines = cx_lines(x, 5) + _cx_current(x)[8:] + cx_turn(x, 9)
+    # once token_usage_record lines are written, they (not token_count) close each response
+    lines.append({"timestamp": "2026-03-02T11:00:00.000Z", "type": "token_usage_record",
+                  "payload": {"response_id": "resp_9", "usage": {"input_tokens": 5, "output_tokens": 1}}})
+    data = b"".join(orjson.dumps(v) + b"\n" for v in lines)
+    _grow_and_sync(tmp_path, codex_rollout(tmp_path / "home", x), data, _cuts(data, 15), "codex")
+
+
+@needs_corpora
+def test_codex_corpus_grown_in_pieces_equals_the_whole(tmp_path):
+    src = CORPORA / "codex" / "codex_rollout_localpush_019c8a59_2722ev_sanitized.jsonl"
+    data = src.read_bytes()
+    target = codex_rollout(tmp_path / "home", "019c8a59-e9dd-71f0-9ae3-4079fe9726a9")
+    mem, agent = _grow_and_sync(tmp_path, target, data, _cuts(data, 8), "codex")
+    assert agent == "codex.59b923df4d.019c8a59-e9dd-71f0-9ae3-4079fe9726a9"
+    assert len(_traces(mem, agent)) > 1000
+
+
+def test_codex_response_waits_for_its_usage_unless_the_rollout_is_settled(tmp_path, monkeypatch):
+    import os
+
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    x = sid(12, "cx")
+    turn = cx_turn(x, 1)
+    path = write_lines(codex_rollout(home, x), cx_lines(x, 1) + turn[:-1])  # no token_count yet
+    first = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert first.skipped["model output held back until Codex writes its token usage (imported next time)"] == 1
+    assert "done 1" not in [t["content"] for t in _traces(mem, first.agent)]
+    write_lines(path, turn[-1:], mode="ab")
+    memcli.Memory(mem).sync(home=home)
+    done = next(t for t in _traces(mem, first.agent) if t["content"] == "done 1")
+    assert done["usage"]["prompt_tokens"] == 100
+    # a rollout that ends without its usage (Codex stopped) is imported whole once it is settled
+    y = sid(13, "cx")
+    path = write_lines(codex_rollout(home, y), cx_lines(y, 1) + turn[:-1])
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    report = {r.agent: r for r in memcli.Memory(mem).sync(home=home).sessions}[f"codex.app.{y}"]
+    assert "done 1" in [t["content"] for t in _traces(mem, report.agent)]
+    # held back while fresh, then the rollout settles without changing: the next sync imports it
+    z = sid(14, "cx")
+    path = write_lines(codex_rollout(home, z), cx_lines(z, 1) + turn[:-1])
+    memcli.Memory(mem).sync(home=home)
+    assert "done 1" not in [t["content"] for t in _traces(mem, f"codex.app.{z}")]
+    monkeypatch.setattr("memcli.sync.engine.SETTLED", -1.0)  # time passes; the file is not touched
+    memcli.Memory(mem).sync(home=home)
+    assert "done 1" in [t["content"] for t in _traces(mem, f"codex.app.{z}")]
+
+
+def test_codex_user_message_held_across_a_sync_is_placed_once(tmp_path):
+    """The prompt's two copies straddle a sync: the first is held, not stored as context."""
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    x = sid(8, "cx")
+    turn = cx_turn(x, 3)
+    path = write_lines(codex_rollout(home, x), cx_lines(x, 1) + turn[:1])
+    memcli.Memory(mem).sync(home=home)
+    write_lines(path, turn[1:], mode="ab")
+    memcli.Memory(mem).sync(home=home)
+    traces = _traces(mem, f"codex.app.{x}")
+    assert [t["content"] for t in traces if t["trace_type"] == "user" and not t.get("tags")] == ["add feature 0",
+                                                                                                  "add feature 3"]
+
+
+def test_corrupt_codex_rollout_is_skipped_others_import(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    good, bad = sid(9, "cx"), sid(10, "cx")
+    write_lines(codex_rollout(home, good), cx_lines(good, 1))
+    path = write_lines(codex_rollout(home, bad), cx_lines(bad, 1))
+    path.write_bytes(path.read_bytes().replace(b'"type":"event_msg"', b'"type":"event_msg",,', 1))
+    report = memcli.Memory(mem).sync(home=home)
+    by = {r.path: r for r in report.sessions}
+    assert by[str(path)].status == "failed" and f"{path}: line 4: not valid JSON" in by[str(path)].error
+    assert by[str(codex_rollout(home, good))].status == "new"
+    assert [a.agent for a in memcli.Memory(mem).agents()] == [f"codex.app.{good}"]
+
+
+def test_codex_rewritten_rollout_adds_nothing_twice(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    x = sid(11, "cx")
+    path = write_lines(codex_rollout(home, x), cx_lines(x, 2))
+    memcli.Memory(mem).sync(home=home)
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(path, copy)
+    write_lines(copy, cx_turn(x, 5), mode="ab")
+    copy.replace(path)  # replaced by rename: a new inode
+    report = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert (report.status, report.events) == ("rewritten", 4)
+    traces = _traces(mem, report.agent)
+    assert len(traces) == len({t["id"] for t in traces}) == 13
+
+
+# ---------------------------------------------------------------------------- Gemini CLI
+def _gm(mem, agent):
+    return [(t["trace_type"], t["content"] if t["trace_type"] != "tool_result" else t.get("tool_result"))
+            for t in _traces(mem, agent)]
+
+
+def test_gemini_jsonl_session_replayed_last_version_wins_rewind_truncates(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g = sid(20, "gm")
+    chats = gemini_chats(home)
+    lines = [gm_header(g),
+             gm_user("u1", "what is in the readme"),
+             gm_model("m1", "let me look", calls=[gm_call("c1", status="executing")]),   # first version
+             gm_model("m1", "let me look", calls=[gm_call("c1", output="# App")], thoughts=True),  # re-written
+             {"id": "i1", "timestamp": "2026-03-03T08:00:40.000Z", "type": "info", "content": "Checkpoint saved"},
+             gm_user("u2", "a question I took back", 1),
+             gm_model("m2", "an answer to it", 1),
+             {"$rewindTo": "u2"},
+             {"$set": {"summary": "Reading the readme", "lastUpdated": "2026-03-03T08:05:00.000Z"}},
+             gm_user("u3", "now the tests", 2),
+             gm_model("m3", "they pass", 2)]
+    write_lines(chats / f"session-2026-03-03T08-00-{g[:8]}.jsonl", lines)
+    write_lines(home / ".gemini" / "tmp" / "app" / "logs.json", [{"sessionId": g, "messageId": 0, "type": "user",
+                                                                   "message": "hi"}])
+    report = memcli.Memory(mem).sync(home=home).sessions
+    assert [(r.agent, r.status) for r in report] == [(f"gemini.app.{g}", "new")]
+    assert report[0].skipped == {"info messages (the CLI's own notices)": 1}
+    assert report[0].resume == f"cd {CWD} && gemini --resume {g}"
+    assert _gm(mem, f"gemini.app.{g}") == [
+        ("user", "what is in the readme"), ("assistant", "Planning: look at the files first"),
+        ("assistant", "let me look"), ("tool_call", ""), ("tool_result", "# App"),
+        ("user", "now the tests"), ("assistant", "they pass")]
+    ids = [t["id"] for t in _traces(mem, f"gemini.app.{g}")]
+    assert ids[:5] == ["gm-u1-u0", "gm-m1-t0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0"]
+
+
+def test_gemini_appended_and_rewritten_messages_add_only_what_is_new(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g = sid(21, "gm")
+    path = write_lines(gemini_chats(home) / f"session-2026-03-03T08-00-{g[:8]}.jsonl",
+                       [gm_header(g), gm_user("u1", "read it"), gm_model("m1", "reading", calls=[gm_call("c1", status="executing")])])
+    first = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert first.events == 3  # the call's result does not exist yet: not stored empty
+    write_lines(path, [gm_model("m1", "reading", calls=[gm_call("c1", output="text")]),  # the call finished
+                       gm_user("u2", "thanks")], mode="ab")
+    again = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert (again.status, again.events) == ("appended", 2)
+    assert _gm(mem, first.agent)[-2:] == [("tool_result", "text"), ("user", "thanks")]
+    # a checkpoint ($set.messages) replays the conversation: nothing is stored twice
+    write_lines(path, [{"$set": {"messages": [gm_user("u1", "read it"), gm_model("m1", "reading",
+                                                                                   calls=[gm_call("c1", output="text")]),
+                                              gm_user("u2", "thanks"), gm_model("m2", "you're welcome")]}}], mode="ab")
+    third = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert (third.status, third.events, third.duplicates) == ("appended", 1, 5)
+
+
+def test_gemini_legacy_json_and_the_jsonl_resume_writes_beside_it_are_one_agent(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g = sid(22, "gm")
+    chats = gemini_chats(home, "0a1b2c", root=None)
+    legacy = dict(gm_header(g), messages=gm_session(g, 1)[1:])
+    (chats / f"session-2026-03-01T09-00-{g[:8]}.json").parent.mkdir(parents=True, exist_ok=True)
+    (chats / f"session-2026-03-01T09-00-{g[:8]}.json").write_bytes(orjson.dumps(legacy, option=orjson.OPT_INDENT_2))
+    first = memcli.Memory(mem).sync(home=home).sessions
+    assert [(r.agent, r.events) for r in first] == [(f"gemini.0a1b2c.{g}", 4)]
+    # gemini --resume: the legacy record migrated to a .jsonl beside it, then the session goes on
+    write_lines(chats / f"session-2026-03-01T09-00-{g[:8]}.jsonl",
+                [gm_header(g)] + gm_session(g, 1)[1:] + [gm_user("new", "one more question", 5)])
+    second = memcli.Memory(mem).sync(home=home).sessions
+    assert [(r.agent, r.status, r.events, r.duplicates) for r in second] == [(f"gemini.0a1b2c.{g}", "new", 1, 4)]
+
+
+def test_gemini_subagent_session_joins_its_parent(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g, sub = sid(23, "gm"), sid(24, "gm")
+    chats = gemini_chats(home)
+    write_lines(chats / f"session-2026-03-03T08-00-{g[:8]}.jsonl", gm_session(g, 1))
+    write_lines(chats / g / f"{sub}.jsonl", [gm_header(sub, "subagent"), gm_user("s1", "investigate", 3),
+                                            gm_model("s2", "found it", 3)])
+    report = memcli.Memory(mem).sync(home=home).sessions
+    assert [(r.agent, r.events) for r in report] == [(f"gemini.app.{g}", 6)]
+    side = [t for t in _traces(mem, report[0].agent) if "sidechain" in (t.get("tags") or [])]
+    assert [(t["content"], t["agent_id"]) for t in side] == [("investigate", sub), ("found it", sub)]
+
+
+def test_gemini_grown_in_pieces_equals_the_whole(tmp_path):
+    g = sid(25, "gm")
+    data = b"".join(orjson.dumps(v) + b"\n" for v in gm_session(g, 6))
+    _grow_and_sync(tmp_path, gemini_chats(tmp_path / "home") / f"session-2026-03-03T08-00-{g[:8]}.jsonl", data,
+                   _cuts(data, 10), "gemini-cli")
+
+
+def test_corrupt_gemini_session_is_reported_others_import(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    good, bad = sid(26, "gm"), sid(27, "gm")
+    chats = gemini_chats(home)
+    write_lines(chats / f"session-2026-03-03T08-00-{good[:8]}.jsonl", gm_session(good, 1))
+    path = write_lines(chats / f"session-2026-03-03T09-00-{bad[:8]}.jsonl", gm_session(bad, 1))
+    path.write_bytes(path.read_bytes().replace(b'"type":"user"', b'"type":"user"}}', 1))
+    proc = run_memcli("--dir", mem, "sync", "--home", home, "--source", "gemini")
+    assert proc.returncode == 1
+    assert f"sync: skipped {path}: line 2: not valid JSON" in proc.stderr.decode()
+    assert [a.agent for a in memcli.Memory(mem).agents()] == [f"gemini.app.{good}"]
+
+
+def test_a_last_line_without_newline_is_read_for_formats_that_never_end_it(tmp_path):
+    """SessionFile.complete_tail (Cursor writes its last line without a newline): read when it
+    parses, never stopped after, so a later line is read and the tail not stored twice."""
+    from memcli.sync import Session, SessionFile
+    from memcli.sync.engine import import_session
+
+    mem = tmp_path / "mem"
+    s = sid(30)
+    path = tmp_path / f"{s}.jsonl"
+    lines = [orjson.dumps(x) for x in cc_session(s, 1)]
+    path.write_bytes(b"\n".join(lines))  # no newline at the end
+    session = Session("claude-code", [SessionFile(str(path), "claude-code", complete_tail=True)])
+    first = import_session(mem, session)
+    assert first.events == 4
+    with open(path, "ab") as f:
+        f.write(b"\n" + orjson.dumps(cc_user(s, 40, "later")))
+    again = import_session(mem, session)
+    assert (again.events, again.duplicates) == (1, 1)
+    # without complete_tail the unterminated line waits for its newline
+    plain = Session("claude-code", [SessionFile(str(path), "claude-code")])
+    other = import_session(tmp_path / "mem2", plain)
+    assert other.events == 4
+
+
+def test_claude_code_older_subagent_file_beside_the_sessions_joins_the_session_it_names(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    s = sid(31)
+    write_lines(claude_project(home) / f"{s}.jsonl", cc_session(s, 1))
+    write_lines(claude_project(home) / "agent-9f8e7d6.jsonl", [
+        cc_user(s, 70, "older layout subtask", sidechain=True, agent="9f8e7d6"),
+        cc_assistant(s, 71, "older layout answer", sidechain=True, agent="9f8e7d6")])
+    report = memcli.Memory(mem).sync(home=home).sessions
+    assert {r.agent for r in report} == {f"claude-code.app.{s}"}
+    assert [a.agent for a in memcli.Memory(mem).agents()] == [f"claude-code.app.{s}"]
+    side = [t for t in _traces(mem, f"claude-code.app.{s}") if "sidechain" in (t.get("tags") or [])]
+    assert [(t["content"], t["agent_id"]) for t in side] == [("older layout subtask", "9f8e7d6"),
+                                                           ("older layout answer", "9f8e7d6")]
