@@ -448,3 +448,28 @@ def test_a_fixed_agent_collects_every_session_and_pinned_facts_come_back(tmp_pat
     assert [p.name for p in (tmp_path / "memory/agents").iterdir()] == ["team"]
     with pytest.raises(memcli.errors.MemcliError, match="agent id"):
         mem.hook("claude-code", "Stop", {"session_id": "s1", "transcript_path": str(transcript)}, agent="../x")
+
+
+def test_the_hook_caps_a_longer_lock_timeout(tmp_path, monkeypatch):
+    """MEMCLI_LOCK_TIMEOUT=120 (a user's setting for long compactions) does not make a hook wait:
+    the hook's own cap (memcli.hooks.run.LOCK_WAIT) wins."""
+    import time
+
+    import filelock
+
+    import memcli.hooks.run as hook_run
+    from memcli.hooks.run import HookFailed
+
+    monkeypatch.setenv("MEMCLI_LOCK_TIMEOUT", "120")
+    monkeypatch.setattr(hook_run, "LOCK_WAIT", 0.2)
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "s1",
+                                      "message": {"role": "user", "content": "hello"}}) + "\n")
+    (tmp_path / "memory" / ".locks").mkdir(parents=True)
+    payload = {"session_id": "s1", "transcript_path": str(transcript)}
+    with filelock.FileLock(str(tmp_path / "memory" / ".locks" / "team.lock")):
+        started = time.monotonic()
+        with pytest.raises(HookFailed, match="locked"):
+            memcli.Memory(tmp_path / "memory").hook("claude-code", "Stop", payload, agent="team")
+        assert time.monotonic() - started < 10
+    assert memcli.Memory(tmp_path / "memory").hook("claude-code", "Stop", payload, agent="team").imported == 1
