@@ -61,7 +61,7 @@ from memcli.compaction.summarizer import (
     validate_summary,
 )
 from memcli.errors import CompactionError, UsageError
-from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, model_info
+from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, import_litellm, model_info
 
 MAX_OUTPUT_TOKENS = 4_096
 PROMPT_MARGIN = 512
@@ -87,23 +87,10 @@ Rules:
 """
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(\{.*?\})\s*```", re.DOTALL)
-_litellm_lock = threading.Lock()
-_litellm = None
 
 
 def _import_litellm():
-    global _litellm
-    with _litellm_lock:
-        if _litellm is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            try:
-                import litellm
-            except ImportError as exc:  # pragma: no cover - litellm is a dependency
-                raise UsageError(f"--model needs LiteLLM, which cannot be imported ({exc})") from None
-            litellm.suppress_debug_info = True
-            litellm.telemetry = False
-            _litellm = litellm
-    return _litellm
+    return import_litellm()
 
 
 def extract_json(text: str | None):

@@ -15,6 +15,16 @@ Schema (:data:`SCHEMA_VERSION`)::
     texts(rowid, body)                     the indexed text of records in the active, episodic
                                            and semantic files, kept so that their rows can be
                                            taken out of the contentless index again
+    vcache(hash, vec)                      embeddings by content hash (float32, unit length) for
+                                           the model in meta ``embed_model`` (hybrid search)
+    vrows(rowid, hash)                     which records have an embedding, and which one
+
+meta keys: ``version``; for embeddings ``embed_model``, ``embed_dim``, ``embed_tokens`` (tokens
+the model reported, summed: the spend) and ``vcovered:<file>`` (every row of that file up to
+this rowid has been embedded or had no text). Rows taken out of ``fts`` are taken out of
+``vrows`` too, and their file's ``vcovered`` reset; ``vcache`` stays (a compaction moves a trace
+to the archive: its text is embedded once). Another model empties the three
+(:func:`reset_vectors`). The vectors are computed by :mod:`memcli.search.embed`, never at ingest.
 
 A row's ``rowid`` is ``file_number << 40 | byte offset of its line``: a hit names its file and
 line without another lookup, a file's rows are one rowid range, and rowid order is recency order
@@ -57,7 +67,7 @@ from memcli.store import jsonl
 from memcli.store.layout import FILE_MODE, AgentPaths
 
 INDEX_NAME = ".search.sqlite"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 BUSY_TIMEOUT_MS = 60_000
 OFFSET_BITS = 40
 OFFSET_MASK = (1 << OFFSET_BITS) - 1
@@ -81,6 +91,8 @@ _SCHEMA = (
     "tokenize='porter unicode61 remove_diacritics 2')",
     "CREATE TABLE IF NOT EXISTS rows(rowid INTEGER PRIMARY KEY, ts REAL)",
     "CREATE TABLE IF NOT EXISTS texts(rowid INTEGER PRIMARY KEY, body TEXT)",
+    "CREATE TABLE IF NOT EXISTS vcache(hash BLOB PRIMARY KEY, vec BLOB) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS vrows(rowid INTEGER PRIMARY KEY, hash BLOB)",
 )
 
 
@@ -381,6 +393,8 @@ def _drop_file_rows(conn, name: str) -> None:
     conn.executemany("INSERT INTO fts(fts, rowid, body) VALUES('delete', ?, ?)", rows)
     conn.execute("DELETE FROM texts WHERE rowid BETWEEN ? AND ?", (lo, hi))
     conn.execute("DELETE FROM rows WHERE rowid BETWEEN ? AND ?", (lo, hi))
+    conn.execute("DELETE FROM vrows WHERE rowid BETWEEN ? AND ?", (lo, hi))
+    conn.execute("DELETE FROM meta WHERE key=?", (f"vcovered:{name}",))
     conn.execute("DELETE FROM files WHERE name=?", (name,))
 
 
@@ -388,8 +402,9 @@ def _reset(conn) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("INSERT INTO fts(fts) VALUES('delete-all')")
-        for table in ("rows", "texts", "files"):
+        for table in ("rows", "texts", "files", "vrows"):
             conn.execute(f"DELETE FROM {table}")
+        conn.execute("DELETE FROM meta WHERE key LIKE 'vcovered:%'")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -419,6 +434,19 @@ def _file_filter(names: Iterable[str]) -> tuple[str, list]:
     return " AND (" + " OR ".join(ranges or ["0"]) + ")", args
 
 
+def _time_filter(table: str, since, until, where: list, args: list) -> str:
+    """The join on ``rows`` (and its conditions, added to ``where``/``args``) for --since/--until."""
+    if since is None and until is None:
+        return ""
+    if since is not None:
+        where.append("rows.ts >= ?")
+        args.append(since)
+    if until is not None:
+        where.append("rows.ts <= ?")
+        args.append(until)
+    return f" JOIN rows ON rows.rowid = {table}.rowid"
+
+
 def query(conn, match: str, *, names: Iterable[str], since: float | None = None, until: float | None = None,
           limit: int = 10, offset: int = 0, min_rowid: int | None = None) -> list[tuple[int, float]]:
     """(rowid, bm25 score — lower is better) of the best matches of an FTS5 expression, best
@@ -434,15 +462,7 @@ def query(conn, match: str, *, names: Iterable[str], since: float | None = None,
     if file_clause:
         where.append(file_clause.removeprefix(" AND "))
         args += file_args
-    join = ""
-    if since is not None or until is not None:
-        join = " JOIN rows ON rows.rowid = fts.rowid"
-        if since is not None:
-            where.append("rows.ts >= ?")
-            args.append(since)
-        if until is not None:
-            where.append("rows.ts <= ?")
-            args.append(until)
+    join = _time_filter("fts", since, until, where, args)
     sql = (f"SELECT fts.rowid, bm25(fts) AS score FROM fts{join} WHERE {' AND '.join(where)} "
            "ORDER BY score, fts.rowid DESC LIMIT ? OFFSET ?")
     args += [limit, offset]
@@ -491,6 +511,144 @@ def read_records(paths: AgentPaths, rowids: Iterable[int], expected: dict[str, t
         for f in handles.values():
             if f is not None:
                 f.close()
+
+
+def record_count(conn) -> int:
+    """Records indexed (every file)."""
+    return conn.execute("SELECT count(*) FROM rows").fetchone()[0]
+
+
+def document_frequency(conn, token: str) -> int | None:
+    """How many records hold ``token`` (a stemmed index token), from FTS5's vocabulary; None
+    when the index cannot tell."""
+    try:
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, 'row')")
+        row = conn.execute("SELECT doc FROM temp.vocab WHERE term = ?", (token,)).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return row[0] if row else 0
+
+
+# ---------------------------------------------------------------------------- embeddings
+
+def _meta(conn, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def vector_state(conn) -> tuple[str | None, int | None, int]:
+    """(model, dimensions, tokens embedded so far) of the stored embeddings."""
+    dim = _meta(conn, "embed_dim")
+    return _meta(conn, "embed_model"), int(dim) if dim else None, int(_meta(conn, "embed_tokens") or 0)
+
+
+def reset_vectors(conn, model: str) -> None:
+    """Forget every embedding and start over for ``model`` (the spend so far is kept)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM vrows")
+        conn.execute("DELETE FROM vcache")
+        conn.execute("DELETE FROM meta WHERE key LIKE 'vcovered:%' OR key = 'embed_dim'")
+        conn.execute("INSERT OR REPLACE INTO meta VALUES('embed_model', ?)", (model,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def unembedded(conn, names: Iterable[str], limit: int) -> list[int]:
+    """Up to ``limit`` rowids of the files ``names`` past their ``vcovered`` mark, oldest first."""
+    out: list[int] = []
+    for name in names:
+        lo, hi = file_range(name)
+        covered = _meta(conn, f"vcovered:{name}")
+        start = int(covered) + 1 if covered else lo
+        out += [r for (r,) in conn.execute("SELECT rowid FROM rows WHERE rowid BETWEEN ? AND ? ORDER BY rowid "
+                                           "LIMIT ?", (start, hi, limit - len(out)))]
+        if len(out) >= limit:
+            break
+    return out
+
+
+def unembedded_count(conn, names: Iterable[str]) -> int:
+    total = 0
+    for name in names:
+        lo, hi = file_range(name)
+        covered = _meta(conn, f"vcovered:{name}")
+        total += conn.execute("SELECT count(*) FROM rows WHERE rowid BETWEEN ? AND ?",
+                              (int(covered) + 1 if covered else lo, hi)).fetchone()[0]
+    return total
+
+
+def cached_vectors(conn, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
+    out = {}
+    for h in hashes:
+        row = conn.execute("SELECT vec FROM vcache WHERE hash=?", (h,)).fetchone()
+        if row is not None:
+            out[h] = row[0]
+    return out
+
+
+def add_vectors(conn, model: str, dim: int, rows: list[tuple[int, bytes]], new: list[tuple[bytes, bytes]],
+                covered: Iterable[int], tokens: int) -> bool:
+    """Store embeddings in one transaction: ``new`` (hash, vector) into the cache, ``rows``
+    (rowid, hash) for the records, and for each rowid in ``covered`` every row of its file up
+    to it marked done. False (and
+    nothing written) when another search switched the model meanwhile."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if _meta(conn, "embed_model") != model:
+            conn.execute("ROLLBACK")
+            return False
+        conn.executemany("INSERT OR REPLACE INTO vcache(hash, vec) VALUES(?, ?)", new)
+        conn.executemany("INSERT OR REPLACE INTO vrows(rowid, hash) VALUES(?, ?)", rows)
+        for mark in covered:
+            name, _ = split_rowid(mark)
+            old = _meta(conn, f"vcovered:{name}")
+            if old is None or int(old) < mark:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"vcovered:{name}", str(mark)))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES('embed_dim', ?)", (str(dim),))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES('embed_tokens', ?)",
+                     (str(int(_meta(conn, "embed_tokens") or 0) + tokens),))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return True
+
+
+def load_vectors(conn, names: Iterable[str], since: float | None = None, until: float | None = None
+                 ) -> tuple[list[int], bytes]:
+    """The rowids that have an embedding in the files ``names`` (and time range), and their
+    vectors concatenated in the same order."""
+    rowids: list[int] = []
+    blobs: list[bytes] = []
+    for name in names:
+        lo, hi = file_range(name)
+        sql = "SELECT vrows.rowid, vcache.vec FROM vrows JOIN vcache ON vcache.hash = vrows.hash"
+        where, args = ["vrows.rowid BETWEEN ? AND ?"], [lo, hi]
+        sql += _time_filter("vrows", since, until, where, args)
+        for rowid, vec in conn.execute(f"{sql} WHERE {' AND '.join(where)}", args):
+            rowids.append(rowid)
+            blobs.append(vec)
+    return rowids, b"".join(blobs)
+
+
+def read_vector_state(paths: AgentPaths) -> tuple[str | None, int | None, int] | None:
+    """:func:`vector_state` of the agent's index without creating one; None when there is none
+    or it cannot be read."""
+    try:
+        conn = connect(paths, create=False)
+    except (IndexUnreadable, StoreError):
+        return None
+    if conn is None:
+        return None
+    try:
+        return vector_state(conn)
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
 
 
 # ---------------------------------------------------------------------------- doctor
