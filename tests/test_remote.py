@@ -329,8 +329,13 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
             first = json.loads(calls[0].content[0].text)["hits"][0]
             got = await session.call_tool("memory_get", {"id": first["id"]})
             fact_id = json.loads(calls[2].content[0].text)["id"]
+            found = await session.call_tool("memory_search", {"query": "SPRING10 team"})
             gone = await session.call_tool("memory_forget", {"id": fact_id, "reason": "wrong"})
             again = await session.call_tool("memory_forget", {"id": fact_id})
+            lost = await session.call_tool("memory_search", {"query": "SPRING10 team", "kind": "semantic"})
+            out["found"] = [h["id"] for h in json.loads(found.content[0].text)["hits"]]
+            out["lost"] = [h["id"] for h in json.loads(lost.content[0].text)["hits"]]
+            out["fact"] = fact_id
             return names, calls, got, gone, again
 
     out = {}
@@ -344,6 +349,7 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
     assert recent[-1]["traces"][-1]["id"] == last["id"]
     assert json.loads(gone.content[0].text)["tombstone_id"]
     assert json.loads(again.content[0].text)["already_superseded_by"]
+    assert out["found"][0] == out["fact"] and out["fact"] not in out["lost"]   # forgotten: out of search
     # the fact and its tombstone are in the shared store: a pull has them after the pushed facts
     memcli.Memory(tmp_path / "o").pull("coder", from_=pg_url)
     facts = read_jsonl(tmp_path / "o/agents/coder/semantic.jsonl")
@@ -357,3 +363,24 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
 
 async def _store(out, main):
     out["v"] = await main()
+
+
+def test_pull_refuses_a_data_file_this_memcli_does_not_know(memory_dir, tmp_path, pg_url, cli):
+    memcli.Memory(memory_dir).agent("a").ingest(events(2))
+    memcli.Memory(memory_dir).push(["a"], to=pg_url)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("UPDATE memcli_records SET file = '../../evil.jsonl' WHERE id = 'u0'")
+    res = cli("--dir", tmp_path / "o", "pull", "a", "--from", pg_url)
+    assert res.exit_code == 1 and "data files this memcli does not know (../../evil.jsonl)" in res.stderr
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.jsonl"))
+
+
+@pytest.mark.slow
+def test_a_word_in_most_records_ranks_a_bounded_sample_and_says_so(memory_dir, pg_url, cli):
+    memcli.Memory(memory_dir).agent("a").ingest(events(12_000, word="everywhere"))
+    memcli.Memory(memory_dir).push(["a"], to=pg_url)
+    res = cli("search", "--remote", pg_url, "a", "everywhere", "--json")
+    assert res.exit_code == 0 and len(orjson.loads(res.stdout)) == 10
+    assert "ranked a sample of about 20,000" in res.stderr
+    res = cli("search", "--remote", pg_url, "a", "number11999", "--json")
+    assert [h["id"] for h in orjson.loads(res.stdout)] == ["u11999"] and "sample" not in res.stderr

@@ -79,8 +79,8 @@ class CompactionEntry:
     turn_ids: list = field(default_factory=list)
 
     def moved(self) -> str:
-        """"6 turns, 24 traces (turn_0001–turn_0006)"."""
-        return f"{what_moved(self.whole_turns, self.steps)}, {self.traces} traces ({self.turn_range})"
+        """"6 turns, 24 traces", "2 turns and 30 steps, 96 traces"."""
+        return f"{what_moved(self.whole_turns, self.steps)}, {self.traces} traces"
 
     def to_dict(self) -> dict:
         data = asdict(self)
