@@ -448,6 +448,18 @@ class Agent:
         with _parameters({}):
             return uncompact(self.memory_dir, self.name, compaction_id)
 
+    # ------------------------------------------------------------------ the HTML view (issue 29)
+    def view(self, output: str | os.PathLike | None = None, *, stream=None, model: str | None = None,
+             max_context_tokens: int | None = None):
+        """Write one self-contained HTML page of the agent's memory, as ``memcli view``: to
+        ``output`` (default ``./<agent>.html``), or to ``stream`` (a binary file). ``model`` and
+        ``max_context_tokens`` set the token counter and the trigger line, as for ``stats``.
+        Returns :class:`memcli.view.ViewResult`."""
+        from memcli.view import write_view
+
+        return write_view(self.memory_dir, self.name, output, stream=stream, model=model,
+                          max_context_tokens=max_context_tokens)
+
 
 def _time(value, option: str, *, end_of_day: bool = False) -> float | None:
     if value is None or isinstance(value, (int, float)):

@@ -37,7 +37,8 @@ def local_counts(memory_dir, agent):
     from memcli.store.layout import DATA_FILES
 
     base = memory_dir / "agents" / agent
-    return {name: len(read_jsonl(base / name)) for name in DATA_FILES if (base / name).exists()}
+    counts = {name: len(read_jsonl(base / name)) for name in DATA_FILES if (base / name).exists()}
+    return {name: n for name, n in counts.items() if n}     # an emptied file has no rows remotely
 
 
 def remote_counts(url, agent):
@@ -384,3 +385,21 @@ def test_a_word_in_most_records_ranks_a_bounded_sample_and_says_so(memory_dir, p
     assert "ranked a sample of about 20,000" in res.stderr
     res = cli("search", "--remote", pg_url, "a", "number11999", "--json")
     assert [h["id"] for h in orjson.loads(res.stdout)] == ["u11999"] and "sample" not in res.stderr
+
+
+def test_uncompact_and_the_compaction_ledger_follow_a_push(memory_dir, tmp_path, pg_url):
+    from memcli.store.layout import LEDGER
+
+    mem = memcli.Memory(memory_dir)
+    agent = mem.agent("a")
+    agent.ingest(events(200))
+    agent.compact(force=True)
+    mem.push(["a"], to=pg_url)
+    agent.uncompact()
+    mem.push(["a"], to=pg_url)
+    assert remote_counts(pg_url, "a") == local_counts(memory_dir, "a")
+    assert LEDGER in local_counts(memory_dir, "a")
+    memcli.Memory(tmp_path / "o").pull("a", from_=pg_url)
+    assert memcli.Memory(tmp_path / "o").agent("a").export(with_memory=True) == agent.export(with_memory=True)
+    for name in local_counts(memory_dir, "a"):
+        assert (tmp_path / "o/agents/a" / name).read_bytes() == (memory_dir / "agents/a" / name).read_bytes(), name

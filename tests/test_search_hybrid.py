@@ -131,10 +131,10 @@ def test_clear_leaves_no_vector_and_no_index_behind(cli, server, memory_dir):
     ingest(cli)
     search(cli, srv, "automobile")
     agent_dir = memory_dir / "agents" / "h"
-    assert (agent_dir / ".search.sqlite").exists()
+    assert (agent_dir / ".search.sqlite").exists() and (agent_dir / ".search.vectors").stat().st_mode & 0o777 == 0o600
     ok(cli("remember", "h", "a car fact"))
     ok(cli("clear", "h", "--keep-memory", "--yes"))
-    assert not list(agent_dir.glob(".search.sqlite*"))
+    assert not list(agent_dir.glob(".search*"))            # the index and the vectors file
     ingest(cli)
     search(cli, srv, "automobile")
     ok(cli("clear", "h", "--yes"))

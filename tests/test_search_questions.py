@@ -158,3 +158,14 @@ def test_the_python_api_takes_the_same_options(memory_dir, cli):
     assert fact in [h.id for h in agent.search("alpha", history=True, recent=True).hits]
     with pytest.raises(memcli.MemcliError, match="only common words"):
         agent.search("what is it")
+
+
+def test_boilerplate_matching_hundreds_of_times_does_not_crowd_out_the_rest(cli):
+    # 250 identical lines outrank the one that matters by BM25 (shorter): they are one hit, and
+    # the search reads on past them so the page still has the others
+    events = traces(*(["The manager script needs a version bump."] * 250))
+    events.insert(0, {"id": "boss", "trace_type": "user", "ts": T0, "content":
+                      "My manager is Bruno Diaz and she wants weekly status reports, in writing, every Friday."})
+    ok(cli("ingest", "crowd", input=events))
+    found = hits(cli, "crowd", "Who is my manager?")
+    assert [(h["id"], h["count"]) for h in found] == [("u250", 250), ("boss", 1)]

@@ -60,6 +60,7 @@ SNIPPET_CHARS = 200
 BROAD_MATCHES = 20_000
 MAX_LIMIT = 1000
 POOL = 200              # lexical candidates re-scored (at least; more for a deep page)
+MAX_POOL = 2_000        # ... and at most, when identical texts fill the first pools
 COVER = 2.0             # weight of coverage (share of the query's terms held)
 NEAR = 0.5              # weight of proximity
 RRF_K = 60
@@ -253,16 +254,25 @@ def _lexical(store, conn, query: Query, names, since, until, pool: int, statuses
                     f"{BROAD_MATCHES:,} newest of them (add a rarer word to search all)")
             if note not in notes:   # once, though a retry after a catch-up ranks again
                 notes.append(note)
-    try:
-        rows = search_index.query(conn, match, names=names, since=since, until=until, limit=pool, offset=0,
-                                  min_rowid=min_rowid)
-    except sqlite3.OperationalError as exc:  # defensive: parse_query never builds bad syntax
-        raise UsageError(f"cannot search for {query.text!r}: {exc}") from None
     matcher = Matcher(query)
     weights = _weights(conn, query) if len(query.terms) > 1 else [1.0]
-    found = _read(store, conn, [r for r, _ in rows], matcher, statuses, history)
-    if found is None:
-        return None
+    rows: list = []
+    found: list[_Candidate] = []
+    # read on while identical texts leave fewer distinct candidates than a pool (boilerplate that
+    # a word matches in hundreds of records must not crowd out everything else), up to MAX_POOL
+    while True:
+        try:
+            page = search_index.query(conn, match, names=names, since=since, until=until, limit=pool,
+                                      offset=len(rows), min_rowid=min_rowid)
+        except sqlite3.OperationalError as exc:  # defensive: parse_query never builds bad syntax
+            raise UsageError(f"cannot search for {query.text!r}: {exc}") from None
+        more = _read(store, conn, [r for r, _ in page], matcher, statuses, history)
+        if more is None:
+            return None
+        rows += page
+        found += more
+        if len(page) < pool or len(rows) >= MAX_POOL or len({c.text for c in found}) >= pool // 2:
+            break
     bm25 = dict(rows)
     for c in found:
         cov = coverage(c.spans, weights)
