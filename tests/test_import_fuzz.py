@@ -15,9 +15,14 @@ from memcli.errors import InputError
 from memcli.events import validate_event
 from memcli.importers import FORMATS, get_importer
 from memcli.ingest.pipeline import IngestResult
-from tests import chat_export_fixtures
+from tests import (
+    chat_export_fixtures,
+    test_import_anthropic,
+    test_import_claude_code,
+    test_import_codex,
+    test_import_openai,
+)
 from tests import import_format_fixtures as fx
-from tests import test_import_anthropic, test_import_claude_code, test_import_codex, test_import_openai
 
 EXAMPLES = int(os.environ.get("MEMCLI_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
