@@ -75,7 +75,9 @@ demo: $(DEMO_STAMP)
 	$$m export coder --with-memory | cmp - <($$m export coder-copy --with-memory) && echo "round trip: identical"; \
 	step "memcli search coder 'discount order' --limit 3   (ranked hits over the whole history; ids expand with get)"; \
 	$$m search coder 'discount order' --limit 3; \
-	step "memcli doctor coder"; $$m doctor coder
+	step "memcli doctor coder"; $$m doctor coder; \
+	step "memcli view coder   (one self-contained HTML page: timeline, compactions, tokens over time)"; \
+	mkdir -p build; $$m view coder -o build/coder.html
 
 bench: $(STAMP)
 	$(BIN)/python tests/bench/run_all.py

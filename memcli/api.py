@@ -374,14 +374,20 @@ class Agent:
         return list(iter_memory(self.store.require(), include_superseded=include_superseded))
 
     def search(self, query: str, *, limit: int = 10, kind: str | Iterable[str] | None = None,
-               since: str | float | None = None, until: str | float | None = None):
+               since: str | float | None = None, until: str | float | None = None, history: bool = False,
+               recent: bool = False, embed_model: str | None = None, embed_api_base: str | None = None):
         """Ranked hits over traces, summaries and facts (:class:`memcli.search.SearchResult`:
-        ``hits``, ``mode`` "all" or "any"), as ``memcli search``."""
+        ``hits``, ``mode`` "all" or "any", ``notes``), as ``memcli search``: superseded and
+        forgotten items only with ``history``; ``recent`` weighs newer records up;
+        ``embed_model`` (any LiteLLM embedding model; else the store's config.json) makes it
+        hybrid."""
         from memcli.search import search
 
-        with _parameters({"kind": "kind", "since": "since", "until": "until", "limit": "limit"}):
+        with _parameters({"kind": "kind", "since": "since", "until": "until", "limit": "limit",
+                          "embed-model": "embed_model"}):
             return search(self.store, query, limit=limit, kinds=_listed(kind), since=_time(since, "since"),
-                          until=_time(until, "until", end_of_day=True))
+                          until=_time(until, "until", end_of_day=True), history=history, recent=recent,
+                          embed_model=embed_model, embed_api_base=embed_api_base)
 
     def remember(self, fact: str, *, tags: Iterable[str] = (), pin: bool = False,
                  supersedes: str | Iterable[str] | None = None) -> dict:
@@ -441,6 +447,18 @@ class Agent:
 
         with _parameters({}):
             return uncompact(self.memory_dir, self.name, compaction_id)
+
+    # ------------------------------------------------------------------ the HTML view (issue 29)
+    def view(self, output: str | os.PathLike | None = None, *, stream=None, model: str | None = None,
+             max_context_tokens: int | None = None):
+        """Write one self-contained HTML page of the agent's memory, as ``memcli view``: to
+        ``output`` (default ``./<agent>.html``), or to ``stream`` (a binary file). ``model`` and
+        ``max_context_tokens`` set the token counter and the trigger line, as for ``stats``.
+        Returns :class:`memcli.view.ViewResult`."""
+        from memcli.view import write_view
+
+        return write_view(self.memory_dir, self.name, output, stream=stream, model=model,
+                          max_context_tokens=max_context_tokens)
 
 
 def _time(value, option: str, *, end_of_day: bool = False) -> float | None:

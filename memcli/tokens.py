@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 from contextlib import contextmanager
 from functools import lru_cache
 from hashlib import blake2b
@@ -255,3 +256,27 @@ def context_window(model: str | None, override: int | None = None) -> tuple[int,
     if context:
         return int(context), min(reserved, int(context) // 4), f"LiteLLM model map ({model})"
     return DEFAULT_CONTEXT_TOKENS, DEFAULT_OUTPUT_TOKENS, "default (model unknown)"
+
+
+_litellm = None
+_litellm_lock = threading.Lock()
+
+
+def import_litellm():
+    """LiteLLM, imported once (thread-safe), with the model map read locally
+    (``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first), debug output and telemetry off. For the
+    paths that call a model (compaction's summarizer, search's embeddings) and nothing else."""
+    global _litellm
+    with _litellm_lock:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            from memcli.errors import UsageError
+
+            try:
+                import litellm
+            except ImportError as exc:  # pragma: no cover - litellm is a dependency
+                raise UsageError(f"LiteLLM cannot be imported ({exc})") from None
+            litellm.suppress_debug_info = True
+            litellm.telemetry = False
+            _litellm = litellm
+    return _litellm

@@ -13,9 +13,9 @@ import memcli
 from tests.helpers import proc_env
 
 PUBLIC = ["Agent", "MemcliError", "Memory", "__version__"]
-AGENT_METHODS = ["clear", "compact", "compactions", "doctor", "exists", "export", "forget", "get", "ingest", "memory",
-                 "memory_files", "memory_tool", "remember", "search", "snapshot", "stats", "store", "tools", "turns",
-                 "uncompact"]
+AGENT_METHODS = ["clear", "compact", "compactions", "doctor", "exists", "export", "forget", "get", "ingest",
+                 "memory", "memory_files", "memory_tool", "remember", "search", "snapshot", "stats", "store",
+                 "tools", "turns", "uncompact", "view"]
 MEMORY_METHODS = ["agent", "agents", "hook", "hooks_install", "hooks_status", "hooks_uninstall", "pull", "push",
                   "remote", "search_all", "search_remote", "sync"]
 

@@ -137,8 +137,11 @@ def test_with_memory_appends_every_item_marked_with_record_type(cli, archived):
     traces = traces_of(archived, "coder")
     assert lines[:len(traces)] == traces
     memory = lines[len(traces):]
-    assert [m["record_type"] for m in memory] == ["episodic"] * 3 + ["semantic"] * 3
-    assert [{k: v for k, v in m.items() if k != "record_type"} for m in memory] == EPISODIC + SEMANTIC
+    assert [m["record_type"] for m in memory] == ["episodic"] * 3 + ["semantic"] * 3 + ["archived"]
+    assert [{k: v for k, v in m.items() if k != "record_type"} for m in memory[:-1]] == EPISODIC + SEMANTIC
+    archive = read_jsonl(agent_dir(archived, "coder") / "raw_traces_archive.jsonl")
+    assert memory[-1] == {"record_type": "archived", "first_id": archive[0]["id"], "last_id": archive[-1]["id"],
+                          "traces": len(archive)}   # which traces were archived: ingest archives them again
     assert list(memory[0])[0] == "record_type"
 
 
@@ -150,7 +153,10 @@ def test_export_with_memory_then_ingest_restores_the_memory_too(cli, archived):
     d_src, d_copy = agent_dir(archived, "coder"), agent_dir(archived, "copy")
     assert read_jsonl(d_copy / "episodic.jsonl") == read_jsonl(d_src / "episodic.jsonl")
     assert read_jsonl(d_copy / "semantic.jsonl") == read_jsonl(d_src / "semantic.jsonl")
-    assert read_jsonl(d_copy / "raw_traces.jsonl") == traces_of(archived, "coder")
+    # the same split: the archived traces are archived in the copy too
+    for name in ("raw_traces_archive.jsonl", "raw_traces.jsonl"):
+        assert read_jsonl(d_copy / name) == read_jsonl(d_src / name)
+    assert read_jsonl(d_src / "raw_traces_archive.jsonl")
     before = tree_digest(d_copy)
     again = cli("ingest", "copy", input=out)
     assert again.exit_code == 0 and "(6 already present)" in again.stderr
@@ -223,12 +229,13 @@ def test_bad_options_are_usage_errors(cli, sample, args, message):
 
 
 def test_filters_apply_to_memory_items(cli, archived):
+    def items(out):
+        return [m for m in map(orjson.loads, out.splitlines()) if m.get("record_type") in ("episodic", "semantic")]
+
     out = cli("export", "coder", "--with-memory", "--turn", "1").stdout_bytes
-    memory = [orjson.loads(x) for x in out.splitlines() if b'"record_type"' in x]
-    assert [m["id"] for m in memory] == ["ep_1", "ep_3"]  # the semantic facts come from turn 4
+    assert [m["id"] for m in items(out)] == ["ep_1", "ep_3"]  # the semantic facts come from turn 4
     out = cli("export", "coder", "--with-memory", "--since", "1772443500").stdout_bytes
-    memory = [orjson.loads(x) for x in out.splitlines() if b'"record_type"' in x]
-    assert [m["id"] for m in memory] == ["ep_2", "ep_3", "sem_3"]
+    assert [m["id"] for m in items(out)] == ["ep_2", "ep_3", "sem_3"]
 
 
 # ----------------------------------------------------------------------------- file output

@@ -70,8 +70,8 @@ def _commands(settings: dict) -> dict[str, str]:
     """event -> memcli's command in a settings object."""
     out = {}
     for event, groups in settings.get("hooks", {}).items():
-        for group in groups:
-            for handler in group["hooks"]:
+        for group in groups if isinstance(groups, list) else ():
+            for handler in group["hooks"] if isinstance(group, dict) else ():
                 if " hook " in handler["command"]:
                     out[event] = handler["command"]
     return out
@@ -166,6 +166,18 @@ def test_settings_with_hooks_of_the_wrong_shape_are_refused(home):
         result = _cli(home, "hooks", "install", "claude-code")
         assert result.returncode == 1 and str(path) in result.stderr.decode()
         assert path.read_bytes() == bad
+
+
+def test_other_keys_under_hooks_are_left_alone(home):
+    path = home / "home/.gemini/settings.json"
+    user = {"hooks": {"enabled": True, "disabled": ["lint"]}, "hooksConfig": {"notifications": False}}
+    _write(path, user)
+    assert _cli(home, "hooks", "install", "gemini").returncode == 0
+    data = json.loads(path.read_text())
+    assert data["hooks"]["enabled"] is True and data["hooks"]["disabled"] == ["lint"]
+    assert set(_commands(data)) == {"AfterAgent", "PreCompress", "SessionStart"}
+    assert _cli(home, "hooks", "uninstall", "gemini").returncode == 0
+    assert json.loads(path.read_text()) == user
 
 
 def test_codex_and_gemini_install_where_their_docs_say(home):
@@ -436,3 +448,28 @@ def test_a_fixed_agent_collects_every_session_and_pinned_facts_come_back(tmp_pat
     assert [p.name for p in (tmp_path / "memory/agents").iterdir()] == ["team"]
     with pytest.raises(memcli.errors.MemcliError, match="agent id"):
         mem.hook("claude-code", "Stop", {"session_id": "s1", "transcript_path": str(transcript)}, agent="../x")
+
+
+def test_the_hook_caps_a_longer_lock_timeout(tmp_path, monkeypatch):
+    """MEMCLI_LOCK_TIMEOUT=120 (a user's setting for long compactions) does not make a hook wait:
+    the hook's own cap (memcli.hooks.run.LOCK_WAIT) wins."""
+    import time
+
+    import filelock
+
+    import memcli.hooks.run as hook_run
+    from memcli.hooks.run import HookFailed
+
+    monkeypatch.setenv("MEMCLI_LOCK_TIMEOUT", "120")
+    monkeypatch.setattr(hook_run, "LOCK_WAIT", 0.2)
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "s1",
+                                      "message": {"role": "user", "content": "hello"}}) + "\n")
+    (tmp_path / "memory" / ".locks").mkdir(parents=True)
+    payload = {"session_id": "s1", "transcript_path": str(transcript)}
+    with filelock.FileLock(str(tmp_path / "memory" / ".locks" / "team.lock")):
+        started = time.monotonic()
+        with pytest.raises(HookFailed, match="locked"):
+            memcli.Memory(tmp_path / "memory").hook("claude-code", "Stop", payload, agent="team")
+        assert time.monotonic() - started < 10
+    assert memcli.Memory(tmp_path / "memory").hook("claude-code", "Stop", payload, agent="team").imported == 1

@@ -6,6 +6,7 @@ import pytest
 
 from memcli.errors import InputError
 from memcli.importers import get_importer
+from tests.helpers import read_jsonl
 from tests.import_helpers import comparable, import_values, shape, statuses, traces, write_input
 
 SESSION = "5e55-10n"
@@ -270,3 +271,20 @@ def test_sniffing_one_line_is_enough_for_a_stream():
         assert importer.sniff([(1, first)]) > 90
     assert importer.sniff([(1, {"role": "user", "content": "x"})]) == 0
     assert importer.sniff([(1, {"type": "response_item", "payload": {"type": "message"}})]) == 0
+
+
+def test_inline_subagents_without_agent_id_stay_apart_by_their_parent_chain(cli, memory_dir):
+    """Claude Code 1.x wrote parallel subagents inline (``isSidechain``) without ``agentId``: each
+    subagent's lines form their own ``parentUuid`` chain, whose first uuid names the lane."""
+    def line(uuid, parent, text, side=True, kind="assistant"):
+        return {"type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": side, "sessionId": "s",
+                "timestamp": "2026-01-01T00:00:00Z", "message": {"role": kind, "content": text}}
+    lines = [line("m1", None, "Do two things", side=False, kind="user"),
+             line("a1000000-1", "m1", "task A", kind="user"), line("b2000000-1", "m1", "task B", kind="user"),
+             line("a1000000-2", "a1000000-1", "A works"), line("b2000000-2", "b2000000-1", "B works"),
+             line("a1000000-3", "a1000000-2", "A done"), line("m2", "m1", "both done", side=False)]
+    assert cli("ingest", "cc", input=lines, env=None).exit_code == 0
+    traces = read_jsonl(memory_dir / "agents" / "cc" / "raw_traces.jsonl")
+    lanes = {t["content"]: t.get("agent_id") for t in traces}
+    assert lanes == {"Do two things": None, "task A": "a1000000", "task B": "b2000000", "A works": "a1000000",
+                     "B works": "b2000000", "A done": "a1000000", "both done": None}

@@ -96,6 +96,8 @@ def test_stats_json(cli, fx, memory_dir):
         "last_compaction": {"compaction_id": "cmp_2", "ts": BASE + 17 * 60, "episodic_id": "ep_3", "turns": 2,
                             "traces": 6, "model": "offline"},
         "budget": None,
+        "compaction_cost": {"records": 0, "requests": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
+                            "unpriced": 0},
     })
     assert estimate > 0
 

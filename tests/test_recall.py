@@ -89,7 +89,7 @@ def test_the_budget_bounds_what_recall_adds_but_never_drops_pinned(cli, fx):
     assert episodic == [] and len(semantic) == 1 and semantic[0].startswith("- Pinned: always")
     assert f"{long_pin} (pinned)" in result.stderr
     assert "did not fit the 20-token budget" in result.stderr
-    assert "recall: 1 more matching item did not fit --memory-tokens 20" in result.stderr  # sem_3
+    assert "recall: 2 more matching items did not fit --memory-tokens 20" in result.stderr  # sem_3, sem_2
 
 
 def test_recall_auto_without_a_user_ask_falls_back(cli, memory_dir):

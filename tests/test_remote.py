@@ -37,7 +37,8 @@ def local_counts(memory_dir, agent):
     from memcli.store.layout import DATA_FILES
 
     base = memory_dir / "agents" / agent
-    return {name: len(read_jsonl(base / name)) for name in DATA_FILES if (base / name).exists()}
+    counts = {name: len(read_jsonl(base / name)) for name in DATA_FILES if (base / name).exists()}
+    return {name: n for name, n in counts.items() if n}     # an emptied file has no rows remotely
 
 
 def remote_counts(url, agent):
@@ -286,7 +287,8 @@ def test_search_remote_has_the_local_hit_shape(memory_dir, pg_url, cli):
     # ranked differently (ts_rank_cd, PostgreSQL's parser), the same records match one word
     local = orjson.loads(cli("search", "coder", "discounts", "-n", "1000", "--json").stdout)
     every = orjson.loads(cli("search", "--remote", pg_url, "coder", "discounts", "-n", "1000", "--json").stdout)
-    assert {h["id"] for h in local} == {h["id"] for h in every}
+    # (the local search shows identical texts as one hit with a count)
+    assert {h["id"] for h in local} <= {h["id"] for h in every} and sum(h["count"] for h in local) == len(every)
     store = (memory_dir / ".store-id").read_text().strip()
     assert {h["agent"] for h in remote} == {f"{store}/coder"}
     # a question: stop words dropped, words stemmed
@@ -328,8 +330,13 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
             first = json.loads(calls[0].content[0].text)["hits"][0]
             got = await session.call_tool("memory_get", {"id": first["id"]})
             fact_id = json.loads(calls[2].content[0].text)["id"]
+            found = await session.call_tool("memory_search", {"query": "SPRING10 team"})
             gone = await session.call_tool("memory_forget", {"id": fact_id, "reason": "wrong"})
             again = await session.call_tool("memory_forget", {"id": fact_id})
+            lost = await session.call_tool("memory_search", {"query": "SPRING10 team", "kind": "semantic"})
+            out["found"] = [h["id"] for h in json.loads(found.content[0].text)["hits"]]
+            out["lost"] = [h["id"] for h in json.loads(lost.content[0].text)["hits"]]
+            out["fact"] = fact_id
             return names, calls, got, gone, again
 
     out = {}
@@ -343,6 +350,7 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
     assert recent[-1]["traces"][-1]["id"] == last["id"]
     assert json.loads(gone.content[0].text)["tombstone_id"]
     assert json.loads(again.content[0].text)["already_superseded_by"]
+    assert out["found"][0] == out["fact"] and out["fact"] not in out["lost"]   # forgotten: out of search
     # the fact and its tombstone are in the shared store: a pull has them after the pushed facts
     memcli.Memory(tmp_path / "o").pull("coder", from_=pg_url)
     facts = read_jsonl(tmp_path / "o/agents/coder/semantic.jsonl")
@@ -356,3 +364,42 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
 
 async def _store(out, main):
     out["v"] = await main()
+
+
+def test_pull_refuses_a_data_file_this_memcli_does_not_know(memory_dir, tmp_path, pg_url, cli):
+    memcli.Memory(memory_dir).agent("a").ingest(events(2))
+    memcli.Memory(memory_dir).push(["a"], to=pg_url)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("UPDATE memcli_records SET file = '../../evil.jsonl' WHERE id = 'u0'")
+    res = cli("--dir", tmp_path / "o", "pull", "a", "--from", pg_url)
+    assert res.exit_code == 1 and "data files this memcli does not know (../../evil.jsonl)" in res.stderr
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.jsonl"))
+
+
+@pytest.mark.slow
+def test_a_word_in_most_records_ranks_a_bounded_sample_and_says_so(memory_dir, pg_url, cli):
+    memcli.Memory(memory_dir).agent("a").ingest(events(12_000, word="everywhere"))
+    memcli.Memory(memory_dir).push(["a"], to=pg_url)
+    res = cli("search", "--remote", pg_url, "a", "everywhere", "--json")
+    assert res.exit_code == 0 and len(orjson.loads(res.stdout)) == 10
+    assert "ranked a sample of about 20,000" in res.stderr
+    res = cli("search", "--remote", pg_url, "a", "number11999", "--json")
+    assert [h["id"] for h in orjson.loads(res.stdout)] == ["u11999"] and "sample" not in res.stderr
+
+
+def test_uncompact_and_the_compaction_ledger_follow_a_push(memory_dir, tmp_path, pg_url):
+    from memcli.store.layout import LEDGER
+
+    mem = memcli.Memory(memory_dir)
+    agent = mem.agent("a")
+    agent.ingest(events(200))
+    agent.compact(force=True)
+    mem.push(["a"], to=pg_url)
+    agent.uncompact()
+    mem.push(["a"], to=pg_url)
+    assert remote_counts(pg_url, "a") == local_counts(memory_dir, "a")
+    assert LEDGER in local_counts(memory_dir, "a")
+    memcli.Memory(tmp_path / "o").pull("a", from_=pg_url)
+    assert memcli.Memory(tmp_path / "o").agent("a").export(with_memory=True) == agent.export(with_memory=True)
+    for name in local_counts(memory_dir, "a"):
+        assert (tmp_path / "o/agents/a" / name).read_bytes() == (memory_dir / "agents/a" / name).read_bytes(), name

@@ -11,6 +11,7 @@ import pytest
 
 from tests.compact_fixtures import conversation, good_answer, long_turn
 from tests.helpers import agent_dir, read_jsonl, run_memcli
+from tests.test_reliability import UNDO_POINTS as UNDO_STEPS
 
 LEDGER = ".compactions.jsonl"
 
@@ -161,8 +162,8 @@ def test_the_list_in_each_format(cli, memory_dir):
     human = cli("compactions", "a", "--width", "200")
     assert human.exit_code == 0
     header, row = human.stdout.splitlines()
-    assert header.split() == ["id", "time", "moved", "tokens", "summarizer", "undone"] or header.startswith("id")
-    assert "6 turns, 24 traces (turn_0001–turn_0006)" in row and "offline" in row
+    assert header.split() == ["id", "time", "moved", "turns", "tokens", "summarizer", "model", "tokens,", "cost", "undone"]
+    assert "6 turns, 24 traces  turn_0001–turn_0006" in row and "offline" in row
     (entry,) = [orjson.loads(line) for line in cli("compactions", "a", "--ndjson").stdout.splitlines()]
     assert entry == _compactions(cli)[0]
     assert cli("compactions", "nobody").exit_code == 3
@@ -201,7 +202,6 @@ def test_an_unidentifiable_old_compaction_is_refused(cli, memory_dir):
     assert _files(memory_dir) == before
 
 
-UNDO_STEPS = ["journal", "episodic", "memory", "rewrite", "rewritten", "replaced", "truncated", "state"]
 
 
 @pytest.mark.parametrize("step", UNDO_STEPS)
@@ -309,3 +309,36 @@ def test_dry_run_shows_the_summary_it_would_write(cli, memory_dir, server, llm_e
     human = cli("compact", "a", "--model", "openai/gpt-4o-mini", "--api-base", srv.api_base, "--dry-run").stdout
     assert "model request  1 to openai/gpt-4o-mini:" in human and "(the offline digest the model would condense)" in human
     assert srv.requests == []
+
+
+# --------------------------------------------------------------------------- backups keep the shape
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_a_backup_of_a_compacted_agent_restores_the_same_snapshot_memory_and_archive(cli, memory_dir, fmt):
+    events = conversation(10, big=1500) + long_turn(20)
+    events[5]["content"] += " Always answer in English."
+    _ingest(cli, events)
+    _compact(cli)                                             # whole turns
+    _compact(cli, "--target-tokens", "3000")                  # and steps of the open turn
+    backup = cli("export", "a", "--with-memory", "-f", fmt)
+    assert backup.exit_code == 0
+    restored = cli("ingest", "copy", input=backup.stdout_bytes)
+    assert restored.exit_code == 0, restored.stderr
+    assert "archived, as in the export" in restored.stderr
+    src, copy = agent_dir(memory_dir, "a"), agent_dir(memory_dir, "copy")
+    for name in ("raw_traces.jsonl", "raw_traces_archive.jsonl", "episodic.jsonl", "semantic.jsonl", LEDGER):
+        assert read_jsonl(copy / name) == read_jsonl(src / name), name
+    assert _snapshot(cli, "copy") == _snapshot(cli, "a")
+    assert _compactions(cli, "copy") == _compactions(cli, "a")
+    # restoring twice changes nothing
+    again = cli("ingest", "copy", input=backup.stdout_bytes)
+    assert again.exit_code == 0
+    assert read_jsonl(copy / "raw_traces_archive.jsonl") == read_jsonl(src / "raw_traces_archive.jsonl")
+    assert read_jsonl(copy / LEDGER) == read_jsonl(src / LEDGER)
+    # and the copy's compactions undo as the original's do
+    for agent in ("a", "copy"):
+        assert cli("uncompact", agent).exit_code == 0
+        assert cli("uncompact", agent).exit_code == 0
+    assert read_jsonl(copy / "raw_traces.jsonl") == read_jsonl(src / "raw_traces.jsonl")
+    assert read_jsonl(copy / "raw_traces_archive.jsonl") == [] == read_jsonl(src / "raw_traces_archive.jsonl")
+    assert _snapshot(cli, "copy") == _snapshot(cli, "a")

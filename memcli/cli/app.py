@@ -103,6 +103,7 @@ COMMAND_MODULES = {
     "sync": "sync",
     "push": "remote", "pull": "remote",
     "hooks": "hooks", "hook": "hooks",
+    "view": "view",
 }
 
 

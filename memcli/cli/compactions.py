@@ -27,12 +27,13 @@ def _model(entry) -> str:
 
 COLUMNS = [
     Column("id", "id", id_width=12),
-    Column("time", lambda e: fmt_ts(e.ts)),
-    Column("moved", lambda e: e.moved(), flex=True),
+    Column("time", lambda e: fmt_ts(e.ts), drop=3),
+    Column("moved", lambda e: e.moved()),
+    Column("turns", "turn_range", flex=True, min_width=19),
     Column("tokens", _tokens, align="right"),
     Column("summarizer", lambda e: e.summarizer or e.strategy or "", max_width=30, drop=2),
     Column("model tokens, cost", _model, drop=1),
-    Column("undone", lambda e: f"yes ({e.undone_by})" if e.undone else "", drop=3),
+    Column("undone", lambda e: "yes" if e.undone else ""),
 ]
 
 

@@ -129,6 +129,8 @@ def _render_stats(s, view: HumanView) -> None:
         ("last compaction", compaction),
         ("model spending", _spending(s.compaction_cost)),
         ("budget", s.budget["explanation"] if s.budget else None),
+        ("embeddings", f"{s.embeddings['tokens']:,} tokens embedded with {s.embeddings['model']} "
+                       f"({s.embeddings['dimensions'] or '?'} dimensions; hybrid search)" if s.embeddings else None),
     ])
 
 

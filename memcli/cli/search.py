@@ -1,8 +1,7 @@
 """``memcli search``, ``memcli remember``, ``memcli forget`` (docs/cli.md; docs/memory-as-tools.md).
 
-``search`` prints ranked hits (a table, ``--json`` array or ``--ndjson`` lines: id, kind, tier,
-turn, ts, trace_type, tool_name, score, snippet); whether every word matched or only some goes
-to stderr. ``remember`` and ``forget`` print the record they appended (``--json``: the record
+``search`` prints ranked hits (a table, ``--json`` array or ``--ndjson`` lines: the fields of
+:class:`memcli.search.engine.Hit`); whether the best hit has every word goes to stderr. ``remember`` and ``forget`` print the record they appended (``--json``: the record
 exactly as stored) and a one-line note on stderr.
 """
 
@@ -36,6 +35,10 @@ def _render_hits(hits, view: HumanView) -> None:
         head = [(f"{hit.score:6.2f}", "bold"), "  ", (hit.id, "bold cyan"), f"  {hit.kind}"]
         if hit.tier != hit.kind:
             head.append(f" ({hit.tier})")
+        if hit.count > 1:
+            head += ["  ", (f"x{hit.count} identical", "dim")]
+        if hit.status != "live":
+            head += ["  ", (f"[{hit.status}" + (f" by {hit.superseded_by}]" if hit.superseded_by else "]"), "yellow")]
         if hit.turn:
             head += ["  ", (hit.turn, "dim")]
         if hit.ts is not None:
@@ -70,6 +73,13 @@ def search(
                                         help="Only records from this time on: ISO-8601 or epoch seconds."),
     until: Optional[str] = typer.Option(None, "--until", metavar="TIME",
                                         help="Only records up to this time (inclusive)."),
+    history: bool = typer.Option(False, "--history", help="Also superseded and forgotten facts and summaries."),
+    recent: bool = typer.Option(False, "--recent", help="Weigh newer records up (half-weight after a week)."),
+    embed_model: Optional[str] = typer.Option(None, "--embed-model", metavar="MODEL",
+                                              help="Hybrid search with this LiteLLM embedding model "
+                                                   "(default: embed_model in the store's config.json)."),
+    embed_api_base: Optional[str] = typer.Option(None, "--embed-api-base", metavar="URL",
+                                                 help="Endpoint of the embedding model's server."),
     remote: Optional[str] = typer.Option(None, "--remote", metavar="URL",
                                          help="Search the shared PostgreSQL store at URL ('' = $MEMCLI_REMOTE): "
                                               "AGENT is NAME or STORE/NAME, or use --all."),
@@ -77,10 +87,11 @@ def search(
                                                   "(the one argument is then QUERY); a synced session's hit says how to resume it."),
     *, out: Output,
 ) -> None:
-    """Ranked hits (BM25) over every trace (active and archive), summary and fact.
+    """Ranked hits over every trace (active and archive), summary and fact.
 
-    Every word must match; when no record has them all, records with any of them are shown (and
-    stderr says so). Each hit's id expands with `memcli get`. The search index
+    A question works: common words (what, did, the ...) are left out unless in "quotes", and
+    records holding more of the other words, close together, rank first. Identical texts are one
+    hit with a count. Each hit's id expands with `memcli get`. The search index
     (agents/AGENT/.search.sqlite) is a cache, caught up with the files on each search.
     """
     from memcli.filters import parse_time
@@ -99,7 +110,8 @@ def search(
 
         raise UsageError("Missing argument 'QUERY'.")
     result = run_search(_store(ctx, agent), query, limit=limit, kinds=kind,
-                        since=parse_time(since, "--since"), until=parse_time(until, "--until", end_of_day=True))
+                        since=parse_time(since, "--since"), until=parse_time(until, "--until", end_of_day=True),
+                        history=history, recent=recent, embed_model=embed_model, embed_api_base=embed_api_base)
     for note in result.notes:
         out.note(f"note: {note}")
     terms = ", ".join(t.text for t in result.query.terms)

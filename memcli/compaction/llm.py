@@ -54,6 +54,7 @@ import orjson
 from memcli.compaction.summarizer import (
     InvalidSummary,
     MemoryContext,
+    Summarizer,
     Summary,
     Turn,
     memory_brief,
@@ -61,7 +62,7 @@ from memcli.compaction.summarizer import (
     validate_summary,
 )
 from memcli.errors import CompactionError, UsageError
-from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, model_info
+from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, import_litellm, model_info
 
 MAX_OUTPUT_TOKENS = 4_096
 PROMPT_MARGIN = 512
@@ -87,23 +88,10 @@ Rules:
 """
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(\{.*?\})\s*```", re.DOTALL)
-_litellm_lock = threading.Lock()
-_litellm = None
 
 
 def _import_litellm():
-    global _litellm
-    with _litellm_lock:
-        if _litellm is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            try:
-                import litellm
-            except ImportError as exc:  # pragma: no cover - litellm is a dependency
-                raise UsageError(f"--model needs LiteLLM, which cannot be imported ({exc})") from None
-            litellm.suppress_debug_info = True
-            litellm.telemetry = False
-            _litellm = litellm
-    return _litellm
+    return import_litellm()
 
 
 def extract_json(text: str | None):
@@ -180,7 +168,7 @@ def _is_local(host: str | None) -> bool:
     return bool(host) and (host == "localhost" or host.startswith("127.") or host in ("::1", "[::1]"))
 
 
-class LiteLLMSummarizer:
+class LiteLLMSummarizer(Summarizer):
     def __init__(self, model: str, *, api_base: str | None = None, timeout: float = 120.0, retries: int = 2,
                  max_context_tokens: int | None = None, json_mode: bool | None = None,
                  temperature: float | None = 0.0, backoff: float | None = None, api_key: str | None = None,

@@ -80,8 +80,8 @@ class CompactionEntry:
     turn_ids: list = field(default_factory=list)
 
     def moved(self) -> str:
-        """"6 turns, 24 traces (turn_0001–turn_0006)"."""
-        return f"{what_moved(self.whole_turns, self.steps)}, {counted(self.traces, 'trace')} ({self.turn_range})"
+        """"6 turns, 24 traces", "2 turns and 30 steps, 96 traces"."""
+        return f"{what_moved(self.whole_turns, self.steps)}, {counted(self.traces, 'trace')}"
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -84,6 +84,7 @@ class History:
     episodic: SourceFile
     semantic: SourceFile
     memory_files: SourceFile
+    ledger: SourceFile | None = None       # the compaction ledger (memcli.store.ledger)
     _closed: bool = field(default=False, repr=False)
 
     @property
@@ -97,8 +98,8 @@ class History:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            for source in (self.archive, self.active, self.episodic, self.semantic, self.memory_files):
-                if source.file is not None:
+            for source in (self.archive, self.active, self.episodic, self.semantic, self.memory_files, self.ledger):
+                if source is not None and source.file is not None:
                     source.file.close()
 
     def __enter__(self) -> "History":
@@ -137,6 +138,12 @@ class History:
                 for record in batch.records:
                     yield source.tier, record
 
+    def iter_ledger(self) -> Iterator[dict]:
+        """The compaction ledger's records as the view holds them (memcli.store.ledger)."""
+        if self.ledger is not None:
+            for batch in _iter_batches(self.ledger, None, check=_ledger_problem, keep_records=True):
+                yield from batch.records
+
     def iter_memory_files(self, progress: Progress | None = None) -> Iterator[dict]:
         """The working-memory log's records (memcli.store.memory_files), in file order."""
         for batch in _iter_batches(self.memory_files, progress, check=_memory_file_problem, keep_records=True):
@@ -155,6 +162,12 @@ class History:
                 raise CorruptStoreError(str(self.memory_files.path), number,
                                         f"working-memory record does not apply: {exc}") from None
         return tree
+
+
+def _ledger_problem(record) -> str | None:
+    if type(record) is not dict or type(record.get("id")) is not str or type(record.get("kind")) is not str:
+        return "ledger record without a valid 'id' and 'kind'"
+    return None
 
 
 def _memory_file_problem(record) -> str | None:
@@ -221,8 +234,9 @@ def _iter_batches(source: SourceFile, progress: Progress | None, check=None, sel
     path = str(source.path)
     while remaining > 0:
         raw_lines = f.readlines(min(BATCH_BYTES, remaining))
-        if not raw_lines:
-            break
+        if not raw_lines:  # the file was cut short under us (an uncompact cuts the archive back)
+            raise StoreError(f"{path} was cut short while it was read ({remaining:,} bytes missing); "
+                             "try again")
         # readlines stops at the first line that reaches the hint (<= remaining), so only the
         # last line can reach beyond the view or lack its newline (still being written)
         consumed = sum(map(len, raw_lines))
@@ -314,7 +328,7 @@ def open_history(store: AgentStore) -> History:
         episodic = _open(paths.episodic, "episodic")
         semantic = _open(paths.semantic, "semantic")
         memory_files = _open(paths.memory_files, "memory_files")
-        history = History(store, archive, active, episodic, semantic, memory_files)
+        history = History(store, archive, active, episodic, semantic, memory_files, _open(paths.ledger, "ledger"))
         if not journal_before and not paths.compaction_journal.exists() and _same_file(paths.active, active):
             return history
         history.close()

@@ -88,8 +88,10 @@ def is_ours(command, harness: str) -> bool:
     return False
 
 
-def read_settings(path: Path) -> dict:
-    """The settings object of ``path`` ({} when the file does not exist or is blank)."""
+def read_settings(path: Path, events=()) -> dict:
+    """The settings object of ``path`` ({} when the file does not exist or is blank); ``hooks``
+    must be an object (or null) and each of ``events`` in it a list (other keys under ``hooks``
+    are the harness's business: an older Gemini CLI kept ``enabled`` there)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -113,8 +115,8 @@ def read_settings(path: Path) -> dict:
     if hooks is not None:
         if not isinstance(hooks, dict):
             raise InputError(f"{path}: \"hooks\" is not an object; it was left as it is")
-        for event, groups in hooks.items():
-            if not isinstance(groups, list):
+        for event in events:
+            if event in hooks and not isinstance(hooks[event], list):
                 raise InputError(f"{path}: \"hooks\".{event!r} is not a list; it was left as it is")
     return data
 
@@ -165,10 +167,12 @@ def install(harness: Harness, scope: str, path: Path, memory_dir: Path, agent: s
             argv: list[str] | None = None) -> SettingsChange:
     from memcli.store.harness_settings import replace_settings
 
-    data = read_settings(path)
+    data = read_settings(path, [e.name for e in harness.events])
     before = _dump(data) if path.exists() else None
     _remove_ours(data, harness.name)
-    hooks = data.setdefault("hooks", {})
+    if data.get("hooks") is None:
+        data["hooks"] = {}
+    hooks = data["hooks"]
     change = SettingsChange(harness.name, scope, path)
     for event in harness.events:
         command = hook_command(harness, event.name, memory_dir, agent, argv)
@@ -193,7 +197,7 @@ def uninstall(harness: Harness, scope: str, path: Path) -> SettingsChange:
     change = SettingsChange(harness.name, scope, path)
     if not path.exists():
         return change
-    data = read_settings(path)
+    data = read_settings(path, [e.name for e in harness.events])
     change.events = _remove_ours(data, harness.name)
     if change.events:
         change.backup = replace_settings(path, _dump(data))
@@ -206,12 +210,12 @@ def status(harness: Harness, scope: str, path: Path) -> ScopeStatus:
     if not result.exists:
         return result
     try:
-        data = read_settings(path)
+        data = read_settings(path, [e.name for e in harness.events])
     except InputError as exc:
         result.error = exc.message
         return result
     for event, groups in (data.get("hooks") or {}).items():
-        for group in groups:
+        for group in groups if isinstance(groups, list) else ():
             handlers = group.get("hooks") if isinstance(group, dict) else None
             for handler in handlers if isinstance(handlers, list) else ():
                 if isinstance(handler, dict) and is_ours(handler.get("command"), harness.name):

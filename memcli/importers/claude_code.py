@@ -123,6 +123,8 @@ class ClaudeCodeImporter:
 
 # message ids whose usage was placed, kept in a checkpoint (a message's lines are written together)
 _CARRY_MESSAGES = 64
+# sidechain line uuid -> its chain's first uuid, the newest kept in a checkpoint
+_CARRY_SIDECHAINS = 512
 
 
 class _Reader:
@@ -137,16 +139,36 @@ class _Reader:
         self.seen_messages: dict[str, None] = {}
         self.recognized = False
         self.boundary = None   # the compact_boundary's metadata, for the summary line after it
+        # 1.x inline subagents carry no agentId: a sidechain line's lane is the first line of its
+        # parentUuid chain among the sidechain lines (parallel subagents are separate chains)
+        self.sidechain_roots: dict[str, str] = {}
         if carry:
             self.recognized = bool(carry.get("recognized"))
             self.clock.last = carry.get("ts")
             self.chain.key = carry.get("chain") or ""
             self.seen_messages = dict.fromkeys(carry.get("messages") or ())
             self.boundary = carry.get("boundary")
+            self.sidechain_roots = dict(carry.get("sidechains") or {})
 
     def checkpoint(self) -> dict:
         return {"recognized": self.recognized, "ts": self.clock.last, "chain": self.chain.key,
-                "messages": list(self.seen_messages)[-_CARRY_MESSAGES:], "boundary": self.boundary}
+                "messages": list(self.seen_messages)[-_CARRY_MESSAGES:], "boundary": self.boundary,
+                "sidechains": dict(list(self.sidechain_roots.items())[-_CARRY_SIDECHAINS:])}
+
+    def sidechain_lane(self, value: dict, uuid) -> str | None:
+        """The subagent a 1.x inline sidechain line belongs to: ``agentId`` when the line has it,
+        else the first 8 characters of its chain's first uuid."""
+        agent = _str(value.get("agentId"))
+        if agent or not isinstance(uuid, str) or not uuid:
+            return agent
+        parent = value.get("parentUuid")
+        root = self.sidechain_roots.get(parent) if isinstance(parent, str) else None
+        root = root or uuid
+        self.sidechain_roots[uuid] = root
+        if len(self.sidechain_roots) > 4 * _CARRY_SIDECHAINS:
+            for old in list(self.sidechain_roots)[:-_CARRY_SIDECHAINS]:
+                del self.sidechain_roots[old]
+        return root[:8]
 
     def _metadata(self, kind: str, value: dict) -> None:
         """Titles (the last of each kind wins) and linked pull requests (each once, in order)."""
@@ -215,14 +237,16 @@ class _Reader:
                 key = unique.unique(chain.next(value))
             common: dict = {}
             tags = []
+            agent_id = _str(value.get("agentId"))
             if value.get("isSidechain") is True:
                 tags.append(TAG_SIDECHAIN)
+                agent_id = self.sidechain_lane(value, uuid)
             ts = clock.read(value.get("timestamp"))
             message_id = message.get("id") if isinstance(message.get("id"), str) and message.get("id") else None
             set_fields(common, ts=ts, message_id=message_id,
                        model=message.get("model") if isinstance(message.get("model"), str) else None,
                        session_id=_str(value.get("sessionId")) or _str(value.get("session_id")),
-                       agent_id=_str(value.get("agentId")))
+                       agent_id=agent_id)
             user_tags = []
             usage = None
             if kind == "assistant":

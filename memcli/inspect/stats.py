@@ -150,6 +150,8 @@ class AgentStats:
     last_compaction: CompactionInfo | None
     budget: dict | None
     compaction_cost: dict | None = None   # the ledger's model spending (memcli.store.ledger.cost_total)
+    # hybrid search's spend: {"model", "dimensions", "tokens"} once a search embedded records
+    embeddings: dict | None = None
 
 
 def _memory_counts(store: AgentStore) -> MemoryCounts:
@@ -234,4 +236,14 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
         last_compaction=compaction,
         budget=budget,
         compaction_cost=cost_total(store.paths.ledger),
+        embeddings=_embeddings(store),
     )
+
+
+def _embeddings(store: AgentStore) -> dict | None:
+    from memcli.store.search_index import read_vector_state
+
+    state = read_vector_state(store.paths)
+    if state is None or state[0] is None:
+        return None
+    return {"model": state[0], "dimensions": state[1], "tokens": state[2]}

@@ -42,8 +42,9 @@ def _tool_specs(tools: MemoryTools) -> list[tuple[str, str, Callable]]:
     """(name, description, function) for every tool; each function's signature is its schema."""
 
     def memory_search(agent: Optional[str] = None, query: str = "", limit: Optional[int] = 10,
-                      offset: Optional[int] = 0, kind: Optional[str] = None) -> dict[str, Any]:
-        return tools.search(agent, query, limit, offset, kind)
+                      offset: Optional[int] = 0, kind: Optional[str] = None,
+                      history: Optional[bool] = False) -> dict[str, Any]:
+        return tools.search(agent, query, limit, offset, kind, history)
 
     def memory_get(agent: Optional[str] = None, id: str = "", max_chars: Optional[int] = 4000,
                    char_offset: Optional[int] = 0) -> dict[str, Any]:
@@ -62,8 +63,10 @@ def _tool_specs(tools: MemoryTools) -> list[tuple[str, str, Callable]]:
 
     specs = [
         ("memory_search", "Search the agent's whole memory (every trace, active and archived, every summary and "
-         "fact) by words, BM25-ranked. Every word must match; if nothing has them all, records with any word are "
-         "returned and `matched` says so. \"quoted phrase\" and prefix* work. kind: trace, episodic or semantic. "
+         "fact). Ask in words or as a question: common words are ignored, records holding more of the other words "
+         "(close together) rank first, identical texts are one hit with a `count`. \"quoted phrase\" and prefix* "
+         "work. kind: trace, episodic or semantic. Forgotten or superseded facts only with history=true (each hit's "
+         "`status` says). "
          f"limit 1-{MAX_SEARCH_LIMIT}; page with offset=next_offset. Each hit's id expands with memory_get.",
          memory_search),
         ("memory_get", "One record in full by id (a trace, summary or fact), or a tool call and its result by "

@@ -76,12 +76,14 @@ class MemoryTools:
 
     # -------------------------------------------------------------------------- reading
     def search(self, agent: str | None, query: str, limit: int | None = None, offset: int | None = None,
-               kind: str | None = None) -> dict:
+               kind: str | None = None, history: bool | None = False) -> dict:
         limit = 10 if limit is None else limit
         offset = 0 if offset is None else offset
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise UsageError(f"limit: between 1 and {MAX_SEARCH_LIMIT}, got {limit}")
-        result = self._search(self.store(agent), query, limit=limit, offset=offset, kinds=[kind] if kind else None)
+        options = {"history": True} if history else {}   # the remote store keeps no superseded marks yet
+        result = self._search(self.store(agent), query, limit=limit, offset=offset, kinds=[kind] if kind else None,
+                              **options)
         hits = [self._hit(h) for h in result.hits]
         return {"query": query, "matched": "every word" if result.mode == "all" else "any word", "hits": hits,
                 "next_offset": offset + len(hits) if len(hits) == limit else None}

@@ -1,26 +1,52 @@
 """Ranked search over one agent's memory (``memcli search``, MCP ``memory_search``, recall).
 
 A search first catches the index up with the files (:func:`memcli.store.search_index.catch_up`;
-only the files the search looks at), then asks FTS5 for the best matches of *all* the query's
-terms; when nothing has them all and the query has more than one term, it asks again for *any*
-of them and says so (``mode == "any"``). Ranking is BM25 (SQLite's ``bm25()``), best first, ties
-newest first; ``score`` is the negated bm25 value, so higher is better.
+only the files the search looks at), then ranks one list:
 
-Each hit is read back from its JSONL line (the index stores no text for the archive), which also
-gives the snippet: up to :data:`SNIPPET_CHARS` characters around the first query word found,
-the word marked ``**like this**``. A trace indexed in both the active file and the archive (a
-search while a compaction moves it) is reported once. With ``live_only`` superseded summaries and
-facts are left out (the snapshot's recall wants only live memory). An index that is not a usable
-database is deleted and built again (it is a cache), with a note.
+1. **Lexical.** FTS5 finds the records holding *any* of the query's terms
+   (:meth:`memcli.search.query.Query.match_any`; stop words are already out) and gives the
+   best :data:`POOL` by BM25 (SQLite's ``bm25()``). Each is read back from its JSONL line and
+   re-scored: ``bm25 x (1 + COVER x coverage) x (1 + NEAR x proximity)``, where ``coverage`` is
+   the share of the query's terms the record holds (each term weighted by its IDF, so a rare word
+   counts more than a common one) and ``proximity`` is 1 when the matched terms stand within a
+   few words of each other (:mod:`memcli.search.match`). So a record with every word comes
+   first, and records with some of them fill the rest of the page — one list, never "all words,
+   else any word". With ``recent`` the score is also weighted by age: ``x (0.5 + 0.5 x
+   2^(-age / RECENT_HALF_LIFE))``, the age counted back from the newest candidate.
+2. **Hybrid**, when an embedding model is given (``embed_model``, else the store's
+   ``config.json`` ``embed_model``; :mod:`memcli.search.embed`): the records nearest the
+   query's embedding are a second ranked list, fused with the lexical one by reciprocal rank
+   (``sum 1 / (RRF_K + rank)``). A model that fails leaves the lexical list, with a note.
+3. Identical texts (boilerplate tool results, the same fact remembered twice) are one hit: the
+   best ranked, with ``count`` the number of ranked candidates that had that text.
+
+Facts and summaries that were superseded or forgotten (:func:`memcli.models.superseded_ids`;
+a forget tombstone supersedes its item and itself) are left out unless ``history``; with it
+they are ranked with the rest, and every hit says which it is.
+
+Hit fields (stable: ``search --all`` and ``search --remote`` keep this shape)::
+
+    id, kind (trace|episodic|semantic), tier (active|archive|episodic|semantic), turn, ts,
+    trace_type, tool_name, score (higher is better: the boosted BM25, or the fused reciprocal
+    rank in a hybrid search), snippet (about SNIPPET_CHARS characters, every matched term
+    **marked**), count (identical texts collapsed into this hit, 1 when alone),
+    status (live|superseded|forgotten), superseded_by (the id that superseded it, else null)
+
+Order: best score first, ties newest first. ``mode`` is ``"all"`` when the best hit holds every
+term, else ``"any"``. A query more than :data:`BROAD_MATCHES` records match ranks only the newest
+that many (with a note). A trace indexed in both the active file and the archive (a search while
+a compaction moves it) is reported once. An index that is not a usable database is deleted and
+built again (it is a cache), with a note.
 """
 
 from __future__ import annotations
 
-import re
+import math
 import sqlite3
 from dataclasses import dataclass, field
 
 from memcli.errors import UsageError
+from memcli.search.match import Matcher, coverage, highlight, proximity
 from memcli.search.query import Query, parse_query
 from memcli.sizes import counted
 from memcli.store import search_index
@@ -34,6 +60,13 @@ SNIPPET_CHARS = 200
 # of words found in most records costs seconds on a million traces, and tells little
 BROAD_MATCHES = 20_000
 MAX_LIMIT = 1000
+POOL = 200              # lexical candidates re-scored (at least; more for a deep page)
+MAX_POOL = 2_000        # ... and at most, when identical texts fill the first pools
+COVER = 2.0             # weight of coverage (share of the query's terms held)
+NEAR = 0.5              # weight of proximity
+RRF_K = 60
+RECENT_HALF_LIFE = 7 * 86400.0
+LIVE, SUPERSEDED, FORGOTTEN = "live", "superseded", "forgotten"
 
 
 @dataclass
@@ -47,20 +80,36 @@ class Hit:
     tool_name: str | None
     score: float
     snippet: str
+    count: int = 1
+    status: str = LIVE
+    superseded_by: str | None = None
     record: dict = field(repr=False, default_factory=dict)
 
     def to_json(self) -> dict:
         return {"id": self.id, "kind": self.kind, "tier": self.tier, "turn": self.turn, "ts": self.ts,
                 "trace_type": self.trace_type, "tool_name": self.tool_name, "score": self.score,
-                "snippet": self.snippet}
+                "snippet": self.snippet, "count": self.count, "status": self.status,
+                "superseded_by": self.superseded_by}
 
 
 @dataclass
 class SearchResult:
     query: Query
-    mode: str                                  # "all" (every term) or "any" (fallback)
+    mode: str                                  # "all": the best hit has every term; else "any"
     hits: list[Hit]
     notes: list[str] = field(default_factory=list)
+    hybrid: bool = False                       # an embedding ranking was fused in
+
+
+@dataclass
+class _Candidate:
+    rowid: int
+    name: str
+    record: dict
+    text: str
+    spans: list
+    score: float = 0.0
+    covers_all: bool = False
 
 
 def parse_kinds(kinds) -> tuple[str, ...]:
@@ -104,59 +153,97 @@ def open_index(store: AgentStore, names, notes: list[str]):
     return conn
 
 
+def parse(text: str) -> Query:
+    """The query, or a usage error for one with nothing to search for."""
+    query = parse_query(text)
+    if query.only_stop_words:
+        raise UsageError(f"the query {text!r} has only common words ({', '.join(query.dropped)}), which say nothing "
+                         "about what to find: add a word that does, or quote a phrase (\"...\") to search for it")
+    if query.empty:
+        raise UsageError(f"the query {text!r} has no word to search for (letters or digits)")
+    return query
+
+
 def search(store: AgentStore, text: str, *, limit: int = 10, offset: int = 0, kinds=None,
-           since: float | None = None, until: float | None = None, live_only: bool = False) -> SearchResult:
+           since: float | None = None, until: float | None = None, history: bool = False, recent: bool = False,
+           embed_model: str | None = None, embed_api_base: str | None = None) -> SearchResult:
     store.require()
     if limit < 1 or limit > MAX_LIMIT:
         raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {limit}")
     if offset < 0:
         raise UsageError(f"offset must be 0 or more, got {offset}")
-    query = parse_query(text)
-    if query.empty:
-        raise UsageError(f"the query {text!r} has no word to search for (letters or digits)")
+    query = parse(text)
     names = tuple(name for kind in parse_kinds(kinds) for name in KINDS[kind])
+    from memcli.search import embed
+
+    model, api_base = embed.settings(store, embed_model, embed_api_base)
     store.recover_if_needed()  # an interrupted ingest or compaction is settled before reading
     notes: list[str] = []
-    superseded = _superseded(store, names) if live_only else set()
+    statuses = _statuses(store, names)
+    pool = max(POOL, 2 * (offset + limit))
     conn = open_index(store, names, notes)
+    vectors = None
     try:
         for _attempt in range(2):
-            mode = "all"
-            hits = _ranked(store, conn, query.match_all(), query, names, since, until, limit, offset, superseded,
-                           notes)
-            if hits is not None and not hits and len(query.terms) > 1:
-                mode = "any"
-                hits = _ranked(store, conn, query.match_any(), query, names, since, until, limit, offset,
-                               superseded, notes)
-            if hits is not None:
+            ranked = _lexical(store, conn, query, names, since, until, pool, statuses, history, notes)
+            if model is not None and ranked is not None:
+                vectors = embed.nearest(store, conn, query.text, model, api_base, names, since, until, pool, notes)
+                if vectors:
+                    ranked = _fuse(store, conn, query, ranked, vectors, statuses, history)
+            if ranked is not None:
                 break
             search_index.catch_up(store.paths, conn, names)  # a file was rewritten under us
         else:
-            hits = []
+            ranked = []
     finally:
         conn.close()
-    return SearchResult(query, mode, hits, notes)
+    if recent:
+        _weigh_recency(ranked)
+    ranked.sort(key=lambda c: (-c.score, -c.rowid))
+    hits = _collapse(ranked, statuses)[offset:offset + limit]
+    mode = "all" if ranked and ranked[0].covers_all else "any"
+    return SearchResult(query, mode, hits, notes, hybrid=bool(vectors))
 
 
-def _superseded(store: AgentStore, names) -> set[str]:
+def _statuses(store: AgentStore, names) -> dict[str, tuple[str, str | None]]:
+    """id -> (superseded|forgotten, the id that superseded it or None) for the summaries and
+    facts that are not live."""
     from memcli.models import superseded_ids
     from memcli.store import jsonl
 
-    out: set[str] = set()
+    out: dict[str, tuple[str, str | None]] = {}
     for name in ("episodic", "semantic"):
         if name in names:
-            out.update(superseded_ids(record for _, _, record in jsonl.iter_records(getattr(store.paths, name))))
+            by = superseded_ids(record for _, _, record in jsonl.iter_records(getattr(store.paths, name)))
+            for old, new in by.items():
+                tombstone = by.get(new) == new          # a forget tombstone supersedes itself
+                out[old] = (FORGOTTEN if tombstone else SUPERSEDED, None if new == old else new)
     return out
 
 
-def _ranked(store, conn, match: str, query: Query, names, since, until, limit: int, offset: int,
-            superseded: set[str], notes: list[str]) -> list[Hit] | None:
-    """The hits of one expression; None when a hit's file changed since it was indexed."""
-    want = limit
-    fetch = limit + 8
-    sql_offset = offset
-    hits: list[Hit] = []
-    seen: set[str] = set()
+def _weights(conn, query: Query) -> list[float]:
+    """Per term, the IDF of its rarest word (1.0 where the index cannot tell)."""
+    from memcli.search.match import stem
+
+    total = search_index.record_count(conn)
+    out = []
+    for term in query.terms:
+        words = term.words[:-1] if term.prefix else term.words
+        dfs = [search_index.document_frequency(conn, stem(w)) for w in words]
+        dfs = [d for d in dfs if d is not None]
+        if not dfs or not total:
+            out.append(1.0)
+            continue
+        df = min(dfs)
+        out.append(math.log(1.0 + (total - df + 0.5) / (df + 0.5)))
+    return out
+
+
+def _lexical(store, conn, query: Query, names, since, until, pool: int, statuses, history: bool,
+             notes: list[str]) -> list[_Candidate] | None:
+    """The re-scored lexical candidates, unsorted; None when a hit's file changed since it was
+    indexed (catch up and ask again)."""
+    match = query.match_any()
     min_rowid = None
     if since is None and until is None:
         try:
@@ -168,34 +255,117 @@ def _ranked(store, conn, match: str, query: Query, names, since, until, limit: i
                     f"{BROAD_MATCHES:,} newest of them (add a rarer word to search all)")
             if note not in notes:   # once, though a retry after a catch-up ranks again
                 notes.append(note)
+    matcher = Matcher(query)
+    weights = _weights(conn, query) if len(query.terms) > 1 else [1.0]
+    rows: list = []
+    found: list[_Candidate] = []
+    # read on while identical texts leave fewer distinct candidates than a pool (boilerplate that
+    # a word matches in hundreds of records must not crowd out everything else), up to MAX_POOL
     while True:
         try:
-            rows = search_index.query(conn, match, names=names, since=since, until=until, limit=fetch,
-                                      offset=sql_offset, min_rowid=min_rowid)
+            page = search_index.query(conn, match, names=names, since=since, until=until, limit=pool,
+                                      offset=len(rows), min_rowid=min_rowid)
         except sqlite3.OperationalError as exc:  # defensive: parse_query never builds bad syntax
             raise UsageError(f"cannot search for {query.text!r}: {exc}") from None
-        expected = search_index.covered_files(conn)
-        scores = dict(rows)
-        for rowid, name, _offset, record in search_index.read_records(store.paths, [r for r, _ in rows], expected):
-            if record is None:
-                return None
-            rid = record.get("id")
-            if not isinstance(rid, str) or rid in seen or rid in superseded:
-                continue
-            seen.add(rid)
-            hits.append(_hit(name, record, -scores[rowid], query))
-            if len(hits) >= want:
-                return hits
-        if len(rows) < fetch:
-            return hits
-        sql_offset += fetch
+        more = _read(store, conn, [r for r, _ in page], matcher, statuses, history)
+        if more is None:
+            return None
+        rows += page
+        found += more
+        if len(page) < pool or len(rows) >= MAX_POOL or len({c.text for c in found}) >= pool // 2:
+            break
+    bm25 = dict(rows)
+    for c in found:
+        cov = coverage(c.spans, weights)
+        c.covers_all = all(c.spans)
+        c.score = -bm25[c.rowid] * (1.0 + COVER * cov) * (1.0 + NEAR * proximity(c.spans))
+    return found
+
+
+def _read(store, conn, rowids, matcher: Matcher, statuses, history: bool) -> list[_Candidate] | None:
+    expected = search_index.covered_files(conn)
+    out: list[_Candidate] = []
+    seen: set[str] = set()
+    for rowid, name, _offset, record in search_index.read_records(store.paths, rowids, expected):
+        if record is None:
+            return None
+        rid = record.get("id")
+        if not isinstance(rid, str) or rid in seen:
+            continue
+        if not history and rid in statuses and KIND_OF_FILE[name] != "trace":
+            continue
+        seen.add(rid)
+        text = " ".join(search_index.record_text(name, record).split())
+        out.append(_Candidate(rowid, name, record, text, matcher.spans(text)))
+    return out
+
+
+def _fuse(store, conn, query: Query, lexical: list[_Candidate], nearest: list[int], statuses,
+          history: bool) -> list[_Candidate] | None:
+    """Reciprocal-rank fusion of the lexical candidates and the nearest vectors."""
+    lexical = sorted(lexical, key=lambda c: (-c.score, -c.rowid))
+    by_rowid = {c.rowid: c for c in lexical}
+    fused: dict[int, float] = {}
+    for rank, c in enumerate(lexical):
+        fused[c.rowid] = 1.0 / (RRF_K + rank + 1)
+    missing = [r for r in nearest if r not in by_rowid]
+    if missing:
+        extra = _read(store, conn, missing, Matcher(query), statuses, history)
+        if extra is None:
+            return None
+        ids = {c.record["id"] for c in lexical}
+        for c in extra:
+            if c.record["id"] not in ids:
+                c.covers_all = all(c.spans)
+                by_rowid[c.rowid] = c
+    for rank, rowid in enumerate(r for r in nearest if r in by_rowid):
+        fused[rowid] = fused.get(rowid, 0.0) + 1.0 / (RRF_K + rank + 1)
+    out = []
+    for rowid, score in fused.items():
+        c = by_rowid[rowid]
+        c.score = score
+        out.append(c)
+    return out
+
+
+def _weigh_recency(ranked: list[_Candidate]) -> None:
+    times = [c.record.get("ts") for c in ranked]
+    times = [t for t in times if isinstance(t, (int, float)) and not isinstance(t, bool)]
+    if not times:
+        return
+    newest = max(times)
+    for c in ranked:
+        ts = c.record.get("ts")
+        age = newest - ts if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None
+        c.score *= 0.5 if age is None else 0.5 + 0.5 * 2.0 ** (-max(0.0, age) / RECENT_HALF_LIFE)
+
+
+def _collapse(ranked: list[_Candidate], statuses) -> list[Hit]:
+    """One hit per distinct text (per kind), best ranked first, counting the others."""
+    hits: list[Hit] = []
+    first: dict[tuple[str, str], Hit] = {}
+    for c in ranked:
+        key = (KIND_OF_FILE[c.name], c.text)
+        hit = first.get(key) if c.text else None
+        if hit is not None:
+            hit.count += 1
+            continue
+        status, by = statuses.get(c.record["id"], (LIVE, None)) if KIND_OF_FILE[c.name] != "trace" else (LIVE, None)
+        hit = _hit(c.name, c.record, c.score, None, text=c.text, spans=c.spans, status=status, superseded_by=by)
+        if c.text:
+            first[key] = hit
+        hits.append(hit)
+    return hits
 
 
 def match_terms(query: Query) -> str:
     return ", ".join(t.text for t in query.terms)
 
 
-def _hit(name: str, record: dict, score: float, query: Query) -> Hit:
+def _hit(name: str, record: dict, score: float, query: Query | None, *, text: str | None = None, spans=None,
+         status: str = LIVE, superseded_by: str | None = None) -> Hit:
+    """The hit for ``record`` of file ``name`` (also for :mod:`memcli.remote.search`'s rows): its
+    snippet from ``text``/``spans`` when the ranking has them, else found for ``query``."""
     kind = KIND_OF_FILE[name]
     if kind == "trace":
         turn = record.get("turn_id")
@@ -205,34 +375,14 @@ def _hit(name: str, record: dict, score: float, query: Query) -> Hit:
     else:
         turn_ids = [t for t in record.get("source_turn_ids") or () if isinstance(t, str)]
         turn = turn_ids[-1] if turn_ids else None
+    if text is None:
+        text = " ".join(search_index.record_text(name, record).split())
+    if spans is None:
+        spans = Matcher(query).spans(text)
     ts = record.get("ts")
     return Hit(id=record["id"], kind=kind, tier=TIER_OF_FILE[name], turn=turn if isinstance(turn, str) else None,
                ts=float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
                trace_type=record.get("trace_type") if kind == "trace" else None,
                tool_name=record.get("tool_name") if kind == "trace" else None,
-               score=round(score, 4), snippet=snippet(search_index.record_text(name, record), query), record=record)
-
-
-def snippet(text: str, query: Query, width: int = SNIPPET_CHARS) -> str:
-    """About ``width`` characters of ``text`` around the first query word in it, marked **so**."""
-    text = " ".join(text.split())
-    match = None
-    prefixes = query.prefix_words()
-    for word in query.words:
-        # the word itself; else, for a prefix term or a word the stemmer may have shortened
-        # (alphabetic), any word starting like it
-        m = re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text, re.IGNORECASE)
-        if m is None and (word in prefixes or word.isalpha()):
-            stem = word if word in prefixes or len(word) <= 4 else word[:max(4, len(word) - 3)]
-            m = re.search(r"(?<!\w)" + re.escape(stem) + r"\w*", text, re.IGNORECASE)
-        if m and (match is None or m.start() < match.start()):
-            match = m
-    if match is None:
-        return text[:width] + ("…" if len(text) > width else "")
-    start = max(0, match.start() - width // 3)
-    if start:
-        space = text.find(" ", start, match.start())
-        start = space + 1 if space >= 0 else start
-    end = min(len(text), start + width)
-    body = text[start:match.start()] + "**" + match.group(0) + "**" + text[match.end():end]
-    return ("…" if start else "") + body + ("…" if end < len(text) else "")
+               score=round(score, 4), snippet=highlight(text, spans, SNIPPET_CHARS), status=status,
+               superseded_by=superseded_by, record=record)

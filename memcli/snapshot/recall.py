@@ -90,7 +90,7 @@ def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, 
     from memcli.search import search
 
     try:
-        result = search(store, query, limit=RECALL_CANDIDATES, kinds=("episodic", "semantic"), live_only=True)
+        result = search(store, query, limit=RECALL_CANDIDATES, kinds=("episodic", "semantic"))
         hits = result.hits
     except UsageError:  # a query without words: nothing to match
         hits = []

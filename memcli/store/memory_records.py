@@ -12,6 +12,18 @@ The working-memory log (``memory_file``, memcli.store.memory_files) is carried w
 whatever the export's filters: the tree is the replay of the whole log, and a part of it would
 not replay.
 
+Then the shape of the history (docs/compaction.md, "Backups keep the shape"): the compaction
+ledger's records (memcli.store.ledger) and, when the export holds archived traces, one line
+naming the first and last of them::
+
+    {"record_type":"ledger","kind":"compaction","id":"cmp_...",...}
+    {"record_type":"archived","first_id":"rt_...","last_id":"rt_...","traces":184}
+
+``ingest`` restores the ledger records it does not have (by id) and moves the traces it appended
+from ``first_id`` to ``last_id`` into the archive — journaled like a compaction that writes no
+items (:func:`restore_shape`) — so the copy has the original's active/archive split, memory and
+working snapshot, and its compactions can be undone there.
+
 Traces carry no ``record_type``, so a trace line of an export is byte-for-byte its stored line.
 
 ``memcli ingest`` (native format) sets such records aside instead of treating them as traces
@@ -41,6 +53,8 @@ from memcli.models import EpisodicItem, SemanticItem, from_record
 RECORD_TYPE = "record_type"
 MEMORY_KINDS = {"episodic": EpisodicItem, "semantic": SemanticItem}
 MEMORY_FILE_KIND = "memory_file"
+LEDGER_KIND = "ledger"
+ARCHIVED_KIND = "archived"
 
 
 def memory_record(kind: str, record: dict) -> dict:
@@ -65,14 +79,21 @@ def memory_problem(value: dict) -> tuple[str | None, str] | None:
     """(field, message) when ``value`` is not a valid memory record, else None."""
     kind = value.get(RECORD_TYPE)
     cls = MEMORY_KINDS.get(kind) if isinstance(kind, str) else None
-    if cls is None and kind != MEMORY_FILE_KIND:
-        return RECORD_TYPE, (f"expected 'episodic' or 'semantic' (or 'memory_file', a working-memory change), "
-                             f"got {str(kind)[:40]!r}")
+    if cls is None and kind not in (MEMORY_FILE_KIND, LEDGER_KIND, ARCHIVED_KIND):
+        return RECORD_TYPE, (f"expected 'episodic' or 'semantic' (or 'memory_file', a working-memory change; "
+                             f"'ledger' or 'archived', the shape of the history), got {str(kind)[:40]!r}")
     record = {k: v for k, v in value.items() if k != RECORD_TYPE}
+    if kind == ARCHIVED_KIND:
+        for key in ("first_id", "last_id"):
+            if type(record.get(key)) is not str or not record[key]:
+                return key, "expected the id of an archived trace"
+        return None
     if type(record.get("id")) is not str or not record["id"]:
         return "id", "a memory item needs a non-empty string id"
     if type(record.get("ts")) not in _NUMBER or isinstance(record.get("ts"), bool):
         return "ts", "expected a number (epoch seconds)"
+    if kind == LEDGER_KIND:
+        return None if type(record.get("kind")) is str else ("kind", "expected the ledger record's kind")
     if kind == MEMORY_FILE_KIND:
         from memcli.store.memory_files import OPS, is_canonical
 
@@ -120,11 +141,56 @@ def restore_memory(store, items: list) -> str:
                 appended = session.append_memory(kind, wanted)
                 added[kind] = appended
                 present += len(wanted) - appended
+        marks = [record for k, record in items if k == ARCHIVED_KIND]
+        archived = restore_shape(session, [r for k, r in items if k == LEDGER_KIND], marks[-1] if marks else None)
     note = f"restored {added['episodic']} episodic and {added['semantic']} semantic memory items"
     if any(k == MEMORY_FILE_KIND for k, _ in items):
         note += f" and {files_added} working-memory record{'s' if files_added != 1 else ''}"
     note += f" into {store.agent_id!r}"
     if present:
         note += f" ({present} already present)"
+    if archived:
+        note += f"; {archived} trace{'s' if archived != 1 else ''} archived, as in the export"
     return note
 
+
+
+def restore_shape(session, ledger: list, archived: dict | None) -> int:
+    """Restore the ledger records the agent does not have, and archive the traces from
+    ``archived["first_id"]`` to ``archived["last_id"]`` (module docstring) when both are in the
+    active file, in that order — one journaled commit (memcli.store.journal) moving that range.
+    Returns how many traces were archived."""
+    from memcli.store import jsonl
+    from memcli.store.journal import Journal, commit
+    from memcli.store.ledger import append_ledger, iter_ledger
+
+    paths = session.paths
+    known = {r.get("id") for r in iter_ledger(paths.ledger)}
+    ledger = [r for r in ledger if r["id"] not in known]
+    start = end = None
+    moved = 0
+    if archived is not None:
+        first, last = orjson.dumps(archived["first_id"]), orjson.dumps(archived["last_id"])
+        size = jsonl.file_size(paths.active)
+        for offset, line in jsonl.iter_run_lines(paths.active, [[0, size]]) if size else ():
+            if not line.strip():
+                continue
+            if start is None and first in line and orjson.loads(line).get("id") == archived["first_id"]:
+                start = offset
+            if start is not None:
+                moved += 1
+                if last in line and orjson.loads(line).get("id") == archived["last_id"]:
+                    end = offset + len(line)
+                    break
+    if start is None or end is None:
+        append_ledger(paths.ledger, ledger, jsonl.file_size(paths.ledger))
+        return 0
+    journal = Journal(
+        compaction_id="restore", agent_id=paths.agent_id,
+        active={"ino": paths.active.lstat().st_ino, "size": jsonl.file_size(paths.active)},
+        runs=[[start, end]], run_ids=[archived["first_id"]], moved=moved, first_id=archived["first_id"],
+        last_id=archived["last_id"], archive_size=jsonl.file_size(paths.archive),
+        episodic_size=jsonl.file_size(paths.episodic), semantic_size=jsonl.file_size(paths.semantic),
+        ledger=ledger, ledger_size=jsonl.file_size(paths.ledger))
+    commit(session, journal)
+    return moved

@@ -15,6 +15,26 @@ Schema (:data:`SCHEMA_VERSION`)::
     texts(rowid, body)                     the indexed text of records in the active, episodic
                                            and semantic files, kept so that their rows can be
                                            taken out of the contentless index again
+    vcache(hash, slot)                     embeddings by content hash, for the model in meta
+                                           ``embed_model`` (hybrid search): the vector is row
+                                           ``slot`` of the vectors file
+    vrows(rowid, slot)                     which records have an embedding, and which one
+
+meta keys: ``version``; for embeddings ``embed_model``, ``embed_dim``, ``embed_tokens`` (tokens
+the model reported, summed: the spend) and ``vcovered:<file>`` (every row of that file up to
+this rowid has been embedded or had no text). Rows taken out of ``fts`` are taken out of
+``vrows`` too, and their file's ``vcovered`` reset; ``vcache`` stays (a compaction moves a trace
+to the archive: its text is embedded once). Another model empties the three and the vectors
+file (:func:`reset_vectors`). The vectors are computed by :mod:`memcli.search.embed`, never at
+ingest.
+
+The vectors file ``.search.vectors`` (0600) beside the index holds the vectors themselves, one
+row of ``embed_dim`` float32 (unit length) per slot, appended only, so a search maps it and
+ranks every vector with one matrix product (a BLOB column read back costs ~40 ms per 1,000
+vectors of 768 dimensions; the mapped file, nothing). Slots are given out under SQLite's write
+lock (``BEGIN IMMEDIATE``): the file is appended, then the rows that name the new slots are
+committed. A crash between the two leaves rows no slot names (never read); a torn last row is
+cut off before the next append.
 
 A row's ``rowid`` is ``file_number << 40 | byte offset of its line``: a hit names its file and
 line without another lookup, a file's rows are one rowid range, and rowid order is recency order
@@ -57,7 +77,8 @@ from memcli.store import jsonl
 from memcli.store.layout import FILE_MODE, AgentPaths
 
 INDEX_NAME = ".search.sqlite"
-SCHEMA_VERSION = "2"
+VECTORS_NAME = ".search.vectors"
+SCHEMA_VERSION = "4"
 BUSY_TIMEOUT_MS = 60_000
 OFFSET_BITS = 40
 OFFSET_MASK = (1 << OFFSET_BITS) - 1
@@ -81,6 +102,8 @@ _SCHEMA = (
     "tokenize='porter unicode61 remove_diacritics 2')",
     "CREATE TABLE IF NOT EXISTS rows(rowid INTEGER PRIMARY KEY, ts REAL)",
     "CREATE TABLE IF NOT EXISTS texts(rowid INTEGER PRIMARY KEY, body TEXT)",
+    "CREATE TABLE IF NOT EXISTS vcache(hash BLOB PRIMARY KEY, slot INTEGER) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS vrows(rowid INTEGER PRIMARY KEY, slot INTEGER)",
 )
 
 
@@ -90,6 +113,10 @@ class IndexUnreadable(StoreError):
 
 def index_path(paths: AgentPaths) -> Path:
     return paths.dir / INDEX_NAME
+
+
+def vectors_path(paths: AgentPaths) -> Path:
+    return paths.dir / VECTORS_NAME
 
 
 def file_path(paths: AgentPaths, name: str) -> Path:
@@ -208,9 +235,9 @@ def remove(paths: AgentPaths) -> bool:
     """Delete the index file and its WAL/SHM companions; True if anything was removed."""
     removed = False
     base = index_path(paths)
-    for suffix in ("", "-wal", "-shm", "-journal"):
+    for name in [f"{base}{suffix}" for suffix in ("", "-wal", "-shm", "-journal")] + [vectors_path(paths)]:
         try:
-            os.unlink(f"{base}{suffix}")
+            os.unlink(name)
             removed = True
         except FileNotFoundError:
             pass
@@ -381,6 +408,8 @@ def _drop_file_rows(conn, name: str) -> None:
     conn.executemany("INSERT INTO fts(fts, rowid, body) VALUES('delete', ?, ?)", rows)
     conn.execute("DELETE FROM texts WHERE rowid BETWEEN ? AND ?", (lo, hi))
     conn.execute("DELETE FROM rows WHERE rowid BETWEEN ? AND ?", (lo, hi))
+    conn.execute("DELETE FROM vrows WHERE rowid BETWEEN ? AND ?", (lo, hi))
+    conn.execute("DELETE FROM meta WHERE key=?", (f"vcovered:{name}",))
     conn.execute("DELETE FROM files WHERE name=?", (name,))
 
 
@@ -388,8 +417,9 @@ def _reset(conn) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("INSERT INTO fts(fts) VALUES('delete-all')")
-        for table in ("rows", "texts", "files"):
+        for table in ("rows", "texts", "files", "vrows"):
             conn.execute(f"DELETE FROM {table}")
+        conn.execute("DELETE FROM meta WHERE key LIKE 'vcovered:%'")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -419,6 +449,19 @@ def _file_filter(names: Iterable[str]) -> tuple[str, list]:
     return " AND (" + " OR ".join(ranges or ["0"]) + ")", args
 
 
+def _time_filter(table: str, since, until, where: list, args: list) -> str:
+    """The join on ``rows`` (and its conditions, added to ``where``/``args``) for --since/--until."""
+    if since is None and until is None:
+        return ""
+    if since is not None:
+        where.append("rows.ts >= ?")
+        args.append(since)
+    if until is not None:
+        where.append("rows.ts <= ?")
+        args.append(until)
+    return f" JOIN rows ON rows.rowid = {table}.rowid"
+
+
 def query(conn, match: str, *, names: Iterable[str], since: float | None = None, until: float | None = None,
           limit: int = 10, offset: int = 0, min_rowid: int | None = None) -> list[tuple[int, float]]:
     """(rowid, bm25 score — lower is better) of the best matches of an FTS5 expression, best
@@ -434,15 +477,7 @@ def query(conn, match: str, *, names: Iterable[str], since: float | None = None,
     if file_clause:
         where.append(file_clause.removeprefix(" AND "))
         args += file_args
-    join = ""
-    if since is not None or until is not None:
-        join = " JOIN rows ON rows.rowid = fts.rowid"
-        if since is not None:
-            where.append("rows.ts >= ?")
-            args.append(since)
-        if until is not None:
-            where.append("rows.ts <= ?")
-            args.append(until)
+    join = _time_filter("fts", since, until, where, args)
     sql = (f"SELECT fts.rowid, bm25(fts) AS score FROM fts{join} WHERE {' AND '.join(where)} "
            "ORDER BY score, fts.rowid DESC LIMIT ? OFFSET ?")
     args += [limit, offset]
@@ -491,6 +526,192 @@ def read_records(paths: AgentPaths, rowids: Iterable[int], expected: dict[str, t
         for f in handles.values():
             if f is not None:
                 f.close()
+
+
+def record_count(conn) -> int:
+    """Records indexed (every file)."""
+    return conn.execute("SELECT count(*) FROM rows").fetchone()[0]
+
+
+def document_frequency(conn, token: str) -> int | None:
+    """How many records hold ``token`` (a stemmed index token), from FTS5's vocabulary; None
+    when the index cannot tell."""
+    try:
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, 'row')")
+        row = conn.execute("SELECT doc FROM temp.vocab WHERE term = ?", (token,)).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return row[0] if row else 0
+
+
+# ---------------------------------------------------------------------------- embeddings
+
+def _meta(conn, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def vector_state(conn) -> tuple[str | None, int | None, int]:
+    """(model, dimensions, tokens embedded so far) of the stored embeddings."""
+    dim = _meta(conn, "embed_dim")
+    return _meta(conn, "embed_model"), int(dim) if dim else None, int(_meta(conn, "embed_tokens") or 0)
+
+
+def _open_vectors(paths: AgentPaths) -> int:
+    """The vectors file, opened for appending (created 0600; never through a symlink)."""
+    path = vectors_path(paths)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    except OSError as exc:
+        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
+    return fd
+
+
+def reset_vectors(conn, paths: AgentPaths, model: str) -> None:
+    """Forget every embedding and start over for ``model`` (the spend so far is kept)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM vrows")
+        conn.execute("DELETE FROM vcache")
+        conn.execute("DELETE FROM meta WHERE key LIKE 'vcovered:%' OR key = 'embed_dim'")
+        conn.execute("INSERT OR REPLACE INTO meta VALUES('embed_model', ?)", (model,))
+        fd = _open_vectors(paths)
+        try:
+            os.ftruncate(fd, 0)
+        finally:
+            os.close(fd)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def unembedded(conn, names: Iterable[str], limit: int) -> list[int]:
+    """Up to ``limit`` rowids of the files ``names`` past their ``vcovered`` mark, oldest first."""
+    out: list[int] = []
+    for name in names:
+        lo, hi = file_range(name)
+        covered = _meta(conn, f"vcovered:{name}")
+        start = int(covered) + 1 if covered else lo
+        out += [r for (r,) in conn.execute("SELECT rowid FROM rows WHERE rowid BETWEEN ? AND ? ORDER BY rowid "
+                                           "LIMIT ?", (start, hi, limit - len(out)))]
+        if len(out) >= limit:
+            break
+    return out
+
+
+def unembedded_count(conn, names: Iterable[str]) -> int:
+    total = 0
+    for name in names:
+        lo, hi = file_range(name)
+        covered = _meta(conn, f"vcovered:{name}")
+        total += conn.execute("SELECT count(*) FROM rows WHERE rowid BETWEEN ? AND ?",
+                              (int(covered) + 1 if covered else lo, hi)).fetchone()[0]
+    return total
+
+
+def cached_slots(conn, hashes: Iterable[bytes]) -> dict[bytes, int]:
+    """hash -> slot of the texts already embedded."""
+    out = {}
+    for h in hashes:
+        row = conn.execute("SELECT slot FROM vcache WHERE hash=?", (h,)).fetchone()
+        if row is not None:
+            out[h] = row[0]
+    return out
+
+
+def read_vector(paths: AgentPaths, slot: int, dim: int) -> bytes | None:
+    """The stored vector of ``slot`` (``dim`` float32), None when the file does not hold it."""
+    try:
+        with jsonl.open_read(vectors_path(paths)) as f:
+            data = _read_at(f, slot * dim * 4, dim * 4)
+    except FileNotFoundError:
+        return None
+    return data if len(data) == dim * 4 else None
+
+
+def add_vectors(conn, paths: AgentPaths, model: str, dim: int, rows: list[tuple[int, bytes]],
+                new: list[tuple[bytes, bytes]], covered: Iterable[int], tokens: int) -> bool:
+    """Store embeddings in one transaction: ``new`` (hash, ``dim`` float32 bytes) appended to the
+    vectors file and named in the cache, ``rows`` (rowid, hash) pointed at their vectors, and for
+    each rowid in ``covered`` every row of its file up to it marked done. False (and nothing
+    written) when another search switched the model or the dimensions meanwhile."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        stored_dim = _meta(conn, "embed_dim")
+        if _meta(conn, "embed_model") != model or (stored_dim is not None and int(stored_dim) != dim):
+            conn.execute("ROLLBACK")
+            return False
+        slots: dict[bytes, int] = {}
+        if new:
+            width = dim * 4
+            fd = _open_vectors(paths)
+            try:
+                size = os.fstat(fd).st_size
+                if size % width:
+                    os.ftruncate(fd, size - size % width)      # a torn last row
+                    size -= size % width
+                os.lseek(fd, size, os.SEEK_SET)
+                data = b"".join(vec for _, vec in new)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            first = size // width
+            slots = {h: first + i for i, (h, _) in enumerate(new)}
+            conn.executemany("INSERT OR REPLACE INTO vcache(hash, slot) VALUES(?, ?)", slots.items())
+        missing = {h for _, h in rows if h not in slots}
+        slots.update(cached_slots(conn, missing))
+        conn.executemany("INSERT OR REPLACE INTO vrows(rowid, slot) VALUES(?, ?)",
+                         [(rowid, slots[h]) for rowid, h in rows if h in slots])
+        for mark in covered:
+            name, _ = split_rowid(mark)
+            old = _meta(conn, f"vcovered:{name}")
+            if old is None or int(old) < mark:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"vcovered:{name}", str(mark)))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES('embed_dim', ?)", (str(dim),))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES('embed_tokens', ?)",
+                     (str(int(_meta(conn, "embed_tokens") or 0) + tokens),))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return True
+
+
+def vector_slots(conn, names: Iterable[str], since: float | None = None, until: float | None = None
+                 ) -> tuple[list[int], list[int]]:
+    """The rowids that have an embedding in the files ``names`` (and time range), and the slot
+    of each in the vectors file."""
+    rowids: list[int] = []
+    slots: list[int] = []
+    for name in names:
+        lo, hi = file_range(name)
+        where, args = ["vrows.rowid BETWEEN ? AND ?"], [lo, hi]
+        join = _time_filter("vrows", since, until, where, args)
+        for rowid, slot in conn.execute(f"SELECT vrows.rowid, vrows.slot FROM vrows{join} WHERE "
+                                        f"{' AND '.join(where)}", args):
+            rowids.append(rowid)
+            slots.append(slot)
+    return rowids, slots
+
+
+def read_vector_state(paths: AgentPaths) -> tuple[str | None, int | None, int] | None:
+    """:func:`vector_state` of the agent's index without creating one; None when there is none
+    or it cannot be read."""
+    try:
+        conn = connect(paths, create=False)
+    except (IndexUnreadable, StoreError):
+        return None
+    if conn is None:
+        return None
+    try:
+        return vector_state(conn)
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
 
 
 # ---------------------------------------------------------------------------- doctor

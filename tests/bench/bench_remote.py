@@ -147,6 +147,9 @@ def bench_search(server, text, tmp: Path) -> list[dict]:
     filled = time.perf_counter() - started
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE memcli_records")
+        heap, total, gin = conn.execute(
+            "SELECT pg_relation_size('memcli_records'), pg_total_relation_size('memcli_records'), "
+            "pg_relation_size('memcli_records_tsv')").fetchone()
     vocab = text.vocab
     questions = []
     for i in range(QUERIES):
@@ -174,7 +177,9 @@ def bench_search(server, text, tmp: Path) -> list[dict]:
     base = statistics.median(floor() for _ in range(10))
     times.sort()
     p50, p95 = statistics.median(times), times[int(0.95 * (len(times) - 1))]
-    note = f"{SEARCH_TRACES:,} traces in {SEARCH_AGENTS} agents, filled by push in {filled:.0f}s"
+    note = (f"{SEARCH_TRACES:,} traces in {SEARCH_AGENTS} agents, filled by push in {filled:.0f}s; "
+            f"{total / SEARCH_TRACES:.0f} B a trace in the database (heap {heap / SEARCH_TRACES:.0f}, "
+            f"GIN {gin / SEARCH_TRACES:.0f})")
     return [{"name": f"search --remote --all over {SEARCH_TRACES:,}: p50", "value": p50, "baseline": base,
              "unit": "s", "target": None, "note": note + "; design target p50 <= 0.100 s"},
             {"name": f"search --remote --all over {SEARCH_TRACES:,}: p95", "value": p95, "baseline": base,

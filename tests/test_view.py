@@ -1,0 +1,152 @@
+"""``memcli view``: the page model, the file, and the page as a real browser draws it."""
+
+from __future__ import annotations
+
+import re
+
+import orjson
+import pytest
+
+from memcli.api import Memory
+from tests.browser import png_distinct_rows, render
+from tests.compact_fixtures import conversation, long_turn
+from tests.helpers import CORPORA, agent_dir, needs_corpora, store_digest
+
+HOSTILE = '</script><script>document.title="pwned";window.PWNED=1</script><img src=x onerror="document.body.dataset.pwned=1">'
+
+
+def _page_model(html: str) -> dict:
+    data = re.search(r'<script id="memcli-data" type="application/json">(.*?)</script>', html, re.S).group(1)
+    return orjson.loads(data)
+
+
+def _session(cli, name="s"):
+    """A session with a failed call, a pending call, an orphan result, two parallel subagents, a
+    compaction and a pinned fact."""
+    events = conversation(6)
+    events += [
+        {"id": "u7", "trace_type": "user", "content": "Run the tests"},
+        {"id": "c7", "trace_type": "tool_call", "tool_name": "bash", "tool_call_id": "k7", "tool_args": {"cmd": "pytest"}},
+        {"id": "r7", "trace_type": "tool_result", "tool_name": "bash", "tool_call_id": "k7",
+         "tool_result": "collected 3 items\n\nE   ImportError: cannot import name 'total' from 'app.api'\n1 failed",
+         "tool_error": "exit status 1"},
+        {"id": "sa1", "trace_type": "assistant", "content": "subagent A looks at api.py", "tags": ["sidechain"], "agent_id": "a1"},
+        {"id": "sb1", "trace_type": "assistant", "content": "subagent B looks at tests", "tags": ["sidechain"], "agent_id": "b2"},
+        {"id": "o7", "trace_type": "tool_result", "tool_name": "grep", "tool_call_id": "nobody", "tool_result": "x"},
+        {"id": "c8", "trace_type": "tool_call", "tool_name": "bash", "tool_call_id": "k8", "tool_args": {"cmd": "ls"}},
+    ]
+    assert cli("ingest", name, input=events).exit_code == 0
+    assert cli("compact", name, "--tail-turns", "3").exit_code == 0
+    assert cli("remember", name, "Always run the linter", "--pin").exit_code == 0
+
+
+def test_page_model_holds_every_turn_status_lane_and_compaction(cli, memory_dir, tmp_path):
+    _session(cli)
+    result = Memory(memory_dir).agent("s").view(tmp_path / "s.html")
+    model = _page_model((tmp_path / "s.html").read_text())
+    assert [t["id"] for t in model["turns"]] == [f"turn_{i:04d}" for i in range(1, 8)]
+    assert result.turns == 7 and result.compactions == 1 and result.bytes == (tmp_path / "s.html").stat().st_size
+    items = {i["id"]: i for t in model["turns"] for i in t["items"]}
+    assert items["c7"]["status"] == "error" and items["c7"]["line"].endswith("ImportError: cannot import name 'total' from 'app.api'")
+    assert "r7" not in items                       # the result is folded into its call
+    assert items["c8"]["status"] == "pending" and items["o7"]["k"] == "orphan"
+    assert (items["sa1"]["lane"], items["sb1"]["lane"]) == ("a1", "b2")
+    assert items["t-1-c"]["status"] == "success" and items["t-1-c"]["a"] == 1
+    [compaction] = model["compactions"]
+    assert compaction["summary"] and compaction["last_turn"] == "turn_0004"
+    assert {t["id"]: t["compaction"] for t in model["turns"]}["turn_0003"] == compaction["id"]
+    assert all(t["tokens"] > 0 for t in model["turns"])
+    assert [f["text"] for f in model["facts"]] == ["Always run the linter"] and model["facts"][0]["pinned"]
+
+
+def test_view_writes_a_file_prints_its_path_and_changes_nothing_in_the_store(cli, memory_dir, tmp_path, monkeypatch):
+    _session(cli)
+    before = store_digest(memory_dir)
+    monkeypatch.chdir(tmp_path)
+    done = cli("view", "s")
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout == "s.html\n"
+    assert re.fullmatch(r"memcli: s: 7 turns, \d+ traces, 1 compactions -> s\.html \([\d,]+ bytes\)\n", done.stderr)
+    assert (tmp_path / "s.html").read_text().startswith("<!DOCTYPE html>")
+    assert (tmp_path / "s.html").stat().st_mode & 0o777 == 0o600
+    assert store_digest(memory_dir) == before
+    streamed = cli("view", "s", "-o", "-")
+    assert streamed.stdout.startswith("<!DOCTYPE html>") and "s.html" not in streamed.stdout
+
+
+def test_view_refuses_what_it_cannot_draw(cli, memory_dir, tmp_path):
+    assert cli("view", "ghost", "-o", tmp_path / "g.html").exit_code == 3
+    assert not (tmp_path / "g.html").exists()
+    _session(cli)
+    inside = agent_dir(memory_dir, "s") / "page.html"
+    assert cli("view", "s", "-o", inside).exit_code == 2      # never inside the store
+    assert not inside.exists()
+
+
+def test_stored_markup_is_data_in_the_file(cli, memory_dir, tmp_path):
+    cli("ingest", "x", input=[{"trace_type": "user", "content": HOSTILE},
+                              {"trace_type": "tool_call", "tool_name": HOSTILE, "tool_call_id": "1", "tool_args": {"q": HOSTILE}}])
+    html = Memory(memory_dir).agent("x").view(tmp_path / "x.html") and (tmp_path / "x.html").read_text()
+    assert html.count("</script>") == 2 and "<img" not in html and "onerror=\"document" not in html
+    assert _page_model(html)["turns"][0]["items"][0]["text"] == HOSTILE   # the text itself is kept, as data
+
+
+def test_page_without_traces_says_so(cli, memory_dir, tmp_path):
+    assert cli("remember", "empty", "a fact before any trace").exit_code == 0
+    Memory(memory_dir).agent("empty").view(tmp_path / "e.html")
+    dom, _ = render(tmp_path / "e.html")
+    assert "This agent has no traces yet" in dom and "a fact before any trace" in dom
+
+
+def test_the_html_stays_within_three_times_its_jsonl(cli, memory_dir, tmp_path):
+    cli("ingest", "big", input=long_turn(2000))
+    Memory(memory_dir).agent("big").view(tmp_path / "big.html")
+    jsonl = sum(p.stat().st_size for p in agent_dir(memory_dir, "big").glob("raw_traces*.jsonl"))
+    assert (tmp_path / "big.html").stat().st_size <= 3 * jsonl
+
+
+def test_a_real_browser_draws_every_turn_status_compaction_and_the_chart(cli, memory_dir, tmp_path):
+    _session(cli)
+    Memory(memory_dir).agent("s").view(tmp_path / "s.html")
+    dom, png = render(tmp_path / "s.html")
+    assert 'data-ready="1"' in dom
+    for i in range(1, 8):
+        assert f'id="turn_{i:04d}"' in dom
+    assert dom.count('class="status success"') == 6 and dom.count('class="status error"') == 1
+    assert dom.count('class="status pending"') == 1 and dom.count('class="status orphan"') == 1
+    assert "ImportError: cannot import name 'total' from 'app.api'" in dom
+    assert 'data-lane="a1"' in dom and 'data-lane="b2"' in dom
+    assert dom.count('class="compaction"') == 1 and "summary written in place of the archived range" in dom
+    assert "the 3 archived turns it covers" in dom
+    assert "<svg" in dom and dom.count('class="bar"') == 7 and 'class="cpt"' in dom
+    assert "Always run the linter" in dom
+    assert png_distinct_rows(png) > 50          # not a blank page
+
+
+def test_no_script_or_markup_from_a_transcript_runs_in_the_browser(cli, memory_dir, tmp_path):
+    cli("ingest", "x", input=[{"trace_type": "user", "content": HOSTILE},
+                              {"trace_type": "tool_call", "tool_name": HOSTILE, "tool_call_id": "1", "tool_args": {"q": HOSTILE}},
+                              {"trace_type": "tool_result", "tool_call_id": "1", "tool_result": HOSTILE, "tool_error": HOSTILE}])
+    cli("remember", "x", HOSTILE)
+    Memory(memory_dir).agent("x").view(tmp_path / "x.html")
+    dom, _ = render(tmp_path / "x.html")
+    assert 'data-ready="1"' in dom
+    assert re.search(r"<title>(.*?)</title>", dom).group(1) == "memcli · x"   # no injected script ran
+    assert "data-pwned" not in dom and "<img" not in dom
+    assert "&lt;/script&gt;&lt;script&gt;" in dom      # shown as text
+
+
+@needs_corpora
+def test_a_real_claude_code_session_with_subagents_draws(cli, memory_dir, tmp_path):
+    path = CORPORA / "claude-code" / "ccviewer_fe5e1c67_todo-app_438ev.jsonl"
+    assert cli("ingest", "cc", path, "--from", "claude-code").exit_code == 0
+    Memory(memory_dir).agent("cc").view(tmp_path / "cc.html")
+    model = _page_model((tmp_path / "cc.html").read_text())
+    lanes = {i["lane"] for t in model["turns"] for i in t["items"] if i["lane"]}
+    assert len(lanes) == 5                                   # five parallel subagents stay apart
+    dom, png = render(tmp_path / "cc.html")
+    assert 'data-ready="1"' in dom and dom.count('class="status error"') >= 1
+    assert png_distinct_rows(png) > 50
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
