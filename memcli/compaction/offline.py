@@ -57,7 +57,7 @@ from typing import Iterable
 
 import orjson
 
-from memcli.compaction.summarizer import MAX_FACT_CHARS, Fact, MemoryContext, Summary, Turn
+from memcli.compaction.summarizer import MAX_FACT_CHARS, Fact, MemoryContext, Summarizer, Summary, Turn
 from memcli.models import NON_OPENING_TAGS, TAG_REASONING, TAG_SIDECHAIN
 from memcli.pairing import pop_open_call
 
@@ -706,7 +706,7 @@ class WindowSummary:
         return self.summarizer._finish(self, memory)
 
 
-class OfflineSummarizer:
+class OfflineSummarizer(Summarizer):
     """Deterministic summaries and facts from the transcript alone (see the module docstring)."""
 
     name = "offline"
