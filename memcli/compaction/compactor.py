@@ -77,6 +77,7 @@ MAX_SOURCE_TURNS = 50
 ROLLUP_CHARS = 12_000
 PROMPT_FACTS = 50                 # live facts shown to the summarizer
 EST_SUMMARY_TOKENS_PER_CHUNK = 400
+MIN_SUMMARY_TOKENS = 80           # the smallest budget a summary is given
 MAX_BUNDLE_EPISODIC = 3           # what the working snapshot's memory bundle carries
 MAX_BUNDLE_SEMANTIC = 20
 
@@ -536,6 +537,23 @@ def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> Compact
              "or fewer --keep-steps")
 
 
+def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: int) -> CompactionError:
+    """An explicit --target-tokens the compaction cannot reach, even with the smallest summary."""
+    return CompactionError(
+        f"--target-tokens {target:,} cannot be met for agent {store.agent_id!r}: the compacted working snapshot "
+        f"would be {predicted:,} tokens ({plan_.kept_tokens:,} that stay — {plan_.minimum_tokens:,} of them can never "
+        f"move — plus the summary and facts); nothing was written",
+        hint=f"use --target-tokens {predicted:,} or more, or fewer --keep-steps")
+
+
+def _over_target(result: CompactResult, plan_: WindowPlan) -> str:
+    """Why a compaction to the default target ends above it (under the trigger threshold)."""
+    return (f"the working snapshot is {result.tokens_after - result.target_tokens:,} tokens over the target "
+            f"({result.tokens_after:,} > {result.target_tokens:,}) though under the trigger threshold: what must stay "
+            f"needs {plan_.minimum_tokens:,} tokens (system prompt, memory bundle, kept user asks and the newest "
+            f"{plan_.protected_steps} steps), plus the summary")
+
+
 def _shortfall(result: CompactResult, plan_: WindowPlan) -> str | None:
     """Why the compacted snapshot is still above the trigger threshold, when it is."""
     if not result.threshold or result.tokens_after <= result.threshold:
@@ -705,7 +723,14 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
 
     bundle = _Bundle(job, plan_)
     live_episodic, live_facts = store.live_memory(job.policy.max_episodic_items, PROMPT_FACTS)
-    memory = MemoryContext(live_episodic, live_facts)
+    # the summary's budget: what the target leaves after the traces and the memory that stay; when
+    # the default target is out of reach anyway (the newest steps alone are larger), the summary
+    # keeps its usual size as far as the trigger threshold allows
+    room = result.target_tokens - plan_.kept_tokens
+    if room < summary_reserve(plan_.window_tokens) and explicit_target is None:
+        room = max(room, result.threshold - plan_.kept_tokens)
+    goal = max(result.target_tokens, plan_.kept_tokens + room)
+    memory = MemoryContext(live_episodic, live_facts, summary_tokens=max(room, MIN_SUMMARY_TOKENS))
     window = _Collect(store, plan_, early)
     summary: Summary | None = None
     if job.strategy == "summarize":
@@ -735,6 +760,19 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
 
     items = build()
     predicted = bundle.tokens_after(*items[:2])
+    for _ in range(4):   # over the target: a summary that can shrink (the offline one) is asked to
+        over = predicted - goal
+        if summary is None or summary.resize is None or over <= 0:
+            break
+        smaller = summary.resize(max(bundle.meter.text(summary.episodic_summary) - over - 8, MIN_SUMMARY_TOKENS))
+        if len(smaller.episodic_summary) >= len(summary.episodic_summary):
+            break
+        summary = smaller
+        result.summary, result.facts = summary.episodic_summary, [f.fact for f in summary.semantic_facts]
+        items = build()
+        predicted = bundle.tokens_after(*items[:2])
+    if explicit_target is not None and predicted > explicit_target:
+        raise _target_error(store, plan_, explicit_target, predicted)
     if predicted >= plan_.tokens_before:
         return job.done(
             reason=f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
@@ -768,6 +806,8 @@ def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple) -> C
     result.shortfall = _shortfall(result, plan_)
     if result.shortfall:
         job.note(result.shortfall)
+    elif result.tokens_after > result.target_tokens:
+        job.note(_over_target(result, plan_))
     return result
 
 
