@@ -19,6 +19,14 @@
    of :mod:`memcli.store.journal` runs. Appends made since step 3 are carried over by the
    rewrite, which reads the active file as it is at that moment, under the lock.
 
+The commit also appends the compaction's ledger record (:func:`ledger_record`, format in
+:mod:`memcli.store.ledger`): what moved and from where, tokens before/after, the items written
+and what they superseded, and a model's tokens and cost — what ``memcli compactions`` lists and
+``memcli uncompact`` (:mod:`memcli.compaction.undo`) reads. With a model, ``--dry-run`` and
+``--max-cost`` first take the model's estimate for the window (:func:`_check_cost`): ``--max-cost``
+refuses before the first request when it is above the limit or has no price; ``--dry-run`` shows
+it with the window's offline digest.
+
 Items written: one EPISODIC item per compaction (``tags`` ``["compaction"]``, ``model`` the
 summarizer, ``trace_ids`` listed up to ``MAX_LISTED_TRACE_IDS`` — beyond that ``trace_count``
 says how many and ``turn_ids`` still names every turn). When the live (not superseded) episodic

@@ -68,7 +68,19 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
             exc.hint = exc.hint or "nothing was written"
             raise
     _restore_memory(store, memory, result)
+    if name != "<stdin>":
+        _remember_source(store, result.format, name)
     return result
+
+
+def _remember_source(store: AgentStore, fmt: str, path: str) -> None:
+    """An agent imported from a file records where from (``agents --json``: ``source``,
+    ``source_path``), once: a synced agent's own record (memcli.sync) is kept."""
+    from memcli.store.sync_state import read_source_meta, write_source_meta
+
+    if not store.exists() or read_source_meta(store.paths) is not None:
+        return
+    write_source_meta(store, {"source": fmt, "source_path": os.path.abspath(path)})
 
 
 def _one_conversation(importer, values, name: str, split: bool):
