@@ -79,7 +79,7 @@ def _new_app() -> typer.Typer:
         name="memcli",
         help="Keep an AI agent's memory in plain JSONL files: ingest, inspect, compact, snapshot, export.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
         context_settings={"help_option_names": ["-h", "--help"]},

@@ -13,6 +13,7 @@ from typing import List, Optional
 import typer
 
 from memcli.cli.output import Column, HumanView, Output, fmt_bytes, fmt_int, fmt_ts, fmt_usd, one_line, output_options
+from memcli.sizes import counted
 
 AGENT = typer.Argument(..., help="Agent id.")
 ARCHIVE_HELP = "Include archived (compacted) traces, oldest first."
@@ -111,8 +112,8 @@ def _render_stats(s, view: HumanView) -> None:
     compaction = "none"
     if s.last_compaction is not None:
         c = s.last_compaction
-        compaction = (f"{fmt_ts(c.ts)}  {c.compaction_id or c.episodic_id}: {c.turns:,} turns, "
-                      f"{c.traces:,} traces" + (f", model {c.model}" if c.model else ""))
+        compaction = (f"{fmt_ts(c.ts)}  {c.compaction_id or c.episodic_id}: {counted(c.turns, 'turn')}, "
+                      f"{counted(c.traces, 'trace')}" + (f", model {c.model}" if c.model else ""))
     m = s.memory
     view.line((s.agent, "bold"))
     view.fields([

@@ -97,12 +97,27 @@ def _write_payload(payload, *, compact: bool, ndjson: bool) -> None:
         sys.stdout.flush()
 
 
+def _payload_count(result) -> str:
+    """How many entries the payload as rendered holds: its ``messages`` (OpenAI Chat, Anthropic:
+    the system prompt and memory included as the provider carries them), ``input`` items
+    (Responses: each call and result is one) or ``contents`` (Gemini, as messages); the text payload: its
+    messages."""
+    from memcli.sizes import counted
+
+    payload = result.payload
+    if isinstance(payload, dict):
+        for key, noun in (("messages", "message"), ("input", "input item"), ("contents", "message")):
+            if isinstance(payload.get(key), list):
+                return counted(len(payload[key]), noun)
+    return counted(sum(1 for m in result.messages if m.kind != "memory"), "message")
+
+
 def _report(result) -> None:
+    from memcli.sizes import counted
+
     err = sys.stderr
-    messages = sum(1 for m in result.messages if m.kind != "memory")
-    print(f"memcli: snapshot of {result.agent_id!r} for {result.provider}: {result.turns} turn"
-          f"{'s' if result.turns != 1 else ''}, {messages} message{'s' if messages != 1 else ''}, "
-          f"~{result.tokens:,} tokens ({result.token_method})", file=err)
+    print(f"memcli: snapshot of {result.agent_id!r} for {result.provider}: {counted(result.turns, 'turn')}, "
+          f"{_payload_count(result)}, ~{result.tokens:,} tokens ({result.token_method})", file=err)
     for step in result.steps:
         print(f"memcli:   {step.describe()}", file=err)
     for note in result.notes:

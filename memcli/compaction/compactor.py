@@ -19,6 +19,14 @@
    of :mod:`memcli.store.journal` runs. Appends made since step 3 are carried over by the
    rewrite, which reads the active file as it is at that moment, under the lock.
 
+The commit also appends the compaction's ledger record (:func:`ledger_record`, format in
+:mod:`memcli.store.ledger`): what moved and from where, tokens before/after, the items written
+and what they superseded, and a model's tokens and cost — what ``memcli compactions`` lists and
+``memcli uncompact`` (:mod:`memcli.compaction.undo`) reads. With a model, ``--dry-run`` and
+``--max-cost`` first take the model's estimate for the window (:func:`_check_cost`): ``--max-cost``
+refuses before the first request when it is above the limit or has no price; ``--dry-run`` shows
+it with the window's offline digest.
+
 Items written: one EPISODIC item per compaction (``tags`` ``["compaction"]``, ``model`` the
 summarizer, ``trace_ids`` listed up to ``MAX_LISTED_TRACE_IDS`` — beyond that ``trace_count``
 says how many and ``turn_ids`` still names every turn). When the live (not superseded) episodic
@@ -57,6 +65,7 @@ from memcli.compaction.window import (
 from memcli.errors import CompactionBusy, CompactionError, UsageError
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, to_record
+from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
@@ -69,6 +78,7 @@ MAX_SOURCE_TURNS = 50
 ROLLUP_CHARS = 12_000
 PROMPT_FACTS = 50                 # live facts shown to the summarizer
 EST_SUMMARY_TOKENS_PER_CHUNK = 400
+MIN_SUMMARY_TOKENS = 80           # the smallest budget a summary is given
 MAX_BUNDLE_EPISODIC = 3           # what the working snapshot's memory bundle carries
 MAX_BUNDLE_SEMANTIC = 20
 
@@ -145,7 +155,7 @@ class CompactResult:
         approx = "≈" if self.tokens_after_estimated else ""
         text += f"; tokens {self.tokens_before:,} → {approx}{self.tokens_after:,}"
         if self.chunks > 1:
-            text += f"; {self.chunks} chunks"
+            text += f"; {counted(self.chunks, 'chunk')}"
         text += f"; {self.seconds:.2f}s"
         return text
 
@@ -532,6 +542,23 @@ def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> Compact
              "or fewer --keep-steps", param="target_tokens")
 
 
+def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: int) -> CompactionError:
+    """An explicit --target-tokens the compaction cannot reach, even with the smallest summary."""
+    return CompactionError(
+        f"--target-tokens {target:,} cannot be met for agent {store.agent_id!r}: the compacted working snapshot "
+        f"would be {predicted:,} tokens ({plan_.kept_tokens:,} that stay — {plan_.minimum_tokens:,} of them can never "
+        f"move — plus the summary and facts); nothing was written",
+        hint=f"use --target-tokens {predicted:,} or more, or fewer --keep-steps")
+
+
+def _over_target(result: CompactResult, plan_: WindowPlan) -> str:
+    """Why a compaction to the default target ends above it (under the trigger threshold)."""
+    return (f"the working snapshot is {result.tokens_after - result.target_tokens:,} tokens over the target "
+            f"({result.tokens_after:,} > {result.target_tokens:,}) though under the trigger threshold: what must stay "
+            f"needs {plan_.minimum_tokens:,} tokens (system prompt, memory bundle, kept user asks and the newest "
+            f"{plan_.protected_steps} steps), plus the summary")
+
+
 def _shortfall(result: CompactResult, plan_: WindowPlan) -> str | None:
     """Why the compacted snapshot is still above the trigger threshold, when it is."""
     if not result.threshold or result.tokens_after <= result.threshold:
@@ -701,7 +728,14 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
 
     bundle = _Bundle(job, plan_)
     live_episodic, live_facts = store.live_memory(job.policy.max_episodic_items, PROMPT_FACTS)
-    memory = MemoryContext(live_episodic, live_facts)
+    # the summary's budget: what the target leaves after the traces and the memory that stay; when
+    # the default target is out of reach anyway (the newest steps alone are larger), the summary
+    # keeps its usual size as far as the trigger threshold allows
+    room = result.target_tokens - plan_.kept_tokens
+    if room < summary_reserve(plan_.window_tokens) and explicit_target is None:
+        room = max(room, result.threshold - plan_.kept_tokens)
+    goal = max(result.target_tokens, plan_.kept_tokens + room)
+    memory = MemoryContext(live_episodic, live_facts, summary_tokens=max(room, MIN_SUMMARY_TOKENS))
     window = _Collect(store, plan_, early)
     summary: Summary | None = None
     if job.strategy == "summarize":
@@ -731,10 +765,23 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
 
     items = build()
     predicted = bundle.tokens_after(*items[:2])
+    for _ in range(4):   # over the target: a summary that can shrink (the offline one) is asked to
+        over = predicted - goal
+        if summary is None or summary.resize is None or over <= 0:
+            break
+        smaller = summary.resize(max(bundle.meter.text(summary.episodic_summary) - over - 8, MIN_SUMMARY_TOKENS))
+        if len(smaller.episodic_summary) >= len(summary.episodic_summary):
+            break
+        summary = smaller
+        result.summary, result.facts = summary.episodic_summary, [f.fact for f in summary.semantic_facts]
+        items = build()
+        predicted = bundle.tokens_after(*items[:2])
+    if explicit_target is not None and predicted > explicit_target:
+        raise _target_error(store, plan_, explicit_target, predicted)
     if predicted >= plan_.tokens_before:
         return job.done(
             reason=f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
-                   f"({plan_.moved} traces) would not make the working snapshot smaller "
+                   f"({counted(plan_.moved, 'trace')}) would not make the working snapshot smaller "
                    f"({plan_.tokens_before:,} → {predicted:,} tokens)",
             tokens_after=predicted, compacted=False, dry_run=job.dry_run, never_worse=True)
     if job.dry_run:
@@ -764,6 +811,8 @@ def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple) -> C
     result.shortfall = _shortfall(result, plan_)
     if result.shortfall:
         job.note(result.shortfall)
+    elif result.tokens_after > result.target_tokens:
+        job.note(_over_target(result, plan_))
     return result
 
 

@@ -37,6 +37,13 @@ Chunking: the summarizer's context is LiteLLM's model map for ``--model``, else
 prompt fits ``context - reserved output - instructions - memory - margin``; a single turn larger
 than that has its longest fields clipped (with a note saying how much) to fit.
 
+Spending: every answer's reported ``usage`` (prompt and completion tokens, failed attempts too)
+is added to ``spent`` (:class:`Spending`) with its cost by LiteLLM's price map
+(``litellm.cost_per_token`` for ``--model``; None, never a guess, when the map has no price); the
+compaction writes what one run spent into its ledger record. :meth:`LiteLLMSummarizer.estimate`
+gives the same figures before anything is sent (the prompts counted exactly, the answer at its
+reserve per request), for ``--dry-run`` and ``--max-cost``.
+
 LiteLLM is imported only here, lazily, with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first (no
 network fetch of the model map).
 """

@@ -43,6 +43,9 @@ class Fact:
 class Summary:
     episodic_summary: str
     semantic_facts: list = field(default_factory=list)   # Fact
+    # a smaller summary of the same window, at most this many tokens (the offline one offers it;
+    # a compaction whose result would not fit its target asks for it before writing)
+    resize: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -63,6 +66,7 @@ class MemoryContext:
 
     episodic: list = field(default_factory=list)   # EpisodicItem, oldest first
     facts: list = field(default_factory=list)      # SemanticItem, oldest first
+    summary_tokens: int | None = None              # the summary's budget: what the target leaves it
 
     def fact_ids(self) -> set:
         return {f.id for f in self.facts}

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from memcli.errors import UsageError
 from memcli.search.match import Matcher, coverage, highlight, proximity
 from memcli.search.query import Query, parse_query
+from memcli.sizes import counted
 from memcli.store import search_index
 from memcli.store.agent import AgentStore
 
@@ -148,7 +149,7 @@ def open_index(store: AgentStore, names, notes: list[str]):
     if done.rebuilt:
         notes.append("a file was rewritten: rebuilt the search index")
     elif new and done.indexed:
-        notes.append(f"built the search index ({done.indexed:,} records); later searches only add what is new")
+        notes.append(f"built the search index ({counted(done.indexed, 'record')}); later searches only add what is new")
     return conn
 
 

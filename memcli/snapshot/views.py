@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 from memcli.errors import UsageError
 from memcli.messages import LATE, ORPHAN, PENDING, Media, Message, Text, ToolResult, json_text, note_text
+from memcli.sizes import counted
 from memcli.tokens import TokenCounter
 
 DEFAULT_MAX_TOOL_RESULT_CHARS = 10_000
@@ -204,7 +205,7 @@ def apply_result_views(messages: list[Message], *, agent_id: str, max_chars: int
             rule = expire.rule_for(result.source_name, result.name) if expire else None
             if rule is not None and age > rule.turns:
                 if rule.clip_chars is None:
-                    new = stub_result(result, agent_id, reason=f"expired ({age} turns old)", view="expired")
+                    new = stub_result(result, agent_id, reason=f"expired ({counted(age, 'turn')} old)", view="expired")
                     if new is not result:
                         counts.expired_removed += 1
                         return new
