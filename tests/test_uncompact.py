@@ -227,6 +227,9 @@ def test_uncompact_killed_at_every_step_is_finished_by_the_next_command(memory_d
     crashed = run_memcli("uncompact", "a", env={"MEMCLI_CRASH_AT": f"uncompact:{step}", "MEMCLI_TEST_COPY_BLOCK": "700"})
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     assert (agent_dir(memory_dir, "a") / ".compaction.journal").exists()
+    if step == "journal":
+        doctor = run_memcli("doctor", "a")
+        assert doctor.returncode == 1 and b"an uncompact did not finish (cmp_" in doctor.stdout + doctor.stderr
     late = [{"id": "late", "trace_type": "user", "content": "still there?"}]
     after = run_memcli("ingest", "a", input=late)
     assert after.returncode == 0, after.stderr
