@@ -82,7 +82,6 @@ def test_several_compactions_with_rollups_and_merged_facts_undone_newest_first(c
     """Five compactions (the fourth and fifth roll the summaries up; a repeated preference merges
     into one fact); undoing them newest first gives back every intermediate state, then the start."""
     from memcli.api import Memory
-    from memcli.compaction.policy import CompactionPolicy
 
     agent = Memory(memory_dir).agent("a")
     events = conversation(15, big=1500)
@@ -92,7 +91,7 @@ def test_several_compactions_with_rollups_and_merged_facts_undone_newest_first(c
     states = []
     for tail in (12, 9, 6, 3, 1):
         states.append((_files(memory_dir), _snapshot(cli)))
-        result = agent.compact(policy=CompactionPolicy(tail_turns=tail, keep_steps=0))
+        result = agent.compact(tail_turns=tail, keep_steps=0)
         assert result.compacted, result.reason
     entries = _compactions(cli)
     assert len(entries) == 5
@@ -111,13 +110,12 @@ def test_several_compactions_with_rollups_and_merged_facts_undone_newest_first(c
 def test_the_memory_bundle_comes_back_in_its_order(cli, memory_dir):
     """A merged fact moved to the newest place; undoing the merge puts it back where it was."""
     from memcli.api import Memory
-    from memcli.compaction.policy import CompactionPolicy
 
     agent = Memory(memory_dir).agent("a")
     events = conversation(4, big=1500)
     events[1]["content"] += " Always answer in English."
     _ingest(cli, events)
-    agent.compact(policy=CompactionPolicy(tail_turns=1))
+    agent.compact(tail_turns=1)
     agent.remember("The deploy key lives in vault.")
     more = conversation(3, prefix="q", system=False, big=1500)
     more[0]["content"] += " Always answer in English."
@@ -125,7 +123,7 @@ def test_the_memory_bundle_comes_back_in_its_order(cli, memory_dir):
     snap = _snapshot(cli)
     facts = snap[snap.index("[MEMORY:SEMANTIC]"):]
     assert facts.index("Always answer in English") < facts.index("The deploy key lives in vault.")
-    result = agent.compact(policy=CompactionPolicy(tail_turns=1))
+    result = agent.compact(tail_turns=1)
     assert result.facts_merged == 1
     after = _snapshot(cli)
     facts = after[after.index("[MEMORY:SEMANTIC]"):]

@@ -42,6 +42,7 @@ from memcli.compaction.compactor import what_moved
 from memcli.errors import CompactionError, RecordNotFoundError
 from memcli.ids import EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, SemanticItem, from_record, superseded_ids, to_record
+from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import UndoJournal, commit_undo
@@ -80,7 +81,7 @@ class CompactionEntry:
 
     def moved(self) -> str:
         """"6 turns, 24 traces", "2 turns and 30 steps, 96 traces"."""
-        return f"{what_moved(self.whole_turns, self.steps)}, {self.traces} traces"
+        return f"{what_moved(self.whole_turns, self.steps)}, {counted(self.traces, 'trace')}"
 
     def to_dict(self) -> dict:
         data = asdict(self)
