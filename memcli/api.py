@@ -101,7 +101,9 @@ class Memory:
         merged by score; each hit names its agent and, for a synced session, how to resume it
         (:class:`memcli.search.across.AcrossResult`)."""
         from memcli.search.across import search_all
+        from memcli.search.engine import parse
 
+        parse(query)   # an empty or stop-words-only query is one usage error, not a note per agent
         return search_all(self.path, lambda name: self.agent(name).search(query, limit=limit, **options), limit)
 
     # ------------------------------------------------------------------ the shared store (memcli.remote)

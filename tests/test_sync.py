@@ -238,7 +238,7 @@ def test_search_all_finds_a_phrase_of_one_synced_session_first_with_its_resume_c
     proc = run_memcli("--dir", mem, "search", "--all", '"zebra migration flake"', "--json", "--limit", "3")
     assert proc.returncode == 0, proc.stderr
     hits = orjson.loads(proc.stdout)
-    assert hits[0]["agent"] == target and "**zebra**" in hits[0]["snippet"]
+    assert hits[0]["agent"] == target and "**zebra migration flake**" in hits[0]["snippet"]  # a phrase is marked whole
     assert hits[0]["resume"] == f"cd {CWD} && codex resume {sid(17, 'cx')}"
     assert {h["agent"] for h in hits} == {target}  # no other session has the phrase
     human = run_memcli("--dir", mem, "search", "--all", "zebra", "--limit", "1").stdout.decode()

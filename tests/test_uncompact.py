@@ -11,6 +11,7 @@ import pytest
 
 from tests.compact_fixtures import conversation, good_answer, long_turn
 from tests.helpers import agent_dir, read_jsonl, run_memcli
+from tests.test_reliability import UNDO_POINTS as UNDO_STEPS
 
 LEDGER = ".compactions.jsonl"
 
@@ -201,7 +202,6 @@ def test_an_unidentifiable_old_compaction_is_refused(cli, memory_dir):
     assert _files(memory_dir) == before
 
 
-UNDO_STEPS = ["journal", "episodic", "memory", "rewrite", "rewritten", "replaced", "truncated", "state"]
 
 
 @pytest.mark.parametrize("step", UNDO_STEPS)

@@ -104,7 +104,8 @@ def search(
     if all:
         from memcli.cli.search_all import search_all
 
-        return search_all(ctx, agent, query, out=out, limit=limit, kind=kind, since=since, until=until)
+        return search_all(ctx, agent, query, out=out, limit=limit, kind=kind, since=since, until=until,
+                          history=history, recent=recent, embed_model=embed_model, embed_api_base=embed_api_base)
     if query is None:
         from memcli.errors import UsageError
 

@@ -54,6 +54,7 @@ import orjson
 from memcli.compaction.summarizer import (
     InvalidSummary,
     MemoryContext,
+    Summarizer,
     Summary,
     Turn,
     memory_brief,
@@ -167,7 +168,7 @@ def _is_local(host: str | None) -> bool:
     return bool(host) and (host == "localhost" or host.startswith("127.") or host in ("::1", "[::1]"))
 
 
-class LiteLLMSummarizer:
+class LiteLLMSummarizer(Summarizer):
     def __init__(self, model: str, *, api_base: str | None = None, timeout: float = 120.0, retries: int = 2,
                  max_context_tokens: int | None = None, json_mode: bool | None = None,
                  temperature: float | None = 0.0, backoff: float | None = None, api_key: str | None = None,

@@ -260,7 +260,7 @@ def _collect(fr: _FileRead, events) -> None:
             tags = event.get("tags") or []
             if TAG_SIDECHAIN not in tags:
                 event["tags"] = [*tags, TAG_SIDECHAIN]
-            event.setdefault("agent_id", sidechain)
+            event["agent_id"] = sidechain  # the file is the subagent's (its lines' agentId is the same)
         if source_event is None:
             source_event = fr.spec.fmt
         fr.items.append((line, event))
