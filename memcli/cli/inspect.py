@@ -23,6 +23,13 @@ UNTIL_HELP = "Only up to this time (inclusive): ISO-8601 or epoch seconds."
 TAG_HELP = "Only traces with this tag (repeatable: any of them)."
 
 
+def _agent(ctx: typer.Context, agent: str):
+    """The API's :class:`memcli.api.Agent` the command works on."""
+    from memcli.api import Memory
+
+    return Memory(ctx.obj).agent(agent)
+
+
 def _store(ctx: typer.Context, agent: str):
     from memcli.store.agent import AgentStore
 
@@ -92,11 +99,7 @@ def stats(
     provider-reported prompt_tokens. With --model or --max-context-tokens, also the input budget
     and whether compaction is due (the same decision `compact --if-needed` takes).
     """
-    from memcli.inspect.stats import compute_stats
-
-    store = _store(ctx, agent)
-    with store.counting_cache():  # counts of texts seen before: no tokenizer start-up
-        result = compute_stats(store, model=model, max_context_tokens=max_context_tokens)
+    result = _agent(ctx, agent).stats(model=model, max_context_tokens=max_context_tokens)
     out.document(result, human=_render_stats)
 
 
@@ -376,16 +379,9 @@ def get(
     This is how something a snapshot clipped or a compaction archived is expanded. stdout is
     the record exactly; where it was found (tier, file and line) goes to stderr.
     """
-    from memcli.errors import RecordNotFoundError
-    from memcli.inspect.records import find_tool_call, get_record
-
-    store = _store(ctx, agent)
-    try:
-        found = get_record(store, record_id)
-    except RecordNotFoundError:
-        calls = find_tool_call(store, record_id)
-        if calls is None:
-            raise
+    found = _agent(ctx, agent).locate(record_id)
+    if not hasattr(found, "record"):     # a tool call id: the call(s) and their results
+        calls = found
         n = len(calls.interactions)
         record_id = calls.tool_call_id  # a prefix: the id it expanded to
         if calls.ambiguous:

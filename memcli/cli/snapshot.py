@@ -17,8 +17,8 @@ def snapshot(
     agent: str = typer.Argument(..., help="Agent id."),
     provider: str = typer.Option("openai-chat", "--provider", "-p", help=f"Payload format: {PROVIDERS}."),
     system: Optional[str] = typer.Option(None, "--system", help="System prompt text (comes first)."),
-    system_file: Optional[List[Path]] = typer.Option(None, "--system-file", help="Read the system prompt from a file."),
-    memory_file: Optional[List[Path]] = typer.Option(
+    system_files: Optional[List[Path]] = typer.Option(None, "--system-file", help="Read the system prompt from a file."),
+    memory_files: Optional[List[Path]] = typer.Option(
         None, "--memory-file", help="AGENT.md-style file appended to the system prompt under a heading (repeatable)."),
     no_stored_system: bool = typer.Option(
         False, "--no-stored-system", help="Leave out the system/developer messages kept in the store."),
@@ -59,19 +59,15 @@ def snapshot(
     is still pending). Nothing in the store changes: shortened results name the trace id that
     `memcli get` expands.
     """
-    from memcli.snapshot import SnapshotOptions, take_snapshot
+    import memcli
 
-    options = SnapshotOptions(
-        provider=provider, system=system, system_files=tuple(system_file or ()), memory_files=tuple(memory_file or ()),
+    result = memcli.Memory(ctx.obj).agent(agent).snapshot(
+        provider, full=True, system=system, system_files=tuple(system_files or ()), memory_files=tuple(memory_files or ()),
         stored_system=not no_stored_system, include_memory=not no_memory, tail_turns=tail_turns,
         max_tokens=max_tokens, max_tool_result_chars=max_tool_result_chars, expire=tuple(expire or ()), model=model,
         recall=recall, memory_tokens=memory_tokens,
         include_working_memory=not no_working_memory, working_memory_tokens=working_memory_tokens,
         memory_tool=memory_tool)
-    from memcli.store.agent import AgentStore
-
-    with AgentStore(ctx.obj, agent).counting_cache():  # counts of texts seen before: no tokenizer start-up
-        result = take_snapshot(ctx.obj, agent, options)
     _write_payload(result.payload, compact=compact, ndjson=ndjson)
     _report(result)
 

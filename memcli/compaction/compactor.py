@@ -128,6 +128,10 @@ class CompactResult:
     budget: BudgetStatus | None = None
     notes: list = field(default_factory=list)
 
+    def to_dict(self) -> dict:
+        """The result as one JSON-able object (``compact --json``)."""
+        return result_record(self)
+
     def what(self) -> str:
         """"4 turns", "2 turns and 120 steps", "120 steps" — what the window holds."""
         return what_moved(self.whole_turns, self.steps)
@@ -420,15 +424,15 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r} (expected {' or '.join(STRATEGIES)})")
     if concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
+        raise UsageError("{concurrency} must be at least 1", param="concurrency")
     if policy.tail_turns < 0:
-        raise UsageError("--tail-turns must be 0 or more")
+        raise UsageError("{tail_turns} must be 0 or more", param="tail_turns")
     if policy.keep_steps < 0:
-        raise UsageError("--keep-steps must be 0 or more")
+        raise UsageError("{keep_steps} must be 0 or more", param="keep_steps")
     if policy.target_tokens is not None and policy.target_tokens < 1:
-        raise UsageError("--target-tokens must be 1 or more")
+        raise UsageError("{target_tokens} must be 1 or more", param="target_tokens")
     if max_cost is not None and not max_cost >= 0:
-        raise UsageError("--max-cost must be 0 or more (US dollars)")
+        raise UsageError("{max_cost} must be 0 or more (US dollars)", param="max_cost")
     store = AgentStore(memory_dir, agent_id).require()
     if summarizer is None and strategy == "summarize":
         from memcli.compaction.offline import OfflineSummarizer
@@ -506,9 +510,9 @@ class _Trigger:
         if state.open and not self.override_breaker:
             raise CompactionError(
                 f"circuit breaker open for agent {self.store.agent_id!r}: {state.describe()}; "
-                "--if-needed does not call the summarizer again until a compaction succeeds",
+                "{if_needed} does not call the summarizer again until a compaction succeeds",
                 hint=f"run `memcli compact {self.store.agent_id}` without --if-needed, or add --force",
-            )
+                param="if_needed")
         return True
 
 
@@ -530,12 +534,12 @@ def _cyclic_gc_paused():
 
 def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> CompactionError:
     return CompactionError(
-        f"--target-tokens {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
+        f"{{target_tokens}} {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
         f"tokens (the system prompt, the memory bundle and the user asks that stay, and the newest "
         f"{plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move); nothing was "
         "written",
         hint=f"use --target-tokens {plan_.minimum_tokens + summary_reserve(plan_.tokens_before):,} or more, "
-             "or fewer --keep-steps")
+             "or fewer --keep-steps", param="target_tokens")
 
 
 def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: int) -> CompactionError:
@@ -817,6 +821,14 @@ def _memory_unchanged(store: AgentStore, bundle: tuple) -> bool:
     return [i.id for i in now[0]] == [i.id for i in bundle[0]] and [i.id for i in now[1]] == [i.id for i in bundle[1]]
 
 
+def model_summarizer(model: str, **options) -> Summarizer:
+    """The LiteLLM summarizer for ``model`` (``api_base``, ``timeout``, ``retries``,
+    ``max_context_tokens``, ``api_key``, ``api_key_env``: :class:`memcli.compaction.llm.LiteLLMSummarizer`)."""
+    from memcli.compaction.llm import LiteLLMSummarizer
+
+    return LiteLLMSummarizer(model, **options)
+
+
 def result_record(result: CompactResult) -> dict:
     """The result as one JSON-able object (``--json``)."""
     data = {k: v for k, v in result.__dict__.items() if k != "budget"}
@@ -865,11 +877,11 @@ def _check_cost(store: AgentStore, result: CompactResult, summarizer, window, me
             f"{estimate['input_tokens']:,} input tokens and up to {estimate['max_output_tokens']:,} output tokens")
     if cost is None:
         raise CompactionError(
-            f"--max-cost {max_cost:g}: LiteLLM has no price for {summarizer.name}, so the cost of {what} cannot be "
+            f"{{max_cost}} {max_cost:g}: LiteLLM has no price for {summarizer.name}, so the cost of {what} cannot be "
             f"bounded; nothing was sent or written",
-            hint="leave out --max-cost to compact with this model anyway, or use a model LiteLLM prices")
+            hint="leave out --max-cost to compact with this model anyway, or use a model LiteLLM prices", param="max_cost")
     if cost > max_cost:
         raise CompactionError(
-            f"--max-cost {max_cost:g}: compacting {store.agent_id!r} with {summarizer.name} would cost up to "
+            f"{{max_cost}} {max_cost:g}: compacting {store.agent_id!r} with {summarizer.name} would cost up to "
             f"${cost:.4f} ({what}); nothing was sent or written",
-            hint="raise --max-cost, compact less (--tail-turns, --target-tokens), or use the offline summarizer")
+            hint="raise --max-cost, compact less (--tail-turns, --target-tokens), or use the offline summarizer", param="max_cost")

@@ -33,7 +33,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
     result = IngestResult(store.agent_id)
     if stream:
         if split:
-            raise UsageError("--split reads a whole file: it cannot be combined with --stream")
+            raise UsageError("{split} reads a whole file: it cannot be combined with {stream}", param="split", also=("stream",))
         if file is not None and str(file) != "-":
             try:
                 source = open(file, "rb")

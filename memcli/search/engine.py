@@ -121,7 +121,7 @@ def parse_kinds(kinds) -> tuple[str, ...]:
             if not part:
                 continue
             if part not in KINDS:
-                raise UsageError(f"--kind: expected trace, episodic or semantic, got {part!r}")
+                raise UsageError(f"{{kind}}: expected trace, episodic or semantic, got {part!r}", param="kind")
             if part not in out:
                 out.append(part)
     return tuple(out) or tuple(KINDS)
@@ -169,7 +169,7 @@ def search(store: AgentStore, text: str, *, limit: int = 10, offset: int = 0, ki
            embed_model: str | None = None, embed_api_base: str | None = None) -> SearchResult:
     store.require()
     if limit < 1 or limit > MAX_LIMIT:
-        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {limit}")
+        raise UsageError(f"{{limit}} must be between 1 and {MAX_LIMIT}, got {limit}", param="limit")
     if offset < 0:
         raise UsageError(f"offset must be 0 or more, got {offset}")
     query = parse(text)

@@ -64,8 +64,8 @@ def parse_expire(spec: str) -> ExpireRule:
     """``TOOL=TURNS[:clip=N|:remove]`` -> ExpireRule (UsageError, exit 2, when malformed)."""
     m = _EXPIRE_RE.fullmatch(spec.strip())
     if not m or not m.group("tool").strip():
-        raise UsageError(f"--expire {spec!r}: expected TOOL=TURNS[:clip=N|:remove], e.g. read_file=3:clip=200 "
-                         "or '*=10:remove'")
+        raise UsageError(f"{{expire}} {spec!r}: expected TOOL=TURNS[:clip=N|:remove], e.g. read_file=3:clip=200 "
+                         "or '*=10:remove'", param="expire")
     clip = m.group("clip")
     return ExpireRule(m.group("tool").strip(), int(m.group("turns")), int(clip) if clip is not None else None)
 
