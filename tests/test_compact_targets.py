@@ -80,6 +80,11 @@ def check_compaction_fits(memory_dir, agent: str, fraction: float = 0.7) -> None
     after = working_tokens(store)
     assert after == result.tokens_after < before
     assert after <= result.budget.threshold, (result.describe(), result.shortfall)
+    # the target is a promise: met, or the result says why not (what must stay is larger)
+    if after > result.target_tokens:
+        assert any(n.startswith(f"the working snapshot is {after - result.target_tokens:,} tokens over the target")
+                   for n in result.notes), result.notes
+        assert f"what must stay needs {result.minimum_tokens:,} tokens" in result.notes[-1]
     # every trace in exactly one of active/archive
     active = Counter(t.id for t in store.iter_active())
     archived = Counter(s.trace.id for s in store.iter_traces(archive=True, active=False))
@@ -221,15 +226,19 @@ def test_compaction_brings_a_real_session_under_the_trigger(memory_dir, tmp_path
 
 
 @needs_corpora
-def test_a_session_whose_newest_steps_are_most_of_it_is_left_alone_and_says_why(memory_dir, tmp_path):
+def test_a_session_whose_newest_steps_are_most_of_it_says_why_it_stays_over(memory_dir, tmp_path):
     _corpus(memory_dir, tmp_path, TOO_SMALL)
     store = AgentStore(memory_dir, "c")
     before = tree_digest(agent_dir(memory_dir, "c"))
+    tokens = working_tokens(store)
     result = compact(memory_dir, "c", if_needed=True, max_context_tokens=_context_for(store, 0.9))
-    assert result.budget.due and not result.compacted
-    assert result.reason.startswith("nothing written for 'c': compacting turn_0001 (5 traces) would not make the "
-                                    "working snapshot smaller")
-    assert tree_digest(agent_dir(memory_dir, "c")) == before
+    assert result.budget.due
+    # the summary is sized by the budget: small enough that moving the older traces still helps,
+    # and the result says why it stays over the threshold
+    assert result.compacted and result.turn_range == "turn_0001" and result.tokens_after < tokens
+    assert result.shortfall.startswith("the working snapshot is still ")
+    assert f"what must stay alone needs {result.minimum_tokens:,} tokens" in result.shortfall
+    assert tree_digest(agent_dir(memory_dir, "c")) != before
 
 
 @needs_corpora
@@ -406,3 +415,20 @@ def test_the_llm_summarizer_gets_the_same_window_and_asks_for_the_same_content()
     for wanted in ("every user ask, verbatim up to 200 characters", "every file the agent or a subagent modified",
                    "informative line", "never answered", 'ONE fact ("Files modified: a, b")'):
         assert wanted in " ".join(SYSTEM_PROMPT.split()), wanted
+
+
+def test_an_explicit_target_is_met_or_refused_before_writing(cli, memory_dir):
+    cli("ingest", "s", input=_one_turn(60))
+    dry = compact(memory_dir, "s", dry_run=True, policy=CompactionPolicy(target_tokens=10**6, tail_turns=0))
+    minimum = dry.minimum_tokens
+    # the kept traces alone fit, but not with any summary: exit 1, nothing written, the reachable size said
+    before = tree_digest(agent_dir(memory_dir, "s"))
+    result = cli("compact", "s", "--target-tokens", str(minimum))
+    assert result.exit_code == 1, result.stderr
+    assert f"--target-tokens {minimum:,} cannot be met for agent 's': the compacted working snapshot would be" in result.stderr
+    assert "nothing was written" in result.stderr
+    assert tree_digest(agent_dir(memory_dir, "s")) == before
+    # a reachable target is met: the summary is sized by what the kept traces leave it
+    target = minimum + 400
+    done = compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=target))
+    assert done.compacted and working_tokens(AgentStore(memory_dir, "s")) == done.tokens_after <= target

@@ -13,8 +13,9 @@ from collections import defaultdict
 import orjson
 import pytest
 
-from tests.helpers import agent_dir, ndjson, proc_env, read_jsonl
+from tests.helpers import agent_dir, ndjson, proc_env, read_jsonl, run_memcli
 from tests.test_reliability import _writer_events
+from tests.test_reliability import check_store as check_tiers
 
 
 def check_store(memory_dir, agent, expected_ids):
@@ -143,3 +144,32 @@ def test_parallel_harness_hooks_of_two_sessions_hold_every_event_once(memory_dir
         assert reference.ingest(transcript, "claude-code").appended > 0
         expected = {r["id"] for r in read_jsonl(agent_dir(tmp_path / f"ref{i}", "r") / "raw_traces.jsonl")}
         check_store(memory_dir, agent, expected)
+
+
+UNDO_LOOP = ("import subprocess, sys, os\n"
+             "counts = {'compacted': 0, 'undid': 0}\n"
+             "while not os.path.exists(sys.argv[1]):\n"
+             "    for args in (['compact', 'shared', '--tail-turns', '1'], ['compact', 'shared', '--tail-turns', '1'],\n"
+             "                 ['uncompact', 'shared']):\n"
+             "        r = subprocess.run([sys.executable, '-m', 'memcli', *args], capture_output=True)\n"
+             "        for word in counts:\n"
+             "            counts[word] += r.returncode == 0 and word.encode() in r.stderr\n"
+             "print(counts['compacted'], counts['undid'])\n")
+
+
+@pytest.mark.slow
+def test_writers_with_compactions_and_uncompactions_running(memory_dir, tmp_path):
+    """Ingest from several processes while compactions and their undos run on the same agent:
+    every event is in exactly one of active/archive, every turn's seq rises in the active file."""
+    stop = tmp_path / "stop"
+    loop = subprocess.Popen([sys.executable, "-c", UNDO_LOOP, str(stop)], stdout=subprocess.PIPE, env=proc_env())
+    try:
+        expected = run_writers(memory_dir, writers=4, per_writer=16)
+    finally:
+        stop.touch()
+        compacted, undid = map(int, loop.communicate(timeout=600)[0].split())
+    while run_memcli("uncompact", "shared").returncode == 0:   # undo what stands: back to one file
+        pass
+    check_tiers(memory_dir, "shared", expected)
+    check_store(memory_dir, "shared", expected)                  # all back in the active file
+    assert compacted and undid, (compacted, undid)

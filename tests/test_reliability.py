@@ -4,7 +4,7 @@
   a compaction loop running at the same time;
 * ``kill -9`` at every step of ingest and of the compaction commit, over many seeds, at random
   moments, and during the recovery of an earlier crash;
-* a hypothesis state machine over ingest / compact / crash / torn tail / re-ingest.
+* a hypothesis state machine over ingest / compact / uncompact / crash / torn tail / re-ingest.
 
 CI runs a reduced version of each; ``MEMCLI_SLOW=1`` runs the full sizes of the issue (16 writers
 x 500 events, 30 seeds per crash point, longer state-machine runs). After every run the checks are
@@ -35,6 +35,7 @@ SLOW = os.environ.get("MEMCLI_SLOW") == "1"
 INGEST_POINTS = ["ingest:marker", "ingest:append", "ingest:appended", "ingest:ids", "ingest:state"]
 COMPACT_POINTS = ["journal", "archive", "archived", "episodic", "memory", "rewrite", "rewritten", "replaced",
                   "state"]
+UNDO_POINTS = ["journal", "episodic", "memory", "rewrite", "rewritten", "replaced", "truncated", "state"]
 SEEDS = 30 if SLOW else 2
 
 
@@ -84,7 +85,8 @@ def check_store(memory_dir, agent, acknowledged: set, maybe: set = frozenset(), 
     assert all(n == 1 for n in places.values()), [k for k, n in places.items() if n > 1][:5]
     episodic = read_lines(d / "episodic.jsonl")
     assert len({e["id"] for e in episodic}) == len(episodic)
-    per = Counter(e.get("compaction_id") for e in episodic if "rollup" not in (e.get("tags") or []))
+    # (an uncompact's copies of the items it brings back keep their compaction_id and say what they restore)
+    per = Counter(e.get("compaction_id") for e in episodic if "rollup" not in (e.get("tags") or []) and "restores" not in e)
     assert all(n == 1 for k, n in per.items() if k), per
     return active, archive
 
@@ -355,6 +357,20 @@ class StoreMachine(RuleBasedStateMachine):
             compact(self.dir, "m", policy=CompactionPolicy(tail_turns=tail, keep_steps=keep, target_tokens=budget))
         except CompactionError:
             pass
+
+    @rule()
+    def uncompact(self):
+        from memcli.compaction.undo import uncompact
+        from memcli.errors import CompactionError
+
+        try:  # nothing left to undo is refused: fine here
+            uncompact(self.dir, "m")
+        except CompactionError:
+            pass
+
+    @rule(step=st.sampled_from(UNDO_POINTS))
+    def crash_uncompact(self, step):
+        run_memcli("--dir", self.dir, "uncompact", "m", env={"MEMCLI_CRASH_AT": f"uncompact:{step}"})
 
     @rule(point=st.sampled_from(INGEST_POINTS), count=st.integers(1, 3))
     def crash_ingest(self, point, count):

@@ -62,11 +62,14 @@ def known_item_recall(memory_dir: Path, agent: str = "corpus", seed: int = 14) -
 
     store = AgentStore(memory_dir, agent)
     texts: dict[str, set[str]] = {}
+    full: dict[str, str] = {}
     archived: list[str] = []
     df: Counter = Counter()
     for stored in store.iter_traces(archive=True):
-        words = _words(record_text("archive", to_record(stored.trace)))
+        text = record_text("archive", to_record(stored.trace))
+        words = _words(text)
         texts[stored.trace.id] = words
+        full[stored.trace.id] = " ".join(text.split())
         df.update(words)
         if stored.tier == "archive" and len(words) >= 4:
             archived.append(stored.trace.id)
@@ -78,7 +81,8 @@ def known_item_recall(memory_dir: Path, agent: str = "corpus", seed: int = 14) -
         rare = sorted(texts[trace_id], key=lambda w: (df[w], w))[:4]
         query = " ".join(rare)
         hits = search(store, query, limit=TOP, kinds=["trace"]).hits
-        if trace_id in [h.id for h in hits]:
+        # identical texts are one hit (its count says how many): the trace or its twin is found
+        if trace_id in [h.id for h in hits] or full[trace_id] in {full.get(h.id) for h in hits}:
             found += 1
         else:
             misses.append((trace_id, query))

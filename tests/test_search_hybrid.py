@@ -131,12 +131,22 @@ def test_clear_leaves_no_vector_and_no_index_behind(cli, server, memory_dir):
     ingest(cli)
     search(cli, srv, "automobile")
     agent_dir = memory_dir / "agents" / "h"
-    assert (agent_dir / ".search.sqlite").exists()
+    assert (agent_dir / ".search.sqlite").exists() and (agent_dir / ".search.vectors").stat().st_mode & 0o777 == 0o600
     ok(cli("remember", "h", "a car fact"))
     ok(cli("clear", "h", "--keep-memory", "--yes"))
-    assert not list(agent_dir.glob(".search.sqlite*"))
+    assert not list(agent_dir.glob(".search*"))            # the index and the vectors file
     ingest(cli)
     search(cli, srv, "automobile")
     ok(cli("clear", "h", "--yes"))
     assert not agent_dir.exists()
     assert not [p for p in memory_dir.rglob("*") if "search" in p.name or p.suffix == ".sqlite"]
+
+
+def test_recall_stays_lexical_when_the_store_configures_a_model(cli, server, memory_dir):
+    srv = server(embedder(256, SYNONYMS))
+    ingest(cli)
+    ok(cli("remember", "h", "The car is parked in level 2"))
+    (memory_dir / "config.json").write_text(orjson.dumps({"embed_model": MODEL, "embed_api_base": srv.api_base})
+                                             .decode())
+    result = ok(cli("snapshot", "h", "-p", "text", "--recall", "car parked"))
+    assert "The car is parked in level 2" in result.stdout and srv.requests == []

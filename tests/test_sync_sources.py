@@ -159,6 +159,10 @@ def _cx_current(session: str) -> list[dict]:
                                                                {"type": "message", "role": "user",
                                                                 "content": [{"type": "input_text", "text": "add feature 0"}]}]}},
         {"timestamp": ts, "type": "security_risk_score", "payload": {"score": 0}},
+        {"timestamp": ts, "type": "response_item", "payload": {"type": "additional_tools", "role": "developer",
+                                                               "tools": [{"type": "function", "name": "x"}]}},
+        {"timestamp": ts, "type": "response_item", "payload": {"type": "agent_message", "author": "/root/worker",
+                                                               "recipient": "/root", "content": "all green"}},
     ]
     return lines
 
@@ -170,10 +174,12 @@ def test_codex_current_line_types_read_or_passed_over_with_a_count(tmp_path):
     report = memcli.Memory(mem).sync(home=home).sessions[0]
     assert report.skipped == {"world_state lines (harness state, passed over)": 1,
                               "inter_agent_communication_metadata lines (harness state, passed over)": 1,
-                              "security_risk_score lines (harness state, passed over)": 1}
+                              "security_risk_score lines (harness state, passed over)": 1,
+                              "additional_tools items (tool definitions, passed over)": 1}
     traces = _traces(mem, report.agent)
-    inter = next(t for t in traces if "inter_agent" in (t.get("tags") or []))
-    assert (inter["content"], inter["name"], inter["tags"]) == ("check the tests", "/root", ["context", "inter_agent"])
+    inter = [t for t in traces if "inter_agent" in (t.get("tags") or [])]
+    assert [(t["content"], t["name"], t["tags"]) for t in inter] == [
+        ("check the tests", "/root", ["context", "inter_agent"]), ("all green", "/root/worker", ["context", "inter_agent"])]
     answer = next(t for t in traces if t["content"] == "tests pass")
     assert answer["usage"]["prompt_tokens"] == 300  # from token_usage_record, not the token_count copy
     summary = next(t for t in traces if "compact_summary" in (t.get("tags") or []))

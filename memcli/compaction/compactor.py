@@ -19,6 +19,14 @@
    of :mod:`memcli.store.journal` runs. Appends made since step 3 are carried over by the
    rewrite, which reads the active file as it is at that moment, under the lock.
 
+The commit also appends the compaction's ledger record (:func:`ledger_record`, format in
+:mod:`memcli.store.ledger`): what moved and from where, tokens before/after, the items written
+and what they superseded, and a model's tokens and cost — what ``memcli compactions`` lists and
+``memcli uncompact`` (:mod:`memcli.compaction.undo`) reads. With a model, ``--dry-run`` and
+``--max-cost`` first take the model's estimate for the window (:func:`_check_cost`): ``--max-cost``
+refuses before the first request when it is above the limit or has no price; ``--dry-run`` shows
+it with the window's offline digest.
+
 Items written: one EPISODIC item per compaction (``tags`` ``["compaction"]``, ``model`` the
 summarizer, ``trace_ids`` listed up to ``MAX_LISTED_TRACE_IDS`` — beyond that ``trace_count``
 says how many and ``turn_ids`` still names every turn). When the live (not superseded) episodic
@@ -45,7 +53,7 @@ import orjson
 
 from memcli.compaction import breaker
 from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status, input_budget, target_tokens
-from memcli.compaction.summarizer import Fact, MemoryContext, Summary, Turn, normalize_fact
+from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn, normalize_fact
 from memcli.compaction.window import (
     WindowPlan,
     check_plan,
@@ -57,6 +65,7 @@ from memcli.compaction.window import (
 from memcli.errors import CompactionBusy, CompactionError, UsageError
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, to_record
+from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
@@ -69,6 +78,7 @@ MAX_SOURCE_TURNS = 50
 ROLLUP_CHARS = 12_000
 PROMPT_FACTS = 50                 # live facts shown to the summarizer
 EST_SUMMARY_TOKENS_PER_CHUNK = 400
+MIN_SUMMARY_TOKENS = 80           # the smallest budget a summary is given
 MAX_BUNDLE_EPISODIC = 3           # what the working snapshot's memory bundle carries
 MAX_BUNDLE_SEMANTIC = 20
 
@@ -118,6 +128,10 @@ class CompactResult:
     budget: BudgetStatus | None = None
     notes: list = field(default_factory=list)
 
+    def to_dict(self) -> dict:
+        """The result as one JSON-able object (``compact --json``)."""
+        return result_record(self)
+
     def what(self) -> str:
         """"4 turns", "2 turns and 120 steps", "120 steps" — what the window holds."""
         return what_moved(self.whole_turns, self.steps)
@@ -141,7 +155,7 @@ class CompactResult:
         approx = "≈" if self.tokens_after_estimated else ""
         text += f"; tokens {self.tokens_before:,} → {approx}{self.tokens_after:,}"
         if self.chunks > 1:
-            text += f"; {self.chunks} chunks"
+            text += f"; {counted(self.chunks, 'chunk')}"
         text += f"; {self.seconds:.2f}s"
         return text
 
@@ -208,9 +222,15 @@ class _EarlyTurns:
     """The turns the plan hands over while it reads (the ones certain to move whole), added to
     the offline summary at once: its window is then read once, by the plan."""
 
-    def __init__(self, summarizer):
+    def __init__(self, summarizer: Summarizer):
         self.summary = summarizer.window_summary()
         self.ids: list = []
+
+    @classmethod
+    def of(cls, summarizer: Summarizer | None) -> "_EarlyTurns | None":
+        """For a summarizer that is fed while the plan reads (its ``window_summary()`` is one)."""
+        early = cls(summarizer) if summarizer is not None else None
+        return early if early is not None and early.summary is not None else None
 
     def __call__(self, turn_id: str, traces: list, steps: int) -> None:
         room = MAX_LISTED_TRACE_IDS - len(self.ids)
@@ -357,15 +377,14 @@ def _summarize(summarizer, window: _Collect, memory: MemoryContext, concurrency:
                on_progress) -> tuple[Summary, int]:
     """(summary, chunks): one pass for a summarizer without a context limit, else chunks of whole
     turns summarized concurrently and merged."""
-    split = getattr(summarizer, "split", None)
-    if summarizer.context_tokens() is None or split is None:
+    if summarizer.context_tokens() is None:
         if on_progress:
             on_progress(0, 1)
         summary = summarizer.summarize(window, memory)
         if on_progress:
             on_progress(1, 1)
         return summary, 1
-    chunks = split(list(window), memory)
+    chunks = summarizer.split(list(window), memory)
     total = len(chunks)
     if on_progress:
         on_progress(0, total)
@@ -405,15 +424,15 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r} (expected {' or '.join(STRATEGIES)})")
     if concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
+        raise UsageError("{concurrency} must be at least 1", param="concurrency")
     if policy.tail_turns < 0:
-        raise UsageError("--tail-turns must be 0 or more")
+        raise UsageError("{tail_turns} must be 0 or more", param="tail_turns")
     if policy.keep_steps < 0:
-        raise UsageError("--keep-steps must be 0 or more")
+        raise UsageError("{keep_steps} must be 0 or more", param="keep_steps")
     if policy.target_tokens is not None and policy.target_tokens < 1:
-        raise UsageError("--target-tokens must be 1 or more")
+        raise UsageError("{target_tokens} must be 1 or more", param="target_tokens")
     if max_cost is not None and not max_cost >= 0:
-        raise UsageError("--max-cost must be 0 or more (US dollars)")
+        raise UsageError("{max_cost} must be 0 or more (US dollars)", param="max_cost")
     store = AgentStore(memory_dir, agent_id).require()
     if summarizer is None and strategy == "summarize":
         from memcli.compaction.offline import OfflineSummarizer
@@ -424,6 +443,8 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     result.threshold = int(policy.trigger_ratio * input_budget(model, max_context_tokens, policy)[0])
     result.target_tokens = target_tokens(model, max_context_tokens, policy)
 
+    job = _Job(store, result, summarizer, strategy, policy, dry_run, model, concurrency, on_progress, on_note, started,
+               max_cost)
     trigger = early_plan = None
     if if_needed:
         trigger = _Trigger(store, result, model, max_context_tokens, policy, force or dry_run, on_note)
@@ -435,7 +456,7 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
             # the working snapshot's count decides: the plan takes it anyway, so the store is read
             # once for both, and one that is not due is only read (no compaction lock taken)
             with _cyclic_gc_paused():
-                early_plan = _plan(store, result, policy, model, on_note, _fed(summarizer, strategy, dry_run))
+                early_plan = job.plan()
             if not trigger.decide(early_plan[0].tokens_before):
                 result.seconds = time.monotonic() - started
                 return result
@@ -446,8 +467,7 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     lock = compaction_lock(store) if not dry_run else _no_lock()
     try:
         with lock, _cyclic_gc_paused():
-            return _run(store, result, summarizer, strategy, policy, dry_run, model, concurrency,
-                        on_progress, on_note, started, early_plan, max_cost)
+            return _run(job, early_plan)
     except CompactionBusy as exc:
         if if_needed:
             result.reason = f"skipped: {exc}"
@@ -490,9 +510,9 @@ class _Trigger:
         if state.open and not self.override_breaker:
             raise CompactionError(
                 f"circuit breaker open for agent {self.store.agent_id!r}: {state.describe()}; "
-                "--if-needed does not call the summarizer again until a compaction succeeds",
+                "{if_needed} does not call the summarizer again until a compaction succeeds",
                 hint=f"run `memcli compact {self.store.agent_id}` without --if-needed, or add --force",
-            )
+                param="if_needed")
         return True
 
 
@@ -514,12 +534,29 @@ def _cyclic_gc_paused():
 
 def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> CompactionError:
     return CompactionError(
-        f"--target-tokens {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
+        f"{{target_tokens}} {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
         f"tokens (the system prompt, the memory bundle and the user asks that stay, and the newest "
         f"{plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move); nothing was "
         "written",
         hint=f"use --target-tokens {plan_.minimum_tokens + summary_reserve(plan_.tokens_before):,} or more, "
-             "or fewer --keep-steps")
+             "or fewer --keep-steps", param="target_tokens")
+
+
+def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: int) -> CompactionError:
+    """An explicit --target-tokens the compaction cannot reach, even with the smallest summary."""
+    return CompactionError(
+        f"--target-tokens {target:,} cannot be met for agent {store.agent_id!r}: the compacted working snapshot "
+        f"would be {predicted:,} tokens ({plan_.kept_tokens:,} that stay — {plan_.minimum_tokens:,} of them can never "
+        f"move — plus the summary and facts); nothing was written",
+        hint=f"use --target-tokens {predicted:,} or more, or fewer --keep-steps")
+
+
+def _over_target(result: CompactResult, plan_: WindowPlan) -> str:
+    """Why a compaction to the default target ends above it (under the trigger threshold)."""
+    return (f"the working snapshot is {result.tokens_after - result.target_tokens:,} tokens over the target "
+            f"({result.tokens_after:,} > {result.target_tokens:,}) though under the trigger threshold: what must stay "
+            f"needs {plan_.minimum_tokens:,} tokens (system prompt, memory bundle, kept user asks and the newest "
+            f"{plan_.protected_steps} steps), plus the summary")
 
 
 def _shortfall(result: CompactResult, plan_: WindowPlan) -> str | None:
@@ -536,29 +573,50 @@ def _shortfall(result: CompactResult, plan_: WindowPlan) -> str | None:
             f"({result.tokens_after:,} > {result.threshold:,}): {why}")
 
 
-def _fed(summarizer, strategy: str, dry_run: bool):
-    """The summarizer the plan hands turns to while it reads: the one that will summarize."""
-    return summarizer if strategy == "summarize" and not dry_run else None
+@dataclass
+class _Job:
+    """One compaction: what was asked (the summarizer, strategy, policy, model ...) and the
+    result being filled in. ``note`` reports to the result and to ``on_note``."""
+
+    store: AgentStore
+    result: CompactResult
+    summarizer: Summarizer | None
+    strategy: str
+    policy: CompactionPolicy
+    dry_run: bool
+    model: str | None
+    concurrency: int
+    on_progress: Callable[[int, int], None] | None
+    on_note: Callable[[str], None] | None
+    started: float
+    max_cost: float | None = None
+
+    def note(self, message: str, *, say: bool = True) -> None:
+        _note(self.result, self.on_note if say else None, message)
+
+    def done(self, **fields) -> CompactResult:
+        """The result, with ``fields`` set and the time taken."""
+        for name, value in fields.items():
+            setattr(self.result, name, value)
+        self.result.seconds = time.monotonic() - self.started
+        return self.result
+
+    def fed(self):
+        """The summarizer the plan hands turns to while it reads: the one that will summarize."""
+        return self.summarizer if self.strategy == "summarize" and not self.dry_run else None
+
+    def plan(self) -> tuple[WindowPlan, _EarlyTurns | None]:
+        """The window, and (for a summarizer that takes them: the offline one) the turns the plan
+        handed over while it read."""
+        summarizer = self.fed()
+        early = _EarlyTurns.of(summarizer)
+        plan_ = plan(self.store, self.policy.tail_turns, self.note, keep_steps=self.policy.keep_steps,
+                     target_tokens=self.result.target_tokens, model=self.model, whole_turns=early)
+        return plan_, early
 
 
-def _plan(store: AgentStore, result: CompactResult, policy: CompactionPolicy, model, on_note,
-          summarizer=None) -> tuple[WindowPlan, _EarlyTurns | None]:
-    """The window, and (for a summarizer that takes them: the offline one) the turns the plan
-    handed over while it read."""
-    early = _EarlyTurns(summarizer) if hasattr(summarizer, "window_summary") else None
-    plan_ = plan(store, policy.tail_turns, lambda m: _note(result, on_note, m), keep_steps=policy.keep_steps,
-                 target_tokens=result.target_tokens, model=model, whole_turns=early)
-    return plan_, early
-
-
-def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, model, concurrency,
-         on_progress, on_note, started, planned: tuple | None = None, max_cost: float | None = None) -> CompactResult:
-    """The compaction, under the compaction lock. ``planned``: what :func:`_plan` gave before the
-    lock was taken (``--if-needed``); used when the active file still holds it, else planned again."""
-    explicit_target = policy.target_tokens
-    if planned is None or check_plan(store.paths.active, planned[0]) is not None:
-        planned = _plan(store, result, policy, model, on_note, _fed(summarizer, strategy, dry_run))
-    plan_, early = planned
+def _record_plan(result: CompactResult, plan_: WindowPlan) -> None:
+    """The plan's figures on the result (what moves, what stays, the tokens)."""
     result.turns = len(plan_.turns)
     result.whole_turns = sum(1 for t in plan_.turns if t.whole)
     result.steps = plan_.steps
@@ -572,95 +630,62 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
     result.tokens_before = plan_.tokens_before
     result.window_tokens = plan_.window_tokens
     result.minimum_tokens = plan_.minimum_tokens
-    if explicit_target is not None and explicit_target < plan_.minimum_tokens:
-        raise _minimum_error(store, plan_, explicit_target)
-    if plan_.empty:
-        result.reason = (f"nothing to compact in {store.agent_id!r}: {plan_.conversation_turns} turn"
-                         f"{'s' if plan_.conversation_turns != 1 else ''} in the active file and {plan_.stop_reason}")
-        result.tokens_after = plan_.tokens_before
-        result.seconds = time.monotonic() - started
-        return result
-    if plan_.pinned_kept:
-        one = plan_.pinned_kept == 1
-        # --dry-run's plan shows it already ("N system/developer traces stay")
-        _note(result, None if dry_run else on_note, f"{plan_.pinned_kept} system/developer trace{'' if one else 's'} of the window "
-                               f"stay{'s' if one else ''} in the active file (instructions are never compacted)")
 
-    from memcli.snapshot.assemble import working_counter
-    from memcli.snapshot.views import TokenMeter
 
-    meter = TokenMeter(working_counter(model))
-    live_bundle = store.live_memory(MAX_BUNDLE_EPISODIC, MAX_BUNDLE_SEMANTIC)
-    memory_before = _memory_tokens(meter, *live_bundle)
-    without_memory = plan_.kept_tokens - memory_before    # what stays, bundle aside
+class _Bundle:
+    """The memory bundle's part of the working snapshot: its tokens now, and with new items."""
 
-    live_episodic, live_facts = store.live_memory(policy.max_episodic_items, PROMPT_FACTS)
-    memory = MemoryContext(live_episodic, live_facts)
-    window = _Collect(store, plan_, early)
-    summary: Summary | None = None
-    spent_before = _spending(summarizer)
-    if strategy == "summarize":
-        is_offline = summarizer.context_tokens() is None
-        if not is_offline and (dry_run or max_cost is not None):
-            _check_cost(store, result, summarizer, window, memory, max_cost)
-        if dry_run and not is_offline:
-            from memcli.compaction.offline import OfflineSummarizer
+    def __init__(self, job: _Job, plan_: WindowPlan):
+        from memcli.snapshot.assemble import working_counter
+        from memcli.snapshot.views import TokenMeter
 
-            # the preview: the offline digest of the window (what a model gets to condense)
-            result.summary = OfflineSummarizer(max_facts=policy.max_semantic_items).summarize(
-                window, memory).episodic_summary
-            result.chunks = result.estimate["requests"]
-            result.tokens_after = without_memory + memory_before + EST_SUMMARY_TOKENS_PER_CHUNK * result.chunks
-            result.tokens_after_estimated = True
-            result.seconds = time.monotonic() - started
-            return result
-        try:
-            summary, result.chunks = _summarize(summarizer, window, memory, concurrency, on_progress)
-        except CompactionError as exc:
-            if not dry_run:
-                with agent_lock(store.paths):
-                    breaker.record_failure(store.paths, str(exc))
-            raise
-        finally:
-            if spent_before is not None:
-                result.llm = summarizer.spent.since(spent_before, summarizer.name)
-        result.summary = summary.episodic_summary
-        result.facts = [f.fact for f in summary.semantic_facts]
-    else:
-        for _ in window:  # the ids the items would list (sliding-window lists none, but counts)
-            pass
-    trace_ids = window.ids
+        self.store = job.store
+        self.meter = TokenMeter(working_counter(job.model))
+        self.live = job.store.live_memory(MAX_BUNDLE_EPISODIC, MAX_BUNDLE_SEMANTIC)
+        self.before = _memory_tokens(self.meter, *self.live)
+        self.without = plan_.kept_tokens - self.before    # what stays, bundle aside
 
-    compaction_id = new_id(COMPACTION_PREFIX)
-    model_name = summarizer.name if summarizer is not None else None
-    episodic, semantic, counts = build_items(
-        store, plan_, summary, compaction_id=compaction_id, trace_ids=trace_ids, moved=plan_.moved,
-        model=model_name, policy=policy, strategy=strategy)
-    predicted = without_memory + _memory_tokens(meter, *_memory_after(store, episodic, semantic))
-    result.tokens_after = predicted
-    if predicted >= plan_.tokens_before:
-        result.reason = (f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
-                         f"({plan_.moved} traces) would not make the working snapshot smaller "
-                         f"({plan_.tokens_before:,} → {predicted:,} tokens)")
-        result.compacted = False
-        result.dry_run = dry_run
-        result.seconds = time.monotonic() - started
-        result.never_worse = True
-        return result
-    if dry_run:
-        result.seconds = time.monotonic() - started
-        result.shortfall = _shortfall(result, plan_)
-        return result
+    def tokens_after(self, episodic: list, semantic: list) -> int:
+        """The working snapshot's tokens once these items are written."""
+        return self.without + _memory_tokens(self.meter, *_memory_after(self.store, episodic, semantic))
 
+    def unchanged(self) -> bool:
+        return _memory_unchanged(self.store, self.live)
+
+
+def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Summary:
+    """The window's summary; a failure counts against the circuit breaker (except in a dry run).
+    What a model spent on it goes to ``result.llm``, failed or not."""
+    spent_before = _spending(job.summarizer)
+    try:
+        summary, job.result.chunks = _summarize(job.summarizer, window, memory, job.concurrency, job.on_progress)
+    except CompactionError as exc:
+        if not job.dry_run:
+            with agent_lock(job.store.paths):
+                breaker.record_failure(job.store.paths, str(exc))
+        raise
+    finally:
+        if spent_before is not None:
+            job.result.llm = job.summarizer.spent.since(spent_before, job.summarizer.name)
+    job.result.summary = summary.episodic_summary
+    job.result.facts = [f.fact for f in summary.semantic_facts]
+    return summary
+
+
+def _commit(job: _Job, plan_: WindowPlan, compaction_id: str, bundle: _Bundle, items,
+            rebuild: Callable[[], tuple], predicted: int) -> tuple:
+    """Under the agent lock: check the plan still holds, rebuild the items if memory changed
+    meanwhile, run the journaled commit (the ledger record with it; ``predicted``: the tokens
+    after). Returns the items written."""
+    store, result = job.store, job.result
+    episodic, semantic, counts = items
     with store.writer(create=False) as session:
         problem = check_plan(store.paths.active, plan_)
         if problem is not None:
             raise CompactionConflict(f"the active file of {store.agent_id!r} changed while summarizing: {problem}; "
                                      "nothing was written", hint="run the compaction again")
-        if not _memory_unchanged(store, live_bundle):  # rare: items written meanwhile; rebuild them
-            episodic, semantic, counts = build_items(
-                store, plan_, summary, compaction_id=compaction_id, trace_ids=trace_ids, moved=plan_.moved,
-                model=model_name, policy=policy, strategy=strategy)
+        if not bundle.unchanged():  # rare: items written meanwhile; rebuild them
+            episodic, semantic, counts = rebuild()
         paths = store.paths
         journal = Journal(
             compaction_id=compaction_id, agent_id=store.agent_id,
@@ -675,6 +700,103 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
         )
         commit(session, journal)
         breaker.record_success(paths, compaction_id)
+    return episodic, semantic, counts
+
+
+def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
+    """The compaction, under the compaction lock. ``planned``: what :meth:`_Job.plan` gave before
+    the lock was taken (``--if-needed``); used when the active file still holds it, else planned
+    again."""
+    store, result, summarizer = job.store, job.result, job.summarizer
+    if planned is None or check_plan(store.paths.active, planned[0]) is not None:
+        planned = job.plan()
+    plan_, early = planned
+    _record_plan(result, plan_)
+    explicit_target = job.policy.target_tokens
+    if explicit_target is not None and explicit_target < plan_.minimum_tokens:
+        raise _minimum_error(store, plan_, explicit_target)
+    if plan_.empty:
+        return job.done(
+            reason=f"nothing to compact in {store.agent_id!r}: {plan_.conversation_turns} turn"
+                   f"{'s' if plan_.conversation_turns != 1 else ''} in the active file and {plan_.stop_reason}",
+            tokens_after=plan_.tokens_before)
+    if plan_.pinned_kept:
+        one = plan_.pinned_kept == 1
+        # --dry-run's plan shows it already ("N system/developer traces stay")
+        job.note(f"{plan_.pinned_kept} system/developer trace{'' if one else 's'} of the window "
+                 f"stay{'s' if one else ''} in the active file (instructions are never compacted)", say=not job.dry_run)
+
+    bundle = _Bundle(job, plan_)
+    live_episodic, live_facts = store.live_memory(job.policy.max_episodic_items, PROMPT_FACTS)
+    # the summary's budget: what the target leaves after the traces and the memory that stay; when
+    # the default target is out of reach anyway (the newest steps alone are larger), the summary
+    # keeps its usual size as far as the trigger threshold allows
+    room = result.target_tokens - plan_.kept_tokens
+    if room < summary_reserve(plan_.window_tokens) and explicit_target is None:
+        room = max(room, result.threshold - plan_.kept_tokens)
+    goal = max(result.target_tokens, plan_.kept_tokens + room)
+    memory = MemoryContext(live_episodic, live_facts, summary_tokens=max(room, MIN_SUMMARY_TOKENS))
+    window = _Collect(store, plan_, early)
+    summary: Summary | None = None
+    if job.strategy == "summarize":
+        is_offline = summarizer.context_tokens() is None
+        if not is_offline and (job.dry_run or job.max_cost is not None):
+            _check_cost(store, result, summarizer, window, memory, job.max_cost)
+        if job.dry_run and not is_offline:   # a model: estimated, not called
+            from memcli.compaction.offline import OfflineSummarizer
+
+            # the preview: the offline digest of the window (what a model gets to condense)
+            result.summary = OfflineSummarizer(max_facts=job.policy.max_semantic_items).summarize(
+                window, memory).episodic_summary
+            chunks = result.estimate["requests"]
+            return job.done(chunks=chunks, tokens_after_estimated=True,
+                            tokens_after=bundle.without + bundle.before + EST_SUMMARY_TOKENS_PER_CHUNK * chunks)
+        summary = _summarize_window(job, window, memory)
+    else:
+        for _ in window:  # the ids the items would list (sliding-window lists none, but counts)
+            pass
+
+    compaction_id = new_id(COMPACTION_PREFIX)
+    model_name = summarizer.name if summarizer is not None else None
+
+    def build() -> tuple:
+        return build_items(store, plan_, summary, compaction_id=compaction_id, trace_ids=window.ids,
+                           moved=plan_.moved, model=model_name, policy=job.policy, strategy=job.strategy)
+
+    items = build()
+    predicted = bundle.tokens_after(*items[:2])
+    for _ in range(4):   # over the target: a summary that can shrink (the offline one) is asked to
+        over = predicted - goal
+        if summary is None or summary.resize is None or over <= 0:
+            break
+        smaller = summary.resize(max(bundle.meter.text(summary.episodic_summary) - over - 8, MIN_SUMMARY_TOKENS))
+        if len(smaller.episodic_summary) >= len(summary.episodic_summary):
+            break
+        summary = smaller
+        result.summary, result.facts = summary.episodic_summary, [f.fact for f in summary.semantic_facts]
+        items = build()
+        predicted = bundle.tokens_after(*items[:2])
+    if explicit_target is not None and predicted > explicit_target:
+        raise _target_error(store, plan_, explicit_target, predicted)
+    if predicted >= plan_.tokens_before:
+        return job.done(
+            reason=f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
+                   f"({counted(plan_.moved, 'trace')}) would not make the working snapshot smaller "
+                   f"({plan_.tokens_before:,} → {predicted:,} tokens)",
+            tokens_after=predicted, compacted=False, dry_run=job.dry_run, never_worse=True)
+    if job.dry_run:
+        result.tokens_after = predicted
+        return job.done(shortfall=_shortfall(result, plan_))
+    items = _commit(job, plan_, compaction_id, bundle, items, build, predicted)
+    return _finish(job, plan_, compaction_id, items)
+
+
+def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple) -> CompactResult:
+    """The result of a committed compaction: the items written, the tokens now, any shortfall."""
+    from memcli.snapshot.assemble import working_tokens
+
+    result = job.result
+    episodic, _semantic, counts = items
     result.compacted = True
     result.compaction_id = compaction_id
     new_items = [e for e in episodic if "rollup" not in e.tags]
@@ -682,21 +804,29 @@ def _run(store, result: CompactResult, summarizer, strategy, policy, dry_run, mo
     rollups = [e for e in episodic if "rollup" in e.tags]
     result.rollup_id = rollups[0].id if rollups else None
     result.facts_added, result.facts_merged = counts["added"], counts["merged"]
-    from memcli.snapshot.assemble import working_tokens
-
-    result.tokens_after = working_tokens(store, model)
-    result.seconds = time.monotonic() - started
+    result.tokens_after = working_tokens(job.store, job.model)
+    job.done()
     if result.rollup_id:
-        _note(result, on_note, f"rolled up {len(rollups[0].supersedes)} older episodic summaries into {result.rollup_id}")
+        job.note(f"rolled up {len(rollups[0].supersedes)} older episodic summaries into {result.rollup_id}")
     result.shortfall = _shortfall(result, plan_)
     if result.shortfall:
-        _note(result, on_note, result.shortfall)
+        job.note(result.shortfall)
+    elif result.tokens_after > result.target_tokens:
+        job.note(_over_target(result, plan_))
     return result
 
 
 def _memory_unchanged(store: AgentStore, bundle: tuple) -> bool:
     now = store.live_memory(MAX_BUNDLE_EPISODIC, MAX_BUNDLE_SEMANTIC)
     return [i.id for i in now[0]] == [i.id for i in bundle[0]] and [i.id for i in now[1]] == [i.id for i in bundle[1]]
+
+
+def model_summarizer(model: str, **options) -> Summarizer:
+    """The LiteLLM summarizer for ``model`` (``api_base``, ``timeout``, ``retries``,
+    ``max_context_tokens``, ``api_key``, ``api_key_env``: :class:`memcli.compaction.llm.LiteLLMSummarizer`)."""
+    from memcli.compaction.llm import LiteLLMSummarizer
+
+    return LiteLLMSummarizer(model, **options)
 
 
 def result_record(result: CompactResult) -> dict:
@@ -747,11 +877,11 @@ def _check_cost(store: AgentStore, result: CompactResult, summarizer, window, me
             f"{estimate['input_tokens']:,} input tokens and up to {estimate['max_output_tokens']:,} output tokens")
     if cost is None:
         raise CompactionError(
-            f"--max-cost {max_cost:g}: LiteLLM has no price for {summarizer.name}, so the cost of {what} cannot be "
+            f"{{max_cost}} {max_cost:g}: LiteLLM has no price for {summarizer.name}, so the cost of {what} cannot be "
             f"bounded; nothing was sent or written",
-            hint="leave out --max-cost to compact with this model anyway, or use a model LiteLLM prices")
+            hint="leave out --max-cost to compact with this model anyway, or use a model LiteLLM prices", param="max_cost")
     if cost > max_cost:
         raise CompactionError(
-            f"--max-cost {max_cost:g}: compacting {store.agent_id!r} with {summarizer.name} would cost up to "
+            f"{{max_cost}} {max_cost:g}: compacting {store.agent_id!r} with {summarizer.name} would cost up to "
             f"${cost:.4f} ({what}); nothing was sent or written",
-            hint="raise --max-cost, compact less (--tail-turns, --target-tokens), or use the offline summarizer")
+            hint="raise --max-cost, compact less (--tail-turns, --target-tokens), or use the offline summarizer", param="max_cost")

@@ -57,7 +57,7 @@ from typing import Iterable
 
 import orjson
 
-from memcli.compaction.summarizer import MAX_FACT_CHARS, Fact, MemoryContext, Summary, Turn
+from memcli.compaction.summarizer import MAX_FACT_CHARS, Fact, MemoryContext, Summarizer, Summary, Turn
 from memcli.models import NON_OPENING_TAGS, TAG_REASONING, TAG_SIDECHAIN
 from memcli.pairing import pop_open_call
 
@@ -109,6 +109,26 @@ _EXIT_LINE = re.compile(r"^(?:exit (?:status|code)|process exited with code|exit
 _FAILING_TEST = re.compile(r"^(?:FAILED|FAIL|ERROR)\b\s*\S")
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?::|$)")
 _ERROR_LINE = re.compile(r"^(?:E\s+\S|error(?:\[\w+\])?:|fatal:|npm ERR!|panic:|Traceback|✗|×|✘)", re.IGNORECASE)
+# the project's vocabulary: paths, dotted names, CamelCase, snake_case, camelCase, ENV_VARS, ids with digits
+_VOCAB = re.compile(
+    r"(?:~?/|\.{1,2}/)?(?:[\w.@-]+/)+[\w.@-]*\w"
+    r"|\b[\w-]+\.(?:py|pyi|js|mjs|ts|tsx|jsx|json|jsonl|md|toml|yaml|yml|go|rs|ex|exs|heex|java|kt|rb|php|sh|sql|css|"
+    r"scss|html|vue|svelte|c|h|cc|cpp|lock|cfg|ini|txt|xml|proto|tf|swift)\b"
+    r"|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b"
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b"
+    r"|\b_*[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"
+    r"|\b[a-z]+[A-Z][A-Za-z0-9]*\b"
+    r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"
+    r"|\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b"
+    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
+_DEFINED = re.compile(r"\b(?:def|class|function|defp?|defmodule|fn|func|interface|struct|enum|trait|impl|module)\s+"
+                      r"([A-Za-z_][\w.]*)")
+_CHANGES = re.compile(r" \([^()]*\)(?=, |$)")   # "path (fn, Class)" in the files line
+_TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos"})
+VOCAB_TEXT_CHARS = 2_000      # of each text, scanned for the vocabulary
+MAX_VOCAB = 20_000            # distinct identifiers a window tracks (the least used go first)
+MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
+CHARS_PER_TOKEN = 3.0         # a conservative guess, checked by the compaction with the real counter
 
 
 def clip(text: str, limit: int) -> str:
@@ -251,6 +271,73 @@ def written_paths(tool_name: str | None, args) -> list[str]:
     return out
 
 
+_ENV_ASSIGN = re.compile(r"^\w+=\S*$")
+
+
+def command_family(command: str) -> str:
+    """What a command does, for "fixed later": its program and first word that is not an option
+    (``git add -f x`` and ``git add x`` are one family, ``npm run build`` another), past any
+    ``cd DIR &&`` prefix and ``VAR=value`` assignments."""
+    command = command.strip().rsplit("&&", 1)[-1] if command.lstrip().startswith("cd ") else command
+    words = [w for w in command.split()[:12] if not _ENV_ASSIGN.match(w)]
+    if not words:
+        return command.strip()
+    program = words[0].rsplit("/", 1)[-1]
+    if program in ("uv", "poetry", "pipenv", "bundle", "npx", "pnpm", "yarn", "npm", "mix", "cargo", "go", "python",
+                   "python3") and len(words) > 2 and words[1] in ("run", "exec", "-m", "x"):
+        rest = words[2:]
+        program = f"{program} {words[1]}"
+    else:
+        rest = words[1:]
+    sub = next((w for w in rest if not w.startswith("-")), "")
+    return f"{program} {sub}".strip()
+
+
+def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
+    """What an edit touched in each file it wrote: the functions, classes, modules... its new (or
+    replaced) text defines — by file for a patch, else for every path of the call."""
+    out: dict[str, list[str]] = {}
+    if not isinstance(args, dict):
+        return out
+    patch = next((v for k in _PATCH_KEYS for v in [args.get(k)] if isinstance(v, str) and "*** Begin Patch" in v), None)
+    if patch is not None:
+        marks = list(_PATCH_FILE.finditer(patch))
+        for i, m in enumerate(marks):
+            body = patch[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(patch)]
+            out.setdefault(m.group(1).strip(), []).extend(dict.fromkeys(_DEFINED.findall(body[:20_000])))
+        return out
+    texts = [args.get(k) for k in ("new_string", "old_string", "content", "new_str", "old_str", "file_text", "text",
+                                   "source", "new_source")]
+    edits = args.get("edits")
+    if isinstance(edits, list):
+        texts.extend(e.get(k) for e in edits if isinstance(e, dict) for k in ("new_string", "old_string"))
+    names = list(dict.fromkeys(n for text in texts if isinstance(text, str) for n in _DEFINED.findall(text[:20_000])))
+    return {path: names for path in paths} if names else out
+
+
+def todo_lines(args) -> list[str]:
+    """A todo list / plan tool's arguments (``todos`` of TodoWrite, ``plan`` of update_plan) as
+    ``[status] text`` lines."""
+    items = None
+    for key in ("todos", "plan", "items", "tasks"):
+        if isinstance(args.get(key), list):
+            items = args[key]
+            break
+    out = []
+    for item in items or ():
+        if isinstance(item, dict):
+            text = item.get("content") or item.get("step") or item.get("task") or item.get("title") or ""
+            status = item.get("status") or ""
+            if isinstance(text, str) and text.strip():
+                out.append(f"[{status}] {' '.join(text.split())}" if isinstance(status, str) and status else text)
+        elif isinstance(item, str) and item.strip():
+            out.append(item.strip())
+    explanation = args.get("explanation")
+    if isinstance(explanation, str) and explanation.strip():
+        out.insert(0, " ".join(explanation.split()))
+    return out
+
+
 def _result_failed(trace) -> tuple[bool, str]:
     """(failed, error text) of a tool result: a ``tool_error``, or an exit code other than 0."""
     if trace.tool_error:
@@ -318,6 +405,22 @@ def _arg_brief(tool_name: str | None, args) -> str:
     return ""
 
 
+def _strings(value, room: int = VOCAB_TEXT_CHARS) -> list[str]:
+    """The strings inside a parsed JSON value (arguments, results), up to about ``room`` characters."""
+    out: list[str] = []
+    stack = [value]
+    while stack and room > 0:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+            room -= len(v)
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+    return out
+
+
 def _trace_turn(trace) -> str | None:
     return trace.turn_id
 
@@ -350,12 +453,17 @@ class _Work:
         self.failures: dict[str, list] = {}                # label -> [count, last error brief]
         self.commands: dict[str, list] = {}                # command -> [failed before, last failed, last error]
         self.files: dict[str, None] = {}                   # most recently modified last
+        self.changes: dict[str, list] = {}                 # path -> names defined/touched in its edits
         self.open: dict[str, list] = {}                    # call id -> unanswered calls, oldest first
+        self.todo = None                                   # the latest todo list / plan (its arguments)
+        self.families: dict[str, bool] = {}                # command family -> its latest run failed
 
     def call(self, t) -> None:
         name = t.tool_name or "tool"
         self.calls[name] = self.calls.get(name, 0) + 1
         self.n_calls += 1
+        if name in _TODO_TOOLS and isinstance(t.tool_args, dict):
+            self.todo = t.tool_args
         if len(self.call_args) < 4:
             brief = _arg_brief(name, t.tool_args)
             if brief:
@@ -379,6 +487,9 @@ class _Work:
                 known[0] += 1
                 known[1] = brief
         if command:
+            family = command_family(command)
+            self.families.pop(family, None)
+            self.families[family] = failed
             known = self.commands.get(command)
             if known is None:
                 self.commands[command] = [False, failed, brief]
@@ -386,9 +497,14 @@ class _Work:
                 known[0] = known[0] or known[1]
                 known[1], known[2] = failed, brief
         if not failed:
-            for path in written_paths(name, args):
+            paths = written_paths(name, args)
+            for path in paths:
                 self.files.pop(path, None)
                 self.files[path] = None
+            if paths:
+                for path, names in changed_names(args, paths).items():
+                    known = self.changes.setdefault(path, [])
+                    known.extend(n for n in names if n not in known and len(known) < 12)
 
     def unanswered(self) -> list[str]:
         out = []
@@ -446,6 +562,7 @@ class _TurnDigest:
         self.texts_clipped = False
         self._text_room = REF_TEXT_CHARS
         self.urls: dict[str, None] = {}
+        self.vocab: dict[str, list] = {}         # identifier -> [weight, index of the trace it was last in]
 
     @classmethod
     def of(cls, turn: Turn) -> _TurnDigest:
@@ -466,6 +583,23 @@ class _TurnDigest:
         else:
             self.texts_clipped = True
 
+    def _vocab(self, text, weight: int) -> None:
+        """Count the identifiers of ``text`` (a string, or the strings of arguments/results)."""
+        if not isinstance(text, str):
+            text = "\n".join(_strings(text))
+        if not text:
+            return
+        vocab, index = self.vocab, self.n_traces
+        for value in _VOCAB.findall(text[:VOCAB_TEXT_CHARS]):
+            if len(value) < 4:
+                continue
+            entry = vocab.get(value)
+            if entry is None:
+                vocab[value] = [weight, index]
+            else:
+                entry[0] += weight
+                entry[1] = index
+
     def add(self, t) -> None:
         self.n_traces += 1
         ts = t.ts
@@ -483,6 +617,7 @@ class _TurnDigest:
         self.text_chars += len(content) + len(args_text) + (len(error) if error else len(result_text))
         tags = t.tags or ()
         if TAG_SIDECHAIN in tags:
+            self._vocab(content or t.tool_args or error or t.tool_result, 1)
             self._sidechain(t)
             return
         kind = t.trace_type
@@ -491,6 +626,7 @@ class _TurnDigest:
                 return
             self.asks.append((content, t.id))
             self._text(content)
+            self._vocab(content, 3)
             if _may_state_preference(content):
                 for sentence in _SENTENCE.findall(content):
                     if _PREFERENCE.search(sentence) and len(sentence.strip()) >= 8:
@@ -500,13 +636,16 @@ class _TurnDigest:
                 return
             self.reply = content
             self._text(content)
+            self._vocab(content, 2)
         elif kind == "tool_call":
             self.main.call(t)
             self._text(args_text[:2000])
+            self._vocab(t.tool_args, 2)
         elif kind == "tool_result":
             failed, failure = _result_failed(t)
             self.main.result(t, failed, failure)
             self._text((failure if failed else result_text)[:2000])
+            self._vocab(failure if failed else t.tool_result, 1)
 
     def _sidechain(self, t) -> None:
         name = (t.extra or {}).get("agent_id") or t.correlation_id or "subagent"
@@ -633,6 +772,10 @@ class WindowSummary:
         self.n_unanswered = 0
         self.tail: deque = deque()
         self.unlisted = [0, None, None]       # turns past MAX_SHORT_LINES: count, first, last
+        self.vocab: dict[str, list] = {}      # identifier -> [weight, last trace index in the window]
+        self.changes: dict[str, list] = {}    # path -> names its edits touched
+        self.families: dict[str, bool] = {}   # command family -> its latest run failed
+        self.todo = None                      # the latest todo list / plan arguments
 
     def whole_turn(self, turn_id: str, traces: list, steps: int) -> None:
         """Add a turn that moves whole, from its moved traces."""
@@ -675,8 +818,28 @@ class WindowSummary:
             turns_of = file_turns.setdefault(path, [])
             if len(turns_of) < 20 and d.turn_id not in turns_of:
                 turns_of.append(d.turn_id)
+        base = self.n_traces - d.n_traces
+        vocab = self.vocab
+        for value, (weight, index) in d.vocab.items():
+            entry = vocab.get(value)
+            if entry is None:
+                vocab[value] = [weight, base + index]
+            else:
+                entry[0] += weight
+                entry[1] = base + index
+        if len(vocab) > MAX_VOCAB:   # bounded: the least used (then the oldest) go
+            ranked = sorted(vocab.items(), key=lambda kv: (kv[1][0], kv[1][1]), reverse=True)
+            self.vocab = dict(ranked[:MAX_VOCAB // 2])
         commands = self.commands
         for work in (d.main, *(a.work for a in d.subagents.values())) if d.subagents else (d.main,):
+            if work.todo is not None:
+                self.todo = work.todo
+            for path, names in work.changes.items():
+                known = self.changes.setdefault(path, [])
+                known.extend(n for n in names if n not in known and len(known) < 12)
+            for family, failed in work.families.items():
+                self.families.pop(family, None)
+                self.families[family] = failed
             for label, (count, error) in work.failures.items():
                 self.failures[label] += count
                 self.failure_error[label] = error
@@ -703,10 +866,13 @@ class WindowSummary:
             self.commands = dict(list(commands.items())[-1000:])
 
     def finish(self, memory: MemoryContext | None = None) -> Summary:
-        return self.summarizer._finish(self, memory)
+        summary = self.summarizer._finish(self, memory)
+        # a compaction that finds the summary over its budget asks for a smaller one
+        summary.resize = lambda tokens: self.summarizer._finish(self, _with_budget(memory, tokens))
+        return summary
 
 
-class OfflineSummarizer:
+class OfflineSummarizer(Summarizer):
     """Deterministic summaries and facts from the transcript alone (see the module docstring)."""
 
     name = "offline"
@@ -759,7 +925,13 @@ class OfflineSummarizer:
         if subagents:
             footer.append("Subagents:\n" + "\n".join(subagents))
         if files:
-            footer.append(FILES_FACT_PREFIX + ", ".join(reversed(list(files))))
+            changes = window.changes
+            footer.append(FILES_FACT_PREFIX + ", ".join(
+                f"{p} ({', '.join(changes[p])})" if changes.get(p) else p for p in reversed(list(files))))
+        if window.todo is not None:
+            todo = todo_lines(window.todo)
+            if todo:
+                footer.append("Plan (latest): " + "; ".join(todo))
         if failures:
             shown = []
             for label, n in failures.most_common(MAX_LISTED):
@@ -767,7 +939,11 @@ class OfflineSummarizer:
                 if label.startswith("`"):
                     state = next((c for cmd, c in commands.items() if f"`{clip(cmd, 80)}`" == label), None)
                     if state is not None:
-                        later = " — still failing" if state[1] else " — passed later"
+                        cmd = next(c for c, v in commands.items() if v is state)
+                        family_failed = window.families.get(command_family(cmd), state[1])
+                        later = (" — passed later" if not state[1] else
+                                 " — still failing" if family_failed else
+                                 f" — fixed later (a later `{command_family(cmd)}` passed)")
                 shown.append(f"{label} ×{n} ({failure_error[label]}){later}")
             more = len(failures) - len(shown)
             footer.append("Failed: " + "; ".join(shown) + (f"; +{more} more" if more > 0 else ""))
@@ -807,6 +983,11 @@ class OfflineSummarizer:
             return "\n".join(lines)
 
         limit = min(max(text_chars // 4, MIN_CHARS), MAX_CHARS)
+        hard = HARD_MAX_CHARS
+        if memory.summary_tokens is not None:   # the budget the compaction leaves decides
+            hard = max(int(memory.summary_tokens * CHARS_PER_TOKEN), MIN_BUDGET_CHARS)
+            limit = min(max(text_chars // 4, MIN_CHARS), HARD_MAX_CHARS, hard)
+            hard = min(hard, HARD_MAX_CHARS)
         summary = assemble()
         # over the limit: shrink turn lines to their asks, middle turns first (oldest of the recent
         # ones, then the later ones of the first few), keeping the first 3 and the last 3 in full
@@ -826,11 +1007,11 @@ class OfflineSummarizer:
         while len(summary) > limit and ask_chars[0] > MIN_ASK_CHARS:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
             summary = assemble()
-        if len(summary) > HARD_MAX_CHARS and short_lines:
+        if len(summary) > hard and short_lines:
             # still too long with every ask at its shortest: stop listing the newest of the middle
             # turns (an honest count says which), down to what fits
             block = short_blocks[ask_chars[0]]
-            excess = len(summary) - HARD_MAX_CHARS + 200
+            excess = len(summary) - hard + 200
             keep = len(block)
             while keep and excess > 0:
                 keep -= 1
@@ -843,8 +1024,12 @@ class OfflineSummarizer:
                 del short_lines[keep:]
                 short_blocks.clear()
                 summary = assemble()
-        if len(summary) > HARD_MAX_CHARS:
-            summary = summary[:HARD_MAX_CHARS].rsplit("\n", 1)[0] + "\n… (clipped at the summary size limit)"
+        if len(summary) > hard:
+            summary = _squeeze(summary.split("\n"), len(footer), hard)
+        elif limit - len(summary) > 40:   # the room left goes to the identifiers needed later
+            extra = vocabulary(window.vocab, n_traces, summary, limit - len(summary) - 1)
+            if extra:
+                summary += "\n" + extra
         return Summary(summary, self._facts(preferences, commands, files, file_turns, memory))
 
     def _facts(self, preferences, commands, files, file_turns, memory: MemoryContext) -> list[Fact]:
@@ -881,6 +1066,70 @@ class OfflineSummarizer:
         if len(facts) > self.max_facts and files:   # the files fact always has a place
             facts = facts[:self.max_facts - 1] + [facts[-1]]
         return facts[: self.max_facts]
+
+
+def _squeeze(lines: list[str], n_footer: int, size: int) -> str:
+    """The summary's lines within ``size`` characters, by priority: the header, the files
+    modified, the plan, the other aggregate lines, then the turn lines newest first; a line that
+    does not fit whole is clipped at a word boundary (never inside a path), and the turn lines
+    left out are counted."""
+    header, body = lines[0], lines[1:len(lines) - n_footer]
+    footer = lines[len(lines) - n_footer:] if n_footer else []
+    order = sorted(range(len(footer)), key=lambda i: (not footer[i].startswith(FILES_FACT_PREFIX),
+                                                      not footer[i].startswith("Plan ("), i))
+    room = size - len(header) - 100
+    shown_footer = [""] * len(footer)
+    for i in order:
+        line = footer[i]
+        if len(line) + 1 > room and line.startswith(FILES_FACT_PREFIX):   # the names touched go first
+            line = _CHANGES.sub("", line)
+        if len(line) + 1 <= room:
+            shown_footer[i] = line
+        elif room > 60:
+            shown_footer[i] = clip(line, room - 2)
+        room -= len(shown_footer[i]) + 1 if shown_footer[i] else 0
+    kept: list[str] = []
+    for line in reversed(body):
+        if len(line) + 1 > room:
+            if room > 120:
+                kept.append(clip(line, room - 2))
+                room = 0
+            break
+        kept.append(line)
+        room -= len(line) + 1
+    kept.reverse()
+    left_out = len(body) - len(kept)
+    note = [f"… {left_out} earlier turn line{'s' if left_out != 1 else ''} left out at the summary's budget"
+            " (`memcli show AGENT --archive` has them)"] if left_out else []
+    return "\n".join([header, *note, *kept, *(line for line in shown_footer if line)])
+
+
+def _with_budget(memory: MemoryContext | None, tokens: int) -> MemoryContext:
+    memory = memory or MemoryContext()
+    return MemoryContext(memory.episodic, memory.facts, summary_tokens=tokens)
+
+
+def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
+    """The identifiers of the window the summary does not show yet, most needed first (used
+    often, and lately: weight × (0.5 + how late in the window it was last used)), as one
+    ``Vocabulary:`` line of at most ``room`` characters (whole identifiers only)."""
+    if room < 40 or not vocab:
+        return ""
+    total = max(total, 1)
+    ranked = sorted(vocab.items(), key=lambda kv: kv[1][0] * (0.5 + kv[1][1] / total), reverse=True)
+    head = "Vocabulary (most used, latest first): "
+    out: list[str] = []
+    size = len(head)
+    for value, _ in ranked:
+        if value in shown:
+            continue
+        if size + len(value) + 2 > room:
+            if size > room - 8:
+                break
+            continue
+        out.append(value)
+        size += len(value) + 2
+    return head + ", ".join(out) if out else ""
 
 
 def condense(summary: str, budget: int) -> str:

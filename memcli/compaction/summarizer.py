@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable
 
 from memcli.models import TAG_SIDECHAIN, RawTrace
 
@@ -43,6 +43,9 @@ class Fact:
 class Summary:
     episodic_summary: str
     semantic_facts: list = field(default_factory=list)   # Fact
+    # a smaller summary of the same window, at most this many tokens (the offline one offers it;
+    # a compaction whose result would not fit its target asks for it before writing)
+    resize: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -63,21 +66,37 @@ class MemoryContext:
 
     episodic: list = field(default_factory=list)   # EpisodicItem, oldest first
     facts: list = field(default_factory=list)      # SemanticItem, oldest first
+    summary_tokens: int | None = None              # the summary's budget: what the target leaves it
 
     def fact_ids(self) -> set:
         return {f.id for f in self.facts}
 
 
-class Summarizer(Protocol):
-    """What :class:`memcli.compaction.compactor.Compactor` needs from a summarizer."""
+class Summarizer:
+    """The one summarizer interface: what :func:`memcli.compaction.compactor.compact` asks of a
+    summarizer, with the defaults a simple one keeps (the offline, the LiteLLM and the tests'
+    fake summarizers derive from it). ``name`` is recorded as the episodic item's ``model``."""
 
-    name: str               # recorded as the episodic item's ``model``
+    name: str = "summarizer"
 
     def context_tokens(self) -> int | None:
         """Tokens one request may hold, or None when the summarizer has no limit (one chunk)."""
+        return None
 
-    def summarize(self, turns: list[Turn], memory: MemoryContext) -> Summary:
+    def split(self, turns: list[Turn], memory: MemoryContext) -> list[list[Turn]]:
+        """The window in chunks of whole turns, each summarized by one :meth:`summarize` (used
+        when :meth:`context_tokens` is not None). Default: one chunk."""
+        return [list(turns)]
+
+    def window_summary(self):
+        """An empty summary the compaction feeds while it reads the window (``add``,
+        ``whole_turn``, ``finish``: :class:`memcli.compaction.offline.WindowSummary`), or None
+        (the default) when the summarizer takes whole :class:`Turn` lists instead."""
+        return None
+
+    def summarize(self, turns: list[Turn], memory: MemoryContext | None = None) -> Summary:
         """Summarize ``turns`` (raises CompactionError when no valid summary can be had)."""
+        raise NotImplementedError
 
 
 # --------------------------------------------------------------------------- validation

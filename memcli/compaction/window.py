@@ -232,51 +232,46 @@ class WholeTurnFeed:
         return len(self.delivered)
 
 
-def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, target_tokens: int | None = None,
-                model: str | None = None, whole_turns: Callable[[str, list, int], None] | None = None) -> WindowPlan:
-    """Scan the active file once and decide the window (rules in the module docstring).
+class _Scan:
+    """The one forward pass over the active file: every line's byte range and owner (its unit,
+    or ``-2 - turn`` for a pinned line), the turns and their units (module docstring), and each
+    unit's tokens (:meth:`credit`, called by :func:`memcli.snapshot.assemble.count_working`
+    for every message it counts). ``feed`` (a :class:`WholeTurnFeed`) is handed the traces as
+    they are read."""
 
-    ``whole_turns(turn_id, traces, steps)``: given, it is handed the turns certain to move whole
-    while the file is read (:class:`WholeTurnFeed`); ``plan.delivered`` says how many of the
-    window's first turns it got (0: none that count). The caller holds the agent lock, so every
-    line read is committed."""
-    from memcli.snapshot.assemble import count_working, working_counter
-    from memcli.snapshot.views import TokenMeter
+    def __init__(self, store: AgentStore):
+        self.path = store.paths.active
+        self.units: list[_Unit] = []
+        self.turn_list: list[_Turn] = []
+        self.turns: dict[str, int] = {}
+        self.step_order: list[int] = []       # step units in the order they opened
+        self.pending: dict[str, list] = {}    # tool_call_id -> (unit, turn) of its unanswered calls, oldest first
+        self.starts, self.ends, self.owners = array("q"), array("q"), array("q")
+        self.unit_of_trace: dict[str, int] = {}
+        self.ino = self.size = 0
+        self.last_credited = -1
+        self.feed: WholeTurnFeed | None = None
 
-    path = store.paths.active
-    agent_id = store.agent_id
-    try:
-        f = jsonl.open_read(path)
-    except FileNotFoundError:
-        return WindowPlan(agent_id, 0, 0, [], 0, 0, "the agent has no active traces", [], [], 0, 0, 0)
-    units: list[_Unit] = []
-    turn_list: list[_Turn] = []
-    turns: dict[str, int] = {}
-    step_order: list[int] = []       # step units in the order they opened
-    pending: dict[str, list] = {}    # tool_call_id -> (unit, turn) of its unanswered calls, oldest first
-    starts, ends, owners = array("q"), array("q"), array("q")  # per line: unit, or -2 - turn if pinned
-    unit_of_trace: dict[str, int] = {}
-    ino = 0
-    size = 0
-
-    feed = (WholeTurnFeed(whole_turns, turn_list, step_order, tail_turns, keep_steps, WHOLE_TURN_FEED_BYTES)
-            if whole_turns is not None else None)
-
-    def new_step(turn: _Turn) -> int:
-        units.append(_Unit(turns[turn.turn_id], True))
+    def new_step(self, turn: _Turn) -> int:
+        units = self.units
+        units.append(_Unit(self.turns[turn.turn_id], True))
         index = len(units) - 1
         turn.steps.append(index)
         turn.current = index
-        step_order.append(index)
-        if feed is not None:
-            feed.newest_step[units[index].turn] = len(step_order) - 1
+        self.step_order.append(index)
+        if self.feed is not None:
+            self.feed.newest_step[units[index].turn] = len(self.step_order) - 1
         return index
 
-    def traces() -> Iterator[RawTrace]:
-        nonlocal ino, size
+    def traces(self, f) -> Iterator[RawTrace]:
+        """The traces of the open file ``f``, each assigned its unit as it goes by."""
+        path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
+        starts, ends, owners, feed = self.starts, self.ends, self.owners, self.feed
+        unit_of_trace, pending = self.unit_of_trace, self.pending
         with f:
             st = os.fstat(f.fileno())
-            ino, size = st.st_ino, st.st_size
+            self.ino, size = st.st_ino, st.st_size
+            self.size = size
             offset = 0
             loads = orjson.loads
             line_no = 1
@@ -308,7 +303,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
                     owners.append(-index - 2)
                 else:
                     turn.count += 1
-                    unit = _assign(trace, turn, units, pending, new_step)
+                    unit = _assign(trace, turn, units, pending, self.new_step)
                     owners.append(unit)
                     unit_of_trace[trace.id] = unit
                     if feed is not None:
@@ -318,12 +313,11 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
                         feed.release()
                 line_no += 1
                 yield trace
-            size = min(size, offset)
+            self.size = min(size, offset)
 
-    meter = TokenMeter(working_counter(model), memo_limit=10_000)
-    last = [-1]
-
-    def credit(message, tokens: int) -> None:
+    def credit(self, message, tokens: int) -> None:
+        """Credit a message's tokens to the unit of its first trace (module docstring)."""
+        unit_of_trace = self.unit_of_trace
         unit = -1
         for trace_id in message.trace_ids:
             unit = unit_of_trace.pop(trace_id, -1)
@@ -333,94 +327,125 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
             unit_of_trace.pop(trace_id, None)
         if unit < 0 and message.results:   # only placeholders: the step of the calls still open
             for result in message.results:
-                entries = pending.get(result.source_call_id or "")
+                entries = self.pending.get(result.source_call_id or "")
                 if entries:
                     unit = next((e[0] for e in entries if e[1] == message.turn_id), entries[0][0])
                     break
         if unit < 0:
-            unit = last[0]
+            unit = self.last_credited
         if unit >= 0:  # else (nothing before it to credit) it stays in the fixed part
-            units[unit].tokens += tokens
-            last[0] = unit
+            self.units[unit].tokens += tokens
+            self.last_credited = unit
 
-    total = count_working(store, meter, traces(), credit)
-    conversation_tokens = sum(u.tokens for u in units)
-    fixed_tokens = total - conversation_tokens
+    def conversation(self) -> list[_Turn]:
+        """The turns with at least one conversation trace (pinned-only turns are not turns)."""
+        return [t for t in self.turn_list if t.count]
 
-    # ---------------------------------------------------------------- what may never move
-    conversation = [t for t in turn_list if t.count]
+
+def _protected_steps(units: list, step_order: list, keep_steps: int) -> set[int]:
+    """The steps that never move: the newest ``keep_steps``, and the newest one whenever it has an
+    unanswered call (it may still be running)."""
     protected: set[int] = set(step_order[-keep_steps:]) if keep_steps > 0 else set()
     if step_order:
         newest = units[step_order[-1]]
         if newest.calls > newest.results:
             protected.add(step_order[-1])
-    newest_turn = conversation[-1] if conversation else None
+    return protected
+
+
+def _minimum_tokens(units: list, conversation: list, protected: set, fixed_tokens: int) -> int:
+    """What can never move: the fixed part, the protected steps, and the heads of the newest turn
+    and of every turn that keeps a protected step."""
     minimum = fixed_tokens + sum(units[u].tokens for u in protected)
+    newest_turn = conversation[-1] if conversation else None
     for turn in conversation:
         if turn is newest_turn or any(s in protected for s in turn.steps):
             minimum += units[turn.head].tokens
+    return minimum
 
-    # ---------------------------------------------------------------- the window
-    kept = total
-    moved_tokens = 0
 
-    def estimate() -> int:
-        return kept + (summary_reserve(moved_tokens) if moved_tokens else 0)
+class _Selection:
+    """The units chosen so far and what the kept part then costs (summary reserve included)."""
 
-    def over() -> bool:
-        return target_tokens is not None and estimate() > target_tokens
+    def __init__(self, units: list, total: int, target_tokens: int | None):
+        self.units, self.target_tokens = units, target_tokens
+        self.kept = total
+        self.moved_tokens = 0
 
-    def move(unit: int) -> None:
-        nonlocal kept, moved_tokens
-        units[unit].moved = True
-        kept -= units[unit].tokens
-        moved_tokens += units[unit].tokens
+    def estimate(self) -> int:
+        return self.kept + (summary_reserve(self.moved_tokens) if self.moved_tokens else 0)
 
+    def over(self) -> bool:
+        return self.target_tokens is not None and self.estimate() > self.target_tokens
+
+    def move(self, unit: int) -> None:
+        u = self.units[unit]
+        u.moved = True
+        self.kept -= u.tokens
+        self.moved_tokens += u.tokens
+
+    def fits(self) -> str:
+        return f"the rest fits the target ({self.estimate():,} ≤ {self.target_tokens:,} tokens)"
+
+
+def _choose(selection: _Selection, conversation: list, step_order: list, protected: set, tail_turns: int) -> str:
+    """Mark the units that move (the window of the module docstring, oldest first); returns why
+    the window ends where it does."""
+    units = selection.units
+    if not conversation:
+        return "the agent has no conversation turns"
+    newest_turn = conversation[-1]
     limit = max(len(conversation) - max(tail_turns, 0), 0)
-    stop_reason = "every turn is compacted"
     for n, turn in enumerate(conversation):
         old = n < limit
         whole_allowed = turn is not newest_turn and not any(s in protected for s in turn.steps)
         if old and whole_allowed:
-            move(turn.head)
+            selection.move(turn.head)
             for s in turn.steps:
-                move(s)
+                selection.move(s)
             continue
-        if not old and not over():
-            stop_reason = (f"the last {tail_turns} turn{'s' if tail_turns != 1 else ''} stay" if n == limit else
-                           f"the rest fits the target ({estimate():,} ≤ {target_tokens:,} tokens)")
-            break
-        blocked = False
+        if not old and not selection.over():
+            return (f"the last {tail_turns} turn{'s' if tail_turns != 1 else ''} stay" if n == limit else
+                    selection.fits())
         for s in turn.steps:
             if s in protected:
-                blocked = True
+                newest = units[step_order[-1]]
+                return (f"the newest {len(protected)} step{'s stay' if len(protected) != 1 else ' stays'}"
+                        + (" (the newest one has an unanswered tool call)" if newest.calls > newest.results
+                           else ""))
+            if not old and not selection.over():
                 break
-            if not old and not over():
-                break
-            move(s)
-        if blocked:
-            newest = units[step_order[-1]]
-            stop_reason = (f"the newest {len(protected)} step{'s stay' if len(protected) != 1 else ' stays'}"
-                           + (" (the newest one has an unanswered tool call)" if newest.calls > newest.results
-                              else ""))
-            break
+            selection.move(s)
         if all(units[s].moved for s in turn.steps):
             if whole_allowed:
-                move(turn.head)
+                selection.move(turn.head)
             elif turn is newest_turn:
-                stop_reason = "the newest turn's ask stays"
+                return "the newest turn's ask stays"
             continue
-        stop_reason = f"the rest fits the target ({estimate():,} ≤ {target_tokens:,} tokens)"
-        break
-    if not conversation:
-        stop_reason = "the agent has no conversation turns"
+        return selection.fits()
+    return "every turn is compacted"
 
-    # ---------------------------------------------------------------- byte runs and per-turn figures
-    window: dict[int, WindowTurn] = {}
-    runs: list = []
-    moved = moved_bytes = pinned_kept = 0
-    last_start = -1
-    for start, end, owner in zip(starts, ends, owners, strict=True):
+
+@dataclass(slots=True)
+class _Moved:
+    """The moved lines as the plan records them: per-turn figures, byte runs, counts."""
+
+    window: dict = field(default_factory=dict)   # turn index -> WindowTurn
+    runs: list = field(default_factory=list)
+    moved: int = 0
+    moved_bytes: int = 0
+    last_start: int = -1
+    pinned_kept: int = 0
+    steps: int = 0                               # steps moved out of turns that stay
+    abandoned: int = 0
+
+
+def _moved_lines(scan: _Scan) -> _Moved:
+    """The byte runs (merged when adjacent) and per-turn figures of the moved units' lines."""
+    units, turn_list = scan.units, scan.turn_list
+    out = _Moved()
+    window, runs = out.window, out.runs
+    for start, end, owner in zip(scan.starts, scan.ends, scan.owners, strict=True):
         if owner < 0:
             continue
         unit = units[owner]
@@ -434,37 +459,65 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         if wt.first_offset < 0:
             wt.first_offset = start
         wt.last_offset = start
-        moved += 1
-        moved_bytes += end - start
-        last_start = start
+        out.moved += 1
+        out.moved_bytes += end - start
+        out.last_start = start
         if runs and runs[-1][1] == start:
             runs[-1][1] = end
         else:
             runs.append([start, end])
-    abandoned = steps_moved = 0
     for index, wt in window.items():
         turn = turn_list[index]
         wt.whole = units[turn.head].moved
         wt.steps = sum(1 for s in turn.steps if units[s].moved)
         wt.abandoned = sum(units[s].calls - units[s].results for s in turn.steps
                            if units[s].moved and units[s].calls > units[s].results)
-        abandoned += wt.abandoned
+        out.abandoned += wt.abandoned
         if not wt.whole:
-            steps_moved += wt.steps
-    for owner in owners:
-        if owner < -1 and (-owner - 2) in window:
-            pinned_kept += 1
-    ordered = [window[i] for i in sorted(window)]
-    delivered = feed.verify(ordered) if feed is not None else 0
-    run_ids = [jsonl.read_line_at(path, start)["id"] for start, _ in runs]
+            out.steps += wt.steps
+    out.pinned_kept = sum(1 for owner in scan.owners if owner < -1 and (-owner - 2) in window)
+    return out
+
+
+def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, target_tokens: int | None = None,
+                model: str | None = None, whole_turns: Callable[[str, list, int], None] | None = None) -> WindowPlan:
+    """Scan the active file once and decide the window (rules in the module docstring).
+
+    ``whole_turns(turn_id, traces, steps)``: given, it is handed the turns certain to move whole
+    while the file is read (:class:`WholeTurnFeed`); ``plan.delivered`` says how many of the
+    window's first turns it got (0: none that count). The caller holds the agent lock, so every
+    line read is committed."""
+    from memcli.snapshot.assemble import count_working, working_counter
+    from memcli.snapshot.views import TokenMeter
+
+    path = store.paths.active
+    try:
+        f = jsonl.open_read(path)
+    except FileNotFoundError:
+        return WindowPlan(store.agent_id, 0, 0, [], 0, 0, "the agent has no active traces", [], [], 0, 0, 0)
+    scan = _Scan(store)
+    if whole_turns is not None:
+        scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
+                                  WHOLE_TURN_FEED_BYTES)
+    total = count_working(store, TokenMeter(working_counter(model), memo_limit=10_000), scan.traces(f), scan.credit)
+    units = scan.units
+    fixed_tokens = total - sum(u.tokens for u in units)
+    conversation = scan.conversation()
+    protected = _protected_steps(units, scan.step_order, keep_steps)
+    selection = _Selection(units, total, target_tokens)
+    stop_reason = _choose(selection, conversation, scan.step_order, protected, tail_turns)
+    out = _moved_lines(scan)
+    ordered = [out.window[i] for i in sorted(out.window)]
+    run_ids = [jsonl.read_line_at(path, start)["id"] for start, _ in out.runs]
     return WindowPlan(
-        agent_id, ino, size, ordered, len(conversation),
-        len(conversation) - sum(1 for t in ordered if t.whole), stop_reason, runs, run_ids, moved, pinned_kept,
-        moved_bytes, len(starts), run_ids[0] if runs else None,
-        jsonl.read_line_at(path, last_start)["id"] if runs else None,
-        tokens_before=total, window_tokens=moved_tokens, fixed_tokens=fixed_tokens, minimum_tokens=minimum,
-        protected_steps=len(protected), target_tokens=target_tokens, steps=steps_moved, abandoned=abandoned,
-        delivered=delivered)
+        store.agent_id, scan.ino, scan.size, ordered, len(conversation),
+        len(conversation) - sum(1 for t in ordered if t.whole), stop_reason, out.runs, run_ids, out.moved,
+        out.pinned_kept, out.moved_bytes, len(scan.starts), run_ids[0] if out.runs else None,
+        jsonl.read_line_at(path, out.last_start)["id"] if out.runs else None,
+        tokens_before=total, window_tokens=selection.moved_tokens, fixed_tokens=fixed_tokens,
+        minimum_tokens=_minimum_tokens(units, conversation, protected, fixed_tokens),
+        protected_steps=len(protected), target_tokens=target_tokens, steps=out.steps, abandoned=out.abandoned,
+        delivered=scan.feed.verify(ordered) if scan.feed is not None else 0)
 
 
 def _entry_turn(entry: tuple) -> str:

@@ -35,7 +35,8 @@ grown file places it correctly.
 Newer rollouts: ``token_usage_record`` (the usage of one response) closes the response as
 ``token_count`` does, and from the first one on the ``token_count`` events (cumulative copies)
 are not used; ``inter_agent_communication`` (a message between Codex agents) becomes a ``user``
-trace tagged ``context`` and ``inter_agent`` (``name`` = its author); ``world_state``,
+trace tagged ``context`` and ``inter_agent`` (``name`` = its author; so does an ``agent_message``
+item); ``additional_tools`` items (tool definitions) are passed over and counted; ``world_state``,
 ``inter_agent_communication_metadata``, ``security_risk_score``, ``retained_context``,
 ``realtime_item``, ``rollout_reference`` are harness state, passed over and counted; a
 ``compacted`` item keeps its ``replacement_history`` (the items Codex carried on with) on its
@@ -89,6 +90,7 @@ ITEM_TYPES = frozenset({
     "message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
     "custom_tool_call_output", "local_shell_call", "web_search_call", "tool_search_call",
     "tool_search_output", "ghost_snapshot", "compaction", "compaction_summary", "image_generation_call",
+    "agent_message", "additional_tools",
 })
 _SILENT_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary"})
 _CALLS = {"function_call": None, "custom_tool_call": "custom", "local_shell_call": "local_shell",
@@ -302,11 +304,11 @@ class _Rollout:
         elif kind not in _SILENT_LINES:
             self.skipped[f"{kind[:40]!r} lines"] += 1
 
-    def _inter_agent(self, line, payload, ts_raw):
+    def _inter_agent(self, line, payload, ts_raw, *, read: bool = True):
         """A message between Codex agents (a spawned agent's task, a follow-up): model input that
         is not the user's ask — a ``user`` trace tagged ``context`` and ``inter_agent``."""
-        key = self._key(payload)
-        ts = self.clock.read(ts_raw)
+        key = self._key(payload) if read else self.chain.key
+        ts = self.clock.read(ts_raw) if read else ts_raw
         content = payload.get("content")
         text = content if isinstance(content, str) else self._content(content)[0]
         yield from self._close_step()
@@ -467,8 +469,13 @@ class _Rollout:
             return
         if kind in _SILENT_ITEMS:
             return
+        if kind == "agent_message":  # a message between agents, as an item: the same as the line type
+            yield from self._inter_agent(line, item, ts, read=False)
+            return
         yield from self._resolve_held()
-        if kind == "web_search_call":
+        if kind == "additional_tools":
+            self.skipped["additional_tools items (tool definitions, passed over)"] += 1
+        elif kind == "web_search_call":
             self.skipped["web_search_call items (server-side searches, no output to pair)"] += 1
         else:
             self.skipped[f"{kind[:40]} items" if kind else "items without a type"] += 1

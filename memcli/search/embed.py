@@ -15,11 +15,12 @@ vectors are stored unit-length float32 in the search index (``vcache``/``vrows``
 writes them) and the tokens the provider reports are summed (``stats`` shows them).
 
 The query is embedded too (cached the same way), and the :data:`memcli.search.engine.POOL`
-nearest records by cosine similarity are ranked by brute force: one matrix product over every
-stored vector with numpy. Measured (tests/bench/bench_retrieval.py notes): 10,000 vectors of 768
-dimensions in a few milliseconds, 100,000 in well under the 0.5 s budget — the sizes an agent
-whose every record is embedded reaches; an approximate index (HNSW) would add a second copy of
-the vectors to keep in step with every rewrite of the files, for no gain at these sizes.
+nearest records by cosine similarity are ranked by brute force: the vectors file is mapped
+(numpy ``memmap``) and multiplied by the query in one matrix product. Measured by
+tests/bench/bench_retrieval.py (the figures are in docs/memory-as-tools.md): well under the 0.5 s
+budget at 100,000 vectors of 768 dimensions — more records than an agent whose every record is
+worth embedding has; an approximate index (HNSW: hnswlib, usearch) would be a second copy of the
+vectors to keep in step with every rewrite of the files, for no gain at these sizes.
 
 Failures never fail a search: a model that errs or cannot be reached leaves the lexical ranking
 and one note. Another model than the one the vectors were made with, or the same model
@@ -47,11 +48,14 @@ class EmbeddingFailed(Exception):
     pass
 
 
-def settings(store, embed_model: str | None, embed_api_base: str | None) -> tuple[str | None, str | None]:
-    """(model, api base) for a search: the arguments, else the store's config file."""
+def settings(store, embed_model: str | bool | None, embed_api_base: str | None) -> tuple[str | None, str | None]:
+    """(model, api base) for a search: the arguments, else the store's config file; ``False``
+    (the snapshot's recall: offline and fast, whatever the config) means lexical only."""
+    if embed_model is False:
+        return None, None
     if embed_model is not None:
         if not embed_model.strip():
-            raise UsageError("--embed-model must name a LiteLLM embedding model, e.g. openai/text-embedding-3-small")
+            raise UsageError("{embed_model} must name a LiteLLM embedding model, e.g. openai/text-embedding-3-small", param="embed_model")
         return embed_model.strip(), embed_api_base
     config = read_config(store.paths.memory_dir)
     model = config.get("embed_model")
@@ -105,7 +109,7 @@ def _embed(model: str, api_base: str | None, texts: list[str]) -> tuple[list[lis
     return vectors, int(tokens)
 
 
-def _unit(np, vectors) -> bytes:
+def _unit(np, vectors):
     m = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
@@ -118,20 +122,23 @@ def nearest(store, conn, text: str, model: str, api_base: str | None, names, sin
     when the model failed."""
     import numpy as np
 
+    paths = store.paths
     try:
         stored_model, dim, _ = search_index.vector_state(conn)
         if stored_model != model:
             if stored_model is not None:
                 notes.append(f"embedding model changed from {stored_model} to {model}: the vectors are rebuilt")
-            search_index.reset_vectors(conn, model)
+            search_index.reset_vectors(conn, paths, model)
             dim = None
-        query = _query_vector(np, conn, model, api_base, text)
+        query, tokens = _query_vector(np, conn, paths, model, api_base, text, dim)
         if dim is not None and query.shape[0] != dim:
             notes.append(f"{model} now answers with {query.shape[0]}-dimension vectors, not {dim}: "
                          "the vectors are rebuilt")
-            search_index.reset_vectors(conn, model)
-            _store(conn, model, query.shape[0], [], [(content_hash(model, text), query.tobytes())], [], 0)
-        done = catch_up(np, store, conn, model, api_base, names, query.shape[0])
+            search_index.reset_vectors(conn, paths, model)
+        dim = query.shape[0]
+        if tokens is not None:     # a new query: cached like any text (the next same search asks nothing)
+            _store(conn, paths, model, dim, [], [(content_hash(model, text), query.tobytes())], [], tokens)
+        done = catch_up(np, store, conn, model, api_base, names, dim)
         left = search_index.unembedded_count(conn, names)
         if left:
             notes.append(f"embedded {done:,} records with {model}; {left:,} more on later searches "
@@ -139,33 +146,39 @@ def nearest(store, conn, text: str, model: str, api_base: str | None, names, sin
     except EmbeddingFailed as exc:
         notes.append(f"embedding model {model} failed ({exc}): lexical results only")
         return None
-    rowids, blob = search_index.load_vectors(conn, names, since, until)
+    rowids, slots = search_index.vector_slots(conn, names, since, until)
     if not rowids:
         return []
-    matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(rowids), -1)
-    sims = matrix @ query
+    try:
+        mapped = np.memmap(search_index.vectors_path(paths), dtype=np.float32, mode="r")
+    except (OSError, ValueError):
+        return []
+    count = mapped.shape[0] // dim
+    sims_all = mapped[:count * dim].reshape(count, dim) @ query
+    slots_a = np.asarray(slots, dtype=np.int64)
+    inside = slots_a < count
+    sims = np.where(inside, sims_all[np.minimum(slots_a, max(count - 1, 0))], -np.inf)
     k = min(pool, len(rowids))
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
-    return [rowids[i] for i in top.tolist()]
+    return [rowids[i] for i in top.tolist() if np.isfinite(sims[i])]
 
 
-def _store(conn, model, dim, rows, new, covered, tokens) -> None:
-    if not search_index.add_vectors(conn, model, dim, rows, new, covered, tokens):
-        raise EmbeddingFailed("another search switched the embedding model meanwhile")
+def _store(conn, paths, model, dim, rows, new, covered, tokens) -> None:
+    if not search_index.add_vectors(conn, paths, model, dim, rows, new, covered, tokens):
+        raise EmbeddingFailed("another search changed the embedding model or its dimensions meanwhile")
 
 
-def _query_vector(np, conn, model: str, api_base: str | None, text: str):
+def _query_vector(np, conn, paths, model: str, api_base: str | None, text: str, dim: int | None):
+    """(the query's unit vector, tokens spent: None when it came from the cache)."""
     h = content_hash(model, text)
-    cached = search_index.cached_vectors(conn, [h]).get(h)
-    if cached is not None:
-        return np.frombuffer(cached, dtype=np.float32)
+    if dim is not None:
+        slot = search_index.cached_slots(conn, [h]).get(h)
+        data = search_index.read_vector(paths, slot, dim) if slot is not None else None
+        if data is not None:
+            return np.frombuffer(data, dtype=np.float32), None
     vectors, tokens = _embed(model, api_base, [text])
-    vec = _unit(np, vectors)[0]
-    stored_dim = search_index.vector_state(conn)[1]
-    if stored_dim is None or stored_dim == vec.shape[0]:
-        _store(conn, model, vec.shape[0], [], [(h, vec.tobytes())], [], tokens)
-    return vec
+    return _unit(np, vectors)[0], tokens
 
 
 def catch_up(np, store, conn, model: str, api_base: str | None, names, dim: int) -> int:
@@ -183,7 +196,7 @@ def catch_up(np, store, conn, model: str, api_base: str | None, names, dim: int)
             text = " ".join(search_index.record_text(name, record).split())[:TEXT_CHARS]
             if text:
                 texts[rowid] = (content_hash(model, text), text)
-        cached = search_index.cached_vectors(conn, {h for h, _ in texts.values()})
+        cached = search_index.cached_slots(conn, {h for h, _ in texts.values()})
         todo = list(dict.fromkeys((h, t) for h, t in texts.values() if h not in cached))
         new: list[tuple[bytes, bytes]] = []
         tokens = 0
@@ -199,6 +212,6 @@ def catch_up(np, store, conn, model: str, api_base: str | None, names, dim: int)
         marks: dict[str, int] = {}
         for rowid in rowids:
             marks[search_index.split_rowid(rowid)[0]] = rowid
-        _store(conn, model, dim, [(r, h) for r, (h, _) in texts.items()], new, marks.values(), tokens)
+        _store(conn, store.paths, model, dim, [(r, h) for r, (h, _) in texts.items()], new, marks.values(), tokens)
         done += len(rowids)
     return done

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from memcli.errors import UsageError
 from memcli.search.match import Matcher, coverage, highlight, proximity
 from memcli.search.query import Query, parse_query
+from memcli.sizes import counted
 from memcli.store import search_index
 from memcli.store.agent import AgentStore
 
@@ -60,6 +61,7 @@ SNIPPET_CHARS = 200
 BROAD_MATCHES = 20_000
 MAX_LIMIT = 1000
 POOL = 200              # lexical candidates re-scored (at least; more for a deep page)
+MAX_POOL = 2_000        # ... and at most, when identical texts fill the first pools
 COVER = 2.0             # weight of coverage (share of the query's terms held)
 NEAR = 0.5              # weight of proximity
 RRF_K = 60
@@ -119,7 +121,7 @@ def parse_kinds(kinds) -> tuple[str, ...]:
             if not part:
                 continue
             if part not in KINDS:
-                raise UsageError(f"--kind: expected trace, episodic or semantic, got {part!r}")
+                raise UsageError(f"{{kind}}: expected trace, episodic or semantic, got {part!r}", param="kind")
             if part not in out:
                 out.append(part)
     return tuple(out) or tuple(KINDS)
@@ -147,7 +149,7 @@ def open_index(store: AgentStore, names, notes: list[str]):
     if done.rebuilt:
         notes.append("a file was rewritten: rebuilt the search index")
     elif new and done.indexed:
-        notes.append(f"built the search index ({done.indexed:,} records); later searches only add what is new")
+        notes.append(f"built the search index ({counted(done.indexed, 'record')}); later searches only add what is new")
     return conn
 
 
@@ -167,7 +169,7 @@ def search(store: AgentStore, text: str, *, limit: int = 10, offset: int = 0, ki
            embed_model: str | None = None, embed_api_base: str | None = None) -> SearchResult:
     store.require()
     if limit < 1 or limit > MAX_LIMIT:
-        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {limit}")
+        raise UsageError(f"{{limit}} must be between 1 and {MAX_LIMIT}, got {limit}", param="limit")
     if offset < 0:
         raise UsageError(f"offset must be 0 or more, got {offset}")
     query = parse(text)
@@ -253,16 +255,25 @@ def _lexical(store, conn, query: Query, names, since, until, pool: int, statuses
                     f"{BROAD_MATCHES:,} newest of them (add a rarer word to search all)")
             if note not in notes:   # once, though a retry after a catch-up ranks again
                 notes.append(note)
-    try:
-        rows = search_index.query(conn, match, names=names, since=since, until=until, limit=pool, offset=0,
-                                  min_rowid=min_rowid)
-    except sqlite3.OperationalError as exc:  # defensive: parse_query never builds bad syntax
-        raise UsageError(f"cannot search for {query.text!r}: {exc}") from None
     matcher = Matcher(query)
     weights = _weights(conn, query) if len(query.terms) > 1 else [1.0]
-    found = _read(store, conn, [r for r, _ in rows], matcher, statuses, history)
-    if found is None:
-        return None
+    rows: list = []
+    found: list[_Candidate] = []
+    # read on while identical texts leave fewer distinct candidates than a pool (boilerplate that
+    # a word matches in hundreds of records must not crowd out everything else), up to MAX_POOL
+    while True:
+        try:
+            page = search_index.query(conn, match, names=names, since=since, until=until, limit=pool,
+                                      offset=len(rows), min_rowid=min_rowid)
+        except sqlite3.OperationalError as exc:  # defensive: parse_query never builds bad syntax
+            raise UsageError(f"cannot search for {query.text!r}: {exc}") from None
+        more = _read(store, conn, [r for r, _ in page], matcher, statuses, history)
+        if more is None:
+            return None
+        rows += page
+        found += more
+        if len(page) < pool or len(rows) >= MAX_POOL or len({c.text for c in found}) >= pool // 2:
+            break
     bm25 = dict(rows)
     for c in found:
         cov = coverage(c.spans, weights)

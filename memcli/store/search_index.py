@@ -15,16 +15,26 @@ Schema (:data:`SCHEMA_VERSION`)::
     texts(rowid, body)                     the indexed text of records in the active, episodic
                                            and semantic files, kept so that their rows can be
                                            taken out of the contentless index again
-    vcache(hash, vec)                      embeddings by content hash (float32, unit length) for
-                                           the model in meta ``embed_model`` (hybrid search)
-    vrows(rowid, hash)                     which records have an embedding, and which one
+    vcache(hash, slot)                     embeddings by content hash, for the model in meta
+                                           ``embed_model`` (hybrid search): the vector is row
+                                           ``slot`` of the vectors file
+    vrows(rowid, slot)                     which records have an embedding, and which one
 
 meta keys: ``version``; for embeddings ``embed_model``, ``embed_dim``, ``embed_tokens`` (tokens
 the model reported, summed: the spend) and ``vcovered:<file>`` (every row of that file up to
 this rowid has been embedded or had no text). Rows taken out of ``fts`` are taken out of
 ``vrows`` too, and their file's ``vcovered`` reset; ``vcache`` stays (a compaction moves a trace
-to the archive: its text is embedded once). Another model empties the three
-(:func:`reset_vectors`). The vectors are computed by :mod:`memcli.search.embed`, never at ingest.
+to the archive: its text is embedded once). Another model empties the three and the vectors
+file (:func:`reset_vectors`). The vectors are computed by :mod:`memcli.search.embed`, never at
+ingest.
+
+The vectors file ``.search.vectors`` (0600) beside the index holds the vectors themselves, one
+row of ``embed_dim`` float32 (unit length) per slot, appended only, so a search maps it and
+ranks every vector with one matrix product (a BLOB column read back costs ~40 ms per 1,000
+vectors of 768 dimensions; the mapped file, nothing). Slots are given out under SQLite's write
+lock (``BEGIN IMMEDIATE``): the file is appended, then the rows that name the new slots are
+committed. A crash between the two leaves rows no slot names (never read); a torn last row is
+cut off before the next append.
 
 A row's ``rowid`` is ``file_number << 40 | byte offset of its line``: a hit names its file and
 line without another lookup, a file's rows are one rowid range, and rowid order is recency order
@@ -67,7 +77,8 @@ from memcli.store import jsonl
 from memcli.store.layout import FILE_MODE, AgentPaths
 
 INDEX_NAME = ".search.sqlite"
-SCHEMA_VERSION = "3"
+VECTORS_NAME = ".search.vectors"
+SCHEMA_VERSION = "4"
 BUSY_TIMEOUT_MS = 60_000
 OFFSET_BITS = 40
 OFFSET_MASK = (1 << OFFSET_BITS) - 1
@@ -91,8 +102,8 @@ _SCHEMA = (
     "tokenize='porter unicode61 remove_diacritics 2')",
     "CREATE TABLE IF NOT EXISTS rows(rowid INTEGER PRIMARY KEY, ts REAL)",
     "CREATE TABLE IF NOT EXISTS texts(rowid INTEGER PRIMARY KEY, body TEXT)",
-    "CREATE TABLE IF NOT EXISTS vcache(hash BLOB PRIMARY KEY, vec BLOB) WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS vrows(rowid INTEGER PRIMARY KEY, hash BLOB)",
+    "CREATE TABLE IF NOT EXISTS vcache(hash BLOB PRIMARY KEY, slot INTEGER) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS vrows(rowid INTEGER PRIMARY KEY, slot INTEGER)",
 )
 
 
@@ -102,6 +113,10 @@ class IndexUnreadable(StoreError):
 
 def index_path(paths: AgentPaths) -> Path:
     return paths.dir / INDEX_NAME
+
+
+def vectors_path(paths: AgentPaths) -> Path:
+    return paths.dir / VECTORS_NAME
 
 
 def file_path(paths: AgentPaths, name: str) -> Path:
@@ -220,9 +235,9 @@ def remove(paths: AgentPaths) -> bool:
     """Delete the index file and its WAL/SHM companions; True if anything was removed."""
     removed = False
     base = index_path(paths)
-    for suffix in ("", "-wal", "-shm", "-journal"):
+    for name in [f"{base}{suffix}" for suffix in ("", "-wal", "-shm", "-journal")] + [vectors_path(paths)]:
         try:
-            os.unlink(f"{base}{suffix}")
+            os.unlink(name)
             removed = True
         except FileNotFoundError:
             pass
@@ -542,7 +557,17 @@ def vector_state(conn) -> tuple[str | None, int | None, int]:
     return _meta(conn, "embed_model"), int(dim) if dim else None, int(_meta(conn, "embed_tokens") or 0)
 
 
-def reset_vectors(conn, model: str) -> None:
+def _open_vectors(paths: AgentPaths) -> int:
+    """The vectors file, opened for appending (created 0600; never through a symlink)."""
+    path = vectors_path(paths)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    except OSError as exc:
+        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
+    return fd
+
+
+def reset_vectors(conn, paths: AgentPaths, model: str) -> None:
     """Forget every embedding and start over for ``model`` (the spend so far is kept)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -550,6 +575,11 @@ def reset_vectors(conn, model: str) -> None:
         conn.execute("DELETE FROM vcache")
         conn.execute("DELETE FROM meta WHERE key LIKE 'vcovered:%' OR key = 'embed_dim'")
         conn.execute("INSERT OR REPLACE INTO meta VALUES('embed_model', ?)", (model,))
+        fd = _open_vectors(paths)
+        try:
+            os.ftruncate(fd, 0)
+        finally:
+            os.close(fd)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -580,28 +610,61 @@ def unembedded_count(conn, names: Iterable[str]) -> int:
     return total
 
 
-def cached_vectors(conn, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
+def cached_slots(conn, hashes: Iterable[bytes]) -> dict[bytes, int]:
+    """hash -> slot of the texts already embedded."""
     out = {}
     for h in hashes:
-        row = conn.execute("SELECT vec FROM vcache WHERE hash=?", (h,)).fetchone()
+        row = conn.execute("SELECT slot FROM vcache WHERE hash=?", (h,)).fetchone()
         if row is not None:
             out[h] = row[0]
     return out
 
 
-def add_vectors(conn, model: str, dim: int, rows: list[tuple[int, bytes]], new: list[tuple[bytes, bytes]],
-                covered: Iterable[int], tokens: int) -> bool:
-    """Store embeddings in one transaction: ``new`` (hash, vector) into the cache, ``rows``
-    (rowid, hash) for the records, and for each rowid in ``covered`` every row of its file up
-    to it marked done. False (and
-    nothing written) when another search switched the model meanwhile."""
+def read_vector(paths: AgentPaths, slot: int, dim: int) -> bytes | None:
+    """The stored vector of ``slot`` (``dim`` float32), None when the file does not hold it."""
+    try:
+        with jsonl.open_read(vectors_path(paths)) as f:
+            data = _read_at(f, slot * dim * 4, dim * 4)
+    except FileNotFoundError:
+        return None
+    return data if len(data) == dim * 4 else None
+
+
+def add_vectors(conn, paths: AgentPaths, model: str, dim: int, rows: list[tuple[int, bytes]],
+                new: list[tuple[bytes, bytes]], covered: Iterable[int], tokens: int) -> bool:
+    """Store embeddings in one transaction: ``new`` (hash, ``dim`` float32 bytes) appended to the
+    vectors file and named in the cache, ``rows`` (rowid, hash) pointed at their vectors, and for
+    each rowid in ``covered`` every row of its file up to it marked done. False (and nothing
+    written) when another search switched the model or the dimensions meanwhile."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if _meta(conn, "embed_model") != model:
+        stored_dim = _meta(conn, "embed_dim")
+        if _meta(conn, "embed_model") != model or (stored_dim is not None and int(stored_dim) != dim):
             conn.execute("ROLLBACK")
             return False
-        conn.executemany("INSERT OR REPLACE INTO vcache(hash, vec) VALUES(?, ?)", new)
-        conn.executemany("INSERT OR REPLACE INTO vrows(rowid, hash) VALUES(?, ?)", rows)
+        slots: dict[bytes, int] = {}
+        if new:
+            width = dim * 4
+            fd = _open_vectors(paths)
+            try:
+                size = os.fstat(fd).st_size
+                if size % width:
+                    os.ftruncate(fd, size - size % width)      # a torn last row
+                    size -= size % width
+                os.lseek(fd, size, os.SEEK_SET)
+                data = b"".join(vec for _, vec in new)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            first = size // width
+            slots = {h: first + i for i, (h, _) in enumerate(new)}
+            conn.executemany("INSERT OR REPLACE INTO vcache(hash, slot) VALUES(?, ?)", slots.items())
+        missing = {h for _, h in rows if h not in slots}
+        slots.update(cached_slots(conn, missing))
+        conn.executemany("INSERT OR REPLACE INTO vrows(rowid, slot) VALUES(?, ?)",
+                         [(rowid, slots[h]) for rowid, h in rows if h in slots])
         for mark in covered:
             name, _ = split_rowid(mark)
             old = _meta(conn, f"vcovered:{name}")
@@ -617,21 +680,21 @@ def add_vectors(conn, model: str, dim: int, rows: list[tuple[int, bytes]], new: 
     return True
 
 
-def load_vectors(conn, names: Iterable[str], since: float | None = None, until: float | None = None
-                 ) -> tuple[list[int], bytes]:
-    """The rowids that have an embedding in the files ``names`` (and time range), and their
-    vectors concatenated in the same order."""
+def vector_slots(conn, names: Iterable[str], since: float | None = None, until: float | None = None
+                 ) -> tuple[list[int], list[int]]:
+    """The rowids that have an embedding in the files ``names`` (and time range), and the slot
+    of each in the vectors file."""
     rowids: list[int] = []
-    blobs: list[bytes] = []
+    slots: list[int] = []
     for name in names:
         lo, hi = file_range(name)
-        sql = "SELECT vrows.rowid, vcache.vec FROM vrows JOIN vcache ON vcache.hash = vrows.hash"
         where, args = ["vrows.rowid BETWEEN ? AND ?"], [lo, hi]
-        sql += _time_filter("vrows", since, until, where, args)
-        for rowid, vec in conn.execute(f"{sql} WHERE {' AND '.join(where)}", args):
+        join = _time_filter("vrows", since, until, where, args)
+        for rowid, slot in conn.execute(f"SELECT vrows.rowid, vrows.slot FROM vrows{join} WHERE "
+                                        f"{' AND '.join(where)}", args):
             rowids.append(rowid)
-            blobs.append(vec)
-    return rowids, b"".join(blobs)
+            slots.append(slot)
+    return rowids, slots
 
 
 def read_vector_state(paths: AgentPaths) -> tuple[str | None, int | None, int] | None:

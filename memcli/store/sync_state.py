@@ -104,7 +104,10 @@ def read_source_meta(paths: AgentPaths) -> dict | None:
 
 def write_source_meta(store, meta: dict) -> None:
     """Write ``agents/<agent>/.source.json`` (under the agent's lock); no-op when unchanged."""
+    from memcli.store.lock import agent_lock
+
     if read_source_meta(store.paths) == meta:
         return
-    with store.writer():
+    with agent_lock(store.paths):  # the lock only: nothing else of the agent is read or repaired
+        store.paths.ensure()
         atomic_write_bytes(store.paths.dir / SOURCE_META, orjson.dumps(meta))

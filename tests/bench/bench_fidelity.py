@@ -1,0 +1,54 @@
+"""Compaction fidelity against the harness's own compaction (method: tests/bench/fidelity.py and
+docs/compaction.md, "Fidelity").
+
+For every corpus session that carries a harness compaction with a readable summary, one row:
+the value is the harness's needed-later identifier recall, the baseline memcli's at the same token
+count, so the ratio (harness / memcli) must stay at or below 1. The note gives both figures, the
+tokens each used and whether the last user ask survived verbatim.
+
+``python tests/bench/run_all.py fidelity``
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent.parent
+CORPORA = REPO.parent / "shared" / "corpora"
+
+
+def sessions() -> list[Path]:
+    """Corpus files that hold a harness compaction (Claude Code or Codex)."""
+    if not CORPORA.is_dir():
+        return []
+    out = []
+    for path in sorted(CORPORA.rglob("*.jsonl")):
+        data = path.read_bytes()
+        if b'"compact_boundary"' in data or b'"type":"compacted"' in data:
+            out.append(path)
+    return out
+
+
+def run() -> list[dict]:
+    sys.path.insert(0, str(REPO))
+    from tests.bench.fidelity import measure, split_session
+
+    rows = []
+    for path in sessions():
+        session = split_session(path)
+        if session is None:
+            print(f"    fidelity: {path.name}: no readable harness summary (redacted or empty), not measured")
+            continue
+        r = measure(session)
+        if r.needed == 0:
+            print(f"    fidelity: {path.name}: no identifier is used both before and after the boundary")
+            continue
+        rows.append({
+            "name": f"fidelity {path.stem[:30]}: harness/memcli recall", "value": r.harness_recall,
+            "baseline": max(r.memcli_recall, 1e-9), "unit": " ", "target": 1.0,
+            "note": (f"{r.needed} needed-later identifiers; recall harness {r.harness_recall:.1%} in "
+                     f"{r.harness_tokens:,} tokens, memcli {r.memcli_recall:.1%} in a {r.memcli_tokens:,}-token "
+                     f"snapshot (target {r.target_tokens:,}); last ask verbatim: harness "
+                     f"{'yes' if r.harness_last_ask else 'no'}, memcli {'yes' if r.memcli_last_ask else 'no'}")})
+    return rows
