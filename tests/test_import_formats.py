@@ -34,7 +34,7 @@ def _rows(memory_dir, agent):
 
 def test_registry_lists_every_format_once_and_each_module_loads():
     assert FORMATS == ("native", "openai", "anthropic", "claude-code", "codex", "openai-responses", "gemini", "gemini-cli",
-                       "openhands", "inspect", "sharegpt", "cline")
+                       "openhands", "inspect", "sharegpt", "cline", "chatgpt", "claude-ai")
     for fmt in REGISTRY:
         assert get_importer(fmt.name).name == fmt.name
 
@@ -198,7 +198,6 @@ def test_cline_history_pairs_text_results_with_the_preceding_calls(memory_dir, t
 
 
 @pytest.mark.parametrize("value, expected", [
-    ({"title": "Trip", "mapping": {"a": {}}, "create_time": 1}, "looks like a ChatGPT data export"),
     ({"custom_id": "r1", "method": "POST", "body": {}}, "looks like an OpenAI Batch API file"),
     ({"instance_id": "x", "model_patch": "diff"}, "looks like SWE-bench predictions"),
 ])

@@ -15,8 +15,14 @@ from memcli.errors import InputError
 from memcli.events import validate_event
 from memcli.importers import FORMATS, get_importer
 from memcli.ingest.pipeline import IngestResult
+from tests import (
+    chat_export_fixtures,
+    test_import_anthropic,
+    test_import_claude_code,
+    test_import_codex,
+    test_import_openai,
+)
 from tests import import_format_fixtures as fx
-from tests import test_import_anthropic, test_import_claude_code, test_import_codex, test_import_openai
 
 EXAMPLES = int(os.environ.get("MEMCLI_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -36,6 +42,8 @@ TRANSCRIPTS = {
     "inspect": [fx.inspect_log()] + fx.inspect_log()["samples"][0]["messages"],
     "sharegpt": fx.sharegpt_records(),
     "cline": fx.cline_history(),
+    "chatgpt": [chat_export_fixtures.chatgpt_conversation()],
+    "claude-ai": [chat_export_fixtures.claude_ai_conversation()],
 }
 IMPORTERS = [name for name in FORMATS if name != "native"]
 

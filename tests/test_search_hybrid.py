@@ -140,3 +140,13 @@ def test_clear_leaves_no_vector_and_no_index_behind(cli, server, memory_dir):
     ok(cli("clear", "h", "--yes"))
     assert not agent_dir.exists()
     assert not [p for p in memory_dir.rglob("*") if "search" in p.name or p.suffix == ".sqlite"]
+
+
+def test_recall_stays_lexical_when_the_store_configures_a_model(cli, server, memory_dir):
+    srv = server(embedder(256, SYNONYMS))
+    ingest(cli)
+    ok(cli("remember", "h", "The car is parked in level 2"))
+    (memory_dir / "config.json").write_text(orjson.dumps({"embed_model": MODEL, "embed_api_base": srv.api_base})
+                                             .decode())
+    result = ok(cli("snapshot", "h", "-p", "text", "--recall", "car parked"))
+    assert "The car is parked in level 2" in result.stdout and srv.requests == []

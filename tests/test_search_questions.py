@@ -169,3 +169,17 @@ def test_boilerplate_matching_hundreds_of_times_does_not_crowd_out_the_rest(cli)
     ok(cli("ingest", "crowd", input=events))
     found = hits(cli, "crowd", "Who is my manager?")
     assert [(h["id"], h["count"]) for h in found] == [("u250", 250), ("boss", 1)]
+
+
+def test_search_all_takes_the_same_options_and_refuses_a_stop_word_query_once(cli):
+    ok(cli("ingest", "a1", input=traces("deploy the billing service")))
+    ok(cli("ingest", "a2", input=traces("billing deploy failed")))
+    fact = orjson.loads(ok(cli("remember", "a2", "billing deploys are frozen", "--json")).stdout)["id"]
+    ok(cli("forget", "a2", fact))
+    found = [orjson.loads(line) for line in ok(cli("search", "--all", "billing deploy", "--ndjson")).stdout.splitlines()]
+    assert {h["agent"] for h in found} == {"a1", "a2"} and fact not in {h["id"] for h in found}
+    found = [orjson.loads(line) for line in
+             ok(cli("search", "--all", "billing deploy", "--history", "--ndjson")).stdout.splitlines()]
+    assert {h["id"]: h["status"] for h in found}[fact] == "forgotten"
+    result = cli("search", "--all", "what was it")
+    assert result.exit_code == 2 and result.stderr.count("only common words") == 1

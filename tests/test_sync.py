@@ -238,7 +238,7 @@ def test_search_all_finds_a_phrase_of_one_synced_session_first_with_its_resume_c
     proc = run_memcli("--dir", mem, "search", "--all", '"zebra migration flake"', "--json", "--limit", "3")
     assert proc.returncode == 0, proc.stderr
     hits = orjson.loads(proc.stdout)
-    assert hits[0]["agent"] == target and "**zebra" in hits[0]["snippet"]  # the match highlighted
+    assert hits[0]["agent"] == target and "**zebra migration flake**" in hits[0]["snippet"]  # a phrase is marked whole
     assert hits[0]["resume"] == f"cd {CWD} && codex resume {sid(17, 'cx')}"
     assert {h["agent"] for h in hits} == {target}  # no other session has the phrase
     human = run_memcli("--dir", mem, "search", "--all", "zebra", "--limit", "1").stdout.decode()
@@ -261,3 +261,13 @@ def test_agents_lists_title_and_json_names_source_and_path(tmp_path):
     table = run_memcli("--dir", mem, "agents", "--width", "200").stdout.decode()
     assert "title" in table.splitlines()[0].split()
     assert "please fix bug 0" in table
+
+
+def test_an_agent_ingested_from_a_file_names_its_source_in_agents_json(tmp_path):
+    mem = tmp_path / "mem"
+    path = write_lines(tmp_path / "rollout.jsonl", cx_lines(X1, 1))
+    assert run_memcli("--dir", mem, "ingest", "fed", path).returncode == 0
+    assert run_memcli("--dir", mem, "ingest", "piped", "-", input=path.read_bytes()).returncode == 0
+    rows = {r["agent"]: r for r in orjson.loads(run_memcli("--dir", mem, "agents", "--json").stdout)}
+    assert (rows["fed"]["source"], rows["fed"]["source_path"]) == ("codex", str(path))
+    assert (rows["piped"]["source"], rows["piped"]["source_path"]) == (None, None)

@@ -104,13 +104,14 @@ def search(
     if all:
         from memcli.cli.search_all import search_all
 
-        return search_all(ctx, agent, query, out=out, limit=limit, kind=kind, since=since, until=until)
+        return search_all(ctx, agent, query, out=out, limit=limit, kind=kind, since=since, until=until,
+                          history=history, recent=recent, embed_model=embed_model, embed_api_base=embed_api_base)
     if query is None:
         from memcli.errors import UsageError
 
         raise UsageError("Missing argument 'QUERY'.")
     result = run_search(_store(ctx, agent), query, limit=limit, kinds=kind,
-                        since=parse_time(since, "--since"), until=parse_time(until, "--until", end_of_day=True),
+                        since=parse_time(since, "since"), until=parse_time(until, "until", end_of_day=True),
                         history=history, recent=recent, embed_model=embed_model, embed_api_base=embed_api_base)
     for note in result.notes:
         out.note(f"note: {note}")

@@ -31,12 +31,12 @@ def _render(hits, view: HumanView) -> None:
 
 
 def search_all(ctx: typer.Context, first: str, query: str | None, *, out: Output, limit: int, kind, since,
-               until) -> None:
+               until, **options) -> None:
     import memcli
 
     if query is not None:
         raise UsageError("search --all takes one QUERY and no agent (quote a query of several words)")
-    result = memcli.Memory(ctx.obj).search_all(first, limit=limit, kind=kind, since=since, until=until)
+    result = memcli.Memory(ctx.obj).search_all(first, limit=limit, kind=kind, since=since, until=until, **options)
     for note in result.notes:
         out.note(f"note: {note}")
     if not result.hits:

@@ -37,6 +37,13 @@ Chunking: the summarizer's context is LiteLLM's model map for ``--model``, else
 prompt fits ``context - reserved output - instructions - memory - margin``; a single turn larger
 than that has its longest fields clipped (with a note saying how much) to fit.
 
+Spending: every answer's reported ``usage`` (prompt and completion tokens, failed attempts too)
+is added to ``spent`` (:class:`Spending`) with its cost by LiteLLM's price map
+(``litellm.cost_per_token`` for ``--model``; None, never a guess, when the map has no price); the
+compaction writes what one run spent into its ledger record. :meth:`LiteLLMSummarizer.estimate`
+gives the same figures before anything is sent (the prompts counted exactly, the answer at its
+reserve per request), for ``--dry-run`` and ``--max-cost``.
+
 LiteLLM is imported only here, lazily, with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first (no
 network fetch of the model map).
 """
@@ -175,20 +182,20 @@ class LiteLLMSummarizer(Summarizer):
                  temperature: float | None = 0.0, backoff: float | None = None, api_key: str | None = None,
                  api_key_env: str | None = None):
         if not model or not model.strip():
-            raise UsageError("--model must name a LiteLLM model, e.g. openai/gpt-4o-mini")
+            raise UsageError("{model} must name a LiteLLM model, e.g. openai/gpt-4o-mini", param="model")
         if api_key is not None and api_key_env is not None:
-            raise UsageError("--api-key and --api-key-env cannot be used together")
+            raise UsageError("{api_key} and {api_key_env} cannot be used together", param="api_key", also=("api_key_env",))
         if api_key_env is not None:
             api_key = os.environ.get(api_key_env)
             if not api_key:
-                raise UsageError(f"--api-key-env {api_key_env}: that environment variable is not set")
+                raise UsageError(f"{{api_key_env}} {api_key_env}: that environment variable is not set", param="api_key_env")
         if api_key is not None and not api_key.strip():
-            raise UsageError("--api-key is empty")
+            raise UsageError("{api_key} is empty", param="api_key")
         self.api_key = api_key
         if retries < 0:
-            raise UsageError("--retries must be 0 or more")
+            raise UsageError("{retries} must be 0 or more", param="retries")
         if timeout <= 0:
-            raise UsageError("--timeout must be more than 0 seconds")
+            raise UsageError("{timeout} must be more than 0 seconds", param="timeout")
         self.model = model
         self.name = model
         self.api_base = api_base
@@ -289,7 +296,7 @@ class LiteLLMSummarizer(Summarizer):
         if budget < MIN_TRANSCRIPT_TOKENS:
             raise UsageError(
                 f"the summarizer's context ({context:,} tokens for {self.model}) leaves {budget:,} tokens for the "
-                "transcript; use a model with a larger context or --max-context-tokens")
+                "transcript; use a model with a larger context or {max_context_tokens}", param="max_context_tokens")
         return budget, memory_text
 
     def _fit(self, turn: Turn, budget: int) -> tuple[str, int]:

@@ -60,6 +60,10 @@ REGISTRY: tuple[Format, ...] = (
     Format("sharegpt", "sharegpt", "a ShareGPT-style dataset", _keys("conversations from value tools system")),
     Format("cline", "cline", "a Cline / Roo Code api_conversation_history.json",
            _keys("role content ts")),
+    Format("chatgpt", "chatgpt", "a ChatGPT data export (conversations.json)",
+           _keys("mapping current_node title create_time update_time conversation_id author parts")),
+    Format("claude-ai", "claude_ai", "a Claude.ai data export (conversations.json)",
+           _keys("chat_messages uuid name sender text created_at updated_at account")),
 )
 FORMATS = tuple(f.name for f in REGISTRY)
 _BY_NAME = {f.name: f for f in REGISTRY}

@@ -42,8 +42,6 @@ def _any(values, test) -> bool:
 
 
 KNOWN_FOREIGN = (
-    ("a ChatGPT data export (conversations.json)", lambda v: "mapping" in v and "title" in v),
-    ("a Claude.ai data export", lambda v: "chat_messages" in v and "uuid" in v),
     ("an OpenAI Batch API file (requests or results by custom_id)",
      lambda v: "custom_id" in v and ("body" in v or "response" in v or "result" in v)),
     ("SWE-bench predictions (patches, no conversation)", lambda v: "instance_id" in v and "model_patch" in v),

@@ -99,14 +99,14 @@ def search(url: str | None, text: str, *, agent: str | None = None, all: bool = 
     from memcli.search.query import parse_query
 
     if bool(agent) == bool(all):
-        raise UsageError("--remote: name one agent (NAME or STORE/NAME) or --all")
+        raise UsageError("{remote}: name one agent (NAME or STORE/NAME) or {all}", param="remote", also=("all",))
     if not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {limit}")
+        raise UsageError(f"{{limit}} must be between 1 and {MAX_LIMIT}, got {limit}", param="limit")
     query = parse_query(text)
     if query.empty:
         raise UsageError(f"the query {text!r} has no word to search for (letters or digits)")
     wanted = parse_kinds(kinds)
-    url = rc.resolve_url(url, "--remote")
+    url = rc.resolve_url(url, "remote")
     where = rc.describe(url)
     own = conn is None
     conn = rc.connect(url) if own else conn
