@@ -68,6 +68,7 @@ SOURCES: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
     "gemini": "gemini",
+    "copilot": "copilot",
     "chatgpt": "chatgpt",
     "claude-ai": "claude_ai",
 }
