@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 from tests.events import CALL, RES, A, U
-from tests.helpers import CORPORA, REPO, proc_env
+from tests.helpers import CORPORA, REPO, needs_corpora, proc_env
 
 # ---------------------------------------------------------------- 8: a quiet MCP server
 
@@ -340,3 +340,59 @@ def test_shell_completion_installs_from_memcli(cli):
     assert "--install-completion" in help_text and "--show-completion" in help_text
     script = cli("--show-completion", "bash")
     assert script.exit_code == 0 and "_MEMCLI_COMPLETE=complete_bash" in script.stdout
+
+
+# ---------------------------------------------------------------- 9: readable harness text
+
+def _cc_line(uuid, content, **extra):
+    return {"type": "user", "uuid": uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": content}, **extra}
+
+
+def test_a_slash_command_reads_as_name_and_args(cli, memory_dir):
+    import orjson
+
+    wrapped = ("<command-message>review is running…</command-message>\n<command-name>/review</command-name>\n"
+               "<command-args>src/ --strict</command-args>")
+    assert cli("ingest", "a", "--from", "claude-code", input=[_cc_line("u1", wrapped)]).exit_code == 0
+    assert [t["ask"] for t in orjson.loads(cli("turns", "a", "--json").stdout)] == ["/review src/ --strict"]
+    assert "\n    /review src/ --strict\n" in cli("show", "a").stdout
+    assert orjson.loads(cli("show", "a", "--json").stdout)[0]["content"] == wrapped  # stored as it was
+
+
+@pytest.mark.parametrize("injected", [
+    "<task-notification>\n<task-id>b0be39e</task-id>\n<status>completed</status>\n</task-notification>",
+    "<system-reminder>The TodoWrite tool hasn't been used recently.</system-reminder>",
+    "[Request interrupted by user for tool use]",
+    "Stop hook feedback:\n- run the tests",
+])
+def test_what_the_harness_injects_is_context_never_the_ask(cli, memory_dir, injected):
+    import orjson
+
+    lines = [_cc_line("u1", "build the app"), _cc_line("u2", injected)]
+    assert cli("ingest", "a", "--from", "claude-code", input=lines).exit_code == 0
+    turns = orjson.loads(cli("turns", "a", "--json").stdout)
+    assert [t["ask"] for t in turns] == ["build the app"]
+    traces = orjson.loads(cli("show", "a", "--json").stdout)
+    assert "context" in traces[1]["tags"]
+
+
+@needs_corpora
+def test_a_real_session_lists_no_task_notification_as_an_ask(cli, memory_dir):
+    import orjson
+
+    path = CORPORA / "claude-code" / "spotter_258c7280_compacted_by_claude-code.jsonl"
+    assert b"<task-notification>" in path.read_bytes()
+    assert cli("ingest", "sp", str(path)).exit_code == 0
+    asks = [t["ask"] for t in orjson.loads(cli("turns", "sp", "--json").stdout)]
+    assert asks and not any((a or "").startswith("<") for a in asks), asks
+
+
+@needs_corpora
+def test_tools_status_error_shows_what_went_wrong_at_80_columns(cli, memory_dir):
+    path = CORPORA / "claude-code" / "ccviewer_fe5e1c67_todo-app_438ev.jsonl"
+    assert cli("ingest", "cc", str(path)).exit_code == 0
+    rows = cli("tools", "cc", "--status", "error", "--width", "80").stdout.splitlines()[1:]
+    assert len(rows) == 23 and all(len(row) <= 80 for row in rows)
+    assert not any("ERROR: " in row or "<tool_use_error>" in row for row in rows)
+    assert sum("  File has not been r" in row for row in rows) >= 10  # the message, not "ERROR: <tool_us…"

@@ -8,6 +8,7 @@ The human views are defined here; the library does not know about them.
 
 from __future__ import annotations
 
+import re
 from typing import List, Optional
 
 import typer
@@ -212,6 +213,10 @@ def trace_body(trace) -> str:
             return "\n".join(p for p in (trace.content, f"ERROR: {trace.tool_error}") if p)
         result = _json_text(trace.tool_result)
         return "\n".join(p for p in (trace.content, result) if p)
+    if kind == "user" and trace.content:
+        from memcli.messages import readable_text
+
+        return readable_text(trace.content)  # a slash command reads /name args
     return trace.content or ""
 
 
@@ -275,9 +280,32 @@ def show(
 _STATUS_STYLE = {"SUCCESS": "green", "ERROR": "bold red", "PENDING": "yellow", "ORPHAN": "magenta"}
 
 
+_ERROR_WRAPPER = re.compile(r"^\s*<(tool_use_error|error)>(.*)</\1>\s*$", re.S)
+_ERROR_PREFIX = re.compile(r"^\s*(?:error|ERROR|Error)\s*:\s*")
+_EXIT_CODE = re.compile(r"^\s*Exit code (-?\d+)\s*\n", re.S)
+
+
+def error_gist(error: str) -> str:
+    """The informative part of a tool error first, for a table cell (the status column already
+    says ERROR): wrappers (``<tool_use_error>``) and a leading ``Error:`` dropped, a leading
+    ``Exit code N`` line moved to the end, a Python traceback led by its last line."""
+    text = str(error)
+    wrapped = _ERROR_WRAPPER.match(text)
+    if wrapped:
+        text = wrapped.group(2)
+    exit_code = _EXIT_CODE.match(text)
+    if exit_code:
+        text = text[exit_code.end():]
+    if "Traceback (most recent call last)" in text:
+        last = [line for line in text.strip().splitlines() if line.strip()][-1:]
+        text = (last[0].strip() + " — " + text.strip()) if last else text
+    text = _ERROR_PREFIX.sub("", text.strip(), count=1)
+    return text + (f" (exit {exit_code.group(1)})" if exit_code else "")
+
+
 def _result_text(i) -> str:
     if i.error:
-        return f"ERROR: {i.error}"
+        return error_gist(i.error)
     if i.status.value == "PENDING":
         return ""
     return _json_text(i.result)
@@ -293,8 +321,14 @@ TOOL_COLUMNS = [
 ]
 
 
-def _render_tools(rows, view: HumanView) -> None:
-    view.table(rows, TOOL_COLUMNS, empty="no tool interactions matched")
+# with --status error the error is what the user came for: the arguments give it the room
+ERROR_COLUMNS = [Column("arguments", c.value, flex=True, min_width=12, max_width=16) if c.header == "arguments" else
+                 Column("result", c.value, flex=True, min_width=32) if c.header == "result" else c
+                 for c in TOOL_COLUMNS]
+
+
+def _render_tools(rows, view: HumanView, columns=None) -> None:
+    view.table(rows, columns or TOOL_COLUMNS, empty="no tool interactions matched")
 
 
 @output_options
@@ -319,13 +353,14 @@ def tools(
     Status is PENDING (no result yet), SUCCESS, ERROR, or ORPHAN (a result without a call).
     `--status pending` reads the unanswered calls from the state cache: no scan.
     """
-    from memcli.filters import TraceFilter
+    from memcli.filters import TraceFilter, split_values
     from memcli.inspect.tools import parse_statuses, select_tool_interactions
 
     flt = TraceFilter.from_options(None, tag, since, until)
     rows = select_tool_interactions(_store(ctx, agent), statuses=parse_statuses(status), names=name or (),
                                     turn=turn, flt=flt, last=last, archive=archive)
-    out.records(rows, human=_render_tools)
+    errors_only = {s.lower() for s in split_values(status)} == {"error"}
+    out.records(rows, human=lambda rows, view: _render_tools(rows, view, ERROR_COLUMNS if errors_only else None))
 
 
 # ---------------------------------------------------------------------------- get

@@ -60,6 +60,8 @@ REGISTRY: tuple[Format, ...] = (
     Format("sharegpt", "sharegpt", "a ShareGPT-style dataset", _keys("conversations from value tools system")),
     Format("cline", "cline", "a Cline / Roo Code api_conversation_history.json",
            _keys("role content ts")),
+    Format("copilot-cli", "copilot_cli", "a GitHub Copilot CLI session (events.jsonl)",
+           _keys("type id timestamp parentId data")),
     Format("chatgpt", "chatgpt", "a ChatGPT data export (conversations.json)",
            _keys("mapping current_node title create_time update_time conversation_id author parts")),
     Format("claude-ai", "claude_ai", "a Claude.ai data export (conversations.json)",
