@@ -28,35 +28,12 @@ docs/design.md, "Layers"). New features add a method to :class:`Agent` here (``s
 from __future__ import annotations
 
 import os
-import re
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
-from memcli.errors import MemcliError, UsageError
+from memcli.errors import UsageError
 
 __all__ = ["Memory", "Agent"]
-
-_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
-
-
-@contextmanager
-def _parameters(names: dict[str, str]) -> Iterator[None]:
-    """Let an error raised below name this method's parameters instead of CLI flags
-    (``--since`` -> ``since``): the library's messages were written for the command line."""
-    try:
-        yield
-    except MemcliError as exc:
-        def rename(match: re.Match) -> str:
-            flag = match.group(1)
-            return names.get(flag, flag.replace("-", "_"))
-
-        exc.message = _FLAG.sub(rename, exc.message)
-        if exc.args:
-            exc.args = (exc.message, *exc.args[1:])
-        exc.hint = None if exc.hint and "memcli " in exc.hint else exc.hint  # command lines: not for Python
-        raise
-
 
 class Memory:
     """A memory directory (``path``; None: ``$MEMCLI_DIR``, else ``./memory``). Cheap to create:
@@ -91,9 +68,8 @@ class Memory:
         :class:`memcli.sync.engine.SyncReport`."""
         from memcli.sync.engine import sync
 
-        with _parameters({"home": "home", "source": "source", "dry-run": "dry_run"}):
-            return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
-                        progress=progress)
+        return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
+                    progress=progress)
 
     def search_all(self, query: str, *, limit: int = 10, **options):
         """Ranked hits over every agent, as ``memcli search --all``: each agent searched as
@@ -114,8 +90,7 @@ class Memory:
         Returns :class:`memcli.remote.push.PushResult`."""
         from memcli.remote.push import push
 
-        with _parameters({"to": "to", "all": "all", "store-id": "store_id", "as": "as_name"}):
-            return push(self.path, _listed(agents), to, all=all, store_id=store_id, as_name=as_name, progress=progress)
+        return push(self.path, _listed(agents), to, all=all, store_id=store_id, as_name=as_name, progress=progress)
 
     def pull(self, agent: str, *, from_: str | None = None, as_name: str | None = None):
         """Restore ``agent`` (``NAME`` or ``STORE/NAME``) from the shared store at ``from_`` (else
@@ -123,8 +98,7 @@ class Memory:
         Returns :class:`memcli.remote.pull.PullResult`."""
         from memcli.remote.pull import pull
 
-        with _parameters({"from": "from_", "as": "as_name"}):
-            return pull(self.path, agent, from_, as_name=as_name)
+        return pull(self.path, agent, from_, as_name=as_name)
 
     def search_remote(self, query: str, *, remote: str | None = None, agent: str | None = None, all: bool = False,
                       limit: int = 10, offset: int = 0, kind: str | Iterable[str] | None = None,
@@ -133,9 +107,8 @@ class Memory:
         ``all``), as ``memcli search --remote``. Returns :class:`memcli.remote.search.RemoteSearchResult`."""
         from memcli.remote.search import search
 
-        with _parameters({"remote": "remote", "kind": "kind", "since": "since", "until": "until", "limit": "limit"}):
-            return search(remote, query, agent=agent, all=all, limit=limit, offset=offset, kinds=_listed(kind),
-                          since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
+        return search(remote, query, agent=agent, all=all, limit=limit, offset=offset, kinds=_listed(kind),
+                      since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
 
     def remote(self, url: str | None = None):
         """The shared store at ``url`` (else ``$MEMCLI_REMOTE``) as an object the MCP tools use
@@ -160,8 +133,7 @@ class Memory:
             from memcli.store.layout import validate_agent_id
 
             validate_agent_id(agent)
-        with _parameters({}):
-            return settings.install(h, scope, h.settings_path(scope, project_dir, home), self.path, agent)
+        return settings.install(h, scope, h.settings_path(scope, project_dir, home), self.path, agent)
 
     def hooks_uninstall(self, harness: str, *, scope: str = "user", project_dir: str | os.PathLike | None = None,
                         home: str | os.PathLike | None = None):
@@ -172,8 +144,7 @@ class Memory:
         from memcli.hooks.harnesses import harness as find
 
         h = find(harness)
-        with _parameters({}):
-            return settings.uninstall(h, scope, h.settings_path(scope, project_dir, home))
+        return settings.uninstall(h, scope, h.settings_path(scope, project_dir, home))
 
     def hooks_status(self, harness: str, *, scope: str | None = None, project_dir: str | os.PathLike | None = None,
                      home: str | os.PathLike | None = None) -> list:
@@ -252,30 +223,33 @@ class Agent:
             except TypeError as exc:
                 raise UsageError(f"events: not JSON-serializable ({exc})") from None
             stdin = io.BytesIO(data)
-        with _parameters({"from": "fmt", "skip-invalid": "skip_invalid", "no-redact": "redact=False"}):
-            return ingest(self.memory_dir, self.name, file, fmt=fmt, skip_invalid=skip_invalid,
-                          redact=redact, stdin=stdin)
+        return ingest(self.memory_dir, self.name, file, fmt=fmt, skip_invalid=skip_invalid,
+                      redact=redact, stdin=stdin)
 
-    def compact(self, *, strategy: str = "summarize", if_needed: bool = False, force: bool = False,
-                dry_run: bool = False, model: str | None = None, max_context_tokens: int | None = None,
-                summarizer=None, policy=None, concurrency: int = 4, max_cost: float | None = None,
-                api_base: str | None = None, api_key: str | None = None, api_key_env: str | None = None):
-        """Compact older turns into memory, as ``memcli compact`` (offline summarizer unless
-        ``model`` or ``summarizer`` is given; ``api_base``, ``api_key``, ``api_key_env`` go with
-        ``model``). Returns :class:`memcli.compaction.compactor.CompactResult`."""
-        from memcli.compaction.compactor import compact
+    def compact(self, *, model: str | None = None, api_base: str | None = None, api_key: str | None = None,
+                api_key_env: str | None = None, tail_turns: int = 4, target_tokens: int | None = None,
+                keep_steps: int = 4, if_needed: bool = False, max_context_tokens: int | None = None,
+                dry_run: bool = False, concurrency: int = 4, timeout: float = 120.0, retries: int = 2,
+                strategy: str = "summarize", force: bool = False, max_cost: float | None = None,
+                summarizer=None, on_progress=None, on_note=None):
+        """Compact older turns into memory, as ``memcli compact`` with the same options and
+        defaults: the offline summarizer, or the LiteLLM one with ``model`` (``api_base``,
+        ``api_key``/``api_key_env``, ``timeout``, ``retries`` go with it), or ``summarizer`` (a
+        :class:`memcli.compaction.summarizer.Summarizer`). ``on_progress(done, total)`` hears of
+        the chunks summarized, ``on_note(text)`` of what the command says on stderr. Returns
+        :class:`memcli.compaction.compactor.CompactResult` (``to_dict()``: the ``--json`` document)."""
+        from memcli.compaction.compactor import compact, model_summarizer
+        from memcli.compaction.policy import CompactionPolicy
 
-        with _parameters({"if-needed": "if_needed", "dry-run": "dry_run", "max-context-tokens": "max_context_tokens",
-                          "max-cost": "max_cost", "api-key": "api_key", "api-key-env": "api_key_env",
-                          "api-base": "api_base"}):
-            if model and summarizer is None and strategy == "summarize":
-                from memcli.compaction.llm import LiteLLMSummarizer
-
-                summarizer = LiteLLMSummarizer(model, api_base=api_base, max_context_tokens=max_context_tokens,
-                                               api_key=api_key, api_key_env=api_key_env)
-            return compact(self.memory_dir, self.name, summarizer=summarizer, strategy=strategy, policy=policy,
-                           if_needed=if_needed, force=force, dry_run=dry_run, model=model,
-                           max_context_tokens=max_context_tokens, concurrency=concurrency, max_cost=max_cost)
+        if summarizer is None and model and strategy == "summarize":
+            summarizer = model_summarizer(model, api_base=api_base, timeout=timeout, retries=retries,
+                                          max_context_tokens=max_context_tokens, api_key=api_key,
+                                          api_key_env=api_key_env)
+        policy = CompactionPolicy(tail_turns=tail_turns, keep_steps=keep_steps, target_tokens=target_tokens)
+        return compact(self.memory_dir, self.name, summarizer=summarizer, strategy=strategy, policy=policy,
+                       if_needed=if_needed, force=force, dry_run=dry_run, model=model,
+                       max_context_tokens=max_context_tokens, concurrency=concurrency, on_progress=on_progress,
+                       on_note=on_note, max_cost=max_cost)
 
     def clear(self, *, keep_memory: bool = False):
         """Delete the agent's memory (with ``keep_memory``, only its traces), as ``memcli clear --yes``."""
@@ -322,8 +296,7 @@ class Agent:
         if unknown:
             raise UsageError(f"snapshot() got unknown option(s) {', '.join(unknown)} "
                              f"(expected {', '.join(sorted(known - {'provider'}))})")
-        with _parameters({"tail-turns": "tail_turns", "max-tokens": "max_tokens",
-                          "max-tool-result-chars": "max_tool_result_chars"}):
+        with self.store.counting_cache():  # counts of texts seen before: no tokenizer start-up
             snap = take_snapshot(self.memory_dir, self.name, SnapshotOptions(provider=provider, **options))
         return snap if full else snap.payload
 
@@ -335,8 +308,7 @@ class Agent:
         from memcli.inspect.turns import in_range, iter_turns, recent_turns
 
         store = self.store.require()
-        with _parameters({"since": "since", "until": "until"}):
-            flt = TraceFilter(since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
+        flt = TraceFilter(since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
         if last is not None:
             if last < 1:
                 raise UsageError("last must be 1 or more")
@@ -353,20 +325,28 @@ class Agent:
         from memcli.inspect.tools import parse_statuses, select_tool_interactions
 
         store = self.store.require()
-        with _parameters({"status": "status", "name": "name", "tag": "tag", "last": "last"}):
-            statuses = parse_statuses(_listed(status))
-            flt = TraceFilter.from_options(None, _listed(tag), since, until)
-            return list(select_tool_interactions(store, statuses=statuses, names=_listed(name), turn=turn,
-                                                 flt=flt, last=last, archive=archive))
+        statuses = parse_statuses(_listed(status))
+        flt = TraceFilter.from_options(None, _listed(tag), since, until)
+        return list(select_tool_interactions(store, statuses=statuses, names=_listed(name), turn=turn,
+                                             flt=flt, last=last, archive=archive))
 
     def get(self, id: str):
         """The record with this id — a trace, an episodic item, a semantic fact, or a working-memory
-        change (a dict with the file's ``content`` as that change left it) — as ``memcli get``.
-        Raises RecordNotFoundError."""
-        from memcli.inspect.records import get_record
+        change (a dict with the file's ``content`` as that change left it) — or, for a tool call
+        id, the call(s) with their results (:class:`memcli.inspect.records.FoundToolCall`), as
+        ``memcli get``. Raises RecordNotFoundError."""
+        from memcli.inspect.records import FoundRecord
 
-        with _parameters({}):
-            return get_record(self.store, id).record
+        found = self.locate(id)
+        return found.record if isinstance(found, FoundRecord) else found
+
+    def locate(self, id: str):
+        """What :meth:`get` answers, with where it was found: a
+        :class:`memcli.inspect.records.FoundRecord` (tier, file, line, record) or a
+        :class:`memcli.inspect.records.FoundToolCall`."""
+        from memcli.inspect.records import locate
+
+        return locate(self.store.require(), id)
 
     def memory(self, *, include_superseded: bool = False) -> list:
         """Episodic summaries then semantic facts (:class:`memcli.inspect.memory.MemoryEntry`),
@@ -385,11 +365,9 @@ class Agent:
         hybrid."""
         from memcli.search import search
 
-        with _parameters({"kind": "kind", "since": "since", "until": "until", "limit": "limit",
-                          "embed-model": "embed_model"}):
-            return search(self.store, query, limit=limit, kinds=_listed(kind), since=_time(since, "since"),
-                          until=_time(until, "until", end_of_day=True), history=history, recent=recent,
-                          embed_model=embed_model, embed_api_base=embed_api_base)
+        return search(self.store, query, limit=limit, kinds=_listed(kind), since=_time(since, "since"),
+                      until=_time(until, "until", end_of_day=True), history=history, recent=recent,
+                      embed_model=embed_model, embed_api_base=embed_api_base)
 
     def remember(self, fact: str, *, tags: Iterable[str] = (), pin: bool = False,
                  supersedes: str | Iterable[str] | None = None) -> dict:
@@ -398,22 +376,22 @@ class Agent:
         same text with these tags, that fact's record (nothing written)."""
         from memcli.search.facts import remember
 
-        with _parameters({"tag": "tags", "supersedes": "supersedes"}):
-            return remember(self.store, fact, tags=list(tags), pin=pin, supersedes=_listed(supersedes)).record
+        return remember(self.store, fact, tags=list(tags), pin=pin, supersedes=_listed(supersedes)).record
 
     def forget(self, id: str, *, reason: str | None = None) -> dict | None:
         """Supersede a fact or summary with a tombstone, as ``memcli forget``. Returns the
         tombstone, or None when the item was already superseded (nothing written)."""
         from memcli.search.facts import forget
 
-        with _parameters({"reason": "reason"}):
-            return forget(self.store, id, reason=reason).tombstone
+        return forget(self.store, id, reason=reason).tombstone
 
     def stats(self, *, model: str | None = None, max_context_tokens: int | None = None):
         """Counts, tokens and budget (:class:`memcli.inspect.stats.AgentStats`), as ``memcli stats``."""
         from memcli.inspect.stats import compute_stats
 
-        return compute_stats(self.store.require(), model=model, max_context_tokens=max_context_tokens)
+        store = self.store.require()
+        with store.counting_cache():  # counts of texts seen before: no tokenizer start-up
+            return compute_stats(store, model=model, max_context_tokens=max_context_tokens)
 
     def export(self, fmt: str = "jsonl", output: str | os.PathLike | None = None, *, with_memory: bool = False,
                turns: Iterable[str] | None = None, since: str | None = None, until: str | None = None):
@@ -423,14 +401,13 @@ class Agent:
         from memcli.export.api import export
 
         args = dict(fmt=fmt, with_memory=with_memory, turns=list(turns) if turns else None, since=since, until=until)
-        with _parameters({"format": "fmt", "turn": "turns", "with-memory": "with_memory", "output": "output"}):
-            if output is not None:
-                return export(self.memory_dir, self.name, output=output, **args)
-            import io
+        if output is not None:
+            return export(self.memory_dir, self.name, output=output, **args)
+        import io
 
-            buffer = io.BytesIO()
-            export(self.memory_dir, self.name, stdout=buffer, **args)
-            return buffer.getvalue()
+        buffer = io.BytesIO()
+        export(self.memory_dir, self.name, stdout=buffer, **args)
+        return buffer.getvalue()
 
     # ------------------------------------------------------------------ compaction ledger (issue 23)
     def compactions(self) -> list:
@@ -447,8 +424,7 @@ class Agent:
         :class:`memcli.compaction.undo.UncompactResult`."""
         from memcli.compaction.undo import uncompact
 
-        with _parameters({}):
-            return uncompact(self.memory_dir, self.name, compaction_id)
+        return uncompact(self.memory_dir, self.name, compaction_id)
 
     # ------------------------------------------------------------------ the HTML view (issue 29)
     def view(self, output: str | os.PathLike | None = None, *, stream=None, model: str | None = None,

@@ -16,17 +16,53 @@ EXIT_NOT_FOUND = 3
 
 
 class MemcliError(Exception):
-    """Base class. ``exit_code`` is what the CLI exits with."""
+    """Base class. ``exit_code`` is what the CLI exits with.
+
+    ``param`` is the parameter the error concerns, as data, by its Python name
+    (``target_tokens``), like click's ``param_hint``: each client words it its own way — the CLI
+    as a flag (``--target-tokens``), the Python API and the MCP server as the name. The message
+    names it (and any other parameters in ``also``) by ``{name}`` placeholders; one without a
+    placeholder has the parameter put in front: ``UsageError("must be 1 or more",
+    param="target_tokens")`` reads ``target_tokens must be 1 or more``. ``message`` and
+    ``str()`` give the parameter names; :meth:`worded` takes the wording of another client."""
 
     exit_code = EXIT_FAILURE
 
-    def __init__(self, message: str, *, hint: str | None = None):
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: str, *, hint: str | None = None, param: str | None = None,
+                 also: tuple[str, ...] = ()):
+        self.param = param
+        self.also = tuple(also)
+        self.template = message
         self.hint = hint
+        super().__init__(self.worded())
+
+    def worded(self, name=str) -> str:
+        """The message with each parameter worded by ``name`` (default: the parameter name)."""
+        text = self.template
+        if self.param is None:
+            return text
+        params = (self.param, *self.also)
+        if not any("{" + p + "}" in text for p in params):
+            text = "{" + self.param + "}" + ("" if text[:1] in (":", ",") else " ") + text
+        for p in params:
+            text = text.replace("{" + p + "}", name(p))
+        return text
+
+    @property
+    def message(self) -> str:
+        return self.worded()
+
+    @message.setter
+    def message(self, text: str) -> None:
+        self.template, self.param, self.also = text, None, ()
 
     def __str__(self) -> str:
-        return self.message
+        return self.worded()
+
+
+def as_flag(param: str) -> str:
+    """A parameter as the command line spells it: ``target_tokens`` -> ``--target-tokens``."""
+    return "--" + param.rstrip("_").replace("_", "-")
 
 
 class UsageError(MemcliError):

@@ -33,8 +33,8 @@ _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> float | None:
-    """Epoch seconds for a ``--since``/``--until`` value (every command that filters by time uses
-    this one); a bad value is a usage error. With ``end_of_day`` a bare date means the end of
+    """Epoch seconds for a ``since``/``until`` value (every command that filters by time uses
+    this one); a bad value is a usage error naming the parameter ``option``. With ``end_of_day`` a bare date means the end of
     that day (``--until 2026-03-02`` includes the whole day)."""
     if value is None:
         return None
@@ -44,8 +44,8 @@ def parse_time(value: str | None, option: str, *, end_of_day: bool = False) -> f
     try:
         ts = parse_timestamp(text)
     except InputError as exc:
-        raise UsageError(f"{option} {value!r}: {exc.reason} (use ISO-8601 such as 2026-03-02 or "
-                         "2026-03-02T09:30:00Z, or epoch seconds)") from None
+        raise UsageError(f"{value!r}: {exc.reason} (use ISO-8601 such as 2026-03-02 or "
+                         "2026-03-02T09:30:00Z, or epoch seconds)", param=option) from None
     if end_of_day and _DATE_ONLY.fullmatch(text):
         ts += 86400 - 1e-6
     return ts
@@ -77,17 +77,17 @@ class TraceFilter:
         type_list = split_values(types)
         for name in type_list:
             if name not in TRACE_TYPES:
-                raise UsageError(f"--type: unknown trace type {name!r} (expected one of {', '.join(TRACE_TYPES)})")
+                raise UsageError(f"{{type}}: unknown trace type {name!r} (expected one of {', '.join(TRACE_TYPES)})", param="type")
         wanted = None
         if turns:
             from memcli.ids import turn_id
 
             wanted = frozenset(turn_id(t) for t in turns)
         flt = cls(frozenset(type_list), frozenset(split_values(tags)),
-                  parse_time(since, "--since"), parse_time(until, "--until", end_of_day=True), wanted)
+                  parse_time(since, "since"), parse_time(until, "until", end_of_day=True), wanted)
         if flt.since is not None and flt.until is not None and flt.since > flt.until:
-            raise UsageError(f"--since is after --until ({format_utc(flt.since)} > {format_utc(flt.until)}): "
-                             "nothing could match")
+            raise UsageError(f"{{since}} is after {{until}} ({format_utc(flt.since)} > {format_utc(flt.until)}): "
+                             "nothing could match", param="since", also=("until",))
         return flt
 
     @property

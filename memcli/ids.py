@@ -66,7 +66,7 @@ def turn_id(value: str) -> str:
     if not text:
         from memcli.errors import UsageError
 
-        raise UsageError("--turn needs a turn id (e.g. turn_0007 or 7)")
+        raise UsageError("{turn} needs a turn id (e.g. turn_0007 or 7)", param="turn")
     return text
 
 

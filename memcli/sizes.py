@@ -1,5 +1,6 @@
 """The one byte-size format of every command (``stats``, ``agents``, ``export``, ``clear``, the
-markdown export): binary units, one decimal — ``512 B``, ``1.5 KiB``, ``2.0 MiB``, ``1,024.0 TiB``.
+markdown export): binary units, one decimal — ``512 B``, ``1.5 KiB``, ``2.0 MiB``, ``1,024.0 TiB``;
+and counted nouns (:func:`counted`): ``1 turn``, ``2 turns``, ``1,024 records``.
 A leaf module (no imports)."""
 
 from __future__ import annotations
@@ -14,3 +15,9 @@ def format_size(n: int) -> str:
         if value < 1024 or unit == "TiB":
             return f"{value:,.1f} {unit}"
     return f"{n} B"  # pragma: no cover
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, singular for exactly one: ``1 turn``, ``0 turns``, ``3 summaries``
+    (``plural`` when adding an ``s`` is wrong)."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"

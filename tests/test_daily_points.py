@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 from tests.events import CALL, RES, A, U
-from tests.helpers import REPO, proc_env
+from tests.helpers import CORPORA, REPO, needs_corpora, proc_env
 
 # ---------------------------------------------------------------- 8: a quiet MCP server
 
@@ -272,3 +272,127 @@ def test_a_missing_key_or_a_closed_api_base_is_told_before_litellm_loads(llm_age
                          env=env, timeout=120)
     assert run.stdout.split() == ["1", "False"], run.stderr
     assert ("no API key: set OPENAI_API_KEY" if case == "no key" else "(connection refused)") in run.stderr
+
+
+# ---------------------------------------------------------------- 10: small truths
+
+def test_counted_nouns_say_one_in_the_singular(cli, memory_dir):
+    from memcli.sizes import counted
+
+    assert [counted(n, "turn") for n in (0, 1, 2, 1000)] == ["0 turns", "1 turn", "2 turns", "1,000 turns"]
+    assert counted(1, "summary", "summaries") == "1 summary" and counted(3, "summary", "summaries") == "3 summaries"
+    assert cli("ingest", "a", input=[U("only one")]).exit_code == 0
+    assert "built the search index (1 record);" in cli("search", "a", "one").stderr
+
+
+def test_snapshot_counts_the_messages_of_the_payload_as_rendered(cli, memory_dir):
+    import orjson
+
+    events = [U("hi"), CALL("c1"), CALL("c2"), RES("c1"), RES("c2"), A("done")]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    for provider, key, noun in (("openai-chat", "messages", "messages"), ("anthropic", "messages", "messages"),
+                                ("openai-responses", "input", "input items"), ("gemini", "contents", "messages")):
+        result = cli("snapshot", "a", "-p", provider)
+        n = len(orjson.loads(result.stdout)[key])
+        assert f"1 turn, {n} {noun}, ~" in result.stderr, (provider, result.stderr)
+
+
+def test_result_objects_have_a_useful_repr(memory_dir):
+    from memcli import Memory
+
+    result = Memory(memory_dir).agent("a").ingest([U("hi"), CALL("c1"), RES("c1")])
+    assert repr(result) == ("IngestResult(agent_id='a', format='native', appended=3, duplicates=0, invalid=0, "
+                            "turns=1, tool_calls=1)")
+
+
+def test_the_readme_lists_the_tools_the_mcp_server_lists(memory_dir):
+    import re
+
+    anyio = pytest.importorskip("anyio")
+    pytest.importorskip("mcp")
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    from memcli.mcp.server import build_server
+
+    section = (REPO / "README.md").read_text().split("### `memcli mcp`", 1)[1].split("```", 1)[0]
+    in_readme = set(re.findall(r"`(memory\w*)`", section))
+
+    async def listed():
+        async with create_connected_server_and_client_session(build_server(memory_dir)._mcp_server) as session:
+            return {tool.name for tool in (await session.list_tools()).tools}
+
+    assert in_readme == anyio.run(listed)
+
+
+def test_a_yaml_cassette_is_named_as_yaml(cli, memory_dir):
+    cassette = b"interactions:\n- request:\n    body: '{}'\n    method: POST\n"
+    result = cli("ingest", "a", input=cassette)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("memcli: error: line 1: this is YAML, not JSON: memcli reads JSON and JSONL")
+    assert "not valid JSON" not in result.stderr
+    real = CORPORA / "openai-responses" / "llm_vcr_responses_round_trips_encrypted_reasoning.yaml"
+    if real.exists():
+        assert "this is YAML, not JSON" in cli("ingest", "a", str(real)).stderr
+
+
+def test_shell_completion_installs_from_memcli(cli):
+    help_text = cli("--help").stdout
+    assert "--install-completion" in help_text and "--show-completion" in help_text
+    script = cli("--show-completion", "bash")
+    assert script.exit_code == 0 and "_MEMCLI_COMPLETE=complete_bash" in script.stdout
+
+
+# ---------------------------------------------------------------- 9: readable harness text
+
+def _cc_line(uuid, content, **extra):
+    return {"type": "user", "uuid": uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": content}, **extra}
+
+
+def test_a_slash_command_reads_as_name_and_args(cli, memory_dir):
+    import orjson
+
+    wrapped = ("<command-message>review is running…</command-message>\n<command-name>/review</command-name>\n"
+               "<command-args>src/ --strict</command-args>")
+    assert cli("ingest", "a", "--from", "claude-code", input=[_cc_line("u1", wrapped)]).exit_code == 0
+    assert [t["ask"] for t in orjson.loads(cli("turns", "a", "--json").stdout)] == ["/review src/ --strict"]
+    assert "\n    /review src/ --strict\n" in cli("show", "a").stdout
+    assert orjson.loads(cli("show", "a", "--json").stdout)[0]["content"] == wrapped  # stored as it was
+
+
+@pytest.mark.parametrize("injected", [
+    "<task-notification>\n<task-id>b0be39e</task-id>\n<status>completed</status>\n</task-notification>",
+    "<system-reminder>The TodoWrite tool hasn't been used recently.</system-reminder>",
+    "[Request interrupted by user for tool use]",
+    "Stop hook feedback:\n- run the tests",
+])
+def test_what_the_harness_injects_is_context_never_the_ask(cli, memory_dir, injected):
+    import orjson
+
+    lines = [_cc_line("u1", "build the app"), _cc_line("u2", injected)]
+    assert cli("ingest", "a", "--from", "claude-code", input=lines).exit_code == 0
+    turns = orjson.loads(cli("turns", "a", "--json").stdout)
+    assert [t["ask"] for t in turns] == ["build the app"]
+    traces = orjson.loads(cli("show", "a", "--json").stdout)
+    assert "context" in traces[1]["tags"]
+
+
+@needs_corpora
+def test_a_real_session_lists_no_task_notification_as_an_ask(cli, memory_dir):
+    import orjson
+
+    path = CORPORA / "claude-code" / "spotter_258c7280_compacted_by_claude-code.jsonl"
+    assert b"<task-notification>" in path.read_bytes()
+    assert cli("ingest", "sp", str(path)).exit_code == 0
+    asks = [t["ask"] for t in orjson.loads(cli("turns", "sp", "--json").stdout)]
+    assert asks and not any((a or "").startswith("<") for a in asks), asks
+
+
+@needs_corpora
+def test_tools_status_error_shows_what_went_wrong_at_80_columns(cli, memory_dir):
+    path = CORPORA / "claude-code" / "ccviewer_fe5e1c67_todo-app_438ev.jsonl"
+    assert cli("ingest", "cc", str(path)).exit_code == 0
+    rows = cli("tools", "cc", "--status", "error", "--width", "80").stdout.splitlines()[1:]
+    assert len(rows) == 23 and all(len(row) <= 80 for row in rows)
+    assert not any("ERROR: " in row or "<tool_use_error>" in row for row in rows)
+    assert sum("  File has not been r" in row for row in rows) >= 10  # the message, not "ERROR: <tool_us…"

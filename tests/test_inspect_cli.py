@@ -358,7 +358,7 @@ def test_tools_human_view(cli, fx):
     assert result.stdout == (
         "turn       call id  tool       status   arguments               result\n"
         'turn_0001  c1       sh         SUCCESS  {"cmd":"init"}          ok\n'
-        'turn_0003  c1       run_tests  ERROR    {"path":"tests"}        ERROR: 2 failed\n'
+        'turn_0003  c1       run_tests  ERROR    {"path":"tests"}        2 failed\n'
         'turn_0003  c2       read_file  SUCCESS  {"path":"config.toml"}  {"text":"debug = true"}\n'
         'turn_0004  c1       run_tests  SUCCESS  {"path":"tests"}        all passed\n'
         "turn_0004  ghost    run_tests  ORPHAN                           late output\n"

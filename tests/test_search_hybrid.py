@@ -55,7 +55,7 @@ def test_hybrid_finds_what_words_alone_cannot_and_fuses_with_bm25(cli, server):
     assert "embed" not in stderr
     # one request for the query, one batch for the five records: LiteLLM's real HTTP path
     assert sorted(len(i) for i in inputs(srv)) == [1, 5]
-    assert all(r.body["model"] == "fake-embed" for r in srv.requests)
+    assert all(r.body["model"] == "fake-embed" and r.path == "/v1/embeddings" for r in srv.requests)
     # a word match and a meaning match are fused: the record with both ranks first
     found, _ = search(cli, srv, "car vehicle")
     assert found[:2] in (["u1", "u3"], ["u3", "u1"])
@@ -140,3 +140,13 @@ def test_clear_leaves_no_vector_and_no_index_behind(cli, server, memory_dir):
     ok(cli("clear", "h", "--yes"))
     assert not agent_dir.exists()
     assert not [p for p in memory_dir.rglob("*") if "search" in p.name or p.suffix == ".sqlite"]
+
+
+def test_recall_stays_lexical_when_the_store_configures_a_model(cli, server, memory_dir):
+    srv = server(embedder(256, SYNONYMS))
+    ingest(cli)
+    ok(cli("remember", "h", "The car is parked in level 2"))
+    (memory_dir / "config.json").write_text(orjson.dumps({"embed_model": MODEL, "embed_api_base": srv.api_base})
+                                             .decode())
+    result = ok(cli("snapshot", "h", "-p", "text", "--recall", "car parked"))
+    assert "The car is parked in level 2" in result.stdout and srv.requests == []

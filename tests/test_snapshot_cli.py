@@ -36,7 +36,8 @@ def test_stdout_is_exactly_the_payload_and_stderr_reports(cli, memory_dir):
     assert payload["messages"][0] == {"role": "system",
                                       "content": "You are a careful build engineer. Answer in one or two sentences."}
     lines = result.stderr.splitlines()
-    assert re.fullmatch(r"memcli: snapshot of 'fixture' for openai-chat: 4 turns, 16 messages, ~[\d,]+ tokens "
+    assert len(payload["messages"]) == 21  # as rendered: the system prompt, the memory, each tool result
+    assert re.fullmatch(r"memcli: snapshot of 'fixture' for openai-chat: 4 turns, 21 messages, ~[\d,]+ tokens "
                         r"\(tiktoken o200k_base\)", lines[0])
     assert lines[1:] == [
         "memcli: note: 1 tool call has no result yet: each got a placeholder result saying so",

@@ -82,7 +82,6 @@ def test_several_compactions_with_rollups_and_merged_facts_undone_newest_first(c
     """Five compactions (the fourth and fifth roll the summaries up; a repeated preference merges
     into one fact); undoing them newest first gives back every intermediate state, then the start."""
     from memcli.api import Memory
-    from memcli.compaction.policy import CompactionPolicy
 
     agent = Memory(memory_dir).agent("a")
     events = conversation(15, big=1500)
@@ -92,7 +91,7 @@ def test_several_compactions_with_rollups_and_merged_facts_undone_newest_first(c
     states = []
     for tail in (12, 9, 6, 3, 1):
         states.append((_files(memory_dir), _snapshot(cli)))
-        result = agent.compact(policy=CompactionPolicy(tail_turns=tail, keep_steps=0))
+        result = agent.compact(tail_turns=tail, keep_steps=0)
         assert result.compacted, result.reason
     entries = _compactions(cli)
     assert len(entries) == 5
@@ -111,13 +110,12 @@ def test_several_compactions_with_rollups_and_merged_facts_undone_newest_first(c
 def test_the_memory_bundle_comes_back_in_its_order(cli, memory_dir):
     """A merged fact moved to the newest place; undoing the merge puts it back where it was."""
     from memcli.api import Memory
-    from memcli.compaction.policy import CompactionPolicy
 
     agent = Memory(memory_dir).agent("a")
     events = conversation(4, big=1500)
     events[1]["content"] += " Always answer in English."
     _ingest(cli, events)
-    agent.compact(policy=CompactionPolicy(tail_turns=1))
+    agent.compact(tail_turns=1)
     agent.remember("The deploy key lives in vault.")
     more = conversation(3, prefix="q", system=False, big=1500)
     more[0]["content"] += " Always answer in English."
@@ -125,7 +123,7 @@ def test_the_memory_bundle_comes_back_in_its_order(cli, memory_dir):
     snap = _snapshot(cli)
     facts = snap[snap.index("[MEMORY:SEMANTIC]"):]
     assert facts.index("Always answer in English") < facts.index("The deploy key lives in vault.")
-    result = agent.compact(policy=CompactionPolicy(tail_turns=1))
+    result = agent.compact(tail_turns=1)
     assert result.facts_merged == 1
     after = _snapshot(cli)
     facts = after[after.index("[MEMORY:SEMANTIC]"):]
@@ -172,14 +170,27 @@ def test_the_list_in_each_format(cli, memory_dir):
     assert empty.exit_code == 0 and empty.stdout == "" and "has no compactions" in empty.stderr
 
 
-def test_a_compaction_made_before_the_ledger_is_listed_and_undone(cli, memory_dir):
+def test_a_sliding_window_compaction_is_recorded_and_undone(cli, memory_dir):
     _ingest(cli, conversation(10))
     before, snap = _files(memory_dir), _snapshot(cli)
-    _compact(cli)
+    _compact(cli, "--strategy", "sliding-window")
+    (entry,) = _compactions(cli)
+    assert (entry["strategy"], entry["summarizer"], entry["items"]) == \
+        ("sliding-window", None, {"episodic": [], "semantic": []})
+    assert cli("uncompact", "a").exit_code == 0
+    assert (_files(memory_dir), _snapshot(cli)) == (before, snap)
+
+
+@pytest.mark.parametrize("args", [(), ("--target-tokens", "1500")], ids=["turns", "steps"])
+def test_a_compaction_made_before_the_ledger_is_listed_and_undone(cli, memory_dir, args):
+    _ingest(cli, conversation(10) if not args else long_turn(30))
+    before, snap = _files(memory_dir), _snapshot(cli)
+    _compact(cli, *args)
     (agent_dir(memory_dir, "a") / LEDGER).unlink()                      # as an older memcli left it
     (entry,) = _compactions(cli)
-    assert (entry["recorded"], entry["turn_range"], entry["traces"], entry["tokens_before"]) == \
-        (False, "turn_0001–turn_0006", 24, None)
+    assert (entry["recorded"], entry["tokens_before"]) == (False, None)
+    if not args:
+        assert (entry["turn_range"], entry["traces"]) == ("turn_0001–turn_0006", 24)
     assert "(not recorded)" in cli("compactions", "a", "--width", "200").stdout
     result = cli("uncompact", "a")
     assert result.exit_code == 0, result.stderr
@@ -214,6 +225,9 @@ def test_uncompact_killed_at_every_step_is_finished_by_the_next_command(memory_d
     crashed = run_memcli("uncompact", "a", env={"MEMCLI_CRASH_AT": f"uncompact:{step}", "MEMCLI_TEST_COPY_BLOCK": "700"})
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     assert (agent_dir(memory_dir, "a") / ".compaction.journal").exists()
+    if step == "journal":
+        doctor = run_memcli("doctor", "a")
+        assert doctor.returncode == 1 and b"an uncompact did not finish (cmp_" in doctor.stdout + doctor.stderr
     late = [{"id": "late", "trace_type": "user", "content": "still there?"}]
     after = run_memcli("ingest", "a", input=late)
     assert after.returncode == 0, after.stderr
@@ -342,3 +356,18 @@ def test_a_backup_of_a_compacted_agent_restores_the_same_snapshot_memory_and_arc
     assert read_jsonl(copy / "raw_traces.jsonl") == read_jsonl(src / "raw_traces.jsonl")
     assert read_jsonl(copy / "raw_traces_archive.jsonl") == [] == read_jsonl(src / "raw_traces_archive.jsonl")
     assert _snapshot(cli, "copy") == _snapshot(cli, "a")
+
+
+def test_an_export_whose_archive_is_cut_short_under_it_fails(cli, memory_dir):
+    """An uncompact cuts the archive back; an export reading it at that moment stops with an
+    error instead of writing a backup without those traces."""
+    from memcli.errors import StoreError
+    from memcli.export.reader import open_history
+    from memcli.store.agent import AgentStore
+
+    _ingest(cli, conversation(10))
+    _compact(cli)
+    with open_history(AgentStore(memory_dir, "a")) as history:
+        assert cli("uncompact", "a").exit_code == 0
+        with pytest.raises(StoreError, match="raw_traces_archive.jsonl was cut short while it was read"):
+            list(history.iter_trace_blocks())

@@ -33,7 +33,7 @@ class MemcliGroup(TyperGroup):
                 raise
             from memcli.neutral import neutral
 
-            message = f"memcli: error: {exc.message}"
+            message = f"memcli: error: {exc.worded(_flags(self, ctx))}"
             if exc.hint:
                 message += f"\n  hint: {exc.hint}"
             print(neutral(message), file=sys.stderr)  # a message may quote stored text
@@ -44,6 +44,25 @@ class MemcliGroup(TyperGroup):
         except KeyboardInterrupt:
             print("memcli: interrupted", file=sys.stderr)
             raise typer.Exit(130) from None
+
+
+def _flags(group: TyperGroup, ctx):
+    """How this command line spells an error's parameter: the flag of the command's option of
+    that name (``fmt`` -> ``--from`` for ingest), else ``--`` and the name with dashes."""
+    from memcli.errors import as_flag
+
+    command = group.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+    while command is not None:
+        flags = {p.name: next((o for o in p.opts if o.startswith("--")), None) for p in command.params}
+        sub = getattr(command, "commands", None)
+        if not sub:
+            break
+        # a group (``hooks install``): the subcommand named on the command line
+        names = [a for a in ctx.protected_args + ctx.args if a in sub]
+        command = sub.get(names[0]) if names else None
+    else:
+        flags = {}
+    return lambda param: flags.get(param) or as_flag(param)
 
 
 def _closed_pipe() -> None:
@@ -60,7 +79,7 @@ def _new_app() -> typer.Typer:
         name="memcli",
         help="Keep an AI agent's memory in plain JSONL files: ingest, inspect, compact, snapshot, export.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
         context_settings={"help_option_names": ["-h", "--help"]},

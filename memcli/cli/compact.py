@@ -92,18 +92,9 @@ def compact(
     ask stays). The newest --keep-steps steps always stay. A compaction that would not shrink the
     snapshot writes nothing. One interrupted at any point is finished by the next command.
     """
+    import memcli
     from memcli.cli.progress import progress_bar
-    from memcli.compaction.compactor import compact as run
-    from memcli.compaction.compactor import result_record
-    from memcli.compaction.policy import CompactionPolicy
 
-    summarizer = None
-    if model and strategy == "summarize":
-        from memcli.compaction.llm import LiteLLMSummarizer
-
-        summarizer = LiteLLMSummarizer(model, api_base=api_base, timeout=timeout, retries=retries,
-                                       max_context_tokens=max_context_tokens, api_key=api_key, api_key_env=api_key_env)
-    policy = CompactionPolicy(tail_turns=tail_turns, keep_steps=keep_steps, target_tokens=target_tokens)
     def note(message: str) -> None:
         print(f"memcli: {message}", file=sys.stderr)
 
@@ -116,13 +107,15 @@ def compact(
                 advance(done - seen[0], total=total)
                 seen[0] = done
 
-        result = run(ctx.obj, agent, summarizer=summarizer, strategy=strategy, policy=policy, if_needed=if_needed,
-                     force=force, dry_run=dry_run, model=model, max_context_tokens=max_context_tokens,
-                     concurrency=concurrency, on_progress=chunks_done, on_note=note, max_cost=max_cost)
+        result = memcli.Memory(ctx.obj).agent(agent).compact(
+            model=model, api_base=api_base, api_key=api_key, api_key_env=api_key_env, tail_turns=tail_turns,
+            target_tokens=target_tokens, keep_steps=keep_steps, if_needed=if_needed,
+            max_context_tokens=max_context_tokens, dry_run=dry_run, concurrency=concurrency, timeout=timeout,
+            retries=retries, strategy=strategy, force=force, max_cost=max_cost, on_progress=chunks_done, on_note=note)
     if json_out:
         import orjson
 
-        sys.stdout.buffer.write(orjson.dumps(result_record(result)) + b"\n")
+        sys.stdout.buffer.write(orjson.dumps(result.to_dict()) + b"\n")
     elif dry_run:
         sys.stdout.write(_plan_text(result))
     if not dry_run or json_out:

@@ -8,17 +8,26 @@ The human views are defined here; the library does not know about them.
 
 from __future__ import annotations
 
+import re
 from typing import List, Optional
 
 import typer
 
 from memcli.cli.output import Column, HumanView, Output, fmt_bytes, fmt_int, fmt_ts, fmt_usd, one_line, output_options
+from memcli.sizes import counted
 
 AGENT = typer.Argument(..., help="Agent id.")
 ARCHIVE_HELP = "Include archived (compacted) traces, oldest first."
 SINCE_HELP = "Only from this time on: ISO-8601 (UTC unless an offset is given) or epoch seconds."
 UNTIL_HELP = "Only up to this time (inclusive): ISO-8601 or epoch seconds."
 TAG_HELP = "Only traces with this tag (repeatable: any of them)."
+
+
+def _agent(ctx: typer.Context, agent: str):
+    """The API's :class:`memcli.api.Agent` the command works on."""
+    from memcli.api import Memory
+
+    return Memory(ctx.obj).agent(agent)
 
 
 def _store(ctx: typer.Context, agent: str):
@@ -90,11 +99,7 @@ def stats(
     provider-reported prompt_tokens. With --model or --max-context-tokens, also the input budget
     and whether compaction is due (the same decision `compact --if-needed` takes).
     """
-    from memcli.inspect.stats import compute_stats
-
-    store = _store(ctx, agent)
-    with store.counting_cache():  # counts of texts seen before: no tokenizer start-up
-        result = compute_stats(store, model=model, max_context_tokens=max_context_tokens)
+    result = _agent(ctx, agent).stats(model=model, max_context_tokens=max_context_tokens)
     out.document(result, human=_render_stats)
 
 
@@ -108,8 +113,8 @@ def _render_stats(s, view: HumanView) -> None:
     compaction = "none"
     if s.last_compaction is not None:
         c = s.last_compaction
-        compaction = (f"{fmt_ts(c.ts)}  {c.compaction_id or c.episodic_id}: {c.turns:,} turns, "
-                      f"{c.traces:,} traces" + (f", model {c.model}" if c.model else ""))
+        compaction = (f"{fmt_ts(c.ts)}  {c.compaction_id or c.episodic_id}: {counted(c.turns, 'turn')}, "
+                      f"{counted(c.traces, 'trace')}" + (f", model {c.model}" if c.model else ""))
     m = s.memory
     view.line((s.agent, "bold"))
     view.fields([
@@ -208,6 +213,10 @@ def trace_body(trace) -> str:
             return "\n".join(p for p in (trace.content, f"ERROR: {trace.tool_error}") if p)
         result = _json_text(trace.tool_result)
         return "\n".join(p for p in (trace.content, result) if p)
+    if kind == "user" and trace.content:
+        from memcli.messages import readable_text
+
+        return readable_text(trace.content)  # a slash command reads /name args
     return trace.content or ""
 
 
@@ -271,9 +280,32 @@ def show(
 _STATUS_STYLE = {"SUCCESS": "green", "ERROR": "bold red", "PENDING": "yellow", "ORPHAN": "magenta"}
 
 
+_ERROR_WRAPPER = re.compile(r"^\s*<(tool_use_error|error)>(.*)</\1>\s*$", re.S)
+_ERROR_PREFIX = re.compile(r"^\s*(?:error|ERROR|Error)\s*:\s*")
+_EXIT_CODE = re.compile(r"^\s*Exit code (-?\d+)\s*\n", re.S)
+
+
+def error_gist(error: str) -> str:
+    """The informative part of a tool error first, for a table cell (the status column already
+    says ERROR): wrappers (``<tool_use_error>``) and a leading ``Error:`` dropped, a leading
+    ``Exit code N`` line moved to the end, a Python traceback led by its last line."""
+    text = str(error)
+    wrapped = _ERROR_WRAPPER.match(text)
+    if wrapped:
+        text = wrapped.group(2)
+    exit_code = _EXIT_CODE.match(text)
+    if exit_code:
+        text = text[exit_code.end():]
+    if "Traceback (most recent call last)" in text:
+        last = [line for line in text.strip().splitlines() if line.strip()][-1:]
+        text = (last[0].strip() + " — " + text.strip()) if last else text
+    text = _ERROR_PREFIX.sub("", text.strip(), count=1)
+    return text + (f" (exit {exit_code.group(1)})" if exit_code else "")
+
+
 def _result_text(i) -> str:
     if i.error:
-        return f"ERROR: {i.error}"
+        return error_gist(i.error)
     if i.status.value == "PENDING":
         return ""
     return _json_text(i.result)
@@ -289,8 +321,14 @@ TOOL_COLUMNS = [
 ]
 
 
-def _render_tools(rows, view: HumanView) -> None:
-    view.table(rows, TOOL_COLUMNS, empty="no tool interactions matched")
+# with --status error the error is what the user came for: the arguments give it the room
+ERROR_COLUMNS = [Column("arguments", c.value, flex=True, min_width=12, max_width=16) if c.header == "arguments" else
+                 Column("result", c.value, flex=True, min_width=32) if c.header == "result" else c
+                 for c in TOOL_COLUMNS]
+
+
+def _render_tools(rows, view: HumanView, columns=None) -> None:
+    view.table(rows, columns or TOOL_COLUMNS, empty="no tool interactions matched")
 
 
 @output_options
@@ -315,13 +353,14 @@ def tools(
     Status is PENDING (no result yet), SUCCESS, ERROR, or ORPHAN (a result without a call).
     `--status pending` reads the unanswered calls from the state cache: no scan.
     """
-    from memcli.filters import TraceFilter
+    from memcli.filters import TraceFilter, split_values
     from memcli.inspect.tools import parse_statuses, select_tool_interactions
 
     flt = TraceFilter.from_options(None, tag, since, until)
     rows = select_tool_interactions(_store(ctx, agent), statuses=parse_statuses(status), names=name or (),
                                     turn=turn, flt=flt, last=last, archive=archive)
-    out.records(rows, human=_render_tools)
+    errors_only = {s.lower() for s in split_values(status)} == {"error"}
+    out.records(rows, human=lambda rows, view: _render_tools(rows, view, ERROR_COLUMNS if errors_only else None))
 
 
 # ---------------------------------------------------------------------------- get
@@ -340,16 +379,9 @@ def get(
     This is how something a snapshot clipped or a compaction archived is expanded. stdout is
     the record exactly; where it was found (tier, file and line) goes to stderr.
     """
-    from memcli.errors import RecordNotFoundError
-    from memcli.inspect.records import find_tool_call, get_record
-
-    store = _store(ctx, agent)
-    try:
-        found = get_record(store, record_id)
-    except RecordNotFoundError:
-        calls = find_tool_call(store, record_id)
-        if calls is None:
-            raise
+    found = _agent(ctx, agent).locate(record_id)
+    if not hasattr(found, "record"):     # a tool call id: the call(s) and their results
+        calls = found
         n = len(calls.interactions)
         record_id = calls.tool_call_id  # a prefix: the id it expanded to
         if calls.ambiguous:

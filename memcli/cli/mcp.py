@@ -25,7 +25,7 @@ def mcp(
         help="What the server logs on stderr: debug, info (one line per request), warning, error."),
 ) -> None:
     """Run a stdio MCP server over the store: memory_search, memory_get, memory_recent,
-    memory_remember, memory_forget.
+    memory_remember, memory_forget, and memory (the working-memory files).
 
     Add it to a client, e.g. `claude mcp add memcli -- memcli --dir /path/to/memory mcp --agent coder`.
     """

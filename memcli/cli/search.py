@@ -111,7 +111,7 @@ def search(
 
         raise UsageError("Missing argument 'QUERY'.")
     result = run_search(_store(ctx, agent), query, limit=limit, kinds=kind,
-                        since=parse_time(since, "--since"), until=parse_time(until, "--until", end_of_day=True),
+                        since=parse_time(since, "since"), until=parse_time(until, "until", end_of_day=True),
                         history=history, recent=recent, embed_model=embed_model, embed_api_base=embed_api_base)
     for note in result.notes:
         out.note(f"note: {note}")

@@ -17,8 +17,8 @@ def snapshot(
     agent: str = typer.Argument(..., help="Agent id."),
     provider: str = typer.Option("openai-chat", "--provider", "-p", help=f"Payload format: {PROVIDERS}."),
     system: Optional[str] = typer.Option(None, "--system", help="System prompt text (comes first)."),
-    system_file: Optional[List[Path]] = typer.Option(None, "--system-file", help="Read the system prompt from a file."),
-    memory_file: Optional[List[Path]] = typer.Option(
+    system_files: Optional[List[Path]] = typer.Option(None, "--system-file", help="Read the system prompt from a file."),
+    memory_files: Optional[List[Path]] = typer.Option(
         None, "--memory-file", help="AGENT.md-style file appended to the system prompt under a heading (repeatable)."),
     no_stored_system: bool = typer.Option(
         False, "--no-stored-system", help="Leave out the system/developer messages kept in the store."),
@@ -59,19 +59,15 @@ def snapshot(
     is still pending). Nothing in the store changes: shortened results name the trace id that
     `memcli get` expands.
     """
-    from memcli.snapshot import SnapshotOptions, take_snapshot
+    import memcli
 
-    options = SnapshotOptions(
-        provider=provider, system=system, system_files=tuple(system_file or ()), memory_files=tuple(memory_file or ()),
+    result = memcli.Memory(ctx.obj).agent(agent).snapshot(
+        provider, full=True, system=system, system_files=tuple(system_files or ()), memory_files=tuple(memory_files or ()),
         stored_system=not no_stored_system, include_memory=not no_memory, tail_turns=tail_turns,
         max_tokens=max_tokens, max_tool_result_chars=max_tool_result_chars, expire=tuple(expire or ()), model=model,
         recall=recall, memory_tokens=memory_tokens,
         include_working_memory=not no_working_memory, working_memory_tokens=working_memory_tokens,
         memory_tool=memory_tool)
-    from memcli.store.agent import AgentStore
-
-    with AgentStore(ctx.obj, agent).counting_cache():  # counts of texts seen before: no tokenizer start-up
-        result = take_snapshot(ctx.obj, agent, options)
     _write_payload(result.payload, compact=compact, ndjson=ndjson)
     _report(result)
 
@@ -101,12 +97,27 @@ def _write_payload(payload, *, compact: bool, ndjson: bool) -> None:
         sys.stdout.flush()
 
 
+def _payload_count(result) -> str:
+    """How many entries the payload as rendered holds: its ``messages`` (OpenAI Chat, Anthropic:
+    the system prompt and memory included as the provider carries them), ``input`` items
+    (Responses: each call and result is one) or ``contents`` (Gemini, as messages); the text payload: its
+    messages."""
+    from memcli.sizes import counted
+
+    payload = result.payload
+    if isinstance(payload, dict):
+        for key, noun in (("messages", "message"), ("input", "input item"), ("contents", "message")):
+            if isinstance(payload.get(key), list):
+                return counted(len(payload[key]), noun)
+    return counted(sum(1 for m in result.messages if m.kind != "memory"), "message")
+
+
 def _report(result) -> None:
+    from memcli.sizes import counted
+
     err = sys.stderr
-    messages = sum(1 for m in result.messages if m.kind != "memory")
-    print(f"memcli: snapshot of {result.agent_id!r} for {result.provider}: {result.turns} turn"
-          f"{'s' if result.turns != 1 else ''}, {messages} message{'s' if messages != 1 else ''}, "
-          f"~{result.tokens:,} tokens ({result.token_method})", file=err)
+    print(f"memcli: snapshot of {result.agent_id!r} for {result.provider}: {counted(result.turns, 'turn')}, "
+          f"{_payload_count(result)}, ~{result.tokens:,} tokens ({result.token_method})", file=err)
     for step in result.steps:
         print(f"memcli:   {step.describe()}", file=err)
     for note in result.notes:

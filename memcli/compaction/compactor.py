@@ -19,6 +19,14 @@
    of :mod:`memcli.store.journal` runs. Appends made since step 3 are carried over by the
    rewrite, which reads the active file as it is at that moment, under the lock.
 
+The commit also appends the compaction's ledger record (:func:`ledger_record`, format in
+:mod:`memcli.store.ledger`): what moved and from where, tokens before/after, the items written
+and what they superseded, and a model's tokens and cost — what ``memcli compactions`` lists and
+``memcli uncompact`` (:mod:`memcli.compaction.undo`) reads. With a model, ``--dry-run`` and
+``--max-cost`` first take the model's estimate for the window (:func:`_check_cost`): ``--max-cost``
+refuses before the first request when it is above the limit or has no price; ``--dry-run`` shows
+it with the window's offline digest.
+
 Items written: one EPISODIC item per compaction (``tags`` ``["compaction"]``, ``model`` the
 summarizer, ``trace_ids`` listed up to ``MAX_LISTED_TRACE_IDS`` — beyond that ``trace_count``
 says how many and ``turn_ids`` still names every turn). When the live (not superseded) episodic
@@ -57,6 +65,7 @@ from memcli.compaction.window import (
 from memcli.errors import CompactionBusy, CompactionError, UsageError
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, to_record
+from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
@@ -119,6 +128,10 @@ class CompactResult:
     budget: BudgetStatus | None = None
     notes: list = field(default_factory=list)
 
+    def to_dict(self) -> dict:
+        """The result as one JSON-able object (``compact --json``)."""
+        return result_record(self)
+
     def what(self) -> str:
         """"4 turns", "2 turns and 120 steps", "120 steps" — what the window holds."""
         return what_moved(self.whole_turns, self.steps)
@@ -142,7 +155,7 @@ class CompactResult:
         approx = "≈" if self.tokens_after_estimated else ""
         text += f"; tokens {self.tokens_before:,} → {approx}{self.tokens_after:,}"
         if self.chunks > 1:
-            text += f"; {self.chunks} chunks"
+            text += f"; {counted(self.chunks, 'chunk')}"
         text += f"; {self.seconds:.2f}s"
         return text
 
@@ -411,15 +424,15 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r} (expected {' or '.join(STRATEGIES)})")
     if concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
+        raise UsageError("{concurrency} must be at least 1", param="concurrency")
     if policy.tail_turns < 0:
-        raise UsageError("--tail-turns must be 0 or more")
+        raise UsageError("{tail_turns} must be 0 or more", param="tail_turns")
     if policy.keep_steps < 0:
-        raise UsageError("--keep-steps must be 0 or more")
+        raise UsageError("{keep_steps} must be 0 or more", param="keep_steps")
     if policy.target_tokens is not None and policy.target_tokens < 1:
-        raise UsageError("--target-tokens must be 1 or more")
+        raise UsageError("{target_tokens} must be 1 or more", param="target_tokens")
     if max_cost is not None and not max_cost >= 0:
-        raise UsageError("--max-cost must be 0 or more (US dollars)")
+        raise UsageError("{max_cost} must be 0 or more (US dollars)", param="max_cost")
     store = AgentStore(memory_dir, agent_id).require()
     if summarizer is None and strategy == "summarize":
         from memcli.compaction.offline import OfflineSummarizer
@@ -497,9 +510,9 @@ class _Trigger:
         if state.open and not self.override_breaker:
             raise CompactionError(
                 f"circuit breaker open for agent {self.store.agent_id!r}: {state.describe()}; "
-                "--if-needed does not call the summarizer again until a compaction succeeds",
+                "{if_needed} does not call the summarizer again until a compaction succeeds",
                 hint=f"run `memcli compact {self.store.agent_id}` without --if-needed, or add --force",
-            )
+                param="if_needed")
         return True
 
 
@@ -521,12 +534,12 @@ def _cyclic_gc_paused():
 
 def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> CompactionError:
     return CompactionError(
-        f"--target-tokens {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
+        f"{{target_tokens}} {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
         f"tokens (the system prompt, the memory bundle and the user asks that stay, and the newest "
         f"{plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move); nothing was "
         "written",
         hint=f"use --target-tokens {plan_.minimum_tokens + summary_reserve(plan_.tokens_before):,} or more, "
-             "or fewer --keep-steps")
+             "or fewer --keep-steps", param="target_tokens")
 
 
 def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: int) -> CompactionError:
@@ -768,7 +781,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if predicted >= plan_.tokens_before:
         return job.done(
             reason=f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
-                   f"({plan_.moved} traces) would not make the working snapshot smaller "
+                   f"({counted(plan_.moved, 'trace')}) would not make the working snapshot smaller "
                    f"({plan_.tokens_before:,} → {predicted:,} tokens)",
             tokens_after=predicted, compacted=False, dry_run=job.dry_run, never_worse=True)
     if job.dry_run:
@@ -806,6 +819,14 @@ def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple) -> C
 def _memory_unchanged(store: AgentStore, bundle: tuple) -> bool:
     now = store.live_memory(MAX_BUNDLE_EPISODIC, MAX_BUNDLE_SEMANTIC)
     return [i.id for i in now[0]] == [i.id for i in bundle[0]] and [i.id for i in now[1]] == [i.id for i in bundle[1]]
+
+
+def model_summarizer(model: str, **options) -> Summarizer:
+    """The LiteLLM summarizer for ``model`` (``api_base``, ``timeout``, ``retries``,
+    ``max_context_tokens``, ``api_key``, ``api_key_env``: :class:`memcli.compaction.llm.LiteLLMSummarizer`)."""
+    from memcli.compaction.llm import LiteLLMSummarizer
+
+    return LiteLLMSummarizer(model, **options)
 
 
 def result_record(result: CompactResult) -> dict:
@@ -856,11 +877,11 @@ def _check_cost(store: AgentStore, result: CompactResult, summarizer, window, me
             f"{estimate['input_tokens']:,} input tokens and up to {estimate['max_output_tokens']:,} output tokens")
     if cost is None:
         raise CompactionError(
-            f"--max-cost {max_cost:g}: LiteLLM has no price for {summarizer.name}, so the cost of {what} cannot be "
+            f"{{max_cost}} {max_cost:g}: LiteLLM has no price for {summarizer.name}, so the cost of {what} cannot be "
             f"bounded; nothing was sent or written",
-            hint="leave out --max-cost to compact with this model anyway, or use a model LiteLLM prices")
+            hint="leave out --max-cost to compact with this model anyway, or use a model LiteLLM prices", param="max_cost")
     if cost > max_cost:
         raise CompactionError(
-            f"--max-cost {max_cost:g}: compacting {store.agent_id!r} with {summarizer.name} would cost up to "
+            f"{{max_cost}} {max_cost:g}: compacting {store.agent_id!r} with {summarizer.name} would cost up to "
             f"${cost:.4f} ({what}); nothing was sent or written",
-            hint="raise --max-cost, compact less (--tail-turns, --target-tokens), or use the offline summarizer")
+            hint="raise --max-cost, compact less (--tail-turns, --target-tokens), or use the offline summarizer", param="max_cost")

@@ -42,6 +42,7 @@ from memcli.compaction.compactor import what_moved
 from memcli.errors import CompactionError, RecordNotFoundError
 from memcli.ids import EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, SemanticItem, from_record, superseded_ids, to_record
+from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import UndoJournal, commit_undo
@@ -80,7 +81,7 @@ class CompactionEntry:
 
     def moved(self) -> str:
         """"6 turns, 24 traces", "2 turns and 30 steps, 96 traces"."""
-        return f"{what_moved(self.whole_turns, self.steps)}, {self.traces} traces"
+        return f"{what_moved(self.whole_turns, self.steps)}, {counted(self.traces, 'trace')}"
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -187,15 +188,15 @@ def uncompact(memory_dir, agent_id: str, compaction_id: str | None = None) -> Un
 
     started = time.monotonic()
     store = AgentStore(memory_dir, agent_id).require()
-    with compaction_lock(store):
+    with compaction_lock(store), store.counting_cache():   # texts counted before are not counted again
         store.recover_if_needed()
         tokens_before = working_tokens(store, None)
         with store.writer(create=False) as session:
             entry = _choose(store, list_compactions(store), compaction_id)
             journal, result = _plan(store, entry)
             commit_undo(session, journal)
+        result.tokens_after = working_tokens(store, None)
     result.tokens_before = tokens_before
-    result.tokens_after = working_tokens(store, None)
     result.seconds = time.monotonic() - started
     return result
 
@@ -257,12 +258,14 @@ def _cannot(store: AgentStore, entry: CompactionEntry, why: str) -> CompactionEr
 
 def _archive_tail(store: AgentStore, entry: CompactionEntry) -> list[tuple[int, int, dict]]:
     """``(offset, end, record)`` of the compaction's lines: the last ``entry.traces`` lines of the
-    archive, checked to be its own."""
+    archive, checked to be its own (``record``: the fields the undo reads, not the whole trace)."""
     path = store.paths.archive
     out = []
     if entry.traces:
         for offset, line in jsonl.iter_lines_reverse(path):
-            out.append((offset, offset + len(line) + 1, jsonl.parse_line(path, line, None, offset)))
+            record = jsonl.parse_line(path, line, None, offset)
+            out.append((offset, offset + len(line) + 1,
+                        {"id": record.get("id"), "turn_id": record.get("turn_id"), "seq": record.get("seq")}))
             if len(out) == entry.traces:
                 break
     out.reverse()

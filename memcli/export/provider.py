@@ -26,9 +26,8 @@ def require_renderers(fmt: str):
         if exc.name not in ("memcli.renderers",):
             raise
         raise UsageError(
-            f"--format {fmt} needs the snapshot renderers, which this build does not have yet",
-            hint="--format jsonl, json or markdown work now",
-        ) from None
+            f"{{fmt}} {fmt} needs the snapshot renderers, which this build does not have yet",
+            hint="--format jsonl, json or markdown work now", param="fmt") from None
     return renderers
 
 

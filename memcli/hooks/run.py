@@ -139,7 +139,7 @@ def _run(memory_dir, harness_name, event_name, payload, agent, max_chars) -> Hoo
     harness = find_harness(harness_name)
     event = harness.event(event_name)
     if max_chars < 200:
-        raise HookFailed(f"--max-chars must be at least 200, got {max_chars}")
+        raise HookFailed(f"must be at least 200, got {max_chars}", param="max_chars")
     data = parse_payload(payload)
     path = transcript_of(data)
     if agent is not None:

@@ -33,7 +33,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
     result = IngestResult(store.agent_id)
     if stream:
         if split:
-            raise UsageError("--split reads a whole file: it cannot be combined with --stream")
+            raise UsageError("{split} reads a whole file: it cannot be combined with {stream}", param="split", also=("stream",))
         if file is not None and str(file) != "-":
             try:
                 source = open(file, "rb")
@@ -45,7 +45,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
         importer, values = resolve(fmt, values_from_lines(live), _name(file), sniff_values=1)
         _detected(importer, fmt, result, on_detect)
         memory, divert = _memory_records(importer)
-        events = importer.events(values, result)
+        events = importer.events(_counted(values, result), result)
         ingest_live(store, events, live.set_idle_callback, skip_invalid=skip_invalid,
                     redactor=redactor, source_event=importer.source_event, result=result, divert=divert)
         require_a_valid_event(result, memory)
@@ -60,7 +60,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
             if split:
                 return _split(memory_dir, agent_id, importer, values, result, skip_invalid, redactor)
             memory, divert = _memory_records(importer)
-            events = importer.events(values, result)
+            events = importer.events(_counted(values, result), result)
             ingest_events(store, events, skip_invalid=skip_invalid, redactor=redactor,
                           source_event=importer.source_event, result=result, divert=divert)
             require_a_valid_event(result, memory)
@@ -112,6 +112,13 @@ def _split(memory_dir, agent_id, importer, conversations, result, skip_invalid, 
     split_result.format, split_result.detected = result.format, result.detected
     return ingest_split(memory_dir, agent_id, importer, conversations, skip_invalid=skip_invalid,
                         redactor=redactor, result=split_result)
+
+
+def _counted(values, result: IngestResult):
+    """``values``, counted into ``result.values`` as the importer reads them."""
+    for value in values:
+        result.values += 1
+        yield value
 
 
 def _memory_records(importer):

@@ -20,6 +20,7 @@ the same input is skipped and counted as a duplicate: re-ingesting is a no-op.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import time
 from collections import Counter
@@ -59,6 +60,7 @@ class IngestResult:
         self.agent_id = agent_id
         self.format = "native"
         self.detected = False      # format picked by --from auto
+        self.values = 0            # JSON values read from the input (records, lines)
         self.events = 0            # events offered (valid or not)
         self.appended = 0
         self.duplicates = 0
@@ -71,6 +73,14 @@ class IngestResult:
         self.errors: list = []     # first InputErrors (kept or reported)
         self.notes: list = []      # repairs and recoveries done on the way
         self.meta: dict = {}       # importer: what the harness says about the session (title, PR links)
+
+    def __repr__(self) -> str:
+        """``IngestResult(agent_id='a', format='native', appended=3, duplicates=0, invalid=0,
+        turns=1, tool_calls=1)``: what a REPL or a log line needs."""
+        return (f"IngestResult(agent_id={self.agent_id!r}, format={self.format!r}, appended={self.appended}, "
+                f"duplicates={self.duplicates}, invalid={self.invalid}, turns={len(self.turns)}, "
+                f"tool_calls={self.trace_types.get('tool_call', 0)}"
+                + (f", redacted={self.redacted}" if self.redacted else "") + ")")
 
     def summary(self) -> str:
         calls = self.trace_types.get("tool_call", 0)
@@ -299,12 +309,20 @@ def _notes(session: WriteSession, result: IngestResult) -> None:
     result.notes.extend(r.describe() for r in session.repairs)
 
 
+_NO_ITEM = object()
+
+
 def ingest_events(store: AgentStore, items: Iterable[EventItem], *, skip_invalid: bool = False,
                   redactor: Redactor | None = None, source_event: str = DEFAULT_SOURCE_EVENT,
                   result: IngestResult | None = None, divert: Divert | None = None) -> IngestResult:
     """All-or-nothing ingest of ``items`` (see the module docstring). Raises the first
     :class:`InputError` (nothing written) unless ``skip_invalid``."""
     result = result or IngestResult(store.agent_id)
+    items = iter(items)
+    first = next(items, _NO_ITEM)
+    if first is _NO_ITEM:     # no event at all: the store is not touched (not even its lock file)
+        return result
+    items = itertools.chain((first,), items)
     with store.writer() as session:
         _notes(session, result)
         batch = _Batch(session, result, redactor, source_event, skip_invalid, divert)
@@ -323,9 +341,10 @@ def ingest_events(store: AgentStore, items: Iterable[EventItem], *, skip_invalid
 def require_a_valid_event(result: IngestResult, memory: list | tuple = ()) -> None:
     """``--skip-invalid`` over an input in which no event is valid is a failure (exit 1), not
     "ingested 0 events": the input is not what the user thinks it is. Nor is an input with no
-    event at all (empty, or nothing the importer reads), unless it holds ``memory`` records (an
-    export of memory alone)."""
-    if result.events == 0 and not memory:
+    event at all (empty, or blank lines), unless it holds ``memory`` records (an export of memory
+    alone). An input whose records the importer read and passed over (a session's first,
+    metadata-only lines) is not empty: it ingests nothing and says so."""
+    if result.events == 0 and not memory and not result.values:
         raise InputError(f"no events in the input (format {result.format})", hint="nothing was written")
     if result.invalid and result.events <= result.invalid:
         first = result.errors[0] if result.errors else None

@@ -66,8 +66,15 @@ def json_error(data: bytes, exc: Exception, line: int) -> InputError:
         data.decode("utf-8")
     except UnicodeDecodeError as ude:
         return InputError(f"invalid UTF-8 (byte {ude.start + 1} of the line)", line=line)
+    if _YAML_LINE.match(data):
+        return InputError("this is YAML, not JSON: memcli reads JSON and JSONL (a YAML file such as a VCR "
+                          "cassette must be converted first, e.g. `yq -o=json`)", line=line)
     message = str(exc).split(": line")[0]
     return InputError(f"not valid JSON ({message})", line=line)
+
+
+# a YAML document's first line: a "---" marker, a "%YAML" directive, "key:" or "- item"
+_YAML_LINE = re.compile(rb"\s*(?:---\s*$|%YAML\b|[A-Za-z_][\w .-]*:(?:\s|$)|- )")
 
 
 def parse_json(data: bytes, line: int):

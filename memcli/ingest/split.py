@@ -33,6 +33,11 @@ class SplitResult:
         self.errors: list = []
         self.notes: list = []
 
+    def __repr__(self) -> str:
+        return (f"SplitResult(agent_id={self.agent_id!r}, format={self.format!r}, conversations={self.conversations}, "
+                f"agents={len(self.agents)}, appended={self.appended}, "
+                f"skipped_conversations={len(self.skipped_conversations)})")
+
     def total(self, attribute: str) -> int:
         return sum(getattr(r, attribute) for r in self.results)
 

@@ -184,16 +184,19 @@ class _Checker:
         journal = self.paths.compaction_journal
         if journal.exists():
             what = f"{jsonl.file_size(journal):,}-byte journal"
+            op = "compaction"
             try:
                 data = orjson.loads(journal.read_bytes())
                 if isinstance(data, dict) and data.get("compaction_id"):
                     moved = data.get("moved")
+                    op = "uncompact" if data.get("op") == "uncompact" else op   # memcli.store.journal.UndoJournal
                     what = f"{data['compaction_id']}" + (f", moving {moved:,} traces" if isinstance(moved, int) else "")
             except (OSError, orjson.JSONDecodeError):
                 pass
             self.journal_finding = self.add(
-                ERROR, "unfinished-compaction", journal, None, f"a compaction did not finish ({what})", fixable=True,
-                action="finish the compaction from its journal, as the next write would")
+                ERROR, "unfinished-compaction", journal, None,
+                f"{'an' if op == 'uncompact' else 'a'} {op} did not finish ({what})", fixable=True,
+                action=f"finish the {op} from its journal, as the next write would")
 
     # -------------------------------------------------------------- one data file
     def _tail(self, path: Path, number: int, offset: int, raw: bytes) -> None:

@@ -107,6 +107,21 @@ class FoundToolCall:
     def to_json(self) -> dict:
         return {"tool_call_id": self.tool_call_id, "ambiguous": self.ambiguous, "interactions": self.interactions}
 
+    to_dict = to_json
+
+
+def locate(store: AgentStore, record_id: str) -> FoundRecord | FoundToolCall:
+    """What ``memcli get ID`` shows, the one rule for every client: the record with this id (or
+    the one id that starts with it), else the tool call(s) with this ``tool_call_id`` and their
+    results. Raises RecordNotFoundError when it is neither."""
+    try:
+        return get_record(store, record_id)
+    except RecordNotFoundError:
+        calls = find_tool_call(store, record_id)
+        if calls is None:
+            raise
+        return calls
+
 
 def find_tool_call(store: AgentStore, call_id: str) -> FoundToolCall | None:
     """Every interaction whose call or result carries ``tool_call_id == call_id`` (or the one id

@@ -34,7 +34,7 @@ def parse_statuses(values: Iterable[str] | None) -> frozenset:
     for name in split_values(values):
         status = STATUS_NAMES.get(name.lower())
         if status is None:
-            raise UsageError(f"--status: unknown status {name!r} (expected one of {', '.join(STATUS_NAMES)})")
+            raise UsageError(f"{{status}}: unknown status {name!r} (expected one of {', '.join(STATUS_NAMES)})", param="status")
         out.add(status)
     return frozenset(out)
 
@@ -46,9 +46,9 @@ def select_tool_interactions(store: AgentStore, *, statuses: frozenset = frozens
     flt = flt or TraceFilter()
     names = frozenset(split_values(names))
     if flt.types:
-        raise UsageError("--type does not apply to tool interactions")
+        raise UsageError("{type} does not apply to tool interactions", param="type")
     if last is not None and last < 1:
-        raise UsageError("--last must be 1 or more")
+        raise UsageError("{last} must be 1 or more", param="last")
     turns = None
     if turn:  # a turn the agent does not have is "not found", not an empty list
         from memcli.inspect.turns import require_turns

@@ -27,9 +27,9 @@ def select_traces(store: AgentStore, *, flt: TraceFilter | None = None, turn: st
         turn = [turn]
     turn = list(turn) if turn else None
     if turn is not None and last is not None:
-        raise UsageError("--turn and --last cannot be used together")
+        raise UsageError("{turn} and {last} cannot be used together", param="turn", also=("last",))
     if last is not None and last < 1:
-        raise UsageError("--last must be 1 or more")
+        raise UsageError("{last} must be 1 or more", param="last")
     if turn is not None and len(turn) == 1:
         _, _, found = require_turn(store, turn[0], archive=archive)
         source: Iterator[RawTrace] = iter(found)

@@ -21,6 +21,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from memcli.messages import readable_text
 from memcli.models import PINNED_TAGS, RawTrace, ToolStatus
 from memcli.store.agent import AgentStore, StoredTrace
 from memcli.tool_interactions import iter_tool_interactions
@@ -51,7 +52,7 @@ def summarize_turn(turn_id: str, traces: list[RawTrace], tier: str) -> TurnSumma
     for trace in traces:
         kind = trace.trace_type
         if kind == "user" and ask is None and not trace.is_context:
-            ask = trace.content
+            ask = readable_text(trace.content) if trace.content else trace.content  # /name args
         elif kind == "assistant" and trace.content and "reasoning" not in trace.tags:
             answer = trace.content
         elif kind == "tool_call":

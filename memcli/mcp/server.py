@@ -153,7 +153,7 @@ def build_server(memory_dir: str | os.PathLike, agent: str | None = None, log_le
     if log_level not in LOG_LEVELS:
         from memcli.errors import UsageError
 
-        raise UsageError(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
+        raise UsageError(f"{{log_level}}: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}", param="log_level")
     if remote is not None:
         from memcli.api import Memory
         from memcli.mcp.tools import RemoteMemoryTools

@@ -21,11 +21,12 @@ ENV = "MEMCLI_REMOTE"
 CONNECT_TIMEOUT = 10
 
 
-def resolve_url(url: str | None, option: str = "--to") -> str:
-    """``url``, else ``$MEMCLI_REMOTE``; a usage error when neither is set."""
+def resolve_url(url: str | None, option: str = "to") -> str:
+    """``url``, else ``$MEMCLI_REMOTE``; a usage error (naming the parameter ``option``) when
+    neither is set."""
     value = (url or "").strip() or os.environ.get(ENV, "").strip()
     if not value:
-        raise UsageError(f"{option}: give the PostgreSQL URL (postgresql://user@host:port/db) or set ${ENV}")
+        raise UsageError(f": give the PostgreSQL URL (postgresql://user@host:port/db) or set ${ENV}", param=option)
     return value
 
 

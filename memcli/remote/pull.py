@@ -29,7 +29,7 @@ def pull(memory_dir, agent: str, url: str | None, *, as_name: str | None = None)
     from memcli.store.layout import validate_agent_id
     from memcli.store.restore import restore_agent
 
-    url = rc.resolve_url(url, "--from")
+    url = rc.resolve_url(url, "from_")
     where = rc.describe(url)
     local = validate_agent_id(as_name or agent.rpartition("/")[2])
     conn = rc.connect(url)

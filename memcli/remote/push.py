@@ -362,20 +362,20 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
 
     names = list(dict.fromkeys(agents or ()))
     if all and names:
-        raise UsageError("--all: name agents or use --all, not both")
+        raise UsageError("{all}: name agents or use {all}, not both", param="all")
     if all:
         names = list_agent_ids(memory_dir)
     elif not names:
-        raise UsageError("name the agents to push, or --all")
+        raise UsageError("name the agents to push, or {all}", param="all")
     for name in names:
         validate_agent_id(name)
     if as_name is not None:
         if len(names) != 1:
-            raise UsageError("--as: renames one agent; push the others separately")
+            raise UsageError("{as_name}: renames one agent; push the others separately", param="as_name")
         validate_agent_id(as_name)
     if store_id is not None and not STORE_ID_RE.fullmatch(store_id):
-        raise UsageError(f"--store-id: 1-64 of A-Z a-z 0-9 . _ -, starting with a letter or digit, got {store_id!r}")
-    url = rc.resolve_url(url, "--to")
+        raise UsageError(f"{{store_id}}: 1-64 of A-Z a-z 0-9 . _ -, starting with a letter or digit, got {store_id!r}", param="store_id")
+    url = rc.resolve_url(url, "to")
     where = rc.describe(url)
     views = {name: _View(memory_dir, name) for name in names}   # every agent checked before connecting
     started = time.perf_counter()

@@ -26,7 +26,7 @@ SHARED_STORE = "shared"
 
 class RemoteStore:
     def __init__(self, url: str | None):
-        self.url = rc.resolve_url(url, "--remote")
+        self.url = rc.resolve_url(url, "remote")
         self.where = rc.describe(self.url)
         self.conn = rc.connect(self.url)
         schema.check(self.conn, self.where)

@@ -48,11 +48,14 @@ class EmbeddingFailed(Exception):
     pass
 
 
-def settings(store, embed_model: str | None, embed_api_base: str | None) -> tuple[str | None, str | None]:
-    """(model, api base) for a search: the arguments, else the store's config file."""
+def settings(store, embed_model: str | bool | None, embed_api_base: str | None) -> tuple[str | None, str | None]:
+    """(model, api base) for a search: the arguments, else the store's config file; ``False``
+    (the snapshot's recall: offline and fast, whatever the config) means lexical only."""
+    if embed_model is False:
+        return None, None
     if embed_model is not None:
         if not embed_model.strip():
-            raise UsageError("--embed-model must name a LiteLLM embedding model, e.g. openai/text-embedding-3-small")
+            raise UsageError("{embed_model} must name a LiteLLM embedding model, e.g. openai/text-embedding-3-small", param="embed_model")
         return embed_model.strip(), embed_api_base
     config = read_config(store.paths.memory_dir)
     model = config.get("embed_model")

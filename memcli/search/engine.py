@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from memcli.errors import UsageError
 from memcli.search.match import Matcher, coverage, highlight, proximity
 from memcli.search.query import Query, parse_query
+from memcli.sizes import counted
 from memcli.store import search_index
 from memcli.store.agent import AgentStore
 
@@ -120,7 +121,7 @@ def parse_kinds(kinds) -> tuple[str, ...]:
             if not part:
                 continue
             if part not in KINDS:
-                raise UsageError(f"--kind: expected trace, episodic or semantic, got {part!r}")
+                raise UsageError(f"{{kind}}: expected trace, episodic or semantic, got {part!r}", param="kind")
             if part not in out:
                 out.append(part)
     return tuple(out) or tuple(KINDS)
@@ -148,7 +149,7 @@ def open_index(store: AgentStore, names, notes: list[str]):
     if done.rebuilt:
         notes.append("a file was rewritten: rebuilt the search index")
     elif new and done.indexed:
-        notes.append(f"built the search index ({done.indexed:,} records); later searches only add what is new")
+        notes.append(f"built the search index ({counted(done.indexed, 'record')}); later searches only add what is new")
     return conn
 
 
@@ -168,7 +169,7 @@ def search(store: AgentStore, text: str, *, limit: int = 10, offset: int = 0, ki
            embed_model: str | None = None, embed_api_base: str | None = None) -> SearchResult:
     store.require()
     if limit < 1 or limit > MAX_LIMIT:
-        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {limit}")
+        raise UsageError(f"{{limit}} must be between 1 and {MAX_LIMIT}, got {limit}", param="limit")
     if offset < 0:
         raise UsageError(f"offset must be 0 or more, got {offset}")
     query = parse(text)

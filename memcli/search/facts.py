@@ -96,7 +96,7 @@ def _clean_tags(tags) -> list[str]:
     out: list[str] = []
     for tag in tags or ():
         if not isinstance(tag, str) or not tag.strip():
-            raise UsageError(f"--tag: a tag must be a non-empty string, got {tag!r}")
+            raise UsageError(f"{{tag}}: a tag must be a non-empty string, got {tag!r}", param="tag")
         tag = tag.strip()
         if tag not in out:
             out.append(tag)
@@ -143,8 +143,8 @@ def remember(store: AgentStore, text: str, *, tags=(), pin: bool = False, supers
                 _refuse_trace(store, old, "superseded")
                 raise _not_found(store, old, "fact")
             if found[0] != "semantic":
-                raise UsageError(f"--supersedes {old!r}: that is an episodic summary; a fact can only replace a fact "
-                                 f"(`memcli forget {store.agent_id} {old}` takes a summary out)")
+                raise UsageError(f"{{supersedes}} {old!r}: that is an episodic summary; a fact can only replace a fact "
+                                 f"(`memcli forget {store.agent_id} {old}` takes a summary out)", param="supersedes")
             replaced.append(old)
         same = _live_same_fact(session.paths, fact)
         if same is not None:

@@ -118,9 +118,9 @@ def _read_text(path, flag: str) -> str:
         with open(path, encoding="utf-8") as f:
             return f.read()
     except OSError as exc:
-        raise UsageError(f"cannot read {flag} {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot read {{{flag}}} {path}: {exc.strerror or exc}", param=flag) from None
     except UnicodeDecodeError:
-        raise UsageError(f"cannot read {flag} {path}: not UTF-8 text") from None
+        raise UsageError(f"cannot read {{{flag}}} {path}: not UTF-8 text", param=flag) from None
 
 
 def working_memory_section(files: list[tuple[str, str]], budget: int, counter: TokenCounter) -> tuple[str, list[str]]:
@@ -161,7 +161,7 @@ def store_working_memory(store: AgentStore, options: SnapshotOptions, counter: T
 def compose_system(options: SnapshotOptions, stored: list[str], memory_files: list[tuple[str, str]],
                    working_memory: str = "") -> str:
     parts: list[str] = []
-    texts = [options.system or ""] + [_read_text(path, "--system-file") for path in options.system_files] + stored
+    texts = [options.system or ""] + [_read_text(path, "system_files") for path in options.system_files] + stored
     for text in texts:  # each distinct text once, in order
         text = text.strip()
         if text and text not in parts:
@@ -312,23 +312,23 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
 
     options = options or SnapshotOptions()
     if options.tail_turns is not None and options.tail_turns < 0:
-        raise UsageError("--tail-turns must be 0 or more")
+        raise UsageError("{tail_turns} must be 0 or more", param="tail_turns")
     if options.max_tokens is not None and options.max_tokens < 1:
-        raise UsageError("--max-tokens must be 1 or more")
+        raise UsageError("{max_tokens} must be 1 or more", param="max_tokens")
     if options.recall is not None and not options.recall.strip():
-        raise UsageError("--recall: give a query, or 'auto' for the latest user ask")
+        raise UsageError("{recall}: give a query, or 'auto' for the latest user ask", param="recall")
     if options.memory_tokens < 0:
-        raise UsageError("--memory-tokens must be 0 or more")
+        raise UsageError("{memory_tokens} must be 0 or more", param="memory_tokens")
     if options.max_tool_result_chars is not None and options.max_tool_result_chars < 0:
-        raise UsageError("--max-tool-result-chars must be 0 (no limit) or more")
+        raise UsageError("{max_tool_result_chars} must be 0 (no limit) or more", param="max_tool_result_chars")
     if options.working_memory_tokens < 0:
-        raise UsageError("--working-memory-tokens must be 0 or more")
+        raise UsageError("{working_memory_tokens} must be 0 or more", param="working_memory_tokens")
     renderer = get_renderer(options.provider, options.model)
     if options.memory_tool and renderer.name != "anthropic":
-        raise UsageError(f"--memory-tool declares Anthropic's memory tool (memory_20250818), which only the "
-                         f"anthropic payload carries, not {renderer.name}; use -p anthropic")
+        raise UsageError(f"{{memory_tool}} declares Anthropic's memory tool (memory_20250818), which only the "
+                         f"anthropic payload carries, not {renderer.name}; use -p anthropic", param="memory_tool")
     expire = ExpirePolicy(options.expire)
-    memory_files = [(str(path), _read_text(path, "--memory-file")) for path in options.memory_files]
+    memory_files = [(str(path), _read_text(path, "memory_files")) for path in options.memory_files]
     compose_system(options, [], memory_files)  # reads --system-file early: a bad path fails before any work
     store = AgentStore(memory_dir, agent_id).require()
 

@@ -5,8 +5,8 @@ Pinned facts (tag ``pinned``, see :mod:`memcli.search.facts`) always enter, firs
 * without recall — the last :data:`MAX_EPISODIC` live summaries and the last
   :data:`MAX_SEMANTIC` live facts that are not pinned (what snapshots always carried);
 * with ``recall=QUERY`` (or ``"auto"``: the latest user ask of the active file) — the live
-  summaries and facts that best match the query (:func:`memcli.search.search`, BM25, all words
-  else any word), best first, each taken while the bundle stays within ``memory_tokens``
+  summaries and facts that best match the query (:func:`memcli.search.search`, the lexical
+  ranking: never an embedding model, so a snapshot stays offline and fast), best first, each taken while the bundle stays within ``memory_tokens``
   (pinned facts count, and are never left out); then the most recent live summary, if it fits
   and is not in yet. Summaries are listed oldest first (a story reads forwards), facts pinned
   first and then by score. The same store and query always give the same bundle.
@@ -90,7 +90,8 @@ def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, 
     from memcli.search import search
 
     try:
-        result = search(store, query, limit=RECALL_CANDIDATES, kinds=("episodic", "semantic"))
+        result = search(store, query, limit=RECALL_CANDIDATES, kinds=("episodic", "semantic"),
+                        embed_model=False)   # lexical: a snapshot (a hook's) never waits on a model
         hits = result.hits
     except UsageError:  # a query without words: nothing to match
         hits = []

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 from memcli.errors import UsageError
 from memcli.messages import LATE, ORPHAN, PENDING, Media, Message, Text, ToolResult, json_text, note_text
+from memcli.sizes import counted
 from memcli.tokens import TokenCounter
 
 DEFAULT_MAX_TOOL_RESULT_CHARS = 10_000
@@ -63,8 +64,8 @@ def parse_expire(spec: str) -> ExpireRule:
     """``TOOL=TURNS[:clip=N|:remove]`` -> ExpireRule (UsageError, exit 2, when malformed)."""
     m = _EXPIRE_RE.fullmatch(spec.strip())
     if not m or not m.group("tool").strip():
-        raise UsageError(f"--expire {spec!r}: expected TOOL=TURNS[:clip=N|:remove], e.g. read_file=3:clip=200 "
-                         "or '*=10:remove'")
+        raise UsageError(f"{{expire}} {spec!r}: expected TOOL=TURNS[:clip=N|:remove], e.g. read_file=3:clip=200 "
+                         "or '*=10:remove'", param="expire")
     clip = m.group("clip")
     return ExpireRule(m.group("tool").strip(), int(m.group("turns")), int(clip) if clip is not None else None)
 
@@ -204,7 +205,7 @@ def apply_result_views(messages: list[Message], *, agent_id: str, max_chars: int
             rule = expire.rule_for(result.source_name, result.name) if expire else None
             if rule is not None and age > rule.turns:
                 if rule.clip_chars is None:
-                    new = stub_result(result, agent_id, reason=f"expired ({age} turns old)", view="expired")
+                    new = stub_result(result, agent_id, reason=f"expired ({counted(age, 'turn')} old)", view="expired")
                     if new is not result:
                         counts.expired_removed += 1
                         return new

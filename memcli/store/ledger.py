@@ -26,8 +26,11 @@ copy). ``kind: "uncompact"`` — one per undo::
      "superseded": {"episodic": [...], "semantic": [...]},   # the compaction's items, taken out
      "restored": {"episodic": [...], "semantic": [...]}}     # copies of what it had superseded
 
-Other kinds (later features' model spending, e.g. result summaries) only need ``llm``: the cost
-total (:func:`cost_total`) adds the ``llm`` of every record, whatever its kind.
+Other kinds (later features' model spending, e.g. result summaries) only need ``id``, ``ts`` and
+``llm``: the cost total (:func:`cost_total`) adds the ``llm`` of every record, whatever its kind,
+and ``memcli compactions`` lists only ``compaction`` records. Such a feature appends its record
+inside ``store.writer()`` (the agent lock) with ``append_ledger(session.paths.ledger, [record],
+jsonl.file_size(session.paths.ledger))``, or through its own journal step as compaction does.
 """
 
 from __future__ import annotations

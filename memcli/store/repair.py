@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from memcli.errors import MemcliError
+from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.rewrite import rewrite_lines, temp_path
@@ -138,6 +139,6 @@ def repair_files(store: AgentStore, check: Callable[[AgentStore], list]) -> tupl
                 from memcli.store import search_index
 
                 done = search_index.rebuild(store.paths)
-                repairer.note(f"rebuilt the search index ({done.indexed:,} records)")
+                repairer.note(f"rebuilt the search index ({counted(done.indexed, 'record')})")
         after = check(store)
     return before, after, repairer.actions

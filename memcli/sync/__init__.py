@@ -20,6 +20,11 @@ A *source* is one harness's home layout: a module ``memcli/sync/<module>.py`` li
 * ``resume_command(identity: Identity) -> str | None`` — how to resume it in its harness
   (``claude --resume <id>``), shown by ``search --all``.
 
+A source whose one file holds many sessions (a chat app's data export) also has
+``import_sessions(memory_dir, session, files, *, dry_run, redact, changed) -> list[SessionReport]``:
+:func:`memcli.sync.engine.sync` calls it instead of ``import_session`` for each file, and it keeps
+that file's state entry itself (:mod:`memcli.sync.chat_exports`).
+
 A :class:`Session` is one or more :class:`SessionFile` (a Claude Code session and its subagent
 files): each file names the importer (``fmt``, a ``--from`` value of
 :data:`memcli.importers.REGISTRY`) that reads it, whether it is a line-oriented log that can be
@@ -63,6 +68,10 @@ SOURCES: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
     "gemini": "gemini",
+    "copilot": "copilot",
+    "goose": "goose",
+    "chatgpt": "chatgpt",
+    "claude-ai": "claude_ai",
 }
 
 

@@ -427,9 +427,14 @@ def sync(memory_dir: str | os.PathLike, *, home: str | os.PathLike | None = None
     for name, sessions in found:
         files = sync_state.load_files(memory_dir, name)
         changed: dict = {}
+        many = getattr(get_source(name), "import_sessions", None)  # one file of many sessions (a data export)
         for session in sessions:
-            report.sessions.append(import_session(memory_dir, session, files, dry_run=dry_run, redact=redact,
-                                                  save=False, changed=changed))
+            if many is not None:
+                report.sessions.extend(many(memory_dir, session, files, dry_run=dry_run, redact=redact,
+                                            changed=changed))
+            else:
+                report.sessions.append(import_session(memory_dir, session, files, dry_run=dry_run, redact=redact,
+                                                      save=False, changed=changed))
             if progress is not None:
                 progress(1)
             if len(changed) >= SAVE_EVERY:
