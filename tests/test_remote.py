@@ -378,13 +378,13 @@ def test_pull_refuses_a_data_file_this_memcli_does_not_know(memory_dir, tmp_path
 
 @pytest.mark.slow
 def test_a_word_in_most_records_ranks_a_bounded_sample_and_says_so(memory_dir, pg_url, cli):
-    memcli.Memory(memory_dir).agent("a").ingest(events(12_000, word="everywhere"))
+    memcli.Memory(memory_dir).agent("a").ingest(events(4_000, word="everywhere"))
     memcli.Memory(memory_dir).push(["a"], to=pg_url)
     res = cli("search", "--remote", pg_url, "a", "everywhere", "--json")
     assert res.exit_code == 0 and len(orjson.loads(res.stdout)) == 10
-    assert "ranked a sample of about 20,000" in res.stderr
-    res = cli("search", "--remote", pg_url, "a", "number11999", "--json")
-    assert [h["id"] for h in orjson.loads(res.stdout)] == ["u11999"] and "sample" not in res.stderr
+    assert "ranked a sample of about 5,000" in res.stderr
+    res = cli("search", "--remote", pg_url, "a", "number3999", "--json")
+    assert [h["id"] for h in orjson.loads(res.stdout)] == ["u3999"] and "sample" not in res.stderr
 
 
 def test_uncompact_and_the_compaction_ledger_follow_a_push(memory_dir, tmp_path, pg_url):

@@ -26,7 +26,7 @@ from memcli.errors import UsageError
 from memcli.remote import connect as rc
 from memcli.remote import schema
 
-BROAD_MATCHES = 20_000
+BROAD_MATCHES = 5_000
 
 
 @dataclass
@@ -37,10 +37,10 @@ class RemoteSearchResult:
     notes: list[str] = field(default_factory=list)
 
 
-# a summary or fact another item of its agent and kind supersedes (memcli.models.superseded_ids: a
+# a summary or fact another item of its agent and file supersedes (memcli.models.superseded_ids: a
 # forget tombstone lists the item and itself) is left out, as local search leaves it out
 _LIVE = """NOT (r.kind IN ('episodic', 'semantic') AND EXISTS (
-    SELECT 1 FROM memcli_records s WHERE s.agent_key = r.agent_key AND s.kind = r.kind
+    SELECT 1 FROM memcli_records s WHERE s.agent_key = r.agent_key AND s.file = r.file
     AND s.line LIKE '%%' || r.id || '%%' AND (s.line::jsonb -> 'supersedes') ? r.id))"""
 
 
@@ -68,6 +68,7 @@ def _ranked(conn, tsquery_text: str, agent_key, kinds, since, until, limit: int,
         FROM top JOIN memcli_records r USING (agent_key, stream, id) JOIN memcli_agents a USING (agent_key)
         ORDER BY top.score DESC, top.ts DESC NULLS LAST"""
     conn.execute(f"SET LOCAL gin_fuzzy_search_limit = {BROAD_MATCHES}")   # a GIN scan returns a sample beyond it
+    conn.execute("SET LOCAL jit = off")   # the plans are small; compiling one cost 35-600 ms per query
     rows = conn.execute(sql, (*args, limit, offset)).fetchall()
     conn.rollback()
     if rows and rows[0][5] >= BROAD_MATCHES * 3 // 4:

@@ -68,6 +68,8 @@ SOURCES: dict[str, str] = {
     "claude-code": "claude_code",
     "codex": "codex",
     "gemini": "gemini",
+    "copilot": "copilot",
+    "goose": "goose",
     "chatgpt": "chatgpt",
     "claude-ai": "claude_ai",
 }
