@@ -14,6 +14,8 @@
         .ingest.pending                in-flight ingest marker (crash rollback)
         .compaction.journal            in-flight compaction or uncompact (crash recovery)
         .compactions.jsonl             the compaction ledger, append-only (memcli.store.ledger)
+        result_summaries.jsonl         summaries of tool results, keyed by trace id, append-only
+                                       (memcli.store.result_summaries)
         .token-counts                  cache: token counts of texts counted before (store/token_counts.py)
         .source.json                   where the traces came from (sync / import; store/sync_state.py)
       .sync/<source>.json              what ``memcli sync`` has read of each session file (store/sync_state.py)
@@ -49,8 +51,9 @@ INGEST_MARKER = ".ingest.pending"
 COMPACTION_JOURNAL = ".compaction.journal"
 TOKEN_COUNTS = ".token-counts"
 LEDGER = ".compactions.jsonl"
+RESULT_SUMMARIES = "result_summaries.jsonl"
 SOURCE_META = ".source.json"
-DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES, LEDGER)
+DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES, LEDGER, RESULT_SUMMARIES)
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -175,6 +178,10 @@ class AgentPaths:
     @property
     def ledger(self) -> Path:
         return self.dir / LEDGER
+
+    @property
+    def result_summaries(self) -> Path:
+        return self.dir / RESULT_SUMMARIES
 
     @property
     def token_counts(self) -> Path:
