@@ -63,3 +63,56 @@ def cp_session(session: str, turns: int = 2, *, cwd: str = CWD, phrase: str = ""
 
 def copilot_events(home: Path, session: str) -> Path:
     return home / ".copilot" / "session-state" / session / "events.jsonl"
+
+
+# ---------------------------------------------------------------------------- Goose
+GOOSE_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP);
+CREATE TABLE sessions (id TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '',
+  user_set_name BOOLEAN DEFAULT FALSE, session_type TEXT NOT NULL DEFAULT 'user', working_dir TEXT NOT NULL,
+  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+  extension_data TEXT DEFAULT '{}', total_tokens INTEGER, input_tokens INTEGER, output_tokens INTEGER,
+  accumulated_total_tokens INTEGER, accumulated_input_tokens INTEGER, accumulated_output_tokens INTEGER,
+  schedule_id TEXT, recipe_json TEXT, user_recipe_values_json TEXT);
+CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL REFERENCES sessions(id),
+  role TEXT NOT NULL, content_json TEXT NOT NULL, created_timestamp INTEGER NOT NULL,
+  timestamp TIMESTAMP DEFAULT CURRENT_TIMESTAMP, tokens INTEGER, metadata_json TEXT);
+"""
+
+
+def goose_turn(t: int, phrase: str = "") -> list[tuple[str, list, dict]]:
+    """(role, content, metadata) rows of one turn: an ask, a shell tool request, the row of tool
+    responses only (a tool result, not an ask), the answer."""
+    call = f"tool_{t}"
+    return [
+        ("user", [{"type": "text", "text": f"list files {t} {phrase}".strip()}], {"userVisible": True, "agentVisible": True}),
+        ("assistant", [{"type": "text", "text": "Let me look."},
+                       {"type": "toolRequest", "id": call, "toolCall": {"status": "success", "value": {
+                           "name": "developer__shell", "arguments": {"command": f"ls {t}"}}}}], {}),
+        ("user", [{"type": "toolResponse", "id": call, "toolResult": {"status": "success", "value": {
+            "content": [{"type": "text", "text": f"file{t}.txt"}], "isError": False}}}], {}),
+        ("assistant", [{"type": "text", "text": f"There is file{t}.txt"}], {}),
+    ]
+
+
+def goose_db(path: Path, sessions: dict, *, created: str = "2026-02-03 08:00:00") -> Path:
+    """``sessions``: id -> (working_dir, rows); written as Goose's schema v5 lays it out."""
+    import json
+    import sqlite3
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    if not con.execute("SELECT name FROM sqlite_master WHERE name='sessions'").fetchone():
+        con.executescript(GOOSE_SCHEMA)
+        con.execute("INSERT INTO schema_version (version) VALUES (5)")
+    for sid_, (cwd, rows) in sessions.items():
+        con.execute("INSERT OR IGNORE INTO sessions (id, name, working_dir, created_at, updated_at) VALUES (?,?,?,?,?)",
+                    (sid_, f"session {sid_}", cwd, created, created))
+        for n, (role, content, meta) in enumerate(rows):
+            con.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)"
+                        " VALUES (?,?,?,?,?)", (sid_, role, json.dumps(content), 1770105600 + n, json.dumps(meta)))
+        con.execute("UPDATE sessions SET updated_at = datetime(updated_at, '+' || ? || ' seconds') WHERE id = ?",
+                    (len(rows), sid_))
+    con.commit()
+    con.close()
+    return path

@@ -69,6 +69,7 @@ SOURCES: dict[str, str] = {
     "codex": "codex",
     "gemini": "gemini",
     "copilot": "copilot",
+    "goose": "goose",
     "chatgpt": "chatgpt",
     "claude-ai": "claude_ai",
 }
