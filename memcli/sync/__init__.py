@@ -70,6 +70,7 @@ SOURCES: dict[str, str] = {
     "gemini": "gemini",
     "copilot": "copilot",
     "goose": "goose",
+    "opencode": "opencode",
     "chatgpt": "chatgpt",
     "claude-ai": "claude_ai",
 }
