@@ -32,10 +32,20 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   (order numbers, hashes, uuids) — not CSS classes (``text-gray-500``) or prose (``and/or``);
   URLs end before any backslash or quote left by escaping.
 
-Size: the summary is capped at a quarter of the window's text within [``MIN_CHARS``,
-``MAX_CHARS``]. Over the cap, the turn lines of the middle turns (oldest of the recent ones
-first) shrink to their asks, then asks are clipped shorter (never under ``MIN_ASK_CHARS``);
-the aggregate lines (subagents, files, failures) stay whole.
+* **Files** carry the names their edits define or replace (``path (fn, Class)``); the latest
+  **todo list / plan** (``TodoWrite``, ``update_plan`` …) is listed in full; a failure is
+  "fixed later" when a later command of the same *family* (:func:`command_family`) passed.
+* **Vocabulary**: the room left goes to the window's identifiers the summary does not show yet,
+  ranked by weighted use × how late they were last used (:func:`vocabulary`).
+
+Size: without a budget, a quarter of the window's text within [``MIN_CHARS``, ``MAX_CHARS``].
+With one (``MemoryContext.summary_tokens``: what the compaction's target leaves), that budget at
+``CHARS_PER_TOKEN``, at most a quarter of the window's text and ``HARD_MAX_CHARS``; the
+compaction checks the result with the real counter and asks :attr:`Summary.resize` for less when
+needed. Over the size, the turn lines of the middle turns (oldest of the recent ones first) shrink
+to their asks, then asks are clipped shorter (never under ``MIN_ASK_CHARS``), then
+:func:`_squeeze` keeps the header, files, plan, other aggregate lines and the newest turn lines
+(never cutting inside a path).
 
 Facts (``semantic_facts``), ranked so the 20-item bundle holds what matters: user preferences
 (a sentence of an ask with "always", "never", "I prefer", "from now on" …), then commands whose
@@ -1093,7 +1103,7 @@ class OfflineSummarizer(Summarizer):
 
 def _squeeze(lines: list[str], n_footer: int, size: int) -> str:
     """The summary's lines within ``size`` characters, by priority: the header, the files
-    modified, the plan, the other aggregate lines, then the turn lines newest first; a line that
+    modified (always all of them, if need be past ``size``), the plan, the other aggregate lines, then the turn lines newest first; a line that
     does not fit whole is clipped at a word boundary (never inside a path), and the turn lines
     left out are counted."""
     header, body = lines[0], lines[1:len(lines) - n_footer]
@@ -1106,7 +1116,7 @@ def _squeeze(lines: list[str], n_footer: int, size: int) -> str:
         line = footer[i]
         if len(line) + 1 > room and line.startswith(FILES_FACT_PREFIX):   # the names touched go first
             line = _CHANGES.sub("", line)
-        if len(line) + 1 <= room:
+        if len(line) + 1 <= room or line.startswith(FILES_FACT_PREFIX):   # every file, always (§4)
             shown_footer[i] = line
         elif room > 60:
             shown_footer[i] = clip(line, room - 2)
