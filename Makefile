@@ -53,6 +53,7 @@ test-fast: lint
 
 docs: $(STAMP)
 	$(BIN)/python docs/gen_cli_reference.py
+	$(BIN)/python docs/gen_store_layout.py
 
 # The main job on a temporary copy of sample_memory/: the committed sample never changes.
 demo: $(DEMO_STAMP)

@@ -355,7 +355,7 @@ class Agent:
 
         return list(iter_memory(self.store.require(), include_superseded=include_superseded))
 
-    def search(self, query: str, *, limit: int = 10, kind: str | Iterable[str] | None = None,
+    def search(self, query: str, *, limit: int = 10, offset: int = 0, kind: str | Iterable[str] | None = None,
                since: str | float | None = None, until: str | float | None = None, history: bool = False,
                recent: bool = False, embed_model: str | None = None, embed_api_base: str | None = None):
         """Ranked hits over traces, summaries and facts (:class:`memcli.search.SearchResult`:
@@ -365,25 +365,29 @@ class Agent:
         hybrid."""
         from memcli.search import search
 
-        return search(self.store, query, limit=limit, kinds=_listed(kind), since=_time(since, "since"),
+        return search(self.store, query, limit=limit, offset=offset, kinds=_listed(kind), since=_time(since, "since"),
                       until=_time(until, "until", end_of_day=True), history=history, recent=recent,
                       embed_model=embed_model, embed_api_base=embed_api_base)
 
     def remember(self, fact: str, *, tags: Iterable[str] = (), pin: bool = False,
-                 supersedes: str | Iterable[str] | None = None) -> dict:
+                 supersedes: str | Iterable[str] | None = None, full: bool = False):
         """Append a semantic fact (redacted; ``pin`` puts it into every snapshot), as
         ``memcli remember``. Returns the record written — or, when a live fact already says the
-        same text with these tags, that fact's record (nothing written)."""
+        same text with these tags, that fact's record (nothing written); with ``full``, the whole
+        :class:`memcli.search.facts.Remembered` (superseded ids, redacted secrets, existing)."""
         from memcli.search.facts import remember
 
-        return remember(self.store, fact, tags=list(tags), pin=pin, supersedes=_listed(supersedes)).record
+        done = remember(self.store, fact, tags=list(tags), pin=pin, supersedes=_listed(supersedes))
+        return done if full else done.record
 
-    def forget(self, id: str, *, reason: str | None = None) -> dict | None:
+    def forget(self, id: str, *, reason: str | None = None, full: bool = False):
         """Supersede a fact or summary with a tombstone, as ``memcli forget``. Returns the
-        tombstone, or None when the item was already superseded (nothing written)."""
+        tombstone, or None when the item was already superseded (nothing written); with ``full``,
+        the whole :class:`memcli.search.facts.Forgotten` (tier, tombstone, already_superseded_by)."""
         from memcli.search.facts import forget
 
-        return forget(self.store, id, reason=reason).tombstone
+        done = forget(self.store, id, reason=reason)
+        return done if full else done.tombstone
 
     def stats(self, *, model: str | None = None, max_context_tokens: int | None = None):
         """Counts, tokens and budget (:class:`memcli.inspect.stats.AgentStats`), as ``memcli stats``."""
@@ -437,6 +441,20 @@ class Agent:
 
         return write_view(self.memory_dir, self.name, output, stream=stream, model=model,
                           max_context_tokens=max_context_tokens)
+
+    # ------------------------------------------------------------------ result summaries (issue 30)
+    def summarize_results(self, *, tool: str | Iterable[str] | None = None, older_than: int = 0,
+                          min_chars: int = 4_000, model: str | None = None, api_base: str | None = None,
+                          api_key: str | None = None, api_key_env: str | None = None, timeout: float = 120.0,
+                          retries: int = 2, max_cost: float | None = None, dry_run: bool = False):
+        """Summarize old, large tool results once each, as ``memcli summarize-results``: stored
+        beside the trace (never changing it) for ``snapshot(expire=["TOOL=TURNS:summary"])``.
+        Returns :class:`memcli.compaction.results.SummarizeResultsReport`."""
+        from memcli.compaction.results import summarize_results
+
+        return summarize_results(self.memory_dir, self.name, tool=tool, older_than=older_than, min_chars=min_chars,
+                                 model=model, api_base=api_base, api_key=api_key, api_key_env=api_key_env,
+                                 timeout=timeout, retries=retries, max_cost=max_cost, dry_run=dry_run)
 
 
 def _time(value, option: str, *, end_of_day: bool = False) -> float | None:

@@ -4,7 +4,8 @@
 with whatever its ``responder(request, index)`` returns: ``(status, content_or_body, delay)``.
 A str content becomes a normal chat completion whose message content is that string; a dict is
 sent as the JSON body as it is (for error bodies). Every request is recorded with its start and
-end time (``time.monotonic``), so tests can count retries and show that chunks overlapped.
+end time (``time.monotonic``) and its path, so tests can count retries, show that chunks overlapped
+and see which endpoint LiteLLM called (``/v1/embeddings`` for the hybrid-search tests).
 LiteLLM reaches it as ``model="openai/test-model", api_base=server.api_base``.
 """
 
@@ -26,6 +27,7 @@ class RecordedRequest:
     start: float
     end: float = 0.0
     status: int = 0
+    path: str = ""          # /v1/chat/completions, /v1/embeddings ...
     authorization: str | None = None  # the request's Authorization header
 
     @property
@@ -55,7 +57,8 @@ class FakeModelServer:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                record = RecordedRequest(body, time.monotonic(), authorization=self.headers.get("Authorization"))
+                record = RecordedRequest(body, time.monotonic(), authorization=self.headers.get("Authorization"),
+                                         path=self.path)
                 with lock:
                     index = len(server_self.requests)
                     server_self.requests.append(record)

@@ -32,7 +32,6 @@ def test_a_failure_fixed_by_the_same_family_of_command_counts_as_fixed():
 
 def test_the_summary_says_a_failure_was_fixed_by_a_later_command_of_its_family(tmp_path):
     from memcli.api import Memory
-    from memcli.compaction.policy import CompactionPolicy
 
     def call(n, command, code, out):
         return [{"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"c{n}", "tool_args": {"command": command}},
@@ -46,7 +45,7 @@ def test_the_summary_says_a_failure_was_fixed_by_a_later_command_of_its_family(t
               {"trace_type": "assistant", "content": "Running them."}]
     agent = Memory(tmp_path).agent("a")
     agent.ingest(events, "native")
-    result = agent.compact(policy=CompactionPolicy(tail_turns=1, keep_steps=0))
+    result = agent.compact(tail_turns=1, keep_steps=0)
     assert result.summary is not None   # too small to be worth writing (never worse), but summarized
     assert "`git add build/out.js` ×1 (exit code 1 The following paths are ignored by one of your .gitignore files)" \
            " — fixed later (a later `git add` passed)" in result.summary

@@ -141,7 +141,8 @@ def test_tables_shorten_ids_to_a_prefix_get_expands(cli, memory_dir):
     events = [U("go")] + [e for i in ids for e in (CALL(i, args={"cmd": "x" * 80}), RES(i, "y" * 80))]
     assert cli("ingest", "a", input=events).exit_code == 0
     table = cli("tools", "a", "--width", "80").stdout.splitlines()
-    shown = [line.split()[1] for line in table[1:]]
+    at = table[0].index("call id")
+    shown = [line[at:].split()[0] for line in table[1:]]
     assert all(cell.endswith("…") and len(cell) < len(ids[0]) for cell in shown), table
     for cell, full in zip(shown, ids):
         got = cli("get", "a", cell)
@@ -396,3 +397,42 @@ def test_tools_status_error_shows_what_went_wrong_at_80_columns(cli, memory_dir)
     assert len(rows) == 23 and all(len(row) <= 80 for row in rows)
     assert not any("ERROR: " in row or "<tool_use_error>" in row for row in rows)
     assert sum("  File has not been r" in row for row in rows) >= 10  # the message, not "ERROR: <tool_us…"
+
+
+# ---------------------------------------------------------------- 6: times people read
+
+def test_fmt_age():
+    from memcli.cli.output import fmt_age
+
+    now = 1_795_000_000
+    assert [fmt_age(now - s, now) for s in (5, 300, 3 * 3600 + 60, 2 * 86400 + 5, 30 * 86400)] == \
+        ["just now", "5m ago", "3h ago", "2d ago", "2026-10-19"]
+    assert fmt_age(None) == ""
+
+
+def test_tables_at_80_columns_show_relative_times_and_leave_room_for_the_ask(cli, memory_dir):
+    import time
+
+    ts = time.time() - 3 * 3600 - 120
+    ask = "please migrate the billing service to the new queue and keep the old consumer running"
+    assert cli("ingest", "a", input=[U(ask, ts=ts), A("on it", ts=ts + 1)]).exit_code == 0
+    narrow = cli("turns", "a", "--width", "80").stdout.splitlines()
+    assert narrow[1].split()[1:3] == ["3h", "ago"] and len(narrow[1]) <= 80
+    assert "please migrate the billing servi" in narrow[1]  # the empty columns gave their room
+    wide = cli("turns", "a", "--width", "200").stdout.splitlines()
+    assert wide[1].split()[1].endswith("Z")  # the ISO stamp where it fits
+    assert cli("agents", "--width", "60").stdout.splitlines()[1].rstrip().endswith("3h ago")
+
+
+def test_markdown_of_a_turn_compacted_in_two_passes_shows_the_ask_first(cli, memory_dir):
+    events = [U("THE ASK: fix the build")]
+    for k in range(30):
+        events += [A(f"step {k} " + "lorem ipsum " * 40), CALL(f"c{k}", args={"cmd": "x"}), RES(f"c{k}", "out " * 100)]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    assert cli("compact", "a", "--target-tokens", "6000", "--keep-steps", "20").exit_code == 0
+    assert cli("compact", "a", "--target-tokens", "2000", "--keep-steps", "2").exit_code == 0
+    lines = cli("export", "a", "-f", "markdown").stdout.splitlines()
+    asks = [i for i, line in enumerate(lines) if "THE ASK" in line]
+    first_step = next(i for i, line in enumerate(lines) if line.startswith("step 0 "))
+    assert len(asks) == 1 and asks[0] < first_step
+    assert lines[asks[0]] == "> THE ASK: fix the build"

@@ -44,3 +44,43 @@ def test_design_sections_cited_in_the_code_exist():
         for match in re.finditer(r"docs/design\.md §(\d+)(?:[–-]§?(\d+))?", path.read_text()):
             cited.update(n for n in match.groups() if n)
     assert cited and cited <= sections
+
+
+def test_the_store_layout_section_is_current():
+    done = subprocess.run([sys.executable, str(REPO / "docs" / "gen_store_layout.py"), "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_layout_lists_every_file_an_agent_gets(cli, memory_dir):
+    """Ingest, compaction (ledger, breaker), search (index), remember, the memory tool and a
+    token count leave only files the layout (and so docs/design.md §1) lists."""
+    import memcli
+    from memcli.store.layout import LAYOUT
+    from tests.events import turns
+
+    agent = memcli.Memory(memory_dir).agent("a")
+    agent.ingest(turns(8))
+    agent.compact(tail_turns=2, keep_steps=0)
+    agent.search("question")
+    agent.remember("uses pytest")
+    agent.memory_tool({"command": "create", "path": "/memories/notes.md", "file_text": "hi"})
+    agent.stats()
+    listed = {path.strip().rstrip("/").split("/")[-1] for path, _ in LAYOUT}
+    made = {p.name for p in (memory_dir / "agents" / "a").iterdir()}
+    assert made - listed == set() and {"raw_traces_archive.jsonl", ".compactions.jsonl", ".search.sqlite",
+                                       "memory_files.jsonl", ".token-counts"} <= made
+
+
+def test_the_mcp_tool_table_lists_every_tool(memory_dir):
+    import re
+
+    import pytest
+
+    pytest.importorskip("mcp")
+    from memcli.mcp.server import _tool_specs
+    from memcli.mcp.tools import MemoryTools
+
+    names = [name for name, _, _ in _tool_specs(MemoryTools(memory_dir))]
+    table = re.findall(r"^\| `(\w+)` \|", (REPO / "docs" / "memory-as-tools.md").read_text(), re.M)
+    assert sorted(table) == sorted(names) and "memory" in names

@@ -114,8 +114,8 @@ def test_reimport_adds_nothing_and_every_prefix_then_the_whole_equals_the_whole(
         agent = f"cut{cut}"
         try:
             import_values(memory_dir, agent, lines[:cut], "claude-code", tmp_path=tmp_path, name="c.jsonl")
-        except InputError as exc:  # a prefix of metadata lines only: "no events", nothing written
-            assert "no events in the input" in str(exc)
+        except InputError as exc:     # a prefix of metadata lines only: no event, nothing written
+            assert str(exc).startswith("no events in the input") and not (memory_dir / "agents" / agent).exists()
         import_values(memory_dir, agent, lines, "claude-code", tmp_path=tmp_path, name="c.jsonl")
         assert comparable(traces(memory_dir, agent)) == whole, f"cut after line {cut}"
 

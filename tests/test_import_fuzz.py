@@ -17,6 +17,7 @@ from memcli.importers import FORMATS, get_importer
 from memcli.ingest.pipeline import IngestResult
 from tests import (
     chat_export_fixtures,
+    sync_more_fixtures,
     test_import_anthropic,
     test_import_claude_code,
     test_import_codex,
@@ -42,6 +43,12 @@ TRANSCRIPTS = {
     "inspect": [fx.inspect_log()] + fx.inspect_log()["samples"][0]["messages"],
     "sharegpt": fx.sharegpt_records(),
     "cline": fx.cline_history(),
+    "copilot-cli": sync_more_fixtures.cp_session("00000000-0000-4000-8000-000000000001", 2),
+    "goose": [{"working_dir": "/w", "description": "d"}] + [
+        {"role": r, "created": 1, "content": c, "metadata": m} for r, c, m in sync_more_fixtures.goose_turn(0)],
+    "opencode": [{"info": {"id": "ses_1", "directory": "/w"}, "messages": [
+        {"info": dict(data, id=f"msg_{n}"), "parts": [dict(p, id=f"prt_{n}_{k}") for k, p in enumerate(parts)]}
+        for n, (data, parts) in enumerate(sync_more_fixtures.oc_turn(0))]}],
     "chatgpt": [chat_export_fixtures.chatgpt_conversation()],
     "claude-ai": [chat_export_fixtures.claude_ai_conversation()],
 }

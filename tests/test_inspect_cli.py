@@ -191,13 +191,14 @@ def test_turns_last_reads_from_the_end_and_reaches_into_the_archive_only_when_as
 def test_turns_human_view_at_a_fixed_width(cli, fx):
     result = ok(cli("turns", "fx", "--archive", env={"COLUMNS": "100"}))
     assert result.stdout == (
-        # at 100 columns "traces" drops and the ask and the tools shrink: the table fits
-        "turn       tier     started               ask               tools             calls  errors  pending\n"
-        "turn_0001  archive  2026-03-02T09:00:00Z  Set up the proj…  sh                    1\n"
-        "turn_0002  archive  2026-03-02T09:10:00Z  What is in READ…                        0\n"
-        "turn_0003  active   2026-03-02T09:20:00Z  Run the tests a…  run_tests, read…      2       1\n"
-        "turn_0004  active   2026-03-02T09:30:00Z  Try again.        run_tests             1\n"
-        "turn_0005  active   2026-03-02T09:40:00Z  Deploy it to pr…  deploy                1                1\n"
+        # at 100 columns the start is a date (an age when recent), "traces" and "calls" give their
+        # room to the ask, and the ask and the tools shrink: the table fits
+        "turn       tier     started     ask                            tools                 errors  pending\n"
+        "turn_0001  archive  2026-03-02  Set up the project.            sh\n"
+        "turn_0002  archive  2026-03-02  What is in README?\n"
+        "turn_0003  active   2026-03-02  Run the tests an… (+18 chars)  run_tests, read_file       1\n"
+        "turn_0004  active   2026-03-02  Try again.                     run_tests\n"
+        "turn_0005  active   2026-03-02  Deploy it to pr… (+285 chars)  deploy                              1\n"
     )
     wide = ok(cli("turns", "fx", "--width", "140")).stdout.splitlines()
     assert wide[3] == ("turn_0005  2026-03-02T09:40:00Z       2  Deploy it to production. Check every se… "

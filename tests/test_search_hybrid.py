@@ -55,7 +55,7 @@ def test_hybrid_finds_what_words_alone_cannot_and_fuses_with_bm25(cli, server):
     assert "embed" not in stderr
     # one request for the query, one batch for the five records: LiteLLM's real HTTP path
     assert sorted(len(i) for i in inputs(srv)) == [1, 5]
-    assert all(r.body["model"] == "fake-embed" for r in srv.requests)
+    assert all(r.body["model"] == "fake-embed" and r.path == "/v1/embeddings" for r in srv.requests)
     # a word match and a meaning match are fused: the record with both ranks first
     found, _ = search(cli, srv, "car vehicle")
     assert found[:2] in (["u1", "u3"], ["u3", "u1"])

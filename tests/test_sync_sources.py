@@ -308,6 +308,7 @@ def test_gemini_jsonl_session_replayed_last_version_wins_rewind_truncates(tmp_pa
     assert [(r.agent, r.status) for r in report] == [(f"gemini.app.{g}", "new")]
     assert report[0].skipped == {"info messages (the CLI's own notices)": 1}
     assert report[0].resume == f"cd {CWD} && gemini --resume {g}"
+    assert report[0].title == "Reading the readme"  # Gemini's own summary ($set)
     assert _gm(mem, f"gemini.app.{g}") == [
         ("user", "what is in the readme"), ("assistant", "Planning: look at the files first"),
         ("assistant", "let me look"), ("tool_call", ""), ("tool_result", "# App"),

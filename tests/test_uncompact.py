@@ -356,3 +356,18 @@ def test_a_backup_of_a_compacted_agent_restores_the_same_snapshot_memory_and_arc
     assert read_jsonl(copy / "raw_traces.jsonl") == read_jsonl(src / "raw_traces.jsonl")
     assert read_jsonl(copy / "raw_traces_archive.jsonl") == [] == read_jsonl(src / "raw_traces_archive.jsonl")
     assert _snapshot(cli, "copy") == _snapshot(cli, "a")
+
+
+def test_an_export_whose_archive_is_cut_short_under_it_fails(cli, memory_dir):
+    """An uncompact cuts the archive back; an export reading it at that moment stops with an
+    error instead of writing a backup without those traces."""
+    from memcli.errors import StoreError
+    from memcli.export.reader import open_history
+    from memcli.store.agent import AgentStore
+
+    _ingest(cli, conversation(10))
+    _compact(cli)
+    with open_history(AgentStore(memory_dir, "a")) as history:
+        assert cli("uncompact", "a").exit_code == 0
+        with pytest.raises(StoreError, match="raw_traces_archive.jsonl was cut short while it was read"):
+            list(history.iter_trace_blocks())

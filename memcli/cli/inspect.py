@@ -13,7 +13,18 @@ from typing import List, Optional
 
 import typer
 
-from memcli.cli.output import Column, HumanView, Output, fmt_bytes, fmt_int, fmt_ts, fmt_usd, one_line, output_options
+from memcli.cli.output import (
+    Column,
+    HumanView,
+    Output,
+    fmt_age,
+    fmt_bytes,
+    fmt_int,
+    fmt_ts,
+    fmt_usd,
+    one_line,
+    output_options,
+)
 from memcli.sizes import counted
 
 AGENT = typer.Argument(..., help="Agent id.")
@@ -56,7 +67,7 @@ AGENT_COLUMNS = [
     Column("episodic", "episodic", align="right", drop=3),
     Column("semantic", "semantic", align="right", drop=2),
     Column("size", lambda a: fmt_bytes(a.bytes), align="right", drop=4),
-    Column("last activity", lambda a: fmt_ts(a.last_activity)),
+    Column("last activity", lambda a: fmt_ts(a.last_activity), narrow=lambda a: fmt_age(a.last_activity)),
     Column("title", "title", flex=True, drop=1),
     Column("problem", "problem", flex=True, style="red", drop=1),
 ]
@@ -133,6 +144,9 @@ def _render_stats(s, view: HumanView) -> None:
         ("last compaction", compaction),
         ("model spending", _spending(s.compaction_cost)),
         ("budget", s.budget["explanation"] if s.budget else None),
+        ("result summaries", f"{s.result_summaries['count']:,} tool results summarized "
+                             f"({s.result_summaries['chars_before']:,} → {s.result_summaries['chars_after']:,} characters; "
+                             "snapshot --expire TOOL=TURNS:summary)" if s.result_summaries else None),
         ("embeddings", f"{s.embeddings['tokens']:,} tokens embedded with {s.embeddings['model']} "
                        f"({s.embeddings['dimensions'] or '?'} dimensions; hybrid search)" if s.embeddings else None),
     ])
@@ -165,7 +179,7 @@ def _turn_columns(archive: bool):
     if archive:
         cols.append(Column("tier", "tier"))
     cols += [
-        Column("started", lambda t: fmt_ts(t.started)),
+        Column("started", lambda t: fmt_ts(t.started), narrow=lambda t: fmt_age(t.started)),
         Column("traces", "traces", align="right", drop=1),
         Column("ask", "ask", flex=True, min_width=16),
         Column("tools", lambda t: ", ".join(t.tools), flex=True, min_width=10, max_width=40),

@@ -48,6 +48,8 @@ from memcli.sizes import format_size as fmt_bytes  # noqa: F401  (the one size f
 TABLE_BATCH = 200
 PIPE_WIDTH = 120
 CLIP_MARK = "…"
+FLEX_ROOM = 32  # cells a text column wants before time columns give up their ISO stamps
+SQUEEZE_DROPS = 2  # columns of drop rank 1-2 also give their room to a squeezed text column
 
 
 
@@ -176,16 +178,20 @@ class Column:
     prefix that ``memcli get`` expands (``tooluse_01Ab…``), never shorter than the first batch
     needs to tell its ids apart. A column with a ``drop`` rank is left out when the table cannot fit otherwise
     (rank 1 first); a column that is empty in the first batch is left out before any other.
+    A column with a ``narrow`` form (a function of the row: times as ``3h ago``) shows it in
+    every row when, with the wide forms, the text (flex) columns would get less than
+    :data:`FLEX_ROOM` cells each (or their natural width): room for the ask.
     ``style`` (a Rich style, or a function of the cell's value returning one) applies on a
     terminal only; a function sees the value itself, never the padded or clipped cell.
     """
 
-    __slots__ = ("header", "value", "flex", "min_width", "max_width", "align", "style", "id_width", "drop", "prefix")
+    __slots__ = ("header", "value", "flex", "min_width", "max_width", "align", "style", "id_width", "drop", "prefix",
+                 "narrow")
 
     def __init__(self, header: str, value: str | Callable[[Any], Any], *, flex: bool = False, min_width: int = 12,
                  max_width: int | None = None, align: str = "left",
                  style: str | Callable[[str], str | None] | None = None, id_width: int | None = None,
-                 drop: int | None = None, prefix: bool = False):
+                 drop: int | None = None, prefix: bool = False, narrow: Callable[[Any], Any] | None = None):
         self.header = header
         self.value = value
         self.flex = flex
@@ -196,9 +202,12 @@ class Column:
         self.id_width = id_width
         self.drop = drop
         self.prefix = prefix
+        self.narrow = narrow
 
-    def cell(self, row) -> str:
-        if callable(self.value):
+    def cell(self, row, *, narrow: bool = False) -> str:
+        if narrow and self.narrow is not None:
+            value = self.narrow(row)
+        elif callable(self.value):
             value = self.value(row)
         elif isinstance(row, Mapping):
             value = row.get(self.value)
@@ -298,13 +307,20 @@ def _layout(columns: list[Column], header: list[str], cells: list[list[str]], to
         return {i: natural[i] for i in shown}
     id_floor = {i: min(natural[i], _distinct_prefix([row[i] for row in cells]) + 1)
                 for i, col in enumerate(columns) if col.prefix}
+    if sum(natural) + 2 * (len(shown) - 1) > total and cells:
+        # a squeezed row first gives up the columns with nothing in them: their room goes to the text
+        shown = [i for i in shown if any(row[i] for row in cells)] or shown
     while True:
         widths = _fit(columns, header, natural, shown, total, id_floor)
-        if sum(widths.values()) + 2 * (len(shown) - 1) <= total or len(shown) == 1:
-            return widths
         empty = [i for i in shown if cells and all(not row[i] for row in cells)]
         ranked = sorted((i for i in shown if columns[i].drop is not None), key=lambda k: columns[k].drop)
-        victims = empty or ranked
+        squeezed = any(columns[i].flex and widths[i] < min(natural[i], FLEX_ROOM) for i in shown)
+        first = [i for i in ranked if columns[i].drop <= SQUEEZE_DROPS]
+        if len(shown) == 1 or (sum(widths.values()) + 2 * (len(shown) - 1) <= total
+                               and not (squeezed and first)):
+            return widths
+        # too wide, or a text column squeezed while a column of the first ranks can give it room
+        victims = empty or (ranked if sum(widths.values()) + 2 * (len(shown) - 1) > total else first)
         if not victims:
             return widths
         shown.remove(victims[0])
@@ -411,10 +427,24 @@ class HumanView:
         layout: dict[int, int] | None = None
         count = 0
         batch: list[list[str]] = []
+        narrow = [i for i, c in enumerate(columns) if c.narrow is not None] if self.clip_content else []
+        narrowed: bool | None = None if narrow else False   # decided on the first batch
+        alternatives: list[dict[int, str]] = []
 
         def flush() -> None:
-            nonlocal layout
+            nonlocal layout, narrowed
             if layout is None:
+                if narrowed is None:
+                    natural = [max([_cell_len(header[i])] + [_cell_len(row[i]) for row in batch])
+                               for i in range(len(columns))]
+                    fixed = sum(w for w, c in zip(natural, columns) if not c.flex) + 2 * (len(columns) - 1)
+                    wanted = sum(min(w, FLEX_ROOM) for w, c in zip(natural, columns) if c.flex)
+                    narrowed = self.width - fixed < wanted  # the text columns would get less than they want
+                    if narrowed:
+                        for cells, alt in zip(batch, alternatives):
+                            for i, text in alt.items():
+                                cells[i] = text
+                    alternatives.clear()
                 layout = _layout(columns, header, batch, self.width, self.clip_content)
                 self._row(header, layout, columns, header=True)
             for cells in batch:
@@ -422,7 +452,9 @@ class HumanView:
             batch.clear()
 
         for row in rows:
-            batch.append([c.cell(row) for c in columns])
+            batch.append([c.cell(row, narrow=bool(narrowed)) for c in columns])
+            if narrowed is None:
+                alternatives.append({i: columns[i].cell(row, narrow=True) for i in narrow})
             count += 1
             if len(batch) >= TABLE_BATCH:
                 flush()

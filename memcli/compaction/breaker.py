@@ -26,11 +26,11 @@ from dataclasses import asdict, dataclass
 
 import orjson
 
-from memcli.store import jsonl
+from memcli.store import jsonl, layout
 from memcli.store.layout import AgentPaths
 
 BREAKER_THRESHOLD = 3
-FILE_NAME = ".compaction.json"
+FILE_NAME = layout.BREAKER
 
 
 @dataclass

@@ -732,7 +732,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     # the default target is out of reach anyway (the newest steps alone are larger), the summary
     # keeps its usual size as far as the trigger threshold allows
     room = result.target_tokens - plan_.kept_tokens
-    if room < summary_reserve(plan_.window_tokens) and explicit_target is None:
+    if room < MIN_SUMMARY_TOKENS and explicit_target is None:
         room = max(room, result.threshold - plan_.kept_tokens)
     goal = max(result.target_tokens, plan_.kept_tokens + room)
     memory = MemoryContext(live_episodic, live_facts, summary_tokens=max(room, MIN_SUMMARY_TOKENS))

@@ -74,6 +74,7 @@ from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, import_litellm, 
 MAX_OUTPUT_TOKENS = 4_096
 PROMPT_MARGIN = 512
 MIN_TRANSCRIPT_TOKENS = 512
+CHECKLIST_TOKENS = 2_000
 
 SYSTEM_PROMPT = """You compact the memory of an AI agent. You are given the agent's existing memory \
 (prior episodic summaries and existing facts, each with an id) and a transcript of the oldest turns of \
@@ -88,7 +89,7 @@ Answer with exactly one JSON object and nothing else:
 {"episodic_summary": "<text>", "semantic_facts": [{"fact": "<text>", "tags": ["<tag>"], "confidence": 0.9, "supersedes": ["<existing fact id>"]}]}
 
 Rules:
-- episodic_summary: what happened in these turns, in order, as plain lines an agent can continue from. It must contain: every user ask, verbatim up to 200 characters (a "steps only" note means the ask stays in the agent's context: do not repeat it); every file the agent or a subagent modified (complete, never "and N more"); every failure by its informative line (the error, the exception's last line, the failing test; never a warning such as "npm warn ...") and whether a later run of the same command succeeded; each turn's final answer to the user; what each subagent (traces with "subagent") was asked, which files it changed, what failed and what it concluded; every tool call that never got a result ("never answered"); and what is still open. Continue the prior summaries: do not repeat what they already say.
+- episodic_summary: what the agent needs to continue, as plain text under these headings, in this order: "Primary request and intent", "Key technical concepts", "Files and code sections" (each file with what changed in it: functions, classes, keys), "Errors and fixes", "All user messages", "Pending tasks", "Current work", "Next step". The <checklist> is a deterministic digest of the same transcript: everything it names (asks, files, failures, commands, identifiers) must appear in your summary unless it is clearly irrelevant now. It must contain: every user ask, verbatim up to 200 characters (a "steps only" note means the ask stays in the agent's context: do not repeat it); every file the agent or a subagent modified (complete, never "and N more"); every failure by its informative line (the error, the exception's last line, the failing test; never a warning such as "npm warn ...") and whether a later run of the same command succeeded; each turn's final answer to the user; what each subagent (traces with "subagent") was asked, which files it changed, what failed and what it concluded; every tool call that never got a result ("never answered"); and what is still open. Continue the prior summaries: do not repeat what they already say.
 - Keep identifiers exactly as written: file paths, URLs, ids, order and ticket numbers, commands, error codes, function and test names. Never shorten, translate or paraphrase them.
 - semantic_facts: durable facts worth remembering after this episode, most important first: user preferences and standing instructions ("always ...", "never ...", "I prefer ..."), failures still unresolved, facts about the user, the project or the environment, decisions taken; the modified files as ONE fact ("Files modified: a, b"). Do not restate an existing fact. When a new fact replaces or contradicts an existing one, put the existing fact's id in "supersedes". Use [] when there is nothing durable.
 - confidence: 1.0 when the transcript states it explicitly, lower when inferred.
@@ -273,9 +274,23 @@ class LiteLLMSummarizer(Summarizer):
             text = _escape(orjson.dumps(brief))
         return text
 
+    def checklist_tokens(self) -> int:
+        """Tokens of each request set aside for the checklist (the offline digest of its turns)."""
+        return min(CHECKLIST_TOKENS, self.context_tokens() // 10)
+
+    def checklist(self, turns: list[Turn]) -> str:
+        """The offline digest of ``turns``, within :meth:`checklist_tokens`: what the answer must cover."""
+        from memcli.compaction.offline import OfflineSummarizer
+
+        budget = MemoryContext(summary_tokens=self.checklist_tokens())
+        text = OfflineSummarizer().summarize(turns, budget).episodic_summary
+        while self.counter.count(text) > self.checklist_tokens() and len(text) > 200:
+            text = text[: len(text) * 3 // 4].rsplit("\n", 1)[0]
+        return text
+
     def transcript_budget(self, memory: MemoryContext) -> tuple[int, str]:
         context = self.context_tokens()
-        fixed = self.counter.count(SYSTEM_PROMPT) + PROMPT_MARGIN + self.output_tokens()
+        fixed = self.counter.count(SYSTEM_PROMPT) + PROMPT_MARGIN + self.output_tokens() + self.checklist_tokens()
         memory_text = self._memory_text(memory, max((context - fixed) // 4, 0))
         budget = context - fixed - self.counter.count(memory_text)
         if budget < MIN_TRANSCRIPT_TOKENS:
@@ -320,8 +335,10 @@ class LiteLLMSummarizer(Summarizer):
         for turn in turns:
             parts.append(render_turn(turn) if total <= budget else self._fit(turn, share)[0])
         span = turns[0].turn_id if len(turns) == 1 else f"{turns[0].turn_id}–{turns[-1].turn_id}"
+        checklist = self.checklist(turns).replace("<", "\\u003c")
         user = (f"<memory>\n{memory_text}\n</memory>\n\n"
                 f"<transcript turns=\"{span}\">\n" + "\n".join(parts) + "\n</transcript>\n\n"
+                f"<checklist>\n{checklist}\n</checklist>\n\n"
                 "Return the JSON object for this transcript now.")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
@@ -360,6 +377,11 @@ class LiteLLMSummarizer(Summarizer):
             if calls:
                 content = calls[0].function.arguments
         return content
+
+    def ask(self, messages: list[dict]) -> str | None:
+        """One plain-text request (no JSON mode; ``memcli summarize-results``): its answer's text,
+        its usage and cost added to ``spent``."""
+        return self._call(_import_litellm(), messages, json_mode=False)
 
     def _account(self, litellm, response) -> None:
         """Add a response's reported usage, and its cost by LiteLLM's price map, to ``spent``."""
@@ -408,7 +430,7 @@ class LiteLLMSummarizer(Summarizer):
             attempt += 1
             try:
                 content = self._call(litellm, messages, json_mode)
-                return validate_summary(extract_json(content), known)
+                return complete_summary(validate_summary(extract_json(content), known), turns)
             except InvalidSummary as exc:
                 failures.append(ModelFailure(f"invalid answer: {exc}", retry=True,
                                              hint="--retries gives the model more chances"))
@@ -429,6 +451,27 @@ class LiteLLMSummarizer(Summarizer):
             f"({shown}); nothing was written",
             hint="; ".join(hints + ["the offline summarizer (no --model) needs no model"]),
         )
+
+
+def complete_summary(summary: Summary, turns: list[Turn]) -> Summary:
+    """``summary`` with what the model left out of what every summary keeps: the user asks of
+    the window (their first 60 characters) and the files modified, added as one last line that
+    says they were missing from the model's answer."""
+    from memcli.compaction.offline import clip_ask, required_items
+
+    asks, files = required_items(turns)
+    text = " ".join(summary.episodic_summary.split()).casefold()
+    missing_asks = [a for a in asks if " ".join(a.split())[:60].casefold() not in text]
+    missing_files = [f for f in files if f.casefold() not in text and f.rsplit("/", 1)[-1].casefold() not in text]
+    if not missing_asks and not missing_files:
+        return summary
+    parts = []
+    if missing_asks:
+        parts.append("user asks: " + "; ".join(f'"{clip_ask(a, 200)}"' for a in missing_asks))
+    if missing_files:
+        parts.append("files modified: " + ", ".join(missing_files))
+    summary.episodic_summary += "\nNot in the model's summary (from the transcript): " + " · ".join(parts)
+    return summary
 
 
 @dataclass

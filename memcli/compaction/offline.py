@@ -32,10 +32,20 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   (order numbers, hashes, uuids) — not CSS classes (``text-gray-500``) or prose (``and/or``);
   URLs end before any backslash or quote left by escaping.
 
-Size: the summary is capped at a quarter of the window's text within [``MIN_CHARS``,
-``MAX_CHARS``]. Over the cap, the turn lines of the middle turns (oldest of the recent ones
-first) shrink to their asks, then asks are clipped shorter (never under ``MIN_ASK_CHARS``);
-the aggregate lines (subagents, files, failures) stay whole.
+* **Files** carry the names their edits define or replace (``path (fn, Class)``); the latest
+  **todo list / plan** (``TodoWrite``, ``update_plan`` …) is listed in full; a failure is
+  "fixed later" when a later command of the same *family* (:func:`command_family`) passed.
+* **Vocabulary**: the room left goes to the window's identifiers the summary does not show yet,
+  ranked by weighted use × how late they were last used (:func:`vocabulary`).
+
+Size: without a budget, a quarter of the window's text within [``MIN_CHARS``, ``MAX_CHARS``].
+With one (``MemoryContext.summary_tokens``: what the compaction's target leaves), that budget at
+``CHARS_PER_TOKEN``, at most a quarter of the window's text and ``HARD_MAX_CHARS``; the
+compaction checks the result with the real counter and asks :attr:`Summary.resize` for less when
+needed. Over the size, the turn lines of the middle turns (oldest of the recent ones first) shrink
+to their asks, then asks are clipped shorter (never under ``MIN_ASK_CHARS``), then
+:func:`_squeeze` keeps the header, files, plan, other aggregate lines and the newest turn lines
+(never cutting inside a path).
 
 Facts (``semantic_facts``), ranked so the 20-item bundle holds what matters: user preferences
 (a sentence of an ask with "always", "never", "I prefer", "from now on" …), then commands whose
@@ -110,17 +120,14 @@ _FAILING_TEST = re.compile(r"^(?:FAILED|FAIL|ERROR)\b\s*\S")
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?::|$)")
 _ERROR_LINE = re.compile(r"^(?:E\s+\S|error(?:\[\w+\])?:|fatal:|npm ERR!|panic:|Traceback|✗|×|✘)", re.IGNORECASE)
 # the project's vocabulary: paths, dotted names, CamelCase, snake_case, camelCase, ENV_VARS, ids with digits
-_VOCAB = re.compile(
-    r"(?:~?/|\.{1,2}/)?(?:[\w.@-]+/)+[\w.@-]*\w"
-    r"|\b[\w-]+\.(?:py|pyi|js|mjs|ts|tsx|jsx|json|jsonl|md|toml|yaml|yml|go|rs|ex|exs|heex|java|kt|rb|php|sh|sql|css|"
-    r"scss|html|vue|svelte|c|h|cc|cpp|lock|cfg|ini|txt|xml|proto|tf|swift)\b"
-    r"|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b"
-    r"|\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b"
-    r"|\b_*[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"
-    r"|\b[a-z]+[A-Z][A-Za-z0-9]*\b"
-    r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"
-    r"|\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b"
-    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
+_VOCAB = re.compile(   # each alternative starts only where its run starts (linear time, no backtracking)
+    r"(?<![\w.@/~-])(?:~?/|\.{1,2}/)?(?:[\w.@-]++/)+[\w.@-]*\w"
+    r"|(?<![\w./-])[\w-]++\.(?:py|pyi|js|mjs|ts|tsx|jsx|json|jsonl|md|toml|yaml|yml|go|rs|ex|exs|heex|java|kt|rb|"
+    r"php|sh|sql|css|scss|html|vue|svelte|c|h|cc|cpp|lock|cfg|ini|txt|xml|proto|tf|swift)\b"
+    r"|(?<![\w.])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+"
+    r"|(?<![\w-])[A-Za-z0-9]++(?:-[A-Za-z0-9]++)+"
+    r"|(?<!\w)\w*?(?:[a-z0-9]_|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]|_[A-Z0-9])\w*+"
+    r"|(?<!\w)[0-9a-f]{7,40}(?!\w)")
 _DEFINED = re.compile(r"\b(?:def|class|function|defp?|defmodule|fn|func|interface|struct|enum|trait|impl|module)\s+"
                       r"([A-Za-z_][\w.]*)")
 _CHANGES = re.compile(r" \([^()]*\)(?=, |$)")   # "path (fn, Class)" in the files line
@@ -405,6 +412,21 @@ def _arg_brief(tool_name: str | None, args) -> str:
     return ""
 
 
+_VOCAB_CACHE: dict[str, tuple] = {}
+
+
+def _vocabulary_of(text: str) -> tuple:
+    """The vocabulary identifiers of ``text`` (4 characters or more); the same texts come back
+    often in a session (results, commands), so the last 4,096 are remembered."""
+    found = _VOCAB_CACHE.get(text)
+    if found is None:
+        found = tuple(v for v in _VOCAB.findall(text) if len(v) >= 4 and not v.isdigit())
+        if len(_VOCAB_CACHE) >= 4096:
+            _VOCAB_CACHE.clear()
+        _VOCAB_CACHE[text] = found
+    return found
+
+
 def _strings(value, room: int = VOCAB_TEXT_CHARS) -> list[str]:
     """The strings inside a parsed JSON value (arguments, results), up to about ``room`` characters."""
     out: list[str] = []
@@ -590,9 +612,7 @@ class _TurnDigest:
         if not text:
             return
         vocab, index = self.vocab, self.n_traces
-        for value in _VOCAB.findall(text[:VOCAB_TEXT_CHARS]):
-            if len(value) < 4:
-                continue
+        for value in _vocabulary_of(text[:VOCAB_TEXT_CHARS]):
             entry = vocab.get(value)
             if entry is None:
                 vocab[value] = [weight, index]
@@ -712,6 +732,19 @@ class _TurnDigest:
             if more > 0 or self.texts_clipped:
                 text += f", +{max(more, 0)}{' or' if self.texts_clipped else ''} more"
         return text
+
+
+def required_items(turns) -> tuple[list[str], list[str]]:
+    """The user asks (of turns that move whole or with their ask) and the files modified in
+    ``turns``: what any summary of them must name."""
+    asks: list[str] = []
+    files: list[str] = []
+    for turn in turns:
+        digest = _TurnDigest.of(turn)
+        if not digest.steps_only:
+            asks.extend(text for text, _ in digest.asks)
+        files.extend(p for p in digest.files if p not in files)
+    return asks, files
 
 
 def turn_digest(turn) -> _TurnDigest:
@@ -1070,7 +1103,7 @@ class OfflineSummarizer(Summarizer):
 
 def _squeeze(lines: list[str], n_footer: int, size: int) -> str:
     """The summary's lines within ``size`` characters, by priority: the header, the files
-    modified, the plan, the other aggregate lines, then the turn lines newest first; a line that
+    modified (always all of them, if need be past ``size``), the plan, the other aggregate lines, then the turn lines newest first; a line that
     does not fit whole is clipped at a word boundary (never inside a path), and the turn lines
     left out are counted."""
     header, body = lines[0], lines[1:len(lines) - n_footer]
@@ -1083,7 +1116,7 @@ def _squeeze(lines: list[str], n_footer: int, size: int) -> str:
         line = footer[i]
         if len(line) + 1 > room and line.startswith(FILES_FACT_PREFIX):   # the names touched go first
             line = _CHANGES.sub("", line)
-        if len(line) + 1 <= room:
+        if len(line) + 1 <= room or line.startswith(FILES_FACT_PREFIX):   # every file, always (§4)
             shown_footer[i] = line
         elif room > 60:
             shown_footer[i] = clip(line, room - 2)

@@ -11,7 +11,8 @@ The JSONL file is a log its ``chatRecordingService`` appends to, replayed in ord
   seen before replaces that message in place (the last version wins; Gemini CLI re-writes a
   message when its tool calls finish or its thoughts and tokens arrive);
 * ``{"$set": {...}}`` updates the metadata; with ``messages`` it replaces the whole conversation
-  (a checkpoint);
+  (a checkpoint); its ``summary`` (Gemini's one-line summary of the session) becomes the session's
+  title (``result.meta``, kept by ``memcli sync``);
 * ``{"$rewindTo": "<message id>"}`` removes that message and every later one (an unknown id
   removes all).
 
@@ -57,6 +58,12 @@ class _Session:
         self.recognized = bool(carry)
         self.messages: dict[str, tuple[int, dict]] = {}   # id -> (line, record), in conversation order
 
+    def _summary(self, record: dict) -> None:
+        """Gemini CLI's own one-line summary of the session: its title (``result.meta``)."""
+        summary = string(record.get("summary"))
+        if summary and summary.strip():
+            self.result.meta["ai_title"] = self.result.meta["title"] = summary.strip()
+
     def checkpoint(self) -> dict | None:
         return {"session": self.session_id} if self.recognized else None
 
@@ -81,6 +88,7 @@ class _Session:
                 self.skipped["lines that are not objects"] += 1
             elif is_header(value):
                 self.session_id = self.session_id or string(value.get("sessionId"))
+                self._summary(value)
                 if isinstance(value.get("messages"), list):
                     self._replace_all(line, value["messages"])
             elif "$rewindTo" in value:
@@ -91,6 +99,8 @@ class _Session:
                     del self.messages[mid]
             elif "$set" in value:
                 update = value["$set"]
+                if isinstance(update, dict):
+                    self._summary(update)
                 if isinstance(update, dict) and isinstance(update.get("messages"), list):
                     self._replace_all(line, update["messages"])
             elif is_message(value):

@@ -6,9 +6,10 @@ it is missing or out of step) and file sizes; nothing is scanned when the cache 
 * ``active`` / ``archive`` — traces in ``raw_traces.jsonl`` / ``raw_traces_archive.jsonl``
 * ``turns`` — the agent's turn counter: the highest ``turn_NNNN`` it has used, archive included
 * ``episodic`` / ``semantic`` — lines in those files (superseded items included)
-* ``bytes`` — the four data files together
+* ``bytes`` — the data files together (:data:`memcli.store.layout.DATA_FILES`)
 * ``last_activity`` — :func:`last_activity`, the one definition ``stats`` shows too: the newest
-  ``ts`` among the active traces and the last records of the archive and the memory files
+  ``ts`` among the active traces and the last records of the archive, the episodic and semantic
+  files and the working-memory log (an edit of ``/memories`` is activity)
 * ``problem`` — set (and the other counts None) when the agent cannot be read, e.g. a corrupt
   line: the listing goes on with the other agents.
 * ``title`` — the harness's title of the session the agent came from (``memcli sync``), else its

@@ -85,11 +85,9 @@ def _tool_specs(tools: MemoryTools) -> list[tuple[str, str, Callable]]:
 
 def _working_memory_tool(tools: MemoryTools):
     """The sixth tool, ``memory``: the working-memory files answered by
-    :func:`memcli.memory_tool.memory_tool` (Anthropic's memory tool protocol). Its arguments are
+    :meth:`memcli.api.Agent.memory_tool` (Anthropic's memory tool protocol). Its arguments are
     the memory tool's ``input`` fields, flat; a refused command is an error result carrying the
     reference implementation's text."""
-    from memcli.memory_tool import memory_tool
-
     def memory(agent: Optional[str] = None, command: str = "", path: Optional[str] = None,
                file_text: Optional[str] = None, old_str: Optional[str] = None, new_str: Optional[str] = None,
                insert_line: Optional[int] = None, insert_text: Optional[str] = None,
@@ -98,7 +96,7 @@ def _working_memory_tool(tools: MemoryTools):
         fields = {"command": command, "path": path, "file_text": file_text, "old_str": old_str, "new_str": new_str,
                   "insert_line": insert_line, "insert_text": insert_text, "view_range": view_range,
                   "old_path": old_path, "new_path": new_path}
-        return memory_tool(tools.store(agent, must_exist=False), {k: v for k, v in fields.items() if v is not None})
+        return tools.store(agent, must_exist=False).memory_tool({k: v for k, v in fields.items() if v is not None})
 
     return ("memory", "Working memory files under /memories (Anthropic's memory tool): command is view, create, "
             "str_replace, insert, delete or rename, with that command's fields (path, file_text, old_str, new_str, "
@@ -146,16 +144,15 @@ def build_server(memory_dir: str | os.PathLike, agent: str | None = None, log_le
     ``debug``."""
     from mcp.server.fastmcp import FastMCP
 
-    if agent is not None:
-        from memcli.store.layout import validate_agent_id
+    from memcli.api import Memory
 
-        validate_agent_id(agent.rpartition("/")[2] if remote is not None else agent)
+    if agent is not None:
+        Memory(memory_dir).agent(agent.rpartition("/")[2] if remote is not None else agent)  # a valid agent id
     if log_level not in LOG_LEVELS:
         from memcli.errors import UsageError
 
         raise UsageError(f"{{log_level}}: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}", param="log_level")
     if remote is not None:
-        from memcli.api import Memory
         from memcli.mcp.tools import RemoteMemoryTools
 
         tools = RemoteMemoryTools(Memory(memory_dir).remote(remote or None), agent)

@@ -63,7 +63,8 @@ class MemoryTools:
         self.fixed_agent = agent
 
     def store(self, agent: str | None, *, must_exist: bool = True):
-        from memcli.store.agent import AgentStore
+        """The :class:`memcli.api.Agent` a tool call names (or the server's own agent)."""
+        from memcli.api import Memory
 
         if agent is None or agent == "":
             if self.fixed_agent is None:
@@ -71,8 +72,10 @@ class MemoryTools:
             agent = self.fixed_agent
         elif self.fixed_agent is not None and agent != self.fixed_agent:
             raise UsageError(f"agent: this server serves only agent {self.fixed_agent!r}, not {agent!r}")
-        store = AgentStore(self.memory_dir, agent)
-        return store.require() if must_exist else store
+        found = Memory(self.memory_dir).agent(agent)
+        if must_exist:
+            found.store.require()   # AgentNotFoundError, as every command says it
+        return found
 
     # -------------------------------------------------------------------------- reading
     def search(self, agent: str | None, query: str, limit: int | None = None, offset: int | None = None,
@@ -82,8 +85,7 @@ class MemoryTools:
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise UsageError(f"limit: between 1 and {MAX_SEARCH_LIMIT}, got {limit}")
         options = {"history": True} if history else {}   # the remote store keeps no superseded marks yet
-        result = self._search(self.store(agent), query, limit=limit, offset=offset, kinds=[kind] if kind else None,
-                              **options)
+        result = self._search(self.store(agent), query, limit=limit, offset=offset, kind=kind or None, **options)
         hits = [self._hit(h) for h in result.hits]
         return {"query": query, "matched": "every word" if result.mode == "all" else "any word", "hits": hits,
                 "next_offset": offset + len(hits) if len(hits) == limit else None}
@@ -103,19 +105,15 @@ class MemoryTools:
         return out
 
     @staticmethod
-    def _get(store, record_id: str, max_chars: int, char_offset: int, clipped: dict) -> dict:
-        from memcli.errors import RecordNotFoundError
-        from memcli.inspect.records import find_tool_call, get_record
+    def _get(agent, record_id: str, max_chars: int, char_offset: int, clipped: dict) -> dict:
         from memcli.models import to_record
 
-        try:
-            found = get_record(store, record_id)
+        found = agent.locate(record_id)
+        if hasattr(found, "record"):
             out = {"id": record_id, "tier": found.tier,
                    "record": _clip_record(to_record(found.record), max_chars, char_offset, clipped)}
-        except RecordNotFoundError:
-            calls = find_tool_call(store, record_id)
-            if calls is None:
-                raise
+        else:   # a tool call id: the call(s) and their results
+            calls = found
             interactions = []
             for i in calls.interactions:
                 item = dict(i)
@@ -154,8 +152,8 @@ class MemoryTools:
         return {"turns": out, "next_before_turn": out[0]["turn_id"] if more and out else None}
 
     @staticmethod
-    def _recent(store):
-        return store.iter_recent_turns()
+    def _recent(agent):
+        return agent.store.iter_recent_turns()
 
     @staticmethod
     def _trace_line(trace) -> dict:
@@ -186,26 +184,20 @@ class MemoryTools:
                 "already_superseded_by": done.already_superseded_by}
 
     @staticmethod
-    def _search(store, query, **options):
-        from memcli.search import search
-
-        return search(store, query, **options)
+    def _search(agent, query, **options):
+        return agent.search(query, **options)
 
     @staticmethod
     def _hit(hit) -> dict:
         return hit.to_json()
 
     @staticmethod
-    def _remember(store, fact, tags, pin, supersedes):
-        from memcli.search.facts import remember
-
-        return remember(store, fact, tags=tags, pin=pin, supersedes=supersedes)
+    def _remember(agent, fact, tags, pin, supersedes):
+        return agent.remember(fact, tags=tags, pin=pin, supersedes=supersedes, full=True)
 
     @staticmethod
-    def _forget(store, record_id, reason):
-        from memcli.search.facts import forget
-
-        return forget(store, record_id, reason=reason)
+    def _forget(agent, record_id, reason):
+        return agent.forget(record_id, reason=reason, full=True)
 
 
 
@@ -228,8 +220,8 @@ class RemoteMemoryTools(MemoryTools):
             raise UsageError(f"agent: this server serves only agent {self.fixed_agent!r}, not {agent!r}")
         return agent
 
-    def _search(self, agent, query, **options):
-        return self.remote.search(agent, query, **options)
+    def _search(self, agent, query, kind=None, **options):
+        return self.remote.search(agent, query, kinds=[kind] if kind else None, **options)
 
     @staticmethod
     def _hit(hit) -> dict:

@@ -125,6 +125,11 @@ class IdIndex:
 
     def rewrite(self, digests: Iterable[bytes]) -> None:
         data = b"".join(digests)
+        if not data and jsonl.file_size(self.path) == 0:
+            # nothing to index and nothing indexed (a new agent): no file to write (a missing
+            # index reads as empty); the first append creates it
+            self.count, self._set = 0, None
+            return
         jsonl.atomic_write_bytes(self.path, data)
         self.count = len(data) // DIGEST_SIZE
         self._set = None

@@ -1,22 +1,8 @@
 """Where things live on disk (docs/design.md §1) and which agent ids are allowed.
 
-    <memory dir>/                      --dir, else $MEMCLI_DIR, else ./memory
-      .locks/<agent_id>.lock           one lock per agent, never deleted (see below)
-      agents/<agent_id>/
-        raw_traces.jsonl               active RAW_TRACE records
-        raw_traces_archive.jsonl       compacted RAW_TRACE records, append-only
-        episodic.jsonl                 EPISODIC items, append-only
-        semantic.jsonl                 SEMANTIC items, append-only
-        memory_files.jsonl             working memory: the /memories tree's changes, append-only
-                                       (memcli.store.memory_files)
-        .state.json                    cache: turn counter, per-turn seq, unanswered calls
-        .ids                           cache: 16-byte digests of every trace id (active+archive)
-        .ingest.pending                in-flight ingest marker (crash rollback)
-        .compaction.journal            in-flight compaction or uncompact (crash recovery)
-        .compactions.jsonl             the compaction ledger, append-only (memcli.store.ledger)
-        .token-counts                  cache: token counts of texts counted before (store/token_counts.py)
-        .source.json                   where the traces came from (sync / import; store/sync_state.py)
-      .sync/<source>.json              what ``memcli sync`` has read of each session file (store/sync_state.py)
+:data:`LAYOUT` below is the one list of every file and directory a memory directory holds, with
+what each is; docs/design.md §1 is generated from it (``docs/gen_store_layout.py``, checked by
+tests/test_docs.py), so the page cannot drift from the code.
 
 The agent's lock lives outside its directory so that ``clear`` can remove the whole directory
 while holding the lock, and the lock file itself is never deleted (a deleted lock file lets a
@@ -49,8 +35,44 @@ INGEST_MARKER = ".ingest.pending"
 COMPACTION_JOURNAL = ".compaction.journal"
 TOKEN_COUNTS = ".token-counts"
 LEDGER = ".compactions.jsonl"
+RESULT_SUMMARIES = "result_summaries.jsonl"
 SOURCE_META = ".source.json"
-DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES, LEDGER)
+BREAKER = ".compaction.json"
+REWRITE_JOURNAL = ".rewrite.pending"
+SEARCH_INDEX = ".search.sqlite"
+SEARCH_VECTORS = ".search.vectors"
+STORE_ID = ".store-id"
+LOCKS = ".locks"
+SYNC = ".sync"
+DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES, LEDGER, RESULT_SUMMARIES)
+
+# Every path of a memory directory, as docs/design.md §1 shows it: (path, what it is). Indented
+# two spaces per level; ``/`` ends a directory.
+LAYOUT = (
+    ("<memory dir>/", "--dir, else $MEMCLI_DIR, else ./memory"),
+    (f"  {STORE_ID}", "this store's id in a shared database (docs/remote.md)"),
+    (f"  {LOCKS}/<agent_id>.lock", "per-agent write lock (flock), never deleted"),
+    (f"  {LOCKS}/<agent_id>.compact.lock", "one compaction per agent at a time"),
+    (f"  {SYNC}/<source>.json", "what `memcli sync` has read of each session file (docs/sync.md)"),
+    ("  agents/<agent_id>/", ""),
+    (f"    {ACTIVE}", "active RAW_TRACE records (since the last compaction)"),
+    (f"    {ARCHIVE}", "every RAW_TRACE compacted away, append-only"),
+    (f"    {EPISODIC}", "EPISODIC summaries, append-only"),
+    (f"    {SEMANTIC}", "SEMANTIC facts, append-only"),
+    (f"    {MEMORY_FILES}", "working memory: the /memories tree's changes, append-only"),
+    (f"    {LEDGER}", "the compaction ledger, append-only (`memcli compactions`)"),
+    (f"    {RESULT_SUMMARIES}", "summaries of tool results keyed by trace id, append-only (`memcli summarize-results`)"),
+    (f"    {STATE}", "state cache: turns, seq, unanswered calls (rebuildable)"),
+    (f"    {IDS}", "id index: 16 bytes per trace id (rebuildable)"),
+    (f"    {TOKEN_COUNTS}", "token counts of texts counted before (rebuildable)"),
+    (f"    {SEARCH_INDEX}", "search index: SQLite FTS5 (a cache; docs/memory-as-tools.md)"),
+    (f"    {SEARCH_VECTORS}", "hybrid search's embeddings, named by the index (a cache too)"),
+    (f"    {BREAKER}", "the compaction circuit breaker: consecutive failures"),
+    (f"    {SOURCE_META}", "where a synced agent came from: source, path, title, resume"),
+    (f"    {INGEST_MARKER}", "rollback marker of an ingest in progress"),
+    (f"    {COMPACTION_JOURNAL}", "the commit of a compaction or uncompact in progress"),
+    (f"    {REWRITE_JOURNAL}", "a journaled rewrite in progress (doctor --repair, redaction)"),
+)
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -175,6 +197,10 @@ class AgentPaths:
     @property
     def ledger(self) -> Path:
         return self.dir / LEDGER
+
+    @property
+    def result_summaries(self) -> Path:
+        return self.dir / RESULT_SUMMARIES
 
     @property
     def token_counts(self) -> Path:

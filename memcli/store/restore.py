@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from memcli.errors import StoreError
-from memcli.store import jsonl
+from memcli.store import jsonl, layout
 from memcli.store.layout import DATA_FILES, DIR_MODE, agent_paths, ensure_dir
 from memcli.store.lock import agent_lock
 
-STORE_ID = ".store-id"
+STORE_ID = layout.STORE_ID
 STORE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 

@@ -25,10 +25,10 @@ from pathlib import Path
 import orjson
 
 from memcli.errors import MemcliError
-from memcli.store import jsonl
+from memcli.store import jsonl, layout
 from memcli.store.agent import AgentStore, crash_point
 
-JOURNAL = ".rewrite.pending"
+JOURNAL = layout.REWRITE_JOURNAL
 
 # (line number, line bytes with its newline) -> the new line bytes (with the newline), or None to drop it
 LineTransform = Callable[[int, bytes], "bytes | None"]

@@ -73,11 +73,11 @@ from typing import Iterable, Iterator
 import orjson
 
 from memcli.errors import StoreError
-from memcli.store import jsonl
+from memcli.store import jsonl, layout
 from memcli.store.layout import FILE_MODE, AgentPaths
 
-INDEX_NAME = ".search.sqlite"
-VECTORS_NAME = ".search.vectors"
+INDEX_NAME = layout.SEARCH_INDEX
+VECTORS_NAME = layout.SEARCH_VECTORS
 SCHEMA_VERSION = "4"
 BUSY_TIMEOUT_MS = 60_000
 OFFSET_BITS = 40

@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from memcli.errors import InputError, MemcliError
+from memcli.errors import InputError
 from memcli.sync import Identity, Session, SessionFile
 
 FILE_NAME = "conversations.json"
@@ -132,9 +132,9 @@ class ExportSource:
 
     def _one(self, memory_dir, session: Session, conv, known: dict, *, dry_run: bool, redact: bool):
         from memcli.importers import get_importer
-        from memcli.ingest.pipeline import IngestResult, ingest_events
-        from memcli.store.agent import AgentStore
-        from memcli.sync.engine import SessionReport, _first_ask, _write_meta
+        from memcli.ingest.pipeline import IngestResult
+        from memcli.sync._many import store_session
+        from memcli.sync.engine import SessionReport
         from memcli.sync.naming import session_agent_id
 
         path = session.main.path
@@ -162,17 +162,8 @@ class ExportSource:
                 report.status, report.error = "failed", f"{path}: {event} ({conv.label()})"
                 return report
             items.append((ln, event))
-        redactor = None
-        if redact:
-            import memcli.redact as redactor
-        store = AgentStore(memory_dir, report.agent)
-        try:
-            if items:
-                ingest_events(store, iter(items), redactor=redactor, source_event=self.name, result=result)
-        except MemcliError as exc:
-            report.status, report.error = "failed", f"{path}: {conv.label()}: {exc}"
+        store_session(memory_dir, self, session, ident, report, items, result, redact=redact, label=conv.label())
+        if report.status == "failed":
             return report
-        report.events, report.duplicates, report.skipped = result.appended, result.duplicates, result.skipped
-        _write_meta(store, self, session, ident, report, _first_ask(items), result)
         known[key] = {"agent": report.agent, "updated": updated}
         return report

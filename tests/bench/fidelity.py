@@ -172,7 +172,6 @@ class Fidelity:
 def measure(session: Compacted, work: Path | None = None) -> Fidelity:
     """Ingest ``session.before``, compact it to the harness summary's token count, and compare."""
     from memcli.api import Memory
-    from memcli.compaction.policy import CompactionPolicy
     from memcli.snapshot.assemble import working_counter
     from memcli.snapshot.views import TokenMeter
 
@@ -187,9 +186,8 @@ def measure(session: Compacted, work: Path | None = None) -> Fidelity:
         empty.ingest([{"trace_type": "user", "content": "x"}], "native")
         floor = empty.snapshot(full=True).tokens - TokenMeter(working_counter()).text("x")
         target = harness_tokens + max(floor, 0)
-        policy = CompactionPolicy(target_tokens=target, keep_steps=0, tail_turns=0)
         try:
-            agent.compact(policy=policy)
+            agent.compact(target_tokens=target, keep_steps=0, tail_turns=0)
         except Exception as exc:   # an unmeetable target: say so in the figures, do not hide it
             raise RuntimeError(f"{session.name}: compact to {target} tokens failed: {exc}") from exc
         snap = agent.snapshot(full=True)

@@ -1,0 +1,135 @@
+"""Goose: ``memcli sync --source goose`` over a sessions database written with Goose's own schema
+(tests/sync_more_fixtures.py, from block/goose's session storage), and ``--from goose`` for the
+legacy ``.jsonl`` sessions."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import orjson
+
+import memcli
+from memcli.ingest.api import ingest
+from tests.helpers import read_jsonl, run_memcli, store_digest
+from tests.sync_more_fixtures import goose_db, goose_turn, write_lines
+
+A, B = "20260203_1", "20260203_2"
+STAMP = "20260203080000"
+
+
+def _db(home):
+    return home / ".local" / "share" / "goose" / "sessions" / "sessions.db"
+
+
+def _home(tmp_path):
+    home = tmp_path / "home"
+    goose_db(_db(home), {A: ("/home/me/app", goose_turn(0) + goose_turn(1)),
+                         B: ("/srv/web", goose_turn(0, "heron"))})
+    return home
+
+
+def _sync(mem, home):
+    return {s.agent: s for s in memcli.Memory(mem).sync(home=home, source="goose").sessions}
+
+
+def _traces(mem, agent):
+    return read_jsonl(mem / "agents" / agent / "raw_traces.jsonl")
+
+
+def test_first_sync_names_sessions_apart_and_tool_rows_are_not_asks(tmp_path):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    before = _db(home).read_bytes()
+    report = _sync(mem, home)
+    assert {a: (r.status, r.events) for a, r in report.items()} == {
+        f"goose.app.{A}-{STAMP}": ("new", 10), f"goose.web.{B}-{STAMP}": ("new", 5)}
+    traces = _traces(mem, f"goose.app.{A}-{STAMP}")
+    assert [t["trace_type"] for t in traces[:5]] == ["user", "assistant", "tool_call", "tool_result", "assistant"]
+    assert [t["content"] for t in traces if t["trace_type"] == "user"] == ["list files 0", "list files 1"]
+    assert traces[2]["tool_args"] == {"command": "ls 0"} and traces[3]["tool_result"] == "file0.txt"
+    assert len({t["turn_id"] for t in traces}) == 2  # the tool-response rows open no turn
+    meta = orjson.loads((mem / "agents" / f"goose.app.{A}-{STAMP}" / ".source.json").read_bytes())
+    assert meta["resume"] == f"cd /home/me/app && goose session --resume --session-id {A}"
+    assert meta["title"] == f"session {A}"
+    assert _db(home).read_bytes() == before  # never written
+
+
+def test_no_change_sync_does_not_open_the_database(tmp_path, monkeypatch):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    _sync(mem, home)
+    before = store_digest(mem)
+
+    def must_not_read(*a, **k):
+        raise AssertionError("an unchanged database was read")
+
+    monkeypatch.setattr("memcli.sync.goose.read_database", must_not_read)
+    assert {r.status for r in _sync(mem, home).values()} == {"unchanged"}
+    assert store_digest(mem) == before
+
+
+def test_appended_session_adds_exactly_the_new_events(tmp_path):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    _sync(mem, home)
+    goose_db(_db(home), {B: ("/srv/web", goose_turn(7))})
+    report = _sync(mem, home)
+    assert (report[f"goose.web.{B}-{STAMP}"].status, report[f"goose.web.{B}-{STAMP}"].events) == ("rewritten", 5)
+    assert report[f"goose.app.{A}-{STAMP}"].status == "unchanged"
+    traces = _traces(mem, f"goose.web.{B}-{STAMP}")
+    assert len({t["id"] for t in traces}) == len(traces) == 10
+
+
+def test_rewritten_session_rows_are_reconciled_never_duplicated(tmp_path):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    _sync(mem, home)
+    con = sqlite3.connect(_db(home))  # Goose replaces a conversation: the same messages under new row ids
+    rows = con.execute("SELECT role, content_json, created_timestamp, metadata_json FROM messages"
+                       " WHERE session_id = ? ORDER BY id", (A,)).fetchall()
+    con.execute("DELETE FROM messages WHERE session_id = ?", (A,))
+    con.executemany("INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)"
+                    " VALUES (?,?,?,?,?)", [(A, *r) for r in rows])
+    con.execute("UPDATE sessions SET updated_at = '2026-02-04 00:00:00' WHERE id = ?", (A,))
+    con.commit()
+    con.close()
+    report = _sync(mem, home)[f"goose.app.{A}-{STAMP}"]
+    assert (report.status, report.events, report.duplicates) == ("rewritten", 0, 10)
+
+
+def test_corrupt_session_is_reported_others_import(tmp_path):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    con = sqlite3.connect(_db(home))
+    con.execute("UPDATE messages SET content_json = '[{\"type\": \"text\"' WHERE id = 2")
+    con.commit()
+    con.close()
+    proc = run_memcli("--dir", mem, "sync", "--home", home, "--source", "goose")
+    assert proc.returncode == 1
+    assert f"sync: skipped {_db(home)}: session {A}: message 2: " in proc.stderr.decode()
+    assert {a.agent for a in memcli.Memory(mem).agents()} == {f"goose.web.{B}-{STAMP}"}
+
+
+def test_a_locked_database_is_retried_then_reported_never_modified(tmp_path, monkeypatch):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    monkeypatch.setattr("memcli.sync.goose.BUSY_SECONDS", 0.3)
+    holder = sqlite3.connect(_db(home), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # the harness writing (rollback-journal mode): readers are locked out
+    try:
+        before = _db(home).read_bytes()
+        report = memcli.Memory(mem).sync(home=home, source="goose")
+        assert [s.status for s in report.sessions] == ["failed"]
+        assert "cannot read the Goose database: database is locked" in report.sessions[0].error
+        assert _db(home).read_bytes() == before
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert {s.status for s in memcli.Memory(mem).sync(home=home, source="goose").sessions} == {"new"}
+
+
+def test_legacy_jsonl_ingest_and_sync_without_a_database(tmp_path, memory_dir):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    rows = [{"working_dir": "/home/me/old", "description": "old work", "schedule_id": None}] + [
+        {"role": r, "created": 1700000000 + n, "content": c, "metadata": m}
+        for n, (r, c, m) in enumerate(goose_turn(0) + [("user", [{"type": "futureThing"}], {})])]
+    path = write_lines(home / ".local" / "share" / "goose" / "sessions" / "20240101_1.jsonl", rows)
+    result = ingest(memory_dir, "g", path)
+    assert (result.format, result.detected, result.appended) == ("goose", True, 5)
+    assert result.skipped["futureThing items"] == 1
+    report = memcli.Memory(mem).sync(home=home, source="goose")
+    assert [(s.agent, s.status, s.events) for s in report.sessions] == [("goose.old.20240101_1", "new", 5)]
