@@ -442,6 +442,20 @@ class Agent:
         return write_view(self.memory_dir, self.name, output, stream=stream, model=model,
                           max_context_tokens=max_context_tokens)
 
+    # ------------------------------------------------------------------ result summaries (issue 30)
+    def summarize_results(self, *, tool: str | Iterable[str] | None = None, older_than: int = 0,
+                          min_chars: int = 4_000, model: str | None = None, api_base: str | None = None,
+                          api_key: str | None = None, api_key_env: str | None = None, timeout: float = 120.0,
+                          retries: int = 2, max_cost: float | None = None, dry_run: bool = False):
+        """Summarize old, large tool results once each, as ``memcli summarize-results``: stored
+        beside the trace (never changing it) for ``snapshot(expire=["TOOL=TURNS:summary"])``.
+        Returns :class:`memcli.compaction.results.SummarizeResultsReport`."""
+        from memcli.compaction.results import summarize_results
+
+        return summarize_results(self.memory_dir, self.name, tool=tool, older_than=older_than, min_chars=min_chars,
+                                 model=model, api_base=api_base, api_key=api_key, api_key_env=api_key_env,
+                                 timeout=timeout, retries=retries, max_cost=max_cost, dry_run=dry_run)
+
 
 def _time(value, option: str, *, end_of_day: bool = False) -> float | None:
     if value is None or isinstance(value, (int, float)):

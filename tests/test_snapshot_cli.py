@@ -100,7 +100,7 @@ def test_memory_bundle_holds_the_live_items_only(cli, memory_dir):
 @pytest.mark.parametrize("args,code,message", [
     (["snapshot", "nobody"], 3, "no agent 'nobody'"),
     (["snapshot", AGENT, "--provider", "cohere"], 2, "unknown provider 'cohere'"),
-    (["snapshot", AGENT, "--expire", "read_file"], 2, "expected TOOL=TURNS[:clip=N|:remove]"),
+    (["snapshot", AGENT, "--expire", "read_file"], 2, "expected TOOL=TURNS[:clip=N|:remove|:summary]"),
     (["snapshot", AGENT, "--memory-file", "/nonexistent/AGENT.md"], 2, "cannot read --memory-file"),
     (["snapshot", AGENT, "--system-file", "/nonexistent/sys.txt"], 2, "cannot read --system-file"),
     (["snapshot", AGENT, "--tail-turns", "-1"], 2, "--tail-turns must be 0 or more"),

@@ -73,7 +73,7 @@ def test_parse_expire(spec, rule):
 def test_parse_expire_rejects_malformed_rules_with_a_usage_error(spec):
     with pytest.raises(UsageError) as exc:
         parse_expire(spec)
-    assert exc.value.exit_code == 2 and "TOOL=TURNS[:clip=N|:remove]" in exc.value.message
+    assert exc.value.exit_code == 2 and "TOOL=TURNS[:clip=N|:remove|:summary]" in exc.value.message
 
 
 def test_a_named_tool_beats_star_and_the_last_rule_for_a_tool_wins():

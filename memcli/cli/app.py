@@ -123,6 +123,7 @@ COMMAND_MODULES = {
     "push": "remote", "pull": "remote",
     "hooks": "hooks", "hook": "hooks",
     "view": "view",
+    "summarize-results": "summarize_results",
 }
 
 

@@ -144,6 +144,9 @@ def _render_stats(s, view: HumanView) -> None:
         ("last compaction", compaction),
         ("model spending", _spending(s.compaction_cost)),
         ("budget", s.budget["explanation"] if s.budget else None),
+        ("result summaries", f"{s.result_summaries['count']:,} tool results summarized "
+                             f"({s.result_summaries['chars_before']:,} → {s.result_summaries['chars_after']:,} characters; "
+                             "snapshot --expire TOOL=TURNS:summary)" if s.result_summaries else None),
         ("embeddings", f"{s.embeddings['tokens']:,} tokens embedded with {s.embeddings['model']} "
                        f"({s.embeddings['dimensions'] or '?'} dimensions; hybrid search)" if s.embeddings else None),
     ])

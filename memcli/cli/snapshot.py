@@ -37,8 +37,9 @@ def snapshot(
     max_tool_result_chars: int = typer.Option(
         10_000, "--max-tool-result-chars", help="Clip each tool result to N characters (0: no limit)."),
     expire: Optional[List[str]] = typer.Option(
-        None, "--expire", metavar="TOOL=TURNS[:clip=N|:remove]",
-        help="Shorten TOOL's results older than TURNS turns ('*' for every tool; repeatable)."),
+        None, "--expire", metavar="TOOL=TURNS[:clip=N|:remove|:summary]",
+        help="Shorten TOOL's results older than TURNS turns ('*' for every tool; repeatable): clip them, "
+             "replace them by a stub, or by the summary memcli summarize-results stored."),
     model: Optional[str] = typer.Option(
         None, "--model", help="Model the payload is for: picks the token encoding (and Gemini's generation)."),
     recall: Optional[str] = typer.Option(

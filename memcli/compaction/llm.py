@@ -378,6 +378,11 @@ class LiteLLMSummarizer(Summarizer):
                 content = calls[0].function.arguments
         return content
 
+    def ask(self, messages: list[dict]) -> str | None:
+        """One plain-text request (no JSON mode; ``memcli summarize-results``): its answer's text,
+        its usage and cost added to ``spent``."""
+        return self._call(_import_litellm(), messages, json_mode=False)
+
     def _account(self, litellm, response) -> None:
         """Add a response's reported usage, and its cost by LiteLLM's price map, to ``spent``."""
         usage = getattr(response, "usage", None)

@@ -152,6 +152,8 @@ class AgentStats:
     compaction_cost: dict | None = None   # the ledger's model spending (memcli.store.ledger.cost_total)
     # hybrid search's spend: {"model", "dimensions", "tokens"} once a search embedded records
     embeddings: dict | None = None
+    # memcli summarize-results: {"count", "chars_before", "chars_after"} once results were summarized
+    result_summaries: dict | None = None
 
 
 def _memory_counts(store: AgentStore) -> MemoryCounts:
@@ -237,7 +239,18 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
         budget=budget,
         compaction_cost=cost_total(store.paths.ledger),
         embeddings=_embeddings(store),
+        result_summaries=_result_summaries(store),
     )
+
+
+def _result_summaries(store: AgentStore) -> dict | None:
+    from memcli.store.result_summaries import read_result_summaries
+
+    found = read_result_summaries(store.paths.result_summaries)
+    if not found:
+        return None
+    return {"count": len(found), "chars_before": sum(int(r.get("chars") or 0) for r in found.values()),
+            "chars_after": sum(len(r.get("summary") or "") for r in found.values())}
 
 
 def _embeddings(store: AgentStore) -> dict | None:

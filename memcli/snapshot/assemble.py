@@ -331,6 +331,11 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
     memory_files = [(str(path), _read_text(path, "memory_files")) for path in options.memory_files]
     compose_system(options, [], memory_files)  # reads --system-file early: a bad path fails before any work
     store = AgentStore(memory_dir, agent_id).require()
+    if expire.wants_summaries:     # ":summary": the summaries memcli summarize-results stored
+        from memcli.store.result_summaries import read_result_summaries
+
+        expire.summaries = {trace_id: record.get("summary") or "" for trace_id, record
+                            in read_result_summaries(store.paths.result_summaries).items()}
 
     counter = TokenCounter(options.model or renderer.default_model)
     meter = TokenMeter(counter)
@@ -383,11 +388,15 @@ def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: Snapsho
     budget = options.max_tokens
     before = meter.total(system, messages) if budget else 0
     messages, counts = apply_result_views(messages, agent_id=store.agent_id, max_chars=max_chars, expire=expire)
+    if counts.summary_missing:
+        notes.append(f"--expire :summary: {counts.summary_missing} tool result{'s' if counts.summary_missing != 1 else ''} "
+                     f"had no stored summary and {'were' if counts.summary_missing != 1 else 'was'} clipped instead "
+                     "(memcli summarize-results stores them)")
     if budget:
         after = meter.total(system, messages)
         if counts:
             what = []
-            expired = counts.expired_removed + counts.expired_clipped
+            expired = counts.expired_removed + counts.expired_clipped + counts.expired_summarized + counts.summary_missing
             if expired:
                 what.append(f"expired {expired} tool result{'s' if expired != 1 else ''} (--expire)")
             if counts.clipped:

@@ -5,9 +5,12 @@ it in full. All functions return new message lists (messages they change are cop
 * **clip** (``--max-tool-result-chars``, default 10,000): a result longer than N characters keeps
   its first three quarters and last quarter of N around a note — the end of a tool's output
   (the error, the summary line) is usually what matters.
-* **expire** (``--expire TOOL=TURNS[:clip=N|:remove]``, repeatable, ``*`` for every tool): results
-  of TOOL more than TURNS turns old (the newest turn is 0 turns old) are clipped to N characters,
-  or replaced by a one-line stub (``:remove``, the default). The call stays. A result already
+* **expire** (``--expire TOOL=TURNS[:clip=N|:remove|:summary]``, repeatable, ``*`` for every
+  tool): results of TOOL more than TURNS turns old (the newest turn is 0 turns old) are clipped to
+  N characters, replaced by a one-line stub (``:remove``, the default), or by the summary
+  ``memcli summarize-results`` stored for them (``:summary``, with a note naming the original's
+  size and the ``memcli get`` command that expands it; a result with no stored summary is clipped
+  to :data:`SUMMARY_FALLBACK_CHARS` instead, and the note says so). The call stays. A result already
   no longer than its stub stays as it is (a stub must save something). A rule naming a tool
   wins over ``*``; for the same tool the last rule wins.
 * **budget** (``--max-tokens``, :func:`fit_budget`): stub tool results oldest first, sparing the
@@ -41,7 +44,8 @@ PART_OVERHEAD = 4           # one tool call or one tool result
 MEDIA_TOKENS = {"image": 1_500, "audio": 1_000, "video": 5_000}
 OTHER_MEDIA_TOKENS = 1_000
 
-_EXPIRE_RE = re.compile(r"(?P<tool>[^=]+)=(?P<turns>\d+)(?::(?P<action>remove|clip=(?P<clip>\d+)))?")
+_EXPIRE_RE = re.compile(r"(?P<tool>[^=]+)=(?P<turns>\d+)(?::(?P<action>remove|summary|clip=(?P<clip>\d+)))?")
+SUMMARY_FALLBACK_CHARS = 2_000   # ":summary" for a result that has no stored summary: clipped to this
 
 
 # --------------------------------------------------------------------------- expire rules
@@ -50,10 +54,13 @@ _EXPIRE_RE = re.compile(r"(?P<tool>[^=]+)=(?P<turns>\d+)(?::(?P<action>remove|cl
 class ExpireRule:
     tool: str                 # a tool name as stored, or "*"
     turns: int                # results more than this many turns old expire
-    clip_chars: int | None = None  # None: replace by a stub
+    clip_chars: int | None = None  # None: replace by a stub (or by the stored summary)
+    summary: bool = False          # ":summary": the stored summary (memcli summarize-results)
 
     @property
     def action(self) -> str:
+        if self.summary:
+            return "summary"
         return "remove" if self.clip_chars is None else f"clip={self.clip_chars}"
 
     def __str__(self) -> str:
@@ -61,17 +68,21 @@ class ExpireRule:
 
 
 def parse_expire(spec: str) -> ExpireRule:
-    """``TOOL=TURNS[:clip=N|:remove]`` -> ExpireRule (UsageError, exit 2, when malformed)."""
+    """``TOOL=TURNS[:clip=N|:remove|:summary]`` -> ExpireRule (UsageError, exit 2, when malformed)."""
     m = _EXPIRE_RE.fullmatch(spec.strip())
     if not m or not m.group("tool").strip():
-        raise UsageError(f"{{expire}} {spec!r}: expected TOOL=TURNS[:clip=N|:remove], e.g. read_file=3:clip=200 "
-                         "or '*=10:remove'", param="expire")
+        raise UsageError(f"{{expire}} {spec!r}: expected TOOL=TURNS[:clip=N|:remove|:summary], e.g. "
+                         "read_file=3:clip=200, '*=10:remove' or Read=2:summary", param="expire")
     clip = m.group("clip")
-    return ExpireRule(m.group("tool").strip(), int(m.group("turns")), int(clip) if clip is not None else None)
+    return ExpireRule(m.group("tool").strip(), int(m.group("turns")), int(clip) if clip is not None else None,
+                      summary=m.group("action") == "summary")
 
 
 class ExpirePolicy:
-    def __init__(self, rules=()):
+    """The ``--expire`` rules; ``summaries`` (trace id -> stored summary text) serve ``:summary``."""
+
+    def __init__(self, rules=(), summaries: dict[str, str] | None = None):
+        self.summaries: dict[str, str] = summaries or {}
         self.rules: dict[str, ExpireRule] = {}
         for rule in rules:
             rule = parse_expire(rule) if isinstance(rule, str) else rule
@@ -79,6 +90,10 @@ class ExpirePolicy:
 
     def __bool__(self) -> bool:
         return bool(self.rules)
+
+    @property
+    def wants_summaries(self) -> bool:
+        return any(rule.summary for rule in self.rules.values())
 
     def rule_for(self, *names: str | None) -> ExpireRule | None:
         for name in names:
@@ -97,7 +112,16 @@ def _what(result: ToolResult) -> str:
     return "tool error" if result.error else "tool result"
 
 
-def clip_result(result: ToolResult, limit: int, agent_id: str, *, view: str = "clipped") -> ToolResult:
+def summary_result(result: ToolResult, summary: str, agent_id: str) -> ToolResult:
+    """``result`` replaced by its stored summary and a note naming the original's size and the
+    command that expands it (the result structure stays: every provider gets a valid payload)."""
+    command = get_command(agent_id, result.trace_id)
+    note = f"[summary of {result.full_chars:,} characters" + (f"; `{command}` expands it]" if command else "]")
+    return replace(result, text=f"{summary}\n{note}", view="expired")
+
+
+def clip_result(result: ToolResult, limit: int, agent_id: str, *, view: str = "clipped",
+                why: str | None = None) -> ToolResult:
     """``result`` with its text cut to ``limit`` characters around a note (unchanged if short)."""
     text = result.text
     if len(text) <= limit or result.status == PENDING:
@@ -105,7 +129,7 @@ def clip_result(result: ToolResult, limit: int, agent_id: str, *, view: str = "c
     head = limit - limit // 4
     tail = limit - head
     command = get_command(agent_id, result.trace_id)
-    note = f"[... {len(text) - limit:,} of {len(text):,} characters clipped"
+    note = f"[... {len(text) - limit:,} of {len(text):,} characters clipped" + (f", {why}" if why else "")
     note += f"; `{command}` shows the full {_what(result)} ...]" if command else " ...]"
     pieces = [text[:head], note, text[len(text) - tail:]]
     return replace(result, text="\n".join(p for p in pieces if p), view=view)
@@ -175,9 +199,12 @@ class ViewCounts:
     clipped: int = 0
     expired_clipped: int = 0
     expired_removed: int = 0
+    expired_summarized: int = 0
+    summary_missing: int = 0       # ":summary" results that had no stored summary (clipped instead)
 
     def __bool__(self) -> bool:
-        return bool(self.clipped or self.expired_clipped or self.expired_removed)
+        return bool(self.clipped or self.expired_clipped or self.expired_removed or self.expired_summarized
+                    or self.summary_missing)
 
 
 def apply_result_views(messages: list[Message], *, agent_id: str, max_chars: int | None = DEFAULT_MAX_TOOL_RESULT_CHARS,
@@ -204,7 +231,17 @@ def apply_result_views(messages: list[Message], *, agent_id: str, max_chars: int
                 return result
             rule = expire.rule_for(result.source_name, result.name) if expire else None
             if rule is not None and age > rule.turns:
-                if rule.clip_chars is None:
+                if rule.summary:
+                    stored = expire.summaries.get(result.trace_id or "")
+                    if stored is not None:
+                        counts.expired_summarized += 1
+                        return summary_result(result, stored, agent_id)
+                    new = clip_result(result, SUMMARY_FALLBACK_CHARS, agent_id, view="expired",
+                                      why="no stored summary (memcli summarize-results makes one)")
+                    if new is not result:
+                        counts.summary_missing += 1
+                        return new
+                elif rule.clip_chars is None:
                     new = stub_result(result, agent_id, reason=f"expired ({counted(age, 'turn')} old)", view="expired")
                     if new is not result:
                         counts.expired_removed += 1

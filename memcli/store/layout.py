@@ -35,6 +35,7 @@ INGEST_MARKER = ".ingest.pending"
 COMPACTION_JOURNAL = ".compaction.journal"
 TOKEN_COUNTS = ".token-counts"
 LEDGER = ".compactions.jsonl"
+RESULT_SUMMARIES = "result_summaries.jsonl"
 SOURCE_META = ".source.json"
 BREAKER = ".compaction.json"
 REWRITE_JOURNAL = ".rewrite.pending"
@@ -43,7 +44,7 @@ SEARCH_VECTORS = ".search.vectors"
 STORE_ID = ".store-id"
 LOCKS = ".locks"
 SYNC = ".sync"
-DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES, LEDGER)
+DATA_FILES = (ACTIVE, ARCHIVE, EPISODIC, SEMANTIC, MEMORY_FILES, LEDGER, RESULT_SUMMARIES)
 
 # Every path of a memory directory, as docs/design.md §1 shows it: (path, what it is). Indented
 # two spaces per level; ``/`` ends a directory.
@@ -60,6 +61,7 @@ LAYOUT = (
     (f"    {SEMANTIC}", "SEMANTIC facts, append-only"),
     (f"    {MEMORY_FILES}", "working memory: the /memories tree's changes, append-only"),
     (f"    {LEDGER}", "the compaction ledger, append-only (`memcli compactions`)"),
+    (f"    {RESULT_SUMMARIES}", "summaries of tool results keyed by trace id, append-only (`memcli summarize-results`)"),
     (f"    {STATE}", "state cache: turns, seq, unanswered calls (rebuildable)"),
     (f"    {IDS}", "id index: 16 bytes per trace id (rebuildable)"),
     (f"    {TOKEN_COUNTS}", "token counts of texts counted before (rebuildable)"),
@@ -195,6 +197,10 @@ class AgentPaths:
     @property
     def ledger(self) -> Path:
         return self.dir / LEDGER
+
+    @property
+    def result_summaries(self) -> Path:
+        return self.dir / RESULT_SUMMARIES
 
     @property
     def token_counts(self) -> Path:

@@ -1,0 +1,54 @@
+"""Result summaries: ``agents/<agent>/result_summaries.jsonl``, one JSON object per line,
+append-only, written only under the agent lock (``store.writer()``) by :func:`append_result_summaries`.
+
+Each record summarizes one tool result (``memcli summarize-results``), keyed by the result's trace
+id; the trace itself never changes::
+
+    {"id": "rsum_…", "ts": 1772442000.5, "trace_id": "<the tool_result trace>", "tool_name": "Read",
+     "kind": "read" | "command" | "search" | "other", "chars": 85123,   # the result's length
+     "summary": "…", "summarizer": "offline" | "<LiteLLM model>"}
+
+One record per trace id: a result already summarized is skipped (running the command again adds
+nothing). A torn last line (a crash mid-append) is cut off before the next append, so a crash
+leaves every summary either whole or absent. Model spending of a run is one ledger record
+(:mod:`memcli.store.ledger`, ``kind: "result-summaries"``) appended after the summaries. The file is
+a data file (``memcli.store.layout.DATA_FILES``): ``clear`` removes it, ``push`` carries it; an
+export does not (a summary is derived from the result it names).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memcli.store import jsonl
+from memcli.store.ledger import append_ledger
+
+
+def read_result_summaries(path: Path) -> dict[str, dict]:
+    """trace id -> its summary record (the first one stored for it)."""
+    found: dict[str, dict] = {}
+    if not path.exists():
+        return found
+    for _, _, record in jsonl.iter_records(path):
+        trace_id = record.get("trace_id")
+        if isinstance(trace_id, str) and trace_id not in found:
+            found[trace_id] = record
+    return found
+
+
+def append_result_summaries(session, records: list[dict], ledger_record: dict | None = None) -> int:
+    """Append the ``records`` whose trace id has no summary yet (under ``session``'s lock),
+    fsynced, then the run's ledger record when it spent on a model. Returns how many were added."""
+    path = session.paths.result_summaries
+    jsonl.repair_tail(path)
+    present = read_result_summaries(path)
+    todo, seen = [], set(present)
+    for record in records:
+        if record["trace_id"] not in seen:
+            seen.add(record["trace_id"])
+            todo.append(record)
+    if todo:
+        jsonl.append_records(path, todo, fsync=True)
+    if ledger_record is not None and todo:
+        append_ledger(session.paths.ledger, [ledger_record], jsonl.file_size(session.paths.ledger))
+    return len(todo)
