@@ -206,3 +206,24 @@ def opencode_legacy(storage: Path, sid_: str, directory: str, turns: list) -> No
             (storage / "part" / mid / f"{pid}.json").write_text(
                 json.dumps(dict(part, id=pid, messageID=mid, sessionID=sid_)))
             p += 1
+
+
+# ---------------------------------------------------------------------------- Cursor
+def cu_turn(t: int, phrase: str = "") -> list[dict]:
+    """One turn of a Cursor agent transcript: the ask wrapped in <user_query> with workspace info,
+    a tool_use and its tool_result, and the answer."""
+    ask = f"rename helper {t} {phrase}".strip()
+    return [
+        {"role": "user", "message": {"content": [{"type": "text", "text":
+            f"<user_info>OS: linux</user_info>\n<user_query>\n{ask}\n</user_query>"}]}},
+        {"role": "assistant", "message": {"content": [
+            {"type": "text", "text": "Searching."},
+            {"type": "tool_use", "name": "Grep", "input": {"pattern": f"helper{t}"}}]}},
+        {"role": "user", "message": {"content": [
+            {"type": "tool_result", "name": "Grep", "content": [{"type": "text", "text": f"src/a{t}.py"}]}]}},
+        {"role": "assistant", "message": {"content": [{"type": "text", "text": f"Renamed helper {t}."}]}},
+    ]
+
+
+def cursor_transcript(home: Path, project: str, session: str) -> Path:
+    return home / ".cursor" / "projects" / project / "agent-transcripts" / session / f"{session}.jsonl"

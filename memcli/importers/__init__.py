@@ -66,6 +66,8 @@ REGISTRY: tuple[Format, ...] = (
            _keys("working_dir description role created content metadata toolRequest toolResponse")),
     Format("opencode", "opencode", "an opencode session (opencode export)",
            _keys("info messages parts role callID state sessionID messageID")),
+    Format("cursor", "cursor", "a Cursor agent transcript",
+           _keys("role message content")),
     Format("chatgpt", "chatgpt", "a ChatGPT data export (conversations.json)",
            _keys("mapping current_node title create_time update_time conversation_id author parts")),
     Format("claude-ai", "claude_ai", "a Claude.ai data export (conversations.json)",

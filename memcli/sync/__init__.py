@@ -71,6 +71,7 @@ SOURCES: dict[str, str] = {
     "copilot": "copilot",
     "goose": "goose",
     "opencode": "opencode",
+    "cursor": "cursor",
     "chatgpt": "chatgpt",
     "claude-ai": "claude_ai",
 }
