@@ -116,3 +116,114 @@ def goose_db(path: Path, sessions: dict, *, created: str = "2026-02-03 08:00:00"
     con.commit()
     con.close()
     return path
+
+
+# ---------------------------------------------------------------------------- opencode
+OPENCODE_SCHEMA = """
+CREATE TABLE project (id TEXT PRIMARY KEY, worktree TEXT NOT NULL, time_created INTEGER NOT NULL,
+  time_updated INTEGER NOT NULL);
+CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, workspace_id TEXT, parent_id TEXT,
+  slug TEXT NOT NULL, directory TEXT NOT NULL, path TEXT, title TEXT NOT NULL, version TEXT NOT NULL,
+  share_url TEXT, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, time_compacting INTEGER,
+  time_archived INTEGER);
+CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+  time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+  time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+"""
+OC_T0 = 1770000000000  # epoch ms
+
+
+def oc_turn(t: int, phrase: str = "", *, status: str = "completed") -> list[tuple[dict, list[dict]]]:
+    """(message data, parts) of one turn: an ask, then an assistant message with reasoning, a bash
+    tool part (its state ``status``) and text, and the step markers that are passed over."""
+    ask = f"fix lint {t} {phrase}".strip()
+    user = {"role": "user", "time": {"created": OC_T0 + 1000 * t}, "agent": "build",
+            "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4"}}
+    state = {"status": status, "input": {"command": f"ruff check {t}"}, "time": {"start": OC_T0 + 1000 * t + 2}}
+    if status == "completed":
+        state.update(output=f"{t} errors fixed", title="ruff", metadata={})
+    assistant = {"role": "assistant", "time": {"created": OC_T0 + 1000 * t + 1}, "modelID": "claude-sonnet-4",
+                 "providerID": "anthropic", "mode": "build", "path": {"cwd": "/home/me/app", "root": "/home/me/app"},
+                 "cost": 0, "tokens": {"input": 10, "output": 5, "reasoning": 0, "cache": {"read": 0, "write": 0}}}
+    return [(user, [{"type": "text", "text": ask}]),
+            (assistant, [{"type": "step-start"}, {"type": "reasoning", "text": f"lint {t} first"},
+                         {"type": "tool", "callID": f"call_{t}", "tool": "bash", "state": state},
+                         {"type": "text", "text": f"lint {t} clean"}, {"type": "step-finish", "tokens": {}}])]
+
+
+def _ocid(kind: str, session: str, n: int) -> str:
+    return f"{kind}_{session[4:]}{n:04d}"
+
+
+def opencode_db(path: Path, sessions: dict) -> Path:
+    """``sessions``: id -> (directory, turns); appends to an existing database."""
+    import json
+    import sqlite3
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    if not con.execute("SELECT name FROM sqlite_master WHERE name='session'").fetchone():
+        con.executescript(OPENCODE_SCHEMA)
+    for sid_, (directory, turns) in sessions.items():
+        con.execute("INSERT OR IGNORE INTO project VALUES ('p1', ?, ?, ?)", (directory, OC_T0, OC_T0))
+        con.execute("INSERT OR IGNORE INTO session (id, project_id, slug, directory, title, version, time_created,"
+                    " time_updated) VALUES (?, 'p1', 'slug', ?, ?, '1.0.0', ?, ?)",
+                    (sid_, directory, f"title {sid_[-4:]}", OC_T0, OC_T0))
+        n = con.execute("SELECT COUNT(*) FROM message WHERE session_id = ?", (sid_,)).fetchone()[0]
+        p = con.execute("SELECT COUNT(*) FROM part WHERE session_id = ?", (sid_,)).fetchone()[0]
+        for data, parts in turns:
+            mid = _ocid("msg", sid_, n)
+            created = data["time"]["created"]
+            con.execute("INSERT INTO message VALUES (?, ?, ?, ?, ?)", (mid, sid_, created, created, json.dumps(data)))
+            for part in parts:
+                con.execute("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                            (_ocid("prt", sid_, p), mid, sid_, created, created + p, json.dumps(part)))
+                p += 1
+            n += 1
+        con.execute("UPDATE session SET time_updated = ? WHERE id = ?", (OC_T0 + 10 * n, sid_))
+    con.commit()
+    con.close()
+    return path
+
+
+def opencode_legacy(storage: Path, sid_: str, directory: str, turns: list) -> None:
+    """The same session in the legacy JSON tree."""
+    import json
+
+    (storage / "session" / "p1").mkdir(parents=True, exist_ok=True)
+    (storage / "session" / "p1" / f"{sid_}.json").write_text(json.dumps(
+        {"id": sid_, "projectID": "p1", "directory": directory, "title": "legacy", "version": "0.3",
+         "time": {"created": OC_T0, "updated": OC_T0}}))
+    p = 0
+    for n, (data, parts) in enumerate(turns):
+        mid = _ocid("msg", sid_, n)
+        (storage / "message" / sid_).mkdir(parents=True, exist_ok=True)
+        (storage / "message" / sid_ / f"{mid}.json").write_text(json.dumps(dict(data, id=mid, sessionID=sid_)))
+        for part in parts:
+            pid = _ocid("prt", sid_, p)
+            (storage / "part" / mid).mkdir(parents=True, exist_ok=True)
+            (storage / "part" / mid / f"{pid}.json").write_text(
+                json.dumps(dict(part, id=pid, messageID=mid, sessionID=sid_)))
+            p += 1
+
+
+# ---------------------------------------------------------------------------- Cursor
+def cu_turn(t: int, phrase: str = "") -> list[dict]:
+    """One turn of a Cursor agent transcript: the ask wrapped in <user_query> with workspace info,
+    a tool_use and its tool_result, and the answer."""
+    ask = f"rename helper {t} {phrase}".strip()
+    return [
+        {"role": "user", "message": {"content": [{"type": "text", "text":
+            f"<user_info>OS: linux</user_info>\n<user_query>\n{ask}\n</user_query>"}]}},
+        {"role": "assistant", "message": {"content": [
+            {"type": "text", "text": "Searching."},
+            {"type": "tool_use", "name": "Grep", "input": {"pattern": f"helper{t}"}}]}},
+        {"role": "user", "message": {"content": [
+            {"type": "tool_result", "name": "Grep", "content": [{"type": "text", "text": f"src/a{t}.py"}]}]}},
+        {"role": "assistant", "message": {"content": [{"type": "text", "text": f"Renamed helper {t}."}]}},
+    ]
+
+
+def cursor_transcript(home: Path, project: str, session: str) -> Path:
+    return home / ".cursor" / "projects" / project / "agent-transcripts" / session / f"{session}.jsonl"

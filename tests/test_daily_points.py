@@ -422,3 +422,17 @@ def test_tables_at_80_columns_show_relative_times_and_leave_room_for_the_ask(cli
     wide = cli("turns", "a", "--width", "200").stdout.splitlines()
     assert wide[1].split()[1].endswith("Z")  # the ISO stamp where it fits
     assert cli("agents", "--width", "60").stdout.splitlines()[1].rstrip().endswith("3h ago")
+
+
+def test_markdown_of_a_turn_compacted_in_two_passes_shows_the_ask_first(cli, memory_dir):
+    events = [U("THE ASK: fix the build")]
+    for k in range(30):
+        events += [A(f"step {k} " + "lorem ipsum " * 40), CALL(f"c{k}", args={"cmd": "x"}), RES(f"c{k}", "out " * 100)]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    assert cli("compact", "a", "--target-tokens", "6000", "--keep-steps", "20").exit_code == 0
+    assert cli("compact", "a", "--target-tokens", "2000", "--keep-steps", "2").exit_code == 0
+    lines = cli("export", "a", "-f", "markdown").stdout.splitlines()
+    asks = [i for i, line in enumerate(lines) if "THE ASK" in line]
+    first_step = next(i for i, line in enumerate(lines) if line.startswith("step 0 "))
+    assert len(asks) == 1 and asks[0] < first_step
+    assert lines[asks[0]] == "> THE ASK: fix the build"

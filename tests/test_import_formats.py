@@ -34,7 +34,8 @@ def _rows(memory_dir, agent):
 
 def test_registry_lists_every_format_once_and_each_module_loads():
     assert FORMATS == ("native", "openai", "anthropic", "claude-code", "codex", "openai-responses", "gemini", "gemini-cli",
-                       "openhands", "inspect", "sharegpt", "cline", "copilot-cli", "goose", "chatgpt", "claude-ai")
+                       "openhands", "inspect", "sharegpt", "cline", "copilot-cli", "goose", "opencode", "cursor", "chatgpt",
+                       "claude-ai")
     for fmt in REGISTRY:
         assert get_importer(fmt.name).name == fmt.name
 

@@ -46,6 +46,10 @@ TRANSCRIPTS = {
     "copilot-cli": sync_more_fixtures.cp_session("00000000-0000-4000-8000-000000000001", 2),
     "goose": [{"working_dir": "/w", "description": "d"}] + [
         {"role": r, "created": 1, "content": c, "metadata": m} for r, c, m in sync_more_fixtures.goose_turn(0)],
+    "opencode": [{"info": {"id": "ses_1", "directory": "/w"}, "messages": [
+        {"info": dict(data, id=f"msg_{n}"), "parts": [dict(p, id=f"prt_{n}_{k}") for k, p in enumerate(parts)]}
+        for n, (data, parts) in enumerate(sync_more_fixtures.oc_turn(0))]}],
+    "cursor": sync_more_fixtures.cu_turn(0) + sync_more_fixtures.cu_turn(1),
     "chatgpt": [chat_export_fixtures.chatgpt_conversation()],
     "claude-ai": [chat_export_fixtures.claude_ai_conversation()],
 }

@@ -613,13 +613,47 @@ def write_markdown(history, out: BinaryIO, flt, *, with_memory: bool, result, pr
         result.episodic = len(memory.episodic)
         result.semantic = len(memory.semantic)
     add = writer.add
+    split_turn, ask = _split_turn_ask(history.store, flt)
     for batch in history.iter_trace_blocks(progress, select=flt.matches if flt.active else None,
                                            keep_records=True):
         tier = batch.tier
         for line, record in zip(batch.lines, batch.records):
+            if ask is not None and record.get("turn_id") == split_turn:
+                if tier == "archive":  # a turn compacted in steps: its ask, still active, comes first
+                    add(ask, tier, 0)
+                    split_turn = ask.id
+                    ask = None
+            elif ask is None and record.get("id") == split_turn and tier == "active":
+                split_turn = None  # the ask already written above its archived steps
+                continue
             add(_trace(record), tier, len(line))
     writer.finish(filtered=flt.active)
     result.traces = writer.stats.traces
+
+
+def _split_turn_ask(store, flt) -> tuple[str | None, RawTrace | None]:
+    """(turn id, ask) of the active file's first turn when its ask is its first user trace: a
+    turn whose older steps a compaction archived keeps its ask active (docs/compaction.md), so
+    the export writes that ask before the archived steps. Reads the active file only up to the
+    ask (the first few lines)."""
+    from memcli.store import jsonl
+
+    first_turn = None
+    for offset, line in jsonl.iter_lines(store.paths.active):
+        record = jsonl.parse_line(store.paths.active, line, None, offset)
+        turn = record.get("turn_id")
+        if first_turn is None:
+            first_turn = turn
+            if turn is None:
+                return None, None
+        elif turn != first_turn:
+            return None, None
+        if record.get("trace_type") == "user":
+            trace = _trace(record)
+            if trace.is_context or (flt.active and not flt.matches(record)):
+                continue
+            return first_turn, trace
+    return None, None
 
 
 def media_text(kind: str, url: str, agent_id: str, trace_id: str) -> str:

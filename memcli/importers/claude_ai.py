@@ -76,6 +76,13 @@ def _blocks(message: dict, key: str, pending: deque) -> list:
     if not isinstance(content, list) or not content:
         text = message.get("text")
         return [{"type": "text", "text": text}] if isinstance(text, str) and text else []
+    return blocks_with_ids(content, key, pending)
+
+
+def blocks_with_ids(content: list, key: str, pending: deque) -> list:
+    """Anthropic-style blocks with an id on every ``tool_use`` (``<key>-c<n>`` when it has none)
+    and every ``tool_result`` paired (without ``tool_use_id``: the oldest unanswered call of its
+    ``name``); ``pending`` holds the unanswered calls across messages."""
     out = []
     for n, block in enumerate(content):
         if isinstance(block, dict) and block.get("type") == "tool_use":

@@ -70,6 +70,8 @@ SOURCES: dict[str, str] = {
     "gemini": "gemini",
     "copilot": "copilot",
     "goose": "goose",
+    "opencode": "opencode",
+    "cursor": "cursor",
     "chatgpt": "chatgpt",
     "claude-ai": "claude_ai",
 }
@@ -108,11 +110,18 @@ def source_names() -> tuple[str, ...]:
     return tuple(SOURCES)
 
 
+_LOADED: dict = {}
+
+
 def get_source(name: str):
+    source = _LOADED.get(name)
+    if source is not None:
+        return source
     module = SOURCES.get(name)
     if module is None:
         raise UsageError(f"unknown source {name!r} (expected one of {', '.join(SOURCES)})")
-    return importlib.import_module(f"memcli.sync.{module}").SOURCE
+    source = _LOADED[name] = importlib.import_module(f"memcli.sync.{module}").SOURCE
+    return source
 
 
 def parse_sources(value: str | list | tuple | None) -> list[str]:

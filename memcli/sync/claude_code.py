@@ -38,27 +38,38 @@ class ClaudeCodeSource:
     name = "claude-code"
 
     def find(self, home: Path) -> Iterator[Session]:
-        projects = home / ".claude" / "projects"
+        projects = os.path.join(home, ".claude", "projects")
         try:
             dirs = sorted(e.path for e in os.scandir(projects) if e.is_dir())
         except OSError:
             return
         for project in dirs:
-            for entry in _jsonl(project):
-                yield self.session_of(entry.path)
+            try:
+                with os.scandir(project) as it:
+                    entries = list(it)
+            except OSError:
+                continue
+            with_dirs = {e.name for e in entries if e.is_dir()}  # <session>/ holds its subagents
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.name.endswith(".jsonl") and entry.is_file():
+                    yield self.session_of(entry.path, subagents=entry.name[:-len(".jsonl")] in with_dirs)
 
-    def session_of(self, path: str) -> Session:
-        """The session of one transcript file, with its subagent files."""
-        p = Path(path)
-        if p.name.startswith("agent-"):
+    def session_of(self, path: str, *, subagents: bool = True) -> Session:
+        """The session of one transcript file, with its subagent files (looked for unless
+        ``subagents`` is False: the caller knows there is no ``<session>/`` directory)."""
+        directory, name = os.path.split(str(path))
+        stem = name[:-len(".jsonl")] if name.endswith(".jsonl") else name
+        key = os.path.basename(directory)
+        if name.startswith("agent-"):
             # an older layout: a subagent file beside the sessions; it joins the session it names
-            return Session(self.name, [SessionFile(str(p), FMT, sidechain=p.stem[len("agent-"):])],
-                           hint={"project_key": p.parent.name, "subagent": True})
-        files = [SessionFile(str(p), FMT)]
-        for sub in _jsonl(str(p.parent / p.stem / "subagents")):
-            if sub.name.startswith("agent-"):
-                files.append(SessionFile(sub.path, FMT, sidechain=sub.name[len("agent-"):-len(".jsonl")]))
-        return Session(self.name, files, hint={"project_key": p.parent.name})
+            return Session(self.name, [SessionFile(str(path), FMT, sidechain=stem[len("agent-"):])],
+                           hint={"project_key": key, "subagent": True})
+        files = [SessionFile(str(path), FMT)]
+        if subagents:
+            for sub in _jsonl(os.path.join(directory, stem, "subagents")):
+                if sub.name.startswith("agent-"):
+                    files.append(SessionFile(sub.path, FMT, sidechain=sub.name[len("agent-"):-len(".jsonl")]))
+        return Session(self.name, files, hint={"project_key": key})
 
     def identify(self, session: Session) -> Identity:
         path = Path(session.main.path)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -30,6 +29,7 @@ import orjson
 
 from memcli.sync import Identity, Session, SessionFile
 from memcli.sync._head import head_values, in_dir, text
+from memcli.sync._many import DatabaseSessions
 
 FMT = "goose"
 BUSY_SECONDS = 2.0
@@ -40,45 +40,24 @@ def sessions_dir(home: Path) -> Path:
     return home / ".local" / "share" / "goose" / "sessions"
 
 
-def _sig(path: str) -> list | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ino]
-
-
 def read_database(path: str, known: dict) -> tuple[list, dict]:
     """(changed sessions as (row, messages), every session's (updated_at, count)) from the
-    database at ``path``, opened read-only; raises sqlite3.OperationalError when it stays busy."""
-    import sqlite3
+    database at ``path``, read-only (:func:`memcli.sync._many.read_sqlite`)."""
+    from memcli.sync._many import read_sqlite
 
-    deadline = time.monotonic() + BUSY_SECONDS
-    while True:
-        try:
-            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.2)
-            try:
-                con.row_factory = sqlite3.Row
-                rows = con.execute("SELECT * FROM sessions ORDER BY created_at, id").fetchall()
-                counts = {r[0]: r[1] for r in con.execute(
-                    "SELECT session_id, COUNT(*) FROM messages GROUP BY session_id")}
-                marks = {}
-                changed = []
-                for row in rows:
-                    mark = [str(row["updated_at"]), counts.get(row["id"], 0)]
-                    marks[row["id"]] = mark
-                    if (known.get(row["id"]) or {}).get("mark") == mark:
-                        continue
-                    messages = con.execute(
-                        "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (row["id"],)).fetchall()
-                    changed.append((dict(row), [dict(m) for m in messages]))
-                return changed, marks
-            finally:
-                con.close()
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc).lower() or time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    def read(con):
+        rows = con.execute("SELECT * FROM sessions ORDER BY created_at, id").fetchall()
+        counts = {r[0]: r[1] for r in con.execute("SELECT session_id, COUNT(*) FROM messages GROUP BY session_id")}
+        marks, changed = {}, []
+        for row in rows:
+            mark = [str(row["updated_at"]), counts.get(row["id"], 0)]
+            marks[row["id"]] = mark
+            if (known.get(row["id"]) or {}).get("mark") != mark:
+                messages = con.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY id", (row["id"],))
+                changed.append((row["id"], (dict(row), [dict(m) for m in messages])))
+        return changed, marks
+
+    return read_sqlite(path, read, BUSY_SECONDS)
 
 
 def _message(row: dict) -> dict:
@@ -93,8 +72,9 @@ def session_key(row: dict) -> str:
     return f"{row['id']}-{created}" if created else str(row["id"])
 
 
-class GooseSource:
+class GooseSource(DatabaseSessions):
     name = "goose"
+    database_label = "Goose database"
 
     def find(self, home: Path) -> Iterator[Session]:
         top = sessions_dir(home)
@@ -122,49 +102,12 @@ class GooseSource:
     def resume_command(self, ident: Identity) -> str | None:
         return in_dir(ident.cwd, f"goose session --resume --session-id {ident.resume_id or ident.session_id}")
 
-    def import_sessions(self, memory_dir, session: Session, files: dict, *, dry_run: bool = False,
-                        redact: bool = True, changed: dict | None = None) -> list:
-        """A legacy ``.jsonl`` goes through the engine; the database is read here (module docstring)."""
-        from memcli.sync.engine import SessionReport, import_session
+    def read_database(self, path: str, known: dict):
+        return read_database(path, known)
 
-        if not session.hint.get("database"):
-            return [import_session(memory_dir, session, files, dry_run=dry_run, redact=redact, save=False,
-                                   changed=changed)]
-        path = session.main.path
-        entry = files.get(path) or {}
-        known: dict = dict(entry.get("sessions") or {})
-        sig = [_sig(path), _sig(path + "-wal")]
-        if entry.get("sig") == sig and not entry.get("pending"):
-            return [SessionReport(self.name, path, agent=s.get("agent")) for s in known.values()]
-        import sqlite3
-
-        try:
-            sessions, marks = read_database(path, known)
-        except (sqlite3.Error, OSError) as exc:
-            return [SessionReport(self.name, path, status="failed",
-                                  error=f"{path}: cannot read the Goose database: {exc}")]
-        reports = [SessionReport(self.name, path, agent=known[sid]["agent"]) for sid in marks
-                   if sid in known and sid not in {row["id"] for row, _ in sessions}]
-        pending = False
-        for row, messages in sessions:
-            report = self._one(memory_dir, session, row, messages, known, dry_run=dry_run, redact=redact)
-            reports.append(report)
-            if report.status == "failed":
-                pending = True
-            elif not dry_run:
-                known[row["id"]] = {"agent": report.agent, "mark": marks[row["id"]]}
-        if dry_run:
-            return reports
-        new_entry = {"sig": sig, "sessions": known}
-        if pending:
-            new_entry["pending"] = True
-        files[path] = new_entry
-        if changed is not None:
-            changed[path] = new_entry
-        return reports
-
-    def _one(self, memory_dir, session: Session, row: dict, messages: list, known: dict, *, dry_run: bool,
-             redact: bool):
+    def import_one(self, memory_dir, session: Session, sid: str, payload: tuple, known: dict, *, dry_run: bool,
+                   redact: bool):
+        row, messages = payload
         from memcli.importers import get_importer
         from memcli.ingest.pipeline import IngestResult
         from memcli.sync._many import store_session
