@@ -423,3 +423,20 @@ def test_claude_code_older_subagent_file_beside_the_sessions_joins_the_session_i
     side = [t for t in _traces(mem, f"claude-code.app.{s}") if "sidechain" in (t.get("tags") or [])]
     assert [(t["content"], t["agent_id"]) for t in side] == [("older layout subtask", "9f8e7d6"),
                                                            ("older layout answer", "9f8e7d6")]
+
+
+def test_gemini_no_change_sync_reads_nothing_and_a_replaced_file_adds_only_the_new(tmp_path, monkeypatch):
+    import memcli.sync.engine as engine
+
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g = sid(28, "gm")
+    path = write_lines(gemini_chats(home) / f"session-2026-03-03T08-00-{g[:8]}.jsonl", gm_session(g, 2))
+    assert memcli.Memory(mem).sync(home=home).sessions[0].events == 8
+    with monkeypatch.context() as m:
+        m.setattr(engine, "_read_file", lambda *a, **k: pytest.fail("an unchanged session was read"))
+        assert memcli.Memory(mem).sync(home=home).sessions[0].status == "unchanged"
+    replacement = tmp_path / "new.jsonl"
+    write_lines(replacement, gm_session(g, 3))  # rewritten whole (a new inode): one more exchange
+    replacement.replace(path)
+    report = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert (report.status, report.events, report.duplicates) == ("rewritten", 4, 8)
