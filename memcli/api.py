@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from memcli.errors import UsageError
 
@@ -456,6 +456,19 @@ class Agent:
                                  model=model, api_base=api_base, api_key=api_key, api_key_env=api_key_env,
                                  timeout=timeout, retries=retries, max_cost=max_cost, dry_run=dry_run)
 
+
+    # ------------------------------------------------------------------ the seam (issue 21)
+    def show(self, *, turn: str | Iterable[str] | None = None, last: int | None = None,
+             type: str | Iterable[str] | None = None, tag: str | Iterable[str] | None = None,
+             since: str | None = None, until: str | None = None, archive: bool = False) -> Iterator:
+        """The traces themselves (:class:`memcli.models.RawTrace`), in store order, streamed (an
+        iterator: a long history is never held), as ``memcli show``: of the turns ``turn`` names, or the ``last`` N turns; ``type``/``tag`` any of
+        those; ``since``/``until`` a time range; with ``archive`` the compacted ones too."""
+        from memcli.filters import TraceFilter
+        from memcli.inspect.traces import select_traces
+
+        flt = TraceFilter.from_options(_listed(type), _listed(tag), since, until)
+        return select_traces(self.store.require(), flt=flt, turn=_listed(turn), last=last, archive=archive)
 
 def _time(value, option: str, *, end_of_day: bool = False) -> float | None:
     if value is None or isinstance(value, (int, float)):
