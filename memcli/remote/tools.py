@@ -53,11 +53,12 @@ class RemoteStore:
         return row[0]
 
     # ---------------------------------------------------------------- reading
-    def search(self, agent: str, query: str, *, limit: int, offset: int, kinds):
+    def search(self, agent: str, query: str, *, limit: int, offset: int, kinds, history: bool = False):
         """Hits as :func:`memcli.remote.search.search` gives them (on this connection)."""
         from memcli.remote.search import search
 
-        return search(self.url, query, agent=agent, limit=limit, offset=offset, kinds=kinds, conn=self.conn)
+        return search(self.url, query, agent=agent, limit=limit, offset=offset, kinds=kinds, conn=self.conn,
+                      history=history)
 
     def get(self, agent: str, record_id: str) -> tuple[str, dict]:
         """(tier, record) of an id (a trace, summary, fact or any pushed record)."""
