@@ -386,7 +386,7 @@ class Agent:
         the whole :class:`memcli.search.facts.Forgotten` (tier, tombstone, already_superseded_by)."""
         from memcli.search.facts import forget
 
-        done = forget(self.store, id, reason=reason)
+        done = forget(self.store.require(), id, reason=reason)
         return done if full else done.tombstone
 
     def stats(self, *, model: str | None = None, max_context_tokens: int | None = None):

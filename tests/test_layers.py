@@ -155,7 +155,6 @@ NOT_YET_THROUGH_THE_API = {
     "memcli/cli/inspect.py": {"memcli.store.agent", "memcli.inspect.agents", "memcli.filters", "memcli.inspect.turns",
                               "memcli.messages", "memcli.inspect.tools", "memcli.inspect.memory"},
     "memcli/cli/memory_tool.py": {"memcli.memory_tool", "memcli.store.agent"},
-    "memcli/cli/search.py": {"memcli.store.agent", "memcli.filters", "memcli.search", "memcli.search.facts"},
 }
 
 
