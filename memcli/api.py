@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from memcli.errors import UsageError
 
@@ -386,7 +386,7 @@ class Agent:
         the whole :class:`memcli.search.facts.Forgotten` (tier, tombstone, already_superseded_by)."""
         from memcli.search.facts import forget
 
-        done = forget(self.store, id, reason=reason)
+        done = forget(self.store.require(), id, reason=reason)
         return done if full else done.tombstone
 
     def stats(self, *, model: str | None = None, max_context_tokens: int | None = None):
@@ -398,15 +398,19 @@ class Agent:
             return compute_stats(store, model=model, max_context_tokens=max_context_tokens)
 
     def export(self, fmt: str = "jsonl", output: str | os.PathLike | None = None, *, with_memory: bool = False,
-               turns: Iterable[str] | None = None, since: str | None = None, until: str | None = None):
+               turns: Iterable[str] | None = None, since: str | None = None, until: str | None = None,
+               stream=None, progress=None):
         """The complete history (archive, then active) in ``fmt`` (jsonl, json, markdown, openai,
         anthropic), as ``memcli export``. Without ``output`` the export is returned as bytes; with
-        it, the file appears only when complete and :class:`memcli.export.api.ExportResult` is returned."""
+        it, the file appears only when complete and :class:`memcli.export.api.ExportResult` is
+        returned — as it is with ``stream`` (a binary file the export is streamed to, with flat
+        memory). ``progress(bytes_done, total)`` hears how far it got."""
         from memcli.export.api import export
 
-        args = dict(fmt=fmt, with_memory=with_memory, turns=list(turns) if turns else None, since=since, until=until)
-        if output is not None:
-            return export(self.memory_dir, self.name, output=output, **args)
+        args = dict(fmt=fmt, with_memory=with_memory, turns=list(turns) if turns else None, since=since, until=until,
+                    progress=progress)
+        if output is not None or stream is not None:
+            return export(self.memory_dir, self.name, output=output, stdout=stream, **args)
         import io
 
         buffer = io.BytesIO()
@@ -456,6 +460,19 @@ class Agent:
                                  model=model, api_base=api_base, api_key=api_key, api_key_env=api_key_env,
                                  timeout=timeout, retries=retries, max_cost=max_cost, dry_run=dry_run)
 
+
+    # ------------------------------------------------------------------ the seam (issue 21)
+    def show(self, *, turn: str | Iterable[str] | None = None, last: int | None = None,
+             type: str | Iterable[str] | None = None, tag: str | Iterable[str] | None = None,
+             since: str | None = None, until: str | None = None, archive: bool = False) -> Iterator:
+        """The traces themselves (:class:`memcli.models.RawTrace`), in store order, streamed (an
+        iterator: a long history is never held), as ``memcli show``: of the turns ``turn`` names, or the ``last`` N turns; ``type``/``tag`` any of
+        those; ``since``/``until`` a time range; with ``archive`` the compacted ones too."""
+        from memcli.filters import TraceFilter
+        from memcli.inspect.traces import select_traces
+
+        flt = TraceFilter.from_options(_listed(type), _listed(tag), since, until)
+        return select_traces(self.store.require(), flt=flt, turn=_listed(turn), last=last, archive=archive)
 
 def _time(value, option: str, *, end_of_day: bool = False) -> float | None:
     if value is None or isinstance(value, (int, float)):

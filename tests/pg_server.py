@@ -33,6 +33,8 @@ class PgUnavailable(Exception):
 def _bindir() -> str:
     given = os.environ.get("MEMCLI_TEST_PG_BIN")
     if given:
+        if not os.path.exists(os.path.join(given, "initdb")):
+            raise PgUnavailable(f"no initdb in $MEMCLI_TEST_PG_BIN ({given})")
         return given
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
     if found:

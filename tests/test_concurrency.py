@@ -173,3 +173,65 @@ def test_writers_with_compactions_and_uncompactions_running(memory_dir, tmp_path
     check_tiers(memory_dir, "shared", expected)
     check_store(memory_dir, "shared", expected)                  # all back in the active file
     assert compacted and undid, (compacted, undid)
+
+
+def _long_results(start: int, turns: int) -> list[dict]:
+    """``turns`` turns, each an ask and a command whose 2,000-character log failed."""
+    events = []
+    for i in range(start, start + turns):
+        log = "\n".join(f"tests/test_{i}_{j}.py::test_case PASSED" for j in range(50)) + f"\nFAILED test_{i}\nexit code 1"
+        events += [{"id": f"u{i}", "trace_type": "user", "content": f"step {i}"},
+                   {"id": f"c{i}", "trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"k{i}",
+                    "tool_args": {"command": f"pytest {i}"}},
+                   {"id": f"r{i}", "trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": f"k{i}",
+                    "tool_result": log}]
+    return events
+
+
+@pytest.mark.slow
+def test_two_summarize_results_and_an_ingest_at_once_summarize_each_result_exactly_once(memory_dir):
+    first = _long_results(0, 60)
+    assert run_memcli("ingest", "shared", input=first).returncode == 0
+    args = [sys.executable, "-m", "memcli", "summarize-results", "shared", "--min-chars", "1000", "--json"]
+    runs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=proc_env()) for _ in range(2)]
+    late = _long_results(60, 30)
+    ingest = subprocess.Popen([sys.executable, "-m", "memcli", "ingest", "shared", "--stream"], stdin=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=proc_env())
+    ingest.communicate(ndjson(late), timeout=300)
+    reports = []
+    for p in runs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+        reports.append(orjson.loads(out))
+    assert ingest.returncode == 0
+    check_store(memory_dir, "shared", {e["id"] for e in first + late})          # the ingest lost nothing
+    path = agent_dir(memory_dir, "shared") / "result_summaries.jsonl"
+    stored = [r["trace_id"] for r in read_jsonl(path)]
+    assert len(stored) == len(set(stored)), "a result summarized twice"
+    # each report claims exactly the summaries it stored: together, every one stored, once
+    claimed = [s["trace_id"] for r in reports for s in r["summarized"]]
+    assert sorted(claimed) == sorted(stored)
+    assert {f"r{i}" for i in range(59)} <= set(stored)       # every old result of the first session
+    again = run_memcli("summarize-results", "shared", "--min-chars", "1000", "--json")   # the rest: the late ones
+    assert again.returncode == 0
+    stored = [r["trace_id"] for r in read_jsonl(path)]
+    assert len(stored) == len(set(stored)) and set(stored) == {f"r{i}" for i in range(89)}   # the newest turn is 0 old
+
+
+@pytest.mark.slow
+def test_summarize_results_killed_at_any_moment_leaves_whole_summaries_once(memory_dir):
+    assert run_memcli("ingest", "shared", input=_long_results(0, 200)).returncode == 0
+    path = agent_dir(memory_dir, "shared") / "result_summaries.jsonl"
+    rng = random.Random(7)
+    args = [sys.executable, "-m", "memcli", "summarize-results", "shared", "--min-chars", "1000"]
+    for _ in range(6):
+        p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=proc_env())
+        try:
+            p.wait(timeout=rng.uniform(0.2, 2.5))
+        except subprocess.TimeoutExpired:
+            p.kill()                      # kill -9, wherever it is
+            p.wait()
+    assert run_memcli("summarize-results", "shared", "--min-chars", "1000").returncode == 0
+    stored = [r["trace_id"] for r in read_jsonl(path)]         # every line whole (read_jsonl parses each)
+    assert len(stored) == len(set(stored)) and set(stored) == {f"r{i}" for i in range(199)}
+    assert run_memcli("ingest", "shared", input=[{"trace_type": "user", "content": "after"}]).returncode == 0

@@ -186,3 +186,21 @@ def test_real_sessions_summaries_expand_byte_for_byte_and_render_for_every_provi
         assert payload.exit_code == 0, payload.stderr
         check_payload(provider, payload.stdout if provider == "text" else orjson.loads(payload.stdout))
     assert cli("summarize-results", "c", "--min-chars", "2000").stderr.count("summarized 0 tool results") == 1
+
+
+@pytest.mark.parametrize("answer, why", [("", "empty summary"), ("   \n", "empty summary"),
+                                         ("Error: the context window was exceeded", "an error or a refusal"),
+                                         ("I'm sorry, I cannot help with that.", "an error or a refusal")])
+def test_a_model_answer_that_is_empty_or_an_error_is_not_stored_and_its_spending_still_counts(cli, memory_dir, server,
+                                                                                             answer, why):
+    cli("ingest", "s", input=_session())
+    srv = server(lambda body, i: (200, answer, 0))
+    done = cli("summarize-results", "s", "--min-chars", "1000", "--model", MODEL, "--api-base", srv.api_base,
+               "--retries", "0")
+    assert done.exit_code == 1, done.stderr
+    assert "; 3 failed" in done.stderr
+    assert done.stderr.count(why) == 3
+    d = agent_dir(memory_dir, "s")
+    assert read_jsonl(d / "result_summaries.jsonl") == []          # nothing stored: the results stay as they are
+    ledger = [r for r in read_jsonl(d / ".compactions.jsonl") if r["kind"] == "result-summaries"]
+    assert len(ledger) == 1 and ledger[0]["results"] == 0 and ledger[0]["llm"]["requests"] == len(srv.requests) == 3

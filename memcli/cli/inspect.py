@@ -281,11 +281,8 @@ def show(
 
     --json/--ndjson print the records exactly as stored, so `show --ndjson` can be ingested again.
     """
-    from memcli.filters import TraceFilter
-    from memcli.inspect.traces import select_traces
-
-    flt = TraceFilter.from_options(type_, tag, since, until)
-    traces = select_traces(_store(ctx, agent), flt=flt, turn=turn, last=last, archive=archive)
+    traces = _agent(ctx, agent).show(turn=turn, last=last, type=type_, tag=tag, since=since, until=until,
+                                     archive=archive)
     out.records(traces, human=_render_traces)
 
 

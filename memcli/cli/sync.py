@@ -28,7 +28,7 @@ def sync(
     home: Optional[str] = typer.Option(None, "--home", metavar="DIR", help="Home directory to look in (default: ~)."),
     source: Optional[str] = typer.Option(
         None, "--source", metavar="NAMES",
-        help="Only these sources, comma-separated: claude-code, codex, gemini, copilot, goose, opencode, cursor, chatgpt, claude-ai, ... (default: all)."),
+        help="Only these sources, comma-separated: claude-code, codex, gemini, copilot, goose, opencode, cursor, aider, chatgpt, claude-ai (default: all)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be imported; write nothing."),
     *, out: Output,
 ) -> None:

@@ -448,9 +448,12 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
             except Exception as exc:     # one failure: reported, the others still summarized
                 report.failed[result.id] = f"{type(exc).__name__}: {str(exc)[:200]}"
                 continue
-            if summary is not None:
+            why = valid_summary(summary, candidate.text)     # the model's own answer: not hidden behind the header
+            if why is None:
                 summary = f"[summary of a {call.tool_name or 'tool'} result by {model}, {len(candidate.text):,} characters]\n{summary.strip()}"
-        why = valid_summary(summary, candidate.text)
+        else:
+            why = None
+        why = why or valid_summary(summary, candidate.text)
         if why is not None:
             report.failed[result.id] = why
             continue
@@ -466,12 +469,18 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
         report.llm = {"model": model, "requests": summarizer.spent.requests,
                       "input_tokens": summarizer.spent.input_tokens, "output_tokens": summarizer.spent.output_tokens,
                       "cost_usd": None if summarizer.spent.unpriced else round(summarizer.spent.cost_usd, 8)}
-    if dry_run or not records:
-        return report
     ledger = None
-    if report.llm is not None:
+    if report.llm is not None:      # spent is spent: recorded even when no summary of the run was stored
         ledger = {"kind": "result-summaries", "id": new_id("rsr"), "ts": time.time(), "results": len(records),
                   "llm": report.llm}
+    if dry_run or not (records or ledger):
+        return report
     with store.writer() as session:
-        append_result_summaries(session, records, ledger)
+        added = append_result_summaries(session, records, ledger)
+    if len(added) < len(records):       # another run stored some first: they are its, not ours
+        late = [s for s in report.summarized if s.trace_id not in added]
+        report.summarized = [s for s in report.summarized if s.trace_id in added]
+        report.skipped_existing += len(late)
+        report.chars_before -= sum(s.chars for s in late)
+        report.chars_after -= sum(len(s.summary) for s in late)
     return report

@@ -36,9 +36,11 @@ def read_result_summaries(path: Path) -> dict[str, dict]:
     return found
 
 
-def append_result_summaries(session, records: list[dict], ledger_record: dict | None = None) -> int:
+def append_result_summaries(session, records: list[dict], ledger_record: dict | None = None) -> set[str]:
     """Append the ``records`` whose trace id has no summary yet (under ``session``'s lock),
-    fsynced, then the run's ledger record when it spent on a model. Returns how many were added."""
+    fsynced, then the run's ledger record when it spent on a model (whether or not any of its
+    summaries was added). Returns the trace ids whose summary was added (a concurrent run may
+    have stored the others first)."""
     path = session.paths.result_summaries
     jsonl.repair_tail(path)
     present = read_result_summaries(path)
@@ -49,6 +51,6 @@ def append_result_summaries(session, records: list[dict], ledger_record: dict | 
             todo.append(record)
     if todo:
         jsonl.append_records(path, todo, fsync=True)
-    if ledger_record is not None and todo:
+    if ledger_record is not None:   # the model was paid even when another run stored these first
         append_ledger(session.paths.ledger, [ledger_record], jsonl.file_size(session.paths.ledger))
-    return len(todo)
+    return {record["trace_id"] for record in todo}
