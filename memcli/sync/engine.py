@@ -250,7 +250,6 @@ def _collect(fr: _FileRead, events) -> None:
     from memcli.models import TAG_SIDECHAIN
 
     sidechain = fr.spec.sidechain
-    source_event = None
     for line, event in events:
         if isinstance(event, Exception):
             if fr.error is None:
@@ -261,8 +260,6 @@ def _collect(fr: _FileRead, events) -> None:
             if TAG_SIDECHAIN not in tags:
                 event["tags"] = [*tags, TAG_SIDECHAIN]
             event["agent_id"] = sidechain  # the file is the subagent's (its lines' agentId is the same)
-        if source_event is None:
-            source_event = fr.spec.fmt
         fr.items.append((line, event))
 
 
