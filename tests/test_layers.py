@@ -149,7 +149,6 @@ NOT_YET_THROUGH_THE_API = {
     "memcli/cli/hook_main.py": {"memcli.store.layout"},
     "memcli/cli/clear.py": {"memcli.store.clear"},
     "memcli/cli/doctor.py": {"memcli.store.agent", "memcli.store.layout", "memcli.inspect.doctor", "memcli.inspect"},
-    "memcli/cli/export.py": {"memcli.export.api"},
     "memcli/cli/hooks.py": {"memcli.hooks.harnesses"},
     "memcli/cli/ingest.py": {"memcli.importers", "memcli.ingest.api"},
     "memcli/cli/inspect.py": {"memcli.store.agent", "memcli.inspect.agents", "memcli.filters", "memcli.inspect.turns",

@@ -406,3 +406,19 @@ def test_uncompact_and_the_compaction_ledger_follow_a_push(memory_dir, tmp_path,
     assert memcli.Memory(tmp_path / "o").agent("a").export(with_memory=True) == agent.export(with_memory=True)
     for name in local_counts(memory_dir, "a"):
         assert (tmp_path / "o/agents/a" / name).read_bytes() == (memory_dir / "agents/a" / name).read_bytes(), name
+
+
+def test_mcp_remote_survives_a_dropped_connection(memory_dir, pg_url):
+    from memcli.mcp.tools import RemoteMemoryTools
+
+    sample(memory_dir, "coder")
+    memcli.Memory(memory_dir).push(["coder"], to=pg_url)
+    tools = RemoteMemoryTools(memcli.Memory(memory_dir).remote(pg_url), "coder")
+    assert tools.search(None, "discount")["hits"]
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        assert admin.execute("""SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                                WHERE application_name = 'memcli' AND pid <> pg_backend_pid()""").fetchall()
+    assert tools.search(None, "discount")["hits"]       # opened again, answered
+    first = tools.remember(None, "Deploys need a ticket")["id"]
+    assert tools.remember(None, "Deploys  need a ticket")["id"] == first     # the same fact: nothing written
+    assert rows(pg_url, "SELECT count(*) FROM memcli_records WHERE line LIKE '%%need a ticket%%'") == [(1,)]

@@ -130,7 +130,7 @@ def search(url: str | None, text: str, *, agent: str | None = None, all: bool = 
         except Exception as exc:
             import psycopg
 
-            if isinstance(exc, psycopg.Error):
+            if isinstance(exc, psycopg.Error) and own:   # on a caller's connection, the caller's to handle
                 raise rc.failed(exc, url, "searching") from None
             raise
     finally:
