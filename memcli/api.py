@@ -60,16 +60,19 @@ class Memory:
 
     # ------------------------------------------------------------------ agent homes (sync)
     def sync(self, *, home: str | os.PathLike | None = None, source: str | Iterable[str] | None = None,
-             dry_run: bool = False, redact: bool = True, progress=None):
+             dry_run: bool = False, redact: bool = True, progress=None,
+             path: str | os.PathLike | Iterable | None = None):
         """Import every harness session found under ``home`` (default ``~``) that is new or has
         grown, one agent per session, as ``memcli sync``; ``source`` limits the sources
-        (claude-code, codex, ...), ``dry_run`` only says what would be imported. A session that
-        cannot be read is reported in the result and skipped. Returns
+        (claude-code, codex, ...), ``dry_run`` only says what would be imported, ``path`` adds
+        files kept elsewhere (a ChatGPT / Claude.ai ``conversations.json``, an Aider chat log). A
+        session that cannot be read is reported in the result and skipped. Returns
         :class:`memcli.sync.engine.SyncReport`."""
         from memcli.sync.engine import sync
 
+        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path or ())
         return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
-                    progress=progress)
+                    progress=progress, path=paths)
 
     def search_all(self, query: str, *, limit: int = 10, **options):
         """Ranked hits over every agent, as ``memcli search --all``: each agent searched as
@@ -386,7 +389,7 @@ class Agent:
         the whole :class:`memcli.search.facts.Forgotten` (tier, tombstone, already_superseded_by)."""
         from memcli.search.facts import forget
 
-        done = forget(self.store, id, reason=reason)
+        done = forget(self.store.require(), id, reason=reason)
         return done if full else done.tombstone
 
     def stats(self, *, model: str | None = None, max_context_tokens: int | None = None):
@@ -398,15 +401,19 @@ class Agent:
             return compute_stats(store, model=model, max_context_tokens=max_context_tokens)
 
     def export(self, fmt: str = "jsonl", output: str | os.PathLike | None = None, *, with_memory: bool = False,
-               turns: Iterable[str] | None = None, since: str | None = None, until: str | None = None):
+               turns: Iterable[str] | None = None, since: str | None = None, until: str | None = None,
+               stream=None, progress=None):
         """The complete history (archive, then active) in ``fmt`` (jsonl, json, markdown, openai,
         anthropic), as ``memcli export``. Without ``output`` the export is returned as bytes; with
-        it, the file appears only when complete and :class:`memcli.export.api.ExportResult` is returned."""
+        it, the file appears only when complete and :class:`memcli.export.api.ExportResult` is
+        returned — as it is with ``stream`` (a binary file the export is streamed to, with flat
+        memory). ``progress(bytes_done, total)`` hears how far it got."""
         from memcli.export.api import export
 
-        args = dict(fmt=fmt, with_memory=with_memory, turns=list(turns) if turns else None, since=since, until=until)
-        if output is not None:
-            return export(self.memory_dir, self.name, output=output, **args)
+        args = dict(fmt=fmt, with_memory=with_memory, turns=list(turns) if turns else None, since=since, until=until,
+                    progress=progress)
+        if output is not None or stream is not None:
+            return export(self.memory_dir, self.name, output=output, stdout=stream, **args)
         import io
 
         buffer = io.BytesIO()

@@ -227,3 +227,15 @@ def cu_turn(t: int, phrase: str = "") -> list[dict]:
 
 def cursor_transcript(home: Path, project: str, session: str) -> Path:
     return home / ".cursor" / "projects" / project / "agent-transcripts" / session / f"{session}.jsonl"
+
+
+# ---------------------------------------------------------------------------- Aider
+def aider_run(started: str, asks: list[str]) -> str:
+    """One run of .aider.chat.history.md as Aider's InputOutput appends it: the header, per ask the
+    typed lines (#### ..., two trailing spaces), notices (> ...) and the reply."""
+    out = f"\n# aider chat started at {started}\n\n> Aider v0.80.0  \n> Main model: sonnet  \n"
+    for ask in asks:
+        out += "\n" + "  \n".join(f"#### {line}" for line in ask.splitlines()) + "  \n"
+        out += f"\nSure, here is the change for {ask.splitlines()[0]}.\n\n"
+        out += "> Applied edit to app.py  \n> Tokens: 2.1k sent, 120 received.  \n"
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memcli.errors import InputError, UsageError
+from memcli.errors import InputError, UsageError, as_flag
 from memcli.importers.conversations import Conversation, agent_names, sanitise
 from memcli.ingest.api import ingest
 from tests.helpers import tree_digest
@@ -79,8 +79,10 @@ def test_skip_invalid_leaves_bad_conversations_out_and_names_them(cli, memory_di
 def test_one_conversation_file_with_split_is_one_agent_and_stream_refuses_split(memory_dir, tmp_path):
     path = _file(tmp_path, _conversation(1)["messages"], "one.jsonl")
     assert ingest(memory_dir, "x", path, split=True).agents == ["x.1"]
-    with pytest.raises(UsageError, match="--split"):
+    # the library names its parameters; the CLI words the same error by its flags
+    with pytest.raises(UsageError, match="^split reads a whole file: it cannot be combined with stream$") as refused:
         ingest(memory_dir, "x", path, split=True, stream=True)
+    assert refused.value.worded(as_flag) == "--split reads a whole file: it cannot be combined with --stream"
 
 
 def test_a_file_holding_one_request_body_is_not_refused(memory_dir, tmp_path):

@@ -149,13 +149,11 @@ NOT_YET_THROUGH_THE_API = {
     "memcli/cli/hook_main.py": {"memcli.store.layout"},
     "memcli/cli/clear.py": {"memcli.store.clear"},
     "memcli/cli/doctor.py": {"memcli.store.agent", "memcli.store.layout", "memcli.inspect.doctor", "memcli.inspect"},
-    "memcli/cli/export.py": {"memcli.export.api"},
     "memcli/cli/hooks.py": {"memcli.hooks.harnesses"},
     "memcli/cli/ingest.py": {"memcli.importers", "memcli.ingest.api"},
     "memcli/cli/inspect.py": {"memcli.store.agent", "memcli.inspect.agents", "memcli.filters", "memcli.inspect.turns",
                               "memcli.messages", "memcli.inspect.tools", "memcli.inspect.memory"},
     "memcli/cli/memory_tool.py": {"memcli.memory_tool", "memcli.store.agent"},
-    "memcli/cli/search.py": {"memcli.store.agent", "memcli.filters", "memcli.search", "memcli.search.facts"},
 }
 
 

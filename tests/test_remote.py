@@ -334,6 +334,8 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
             gone = await session.call_tool("memory_forget", {"id": fact_id, "reason": "wrong"})
             again = await session.call_tool("memory_forget", {"id": fact_id})
             lost = await session.call_tool("memory_search", {"query": "SPRING10 team", "kind": "semantic"})
+            kept = await session.call_tool("memory_search", {"query": "SPRING10 team", "history": True})
+            out["kept"] = {h["id"]: h["status"] for h in json.loads(kept.content[0].text)["hits"]}
             out["found"] = [h["id"] for h in json.loads(found.content[0].text)["hits"]]
             out["lost"] = [h["id"] for h in json.loads(lost.content[0].text)["hits"]]
             out["fact"] = fact_id
@@ -351,6 +353,7 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
     assert json.loads(gone.content[0].text)["tombstone_id"]
     assert json.loads(again.content[0].text)["already_superseded_by"]
     assert out["found"][0] == out["fact"] and out["fact"] not in out["lost"]   # forgotten: out of search
+    assert out["kept"][out["fact"]] == "superseded"                             # unless history is asked
     # the fact and its tombstone are in the shared store: a pull has them after the pushed facts
     memcli.Memory(tmp_path / "o").pull("coder", from_=pg_url)
     facts = read_jsonl(tmp_path / "o/agents/coder/semantic.jsonl")
@@ -403,3 +406,19 @@ def test_uncompact_and_the_compaction_ledger_follow_a_push(memory_dir, tmp_path,
     assert memcli.Memory(tmp_path / "o").agent("a").export(with_memory=True) == agent.export(with_memory=True)
     for name in local_counts(memory_dir, "a"):
         assert (tmp_path / "o/agents/a" / name).read_bytes() == (memory_dir / "agents/a" / name).read_bytes(), name
+
+
+def test_mcp_remote_survives_a_dropped_connection(memory_dir, pg_url):
+    from memcli.mcp.tools import RemoteMemoryTools
+
+    sample(memory_dir, "coder")
+    memcli.Memory(memory_dir).push(["coder"], to=pg_url)
+    tools = RemoteMemoryTools(memcli.Memory(memory_dir).remote(pg_url), "coder")
+    assert tools.search(None, "discount")["hits"]
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        assert admin.execute("""SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                                WHERE application_name = 'memcli' AND pid <> pg_backend_pid()""").fetchall()
+    assert tools.search(None, "discount")["hits"]       # opened again, answered
+    first = tools.remember(None, "Deploys need a ticket")["id"]
+    assert tools.remember(None, "Deploys  need a ticket")["id"] == first     # the same fact: nothing written
+    assert rows(pg_url, "SELECT count(*) FROM memcli_records WHERE line LIKE '%%need a ticket%%'") == [(1,)]

@@ -46,14 +46,15 @@ def export(
 
     `memcli export A | memcli ingest B` copies A's traces (and with --with-memory its memory) into B with the same ids, turns and seqs; ingesting the same export again adds nothing.
     """
+    import memcli
     from memcli.cli.progress import progress_bar
-    from memcli.export.api import export as run
 
     to_file = output is not None and output != "-"
     with progress_bar(f"exporting {agent}", enabled=to_file) as advance:  # a closed stdout: memcli.cli.app
-        result = run(ctx.obj, agent, fmt=format.value, output=output, with_memory=with_memory,
-                     turns=turn, since=since, until=until,
-                     progress=lambda n, total: advance(n, total=total))
+        result = memcli.Memory(ctx.obj).agent(agent).export(
+            format.value, output if to_file else None, stream=None if to_file else sys.stdout.buffer,
+            with_memory=with_memory, turns=turn, since=since, until=until,
+            progress=lambda n, total: advance(n, total=total))
     for note in result.notes:
         print(f"memcli: note: {note}", file=sys.stderr)
     if to_file:

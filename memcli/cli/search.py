@@ -18,10 +18,11 @@ AGENT = typer.Argument(..., help="Agent id.")
 SNIPPET_LINES = 4
 
 
-def _store(ctx: typer.Context, agent: str):
-    from memcli.store.agent import AgentStore
+def _agent(ctx: typer.Context, agent: str):
+    """The API's :class:`memcli.api.Agent` the command works on."""
+    from memcli.api import Memory
 
-    return AgentStore(ctx.obj, agent)
+    return Memory(ctx.obj).agent(agent)
 
 
 def _cells(segments) -> int:
@@ -94,9 +95,6 @@ def search(
     hit with a count. Each hit's id expands with `memcli get`. The search index
     (agents/AGENT/.search.sqlite) is a cache, caught up with the files on each search.
     """
-    from memcli.filters import parse_time
-    from memcli.search import search as run_search
-
     if remote is not None:
         from memcli.cli.remote import search_remote
 
@@ -110,9 +108,8 @@ def search(
         from memcli.errors import UsageError
 
         raise UsageError("Missing argument 'QUERY'.")
-    result = run_search(_store(ctx, agent), query, limit=limit, kinds=kind,
-                        since=parse_time(since, "since"), until=parse_time(until, "until", end_of_day=True),
-                        history=history, recent=recent, embed_model=embed_model, embed_api_base=embed_api_base)
+    result = _agent(ctx, agent).search(query, limit=limit, kind=kind, since=since, until=until, history=history,
+                                       recent=recent, embed_model=embed_model, embed_api_base=embed_api_base)
     for note in result.notes:
         out.note(f"note: {note}")
     terms = ", ".join(t.text for t in result.query.terms)
@@ -138,9 +135,7 @@ def remember(
     *, out: Output,
 ) -> None:
     """Add a semantic fact (creates the agent if needed). Secrets in it are redacted like ingest's."""
-    from memcli.search.facts import remember as run_remember
-
-    done = run_remember(_store(ctx, agent), text, tags=tag or (), pin=pin, supersedes=supersedes)
+    done = _agent(ctx, agent).remember(text, tags=tag or (), pin=pin, supersedes=supersedes, full=True)
     record = done.record
     note = (f"already remembered as {record['id']} in {agent!r}: nothing written" if done.existing else
             f"remembered {record['id']} in {agent!r}") + (" (pinned)" if "pinned" in record["tags"] else "")
@@ -164,9 +159,7 @@ def forget(
 
     `memcli memory AGENT --all` still lists it, marked superseded.
     """
-    from memcli.search.facts import forget as run_forget
-
-    done = run_forget(_store(ctx, agent).require(), record_id, reason=reason)
+    done = _agent(ctx, agent).forget(record_id, reason=reason, full=True)
     if done.tombstone is None:
         out.note(f"{record_id} is already superseded by {done.already_superseded_by}: nothing written")
         out.document({"forgotten": record_id, "tombstone": None, "superseded_by": done.already_superseded_by},

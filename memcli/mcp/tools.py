@@ -84,7 +84,7 @@ class MemoryTools:
         offset = 0 if offset is None else offset
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise UsageError(f"limit: between 1 and {MAX_SEARCH_LIMIT}, got {limit}")
-        options = {"history": True} if history else {}   # the remote store keeps no superseded marks yet
+        options = {"history": True} if history else {}
         result = self._search(self.store(agent), query, limit=limit, offset=offset, kind=kind or None, **options)
         hits = [self._hit(h) for h in result.hits]
         return {"query": query, "matched": "every word" if result.mode == "all" else "any word", "hits": hits,

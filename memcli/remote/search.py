@@ -39,13 +39,15 @@ class RemoteSearchResult:
 
 # a summary or fact another item of its agent and file supersedes (memcli.models.superseded_ids: a
 # forget tombstone lists the item and itself) is left out, as local search leaves it out
-_LIVE = """NOT (r.kind IN ('episodic', 'semantic') AND EXISTS (
+# (with ``history`` they are ranked too, their hits marked superseded)
+_SUPERSEDED = """(r.kind IN ('episodic', 'semantic') AND EXISTS (
     SELECT 1 FROM memcli_records s WHERE s.agent_key = r.agent_key AND s.file = r.file
     AND s.line LIKE '%%' || r.id || '%%' AND (s.line::jsonb -> 'supersedes') ? r.id))"""
 
 
-def _ranked(conn, tsquery_text: str, agent_key, kinds, since, until, limit: int, offset: int, notes: list[str]):
-    where = ["r.tsv @@ q.q", _LIVE]
+def _ranked(conn, tsquery_text: str, agent_key, kinds, since, until, limit: int, offset: int, notes: list[str],
+            history: bool = False):
+    where = ["r.tsv @@ q.q"] + ([] if history else [f"NOT {_SUPERSEDED}"])
     args: list = [tsquery_text]
     if agent_key is not None:
         where.append("r.agent_key = %s")
@@ -64,7 +66,8 @@ def _ranked(conn, tsquery_text: str, agent_key, kinds, since, until, limit: int,
         m AS (SELECT r.agent_key, r.stream, r.id, r.ts, ts_rank_cd(r.tsv, q.q) AS score
               FROM memcli_records r, q WHERE {' AND '.join(where)} LIMIT {BROAD_MATCHES + 1}),
         top AS (SELECT * FROM m ORDER BY score DESC, ts DESC NULLS LAST LIMIT %s OFFSET %s)
-        SELECT a.store_id, a.name, r.tier, r.line, top.score, (SELECT count(*) FROM m) AS matched
+        SELECT a.store_id, a.name, r.tier, r.line, top.score, (SELECT count(*) FROM m) AS matched,
+               {_SUPERSEDED if history else 'false'} AS superseded
         FROM top JOIN memcli_records r USING (agent_key, stream, id) JOIN memcli_agents a USING (agent_key)
         ORDER BY top.score DESC, top.ts DESC NULLS LAST"""
     conn.execute(f"SET LOCAL gin_fuzzy_search_limit = {BROAD_MATCHES}")   # a GIN scan returns a sample beyond it
@@ -94,7 +97,8 @@ def websearch(query, joiner: str) -> str:
 
 
 def search(url: str | None, text: str, *, agent: str | None = None, all: bool = False, limit: int = 10,
-           offset: int = 0, kinds=None, since: float | None = None, until: float | None = None, conn=None) -> RemoteSearchResult:
+           offset: int = 0, kinds=None, since: float | None = None, until: float | None = None, conn=None,
+           history: bool = False) -> RemoteSearchResult:
     """Hits for ``text`` (module docstring); on ``conn`` when given (left open), else a new connection."""
     from memcli.search.engine import MAX_LIMIT, parse_kinds
     from memcli.search.query import parse_query
@@ -118,26 +122,27 @@ def search(url: str | None, text: str, *, agent: str | None = None, all: bool = 
                 schema.check(conn, where)
             key = schema.find_agent(conn, agent, where)[0] if agent else None
             mode = "all"
-            rows = _ranked(conn, websearch(query, " "), key, wanted, since, until, limit, offset, notes)
+            rows = _ranked(conn, websearch(query, " "), key, wanted, since, until, limit, offset, notes, history)
             if not rows and len(query.terms) > 1:
                 mode = "any"
-                rows = _ranked(conn, websearch(query, " or "), key, wanted, since, until, limit, offset, notes)
+                rows = _ranked(conn, websearch(query, " or "), key, wanted, since, until, limit, offset, notes,
+                               history)
         except Exception as exc:
             import psycopg
 
-            if isinstance(exc, psycopg.Error):
+            if isinstance(exc, psycopg.Error) and own:   # on a caller's connection, the caller's to handle
                 raise rc.failed(exc, url, "searching") from None
             raise
     finally:
         if own:
             conn.close()
-    return RemoteSearchResult(query, mode, [remote_hit(*row[:5], query) for row in rows], notes)
+    return RemoteSearchResult(query, mode, [remote_hit(*row[:5], query, superseded=row[6]) for row in rows], notes)
 
 
-def remote_hit(store_id: str, name: str, tier: str, line: str, score: float, query):
+def remote_hit(store_id: str, name: str, tier: str, line: str, score: float, query, *, superseded: bool = False):
     """A local-shaped hit for a stored line, with ``agent`` = ``STORE/NAME``."""
-    from memcli.search.engine import _hit
+    from memcli.search.engine import LIVE, SUPERSEDED, _hit
 
-    hit = _hit(tier, orjson.loads(line), float(score), query)
+    hit = _hit(tier, orjson.loads(line), float(score), query, status=SUPERSEDED if superseded else LIVE)
     hit.agent = f"{store_id}/{name}"
     return hit

@@ -24,6 +24,30 @@ from memcli.remote import schema
 SHARED_STORE = "shared"
 
 
+def _db(method):
+    """A database error as one RemoteError line; a lost connection (server restart) is opened again
+    and the call retried once (a long-running MCP server outlives connections)."""
+    import functools
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        import psycopg
+
+        for attempt in (1, 2):
+            try:
+                return method(self, *args, **kwargs)
+            except psycopg.Error as exc:
+                if attempt == 1 and rc.is_lost(exc) and self.conn.closed:
+                    self.conn = rc.connect(self.url)
+                    continue
+                try:
+                    self.conn.rollback()
+                except psycopg.Error:
+                    pass
+                raise rc.failed(exc, self.url, method.__name__) from None
+    return call
+
+
 class RemoteStore:
     def __init__(self, url: str | None):
         self.url = rc.resolve_url(url, "remote")
@@ -53,12 +77,15 @@ class RemoteStore:
         return row[0]
 
     # ---------------------------------------------------------------- reading
-    def search(self, agent: str, query: str, *, limit: int, offset: int, kinds):
+    @_db
+    def search(self, agent: str, query: str, *, limit: int, offset: int, kinds, history: bool = False):
         """Hits as :func:`memcli.remote.search.search` gives them (on this connection)."""
         from memcli.remote.search import search
 
-        return search(self.url, query, agent=agent, limit=limit, offset=offset, kinds=kinds, conn=self.conn)
+        return search(self.url, query, agent=agent, limit=limit, offset=offset, kinds=kinds, conn=self.conn,
+                      history=history)
 
+    @_db
     def get(self, agent: str, record_id: str) -> tuple[str, dict]:
         """(tier, record) of an id (a trace, summary, fact or any pushed record)."""
         key = self._key(agent)
@@ -110,22 +137,30 @@ class RemoteStore:
             (key, kind, record["id"], file, schema.REMOTE_POS, kind, kind, record.get("ts"), line,
              plain_words(record_text(kind, record)), key, file))
 
+    @_db
     def remember(self, agent: str, fact: str, *, tags=(), pin: bool = False, supersedes=None):
-        from memcli.search.facts import Remembered, fact_record, prepare_fact
+        from memcli.search.facts import Remembered, fact_record, live_same_fact, merge_same, prepare_fact
 
         text, clean_tags, redacted = prepare_fact(fact, tags, pin)
         wanted = [s for s in dict.fromkeys(supersedes or ()) if s]
         key = self._key(agent, create=True)
         with self.conn.transaction():
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (-key,))
-            known = {record.get("id"): kind for kind, record in self._memory_lines(key)}
+            lines = self._memory_lines(key)
+            known = {record.get("id"): kind for kind, record in lines}
             for old in wanted:
                 if known.get(old) != "semantic":
                     raise UsageError(f"supersedes: {old!r} is not a fact of agent {agent!r}")
+            same = live_same_fact([record for kind, record in lines if kind == "semantic"], text)
+            if same is not None:
+                clean_tags = merge_same(same, clean_tags, wanted)
+                if clean_tags is None:
+                    return Remembered(same, redacted, [], existing=True)
             record = fact_record(text, clean_tags, wanted)
             self._insert(key, "semantic", record)
         return Remembered(record, redacted, wanted)
 
+    @_db
     def forget(self, agent: str, record_id: str, *, reason: str | None = None):
         from memcli.models import superseded_ids
         from memcli.search.facts import Forgotten, forget_reason, tombstone_record

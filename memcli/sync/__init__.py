@@ -72,6 +72,7 @@ SOURCES: dict[str, str] = {
     "goose": "goose",
     "opencode": "opencode",
     "cursor": "cursor",
+    "aider": "aider",
     "chatgpt": "chatgpt",
     "claude-ai": "claude_ai",
 }
