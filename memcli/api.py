@@ -60,16 +60,19 @@ class Memory:
 
     # ------------------------------------------------------------------ agent homes (sync)
     def sync(self, *, home: str | os.PathLike | None = None, source: str | Iterable[str] | None = None,
-             dry_run: bool = False, redact: bool = True, progress=None):
+             dry_run: bool = False, redact: bool = True, progress=None,
+             path: str | os.PathLike | Iterable | None = None):
         """Import every harness session found under ``home`` (default ``~``) that is new or has
         grown, one agent per session, as ``memcli sync``; ``source`` limits the sources
-        (claude-code, codex, ...), ``dry_run`` only says what would be imported. A session that
-        cannot be read is reported in the result and skipped. Returns
+        (claude-code, codex, ...), ``dry_run`` only says what would be imported, ``path`` adds
+        files kept elsewhere (a ChatGPT / Claude.ai ``conversations.json``, an Aider chat log). A
+        session that cannot be read is reported in the result and skipped. Returns
         :class:`memcli.sync.engine.SyncReport`."""
         from memcli.sync.engine import sync
 
+        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path or ())
         return sync(self.path, home=home, source=_listed(source), dry_run=dry_run, redact=redact,
-                    progress=progress)
+                    progress=progress, path=paths)
 
     def search_all(self, query: str, *, limit: int = 10, **options):
         """Ranked hits over every agent, as ``memcli search --all``: each agent searched as

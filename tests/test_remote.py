@@ -419,4 +419,6 @@ def test_mcp_remote_survives_a_dropped_connection(memory_dir, pg_url):
         assert admin.execute("""SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                                 WHERE application_name = 'memcli' AND pid <> pg_backend_pid()""").fetchall()
     assert tools.search(None, "discount")["hits"]       # opened again, answered
-    assert tools.remember(None, "Deploys need a ticket")["id"]
+    first = tools.remember(None, "Deploys need a ticket")["id"]
+    assert tools.remember(None, "Deploys  need a ticket")["id"] == first     # the same fact: nothing written
+    assert rows(pg_url, "SELECT count(*) FROM memcli_records WHERE line LIKE '%%need a ticket%%'") == [(1,)]

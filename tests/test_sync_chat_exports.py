@@ -133,3 +133,25 @@ def test_only_its_own_files_and_dry_run_writes_nothing(tmp_path):
     assert not mem.exists()
     os.remove(home / "Downloads" / "data-2026-01-02" / "conversations.json")
     assert memcli.Memory(mem).sync(home=home, source="claude-ai").sessions == []
+
+
+def test_path_imports_an_export_or_aider_log_kept_elsewhere(tmp_path):
+    from tests.sync_more_fixtures import aider_run
+
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    home.mkdir()
+    export = _export(tmp_path / "archive" / "conversations.json", [cx.claude_ai_conversation(1, 1)])
+    project = tmp_path / "work" / "tool"
+    project.mkdir(parents=True)
+    (project / ".aider.chat.history.md").write_text(aider_run("2026-03-01 09:00:00", ["hi"]))
+    proc = run_memcli("--dir", mem, "sync", "--home", home, "--path", export.parent, "--path", project, "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = orjson.loads(proc.stdout)["sessions"]
+    assert sorted((r["agent"], r["status"]) for r in rows) == [
+        ("aider.tool.20260301-090000", "new"), (f"claude-ai.chat.{C1}", "new")]
+    again = memcli.Memory(mem).sync(home=home, path=[export, project / ".aider.chat.history.md"])
+    assert {s.status for s in again.sessions} == {"unchanged"}
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello")
+    proc = run_memcli("--dir", mem, "sync", "--home", home, "--path", bad)
+    assert proc.returncode == 2 and "not a session file sync reads" in proc.stderr.decode()

@@ -30,6 +30,10 @@ def sync(
         None, "--source", metavar="NAMES",
         help="Only these sources, comma-separated: claude-code, codex, gemini, copilot, goose, opencode, cursor, aider, chatgpt, claude-ai (default: all)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be imported; write nothing."),
+    path: Optional[list[str]] = typer.Option(
+        None, "--path", metavar="PATH",
+        help="Also import this file kept elsewhere (repeatable): a ChatGPT or Claude.ai conversations.json,"
+             " an .aider.chat.history.md, or a directory holding one."),
     *, out: Output,
 ) -> None:
     """Find every agent session on this machine and import what is new: one agent per session,
@@ -42,7 +46,8 @@ def sync(
     from memcli.cli.progress import progress_bar
 
     with progress_bar("sync", unit="items", enabled=out.human) as advance:
-        report = memcli.Memory(ctx.obj).sync(home=home, source=source, dry_run=dry_run, progress=advance)
+        report = memcli.Memory(ctx.obj).sync(home=home, source=source, dry_run=dry_run, progress=advance,
+                                             path=path)
     for failed in report.failed:
         out.note(f"sync: skipped {failed.error}")
     changed = [s for s in report.sessions if s.status != "unchanged"]

@@ -139,17 +139,23 @@ class RemoteStore:
 
     @_db
     def remember(self, agent: str, fact: str, *, tags=(), pin: bool = False, supersedes=None):
-        from memcli.search.facts import Remembered, fact_record, prepare_fact
+        from memcli.search.facts import Remembered, fact_record, live_same_fact, merge_same, prepare_fact
 
         text, clean_tags, redacted = prepare_fact(fact, tags, pin)
         wanted = [s for s in dict.fromkeys(supersedes or ()) if s]
         key = self._key(agent, create=True)
         with self.conn.transaction():
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (-key,))
-            known = {record.get("id"): kind for kind, record in self._memory_lines(key)}
+            lines = self._memory_lines(key)
+            known = {record.get("id"): kind for kind, record in lines}
             for old in wanted:
                 if known.get(old) != "semantic":
                     raise UsageError(f"supersedes: {old!r} is not a fact of agent {agent!r}")
+            same = live_same_fact([record for kind, record in lines if kind == "semantic"], text)
+            if same is not None:
+                clean_tags = merge_same(same, clean_tags, wanted)
+                if clean_tags is None:
+                    return Remembered(same, redacted, [], existing=True)
             record = fact_record(text, clean_tags, wanted)
             self._insert(key, "semantic", record)
         return Remembered(record, redacted, wanted)

@@ -60,9 +60,13 @@ def _same_text(text: str) -> str:
 
 def _live_same_fact(paths, fact: str) -> dict | None:
     """The newest live semantic record whose fact is ``fact`` (whitespace normalised)."""
+    return live_same_fact([record for _, _, record in jsonl.iter_records(paths.semantic)], fact)
+
+
+def live_same_fact(records: list[dict], fact: str) -> dict | None:
+    """:func:`_live_same_fact` over the semantic records ``records`` (file order)."""
     from memcli.models import superseded_ids
 
-    records = [record for _, _, record in jsonl.iter_records(paths.semantic)]
     gone = superseded_ids(records)
     wanted = _same_text(fact)
     for record in reversed(records):
@@ -148,15 +152,23 @@ def remember(store: AgentStore, text: str, *, tags=(), pin: bool = False, supers
             replaced.append(old)
         same = _live_same_fact(session.paths, fact)
         if same is not None:
-            have = same.get("tags") if isinstance(same.get("tags"), list) else []
-            if not replaced and set(redacted_tags) <= set(have):
+            redacted_tags = merge_same(same, redacted_tags, replaced)
+            if redacted_tags is None:
                 return Remembered(same, redacted, [], existing=True)
-            if same.get("id") not in replaced:
-                replaced.append(same["id"])
-            redacted_tags = list(dict.fromkeys([*have, *redacted_tags]))
         record = fact_record(fact, redacted_tags, replaced)
         _append(session, "semantic", record)
     return Remembered(record, redacted, replaced)
+
+
+def merge_same(same: dict, tags: list[str], replaced: list[str]) -> list[str] | None:
+    """The same live fact is there: None when it has every tag and nothing is replaced (nothing to
+    write), else the tags of the new record, which also supersedes it (added to ``replaced``)."""
+    have = same.get("tags") if isinstance(same.get("tags"), list) else []
+    if not replaced and set(tags) <= set(have):
+        return None
+    if same.get("id") not in replaced:
+        replaced.append(same["id"])
+    return list(dict.fromkeys([*have, *tags]))
 
 
 def prepare_fact(text: str, tags, pin: bool) -> tuple[str, list[str], int]:

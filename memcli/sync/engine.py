@@ -410,15 +410,23 @@ Progress = Callable[..., None]
 
 def sync(memory_dir: str | os.PathLike, *, home: str | os.PathLike | None = None,
          source: str | list | None = None, dry_run: bool = False, redact: bool = True,
-         progress: Progress | None = None) -> SyncReport:
+         progress: Progress | None = None, path: list | None = None) -> SyncReport:
     """Find the sessions of every chosen source under ``home`` (default ``~``) and import what is
-    new (module docstring). ``progress(n, total=None)`` is told of each session done."""
+    new (module docstring). ``progress(n, total=None)`` is told of each session done. ``path``:
+    files kept elsewhere (a data export, an Aider log: :mod:`memcli.sync.given`), imported too."""
     from memcli.store import sync_state
 
     started = time.monotonic()
     home_path = Path(os.path.abspath(os.path.expanduser("~") if home is None else home))
     report = SyncReport(dry_run=dry_run)
     found = [(name, list(get_source(name).find(home_path))) for name in parse_sources(source)]
+    if path:
+        from memcli.sync.given import given_sessions
+
+        extra = given_sessions(path, [name for name, _ in found])
+        found = [(name, sessions + [s for s in extra.get(name, ())
+                                    if s.main.path not in {x.main.path for x in sessions}])
+                 for name, sessions in found]
     if progress is not None:
         progress(0, total=sum(len(sessions) for _, sessions in found))
     for name, sessions in found:

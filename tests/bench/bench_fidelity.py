@@ -1,7 +1,8 @@
 """Compaction fidelity against the harness's own compaction (method: tests/bench/fidelity.py and
 docs/compaction.md, "Fidelity").
 
-For every corpus session that carries a harness compaction with a readable summary, one row:
+For every corpus session that carries a harness compaction with a readable summary, and three
+sessions built by rule (:func:`tests.bench.fidelity.rule_session`), one row:
 the value is the harness's needed-later identifier recall, the baseline memcli's at the same token
 count, so the ratio (harness / memcli) must stay at or below 1. The note gives both figures, the
 tokens each used and whether the last user ask survived verbatim.
@@ -32,20 +33,24 @@ def sessions() -> list[Path]:
 
 def run() -> list[dict]:
     sys.path.insert(0, str(REPO))
-    from tests.bench.fidelity import measure, split_session
+    from tests.bench.fidelity import measure, rule_session, split_session
 
     rows = []
+    found = []
     for path in sessions():
         session = split_session(path)
         if session is None:
             print(f"    fidelity: {path.name}: no readable harness summary (redacted or empty), not measured")
             continue
+        found.append(session)
+    found += [rule_session(seed) for seed in (1, 2, 3)]   # built by rule (tests/bench/fidelity.py)
+    for session in found:
         r = measure(session)
         if r.needed == 0:
-            print(f"    fidelity: {path.name}: no identifier is used both before and after the boundary")
+            print(f"    fidelity: {session.name}: no identifier is used both before and after the boundary")
             continue
         rows.append({
-            "name": f"fidelity {path.stem[:30]}: harness/memcli recall", "value": r.harness_recall,
+            "name": f"fidelity {session.name[:30]}: harness/memcli recall", "value": r.harness_recall,
             "baseline": max(r.memcli_recall, 1e-9), "unit": " ", "target": 1.0,
             "note": (f"{r.needed} needed-later identifiers; recall harness {r.harness_recall:.1%} in "
                      f"{r.harness_tokens:,} tokens, memcli {r.memcli_recall:.1%} in a {r.memcli_tokens:,}-token "

@@ -199,3 +199,101 @@ def measure(session: Compacted, work: Path | None = None) -> Fidelity:
     return Fidelity(session.name, len(needed), len(found_harness) / n, len(found_memcli) / n, harness_tokens,
                     snap.tokens, target, bool(ask) and ask in _norm(session.summary),
                     bool(ask) and ask in _norm(text))
+
+
+def rule_session(seed: int, steps: int = 300, after: int = 120) -> Compacted:
+    """A Claude Code session built by rule, compacted by a rule-made harness summary.
+
+    The agent works on a project whose vocabulary is drawn from a pool (files ``pkg/<area>/
+    mod_<k>.py``, classes ``<Area><K>Manager``, functions ``handle_<area>_<k>``, env vars, test
+    ids, commit hashes), using recent names more often (a random walk over the pool); two asks,
+    a failing test fixed later. The "harness summary" follows the sections Claude Code's own
+    holds (primary request, key concepts, files and code sections, errors and fixes, all user
+    messages, pending tasks, current work, next step), naming the 16 files edited last with the
+    class, function and code edited in them, every ask and the last 4 errors — what Claude Code's
+    summaries hold, at a length (~1,500 tokens) like theirs for a session of this size. After the boundary the work goes on with the same random walk."""
+    import random
+
+    rng = random.Random(seed)
+    areas = ["billing", "orders", "shipping", "auth", "search", "reports", "catalog", "notify"]
+    pool = []
+    for k in range(60):
+        area = areas[k % len(areas)]
+        pool.append({"file": f"pkg/{area}/mod_{k}.py", "cls": f"{area.title()}{k}Manager",
+                     "fn": f"handle_{area}_{k}", "env": f"APP_{area.upper()}_{k}_URL",
+                     "test": f"tests/test_{area}_{k}.py::test_case_{k}", "sha": f"{rng.getrandbits(28):07x}"})
+    lines: list[bytes] = []
+    uid = [0]
+
+    def emit(kind: str, content, **extra) -> None:
+        uid[0] += 1
+        value = {"type": kind, "uuid": f"r{seed}-{uid[0]}", "sessionId": f"rule-{seed}",
+                 "timestamp": f"2026-01-01T00:{uid[0] // 60 % 60:02d}:{uid[0] % 60:02d}Z",
+                 "message": {"role": kind, "content": content}, **extra}
+        if kind == "assistant":
+            value["message"]["id"] = f"msg_{seed}_{uid[0]}"
+        lines.append(orjson.dumps(value))
+
+    position = [0]
+    edited: list[dict] = []
+    errors: list[str] = []
+
+    def step(n: int) -> None:
+        position[0] = max(0, min(len(pool) - 1, position[0] + rng.choice([-2, -1, 0, 1, 1, 2, 3])))
+        item = pool[position[0]]
+        other = pool[rng.randrange(len(pool))]
+        call = f"toolu_{seed}_{n}"
+        kind = rng.choice(["read", "edit", "edit", "test", "grep"])
+        emit("assistant", [{"type": "text", "text": f"Next I look at {item['cls']} in {item['file']}."}])
+        if kind == "edit":
+            emit("assistant", [{"type": "tool_use", "id": call, "name": "Edit", "input": {
+                "file_path": item["file"], "old_string": f"def {item['fn']}(self):\n    pass",
+                "new_string": f"def {item['fn']}(self):\n    return os.environ['{item['env']}']"}}])
+            emit("user", [{"type": "tool_result", "tool_use_id": call, "content": f"Updated {item['file']}"}])
+            edited.append(item)
+        elif kind == "test":
+            failing = rng.random() < 0.3
+            text = (f"FAILED {item['test']} - AssertionError: {item['cls']}.{item['fn']} returned None"
+                    if failing else f"12 passed in 0.4s ({item['test']})")
+            emit("assistant", [{"type": "tool_use", "id": call, "name": "Bash",
+                                "input": {"command": f"pytest -q {item['test'].split('::')[0]}"}}])
+            emit("user", [{"type": "tool_result", "tool_use_id": call, "content": text, "is_error": failing}])
+            if failing:
+                errors.append(text)
+        elif kind == "grep":
+            emit("assistant", [{"type": "tool_use", "id": call, "name": "Grep", "input": {"pattern": item["fn"]}}])
+            emit("user", [{"type": "tool_result", "tool_use_id": call,
+                           "content": f"{item['file']}:12: {item['fn']}\n{other['file']}:40: uses {item['cls']}"}])
+        else:
+            emit("assistant", [{"type": "tool_use", "id": call, "name": "Read", "input": {"file_path": item["file"]}}])
+            emit("user", [{"type": "tool_result", "tool_use_id": call, "content":
+                           f"class {item['cls']}:\n    def {item['fn']}(self): ...\n# see commit {item['sha']}\n"
+                           f"# config: {item['env']}; related: {other['cls']}"}])
+
+    asks = [f"Make the {areas[seed % 8]} flows read their endpoints from the environment and keep the tests green.",
+            "Also keep the public names unchanged, and tell me which commits touched them."]
+    emit("user", asks[0])
+    for n in range(steps):
+        if n == steps // 2:
+            emit("user", asks[1])
+        step(n)
+    before = list(lines)
+    files = list(dict.fromkeys(i["file"] for i in reversed(edited)))[:16]
+    by_file = {i["file"]: i for i in edited}
+    summary = "\n".join([
+        "This session is being continued from a previous conversation that ran out of context.",
+        "Summary:", "1. Primary Request and Intent:", *(f"   - {a}" for a in asks),
+        "2. Key Technical Concepts:", "   - endpoints read from environment variables; pytest",
+        "3. Files and Code Sections:",
+        *(f"   - {f}\n     - {by_file[f]['cls']}.{by_file[f]['fn']} now returns the endpoint\n"
+          f"     ```python\n     def {by_file[f]['fn']}(self):\n         return os.environ['{by_file[f]['env']}']\n     ```"
+          for f in files),
+        "4. Errors and fixes:", *(f"   - {e}\n     - fixed by editing the function it names" for e in errors[-4:]),
+        "5. All user messages:", *(f"   - {a}" for a in asks),
+        "6. Pending Tasks:", "   - finish the remaining modules; list the commits",
+        "7. Current Work:", f"   - working on {pool[position[0]]['cls']} in {pool[position[0]]['file']}",
+        "8. Optional Next Step:", "   - run the whole test suite"])
+    lines.clear()
+    for n in range(steps, steps + after):
+        step(n)
+    return Compacted(f"rule-built-{seed}", "claude-code", before, list(lines), summary, asks[-1])
