@@ -150,3 +150,55 @@ def test_a_real_claude_code_session_with_subagents_draws(cli, memory_dir, tmp_pa
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+def test_an_undone_compaction_is_a_marked_boundary_and_the_live_one_owns_what_it_archived(cli, memory_dir, tmp_path):
+    assert cli("ingest", "u", input=conversation(6)).exit_code == 0
+    assert cli("compact", "u", "--tail-turns", "2").exit_code == 0      # turns 1-4 archived ...
+    assert cli("uncompact", "u").exit_code == 0                         # ... and back
+    assert cli("compact", "u", "--tail-turns", "4").exit_code == 0      # turns 1-2 archived again
+    Memory(memory_dir).agent("u").view(tmp_path / "u.html")
+    model = _page_model((tmp_path / "u.html").read_text())
+    undone, live = model["compactions"]
+    assert undone["undone"] and not live["undone"]
+    assert (undone["first_turn"], undone["last_turn"]) == ("turn_0001", "turn_0004")
+    assert (live["first_turn"], live["last_turn"]) == ("turn_0001", "turn_0002")
+    owners = {t["id"]: t["compaction"] for t in model["turns"]}
+    assert owners == {"turn_0001": live["id"], "turn_0002": live["id"], "turn_0003": None, "turn_0004": None,
+                      "turn_0005": None, "turn_0006": None}
+    dom, _ = render(tmp_path / "u.html")
+    assert dom.count('class="compaction undone"') == 1 and dom.count('class="compaction"') == 1
+    assert "undone (memcli uncompact): the turns it had archived are back in the timeline below" in dom
+    assert "the 1 archived turn it covers" in dom                 # turn_0002 (turn_0001 keeps its system prompt)
+    assert dom.count('class="cpt undone"') == 1 and dom.count('class="cpt"') == 1
+    assert dom.index('id="compaction-' + undone["id"]) < dom.index('id="turn_0003"')
+
+
+RUN = "document.body.dataset['pw'+'ned']=1"     # leaves data-pwned on <body> only if it runs
+VECTORS = [f'</SCRIPT><script>{RUN}</script>', f'</script\t><img src=x onerror="{RUN}">', '<!--<script>',
+           f'\u2028\u2029 line separators <svg onload="{RUN}">', f'" onmouseover="{RUN}" x="',
+           f"' autofocus onfocus='{RUN}"]
+
+
+def test_markup_in_ids_lane_names_tool_names_and_every_text_stays_text_in_the_browser(cli, memory_dir, tmp_path):
+    events = []
+    for i, v in enumerate(VECTORS):
+        events += [{"id": f"u{i}{v}", "trace_type": "user", "content": v},
+                   {"id": f"c{i}{v}", "trace_type": "tool_call", "tool_name": v, "tool_call_id": f"k{i}{v}",
+                    "tool_args": {v: v}},
+                   {"id": f"r{i}{v}", "trace_type": "tool_result", "tool_call_id": f"k{i}{v}", "tool_result": v,
+                    "tool_error": v},
+                   {"id": f"s{i}{v}", "trace_type": "assistant", "content": v, "tags": ["sidechain"], "agent_id": v}]
+    assert cli("ingest", "x", input=events).exit_code == 0, "ids with markup are accepted as data"
+    Memory(memory_dir).agent("x").view(tmp_path / "x.html")
+    html = (tmp_path / "x.html").read_text()
+    assert html.lower().count("</script") == 2 and "<!--" not in html
+    model = _page_model(html)
+    assert {i["lane"] for t in model["turns"] for i in t["items"]} == {None, *VECTORS}
+    dom, _ = render(tmp_path / "x.html")
+    assert 'data-ready="1"' in dom and "data-pwned" not in dom
+    assert re.search(r"<title>(.*?)</title>", dom).group(1) == "memcli · x"
+    assert "<img" not in dom and "<svg onload" not in dom and dom.lower().count("</script>") == 2
+    for v in VECTORS:
+        if '"' in v:
+            assert f'data-lane="{v}"' not in dom        # a quote in a value is escaped by the DOM, never closes it

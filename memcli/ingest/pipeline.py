@@ -20,7 +20,6 @@ the same input is skipped and counted as a duplicate: re-ingesting is a no-op.
 from __future__ import annotations
 
 import gc
-import itertools
 import os
 import time
 from collections import Counter
@@ -309,20 +308,12 @@ def _notes(session: WriteSession, result: IngestResult) -> None:
     result.notes.extend(r.describe() for r in session.repairs)
 
 
-_NO_ITEM = object()
-
-
 def ingest_events(store: AgentStore, items: Iterable[EventItem], *, skip_invalid: bool = False,
                   redactor: Redactor | None = None, source_event: str = DEFAULT_SOURCE_EVENT,
                   result: IngestResult | None = None, divert: Divert | None = None) -> IngestResult:
     """All-or-nothing ingest of ``items`` (see the module docstring). Raises the first
     :class:`InputError` (nothing written) unless ``skip_invalid``."""
     result = result or IngestResult(store.agent_id)
-    items = iter(items)
-    first = next(items, _NO_ITEM)
-    if first is _NO_ITEM:     # no event at all: the store is not touched (not even its lock file)
-        return result
-    items = itertools.chain((first,), items)
     with store.writer() as session:
         _notes(session, result)
         batch = _Batch(session, result, redactor, source_event, skip_invalid, divert)

@@ -7,7 +7,8 @@ Shape (keys kept short: the document is most of the file's bytes)::
      "turns":  [{"id", "ts", "tier": "active"|"archive"|"split", "tokens": int, "prompt": int|null,
                  "compaction": cid|null,             # the compaction that archived the turn (or its steps)
                  "items": [ITEM...]}],
-     "compactions": [{"id", "ts", "summary", "moved", "before", "after", "model", "undone", "last_turn"}],
+     "compactions": [{"id", "ts", "summary", "moved", "before", "after", "model", "undone",
+                      "first_turn", "last_turn"}],   # the range it covered (an undone one's turns are active again)
      "facts": [{"id", "ts", "text", "pinned", "tags"}],
      "files": [{"path", "text"}],
      "chart": {"threshold": int, "budget": int, "context": int}}
@@ -140,24 +141,34 @@ def collect(store: AgentStore, *, model: str | None = None, max_context_tokens: 
         count_working(store, TokenMeter(counter, memo_limit=STREAM_MEMO_LIMIT), traces=traces, on_message=add)
 
     compactions = []
-    owner: dict[str, str] = {}     # archived trace id -> compaction id
+    entries = list_compactions(store)
+    undone = {entry.id for entry in entries if entry.undone}
+    turn_of = {trace.id: trace.turn_id for trace in traces}
+    turn_order = {turn_id: i for i, turn_id in enumerate(turns)}
+    owner: dict[str, str] = {}     # archived trace id -> the live compaction that archived it
     summaries: dict[str, str] = {}
+    covers: dict[str, list[str]] = {}   # compaction id -> the turns its items name, in order
     for item in store.iter_episodic():
         cid = item.compaction_id
-        if cid and cid not in summaries:
+        if not cid:
+            continue
+        if cid not in summaries:
             summaries[cid] = item.summary
         for trace_id in item.trace_ids or []:
-            if cid and trace_id in archived:
-                owner.setdefault(trace_id, cid)
-    for entry in list_compactions(store):
+            if trace_id in turn_of:
+                covers.setdefault(cid, []).append(turn_of[trace_id])
+            if cid not in undone and trace_id in archived:
+                owner[trace_id] = cid     # an undone compaction's traces were archived again by a later one
+    for entry in entries:
         for trace_id in entry.trace_ids or []:
-            if trace_id in archived:
+            if trace_id in archived and entry.id not in undone:
                 owner[trace_id] = entry.id
+        turn_ids = entry.turn_ids or sorted(set(covers.get(entry.id, ())), key=turn_order.__getitem__)
         compactions.append({
             "id": entry.id, "ts": entry.ts, "summary": summaries.get(entry.id, ""), "moved": entry.moved(),
             "before": entry.tokens_before, "after": entry.tokens_after,
             "model": (entry.llm or {}).get("model") or entry.summarizer or "offline", "undone": entry.undone,
-            "last_turn": entry.turn_ids[-1] if entry.turn_ids else None,
+            "first_turn": turn_ids[0] if turn_ids else None, "last_turn": turn_ids[-1] if turn_ids else None,
         })
 
     for turn in turns.values():
@@ -173,7 +184,7 @@ def collect(store: AgentStore, *, model: str | None = None, max_context_tokens: 
     for entry in compactions:
         if entry["last_turn"] is None:
             covered = [t["id"] for t in turns.values() if t["compaction"] == entry["id"]]
-            entry["last_turn"] = covered[-1] if covered else None
+            entry["first_turn"], entry["last_turn"] = (covered[0], covered[-1]) if covered else (None, None)
 
     _, live_semantic = store.live_memory()
     facts = [{"id": f.id, "ts": f.ts, "text": f.fact, "pinned": "pinned" in (f.tags or []), "tags": list(f.tags or [])}

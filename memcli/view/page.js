@@ -125,9 +125,15 @@
       root.appendChild(el("p", "empty", "This agent has no traces yet: ingest or sync a session, then draw the page again."));
       return;
     }
-    var byId = {}, boxes = {};
-    model.compactions.forEach(function (c) { byId[c.id] = c; });
+    var byId = {}, boxes = {}, undoneAt = {};
+    model.compactions.forEach(function (c) {
+      byId[c.id] = c;
+      if (c.undone && c.first_turn) (undoneAt[c.first_turn] = undoneAt[c.first_turn] || []).push(c);
+    });
     model.turns.forEach(function (turn) {
+      (undoneAt[turn.id] || []).forEach(function (u) {   // undone: a boundary that was, its turns active again below
+        if (!boxes[u.id]) { boxes[u.id] = compactionNode(u); root.appendChild(boxes[u.id]); }
+      });
       var c = turn.compaction && byId[turn.compaction];
       if (!c) { root.appendChild(turnNode(turn)); return; }
       var box = boxes[c.id];
@@ -141,7 +147,8 @@
     });
     Object.keys(boxes).forEach(function (id) {
       var box = boxes[id];
-      box._label.textContent = box._count ? "the " + plural(box._count, "archived turn") + " it covers (click to expand)"
+      box._label.textContent = byId[id].undone ? "undone (memcli uncompact): the turns it had archived are back in the timeline below"
+        : box._count ? "the " + plural(box._count, "archived turn") + " it covers (click to expand)"
         : "no whole turn archived: older steps of the turns below";
     });
   }
@@ -194,16 +201,16 @@
     model.compactions.forEach(function (c) {
       if (c.last_turn in index) {
         var at = x(index[c.last_turn]) + step / 2;
-        var line = svg("line", { "class": "cpt", x1: at, x2: at, y1: T, y2: H - B });
+        var line = svg("line", { "class": c.undone ? "cpt undone" : "cpt", x1: at, x2: at, y1: T, y2: H - B });
         line.setAttribute("data-compaction", c.id);
-        line.appendChild(svg("title", {}, "compaction " + c.id + " after " + c.last_turn));
+        line.appendChild(svg("title", {}, "compaction " + c.id + " after " + c.last_turn + (c.undone ? " (undone)" : "")));
         s.appendChild(line);
       }
     });
     root.appendChild(s);
     legend.textContent = "Bars: memcli's token count of each turn (" + model.counter + "); line: the running total " +
       "(the context without compaction); dots: provider-reported prompt_tokens; dashed: the compaction trigger (" +
-      thr.toLocaleString("en") + " tokens" + (showThr ? "" : ", above this chart") + "); purple: compactions.";
+      thr.toLocaleString("en") + " tokens" + (showThr ? "" : ", above this chart") + "); purple: compactions (dotted: undone).";
   }
 
   function drawMemory() {
