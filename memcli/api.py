@@ -351,12 +351,19 @@ class Agent:
 
         return locate(self.store.require(), id)
 
-    def memory(self, *, include_superseded: bool = False) -> list:
+    def memory(self, *, include_superseded: bool = False, tier: str | None = None, files: bool = False) -> list:
         """Episodic summaries then semantic facts (:class:`memcli.inspect.memory.MemoryEntry`),
-        live ones only unless ``include_superseded``, as ``memcli memory``."""
-        from memcli.inspect.memory import iter_memory
+        live ones only unless ``include_superseded`` (``--all``), of one ``tier`` (episodic or
+        semantic) if given, as ``memcli memory``; with ``files``, the working-memory tree instead
+        (one entry per directory and file, as ``memcli memory --files``)."""
+        from memcli.inspect.memory import TIERS, iter_memory, iter_working_memory
 
-        return list(iter_memory(self.store.require(), include_superseded=include_superseded))
+        if files:
+            return list(iter_working_memory(self.store.require()))
+        if tier is not None and tier not in TIERS:
+            raise UsageError(f"{{tier}}: expected episodic or semantic, got {tier!r}", param="tier")
+        return list(iter_memory(self.store.require(), include_superseded=include_superseded,
+                                tiers=(tier,) if tier else TIERS))
 
     def search(self, query: str, *, limit: int = 10, offset: int = 0, kind: str | Iterable[str] | None = None,
                since: str | float | None = None, until: str | float | None = None, history: bool = False,

@@ -64,3 +64,11 @@ def test_get_answers_a_tool_call_id_as_the_command_does(cli, memory_dir):
     shown = json.loads(cli("get", "a", "toolu_01ABC", "--json").stdout)
     assert got.to_dict() == shown
     assert [i["status"] for i in got.interactions] == ["SUCCESS"]
+
+
+def test_memory_tier_is_checked_once_for_every_client(cli, memory_dir):
+    memcli.Memory(memory_dir).agent("a").ingest(turns(1))
+    r = cli("memory", "a", "--tier", "facts")
+    assert r.exit_code == 2 and "memcli: error: --tier: expected episodic or semantic, got 'facts'" in r.stderr
+    with pytest.raises(UsageError, match=r"^tier: expected episodic or semantic, got 'facts'$"):
+        memcli.Memory(memory_dir).agent("a").memory(tier="facts")

@@ -152,7 +152,7 @@ NOT_YET_THROUGH_THE_API = {
     "memcli/cli/hooks.py": {"memcli.hooks.harnesses"},
     "memcli/cli/ingest.py": {"memcli.importers", "memcli.ingest.api"},
     "memcli/cli/inspect.py": {"memcli.store.agent", "memcli.inspect.agents", "memcli.filters", "memcli.inspect.turns",
-                              "memcli.messages", "memcli.inspect.tools", "memcli.inspect.memory"},
+                              "memcli.messages", "memcli.inspect.tools"},
     "memcli/cli/memory_tool.py": {"memcli.memory_tool", "memcli.store.agent"},
 }
 

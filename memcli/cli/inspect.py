@@ -463,19 +463,10 @@ def memory(
     the working memory tree the agent edits through the memory tool (`memcli memory-tool`): one
     entry per directory and file in path order (JSON: path, kind, bytes, and each file's content).
     """
-    from memcli.errors import UsageError
-    from memcli.inspect.memory import TIERS, iter_memory
-
+    entries = _agent(ctx, agent).memory(include_superseded=all_, tier=tier, files=files)
     if files:
-        from memcli.inspect.memory import iter_working_memory
-
-        entries = iter_working_memory(_store(ctx, agent))
         out.records(entries, human=_render_working_memory)
         return
-
-    if tier is not None and tier not in TIERS:
-        raise UsageError(f"--tier: expected episodic or semantic, got {tier!r}")
-    entries = iter_memory(_store(ctx, agent), include_superseded=all_, tiers=(tier,) if tier else TIERS)
     if out.human:
         out.records(entries, human=_render_memory)
     else:
