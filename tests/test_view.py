@@ -202,3 +202,51 @@ def test_markup_in_ids_lane_names_tool_names_and_every_text_stays_text_in_the_br
     for v in VECTORS:
         if '"' in v:
             assert f'data-lane="{v}"' not in dom        # a quote in a value is escaped by the DOM, never closes it
+
+
+def test_printing_opens_every_call_with_its_arguments_and_result_before_the_page_is_laid_out(cli, memory_dir, tmp_path):
+    _session(cli)
+    Memory(memory_dir).agent("s").view(tmp_path / "s.html")
+    # what the browser does on print: "beforeprint", then layout at once (no task runs in between)
+    probe = ('<script>window.dispatchEvent(new Event("beforeprint"));document.body.dataset.printed = '
+             'document.querySelectorAll(".call details").length + "/" + '
+             'document.querySelectorAll(".call details[open] .who").length;</script>')
+    page = (tmp_path / "s.html").read_text().replace("</body>", probe + "</body>")
+    (tmp_path / "print.html").write_text(page)
+    dom, _ = render(tmp_path / "print.html")
+    calls, filled = map(int, re.search(r'data-printed="(\d+)/(\d+)"', dom).groups())
+    assert calls == 9 and filled >= calls       # every call: its "arguments" / "result" headings are there
+
+
+CONTRAST_PROBE = """<script>(function () {
+  function rgb(s) { var m = s.match(/[\\d.]+/g).map(Number); return {r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1}; }
+  function lum(c) { return [c.r, c.g, c.b].map(function (v) { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); })
+    .reduce(function (s, v, i) { return s + v * [0.2126, 0.7152, 0.0722][i]; }, 0); }
+  var worst = 99, where = "";
+  document.querySelectorAll("body *").forEach(function (node) {
+    if (!node.offsetParent || !Array.prototype.some.call(node.childNodes, function (t) { return t.nodeType === 3 && t.data.trim(); })) return;
+    var fg = rgb(getComputedStyle(node).color), bg = null, alpha = 1;
+    for (var n = node; n && n.nodeType === 1; n = n.parentElement) {
+      var st = getComputedStyle(n); alpha *= Number(st.opacity);
+      var b = rgb(st.backgroundColor); if (!bg && b.a > 0) bg = b;
+    }
+    bg = bg || {r: 255, g: 255, b: 255};
+    var seen = {r: bg.r + (fg.r - bg.r) * alpha * fg.a, g: bg.g + (fg.g - bg.g) * alpha * fg.a, b: bg.b + (fg.b - bg.b) * alpha * fg.a};
+    var l1 = lum(seen), l2 = lum(bg), ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+    if (ratio < worst) { worst = ratio; where = node.tagName + "." + node.className + ": " + node.textContent.slice(0, 40); }
+  });
+  document.body.dataset.contrast = worst.toFixed(2);
+  document.body.dataset.contrastAt = where;
+})();</script>"""
+
+
+def test_every_text_on_the_page_has_aa_contrast_archived_and_undone_parts_too(cli, memory_dir, tmp_path):
+    _session(cli)
+    assert cli("uncompact", "s").exit_code == 0 and cli("compact", "s", "--tail-turns", "2").exit_code == 0
+    Memory(memory_dir).agent("s").view(tmp_path / "s.html")
+    page = (tmp_path / "s.html").read_text()
+    page = page.replace("</body>", CONTRAST_PROBE + "</body>")
+    (tmp_path / "contrast.html").write_text(page)
+    dom, _ = render(tmp_path / "contrast.html")
+    ratio = float(re.search(r'data-contrast="([\d.]+)"', dom).group(1))
+    assert ratio >= 4.5, re.search(r'data-contrast-at="([^"]*)"', dom).group(1)     # WCAG AA, normal text

@@ -51,13 +51,15 @@
       if (item.line) node.appendChild(el("div", "errline", item.line));
       var details = el("details");
       details.appendChild(el("summary", "muted", "arguments and result · " + item.id));
-      details.addEventListener("toggle", function fill() {   // built on first open: long results cost nothing until read
+      details._fill = function fill() {   // built on first open: long results cost nothing until read
         details.removeEventListener("toggle", fill);
+        details._fill = null;
         if (item.text) details.appendChild(longText(item.text));
         if (item.args) { details.appendChild(el("div", "who", "arguments")); details.appendChild(longText(item.args)); }
         if (item.err) { details.appendChild(el("div", "who", "error")); details.appendChild(longText(item.err, "errline")); }
         if (item.result) { details.appendChild(el("div", "who", "result")); details.appendChild(longText(item.result)); }
-      });
+      };
+      details.addEventListener("toggle", details._fill);
       node.appendChild(details);
     } else {
       node.appendChild(el("span", "who", WHO[item.k] || item.k));
@@ -252,7 +254,10 @@
     }
     input.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(run, 120); });
     window.addEventListener("beforeprint", function () {
-      document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+      document.querySelectorAll("details").forEach(function (d) {   // built now: the toggle event would come after printing
+        d.open = true;
+        if (d._fill) d._fill();
+      });
     });
   }
 
