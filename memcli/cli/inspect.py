@@ -79,10 +79,10 @@ def agents(ctx: typer.Context, *, out: Output) -> None:
 
     An agent that cannot be read is listed with the problem (and a warning on stderr).
     """
-    from memcli.inspect.agents import iter_agents
+    from memcli.api import Memory
 
     def rows():
-        for summary in iter_agents(ctx.obj):
+        for summary in Memory(ctx.obj).agents():
             if summary.problem:
                 out.note(f"warning: agent {summary.agent!r}: {summary.problem}")
             yield summary
