@@ -204,3 +204,18 @@ def test_a_model_answer_that_is_empty_or_an_error_is_not_stored_and_its_spending
     assert read_jsonl(d / "result_summaries.jsonl") == []          # nothing stored: the results stay as they are
     ledger = [r for r in read_jsonl(d / ".compactions.jsonl") if r["kind"] == "result-summaries"]
     assert len(ledger) == 1 and ledger[0]["results"] == 0 and ledger[0]["llm"]["requests"] == len(srv.requests) == 3
+
+
+def test_mcp_memory_get_pages_through_the_original_of_a_summarized_result(cli, memory_dir):
+    from memcli.mcp.tools import MemoryTools
+
+    cli("ingest", "s", input=_session())
+    assert cli("summarize-results", "s", "--min-chars", "1000").exit_code == 0
+    snap = orjson.loads(cli("snapshot", "s", "-p", "openai", "--expire", "Read=0:summary").stdout)
+    assert "`memcli get s r2` expands it]" in [m["content"] for m in snap["messages"] if m.get("tool_call_id") == "k2"][0]
+    tools, text, offset = MemoryTools(memory_dir, "s"), "", 0
+    while offset is not None:
+        page = tools.get(None, "r2", 4000, offset)
+        text += page["record"]["tool_result"]
+        offset = page.get("next_char_offset")
+    assert text == SOURCE                                    # the original, byte for byte, not the summary
