@@ -254,10 +254,14 @@ class Agent:
                        max_context_tokens=max_context_tokens, concurrency=concurrency, on_progress=on_progress,
                        on_note=on_note, max_cost=max_cost)
 
-    def clear(self, *, keep_memory: bool = False):
-        """Delete the agent's memory (with ``keep_memory``, only its traces), as ``memcli clear --yes``."""
-        from memcli.store.clear import clear_agent
+    def clear(self, *, keep_memory: bool = False, dry_run: bool = False):
+        """Delete the agent's memory (with ``keep_memory``, only its traces), as ``memcli clear
+        --yes``: :class:`memcli.store.clear.ClearResult`. With ``dry_run`` nothing is deleted and
+        the :class:`memcli.store.clear.ClearPlan` says what would be (what ``clear`` asks about)."""
+        from memcli.store.clear import clear_agent, plan_clear
 
+        if dry_run:
+            return plan_clear(self.memory_dir, self.name, keep_memory=keep_memory)
         return clear_agent(self.memory_dir, self.name, keep_memory=keep_memory)
 
     def doctor(self, *, repair: bool = False):

@@ -158,6 +158,8 @@ def test_remember_an_existing_fact_and_forget(cli, mem):
 def test_clear(cli, mem, tmp_path):
     other = tmp_path / "other"
     shutil.copytree(mem, other)
+    plan = memcli.Memory(other).agent("a").clear(keep_memory=True, dry_run=True)
+    assert "raw_traces.jsonl" in plan.describe() and (other / "agents/a/raw_traces.jsonl").exists()
     assert cli("--dir", str(mem), "clear", "a", "--keep-memory", "--yes").exit_code == 0
     memcli.Memory(other).agent("a").clear(keep_memory=True)
     assert sorted(p.name for p in (mem / "agents/a").iterdir()) == sorted(p.name for p in (other / "agents/a").iterdir())

@@ -19,10 +19,11 @@ def clear(
 
     Asks for confirmation on a terminal; scripts pass --yes. With --keep-memory only the raw traces go, and new turns are numbered after the turns the kept memory names.
     """
+    import memcli
     from memcli.errors import UsageError
-    from memcli.store.clear import clear_agent, plan_clear
 
-    plan = plan_clear(ctx.obj, agent, keep_memory=keep_memory)  # exit 3 for an unknown agent
+    target = memcli.Memory(ctx.obj).agent(agent)
+    plan = target.clear(keep_memory=keep_memory, dry_run=True)  # exit 3 for an unknown agent
     if not yes:
         if not _stdin_is_terminal():
             raise UsageError(
@@ -35,7 +36,7 @@ def clear(
         if not typer.confirm(question, default=False, err=True):
             print("memcli: nothing was deleted", file=sys.stderr)
             raise typer.Exit(1)
-    result = clear_agent(ctx.obj, agent, keep_memory=keep_memory)
+    result = target.clear(keep_memory=keep_memory)
     print(f"memcli: {result.summary()}", file=sys.stderr)
 
 
