@@ -219,3 +219,19 @@ def test_mcp_memory_get_pages_through_the_original_of_a_summarized_result(cli, m
         text += page["record"]["tool_result"]
         offset = page.get("next_char_offset")
     assert text == SOURCE                                    # the original, byte for byte, not the summary
+
+
+def test_the_cost_estimate_bounds_what_is_sent_answers_capped_and_checklist_counted(cli, memory_dir, server):
+    from memcli.tokens import TokenCounter
+
+    cli("ingest", "s", input=_session())
+    srv = server(lambda body, i: (200, "exit status 1; the failing test is test_total_with_discount", 0))
+    common = ["summarize-results", "s", "--min-chars", "1000", "--model", MODEL, "--api-base", srv.api_base]
+    estimate = orjson.loads(cli(*common, "--dry-run", "--json").stdout)["estimate"]
+    assert srv.requests == []
+    assert cli(*common).exit_code == 0
+    assert [r.body.get("max_tokens") for r in srv.requests] == [600, 600, 600]    # the answer is capped ...
+    assert estimate["max_output_tokens"] == 600 * 3                                # ... at what was estimated
+    counter = TokenCounter(MODEL)
+    sent = sum(counter.count("\n".join(m["content"] for m in r.body["messages"])) for r in srv.requests)
+    assert estimate["input_tokens"] >= sent                  # the checklist sent with each request is counted

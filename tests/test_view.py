@@ -250,3 +250,28 @@ def test_every_text_on_the_page_has_aa_contrast_archived_and_undone_parts_too(cl
     dom, _ = render(tmp_path / "contrast.html")
     ratio = float(re.search(r'data-contrast="([\d.]+)"', dom).group(1))
     assert ratio >= 4.5, re.search(r'data-contrast-at="([^"]*)"', dom).group(1)     # WCAG AA, normal text
+
+
+def _search_probe(query: str) -> str:
+    return ('<script>(function () { var input = document.getElementById("search"); input.value = ' + orjson.dumps(query).decode()
+            + '; input.dispatchEvent(new Event("input")); setTimeout(function () { var b = document.body.dataset;'
+            ' b.found = document.getElementById("search-count").textContent;'
+            ' b.shown = Array.prototype.map.call(document.querySelectorAll(".item:not(.hidden)"), function (n) { return n.dataset.id; }).join(" ");'
+            ' b.turns = Array.prototype.map.call(document.querySelectorAll(".turn:not(.hidden)"), function (n) { return n.id; }).join(" ");'
+            ' b.opened = document.querySelectorAll("details.archived[open]").length; }, 1000); })();</script>')
+
+
+@pytest.mark.parametrize("query, found, shown, turns, opened", [
+    ("importerror", "1 match", "c7", "turn_0007", "0"),                     # in a result, any case
+    ("A-1002", "3 matches", "t-2-u t-2-c t-2-a", "turn_0002", "1"),        # inside an archived range: opened
+    ("nothing like this", "0 matches", "", "", "0")])
+def test_the_search_box_keeps_only_matching_entries_and_opens_archived_ranges(cli, memory_dir, tmp_path, query, found,
+                                                                              shown, turns, opened):
+    _session(cli)
+    Memory(memory_dir).agent("s").view(tmp_path / "s.html")
+    page = (tmp_path / "s.html").read_text().replace("</body>", _search_probe(query) + "</body>")
+    (tmp_path / "search.html").write_text(page)
+    dom, _ = render(tmp_path / "search.html")
+    body = re.search(r"<body[^>]*>", dom).group(0)
+    got = {k: re.search(rf'data-{k}="([^"]*)"', body).group(1) for k in ("found", "shown", "turns", "opened")}
+    assert got == {"found": found, "shown": shown, "turns": turns, "opened": opened}

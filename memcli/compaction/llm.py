@@ -355,8 +355,10 @@ class LiteLLMSummarizer(Summarizer):
         except Exception:
             return False
 
-    def _call(self, litellm, messages: list[dict], json_mode: bool) -> str | None:
+    def _call(self, litellm, messages: list[dict], json_mode: bool, max_tokens: int | None = None) -> str | None:
         kwargs = dict(model=self.model, messages=messages, timeout=self.timeout, num_retries=0, max_retries=0)
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.api_key is not None:
@@ -378,10 +380,11 @@ class LiteLLMSummarizer(Summarizer):
                 content = calls[0].function.arguments
         return content
 
-    def ask(self, messages: list[dict]) -> str | None:
-        """One plain-text request (no JSON mode; ``memcli summarize-results``): its answer's text,
-        its usage and cost added to ``spent``."""
-        return self._call(_import_litellm(), messages, json_mode=False)
+    def ask(self, messages: list[dict], max_tokens: int | None = None) -> str | None:
+        """One plain-text request (no JSON mode; ``memcli summarize-results``): its answer's text
+        (at most ``max_tokens``, which makes a cost estimate a bound), its usage and cost added
+        to ``spent``."""
+        return self._call(_import_litellm(), messages, json_mode=False, max_tokens=max_tokens)
 
     def _account(self, litellm, response) -> None:
         """Add a response's reported usage, and its cost by LiteLLM's price map, to ``spent``."""

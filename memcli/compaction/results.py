@@ -50,6 +50,7 @@ from memcli.store.agent import AgentStore
 
 DEFAULT_MIN_CHARS = 4_000
 MAX_SUMMARY_CHARS = 3_000
+ANSWER_TOKENS = 600     # a model's answer is capped at this: the cost estimate is a bound
 SUMMARIZER_OFFLINE = "offline"
 
 _COMMAND_TOOLS = re.compile(r"bash|shell|terminal|exec|run_command|run_terminal|command|cmd|powershell|local_shell", re.I)
@@ -388,6 +389,12 @@ def _model_messages(candidate: _Candidate, offline: str, limit: int = 24_000) ->
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
+def _offline(candidate: _Candidate) -> str:
+    call, result = candidate.call, candidate.result
+    return offline_result_summary(call.tool_name if call else result.tool_name, call.tool_args if call else None,
+                                  candidate.text, result.tool_error, candidate.later)
+
+
 def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | None = None, older_than: int = 0,
                       min_chars: int = DEFAULT_MIN_CHARS, model: str | None = None, api_base: str | None = None,
                       api_key: str | None = None, api_key_env: str | None = None, timeout: float = 120.0,
@@ -411,6 +418,7 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
     done = set(read_result_summaries(store.paths.result_summaries))
     candidates, existing = _select(store, tools=tools, older_than=older_than, min_chars=min_chars, done=done)
     report = SummarizeResultsReport(agent_id, model or SUMMARIZER_OFFLINE, dry_run, skipped_existing=existing)
+    offlines = [_offline(c) for c in candidates]     # the offline summary, or the model's checklist
     summarizer = None
     if model:
         from memcli.compaction.llm import LiteLLMSummarizer
@@ -421,9 +429,9 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
         if candidates:
             summarizer.preflight()
             litellm = import_litellm()
-            input_tokens = sum(summarizer.counter.count("\n".join(m["content"] for m in _model_messages(c, "")))
-                               for c in candidates)
-            output_tokens = 600 * len(candidates)
+            input_tokens = sum(summarizer.counter.count("\n".join(m["content"] for m in _model_messages(c, offline)))
+                               for c, offline in zip(candidates, offlines))   # the requests as sent, checklist included
+            output_tokens = ANSWER_TOKENS * len(candidates)
             cost = summarizer.price(litellm, input_tokens, output_tokens)
             report.estimate = {"model": model, "requests": len(candidates), "input_tokens": input_tokens,
                                "max_output_tokens": output_tokens, "cost_usd": cost}
@@ -437,14 +445,12 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
                                           f"would cost up to ${cost:.4f} ({input_tokens:,} input tokens); nothing was "
                                           "sent or written", param="max_cost")
     records = []
-    for candidate in candidates:
+    for candidate, offline in zip(candidates, offlines):
         call, result = candidate.call, candidate.result
-        offline = offline_result_summary(call.tool_name if call else result.tool_name, call.tool_args if call else None,
-                                         candidate.text, result.tool_error, candidate.later)
         summary = offline
         if summarizer is not None and not dry_run:
             try:
-                summary = summarizer.ask(_model_messages(candidate, offline))
+                summary = summarizer.ask(_model_messages(candidate, offline), max_tokens=ANSWER_TOKENS)
             except Exception as exc:     # one failure: reported, the others still summarized
                 report.failed[result.id] = f"{type(exc).__name__}: {str(exc)[:200]}"
                 continue
