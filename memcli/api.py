@@ -177,6 +177,19 @@ class Memory:
         return run_hook(self.path, harness, event, payload, agent=agent,
                         max_chars=DEFAULT_MAX_CHARS if max_chars is None else max_chars)
 
+    # ------------------------------------------------------------------ the seam (issue 21)
+    def doctor(self, agent: str | None = None, *, all: bool = False, repair: bool = False,
+               secrets: bool = False) -> list:
+        """:meth:`Agent.doctor` of ``agent``, or of every agent (``all``, the default without
+        ``agent``), as ``memcli doctor``: one report per agent, in natural order (none: no agents).
+        ``--strict`` is the caller's reading of ``report.remaining(strict=True)``."""
+        from memcli.store.layout import list_agent_ids
+
+        if agent is not None and all:
+            raise UsageError("give an agent or {all}, not both", param="all")
+        names = list_agent_ids(self.path) if agent is None else [agent]
+        return [self.agent(name).doctor(repair=repair, secrets=secrets) for name in names]
+
 
 class Agent:
     """One agent of a :class:`Memory`. Methods mirror the commands (``memcli <command> AGENT``)."""
@@ -264,12 +277,19 @@ class Agent:
             return plan_clear(self.memory_dir, self.name, keep_memory=keep_memory)
         return clear_agent(self.memory_dir, self.name, keep_memory=keep_memory)
 
-    def doctor(self, *, repair: bool = False):
+    def doctor(self, *, repair: bool = False, secrets: bool = False):
         """Check the agent's files (and with ``repair``, fix what loses no data), as
-        ``memcli doctor``. Returns :class:`memcli.inspect.doctor.DoctorReport`."""
+        ``memcli doctor AGENT``. Returns :class:`memcli.inspect.doctor.DoctorReport`; with
+        ``secrets``, the secrets in its data files (redacted in place with ``repair``):
+        :class:`memcli.inspect.secrets.SecretReport`. ``report.remaining(strict=)`` is what fails
+        the check (``--strict``: warnings too)."""
+        if secrets:
+            from memcli.inspect.secrets import check
+
+            return check(self.store.require(), fix=repair)
         from memcli.inspect import doctor
 
-        store = self.store.require()
+        store = self.store   # an agent whose first import never finished can be checked (and repaired)
         return doctor.repair(store) if repair else doctor.diagnose(store)
 
     def memory_tool(self, command: dict) -> str:

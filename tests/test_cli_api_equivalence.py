@@ -177,3 +177,19 @@ def test_turns_and_tools_stream_what_they_list(mem):
         assert iter(rows) is rows and as_json(list(rows)) == as_json(method(archive=True))
     first = agent.turns(archive=True)[0].started
     assert as_json(agent.turns(since=first, archive=True)) == as_json(agent.turns(since=str(first), archive=True))
+
+
+def test_doctor_of_every_agent_and_of_secrets(cli, mem):
+    memory = memcli.Memory(mem)
+    memory.agent("b").ingest([U("my key is sk-ant-api03-" + "A" * 93)], redact=False)
+    r = cli("--dir", str(mem), "doctor", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [report.agent for report in memory.doctor()] == ["a", "b"]
+    assert json.loads(r.stdout) == [{"agent": report.agent, **f} for report in memory.doctor()
+                                    for f in as_json(report.findings)]
+    r = cli("--dir", str(mem), "doctor", "b", "--secrets", "--json")
+    secrets = memory.doctor("b", secrets=True)[0]
+    assert r.exit_code == 1 and json.loads(r.stdout) == as_json(secrets.findings) and secrets.findings
+    assert "doctor --secrets: agent 'b': 1 secret on 1 line" in r.stderr
+    with pytest.raises(memcli.errors.UsageError, match="give an agent or all, not both"):
+        memory.doctor("a", all=True)

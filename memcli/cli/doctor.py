@@ -49,31 +49,29 @@ def doctor(
     (file:line and kinds, never the secret); --secrets --repair replaces them with
     [REDACTED:<kind>] in place, every other line byte for byte. Exit 1 while a secret remains.
     """
-    from memcli.errors import IntegrityError, UsageError
-    from memcli.store.agent import AgentStore
+    from memcli.api import Memory
+    from memcli.errors import IntegrityError
 
-    if agent is not None and all_:
-        raise UsageError("give an agent or --all, not both")
-    if agent is None:
-        from memcli.store.layout import list_agent_ids
-
-        names = list_agent_ids(ctx.obj)
-        if not names:
-            out.note(f"no agents in {ctx.obj}")
-            return
-    else:
-        names = [agent]
+    memory = Memory(ctx.obj)
+    reports = memory.doctor(agent, all=all_, repair=repair, secrets=secrets)
+    if not reports:
+        out.note(f"no agents in {ctx.obj}")
+        return
+    names = [report.agent for report in reports]
     several = len(names) > 1
-    checks = [(_check_secrets if secrets else _check)(AgentStore(ctx.obj, name), repair, strict, out) for name in names]
+    for report in reports:
+        for action in report.actions:
+            out.note(f"repaired: {action}")
+    checks = [(_secrets_summary if secrets else _summary)(report, memory, strict) for report in reports]
 
     def rows():
-        for name, (findings, _, _) in zip(names, checks):
-            for f in findings:
-                yield f if out.human else ({"agent": name, **f.to_json()} if several else f.to_json())
+        for report in reports:
+            for f in report.findings:
+                yield f if out.human else ({"agent": report.agent, **f.to_json()} if several else f.to_json())
 
     out.records(rows(), human=_render_secrets if secrets else _render)
     failed = []
-    for name, (_, summary, error) in zip(names, checks):
+    for name, (summary, error) in zip(names, checks):
         if error is not None:
             failed.append(name)
             if not several:
@@ -85,15 +83,9 @@ def doctor(
                              hint=f"`memcli doctor AGENT{' --secrets' if secrets else ''}` checks one")
 
 
-def _check(store, repair: bool, strict: bool, out: Output):
-    """(findings, summary, hint when it failed else None) of one agent; a failure's hint is "" when
-    there is none to give."""
-    from memcli.inspect.doctor import diagnose
-    from memcli.inspect.doctor import repair as run_repair
-
-    report = run_repair(store) if repair else diagnose(store)
-    for action in report.actions:
-        out.note(f"repaired: {action}")
+def _summary(report, memory, strict: bool):
+    """(summary, hint when it failed else None) of one agent's report; a failure's hint is ""
+    when there is none to give."""
     counts = {s: sum(1 for f in report.findings if f.severity == s and not f.fixed) for s in ("error", "warning", "info")}
     fixed = sum(1 for f in report.findings if f.fixed)
     summary = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n) or "no problems"
@@ -102,11 +94,11 @@ def _check(store, repair: bool, strict: bool, out: Output):
     remaining = report.remaining(strict=strict)
     if remaining:
         fixable = sum(1 for f in remaining if f.fixable)
-        hint = "run with --repair to fix what can be fixed" if fixable and not repair else ""
-        return report.findings, f"doctor: agent {store.agent_id!r}: {summary}", hint
-    if not store.exists():
+        hint = "run with --repair to fix what can be fixed" if fixable and not report.repaired else ""
+        return f"doctor: agent {report.agent!r}: {summary}", hint
+    if not memory.agent(report.agent).exists():
         summary += "; no agent remains (its first import never finished)"
-    return report.findings, f"doctor: agent {store.agent_id!r}: {summary}", None
+    return f"doctor: agent {report.agent!r}: {summary}", None
 
 
 def _render_secrets(findings, view: HumanView) -> None:
@@ -115,25 +107,16 @@ def _render_secrets(findings, view: HumanView) -> None:
                   *(["  ", ("redacted", "bold green")] if f.fixed else []))
 
 
-def _check_secrets(store, repair: bool, strict: bool, out: Output):
-    """:func:`_check` for ``--secrets``."""
-    from memcli.inspect import secrets as secret_scan
-
-    store.require()
-    if repair:
-        findings, actions, remaining = secret_scan.repair(store)
-    else:
-        findings, actions = secret_scan.scan(store), []
-        remaining = findings
-    for action in actions:
-        out.note(f"repaired: {action}")
+def _secrets_summary(report, memory, strict: bool):
+    """:func:`_summary` for ``--secrets``."""
+    findings, remaining = report.findings, report.remaining()
     total = sum(sum(f.kinds.values()) for f in findings)
     left = sum(sum(f.kinds.values()) for f in remaining)
     lines = len({(f.file, f.line) for f in findings})
     summary = (f"{total} secret{'s' if total != 1 else ''} on {lines} line{'s' if lines != 1 else ''}"
-               + (f" ({total - left} redacted)" if repair else "")) if findings else "no secrets found"
-    summary = f"doctor --secrets: agent {store.agent_id!r}: {summary}"
-    return findings, summary, (("" if repair else "run with --repair to redact them in place") if remaining else None)
+               + (f" ({total - left} redacted)" if report.repaired else "")) if findings else "no secrets found"
+    summary = f"doctor --secrets: agent {report.agent!r}: {summary}"
+    return summary, (("" if report.repaired else "run with --repair to redact them in place") if remaining else None)
 
 
 def register(app: typer.Typer) -> None:

@@ -142,3 +142,26 @@ def repair(store: AgentStore) -> tuple[list[SecretFinding], list[str], list[Secr
     for finding in before:
         finding.fixed = (finding.file, finding.line) not in remaining
     return before, notes, after
+
+
+@dataclass
+class SecretReport:
+    """``doctor --secrets`` of one agent, shaped as :class:`memcli.inspect.doctor.DoctorReport`:
+    the findings (``fixed`` once redacted), what the repair did, and the secrets left."""
+    agent: str
+    findings: list
+    repaired: bool
+    actions: list
+    left: list
+
+    def remaining(self, *, strict: bool = False) -> list:
+        return self.left
+
+
+def check(store: AgentStore, *, fix: bool = False) -> SecretReport:
+    """:func:`scan` (or with ``fix``, :func:`repair`) as one report."""
+    if fix:
+        findings, actions, left = repair(store)
+        return SecretReport(store.agent_id, findings, True, actions, left)
+    findings = scan(store)
+    return SecretReport(store.agent_id, findings, False, [], findings)
