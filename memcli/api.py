@@ -308,34 +308,36 @@ class Agent:
         return snap if full else snap.payload
 
     def turns(self, *, last: int | None = None, archive: bool = False, since: str | float | None = None,
-              until: str | float | None = None) -> list:
+              until: str | float | None = None, stream: bool = False) -> list | Iterator:
         """One summary per turn (:class:`memcli.inspect.turns.TurnSummary`), oldest first, as
-        ``memcli turns``; ``since``/``until`` keep the turns with time in that range."""
+        ``memcli turns``; ``since``/``until`` keep the turns with time in that range. With
+        ``stream``, an iterator (what the command prints as it reads) instead of a list."""
         from memcli.filters import TraceFilter
         from memcli.inspect.turns import in_range, iter_turns, recent_turns
 
+        flt = TraceFilter.from_options(since=_when(since), until=_when(until))
         store = self.store.require()
-        flt = TraceFilter(since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
-        if last is not None:
-            if last < 1:
-                raise UsageError("last must be 1 or more")
-            return [t for t in recent_turns(store, last, archive=archive) if in_range(t, flt)]
-        return [t for t in iter_turns(store, archive=archive) if in_range(t, flt)]
+        if last is not None and last < 1:
+            raise UsageError("{last} must be 1 or more", param="last")
+        rows = recent_turns(store, last, archive=archive) if last else iter_turns(store, archive=archive)
+        rows = (t for t in rows if in_range(t, flt))
+        return rows if stream else list(rows)
 
     def tools(self, *, status: str | Iterable[str] | None = None, name: str | Iterable[str] | None = None,
               turn: str | Iterable[str] | None = None, last: int | None = None,
-              tag: str | Iterable[str] | None = None,
-              since: str | None = None, until: str | None = None, archive: bool = False) -> list:
+              tag: str | Iterable[str] | None = None, since: str | float | None = None,
+              until: str | float | None = None, archive: bool = False, stream: bool = False) -> list | Iterator:
         """Tool interactions (:class:`memcli.models.ToolInteraction`), each call with its result,
-        as ``memcli tools``; ``status`` one or more of pending, success, error, orphan."""
+        as ``memcli tools``; ``status`` one or more of pending, success, error, orphan. With
+        ``stream``, an iterator (what the command prints as it reads) instead of a list."""
         from memcli.filters import TraceFilter
         from memcli.inspect.tools import parse_statuses, select_tool_interactions
 
+        flt = TraceFilter.from_options(None, _listed(tag), _when(since), _when(until))
         store = self.store.require()
-        statuses = parse_statuses(_listed(status))
-        flt = TraceFilter.from_options(None, _listed(tag), since, until)
-        return list(select_tool_interactions(store, statuses=statuses, names=_listed(name), turn=turn,
-                                             flt=flt, last=last, archive=archive))
+        rows = select_tool_interactions(store, statuses=parse_statuses(_listed(status)), names=_listed(name),
+                                        turn=turn, flt=flt, last=last, archive=archive)
+        return rows if stream else list(rows)
 
     def get(self, id: str):
         """The record with this id — a trace, an episodic item, a semantic fact, or a working-memory
@@ -494,6 +496,11 @@ def _time(value, option: str, *, end_of_day: bool = False) -> float | None:
     from memcli.filters import parse_time
 
     return parse_time(value, option, end_of_day=end_of_day)
+
+
+def _when(value) -> str | None:
+    """A ``since``/``until`` given as epoch seconds (a number), as the text the option takes."""
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
 
 def _listed(value) -> list | None:

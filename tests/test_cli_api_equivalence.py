@@ -72,6 +72,10 @@ READS = [
      lambda a: list(a.show(turn="7", type="tool_call"))),
     ("tools", ["tools", "a", "--archive"], lambda a: a.tools(archive=True)),
     ("tools --status", ["tools", "a", "--status", "success"], lambda a: a.tools(status="success")),
+    ("turns --since --until", ["turns", "a", "--since", "2026-01-01", "--until", "2099-12-31", "--archive"],
+     lambda a: list(a.turns(since="2026-01-01", until="2099-12-31", archive=True, stream=True))),
+    ("tools --name --last", ["tools", "a", "--name", "sh", "--last", "1", "--status", "error,success"],
+     lambda a: list(a.tools(name="sh", last=1, status=["error", "success"], stream=True))),
     ("get tool call", ["get", "a", "toolu_01XYZ"], lambda a: a.get("toolu_01XYZ")),
     ("memory", ["memory", "a"], lambda a: a.memory()),
     ("memory --tier --all", ["memory", "a", "--tier", "semantic", "--all"],
@@ -163,3 +167,13 @@ def test_clear(cli, mem, tmp_path):
     assert cli("--dir", str(mem), "clear", "a", "--keep-memory", "--yes").exit_code == 0
     memcli.Memory(other).agent("a").clear(keep_memory=True)
     assert sorted(p.name for p in (mem / "agents/a").iterdir()) == sorted(p.name for p in (other / "agents/a").iterdir())
+
+
+def test_turns_and_tools_stream_what_they_list(mem):
+    """The commands print as they read: ``stream=True`` is an iterator of the same items."""
+    agent = memcli.Memory(mem).agent("a")
+    for method in (agent.turns, agent.tools):
+        rows = method(archive=True, stream=True)
+        assert iter(rows) is rows and as_json(list(rows)) == as_json(method(archive=True))
+    first = agent.turns(archive=True)[0].started
+    assert as_json(agent.turns(since=first, archive=True)) == as_json(agent.turns(since=str(first), archive=True))

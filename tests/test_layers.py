@@ -150,8 +150,7 @@ NOT_YET_THROUGH_THE_API = {
     "memcli/cli/doctor.py": {"memcli.store.agent", "memcli.store.layout", "memcli.inspect.doctor", "memcli.inspect"},
     "memcli/cli/hooks.py": {"memcli.hooks.harnesses"},
     "memcli/cli/ingest.py": {"memcli.importers", "memcli.ingest.api"},
-    "memcli/cli/inspect.py": {"memcli.store.agent", "memcli.filters", "memcli.inspect.turns",
-                              "memcli.messages", "memcli.inspect.tools"},
+    "memcli/cli/inspect.py": {"memcli.messages"},
     "memcli/cli/memory_tool.py": {"memcli.memory_tool", "memcli.store.agent"},
 }
 

@@ -41,12 +41,6 @@ def _agent(ctx: typer.Context, agent: str):
     return Memory(ctx.obj).agent(agent)
 
 
-def _store(ctx: typer.Context, agent: str):
-    from memcli.store.agent import AgentStore
-
-    return AgentStore(ctx.obj, agent).require()
-
-
 def _json_text(value) -> str:
     if value is None:
         return ""
@@ -204,13 +198,7 @@ def turns(
     *, out: Output,
 ) -> None:
     """One row per turn: id, time, the user's ask (clipped), tools used, calls, errors, pending calls."""
-    from memcli.filters import TraceFilter
-    from memcli.inspect.turns import in_range, iter_turns, recent_turns
-
-    flt = TraceFilter.from_options(since=since, until=until)
-    store = _store(ctx, agent)
-    rows = recent_turns(store, last, archive=archive) if last else iter_turns(store, archive=archive)
-    rows = (t for t in rows if in_range(t, flt))
+    rows = _agent(ctx, agent).turns(last=last, archive=archive, since=since, until=until, stream=True)
     out.records(rows, human=lambda rows, view: view.table(rows, _turn_columns(archive), empty="no turns"))
 
 
@@ -364,13 +352,9 @@ def tools(
     Status is PENDING (no result yet), SUCCESS, ERROR, or ORPHAN (a result without a call).
     `--status pending` reads the unanswered calls from the state cache: no scan.
     """
-    from memcli.filters import TraceFilter, split_values
-    from memcli.inspect.tools import parse_statuses, select_tool_interactions
-
-    flt = TraceFilter.from_options(None, tag, since, until)
-    rows = select_tool_interactions(_store(ctx, agent), statuses=parse_statuses(status), names=name or (),
-                                    turn=turn, flt=flt, last=last, archive=archive)
-    errors_only = {s.lower() for s in split_values(status)} == {"error"}
+    rows = _agent(ctx, agent).tools(status=status, name=name, turn=turn, last=last, tag=tag, since=since, until=until,
+                                    archive=archive, stream=True)
+    errors_only = {s.strip().lower() for value in status or () for s in value.split(",") if s.strip()} == {"error"}
     out.records(rows, human=lambda rows, view: _render_tools(rows, view, ERROR_COLUMNS if errors_only else None))
 
 
