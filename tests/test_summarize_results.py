@@ -235,3 +235,19 @@ def test_the_cost_estimate_bounds_what_is_sent_answers_capped_and_checklist_coun
     counter = TokenCounter(MODEL)
     sent = sum(counter.count("\n".join(m["content"] for m in r.body["messages"])) for r in srv.requests)
     assert estimate["input_tokens"] >= sent                  # the checklist sent with each request is counted
+
+
+def test_the_compaction_snapshot_and_the_token_count_see_the_summaries(cli, memory_dir):
+    """``--tail-turns N`` (the compaction snapshot, docs/design.md §5) renders the stored summaries
+    too, and the snapshot's one token count counts them as rendered."""
+    from memcli.api import Memory
+
+    cli("ingest", "s", input=_session())
+    cli("summarize-results", "s", "--min-chars", "1000")
+    agent = Memory(memory_dir).agent("s")
+    tail = agent.snapshot("openai-chat", tail_turns=4, expire=("*=0:summary",))
+    tools = {m["tool_call_id"]: m["content"] for m in tail["messages"] if m["role"] == "tool"}
+    assert set(tools) == {"k2", "k3", "k4"} and tools["k2"].startswith("[summary of a Read result (read), ")
+    full = agent.snapshot("openai-chat", full=True)
+    summarized = agent.snapshot("openai-chat", full=True, expire=("*=0:summary",))
+    assert summarized.tokens < full.tokens - 1_000
