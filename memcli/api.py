@@ -292,16 +292,20 @@ class Agent:
         store = self.store   # an agent whose first import never finished can be checked (and repaired)
         return doctor.repair(store) if repair else doctor.diagnose(store)
 
-    def memory_tool(self, command: dict) -> str:
+    def memory_tool(self, command: dict | bytes | str, *, full: bool = False):
         """Answer one Anthropic memory-tool command (the ``input`` of a ``tool_use`` named
-        ``memory``: view, create, str_replace, insert, delete, rename on ``/memories``), as
-        ``memcli memory-tool``: the ``tool_result`` text, exactly as the SDK's reference
-        implementation answers. A refused command raises
-        :class:`memcli.memory_tool.MemoryToolRefused`, whose message is the error text to send
-        back with ``is_error: true``; nothing was written then."""
-        from memcli.memory_tool import memory_tool
+        ``memory``: view, create, str_replace, insert, delete, rename on ``/memories``; a dict,
+        or its JSON text as ``memcli memory-tool`` reads it on stdin), as ``memcli memory-tool``:
+        the ``tool_result`` text, exactly as the SDK's reference implementation answers (with
+        ``full``, :class:`memcli.memory_tool.MemoryToolResult`: the text, the change written,
+        the secrets redacted). A refused command raises :class:`memcli.errors.MemoryToolRefused`,
+        whose message is the error text to send back with ``is_error: true``; nothing was written then."""
+        from memcli.memory_tool import parse_command, run_memory_tool
 
-        return memory_tool(self.store, command)
+        if isinstance(command, (bytes, bytearray, str)):
+            command = parse_command(bytes(command) if isinstance(command, bytearray) else command)
+        result = run_memory_tool(self.store, command)
+        return result if full else result.text
 
     # ------------------------------------------------------------------ reading
     def memory_files(self) -> dict[str, str]:

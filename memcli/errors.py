@@ -153,6 +153,11 @@ class IntegrityError(MemcliError):
     """`doctor` found problems that remain."""
 
 
+class MemoryToolRefused(MemcliError):
+    """A command the memory tool (memcli.memory_tool) refuses; the message is the text to send
+    back as the ``tool_result`` (with ``is_error: true``). Nothing was written."""
+
+
 class RemoteError(MemcliError):
     """The shared PostgreSQL store cannot be reached or used (memcli.remote); the message names the
     server (host, port, database) and libpq's reason, never the password."""

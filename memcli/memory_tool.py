@@ -45,7 +45,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from memcli.errors import MemcliError
+from memcli.errors import MemoryToolRefused
 from memcli.store.memory_files import MAX_FILE_BYTES, MAX_FILES, MEMORY_FILE_PREFIX, ROOT, MemoryTree, splice
 
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
@@ -53,11 +53,6 @@ TOOL_DEFINITION = {"type": "memory_20250818", "name": "memory"}
 MAX_LINES = 999999
 LINE_NUMBER_WIDTH = len(str(MAX_LINES))
 DIRECTORY_SIZE = 4096
-
-
-class MemoryToolRefused(MemcliError):
-    """A command the memory tool refuses; the message is the text to send back as the
-    ``tool_result`` (with ``is_error: true``). Nothing was written."""
 
 
 @dataclass

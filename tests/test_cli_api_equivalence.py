@@ -193,3 +193,19 @@ def test_doctor_of_every_agent_and_of_secrets(cli, mem):
     assert "doctor --secrets: agent 'b': 1 secret on 1 line" in r.stderr
     with pytest.raises(memcli.errors.UsageError, match="give an agent or all, not both"):
         memory.doctor("a", all=True)
+
+
+def test_memory_tool(cli, mem, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(mem, other)
+    create = b'{"command": "create", "path": "/memories/notes.md", "file_text": "key sk-ant-api03-' + b"B" * 93 + b'"}'
+    r = cli("--dir", str(mem), "memory-tool", "a", input=create)
+    api = memcli.Memory(other).agent("a").memory_tool(create, full=True)
+    assert r.exit_code == 0 and r.stdout == api.text and api.redacted == 1
+    view = {"command": "view", "path": "/memories/notes.md"}
+    r = cli("--dir", str(mem), "memory-tool", "a", input=json.dumps(view))
+    assert "[REDACTED" in r.stdout and r.stdout == memcli.Memory(other).agent("a").memory_tool(view)
+    refused = cli("--dir", str(mem), "memory-tool", "a", input="[1]")
+    with pytest.raises(memcli.errors.MemoryToolRefused) as exc:
+        memcli.Memory(other).agent("a").memory_tool("[1]")
+    assert refused.exit_code == 1 and refused.stdout == exc.value.message

@@ -150,7 +150,6 @@ NOT_YET_THROUGH_THE_API = {
     "memcli/cli/hooks.py": {"memcli.hooks.harnesses"},
     "memcli/cli/ingest.py": {"memcli.importers", "memcli.ingest.api"},
     "memcli/cli/inspect.py": {"memcli.messages"},
-    "memcli/cli/memory_tool.py": {"memcli.memory_tool", "memcli.store.agent"},
 }
 
 

@@ -1,4 +1,4 @@
-"""``memcli memory-tool AGENT``: answer one Anthropic memory-tool command (memcli.memory_tool).
+"""``memcli memory-tool AGENT``: answer one Anthropic memory-tool command (``Agent.memory_tool``).
 
 stdin: the ``input`` object of one ``tool_use`` block (JSON). stdout: exactly the text to send
 back as the ``tool_result`` — no newline added (on a terminal one is, to end the line). A command the tool refuses prints the refusal's
@@ -24,12 +24,12 @@ def memory_tool(
     delete, rename on the /memories tree. The result text goes to stdout (exit 0); a refused
     command prints its error text (exit 1) and changes nothing.
     """
-    from memcli.memory_tool import MemoryToolRefused, parse_command, run_memory_tool
-    from memcli.store.agent import AgentStore
+    from memcli.api import Memory
+    from memcli.errors import MemoryToolRefused
 
-    store = AgentStore(ctx.obj, agent)
+    tool = Memory(ctx.obj).agent(agent)
     try:
-        result = run_memory_tool(store, parse_command(sys.stdin.buffer.read()))
+        result = tool.memory_tool(sys.stdin.buffer.read(), full=True)
     except MemoryToolRefused as exc:
         _write(exc.message)
         raise typer.Exit(1) from None
