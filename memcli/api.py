@@ -190,6 +190,14 @@ class Memory:
         names = list_agent_ids(self.path) if agent is None else [agent]
         return [self.agent(name).doctor(repair=repair, secrets=secrets) for name in names]
 
+    def hooks_harness(self, harness: str):
+        """What memcli's hooks are in ``harness`` (:class:`memcli.hooks.harnesses.Harness`: its
+        title, the events hooked and what each does, what it has no hook for, a note), as
+        ``memcli hooks status`` prints after the scopes. Raises UsageError for an unknown harness."""
+        from memcli.hooks.harnesses import harness as find
+
+        return find(harness)
+
 
 class Agent:
     """One agent of a :class:`Memory`. Methods mirror the commands (``memcli <command> AGENT``)."""

@@ -16,7 +16,7 @@ PUBLIC = ["Agent", "MemcliError", "Memory", "__version__"]
 AGENT_METHODS = ["clear", "compact", "compactions", "doctor", "exists", "export", "forget", "get", "ingest", "locate",
                  "memory", "memory_files", "memory_tool", "remember", "search", "show", "snapshot", "stats", "store",
                  "summarize_results", "tools", "turns", "uncompact", "view"]
-MEMORY_METHODS = ["agent", "agents", "doctor", "hook", "hooks_install", "hooks_status", "hooks_uninstall", "pull", "push",
+MEMORY_METHODS = ["agent", "agents", "doctor", "hook", "hooks_harness", "hooks_install", "hooks_status", "hooks_uninstall", "pull", "push",
                   "remote", "search_all", "search_remote", "sync"]
 
 EVENTS = [

@@ -209,3 +209,23 @@ def test_memory_tool(cli, mem, tmp_path):
     with pytest.raises(memcli.errors.MemoryToolRefused) as exc:
         memcli.Memory(other).agent("a").memory_tool("[1]")
     assert refused.exit_code == 1 and refused.stdout == exc.value.message
+
+
+def test_hooks_install_and_status(cli, mem, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    r = cli("--dir", str(mem), "hooks", "install", "claude-code", "--agent", "a")
+    assert r.exit_code == 0, r.stderr
+    memory = memcli.Memory(mem)
+    harness = memory.hooks_harness("claude-code")
+    assert "memcli: installed " in r.stderr
+    for lack in harness.missing:   # what install advises comes from the same description
+        assert f"memcli: note: {harness.title}: {lack}" in r.stderr
+    r = cli("--dir", str(mem), "hooks", "status", "claude-code", "--json")
+    rows = json.loads(r.stdout)
+    status = memory.hooks_status("claude-code", home=home)
+    assert [(row["scope"], row["path"], row["installed"]) for row in rows] == [
+        (s.scope, str(s.path), s.installed) for s in status] and status[0].installed
+    assert {row["harness"] for row in rows} == {harness.name} and rows[0]["lacks"] == list(harness.missing)

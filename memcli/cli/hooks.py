@@ -54,7 +54,7 @@ def hooks(
         else:
             print(f"memcli: {change.path} already has memcli's hooks: nothing changed", file=sys.stderr)
         print(f"memcli: each runs: {change.command}", file=sys.stderr)
-        _advise(harness)
+        _advise(memory.hooks_harness(harness))
     elif action == "uninstall":
         change = memory.hooks_uninstall(harness, scope=scope or "user")
         if change.changed:
@@ -63,9 +63,7 @@ def hooks(
         else:
             print(f"memcli: no memcli hooks in {change.path}: nothing changed", file=sys.stderr)
     elif action == "status":
-        from memcli.hooks.harnesses import harness as find
-
-        h = find(harness)
+        h = memory.hooks_harness(harness)
         rows = [{"harness": h.name, "scope": s.scope, "path": str(s.path), "exists": s.exists, "error": s.error,
                  "installed": s.installed,
                  "not_installed": [e.name for e in h.events if e.name not in s.installed],
@@ -96,10 +94,7 @@ def _render_status(h, rows, view) -> None:
         view.line(f"Note: {h.note}")
 
 
-def _advise(harness: str) -> None:
-    from memcli.hooks.harnesses import harness as find
-
-    h = find(harness)
+def _advise(h) -> None:
     for lack in h.missing:
         print(f"memcli: note: {h.title}: {lack}", file=sys.stderr)
     if h.note:
