@@ -224,20 +224,26 @@ class Agent:
 
     # ------------------------------------------------------------------ writing
     def ingest(self, events: Iterable[dict] | bytes | str | os.PathLike, fmt: str = "auto", *,
-               skip_invalid: bool = False, redact: bool = True):
+               skip_invalid: bool = False, redact: bool = True, stream: bool = False, split: bool = False):
         """Append events, as ``memcli ingest``: ``events`` is an iterable of dicts (native events,
-        or records of any supported format), the bytes of an input, or a path to a file. All or
-        nothing unless ``skip_invalid``. Returns :class:`memcli.ingest.pipeline.IngestResult`."""
-        import io
-
+        or records of any supported format), the bytes of an input, a path to a file, or ``"-"``
+        (standard input). All or nothing unless ``skip_invalid`` (or ``stream``: each event is
+        kept as it arrives, for a long-lived pipe); ``split`` imports each conversation of a
+        multi-conversation file into its own agent ``<name>.<id or index>``. Returns
+        :class:`memcli.ingest.pipeline.IngestResult` (with ``split``,
+        :class:`memcli.ingest.split.SplitResult`)."""
         from memcli.ingest.api import ingest
 
         file, stdin = None, None
         if isinstance(events, (str, os.PathLike)):
             file = events
         elif isinstance(events, (bytes, bytearray, memoryview)):
+            import io
+
             stdin = io.BytesIO(bytes(events))
         else:
+            import io
+
             import orjson
 
             if isinstance(events, dict):
@@ -247,8 +253,11 @@ class Agent:
             except TypeError as exc:
                 raise UsageError(f"events: not JSON-serializable ({exc})") from None
             stdin = io.BytesIO(data)
+        if stream and stdin is not None:
+            raise UsageError("{stream} reads a file or a pipe as it grows: give events as a path (or '-' for "
+                             "standard input)", param="stream")
         return ingest(self.memory_dir, self.name, file, fmt=fmt, skip_invalid=skip_invalid,
-                      redact=redact, stdin=stdin)
+                      redact=redact, stdin=stdin, stream=stream, split=split)
 
     def compact(self, *, model: str | None = None, api_base: str | None = None, api_key: str | None = None,
                 api_key_env: str | None = None, tail_turns: int = 4, target_tokens: int | None = None,
@@ -521,6 +530,13 @@ class Agent:
 
         flt = TraceFilter.from_options(_listed(type), _listed(tag), since, until)
         return select_traces(self.store.require(), flt=flt, turn=_listed(turn), last=last, archive=archive)
+
+def ingest_formats() -> tuple[str, ...]:
+    """The input formats ``Agent.ingest(fmt=)`` names besides ``auto`` (``memcli ingest --from``)."""
+    from memcli.importers import FORMATS
+
+    return FORMATS
+
 
 def _time(value, option: str, *, end_of_day: bool = False) -> float | None:
     if value is None or isinstance(value, (int, float)):

@@ -229,3 +229,27 @@ def test_hooks_install_and_status(cli, mem, tmp_path, monkeypatch):
     assert [(row["scope"], row["path"], row["installed"]) for row in rows] == [
         (s.scope, str(s.path), s.installed) for s in status] and status[0].installed
     assert {row["harness"] for row in rows} == {harness.name} and rows[0]["lacks"] == list(harness.missing)
+
+
+def test_ingest_stream_and_split(cli, mem, tmp_path):
+    """``--stream`` and ``--split`` are ``stream=``/``split=``: the same traces (ids aside) land."""
+    other = tmp_path / "other"
+    shutil.copytree(mem, other)
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in [U("streamed", id="u_s"), A("yes", id="a_s")]))
+    r = cli("--dir", str(mem), "ingest", "a", str(events), "--stream")
+    assert r.exit_code == 0 and memcli.Memory(other).agent("a").ingest(events, stream=True).appended == 2
+    with pytest.raises(memcli.errors.UsageError, match="stream reads a file"):
+        memcli.Memory(other).agent("a").ingest(events.read_bytes(), stream=True)
+    many = tmp_path / "many.jsonl"
+    many.write_bytes(b"".join(orjson.dumps({"id": f"conv {i}", "messages": [
+        {"role": "user", "content": f"hi {i}"}, {"role": "assistant", "content": "done"}]}) + b"\n" for i in (1, 2)))
+    r = cli("--dir", str(mem), "ingest", "s", str(many), "--split")
+    split = memcli.Memory(other).agent("s").ingest(many, split=True)
+    assert r.exit_code == 0 and f"memcli: {split.summary()}" in r.stderr
+    for memory in (mem, other):   # the same agents, the same texts
+        names = [summary.agent for summary in memcli.Memory(memory).agents()]
+        assert [n for n in names if n.startswith("s.")] == ["s.conv-1", "s.conv-2"]
+    shown = [[(t.trace_type, t.content) for t in memcli.Memory(m).agent(n).show()] for m in (mem, other)
+             for n in ("a", "s.conv-1")]
+    assert shown[0] == shown[2] and shown[1] == shown[3] and shown[1] == [("user", "hi 1"), ("assistant", "done")]

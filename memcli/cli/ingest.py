@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from memcli.importers import FORMATS
+from memcli.api import ingest_formats
 
 
 def ingest(
@@ -15,7 +15,7 @@ def ingest(
     agent: str = typer.Argument(..., help="Agent id."),
     file: Optional[str] = typer.Argument(None, help="Input file; stdin when absent or '-'."),
     from_: str = typer.Option(
-        "auto", "--from", help=f"Input format: auto, {', '.join(FORMATS)}.",
+        "auto", "--from", help=f"Input format: auto, {', '.join(ingest_formats())}.",
     ),
     split: bool = typer.Option(
         False, "--split", help="A file of many conversations: import each into its own agent AGENT.<id or index>.",
@@ -36,9 +36,10 @@ def ingest(
     Events that carry an id the agent already has are skipped, so re-ingesting is safe.
     A file that holds several conversations is refused unless --split is given.
     """
-    from memcli.ingest.api import ingest as run
+    from memcli.api import Memory
 
-    result = run(ctx.obj, agent, file, fmt=from_, stream=stream, skip_invalid=skip_invalid, redact=not no_redact, split=split)
+    result = Memory(ctx.obj).agent(agent).ingest("-" if file is None else file, fmt=from_, stream=stream,
+                                                 skip_invalid=skip_invalid, redact=not no_redact, split=split)
     from memcli.neutral import neutral
 
     for note in result.notes:
