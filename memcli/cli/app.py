@@ -103,9 +103,9 @@ def _global(
     ),
 ) -> None:
     """Keep an AI agent's memory in plain JSONL files."""
-    from memcli.store.layout import resolve_memory_dir
+    from memcli.api import Memory  # every command reaches the library through it anyway
 
-    ctx.obj = resolve_memory_dir(dir)
+    ctx.obj = Memory(dir).path
 
 
 # command -> the module that registers it (a module may register several)

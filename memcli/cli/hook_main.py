@@ -69,9 +69,9 @@ def main_hook(argv: list[str]) -> int:
         _fail(f"--max-chars takes a number, got {options['--max-chars']!r}")
         return 1
     try:
-        from memcli.store.layout import resolve_memory_dir
+        from memcli.api import Memory  # run_hook_command needs it too
 
-        resolved = resolve_memory_dir(Path(memory_dir) if memory_dir else None)
+        resolved = Memory(Path(memory_dir) if memory_dir else None).path
     except BaseException as exc:  # noqa: BLE001
         _fail(getattr(exc, "message", None) or str(exc))
         return 1
