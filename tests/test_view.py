@@ -66,7 +66,7 @@ def test_view_writes_a_file_prints_its_path_and_changes_nothing_in_the_store(cli
     done = cli("view", "s")
     assert done.exit_code == 0, done.stderr
     assert done.stdout == "s.html\n"
-    assert re.fullmatch(r"memcli: s: 7 turns, \d+ traces, 1 compactions -> s\.html \([\d,]+ bytes\)\n", done.stderr)
+    assert re.fullmatch(r"memcli: s: 7 turns, \d+ traces, 1 compaction -> s\.html \([\d,]+ bytes\)\n", done.stderr)
     assert (tmp_path / "s.html").read_text().startswith("<!DOCTYPE html>")
     assert (tmp_path / "s.html").stat().st_mode & 0o777 == 0o600
     assert store_digest(memory_dir) == before

@@ -12,6 +12,8 @@ from typing import Optional
 
 import typer
 
+from memcli.sizes import counted
+
 
 def view(
     ctx: typer.Context,
@@ -39,8 +41,9 @@ def view(
     else:
         result = agent_api.view(output, model=model, max_context_tokens=max_context_tokens)
         print(result.path)
-    print(f"memcli: {agent}: {result.turns} turns, {result.traces} traces, {result.compactions} compactions "
-          f"-> {result.path or 'stdout'} ({result.bytes:,} bytes)", file=sys.stderr)
+    print(f"memcli: {agent}: {counted(result.turns, 'turn')}, {counted(result.traces, 'trace')}, "
+          f"{counted(result.compactions, 'compaction')} -> {result.path or 'stdout'} ({result.bytes:,} bytes)",
+          file=sys.stderr)
     if open_page and result.path:
         import webbrowser
 
