@@ -182,21 +182,3 @@ def json_text(value) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-_SLASH_COMMAND = re.compile(r"<command-name>\s*(/?[^<\s]*)\s*</command-name>")
-_SLASH_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
-_SLASH_PARTS = re.compile(r"^(?:\s*<(command-message|command-name|command-args)>.*?</\1>)+\s*$", re.S)
-
-
-def readable_text(text: str) -> str:
-    """A user message as people read it: Claude Code's slash-command wrapper
-    (``<command-message>…</command-message><command-name>/review</command-name>
-    <command-args>src/</command-args>``) reads ``/review src/``; any other text is returned as is."""
-    if "<command-name>" not in text or not _SLASH_PARTS.match(text):
-        return text
-    name = _SLASH_COMMAND.search(text)
-    if name is None:
-        return text
-    command = name.group(1) if name.group(1).startswith("/") else "/" + name.group(1)
-    args = _SLASH_ARGS.search(text)
-    return f"{command} {args.group(1).strip()}".rstrip() if args else command
-

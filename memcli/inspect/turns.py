@@ -21,8 +21,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from memcli.messages import readable_text
 from memcli.models import PINNED_TAGS, RawTrace, ToolStatus
+from memcli.neutral import readable_text
 from memcli.store.agent import AgentStore, StoredTrace
 from memcli.tool_interactions import iter_tool_interactions
 
