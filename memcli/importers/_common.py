@@ -402,3 +402,49 @@ def nonempty(value) -> str | None:
     """``value`` if it is a non-empty string, else None: for ids and names, where ``""`` means
     absent (an empty id is not a valid trace id)."""
     return value if isinstance(value, str) and value else None
+
+
+class ExportImporter:
+    """An importer of a data export's ``conversations.json`` (ChatGPT, Claude.ai): a JSON array of
+    conversation objects, one agent each with ``--split``. A subclass names its format
+    (``name``, ``source_event``), what a conversation looks like (``is_conversation``,
+    ``conversation_id``, ``expected`` for the error, ``title_key``) and maps one conversation
+    (:meth:`conversation_events`); detection, splitting and the title are the same for both."""
+
+    name = ""
+    source_event = ""
+    expected = ""
+    title_key = "title"
+
+    @staticmethod
+    def is_conversation(value) -> bool:
+        raise NotImplementedError
+
+    @staticmethod
+    def conversation_id(conversation: dict) -> str | None:
+        raise NotImplementedError
+
+    def conversation_events(self, line: int, conversation: dict, skipped):
+        raise NotImplementedError
+
+    def sniff(self, values) -> int:
+        items = decoded(values)
+        return 97 if items and self.is_conversation(items[0]) else 0
+
+    def conversations(self, values):
+        from memcli.importers.conversations import by_document
+
+        return by_document(values, self.is_conversation, self.conversation_id)
+
+    def events(self, values, result):
+        for line, value in values:
+            if isinstance(value, Exception):
+                yield line, value
+                continue
+            if not self.is_conversation(value):
+                yield line, not_format(line, self.expected, value, guess_from=self.name)
+                continue
+            title = nonempty(value.get(self.title_key))
+            if title:
+                result.meta["ai_title"] = title
+            yield from self.conversation_events(line, value, result.skipped)

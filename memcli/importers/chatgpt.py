@@ -37,12 +37,11 @@ from collections import deque
 
 from memcli.importers._common import (
     Clock,
+    ExportImporter,
     Media,
     call_event,
-    decoded,
     join_texts,
     nonempty,
-    not_format,
     numbered,
     result_event,
     set_fields,
@@ -202,32 +201,15 @@ class _Conversation:
         return numbered(events, f"cg-{mid}", common)
 
 
-class ChatGPTImporter:
+class ChatGPTImporter(ExportImporter):
     name = "chatgpt"
     source_event = "chatgpt"
+    expected = 'a ChatGPT conversation (an object with "mapping")'
+    is_conversation = staticmethod(is_conversation)
+    conversation_id = staticmethod(conversation_id)
 
-    def sniff(self, values) -> int:
-        items = decoded(values)
-        return 97 if items and is_conversation(items[0]) else 0
-
-    def conversations(self, values):
-        from memcli.importers.conversations import by_document
-
-        return by_document(values, is_conversation, conversation_id)
-
-    def events(self, values, result):
-        for line, value in values:
-            if isinstance(value, Exception):
-                yield line, value
-                continue
-            if not is_conversation(value):
-                yield line, not_format(line, 'a ChatGPT conversation (an object with "mapping")', value,
-                                       guess_from=self.name)
-                continue
-            title = nonempty(value.get("title"))
-            if title:
-                result.meta["ai_title"] = title
-            yield from _Conversation(value, result.skipped).events(line)
+    def conversation_events(self, line, conversation, skipped):
+        return _Conversation(conversation, skipped).events(line)
 
 
 IMPORTER = ChatGPTImporter()

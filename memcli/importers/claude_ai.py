@@ -27,9 +27,8 @@ from collections import deque
 
 from memcli.importers._common import (
     Clock,
-    decoded,
+    ExportImporter,
     nonempty,
-    not_format,
     set_fields,
     string,
     take_named,
@@ -100,32 +99,16 @@ def blocks_with_ids(content: list, key: str, pending: deque) -> list:
     return out
 
 
-class ClaudeAiImporter:
+class ClaudeAiImporter(ExportImporter):
     name = "claude-ai"
     source_event = "claude-ai"
+    expected = 'a Claude.ai conversation (an object with "chat_messages")'
+    title_key = "name"
+    is_conversation = staticmethod(is_conversation)
+    conversation_id = staticmethod(conversation_id)
 
-    def sniff(self, values) -> int:
-        items = decoded(values)
-        return 97 if items and is_conversation(items[0]) else 0
-
-    def conversations(self, values):
-        from memcli.importers.conversations import by_document
-
-        return by_document(values, is_conversation, conversation_id)
-
-    def events(self, values, result):
-        for line, value in values:
-            if isinstance(value, Exception):
-                yield line, value
-                continue
-            if not is_conversation(value):
-                yield line, not_format(line, 'a Claude.ai conversation (an object with "chat_messages")', value,
-                                       guess_from=self.name)
-                continue
-            title = nonempty(value.get("name"))
-            if title:
-                result.meta["ai_title"] = title
-            yield from self._conversation(line, value, result.skipped)
+    def conversation_events(self, line, conversation, skipped):
+        return self._conversation(line, conversation, skipped)
 
     def _conversation(self, line, conv, skipped):
         session = conversation_id(conv)
