@@ -113,13 +113,9 @@ def search_remote(ctx, remote, agent, query, all, limit, kind, since, until, out
         raise UsageError("--all: searching every agent needs --remote URL")
     result = Memory(ctx.obj).search_remote(query, remote=remote or None, agent=agent, all=all, limit=limit,
                                            kind=kind, since=since, until=until)
-    for note in result.notes:
-        out.note(f"note: {note}")
-    terms = ", ".join(t.text for t in result.query.terms)
-    if not result.hits:
-        out.note(f"no record matches {terms}")
-    elif result.mode == "any":
-        out.note(f"no record has every word ({terms}); showing records with any of them")
+    from memcli.cli.search import say_how_it_matched
+
+    say_how_it_matched(out, result)
     if out.human:
         def human(hits, view):
             for hit in hits:

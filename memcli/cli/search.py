@@ -61,6 +61,18 @@ def _render_hits(hits, view: HumanView) -> None:
         view.text("\n".join(lines), indent=8, max_lines=None, max_chars=None)
 
 
+def say_how_it_matched(out: Output, result) -> None:
+    """The search's notes on stderr, and what matched: nothing, or only some of the words
+    (local and remote searches alike)."""
+    for note in result.notes:
+        out.note(f"note: {note}")
+    terms = ", ".join(t.text for t in result.query.terms)
+    if not result.hits:
+        out.note(f"no record matches {terms}")
+    elif result.mode == "any":
+        out.note(f"no record has every word ({terms}); showing records with any of them")
+
+
 @output_options
 def search(
     ctx: typer.Context,
@@ -110,13 +122,7 @@ def search(
         raise UsageError("Missing argument 'QUERY'.")
     result = _agent(ctx, agent).search(query, limit=limit, kind=kind, since=since, until=until, history=history,
                                        recent=recent, embed_model=embed_model, embed_api_base=embed_api_base)
-    for note in result.notes:
-        out.note(f"note: {note}")
-    terms = ", ".join(t.text for t in result.query.terms)
-    if not result.hits:
-        out.note(f"no record matches {terms}")
-    elif result.mode == "any":
-        out.note(f"no record has every word ({terms}); showing records with any of them")
+    say_how_it_matched(out, result)
     if out.human:
         out.records(result.hits, human=_render_hits)
     else:
