@@ -33,6 +33,11 @@ from typing import Any, Iterable, Iterator
 
 from memcli.errors import UsageError
 
+# The display rules every client applies to stored text before a person sees it (control
+# characters shown, never sent; Claude Code's slash commands as typed): the CLI's views take them
+# from here, with the rest of the library, so there is one rule for every client.
+from memcli.neutral import neutral, readable_text  # noqa: F401
+
 __all__ = ["Memory", "Agent"]
 
 class Memory:

@@ -31,7 +31,7 @@ class MemcliGroup(TyperGroup):
         except MemcliError as exc:
             if os.environ.get("MEMCLI_DEBUG") == "1":
                 raise
-            from memcli.neutral import neutral
+            from memcli.api import neutral
 
             message = f"memcli: error: {exc.worded(_flags(self, ctx))}"
             if exc.hint:

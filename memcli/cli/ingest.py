@@ -40,7 +40,7 @@ def ingest(
 
     result = Memory(ctx.obj).agent(agent).ingest("-" if file is None else file, fmt=from_, stream=stream,
                                                  skip_invalid=skip_invalid, redact=not no_redact, split=split)
-    from memcli.neutral import neutral
+    from memcli.api import neutral
 
     for note in result.notes:
         print(f"memcli: {neutral(note)}", file=sys.stderr)

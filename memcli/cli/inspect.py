@@ -216,7 +216,7 @@ def trace_body(trace) -> str:
         result = _json_text(trace.tool_result)
         return "\n".join(p for p in (trace.content, result) if p)
     if kind == "user" and trace.content:
-        from memcli.neutral import readable_text
+        from memcli.api import readable_text
 
         return readable_text(trace.content)  # a slash command reads /name args
     return trace.content or ""

@@ -41,8 +41,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import typer
 
+from memcli.api import neutral
 from memcli.errors import UsageError
-from memcli.neutral import neutral
 from memcli.sizes import format_size as fmt_bytes  # noqa: F401  (the one size format; old name)
 
 TABLE_BATCH = 200

@@ -11,8 +11,8 @@ from typing import List, Optional
 
 import typer
 
+from memcli.api import neutral
 from memcli.cli.output import HumanView, Output, clip, fmt_age, fmt_ts, one_line, output_options, wrap
-from memcli.neutral import neutral
 
 AGENT = typer.Argument(..., help="Agent id.")
 SNIPPET_LINES = 4

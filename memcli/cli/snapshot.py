@@ -79,7 +79,7 @@ def _write_payload(payload, *, compact: bool, ndjson: bool) -> None:
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
     if isinstance(payload, str):
         if not (compact or ndjson) and sys.stdout.isatty():  # read on a terminal: shown, not sent
-            from memcli.neutral import neutral
+            from memcli.api import neutral
 
             payload = neutral(payload)
         data = payload.encode() if not (compact or ndjson) else orjson.dumps({"text": payload}) + b"\n"
