@@ -77,3 +77,15 @@ def tree_digest(root: Path) -> dict[str, str]:
         if path.is_file():
             out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+def agent_traces(memory_dir: Path, agent: str) -> list[dict]:
+    """The agent's active traces as stored (raw_traces.jsonl)."""
+    return read_jsonl(memory_dir / "agents" / agent / "raw_traces.jsonl")
+
+
+def synced(memory_dir: Path, home: Path, source: str, **options) -> dict:
+    """``memcli sync`` of ``source`` under ``home`` through the API: agent -> its session report."""
+    import memcli
+
+    return {s.agent: s for s in memcli.Memory(memory_dir).sync(home=home, source=source, **options).sessions}

@@ -8,7 +8,7 @@ import pytest
 
 import memcli
 import memcli.sync.engine as engine
-from tests.helpers import read_jsonl, run_memcli, store_digest
+from tests.helpers import agent_traces, run_memcli, store_digest
 from tests.sync_fixtures import (
     CWD,
     cc_assistant,
@@ -37,9 +37,6 @@ def _home(tmp_path):
     return home
 
 
-def _traces(mem, agent):
-    return read_jsonl(mem / "agents" / agent / "raw_traces.jsonl")
-
 
 def _sync(mem, home, **kw):
     return memcli.Memory(mem).sync(home=home, **kw)
@@ -52,10 +49,10 @@ def test_first_sync_one_agent_per_session_named_by_the_rule(tmp_path):
     assert agents == sorted([f"claude-code.app.{S1}", f"claude-code.app.{S2}", f"codex.app.{X1}"])
     assert [s.status for s in report.sessions] == ["new"] * 3
     assert sorted(a.agent for a in memcli.Memory(mem).agents()) == agents  # history files are not agents
-    cc = _traces(mem, f"claude-code.app.{S1}")
+    cc = agent_traces(mem, f"claude-code.app.{S1}")
     assert [t["trace_type"] for t in cc] == ["user", "tool_call", "tool_result", "assistant"] * 2
     assert {t["source_event"] for t in cc} == {"claude-code"}
-    cx = _traces(mem, f"codex.app.{X1}")
+    cx = agent_traces(mem, f"codex.app.{X1}")
     assert [t["content"] for t in cx if t["trace_type"] == "user" and not t.get("tags")] == ["add feature 0", "add feature 1"]
     meta = orjson.loads((mem / "agents" / f"codex.app.{X1}" / ".source.json").read_bytes())
     assert meta["source"] == "codex" and meta["source_path"] == str(codex_rollout(home, X1))
@@ -90,7 +87,7 @@ def test_appended_session_adds_exactly_the_new_events(tmp_path):
     assert (by[f"claude-code.app.{S2}"].status, by[f"claude-code.app.{S2}"].events) == ("appended", 2)
     assert (by[f"codex.app.{X1}"].status, by[f"codex.app.{X1}"].events) == ("appended", 4)
     assert by[f"claude-code.app.{S1}"].status == "unchanged"
-    cc = _traces(mem, f"claude-code.app.{S2}")
+    cc = agent_traces(mem, f"claude-code.app.{S2}")
     assert [t["content"] for t in cc[-2:]] == ["one more thing", "sure"]
     assert len({t["id"] for t in cc}) == len(cc) == 6
 
@@ -107,7 +104,7 @@ def test_half_written_last_line_waits_for_its_newline(tmp_path):
         f.write(complete[25:] + b"\n")
     r2 = {s.agent: s for s in _sync(mem, home).sessions}[f"claude-code.app.{S2}"]
     assert (r2.status, r2.events) == ("appended", 1)
-    assert _traces(mem, f"claude-code.app.{S2}")[-1]["content"] == "typed while syncing"
+    assert agent_traces(mem, f"claude-code.app.{S2}")[-1]["content"] == "typed while syncing"
 
 
 def test_rewritten_session_is_reconciled_by_ids_never_duplicated(tmp_path):
@@ -119,7 +116,7 @@ def test_rewritten_session_is_reconciled_by_ids_never_duplicated(tmp_path):
     write_lines(path, lines[:3] + [cc_user(S1, 90, "rewound here")])
     report = {s.agent: s for s in _sync(mem, home).sessions}[f"claude-code.app.{S1}"]
     assert report.status == "rewritten" and report.events == 1 and report.duplicates == 2
-    traces = _traces(mem, f"claude-code.app.{S1}")
+    traces = agent_traces(mem, f"claude-code.app.{S1}")
     assert len(traces) == 9 and len({t["id"] for t in traces}) == 9
 
 

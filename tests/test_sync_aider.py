@@ -4,7 +4,7 @@ tests/sync_more_fixtures.py as Aider's ``append_chat_history`` writes them."""
 from __future__ import annotations
 
 import memcli
-from tests.helpers import read_jsonl, store_digest
+from tests.helpers import agent_traces, store_digest, synced
 from tests.sync_more_fixtures import aider_run
 
 R1, R2 = "20260301-090000", "20260302-100000"
@@ -22,65 +22,59 @@ def _home(tmp_path):
     return home, project / ".aider.chat.history.md"
 
 
-def _sync(mem, home):
-    return {s.agent: s for s in memcli.Memory(mem).sync(home=home, source="aider").sessions}
-
-
-def _traces(mem, agent):
-    return read_jsonl(mem / "agents" / agent / "raw_traces.jsonl")
 
 
 def test_first_sync_one_agent_per_run(tmp_path):
     home, _ = _home(tmp_path)
     mem = tmp_path / "mem"
-    report = _sync(mem, home)
+    report = synced(mem, home, "aider")
     assert {a: (r.status, r.events) for a, r in report.items()} == {
         f"aider.app.{R1}": ("new", 4), f"aider.app.{R2}": ("new", 2)}
-    got = _traces(mem, f"aider.app.{R1}")
+    got = agent_traces(mem, f"aider.app.{R1}")
     assert [(t["trace_type"], t.get("tags", []), t["content"]) for t in got] == [
         ("user", [], "add a --verbose flag"), ("assistant", [], "Sure, here is the change for add a --verbose flag."),
         ("user", ["context"], "/add cli.py"), ("assistant", [], "Sure, here is the change for /add cli.py.")]
-    assert _traces(mem, f"aider.app.{R2}")[0]["content"] == "why is\nthe test flaky?"
+    assert agent_traces(mem, f"aider.app.{R2}")[0]["content"] == "why is\nthe test flaky?"
     assert report[f"aider.app.{R1}"].skipped["Aider notices (> lines)"] == 3
 
 
 def test_no_change_sync_reads_nothing(tmp_path, monkeypatch):
     home, _ = _home(tmp_path)
     mem = tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "aider")
     before = store_digest(mem)
 
     def must_not_read(*a, **k):
         raise AssertionError("an unchanged chat history was read")
 
     monkeypatch.setattr("memcli.importers.aider.runs", must_not_read)
-    assert {r.status for r in _sync(mem, home).values()} == {"unchanged"}
+    assert {r.status for r in synced(mem, home, "aider").values()} == {"unchanged"}
     assert store_digest(mem) == before
 
 
 def test_appended_run_adds_exactly_the_new_events(tmp_path):
     home, path = _home(tmp_path)
     mem = tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "aider")
     with open(path, "a") as f:
         f.write("\n#### and add tests  \n\nAdded tests.\n\n")
-    report = _sync(mem, home)
+    report = synced(mem, home, "aider")
     assert (report[f"aider.app.{R2}"].status, report[f"aider.app.{R2}"].events) == ("rewritten", 2)
     assert report[f"aider.app.{R1}"].status == "unchanged"
-    assert [t["content"] for t in _traces(mem, f"aider.app.{R2}")][-2:] == ["and add tests", "Added tests."]
+    assert [t["content"] for t in agent_traces(mem, f"aider.app.{R2}")][-2:] == ["and add tests", "Added tests."]
 
 
 def test_rewritten_history_never_duplicates(tmp_path):
     home, path = _home(tmp_path)
     mem = tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "aider")
     text = path.read_text()
     path.unlink()
     path.write_text(text + aider_run("2026-03-03 11:00:00", ["third"]))
-    report = _sync(mem, home)
+    report = synced(mem, home, "aider")
     assert report[f"aider.app.{R1}"].status == report[f"aider.app.{R2}"].status == "unchanged"
     assert (report["aider.app.20260303-110000"].status, report["aider.app.20260303-110000"].events) == ("new", 2)
-    assert len(_traces(mem, f"aider.app.{R1}")) == 4
+    assert len(agent_traces(mem, f"aider.app.{R1}")) == 4
 
 
 def test_unreadable_history_is_reported_others_import(tmp_path):

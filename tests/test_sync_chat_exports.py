@@ -11,7 +11,7 @@ import orjson
 import memcli
 from memcli.sync import chat_exports
 from tests import chat_export_fixtures as cx
-from tests.helpers import read_jsonl, run_memcli, store_digest
+from tests.helpers import agent_traces, run_memcli, store_digest, synced
 
 G1, G2, C1 = cx.cid(1), cx.cid(2), cx.cid(1, "ca")
 
@@ -31,31 +31,25 @@ def _home(tmp_path):
     return home
 
 
-def _sync(mem, home, **kw):
-    return {s.agent: s for s in memcli.Memory(mem).sync(home=home, source="chatgpt,claude-ai", **kw).sessions}
-
-
-def _traces(mem, agent):
-    return read_jsonl(mem / "agents" / agent / "raw_traces.jsonl")
 
 
 def test_first_sync_one_agent_per_conversation(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    report = _sync(mem, home)
+    report = synced(mem, home, "chatgpt,claude-ai")
     assert {a: (r.status, r.events) for a, r in report.items()} == {
         f"chatgpt.chat.{G1}": ("new", 8), f"chatgpt.chat.{G2}": ("new", 4), f"claude-ai.chat.{C1}": ("new", 6)}
-    assert [t["content"] for t in _traces(mem, f"chatgpt.chat.{G2}") if t["trace_type"] == "user"] == ["question 0 walrus"]
+    assert [t["content"] for t in agent_traces(mem, f"chatgpt.chat.{G2}") if t["trace_type"] == "user"] == ["question 0 walrus"]
     meta = orjson.loads((mem / "agents" / f"chatgpt.chat.{G1}" / ".source.json").read_bytes())
     assert meta["source"] == "chatgpt" and meta["resume"] == f"https://chatgpt.com/c/{G1}"
     assert meta["title"] == "Sums 1" and meta["source_path"].endswith("chatgpt-export/conversations.json")
     meta = orjson.loads((mem / "agents" / f"claude-ai.chat.{C1}" / ".source.json").read_bytes())
     assert (meta["title"], meta["resume"]) == ("Facts 1", f"https://claude.ai/chat/{C1}")
-    assert {t["source_event"] for t in _traces(mem, f"claude-ai.chat.{C1}")} == {"claude-ai"}
+    assert {t["source_event"] for t in agent_traces(mem, f"claude-ai.chat.{C1}")} == {"claude-ai"}
 
 
 def test_no_change_sync_opens_no_export(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "chatgpt,claude-ai")
     before = store_digest(mem)
 
     def must_not_read(*a, **k):
@@ -63,39 +57,39 @@ def test_no_change_sync_opens_no_export(tmp_path, monkeypatch):
 
     monkeypatch.setattr(chat_exports, "written_by", must_not_read)
     monkeypatch.setattr(chat_exports.ExportSource, "_conversations", must_not_read)
-    report = _sync(mem, home)
+    report = synced(mem, home, "chatgpt,claude-ai")
     assert len(report) == 3 and {r.status for r in report.values()} == {"unchanged"}
     assert store_digest(mem) == before
 
 
 def test_a_newer_export_adds_exactly_the_new_messages(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "chatgpt,claude-ai")
     path = home / "Downloads" / "chatgpt-export" / "conversations.json"
     g1 = cx.chatgpt_add_turn(cx.chatgpt_conversation(1, 2), 7, "one more")
     g1["update_time"] += 1000
     _export(path, [g1, cx.chatgpt_conversation(2, 1, phrase="walrus"), cx.chatgpt_conversation(3, 1)])
-    report = _sync(mem, home)
+    report = synced(mem, home, "chatgpt,claude-ai")
     assert (report[f"chatgpt.chat.{G1}"].status, report[f"chatgpt.chat.{G1}"].events) == ("rewritten", 2)
     assert report[f"chatgpt.chat.{G2}"].status == "unchanged"          # same update_time: not imported again
     assert (report[f"chatgpt.chat.{cx.cid(3)}"].status, report[f"chatgpt.chat.{cx.cid(3)}"].events) == ("new", 4)
     assert report[f"claude-ai.chat.{C1}"].status == "unchanged"
-    traces = _traces(mem, f"chatgpt.chat.{G1}")
+    traces = agent_traces(mem, f"chatgpt.chat.{G1}")
     assert [t["content"] for t in traces[-2:]] == ["one more", "reply to one more"]
     assert len({t["id"] for t in traces}) == len(traces) == 10
 
 
 def test_a_rewritten_export_is_reconciled_by_ids_never_duplicated(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "chatgpt,claude-ai")
     path = home / "Downloads" / "data-2026-01-02" / "conversations.json"
     conv = cx.claude_ai_conversation(1, 1)
     conv["updated_at"] = cx.ca_iso(cx.T0 + 5000)  # renamed in the app: a new update time, same messages
     path.unlink()
     _export(path, [conv])
-    report = _sync(mem, home)[f"claude-ai.chat.{C1}"]
+    report = synced(mem, home, "chatgpt,claude-ai")[f"claude-ai.chat.{C1}"]
     assert (report.status, report.events, report.duplicates) == ("rewritten", 0, 6)
-    assert len(_traces(mem, f"claude-ai.chat.{C1}")) == 6
+    assert len(agent_traces(mem, f"claude-ai.chat.{C1}")) == 6
 
 
 def test_a_corrupt_export_is_reported_others_import(tmp_path):

@@ -8,7 +8,7 @@ import orjson
 import memcli
 import memcli.sync.engine as engine
 from memcli.ingest.api import ingest
-from tests.helpers import read_jsonl, run_memcli, store_digest
+from tests.helpers import agent_traces, read_jsonl, run_memcli, store_digest, synced
 from tests.sync_more_fixtures import CWD, copilot_events, cp_session, cp_turn, sid, write_lines
 
 P1, P2 = sid(1, "cp"), sid(2, "cp")
@@ -22,12 +22,6 @@ def _home(tmp_path):
     return home
 
 
-def _sync(mem, home):
-    return {s.agent: s for s in memcli.Memory(mem).sync(home=home, source="copilot").sessions}
-
-
-def _traces(mem, agent):
-    return read_jsonl(mem / "agents" / agent / "raw_traces.jsonl")
 
 
 def test_ingest_maps_the_events_and_keeps_what_the_person_typed(memory_dir, tmp_path):
@@ -68,7 +62,7 @@ def test_failed_tools_user_run_commands_and_compaction(memory_dir, tmp_path):
 
 def test_first_sync(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    report = _sync(mem, home)
+    report = synced(mem, home, "copilot")
     assert {a: (r.status, r.events) for a, r in report.items()} == {
         f"copilot.app.{P1}": ("new", 10), f"copilot.web.{P2}": ("new", 5)}
     meta = orjson.loads((mem / "agents" / f"copilot.app.{P1}" / ".source.json").read_bytes())
@@ -77,7 +71,7 @@ def test_first_sync(tmp_path):
 
 def test_no_change_sync_reads_nothing(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "copilot")
     before = store_digest(mem)
 
     def must_not_read(*a, **k):
@@ -85,18 +79,18 @@ def test_no_change_sync_reads_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(engine, "_read_file", must_not_read)
     monkeypatch.setattr("memcli.sync._head.head_values", must_not_read)
-    assert {r.status for r in _sync(mem, home).values()} == {"unchanged"}
+    assert {r.status for r in synced(mem, home, "copilot").values()} == {"unchanged"}
     assert store_digest(mem) == before
 
 
 def test_appended_session_adds_exactly_the_new_events(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "copilot")
     write_lines(copilot_events(home, P2), cp_turn(P2, 5), mode="ab")
-    report = _sync(mem, home)
+    report = synced(mem, home, "copilot")
     assert (report[f"copilot.web.{P2}"].status, report[f"copilot.web.{P2}"].events) == ("appended", 5)
     assert report[f"copilot.app.{P1}"].status == "unchanged"
-    traces = _traces(mem, f"copilot.web.{P2}")
+    traces = agent_traces(mem, f"copilot.web.{P2}")
     assert len({t["id"] for t in traces}) == len(traces) == 10
     assert [t["content"] for t in traces if t["trace_type"] == "user"] == ["run the tests 0 pelican", "run the tests 5"]
 
@@ -105,23 +99,23 @@ def test_call_requested_before_an_append_is_not_stored_twice(tmp_path):
     home, mem = tmp_path / "home", tmp_path / "mem"
     lines = cp_session(P1, 1)
     write_lines(copilot_events(home, P1), lines[:6])   # up to the assistant's tool request
-    _sync(mem, home)
+    synced(mem, home, "copilot")
     write_lines(copilot_events(home, P1), lines[6:], mode="ab")
-    report = _sync(mem, home)[f"copilot.app.{P1}"]
+    report = synced(mem, home, "copilot")[f"copilot.app.{P1}"]
     assert report.status == "appended"
-    traces = _traces(mem, f"copilot.app.{P1}")
+    traces = agent_traces(mem, f"copilot.app.{P1}")
     assert [t["trace_type"] for t in traces] == ["user", "assistant", "tool_call", "tool_result", "assistant"]
 
 
 def test_rewritten_session_no_duplicates(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "copilot")
     path = copilot_events(home, P1)
     path.unlink()
     write_lines(path, cp_session(P1, 1) + cp_turn(P1, 9))
-    report = _sync(mem, home)[f"copilot.app.{P1}"]
+    report = synced(mem, home, "copilot")[f"copilot.app.{P1}"]
     assert (report.status, report.events, report.duplicates) == ("rewritten", 5, 5)
-    traces = _traces(mem, f"copilot.app.{P1}")
+    traces = agent_traces(mem, f"copilot.app.{P1}")
     assert len({t["id"] for t in traces}) == len(traces) == 15
 
 

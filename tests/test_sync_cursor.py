@@ -7,7 +7,7 @@ from __future__ import annotations
 import memcli
 import memcli.sync.engine as engine
 from memcli.ingest.api import ingest
-from tests.helpers import read_jsonl, run_memcli, store_digest
+from tests.helpers import agent_traces, read_jsonl, run_memcli, store_digest, synced
 from tests.sync_more_fixtures import cu_turn, cursor_transcript, sid, write_lines
 
 C1, C2 = sid(1, "cu"), sid(2, "cu")
@@ -21,12 +21,6 @@ def _home(tmp_path):
     return home
 
 
-def _sync(mem, home):
-    return {s.agent: s for s in memcli.Memory(mem).sync(home=home, source="cursor").sessions}
-
-
-def _traces(mem, agent):
-    return read_jsonl(mem / "agents" / agent / "raw_traces.jsonl")
 
 
 def test_ingest_maps_the_ask_inside_user_query(memory_dir, tmp_path):
@@ -44,48 +38,48 @@ def test_ingest_maps_the_ask_inside_user_query(memory_dir, tmp_path):
 
 def test_first_sync_reads_the_unterminated_last_line(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    report = _sync(mem, home)
+    report = synced(mem, home, "cursor")
     assert {a: (r.status, r.events) for a, r in report.items()} == {
         f"cursor.{PROJ}.{C1}": ("new", 12), f"cursor.srv-web.{C2}": ("new", 6)}
-    assert _traces(mem, f"cursor.{PROJ}.{C1}")[-1]["content"] == "Renamed helper 1."
+    assert agent_traces(mem, f"cursor.{PROJ}.{C1}")[-1]["content"] == "Renamed helper 1."
     meta = memcli.Memory(mem).agents()
     assert {a.agent for a in meta} == set(report)
 
 
 def test_no_change_sync_reads_nothing(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "cursor")
     before = store_digest(mem)
 
     def must_not_read(*a, **k):
         raise AssertionError("an unchanged transcript was read")
 
     monkeypatch.setattr(engine, "_read_file", must_not_read)
-    assert {r.status for r in _sync(mem, home).values()} == {"unchanged"}
+    assert {r.status for r in synced(mem, home, "cursor").values()} == {"unchanged"}
     assert store_digest(mem) == before
 
 
 def test_appended_transcript_adds_exactly_the_new_events_and_identical_lines_both_count(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "cursor")
     path = cursor_transcript(home, "srv-web", C2)
     same = {"role": "assistant", "message": {"content": [{"type": "text", "text": "Done."}]}}
     with open(path, "ab") as f:  # Cursor ends the old last line when it writes the next one
         f.write(b"\n")
     write_lines(path, [same, same], mode="ab", newline_at_end=False)
-    report = _sync(mem, home)[f"cursor.srv-web.{C2}"]
+    report = synced(mem, home, "cursor")[f"cursor.srv-web.{C2}"]
     assert (report.status, report.events) == ("appended", 2)
-    traces = _traces(mem, f"cursor.srv-web.{C2}")
+    traces = agent_traces(mem, f"cursor.srv-web.{C2}")
     assert [t["content"] for t in traces[-2:]] == ["Done.", "Done."] and len({t["id"] for t in traces}) == 8
 
 
 def test_rewritten_transcript_no_duplicates(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "cursor")
     path = cursor_transcript(home, PROJ, C1)
     fresh = write_lines(path.with_suffix(".new"), cu_turn(0) + cu_turn(1) + cu_turn(2), newline_at_end=False)
     fresh.replace(path)  # written anew (another inode), the old records and one more turn
-    report = _sync(mem, home)[f"cursor.{PROJ}.{C1}"]
+    report = synced(mem, home, "cursor")[f"cursor.{PROJ}.{C1}"]
     assert (report.status, report.events, report.duplicates) == ("rewritten", 6, 12)
 
 

@@ -10,7 +10,7 @@ import orjson
 
 import memcli
 from memcli.ingest.api import ingest
-from tests.helpers import read_jsonl, run_memcli, store_digest
+from tests.helpers import agent_traces, run_memcli, store_digest, synced
 from tests.sync_more_fixtures import goose_db, goose_turn, write_lines
 
 A, B = "20260203_1", "20260203_2"
@@ -28,21 +28,15 @@ def _home(tmp_path):
     return home
 
 
-def _sync(mem, home):
-    return {s.agent: s for s in memcli.Memory(mem).sync(home=home, source="goose").sessions}
-
-
-def _traces(mem, agent):
-    return read_jsonl(mem / "agents" / agent / "raw_traces.jsonl")
 
 
 def test_first_sync_names_sessions_apart_and_tool_rows_are_not_asks(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
     before = _db(home).read_bytes()
-    report = _sync(mem, home)
+    report = synced(mem, home, "goose")
     assert {a: (r.status, r.events) for a, r in report.items()} == {
         f"goose.app.{A}-{STAMP}": ("new", 10), f"goose.web.{B}-{STAMP}": ("new", 5)}
-    traces = _traces(mem, f"goose.app.{A}-{STAMP}")
+    traces = agent_traces(mem, f"goose.app.{A}-{STAMP}")
     assert [t["trace_type"] for t in traces[:5]] == ["user", "assistant", "tool_call", "tool_result", "assistant"]
     assert [t["content"] for t in traces if t["trace_type"] == "user"] == ["list files 0", "list files 1"]
     assert traces[2]["tool_args"] == {"command": "ls 0"} and traces[3]["tool_result"] == "file0.txt"
@@ -55,31 +49,31 @@ def test_first_sync_names_sessions_apart_and_tool_rows_are_not_asks(tmp_path):
 
 def test_no_change_sync_does_not_open_the_database(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "goose")
     before = store_digest(mem)
 
     def must_not_read(*a, **k):
         raise AssertionError("an unchanged database was read")
 
     monkeypatch.setattr("memcli.sync.goose.read_database", must_not_read)
-    assert {r.status for r in _sync(mem, home).values()} == {"unchanged"}
+    assert {r.status for r in synced(mem, home, "goose").values()} == {"unchanged"}
     assert store_digest(mem) == before
 
 
 def test_appended_session_adds_exactly_the_new_events(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "goose")
     goose_db(_db(home), {B: ("/srv/web", goose_turn(7))})
-    report = _sync(mem, home)
+    report = synced(mem, home, "goose")
     assert (report[f"goose.web.{B}-{STAMP}"].status, report[f"goose.web.{B}-{STAMP}"].events) == ("rewritten", 5)
     assert report[f"goose.app.{A}-{STAMP}"].status == "unchanged"
-    traces = _traces(mem, f"goose.web.{B}-{STAMP}")
+    traces = agent_traces(mem, f"goose.web.{B}-{STAMP}")
     assert len({t["id"] for t in traces}) == len(traces) == 10
 
 
 def test_rewritten_session_rows_are_reconciled_never_duplicated(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "goose")
     con = sqlite3.connect(_db(home))  # Goose replaces a conversation: the same messages under new row ids
     rows = con.execute("SELECT role, content_json, created_timestamp, metadata_json FROM messages"
                        " WHERE session_id = ? ORDER BY id", (A,)).fetchall()
@@ -89,7 +83,7 @@ def test_rewritten_session_rows_are_reconciled_never_duplicated(tmp_path):
     con.execute("UPDATE sessions SET updated_at = '2026-02-04 00:00:00' WHERE id = ?", (A,))
     con.commit()
     con.close()
-    report = _sync(mem, home)[f"goose.app.{A}-{STAMP}"]
+    report = synced(mem, home, "goose")[f"goose.app.{A}-{STAMP}"]
     assert (report.status, report.events, report.duplicates) == ("rewritten", 0, 10)
 
 

@@ -10,7 +10,7 @@ import orjson
 
 import memcli
 from memcli.ingest.api import ingest
-from tests.helpers import read_jsonl, run_memcli, store_digest
+from tests.helpers import agent_traces, run_memcli, store_digest, synced
 from tests.sync_more_fixtures import oc_turn, opencode_db, opencode_legacy
 
 # time-ordered ids that share a long prefix: a shortened id would not be unique
@@ -27,21 +27,15 @@ def _home(tmp_path):
     return home
 
 
-def _sync(mem, home):
-    return {s.agent: s for s in memcli.Memory(mem).sync(home=home, source="opencode").sessions}
-
-
-def _traces(mem, agent):
-    return read_jsonl(mem / "agents" / agent / "raw_traces.jsonl")
 
 
 def test_first_sync_reads_the_database_without_writing_it(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
     before = _db(home).read_bytes()
-    report = _sync(mem, home)
+    report = synced(mem, home, "opencode")
     assert {a: (r.status, r.events) for a, r in report.items()} == {
         f"opencode.app.{S1}": ("new", 10), f"opencode.web.{S2}": ("new", 5)}
-    traces = _traces(mem, f"opencode.app.{S1}")
+    traces = agent_traces(mem, f"opencode.app.{S1}")
     assert [(t["trace_type"], t.get("tags", [])) for t in traces[:5]] == [
         ("user", []), ("assistant", ["reasoning"]), ("tool_call", []), ("tool_result", []), ("assistant", [])]
     assert traces[2]["tool_args"] == {"command": "ruff check 0"} and traces[3]["tool_result"] == "0 errors fixed"
@@ -52,21 +46,21 @@ def test_first_sync_reads_the_database_without_writing_it(tmp_path):
 
 def test_no_change_sync_does_not_open_the_database(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "opencode")
     before = store_digest(mem)
 
     def must_not_read(*a, **k):
         raise AssertionError("an unchanged database was read")
 
     monkeypatch.setattr("memcli.sync.opencode.read_database", must_not_read)
-    assert {r.status for r in _sync(mem, home).values()} == {"unchanged"}
+    assert {r.status for r in synced(mem, home, "opencode").values()} == {"unchanged"}
     assert store_digest(mem) == before
 
 
 def test_appended_session_and_a_finished_tool_add_exactly_the_new_events(tmp_path):
     home, mem = tmp_path / "home", tmp_path / "mem"
     opencode_db(_db(home), {S1: ("/home/me/app", oc_turn(0, status="running"))})
-    assert _sync(mem, home)[f"opencode.app.{S1}"].events == 4  # the call, no result yet
+    assert synced(mem, home, "opencode")[f"opencode.app.{S1}"].events == 4  # the call, no result yet
     con = sqlite3.connect(_db(home))
     pid, data = con.execute("SELECT id, data FROM part WHERE data LIKE '%\"tool\"%'").fetchone()
     done = orjson.loads(data)
@@ -75,20 +69,20 @@ def test_appended_session_and_a_finished_tool_add_exactly_the_new_events(tmp_pat
     con.commit()
     con.close()
     opencode_db(_db(home), {S1: ("/home/me/app", oc_turn(1))})
-    report = _sync(mem, home)[f"opencode.app.{S1}"]
+    report = synced(mem, home, "opencode")[f"opencode.app.{S1}"]
     assert (report.status, report.events) == ("rewritten", 6)  # the result, then the new turn's 5
-    traces = _traces(mem, f"opencode.app.{S1}")
+    traces = agent_traces(mem, f"opencode.app.{S1}")
     assert len({t["id"] for t in traces}) == len(traces) == 10
 
 
 def test_rewritten_rows_are_reconciled_never_duplicated(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
+    synced(mem, home, "opencode")
     con = sqlite3.connect(_db(home))
     con.execute("UPDATE session SET time_updated = time_updated + 99 WHERE id = ?", (S2,))
     con.commit()
     con.close()
-    report = _sync(mem, home)[f"opencode.web.{S2}"]
+    report = synced(mem, home, "opencode")[f"opencode.web.{S2}"]
     assert (report.status, report.events, report.duplicates) == ("rewritten", 0, 5)
 
 
@@ -127,7 +121,7 @@ def test_wal_database_is_read_while_opencode_holds_it_open(tmp_path):
     writer.execute("PRAGMA journal_mode=WAL")
     writer.execute("BEGIN IMMEDIATE")  # a write in progress: WAL readers go on
     try:
-        assert {r.status for r in _sync(mem, home).values()} == {"new"}
+        assert {r.status for r in synced(mem, home, "opencode").values()} == {"new"}
     finally:
         writer.rollback()
         writer.close()

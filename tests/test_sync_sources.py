@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 import memcli
-from tests.helpers import CORPORA, needs_corpora, read_jsonl, run_memcli
+from tests.helpers import CORPORA, agent_traces, needs_corpora, run_memcli
 from tests.sync_fixtures import (
     CWD,
     cc_assistant,
@@ -41,9 +41,6 @@ def _shape(traces):
     return [tuple(orjson.dumps(t.get(k), option=orjson.OPT_SORT_KEYS) for k in KEEP) for t in traces]
 
 
-def _traces(mem, agent):
-    return read_jsonl(mem / "agents" / agent / "raw_traces.jsonl")
-
 
 def _grow_and_sync(tmp_path, target, data: bytes, cuts, fmt: str):
     """Write ``data`` to ``target`` in pieces, syncing after each; then import the whole file
@@ -63,7 +60,7 @@ def _grow_and_sync(tmp_path, target, data: bytes, cuts, fmt: str):
         agent = agent or next((s.agent for s in report.sessions if s.agent), None)
     whole = tmp_path / "whole"
     memcli.Memory(whole).agent("w").ingest(target, fmt=fmt)
-    assert _shape(_traces(mem, agent)) == _shape(_traces(whole, "w"))
+    assert _shape(agent_traces(mem, agent)) == _shape(agent_traces(whole, "w"))
     return mem, agent
 
 
@@ -82,7 +79,7 @@ def test_claude_code_grown_in_pieces_equals_the_whole(tmp_path):
     data = b"".join(orjson.dumps(x) + b"\n" for x in lines)
     mem, agent = _grow_and_sync(tmp_path, claude_project(tmp_path / "home") / f"{s}.jsonl", data, _cuts(data, 9),
                                 "claude-code")
-    usages = [t for t in _traces(mem, agent) if t.get("message_id") == f"msg_{s[:8]}_2" and t.get("usage")]
+    usages = [t for t in agent_traces(mem, agent) if t.get("message_id") == f"msg_{s[:8]}_2" and t.get("usage")]
     assert len(usages) == 1
 
 
@@ -93,7 +90,7 @@ def test_claude_code_corpus_grown_in_pieces_equals_the_whole(tmp_path, name):
     data = (CORPORA / "claude-code" / name).read_bytes()
     target = claude_project(tmp_path / "home") / "fe5e1c67-aaaa-4bbb-8ccc-000000000000.jsonl"
     mem, agent = _grow_and_sync(tmp_path, target, data, _cuts(data, 12), "claude-code")
-    assert len(_traces(mem, agent)) > 40
+    assert len(agent_traces(mem, agent)) > 40
 
 
 def test_claude_code_subagent_files_join_the_session_as_sidechains(tmp_path):
@@ -115,7 +112,7 @@ def test_claude_code_subagent_files_join_the_session_as_sidechains(tmp_path):
         {**cc_user(s, 60, "summarize the conversation"), "isSidechain": True}])
     report = memcli.Memory(mem).sync(home=home)
     assert [(r.agent, r.status, r.events) for r in report.sessions] == [(f"claude-code.app.{s}", "new", 4 + 1 + 8 + 1)]
-    traces = _traces(mem, f"claude-code.app.{s}")
+    traces = agent_traces(mem, f"claude-code.app.{s}")
     side = [t for t in traces if "sidechain" in (t.get("tags") or [])]
     assert {t["agent_id"] for t in side} == {"a1b2c3d", "e4f5a6b", "acompact-1a2b"}
     assert [t["content"] for t in side if t["trace_type"] == "assistant"] == ["report from a1b2c3d", "report from e4f5a6b"]
@@ -133,7 +130,7 @@ def test_claude_code_1x_inline_sidechains_keep_their_agent(tmp_path):
                                 cc_assistant(s, 31, "inline answer", sidechain=True)]
     write_lines(claude_project(home) / f"{s}.jsonl", lines)
     report = memcli.Memory(mem).sync(home=home).sessions[0]
-    traces = _traces(mem, report.agent)
+    traces = agent_traces(mem, report.agent)
     assert [t["content"] for t in traces if "sidechain" in (t.get("tags") or [])] == ["inline subtask", "inline answer"]
     assert max(int(t["turn_id"][5:]) for t in traces) == 1  # a sidechain ask opens no turn
 
@@ -176,7 +173,7 @@ def test_codex_current_line_types_read_or_passed_over_with_a_count(tmp_path):
                               "inter_agent_communication_metadata lines (harness state, passed over)": 1,
                               "security_risk_score lines (harness state, passed over)": 1,
                               "additional_tools items (tool definitions, passed over)": 1}
-    traces = _traces(mem, report.agent)
+    traces = agent_traces(mem, report.agent)
     inter = [t for t in traces if "inter_agent" in (t.get("tags") or [])]
     assert [(t["content"], t["name"], t["tags"]) for t in inter] == [
         ("check the tests", "/root", ["context", "inter_agent"]), ("all green", "/root/worker", ["context", "inter_agent"])]
@@ -205,7 +202,7 @@ def test_codex_corpus_grown_in_pieces_equals_the_whole(tmp_path):
     target = codex_rollout(tmp_path / "home", "019c8a59-e9dd-71f0-9ae3-4079fe9726a9")
     mem, agent = _grow_and_sync(tmp_path, target, data, _cuts(data, 8), "codex")
     assert agent == "codex.59b923df4d.019c8a59-e9dd-71f0-9ae3-4079fe9726a9"
-    assert len(_traces(mem, agent)) > 1000
+    assert len(agent_traces(mem, agent)) > 1000
 
 
 def test_codex_response_waits_for_its_usage_unless_the_rollout_is_settled(tmp_path, monkeypatch):
@@ -217,25 +214,25 @@ def test_codex_response_waits_for_its_usage_unless_the_rollout_is_settled(tmp_pa
     path = write_lines(codex_rollout(home, x), cx_lines(x, 1) + turn[:-1])  # no token_count yet
     first = memcli.Memory(mem).sync(home=home).sessions[0]
     assert first.skipped["model output held back until Codex writes its token usage (imported next time)"] == 1
-    assert "done 1" not in [t["content"] for t in _traces(mem, first.agent)]
+    assert "done 1" not in [t["content"] for t in agent_traces(mem, first.agent)]
     write_lines(path, turn[-1:], mode="ab")
     memcli.Memory(mem).sync(home=home)
-    done = next(t for t in _traces(mem, first.agent) if t["content"] == "done 1")
+    done = next(t for t in agent_traces(mem, first.agent) if t["content"] == "done 1")
     assert done["usage"]["prompt_tokens"] == 100
     # a rollout that ends without its usage (Codex stopped) is imported whole once it is settled
     y = sid(13, "cx")
     path = write_lines(codex_rollout(home, y), cx_lines(y, 1) + turn[:-1])
     os.utime(path, (1_700_000_000, 1_700_000_000))
     report = {r.agent: r for r in memcli.Memory(mem).sync(home=home).sessions}[f"codex.app.{y}"]
-    assert "done 1" in [t["content"] for t in _traces(mem, report.agent)]
+    assert "done 1" in [t["content"] for t in agent_traces(mem, report.agent)]
     # held back while fresh, then the rollout settles without changing: the next sync imports it
     z = sid(14, "cx")
     path = write_lines(codex_rollout(home, z), cx_lines(z, 1) + turn[:-1])
     memcli.Memory(mem).sync(home=home)
-    assert "done 1" not in [t["content"] for t in _traces(mem, f"codex.app.{z}")]
+    assert "done 1" not in [t["content"] for t in agent_traces(mem, f"codex.app.{z}")]
     monkeypatch.setattr("memcli.sync.engine.SETTLED", -1.0)  # time passes; the file is not touched
     memcli.Memory(mem).sync(home=home)
-    assert "done 1" in [t["content"] for t in _traces(mem, f"codex.app.{z}")]
+    assert "done 1" in [t["content"] for t in agent_traces(mem, f"codex.app.{z}")]
 
 
 def test_codex_user_message_held_across_a_sync_is_placed_once(tmp_path):
@@ -247,7 +244,7 @@ def test_codex_user_message_held_across_a_sync_is_placed_once(tmp_path):
     memcli.Memory(mem).sync(home=home)
     write_lines(path, turn[1:], mode="ab")
     memcli.Memory(mem).sync(home=home)
-    traces = _traces(mem, f"codex.app.{x}")
+    traces = agent_traces(mem, f"codex.app.{x}")
     assert [t["content"] for t in traces if t["trace_type"] == "user" and not t.get("tags")] == ["add feature 0",
                                                                                                   "add feature 3"]
 
@@ -276,14 +273,14 @@ def test_codex_rewritten_rollout_adds_nothing_twice(tmp_path):
     copy.replace(path)  # replaced by rename: a new inode
     report = memcli.Memory(mem).sync(home=home).sessions[0]
     assert (report.status, report.events) == ("rewritten", 4)
-    traces = _traces(mem, report.agent)
+    traces = agent_traces(mem, report.agent)
     assert len(traces) == len({t["id"] for t in traces}) == 13
 
 
 # ---------------------------------------------------------------------------- Gemini CLI
 def _gm(mem, agent):
     return [(t["trace_type"], t["content"] if t["trace_type"] != "tool_result" else t.get("tool_result"))
-            for t in _traces(mem, agent)]
+            for t in agent_traces(mem, agent)]
 
 
 def test_gemini_jsonl_session_replayed_last_version_wins_rewind_truncates(tmp_path):
@@ -313,7 +310,7 @@ def test_gemini_jsonl_session_replayed_last_version_wins_rewind_truncates(tmp_pa
         ("user", "what is in the readme"), ("assistant", "Planning: look at the files first"),
         ("assistant", "let me look"), ("tool_call", ""), ("tool_result", "# App"),
         ("user", "now the tests"), ("assistant", "they pass")]
-    ids = [t["id"] for t in _traces(mem, f"gemini.app.{g}")]
+    ids = [t["id"] for t in agent_traces(mem, f"gemini.app.{g}")]
     assert ids[:5] == ["gm-u1-u0", "gm-m1-t0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0"]
 
 
@@ -362,7 +359,7 @@ def test_gemini_subagent_session_joins_its_parent(tmp_path):
                                             gm_model("s2", "found it", 3)])
     report = memcli.Memory(mem).sync(home=home).sessions
     assert [(r.agent, r.events) for r in report] == [(f"gemini.app.{g}", 6)]
-    side = [t for t in _traces(mem, report[0].agent) if "sidechain" in (t.get("tags") or [])]
+    side = [t for t in agent_traces(mem, report[0].agent) if "sidechain" in (t.get("tags") or [])]
     assert [(t["content"], t["agent_id"]) for t in side] == [("investigate", sub), ("found it", sub)]
 
 
@@ -420,7 +417,7 @@ def test_claude_code_older_subagent_file_beside_the_sessions_joins_the_session_i
     report = memcli.Memory(mem).sync(home=home).sessions
     assert {r.agent for r in report} == {f"claude-code.app.{s}"}
     assert [a.agent for a in memcli.Memory(mem).agents()] == [f"claude-code.app.{s}"]
-    side = [t for t in _traces(mem, f"claude-code.app.{s}") if "sidechain" in (t.get("tags") or [])]
+    side = [t for t in agent_traces(mem, f"claude-code.app.{s}") if "sidechain" in (t.get("tags") or [])]
     assert [(t["content"], t["agent_id"]) for t in side] == [("older layout subtask", "9f8e7d6"),
                                                            ("older layout answer", "9f8e7d6")]
 
