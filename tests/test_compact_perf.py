@@ -85,3 +85,72 @@ def test_each_word_is_scanned_once(monkeypatch):
     assert second == ("src/module_1.py",)
     # short words (under 4 characters) are never scanned; each longer word once
     assert counting.scanned == ["Please", "check", "order", "src/module_1.py"]
+
+
+# --------------------------------------------------------------------------- token counts from the cache
+
+def _ingested(tmp_path, events):
+    from memcli.ingest.api import ingest
+
+    src = tmp_path / "events.ndjson"
+    src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    mem = tmp_path / "memory"
+    ingest(mem, "a", src)
+    return mem
+
+
+class _CountingEncoding:
+    """A tiktoken encoding that records the texts it is asked to encode."""
+
+    def __init__(self, encoding):
+        self.encoding, self.texts = encoding, []
+
+    def encode_ordinary(self, text):
+        self.texts.append(text)
+        return self.encoding.encode_ordinary(text)
+
+
+def _counting_encoder(monkeypatch):
+    from memcli import tokens
+
+    real = tokens._encoding
+    counting: dict = {}
+
+    def encoding(name):
+        if name not in counting:
+            counting[name] = _CountingEncoding(real(name))
+        return counting[name]
+
+    monkeypatch.setattr(tokens, "_encoding", encoding)
+    return counting
+
+
+@pytest.mark.parametrize("events", ["turns", "steps"])
+def test_compaction_takes_counts_from_the_cache(tmp_path, monkeypatch, events):
+    """Texts `stats` counted before are not counted again by the compaction (the plan, the
+    summary budget and the count after it), and the compaction's own new counts (the summary)
+    are saved for the next command."""
+    import memcli
+    from memcli.compaction.compactor import compact
+    from memcli.compaction.policy import CompactionPolicy
+    from tests.compact_fixtures import conversation, long_turn
+
+    store_events = conversation(12, system=False) if events == "turns" else long_turn(30)
+    mem = _ingested(tmp_path, store_events)
+    agent = memcli.Memory(mem).agent("a")
+    agent.stats()   # counts every text of the working snapshot into agents/a/.token-counts
+    cache = mem / "agents" / "a" / ".token-counts"
+    assert cache.exists()
+    counting = _counting_encoder(monkeypatch)
+    policy = CompactionPolicy(tail_turns=2) if events == "turns" else CompactionPolicy(target_tokens=1500)
+    result = compact(mem, "a", policy=policy)
+    assert result.compacted
+    counted = [t for enc in counting.values() for t in enc.texts]
+    stored = {e.get("content") for e in store_events} - {None, ""}
+    assert counted, "the new summary is counted"
+    assert not stored.intersection(counted), "a trace's text was counted again"
+    assert any(result.summary in t or t in result.summary for t in counted)
+    # the next command finds the summary's count in the cache: nothing is encoded again
+    counting.clear()
+    assert agent.stats().tokens.estimate == result.tokens_after
+    assert [t for enc in counting.values() for t in enc.texts] == []
