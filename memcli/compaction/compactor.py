@@ -445,7 +445,8 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
 
     job = _Job(store, result, summarizer, strategy, policy, dry_run, model, concurrency, on_progress, on_note, started,
                max_cost)
-    with store.counting_cache():   # texts counted before (snapshot, stats, a hook) are not counted again
+    # texts counted before (snapshot, stats, a hook) are not counted again; --dry-run writes nothing
+    with store.counting_cache(save=not dry_run):
         return _compact(job, if_needed, force, max_context_tokens)
 
 
