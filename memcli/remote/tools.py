@@ -49,7 +49,8 @@ def _db(method):
 
 
 class RemoteStore:
-    def __init__(self, url: str | None):
+    def __init__(self, url: str | None, embed_model: str | None = None, embed_api_base: str | None = None):
+        self.embed_model, self.embed_api_base = embed_model, embed_api_base   # hybrid memory_search
         self.url = rc.resolve_url(url, "remote")
         self.where = rc.describe(self.url)
         self.conn = rc.connect(self.url)
@@ -83,7 +84,7 @@ class RemoteStore:
         from memcli.remote.search import search
 
         return search(self.url, query, agent=agent, limit=limit, offset=offset, kinds=kinds, conn=self.conn,
-                      history=history)
+                      history=history, embed_model=self.embed_model, embed_api_base=self.embed_api_base)
 
     @_db
     def get(self, agent: str, record_id: str) -> tuple[str, dict]:
