@@ -11,7 +11,6 @@ import psycopg
 import pytest
 
 from tests.embed_fixtures import embedder
-from tests.pg_server import pgvector_server, pgvector_url  # noqa: F401  (the server with pgvector)
 from tests.test_search_hybrid import MODEL, SYNONYMS, TEXTS, ingest, ok
 
 DIM = 64
