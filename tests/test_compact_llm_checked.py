@@ -152,6 +152,11 @@ def test_required_terms_of_an_ask():
     assert Required.ask_lacks(ask, text.replace("port 8080", "8080")) == ["open", "port"]
     assert Required.ask_lacks(ask, text.replace("#482", "482")) == ["#482"]
     assert Required.ask_lacks("Implement the deployment configuration", "implemented a deploy config") == []
+    assert Required.terms("can you run a command ls -la") == (["-la"], ["command"])
+    assert Required.ask_lacks("can you run a command ls -la", "the user asked to run ls -la.") == []
+    assert Required.terms("Implement spotter-gqc") == ([], ["implement", "spotter-gqc"])   # hyphenated: whole
+    assert Required.ask_lacks("Implement spotter-gqc", "implemented spotter-gqc") == []
+    assert Required.ask_lacks("Implement spotter-gqc", "implemented spotter") == ["spotter-gqc"]
     assert Required.ask_lacks("yes", "the user said yes.") == []
     assert Required.ask_lacks("yes", "the user agreed.") == ["yes"]
     # files by path: the whole path or its last two components, never a bare name for a nested file
@@ -173,6 +178,10 @@ def test_an_ask_that_stays_in_the_active_file_is_not_required():
     steps = Turn("turn_0001", [edit, done], steps_only=True, steps=1, total_steps=3)
     assert (Required.of([whole]).asks, Required.of([whole]).files) == (["Rename foo_bar"], ["src/a.py"])
     assert (Required.of([steps]).asks, Required.of([steps]).files) == ([], ["src/a.py"])
+    # a slash command is read as people read it
+    slash = ("<command-message>review is running…</command-message>\n<command-name>/review</command-name>\n"
+             "<command-args>src/cart</command-args>")
+    assert Required.of([Turn("turn_0002", [trace("s", "user", slash)])]).asks == ["/review src/cart"]
 
 
 def test_max_cost_bounds_the_retries(cli, memory_dir, server):
