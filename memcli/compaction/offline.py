@@ -9,10 +9,13 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
     - turn_0002 · steps 1–120 of 130 (its ask stays in the active file) · tools: … · never answered: Bash `sleep 999`
     Subagents:
     - agent a1b2 (turn_0003): task "Review the API layer …" · changed: app/api.py · concluded: "…"
-    Files modified: app/api.py, tests/test_orders.py
-    Failed: `pytest -q tests/test_orders.py` ×4 (FAILED tests/test_orders.py::test_total - assert …) — passed later
+    Files modified: app/api.py (total, apply_discount, DISCOUNT_RATE), tests/test_orders.py
+    Latest notes: "The discount is never applied; I fix app/api.py next." → "…"
+    Failed: `make lint` ×1 (E501 line too long) — still failing; `pytest -q tests/test_orders.py` ×4
+      (FAILED tests/test_orders.py::test_total - assert …) — passed later
     Never answered: 1 call (Bash `sleep 999` in turn_0002)
     URLs: https://help.acme.example/returns
+    Vocabulary (most used lately first): OrderTotal, DISCOUNT_RATE, orders.apply_discount, …
 
 * **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (200) characters; a longer
   one names the trace id that expands it (``memcli get ID``). Subagent prompts and injected
@@ -20,38 +23,43 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 * **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
   and the writing commands of ``str_replace_editor``-style tools, ``apply_patch`` headers (also
   inside a shell command), any tool whose name says it writes and whose arguments name a path —
-  all of them, in the order last modified.
+  all of them, newest first, each with what its edits touched (:func:`changed_names`: the names
+  they define, then the identifiers their new text brings in — a key, an env var, a call), each
+  name once.
 * **Failures** by their informative line: the failing test (``FAILED …``), the exception's last
   line, an ``error:`` line — never a warning (``npm warn …``, ``DeprecationWarning``) — after the
-  exit status; with whether a later run of the same command in the window passed.
-* Each turn's **final assistant message**, up to ``REPLY_CHARS`` (600) characters.
-* **Subagents** (sidechain traces, grouped by their ``agent_id``): the task, files changed,
-  failures, the conclusion (their last message).
+  exit status; the unresolved ones first, newest first; "passed later" (the same command),
+  "fixed later" (a later command of the same *family*, :func:`command_family`) or "still failing".
+* Each turn's **final assistant message**, up to ``REPLY_CHARS`` (600) characters, and the
+  agent's **latest notes** before it (its status and next-step lines, ``NOTES_KEPT``, each once).
+* **Subagents** (sidechain traces, one line per ``agent_id`` — the importers tell parallel
+  subagents apart): the task, files changed, failures, the conclusion (their last message).
 * **Calls never answered** (abandoned calls that moved with their step), by tool and argument.
-* ``refs:`` identifiers of the turn that the line does not show: paths, URLs, ids with digits
-  (order numbers, hashes, uuids) — not CSS classes (``text-gray-500``) or prose (``and/or``);
-  URLs end before any backslash or quote left by escaping.
-
-* **Files** carry the names their edits define or replace (``path (fn, Class)``); the latest
-  **todo list / plan** (``TodoWrite``, ``update_plan`` …) is listed in full; a failure is
-  "fixed later" when a later command of the same *family* (:func:`command_family`) passed.
-* **Vocabulary**: the room left goes to the window's identifiers the summary does not show yet,
-  ranked by weighted use × how late they were last used (:func:`vocabulary`).
+* The latest **todo list / plan** (``TodoWrite``, ``update_plan`` …) in full.
+* **Vocabulary**: the window's identifiers the summary does not show yet, most needed first
+  (:func:`_need`: each use weighted — ask 3, the agent's text and arguments 2, results 1 — and
+  halved every ``VOCAB_HALF_LIFE`` traces since, so the working set at the end of the window
+  leads; plus a small share of all uses), whole identifiers only, not CSS classes with digits
+  (``text-gray-500``) nor prose (``and/or``). It replaces the per-turn ``refs:`` lists.
 
 Size: without a budget, a quarter of the window's text within [``MIN_CHARS``, ``MAX_CHARS``].
 With one (``MemoryContext.summary_tokens``: what the compaction's target leaves), that budget at
-``CHARS_PER_TOKEN``, at most a quarter of the window's text and ``HARD_MAX_CHARS``; the
-compaction checks the result with the real counter and asks :attr:`Summary.resize` for less when
-needed. Over the size, the turn lines of the middle turns (oldest of the recent ones first) shrink
-to their asks, then asks are clipped shorter (never under ``MIN_ASK_CHARS``), then
-:func:`_squeeze` keeps the header, files, plan, other aggregate lines and the newest turn lines
-(never cutting inside a path).
+``CHARS_PER_TOKEN``, at most a quarter of the window's text and ``HARD_MAX_CHARS``, then made
+again once or twice at the characters per token the text turned out to have (:func:`_fill`), so
+that it fills the budget; the compaction checks the result with the real counter and asks
+:attr:`Summary.resize` for less when needed. Over the size, the turn lines of the middle turns
+(oldest of the recent ones first) shrink to their asks, asks are clipped only while they take
+more than half of it, then :func:`_squeeze` ranks what is kept by what is needed next (the
+header, every file, the asks, the plan, the latest notes, the failures, the subagents, the names
+touched in the newest files, the turn lines whole, the vocabulary: each within a share, then
+growing into what is left), never cutting inside an identifier or a path.
 
-Facts (``semantic_facts``), ranked so the 20-item bundle holds what matters: user preferences
-(a sentence of an ask with "always", "never", "I prefer", "from now on" …), then commands whose
-last run failed (``Command failed: `cmd` — line``, superseding older facts about the command),
-then commands that pass after failing, then ONE ``Files modified: a, b, …`` fact that
-supersedes the previous one and carries its files forward.
+Facts (``semantic_facts``): only what the summary does not carry into the same snapshot — user
+preferences (a sentence of an ask with "always", "never", "I prefer", "from now on" …), and the
+new state of a command an existing fact is about (``Command passed: `cmd` (it had failed
+before)`` superseding a ``Command failed`` fact once it, or its family, passes; ``Command failed``
+superseding a ``Command passed`` one). The files and failures of the window are in the summary
+only: the snapshot carries each once.
 
 Memory is flat in the number of turns: turns are consumed one at a time; only the listed ones
 keep their digest.
@@ -84,22 +92,13 @@ NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
 NOTE_TEXT_CHARS = 300     # each of the latest notes
 NOTES_KEPT = 6            # the agent's latest notes a window keeps
 ERROR_CHARS = 160
-MAX_REFS = 8
-REF_TEXT_CHARS = 200_000  # text a turn keeps to draw its refs from
 MAX_SHORT_LINES = 2_000   # turns listed by their asks only; beyond, counted
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
 FILES_FACT_PREFIX = "Files modified: "
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
 _URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+")
-_PATH = re.compile(
-    r"(?<![\w/.-])(?:~?/|\.{1,2}/)?(?:[\w.-]+/)+[\w.-]+|(?<![\w/.-])[\w-]+\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|json|"
-    r"jsonl|md|rst|txt|yaml|yml|toml|ini|cfg|go|rs|java|kt|c|h|cc|cpp|hpp|rb|php|sh|sql|html|css|scss|lock|csv|"
-    r"xml|proto|tf|swift|env|vue|svelte)\b")
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
-_ID = re.compile(r"(?<![\w/.:-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{3,}(?![\w/])")
-_HASH = re.compile(r"[0-9a-f]{7,64}")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _CSS_LIKE = re.compile(r"[a-z]+(?:-[a-z0-9]+)+|[a-z]+\d+|\d+[a-z]+")   # text-gray-500, px4, 2xl, 10px
 _PREFERENCE = re.compile(
     r"\b(?:always|never|i (?:always|never)|i (?:would|'d) (?:prefer|rather)|i prefer|prefer to|from now on|"
@@ -169,7 +168,7 @@ def clip_ask(text: str, limit: int) -> str:
     return text[:cut] + " …"
 
 
-def _is_ref_path(value: str) -> bool:
+def _is_path(value: str) -> bool:
     if "/" not in value:
         return True  # matched by extension
     if value.startswith(("/", "~/", "./", "../")) or value.count("/") >= 2:
@@ -177,35 +176,12 @@ def _is_ref_path(value: str) -> bool:
     return bool(_EXTENSION.search(value.rsplit("/", 1)[-1]))
 
 
-def _is_ref_id(value: str) -> bool:
-    if _UUID.fullmatch(value) or (_HASH.fullmatch(value) and not value.isdigit()):
-        return True
-    if _CSS_LIKE.fullmatch(value):
-        return False
-    return any(c.isupper() for c in value) or "_" in value or "-" in value
-
-
-def identifiers(text: str) -> list[str]:
-    """URLs, paths and ids in ``text`` that are worth keeping (module docstring), in order of
-    appearance, without repeats."""
-    found: list[tuple[int, str]] = []
-    taken: list[tuple[int, int]] = []
-    for pattern, keep in ((_URL, None), (_PATH, _is_ref_path), (_ID, _is_ref_id)):
-        for m in pattern.finditer(text):
-            start, end = m.span()
-            value = m.group(0).rstrip(".,;:!?\\")
-            if any(s <= start < e for s, e in taken) or not value:
-                continue
-            taken.append((start, end))
-            if keep is not None and not keep(value):
-                continue
-            found.append((start, value))
-    found.sort()
-    out: list[str] = []
-    for _, value in found:
-        if value not in out:
-            out.append(value)
-    return out
+def _is_identifier(value: str) -> bool:
+    """A vocabulary entry worth showing: not prose with a slash (``and/or``) nor a CSS class
+    with digits (``text-gray-500``, ``px-4``)."""
+    if "/" in value:
+        return _is_path(value)
+    return not ("-" in value and _CSS_LIKE.fullmatch(value) and any(c.isdigit() for c in value))
 
 
 def _json_text(value) -> str:
@@ -573,7 +549,7 @@ class _Subagent:
             label, error = self.work.last_failure
             parts.append(f"{self.work.failed} failed (last: {label}: {error})")
         elif self.work.calls:
-            parts.append(f"{self.work.n_calls} tool calls")
+            parts.append(f"{self.work.n_calls} tool call{'s' if self.work.n_calls != 1 else ''}")
         if self.conclusion:
             parts.append(f"concluded: {_quote(self.conclusion, 300)}")
         return " · ".join(parts)
@@ -581,10 +557,8 @@ class _Subagent:
 
 class _TurnDigest:
     """What one turn of the window contributes (module docstring), fed one trace at a time
-    (:meth:`add`), so a turn of any length is summarized without holding its traces.
-
-    The texts the ``refs:`` of the turn's line are drawn from are kept up to ``REF_TEXT_CHARS``
-    (distinct texts, each clipped to 2,000 characters); past that the line says "or more"."""
+    (:meth:`add`), so a turn of any length is summarized without holding its traces. Its
+    identifiers go to the window's vocabulary (ranked by need), not to a list on its line."""
 
     def __init__(self, turn_id: str, steps_only: bool = False, steps: int = 0, total_steps: int = 0):
         self.turn_id = turn_id
@@ -599,9 +573,6 @@ class _TurnDigest:
         self.n_traces = 0
         self.text_chars = 0
         self.first_ts = self.last_ts = None
-        self.texts: dict[str, None] = {}        # distinct texts, in order, for refs
-        self.texts_clipped = False
-        self._text_room = REF_TEXT_CHARS
         self.urls: dict[str, None] = {}
         self.vocab: dict[str, list] = {}         # identifier -> [decayed weight, index of its last trace, weight]
 
@@ -613,16 +584,9 @@ class _TurnDigest:
         return digest
 
     def _text(self, text: str) -> None:
-        if text in self.texts:
-            return
         if "://" in text:
             for url in _URL.findall(text):
                 self.urls.setdefault(url.rstrip(".,;:!?"), None)
-        if self._text_room >= len(text):
-            self.texts[text] = None
-            self._text_room -= len(text)
-        else:
-            self.texts_clipped = True
 
     def _vocab(self, text, weight: int) -> None:
         """Count the identifiers of ``text`` (a string, or the strings of arguments/results)."""
@@ -743,15 +707,7 @@ class _TurnDigest:
             parts.append(f"assistant: {_quote(self.reply, REPLY_CHARS)}")
         elif not work.calls and not self.asks:
             parts.append(f"{self.n_traces} context trace{'s' if self.n_traces != 1 else ''}")
-        text = " · ".join(parts)
-        # each distinct text once: a repeated text adds no identifier the first copy did not
-        missing = [i for i in dict.fromkeys(ident for t in self.texts for ident in identifiers(t)) if i not in text]
-        if missing:
-            more = len(missing) - MAX_REFS
-            text += " · refs: " + ", ".join(missing[:MAX_REFS])
-            if more > 0 or self.texts_clipped:
-                text += f", +{max(more, 0)}{' or' if self.texts_clipped else ''} more"
-        return text
+        return " · ".join(parts)
 
 
 def required_items(turns) -> tuple[list[str], list[str]]:
@@ -1048,6 +1004,10 @@ class OfflineSummarizer(Summarizer):
             limit = min(max(text_chars // 4, MIN_CHARS), HARD_MAX_CHARS, hard)
             hard = min(hard, HARD_MAX_CHARS)
         summary = assemble()
+        ranked_footer = list(footer)   # what the ranking (_squeeze) chooses from
+        if len(summary) > limit and any(kind == "notes" for kind, _ in footer):
+            footer[:] = [(kind, text) for kind, text in footer if kind != "notes"]   # the turns' own messages first
+            summary = assemble()
         # over the limit: shrink turn lines to their asks, middle turns first (oldest of the recent
         # ones, then the later ones of the first few), keeping the first 3 and the last 3 in full
         order = list(range(len(listed), len(entries) - 3)) + list(range(len(listed) - 1, 2, -1))
@@ -1089,9 +1049,11 @@ class OfflineSummarizer(Summarizer):
                 short_blocks.clear()
                 summary = assemble()
         size = limit
-        if len(summary) > hard:
+        # with a budget, a summary that leaves the vocabulary less than its share is ranked too
+        if len(summary) > hard or (budget is not None and len(summary) > hard * (1 - VOCAB_SHARE)
+                                   and len(window.vocab) > 8):
             newest_first = list(reversed(list(files)))
-            summary = _squeeze(header, body(), footer, hard,
+            summary = _squeeze(header, body(), ranked_footer, hard,
                                lambda k: files_line(newest_first, window.changes, k))
             size = hard
         if size - len(summary) > 40:   # the room left goes to the identifiers needed later
@@ -1377,7 +1339,7 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     out: list[str] = []
     size = len(head)
     for value, _ in ranked:
-        if value in shown:
+        if value in shown or not _is_identifier(value):
             continue
         if size + len(value) + 2 > room:
             if size > room - 8:
@@ -1388,27 +1350,83 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     return head + ", ".join(out) if out else ""
 
 
+_LISTS = (("Vocabulary (", ", "), ("Latest notes: ", " → "), ("URLs: ", ", "), ("Never answered: ", "; "),
+          ("Failed: ", "; "), ("Plan (latest): ", "; "))   # list lines, the first to lose entries
+
+
 def condense(summary: str, budget: int) -> str:
-    """``summary`` within ``budget`` characters, keeping its line breaks, its header, its asks
-    and its aggregate lines: turn lines shrink to their asks first (for rollups)."""
+    """``summary`` within ``budget`` characters for a rollup, keeping its line breaks, its header,
+    its asks and its files: turn lines shrink to their asks first; then list lines lose their
+    last (least needed) entries — the vocabulary, the notes, URLs, calls never answered, failures,
+    the plan — and the files the names touched in them; then asks are clipped at a word boundary;
+    then the oldest turn lines go, counted. Nothing is cut inside an identifier or a path."""
     if len(summary) <= budget:
         return summary
     lines = summary.split("\n")
-    out = []
-    for line in lines:
-        if line.startswith("- turn") or line.startswith("- ["):
-            keep = [p for p in line.split(" · ") if p.startswith(("- ", "user:", "then user:", "steps "))]
-            line = " · ".join(keep)
-        out.append(line)
-    text = "\n".join(out)
-    if len(text) <= budget:
-        return text
-    out = [clip(line, 160) if not line.startswith(("- turn", FILES_FACT_PREFIX)) else line for line in out]
-    text = "\n".join(out)
-    if len(text) <= budget:
-        return text
-    out = [clip(line, 120) for line in out]
-    text = "\n".join(out)
-    if len(text) > budget:
-        text = text[:budget].rsplit("\n", 1)[0] + "\n…"
-    return text
+    for n, line in enumerate(lines):
+        if line.startswith(("- turn", "- [")):
+            lines[n] = " · ".join(p for p in line.split(" · ") if p.startswith(("- ", "user:", "then user:", "steps ")))
+    excess = sum(len(line) + 1 for line in lines) - 1 - budget
+    for head, sep in _LISTS:
+        for n, line in enumerate(lines):
+            if excess <= 0:
+                return "\n".join(lines)
+            if line.startswith(head):
+                shorter = _drop_entries(line, head, sep, excess)
+                excess -= len(line) - len(shorter) + (1 if not shorter else 0)
+                lines[n] = shorter
+        lines = [line for line in lines if line]
+    for n, line in enumerate(lines):
+        if excess <= 0:
+            break
+        if line.startswith(FILES_FACT_PREFIX):
+            shorter = _CHANGES.sub("", line)
+            excess -= len(line) - len(shorter)
+            lines[n] = shorter
+    for n, line in enumerate(lines):
+        if excess <= 0:
+            break
+        if line.startswith(("- turn", "- [")) and len(line) > 120:
+            shorter = clip(line, max(120, len(line) - excess))
+            excess -= len(line) - len(shorter)
+            lines[n] = shorter
+    if excess <= 0:
+        return "\n".join(lines)
+    keep = [not line.startswith(("- turn", "- [", "- agent", "- subagent")) for line in lines]
+    dropped = 0
+    for n, line in enumerate(lines):   # the oldest turn lines go
+        if excess <= -60:
+            break
+        if not keep[n]:
+            excess -= len(line) + 1
+            dropped += 1
+    out, seen = [], 0
+    for n, line in enumerate(lines):
+        if keep[n]:
+            out.append(line)
+        else:
+            seen += 1
+            if seen == dropped:
+                out.append(f"… {dropped} turn line{'s' if dropped != 1 else ''} left out (`memcli show AGENT --archive`)")
+            elif seen > dropped:
+                out.append(line)
+    return "\n".join(out)
+
+
+def _drop_entries(line: str, head: str, sep: str, excess: int) -> str:
+    """``line`` (``head`` then entries joined by ``sep``) without its last entries, at least
+    ``excess`` characters shorter if it can be: "" when no entry would be left."""
+    body = line[line.index(": ") + 2:] if head.endswith("(") else line[len(head):]
+    prefix = line[:len(line) - len(body)]
+    entries = body.split(sep)
+    least = 1 if head in ("Failed: ", "Plan (latest): ") else 0   # the latest failure, the plan's first step
+    while len(entries) > least and len(line) - len(prefix + sep.join(entries)) - 12 < excess:
+        entries.pop(0 if head == "Latest notes: " else -1)   # the notes keep their latest
+    if len(entries) == len(body.split(sep)):
+        return line
+    if not entries:
+        return ""
+    more = f"+{len(body.split(sep)) - len(entries)} more"
+    if head == "Latest notes: ":
+        return f"{prefix}{more}{sep}{sep.join(entries)}"
+    return f"{prefix}{sep.join(entries)}{sep}{more}"
