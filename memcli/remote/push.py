@@ -36,7 +36,7 @@ from typing import Callable
 
 from memcli.errors import UsageError
 from memcli.remote import connect as rc
-from memcli.remote import schema
+from memcli.remote import schema, vectors
 from memcli.store import jsonl
 from memcli.store.agent import crash_point
 from memcli.store.layout import ACTIVE, ARCHIVE, DATA_FILES, list_agent_ids
@@ -67,6 +67,7 @@ class AgentPushed:
     changed: int = 0                # rows the database added or updated
     rewritten: list[str] = field(default_factory=list)   # files pushed again whole (rewritten locally)
     retries: int = 0
+    vectors: int = 0                # embeddings sent (memcli.remote.vectors)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class PushResult:
     where: str
     agents: list[AgentPushed]
     seconds: float
+    notes: list[str] = field(default_factory=list)   # e.g. why vectors were not pushed
 
     @property
     def records(self) -> int:
@@ -384,13 +386,16 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
         pusher.open()
         sid = store_id or local_store_id(memory_dir)
         results = []
+        notes: list[str] = []
         for name in names:
             done = AgentPushed(name, f"{sid}/{as_name or name}")
             for attempt in range(RETRIES + 1):
                 try:
                     if pusher.conn is None:
                         pusher.open()
-                    pusher.push(views[name], pusher.agent_key(sid, as_name or name), done)
+                    key = pusher.agent_key(sid, as_name or name)
+                    pusher.push(views[name], key, done)
+                    done.vectors += vectors.push_agent(pusher.conn, memory_dir, name, key, notes)
                     break
                 except Exception as exc:
                     if not _psycopg_error(exc):
@@ -405,7 +410,7 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
         pusher.close()
         for view in views.values():
             view.close()
-    return PushResult(sid, where, results, time.perf_counter() - started)
+    return PushResult(sid, where, results, time.perf_counter() - started, notes)
 
 
 def _psycopg_error(exc: BaseException) -> bool:
