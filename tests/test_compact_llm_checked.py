@@ -144,7 +144,9 @@ def test_asks_are_judged_by_their_identifiers_and_key_words(cli, memory_dir, ser
 def test_required_terms_of_an_ask():
     assert Required.terms("Where is order A-1001?") == (["A-1001"], ["order"])
     idents, words = Required.terms("Fix test_parse_config in tests/test_cfg.py, run `make lint`, open PR #482 on port 8080")
-    assert idents == ["tests/test_cfg.py", "make lint", "test_parse_config", "#482", "8080"]
+    assert idents == ["test_parse_config", "tests/test_cfg.py", "make lint", "#482", "8080"]
+    assert Required.terms("see https://example.com/a/b.html and ~/x.py, e.g. os.path.join; set OPENAI_API_KEY") == (
+        ["https://example.com/a/b.html", "~/x.py", "os.path.join", "OPENAI_API_KEY"], [])
     assert words == ["open", "port"]
     ask = "Fix test_parse_config in tests/test_cfg.py, run `make lint`, open PR #482 on port 8080"
     text = "fixed test_parse_config in tests/test_cfg.py; `make lint` passes; pr #482 on port 8080."

@@ -562,10 +562,16 @@ class LiteLLMSummarizer(Summarizer):
 ASK_IDENTIFIERS = 10   # an ask's first identifiers that an answer must name
 ASK_WORDS = 8          # of an ask's other key words, two thirds must be named, at most this many
 LISTED_MISSING = 5     # asks (and twice as many files) an error message lists
-_CODE_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:[a-z0-9]_|[a-z][A-Z]|_[A-Za-z0-9])\w*")
-_BACKTICKED = re.compile(r"`([^`\n]{2,60})`")
-_NUMBER = re.compile(r"(?<![\w.-])#?\d{3,}(?![\w.-])")
-_SLASH = re.compile(r"(?<!\S)(?:/[A-Za-z][\w:-]*|--?[A-Za-z][\w-]*)(?![^\s,;:.?!)])")   # /review, -la, --force
+_ASK_IDENTIFIERS = (   # what an ask names that a summary must keep as written (Required.terms)
+    re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+"),                                  # URLs
+    re.compile(r"(?<![\w/.@~-])(?:(?:~?/|\.{1,2}/)(?:[\w.@-]+/)*|(?:[\w.@-]+/)+)[\w.@-]*\w"),   # paths
+    re.compile(r"(?<![\w/.-])[A-Za-z_][\w-]+(?:\.[A-Za-z_]\w*)+"),                    # app.py, os.path.join
+    re.compile(r"(?<![\w/.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}(?![\w/])"),  # A-1001, sha256
+    re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:[a-z0-9]_|[a-z][A-Z]|_[A-Za-z0-9])\w*"),      # snake_case, camelCase
+    re.compile(r"`([^`\n]{2,60})`"),                                                   # `make lint`
+    re.compile(r"(?<![\w.-])#?\d{3,}(?![\w.-])"),                                      # #482, 8080
+    re.compile(r"(?<!\S)(?:/[A-Za-z][\w:-]*|--?[A-Za-z][\w-]*)(?![^\s,;:.?!)])"),      # /review, -la, --force
+)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’]*(?:-[A-Za-z0-9]+)*")   # hyphenated words whole
 _COMMON = frozenset("""about above after again also always anything back been before being below both
 can't could didn't does doesn't doing done don't down each else even every first from give going gonna
@@ -586,6 +592,12 @@ def _stem_present(word: str, text: str) -> bool:
     letters only), at a word start."""
     stem = word if len(word) <= 5 or not word.isalpha() else word[: max(5, (len(word) * 3 + 4) // 5)]
     return re.search(r"(?<!\w)" + re.escape(stem), text) is not None
+
+
+def _path_like(value: str) -> bool:
+    """A path, not prose with a slash (``and/or``): rooted, 2+ slashes, or a file extension."""
+    return (value.startswith(("/", "~/", "./", "../", "http")) or value.count("/") >= 2
+            or re.search(r"\.[A-Za-z0-9]{1,8}$", value) is not None)
 
 
 def _one_line(text: str) -> str:
@@ -619,11 +631,10 @@ class Required:
     @staticmethod
     def terms(ask: str) -> tuple[list[str], list[str]]:
         """An ask's identifiers (as written) and key words (casefolded), in order, without repeats."""
-        from memcli.compaction.offline import identifiers
-
-        found = (identifiers(ask) + _BACKTICKED.findall(ask) + _CODE_NAME.findall(ask) + _NUMBER.findall(ask)
-                 + _SLASH.findall(ask))
-        found = list(dict.fromkeys(_one_line(i) for i in found if i.strip()))
+        spans = sorted((m.start(m.lastindex or 0), m.group(m.lastindex or 0)) for pattern in _ASK_IDENTIFIERS
+                       for m in pattern.finditer(ask))
+        spans = [(at, v) for at, v in spans if "/" not in v or _path_like(v)]
+        found = list(dict.fromkeys(_one_line(v).rstrip(".,;:!?") for _, v in spans if v.strip()))
         idents = [i for i in found if not any(i != o and i in o for o in found)][:ASK_IDENTIFIERS]
         inside = " ".join(idents).casefold()
         words = [w for w in dict.fromkeys(w.casefold().replace("’", "'") for w in _WORD.findall(ask))
