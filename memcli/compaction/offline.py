@@ -1270,25 +1270,28 @@ def _counter():
 
 def _fill(text: str, budget: int, make) -> str:
     """``text`` made again (``make(chars_per_token)``) at the characters per token it turned out
-    to have, so that it fills ``budget`` tokens: :data:`CHARS_PER_TOKEN` is a guess on the safe
-    side (paths and identifiers take fewer tokens). At most twice; never past the budget."""
+    to have, so that it fills ``budget`` tokens and does not pass it: :data:`CHARS_PER_TOKEN` is a
+    guess (paths and identifiers take fewer tokens than it says; hashes and redacted ids more).
+    At most three times; a text over the budget is only replaced by a smaller one, a text under it
+    only by a larger one that still fits."""
     count = _counter().count
     tokens = count(text)
     ratio = CHARS_PER_TOKEN
-    for _ in range(2):
-        if tokens >= budget * 0.95 or not tokens:
+    for _ in range(3):
+        over = tokens > budget
+        if not tokens or (not over and tokens >= budget * 0.95):
             break
-        seen = len(text) / tokens * 0.97
-        if seen <= ratio * 1.02:
+        seen = len(text) / tokens * (0.97 if over else 0.98)
+        if over:
+            seen = min(seen, ratio * 0.97)
+        elif seen <= ratio * 1.02:
             break
         ratio = seen
-        bigger = make(ratio)
-        if len(bigger) <= len(text):
+        other = make(ratio)
+        more = count(other)
+        if over and more >= tokens or not over and (more > budget or len(other) <= len(text)):
             break
-        more = count(bigger)
-        if more > budget:
-            break
-        text, tokens = bigger, more
+        text, tokens = other, more
     return text
 
 
