@@ -414,7 +414,7 @@ def test_mcp_remote_serves_the_shared_store_and_remember_writes_there(memory_dir
     out = {}
     anyio.run(lambda: _store(out, main))
     names, calls, got, gone, again = out["v"]
-    assert names == {"memory_search", "memory_get", "memory_recent", "memory_remember", "memory_forget"}
+    assert names == {"memory_search", "memory_get", "memory_recent", "memory_remember", "memory_forget", "memory"}
     assert not any(c.isError for c in calls), calls
     assert json.loads(got.content[0].text)["record"]["id"]
     recent = json.loads(calls[1].content[0].text)["turns"]
