@@ -368,10 +368,11 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
     from memcli.compaction.offline import vocabulary
 
     vocab = {v: [1.0, 0, 1.0] for v in ("text-gray-500", "px-4", "and/or", "read/write", "src/app/main.py",
-                                        "A-1042", "9f8e7d6c", "spotter-gqc", "Order.total", "shown_name")}
+                                        "A-1042", "9f8e7d6c", "spotter-gqc", "origin/spotter-gqc", "msg-1",
+                                        "Order.total", "shown_name")}
     line = vocabulary(vocab, 1, "already shown_name here", 200)
     assert line == ("Vocabulary (most used lately first): src/app/main.py, A-1042, 9f8e7d6c, spotter-gqc, "
-                    "Order.total")
+                    "origin/spotter-gqc, msg-1, Order.total")
 
 
 def test_a_rollup_keeps_line_breaks_and_asks(cli, memory_dir):

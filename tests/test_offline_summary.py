@@ -215,3 +215,20 @@ def test_parallel_subagents_get_a_line_each(tmp_path):
         '- agent s1 (turn_0001) · task "Review shipping and fix src/shipping.py." · 1 failed (last: '
         "`pytest -q tests/test_shipping.py`: FAILED tests/test_shipping.py::test_rate - KeyError: 'zone') · "
         'concluded: "Shipping still fails on zone."']
+
+
+def test_a_summary_of_token_dense_text_still_fits_its_budget():
+    """Hashes and redacted ids take more tokens than CHARS_PER_TOKEN guesses: the summary is made
+    again at the ratio it turned out to have, so it fits (it used to stay 25% over, and an explicit
+    --target-tokens was refused)."""
+    from memcli.compaction.offline import _counter
+
+    turns = []
+    for t in range(1, 30):
+        tid = f"turn_{t:04d}"
+        turns.append(Turn(tid, _traces(tid, [
+            {"trace_type": "user", "content": f"[REDACTED_TEXT len={t * 7} sha={t * 7919:08x}]"},
+            {"trace_type": "assistant", "content": " ".join(f"{(t * k * 104729) % 2**32:08x}" for k in range(40))}])))
+    for budget in (300, 900):
+        text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=budget)).episodic_summary
+        assert budget * 0.8 <= _counter().count(text) <= budget, budget

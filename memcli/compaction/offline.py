@@ -98,8 +98,6 @@ FILES_FACT_PREFIX = "Files modified: "
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
 _URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+")
-_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
-_CSS_LIKE = re.compile(r"[a-z]+(?:-[a-z0-9]+)+|[a-z]+\d+|\d+[a-z]+")   # text-gray-500, px4, 2xl, 10px
 _PREFERENCE = re.compile(
     r"\b(?:always|never|i (?:always|never)|i (?:would|'d) (?:prefer|rather)|i prefer|prefer to|from now on|"
     r"going forward|do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b",
@@ -134,7 +132,7 @@ _DEFINED = re.compile(r"\b(?:def|class|function|defp?|defmodule|fn|func|interfac
                       r"([A-Za-z_][\w.]*)")
 _CHANGES = re.compile(r" \([^()]*\)(?=, |$)")   # "path (fn, Class)" in the files line
 _TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos"})
-VOCAB_TEXT_CHARS = 2_000      # of each text, scanned for the vocabulary
+VOCAB_TEXT_CHARS = 8_000      # of each text, scanned for the vocabulary
 MAX_VOCAB = 20_000            # distinct identifiers a window tracks (the least used go first)
 MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
 CHARS_PER_TOKEN = 3.0         # a conservative guess, checked by the compaction with the real counter
@@ -168,20 +166,16 @@ def clip_ask(text: str, limit: int) -> str:
     return text[:cut] + " …"
 
 
-def _is_path(value: str) -> bool:
-    if "/" not in value:
-        return True  # matched by extension
-    if value.startswith(("/", "~/", "./", "../")) or value.count("/") >= 2:
-        return True
-    return bool(_EXTENSION.search(value.rsplit("/", 1)[-1]))
+_PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
+_CSS_CLASS = re.compile(r"(?:[a-z]{1,2}|text|bg|border|font|gap|space|grid|col|row|min|max|rounded|shadow|ring|"
+                        r"leading|tracking|opacity|z|inset|top|left|right|bottom|flex|order)(?:-[a-z]+)*-\d+")
 
 
 def _is_identifier(value: str) -> bool:
-    """A vocabulary entry worth showing: not prose with a slash (``and/or``) nor a CSS class
-    with digits (``text-gray-500``, ``px-4``)."""
-    if "/" in value:
-        return _is_path(value)
-    return not ("-" in value and _CSS_LIKE.fullmatch(value) and any(c.isdigit() for c in value))
+    """A vocabulary entry worth showing: not prose with a slash (``and/or``) nor a utility CSS
+    class (``text-gray-500``, ``px-4``); ids such as ``msg-1`` and refs such as
+    ``origin/spotter-gqc`` stay."""
+    return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value))
 
 
 def _json_text(value) -> str:
@@ -1276,25 +1270,28 @@ def _counter():
 
 def _fill(text: str, budget: int, make) -> str:
     """``text`` made again (``make(chars_per_token)``) at the characters per token it turned out
-    to have, so that it fills ``budget`` tokens: :data:`CHARS_PER_TOKEN` is a guess on the safe
-    side (paths and identifiers take fewer tokens). At most twice; never past the budget."""
+    to have, so that it fills ``budget`` tokens and does not pass it: :data:`CHARS_PER_TOKEN` is a
+    guess (paths and identifiers take fewer tokens than it says; hashes and redacted ids more).
+    At most three times; a text over the budget is only replaced by a smaller one, a text under it
+    only by a larger one that still fits."""
     count = _counter().count
     tokens = count(text)
     ratio = CHARS_PER_TOKEN
-    for _ in range(2):
-        if tokens >= budget * 0.95 or not tokens:
+    for _ in range(3):
+        over = tokens > budget
+        if not tokens or (not over and tokens >= budget * 0.95):
             break
-        seen = len(text) / tokens * 0.97
-        if seen <= ratio * 1.02:
+        seen = len(text) / tokens * (0.97 if over else 0.98)
+        if over:
+            seen = min(seen, ratio * 0.97)
+        elif seen <= ratio * 1.02:
             break
         ratio = seen
-        bigger = make(ratio)
-        if len(bigger) <= len(text):
+        other = make(ratio)
+        more = count(other)
+        if over and more >= tokens or not over and (more > budget or len(other) <= len(text)):
             break
-        more = count(bigger)
-        if more > budget:
-            break
-        text, tokens = bigger, more
+        text, tokens = other, more
     return text
 
 
