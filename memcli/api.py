@@ -110,20 +110,27 @@ class Memory:
 
     def search_remote(self, query: str, *, remote: str | None = None, agent: str | None = None, all: bool = False,
                       limit: int = 10, offset: int = 0, kind: str | Iterable[str] | None = None,
-                      since: str | float | None = None, until: str | float | None = None):
+                      since: str | float | None = None, until: str | float | None = None,
+                      embed_model: str | None = None, embed_api_base: str | None = None):
         """Ranked hits from the shared store (``agent``: ``NAME`` or ``STORE/NAME``; every agent with
-        ``all``), as ``memcli search --remote``. Returns :class:`memcli.remote.search.RemoteSearchResult`."""
+        ``all``), as ``memcli search --remote``; hybrid (words + the pushed vectors) with an embedding
+        model (``embed_model``, else this store's config.json). Returns
+        :class:`memcli.remote.search.RemoteSearchResult`."""
         from memcli.remote.search import search
+        from memcli.search.embed import settings_in
 
+        model, api_base = settings_in(self.path, embed_model, embed_api_base)
         return search(remote, query, agent=agent, all=all, limit=limit, offset=offset, kinds=_listed(kind),
-                      since=_time(since, "since"), until=_time(until, "until", end_of_day=True))
+                      since=_time(since, "since"), until=_time(until, "until", end_of_day=True),
+                      embed_model=model, embed_api_base=api_base)
 
     def remote(self, url: str | None = None):
         """The shared store at ``url`` (else ``$MEMCLI_REMOTE``) as an object the MCP tools use
         (:class:`memcli.remote.tools.RemoteStore`; ``close()`` it)."""
         from memcli.remote.tools import RemoteStore
+        from memcli.search.embed import settings_in
 
-        return RemoteStore(url)
+        return RemoteStore(url, *settings_in(self.path, None, None))
 
     # ------------------------------------------------------------------ harness hooks
     def hooks_install(self, harness: str, *, scope: str = "user", agent: str | None = None,

@@ -363,29 +363,48 @@ def parse_command(data: bytes | str) -> dict:
     return command
 
 
-def run_memory_tool(store_or_agent, command: dict) -> MemoryToolResult:
-    """:func:`memory_tool` with what it wrote (the record appended, secrets redacted)."""
+def answer(command: dict, *, tree, exists, changing) -> MemoryToolResult:
+    """One command against a working-memory log wherever it is kept — the agent's file here, the
+    shared store's rows for ``mcp --remote`` (memcli.remote.tools) — so both answer alike:
+    ``tree()`` is the tree now (for a view), ``exists()`` whether the agent exists (a refusal must
+    not create it), ``changing()`` a context manager giving ``(tree, append)`` under the writer's
+    lock: the tree replayed there and the function that appends one record durably."""
     if not isinstance(command, dict):
         raise MemoryToolRefused(
             f"The memory tool input must be an object (the tool_use input), got {type(command).__name__}.")
-    store = _store_of(store_or_agent)
     name = command.get("command")
     if name == "view":
-        return MemoryToolResult(_view(store.memory_tree(), command))
+        return MemoryToolResult(_view(tree(), command))
     change = _CHANGES.get(name) if isinstance(name, str) else None
     if change is None:
         raise MemoryToolRefused(f"Unknown command: {name}")
     from memcli.ids import new_id
 
-    if not store.exists():
+    if not exists():
         change(MemoryTree(), command)  # a refusal must not create the agent
-    with store.writer() as session:
-        text, record, redacted = change(session.memory_tree(), command)
+    with changing() as (current, append):
+        text, record, redacted = change(current, command)
         record = {"id": new_id(MEMORY_FILE_PREFIX), "ts": time.time(), **record}
         if redacted:
             record["redacted"] = redacted
-        session.append_memory_file(record)
+        append(record)
     return MemoryToolResult(text, record, redacted)
+
+
+def run_memory_tool(store_or_agent, command: dict) -> MemoryToolResult:
+    """:func:`memory_tool` with what it wrote (the record appended, secrets redacted)."""
+    from contextlib import contextmanager
+
+    if not isinstance(command, dict):
+        return answer(command, tree=None, exists=None, changing=None)   # refused
+    store = _store_of(store_or_agent)
+
+    @contextmanager
+    def changing():
+        with store.writer() as session:
+            yield session.memory_tree(), session.append_memory_file
+
+    return answer(command, tree=store.memory_tree, exists=store.exists, changing=changing)
 
 
 def memory_tool(store_or_agent, command: dict) -> str:

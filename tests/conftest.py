@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import CORPORA, ndjson, run_memcli
-from tests.pg_server import pg_server, pg_url  # noqa: F401  (a real PostgreSQL for tests of memcli.remote)
+from tests.pg_server import pg_server, pg_url, pgvector_server, pgvector_url  # noqa: F401  (a real PostgreSQL for tests of memcli.remote; with pgvector)
 
 _TOOL_SETTINGS = {"TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "LITELLM_API_KEY", "LITELLM_PROXY_API_BASE",
                   # pytest-xdist workers inherit COLUMNS=80/LINES=24: human views would change width

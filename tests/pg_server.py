@@ -7,10 +7,18 @@ stops and deletes it afterwards. The server is Debian's ``postgresql`` package (
 ``.ci/run`` on CI. Run as root, the server runs as the ``postgres`` OS user (``runuser``), as
 PostgreSQL refuses root.
 
+The vector tests need a server with the pgvector extension, which Debian bookworm does not
+package: they use the PostgreSQL 16 + pgvector build of the ``pgserver`` wheel (PyPI, a ``[test]``
+dependency; only its ``pginstall`` binaries are used, the package is never imported), started the
+same way (:func:`pgvector_bindir`). As root its files must be usable by the ``postgres`` user; where
+they are not (a virtualenv under a private home), the binaries are copied into the server's
+temporary directory first.
+
 Where no server can be found or started, the tests skip naming what is missing; under CI
 (``CI=true``) they fail instead: CI must run them all.
 
-Fixtures: ``pg_server`` (session) and ``pg_url`` (a fresh, empty database per test).
+Fixtures: ``pg_server`` (session) and ``pg_url`` (a fresh, empty database per test) on Debian's
+server, without pgvector; ``pgvector_server`` and ``pgvector_url`` on pgserver's, with it.
 """
 
 from __future__ import annotations
@@ -45,6 +53,19 @@ def _bindir() -> str:
     raise PgUnavailable("PostgreSQL is not installed (no initdb: apt-get install postgresql)")
 
 
+def pgvector_bindir() -> str:
+    """The ``bin`` directory of the PostgreSQL build in the ``pgserver`` wheel (with pgvector)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise PgUnavailable("the pgserver package (PostgreSQL with pgvector) is not installed: pip install -e '.[test]'")
+    bindir = os.path.join(list(spec.submodule_search_locations)[0], "pginstall", "bin")
+    if not os.path.exists(os.path.join(bindir, "initdb")):
+        raise PgUnavailable(f"no initdb in {bindir}")
+    return bindir
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -52,8 +73,8 @@ def _free_port() -> int:
 
 
 class PgServer:
-    def __init__(self):
-        self.bindir = _bindir()
+    def __init__(self, bindir: str | None = None):
+        self.bindir = bindir or _bindir()
         self.root = tempfile.mkdtemp(prefix="memcli-pg-")
         self.data = os.path.join(self.root, "data")
         self.port = _free_port()
@@ -67,6 +88,12 @@ class PgServer:
                 raise PgUnavailable("running as root and there is no 'postgres' OS user to run the server") from None
             shutil.chown(self.root, "postgres")
             self.as_user = ["runuser", "-u", "postgres", "--"]
+            if subprocess.run([*self.as_user, "test", "-x", os.path.join(self.bindir, "initdb")]).returncode:
+                install = os.path.dirname(self.bindir)      # not reachable by 'postgres': a copy it can run
+                copy = os.path.join(self.root, "pginstall")
+                shutil.copytree(install, copy, symlinks=True)
+                subprocess.run(["chmod", "-R", "a+rX", copy], check=True)
+                self.bindir = os.path.join(copy, os.path.basename(self.bindir))
         self._databases = itertools.count(1)
 
     def _run(self, *args: str) -> None:
@@ -102,9 +129,9 @@ class PgServer:
         return self.url(name)
 
 
-def start_or_skip() -> PgServer:
+def start_or_skip(bindir=_bindir) -> PgServer:
     try:
-        return PgServer().start()
+        return PgServer(bindir()).start()
     except PgUnavailable as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(f"PostgreSQL tests cannot run under CI: {exc}", pytrace=False)
@@ -121,3 +148,15 @@ def pg_server():
 @pytest.fixture
 def pg_url(pg_server) -> str:
     return pg_server.new_database()
+
+
+@pytest.fixture(scope="session")
+def pgvector_server():
+    server = start_or_skip(pgvector_bindir)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pgvector_url(pgvector_server) -> str:
+    return pgvector_server.new_database()

@@ -108,17 +108,12 @@ def test_offline_summary_is_readable_and_keeps_identifiers(cli, memory_dir):
     assert 'user: "Fix the failing test in tests/test_orders.py. I prefer small commits."' in summary
     assert 'assistant: "Fixed app/api.py; see https://ci.example.com/runs/4711 for the run."' in summary
     assert "Files modified: app/api.py" in summary
-    assert ("Failed: `pytest -q tests/test_orders.py` ×1 (exit status 1 FAILED tests/test_orders.py::test_total "
-            "- assert 100.0 == 90.0) — still failing; `make lint` ×1 (E501 line too long) — still failing") in summary
+    # the latest failure first
+    assert ("Failed: `make lint` ×1 (E501 line too long) — still failing; `pytest -q tests/test_orders.py` ×1 "
+            "(exit status 1 FAILED tests/test_orders.py::test_total - assert 100.0 == 90.0) — still failing") in summary
     facts = {s["fact"]: s for s in f["semantic"]}
-    assert list(facts) == [  # preferences, then unresolved failures, then the files: one fact
-        'User preference: "I prefer small commits."',
-        'User preference: "Never push to main directly."',
-        "Command failed: `pytest -q tests/test_orders.py` — exit status 1 FAILED "
-        "tests/test_orders.py::test_total - assert 100.0 == 90.0",
-        "Command failed: `make lint` — E501 line too long",
-        "Files modified: app/api.py",
-    ]
+    # the preferences; the files and the failures are in the summary, and the snapshot carries them once
+    assert list(facts) == ['User preference: "I prefer small commits."', 'User preference: "Never push to main directly."']
     assert facts['User preference: "Never push to main directly."']["source_turn_ids"] == ["turn_0002"]
     assert episodic["model"] == "offline" and episodic["trace_ids"][0] == f["raw_traces_archive"][0]["id"]
 

@@ -361,13 +361,18 @@ def test_failures_name_the_informative_line_and_whether_they_were_fixed(cli, mem
     assert "npm warn" not in failed
 
 
-def test_summary_refs_keep_identifiers_not_css_or_prose():
-    from memcli.compaction.offline import identifiers
+def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
+    """The window's identifiers are one ``Vocabulary:`` line ranked by need (no per-turn
+    ``refs:`` capped at 8 with "+N more"): paths, dotted names, ids and hashes, never a CSS class
+    with digits or prose with a slash, nor what the summary already shows."""
+    from memcli.compaction.offline import vocabulary
 
-    text = ('See https://example.com/a/b\\ and class="text-gray-500 px-4 md:flex" read/write and/or '
-            "src/app/main.py, order A-1042, commit 9f8e7d6c, id 123e4567-e89b-12d3-a456-426614174000")
-    assert identifiers(text) == ["https://example.com/a/b", "src/app/main.py", "A-1042", "9f8e7d6c",
-                                 "123e4567-e89b-12d3-a456-426614174000"]
+    vocab = {v: [1.0, 0, 1.0] for v in ("text-gray-500", "px-4", "and/or", "read/write", "src/app/main.py",
+                                        "A-1042", "9f8e7d6c", "spotter-gqc", "origin/spotter-gqc", "msg-1",
+                                        "Order.total", "shown_name")}
+    line = vocabulary(vocab, 1, "already shown_name here", 200)
+    assert line == ("Vocabulary (most used lately first): src/app/main.py, A-1042, 9f8e7d6c, spotter-gqc, "
+                    "origin/spotter-gqc, msg-1, Order.total")
 
 
 def test_a_rollup_keeps_line_breaks_and_asks(cli, memory_dir):

@@ -62,10 +62,13 @@ def push(
     if progress:
         print(file=sys.stderr)
     rows = [{"agent": a.agent, "remote": a.remote, "records": a.records, "changed": a.changed,
-             "rewritten": a.rewritten, "retries": a.retries} for a in result.agents]
+             "rewritten": a.rewritten, "retries": a.retries, "vectors": a.vectors} for a in result.agents]
+    for note in result.notes:
+        out.note(f"note: {note}")
     rate = result.records / result.seconds if result.seconds else 0
     out.note(f"pushed {len(rows)} agent{'s' if len(rows) != 1 else ''} to {result.where} as store {result.store_id}: "
-             f"{result.records:,} records in {result.seconds:.2f}s ({rate:,.0f}/s)")
+             f"{result.records:,} records in {result.seconds:.2f}s ({rate:,.0f}/s)"
+             + (f", {sum(a.vectors for a in result.agents):,} vectors" if any(a.vectors for a in result.agents) else ""))
     out.records(rows, human=lambda rs, view: view.table(rs, [
         Column("AGENT", "agent"), Column("REMOTE", "remote", flex=True), Column("RECORDS", "records", align="right"),
         Column("CHANGED", "changed", align="right"),
@@ -97,7 +100,8 @@ def register(app: typer.Typer) -> None:
     app.command("pull")(pull)
 
 
-def search_remote(ctx, remote, agent, query, all, limit, kind, since, until, out: Output, render) -> None:
+def search_remote(ctx, remote, agent, query, all, limit, kind, since, until, out: Output, render, *,
+                  embed_model=None, embed_api_base=None) -> None:
     """``memcli search --remote URL AGENT QUERY`` / ``--remote URL --all QUERY`` (called by
     ``memcli search``): hits shaped as local ones, each naming its agent (STORE/NAME)."""
     from memcli.api import Memory
@@ -112,7 +116,8 @@ def search_remote(ctx, remote, agent, query, all, limit, kind, since, until, out
     if remote is None:
         raise UsageError("--all: searching every agent needs --remote URL")
     result = Memory(ctx.obj).search_remote(query, remote=remote or None, agent=agent, all=all, limit=limit,
-                                           kind=kind, since=since, until=until)
+                                           kind=kind, since=since, until=until, embed_model=embed_model,
+                                           embed_api_base=embed_api_base)
     from memcli.cli.search import say_how_it_matched
 
     say_how_it_matched(out, result)

@@ -110,7 +110,8 @@ def search(
     if remote is not None:
         from memcli.cli.remote import search_remote
 
-        return search_remote(ctx, remote, agent, query, all, limit, kind, since, until, out, _render_hits)
+        return search_remote(ctx, remote, agent, query, all, limit, kind, since, until, out, _render_hits,
+                             embed_model=embed_model, embed_api_base=embed_api_base)
     if all:
         from memcli.cli.search_all import search_all
 

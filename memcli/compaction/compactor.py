@@ -880,6 +880,8 @@ def _check_cost(store: AgentStore, result: CompactResult, summarizer, window, me
     result.estimate = estimate
     if max_cost is None or result.dry_run:
         return
+    if hasattr(summarizer, "limit_cost"):  # the limit holds for every request, retries included
+        summarizer.limit_cost(max_cost)
     cost = estimate["cost_usd"]
     what = (f"{estimate['requests']} request{'s' if estimate['requests'] != 1 else ''}, "
             f"{estimate['input_tokens']:,} input tokens and up to {estimate['max_output_tokens']:,} output tokens")

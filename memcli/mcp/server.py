@@ -85,7 +85,8 @@ def _tool_specs(tools: MemoryTools) -> list[tuple[str, str, Callable]]:
 
 def _working_memory_tool(tools: MemoryTools):
     """The sixth tool, ``memory``: the working-memory files answered by
-    :meth:`memcli.api.Agent.memory_tool` (Anthropic's memory tool protocol). Its arguments are
+    :func:`memcli.memory_tool.answer` (Anthropic's memory tool protocol; :meth:`MemoryTools.memory`:
+    the agent's file, or with ``--remote`` its rows in the shared store). Its arguments are
     the memory tool's ``input`` fields, flat; a refused command is an error result carrying the
     reference implementation's text."""
     def memory(agent: Optional[str] = None, command: str = "", path: Optional[str] = None,
@@ -96,7 +97,7 @@ def _working_memory_tool(tools: MemoryTools):
         fields = {"command": command, "path": path, "file_text": file_text, "old_str": old_str, "new_str": new_str,
                   "insert_line": insert_line, "insert_text": insert_text, "view_range": view_range,
                   "old_path": old_path, "new_path": new_path}
-        return tools.store(agent, must_exist=False).memory_tool({k: v for k, v in fields.items() if v is not None})
+        return tools.memory(agent, {k: v for k, v in fields.items() if v is not None})
 
     return ("memory", "Working memory files under /memories (Anthropic's memory tool): command is view, create, "
             "str_replace, insert, delete or rename, with that command's fields (path, file_text, old_str, new_str, "
@@ -139,8 +140,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 def build_server(memory_dir: str | os.PathLike, agent: str | None = None, log_level: str = "warning",
                  remote: str | None = None):
     """A FastMCP server with the memory tools over ``memory_dir`` — or, with ``remote`` (a URL;
-    "" for ``$MEMCLI_REMOTE``), over the shared PostgreSQL store, without the working-memory tool
-    (not started). Its log (stderr) says nothing per request unless ``log_level`` is ``info`` or
+    "" for ``$MEMCLI_REMOTE``), over the shared PostgreSQL store, with the same six tools. Its log (stderr) says nothing per request unless ``log_level`` is ``info`` or
     ``debug``."""
     from mcp.server.fastmcp import FastMCP
 
@@ -160,10 +160,7 @@ def build_server(memory_dir: str | os.PathLike, agent: str | None = None, log_le
         tools = MemoryTools(memory_dir, agent)
     server = FastMCP(SERVER_NAME, instructions=_instructions(agent), log_level=log_level.upper())
     server._mcp_server.version = __version__
-    specs = _tool_specs(tools)
-    if remote is not None:
-        specs = [spec for spec in specs if spec[0] != "memory"]
-    for name, description, fn in specs:
+    for name, description, fn in _tool_specs(tools):
         server.add_tool(_guarded(fn, agent_required=agent is None), name=name, description=description)
     return server
 

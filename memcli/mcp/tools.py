@@ -183,6 +183,10 @@ class MemoryTools:
                 "tombstone_id": done.tombstone["id"] if done.tombstone else None,
                 "already_superseded_by": done.already_superseded_by}
 
+    def memory(self, agent: str | None, command: dict) -> str:
+        """The working-memory tool (Anthropic's memory tool protocol): the tool_result text."""
+        return self.store(agent, must_exist=False).memory_tool(command)
+
     @staticmethod
     def _search(agent, query, **options):
         return agent.search(query, **options)
@@ -204,8 +208,8 @@ class MemoryTools:
 class RemoteMemoryTools(MemoryTools):
     """The same tools over the shared PostgreSQL store (``memcli mcp --remote URL``), through
     :meth:`memcli.api.Memory.remote`: agents are ``NAME`` or ``STORE/NAME``; memory_remember and
-    memory_forget write there. The working-memory tool is not served (its files live on the
-    agent's machine)."""
+    memory_forget write there, and so does the working-memory tool (its changes are rows of the
+    agent's memory_files.jsonl there, answered by the same code as locally)."""
 
     def __init__(self, remote, agent: str | None = None):
         super().__init__(None, agent)
@@ -239,3 +243,6 @@ class RemoteMemoryTools(MemoryTools):
 
     def _forget(self, agent, record_id, reason):
         return self.remote.forget(agent, record_id, reason=reason)
+
+    def memory(self, agent: str | None, command: dict) -> str:
+        return self.remote.memory_tool(self.store(agent), command)

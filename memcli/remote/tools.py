@@ -49,7 +49,8 @@ def _db(method):
 
 
 class RemoteStore:
-    def __init__(self, url: str | None):
+    def __init__(self, url: str | None, embed_model: str | None = None, embed_api_base: str | None = None):
+        self.embed_model, self.embed_api_base = embed_model, embed_api_base   # hybrid memory_search
         self.url = rc.resolve_url(url, "remote")
         self.where = rc.describe(self.url)
         self.conn = rc.connect(self.url)
@@ -83,7 +84,7 @@ class RemoteStore:
         from memcli.remote.search import search
 
         return search(self.url, query, agent=agent, limit=limit, offset=offset, kinds=kinds, conn=self.conn,
-                      history=history)
+                      history=history, embed_model=self.embed_model, embed_api_base=self.embed_api_base)
 
     @_db
     def get(self, agent: str, record_id: str) -> tuple[str, dict]:
@@ -123,19 +124,21 @@ class RemoteStore:
         return [(kind, orjson.loads(line)) for kind, line in rows]
 
     # ---------------------------------------------------------------- writing
-    def _insert(self, key: int, kind: str, record: dict) -> None:
-        from memcli.remote.push import plain_words
+    def _insert(self, key: int, name: str, record: dict) -> None:
+        """One record appended to data file ``name`` of the agent, after every row it has."""
+        from memcli.remote.push import SEARCHED, file_kind, plain_words
         from memcli.store.search_index import record_text
 
-        file = f"{kind}.jsonl"
+        stream, kind, tier = file_kind(name)
+        searched = SEARCHED.get(name)
         line = orjson.dumps(record).decode()
         self.conn.execute(
             f"""INSERT INTO memcli_records (agent_key, stream, id, file, pos, kind, tier, ts, line, tsv)
                 SELECT %s, %s, %s, %s, GREATEST(%s, COALESCE(max(pos), 0) + 1), %s, %s, %s, %s,
                        to_tsvector('{schema.TS_CONFIG}', %s)
                 FROM memcli_records WHERE agent_key = %s AND file = %s""",
-            (key, kind, record["id"], file, schema.REMOTE_POS, kind, kind, record.get("ts"), line,
-             plain_words(record_text(kind, record)), key, file))
+            (key, stream, record["id"], name, schema.REMOTE_POS, kind, tier, record.get("ts"), line,
+             plain_words(record_text(searched, record)) if searched else None, key, name))
 
     @_db
     def remember(self, agent: str, fact: str, *, tags=(), pin: bool = False, supersedes=None):
@@ -157,7 +160,7 @@ class RemoteStore:
                 if clean_tags is None:
                     return Remembered(same, redacted, [], existing=True)
             record = fact_record(text, clean_tags, wanted)
-            self._insert(key, "semantic", record)
+            self._insert(key, "semantic.jsonl", record)
         return Remembered(record, redacted, wanted)
 
     @_db
@@ -176,5 +179,57 @@ class RemoteStore:
             if by is not None:
                 return Forgotten(record_id, tier, None, by)
             record = tombstone_record(record_id, tier, forget_reason(reason))
-            self._insert(key, tier, record)
+            self._insert(key, f"{tier}.jsonl", record)
         return Forgotten(record_id, tier, record)
+
+    # ---------------------------------------------------------------- working memory
+    def _memory_tree(self, key: int | None):
+        """The agent's /memories tree: its working-memory rows replayed in file order."""
+        from memcli.errors import CorruptStoreError
+        from memcli.store.layout import MEMORY_FILES
+        from memcli.store.memory_files import MemoryTree, TreeError
+
+        tree = MemoryTree()
+        if key is None:
+            return tree
+        rows = self.conn.execute("SELECT pos, line FROM memcli_records WHERE agent_key = %s AND file = %s "
+                                 "ORDER BY pos", (key, MEMORY_FILES)).fetchall()
+        for pos, line in rows:
+            try:
+                tree.apply(orjson.loads(line))
+            except TreeError as exc:
+                raise CorruptStoreError(f"{self.where} {MEMORY_FILES}", pos,
+                                        f"working-memory record does not apply: {exc}") from None
+        return tree
+
+    @_db
+    def memory_tool(self, agent: str, command: dict) -> str:
+        """Answer one Anthropic memory-tool command on the agent's working memory in the shared
+        store, as :func:`memcli.memory_tool.answer` answers it locally: a change is checked against
+        the tree replayed under the agent's advisory lock and appended as a row of its
+        memory_files.jsonl (``pull`` restores it at the end of the file)."""
+        from contextlib import contextmanager
+
+        from memcli.errors import AgentNotFoundError
+        from memcli.memory_tool import answer
+        from memcli.store.layout import MEMORY_FILES
+
+        try:
+            key = self._key(agent)
+        except AgentNotFoundError:
+            key = None
+
+        def tree():
+            try:
+                return self._memory_tree(key)
+            finally:
+                self.conn.rollback()
+
+        @contextmanager
+        def changing():
+            own = self._key(agent, create=True)
+            with self.conn.transaction():
+                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (-own,))
+                yield self._memory_tree(own), lambda record: self._insert(own, MEMORY_FILES, record)
+
+        return answer(command, tree=tree, exists=lambda: key is not None, changing=changing).text

@@ -51,13 +51,19 @@ class EmbeddingFailed(Exception):
 def settings(store, embed_model: str | bool | None, embed_api_base: str | None) -> tuple[str | None, str | None]:
     """(model, api base) for a search: the arguments, else the store's config file; ``False``
     (the snapshot's recall: offline and fast, whatever the config) means lexical only."""
+    return settings_in(store.paths.memory_dir, embed_model, embed_api_base)
+
+
+def settings_in(memory_dir, embed_model: str | bool | None, embed_api_base: str | None
+                ) -> tuple[str | None, str | None]:
+    """:func:`settings` for the store at ``memory_dir`` (also ``search --remote``'s query model)."""
     if embed_model is False:
         return None, None
     if embed_model is not None:
         if not embed_model.strip():
             raise UsageError("{embed_model} must name a LiteLLM embedding model, e.g. openai/text-embedding-3-small", param="embed_model")
         return embed_model.strip(), embed_api_base
-    config = read_config(store.paths.memory_dir)
+    config = read_config(memory_dir)
     model = config.get("embed_model")
     return (model or None), embed_api_base or config.get("embed_api_base") or None
 
@@ -78,6 +84,21 @@ def read_config(memory_dir) -> dict:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise UsageError(f"{path}: {key!r} must be a non-empty string, got {value!r}")
     return data
+
+
+def embedded_text(name: str, record: dict) -> str:
+    """What is embedded for a record of index file ``name``: its indexed text, spaces folded,
+    clipped to :data:`TEXT_CHARS` (:func:`content_hash` of it names its vector)."""
+    return " ".join(search_index.record_text(name, record).split())[:TEXT_CHARS]
+
+
+def embed_query(model: str, api_base: str | None, text: str):
+    """The unit vector (numpy float32) of one text, not cached: the shared store's query
+    (memcli.remote.search). Raises :class:`EmbeddingFailed`."""
+    import numpy as np
+
+    vectors, _ = _embed(model, api_base, [text])
+    return _unit(np, vectors)[0]
 
 
 def content_hash(model: str, text: str) -> bytes:
@@ -193,7 +214,7 @@ def catch_up(np, store, conn, model: str, api_base: str | None, names, dim: int)
         for rowid, name, _offset, record in search_index.read_records(store.paths, rowids, expected):
             if record is None:
                 return done  # the file was rewritten: the next search catches up
-            text = " ".join(search_index.record_text(name, record).split())[:TEXT_CHARS]
+            text = embedded_text(name, record)
             if text:
                 texts[rowid] = (content_hash(model, text), text)
         cached = search_index.cached_slots(conn, {h for h, _ in texts.values()})

@@ -305,9 +305,6 @@ def _fuse(store, conn, query: Query, lexical: list[_Candidate], nearest: list[in
     """Reciprocal-rank fusion of the lexical candidates and the nearest vectors."""
     lexical = sorted(lexical, key=lambda c: (-c.score, -c.rowid))
     by_rowid = {c.rowid: c for c in lexical}
-    fused: dict[int, float] = {}
-    for rank, c in enumerate(lexical):
-        fused[c.rowid] = 1.0 / (RRF_K + rank + 1)
     missing = [r for r in nearest if r not in by_rowid]
     if missing:
         extra = _read(store, conn, missing, Matcher(query), statuses, history)
@@ -318,14 +315,24 @@ def _fuse(store, conn, query: Query, lexical: list[_Candidate], nearest: list[in
             if c.record["id"] not in ids:
                 c.covers_all = all(c.spans)
                 by_rowid[c.rowid] = c
-    for rank, rowid in enumerate(r for r in nearest if r in by_rowid):
-        fused[rowid] = fused.get(rowid, 0.0) + 1.0 / (RRF_K + rank + 1)
+    fused = reciprocal_rank([c.rowid for c in lexical], [r for r in nearest if r in by_rowid])
     out = []
     for rowid, score in fused.items():
         c = by_rowid[rowid]
         c.score = score
         out.append(c)
     return out
+
+
+def reciprocal_rank(*rankings) -> dict:
+    """Reciprocal-rank fusion of ranked lists of keys, best first: key -> the sum, over the lists
+    holding it, of ``1 / (RRF_K + rank)`` (rank from 1). The rule of hybrid search, local and
+    remote (:mod:`memcli.remote.search`)."""
+    fused: dict = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking, 1):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank)
+    return fused
 
 
 def _weigh_recency(ranked: list[_Candidate]) -> None:

@@ -697,6 +697,12 @@ def vector_slots(conn, names: Iterable[str], since: float | None = None, until: 
     return rowids, slots
 
 
+def embedded_rows(conn) -> list[tuple[int, int, bytes]]:
+    """(rowid, slot, content hash) of every record that has an embedding (``push`` sends them)."""
+    return conn.execute("SELECT vrows.rowid, vrows.slot, vcache.hash FROM vrows JOIN vcache USING (slot) "
+                        "ORDER BY vrows.rowid").fetchall()
+
+
 def read_vector_state(paths: AgentPaths) -> tuple[str | None, int | None, int] | None:
     """:func:`vector_state` of the agent's index without creating one; None when there is none
     or it cannot be read."""

@@ -181,11 +181,11 @@ def bench_llm_concurrency() -> list[dict]:
     from memcli.compaction.llm import LiteLLMSummarizer, _import_litellm
     from memcli.compaction.policy import CompactionPolicy
     from memcli.ingest.api import ingest
-    from tests.compact_fixtures import FakeModelServer, conversation, good_answer
+    from tests.compact_fixtures import FakeModelServer, conversation, faithful_answer
 
     _import_litellm()  # LiteLLM's import (seconds) is not what is measured
     delay = 0.5
-    server = FakeModelServer(lambda body, i: (200, good_answer(), delay))
+    server = FakeModelServer(lambda body, i: (200, faithful_answer(body), delay))
     times = {}
     chunks = {}
     try:
