@@ -124,6 +124,36 @@ def good_answer(summary: str = "The user asked about order A-1042; lookup_order 
     return orjson.dumps({"episodic_summary": summary, "semantic_facts": facts}).decode()
 
 
+def transcript_items(body: dict) -> tuple[list[str], list[str]]:
+    """The user asks and the files written (``Edit``/``Write`` calls' ``file_path``) in a
+    summarizer request's ``<transcript>`` block, in order."""
+    from memcli.models import NON_OPENING_TAGS
+
+    user = body["messages"][-1]["content"]
+    block = user.split("<transcript", 1)[1].split("\n", 1)[1].split("\n</transcript>", 1)[0]
+    asks, files = [], []
+    for line in block.splitlines():
+        trace = json.loads(line)
+        if trace.get("type") == "user" and not NON_OPENING_TAGS.intersection(trace.get("tags") or ()):
+            asks.append(trace["content"])
+        elif trace.get("type") == "tool_call" and trace.get("tool") in ("Edit", "Write"):
+            path = trace["args"]["file_path"]
+            files += [path] if path not in files else []
+    return asks, files
+
+
+def faithful_answer(body: dict, summary: str = "The user asked about orders; lookup_order ran.", facts=None,
+                    leave_out: tuple = ()) -> str:
+    """A good answer to the request ``body`` that names every ask and file of its transcript
+    (those in ``leave_out`` aside), as a model that follows the prompt does."""
+    asks, files = transcript_items(body)
+    text = summary + "\nAll user messages: " + "; ".join(f'"{a}"' for a in asks if a not in leave_out)
+    kept = [f for f in files if f not in leave_out]
+    if kept:
+        text += "\nFiles and code sections: " + ", ".join(kept)
+    return good_answer(text, facts)
+
+
 def conversation(n_turns: int, *, prefix: str = "t", system: bool = True, big: int = 0) -> list[dict]:
     """Native events: a system prompt, then ``n_turns`` turns of user ask, a tool call and its
     result, and an assistant reply, with ids ``{prefix}-{turn}-{k}``. ``big`` pads each tool

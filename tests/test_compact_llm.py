@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.compact_fixtures import conversation, error_body, good_answer
+from tests.compact_fixtures import conversation, error_body, faithful_answer, good_answer
 from tests.helpers import agent_dir, read_jsonl, tree_digest
 
 MODEL = "openai/test-model"
@@ -43,7 +43,7 @@ def _compact(cli, srv, *args):
 
 def test_good_answer_is_committed(cli, memory_dir, server):
     ids = _ingest(cli)
-    srv = server(lambda body, i: (200, good_answer(), 0))
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
     result = _compact(cli, srv)
     assert result.exit_code == 0, result.stderr
     assert len(srv.requests) == 1
@@ -52,10 +52,8 @@ def test_good_answer_is_committed(cli, memory_dir, server):
     assert request["response_format"] == {"type": "json_object"}  # LiteLLM says openai/* takes it
     d = agent_dir(memory_dir, "a")
     (episodic,) = read_jsonl(d / "episodic.jsonl")
-    # the asks the model's answer does not name are added from the transcript, said as such
-    assert episodic["summary"] == (
-        "The user asked about order A-1042; lookup_order ran; it is with DHL.\n"
-        "Not in the model's summary (from the transcript): user asks: \"Where is order A-1001?\"; "
+    assert episodic["summary"] == (   # the model's answer, as it came
+        "The user asked about orders; lookup_order ran.\nAll user messages: \"Where is order A-1001?\"; "
         "\"Where is order A-1002?\"; \"Where is order A-1003?\"; \"Where is order A-1004?\"")
     assert episodic["model"] == MODEL
     # the prompt asks for a harness summary's sections and gives the offline digest as a checklist
@@ -76,8 +74,11 @@ def test_good_answer_is_committed(cli, memory_dir, server):
 
 def test_json_inside_a_fenced_block_after_prose(cli, memory_dir, server):
     _ingest(cli)
-    answer = "Sure! Here is the summary you asked for:\n```json\n" + good_answer("Fenced summary.") + "\n```\nBye."
-    srv = server(lambda body, i: (200, answer, 0))
+    def answer(body, i):
+        return 200, "Sure! Here is the summary you asked for:\n```json\n" + faithful_answer(body, "Fenced summary.") \
+            + "\n```\nBye.", 0
+
+    srv = server(answer)
     result = _compact(cli, srv)
     assert result.exit_code == 0, result.stderr
     (episodic,) = read_jsonl(agent_dir(memory_dir, "a") / "episodic.jsonl")
@@ -86,8 +87,7 @@ def test_json_inside_a_fenced_block_after_prose(cli, memory_dir, server):
 
 def test_invalid_json_then_good_answer_is_retried(cli, memory_dir, server):
     _ingest(cli)
-    answers = ['{"episodic_summary": "unterminated', good_answer("Second try.")]
-    srv = server(lambda body, i: (200, answers[min(i, 1)], 0))
+    srv = server(lambda body, i: (200, faithful_answer(body, "Second try.") if i else '{"episodic_summary": "unterm', 0))
     result = _compact(cli, srv)
     assert result.exit_code == 0, result.stderr
     assert len(srv.requests) == 2
@@ -118,9 +118,8 @@ def test_always_invalid_fails_with_nothing_written(cli, memory_dir, server, answ
 
 def test_http_500_and_429_then_success(cli, memory_dir, server):
     _ingest(cli)
-    script = [(500, error_body(500, "boom"), 0), (429, error_body(429, "slow down"), 0),
-              (200, good_answer("After errors."), 0)]
-    srv = server(lambda body, i: script[min(i, 2)])
+    script = [(500, error_body(500, "boom"), 0), (429, error_body(429, "slow down"), 0)]
+    srv = server(lambda body, i: script[i] if i < 2 else (200, faithful_answer(body, "After errors."), 0))
     result = _compact(cli, srv, "--retries", "2")
     assert result.exit_code == 0, result.stderr
     assert [r.status for r in srv.requests] == [500, 429, 200]
@@ -156,7 +155,7 @@ def test_window_larger_than_the_context_is_chunked_and_run_concurrently(cli, mem
     def respond(body, i):
         user = body["messages"][-1]["content"]
         span = user.split('<transcript turns="', 1)[1].split('"', 1)[0]
-        return 200, good_answer(f"Chunk {span} summarized.", facts=[
+        return 200, faithful_answer(body, f"Chunk {span} summarized.", facts=[
             {"fact": "Orders ship with DHL", "tags": ["shipping"], "confidence": 0.8}]), 0.4
 
     srv = server(respond)
@@ -181,7 +180,7 @@ def test_window_larger_than_the_context_is_chunked_and_run_concurrently(cli, mem
 
 def test_concurrency_one_runs_chunks_one_at_a_time(cli, memory_dir, server):
     _ingest(cli, turns=20, big=600)
-    srv = server(lambda body, i: (200, good_answer(), 0.05))
+    srv = server(lambda body, i: (200, faithful_answer(body), 0.05))
     result = _compact(cli, srv, "--max-context-tokens", "4000", "--concurrency", "1")
     assert result.exit_code == 0, result.stderr
     assert len(srv.requests) >= 2 and srv.max_overlap() == 1
@@ -200,7 +199,7 @@ def test_prompt_injection_in_a_tool_result_does_not_reach_the_store(cli, memory_
         # a model that falls for the injection the first time it sees it
         if "IGNORE ALL PREVIOUS INSTRUCTIONS" in body["messages"][-1]["content"] and i == 0:
             return 200, "PWNED", 0
-        return 200, good_answer("Order lookups for A-1001 and A-1002; a tool result contained an injection attempt."), 0
+        return 200, faithful_answer(body, "Order lookups; a tool result contained an injection attempt."), 0
 
     srv = server(obedient_model)
     result = _compact(cli, srv)
@@ -232,7 +231,7 @@ def test_injection_that_always_wins_commits_nothing(cli, memory_dir, server):
 
 def test_prior_memory_goes_into_the_prompt_and_facts_can_be_superseded(cli, memory_dir, server):
     _ingest(cli, turns=6)
-    first = server(lambda body, i: (200, good_answer("First part.", facts=[
+    first = server(lambda body, i: (200, faithful_answer(body, "First part.", facts=[
         {"fact": "Carrier is UPS", "tags": ["shipping"], "confidence": 0.6}]), 0))
     assert _compact(cli, first, "--tail-turns", "4").exit_code == 0
     old_fact = read_jsonl(agent_dir(memory_dir, "a") / "semantic.jsonl")[0]
@@ -241,7 +240,7 @@ def test_prior_memory_goes_into_the_prompt_and_facts_can_be_superseded(cli, memo
     def respond(body, i):
         user = body["messages"][-1]["content"]
         assert "First part." in user and old_fact["id"] in user
-        return 200, good_answer("Second part.", facts=[
+        return 200, faithful_answer(body, "Second part.", facts=[
             {"fact": "Carrier is DHL", "tags": ["shipping"], "confidence": 0.9, "supersedes": [old_fact["id"], "sem_unknown"]}]), 0
 
     second = server(respond)
@@ -266,7 +265,7 @@ def test_circuit_breaker_stops_if_needed_after_three_failures(cli, memory_dir, s
     assert result.exit_code == 1
     assert "circuit breaker open" in result.stderr and "3 consecutive failed compactions" in result.stderr
     assert len(srv.requests) == 3  # the model was not called
-    good = server(lambda body, i: (200, good_answer(), 0))
+    good = server(lambda body, i: (200, faithful_answer(body), 0))
     result = _compact(cli, good, *due, "--force")
     assert result.exit_code == 0, result.stderr
     breaker = orjson.loads((agent_dir(memory_dir, "a") / BREAKER).read_bytes())

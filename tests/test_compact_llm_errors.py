@@ -14,7 +14,7 @@ import socket
 import pytest
 
 from memcli.compaction.llm import clip_words
-from tests.compact_fixtures import conversation, error_body, good_answer
+from tests.compact_fixtures import conversation, error_body, faithful_answer
 from tests.helpers import agent_dir, tree_digest
 
 MODEL = "openai/test-model"
@@ -82,7 +82,7 @@ def test_no_key_fails_before_any_request_and_names_the_variable(cli, agent, atte
 
 def test_a_server_on_this_machine_needs_no_key(cli, agent, attempts, server, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
-    srv = server(lambda body, i: (200, good_answer(), 0))
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
     result = _compact(cli, "--model", MODEL, "--api-base", srv.api_base)
     assert result.exit_code == 0, result.stderr
     assert len(srv.requests) == 1

@@ -26,7 +26,7 @@ from memcli.errors import CompactionError
 from memcli.snapshot import SnapshotOptions, take_snapshot
 from memcli.snapshot.assemble import working_tokens
 from memcli.store.agent import AgentStore
-from tests.helpers import CORPORA, agent_dir, needs_corpora, read_jsonl, tree_digest
+from tests.helpers import CORPORA, agent_dir, needs_corpora, read_jsonl, store_digest, tree_digest
 from tests.snapshot_validation import check_payload
 
 PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
@@ -314,12 +314,12 @@ def test_a_compaction_that_would_not_shrink_the_snapshot_writes_nothing(cli, mem
     events = _stamp([{"trace_type": "user", "content": "hi"}, {"trace_type": "assistant", "content": "hello"},
                      {"trace_type": "user", "content": "ok"}, {"trace_type": "assistant", "content": "fine"}])
     cli("ingest", "s", input=events)
-    before = tree_digest(agent_dir(memory_dir, "s"))
+    before = store_digest(agent_dir(memory_dir, "s"))
     result = cli("compact", "s", "--tail-turns", "0", "--keep-steps", "0")
     assert result.exit_code == 0
     assert ("nothing written for 's': compacting turn_0001–turn_0002 (3 traces) would not make the working "
             "snapshot smaller (23 → ") in result.stderr
-    assert tree_digest(agent_dir(memory_dir, "s")) == before
+    assert store_digest(agent_dir(memory_dir, "s")) == before   # the token counts it took aside
     dry = cli("compact", "s", "--tail-turns", "0", "--keep-steps", "0", "--dry-run")
     assert dry.exit_code == 0 and dry.stdout.startswith("nothing written for 's'")
 
@@ -361,13 +361,18 @@ def test_failures_name_the_informative_line_and_whether_they_were_fixed(cli, mem
     assert "npm warn" not in failed
 
 
-def test_summary_refs_keep_identifiers_not_css_or_prose():
-    from memcli.compaction.offline import identifiers
+def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
+    """The window's identifiers are one ``Vocabulary:`` line ranked by need (no per-turn
+    ``refs:`` capped at 8 with "+N more"): paths, dotted names, ids and hashes, never a CSS class
+    with digits or prose with a slash, nor what the summary already shows."""
+    from memcli.compaction.offline import vocabulary
 
-    text = ('See https://example.com/a/b\\ and class="text-gray-500 px-4 md:flex" read/write and/or '
-            "src/app/main.py, order A-1042, commit 9f8e7d6c, id 123e4567-e89b-12d3-a456-426614174000")
-    assert identifiers(text) == ["https://example.com/a/b", "src/app/main.py", "A-1042", "9f8e7d6c",
-                                 "123e4567-e89b-12d3-a456-426614174000"]
+    vocab = {v: [1.0, 0, 1.0] for v in ("text-gray-500", "px-4", "and/or", "read/write", "src/app/main.py",
+                                        "A-1042", "9f8e7d6c", "spotter-gqc", "origin/spotter-gqc", "msg-1",
+                                        "Order.total", "shown_name")}
+    line = vocabulary(vocab, 1, "already shown_name here", 200)
+    assert line == ("Vocabulary (most used lately first): src/app/main.py, A-1042, 9f8e7d6c, spotter-gqc, "
+                    "origin/spotter-gqc, msg-1, Order.total")
 
 
 def test_a_rollup_keeps_line_breaks_and_asks(cli, memory_dir):

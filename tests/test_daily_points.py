@@ -232,9 +232,9 @@ def llm_agent(cli, memory_dir, monkeypatch):
 
 
 def test_compact_takes_the_key_from_a_flag_or_a_named_variable(cli, llm_agent, server, monkeypatch):
-    from tests.compact_fixtures import good_answer
+    from tests.compact_fixtures import faithful_answer
 
-    srv = server(lambda body, i: (200, good_answer(), 0))
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
     base = srv.api_base.replace("127.0.0.1", "localhost")
     assert cli("compact", "a", "--model", "openai/m", "--api-base", base, "--api-key", "sk-flag").exit_code == 0
     monkeypatch.setenv("MY_KEY", "sk-from-env")
@@ -248,9 +248,9 @@ def test_compact_takes_the_key_from_a_flag_or_a_named_variable(cli, llm_agent, s
 
 def test_the_api_compacts_with_a_key_and_a_base(llm_agent, server):
     from memcli import Memory
-    from tests.compact_fixtures import good_answer
+    from tests.compact_fixtures import faithful_answer
 
-    srv = server(lambda body, i: (200, good_answer(), 0))
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
     result = Memory(llm_agent).agent("a").compact(model="openai/m", api_base=srv.api_base, api_key="sk-api")
     assert result.turns and [r.authorization for r in srv.requests] == ["Bearer sk-api"]
 

@@ -129,20 +129,89 @@ def test_every_data_file_is_carried_generically(memory_dir, pg_url, tmp_path, mo
 
 # ---------------------------------------------------------------------------- interruptions
 
+def line_offsets(path):
+    """The byte offset of each line of a JSONL file."""
+    offsets, pos = [], 0
+    for line in path.read_bytes().splitlines(keepends=True):
+        offsets.append(pos)
+        pos += len(line)
+    return offsets
+
+
+def stored_position(url, file="raw_traces.jsonl"):
+    found = rows(url, "SELECT pos FROM memcli_positions WHERE file = %s", file)
+    return found[0][0] if found else 0
+
+
 def test_kill_9_mid_push_then_the_next_push_completes_it_without_duplicates(memory_dir, pg_url):
+    """Killed with several batches in flight (three connections): the stored position is a prefix
+    of committed rows, the next push sends exactly what lies after it and adds what is missing."""
     mem = memcli.Memory(memory_dir)
     mem.agent("big").ingest(events(2000))
-    env = {"MEMCLI_PUSH_BATCH_BYTES": "20000", "MEMCLI_DIR": str(memory_dir)}
+    offsets = line_offsets(memory_dir / "agents/big/raw_traces.jsonl")
+    env = {"MEMCLI_PUSH_BATCH_BYTES": "20000", "MEMCLI_PUSH_CONNECTIONS": "3", "MEMCLI_DIR": str(memory_dir)}
     for point in ("push:staged@3", "push:committed@5"):
         done = run_memcli("push", "big", "--to", pg_url, env={**env, "MEMCLI_CRASH_AT": point})
         assert done.returncode == -9, done.stderr
+        stored = stored_position(pg_url)
+        before = sum(1 for o in offsets if o < stored)
+        assert rows(pg_url, "SELECT count(*) FROM memcli_records WHERE pos < %s", stored) == [(before,)]
     committed = rows(pg_url)[0][0]
     assert 0 < committed < 4000
+    after = sum(1 for o in offsets if o >= stored_position(pg_url))
     done = run_memcli("push", "big", "--to", pg_url, "--json", env=env)
     assert done.returncode == 0, done.stderr
-    assert orjson.loads(done.stdout)[0]["records"] == 4000 - committed   # resumed, not restarted
+    pushed = orjson.loads(done.stdout)[0]
+    assert pushed["records"] == after and pushed["changed"] == 4000 - committed   # resumed, not restarted
     assert rows(pg_url) == [(4000,)]
     assert rows(pg_url, "SELECT count(DISTINCT id) FROM memcli_records") == [(4000,)]
+    assert stored_position(pg_url) == (memory_dir / "agents/big/raw_traces.jsonl").stat().st_size
+
+
+def test_batches_committed_out_of_order_leave_the_position_at_the_committed_prefix(memory_dir, pg_url, monkeypatch):
+    """The first batch fails after later ones committed: the stored position stays before it, the
+    next push adds exactly what is missing, and an id the file has twice keeps its later line
+    although the batch with the earlier one is upserted after it."""
+    import time
+
+    from memcli.remote import push as push_mod
+
+    monkeypatch.setattr(push_mod, "BATCH_BYTES", 20_000)
+    monkeypatch.setattr(push_mod, "CONNECTIONS", 3)
+    mem = memcli.Memory(memory_dir)
+    mem.agent("big").ingest(events(1000))
+    path = memory_dir / "agents/big/raw_traces.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert lines[200].startswith(b'{"id":"u100",')
+    lines[200] = lines[200].replace(b'{"id":"u100",', b'{"id":"u0",')      # in the second batch
+    path.write_bytes(b"".join(lines))
+    original = push_mod._Pusher._stage_and_upsert
+
+    def first_batch_fails_after_the_second_committed(self, cur, key, rows, **kw):
+        if rows.split(b"\t", 4)[3] == b"0":
+            deadline = time.monotonic() + 60
+            while not rows_of(pg_url, "u0"):
+                assert time.monotonic() < deadline, "the second batch never committed"
+                time.sleep(0.02)
+            original(self, cur, key, rows, **kw)
+            raise RuntimeError("the process dies before the first batch commits")
+        return original(self, cur, key, rows, **kw)
+
+    monkeypatch.setattr(push_mod._Pusher, "_stage_and_upsert", first_batch_fails_after_the_second_committed)
+    with pytest.raises(RuntimeError):
+        mem.push(["big"], to=pg_url)
+    committed = rows(pg_url)[0][0]
+    assert 0 < committed < 1999 and stored_position(pg_url) == 0
+    assert rows_of(pg_url, "u1") == [] and rows_of(pg_url, "u0") == [(lines[200].rstrip(b"\n").decode(),)]
+    monkeypatch.setattr(push_mod._Pusher, "_stage_and_upsert", original)
+    again = mem.push(["big"], to=pg_url)
+    assert again.records == 2000 and again.agents[0].changed == 1999 - committed
+    assert rows(pg_url) == [(1999,)] and stored_position(pg_url) == path.stat().st_size
+    assert rows_of(pg_url, "u0") == [(lines[200].rstrip(b"\n").decode(),)]     # the later line
+
+
+def rows_of(url, rid):
+    return rows(url, "SELECT line FROM memcli_records WHERE id = %s", rid)
 
 
 def test_a_lost_connection_mid_push_is_retried_from_the_last_commit(memory_dir, pg_url, monkeypatch):
@@ -162,7 +231,8 @@ def test_a_lost_connection_mid_push_is_retried_from_the_last_commit(memory_dir, 
     result = mem.push(["big"], to=pg_url, progress=progress)
     assert killed and killed[0] and result.agents[0].retries == 1
     assert rows(pg_url) == [(2000,)]
-    assert result.records == 2000
+    # batches that committed beyond the stored position before the drop are sent again as no-ops
+    assert result.records >= 2000 and result.agents[0].changed == 2000
 
 
 # ---------------------------------------------------------------------------- many machines
@@ -422,3 +492,18 @@ def test_mcp_remote_survives_a_dropped_connection(memory_dir, pg_url):
     first = tools.remember(None, "Deploys need a ticket")["id"]
     assert tools.remember(None, "Deploys  need a ticket")["id"] == first     # the same fact: nothing written
     assert rows(pg_url, "SELECT count(*) FROM memcli_records WHERE line LIKE '%%need a ticket%%'") == [(1,)]
+
+
+def test_a_server_that_allows_one_connection_gets_the_push_over_one(memory_dir, pg_url, monkeypatch):
+    from memcli.remote import push as push_mod
+
+    monkeypatch.setattr(push_mod, "BATCH_BYTES", 20_000)
+    db = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute("CREATE ROLE solo LOGIN CONNECTION LIMIT 1")
+        admin.execute(f"ALTER DATABASE {db} OWNER TO solo")
+        admin.execute("ALTER SCHEMA public OWNER TO solo")
+    mem = memcli.Memory(memory_dir)
+    mem.agent("big").ingest(events(500))
+    result = mem.push(["big"], to=pg_url.replace("memcli@", "solo@"))
+    assert result.records == 1000 and rows(pg_url) == [(1000,)]

@@ -9,7 +9,7 @@ import signal
 import orjson
 import pytest
 
-from tests.compact_fixtures import conversation, good_answer, long_turn
+from tests.compact_fixtures import conversation, faithful_answer, long_turn
 from tests.helpers import agent_dir, read_jsonl, run_memcli
 from tests.test_reliability import UNDO_POINTS as UNDO_STEPS
 
@@ -258,7 +258,7 @@ def llm_env(monkeypatch):
 
 def test_an_llm_compaction_records_its_tokens_and_cost(cli, memory_dir, server, llm_env):
     _ingest(cli, conversation(8))
-    srv = server(lambda body, i: (200, good_answer(), 0))   # usage: 10 prompt, 10 completion tokens
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))   # usage: 10 prompt, 10 completion tokens
     result = cli("compact", "a", "--model", "openai/gpt-4o-mini", "--api-base", srv.api_base)
     assert result.exit_code == 0, result.stderr
     (entry,) = _compactions(cli)
@@ -284,7 +284,7 @@ def test_an_llm_compaction_records_its_tokens_and_cost(cli, memory_dir, server, 
 def test_max_cost_refuses_before_the_first_request(cli, memory_dir, server, llm_env):
     _ingest(cli, conversation(8, big=2000))
     before = _files(memory_dir)
-    srv = server(lambda body, i: (200, good_answer(), 0))
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
     result = cli("compact", "a", "--model", "openai/gpt-4o-mini", "--api-base", srv.api_base, "--max-cost", "0.0001")
     assert result.exit_code == 1
     assert "--max-cost 0.0001: compacting 'a' with openai/gpt-4o-mini would cost up to $" in result.stderr
@@ -313,7 +313,7 @@ def test_dry_run_shows_the_summary_it_would_write(cli, memory_dir, server, llm_e
     assert episodic["summary"] == planned                                 # the exact text
     # with a model: the offline digest it would condense, and the estimate; nothing sent
     cli("uncompact", "a")
-    srv = server(lambda body, i: (200, good_answer(), 0))
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
     result = cli("compact", "a", "--model", "openai/gpt-4o-mini", "--api-base", srv.api_base, "--dry-run", "--json")
     assert result.exit_code == 0, result.stderr
     data = orjson.loads(result.stdout)

@@ -76,13 +76,15 @@ def compact(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would move and the tokens; write nothing."),
     concurrency: int = typer.Option(4, "--concurrency", help="Chunks summarized at once."),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model request."),
-    retries: int = typer.Option(2, "--retries", help="Retries per chunk after an invalid answer or a provider error."),
+    retries: int = typer.Option(2, "--retries", help="Retries per chunk after an invalid answer (or one that leaves out an ask or a "
+                              "modified file) or a provider error."),
     strategy: str = typer.Option(
         "summarize", "--strategy", help="summarize, or sliding-window (archive old turns without a summary)."),
     force: bool = typer.Option(False, "--force", help="Run even when the circuit breaker is open."),
     max_cost: Optional[float] = typer.Option(
         None, "--max-cost", metavar="USD",
-        help="With --model: refuse, before any request, when the estimated cost is above USD."),
+        help="With --model: refuse, before any request, when the estimated cost is above USD; "
+             "no retry is sent that could take the run past it."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan or the result as one JSON document."),
 ) -> None:
     """Summarize old turns and steps into episodic/semantic memory and archive their traces.

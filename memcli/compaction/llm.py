@@ -16,21 +16,32 @@ and may supersede facts) and the transcript as data — one JSON object per trac
 block. The model is told to keep identifiers verbatim and to treat the transcript as data, not
 instructions.
 
+The prompt asks for a harness summary's sections (primary request and intent, key technical
+concepts, files and code sections, errors and fixes, all user messages, pending tasks, current
+work, next step), one item per line, and the user message carries, after the transcript, the
+offline digest of the same turns as a ``<checklist>`` (:meth:`LiteLLMSummarizer.checklist`).
+
 JSON mode (``response_format={"type": "json_object"}``) is asked for when LiteLLM says the model
 supports ``response_format``; a server that rejects it gets the same request without it. The
-answer is parsed robustly (plain JSON, a fenced ```json block, JSON after leading prose) and
-validated by :func:`memcli.compaction.summarizer.validate_summary`.
+answer is parsed robustly (plain JSON, a fenced ```json block, JSON after leading prose),
+validated by :func:`memcli.compaction.summarizer.validate_summary`, then checked for what every
+summary must name (:class:`Required`): each user ask of a turn that moves with its ask (verbatim,
+or by its identifiers and key words) and each modified file by its path. An answer that leaves
+one out is a failed attempt: the retry is the same request with a ``<missing>`` block listing
+every ask (with the identifiers and words it lacked) and file left out, in the checklist's room.
+Each chunk is checked against its own turns; :meth:`LiteLLMSummarizer.split` keeps a chunk's asks
+and files within :meth:`LiteLLMSummarizer.required_tokens`, so an answer can name them all.
 
 Retries are ours (LiteLLM's and the SDK's are turned off, so every request is counted): only
-what another attempt can cure — an invalid answer, a timeout (``--timeout``, per request),
-HTTP 429 and 5xx — is retried ``--retries`` times (default 2) with exponential backoff
+what another attempt can cure — an invalid answer, one that leaves out an ask or a modified
+file, a timeout (``--timeout``, per request), HTTP 429 and 5xx — is retried ``--retries`` times (default 2) with exponential backoff
 (``MEMCLI_RETRY_BACKOFF`` seconds, default 1, doubling, at most 20). A missing or refused key, a
 model nobody serves, a refused connection and other 4xx errors fail at once, naming what to set
 (``OPENAI_API_KEY``, ``--api-base``, ``--model``) — :func:`classify_failure` reads the exceptions
 behind LiteLLM's, which reports a missing key or a refused connection as "HTTP 500". Provider
 messages are quoted by whole words. When no attempt gives a valid summary,
-:class:`CompactionError` (exit 1) names every attempt's problem, with hints only for what
-applies, and nothing is written.
+:class:`CompactionError` (exit 1) names every attempt's problem, what the last answer left out,
+and what was spent, with hints only for what applies, and nothing is written.
 
 Chunking: the summarizer's context is LiteLLM's model map for ``--model``, else
 ``--max-context-tokens``, else 200,000. Whole turns are packed greedily into chunks whose
@@ -42,7 +53,10 @@ is added to ``spent`` (:class:`Spending`) with its cost by LiteLLM's price map
 (``litellm.cost_per_token`` for ``--model``; None, never a guess, when the map has no price); the
 compaction writes what one run spent into its ledger record. :meth:`LiteLLMSummarizer.estimate`
 gives the same figures before anything is sent (the prompts counted exactly, the answer at its
-reserve per request), for ``--dry-run`` and ``--max-cost``.
+reserve per request), for ``--dry-run`` and ``--max-cost``. With ``--max-cost``
+(:meth:`LiteLLMSummarizer.limit_cost`) every request, retries included, is priced the same way
+before it goes and is not sent when what was spent, what requests in flight may cost and its
+own bound together would pass the limit (CompactionError naming the attempt; nothing written).
 
 LiteLLM is imported only here, lazily, with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first (no
 network fetch of the model map).
@@ -90,6 +104,8 @@ Answer with exactly one JSON object and nothing else:
 
 Rules:
 - episodic_summary: what the agent needs to continue, as plain text under these headings, in this order: "Primary request and intent", "Key technical concepts", "Files and code sections" (each file with what changed in it: functions, classes, keys), "Errors and fixes", "All user messages", "Pending tasks", "Current work", "Next step". The <checklist> is a deterministic digest of the same transcript: everything it names (asks, files, failures, commands, identifiers) must appear in your summary unless it is clearly irrelevant now. It must contain: every user ask, verbatim up to 200 characters (a "steps only" note means the ask stays in the agent's context: do not repeat it); every file the agent or a subagent modified (complete, never "and N more"); every failure by its informative line (the error, the exception's last line, the failing test; never a warning such as "npm warn ...") and whether a later run of the same command succeeded; each turn's final answer to the user; what each subagent (traces with "subagent") was asked, which files it changed, what failed and what it concluded; every tool call that never got a result ("never answered"); and what is still open. Continue the prior summaries: do not repeat what they already say.
+- Put each user message, file, error and task on its own line starting with "- ", so that later shortening never drops an item.
+- Your answer is checked before it is kept: a summary that does not name every user ask (verbatim, or with all its identifiers and key words) and every modified file by its path is sent back with the list of what it left out.
 - Keep identifiers exactly as written: file paths, URLs, ids, order and ticket numbers, commands, error codes, function and test names. Never shorten, translate or paraphrase them.
 - semantic_facts: durable facts worth remembering after this episode, most important first: user preferences and standing instructions ("always ...", "never ...", "I prefer ..."), failures still unresolved, facts about the user, the project or the environment, decisions taken; the modified files as ONE fact ("Files modified: a, b"). Do not restate an existing fact. When a new fact replaces or contradicts an existing one, put the existing fact's id in "supersedes". Use [] when there is nothing durable.
 - confidence: 1.0 when the transcript states it explicitly, lower when inferred.
@@ -210,6 +226,9 @@ class LiteLLMSummarizer(Summarizer):
         self.requests = 0                   # every request sent (for reports and tests)
         self.spent = Spending()             # what the answers' usage reports, all attempts counted
         self._count_lock = threading.Lock()
+        self.cost_limit: float | None = None   # --max-cost (limit_cost), retries included
+        self._cost_base = 0.0
+        self._in_flight = 0.0
 
     # ------------------------------------------------------------------ before any request
     def preflight(self) -> None:
@@ -278,15 +297,30 @@ class LiteLLMSummarizer(Summarizer):
         """Tokens of each request set aside for the checklist (the offline digest of its turns)."""
         return min(CHECKLIST_TOKENS, self.context_tokens() // 10)
 
-    def checklist(self, turns: list[Turn]) -> str:
-        """The offline digest of ``turns``, within :meth:`checklist_tokens`: what the answer must cover."""
+    def checklist(self, turns: list[Turn], tokens: int | None = None) -> str:
+        """The offline digest of ``turns``, within ``tokens`` (default :meth:`checklist_tokens`):
+        what the answer must cover."""
         from memcli.compaction.offline import OfflineSummarizer
 
-        budget = MemoryContext(summary_tokens=self.checklist_tokens())
+        tokens = self.checklist_tokens() if tokens is None else tokens
+        if tokens < 64:
+            return ""
+        budget = MemoryContext(summary_tokens=tokens)
         text = OfflineSummarizer().summarize(turns, budget).episodic_summary
-        while self.counter.count(text) > self.checklist_tokens() and len(text) > 200:
+        while self.counter.count(text) > tokens and len(text) > 200:
             text = text[: len(text) * 3 // 4].rsplit("\n", 1)[0]
-        return text
+        return text if self.counter.count(text) <= tokens else ""
+
+    def required_tokens(self) -> int:
+        """At most this many tokens of asks and files per chunk (:meth:`split`): a retry's
+        ``<missing>`` list fits in the checklist's room, and an answer can name them all."""
+        return self.checklist_tokens() * 3 // 4
+
+    def _required_size(self, turn: Turn) -> int:
+        from memcli.compaction.offline import clip_ask, required_items
+
+        asks, files = required_items([turn])
+        return self.counter.count("\n".join([clip_ask(a, 200) for a in asks] + files)) if asks or files else 0
 
     def transcript_budget(self, memory: MemoryContext) -> tuple[int, str]:
         context = self.context_tokens()
@@ -310,24 +344,30 @@ class LiteLLMSummarizer(Summarizer):
         return text, tokens
 
     def split(self, turns: list[Turn], memory: MemoryContext) -> list[list[Turn]]:
-        """Whole turns packed greedily into chunks that each fit one request."""
+        """Whole turns packed greedily into chunks that each fit one request, with at most
+        :meth:`required_tokens` of asks and modified files to name."""
         budget, _ = self.transcript_budget(memory)
+        cap = self.required_tokens()
         chunks: list[list[Turn]] = []
         current: list[Turn] = []
-        used = 0
+        used = needed = 0
         for turn in turns:
             _, tokens = self._fit(turn, budget)
-            if current and used + tokens > budget:
+            need = self._required_size(turn)
+            if current and (used + tokens > budget or needed + need > cap):
                 chunks.append(current)
-                current, used = [], 0
+                current, used, needed = [], 0, 0
             current.append(turn)
             used += tokens
+            needed += need
         if current:
             chunks.append(current)
         return chunks
 
     # ------------------------------------------------------------------ requests
-    def messages(self, turns: list[Turn], memory: MemoryContext) -> list[dict]:
+    def messages(self, turns: list[Turn], memory: MemoryContext, missing: "Missing | None" = None) -> list[dict]:
+        """The request for ``turns``; a retry's (``missing``: what the last answer left out) says
+        what to add in a ``<missing>`` block, which takes its room from the checklist."""
         budget, memory_text = self.transcript_budget(memory)
         parts = []
         share = max(budget // max(len(turns), 1), 64)
@@ -335,11 +375,20 @@ class LiteLLMSummarizer(Summarizer):
         for turn in turns:
             parts.append(render_turn(turn) if total <= budget else self._fit(turn, share)[0])
         span = turns[0].turn_id if len(turns) == 1 else f"{turns[0].turn_id}–{turns[-1].turn_id}"
-        checklist = self.checklist(turns).replace("<", "\\u003c")
+        room = self.checklist_tokens()
+        retry = ""
+        if missing:
+            block = missing.feedback()
+            room -= self.counter.count(block) + 80
+            retry = (f"<missing>\n{block}\n</missing>\n\nYour previous answer for this transcript left out what "
+                     "<missing> lists. Write the whole JSON object again, complete: every user ask under \"All user "
+                     "messages\" (verbatim, or with all its identifiers and key words) and every modified file by its "
+                     "path under \"Files and code sections\".\n\n")
+        checklist = self.checklist(turns, room).replace("<", "\\u003c")
         user = (f"<memory>\n{memory_text}\n</memory>\n\n"
                 f"<transcript turns=\"{span}\">\n" + "\n".join(parts) + "\n</transcript>\n\n"
-                f"<checklist>\n{checklist}\n</checklist>\n\n"
-                "Return the JSON object for this transcript now.")
+                + (f"<checklist>\n{checklist}\n</checklist>\n\n" if checklist else "") + retry
+                + "Return the JSON object for this transcript now.")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
     def _use_json_mode(self, litellm) -> bool:
@@ -424,16 +473,19 @@ class LiteLLMSummarizer(Summarizer):
         messages = self.messages(turns, memory)
         json_mode = self._use_json_mode(litellm)
         known = memory.fact_ids()
+        required = Required.of(turns)
         span = turns[0].turn_id if len(turns) == 1 else f"{turns[0].turn_id}–{turns[-1].turn_id}"
         failures: list[ModelFailure] = []
+        missing: Missing | None = None
         attempt = 0
         while attempt <= self.retries:
             if attempt:
                 time.sleep(min(self.backoff * 2 ** (attempt - 1), 20.0))
             attempt += 1
+            reserved = self._reserve(litellm, messages, span, attempt, missing)
             try:
                 content = self._call(litellm, messages, json_mode)
-                return complete_summary(validate_summary(extract_json(content), known), turns)
+                summary = validate_summary(extract_json(content), known)
             except InvalidSummary as exc:
                 failures.append(ModelFailure(f"invalid answer: {exc}", retry=True,
                                              hint="--retries gives the model more chances"))
@@ -444,37 +496,219 @@ class LiteLLMSummarizer(Summarizer):
                     attempt -= 1
                     continue
                 failure = classify_failure(exc, self, litellm)
-            failures.append(failure)
-            if not failure.retry:  # no retry can cure it: say what to change, at once
-                raise CompactionError(f"{self.model}: {failure.problem}; nothing was written", hint=failure.hint)
+                failures.append(failure)
+                if not failure.retry:  # no retry can cure it: say what to change, at once
+                    raise CompactionError(f"{self.model}: {failure.problem}; nothing was written",
+                                          hint=failure.hint) from None
+                continue
+            finally:
+                self._release(reserved)
+            missing = required.missing(summary.episodic_summary)
+            if not missing:
+                return summary
+            failures.append(ModelFailure(f"the summary left out {missing.counted()}", retry=True,
+                                         hint="--retries gives the model more chances"))
+            messages = self.messages(turns, memory, missing=missing)   # the retry says what was left out
         shown = "; ".join(f"attempt {i + 1}: {f.problem}" for i, f in enumerate(failures[-5:]))
         hints = list(dict.fromkeys(f.hint for f in failures if f.hint))
+        left_out = (f"; the last answer left out {missing.describe()}"
+                    if missing and failures[-1].problem.startswith("the summary left out") else "")
         raise CompactionError(
             f"{self.model} gave no valid summary for {span} after {attempt} attempt{'s' if attempt != 1 else ''} "
-            f"({shown}); nothing was written",
+            f"({shown}){left_out}; spent: {self.spent.describe()}; nothing was written",
             hint="; ".join(hints + ["the offline summarizer (no --model) needs no model"]),
         )
 
+    # ------------------------------------------------------------------ --max-cost, retries included
+    def limit_cost(self, max_cost: float | None) -> None:
+        """Send no request that could take what this summarizer spends from now on over
+        ``max_cost`` USD: each request is priced before it goes (its prompt counted, its answer at
+        the full reserve) and added to what the answers so far cost and the requests in flight
+        may cost; retries included."""
+        self.cost_limit = max_cost
+        self._cost_base = self.spent.cost_usd
 
-def complete_summary(summary: Summary, turns: list[Turn]) -> Summary:
-    """``summary`` with what the model left out of what every summary keeps: the user asks of
-    the window (their first 60 characters) and the files modified, added as one last line that
-    says they were missing from the model's answer."""
-    from memcli.compaction.offline import clip_ask, required_items
+    def _reserve(self, litellm, messages: list[dict], span: str, attempt: int, missing: "Missing | None") -> float:
+        """The most the request about to go may cost, reserved against ``--max-cost`` (0.0 when
+        there is no limit); CompactionError (nothing sent) when it does not fit."""
+        if self.cost_limit is None:
+            return 0.0
+        prompt = self.counter.count("\n".join(m["content"] for m in messages))
+        bound = self.price(litellm, prompt, self.output_tokens())
+        with self._count_lock:
+            committed = self.spent.cost_usd - self._cost_base + self._in_flight
+            if bound is not None and committed + bound <= self.cost_limit:
+                self._in_flight += bound
+                return bound
+        if attempt > 1:
+            why = f", the last answer left out {missing.counted()}" if missing else ""
+            what = f"retrying {span} (attempt {attempt}{why})"
+        else:
+            what = f"summarizing {span}"
+        cost = "an unknown cost" if bound is None else f"up to ${bound:.6f}"
+        raise CompactionError(
+            f"{{max_cost}} {self.cost_limit:g}: {what} would cost {cost} on top of ${committed:.6f} spent or "
+            f"committed; spent: {self.spent.describe()}; nothing was written",
+            hint="raise --max-cost, lower --retries, or use the offline summarizer", param="max_cost")
 
-    asks, files = required_items(turns)
-    text = " ".join(summary.episodic_summary.split()).casefold()
-    missing_asks = [a for a in asks if " ".join(a.split())[:60].casefold() not in text]
-    missing_files = [f for f in files if f.casefold() not in text and f.rsplit("/", 1)[-1].casefold() not in text]
-    if not missing_asks and not missing_files:
-        return summary
-    parts = []
-    if missing_asks:
-        parts.append("user asks: " + "; ".join(f'"{clip_ask(a, 200)}"' for a in missing_asks))
-    if missing_files:
-        parts.append("files modified: " + ", ".join(missing_files))
-    summary.episodic_summary += "\nNot in the model's summary (from the transcript): " + " · ".join(parts)
-    return summary
+    def _release(self, reserved: float) -> None:
+        if reserved:
+            with self._count_lock:
+                self._in_flight -= reserved
+
+
+# --------------------------------------------------------------------------- the answer's checks
+
+ASK_IDENTIFIERS = 10   # an ask's first identifiers that an answer must name
+ASK_WORDS = 8          # of an ask's other key words, two thirds must be named, at most this many
+LISTED_MISSING = 5     # asks (and twice as many files) an error message lists
+_ASK_IDENTIFIERS = (   # what an ask names that a summary must keep as written (Required.terms)
+    re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+"),                                  # URLs
+    re.compile(r"(?<![\w/.@~-])(?:(?:~?/|\.{1,2}/)(?:[\w.@-]+/)*|(?:[\w.@-]+/)+)[\w.@-]*\w"),   # paths
+    re.compile(r"(?<![\w/.-])[A-Za-z_][\w-]+(?:\.[A-Za-z_]\w*)+"),                    # app.py, os.path.join
+    re.compile(r"(?<![\w/.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}(?![\w/])"),  # A-1001, sha256
+    re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:[a-z0-9]_|[a-z][A-Z]|_[A-Za-z0-9])\w*"),      # snake_case, camelCase
+    re.compile(r"`([^`\n]{2,60})`"),                                                   # `make lint`
+    re.compile(r"(?<![\w.-])#?\d{3,}(?![\w.-])"),                                      # #482, 8080
+    re.compile(r"(?<!\S)(?:/[A-Za-z][\w:-]*|--?[A-Za-z][\w-]*)(?![^\s,;:.?!)])"),      # /review, -la, --force
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’]*(?:-[A-Za-z0-9]+)*")   # hyphenated words whole
+_COMMON = frozenset("""about above after again also always anything back been before being below both
+can't could didn't does doesn't doing done don't down each else even every first from give going gonna
+good great have here hers into it's just know last let's lets like look make many maybe more most much
+must need needs never next only other ours over please pretty really right same should show some
+something still such sure take tell than thank thanks that that's their them then there these they
+thing things think this those though through too under until very want wanted wants well were what
+what's when where which while will with without would yeah your yours""".split())
+
+
+def _present(term: str, text: str) -> bool:
+    """``term`` (casefolded) in ``text`` (casefolded, whitespace collapsed), not inside a longer word."""
+    return re.search(r"(?<!\w)" + re.escape(term) + r"(?!\w)", text) is not None
+
+
+def _stem_present(word: str, text: str) -> bool:
+    """A key word, or another form of it (its first ~60%, at least 5 letters, for a word of
+    letters only), at a word start."""
+    stem = word if len(word) <= 5 or not word.isalpha() else word[: max(5, (len(word) * 3 + 4) // 5)]
+    return re.search(r"(?<!\w)" + re.escape(stem), text) is not None
+
+
+def _path_like(value: str) -> bool:
+    """A path, not prose with a slash (``and/or``): rooted, 2+ slashes, or a file extension."""
+    return (value.startswith(("/", "~/", "./", "../", "http")) or value.count("/") >= 2
+            or re.search(r"\.[A-Za-z0-9]{1,8}$", value) is not None)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class Required:
+    """What an answer for some turns must name: every user ask of a turn that moves with its ask,
+    and every file modified.
+
+    An ask is named when its text appears (case and whitespace aside), or when its first
+    :data:`ASK_IDENTIFIERS` identifiers (paths, URLs, ids, code names, backticked spans, numbers
+    of 3+ digits, slash commands, flags such as ``-la``) all appear and enough of its other key
+    words (4+ letters, not common words; hyphenated words whole; another form of a plain word
+    counts) do: two thirds of them (half, rounded down, when the ask has identifiers), at most
+    :data:`ASK_WORDS`. A file is named by its path, or by its last two components (``src/app.py`` for
+    ``/home/me/proj/src/app.py``); a bare name only for a bare path."""
+
+    def __init__(self, asks: list[str], files: list[str]):
+        self.asks, self.files = asks, files
+
+    @classmethod
+    def of(cls, turns: list[Turn]) -> "Required":
+        """The asks (as people read them: a slash command as ``/name args``) and files of ``turns``."""
+        from memcli.compaction.offline import required_items
+        from memcli.neutral import readable_text
+
+        asks, files = required_items(turns)
+        return cls([readable_text(a) for a in asks], files)
+
+    @staticmethod
+    def terms(ask: str) -> tuple[list[str], list[str]]:
+        """An ask's identifiers (as written) and key words (casefolded), in order, without repeats."""
+        spans = sorted((m.start(m.lastindex or 0), m.group(m.lastindex or 0)) for pattern in _ASK_IDENTIFIERS
+                       for m in pattern.finditer(ask))
+        spans = [(at, v) for at, v in spans if "/" not in v or _path_like(v)]
+        found = list(dict.fromkeys(_one_line(v).rstrip(".,;:!?") for _, v in spans if v.strip()))
+        idents = [i for i in found if not any(i != o and i in o for o in found)][:ASK_IDENTIFIERS]
+        inside = " ".join(idents).casefold()
+        words = [w for w in dict.fromkeys(w.casefold().replace("’", "'") for w in _WORD.findall(ask))
+                 if len(w) >= 4 and w not in _COMMON and w not in inside]
+        return idents, words
+
+    @classmethod
+    def ask_lacks(cls, ask: str, text: str) -> list[str]:
+        """What of ``ask`` the (casefolded, one-line) ``text`` does not name; [] when it is named."""
+        whole = _one_line(ask).casefold()
+        if whole in text:
+            return []
+        idents, words = cls.terms(ask)
+        if not idents and not words:
+            return [whole]       # "yes", "go on": only the ask itself names it
+        lacks = [i for i in idents if not _present(i.casefold(), text)]
+        absent = [w for w in words if not _stem_present(w, text)]
+        needed = min(len(words) // 2 if idents else -(-2 * len(words) // 3), ASK_WORDS)
+        if len(words) - len(absent) < needed:
+            lacks += absent
+        return lacks
+
+    @staticmethod
+    def file_named(path: str, text: str) -> bool:
+        parts = [p for p in path.replace("\\", "/").casefold().split("/") if p not in ("", ".")]
+        if not parts:
+            return True
+        return any(re.search(r"(?<![\w.-])" + re.escape(c) + r"(?![\w-])", text)
+                   for c in dict.fromkeys([_one_line(path).casefold(), "/".join(parts[-2:])]))
+
+    def missing(self, summary: str) -> "Missing":
+        text = _one_line(summary).casefold()
+        asks = [(a, lacks) for a in self.asks if (lacks := self.ask_lacks(a, text))]
+        return Missing(asks, [f for f in self.files if not self.file_named(f, text)])
+
+
+@dataclass
+class Missing:
+    """What an answer left out (:meth:`Required.missing`): asks with what they lack, files."""
+
+    asks: list
+    files: list
+
+    def __bool__(self) -> bool:
+        return bool(self.asks or self.files)
+
+    def counted(self) -> str:
+        from memcli.sizes import counted
+
+        parts = [counted(len(self.asks), "user ask")] if self.asks else []
+        parts += [counted(len(self.files), "modified file")] if self.files else []
+        return " and ".join(parts)
+
+    def describe(self) -> str:
+        """For the error message: the asks (clipped, with what they lack) and files left out."""
+        from memcli.compaction.offline import clip_ask
+
+        parts = [f'user ask "{clip_ask(a, 80)}" (lacks {", ".join(lacks)})' for a, lacks in self.asks[:LISTED_MISSING]]
+        if len(self.asks) > LISTED_MISSING:
+            parts.append(f"{len(self.asks) - LISTED_MISSING} more asks")
+        if self.files:
+            shown = self.files[: 2 * LISTED_MISSING]
+            more = len(self.files) - len(shown)
+            parts.append("modified file" + ("s " if len(self.files) > 1 else " ") + ", ".join(shown)
+                         + (f" and {more} more" if more else ""))
+        return "; ".join(parts)
+
+    def feedback(self) -> str:
+        """The block a retry carries: every ask and file left out, and what each ask lacks."""
+        from memcli.compaction.offline import clip_ask
+
+        lines = [f'- user ask "{clip_ask(a, 200)}": name ' + ", ".join(lacks) for a, lacks in self.asks]
+        lines += [f"- modified file: {f}" for f in self.files]
+        return "\n".join(lines).replace("<", "\\u003c")
 
 
 @dataclass
@@ -496,6 +730,14 @@ class Spending:
             self.unpriced += 1
         else:
             self.cost_usd += cost
+
+    def describe(self) -> str:
+        """``3 requests, 1,234 input + 56 output tokens, $0.000120`` (or ``price unknown``)."""
+        from memcli.sizes import counted
+
+        price = "price unknown" if self.unpriced else f"${self.cost_usd:.6f}"
+        return (f"{counted(self.requests, 'request')}, {self.input_tokens:,} input + {self.output_tokens:,} "
+                f"output tokens, {price}")
 
     def since(self, before: "Spending", model: str) -> dict:
         """The ledger's ``llm`` object for what was spent after ``before`` (memcli.store.ledger)."""

@@ -9,10 +9,13 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
     - turn_0002 · steps 1–120 of 130 (its ask stays in the active file) · tools: … · never answered: Bash `sleep 999`
     Subagents:
     - agent a1b2 (turn_0003): task "Review the API layer …" · changed: app/api.py · concluded: "…"
-    Files modified: app/api.py, tests/test_orders.py
-    Failed: `pytest -q tests/test_orders.py` ×4 (FAILED tests/test_orders.py::test_total - assert …) — passed later
+    Files modified: app/api.py (total, apply_discount, DISCOUNT_RATE), tests/test_orders.py
+    Latest notes: "The discount is never applied; I fix app/api.py next." → "…"
+    Failed: `make lint` ×1 (E501 line too long) — still failing; `pytest -q tests/test_orders.py` ×4
+      (FAILED tests/test_orders.py::test_total - assert …) — passed later
     Never answered: 1 call (Bash `sleep 999` in turn_0002)
     URLs: https://help.acme.example/returns
+    Vocabulary (most used lately first): OrderTotal, DISCOUNT_RATE, orders.apply_discount, …
 
 * **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (200) characters; a longer
   one names the trace id that expands it (``memcli get ID``). Subagent prompts and injected
@@ -20,38 +23,43 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 * **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
   and the writing commands of ``str_replace_editor``-style tools, ``apply_patch`` headers (also
   inside a shell command), any tool whose name says it writes and whose arguments name a path —
-  all of them, in the order last modified.
+  all of them, newest first, each with what its edits touched (:func:`changed_names`: the names
+  they define, then the identifiers their new text brings in — a key, an env var, a call), each
+  name once.
 * **Failures** by their informative line: the failing test (``FAILED …``), the exception's last
   line, an ``error:`` line — never a warning (``npm warn …``, ``DeprecationWarning``) — after the
-  exit status; with whether a later run of the same command in the window passed.
-* Each turn's **final assistant message**, up to ``REPLY_CHARS`` (600) characters.
-* **Subagents** (sidechain traces, grouped by their ``agent_id``): the task, files changed,
-  failures, the conclusion (their last message).
+  exit status; the unresolved ones first, newest first; "passed later" (the same command),
+  "fixed later" (a later command of the same *family*, :func:`command_family`) or "still failing".
+* Each turn's **final assistant message**, up to ``REPLY_CHARS`` (600) characters, and the
+  agent's **latest notes** before it (its status and next-step lines, ``NOTES_KEPT``, each once).
+* **Subagents** (sidechain traces, one line per ``agent_id`` — the importers tell parallel
+  subagents apart): the task, files changed, failures, the conclusion (their last message).
 * **Calls never answered** (abandoned calls that moved with their step), by tool and argument.
-* ``refs:`` identifiers of the turn that the line does not show: paths, URLs, ids with digits
-  (order numbers, hashes, uuids) — not CSS classes (``text-gray-500``) or prose (``and/or``);
-  URLs end before any backslash or quote left by escaping.
-
-* **Files** carry the names their edits define or replace (``path (fn, Class)``); the latest
-  **todo list / plan** (``TodoWrite``, ``update_plan`` …) is listed in full; a failure is
-  "fixed later" when a later command of the same *family* (:func:`command_family`) passed.
-* **Vocabulary**: the room left goes to the window's identifiers the summary does not show yet,
-  ranked by weighted use × how late they were last used (:func:`vocabulary`).
+* The latest **todo list / plan** (``TodoWrite``, ``update_plan`` …) in full.
+* **Vocabulary**: the window's identifiers the summary does not show yet, most needed first
+  (:func:`_need`: each use weighted — ask 3, the agent's text and arguments 2, results 1 — and
+  halved every ``VOCAB_HALF_LIFE`` traces since, so the working set at the end of the window
+  leads; plus a small share of all uses), whole identifiers only, not CSS classes with digits
+  (``text-gray-500``) nor prose (``and/or``). It replaces the per-turn ``refs:`` lists.
 
 Size: without a budget, a quarter of the window's text within [``MIN_CHARS``, ``MAX_CHARS``].
 With one (``MemoryContext.summary_tokens``: what the compaction's target leaves), that budget at
-``CHARS_PER_TOKEN``, at most a quarter of the window's text and ``HARD_MAX_CHARS``; the
-compaction checks the result with the real counter and asks :attr:`Summary.resize` for less when
-needed. Over the size, the turn lines of the middle turns (oldest of the recent ones first) shrink
-to their asks, then asks are clipped shorter (never under ``MIN_ASK_CHARS``), then
-:func:`_squeeze` keeps the header, files, plan, other aggregate lines and the newest turn lines
-(never cutting inside a path).
+``CHARS_PER_TOKEN``, at most a quarter of the window's text and ``HARD_MAX_CHARS``, then made
+again once or twice at the characters per token the text turned out to have (:func:`_fill`), so
+that it fills the budget; the compaction checks the result with the real counter and asks
+:attr:`Summary.resize` for less when needed. Over the size, the turn lines of the middle turns
+(oldest of the recent ones first) shrink to their asks, asks are clipped only while they take
+more than half of it, then :func:`_squeeze` ranks what is kept by what is needed next (the
+header, every file, the asks, the plan, the latest notes, the failures, the subagents, the names
+touched in the newest files, the turn lines whole, the vocabulary: each within a share, then
+growing into what is left), never cutting inside an identifier or a path.
 
-Facts (``semantic_facts``), ranked so the 20-item bundle holds what matters: user preferences
-(a sentence of an ask with "always", "never", "I prefer", "from now on" …), then commands whose
-last run failed (``Command failed: `cmd` — line``, superseding older facts about the command),
-then commands that pass after failing, then ONE ``Files modified: a, b, …`` fact that
-supersedes the previous one and carries its files forward.
+Facts (``semantic_facts``): only what the summary does not carry into the same snapshot — user
+preferences (a sentence of an ask with "always", "never", "I prefer", "from now on" …), and the
+new state of a command an existing fact is about (``Command passed: `cmd` (it had failed
+before)`` superseding a ``Command failed`` fact once it, or its family, passes; ``Command failed``
+superseding a ``Command passed`` one). The files and failures of the window are in the summary
+only: the snapshot carries each once.
 
 Memory is flat in the number of turns: turns are consumed one at a time; only the listed ones
 keep their digest.
@@ -67,7 +75,7 @@ from typing import Iterable
 
 import orjson
 
-from memcli.compaction.summarizer import MAX_FACT_CHARS, Fact, MemoryContext, Summarizer, Summary, Turn
+from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn
 from memcli.models import NON_OPENING_TAGS, TAG_REASONING, TAG_SIDECHAIN
 from memcli.pairing import pop_open_call
 
@@ -81,23 +89,15 @@ MIN_ASK_CHARS = 40
 REPLY_CHARS = 600
 SHORT_REPLY_CHARS = 200   # a turn line shrunk to fit
 NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
+NOTE_TEXT_CHARS = 300     # each of the latest notes
+NOTES_KEPT = 6            # the agent's latest notes a window keeps
 ERROR_CHARS = 160
-MAX_REFS = 8
-REF_TEXT_CHARS = 200_000  # text a turn keeps to draw its refs from
 MAX_SHORT_LINES = 2_000   # turns listed by their asks only; beyond, counted
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
 FILES_FACT_PREFIX = "Files modified: "
+_COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
 _URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+")
-_PATH = re.compile(
-    r"(?<![\w/.-])(?:~?/|\.{1,2}/)?(?:[\w.-]+/)+[\w.-]+|(?<![\w/.-])[\w-]+\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|json|"
-    r"jsonl|md|rst|txt|yaml|yml|toml|ini|cfg|go|rs|java|kt|c|h|cc|cpp|hpp|rb|php|sh|sql|html|css|scss|lock|csv|"
-    r"xml|proto|tf|swift|env|vue|svelte)\b")
-_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
-_ID = re.compile(r"(?<![\w/.:-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{3,}(?![\w/])")
-_HASH = re.compile(r"[0-9a-f]{7,64}")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_CSS_LIKE = re.compile(r"[a-z]+(?:-[a-z0-9]+)+|[a-z]+\d+|\d+[a-z]+")   # text-gray-500, px4, 2xl, 10px
 _PREFERENCE = re.compile(
     r"\b(?:always|never|i (?:always|never)|i (?:would|'d) (?:prefer|rather)|i prefer|prefer to|from now on|"
     r"going forward|do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b",
@@ -132,7 +132,7 @@ _DEFINED = re.compile(r"\b(?:def|class|function|defp?|defmodule|fn|func|interfac
                       r"([A-Za-z_][\w.]*)")
 _CHANGES = re.compile(r" \([^()]*\)(?=, |$)")   # "path (fn, Class)" in the files line
 _TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos"})
-VOCAB_TEXT_CHARS = 2_000      # of each text, scanned for the vocabulary
+VOCAB_TEXT_CHARS = 8_000      # of each text, scanned for the vocabulary
 MAX_VOCAB = 20_000            # distinct identifiers a window tracks (the least used go first)
 MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
 CHARS_PER_TOKEN = 3.0         # a conservative guess, checked by the compaction with the real counter
@@ -166,43 +166,16 @@ def clip_ask(text: str, limit: int) -> str:
     return text[:cut] + " …"
 
 
-def _is_ref_path(value: str) -> bool:
-    if "/" not in value:
-        return True  # matched by extension
-    if value.startswith(("/", "~/", "./", "../")) or value.count("/") >= 2:
-        return True
-    return bool(_EXTENSION.search(value.rsplit("/", 1)[-1]))
+_PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
+_CSS_CLASS = re.compile(r"(?:[a-z]{1,2}|text|bg|border|font|gap|space|grid|col|row|min|max|rounded|shadow|ring|"
+                        r"leading|tracking|opacity|z|inset|top|left|right|bottom|flex|order)(?:-[a-z]+)*-\d+")
 
 
-def _is_ref_id(value: str) -> bool:
-    if _UUID.fullmatch(value) or (_HASH.fullmatch(value) and not value.isdigit()):
-        return True
-    if _CSS_LIKE.fullmatch(value):
-        return False
-    return any(c.isupper() for c in value) or "_" in value or "-" in value
-
-
-def identifiers(text: str) -> list[str]:
-    """URLs, paths and ids in ``text`` that are worth keeping (module docstring), in order of
-    appearance, without repeats."""
-    found: list[tuple[int, str]] = []
-    taken: list[tuple[int, int]] = []
-    for pattern, keep in ((_URL, None), (_PATH, _is_ref_path), (_ID, _is_ref_id)):
-        for m in pattern.finditer(text):
-            start, end = m.span()
-            value = m.group(0).rstrip(".,;:!?\\")
-            if any(s <= start < e for s, e in taken) or not value:
-                continue
-            taken.append((start, end))
-            if keep is not None and not keep(value):
-                continue
-            found.append((start, value))
-    found.sort()
-    out: list[str] = []
-    for _, value in found:
-        if value not in out:
-            out.append(value)
-    return out
+def _is_identifier(value: str) -> bool:
+    """A vocabulary entry worth showing: not prose with a slash (``and/or``) nor a utility CSS
+    class (``text-gray-500``, ``px-4``); ids such as ``msg-1`` and refs such as
+    ``origin/spotter-gqc`` stay."""
+    return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value))
 
 
 def _json_text(value) -> str:
@@ -302,7 +275,8 @@ def command_family(command: str) -> str:
 
 def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
     """What an edit touched in each file it wrote: the functions, classes, modules... its new (or
-    replaced) text defines — by file for a patch, else for every path of the call."""
+    replaced) text defines, then the identifiers its new text brings in that the old text did
+    not have (a key, an env var, a call) — by file for a patch, else for every path of the call."""
     out: dict[str, list[str]] = {}
     if not isinstance(args, dict):
         return out
@@ -310,16 +284,34 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
     if patch is not None:
         marks = list(_PATCH_FILE.finditer(patch))
         for i, m in enumerate(marks):
-            body = patch[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(patch)]
-            out.setdefault(m.group(1).strip(), []).extend(dict.fromkeys(_DEFINED.findall(body[:20_000])))
+            body = patch[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(patch)][:20_000]
+            added = "\n".join(line for line in body.splitlines() if line.startswith("+"))
+            removed = "\n".join(line for line in body.splitlines() if line.startswith("-"))
+            out.setdefault(m.group(1).strip(), []).extend(_touched([body], added, removed))
         return out
     texts = [args.get(k) for k in ("new_string", "old_string", "content", "new_str", "old_str", "file_text", "text",
                                    "source", "new_source")]
+    pairs = [(args.get(new), args.get(old)) for new, old in (("new_string", "old_string"), ("new_str", "old_str"))]
     edits = args.get("edits")
     if isinstance(edits, list):
         texts.extend(e.get(k) for e in edits if isinstance(e, dict) for k in ("new_string", "old_string"))
-    names = list(dict.fromkeys(n for text in texts if isinstance(text, str) for n in _DEFINED.findall(text[:20_000])))
+        pairs.extend((e.get("new_string"), e.get("old_string")) for e in edits if isinstance(e, dict))
+    names: list[str] = []
+    for new, old in pairs:
+        if isinstance(new, str) and isinstance(old, str):
+            names.extend(n for n in _touched((), new[:20_000], old[:20_000]) if n not in names)
+    names = list(dict.fromkeys([*_touched([t for t in texts if isinstance(t, str)], "", ""), *names]))
     return {path: names for path in paths} if names else out
+
+
+def _touched(texts, added: str, removed: str) -> list[str]:
+    """The names ``texts`` define, then the identifiers of ``added`` that ``removed`` lacks."""
+    names = list(dict.fromkeys(n for text in texts for n in _DEFINED.findall(text[:20_000])))
+    if added:
+        gone = set(_VOCAB.findall(removed)) if removed else set()
+        names.extend(v for v in dict.fromkeys(_VOCAB.findall(added))
+                     if v not in gone and v not in names and len(v) >= 4 and not v.isdigit() and "/" not in v)
+    return names
 
 
 def todo_lines(args) -> list[str]:
@@ -413,14 +405,34 @@ def _arg_brief(tool_name: str | None, args) -> str:
 
 
 _VOCAB_CACHE: dict[str, tuple] = {}
+_VOCAB_WORDS: dict[str, tuple] = {}
 
 
 def _vocabulary_of(text: str) -> tuple:
     """The vocabulary identifiers of ``text`` (4 characters or more); the same texts come back
-    often in a session (results, commands), so the last 4,096 are remembered."""
+    often in a session (results, commands), so the last 4,096 are remembered.
+
+    No :data:`_VOCAB` match spans or borders on whitespace in a way a word boundary would not
+    (whitespace is in none of its classes and fails all its lookarounds as the start or end of
+    the text does), so the matches of a text are those of its whitespace-separated words, in
+    order: each word is scanned once and remembered (the last 16,384), which makes a new text
+    made of known words cost a few lookups instead of a regex scan (a test checks the two agree)."""
     found = _VOCAB_CACHE.get(text)
     if found is None:
-        found = tuple(v for v in _VOCAB.findall(text) if len(v) >= 4 and not v.isdigit())
+        words = _VOCAB_WORDS
+        out: list = []
+        for word in text.split():
+            if len(word) < 4:   # no match of 4 characters or more fits in it
+                continue
+            hits = words.get(word)
+            if hits is None:
+                hits = tuple(v for v in _VOCAB.findall(word) if len(v) >= 4 and not v.isdigit())
+                if len(words) >= 16_384:
+                    words.clear()
+                words[word] = hits
+            if hits:
+                out.extend(hits)
+        found = tuple(out)
         if len(_VOCAB_CACHE) >= 4096:
             _VOCAB_CACHE.clear()
         _VOCAB_CACHE[text] = found
@@ -502,12 +514,8 @@ class _Work:
             label = f"`{clip(command, 80)}`" if command else name
             self.failed += 1
             self.last_failure = (label, brief)
-            known = self.failures.get(label)
-            if known is None:
-                self.failures[label] = [1, brief]
-            else:
-                known[0] += 1
-                known[1] = brief
+            known = self.failures.pop(label, None)   # the latest failure last
+            self.failures[label] = [1, brief] if known is None else [known[0] + 1, brief]
         if command:
             family = command_family(command)
             self.families.pop(family, None)
@@ -555,7 +563,7 @@ class _Subagent:
             label, error = self.work.last_failure
             parts.append(f"{self.work.failed} failed (last: {label}: {error})")
         elif self.work.calls:
-            parts.append(f"{self.work.n_calls} tool calls")
+            parts.append(f"{self.work.n_calls} tool call{'s' if self.work.n_calls != 1 else ''}")
         if self.conclusion:
             parts.append(f"concluded: {_quote(self.conclusion, 300)}")
         return " · ".join(parts)
@@ -563,10 +571,8 @@ class _Subagent:
 
 class _TurnDigest:
     """What one turn of the window contributes (module docstring), fed one trace at a time
-    (:meth:`add`), so a turn of any length is summarized without holding its traces.
-
-    The texts the ``refs:`` of the turn's line are drawn from are kept up to ``REF_TEXT_CHARS``
-    (distinct texts, each clipped to 2,000 characters); past that the line says "or more"."""
+    (:meth:`add`), so a turn of any length is summarized without holding its traces. Its
+    identifiers go to the window's vocabulary (ranked by need), not to a list on its line."""
 
     def __init__(self, turn_id: str, steps_only: bool = False, steps: int = 0, total_steps: int = 0):
         self.turn_id = turn_id
@@ -574,17 +580,15 @@ class _TurnDigest:
         self.steps, self.total_steps = steps, total_steps
         self.asks: list[tuple[str, str]] = []   # (text, trace id)
         self.reply = ""
+        self.notes: deque = deque(maxlen=NOTES_KEPT)   # the main agent's texts before its latest
         self.main = _Work()
         self.subagents: dict[str, _Subagent] = {}
         self.preferences: list[str] = []
         self.n_traces = 0
         self.text_chars = 0
         self.first_ts = self.last_ts = None
-        self.texts: dict[str, None] = {}        # distinct texts, in order, for refs
-        self.texts_clipped = False
-        self._text_room = REF_TEXT_CHARS
         self.urls: dict[str, None] = {}
-        self.vocab: dict[str, list] = {}         # identifier -> [weight, index of the trace it was last in]
+        self.vocab: dict[str, list] = {}         # identifier -> [decayed weight, index of its last trace, weight]
 
     @classmethod
     def of(cls, turn: Turn) -> _TurnDigest:
@@ -594,16 +598,9 @@ class _TurnDigest:
         return digest
 
     def _text(self, text: str) -> None:
-        if text in self.texts:
-            return
         if "://" in text:
             for url in _URL.findall(text):
                 self.urls.setdefault(url.rstrip(".,;:!?"), None)
-        if self._text_room >= len(text):
-            self.texts[text] = None
-            self._text_room -= len(text)
-        else:
-            self.texts_clipped = True
 
     def _vocab(self, text, weight: int) -> None:
         """Count the identifiers of ``text`` (a string, or the strings of arguments/results)."""
@@ -615,10 +612,9 @@ class _TurnDigest:
         for value in _vocabulary_of(text[:VOCAB_TEXT_CHARS]):
             entry = vocab.get(value)
             if entry is None:
-                vocab[value] = [weight, index]
+                vocab[value] = [weight, index, weight]
             else:
-                entry[0] += weight
-                entry[1] = index
+                _use(entry, weight, index)
 
     def add(self, t) -> None:
         self.n_traces += 1
@@ -654,6 +650,8 @@ class _TurnDigest:
         elif kind == "assistant":
             if TAG_REASONING in tags or not NON_OPENING_TAGS.isdisjoint(tags) or not content.strip():
                 return
+            if self.reply and self.reply != content:
+                _push_note(self.notes, self.reply)
             self.reply = content
             self._text(content)
             self._vocab(content, 2)
@@ -723,15 +721,7 @@ class _TurnDigest:
             parts.append(f"assistant: {_quote(self.reply, REPLY_CHARS)}")
         elif not work.calls and not self.asks:
             parts.append(f"{self.n_traces} context trace{'s' if self.n_traces != 1 else ''}")
-        text = " · ".join(parts)
-        # each distinct text once: a repeated text adds no identifier the first copy did not
-        missing = [i for i in dict.fromkeys(ident for t in self.texts for ident in identifiers(t)) if i not in text]
-        if missing:
-            more = len(missing) - MAX_REFS
-            text += " · refs: " + ", ".join(missing[:MAX_REFS])
-            if more > 0 or self.texts_clipped:
-                text += f", +{max(more, 0)}{' or' if self.texts_clipped else ''} more"
-        return text
+        return " · ".join(parts)
 
 
 def required_items(turns) -> tuple[list[str], list[str]]:
@@ -799,16 +789,16 @@ class WindowSummary:
         self.urls: dict[str, None] = {}
         self.preferences: dict[str, list] = {}
         self.commands: dict[str, list] = {}   # command -> [failed_before, last_failed, last_error, turns]
-        self.file_turns: dict[str, list] = {}
         self.subagents: list[str] = []
         self.unanswered: list[str] = []
         self.n_unanswered = 0
         self.tail: deque = deque()
         self.unlisted = [0, None, None]       # turns past MAX_SHORT_LINES: count, first, last
-        self.vocab: dict[str, list] = {}      # identifier -> [weight, last trace index in the window]
+        self.vocab: dict[str, list] = {}      # identifier -> [decayed weight, its last trace in the window, weight]
         self.changes: dict[str, list] = {}    # path -> names its edits touched
         self.families: dict[str, bool] = {}   # command family -> its latest run failed
         self.todo = None                      # the latest todo list / plan arguments
+        self.notes: deque = deque(maxlen=NOTES_KEPT)   # the agent's latest notes, oldest first
 
     def whole_turn(self, turn_id: str, traces: list, steps: int) -> None:
         """Add a turn that moves whole, from its moved traces."""
@@ -844,25 +834,24 @@ class WindowSummary:
                     unlisted[0] += 1
                     unlisted[1] = unlisted[1] or old.turn_id
                     unlisted[2] = old.turn_id
-        files, file_turns = self.files, self.file_turns
+        files = self.files
         for path in d.files:
             files.pop(path, None)
             files[path] = None      # most recent last
-            turns_of = file_turns.setdefault(path, [])
-            if len(turns_of) < 20 and d.turn_id not in turns_of:
-                turns_of.append(d.turn_id)
         base = self.n_traces - d.n_traces
         vocab = self.vocab
-        for value, (weight, index) in d.vocab.items():
+        for value, (score, index, weight) in d.vocab.items():
             entry = vocab.get(value)
             if entry is None:
-                vocab[value] = [weight, base + index]
+                vocab[value] = [score, base + index, weight]
             else:
-                entry[0] += weight
-                entry[1] = base + index
-        if len(vocab) > MAX_VOCAB:   # bounded: the least used (then the oldest) go
-            ranked = sorted(vocab.items(), key=lambda kv: (kv[1][0], kv[1][1]), reverse=True)
+                _use(entry, score, base + index, weight)
+        if len(vocab) > MAX_VOCAB:   # bounded: the least needed go
+            total = self.n_traces
+            ranked = sorted(vocab.items(), key=lambda kv: _need(kv[1], total), reverse=True)
             self.vocab = dict(ranked[:MAX_VOCAB // 2])
+        for note in d.notes:
+            _push_note(self.notes, note)
         commands = self.commands
         for work in (d.main, *(a.work for a in d.subagents.values())) if d.subagents else (d.main,):
             if work.todo is not None:
@@ -874,7 +863,7 @@ class WindowSummary:
                 self.families.pop(family, None)
                 self.families[family] = failed
             for label, (count, error) in work.failures.items():
-                self.failures[label] += count
+                self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
                 self.failure_error[label] = error
             for command, (failed_before, failed, error) in work.commands.items():
                 entry_c = commands.setdefault(command, [False, False, "", []])
@@ -939,14 +928,28 @@ class OfflineSummarizer(Summarizer):
 
     def _finish(self, window: WindowSummary, memory: MemoryContext | None) -> Summary:
         memory = memory or MemoryContext()
+        budget = memory.summary_tokens
+        text = self._text(window, budget, CHARS_PER_TOKEN)
+        if budget is not None:
+            text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio))
+        return Summary(text, self._facts(window.preferences, window.commands, window.families, memory))
+
+    def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float) -> str:
+        """The summary's text, within ``budget`` tokens at ``chars_per_token`` (the window is
+        left as it was: the text can be made again at another size)."""
+        for entry in window.listed:
+            entry.short = False
+        for entry in window.tail:
+            entry.short = False
         (listed, short_lines, n_turns, n_traces, n_calls, n_failed, text_chars, first_turn, last_turn, first_ts,
-         last_ts, files, failures, failure_error, urls, preferences, commands, file_turns, subagents, unanswered,
+         last_ts, files, failures, failure_error, urls, commands, subagents, unanswered,
          n_unanswered, tail, unlisted) = (
             window.listed, window.short_lines, window.n_turns, window.n_traces, window.n_calls, window.n_failed,
             window.text_chars, window.first_turn, window.last_turn, window.first_ts, window.last_ts, window.files,
-            window.failures, window.failure_error, window.urls, window.preferences, window.commands,
-            window.file_turns, window.subagents, window.unanswered, window.n_unanswered, window.tail,
+            window.failures, window.failure_error, window.urls, window.commands,
+            window.subagents, window.unanswered, window.n_unanswered, window.tail,
             window.unlisted)
+        short_lines, unlisted = list(short_lines), list(unlisted)
         if n_turns == 0:
             raise ValueError("nothing to summarize")
 
@@ -954,74 +957,71 @@ class OfflineSummarizer(Summarizer):
         header = (f"{n_turns} turn{'s' if n_turns != 1 else ''} ({span}), {_fmt_time(first_ts)} → "
                   f"{_fmt_time(last_ts)} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, "
                   f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed.")
-        footer = []
+        footer: list[tuple[str, str]] = []   # (kind, text), in the order shown
         if subagents:
-            footer.append("Subagents:\n" + "\n".join(subagents))
+            footer.append(("subagents", "Subagents:\n" + "\n".join(subagents)))
         if files:
-            changes = window.changes
-            footer.append(FILES_FACT_PREFIX + ", ".join(
-                f"{p} ({', '.join(changes[p])})" if changes.get(p) else p for p in reversed(list(files))))
+            footer.append(("files", files_line(list(reversed(list(files))), window.changes)))
         if window.todo is not None:
             todo = todo_lines(window.todo)
             if todo:
-                footer.append("Plan (latest): " + "; ".join(todo))
+                footer.append(("plan", "Plan (latest): " + "; ".join(todo)))
+        replies = {e.digest.reply for e in (*listed, *tail)}   # shown on their turn's line
+        notes = [n for n in window.notes if n not in replies]
+        if notes:
+            footer.append(("notes", notes_line(notes)))
         if failures:
-            shown = []
-            for label, n in failures.most_common(MAX_LISTED):
-                later = ""
-                if label.startswith("`"):
-                    state = next((c for cmd, c in commands.items() if f"`{clip(cmd, 80)}`" == label), None)
-                    if state is not None:
-                        cmd = next(c for c, v in commands.items() if v is state)
-                        family_failed = window.families.get(command_family(cmd), state[1])
-                        later = (" — passed later" if not state[1] else
-                                 " — still failing" if family_failed else
-                                 f" — fixed later (a later `{command_family(cmd)}` passed)")
-                shown.append(f"{label} ×{n} ({failure_error[label]}){later}")
-            more = len(failures) - len(shown)
-            footer.append("Failed: " + "; ".join(shown) + (f"; +{more} more" if more > 0 else ""))
+            footer.append(("failed", failures_line(failures, failure_error, commands, window.families)))
         if n_unanswered:
-            footer.append(f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
-                          + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")")
+            footer.append(("unanswered", f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
+                           + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")"))
         if urls:
             names = list(urls)
-            footer.append("URLs: " + ", ".join(names[:MAX_LISTED])
-                          + (f", +{len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else ""))
+            footer.append(("urls", "URLs: " + ", ".join(names[:MAX_LISTED])
+                           + (f", +{len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")))
 
         entries = listed + list(tail)
         lines_of: dict[tuple, str] = {}
         ask_chars = [ASK_CHARS]
 
-        def line_of(entry: _Listed) -> str:
-            key = (entry.turn_id, entry.short, ask_chars[0])
+        def line_of(entry: _Listed, short: bool | None = None) -> str:
+            short = entry.short if short is None else short
+            key = (entry.turn_id, short, ask_chars[0])
             text = lines_of.get(key)
             if text is None:
-                text = lines_of[key] = entry.digest.line(ask_chars[0], full=not entry.short)
+                text = lines_of[key] = entry.digest.line(ask_chars[0], full=not short)
             return text
 
         short_blocks: dict[int, list] = {}
 
-        def assemble() -> str:
-            lines = [header]
-            lines.extend(line_of(e) for e in entries[:len(listed)])
+        def body() -> list[tuple[str, str]]:
+            """The turn lines as shown now, each with its asks-only form."""
+            out = [(line_of(e), line_of(e, True)) for e in entries[:len(listed)]]
             block = short_blocks.get(ask_chars[0])
             if block is None:
                 block = short_blocks[ask_chars[0]] = [short_line(*s, ask_chars[0]) for s in short_lines]
-            lines.extend(block)
+            out.extend((line, line) for line in block)
             if unlisted[0]:
-                lines.append(f"… {unlisted[0]} more turns ({unlisted[1]}–{unlisted[2]}) not listed "
-                             "(`memcli show AGENT --archive --turn ID` shows any of them).")
-            lines.extend(line_of(e) for e in entries[len(listed):])
-            lines.extend(footer)
-            return "\n".join(lines)
+                note = (f"… {unlisted[0]} more turns ({unlisted[1]}–{unlisted[2]}) not listed "
+                        "(`memcli show AGENT --archive --turn ID` shows any of them).")
+                out.append((note, note))
+            out.extend((line_of(e), line_of(e, True)) for e in entries[len(listed):])
+            return out
+
+        def assemble() -> str:
+            return "\n".join([header, *(line for line, _ in body()), *(text for _, text in footer)])
 
         limit = min(max(text_chars // 4, MIN_CHARS), MAX_CHARS)
         hard = HARD_MAX_CHARS
-        if memory.summary_tokens is not None:   # the budget the compaction leaves decides
-            hard = max(int(memory.summary_tokens * CHARS_PER_TOKEN), MIN_BUDGET_CHARS)
+        if budget is not None:   # the budget the compaction leaves decides
+            hard = max(int(budget * chars_per_token), MIN_BUDGET_CHARS)
             limit = min(max(text_chars // 4, MIN_CHARS), HARD_MAX_CHARS, hard)
             hard = min(hard, HARD_MAX_CHARS)
         summary = assemble()
+        ranked_footer = list(footer)   # what the ranking (_squeeze) chooses from
+        if len(summary) > limit and any(kind == "notes" for kind, _ in footer):
+            footer[:] = [(kind, text) for kind, text in footer if kind != "notes"]   # the turns' own messages first
+            summary = assemble()
         # over the limit: shrink turn lines to their asks, middle turns first (oldest of the recent
         # ones, then the later ones of the first few), keeping the first 3 and the last 3 in full
         order = list(range(len(listed), len(entries) - 3)) + list(range(len(listed) - 1, 2, -1))
@@ -1037,10 +1037,15 @@ class OfflineSummarizer(Summarizer):
             if not entry.short:
                 entry.short = True
                 summary = assemble()
-        while len(summary) > limit and ask_chars[0] > MIN_ASK_CHARS:
+
+        def asks_size() -> int:
+            return sum(len(line) + 1 for line, _ in body())
+
+        # the asks are clipped only when they alone take more than half of the budget
+        while len(summary) > limit and ask_chars[0] > MIN_ASK_CHARS and asks_size() > limit // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
             summary = assemble()
-        if len(summary) > hard and short_lines:
+        if len(summary) > hard and short_lines and asks_size() > hard // 2:
             # still too long with every ask at its shortest: stop listing the newest of the middle
             # turns (an honest count says which), down to what fits
             block = short_blocks[ask_chars[0]]
@@ -1057,84 +1062,257 @@ class OfflineSummarizer(Summarizer):
                 del short_lines[keep:]
                 short_blocks.clear()
                 summary = assemble()
-        if len(summary) > hard:
-            summary = _squeeze(summary.split("\n"), len(footer), hard)
-        elif limit - len(summary) > 40:   # the room left goes to the identifiers needed later
-            extra = vocabulary(window.vocab, n_traces, summary, limit - len(summary) - 1)
+        size = limit
+        # with a budget, a summary that leaves the vocabulary less than its share is ranked too
+        if len(summary) > hard or (budget is not None and len(summary) > hard * (1 - VOCAB_SHARE)
+                                   and len(window.vocab) > 8):
+            newest_first = list(reversed(list(files)))
+            summary = _squeeze(header, body(), ranked_footer, hard,
+                               lambda k: files_line(newest_first, window.changes, k))
+            size = hard
+        if size - len(summary) > 40:   # the room left goes to the identifiers needed later
+            extra = vocabulary(window.vocab, n_traces, summary, size - len(summary) - 1)
             if extra:
                 summary += "\n" + extra
-        return Summary(summary, self._facts(preferences, commands, files, file_turns, memory))
+        return summary
 
-    def _facts(self, preferences, commands, files, file_turns, memory: MemoryContext) -> list[Fact]:
-        """Facts, most important first (module docstring)."""
-        first: list[Fact] = []
-        failing: list[Fact] = []
-        fixed: list[Fact] = []
+    def _facts(self, preferences, commands, families, memory: MemoryContext) -> list[Fact]:
+        """Facts, most important first — only what the summary does not carry into the same
+        snapshot (module docstring): user preferences, and the new state of a command an
+        existing fact is about (it passes now, or fails again after a fact said it passed)."""
+        facts: list[Fact] = []
         for sentence in preferences:
-            first.append(Fact(f'User preference: "{clip(sentence, 400)}"', ["preference", "user"], 0.9,
+            facts.append(Fact(f'User preference: "{clip(sentence, 400)}"', ["preference", "user"], 0.9,
                               source_turn_ids=preferences[sentence][:20]))
-        existing = memory.facts
-        for command, (failed_before, last_failed, error, turns) in commands.items():
-            shown = clip(command, 200)
-            prefix_failed = f"Command failed: `{shown}`"
-            prefix_passed = f"Command passed: `{shown}`"
-            older = [f.id for f in existing if f.fact.startswith((prefix_failed, prefix_passed))]
-            had_failed = failed_before or any(f.fact.startswith(prefix_failed) for f in existing)
-            if last_failed:
-                failing.append(Fact(f"{prefix_failed} — {error}", ["command", "failure"], 0.8, older, turns[-5:]))
-            elif had_failed:
-                fixed.append(Fact(f"{prefix_passed} (it had failed before)", ["command"], 0.8, older, turns[-5:]))
-        facts = first + failing + fixed
-        if files:
-            previous = [f for f in existing if f.fact.startswith(FILES_FACT_PREFIX)]
-            names = list(reversed(list(files)))
-            for f in previous:
-                names.extend(p for p in f.fact[len(FILES_FACT_PREFIX):].split(", ") if p and p not in names)
-            text = FILES_FACT_PREFIX + ", ".join(names)
-            if len(text) > MAX_FACT_CHARS:
-                text = text[:MAX_FACT_CHARS - 20].rsplit(", ", 1)[0] + ", … (see the summaries)"
-            sources = [t for path in files for t in file_turns.get(path, [])]
-            facts.append(Fact(text, ["file", "modified"], 0.8, [f.id for f in previous],
-                              list(dict.fromkeys(sources))[-20:]))
-        if len(facts) > self.max_facts and files:   # the files fact always has a place
-            facts = facts[:self.max_facts - 1] + [facts[-1]]
+        existing = [f for f in memory.facts if f.fact.startswith(_COMMAND_FACT_PREFIXES)]
+        if existing:
+            fixed: list[Fact] = []
+            for command, (_failed_before, last_failed, error, turns) in commands.items():
+                shown = clip(command, 200)
+                prefix_failed, prefix_passed = f"Command failed: `{shown}`", f"Command passed: `{shown}`"
+                older = [f for f in existing if f.fact.startswith((prefix_failed, prefix_passed))]
+                if not older:
+                    continue
+                ids = [f.id for f in older]
+                family = command_family(command)
+                if not last_failed or not families.get(family, True):
+                    if any(f.fact.startswith(prefix_failed) for f in older):
+                        later = "" if not last_failed else f", a later `{family}` passed"
+                        fixed.append(Fact(f"{prefix_passed} (it had failed before{later})", ["command"], 0.8, ids,
+                                          turns[-5:]))
+                elif any(f.fact.startswith(prefix_passed) for f in older):
+                    fixed.append(Fact(f"{prefix_failed} — {error}", ["command", "failure"], 0.8, ids, turns[-5:]))
+            facts.extend(fixed)
         return facts[: self.max_facts]
 
 
-def _squeeze(lines: list[str], n_footer: int, size: int) -> str:
-    """The summary's lines within ``size`` characters, by priority: the header, the files
-    modified (always all of them, if need be past ``size``), the plan, the other aggregate lines, then the turn lines newest first; a line that
-    does not fit whole is clipped at a word boundary (never inside a path), and the turn lines
+def files_line(paths: list[str], changes: dict, named: int | None = None) -> str:
+    """``Files modified: path (names), …``, newest first; each name touched is given once, with
+    the newest file it was touched in (only for the newest ``named`` files, when given)."""
+    seen: set = set()
+    parts = []
+    for i, path in enumerate(paths):
+        names = [n for n in changes.get(path, ()) if n not in seen] if named is None or i < named else []
+        seen.update(names)
+        parts.append(f"{path} ({', '.join(names)})" if names else path)
+    return FILES_FACT_PREFIX + ", ".join(parts)
+
+
+def _push_note(notes: deque, text: str) -> None:
+    """Append ``text`` to the latest notes, each distinct text once (at its latest place)."""
+    if text in notes:
+        notes.remove(text)
+    notes.append(text)
+
+
+def notes_line(notes: list[str]) -> str:
+    """The agent's latest notes before each turn's final message (its status and next steps),
+    oldest first."""
+    return "Latest notes: " + " → ".join(_quote(n, NOTE_TEXT_CHARS) for n in notes)
+
+
+def failures_line(failures: dict, failure_error: dict, commands: dict, families: dict) -> str:
+    """``Failed: `cmd` ×n (informative line) — still failing; …``: the failures still
+    unresolved first, then the resolved ones, newest first in each (``failures`` is in the order
+    of their latest failure)."""
+    labels = {f"`{clip(cmd, 80)}`": cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
+    open_, resolved = [], []
+    for label in reversed(list(failures)):
+        later, unresolved = "", False
+        cmd = labels.get(label)
+        if cmd is not None:
+            state = commands[cmd]
+            family = command_family(cmd)
+            if not state[1]:
+                later = " — passed later"
+            elif families.get(family, True):
+                later, unresolved = " — still failing", True
+            else:
+                later = f" — fixed later (a later `{family}` passed)"
+        (open_ if unresolved or cmd is None else resolved).append(
+            f"{label} ×{failures[label]} ({failure_error[label]}){later}")
+    shown = (open_ + resolved)[:MAX_LISTED]
+    more = len(failures) - len(shown)
+    return "Failed: " + "; ".join(shown) + (f"; +{more} more" if more > 0 else "")
+
+
+# the aggregate lines after the files and the asks, with the share of the room each may take
+# before the names touched in the files (its second pass lets each grow into what is left)
+_SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.25), ("subagents", 0.25), ("unanswered", 0.05),
+                  ("urls", 0.05))
+
+
+def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, str]], size: int,
+             files_named=None) -> str:
+    """The summary within ``size`` characters, by what is needed next: the header; every file
+    modified (always all of them, if need be past ``size``); the asks, newest first (each turn
+    line in its asks-only form), in at most 3/5 of the room; the plan, the latest notes, the
+    failures, the subagents, the other aggregate lines, each within a share of the room; the
+    names touched in the files, newest files first (``files_named(k)``: the files line with the
+    names of the newest ``k``); then each aggregate line in full where it fits, older asks, and
+    the newest turn lines whole. A line that does not fit is clipped at a word boundary (never
+    inside a path), a list keeps its newest entries and counts the others, and the turn lines
     left out are counted."""
-    header, body = lines[0], lines[1:len(lines) - n_footer]
-    footer = lines[len(lines) - n_footer:] if n_footer else []
-    order = sorted(range(len(footer)), key=lambda i: (not footer[i].startswith(FILES_FACT_PREFIX),
-                                                      not footer[i].startswith("Plan ("), i))
-    room = size - len(header) - 100
-    shown_footer = [""] * len(footer)
-    for i in order:
-        line = footer[i]
-        if len(line) + 1 > room and line.startswith(FILES_FACT_PREFIX):   # the names touched go first
-            line = _CHANGES.sub("", line)
-        if len(line) + 1 <= room or line.startswith(FILES_FACT_PREFIX):   # every file, always (§4)
-            shown_footer[i] = line
-        elif room > 60:
-            shown_footer[i] = clip(line, room - 2)
-        room -= len(shown_footer[i]) + 1 if shown_footer[i] else 0
-    kept: list[str] = []
-    for line in reversed(body):
-        if len(line) + 1 > room:
-            if room > 120:
-                kept.append(clip(line, room - 2))
-                room = 0
-            break
-        kept.append(line)
-        room -= len(line) + 1
-    kept.reverse()
+    room = size - len(header) - 1
+    texts = dict(footer)
+    shown: dict[str, str] = {}
+    files = texts.get("files")
+    if files is not None:
+        shown["files"] = files_named(0) if files_named else _CHANGES.sub("", files)
+        room -= len(shown["files"]) + 1
+    reserve = 110   # for the note that counts the turn lines left out
+    kept: dict[int, str] = {}
+
+    def take_asks(budget: int) -> int:
+        for i in range(len(body) - 1, -1, -1):
+            if i in kept:
+                continue
+            line = body[i][1]
+            if len(line) + 1 > budget - reserve:
+                break
+            kept[i] = line
+            budget -= len(line) + 1
+        return budget
+
+    asks_room = room * 3 // 5
+    room -= asks_room - take_asks(asks_room)
+    share_of = room - reserve
+    for kind, share in _SQUEEZE_ORDER:
+        if kind in texts:
+            text = _fit_block(kind, texts[kind], min(room - reserve, int(share_of * share)))
+            if text:
+                shown[kind] = text
+                room -= len(text) + 1
+    def name_files(budget: int) -> int:   # the names touched, newest files first
+        if files is None or files == shown["files"]:
+            return budget
+        if files_named is None:
+            candidates = [files]
+        else:
+            n = files.count(", ") + 1
+            candidates = [files_named(k) for k in (n, n * 3 // 4, n // 2, n // 3, n // 4, 4, 2, 1) if k > 0]
+        for text in candidates:
+            if len(shown["files"]) < len(text) and len(text) - len(shown["files"]) <= budget:
+                budget -= len(text) - len(shown["files"])
+                shown["files"] = text
+                break
+        return budget
+
+    room -= int(share_of * 0.3) - name_files(min(room - reserve, int(share_of * 0.3)))
+    vocab_room = int(share_of * VOCAB_SHARE)   # kept for the vocabulary line the summary ends with
+    room -= vocab_room
+    for kind, _ in _SQUEEZE_ORDER:   # each aggregate line grows into what is left
+        if kind in texts and shown.get(kind, "") != texts[kind]:
+            before = len(shown[kind]) + 1 if kind in shown else 0
+            text = _fit_block(kind, texts[kind], room - reserve + before)
+            if text and len(text) + 1 > before:
+                shown[kind] = text
+                room -= len(text) + 1 - before
+    room -= (room - reserve) - name_files(room - reserve)
+    room = take_asks(room)
+    for i in range(len(body) - 1, -1, -1):   # the newest turn lines whole, while they fit
+        if i in kept and body[i][0] != kept[i] and len(body[i][0]) - len(kept[i]) <= room - reserve:
+            room -= len(body[i][0]) - len(kept[i])
+            kept[i] = body[i][0]
     left_out = len(body) - len(kept)
     note = [f"… {left_out} earlier turn line{'s' if left_out != 1 else ''} left out at the summary's budget"
             " (`memcli show AGENT --archive` has them)"] if left_out else []
-    return "\n".join([header, *note, *kept, *(line for line in shown_footer if line)])
+    lines = [header, *note, *(kept[i] for i in sorted(kept))]
+    lines.extend(shown[kind] for kind, _ in footer if kind in shown)
+    return "\n".join(lines)
+
+
+def _fit_block(kind: str, text: str, room: int) -> str:
+    """An aggregate line (or block) within ``room`` characters: a list keeps its first entries
+    (the notes their last ones), whole, and says how many it leaves out; "" when nothing fits."""
+    if len(text) + 1 <= room:
+        return text
+    if room < 60:
+        return ""
+    if kind == "subagents":
+        lines = text.split("\n")
+        out = [lines[0]]
+        for line in lines[1:]:
+            line = line if len(line) + 1 <= room - sum(len(x) + 1 for x in out) - 30 else clip(line, 200)
+            if sum(len(x) + 1 for x in out) + len(line) + 1 > room - 30:
+                break
+            out.append(line)
+        return "\n".join(out) + (f"\n(+{len(lines) - len(out)} more)" if len(out) < len(lines) else "") \
+            if len(out) > 1 else ""
+    head, _, rest = text.partition(": ")
+    sep = " → " if kind == "notes" else "; "
+    items = rest.split(sep)
+    if kind == "notes":
+        items.reverse()   # the latest notes stay
+    out: list[str] = []
+    used = len(head) + 2 + 16
+    for item in items:
+        if used + len(item) + len(sep) > room:
+            if not out and room - used > 40:
+                out.append(clip(item, room - used - 2))
+            break
+        out.append(item)
+        used += len(item) + len(sep)
+    if not out:
+        return ""
+    more = len(items) - len(out)
+    if kind == "notes":
+        out.reverse()
+    return f"{head}: " + sep.join(out) + (f"{sep}+{more} more" if more else "")
+
+
+@lru_cache(maxsize=1)
+def _counter():
+    from memcli.snapshot.assemble import working_counter
+
+    return working_counter()
+
+
+def _fill(text: str, budget: int, make) -> str:
+    """``text`` made again (``make(chars_per_token)``) at the characters per token it turned out
+    to have, so that it fills ``budget`` tokens and does not pass it: :data:`CHARS_PER_TOKEN` is a
+    guess (paths and identifiers take fewer tokens than it says; hashes and redacted ids more).
+    At most three times; a text over the budget is only replaced by a smaller one, a text under it
+    only by a larger one that still fits."""
+    count = _counter().count
+    tokens = count(text)
+    ratio = CHARS_PER_TOKEN
+    for _ in range(3):
+        over = tokens > budget
+        if not tokens or (not over and tokens >= budget * 0.95):
+            break
+        seen = len(text) / tokens * (0.97 if over else 0.98)
+        if over:
+            seen = min(seen, ratio * 0.97)
+        elif seen <= ratio * 1.02:
+            break
+        ratio = seen
+        other = make(ratio)
+        more = count(other)
+        if over and more >= tokens or not over and (more > budget or len(other) <= len(text)):
+            break
+        text, tokens = other, more
+    return text
 
 
 def _with_budget(memory: MemoryContext | None, tokens: int) -> MemoryContext:
@@ -1142,19 +1320,43 @@ def _with_budget(memory: MemoryContext | None, tokens: int) -> MemoryContext:
     return MemoryContext(memory.episodic, memory.facts, summary_tokens=tokens)
 
 
+VOCAB_SHARE = 0.15           # of a squeezed summary's room, kept for the vocabulary
+VOCAB_HALF_LIFE = 256        # traces: a use counts half as much this many traces later
+VOCAB_FLOOR = 1 / 64         # of the undecayed weight: the project's core names keep a place
+_DECAY = [2 ** (-d / VOCAB_HALF_LIFE) for d in range(VOCAB_HALF_LIFE * 16)]
+
+
+def _decay(distance: int) -> float:
+    return _DECAY[distance] if distance < len(_DECAY) else 0.0
+
+
+def _use(entry: list, weight: float, index: int, raw: float | None = None) -> None:
+    """Add a use of ``weight`` at trace ``index`` to a vocabulary entry (``[decayed weight, last
+    index, weight]``; the decayed weight is valued at the last index)."""
+    entry[0] = entry[0] * _decay(index - entry[1]) + weight
+    entry[1] = index
+    entry[2] += weight if raw is None else raw
+
+
+def _need(entry: list, total: int) -> float:
+    """How much an identifier will be needed after the window's ``total`` traces: its uses,
+    each halved every :data:`VOCAB_HALF_LIFE` traces since (the agent's working set at the end
+    of the window weighs most), plus :data:`VOCAB_FLOOR` of all its uses."""
+    return entry[0] * _decay(max(total - entry[1], 0)) + VOCAB_FLOOR * entry[2]
+
+
 def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
-    """The identifiers of the window the summary does not show yet, most needed first (used
-    often, and lately: weight × (0.5 + how late in the window it was last used)), as one
-    ``Vocabulary:`` line of at most ``room`` characters (whole identifiers only)."""
+    """The identifiers of the window the summary does not show yet, most needed first
+    (:func:`_need`: used often, and lately), as one ``Vocabulary:`` line of at most ``room``
+    characters (whole identifiers only)."""
     if room < 40 or not vocab:
         return ""
-    total = max(total, 1)
-    ranked = sorted(vocab.items(), key=lambda kv: kv[1][0] * (0.5 + kv[1][1] / total), reverse=True)
-    head = "Vocabulary (most used, latest first): "
+    ranked = sorted(vocab.items(), key=lambda kv: _need(kv[1], total), reverse=True)
+    head = "Vocabulary (most used lately first): "
     out: list[str] = []
     size = len(head)
     for value, _ in ranked:
-        if value in shown:
+        if value in shown or not _is_identifier(value):
             continue
         if size + len(value) + 2 > room:
             if size > room - 8:
@@ -1165,27 +1367,83 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     return head + ", ".join(out) if out else ""
 
 
+_LISTS = (("Vocabulary (", ", "), ("Latest notes: ", " → "), ("URLs: ", ", "), ("Never answered: ", "; "),
+          ("Failed: ", "; "), ("Plan (latest): ", "; "))   # list lines, the first to lose entries
+
+
 def condense(summary: str, budget: int) -> str:
-    """``summary`` within ``budget`` characters, keeping its line breaks, its header, its asks
-    and its aggregate lines: turn lines shrink to their asks first (for rollups)."""
+    """``summary`` within ``budget`` characters for a rollup, keeping its line breaks, its header,
+    its asks and its files: turn lines shrink to their asks first; then list lines lose their
+    last (least needed) entries — the vocabulary, the notes, URLs, calls never answered, failures,
+    the plan — and the files the names touched in them; then asks are clipped at a word boundary;
+    then the oldest turn lines go, counted. Nothing is cut inside an identifier or a path."""
     if len(summary) <= budget:
         return summary
     lines = summary.split("\n")
-    out = []
-    for line in lines:
-        if line.startswith("- turn") or line.startswith("- ["):
-            keep = [p for p in line.split(" · ") if p.startswith(("- ", "user:", "then user:", "steps "))]
-            line = " · ".join(keep)
-        out.append(line)
-    text = "\n".join(out)
-    if len(text) <= budget:
-        return text
-    out = [clip(line, 160) if not line.startswith(("- turn", FILES_FACT_PREFIX)) else line for line in out]
-    text = "\n".join(out)
-    if len(text) <= budget:
-        return text
-    out = [clip(line, 120) for line in out]
-    text = "\n".join(out)
-    if len(text) > budget:
-        text = text[:budget].rsplit("\n", 1)[0] + "\n…"
-    return text
+    for n, line in enumerate(lines):
+        if line.startswith(("- turn", "- [")):
+            lines[n] = " · ".join(p for p in line.split(" · ") if p.startswith(("- ", "user:", "then user:", "steps ")))
+    excess = sum(len(line) + 1 for line in lines) - 1 - budget
+    for head, sep in _LISTS:
+        for n, line in enumerate(lines):
+            if excess <= 0:
+                return "\n".join(lines)
+            if line.startswith(head):
+                shorter = _drop_entries(line, head, sep, excess)
+                excess -= len(line) - len(shorter) + (1 if not shorter else 0)
+                lines[n] = shorter
+        lines = [line for line in lines if line]
+    for n, line in enumerate(lines):
+        if excess <= 0:
+            break
+        if line.startswith(FILES_FACT_PREFIX):
+            shorter = _CHANGES.sub("", line)
+            excess -= len(line) - len(shorter)
+            lines[n] = shorter
+    for n, line in enumerate(lines):
+        if excess <= 0:
+            break
+        if line.startswith(("- turn", "- [")) and len(line) > 120:
+            shorter = clip(line, max(120, len(line) - excess))
+            excess -= len(line) - len(shorter)
+            lines[n] = shorter
+    if excess <= 0:
+        return "\n".join(lines)
+    keep = [not line.startswith(("- turn", "- [", "- agent", "- subagent")) for line in lines]
+    dropped = 0
+    for n, line in enumerate(lines):   # the oldest turn lines go
+        if excess <= -60:
+            break
+        if not keep[n]:
+            excess -= len(line) + 1
+            dropped += 1
+    out, seen = [], 0
+    for n, line in enumerate(lines):
+        if keep[n]:
+            out.append(line)
+        else:
+            seen += 1
+            if seen == dropped:
+                out.append(f"… {dropped} turn line{'s' if dropped != 1 else ''} left out (`memcli show AGENT --archive`)")
+            elif seen > dropped:
+                out.append(line)
+    return "\n".join(out)
+
+
+def _drop_entries(line: str, head: str, sep: str, excess: int) -> str:
+    """``line`` (``head`` then entries joined by ``sep``) without its last entries, at least
+    ``excess`` characters shorter if it can be: "" when no entry would be left."""
+    body = line[line.index(": ") + 2:] if head.endswith("(") else line[len(head):]
+    prefix = line[:len(line) - len(body)]
+    entries = body.split(sep)
+    least = 1 if head in ("Failed: ", "Plan (latest): ") else 0   # the latest failure, the plan's first step
+    while len(entries) > least and len(line) - len(prefix + sep.join(entries)) - 12 < excess:
+        entries.pop(0 if head == "Latest notes: " else -1)   # the notes keep their latest
+    if len(entries) == len(body.split(sep)):
+        return line
+    if not entries:
+        return ""
+    more = f"+{len(body.split(sep)) - len(entries)} more"
+    if head == "Latest notes: ":
+        return f"{prefix}{more}{sep}{sep.join(entries)}"
+    return f"{prefix}{sep.join(entries)}{sep}{more}"

@@ -5,20 +5,29 @@ carried too; the archive first, so a trace a compaction moved is never missing r
 from where the last push left it, in batches of whole lines (about :data:`BATCH_BYTES`). A batch
 is one transaction: COPY into a temporary table, ``INSERT ... ON CONFLICT (agent_key, stream, id)``
 into ``memcli_records`` (so a record is there once, whoever pushes it, however often), and the
-file's new position with a fingerprint of its bytes in ``memcli_positions``. Hence:
+file's position with a fingerprint of its bytes in ``memcli_positions``. The batches of a file go
+over up to :data:`CONNECTIONS` connections at once (the server indexes them on as many cores), so
+they may commit out of order. The position a batch stores is therefore the end of the contiguous
+run of batches known committed when it commits (:class:`_Prefix`): its own end when every earlier
+batch has committed, else where that run ends; after the file, its end. Hence:
 
 * idempotent: a re-push reads from the stored positions and finds nothing new; a record pushed
-  twice (two processes, a position lost) conflicts on its id and is not added again;
-* resumable: a push killed at any point has committed whole batches with their positions; the
-  next one continues after the last of them;
+  twice (two processes, a position lost, a batch that committed beyond the stored position) conflicts
+  on its id and changes nothing;
+* resumable: a push killed at any point has committed whole batches, and everything before the
+  stored position; the next one continues from there (sending again, as no-ops, at most the
+  batches that were in flight);
+* ordered: a record id that appears twice in a file keeps its later line, whichever batch commits
+  first (an append batch does not replace a row of the same file at a later position);
 * a lost connection (server restart, network) is retried up to :data:`RETRIES` times from the
   last committed position, on a new connection;
 * compaction moves: a file whose bytes up to the stored position changed (the active file is
   rewritten by every compaction) is pushed again whole, in one transaction that also deletes the
   rows no longer in it; a trace moved to the archive has already been re-keyed there by then
   (same stream ``trace``, same id: its row now says ``archive``);
-* many machines: batches of one agent are serialised by an advisory lock on the agent's key; the
-  uniqueness is the database's primary key, not the client's memory.
+* many machines: append batches take the agent's advisory lock shared, a rewrite (and a remote
+  write by ``mcp --remote``) exclusive; the uniqueness is the database's primary key, not the
+  client's memory. Every batch inserts in key order, so concurrent batches cannot deadlock.
 
 The local files are read from descriptors opened under the agent's lock (with an interrupted
 ingest or compaction settled first) and up to the sizes they had then: a push sees a
@@ -30,11 +39,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from memcli.errors import UsageError
+from memcli.errors import RemoteError, UsageError
 from memcli.remote import connect as rc
 from memcli.remote import schema, vectors
 from memcli.store import jsonl
@@ -42,6 +52,7 @@ from memcli.store.agent import crash_point
 from memcli.store.layout import ACTIVE, ARCHIVE, DATA_FILES, list_agent_ids
 
 BATCH_BYTES = int(os.environ.get("MEMCLI_PUSH_BATCH_BYTES") or 4 << 20)   # the variable: tests only
+CONNECTIONS = max(1, int(os.environ.get("MEMCLI_PUSH_CONNECTIONS") or 3))  # batches of a file in flight at once
 FINGERPRINT_BYTES = 4096
 RETRIES = 5
 SEARCHED = {ACTIVE: "active", ARCHIVE: "archive", "episodic.jsonl": "episodic", "semantic.jsonl": "semantic"}
@@ -217,6 +228,9 @@ ON CONFLICT (agent_key, stream, id) DO UPDATE SET file = EXCLUDED.file, pos = EX
     tool_name = EXCLUDED.tool_name, line = EXCLUDED.line, tsv = EXCLUDED.tsv
 WHERE (r.file, r.pos, r.line) IS DISTINCT FROM (EXCLUDED.file, EXCLUDED.pos, EXCLUDED.line)
 """
+# an append batch keeps a later line of the same file (a batch after it committed first), but
+# replaces a row ``mcp --remote`` wrote (pos >= REMOTE_POS) with the pushed line
+_IN_ORDER = f" AND (r.file <> EXCLUDED.file OR r.pos <= EXCLUDED.pos OR r.pos >= {schema.REMOTE_POS})"
 
 _STAGE = """
 CREATE TEMP TABLE IF NOT EXISTS memcli_stage (
@@ -226,30 +240,71 @@ CREATE TEMP TABLE IF NOT EXISTS memcli_stage (
 
 
 def _set_position(cur, key: int, name: str, end: int, fp: tuple[str, str], *, exact: bool) -> None:
-    keep = "EXCLUDED.pos" if exact else "GREATEST(p.pos, EXCLUDED.pos)"
+    """Store ``end`` (exact: whatever was there; else only forward, with its own fingerprint)."""
+    forward = "" if exact else " WHERE p.pos <= EXCLUDED.pos"
     cur.execute(f"""INSERT INTO memcli_positions AS p VALUES (%s, %s, %s, %s, %s)
-                    ON CONFLICT (agent_key, file) DO UPDATE SET pos = {keep}, head = EXCLUDED.head,
-                    tail = EXCLUDED.tail""", (key, name, end, fp[0], fp[1]))
+                    ON CONFLICT (agent_key, file) DO UPDATE SET pos = EXCLUDED.pos, head = EXCLUDED.head,
+                    tail = EXCLUDED.tail{forward}""", (key, name, end, fp[0], fp[1]))
+
+
+class _Prefix:
+    """The batches of one file committed so far, pushed from ``start`` over several connections:
+    :attr:`end` is where the contiguous run of committed batches from ``start`` ends (everything
+    before it is in the database), :attr:`stored` the highest position a batch stored."""
+
+    def __init__(self, start: int):
+        self.end = self.stored = start
+        self._beyond: dict[int, int] = {}      # offset -> end of batches committed after a gap
+        self._lock = threading.Lock()
+
+    def position(self, offset: int, end: int) -> int:
+        """What the batch [offset, end) stores with its rows: its end if every batch before it has
+        committed (its own rows commit with it), else the end of the committed run."""
+        with self._lock:
+            return end if self.end == offset else self.end
+
+    def committed(self, offset: int, end: int, stored: int) -> None:
+        with self._lock:
+            self._beyond[offset] = end
+            while self.end in self._beyond:
+                self.end = self._beyond.pop(self.end)
+            self.stored = max(self.stored, stored)
 
 
 class _Pusher:
     def __init__(self, url: str, where: str, progress: Progress | None):
         self.url, self.where, self.progress = url, where, progress
         self.conn = None
+        self.lanes: list = []          # the connections batches go over; the first is self.conn
 
     def open(self):
-        self.conn = rc.connect(self.url)
+        self.conn = self._connect()
         schema.ensure(self.conn, self.where)
-        self.conn.execute(_STAGE)
-        self.conn.commit()
+        self.lanes = [self.conn]
+
+    def _connect(self):
+        conn = rc.connect(self.url)
+        conn.execute(_STAGE)
+        conn.commit()
+        return conn
+
+    def _open_lanes(self) -> list:
+        """Up to :data:`CONNECTIONS` lanes; a server that refuses more connections gets fewer."""
+        while len(self.lanes) < CONNECTIONS:
+            try:
+                self.lanes.append(self._connect())
+            except RemoteError:
+                break
+        return self.lanes
 
     def close(self):
-        if self.conn is not None:
+        for conn in self.lanes or [self.conn]:
             try:
-                self.conn.close()
+                if conn is not None:
+                    conn.close()
             except Exception:
                 pass
-            self.conn = None
+        self.conn, self.lanes = None, []
 
     def agent_key(self, store_id: str, name: str) -> int:
         with self.conn.transaction():
@@ -270,26 +325,68 @@ class _Pusher:
             if stored is not None and (fd is None or stored[0] > size or fingerprint(fd, stored[0]) != tuple(stored[1:])):
                 self._rewrite(view, key, name, fd, size, done)
                 continue
-            start = stored[0] if stored else 0
-            for offset, data, rows, n in _prepared(view.dir / name, name, fd, start, size):
-                with self.conn.transaction():
-                    cur = self.conn.cursor()
-                    cur.execute("SELECT pg_advisory_xact_lock(%s)", (-key,))
-                    done.changed += self._stage_and_upsert(cur, key, rows)
-                    end = offset + len(data)
-                    _set_position(cur, key, name, end, fingerprint(fd, end), exact=False)
-                    crash_point("push:staged")
-                crash_point("push:committed")
+            self._append(view, key, name, fd, stored[0] if stored else 0, size, done)
+
+    def _append(self, view: _View, key: int, name: str, fd: int, start: int, size: int, done: AgentPushed) -> None:
+        """The file's lines from ``start``, batch by batch over the lanes (module docstring). A failed
+        batch stops new ones; those in flight finish; then its error is raised."""
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+        prefix = _Prefix(start)
+        free = list(self._open_lanes()) if size - start > BATCH_BYTES else [self.conn]
+        flying: dict = {}
+        failed: list[BaseException] = []
+
+        def settle(finished) -> None:
+            for future in finished:
+                lane, n = flying.pop(future)
+                if future.exception() is not None:
+                    failed.append(future.exception())
+                    continue
+                free.append(lane)
+                done.changed += future.result()
                 done.records += n
                 if self.progress and n:
                     self.progress(done.agent, n)
 
-    def _stage_and_upsert(self, cur, key: int, rows: bytes) -> int:
+        with ThreadPoolExecutor(len(free)) as pool:
+            batches = _prepared(view.dir / name, name, fd, start, size)
+            for batch in batches:
+                while not free and not failed:
+                    settle(wait(flying, return_when=FIRST_COMPLETED).done)
+                if failed:
+                    break
+                lane = free.pop()
+                flying[pool.submit(self._batch, lane, key, name, fd, batch, prefix)] = (lane, batch[3])
+            batches.close()
+            settle(wait(flying).done)
+        if failed:
+            raise failed[0]
+        if prefix.stored < prefix.end:     # batches committed out of order: the run's end, now
+            with self.conn.transaction():
+                _set_position(self.conn.cursor(), key, name, prefix.end, fingerprint(fd, prefix.end), exact=False)
+
+    def _batch(self, conn, key: int, name: str, fd: int, batch, prefix: _Prefix) -> int:
+        """One batch in one transaction on ``conn`` (a lane's thread): rows added or changed."""
+        offset, data, rows, _ = batch
+        end = offset + len(data)
+        with conn.transaction():
+            cur = conn.cursor()
+            cur.execute("SELECT pg_advisory_xact_lock_shared(%s)", (-key,))
+            changed = self._stage_and_upsert(cur, key, rows, in_order=True)
+            stored = prefix.position(offset, end)
+            _set_position(cur, key, name, stored, fingerprint(fd, stored), exact=False)
+            crash_point("push:staged")
+        prefix.committed(offset, end, stored)
+        crash_point("push:committed")
+        return changed
+
+    def _stage_and_upsert(self, cur, key: int, rows: bytes, *, in_order: bool = False) -> int:
         if not rows:
             return 0
         with cur.copy(f"COPY memcli_stage ({STAGE_COLUMNS}) FROM STDIN") as copy:
             copy.write(rows)
-        cur.execute(_UPSERT, (key,))
+        cur.execute(_UPSERT + (_IN_ORDER if in_order else ""), (key,))
         return max(cur.rowcount, 0)
 
     def _rewrite(self, view: _View, key: int, name: str, fd, size: int, done: AgentPushed) -> None:

@@ -87,8 +87,10 @@ def _cc_ask(value) -> str | None:
     return None if text.startswith(("<local-command", "<command-", "[Request interrupted", "Caveat:")) else text
 
 
-def split_session(path: Path) -> Compacted | None:
-    """The session at its FIRST harness compaction, or None when it has none (or no text)."""
+def split_session(path: Path, redacted: bool = False) -> Compacted | None:
+    """The session at its FIRST harness compaction, or None when it has none (or no text;
+    ``redacted=True``: a Codex compaction whose summary is redacted or empty is split too, with
+    an empty summary — memcli's side can still be measured at a chosen budget)."""
     lines = path.read_bytes().splitlines()
     values = []
     for raw in lines:
@@ -109,8 +111,9 @@ def split_session(path: Path) -> Compacted | None:
                                      asks[-1] if asks else "")
         if value.get("type") == "compacted":
             summary = (value.get("payload") or {}).get("message") or ""
-            if not summary.strip() or summary.startswith("[REDACTED"):
+            if not redacted and (not summary.strip() or summary.startswith("[REDACTED")):
                 return None
+            summary = "" if not summary.strip() or summary.startswith("[REDACTED") else summary
             asks = [p.get("message", "") for v in values[:i] if isinstance(v, dict)
                     for p in [v.get("payload") or {}] if v.get("type") == "event_msg" and p.get("type") == "user_message"]
             return Compacted(path.stem, "codex", lines[:i], lines[i + 1:], summary, asks[-1] if asks else "")
@@ -169,8 +172,9 @@ class Fidelity:
     memcli_last_ask: bool
 
 
-def measure(session: Compacted, work: Path | None = None) -> Fidelity:
-    """Ingest ``session.before``, compact it to the harness summary's token count, and compare."""
+def measure(session: Compacted, work: Path | None = None, summary_tokens: int | None = None) -> Fidelity:
+    """Ingest ``session.before``, compact it to the harness summary's token count (or to
+    ``summary_tokens`` when the harness's summary is not readable), and compare."""
     from memcli.api import Memory
     from memcli.snapshot.assemble import working_counter
     from memcli.snapshot.views import TokenMeter
@@ -181,7 +185,7 @@ def measure(session: Compacted, work: Path | None = None) -> Fidelity:
         src.write_bytes(b"\n".join(session.before) + b"\n")
         agent = Memory(Path(tmp) / "mem").agent("s")
         agent.ingest(src, session.fmt)
-        harness_tokens = TokenMeter(working_counter()).text(session.summary)
+        harness_tokens = TokenMeter(working_counter()).text(session.summary) if summary_tokens is None else summary_tokens
         empty = Memory(Path(tmp) / "empty").agent("e")   # what a snapshot carries with no trace
         empty.ingest([{"trace_type": "user", "content": "x"}], "native")
         floor = empty.snapshot(full=True).tokens - TokenMeter(working_counter()).text("x")

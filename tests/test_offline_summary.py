@@ -1,0 +1,234 @@
+"""The offline summary's fidelity rules (docs/compaction.md, "What the offline summary keeps"):
+each thing once in the snapshot, ranked by what is needed next within the budget, a vocabulary
+weighted by use and recency, rollups that keep whole entries, and each subagent on its own line."""
+
+from __future__ import annotations
+
+import orjson
+
+from memcli.compaction.offline import OfflineSummarizer, condense, vocabulary
+from memcli.compaction.summarizer import MemoryContext, Turn
+from memcli.models import RawTrace
+
+
+def _traces(turn_id: str, events: list[dict]) -> list[RawTrace]:
+    out = []
+    for n, e in enumerate(events, 1):
+        out.append(RawTrace(f"{turn_id}-{n}", 1772442000.0 + n, turn_id, n, e.pop("trace_type"), e.pop("content", ""),
+                            "x", **e))
+    return out
+
+
+def _call(n: int, command: str, result=None, error=None, tool="Bash", args=None) -> list[dict]:
+    return [{"trace_type": "tool_call", "tool_name": tool, "tool_call_id": f"c{n}",
+             "tool_args": args if args is not None else {"command": command}},
+            {"trace_type": "tool_result", "tool_name": tool, "tool_call_id": f"c{n}", "tool_result": result,
+             "tool_error": error}]
+
+
+def _session() -> list[dict]:
+    return [
+        {"trace_type": "user", "content": "Fix the failing total in tests/test_orders.py and keep the API stable."},
+        {"trace_type": "assistant", "content": "I start with the failing test."},
+        *_call(1, "pytest -q tests/test_orders.py",
+               error="exit status 1\nFAILED tests/test_orders.py::test_total - assert 100.0 == 90.0"),
+        {"trace_type": "assistant", "content": "OrderTotal.apply_discount never runs; I fix app/orders.py next."},
+        *_call(2, "", tool="Edit", result="ok", args={
+            "file_path": "app/orders.py", "old_string": "def total(self):\n    return self.sum",
+            "new_string": "def total(self):\n    return apply_discount(self.sum, DISCOUNT_RATE)"}),
+        *_call(3, "git add app/orders.py", error="exit status 1\nfatal: pathspec did not match"),
+        *_call(4, "git add -f app/orders.py", result={"exit_code": 0, "stdout": ""}),
+        *_call(5, "make lint", error="E501 line too long (app/orders.py:12)"),
+        {"trace_type": "assistant", "content": "The total is fixed; lint still fails on E501."},
+    ]
+
+
+def test_the_snapshot_carries_each_file_and_failure_once(tmp_path):
+    """Files and failures are in the summary only: no `Files modified` / `Command failed` fact
+    repeats them in the same snapshot (design §4: the summary keeps every file and failure)."""
+    from memcli.api import Memory
+
+    agent = Memory(tmp_path).agent("a")
+    agent.ingest(_session() + [{"trace_type": "user", "content": "Thanks, now the docs."}], "native")
+    result = agent.compact(tail_turns=1, keep_steps=0)
+    assert result.compacted and result.facts == []
+    text = orjson.dumps(agent.snapshot(full=True).payload).decode()
+    assert text.count("Files modified: app/orders.py") == 1
+    assert text.count("FAILED tests/test_orders.py::test_total") == 1
+    assert text.count("E501 line too long") == 1
+
+
+def test_failures_latest_first_unresolved_before_resolved_and_a_fact_only_to_update_one():
+    turns = [Turn("turn_0001", _traces("turn_0001", _session()))]
+    summary = OfflineSummarizer().summarize(turns)
+    failed = next(line for line in summary.episodic_summary.split("\n") if line.startswith("Failed: "))
+    assert failed == ("Failed: `make lint` ×1 (E501 line too long (app/orders.py:12)) — still failing; "
+                      "`pytest -q tests/test_orders.py` ×1 (exit status 1 FAILED tests/test_orders.py::test_total - "
+                      "assert 100.0 == 90.0) — still failing; `git add app/orders.py` ×1 (exit status 1 fatal: "
+                      "pathspec did not match) — fixed later (a later `git add` passed)")
+    assert summary.semantic_facts == []
+    # an older fact that a command failed is superseded once its family passes
+    from memcli.models import SemanticItem
+
+    old = SemanticItem("sem_1", 1.0, "Command failed: `git add app/orders.py` — fatal: pathspec did not match")
+    facts = OfflineSummarizer().summarize(turns, MemoryContext(facts=[old])).semantic_facts
+    assert [(f.fact, f.supersedes) for f in facts] == [
+        ("Command passed: `git add app/orders.py` (it had failed before, a later `git add` passed)", ["sem_1"])]
+
+
+def test_files_carry_the_names_an_edit_defines_and_brings_in_each_once():
+    events = [{"trace_type": "user", "content": "Read the rate from the environment."},
+              *_call(1, "", tool="Edit", result="ok", args={
+                  "file_path": "app/rates.py", "old_string": "RATE = 0.1",
+                  "new_string": "RATE = float(os.environ['SHOP_RATE'])"}),
+              *_call(2, "", tool="Edit", result="ok", args={
+                  "file_path": "app/orders.py", "old_string": "def total(self):\n    return self.sum",
+                  "new_string": "def total(self):\n    return rates.apply(self.sum, os.environ['SHOP_RATE'])"})]
+    text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    files = next(line for line in text.split("\n") if line.startswith("Files modified: "))
+    assert files == "Files modified: app/orders.py (total, rates.apply, os.environ, SHOP_RATE), app/rates.py"
+
+
+def test_the_latest_notes_keep_the_agents_status_lines_each_once():
+    events = [{"trace_type": "user", "content": "Port the importer."},
+              {"trace_type": "assistant", "content": "Plan: parse, then map fields."},
+              *_call(1, "ls", result="rows.csv\n" * 200),
+              {"trace_type": "assistant", "content": "Parsing works; next I map ParsedRow to Trace."},
+              *_call(2, "ls", result="rows.csv\n" * 200),
+              {"trace_type": "assistant", "content": "Parsing works; next I map ParsedRow to Trace."},
+              *_call(3, "ls", result="rows.csv\n" * 200),
+              {"trace_type": "assistant", "content": "Done: rows map to traces."}]
+    text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    notes = next(line for line in text.split("\n") if line.startswith("Latest notes: "))
+    assert notes == ('Latest notes: "Plan: parse, then map fields." → '
+                     '"Parsing works; next I map ParsedRow to Trace."')
+    assert 'assistant: "Done: rows map to traces."' in text   # the final message stays on its turn's line
+
+
+def test_the_vocabulary_ranks_the_working_set_at_the_end_of_the_window_first():
+    # [weight decayed to its last use, the trace of its last use, weight]: used 40 times at the
+    # start of a 2,000-trace window, 3 times at its very end, 10 times up to its middle
+    vocab = {"old_helper": [40.0, 0, 40.0], "new_helper": [3.0, 1990, 3.0], "mid_helper": [2.0, 1000, 10.0]}
+    line = vocabulary(vocab, 2000, "", 200)
+    assert line == "Vocabulary (most used lately first): new_helper, old_helper, mid_helper"
+
+
+def test_a_small_budget_keeps_the_asks_files_and_latest_failures_before_tool_details():
+    events = [{"trace_type": "user", "content": "Make every module read its endpoint from the environment and "
+                                                "keep the tests green."}]
+    for i in range(60):
+        events += _call(2 * i + 1, "", tool="Edit", result="ok", args={
+            "file_path": f"pkg/mod_{i}.py", "old_string": f"def handle_{i}(self):\n    pass",
+            "new_string": f"def handle_{i}(self):\n    return os.environ['MOD_{i}_URL']"})
+        events += _call(2 * i + 2, f"pytest -q tests/test_mod_{i}.py",
+                        error=f"FAILED tests/test_mod_{i}.py::test_case - AssertionError: Mod{i}Manager returned None"
+                        if i % 10 == 9 else None, result=None if i % 10 == 9 else "3 passed")
+        events.append({"trace_type": "assistant", "content": f"Next I look at Mod{i + 1}Manager."})
+    turns = [Turn("turn_0001", _traces("turn_0001", events))]
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=700)).episodic_summary
+    lines = text.split("\n")
+    assert lines[1] == ('- turn_0001 · user: "Make every module read its endpoint from the environment and keep '
+                        'the tests green."')
+    files = next(line for line in lines if line.startswith("Files modified: "))
+    assert all(f"pkg/mod_{i}.py" in files for i in range(60))    # every file, always (design §4)
+    assert files.startswith("Files modified: pkg/mod_59.py (handle_59, os.environ, MOD_59_URL), pkg/mod_58.py")
+    failed = next(line for line in lines if line.startswith("Failed: "))
+    assert failed.startswith("Failed: `pytest -q tests/test_mod_59.py` ×1 (FAILED tests/test_mod_59.py::test_case")
+    assert lines[-1].startswith("Vocabulary (most used lately first): ")
+    assert len(text) <= 700 * 3.9
+
+
+def test_a_rollup_keeps_whole_entries_and_every_file():
+    summary = "\n".join([
+        "3 turns (turn_0001–turn_0003), 2026-03-02 08:41 → 09:30 UTC: 40 traces, 12 tool calls, 2 failed.",
+        '- turn_0001 · user: "Fix src/billing/invoice_total.py so that InvoiceTotal.apply_discount rounds half up '
+        'and the ledger tests pass again." · tools: Bash ×3 · assistant: "Done."',
+        '- turn_0002 · user: "Now the refund path." · assistant: "RefundPolicy.apply is fixed."',
+        "Files modified: src/billing/invoice_total.py (InvoiceTotal, apply_discount), src/billing/refund.py "
+        "(RefundPolicy)",
+        "Failed: `pytest -q tests/test_ledger.py` ×2 (FAILED tests/test_ledger.py::test_round - assert 1 == 2) "
+        "— passed later; `make lint` ×1 (E501 line too long) — still failing",
+        "Vocabulary (most used lately first): ledger_entries, LEDGER_URL, RoundingMode.HALF_UP, 9f8e7d6c, "
+        "tests/test_refund.py, docs/billing.md"])
+    out = condense(summary, 650)
+    assert out == "\n".join([
+        "3 turns (turn_0001–turn_0003), 2026-03-02 08:41 → 09:30 UTC: 40 traces, 12 tool calls, 2 failed.",
+        '- turn_0001 · user: "Fix src/billing/invoice_total.py so that InvoiceTotal.apply_discount rounds half up '
+        'and the ledger tests pass again."',
+        '- turn_0002 · user: "Now the refund path."',
+        "Files modified: src/billing/invoice_total.py (InvoiceTotal, apply_discount), src/billing/refund.py "
+        "(RefundPolicy)",
+        "Failed: `pytest -q tests/test_ledger.py` ×2 (FAILED tests/test_ledger.py::test_round - assert 1 == 2) "
+        "— passed later; `make lint` ×1 (E501 line too long) — still failing",
+        "Vocabulary (most used lately first): ledger_entries, LEDGER_URL, +4 more"])
+    assert len(out) <= 650
+    smaller = condense(summary, 350)
+    assert smaller.split("\n")[1:] == [   # every file stays (their names go first), the latest failure too
+        "… 2 turn lines left out (`memcli show AGENT --archive`)",
+        "Files modified: src/billing/invoice_total.py, src/billing/refund.py",
+        "Failed: `pytest -q tests/test_ledger.py` ×2 (FAILED tests/test_ledger.py::test_round - assert 1 == 2) "
+        "— passed later; +1 more"]
+
+
+def test_parallel_subagents_get_a_line_each(tmp_path):
+    """Two Claude Code subagents run at once (interleaved sidechain lines, no agentId: told
+    apart by their parentUuid chains): the summary has one line for each, with its own task,
+    files, failure and conclusion."""
+    from memcli.api import Memory
+
+    lines = []
+
+    def line(uuid, parent, kind, content, side=False):
+        value = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s1", "isSidechain": side,
+                 "timestamp": f"2026-02-01T10:00:{len(lines):02d}Z", "message": {"role": kind, "content": content}}
+        if kind == "assistant":
+            value["message"]["id"] = f"msg_{uuid}"
+        lines.append(orjson.dumps(value))
+
+    line("u1", None, "user", "Review billing and shipping in parallel.")
+    line("a1", "u1", "assistant", [{"type": "tool_use", "id": "t1", "name": "Task", "input": {"prompt": "Review billing"}},
+                                   {"type": "tool_use", "id": "t2", "name": "Task", "input": {"prompt": "Review shipping"}}])
+    line("b1", None, "user", "Review billing and fix src/billing.py.", side=True)
+    line("s1", None, "user", "Review shipping and fix src/shipping.py.", side=True)
+    line("b2", "b1", "assistant", [{"type": "tool_use", "id": "e1", "name": "Edit", "input": {
+        "file_path": "src/billing.py", "old_string": "x = 1", "new_string": "x = 2"}}], side=True)
+    line("s2", "s1", "assistant", [{"type": "tool_use", "id": "e2", "name": "Bash", "input": {
+        "command": "pytest -q tests/test_shipping.py"}}], side=True)
+    line("b3", "b2", "user", [{"type": "tool_result", "tool_use_id": "e1", "content": "ok"}], side=True)
+    line("s3", "s2", "user", [{"type": "tool_result", "tool_use_id": "e2", "is_error": True,
+                               "content": "FAILED tests/test_shipping.py::test_rate - KeyError: 'zone'"}], side=True)
+    line("b4", "b3", "assistant", [{"type": "text", "text": "Billing fixed."}], side=True)
+    line("s4", "s3", "assistant", [{"type": "text", "text": "Shipping still fails on zone."}], side=True)
+    line("r1", "a1", "user", [{"type": "tool_result", "tool_use_id": "t1", "content": "Billing fixed."},
+                              {"type": "tool_result", "tool_use_id": "t2", "content": "Shipping fails."}])
+    line("a2", "r1", "assistant", [{"type": "text", "text": "Billing is done; shipping needs a zone."}])
+    line("u2", "a2", "user", "Add the zone then.")
+    src = tmp_path / "session.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    agent = Memory(tmp_path / "m").agent("a")
+    agent.ingest(src, "claude-code")
+    result = agent.compact(tail_turns=1, keep_steps=0)
+    block = result.summary.split("Subagents:\n", 1)[1].split("\nFiles modified", 1)[0].split("\n")
+    assert block == [
+        '- agent b1 (turn_0001) · task "Review billing and fix src/billing.py." · changed: src/billing.py · '
+        '1 tool call · concluded: "Billing fixed."',
+        '- agent s1 (turn_0001) · task "Review shipping and fix src/shipping.py." · 1 failed (last: '
+        "`pytest -q tests/test_shipping.py`: FAILED tests/test_shipping.py::test_rate - KeyError: 'zone') · "
+        'concluded: "Shipping still fails on zone."']
+
+
+def test_a_summary_of_token_dense_text_still_fits_its_budget():
+    """Hashes and redacted ids take more tokens than CHARS_PER_TOKEN guesses: the summary is made
+    again at the ratio it turned out to have, so it fits (it used to stay 25% over, and an explicit
+    --target-tokens was refused)."""
+    from memcli.compaction.offline import _counter
+
+    turns = []
+    for t in range(1, 30):
+        tid = f"turn_{t:04d}"
+        turns.append(Turn(tid, _traces(tid, [
+            {"trace_type": "user", "content": f"[REDACTED_TEXT len={t * 7} sha={t * 7919:08x}]"},
+            {"trace_type": "assistant", "content": " ".join(f"{(t * k * 104729) % 2**32:08x}" for k in range(40))}])))
+    for budget in (300, 900):
+        text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=budget)).episodic_summary
+        assert budget * 0.8 <= _counter().count(text) <= budget, budget
