@@ -144,7 +144,9 @@ def test_asks_are_judged_by_their_identifiers_and_key_words(cli, memory_dir, ser
 def test_required_terms_of_an_ask():
     assert Required.terms("Where is order A-1001?") == (["A-1001"], ["order"])
     idents, words = Required.terms("Fix test_parse_config in tests/test_cfg.py, run `make lint`, open PR #482 on port 8080")
-    assert idents == ["tests/test_cfg.py", "make lint", "test_parse_config", "#482", "8080"]
+    assert idents == ["test_parse_config", "tests/test_cfg.py", "make lint", "#482", "8080"]
+    assert Required.terms("see https://example.com/a/b.html and ~/x.py, e.g. os.path.join; set OPENAI_API_KEY") == (
+        ["https://example.com/a/b.html", "~/x.py", "os.path.join", "OPENAI_API_KEY"], [])
     assert words == ["open", "port"]
     ask = "Fix test_parse_config in tests/test_cfg.py, run `make lint`, open PR #482 on port 8080"
     text = "fixed test_parse_config in tests/test_cfg.py; `make lint` passes; pr #482 on port 8080."
@@ -152,6 +154,11 @@ def test_required_terms_of_an_ask():
     assert Required.ask_lacks(ask, text.replace("port 8080", "8080")) == ["open", "port"]
     assert Required.ask_lacks(ask, text.replace("#482", "482")) == ["#482"]
     assert Required.ask_lacks("Implement the deployment configuration", "implemented a deploy config") == []
+    assert Required.terms("can you run a command ls -la") == (["-la"], ["command"])
+    assert Required.ask_lacks("can you run a command ls -la", "the user asked to run ls -la.") == []
+    assert Required.terms("Implement spotter-gqc") == ([], ["implement", "spotter-gqc"])   # hyphenated: whole
+    assert Required.ask_lacks("Implement spotter-gqc", "implemented spotter-gqc") == []
+    assert Required.ask_lacks("Implement spotter-gqc", "implemented spotter") == ["spotter-gqc"]
     assert Required.ask_lacks("yes", "the user said yes.") == []
     assert Required.ask_lacks("yes", "the user agreed.") == ["yes"]
     # files by path: the whole path or its last two components, never a bare name for a nested file
@@ -173,6 +180,10 @@ def test_an_ask_that_stays_in_the_active_file_is_not_required():
     steps = Turn("turn_0001", [edit, done], steps_only=True, steps=1, total_steps=3)
     assert (Required.of([whole]).asks, Required.of([whole]).files) == (["Rename foo_bar"], ["src/a.py"])
     assert (Required.of([steps]).asks, Required.of([steps]).files) == ([], ["src/a.py"])
+    # a slash command is read as people read it
+    slash = ("<command-message>review is running…</command-message>\n<command-name>/review</command-name>\n"
+             "<command-args>src/cart</command-args>")
+    assert Required.of([Turn("turn_0002", [trace("s", "user", slash)])]).asks == ["/review src/cart"]
 
 
 def test_max_cost_bounds_the_retries(cli, memory_dir, server):

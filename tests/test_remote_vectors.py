@@ -10,6 +10,7 @@ import orjson
 import psycopg
 import pytest
 
+import memcli
 from tests.embed_fixtures import embedder
 from tests.test_search_hybrid import MODEL, SYNONYMS, TEXTS, ingest, ok
 
@@ -63,6 +64,10 @@ def test_vectors_are_pushed_once_and_find_an_answer_that_shares_no_word(cli, ser
                                "--embed-api-base", srv.api_base)
     assert found[0] == "u1" and "note" not in stderr
     assert len(srv.requests) == requests + 1                 # the query only: the records' vectors are stored
+    # a time range joins the records first (memcli.remote.vectors.nearest): the same answer, and none outside it
+    found, _ = remote_ids(cli, pgvector_url, "automobile purchase", "--embed-model", MODEL, "--embed-api-base",
+                          srv.api_base, "--since", "1700000000", "--until", "1700000002")
+    assert found == ["u1", "u2"]                              # u1..u2 in the range, u1 nearest
     # words and meaning fused: the records with "car" and the one "bought" a car rank above the rest
     found, _ = remote_ids(cli, pgvector_url, "car vehicle", "--embed-model", MODEL, "--embed-api-base", srv.api_base)
     assert set(found[:2]) == {"u1", "u3"}
@@ -81,6 +86,13 @@ def test_the_store_config_chooses_the_query_model_and_the_hits_keep_their_shape(
     assert set(hits[0]) == {"id", "kind", "tier", "turn", "ts", "trace_type", "tool_name", "score", "snippet",
                             "count", "status", "superseded_by", "agent"}
     assert hits[0]["score"] == pytest.approx(1 / 61, abs=1e-4)   # reciprocal rank 1 in the vector list only
+    # mcp --remote's memory_search too (the store the server runs in chooses the model)
+    remote = memcli.Memory(memory_dir).remote(pgvector_url)
+    try:
+        found = remote.search("h", "automobile purchase", limit=3, offset=0, kinds=None)
+    finally:
+        remote.close()
+    assert found.hybrid and found.hits[0].id == "u1"
     # another model than the vectors' -> words alone, said once
     res = ok(cli("search", "h", "car", "--remote", pgvector_url, "--ndjson", "--embed-model", "openai/other",
                  "--embed-api-base", srv.api_base))

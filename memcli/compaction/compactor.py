@@ -445,12 +445,20 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
 
     job = _Job(store, result, summarizer, strategy, policy, dry_run, model, concurrency, on_progress, on_note, started,
                max_cost)
+    # texts counted before (snapshot, stats, a hook) are not counted again; --dry-run writes nothing
+    with store.counting_cache(save=not dry_run):
+        return _compact(job, if_needed, force, max_context_tokens)
+
+
+def _compact(job: _Job, if_needed: bool, force: bool, max_context_tokens: int | None) -> CompactResult:
+    """:func:`compact` once its arguments are checked: the trigger, the compaction lock, the run."""
+    store, result, summarizer, dry_run = job.store, job.result, job.summarizer, job.dry_run
     trigger = early_plan = None
     if if_needed:
-        trigger = _Trigger(store, result, model, max_context_tokens, policy, force or dry_run, on_note)
+        trigger = _Trigger(store, result, job.model, max_context_tokens, job.policy, force or dry_run, job.on_note)
         if trigger.reported is not None:   # the provider's usage decides at once
             if not trigger.decide(None):
-                result.seconds = time.monotonic() - started
+                result.seconds = time.monotonic() - job.started
                 return result
         else:
             # the working snapshot's count decides: the plan takes it anyway, so the store is read
@@ -458,10 +466,10 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
             with _cyclic_gc_paused():
                 early_plan = job.plan()
             if not trigger.decide(early_plan[0].tokens_before):
-                result.seconds = time.monotonic() - started
+                result.seconds = time.monotonic() - job.started
                 return result
 
-    preflight = getattr(summarizer, "preflight", None) if strategy == "summarize" and not dry_run else None
+    preflight = getattr(summarizer, "preflight", None) if job.strategy == "summarize" and not dry_run else None
     if preflight is not None:  # a missing key or a closed --api-base, told before LiteLLM loads
         preflight()
     lock = compaction_lock(store) if not dry_run else _no_lock()
@@ -471,7 +479,7 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     except CompactionBusy as exc:
         if if_needed:
             result.reason = f"skipped: {exc}"
-            result.seconds = time.monotonic() - started
+            result.seconds = time.monotonic() - job.started
             return result
         raise
 

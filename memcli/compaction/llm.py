@@ -562,10 +562,17 @@ class LiteLLMSummarizer(Summarizer):
 ASK_IDENTIFIERS = 10   # an ask's first identifiers that an answer must name
 ASK_WORDS = 8          # of an ask's other key words, two thirds must be named, at most this many
 LISTED_MISSING = 5     # asks (and twice as many files) an error message lists
-_CODE_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:[a-z0-9]_|[a-z][A-Z]|_[A-Za-z0-9])\w*")
-_BACKTICKED = re.compile(r"`([^`\n]{2,60})`")
-_NUMBER = re.compile(r"(?<![\w.-])#?\d{3,}(?![\w.-])")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’]{3,}")
+_ASK_IDENTIFIERS = (   # what an ask names that a summary must keep as written (Required.terms)
+    re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+"),                                  # URLs
+    re.compile(r"(?<![\w/.@~-])(?:(?:~?/|\.{1,2}/)(?:[\w.@-]+/)*|(?:[\w.@-]+/)+)[\w.@-]*\w"),   # paths
+    re.compile(r"(?<![\w/.-])[A-Za-z_][\w-]+(?:\.[A-Za-z_]\w*)+"),                    # app.py, os.path.join
+    re.compile(r"(?<![\w/.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}(?![\w/])"),  # A-1001, sha256
+    re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:[a-z0-9]_|[a-z][A-Z]|_[A-Za-z0-9])\w*"),      # snake_case, camelCase
+    re.compile(r"`([^`\n]{2,60})`"),                                                   # `make lint`
+    re.compile(r"(?<![\w.-])#?\d{3,}(?![\w.-])"),                                      # #482, 8080
+    re.compile(r"(?<!\S)(?:/[A-Za-z][\w:-]*|--?[A-Za-z][\w-]*)(?![^\s,;:.?!)])"),      # /review, -la, --force
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’]*(?:-[A-Za-z0-9]+)*")   # hyphenated words whole
 _COMMON = frozenset("""about above after again also always anything back been before being below both
 can't could didn't does doesn't doing done don't down each else even every first from give going gonna
 good great have here hers into it's just know last let's lets like look make many maybe more most much
@@ -581,9 +588,16 @@ def _present(term: str, text: str) -> bool:
 
 
 def _stem_present(word: str, text: str) -> bool:
-    """A key word, or another form of it (its first ~60%, at least 5 letters), at a word start."""
-    stem = word if len(word) <= 5 else word[: max(5, (len(word) * 3 + 4) // 5)]
+    """A key word, or another form of it (its first ~60%, at least 5 letters, for a word of
+    letters only), at a word start."""
+    stem = word if len(word) <= 5 or not word.isalpha() else word[: max(5, (len(word) * 3 + 4) // 5)]
     return re.search(r"(?<!\w)" + re.escape(stem), text) is not None
+
+
+def _path_like(value: str) -> bool:
+    """A path, not prose with a slash (``and/or``): rooted, 2+ slashes, or a file extension."""
+    return (value.startswith(("/", "~/", "./", "../", "http")) or value.count("/") >= 2
+            or re.search(r"\.[A-Za-z0-9]{1,8}$", value) is not None)
 
 
 def _one_line(text: str) -> str:
@@ -592,33 +606,39 @@ def _one_line(text: str) -> str:
 
 class Required:
     """What an answer for some turns must name: every user ask of a turn that moves with its ask,
-    and every file modified. An ask is named when its text appears (case and whitespace aside),
-    or when its first :data:`ASK_IDENTIFIERS` identifiers (paths, URLs, ids, code names,
-    backticked spans, numbers of 3+ digits) all appear and enough of its other key words (4+
-    letters, not common words; another form of the word counts) do: two thirds of them (half,
-    rounded down, when the ask has identifiers), at most :data:`ASK_WORDS`. A file is named by its path, or by its last two components
-    (``src/app.py`` for ``/home/me/proj/src/app.py``); a bare name only for a bare path."""
+    and every file modified.
+
+    An ask is named when its text appears (case and whitespace aside), or when its first
+    :data:`ASK_IDENTIFIERS` identifiers (paths, URLs, ids, code names, backticked spans, numbers
+    of 3+ digits, slash commands, flags such as ``-la``) all appear and enough of its other key
+    words (4+ letters, not common words; hyphenated words whole; another form of a plain word
+    counts) do: two thirds of them (half, rounded down, when the ask has identifiers), at most
+    :data:`ASK_WORDS`. A file is named by its path, or by its last two components (``src/app.py`` for
+    ``/home/me/proj/src/app.py``); a bare name only for a bare path."""
 
     def __init__(self, asks: list[str], files: list[str]):
         self.asks, self.files = asks, files
 
     @classmethod
     def of(cls, turns: list[Turn]) -> "Required":
+        """The asks (as people read them: a slash command as ``/name args``) and files of ``turns``."""
         from memcli.compaction.offline import required_items
+        from memcli.neutral import readable_text
 
-        return cls(*required_items(turns))
+        asks, files = required_items(turns)
+        return cls([readable_text(a) for a in asks], files)
 
     @staticmethod
     def terms(ask: str) -> tuple[list[str], list[str]]:
         """An ask's identifiers (as written) and key words (casefolded), in order, without repeats."""
-        from memcli.compaction.offline import identifiers
-
-        found = identifiers(ask) + _BACKTICKED.findall(ask) + _CODE_NAME.findall(ask) + _NUMBER.findall(ask)
-        found = list(dict.fromkeys(_one_line(i) for i in found if i.strip()))
+        spans = sorted((m.start(m.lastindex or 0), m.group(m.lastindex or 0)) for pattern in _ASK_IDENTIFIERS
+                       for m in pattern.finditer(ask))
+        spans = [(at, v) for at, v in spans if "/" not in v or _path_like(v)]
+        found = list(dict.fromkeys(_one_line(v).rstrip(".,;:!?") for _, v in spans if v.strip()))
         idents = [i for i in found if not any(i != o and i in o for o in found)][:ASK_IDENTIFIERS]
         inside = " ".join(idents).casefold()
         words = [w for w in dict.fromkeys(w.casefold().replace("’", "'") for w in _WORD.findall(ask))
-                 if w not in _COMMON and w not in inside]
+                 if len(w) >= 4 and w not in _COMMON and w not in inside]
         return idents, words
 
     @classmethod

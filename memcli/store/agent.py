@@ -107,12 +107,13 @@ class AgentStore:
             )
         return self
 
-    def counting_cache(self):
+    def counting_cache(self, *, save: bool = True):
         """A context in which token counts come from, and go to, this agent's rebuildable count
-        cache (:mod:`memcli.store.token_counts`): ``with store.counting_cache(): ...``."""
+        cache (:mod:`memcli.store.token_counts`): ``with store.counting_cache(): ...``. With
+        ``save=False`` counts only come from it (a command that writes nothing: ``--dry-run``)."""
         from memcli.store.token_counts import counting_cache
 
-        return counting_cache(self.paths.token_counts)
+        return counting_cache(self.paths.token_counts, save=save)
 
     # ------------------------------------------------------------------ writing
     @contextmanager

@@ -95,12 +95,13 @@ class TokenCountCache:
 
 
 @contextmanager
-def counting_cache(path: Path) -> Iterator[TokenCountCache]:
+def counting_cache(path: Path, *, save: bool = True) -> Iterator[TokenCountCache]:
     """Token counting inside the block answers from, and adds to, the cache at ``path``; the
-    cache is saved when the block ends without an error."""
+    cache is saved when the block ends without an error (and ``save`` is true)."""
     from memcli.tokens import counting_memo
 
     cache = TokenCountCache(path)
     with counting_memo(cache):
         yield cache
-    cache.save()
+    if save:
+        cache.save()

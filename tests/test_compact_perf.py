@@ -1,0 +1,156 @@
+"""The building blocks that keep offline compaction fast (docs/design.md §7): each is checked for
+giving the same result as the plain way and for doing the work once — by counting calls, never
+by timing."""
+
+from __future__ import annotations
+
+import random
+
+import orjson
+import pytest
+
+from memcli.compaction import offline
+from tests.helpers import CORPORA, needs_corpora
+
+
+def _plain_vocabulary(text: str) -> tuple:
+    """The vocabulary of ``text`` as one regex scan of the whole text finds it."""
+    return tuple(v for v in offline._VOCAB.findall(text) if len(v) >= 4 and not v.isdigit())
+
+
+def _fresh_vocabulary(text: str) -> tuple:
+    offline._VOCAB_CACHE.clear()
+    offline._VOCAB_WORDS.clear()
+    return offline._vocabulary_of(text)
+
+
+@pytest.mark.parametrize("text", [
+    "", "abc", "Fix src/app/main.py and tests/test_main.py (see MyClass.run_all, PR #12, deadbeef1)",
+    "  ~/work/x.toml\tENV_VAR=1\u00a0foo-bar-baz\u3000camelCase\x1cA-1234 ../up/one.ts, 0123456789",
+    "a.b.c-d_e/f g", "x" * 50, "see https://example.com/a/b?c=d.e-f and `pytest -q tests/test_x.py::TestY`",
+])
+def test_vocabulary_by_word_is_the_regex_over_the_text(text):
+    assert _fresh_vocabulary(text) == _plain_vocabulary(text)
+
+
+def test_vocabulary_by_word_matches_on_random_texts():
+    rnd = random.Random(22)
+    alphabet = "aZz_-./~@ \t\n\u00a0\u2003x9fF.py:é\u3000\x1c(),`'\""
+    for _ in range(5_000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 40)))
+        assert _fresh_vocabulary(text) == _plain_vocabulary(text), text
+
+
+@needs_corpora
+def test_vocabulary_by_word_matches_on_real_sessions():
+    texts = []
+    for path in sorted((CORPORA / "claude-code").glob("*.jsonl")) + sorted((CORPORA / "codex").glob("*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            try:
+                stack = [orjson.loads(line)]
+            except orjson.JSONDecodeError:
+                continue
+            while stack:
+                value = stack.pop()
+                if isinstance(value, str):
+                    texts.append(value[:offline.VOCAB_TEXT_CHARS])
+                elif isinstance(value, dict):
+                    stack.extend(value.values())
+                elif isinstance(value, list):
+                    stack.extend(value)
+    assert len(texts) > 1_000
+    offline._VOCAB_CACHE.clear()
+    offline._VOCAB_WORDS.clear()
+    for text in texts:   # the caches warm as in a compaction: words seen before are not scanned again
+        assert offline._vocabulary_of(text) == _plain_vocabulary(text)
+
+
+class _CountingPattern:
+    def __init__(self, pattern):
+        self.pattern, self.scanned = pattern, []
+
+    def findall(self, text):
+        self.scanned.append(text)
+        return self.pattern.findall(text)
+
+
+def test_each_word_is_scanned_once(monkeypatch):
+    counting = _CountingPattern(offline._VOCAB)
+    monkeypatch.setattr(offline, "_VOCAB", counting)
+    monkeypatch.setattr(offline, "_VOCAB_CACHE", {})
+    monkeypatch.setattr(offline, "_VOCAB_WORDS", {})
+    first = offline._vocabulary_of("Please check order A-1 and fix src/module_1.py")
+    second = offline._vocabulary_of("Please check order A-2 and fix src/module_1.py now")
+    assert first == ("src/module_1.py",)
+    assert second == ("src/module_1.py",)
+    # short words (under 4 characters) are never scanned; each longer word once
+    assert counting.scanned == ["Please", "check", "order", "src/module_1.py"]
+
+
+# --------------------------------------------------------------------------- token counts from the cache
+
+def _ingested(tmp_path, events):
+    from memcli.ingest.api import ingest
+
+    src = tmp_path / "events.ndjson"
+    src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    mem = tmp_path / "memory"
+    ingest(mem, "a", src)
+    return mem
+
+
+class _CountingEncoding:
+    """A tiktoken encoding that records the texts it is asked to encode."""
+
+    def __init__(self, encoding):
+        self.encoding, self.texts = encoding, []
+
+    def encode_ordinary(self, text):
+        self.texts.append(text)
+        return self.encoding.encode_ordinary(text)
+
+
+def _counting_encoder(monkeypatch):
+    from memcli import tokens
+
+    real = tokens._encoding
+    counting: dict = {}
+
+    def encoding(name):
+        if name not in counting:
+            counting[name] = _CountingEncoding(real(name))
+        return counting[name]
+
+    monkeypatch.setattr(tokens, "_encoding", encoding)
+    return counting
+
+
+@pytest.mark.parametrize("events", ["turns", "steps"])
+def test_compaction_takes_counts_from_the_cache(tmp_path, monkeypatch, events):
+    """Texts `stats` counted before are not counted again by the compaction (the plan, the
+    summary budget and the count after it), and the compaction's own new counts (the summary)
+    are saved for the next command."""
+    import memcli
+    from memcli.compaction.compactor import compact
+    from memcli.compaction.policy import CompactionPolicy
+    from tests.compact_fixtures import conversation, long_turn
+
+    store_events = conversation(12, system=False) if events == "turns" else long_turn(30)
+    mem = _ingested(tmp_path, store_events)
+    agent = memcli.Memory(mem).agent("a")
+    agent.stats()   # counts every text of the working snapshot into agents/a/.token-counts
+    cache = mem / "agents" / "a" / ".token-counts"
+    assert cache.exists()
+    counting = _counting_encoder(monkeypatch)
+    policy = CompactionPolicy(tail_turns=2) if events == "turns" else CompactionPolicy(target_tokens=1500)
+    result = compact(mem, "a", policy=policy)
+    assert result.compacted
+    counted = [t for enc in counting.values() for t in enc.texts]
+    stored = {e.get("content") for e in store_events} - {None, ""}
+    assert counted, "the new summary is counted"
+    assert not stored.intersection(counted), "a trace's text was counted again"
+    assert any(result.summary in t or t in result.summary for t in counted)
+    # the next command finds the summary's count in the cache: nothing is encoded again
+    counting.clear()
+    assert agent.stats().tokens.estimate == result.tokens_after
+    assert [t for enc in counting.values() for t in enc.texts] == []
