@@ -8,6 +8,8 @@ OpenAI-compatible server on 127.0.0.1 (tests/compact_fixtures.py)."""
 
 from __future__ import annotations
 
+import re
+
 import orjson
 import pytest
 
@@ -227,6 +229,9 @@ def test_a_chunked_window_is_given_whole_and_each_chunk_checked(cli, memory_dir,
     retries = [r for r in srv.requests if _missing_block(r) is not None]
     assert len(firsts) >= 3 and len(retries) == 1 and srv.max_overlap() >= 2
     assert _missing_block(retries[0]) == f"- modified file: {RATES}"
+    # the chunks share the summary's budget: each is told the same share, within the answer's reserve
+    shares = {re.search(r"Keep episodic_summary within about ([\d,]+) tokens", r.user).group(1) for r in firsts}
+    assert len(shares) == 1 and 100 <= int(shares.pop().replace(",", "")) <= 3000 // 4
     # every moved turn's ask went out exactly once among the first attempts, in order
     asks = [a for r in firsts for a in transcript_items(r.body)[0]]
     (episodic,) = read_jsonl(agent_dir(memory_dir, "a") / "episodic.jsonl")

@@ -19,7 +19,8 @@ instructions.
 The prompt asks for a harness summary's sections (primary request and intent, key technical
 concepts, files and code sections, errors and fixes, all user messages, pending tasks, current
 work, next step), one item per line, and the user message carries, after the transcript, the
-offline digest of the same turns as a ``<checklist>`` (:meth:`LiteLLMSummarizer.checklist`).
+offline digest of the same turns as a ``<checklist>`` (:meth:`LiteLLMSummarizer.checklist`) and
+the summary's budget (``MemoryContext.summary_tokens``, shared by the chunks).
 
 JSON mode (``response_format={"type": "json_object"}``) is asked for when LiteLLM says the model
 supports ``response_format``; a server that rejects it gets the same request without it. The
@@ -229,6 +230,7 @@ class LiteLLMSummarizer(Summarizer):
         self.cost_limit: float | None = None   # --max-cost (limit_cost), retries included
         self._cost_base = 0.0
         self._in_flight = 0.0
+        self._parts = 1                         # chunks of the window (split): they share the summary's budget
 
     # ------------------------------------------------------------------ before any request
     def preflight(self) -> None:
@@ -362,6 +364,7 @@ class LiteLLMSummarizer(Summarizer):
             needed += need
         if current:
             chunks.append(current)
+        self._parts = max(len(chunks), 1)
         return chunks
 
     # ------------------------------------------------------------------ requests
@@ -385,9 +388,14 @@ class LiteLLMSummarizer(Summarizer):
                      "messages\" (verbatim, or with all its identifiers and key words) and every modified file by its "
                      "path under \"Files and code sections\".\n\n")
         checklist = self.checklist(turns, room).replace("<", "\\u003c")
+        size = ""
+        if memory.summary_tokens:   # the room the compaction's target leaves the summary, shared by the chunks
+            share = min(max(memory.summary_tokens // self._parts, 100), self.output_tokens())
+            size = (f"Keep episodic_summary within about {share:,} tokens (what the compaction's budget leaves it); "
+                    "when that is tight, keep every user ask and modified file and shorten the rest.\n\n")
         user = (f"<memory>\n{memory_text}\n</memory>\n\n"
                 f"<transcript turns=\"{span}\">\n" + "\n".join(parts) + "\n</transcript>\n\n"
-                + (f"<checklist>\n{checklist}\n</checklist>\n\n" if checklist else "") + retry
+                + (f"<checklist>\n{checklist}\n</checklist>\n\n" if checklist else "") + retry + size
                 + "Return the JSON object for this transcript now.")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
