@@ -491,6 +491,7 @@ class _Work:
         self.open: dict[str, list] = {}                    # call id -> unanswered calls, oldest first
         self.todo = None                                   # the latest todo list / plan (its arguments)
         self.families: dict[str, bool] = {}                # command family -> its latest run failed
+        self.outcomes: dict[str, tuple] = {}               # command family -> (command, outcome line), latest last
 
     def call(self, t) -> None:
         name = t.tool_name or "tool"
@@ -520,6 +521,10 @@ class _Work:
             family = command_family(command)
             self.families.pop(family, None)
             self.families[family] = failed
+            outcome = None if failed else outcome_line(t.tool_result)
+            if outcome:
+                self.outcomes.pop(family, None)
+                self.outcomes[family] = (command, outcome)
             known = self.commands.get(command)
             if known is None:
                 self.commands[command] = [False, failed, brief]
@@ -797,6 +802,7 @@ class WindowSummary:
         self.vocab: dict[str, list] = {}      # identifier -> [decayed weight, its last trace in the window, weight]
         self.changes: dict[str, list] = {}    # path -> names its edits touched
         self.families: dict[str, bool] = {}   # command family -> its latest run failed
+        self.outcomes: dict[str, tuple] = {}  # command family -> (command, outcome line) of its latest telling run
         self.todo = None                      # the latest todo list / plan arguments
         self.notes: deque = deque(maxlen=NOTES_KEPT)   # the agent's latest notes, oldest first
 
@@ -862,6 +868,9 @@ class WindowSummary:
             for family, failed in work.families.items():
                 self.families.pop(family, None)
                 self.families[family] = failed
+            for family, outcome in work.outcomes.items():
+                self.outcomes.pop(family, None)
+                self.outcomes[family] = outcome
             for label, (count, error) in work.failures.items():
                 self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
                 self.failure_error[label] = error
@@ -970,6 +979,9 @@ class OfflineSummarizer(Summarizer):
         notes = [n for n in window.notes if n not in replies]
         if notes:
             footer.append(("notes", notes_line(notes)))
+        outcomes = commands_line(window.outcomes, window.families)
+        if outcomes:
+            footer.append(("commands", outcomes))
         if failures:
             footer.append(("failed", failures_line(failures, failure_error, commands, window.families)))
         if n_unanswered:
@@ -1131,6 +1143,33 @@ def notes_line(notes: list[str]) -> str:
     return "Latest notes: " + " → ".join(_quote(n, NOTE_TEXT_CHARS) for n in notes)
 
 
+_OUTCOMES = tuple(re.compile(p, re.MULTILINE) for p in (   # in order of preference
+    r"^.*(?<![\w.])\d{1,5} (?:passed|failed|tests?|examples?|failures?|errors?|skipped|specs?)(?![\w/.]).*$",
+    r"^\[[^\]\s]+(?: \([^)]*\))? [0-9a-f]{7,40}\] .*$",                                   # git commit
+    r"^\s*(?:\+ )?[0-9a-f]{7,40}\.\.\.?[0-9a-f]{7,40}\s+\S+ -> \S+.*$",                     # git push
+    r"https?://\S+/(?:pull|merge_requests|issues)/\d+",                                        # PR / issue
+    r"^.*\b(?:Successfully|Compiled|Built|Deployed)\b.*$"))                                  # builds
+
+
+def outcome_line(result) -> str:
+    """What a successful command's output says it did, when it says it in a line worth keeping
+    (test counts, a commit, a push, a PR or issue URL, a build that finished); "" otherwise."""
+    text = (result if isinstance(result, str) else "\n".join(_strings(result, 4_000)))[:4_000]
+    for pattern in _OUTCOMES:
+        m = pattern.search(text)
+        if m:
+            return clip(m.group(0).strip(" =-"), 120)
+    return ""
+
+
+def commands_line(outcomes: dict, families: dict) -> str:
+    """``Commands (latest outcome): `cmd`: 42 passed; …``, newest first: the latest telling
+    run of each command family whose latest run did not fail (a failing one is in ``Failed:``)."""
+    shown = [f"`{clip(cmd, 80)}`: {line}" for family, (cmd, line) in reversed(list(outcomes.items()))
+             if not families.get(family)][:MAX_LISTED]
+    return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
+
+
 def failures_line(failures: dict, failure_error: dict, commands: dict, families: dict) -> str:
     """``Failed: `cmd` ×n (informative line) — still failing; …``: the failures still
     unresolved first, then the resolved ones, newest first in each (``failures`` is in the order
@@ -1158,8 +1197,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
 
 # the aggregate lines after the files and the asks, with the share of the room each may take
 # before the names touched in the files (its second pass lets each grow into what is left)
-_SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.25), ("subagents", 0.25), ("unanswered", 0.05),
-                  ("urls", 0.05))
+_SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.2), ("commands", 0.1), ("subagents", 0.2),
+                  ("unanswered", 0.05), ("urls", 0.05))
 
 
 def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, str]], size: int,
@@ -1367,8 +1406,8 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     return head + ", ".join(out) if out else ""
 
 
-_LISTS = (("Vocabulary (", ", "), ("Latest notes: ", " → "), ("URLs: ", ", "), ("Never answered: ", "; "),
-          ("Failed: ", "; "), ("Plan (latest): ", "; "))   # list lines, the first to lose entries
+_LISTS = (("Vocabulary (", ", "), ("Latest notes: ", " → "), ("URLs: ", ", "), ("Commands (latest outcome): ", "; "),
+          ("Never answered: ", "; "), ("Failed: ", "; "), ("Plan (latest): ", "; "))   # list lines, the first to lose entries
 
 
 def condense(summary: str, budget: int) -> str:
