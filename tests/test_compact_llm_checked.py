@@ -84,6 +84,8 @@ def test_an_answer_that_leaves_out_a_file_is_sent_back_naming_it(cli, memory_dir
     (episodic,) = read_jsonl(agent_dir(memory_dir, "a") / "episodic.jsonl")
     assert episodic["summary"].endswith(f"Files and code sections: {CARRIER}, {RATES}")
     assert "Not in the model's summary" not in episodic["summary"]
+    assert (f"memcli: {PRICED}, turn_0001–turn_0004: attempt 1: the summary left out 1 modified file; asked again "
+            "(attempt 2 of 3)") in result.stderr.splitlines()   # a retry is said, not silent
     # both answers are paid for, and the ledger says so
     (entry,) = orjson.loads(cli("compactions", "a", "--json").stdout)
     llm = entry["llm"]

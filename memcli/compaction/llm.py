@@ -231,6 +231,7 @@ class LiteLLMSummarizer(Summarizer):
         self._cost_base = 0.0
         self._in_flight = 0.0
         self._parts = 1                         # chunks of the window (split): they share the summary's budget
+        self.retried: list[str] = []            # one line per request sent again, and why
 
     # ------------------------------------------------------------------ before any request
     def preflight(self) -> None:
@@ -497,6 +498,7 @@ class LiteLLMSummarizer(Summarizer):
             except InvalidSummary as exc:
                 failures.append(ModelFailure(f"invalid answer: {exc}", retry=True,
                                              hint="--retries gives the model more chances"))
+                self._again(span, attempt, failures[-1])
                 continue
             except Exception as exc:
                 if json_mode and _rejects_json_mode(exc, litellm):
@@ -508,6 +510,7 @@ class LiteLLMSummarizer(Summarizer):
                 if not failure.retry:  # no retry can cure it: say what to change, at once
                     raise CompactionError(f"{self.model}: {failure.problem}; nothing was written",
                                           hint=failure.hint) from None
+                self._again(span, attempt, failure)
                 continue
             finally:
                 self._release(reserved)
@@ -516,6 +519,7 @@ class LiteLLMSummarizer(Summarizer):
                 return summary
             failures.append(ModelFailure(f"the summary left out {missing.counted()}", retry=True,
                                          hint="--retries gives the model more chances"))
+            self._again(span, attempt, failures[-1])
             messages = self.messages(turns, memory, missing=missing)   # the retry says what was left out
         shown = "; ".join(f"attempt {i + 1}: {f.problem}" for i, f in enumerate(failures[-5:]))
         hints = list(dict.fromkeys(f.hint for f in failures if f.hint))
@@ -526,6 +530,13 @@ class LiteLLMSummarizer(Summarizer):
             f"({shown}){left_out}; spent: {self.spent.describe()}; nothing was written",
             hint="; ".join(hints + ["the offline summarizer (no --model) needs no model"]),
         )
+
+    def _again(self, span: str, attempt: int, failure: "ModelFailure") -> None:
+        """Note (``retried``, which the compaction reports) that ``span`` is asked again."""
+        if attempt <= self.retries:
+            with self._count_lock:
+                self.retried.append(f"{self.model}, {span}: attempt {attempt}: {failure.problem}; asked again "
+                                    f"(attempt {attempt + 1} of {self.retries + 1})")
 
     # ------------------------------------------------------------------ --max-cost, retries included
     def limit_cost(self, max_cost: float | None) -> None:
