@@ -127,3 +127,27 @@ def test_a_server_without_pgvector_takes_the_push_and_answers_by_words(cli, serv
     assert sorted(found) == ["u1", "u3"] and "the shared store has no vectors" in stderr
     pushed, stderr = push(cli, pg_url, "h")                               # a re-push says it again, once
     assert pushed[0]["records"] == 0 and stderr.count("vectors not pushed") == 1
+
+
+def test_a_user_who_may_not_create_the_extension_pushes_records_and_later_vectors(cli, server, pgvector_server):
+    srv = server(embedder(DIM, SYNONYMS))
+    embedded_agent(cli, srv)
+    admin = pgvector_server.url()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("CREATE ROLE plain LOGIN")
+        conn.execute("CREATE DATABASE owned OWNER plain")
+    url = admin.replace("memcli@", "plain@").rsplit("/", 1)[0] + "/owned"
+    try:
+        pushed, stderr = push(cli, url)
+        assert pushed[0]["records"] == len(TEXTS) and pushed[0]["vectors"] == 0
+        assert ('note: vectors not pushed: this user may not create the pgvector extension (permission denied to '
+                'create extension "vector")') in stderr
+        # a superuser installs it: the next push (nothing new to send otherwise) sends the vectors
+        with psycopg.connect(admin.rsplit("/", 1)[0] + "/owned", autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")
+        pushed, stderr = push(cli, url)
+        assert pushed[0]["records"] == 0 and pushed[0]["vectors"] == len(TEXTS) and "note" not in stderr
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute("DROP DATABASE owned WITH (FORCE)")
+            conn.execute("DROP ROLE plain")

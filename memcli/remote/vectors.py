@@ -98,8 +98,14 @@ def ensure(conn) -> str | None:
             conn.execute(DDL)
     except psycopg.errors.InsufficientPrivilege as exc:
         reason = str(exc).strip().splitlines()[0]
-        return f"this user may not create the pgvector extension ({reason}): ask the database owner to " \
-               "run CREATE EXTENSION vector"
+        return f"this user may not create the pgvector extension ({reason}): ask a superuser to run " \
+               "CREATE EXTENSION vector in this database"
+    except psycopg.Error as exc:
+        from memcli.remote.connect import is_lost
+
+        if is_lost(exc):
+            raise                       # the push retries it on a new connection
+        return f"the pgvector extension could not be used ({str(exc).strip().splitlines()[0]})"
     return None
 
 
