@@ -84,6 +84,8 @@ def test_an_answer_that_leaves_out_a_file_is_sent_back_naming_it(cli, memory_dir
     (episodic,) = read_jsonl(agent_dir(memory_dir, "a") / "episodic.jsonl")
     assert episodic["summary"].endswith(f"Files and code sections: {CARRIER}, {RATES}")
     assert "Not in the model's summary" not in episodic["summary"]
+    assert (f"memcli: {PRICED}, turn_0001–turn_0004: attempt 1: the summary left out 1 modified file; asked again "
+            "(attempt 2 of 3)") in result.stderr.splitlines()   # a retry is said, not silent
     # both answers are paid for, and the ledger says so
     (entry,) = orjson.loads(cli("compactions", "a", "--json").stdout)
     llm = entry["llm"]
@@ -161,6 +163,12 @@ def test_required_terms_of_an_ask():
     assert Required.terms("Implement spotter-gqc") == ([], ["implement", "spotter-gqc"])   # hyphenated: whole
     assert Required.ask_lacks("Implement spotter-gqc", "implemented spotter-gqc") == []
     assert Required.ask_lacks("Implement spotter-gqc", "implemented spotter") == ["spotter-gqc"]
+    # a long paste is judged by its first identifiers and key words, and what it lacks stays listable
+    paste = "Look at this log: " + " ".join(f"worker{k} restarted service_{k} after timeout{k}" for k in range(2000))
+    lacks = Required.ask_lacks(paste, "the user pasted a log.")
+    assert len(lacks) == 10 + 24 and lacks[:2] == ["worker0", "service_0"]
+    opening = Required.terms(paste)
+    assert Required.ask_lacks(paste, " ".join(opening[0] + opening[1][:8]).casefold()) == []
     assert Required.ask_lacks("yes", "the user said yes.") == []
     assert Required.ask_lacks("yes", "the user agreed.") == ["yes"]
     # files by path: the whole path or its last two components, never a bare name for a nested file

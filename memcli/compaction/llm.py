@@ -231,6 +231,7 @@ class LiteLLMSummarizer(Summarizer):
         self._cost_base = 0.0
         self._in_flight = 0.0
         self._parts = 1                         # chunks of the window (split): they share the summary's budget
+        self.retried: list[str] = []            # one line per request sent again, and why
 
     # ------------------------------------------------------------------ before any request
     def preflight(self) -> None:
@@ -497,6 +498,7 @@ class LiteLLMSummarizer(Summarizer):
             except InvalidSummary as exc:
                 failures.append(ModelFailure(f"invalid answer: {exc}", retry=True,
                                              hint="--retries gives the model more chances"))
+                self._again(span, attempt, failures[-1])
                 continue
             except Exception as exc:
                 if json_mode and _rejects_json_mode(exc, litellm):
@@ -508,6 +510,7 @@ class LiteLLMSummarizer(Summarizer):
                 if not failure.retry:  # no retry can cure it: say what to change, at once
                     raise CompactionError(f"{self.model}: {failure.problem}; nothing was written",
                                           hint=failure.hint) from None
+                self._again(span, attempt, failure)
                 continue
             finally:
                 self._release(reserved)
@@ -516,6 +519,7 @@ class LiteLLMSummarizer(Summarizer):
                 return summary
             failures.append(ModelFailure(f"the summary left out {missing.counted()}", retry=True,
                                          hint="--retries gives the model more chances"))
+            self._again(span, attempt, failures[-1])
             messages = self.messages(turns, memory, missing=missing)   # the retry says what was left out
         shown = "; ".join(f"attempt {i + 1}: {f.problem}" for i, f in enumerate(failures[-5:]))
         hints = list(dict.fromkeys(f.hint for f in failures if f.hint))
@@ -526,6 +530,13 @@ class LiteLLMSummarizer(Summarizer):
             f"({shown}){left_out}; spent: {self.spent.describe()}; nothing was written",
             hint="; ".join(hints + ["the offline summarizer (no --model) needs no model"]),
         )
+
+    def _again(self, span: str, attempt: int, failure: "ModelFailure") -> None:
+        """Note (``retried``, which the compaction reports) that ``span`` is asked again."""
+        if attempt <= self.retries:
+            with self._count_lock:
+                self.retried.append(f"{self.model}, {span}: attempt {attempt}: {failure.problem}; asked again "
+                                    f"(attempt {attempt + 1} of {self.retries + 1})")
 
     # ------------------------------------------------------------------ --max-cost, retries included
     def limit_cost(self, max_cost: float | None) -> None:
@@ -569,6 +580,7 @@ class LiteLLMSummarizer(Summarizer):
 
 ASK_IDENTIFIERS = 10   # an ask's first identifiers that an answer must name
 ASK_WORDS = 8          # of an ask's other key words, two thirds must be named, at most this many
+ASK_WORD_POOL = 24     # the key words judged: an ask's first ones (a long paste is judged by its opening)
 LISTED_MISSING = 5     # asks (and twice as many files) an error message lists
 _ASK_IDENTIFIERS = (   # what an ask names that a summary must keep as written (Required.terms)
     re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+"),                                  # URLs
@@ -619,10 +631,11 @@ class Required:
     An ask is named when its text appears (case and whitespace aside), or when its first
     :data:`ASK_IDENTIFIERS` identifiers (paths, URLs, ids, code names, backticked spans, numbers
     of 3+ digits, slash commands, flags such as ``-la``) all appear and enough of its other key
-    words (4+ letters, not common words; hyphenated words whole; another form of a plain word
-    counts) do: two thirds of them (half, rounded down, when the ask has identifiers), at most
-    :data:`ASK_WORDS`. A file is named by its path, or by its last two components (``src/app.py`` for
-    ``/home/me/proj/src/app.py``); a bare name only for a bare path."""
+    words (4+ letters, not common words, the first :data:`ASK_WORD_POOL`; hyphenated words whole;
+    another form of a plain word counts) do: two thirds of them (half, rounded down, when the
+    ask has identifiers), at most :data:`ASK_WORDS`. A file is named by its path, or by its last
+    two components (``src/app.py`` for ``/home/me/proj/src/app.py``); a bare name only for a
+    bare path."""
 
     def __init__(self, asks: list[str], files: list[str]):
         self.asks, self.files = asks, files
@@ -647,7 +660,7 @@ class Required:
         inside = " ".join(idents).casefold()
         words = [w for w in dict.fromkeys(w.casefold().replace("’", "'") for w in _WORD.findall(ask))
                  if len(w) >= 4 and w not in _COMMON and w not in inside]
-        return idents, words
+        return idents, words[:ASK_WORD_POOL]
 
     @classmethod
     def ask_lacks(cls, ask: str, text: str) -> list[str]:
