@@ -89,12 +89,21 @@ class PgServer:
             shutil.chown(self.root, "postgres")
             self.as_user = ["runuser", "-u", "postgres", "--"]
             if subprocess.run([*self.as_user, "test", "-x", os.path.join(self.bindir, "initdb")]).returncode:
-                install = os.path.dirname(self.bindir)      # not reachable by 'postgres': a copy it can run
-                copy = os.path.join(self.root, "pginstall")
-                shutil.copytree(install, copy, symlinks=True)
-                subprocess.run(["chmod", "-R", "a+rX", copy], check=True)
-                self.bindir = os.path.join(copy, os.path.basename(self.bindir))
+                self.bindir = self._copy_for_postgres()
         self._databases = itertools.count(1)
+
+    def _copy_for_postgres(self) -> str:
+        """The binaries copied where the ``postgres`` user can run them, with the layout their
+        run path expects (pgserver's: ``$ORIGIN/../../../pgserver.libs``)."""
+        install = os.path.dirname(self.bindir)                    # .../pgserver/pginstall
+        package = os.path.dirname(install)                        # .../pgserver
+        copy = os.path.join(self.root, "site", os.path.basename(package), os.path.basename(install))
+        shutil.copytree(install, copy, symlinks=True)
+        libs = package + ".libs"                                  # the wheel's bundled libpq
+        if os.path.isdir(libs):
+            shutil.copytree(libs, os.path.join(self.root, "site", os.path.basename(libs)), symlinks=True)
+        subprocess.run(["chmod", "-R", "a+rX", os.path.join(self.root, "site")], check=True)
+        return os.path.join(copy, os.path.basename(self.bindir))
 
     def _run(self, *args: str) -> None:
         done = subprocess.run([*self.as_user, *args], capture_output=True, text=True, timeout=120)

@@ -8,6 +8,8 @@ OpenAI-compatible server on 127.0.0.1 (tests/compact_fixtures.py)."""
 
 from __future__ import annotations
 
+import re
+
 import orjson
 import pytest
 
@@ -82,6 +84,8 @@ def test_an_answer_that_leaves_out_a_file_is_sent_back_naming_it(cli, memory_dir
     (episodic,) = read_jsonl(agent_dir(memory_dir, "a") / "episodic.jsonl")
     assert episodic["summary"].endswith(f"Files and code sections: {CARRIER}, {RATES}")
     assert "Not in the model's summary" not in episodic["summary"]
+    assert (f"memcli: {PRICED}, turn_0001–turn_0004: attempt 1: the summary left out 1 modified file; asked again "
+            "(attempt 2 of 3)") in result.stderr.splitlines()   # a retry is said, not silent
     # both answers are paid for, and the ledger says so
     (entry,) = orjson.loads(cli("compactions", "a", "--json").stdout)
     llm = entry["llm"]
@@ -159,6 +163,12 @@ def test_required_terms_of_an_ask():
     assert Required.terms("Implement spotter-gqc") == ([], ["implement", "spotter-gqc"])   # hyphenated: whole
     assert Required.ask_lacks("Implement spotter-gqc", "implemented spotter-gqc") == []
     assert Required.ask_lacks("Implement spotter-gqc", "implemented spotter") == ["spotter-gqc"]
+    # a long paste is judged by its first identifiers and key words, and what it lacks stays listable
+    paste = "Look at this log: " + " ".join(f"worker{k} restarted service_{k} after timeout{k}" for k in range(2000))
+    lacks = Required.ask_lacks(paste, "the user pasted a log.")
+    assert len(lacks) == 10 + 24 and lacks[:2] == ["worker0", "service_0"]
+    opening = Required.terms(paste)
+    assert Required.ask_lacks(paste, " ".join(opening[0] + opening[1][:8]).casefold()) == []
     assert Required.ask_lacks("yes", "the user said yes.") == []
     assert Required.ask_lacks("yes", "the user agreed.") == ["yes"]
     # files by path: the whole path or its last two components, never a bare name for a nested file
@@ -227,6 +237,9 @@ def test_a_chunked_window_is_given_whole_and_each_chunk_checked(cli, memory_dir,
     retries = [r for r in srv.requests if _missing_block(r) is not None]
     assert len(firsts) >= 3 and len(retries) == 1 and srv.max_overlap() >= 2
     assert _missing_block(retries[0]) == f"- modified file: {RATES}"
+    # the chunks share the summary's budget: each is told the same share, within the answer's reserve
+    shares = {re.search(r"Keep episodic_summary within about ([\d,]+) tokens", r.user).group(1) for r in firsts}
+    assert len(shares) == 1 and 100 <= int(shares.pop().replace(",", "")) <= 3000 // 4
     # every moved turn's ask went out exactly once among the first attempts, in order
     asks = [a for r in firsts for a in transcript_items(r.body)[0]]
     (episodic,) = read_jsonl(agent_dir(memory_dir, "a") / "episodic.jsonl")
@@ -256,3 +269,21 @@ def test_a_rollup_keeps_the_earlier_model_summaries(cli, memory_dir, server):
     (rollup,) = [e for e in episodic if "rollup" in e["tags"]]
     for i in range(3):
         assert f"OPS-{4100 + i}" in rollup["summary"] and f"services/billing_v{i + 1}/handler.py" in rollup["summary"]
+
+
+def test_a_retry_list_never_takes_more_than_the_checklist_room():
+    """500 files left out (one huge turn): the <missing> block stays within the checklist's room
+    and says how many more the transcript names."""
+    from memcli.compaction.llm import LiteLLMSummarizer, Missing
+    from memcli.compaction.summarizer import MemoryContext
+
+    summarizer = LiteLLMSummarizer("openai/test-model", max_context_tokens=8000)
+    ask = RawTrace(id="u", ts=1.0, turn_id="turn_0001", seq=0, trace_type="user", content="Rename everything",
+                   source_event="{}")
+    missing = Missing([], [f"src/module_{k}/file_{k}.py" for k in range(500)])
+    user = summarizer.messages([Turn("turn_0001", [ask])], MemoryContext(), missing=missing)[1]["content"]
+    block = user.split("<missing>\n", 1)[1].split("\n</missing>", 1)[0]
+    lines = block.splitlines()
+    assert summarizer.counter.count(block) <= summarizer.checklist_tokens() - 80
+    assert lines[0] == "- modified file: src/module_0/file_0.py"
+    assert lines[-1] == f"- and {500 - (len(lines) - 1)} more: see the transcript"

@@ -232,3 +232,23 @@ def test_a_summary_of_token_dense_text_still_fits_its_budget():
     for budget in (300, 900):
         text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=budget)).episodic_summary
         assert budget * 0.8 <= _counter().count(text) <= budget, budget
+
+
+def test_commands_that_matter_keep_their_latest_outcome():
+    """Test counts, commit hashes, pushes and PR URLs from successful commands, newest first, one
+    per command family; a family whose latest run failed is in `Failed:` instead."""
+    events = [{"trace_type": "user", "content": "Ship it."},
+              *_call(1, "pytest -q", result="..\n===== 41 passed, 1 skipped in 3.2s ====="),
+              *_call(2, "pytest -q tests/test_api.py", result="===== 42 passed in 3.3s ====="),
+              *_call(3, 'git commit -am "Fix totals"', result="[main 9f8e7d6] Fix totals\n 2 files changed"),
+              *_call(4, "git push", result="To github.com:acme/shop.git\n   1a2b3c4..9f8e7d6  main -> main"),
+              *_call(5, "gh pr create --fill", result="https://github.com/acme/shop/pull/77\n"),
+              *_call(6, "ls -la", result="total 0"),
+              *_call(7, "make lint", result="ruff: All checks passed! 3 files"),
+              *_call(8, "make lint", error="E501 line too long")]
+    text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    line = next(line for line in text.split("\n") if line.startswith("Commands"))
+    assert line == ("Commands (latest outcome): `gh pr create --fill`: https://github.com/acme/shop/pull/77; "
+                    "`git push`: 1a2b3c4..9f8e7d6 main -> main; `git commit -am \"Fix totals\"`: [main 9f8e7d6] Fix "
+                    "totals; `pytest -q tests/test_api.py`: 42 passed in 3.3s; `pytest -q`: 41 passed, 1 skipped in "
+                    "3.2s")

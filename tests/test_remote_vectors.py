@@ -10,6 +10,7 @@ import orjson
 import psycopg
 import pytest
 
+import memcli
 from tests.embed_fixtures import embedder
 from tests.test_search_hybrid import MODEL, SYNONYMS, TEXTS, ingest, ok
 
@@ -63,6 +64,10 @@ def test_vectors_are_pushed_once_and_find_an_answer_that_shares_no_word(cli, ser
                                "--embed-api-base", srv.api_base)
     assert found[0] == "u1" and "note" not in stderr
     assert len(srv.requests) == requests + 1                 # the query only: the records' vectors are stored
+    # a time range joins the records first (memcli.remote.vectors.nearest): the same answer, and none outside it
+    found, _ = remote_ids(cli, pgvector_url, "automobile purchase", "--embed-model", MODEL, "--embed-api-base",
+                          srv.api_base, "--since", "1700000000", "--until", "1700000002")
+    assert found == ["u1", "u2"]                              # u1..u2 in the range, u1 nearest
     # words and meaning fused: the records with "car" and the one "bought" a car rank above the rest
     found, _ = remote_ids(cli, pgvector_url, "car vehicle", "--embed-model", MODEL, "--embed-api-base", srv.api_base)
     assert set(found[:2]) == {"u1", "u3"}
@@ -81,6 +86,13 @@ def test_the_store_config_chooses_the_query_model_and_the_hits_keep_their_shape(
     assert set(hits[0]) == {"id", "kind", "tier", "turn", "ts", "trace_type", "tool_name", "score", "snippet",
                             "count", "status", "superseded_by", "agent"}
     assert hits[0]["score"] == pytest.approx(1 / 61, abs=1e-4)   # reciprocal rank 1 in the vector list only
+    # mcp --remote's memory_search too (the store the server runs in chooses the model)
+    remote = memcli.Memory(memory_dir).remote(pgvector_url)
+    try:
+        found = remote.search("h", "automobile purchase", limit=3, offset=0, kinds=None)
+    finally:
+        remote.close()
+    assert found.hybrid and found.hits[0].id == "u1"
     # another model than the vectors' -> words alone, said once
     res = ok(cli("search", "h", "car", "--remote", pgvector_url, "--ndjson", "--embed-model", "openai/other",
                  "--embed-api-base", srv.api_base))
@@ -115,3 +127,27 @@ def test_a_server_without_pgvector_takes_the_push_and_answers_by_words(cli, serv
     assert sorted(found) == ["u1", "u3"] and "the shared store has no vectors" in stderr
     pushed, stderr = push(cli, pg_url, "h")                               # a re-push says it again, once
     assert pushed[0]["records"] == 0 and stderr.count("vectors not pushed") == 1
+
+
+def test_a_user_who_may_not_create_the_extension_pushes_records_and_later_vectors(cli, server, pgvector_server):
+    srv = server(embedder(DIM, SYNONYMS))
+    embedded_agent(cli, srv)
+    admin = pgvector_server.url()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("CREATE ROLE plain LOGIN")
+        conn.execute("CREATE DATABASE owned OWNER plain")
+    url = admin.replace("memcli@", "plain@").rsplit("/", 1)[0] + "/owned"
+    try:
+        pushed, stderr = push(cli, url)
+        assert pushed[0]["records"] == len(TEXTS) and pushed[0]["vectors"] == 0
+        assert ('note: vectors not pushed: this user may not create the pgvector extension (permission denied to '
+                'create extension "vector")') in stderr
+        # a superuser installs it: the next push (nothing new to send otherwise) sends the vectors
+        with psycopg.connect(admin.rsplit("/", 1)[0] + "/owned", autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")
+        pushed, stderr = push(cli, url)
+        assert pushed[0]["records"] == 0 and pushed[0]["vectors"] == len(TEXTS) and "note" not in stderr
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute("DROP DATABASE owned WITH (FORCE)")
+            conn.execute("DROP ROLE plain")

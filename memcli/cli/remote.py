@@ -51,7 +51,8 @@ def push(
     summaries, facts, working memory), idempotent by record id, resumable, safe from many machines.
 
     Agents keep their name there, qualified by this store's id (STORE/NAME), so two machines'
-    agents of the same name stay apart unless pushed with the same --store-id.
+    agents of the same name stay apart unless pushed with the same --store-id. Where the server
+    has pgvector, the embeddings hybrid search made are sent too (search --remote uses them).
     """
     import sys
 

@@ -677,6 +677,8 @@ def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Sum
             job.result.llm = job.summarizer.spent.since(spent_before, job.summarizer.name)
     job.result.summary = summary.episodic_summary
     job.result.facts = [f.fact for f in summary.semantic_facts]
+    for line in getattr(job.summarizer, "retried", ()):   # requests a model was sent again: said, never silent
+        job.note(line)
     return summary
 
 

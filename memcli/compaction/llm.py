@@ -19,7 +19,8 @@ instructions.
 The prompt asks for a harness summary's sections (primary request and intent, key technical
 concepts, files and code sections, errors and fixes, all user messages, pending tasks, current
 work, next step), one item per line, and the user message carries, after the transcript, the
-offline digest of the same turns as a ``<checklist>`` (:meth:`LiteLLMSummarizer.checklist`).
+offline digest of the same turns as a ``<checklist>`` (:meth:`LiteLLMSummarizer.checklist`) and
+the summary's budget (``MemoryContext.summary_tokens``, shared by the chunks).
 
 JSON mode (``response_format={"type": "json_object"}``) is asked for when LiteLLM says the model
 supports ``response_format``; a server that rejects it gets the same request without it. The
@@ -229,6 +230,8 @@ class LiteLLMSummarizer(Summarizer):
         self.cost_limit: float | None = None   # --max-cost (limit_cost), retries included
         self._cost_base = 0.0
         self._in_flight = 0.0
+        self._parts = 1                         # chunks of the window (split): they share the summary's budget
+        self.retried: list[str] = []            # one line per request sent again, and why
 
     # ------------------------------------------------------------------ before any request
     def preflight(self) -> None:
@@ -362,6 +365,7 @@ class LiteLLMSummarizer(Summarizer):
             needed += need
         if current:
             chunks.append(current)
+        self._parts = max(len(chunks), 1)
         return chunks
 
     # ------------------------------------------------------------------ requests
@@ -379,15 +383,24 @@ class LiteLLMSummarizer(Summarizer):
         retry = ""
         if missing:
             block = missing.feedback()
+            lines = block.split("\n")
+            while len(lines) > 1 and self.counter.count(block) > room - 80:   # never past the checklist's room
+                lines = lines[: len(lines) * 3 // 4]
+                block = "\n".join(lines) + f"\n- and {missing.total() - len(lines)} more: see the transcript"
             room -= self.counter.count(block) + 80
             retry = (f"<missing>\n{block}\n</missing>\n\nYour previous answer for this transcript left out what "
                      "<missing> lists. Write the whole JSON object again, complete: every user ask under \"All user "
                      "messages\" (verbatim, or with all its identifiers and key words) and every modified file by its "
                      "path under \"Files and code sections\".\n\n")
         checklist = self.checklist(turns, room).replace("<", "\\u003c")
+        size = ""
+        if memory.summary_tokens:   # the room the compaction's target leaves the summary, shared by the chunks
+            share = min(max(memory.summary_tokens // self._parts, 100), self.output_tokens())
+            size = (f"Keep episodic_summary within about {share:,} tokens (what the compaction's budget leaves it); "
+                    "when that is tight, keep every user ask and modified file and shorten the rest.\n\n")
         user = (f"<memory>\n{memory_text}\n</memory>\n\n"
                 f"<transcript turns=\"{span}\">\n" + "\n".join(parts) + "\n</transcript>\n\n"
-                + (f"<checklist>\n{checklist}\n</checklist>\n\n" if checklist else "") + retry
+                + (f"<checklist>\n{checklist}\n</checklist>\n\n" if checklist else "") + retry + size
                 + "Return the JSON object for this transcript now.")
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
@@ -489,6 +502,7 @@ class LiteLLMSummarizer(Summarizer):
             except InvalidSummary as exc:
                 failures.append(ModelFailure(f"invalid answer: {exc}", retry=True,
                                              hint="--retries gives the model more chances"))
+                self._again(span, attempt, failures[-1])
                 continue
             except Exception as exc:
                 if json_mode and _rejects_json_mode(exc, litellm):
@@ -500,6 +514,7 @@ class LiteLLMSummarizer(Summarizer):
                 if not failure.retry:  # no retry can cure it: say what to change, at once
                     raise CompactionError(f"{self.model}: {failure.problem}; nothing was written",
                                           hint=failure.hint) from None
+                self._again(span, attempt, failure)
                 continue
             finally:
                 self._release(reserved)
@@ -508,6 +523,7 @@ class LiteLLMSummarizer(Summarizer):
                 return summary
             failures.append(ModelFailure(f"the summary left out {missing.counted()}", retry=True,
                                          hint="--retries gives the model more chances"))
+            self._again(span, attempt, failures[-1])
             messages = self.messages(turns, memory, missing=missing)   # the retry says what was left out
         shown = "; ".join(f"attempt {i + 1}: {f.problem}" for i, f in enumerate(failures[-5:]))
         hints = list(dict.fromkeys(f.hint for f in failures if f.hint))
@@ -518,6 +534,13 @@ class LiteLLMSummarizer(Summarizer):
             f"({shown}){left_out}; spent: {self.spent.describe()}; nothing was written",
             hint="; ".join(hints + ["the offline summarizer (no --model) needs no model"]),
         )
+
+    def _again(self, span: str, attempt: int, failure: "ModelFailure") -> None:
+        """Note (``retried``, which the compaction reports) that ``span`` is asked again."""
+        if attempt <= self.retries:
+            with self._count_lock:
+                self.retried.append(f"{self.model}, {span}: attempt {attempt}: {failure.problem}; asked again "
+                                    f"(attempt {attempt + 1} of {self.retries + 1})")
 
     # ------------------------------------------------------------------ --max-cost, retries included
     def limit_cost(self, max_cost: float | None) -> None:
@@ -561,6 +584,7 @@ class LiteLLMSummarizer(Summarizer):
 
 ASK_IDENTIFIERS = 10   # an ask's first identifiers that an answer must name
 ASK_WORDS = 8          # of an ask's other key words, two thirds must be named, at most this many
+ASK_WORD_POOL = 24     # the key words judged: an ask's first ones (a long paste is judged by its opening)
 LISTED_MISSING = 5     # asks (and twice as many files) an error message lists
 _ASK_IDENTIFIERS = (   # what an ask names that a summary must keep as written (Required.terms)
     re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+"),                                  # URLs
@@ -611,10 +635,11 @@ class Required:
     An ask is named when its text appears (case and whitespace aside), or when its first
     :data:`ASK_IDENTIFIERS` identifiers (paths, URLs, ids, code names, backticked spans, numbers
     of 3+ digits, slash commands, flags such as ``-la``) all appear and enough of its other key
-    words (4+ letters, not common words; hyphenated words whole; another form of a plain word
-    counts) do: two thirds of them (half, rounded down, when the ask has identifiers), at most
-    :data:`ASK_WORDS`. A file is named by its path, or by its last two components (``src/app.py`` for
-    ``/home/me/proj/src/app.py``); a bare name only for a bare path."""
+    words (4+ letters, not common words, the first :data:`ASK_WORD_POOL`; hyphenated words whole;
+    another form of a plain word counts) do: two thirds of them (half, rounded down, when the
+    ask has identifiers), at most :data:`ASK_WORDS`. A file is named by its path, or by its last
+    two components (``src/app.py`` for ``/home/me/proj/src/app.py``); a bare name only for a
+    bare path."""
 
     def __init__(self, asks: list[str], files: list[str]):
         self.asks, self.files = asks, files
@@ -639,7 +664,7 @@ class Required:
         inside = " ".join(idents).casefold()
         words = [w for w in dict.fromkeys(w.casefold().replace("’", "'") for w in _WORD.findall(ask))
                  if len(w) >= 4 and w not in _COMMON and w not in inside]
-        return idents, words
+        return idents, words[:ASK_WORD_POOL]
 
     @classmethod
     def ask_lacks(cls, ask: str, text: str) -> list[str]:
@@ -680,6 +705,9 @@ class Missing:
 
     def __bool__(self) -> bool:
         return bool(self.asks or self.files)
+
+    def total(self) -> int:
+        return len(self.asks) + len(self.files)
 
     def counted(self) -> str:
         from memcli.sizes import counted

@@ -491,6 +491,7 @@ class _Work:
         self.open: dict[str, list] = {}                    # call id -> unanswered calls, oldest first
         self.todo = None                                   # the latest todo list / plan (its arguments)
         self.families: dict[str, bool] = {}                # command family -> its latest run failed
+        self.outcomes: dict[str, tuple] = {}               # command family -> (command, outcome line), latest last
 
     def call(self, t) -> None:
         name = t.tool_name or "tool"
@@ -520,6 +521,10 @@ class _Work:
             family = command_family(command)
             self.families.pop(family, None)
             self.families[family] = failed
+            outcome = None if failed else outcome_line(t.tool_result)
+            if outcome:
+                self.outcomes.pop(family, None)
+                self.outcomes[family] = (command, outcome)
             known = self.commands.get(command)
             if known is None:
                 self.commands[command] = [False, failed, brief]
@@ -608,13 +613,16 @@ class _TurnDigest:
             text = "\n".join(_strings(text))
         if not text:
             return
-        vocab, index = self.vocab, self.n_traces
+        vocab, index, decay, far = self.vocab, self.n_traces, _DECAY, len(_DECAY)
         for value in _vocabulary_of(text[:VOCAB_TEXT_CHARS]):
             entry = vocab.get(value)
             if entry is None:
                 vocab[value] = [weight, index, weight]
-            else:
-                _use(entry, weight, index)
+            else:   # a use at index: the weight so far decays by the gap, then adds (inlined: it runs per identifier)
+                gap = index - entry[1]
+                entry[0] = (entry[0] * decay[gap] if gap < far else 0.0) + weight
+                entry[1] = index
+                entry[2] += weight
 
     def add(self, t) -> None:
         self.n_traces += 1
@@ -797,6 +805,7 @@ class WindowSummary:
         self.vocab: dict[str, list] = {}      # identifier -> [decayed weight, its last trace in the window, weight]
         self.changes: dict[str, list] = {}    # path -> names its edits touched
         self.families: dict[str, bool] = {}   # command family -> its latest run failed
+        self.outcomes: dict[str, tuple] = {}  # command family -> (command, outcome line) of its latest telling run
         self.todo = None                      # the latest todo list / plan arguments
         self.notes: deque = deque(maxlen=NOTES_KEPT)   # the agent's latest notes, oldest first
 
@@ -840,12 +849,17 @@ class WindowSummary:
             files[path] = None      # most recent last
         base = self.n_traces - d.n_traces
         vocab = self.vocab
+        decay, far = _DECAY, len(_DECAY)
         for value, (score, index, weight) in d.vocab.items():
             entry = vocab.get(value)
+            index += base
             if entry is None:
-                vocab[value] = [score, base + index, weight]
-            else:
-                _use(entry, score, base + index, weight)
+                vocab[value] = [score, index, weight]
+            else:   # the two decayed weights, valued at the later index
+                gap = index - entry[1]
+                entry[0] = (entry[0] * decay[gap] if gap < far else 0.0) + score
+                entry[1] = index
+                entry[2] += weight
         if len(vocab) > MAX_VOCAB:   # bounded: the least needed go
             total = self.n_traces
             ranked = sorted(vocab.items(), key=lambda kv: _need(kv[1], total), reverse=True)
@@ -862,6 +876,9 @@ class WindowSummary:
             for family, failed in work.families.items():
                 self.families.pop(family, None)
                 self.families[family] = failed
+            for family, outcome in work.outcomes.items():
+                self.outcomes.pop(family, None)
+                self.outcomes[family] = outcome
             for label, (count, error) in work.failures.items():
                 self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
                 self.failure_error[label] = error
@@ -970,6 +987,9 @@ class OfflineSummarizer(Summarizer):
         notes = [n for n in window.notes if n not in replies]
         if notes:
             footer.append(("notes", notes_line(notes)))
+        outcomes = commands_line(window.outcomes, window.families)
+        if outcomes:
+            footer.append(("commands", outcomes))
         if failures:
             footer.append(("failed", failures_line(failures, failure_error, commands, window.families)))
         if n_unanswered:
@@ -1131,6 +1151,48 @@ def notes_line(notes: list[str]) -> str:
     return "Latest notes: " + " → ".join(_quote(n, NOTE_TEXT_CHARS) for n in notes)
 
 
+_OUTCOMES = tuple(re.compile(p, re.MULTILINE) for p in (   # in order of preference
+    r"^.*(?<![\w.])\d{1,5} (?:passed|failed|tests?|examples?|failures?|errors?|skipped|specs?)(?![\w/.]).*$",
+    r"^\[[^\]\s]+(?: \([^)]*\))? [0-9a-f]{7,40}\] .*$",                                   # git commit
+    r"^\s*(?:\+ )?[0-9a-f]{7,40}\.\.\.?[0-9a-f]{7,40}\s+\S+ -> \S+.*$",                     # git push
+    r"https?://\S+/(?:pull|merge_requests|issues)/\d+",                                        # PR / issue
+    r"^.*\b(?:Successfully|Compiled|Built|Deployed)\b.*$"))                                  # builds
+
+
+_ANY_OUTCOME = re.compile("|".join(f"(?:{p.pattern})" for p in _OUTCOMES), re.MULTILINE)
+
+
+def outcome_line(result) -> str:
+    """What a successful command's output says it did, when it says it in a line worth keeping
+    (test counts, a commit, a push, a PR or issue URL, a build that finished); "" otherwise. Its
+    first 1,000 and last 2,000 characters are read (a commit says it first, a test run last)."""
+    if isinstance(result, dict) and isinstance(result.get("stdout") or result.get("output"), str):
+        result = result.get("stdout") or result.get("output")
+    text = result if isinstance(result, str) else "\n".join(_strings(result, 8_000))
+    if len(text) > 3_000:
+        text = text[:1_000] + "\n" + text[-2_000:]
+    return _outcome_of(text)
+
+
+@lru_cache(maxsize=1024)   # outputs repeat (the same test run, the same status)
+def _outcome_of(text: str) -> str:
+    if _ANY_OUTCOME.search(text) is None:   # one scan for the output that says nothing
+        return ""
+    for pattern in _OUTCOMES:
+        m = pattern.search(text)
+        if m:
+            return clip(m.group(0).strip(" =-"), 120)
+    return ""
+
+
+def commands_line(outcomes: dict, families: dict) -> str:
+    """``Commands (latest outcome): `cmd`: 42 passed; …``, newest first: the latest telling
+    run of each command family whose latest run did not fail (a failing one is in ``Failed:``)."""
+    shown = [f"`{clip(cmd, 80)}`: {line}" for family, (cmd, line) in reversed(list(outcomes.items()))
+             if not families.get(family)][:MAX_LISTED]
+    return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
+
+
 def failures_line(failures: dict, failure_error: dict, commands: dict, families: dict) -> str:
     """``Failed: `cmd` ×n (informative line) — still failing; …``: the failures still
     unresolved first, then the resolved ones, newest first in each (``failures`` is in the order
@@ -1158,8 +1220,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
 
 # the aggregate lines after the files and the asks, with the share of the room each may take
 # before the names touched in the files (its second pass lets each grow into what is left)
-_SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.25), ("subagents", 0.25), ("unanswered", 0.05),
-                  ("urls", 0.05))
+_SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.2), ("commands", 0.1), ("subagents", 0.2),
+                  ("unanswered", 0.05), ("urls", 0.05))
 
 
 def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, str]], size: int,
@@ -1330,14 +1392,6 @@ def _decay(distance: int) -> float:
     return _DECAY[distance] if distance < len(_DECAY) else 0.0
 
 
-def _use(entry: list, weight: float, index: int, raw: float | None = None) -> None:
-    """Add a use of ``weight`` at trace ``index`` to a vocabulary entry (``[decayed weight, last
-    index, weight]``; the decayed weight is valued at the last index)."""
-    entry[0] = entry[0] * _decay(index - entry[1]) + weight
-    entry[1] = index
-    entry[2] += weight if raw is None else raw
-
-
 def _need(entry: list, total: int) -> float:
     """How much an identifier will be needed after the window's ``total`` traces: its uses,
     each halved every :data:`VOCAB_HALF_LIFE` traces since (the agent's working set at the end
@@ -1367,8 +1421,8 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     return head + ", ".join(out) if out else ""
 
 
-_LISTS = (("Vocabulary (", ", "), ("Latest notes: ", " → "), ("URLs: ", ", "), ("Never answered: ", "; "),
-          ("Failed: ", "; "), ("Plan (latest): ", "; "))   # list lines, the first to lose entries
+_LISTS = (("Vocabulary (", ", "), ("Latest notes: ", " → "), ("URLs: ", ", "), ("Commands (latest outcome): ", "; "),
+          ("Never answered: ", "; "), ("Failed: ", "; "), ("Plan (latest): ", "; "))   # list lines, the first to lose entries
 
 
 def condense(summary: str, budget: int) -> str:

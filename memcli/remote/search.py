@@ -100,16 +100,16 @@ def _rows_of(conn, keys, history: bool) -> dict:
 
 
 def _hybrid(conn, lexical: list, query_vector, model: str, filters, pool: int, limit: int, offset: int,
-            history: bool):
+            history: bool, agent_key, kinds, timed: bool):
     """The lexical rows and the nearest vectors fused by reciprocal rank (the local rule,
     :func:`memcli.search.engine.reciprocal_rank`), paged; None when the store has no vector of
     this model and dimension for these records."""
     from memcli.remote import vectors
     from memcli.search.engine import reciprocal_rank
 
-    where, args = filters
     _settings(conn)
-    near = vectors.nearest(conn, query_vector, model, len(query_vector), where, args, pool)
+    near = vectors.nearest(conn, query_vector, model, len(query_vector), agent_key, kinds, filters, pool,
+                           timed=timed)
     conn.rollback()
     if not near:
         return None
@@ -172,7 +172,8 @@ def search(url: str | None, text: str, *, agent: str | None = None, all: bool = 
                 mode = "any"
                 rows = _ranked(conn, websearch(query, " or "), filters, page, start, notes, history)
             if vector is not None:
-                fused = _hybrid(conn, rows, vector, embed_model, filters, page, limit, offset, history)
+                fused = _hybrid(conn, rows, vector, embed_model, filters, page, limit, offset, history, key,
+                                wanted, since is not None or until is not None)
                 if fused is None:
                     notes.append(f"no vectors of {embed_model} ({len(vector)} dimensions) in the shared store for "
                                  "this search: ranked by words alone")
