@@ -383,6 +383,10 @@ class LiteLLMSummarizer(Summarizer):
         retry = ""
         if missing:
             block = missing.feedback()
+            lines = block.split("\n")
+            while len(lines) > 1 and self.counter.count(block) > room - 80:   # never past the checklist's room
+                lines = lines[: len(lines) * 3 // 4]
+                block = "\n".join(lines) + f"\n- and {missing.total() - len(lines)} more: see the transcript"
             room -= self.counter.count(block) + 80
             retry = (f"<missing>\n{block}\n</missing>\n\nYour previous answer for this transcript left out what "
                      "<missing> lists. Write the whole JSON object again, complete: every user ask under \"All user "
@@ -701,6 +705,9 @@ class Missing:
 
     def __bool__(self) -> bool:
         return bool(self.asks or self.files)
+
+    def total(self) -> int:
+        return len(self.asks) + len(self.files)
 
     def counted(self) -> str:
         from memcli.sizes import counted
