@@ -163,6 +163,12 @@ def test_required_terms_of_an_ask():
     assert Required.terms("Implement spotter-gqc") == ([], ["implement", "spotter-gqc"])   # hyphenated: whole
     assert Required.ask_lacks("Implement spotter-gqc", "implemented spotter-gqc") == []
     assert Required.ask_lacks("Implement spotter-gqc", "implemented spotter") == ["spotter-gqc"]
+    # a long paste is judged by its first identifiers and key words, and what it lacks stays listable
+    paste = "Look at this log: " + " ".join(f"worker{k} restarted service_{k} after timeout{k}" for k in range(2000))
+    lacks = Required.ask_lacks(paste, "the user pasted a log.")
+    assert len(lacks) == 10 + 24 and lacks[:2] == ["worker0", "service_0"]
+    opening = Required.terms(paste)
+    assert Required.ask_lacks(paste, " ".join(opening[0] + opening[1][:8]).casefold()) == []
     assert Required.ask_lacks("yes", "the user said yes.") == []
     assert Required.ask_lacks("yes", "the user agreed.") == ["yes"]
     # files by path: the whole path or its last two components, never a bare name for a nested file
@@ -263,3 +269,21 @@ def test_a_rollup_keeps_the_earlier_model_summaries(cli, memory_dir, server):
     (rollup,) = [e for e in episodic if "rollup" in e["tags"]]
     for i in range(3):
         assert f"OPS-{4100 + i}" in rollup["summary"] and f"services/billing_v{i + 1}/handler.py" in rollup["summary"]
+
+
+def test_a_retry_list_never_takes_more_than_the_checklist_room():
+    """500 files left out (one huge turn): the <missing> block stays within the checklist's room
+    and says how many more the transcript names."""
+    from memcli.compaction.llm import LiteLLMSummarizer, Missing
+    from memcli.compaction.summarizer import MemoryContext
+
+    summarizer = LiteLLMSummarizer("openai/test-model", max_context_tokens=8000)
+    ask = RawTrace(id="u", ts=1.0, turn_id="turn_0001", seq=0, trace_type="user", content="Rename everything",
+                   source_event="{}")
+    missing = Missing([], [f"src/module_{k}/file_{k}.py" for k in range(500)])
+    user = summarizer.messages([Turn("turn_0001", [ask])], MemoryContext(), missing=missing)[1]["content"]
+    block = user.split("<missing>\n", 1)[1].split("\n</missing>", 1)[0]
+    lines = block.splitlines()
+    assert summarizer.counter.count(block) <= summarizer.checklist_tokens() - 80
+    assert lines[0] == "- modified file: src/module_0/file_0.py"
+    assert lines[-1] == f"- and {500 - (len(lines) - 1)} more: see the transcript"

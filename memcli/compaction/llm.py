@@ -383,6 +383,10 @@ class LiteLLMSummarizer(Summarizer):
         retry = ""
         if missing:
             block = missing.feedback()
+            lines = block.split("\n")
+            while len(lines) > 1 and self.counter.count(block) > room - 80:   # never past the checklist's room
+                lines = lines[: len(lines) * 3 // 4]
+                block = "\n".join(lines) + f"\n- and {missing.total() - len(lines)} more: see the transcript"
             room -= self.counter.count(block) + 80
             retry = (f"<missing>\n{block}\n</missing>\n\nYour previous answer for this transcript left out what "
                      "<missing> lists. Write the whole JSON object again, complete: every user ask under \"All user "
@@ -580,6 +584,7 @@ class LiteLLMSummarizer(Summarizer):
 
 ASK_IDENTIFIERS = 10   # an ask's first identifiers that an answer must name
 ASK_WORDS = 8          # of an ask's other key words, two thirds must be named, at most this many
+ASK_WORD_POOL = 24     # the key words judged: an ask's first ones (a long paste is judged by its opening)
 LISTED_MISSING = 5     # asks (and twice as many files) an error message lists
 _ASK_IDENTIFIERS = (   # what an ask names that a summary must keep as written (Required.terms)
     re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+"),                                  # URLs
@@ -630,10 +635,11 @@ class Required:
     An ask is named when its text appears (case and whitespace aside), or when its first
     :data:`ASK_IDENTIFIERS` identifiers (paths, URLs, ids, code names, backticked spans, numbers
     of 3+ digits, slash commands, flags such as ``-la``) all appear and enough of its other key
-    words (4+ letters, not common words; hyphenated words whole; another form of a plain word
-    counts) do: two thirds of them (half, rounded down, when the ask has identifiers), at most
-    :data:`ASK_WORDS`. A file is named by its path, or by its last two components (``src/app.py`` for
-    ``/home/me/proj/src/app.py``); a bare name only for a bare path."""
+    words (4+ letters, not common words, the first :data:`ASK_WORD_POOL`; hyphenated words whole;
+    another form of a plain word counts) do: two thirds of them (half, rounded down, when the
+    ask has identifiers), at most :data:`ASK_WORDS`. A file is named by its path, or by its last
+    two components (``src/app.py`` for ``/home/me/proj/src/app.py``); a bare name only for a
+    bare path."""
 
     def __init__(self, asks: list[str], files: list[str]):
         self.asks, self.files = asks, files
@@ -658,7 +664,7 @@ class Required:
         inside = " ".join(idents).casefold()
         words = [w for w in dict.fromkeys(w.casefold().replace("’", "'") for w in _WORD.findall(ask))
                  if len(w) >= 4 and w not in _COMMON and w not in inside]
-        return idents, words
+        return idents, words[:ASK_WORD_POOL]
 
     @classmethod
     def ask_lacks(cls, ask: str, text: str) -> list[str]:
@@ -699,6 +705,9 @@ class Missing:
 
     def __bool__(self) -> bool:
         return bool(self.asks or self.files)
+
+    def total(self) -> int:
+        return len(self.asks) + len(self.files)
 
     def counted(self) -> str:
         from memcli.sizes import counted

@@ -613,13 +613,16 @@ class _TurnDigest:
             text = "\n".join(_strings(text))
         if not text:
             return
-        vocab, index = self.vocab, self.n_traces
+        vocab, index, decay, far = self.vocab, self.n_traces, _DECAY, len(_DECAY)
         for value in _vocabulary_of(text[:VOCAB_TEXT_CHARS]):
             entry = vocab.get(value)
             if entry is None:
                 vocab[value] = [weight, index, weight]
-            else:
-                _use(entry, weight, index)
+            else:   # a use at index: the weight so far decays by the gap, then adds (inlined: it runs per identifier)
+                gap = index - entry[1]
+                entry[0] = (entry[0] * decay[gap] if gap < far else 0.0) + weight
+                entry[1] = index
+                entry[2] += weight
 
     def add(self, t) -> None:
         self.n_traces += 1
@@ -846,12 +849,17 @@ class WindowSummary:
             files[path] = None      # most recent last
         base = self.n_traces - d.n_traces
         vocab = self.vocab
+        decay, far = _DECAY, len(_DECAY)
         for value, (score, index, weight) in d.vocab.items():
             entry = vocab.get(value)
+            index += base
             if entry is None:
-                vocab[value] = [score, base + index, weight]
-            else:
-                _use(entry, score, base + index, weight)
+                vocab[value] = [score, index, weight]
+            else:   # the two decayed weights, valued at the later index
+                gap = index - entry[1]
+                entry[0] = (entry[0] * decay[gap] if gap < far else 0.0) + score
+                entry[1] = index
+                entry[2] += weight
         if len(vocab) > MAX_VOCAB:   # bounded: the least needed go
             total = self.n_traces
             ranked = sorted(vocab.items(), key=lambda kv: _need(kv[1], total), reverse=True)
@@ -1151,10 +1159,25 @@ _OUTCOMES = tuple(re.compile(p, re.MULTILINE) for p in (   # in order of prefere
     r"^.*\b(?:Successfully|Compiled|Built|Deployed)\b.*$"))                                  # builds
 
 
+_ANY_OUTCOME = re.compile("|".join(f"(?:{p.pattern})" for p in _OUTCOMES), re.MULTILINE)
+
+
 def outcome_line(result) -> str:
     """What a successful command's output says it did, when it says it in a line worth keeping
-    (test counts, a commit, a push, a PR or issue URL, a build that finished); "" otherwise."""
-    text = (result if isinstance(result, str) else "\n".join(_strings(result, 4_000)))[:4_000]
+    (test counts, a commit, a push, a PR or issue URL, a build that finished); "" otherwise. Its
+    first 1,000 and last 2,000 characters are read (a commit says it first, a test run last)."""
+    if isinstance(result, dict) and isinstance(result.get("stdout") or result.get("output"), str):
+        result = result.get("stdout") or result.get("output")
+    text = result if isinstance(result, str) else "\n".join(_strings(result, 8_000))
+    if len(text) > 3_000:
+        text = text[:1_000] + "\n" + text[-2_000:]
+    return _outcome_of(text)
+
+
+@lru_cache(maxsize=1024)   # outputs repeat (the same test run, the same status)
+def _outcome_of(text: str) -> str:
+    if _ANY_OUTCOME.search(text) is None:   # one scan for the output that says nothing
+        return ""
     for pattern in _OUTCOMES:
         m = pattern.search(text)
         if m:
@@ -1367,14 +1390,6 @@ _DECAY = [2 ** (-d / VOCAB_HALF_LIFE) for d in range(VOCAB_HALF_LIFE * 16)]
 
 def _decay(distance: int) -> float:
     return _DECAY[distance] if distance < len(_DECAY) else 0.0
-
-
-def _use(entry: list, weight: float, index: int, raw: float | None = None) -> None:
-    """Add a use of ``weight`` at trace ``index`` to a vocabulary entry (``[decayed weight, last
-    index, weight]``; the decayed weight is valued at the last index)."""
-    entry[0] = entry[0] * _decay(index - entry[1]) + weight
-    entry[1] = index
-    entry[2] += weight if raw is None else raw
 
 
 def _need(entry: list, total: int) -> float:
