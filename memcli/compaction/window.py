@@ -318,7 +318,7 @@ class _Scan:
     def traces(self, f) -> Iterator[RawTrace]:
         """The traces of the open file ``f``, each assigned its unit as it goes by."""
         path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
-        starts, ends, owners, feed = self.starts, self.ends, self.owners, self.feed
+        starts, ends, owners, feed, step_order = self.starts, self.ends, self.owners, self.feed, self.step_order
         unit_of_trace, pending = self.unit_of_trace, self.pending
         with f:
             st = os.fstat(f.fileno())
@@ -352,6 +352,7 @@ class _Scan:
                     owners.append(-index - 2)
                 else:
                     count = turn_list.count[index] = turn_list.count[index] + 1
+                    steps_before = len(step_order)
                     unit = _assign(trace, index, turn_list, units, pending, self.new_step)
                     owners.append(unit)
                     unit_of_trace[trace.id] = unit
@@ -359,7 +360,8 @@ class _Scan:
                         if count == 1:
                             feed.conversation += 1
                         feed.trace(index, units.turn[unit], trace, offset - start)
-                        feed.release()
+                        if count == 1 or len(step_order) != steps_before:
+                            feed.release()   # what it waits for (newer turns, newer steps) only changes here
                 line_no += 1
                 yield trace
             self.size = min(size, offset)
