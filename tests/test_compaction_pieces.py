@@ -58,19 +58,21 @@ def test_the_scan_splits_turns_into_a_head_and_steps_and_credits_every_token(mem
     scan = _scan(store)
     # each turn: its ask (head), the call with its result (a step), the answer (a step); the
     # system line (it joins the open turn) is pinned: owned by no unit, not counted
-    assert [(t.turn_id, len(t.steps), t.count) for t in scan.turn_list] == [
+    listed = scan.turn_list
+    assert [(listed.ids[t], len(listed.steps(t, scan.units)), listed.count[t]) for t in range(len(listed))] == [
         ("turn_0001", 2, 4), ("turn_0002", 2, 4), ("turn_0003", 2, 4)]
     assert len(scan.step_order) == 6 and list(scan.owners)[-1] == -2 - 2
     assert scan.size == store.paths.active.stat().st_size and len(scan.starts) == 13
-    credited = sum(u.tokens for u in scan.units)
-    assert 0 < credited < scan.total and all(u.tokens > 0 for u in scan.units)
+    credited = sum(scan.units.tokens)
+    assert 0 < credited < scan.total and all(tokens > 0 for tokens in scan.units.tokens)
 
 
-def _units(spec: list[tuple[int, int, int]]) -> tuple[list, list]:
+def _units(spec: list[tuple[int, int, int]]) -> tuple[w._Units, list]:
     """Units and step order from (tokens, calls, results) per step, one turn whose head costs 10."""
-    units = [w._Unit(0, False, tokens=10)]
+    units = w._Units()
+    units.add(0, tokens=10)
     for tokens, calls, results in spec:
-        units.append(w._Unit(0, True, tokens=tokens, calls=calls, results=results))
+        units.add(0, tokens=tokens, calls=calls, results=results)
     return units, list(range(1, len(units)))
 
 
@@ -78,24 +80,29 @@ def test_protected_steps_are_the_newest_and_a_running_call():
     units, order = _units([(5, 1, 1), (5, 1, 1), (5, 1, 0)])
     assert w._protected_steps(units, order, 2) == {2, 3}
     assert w._protected_steps(units, order, 0) == {3}          # the newest step's call may still run
-    units[3].results = 1
+    units.results[3] = 1
     assert w._protected_steps(units, order, 0) == set()
 
 
 def test_the_minimum_is_the_fixed_part_the_protected_steps_and_the_heads_that_stay():
-    units = [w._Unit(0, False, tokens=10), w._Unit(0, True, tokens=3), w._Unit(1, False, tokens=20),
-             w._Unit(1, True, tokens=7)]
-    old, new = w._Turn("t1", 0, [1], count=2), w._Turn("t2", 2, [3], count=2)
-    assert w._minimum_tokens(units, [old, new], {3}, 100) == 100 + 7 + 20      # the newest turn's head
-    assert w._minimum_tokens(units, [old, new], {1, 3}, 100) == 100 + 3 + 7 + 10 + 20
+    units, turns = w._Units(), w._Turns()
+    for turn_id, head_tokens, step_tokens in (("t1", 10, 3), ("t2", 20, 7)):
+        t = turns.add(turn_id, units.add(len(turns), tokens=head_tokens))
+        turns.add_step(t, units.add(t, tokens=step_tokens), units)
+        turns.count[t] = 2
+    conversation = [0, 1]
+    assert w._minimum_tokens(units, turns, conversation, {3}, 100) == 100 + 7 + 20      # the newest turn's head
+    assert w._minimum_tokens(units, turns, conversation, {1, 3}, 100) == 100 + 3 + 7 + 10 + 20
 
 
 def test_the_selection_counts_a_summary_reserve_once_something_moves():
-    units = [w._Unit(0, True, tokens=1_000), w._Unit(0, True, tokens=50)]
+    units = w._Units()
+    units.add(0, tokens=1_000)
+    units.add(0, tokens=50)
     sel = w._Selection(units, 2_000, 1_500)
     assert (sel.estimate(), sel.over()) == (2_000, True)
     sel.move(0)
-    assert units[0].moved and (sel.kept, sel.moved_tokens) == (1_000, 1_000)
+    assert units.moved[0] and (sel.kept, sel.moved_tokens) == (1_000, 1_000)
     assert sel.estimate() == 1_000 + w.summary_reserve(1_000) and not sel.over()
     assert w._Selection(units, 10**9, None).over() is False
 
@@ -104,20 +111,23 @@ def test_choose_moves_old_turns_whole_then_steps_to_the_target_and_says_why_it_s
     scan = _scan(_store(memory_dir, turns(4)))
     conversation = scan.conversation()
     sel = w._Selection(scan.units, scan.total, None)
-    assert w._choose(sel, conversation, scan.step_order, set(), 2) == "the last 2 turns stay"
-    assert [u.moved for u in scan.units[:6]] == [True] * 6 and not any(u.moved for u in scan.units[6:])
+    assert w._choose(sel, scan.turn_list, conversation, scan.step_order, set(), 2) == "the last 2 turns stay"
+    assert list(scan.units.moved[:6]) == [1] * 6 and not any(scan.units.moved[6:])
     scan = _scan(_store(memory_dir / "b", turns(4)))
     newest = scan.step_order[-1]
-    reason = w._choose(w._Selection(scan.units, scan.total, 1), scan.conversation(), scan.step_order, {newest}, 0)
+    reason = w._choose(w._Selection(scan.units, scan.total, 1), scan.turn_list, scan.conversation(), scan.step_order,
+                       {newest}, 0)
     assert reason == "the newest 1 step stays"
-    assert w._choose(w._Selection([], 0, None), [], [], set(), 4) == "the agent has no conversation turns"
+    assert w._choose(w._Selection(w._Units(), 0, None), w._Turns(), [], [], set(), 4) == \
+        "the agent has no conversation turns"
 
 
 def test_moved_lines_merge_adjacent_runs_and_count_per_turn(memory_dir):
     store = _store(memory_dir, turns(3))
     scan = _scan(store)
-    for unit in scan.turn_list[0].steps + [scan.turn_list[0].head, scan.turn_list[1].steps[0]]:
-        scan.units[unit].moved = True
+    listed, units = scan.turn_list, scan.units
+    for unit in listed.steps(0, units) + [listed.head[0], listed.steps(1, units)[0]]:
+        units.moved[unit] = 1
     out = w._moved_lines(scan)
     # turn 1 whole, then turn 2's first step: its ask stays between them
     assert out.moved == 6 and len(out.runs) == 2 and out.runs[0][0] == 0

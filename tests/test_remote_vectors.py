@@ -44,6 +44,7 @@ def vectors(url):
                                JOIN memcli_records r USING (agent_key, stream, id) ORDER BY v.id""").fetchall()
 
 
+@pytest.mark.slow      # ~6 s: the first LiteLLM call of the process is in it
 def test_vectors_are_pushed_once_and_find_an_answer_that_shares_no_word(cli, server, pgvector_url):
     srv = server(embedder(DIM, SYNONYMS))
     embedded_agent(cli, srv)
@@ -151,3 +152,29 @@ def test_a_user_who_may_not_create_the_extension_pushes_records_and_later_vector
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute("DROP DATABASE owned WITH (FORCE)")
             conn.execute("DROP ROLE plain")
+
+
+def test_a_compaction_keeps_the_pushed_vectors_with_their_moved_records(cli, server, pgvector_url, memory_dir):
+    import shutil
+
+    from tests.helpers import REPO
+
+    srv = server(embedder(DIM, SYNONYMS))
+    shutil.copytree(REPO / "sample_memory" / "agents" / "coder", memory_dir / "agents" / "coder")
+    ok(cli("search", "coder", "discount", "--embed-model", MODEL, "--embed-api-base", srv.api_base))
+    pushed, _ = push(cli, pgvector_url, "coder")
+    before = vectors(pgvector_url)
+    assert pushed[0]["vectors"] == len(before) == pushed[0]["records"]
+    ok(cli("compact", "coder"))
+    pushed, _ = push(cli, pgvector_url, "coder")                    # the active file rewritten, traces archived
+    after = vectors(pgvector_url)
+    assert "raw_traces.jsonl" in pushed[0]["rewritten"] and pushed[0]["vectors"] == 0
+    moved = [v for v in after if v[4] == "raw_traces_archive.jsonl"]
+    assert moved and {v[0] for v in after} >= {v[0] for v in before}
+    # a search catches the index up (the moved texts are in its cache: nothing asked of the model for
+    # them); the next push finds every vector where it already is
+    requests = len(srv.requests)
+    ok(cli("search", "coder", "discount", "--embed-model", MODEL, "--embed-api-base", srv.api_base))
+    pushed, _ = push(cli, pgvector_url, "coder")
+    assert 0 < pushed[0]["vectors"] == len(vectors(pgvector_url)) - len(after)   # only the new summaries' vectors
+    assert len(srv.requests) - requests <= 2

@@ -11,6 +11,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
     - agent a1b2 (turn_0003): task "Review the API layer …" · changed: app/api.py · concluded: "…"
     Files modified: app/api.py (total, apply_discount, DISCOUNT_RATE), tests/test_orders.py
     Latest notes: "The discount is never applied; I fix app/api.py next." → "…"
+    Commands (latest outcome): `pytest -q`: 42 passed in 3.3s; `git commit -am "Fix totals"`: [main 9f8e7d6] Fix totals
     Failed: `make lint` ×1 (E501 line too long) — still failing; `pytest -q tests/test_orders.py` ×4
       (FAILED tests/test_orders.py::test_total - assert …) — passed later
     Never answered: 1 call (Bash `sleep 999` in turn_0002)
@@ -35,6 +36,9 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 * **Subagents** (sidechain traces, one line per ``agent_id`` — the importers tell parallel
   subagents apart): the task, files changed, failures, the conclusion (their last message).
 * **Calls never answered** (abandoned calls that moved with their step), by tool and argument.
+* **Commands that matter** with their latest outcome, one per command family, newest first
+  (:func:`outcome_line`: test counts, a commit, a push, a PR/issue URL, a finished build); a
+  family whose latest run failed is under the failures instead.
 * The latest **todo list / plan** (``TodoWrite``, ``update_plan`` …) in full.
 * **Vocabulary**: the window's identifiers the summary does not show yet, most needed first
   (:func:`_need`: each use weighted — ask 3, the agent's text and arguments 2, results 1 — and

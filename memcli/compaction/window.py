@@ -72,26 +72,79 @@ class WindowTurn:
     abandoned: int = 0              # unanswered calls that move with their step
 
 
-@dataclass(slots=True)
-class _Unit:
-    """A turn's head or one of its steps."""
+class _Units:
+    """Every unit — a turn's head or one of its steps — as one entry of each of these arrays (a
+    few bytes a unit, where an object each cost about a hundred: a store of 100,000 turns has
+    300,000 units)."""
 
-    turn: int                       # index into the plan's turn list
-    step: bool
-    tokens: int = 0
-    calls: int = 0
-    results: int = 0
-    got_result: bool = False        # a result arrived: the next call starts a new step
-    moved: bool = False
+    __slots__ = ("turn", "tokens", "calls", "results", "got_result", "moved", "next_step")
+
+    def __init__(self):
+        self.turn = array("i")          # index of its turn
+        self.tokens = array("q")
+        self.calls = array("i")
+        self.results = array("i")
+        self.got_result = bytearray()   # a result arrived: the next call starts a new step
+        self.moved = bytearray()
+        self.next_step = array("i")     # the next step of its turn (-1: none)
+
+    def __len__(self) -> int:
+        return len(self.turn)
+
+    def add(self, turn: int, tokens: int = 0, calls: int = 0, results: int = 0) -> int:
+        self.turn.append(turn)
+        self.tokens.append(tokens)
+        self.calls.append(calls)
+        self.results.append(results)
+        self.got_result.append(0)
+        self.moved.append(0)
+        self.next_step.append(-1)
+        return len(self.turn) - 1
 
 
-@dataclass(slots=True)
-class _Turn:
-    turn_id: str
-    head: int                       # unit index
-    steps: list = field(default_factory=list)
-    current: int | None = None      # the step new assistant traces join
-    count: int = 0                  # conversation traces (pinned excluded)
+class _Turns:
+    """Every turn of the active file, in order of first appearance, one entry per array: its id,
+    its head unit, the step new assistant traces join (-1: none), its conversation traces
+    (pinned ones excluded) and its steps (a chain through :attr:`_Units.next_step`)."""
+
+    __slots__ = ("ids", "head", "current", "count", "first_step", "last_step", "n_steps")
+
+    def __init__(self):
+        self.ids: list[str] = []
+        self.head, self.current, self.count = array("i"), array("i"), array("i")
+        self.first_step, self.last_step, self.n_steps = array("i"), array("i"), array("i")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, turn_id: str, head: int) -> int:
+        self.ids.append(turn_id)
+        self.head.append(head)
+        for column in (self.current, self.first_step, self.last_step):
+            column.append(-1)
+        self.count.append(0)
+        self.n_steps.append(0)
+        return len(self.ids) - 1
+
+    def add_step(self, turn: int, unit: int, units: _Units) -> None:
+        last = self.last_step[turn]
+        if last < 0:
+            self.first_step[turn] = unit
+        else:
+            units.next_step[last] = unit
+        self.last_step[turn] = unit
+        self.n_steps[turn] += 1
+        self.current[turn] = unit
+
+    def steps(self, turn: int, units: _Units) -> list[int]:
+        """The turn's step units, oldest first."""
+        out = []
+        step = self.first_step[turn]
+        next_step = units.next_step
+        while step >= 0:
+            out.append(step)
+            step = next_step[step]
+        return out
 
 
 @dataclass(slots=True)
@@ -170,10 +223,10 @@ class WholeTurnFeed:
     finished plan: the turns it says move whole, first, with the same traces.
     """
 
-    def __init__(self, deliver: Callable[[str, list, int], None], turn_list: list, step_order: list,
+    def __init__(self, deliver: Callable[[str, list, int], None], turns: _Turns, step_order: array,
                  tail_turns: int, keep_steps: int, budget: int):
         self.deliver = deliver
-        self.turn_list, self.step_order = turn_list, step_order
+        self.turns, self.step_order = turns, step_order
         self.need_turns, self.need_steps = max(tail_turns, 1), max(keep_steps, 1)
         self.budget = budget
         self.kept: dict[int, list] = {}   # turn -> [its traces so far, their bytes]
@@ -182,7 +235,8 @@ class WholeTurnFeed:
         self.conversation = 0          # conversation turns seen
         self.conversation_before = 0   # ... of them before ``head``
         self.newest_step: dict[int, int] = {}   # turn -> position of its newest step in step_order
-        self.delivered: list[tuple[str, int]] = []
+        self.delivered = array("i")        # the turns handed over ...
+        self.delivered_traces = array("i")  # ... and how many traces each
         self.reading = True
         self.broken = False
 
@@ -203,11 +257,11 @@ class WholeTurnFeed:
                 self.kept.clear()
 
     def release(self) -> None:
-        turn_list = self.turn_list
-        while self.reading and self.head < len(turn_list):
+        turns = self.turns
+        while self.reading and self.head < len(turns):
             head = self.head
-            turn = turn_list[head]
-            after = self.conversation - self.conversation_before - (1 if turn.count else 0)
+            count = turns.count[head]
+            after = self.conversation - self.conversation_before - (1 if count else 0)
             if after < self.need_turns:
                 return
             newest = self.newest_step.get(head)
@@ -216,18 +270,20 @@ class WholeTurnFeed:
             self.newest_step.pop(head, None)
             traces, size = self.kept.pop(head, ([], 0))
             self.kept_bytes -= size
-            if turn.count:
+            if count:
                 self.conversation_before += 1
-                self.deliver(turn.turn_id, traces, len(turn.steps))
-                self.delivered.append((turn.turn_id, len(traces)))
+                self.deliver(turns.ids[head], traces, turns.n_steps[head])
+                self.delivered.append(head)
+                self.delivered_traces.append(len(traces))
             self.head += 1
 
     def verify(self, window: list) -> int:
         """How many of the plan's window turns were handed over (0 when that is void)."""
         if self.broken or len(self.delivered) > len(window):
             return 0
-        for (turn_id, count), wt in zip(self.delivered, window, strict=False):
-            if wt.turn_id != turn_id or not wt.whole or wt.count != count:
+        ids = self.turns.ids
+        for turn, count, wt in zip(self.delivered, self.delivered_traces, window, strict=False):
+            if wt.turn_id != ids[turn] or not wt.whole or wt.count != count:
                 return 0
         return len(self.delivered)
 
@@ -241,26 +297,24 @@ class _Scan:
 
     def __init__(self, store: AgentStore):
         self.path = store.paths.active
-        self.units: list[_Unit] = []
-        self.turn_list: list[_Turn] = []
-        self.turns: dict[str, int] = {}
-        self.step_order: list[int] = []       # step units in the order they opened
+        self.units = _Units()
+        self.turn_list = _Turns()
+        self.turns: dict[str, int] = {}       # turn id -> its index in turn_list
+        self.step_order = array("i")          # step units in the order they opened
         self.pending: dict[str, list] = {}    # tool_call_id -> (unit, turn) of its unanswered calls, oldest first
-        self.starts, self.ends, self.owners = array("q"), array("q"), array("q")
+        self.starts, self.ends, self.owners = array("q"), array("q"), array("i")
         self.unit_of_trace: dict[str, int] = {}
         self.ino = self.size = 0
         self.last_credited = -1
         self.feed: WholeTurnFeed | None = None
 
-    def new_step(self, turn: _Turn) -> int:
+    def new_step(self, turn: int) -> int:
         units = self.units
-        units.append(_Unit(self.turns[turn.turn_id], True))
-        index = len(units) - 1
-        turn.steps.append(index)
-        turn.current = index
+        index = units.add(turn)
+        self.turn_list.add_step(turn, index, units)
         self.step_order.append(index)
         if self.feed is not None:
-            self.feed.newest_step[units[index].turn] = len(self.step_order) - 1
+            self.feed.newest_step[turn] = len(self.step_order) - 1
         return index
 
     def traces(self, f) -> Iterator[RawTrace]:
@@ -293,23 +347,20 @@ class _Scan:
                 turn_id = trace.turn_id
                 index = turns.get(turn_id)
                 if index is None:
-                    index = turns[turn_id] = len(turn_list)
-                    units.append(_Unit(index, False))
-                    turn_list.append(_Turn(turn_id, len(units) - 1))
-                turn = turn_list[index]
+                    index = turns[turn_id] = turn_list.add(turn_id, units.add(len(turn_list)))
                 starts.append(start)
                 ends.append(offset)
                 if _is_pinned(record):
                     owners.append(-index - 2)
                 else:
-                    turn.count += 1
-                    unit = _assign(trace, turn, units, pending, self.new_step)
+                    count = turn_list.count[index] = turn_list.count[index] + 1
+                    unit = _assign(trace, index, turn_list, units, pending, self.new_step)
                     owners.append(unit)
                     unit_of_trace[trace.id] = unit
                     if feed is not None:
-                        if turn.count == 1:
+                        if count == 1:
                             feed.conversation += 1
-                        feed.trace(index, units[unit].turn, trace, offset - start)
+                        feed.trace(index, units.turn[unit], trace, offset - start)
                         feed.release()
                 line_no += 1
                 yield trace
@@ -334,40 +385,40 @@ class _Scan:
         if unit < 0:
             unit = self.last_credited
         if unit >= 0:  # else (nothing before it to credit) it stays in the fixed part
-            self.units[unit].tokens += tokens
+            self.units.tokens[unit] += tokens
             self.last_credited = unit
 
-    def conversation(self) -> list[_Turn]:
+    def conversation(self) -> array:
         """The turns with at least one conversation trace (pinned-only turns are not turns)."""
-        return [t for t in self.turn_list if t.count]
+        return array("i", (t for t, count in enumerate(self.turn_list.count) if count))
 
 
-def _protected_steps(units: list, step_order: list, keep_steps: int) -> set[int]:
+def _protected_steps(units: _Units, step_order, keep_steps: int) -> set[int]:
     """The steps that never move: the newest ``keep_steps``, and the newest one whenever it has an
     unanswered call (it may still be running)."""
     protected: set[int] = set(step_order[-keep_steps:]) if keep_steps > 0 else set()
     if step_order:
-        newest = units[step_order[-1]]
-        if newest.calls > newest.results:
-            protected.add(step_order[-1])
+        newest = step_order[-1]
+        if units.calls[newest] > units.results[newest]:
+            protected.add(newest)
     return protected
 
 
-def _minimum_tokens(units: list, conversation: list, protected: set, fixed_tokens: int) -> int:
+def _minimum_tokens(units: _Units, turns: _Turns, conversation, protected: set, fixed_tokens: int) -> int:
     """What can never move: the fixed part, the protected steps, and the heads of the newest turn
     and of every turn that keeps a protected step."""
-    minimum = fixed_tokens + sum(units[u].tokens for u in protected)
-    newest_turn = conversation[-1] if conversation else None
-    for turn in conversation:
-        if turn is newest_turn or any(s in protected for s in turn.steps):
-            minimum += units[turn.head].tokens
-    return minimum
+    tokens = units.tokens
+    minimum = fixed_tokens + sum(tokens[u] for u in protected)
+    keeping = {units.turn[u] for u in protected}
+    if conversation:
+        keeping.add(conversation[-1])
+    return minimum + sum(tokens[turns.head[t]] for t in keeping)
 
 
 class _Selection:
     """The units chosen so far and what the kept part then costs (summary reserve included)."""
 
-    def __init__(self, units: list, total: int, target_tokens: int | None):
+    def __init__(self, units: _Units, total: int, target_tokens: int | None):
         self.units, self.target_tokens = units, target_tokens
         self.kept = total
         self.moved_tokens = 0
@@ -379,46 +430,50 @@ class _Selection:
         return self.target_tokens is not None and self.estimate() > self.target_tokens
 
     def move(self, unit: int) -> None:
-        u = self.units[unit]
-        u.moved = True
-        self.kept -= u.tokens
-        self.moved_tokens += u.tokens
+        units = self.units
+        units.moved[unit] = 1
+        tokens = units.tokens[unit]
+        self.kept -= tokens
+        self.moved_tokens += tokens
 
     def fits(self) -> str:
         return f"the rest fits the target ({self.estimate():,} ≤ {self.target_tokens:,} tokens)"
 
 
-def _choose(selection: _Selection, conversation: list, step_order: list, protected: set, tail_turns: int) -> str:
+def _choose(selection: _Selection, turns: _Turns, conversation, step_order, protected: set,
+            tail_turns: int) -> str:
     """Mark the units that move (the window of the module docstring, oldest first); returns why
     the window ends where it does."""
     units = selection.units
     if not conversation:
         return "the agent has no conversation turns"
     newest_turn = conversation[-1]
+    keeping = {units.turn[s] for s in protected}   # turns with a protected step
     limit = max(len(conversation) - max(tail_turns, 0), 0)
     for n, turn in enumerate(conversation):
         old = n < limit
-        whole_allowed = turn is not newest_turn and not any(s in protected for s in turn.steps)
+        whole_allowed = turn != newest_turn and turn not in keeping
+        steps = turns.steps(turn, units)
         if old and whole_allowed:
-            selection.move(turn.head)
-            for s in turn.steps:
+            selection.move(turns.head[turn])
+            for s in steps:
                 selection.move(s)
             continue
         if not old and not selection.over():
             return (f"the last {tail_turns} turn{'s' if tail_turns != 1 else ''} stay" if n == limit else
                     selection.fits())
-        for s in turn.steps:
+        for s in steps:
             if s in protected:
-                newest = units[step_order[-1]]
+                newest = step_order[-1]
                 return (f"the newest {len(protected)} step{'s stay' if len(protected) != 1 else ' stays'}"
-                        + (" (the newest one has an unanswered tool call)" if newest.calls > newest.results
-                           else ""))
+                        + (" (the newest one has an unanswered tool call)"
+                           if units.calls[newest] > units.results[newest] else ""))
             if not old and not selection.over():
                 break
             selection.move(s)
-        if all(units[s].moved for s in turn.steps):
+        if all(units.moved[s] for s in steps):
             if whole_allowed:
-                selection.move(turn.head)
+                selection.move(turns.head[turn])
             elif turn is newest_turn:
                 return "the newest turn's ask stays"
             continue
@@ -442,19 +497,17 @@ class _Moved:
 
 def _moved_lines(scan: _Scan) -> _Moved:
     """The byte runs (merged when adjacent) and per-turn figures of the moved units' lines."""
-    units, turn_list = scan.units, scan.turn_list
+    units, turns = scan.units, scan.turn_list
+    moved, unit_turn = units.moved, units.turn
     out = _Moved()
     window, runs = out.window, out.runs
     for start, end, owner in zip(scan.starts, scan.ends, scan.owners, strict=True):
-        if owner < 0:
+        if owner < 0 or not moved[owner]:
             continue
-        unit = units[owner]
-        if not unit.moved:
-            continue
-        wt = window.get(unit.turn)
+        turn = unit_turn[owner]
+        wt = window.get(turn)
         if wt is None:
-            turn = turn_list[unit.turn]
-            wt = window[unit.turn] = WindowTurn(turn.turn_id, total_steps=len(turn.steps))
+            wt = window[turn] = WindowTurn(turns.ids[turn], total_steps=turns.n_steps[turn])
         wt.count += 1
         if wt.first_offset < 0:
             wt.first_offset = start
@@ -466,12 +519,12 @@ def _moved_lines(scan: _Scan) -> _Moved:
             runs[-1][1] = end
         else:
             runs.append([start, end])
+    calls, results = units.calls, units.results
     for index, wt in window.items():
-        turn = turn_list[index]
-        wt.whole = units[turn.head].moved
-        wt.steps = sum(1 for s in turn.steps if units[s].moved)
-        wt.abandoned = sum(units[s].calls - units[s].results for s in turn.steps
-                           if units[s].moved and units[s].calls > units[s].results)
+        steps = [s for s in turns.steps(index, units) if moved[s]]
+        wt.whole = bool(moved[turns.head[index]])
+        wt.steps = len(steps)
+        wt.abandoned = sum(calls[s] - results[s] for s in steps if calls[s] > results[s])
         out.abandoned += wt.abandoned
         if not wt.whole:
             out.steps += wt.steps
@@ -501,11 +554,11 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
                                   WHOLE_TURN_FEED_BYTES)
     total = count_working(store, TokenMeter(working_counter(model), memo_limit=10_000), scan.traces(f), scan.credit)
     units = scan.units
-    fixed_tokens = total - sum(u.tokens for u in units)
+    fixed_tokens = total - sum(units.tokens)
     conversation = scan.conversation()
     protected = _protected_steps(units, scan.step_order, keep_steps)
     selection = _Selection(units, total, target_tokens)
-    stop_reason = _choose(selection, conversation, scan.step_order, protected, tail_turns)
+    stop_reason = _choose(selection, scan.turn_list, conversation, scan.step_order, protected, tail_turns)
     out = _moved_lines(scan)
     ordered = [out.window[i] for i in sorted(out.window)]
     run_ids = [jsonl.read_line_at(path, start)["id"] for start, _ in out.runs]
@@ -515,7 +568,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         out.pinned_kept, out.moved_bytes, len(scan.starts), run_ids[0] if out.runs else None,
         jsonl.read_line_at(path, out.last_start)["id"] if out.runs else None,
         tokens_before=total, window_tokens=selection.moved_tokens, fixed_tokens=fixed_tokens,
-        minimum_tokens=_minimum_tokens(units, conversation, protected, fixed_tokens),
+        minimum_tokens=_minimum_tokens(units, scan.turn_list, conversation, protected, fixed_tokens),
         protected_steps=len(protected), target_tokens=target_tokens, steps=out.steps, abandoned=out.abandoned,
         delivered=scan.feed.verify(ordered) if scan.feed is not None else 0)
 
@@ -524,7 +577,7 @@ def _entry_turn(entry: tuple) -> str:
     return entry[1]
 
 
-def _assign(trace: RawTrace, turn: _Turn, units: list, pending: dict, new_step) -> int:
+def _assign(trace: RawTrace, turn: int, turns: _Turns, units: _Units, pending: dict, new_step) -> int:
     """The unit (head or step of ``turn``) a conversation trace belongs to (module docstring)."""
     kind = trace.trace_type
     tags = trace.tags
@@ -532,24 +585,26 @@ def _assign(trace: RawTrace, turn: _Turn, units: list, pending: dict, new_step) 
         entry = pop_open_call(pending, trace.tool_call_id or "", trace.turn_id, _entry_turn)
         if entry is not None:
             unit = entry[0]
-            units[unit].results += 1
-            units[unit].got_result = True
+            units.results[unit] += 1
+            units.got_result[unit] = 1
             return unit
-        return turn.current if turn.current is not None else turn.head
+        current = turns.current[turn]
+        return current if current >= 0 else turns.head[turn]
     if tags and TAG_SIDECHAIN in tags:
-        unit = turn.current if turn.current is not None else turn.head
-        if kind == "tool_call" and unit != turn.head:
-            units[unit].calls += 1
+        current, head = turns.current[turn], turns.head[turn]
+        unit = current if current >= 0 else head
+        if kind == "tool_call" and unit != head:
+            units.calls[unit] += 1
             pending.setdefault(trace.tool_call_id or "", []).append((unit, trace.turn_id))
         return unit
     if kind == "user":
-        turn.current = None
-        return turn.head
-    current = turn.current
-    if current is None or units[current].got_result or (kind == "assistant" and units[current].calls):
+        turns.current[turn] = -1
+        return turns.head[turn]
+    current = turns.current[turn]
+    if current < 0 or units.got_result[current] or (kind == "assistant" and units.calls[current]):
         current = new_step(turn)
     if kind == "tool_call":
-        units[current].calls += 1
+        units.calls[current] += 1
         pending.setdefault(trace.tool_call_id or "", []).append((current, trace.turn_id))
     return current
 

@@ -17,8 +17,9 @@ go to one table, made only on a server that has the ``vector`` extension (pgvect
 
 ``embedding`` is stored ``MAIN`` (in the row, uncompressed when it does not compress, as random
 floats do not): out of line (PostgreSQL's default past 2 KB, 512 dimensions) an exact ranking of
-100,000 vectors of 768 dimensions took 0.50 s instead of 0.13 s. No index on ``embedding``: a search ranks every vector of its agent(s) and model exactly (as
-local hybrid search does, by brute force); docs/scale.md says when an HNSW index is the next step.
+100,000 vectors of 768 dimensions took 0.50 s instead of 0.13 s. No index on ``embedding``: a
+search ranks every vector of its agent(s) and model exactly (:func:`nearest`; as local hybrid
+search does, by brute force); docs/scale.md says when an HNSW index is the next step.
 
 Push (:func:`push_agent`, called by :func:`memcli.remote.push.push` after an agent's records):
 the local index names each embedded record by file and byte offset, which is where the records
