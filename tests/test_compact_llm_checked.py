@@ -16,8 +16,8 @@ import pytest
 from memcli.compaction.llm import Required
 from memcli.compaction.summarizer import Turn
 from memcli.models import RawTrace
-from tests.compact_fixtures import conversation, faithful_answer, transcript_items
-from tests.helpers import agent_dir, read_jsonl, tree_digest
+from tests.compact_fixtures import conversation, faithful_answer, good_answer, transcript_items
+from tests.helpers import CORPORA, agent_dir, needs_corpora, read_jsonl, tree_digest
 from tests.test_compact_llm import _llm_env  # noqa: F401  (autouse: a dummy key, no backoff)
 
 PRICED = "openai/gpt-4o-mini"             # LiteLLM prices it: 0.15 $/M input, 0.6 $/M output
@@ -177,6 +177,13 @@ def test_required_terms_of_an_ask():
     assert not Required.file_named(CARRIER, "edited carrier.py")
     assert not Required.file_named(CARRIER, "edited shipping/carrier.pyc")
     assert Required.file_named("README.md", "see readme.md")
+    # a file at the top of the project the modified files share is named by its name there
+    files = ["/home/me/shop/mix.exs", "/home/me/shop/lib/shop/cart.ex", CARRIER]
+    required = Required([], files)
+    assert required.root == "/home/me/shop/"
+    assert required.missing("Files: mix.exs, shop/cart.ex, src/shipping/carrier.py").files == []
+    assert required.missing("Files: mix.exs, cart.ex, carrier.py").files == files[1:]
+    assert Required([], [CARRIER, RATES]).root == ""     # one directory: no project to speak of
 
 
 def test_an_ask_that_stays_in_the_active_file_is_not_required():
@@ -203,7 +210,7 @@ def test_max_cost_bounds_the_retries(cli, memory_dir, server):
     srv = server(lambda body, i: (200, faithful_answer(body, leave_out=(RATES,) if i in (0, 1) else ()), 0))
     estimate = orjson.loads(_compact(cli, srv, "--dry-run", "--json").stdout)["estimate"]
     assert estimate["requests"] == 1 and srv.requests == []
-    limit = estimate["cost_usd"] + 1e-6   # the first request fits; a retry does not
+    limit = float(f"{estimate['cost_usd'] + 1e-6:.9f}")   # the first request fits; a retry does not
     result = _compact(cli, srv, "--max-cost", f"{limit:.9f}")
     assert result.exit_code == 1
     assert len(srv.requests) == 1   # the retry was never sent
@@ -227,7 +234,7 @@ def test_a_chunked_window_is_given_whole_and_each_chunk_checked(cli, memory_dir,
     def model(body, i):   # the chunk holding turn 3 forgets RATES the first time
         user = body["messages"][-1]["content"]
         forget = RATES in user and "<missing>" not in user
-        return 200, faithful_answer(body, leave_out=(RATES,) if forget else ()), 0.1
+        return 200, faithful_answer(body, leave_out=(RATES,) if forget else ()), 0.3
 
     srv = server(model)
     result = _compact(cli, srv, "--max-context-tokens", "3000", "--concurrency", "3", "--target-tokens", "50000",
@@ -287,3 +294,39 @@ def test_a_retry_list_never_takes_more_than_the_checklist_room():
     assert summarizer.counter.count(block) <= summarizer.checklist_tokens() - 80
     assert lines[0] == "- modified file: src/module_0/file_0.py"
     assert lines[-1] == f"- and {500 - (len(lines) - 1)} more: see the transcript"
+
+
+SPOTTER = "claude-code/spotter_258c7280_compacted_by_claude-code.jsonl"
+
+
+@needs_corpora
+@pytest.mark.slow
+def test_a_real_session_checked_against_what_a_model_writes(cli, memory_dir, server):
+    """Claude Code's own session (absolute paths, one ask, its harness summary inside): a model
+    that names the files as the project knows them (``lib/spotter/…``) is kept at one request
+    per chunk; one that names them by bare file name is sent back, then refused, nothing written."""
+    assert cli("ingest", "a", str(CORPORA / SPOTTER)).exit_code == 0
+    before = _data(memory_dir)
+    root = "/home/USER/projects/spotter-worktrees/spotter-gqc/"
+
+    def relative(body, i):
+        asks, files = transcript_items(body)
+        assert "Implement spotter-gqc" in asks or not asks   # the harness summary is not an ask
+        return 200, good_answer(f"Primary request and intent:\n- {asks[0] if asks else 'continued'}\n"
+                                "Files and code sections:\n" + "\n".join(f"- {f.removeprefix(root)}" for f in files)), 0
+
+    def bare(body, i):
+        asks, files = transcript_items(body)
+        return 200, good_answer("Implement spotter-gqc\n" + "\n".join(f"- {f.rsplit('/', 1)[1]}" for f in files)), 0
+
+    refused = server(bare)
+    result = _compact(cli, refused, "--retries", "1", "--tail-turns", "0", "--concurrency", "1",
+                      model="openai/test-model")
+    assert result.exit_code == 1 and len(refused.requests) == 2   # the first chunk: one try, one retry
+    assert "the last answer left out modified files " + root + "lib/spotter/transcripts/message.ex" in result.stderr
+    assert _data(memory_dir) == before
+    kept = server(relative)
+    result = _compact(cli, kept, "--tail-turns", "0", "--force", model="openai/test-model")
+    assert result.exit_code == 0, result.stderr
+    chunks = orjson.loads(cli("compactions", "a", "--json").stdout)[-1]["llm"]["requests"]
+    assert len(kept.requests) == chunks and all(_missing_block(r) is None for r in kept.requests)

@@ -624,6 +624,17 @@ def _path_like(value: str) -> bool:
             or re.search(r"\.[A-Za-z0-9]{1,8}$", value) is not None)
 
 
+def project_root(files: list[str]) -> str:
+    """The common directory (with a trailing ``/``) of the absolute paths among ``files`` when they
+    lie in two directories or more — the project as the agent saw it; "" otherwise (one
+    directory says nothing about where the project starts)."""
+    dirs = {f.rsplit("/", 1)[0] for f in files if f.startswith(("/", "~/")) and "/" in f}
+    if len(dirs) < 2:
+        return ""
+    common = os.path.commonpath(list(dirs))
+    return "" if common in ("/", "~") else common.rstrip("/") + "/"
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -637,12 +648,15 @@ class Required:
     of 3+ digits, slash commands, flags such as ``-la``) all appear and enough of its other key
     words (4+ letters, not common words, the first :data:`ASK_WORD_POOL`; hyphenated words whole;
     another form of a plain word counts) do: two thirds of them (half, rounded down, when the
-    ask has identifiers), at most :data:`ASK_WORDS`. A file is named by its path, or by its last
-    two components (``src/app.py`` for ``/home/me/proj/src/app.py``); a bare name only for a
-    bare path."""
+    ask has identifiers), at most :data:`ASK_WORDS`. A file is named by its path, by its last two
+    components (``src/app.py`` for ``/home/me/proj/src/app.py``), or by its path under the
+    modified files' common directory (:func:`project_root`: ``mix.exs`` for
+    ``/home/me/proj/mix.exs`` when ``/home/me/proj/lib/…`` was modified too); a bare name of a
+    nested file is not enough."""
 
     def __init__(self, asks: list[str], files: list[str]):
         self.asks, self.files = asks, files
+        self.root = project_root(files)
 
     @classmethod
     def of(cls, turns: list[Turn]) -> "Required":
@@ -683,17 +697,21 @@ class Required:
         return lacks
 
     @staticmethod
-    def file_named(path: str, text: str) -> bool:
+    def file_named(path: str, text: str, root: str = "") -> bool:
+        """``path`` named in ``text`` (casefolded): whole, by its last two components, or by its
+        path under ``root`` (the modified files' common directory: ``mix.exs`` at the top)."""
         parts = [p for p in path.replace("\\", "/").casefold().split("/") if p not in ("", ".")]
         if not parts:
             return True
-        return any(re.search(r"(?<![\w.-])" + re.escape(c) + r"(?![\w-])", text)
-                   for c in dict.fromkeys([_one_line(path).casefold(), "/".join(parts[-2:])]))
+        names = [_one_line(path).casefold(), "/".join(parts[-2:])]
+        if root and path.startswith(root):
+            names.append(path[len(root):].casefold())
+        return any(re.search(r"(?<![\w.-])" + re.escape(c) + r"(?![\w-])", text) for c in dict.fromkeys(names))
 
     def missing(self, summary: str) -> "Missing":
         text = _one_line(summary).casefold()
         asks = [(a, lacks) for a in self.asks if (lacks := self.ask_lacks(a, text))]
-        return Missing(asks, [f for f in self.files if not self.file_named(f, text)])
+        return Missing(asks, [f for f in self.files if not self.file_named(f, text, self.root)])
 
 
 @dataclass
