@@ -143,9 +143,10 @@ def stored_position(url, file="raw_traces.jsonl"):
     return found[0][0] if found else 0
 
 
-def test_kill_9_mid_push_then_the_next_push_completes_it_without_duplicates(memory_dir, pg_url):
+def test_kill_9_mid_push_then_the_next_push_completes_it_without_duplicates(memory_dir, tmp_path, pg_url):
     """Killed with several batches in flight (three connections): the stored position is a prefix
-    of committed rows, the next push sends exactly what lies after it and adds what is missing."""
+    of committed rows, the next push sends exactly what lies after it and adds what is missing, and
+    a pull gives the file back byte for byte."""
     mem = memcli.Memory(memory_dir)
     mem.agent("big").ingest(events(2000))
     offsets = line_offsets(memory_dir / "agents/big/raw_traces.jsonl")
@@ -166,6 +167,9 @@ def test_kill_9_mid_push_then_the_next_push_completes_it_without_duplicates(memo
     assert rows(pg_url) == [(4000,)]
     assert rows(pg_url, "SELECT count(DISTINCT id) FROM memcli_records") == [(4000,)]
     assert stored_position(pg_url) == (memory_dir / "agents/big/raw_traces.jsonl").stat().st_size
+    memcli.Memory(tmp_path / "o").pull("big", from_=pg_url)
+    assert (tmp_path / "o/agents/big/raw_traces.jsonl").read_bytes() == (
+        memory_dir / "agents/big/raw_traces.jsonl").read_bytes()
 
 
 def test_batches_committed_out_of_order_leave_the_position_at_the_committed_prefix(memory_dir, pg_url, monkeypatch):
