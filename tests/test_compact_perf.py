@@ -154,3 +154,21 @@ def test_compaction_takes_counts_from_the_cache(tmp_path, monkeypatch, events):
     counting.clear()
     assert agent.stats().tokens.estimate == result.tokens_after
     assert [t for enc in counting.values() for t in enc.texts] == []
+
+
+def test_the_count_cache_holds_no_more_in_memory_than_it_saves(tmp_path, monkeypatch):
+    """A command that counts more new texts than the cache file keeps (a compaction of 100,000
+    turns) does not hold them all: at most MAX_ENTRIES and a quarter more, and what it saves is
+    the newest MAX_ENTRIES, as before."""
+    import memcli.store.token_counts as module
+
+    monkeypatch.setattr(module, "MAX_ENTRIES", 8)
+    cache = module.TokenCountCache(tmp_path / ".token-counts")
+    peak = 0
+    for key in range(1, 101):
+        cache.record(key, key % 7)
+        peak = max(peak, len(cache.counts), len(cache.used))
+    assert peak <= 8 + 2
+    assert cache.lookup(100) == 100 % 7 and cache.lookup(1) is None
+    assert cache.save()
+    assert module.TokenCountCache(tmp_path / ".token-counts").counts == {k: k % 7 for k in range(93, 101)}

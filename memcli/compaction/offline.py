@@ -258,6 +258,7 @@ def written_paths(tool_name: str | None, args) -> list[str]:
 _ENV_ASSIGN = re.compile(r"^\w+=\S*$")
 
 
+@lru_cache(maxsize=4096)   # a session runs the same commands again and again (a test, git status)
 def command_family(command: str) -> str:
     """What a command does, for "fixed later": its program and first word that is not an option
     (``git add -f x`` and ``git add x`` are one family, ``npm run build`` another), past any

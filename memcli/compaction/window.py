@@ -64,8 +64,6 @@ class WindowTurn:
     count: int = 0                  # traces that move (pinned ones excluded)
     first_offset: int = -1          # first and last moved line
     last_offset: int = -1
-    first_ts: float | None = None
-    last_ts: float | None = None
     steps: int = 0                  # steps that move
     total_steps: int = 0            # steps the turn has
     whole: bool = True              # False: only steps move, the head stays
@@ -320,7 +318,7 @@ class _Scan:
     def traces(self, f) -> Iterator[RawTrace]:
         """The traces of the open file ``f``, each assigned its unit as it goes by."""
         path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
-        starts, ends, owners, feed = self.starts, self.ends, self.owners, self.feed
+        starts, ends, owners, feed, step_order = self.starts, self.ends, self.owners, self.feed, self.step_order
         unit_of_trace, pending = self.unit_of_trace, self.pending
         with f:
             st = os.fstat(f.fileno())
@@ -354,6 +352,7 @@ class _Scan:
                     owners.append(-index - 2)
                 else:
                     count = turn_list.count[index] = turn_list.count[index] + 1
+                    steps_before = len(step_order)
                     unit = _assign(trace, index, turn_list, units, pending, self.new_step)
                     owners.append(unit)
                     unit_of_trace[trace.id] = unit
@@ -361,7 +360,8 @@ class _Scan:
                         if count == 1:
                             feed.conversation += 1
                         feed.trace(index, units.turn[unit], trace, offset - start)
-                        feed.release()
+                        if count == 1 or len(step_order) != steps_before:
+                            feed.release()   # what it waits for (newer turns, newer steps) only changes here
                 line_no += 1
                 yield trace
             self.size = min(size, offset)
@@ -485,7 +485,7 @@ def _choose(selection: _Selection, turns: _Turns, conversation, step_order, prot
 class _Moved:
     """The moved lines as the plan records them: per-turn figures, byte runs, counts."""
 
-    window: dict = field(default_factory=dict)   # turn index -> WindowTurn
+    window: list = field(default_factory=list)   # turn index -> its WindowTurn, None when nothing of it moves
     runs: list = field(default_factory=list)
     moved: int = 0
     moved_bytes: int = 0
@@ -499,13 +499,13 @@ def _moved_lines(scan: _Scan) -> _Moved:
     """The byte runs (merged when adjacent) and per-turn figures of the moved units' lines."""
     units, turns = scan.units, scan.turn_list
     moved, unit_turn = units.moved, units.turn
-    out = _Moved()
+    out = _Moved([None] * len(turns))
     window, runs = out.window, out.runs
     for start, end, owner in zip(scan.starts, scan.ends, scan.owners, strict=True):
         if owner < 0 or not moved[owner]:
             continue
         turn = unit_turn[owner]
-        wt = window.get(turn)
+        wt = window[turn]
         if wt is None:
             wt = window[turn] = WindowTurn(turns.ids[turn], total_steps=turns.n_steps[turn])
         wt.count += 1
@@ -520,7 +520,9 @@ def _moved_lines(scan: _Scan) -> _Moved:
         else:
             runs.append([start, end])
     calls, results = units.calls, units.results
-    for index, wt in window.items():
+    for index, wt in enumerate(window):
+        if wt is None:
+            continue
         steps = [s for s in turns.steps(index, units) if moved[s]]
         wt.whole = bool(moved[turns.head[index]])
         wt.steps = len(steps)
@@ -528,7 +530,7 @@ def _moved_lines(scan: _Scan) -> _Moved:
         out.abandoned += wt.abandoned
         if not wt.whole:
             out.steps += wt.steps
-    out.pinned_kept = sum(1 for owner in scan.owners if owner < -1 and (-owner - 2) in window)
+    out.pinned_kept = sum(1 for owner in scan.owners if owner < -1 and window[-owner - 2] is not None)
     return out
 
 
@@ -553,6 +555,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
                                   WHOLE_TURN_FEED_BYTES)
     total = count_working(store, TokenMeter(working_counter(model), memo_limit=10_000), scan.traces(f), scan.credit)
+    scan.turns.clear()   # read: the turn ids' index (a dict entry per turn) is no longer needed
     units = scan.units
     fixed_tokens = total - sum(units.tokens)
     conversation = scan.conversation()
@@ -560,7 +563,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
     selection = _Selection(units, total, target_tokens)
     stop_reason = _choose(selection, scan.turn_list, conversation, scan.step_order, protected, tail_turns)
     out = _moved_lines(scan)
-    ordered = [out.window[i] for i in sorted(out.window)]
+    ordered = [wt for wt in out.window if wt is not None]   # in turn order
     run_ids = [jsonl.read_line_at(path, start)["id"] for start, _ in out.runs]
     return WindowPlan(
         store.agent_id, scan.ino, scan.size, ordered, len(conversation),

@@ -75,15 +75,27 @@ class TokenCountCache:
             self.added += 1
         self.counts[key] = min(tokens, 0xFFFFFFFF)
         self.used.add(key)
+        if len(self.counts) > MAX_ENTRIES + max(MAX_ENTRIES // 4, 1):
+            # a command that counts more texts than the file keeps (a compaction of 100,000 turns)
+            # holds no more than that in memory either: what save() would keep stays
+            self.counts = self._kept()
+            self.used.intersection_update(self.counts)
+
+    def _kept(self) -> dict[int, int]:
+        """The counts a save keeps: at most MAX_ENTRIES; those this command used or added stay
+        (the newest of them when there are more), the oldest others go."""
+        items = self.counts
+        if len(items) <= MAX_ENTRIES:
+            return items
+        used = self.used
+        order = [k for k in items if k not in used] + [k for k in items if k in used]
+        return {k: items[k] for k in order[-MAX_ENTRIES:]}
 
     def save(self) -> bool:
         """Write the cache if it learned something; False when it could not (nothing changes then)."""
         if not self.added:
             return False
-        items = self.counts
-        if len(items) > MAX_ENTRIES:  # the counts this command used or added stay; the oldest others go
-            order = [k for k in items if k not in self.used] + [k for k in items if k in self.used]
-            items = {k: items[k] for k in order[-MAX_ENTRIES:]}
+        items = self._kept()
         body = MAGIC + len(items).to_bytes(4, sys.byteorder) + array("Q", items.keys()).tobytes() \
             + array("I", items.values()).tobytes()
         try:
