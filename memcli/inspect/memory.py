@@ -3,6 +3,8 @@
 An item is *superseded* when a later item of the same tier lists its id in ``supersedes`` (a
 roll-up of episodic items, a fact replaced by a newer one); readers skip it. The listing shows
 live items, or with ``all`` every item with ``superseded_by`` naming the item that replaced it.
+An item an agent harness's own compaction wrote (imported from its transcript) carries
+``harness_compaction`` (memcli.store.harness_items); ``MemoryEntry.harness`` says it in words.
 Episodic items come first, then semantic ones, each in file order. Two passes per file (first
 the ids that are superseded, then the items) keep memory flat.
 """
@@ -16,6 +18,7 @@ from typing import Iterator
 from memcli.models import EpisodicItem, SemanticItem, superseded_ids, to_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
+from memcli.store.harness_items import describe_mark, harness_mark
 
 TIERS = ("episodic", "semantic")
 
@@ -25,6 +28,15 @@ class MemoryEntry:
     tier: str                   # "episodic" or "semantic"
     superseded_by: str | None   # id of the item that replaced this one, None when live
     item: EpisodicItem | SemanticItem
+
+    @property
+    def harness(self) -> str | None:
+        """For a harness compaction's item (memcli.store.harness_items): what the harness did, in
+        one line (``claude-code compaction (auto, 167,000 tokens before) of trace cc-…``)."""
+        mark = harness_mark(self.item) if self.tier == "episodic" else None
+        if mark is None:
+            return None
+        return describe_mark(mark) + (f" of trace {mark['trace_id']}" if isinstance(mark.get("trace_id"), str) else "")
 
     def to_json(self) -> dict:
         """``tier``, ``superseded_by``, then the stored record's fields."""
