@@ -511,3 +511,7 @@ def test_a_server_that_allows_one_connection_gets_the_push_over_one(memory_dir, 
     mem.agent("big").ingest(events(500))
     result = mem.push(["big"], to=pg_url.replace("memcli@", "solo@"))
     assert result.records == 1000 and rows(pg_url) == [(1000,)]
+    # a count that is not one is refused before anything is sent
+    monkeypatch.setenv("MEMCLI_PUSH_CONNECTIONS", "three")
+    with pytest.raises(memcli.errors.UsageError, match="MEMCLI_PUSH_CONNECTIONS: a whole number from 1 to 64, got 'three'"):
+        mem.push(["big"], to=pg_url)

@@ -52,7 +52,7 @@ from memcli.store.agent import crash_point
 from memcli.store.layout import ACTIVE, ARCHIVE, DATA_FILES, list_agent_ids
 
 BATCH_BYTES = int(os.environ.get("MEMCLI_PUSH_BATCH_BYTES") or 4 << 20)   # the variable: tests only
-CONNECTIONS = max(1, int(os.environ.get("MEMCLI_PUSH_CONNECTIONS") or 3))  # batches of a file in flight at once
+CONNECTIONS = 3     # batches of a file in flight at once; $MEMCLI_PUSH_CONNECTIONS overrides it
 FINGERPRINT_BYTES = 4096
 RETRIES = 5
 SEARCHED = {ACTIVE: "active", ARCHIVE: "archive", "episodic.jsonl": "episodic", "semantic.jsonl": "semantic"}
@@ -272,8 +272,8 @@ class _Prefix:
 
 
 class _Pusher:
-    def __init__(self, url: str, where: str, progress: Progress | None):
-        self.url, self.where, self.progress = url, where, progress
+    def __init__(self, url: str, where: str, progress: Progress | None, connections: int = 1):
+        self.url, self.where, self.progress, self.connections = url, where, progress, connections
         self.conn = None
         self.lanes: list = []          # the connections batches go over; the first is self.conn
 
@@ -289,8 +289,8 @@ class _Pusher:
         return conn
 
     def _open_lanes(self) -> list:
-        """Up to :data:`CONNECTIONS` lanes; a server that refuses more connections gets fewer."""
-        while len(self.lanes) < CONNECTIONS:
+        """Up to ``self.connections`` lanes; a server that refuses more connections gets fewer."""
+        while len(self.lanes) < self.connections:
             try:
                 self.lanes.append(self._connect())
             except RemoteError:
@@ -439,6 +439,16 @@ def _prepared(path, name: str, fd: int, start: int, end: int):
             yield done
 
 
+def connections() -> int:
+    """How many connections a file's batches go over: ``$MEMCLI_PUSH_CONNECTIONS``, else :data:`CONNECTIONS`."""
+    given = os.environ.get("MEMCLI_PUSH_CONNECTIONS", "").strip()
+    if not given:
+        return CONNECTIONS
+    if not given.isdigit() or not 1 <= int(given) <= 64:
+        raise UsageError(f"MEMCLI_PUSH_CONNECTIONS: a whole number from 1 to 64, got {given!r}")
+    return int(given)
+
+
 def _last_line_end(fd: int, size: int) -> int:
     """The offset just after the last newline before ``size`` (a torn last line is not pushed)."""
     pos = size
@@ -476,9 +486,10 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
         raise UsageError(f"{{store_id}}: 1-64 of A-Z a-z 0-9 . _ -, starting with a letter or digit, got {store_id!r}", param="store_id")
     url = rc.resolve_url(url, "to")
     where = rc.describe(url)
+    lanes = connections()
     views = {name: _View(memory_dir, name) for name in names}   # every agent checked before connecting
     started = time.perf_counter()
-    pusher = _Pusher(url, where, progress)
+    pusher = _Pusher(url, where, progress, lanes)
     try:
         pusher.open()
         sid = store_id or local_store_id(memory_dir)
