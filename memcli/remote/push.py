@@ -31,7 +31,9 @@ batch has committed, else where that run ends; after the file, its end. Hence:
 
 The local files are read from descriptors opened under the agent's lock (with an interrupted
 ingest or compaction settled first) and up to the sizes they had then: a push sees a
-consistent agent and never blocks writers for longer than the opening.
+consistent agent and never blocks writers for longer than the opening. Two pushes of the same
+remote agent run one after the other (a session advisory lock, :meth:`_Pusher.hold`, taken before
+the files are opened), so the later push always sends the newer view.
 """
 
 from __future__ import annotations
@@ -313,6 +315,19 @@ class _Pusher:
                    DO UPDATE SET pushed_at = now() RETURNING agent_key""", (store_id, name)).fetchone()
         return row[0]
 
+    def hold(self, key: int) -> None:
+        """Wait until no other push of this remote agent runs, and keep it so until :meth:`release`
+        (a session lock: a push that dies or loses its connection lets it go). The local files are
+        opened after it: two pushes of one agent never send views of different ages out of order
+        (a push that opened its files before a compaction, finishing after a push made after it,
+        would file the moved traces as active again)."""
+        self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (f"memcli push {key}",))
+        self.conn.commit()
+
+    def release(self, key: int) -> None:
+        self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (f"memcli push {key}",))
+        self.conn.commit()
+
     def push(self, view: _View, key: int, done: AgentPushed) -> None:
         positions = {row[0]: row[1:] for row in self.conn.execute(
             "SELECT file, pos, head, tail FROM memcli_positions WHERE agent_key = %s", (key,))}
@@ -487,7 +502,10 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
     url = rc.resolve_url(url, "to")
     where = rc.describe(url)
     lanes = connections()
-    views = {name: _View(memory_dir, name) for name in names}   # every agent checked before connecting
+    from memcli.store.agent import AgentStore
+
+    for name in names:                  # every agent checked before connecting
+        AgentStore(memory_dir, name).require()
     started = time.perf_counter()
     pusher = _Pusher(url, where, progress, lanes)
     try:
@@ -498,12 +516,16 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
         for name in names:
             done = AgentPushed(name, f"{sid}/{as_name or name}")
             for attempt in range(RETRIES + 1):
+                view = None
                 try:
                     if pusher.conn is None:
                         pusher.open()
                     key = pusher.agent_key(sid, as_name or name)
-                    pusher.push(views[name], key, done)
+                    pusher.hold(key)
+                    view = _View(memory_dir, name)    # opened once no other push of the agent runs
+                    pusher.push(view, key, done)
                     done.vectors += vectors.push_agent(pusher.conn, memory_dir, name, key, notes)
+                    pusher.release(key)
                     break
                 except Exception as exc:
                     if not _psycopg_error(exc):
@@ -513,11 +535,12 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
                     done.retries += 1
                     pusher.close()
                     time.sleep(min(0.2 * 2 ** attempt, 5))
+                finally:
+                    if view is not None:
+                        view.close()
             results.append(done)
     finally:
         pusher.close()
-        for view in views.values():
-            view.close()
     return PushResult(sid, where, results, time.perf_counter() - started, notes)
 
 
