@@ -286,6 +286,36 @@ def test_concurrent_pushers_lose_and_duplicate_nothing(tmp_path, pg_url):
     assert rows(pg_url, "SELECT count(*) FROM memcli_agents") == [(12,)]
 
 
+def test_a_push_waiting_for_another_push_of_the_agent_sends_the_files_as_they_are_when_its_turn_comes(
+        memory_dir, pg_url):
+    """Two pushes of one agent run one after the other, and each opens the local files only when
+    its turn comes: a push that waited while a compaction moved traces sends them as archived
+    (opened before, it would have filed them as active again after the newer push)."""
+    import time
+
+    mem = memcli.Memory(memory_dir)
+    agent = mem.agent("a")
+    agent.ingest(events(300))
+    mem.push(["a"], to=pg_url)
+    key = rows(pg_url, "SELECT agent_key FROM memcli_agents")[0][0]
+    with psycopg.connect(pg_url, autocommit=True) as other_push:
+        other_push.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (f"memcli push {key}",))
+        proc = subprocess.Popen([sys.executable, "-m", "memcli", "--dir", str(memory_dir), "push", "a", "--to", pg_url],
+                                env=proc_env(), stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while not rows(pg_url, "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "no wait"
+            time.sleep(0.05)
+        assert agent.compact(force=True).compacted
+        other_push.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (f"memcli push {key}",))
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    local = local_counts(memory_dir, "a")
+    tiers = dict(rows(pg_url, "SELECT tier, count(*) FROM memcli_records WHERE kind = 'trace' GROUP BY tier"))
+    assert tiers == {"active": local["raw_traces.jsonl"], "archive": local["raw_traces_archive.jsonl"]}
+    assert mem.push(["a"], to=pg_url).records == 0
+
+
 # ---------------------------------------------------------------------------- bad servers
 
 def test_an_unreachable_server_is_one_line_without_the_password_and_the_store_is_untouched(memory_dir, cli):
@@ -511,3 +541,7 @@ def test_a_server_that_allows_one_connection_gets_the_push_over_one(memory_dir, 
     mem.agent("big").ingest(events(500))
     result = mem.push(["big"], to=pg_url.replace("memcli@", "solo@"))
     assert result.records == 1000 and rows(pg_url) == [(1000,)]
+    # a count that is not one is refused before anything is sent
+    monkeypatch.setenv("MEMCLI_PUSH_CONNECTIONS", "three")
+    with pytest.raises(memcli.errors.UsageError, match="MEMCLI_PUSH_CONNECTIONS: a whole number from 1 to 64, got 'three'"):
+        mem.push(["big"], to=pg_url)
