@@ -228,3 +228,59 @@ def test_real_sessions_keep_the_harness_compaction_as_an_item(memory_dir, name):
     assert item["ts"] == traces[trace_id]["ts"] and "compaction_id" not in item
     ok("--dir", memory_dir, "ingest", "a", CORPORA / name)
     assert len(episodic(memory_dir)) == 1
+
+
+# ------------------------------------------------------------------------------------ memcli view
+
+HOSTILE = '</script><script>window.PWNED=1</script><img src=x onerror="document.body.dataset.pwned=1">'
+
+
+def test_view_model_names_the_harness_compaction(memory_dir):
+    from memcli.store.agent import AgentStore
+    from memcli.view.data import collect
+
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    data = collect(AgentStore(memory_dir, "a"))
+    assert data["harness"] == [{"id": ITEM["id"], "ts": 5.0, "harness": "claude-code", "trigger": "auto",
+                                "pre_tokens": 150000, "trace": "s1", "turn": "turn_0002",
+                                "first_turn": "turn_0001", "last_turn": "turn_0002"}]
+    (summary_item,) = [i for t in data["turns"] for i in t["items"] if i["id"] == "s1"]
+    assert (summary_item["k"], summary_item["text"]) == ("ctx", SUMMARY)   # the text once: the trace's
+
+
+def test_a_browser_draws_the_marked_box_and_chart_line_with_stored_text_as_text(memory_dir, tmp_path):
+    from memcli.api import Memory
+    from tests.browser import render
+
+    events = session()
+    events[4] = dict(events[4], content=HOSTILE + " " + SUMMARY,
+                     harness_compaction={"harness": HOSTILE, "trigger": "auto", "pre_tokens": 150000})
+    ok("--dir", memory_dir, "ingest", "a", input=events)
+    Memory(memory_dir).agent("a").view(tmp_path / "a.html")
+    dom, _ = render(tmp_path / "a.html")
+    assert 'data-ready="1"' in dom and "data-pwned" not in dom and "<img" not in dom
+    assert dom.count('class="item ctx harness"') == 1 and f'data-harness="{ITEM["id"]}"' in dom
+    assert ("'s own compaction (auto, 150,000 tokens before) · covered turn_0001–turn_0002 · memory item "
+            + ITEM["id"]) in dom
+    assert "&lt;/script&gt;&lt;script&gt;window.PWNED=1" in dom and 'class="hcpt"' in dom
+    assert "1 harness compaction" in dom and "orange: the harness's own compactions (imported)." in dom
+
+
+def test_a_rollup_of_a_harness_item_keeps_its_mark_visible(memory_dir):
+    """Rolled up like any summary once ``max_episodic_items`` is passed: the rollup names the
+    harness item it superseded, and the item keeps its record (``memory --all``)."""
+    ok("--dir", memory_dir, "ingest", "a", input=session(words=400))
+    for n in range(3):
+        more = [{"id": f"m{n}-u", "trace_type": "user", "content": f"step {n}" + " ipsum" * 400},
+                {"id": f"m{n}-a", "trace_type": "assistant", "content": f"did {n}" + " ipsum" * 400}]
+        ok("--dir", memory_dir, "ingest", "a", input=more)
+        ok("--dir", memory_dir, "compact", "a", "--tail-turns", "1", "--keep-steps", "1")
+    records = json.loads(ok("--dir", memory_dir, "memory", "a", "--json", "--all").stdout)
+    (mine,) = [r for r in records if r["id"] == ITEM["id"]]
+    assert mine["harness_compaction"] == ITEM["harness_compaction"]
+    (rollup,) = [r for r in records if ITEM["id"] in r.get("supersedes", [])]   # the third compaction rolled up
+    assert rollup["tags"] == ["compaction", "rollup"] and rollup["rolls_up_harness"] == [ITEM["id"]]
+    assert mine["superseded_by"] == rollup["id"]
+    assert "[turn_0001–turn_0002]\n" + SUMMARY in rollup["summary"]    # its content kept
+    human = ok("--dir", memory_dir, "memory", "a").stdout.decode()
+    assert f"rolls up claude-code compaction (auto, 150,000 tokens before) {ITEM['id']}" in human
