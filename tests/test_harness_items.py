@@ -284,3 +284,33 @@ def test_a_rollup_of_a_harness_item_keeps_its_mark_visible(memory_dir):
     assert "[turn_0001–turn_0002]\n" + SUMMARY in rollup["summary"]    # its content kept
     human = ok("--dir", memory_dir, "memory", "a").stdout.decode()
     assert f"rolls up claude-code compaction (auto, 150,000 tokens before) {ITEM['id']}" in human
+
+
+@needs_corpora
+def test_sync_of_a_growing_claude_code_session_gives_the_same_item_once(memory_dir, tmp_path):
+    """``memcli sync`` (and the hooks, which run it) reads the transcript as Claude Code writes
+    it: the boundary and summary arrive in a later read than the work they compacted."""
+    from tests.helpers import synced
+
+    name = "claude-code/spotter_258c7280_compacted_by_claude-code.jsonl"
+    trace_id, turns, mark, chars = CORPUS_ITEMS[name]
+    lines = (CORPORA / name).read_bytes().splitlines(keepends=True)
+    home = tmp_path / "home"
+    transcript = home / ".claude/projects/-home-USER-projects-spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    transcript.parent.mkdir(parents=True)
+    for n in (1200, 1258, 1300, len(lines), len(lines)):   # before the boundary, just after the summary, ...
+        transcript.write_bytes(b"".join(lines[:n]))
+        (agent,) = synced(memory_dir, home, "claude-code")
+    (item,) = episodic(memory_dir, agent)
+    assert (item["id"], item["turn_ids"], len(item["summary"])) == (harness_item_id(trace_id), turns, chars)
+    assert {k: v for k, v in item["harness_compaction"].items() if k not in ("trace_id", "turn_id")} == mark
+
+
+def test_a_store_imported_before_these_items_gets_them_when_the_file_is_ingested_again(memory_dir):
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    (agent_dir(memory_dir, "a") / "episodic.jsonl").write_bytes(b"")   # as an earlier memcli left it
+    result = ok("--dir", memory_dir, "ingest", "a", input=session())
+    assert b"ingested 0 events" in result.stderr
+    assert episodic(memory_dir) == [ITEM]
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    assert episodic(memory_dir) == [ITEM]

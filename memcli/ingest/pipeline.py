@@ -195,6 +195,8 @@ class _Batch:
                 d = digest(trace_id)
                 if d in seen or ids.contains(d):
                     result.duplicates += 1
+                    if HARNESS_COMPACTION in event:
+                        harness.present.append(trace_id)   # stored before harness items existed? (commit)
                     continue
                 seen.add(d)
             else:
@@ -284,6 +286,8 @@ class _Batch:
                     harness.skip_ids = {record.get("id") for kind, record in self.restored if kind == "episodic"}
                 self.session.append_staged(self.staged, self.staged_len, bytes(self.digests), self.state,
                                            harness=harness)
+            if self.rejected is None and self.harness.present:
+                self.session.catch_up_harness_items(self.harness.present)
         finally:
             self.staged.close()
 

@@ -533,6 +533,33 @@ class WriteSession:
             jsonl.append_records(path, new, fsync=fsync)
         return len(new)
 
+    def catch_up_harness_items(self, trace_ids: list) -> int:
+        """Write the items of harness traces the agent has but whose item it lacks (stored before
+        memcli wrote them; memcli.store.harness_items). The traces are durable already, so this is
+        one append: a torn line is cut by the next session and the next ingest writes it again."""
+        from memcli.store.harness_items import harness_item_id, item_record, last_covered_turn, turn_range
+        from memcli.store.state import turn_number
+
+        records = [record for _, _, record in jsonl.iter_records(self.paths.episodic)]
+        known = {record.get("id") for record in records}
+        missing = [t for t in dict.fromkeys(trace_ids) if harness_item_id(t) not in known]
+        if not missing:
+            return 0
+        previous = last_covered_turn(records)
+        items = []
+        for trace_id in missing:
+            found = self.store.find(trace_id)
+            if found is None or found[0] not in ("active", "archive"):
+                continue
+            trace = to_record(found[2])
+            if not isinstance(trace.get("harness_compaction"), dict):
+                continue
+            number = turn_number(trace["turn_id"])
+            turns = turn_range(previous + 1, number) if number is not None else []
+            items.append(item_record(trace, turns))
+            previous = max(previous, number or 0)
+        return self._append_new_items(EpisodicItem, self.paths.episodic, items, known)
+
     def _append_harness_items(self, harness, *, fsync: bool = True) -> int:
         """The episodic items of the harness compactions an ingest staged (memcli.store.harness_items),
         those the agent does not have yet (by id), after one read of ``episodic.jsonl``."""

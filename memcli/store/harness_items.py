@@ -16,6 +16,10 @@ neither)::
 * The id is a function of the trace id alone (:func:`harness_item_id`: the id index's 16-byte
   digest in hex), so re-ingesting, ``sync`` reading a grown file and hooks never make a second
   one, and ``append_memory``'s match by id adds nothing twice.
+* A harness trace stored without its item (imported before memcli wrote these items) gets it when
+  the same input is ingested again (:meth:`memcli.store.agent.WriteSession.catch_up_harness_items`:
+  the item appended alone, after its trace; its ``turn_ids`` are the turns after the agent's
+  previous harness item up to the trace's own).
 * No ``compaction_id``: it is not memcli's compaction, so ``uncompact`` never takes it out.
 * ``turn_ids`` are the turns the harness compacted, where known: the turns of the traces before it
   in the same ingest since the harness's previous compaction there; when that ingest began on an
@@ -92,12 +96,13 @@ class SpanTracker:
     (module docstring). ``fresh``: the agent had no trace when the batch began; ``last_turn``: the
     agent's turn counter then."""
 
-    __slots__ = ("fresh", "last_turn", "span", "pending", "skip_ids")
+    __slots__ = ("fresh", "last_turn", "span", "pending", "skip_ids", "present")
 
     def __init__(self, fresh: bool, last_turn: int):
         self.fresh = fresh
         self.last_turn = last_turn
         self.skip_ids: set = set()      # items the same input restores itself (an export's memory records)
+        self.present: list = []         # harness traces of the input the agent already had
         self.span: list[str] = []       # distinct turns since the batch began or its last harness trace
         self.pending: list = []         # (event, span before it, first of the batch on a non-fresh agent)
 
