@@ -11,9 +11,11 @@ A native event is a JSON object with ``trace_type`` (``user``, ``assistant``, ``
     tool_name str              tool_call_id str   tool_args object         tool_result any JSON
     tool_error str             correlation_id str tags [str]              tool_result_ref str
     usage {prompt_tokens: int, completion_tokens: int, ...}               tokens int >= 0
+    harness_compaction {"harness": str, "trigger"?, "pre_tokens"?} (with the tag compact_summary)
 
 ``tool_call`` needs ``tool_call_id`` and ``tool_name``; ``tool_result`` needs ``tool_call_id``.
-A field set to ``null`` counts as absent. Unknown fields are kept as they are. memcli fills
+A trace with ``harness_compaction`` is the summary an agent harness's own compaction wrote; its
+ingest also writes it as a memory item (memcli.store.harness_items). A field set to ``null`` counts as absent. Unknown fields are kept as they are. memcli fills
 ``id``, ``ts``, ``turn_id``, ``seq`` and ``source_event`` when they are absent.
 
 :func:`validate_event` checks one event and returns it normalized (the same dict, with ``null``
@@ -28,7 +30,7 @@ import math
 from datetime import datetime, timezone
 
 from memcli.errors import InputError
-from memcli.models import TRACE_TYPES
+from memcli.models import HARNESS_COMPACTION, TAG_COMPACT_SUMMARY, TRACE_TYPES
 
 MAX_ID_LENGTH = 512
 DEFAULT_SOURCE_EVENT = "memcli.ingest"   # ``source_event`` of native events that name none
@@ -101,7 +103,7 @@ _VALUE_CHECKS = {
     "seq": lambda v: v >= 1, "tokens": lambda v: v >= 0,
     "tags": lambda v: all(type(t) is str for t in v), "usage": _usage_ok,
 }
-_SLOW_FIELDS = frozenset({"media"})
+_SLOW_FIELDS = frozenset({"media", HARNESS_COMPACTION})
 _FAST_RULES = {key: (expected, _VALUE_CHECKS.get(key)) for key, expected in _FAST_TYPES.items()}
 
 
@@ -194,6 +196,12 @@ def _check_fields(event: dict, line: int | None) -> None:
             type(v) is not list or any(type(u) is not str for u in v) for v in media.values()
         ):
             _fail(line, "media", 'expected an object of string arrays, e.g. {"images": ["https://..."]}')
+    if HARNESS_COMPACTION in event:
+        mark = event[HARNESS_COMPACTION]
+        if type(mark) is not dict or type(mark.get("harness")) is not str or not mark["harness"]:
+            _fail(line, HARNESS_COMPACTION, 'expected an object with a "harness" name (the harness that compacted)')
+        if TAG_COMPACT_SUMMARY not in event.get("tags", ()):
+            _fail(line, HARNESS_COMPACTION, f"a harness compaction's summary must be tagged {TAG_COMPACT_SUMMARY!r}")
     if "usage" in event:
         usage = event["usage"]
         if type(usage) is not dict:

@@ -30,6 +30,9 @@ TAG_CONTEXT = "context"          # context injected by the agent harness (AGENTS
 TAG_COMPACT_SUMMARY = "compact_summary"  # summary written by an earlier (foreign) compaction
 TAG_SIDECHAIN = "sidechain"      # a subagent's message (Claude Code sidechain)
 TAG_REASONING = "reasoning"      # model reasoning / thinking, kept as an assistant trace
+# a trace's field (and an episodic item's mark) for an agent harness's own compaction summary
+# (memcli.store.harness_items): {"harness", "trigger"?, "pre_tokens"?}
+HARNESS_COMPACTION = "harness_compaction"
 NON_OPENING_TAGS = frozenset({TAG_SYSTEM, TAG_DEVELOPER, TAG_CONTEXT, TAG_COMPACT_SUMMARY, TAG_SIDECHAIN})
 # context that is part of the instructions, kept active across compactions and rendered as system
 PINNED_TAGS = frozenset({TAG_SYSTEM, TAG_DEVELOPER})

@@ -26,11 +26,18 @@ json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1
 json_values = st.recursive(json_scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)), max_leaves=12)
 FIELDS = ["trace_type", "content", "id", "ts", "turn_id", "seq", "tool_name", "tool_call_id", "tool_args",
-          "tool_result", "tool_error", "tags", "media", "usage", "tokens", "source_event"]
+          "tool_result", "tool_error", "tags", "media", "usage", "tokens", "source_event", "harness_compaction"]
 native_events = st.fixed_dictionaries(
     {"trace_type": st.sampled_from(["user", "assistant", "tool_call", "tool_result", "bogus", 3, None])},
     optional={name: json_values for name in FIELDS[1:]},
 )
+# a harness compaction, well-formed or not (its memory item is written by the same commit)
+harness_marks = st.one_of(json_values, st.fixed_dictionaries({"harness": st.text(max_size=8)},
+                                                             optional={"trigger": json_values, "pre_tokens": json_values}))
+harness_events = st.fixed_dictionaries(
+    {"trace_type": st.sampled_from(["user", "assistant"]), "harness_compaction": harness_marks},
+    optional={"content": json_values, "id": json_values,
+              "tags": st.one_of(st.just(["compact_summary"]), json_values)})
 
 
 def lines_of(items) -> bytes:
@@ -43,7 +50,7 @@ def lines_of(items) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
-inputs = st.lists(st.one_of(native_events, json_values, st.binary(max_size=40)), min_size=1, max_size=8)
+inputs = st.lists(st.one_of(native_events, harness_events, json_values, st.binary(max_size=40)), min_size=1, max_size=8)
 
 
 def _files(memory_dir) -> dict:

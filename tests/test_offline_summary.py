@@ -252,3 +252,63 @@ def test_commands_that_matter_keep_their_latest_outcome():
                     "`git push`: 1a2b3c4..9f8e7d6 main -> main; `git commit -am \"Fix totals\"`: [main 9f8e7d6] Fix "
                     "totals; `pytest -q tests/test_api.py`: 42 passed in 3.3s; `pytest -q`: 41 passed, 1 skipped in "
                     "3.2s")
+
+
+RUNNER_OUTPUTS = [
+    # ExUnit: a progress banner first, then the numbered failing test and its assertion
+    ("Exit code 2\n==> fine\nCompiling 1 file (.ex)\nGenerated fine app\nRunning ExUnit with seed: 1\n\n"
+     "  1) test mount renders the review page (SpotterWeb.ReviewLiveTest)\n     test/review_test.exs:35\n"
+     "     Assertion with =~ failed\n     code:  assert html =~ \"Review\"",
+     "1) test mount renders the review page (SpotterWeb.ReviewLiveTest) — Assertion with =~ failed"),
+    ("  1) test mount (SpotterWeb.ReviewLiveTest)\n     test/review_test.exs:102\n"
+     "     ** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency.",
+     "1) test mount (SpotterWeb.ReviewLiveTest) — ** (RuntimeError) Phoenix LiveView requires lazy_html as a "
+     "test dependency."),
+    # a build banner before the exception (Next.js)
+    ("> next build\n> Build error occurred\nTypeError: generate is not a function\n    at page (app/page.js:3)",
+     "TypeError: generate is not a function"),
+    ("--- FAIL: TestParse (0.00s)\n    parse_test.go:12: got 3 want 4\nFAIL\nexit status 1",
+     "--- FAIL: TestParse (0.00s) — parse_test.go:12: got 3 want 4"),
+    ("FAIL src/cart.test.ts\n  ● Cart › adds item\n\n    TypeError: cart.add is not a function",
+     "● Cart › adds item — TypeError: cart.add is not a function"),
+    ("test parse::tests::roundtrip ... FAILED\n\nfailures:\nthread 'main' panicked at src/lib.rs:3:5:\n"
+     "assertion `left == right` failed", "test parse::tests::roundtrip ... FAILED — assertion `left == right` failed"),
+    ("src/app.ts:3:5 - error TS2322: Type 'string' is not assignable to type 'number'.",
+     "src/app.ts:3:5 - error TS2322: Type 'string' is not assignable to type 'number'."),
+    ("main.c:3:1: error: expected ';' before '}' token", "main.c:3:1: error: expected ';' before '}' token"),
+    ("Exception in thread \"main\" java.lang.NullPointerException: cart is null\n\tat Cart.add(Cart.java:3)",
+     "Exception in thread \"main\" java.lang.NullPointerException: cart is null"),
+    ("Exit code 1\nbash: foo: command not found", "bash: foo: command not found"),
+    ("npm warn deprecated glob@7\nnpm ERR! code ENOENT", "npm ERR! code ENOENT"),
+    ("E   AssertionError: 33\nFAILED tests/test_0.py::test_x - AssertionError: 33",
+     "FAILED tests/test_0.py::test_x - AssertionError: 33"),
+]
+
+
+def test_the_informative_line_of_each_runner_names_the_failing_test_and_why():
+    """Not a progress banner (``==> dep``, ``Compiling``, ``> build``), a warning or the exit
+    status: the failing test with the message under it, else the exception or the error line."""
+    from memcli.compaction.offline import informative_line
+
+    assert [informative_line(output) for output, _ in RUNNER_OUTPUTS] == [line for _, line in RUNNER_OUTPUTS]
+
+
+def test_a_command_that_failed_for_several_reasons_keeps_each_reason():
+    """``mix test`` failing first on a missing config, then on a missing dependency, then on an
+    assertion: the latest reason leads, the earlier distinct ones follow (the fixes between runs
+    are what the agent needs to know), each once."""
+    events = [{"trace_type": "user", "content": "Make the review page tests pass."}]
+    for n, why in enumerate(["** (RuntimeError) no :secret_key_base configuration found in SpotterWeb.Endpoint.",
+                             "** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency.",
+                             "** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency.",
+                             "Assertion with =~ failed"], 1):
+        events += _call(n, "mix test test/review_test.exs",
+                        error=f"Exit code 2\n==> fine\n  1) test mount (ReviewLiveTest)\n     test/review_test.exs:9\n"
+                              f"     {why}")
+    summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))])
+    failed = next(line for line in summary.episodic_summary.split("\n") if line.startswith("Failed: "))
+    assert failed == (
+        "Failed: `mix test test/review_test.exs` ×4 (Exit code 2 1) test mount (ReviewLiveTest) — Assertion with =~ "
+        "failed; before: Exit code 2 1) test mount (ReviewLiveTest) — ** (RuntimeError) Phoenix LiveView requires "
+        "lazy_html as a test dependency.; Exit code 2 1) test mount (ReviewLiveTest) — ** (RuntimeError) no "
+        ":secret_key_base configuration found in SpotterWeb.Endpoint.) — still failing")

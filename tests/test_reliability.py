@@ -29,10 +29,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from memcli.store.harness_items import harness_item_id
 from tests.helpers import agent_dir, ndjson, proc_env, run_memcli
 
 SLOW = os.environ.get("MEMCLI_SLOW") == "1"
-INGEST_POINTS = ["ingest:marker", "ingest:append", "ingest:appended", "ingest:ids", "ingest:state"]
+INGEST_POINTS = ["ingest:marker", "ingest:append", "ingest:appended", "ingest:items", "ingest:ids", "ingest:state"]
 COMPACT_POINTS = ["journal", "archive", "archived", "episodic", "memory", "rewrite", "rewritten", "replaced",
                   "state"]
 UNDO_POINTS = ["journal", "episodic", "memory", "rewrite", "rewritten", "replaced", "truncated", "state"]
@@ -85,6 +86,9 @@ def check_store(memory_dir, agent, acknowledged: set, maybe: set = frozenset(), 
     assert all(n == 1 for n in places.values()), [k for k, n in places.items() if n > 1][:5]
     episodic = read_lines(d / "episodic.jsonl")
     assert len({e["id"] for e in episodic}) == len(episodic)
+    # a harness compaction's trace and its memory item are there together or not at all
+    harness_traces = {harness_item_id(r["id"]) for r in archive + active if "harness_compaction" in r}
+    assert harness_traces == {e["id"] for e in episodic if "harness_compaction" in e}
     # (an uncompact's copies of the items it brings back keep their compaction_id and say what they restore)
     per = Counter(e.get("compaction_id") for e in episodic if "rollup" not in (e.get("tags") or []) and "restores" not in e)
     assert all(n == 1 for k, n in per.items() if k), per
@@ -175,6 +179,9 @@ def _batch(seed: int, prefix: str):
     for i in range(n):
         events.append({"id": f"{prefix}-{i}", "trace_type": rng.choice(["user", "assistant"]),
                        "content": "x" * rng.choice([3, 300, 30_000, 400_000])})
+    # a harness's own compaction: its memory item is written by the same commit
+    events.insert(n // 2, {"id": f"{prefix}-hc", "trace_type": "user", "content": "summary " + "s" * 2000,
+                           "tags": ["compact_summary"], "harness_compaction": {"harness": "claude-code"}})
     return events
 
 

@@ -143,9 +143,10 @@ def stored_position(url, file="raw_traces.jsonl"):
     return found[0][0] if found else 0
 
 
-def test_kill_9_mid_push_then_the_next_push_completes_it_without_duplicates(memory_dir, pg_url):
+def test_kill_9_mid_push_then_the_next_push_completes_it_without_duplicates(memory_dir, tmp_path, pg_url):
     """Killed with several batches in flight (three connections): the stored position is a prefix
-    of committed rows, the next push sends exactly what lies after it and adds what is missing."""
+    of committed rows, the next push sends exactly what lies after it and adds what is missing, and
+    a pull gives the file back byte for byte."""
     mem = memcli.Memory(memory_dir)
     mem.agent("big").ingest(events(2000))
     offsets = line_offsets(memory_dir / "agents/big/raw_traces.jsonl")
@@ -166,6 +167,9 @@ def test_kill_9_mid_push_then_the_next_push_completes_it_without_duplicates(memo
     assert rows(pg_url) == [(4000,)]
     assert rows(pg_url, "SELECT count(DISTINCT id) FROM memcli_records") == [(4000,)]
     assert stored_position(pg_url) == (memory_dir / "agents/big/raw_traces.jsonl").stat().st_size
+    memcli.Memory(tmp_path / "o").pull("big", from_=pg_url)
+    assert (tmp_path / "o/agents/big/raw_traces.jsonl").read_bytes() == (
+        memory_dir / "agents/big/raw_traces.jsonl").read_bytes()
 
 
 def test_batches_committed_out_of_order_leave_the_position_at_the_committed_prefix(memory_dir, pg_url, monkeypatch):
@@ -280,6 +284,36 @@ def test_concurrent_pushers_lose_and_duplicate_nothing(tmp_path, pg_url):
     expected = 3 * sum(2 * (100 + a) for a in range(4))
     assert rows(pg_url) == [(expected,)]
     assert rows(pg_url, "SELECT count(*) FROM memcli_agents") == [(12,)]
+
+
+def test_a_push_waiting_for_another_push_of_the_agent_sends_the_files_as_they_are_when_its_turn_comes(
+        memory_dir, pg_url):
+    """Two pushes of one agent run one after the other, and each opens the local files only when
+    its turn comes: a push that waited while a compaction moved traces sends them as archived
+    (opened before, it would have filed them as active again after the newer push)."""
+    import time
+
+    mem = memcli.Memory(memory_dir)
+    agent = mem.agent("a")
+    agent.ingest(events(300))
+    mem.push(["a"], to=pg_url)
+    key = rows(pg_url, "SELECT agent_key FROM memcli_agents")[0][0]
+    with psycopg.connect(pg_url, autocommit=True) as other_push:
+        other_push.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (f"memcli push {key}",))
+        proc = subprocess.Popen([sys.executable, "-m", "memcli", "--dir", str(memory_dir), "push", "a", "--to", pg_url],
+                                env=proc_env(), stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while not rows(pg_url, "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "no wait"
+            time.sleep(0.05)
+        assert agent.compact(force=True).compacted
+        other_push.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (f"memcli push {key}",))
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    local = local_counts(memory_dir, "a")
+    tiers = dict(rows(pg_url, "SELECT tier, count(*) FROM memcli_records WHERE kind = 'trace' GROUP BY tier"))
+    assert tiers == {"active": local["raw_traces.jsonl"], "archive": local["raw_traces_archive.jsonl"]}
+    assert mem.push(["a"], to=pg_url).records == 0
 
 
 # ---------------------------------------------------------------------------- bad servers
@@ -507,3 +541,7 @@ def test_a_server_that_allows_one_connection_gets_the_push_over_one(memory_dir, 
     mem.agent("big").ingest(events(500))
     result = mem.push(["big"], to=pg_url.replace("memcli@", "solo@"))
     assert result.records == 1000 and rows(pg_url) == [(1000,)]
+    # a count that is not one is refused before anything is sent
+    monkeypatch.setenv("MEMCLI_PUSH_CONNECTIONS", "three")
+    with pytest.raises(memcli.errors.UsageError, match="MEMCLI_PUSH_CONNECTIONS: a whole number from 1 to 64, got 'three'"):
+        mem.push(["big"], to=pg_url)

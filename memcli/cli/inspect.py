@@ -407,6 +407,8 @@ def _render_memory(entries, view: HumanView) -> None:
                 head += [f"  {span} ({len(turns_):,} turn{'s' if len(turns_) != 1 else ''})"]
             if item.model:
                 head += [f"  model {item.model}"]
+            if entry.harness:
+                head += ["  ", (f"by the harness: {entry.harness}", "magenta")]
         else:
             head += [f"  confidence {item.confidence:g}"]
         if item.tags:

@@ -71,6 +71,7 @@ keep their digest.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter, deque
 from datetime import datetime, timezone
@@ -95,7 +96,7 @@ SHORT_REPLY_CHARS = 200   # a turn line shrunk to fit
 NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
 NOTE_TEXT_CHARS = 300     # each of the latest notes
 NOTES_KEPT = 6            # the agent's latest notes a window keeps
-ERROR_CHARS = 160
+ERROR_CHARS = 220
 MAX_SHORT_LINES = 2_000   # turns listed by their asks only; beyond, counted
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
 FILES_FACT_PREFIX = "Files modified: "
@@ -120,9 +121,29 @@ _COMMAND_KEYS = ("command", "cmd", "commands", "script")
 _WARNING = re.compile(r"^\s*(?:npm\s+warn|yarn\s+warn|warn(?:ing)?\b|\[warn|\S*warning:|\S*Warning\b)", re.IGNORECASE)
 _EXIT_LINE = re.compile(r"^(?:exit (?:status|code)|process exited with code|exited with|command failed with exit)"
                         r"\b.*", re.IGNORECASE)
-_FAILING_TEST = re.compile(r"^(?:FAILED|FAIL|ERROR)\b\s*\S")
-_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?::|$)")
-_ERROR_LINE = re.compile(r"^(?:E\s+\S|error(?:\[\w+\])?:|fatal:|npm ERR!|panic:|Traceback|✗|×|✘)", re.IGNORECASE)
+# a failing test as test runners print it: pytest/go/jest ``FAILED x``/``FAIL x``/``--- FAIL: TestX``,
+# ExUnit and mocha ``1) test …``, jest ``● Suite › test``, RSpec ``rspec ./spec/x_spec.rb:12``, cargo
+# ``test x ... FAILED``
+_FAILING_TEST = re.compile(r"^(?:(?:FAILED|FAIL|ERROR)\b\s*\S|--- FAIL:|\d{1,4}\) \S|● \S|rspec \./\S|test \S+ \.\.\. FAILED)")
+# an exception's message: Python/JS/Java ``TypeError: …``, ``Uncaught …``, ``Exception in thread …``,
+# ``Caused by: …``, Elixir ``** (RuntimeError) …``
+_EXCEPTION = re.compile(r"^(?:(?:Uncaught |Unhandled )?(?:[\w.$]+\.)?\w*(?:Error|Exception|Exit|Interrupt|Failure)\b(?::|$)"
+                        r"|\*\* \([\w.]+\)|Exception in thread\b|Caused by:)")
+# an error line: pytest ``E   …``, compilers and linters ``error:``/``error[E0308]:``, with or without a
+# ``file:line:col`` in front (gcc, rustc, tsc ``x.ts:3:5 - error TS2322``, mypy), ``fatal:``,
+# ``npm ERR!``, ``panic:``, an assertion, a check mark of failure
+_ERROR_LINE = re.compile(r"^(?:E\s+\S|(?:\S+:\d+(?::\d+)?:?\s*(?:-\s*)?)?(?:error|fatal)(?:\[\w+\]|\s+TS\d+)?:"
+                         r"|npm ERR!|panic:|Traceback|✗|×|✘|Assertion\b|assert(?:ion)?\s)", re.IGNORECASE)
+# a line that says something went wrong somewhere in it (the last resort before the first line)
+_ERRORISH = re.compile(r"\b(?:error|errors|failed|failure|cannot|can't|could not|unable to|not found|no such|"
+                       r"undefined|is not a function|is not defined|denied|refused|invalid|missing|timed? ?out|"
+                       r"unexpected|mismatch|expected)\b", re.IGNORECASE)
+# ``file:line: message`` (a test runner's own words on why it failed), not a bare location
+_LOCATED_MESSAGE = re.compile(r"^\S+:\d+(?::\d+)?:\s+\S")
+# progress banners of build tools and shells: never the informative line
+_BANNER = re.compile(r"^(?:==>|>|\$ |\+ |#|[│├└┌─^~|=*\-]+$|(?:Compiling|Building|Built|Generated|Running|Downloading|"
+                     r"Installing|Installed|Resolving|Fetching|Collecting|Checking|Getting|Finished|Starting|"
+                     r"Using|Loading|Requirement already|Successfully|Creating|Updating|Preparing)\b)")
 # the project's vocabulary: paths, dotted names, CamelCase, snake_case, camelCase, ENV_VARS, ids with digits
 _VOCAB = re.compile(   # each alternative starts only where its run starts (linear time, no backtracking)
     r"(?<![\w.@/~-])(?:~?/|\.{1,2}/)?(?:[\w.@-]++/)+[\w.@-]*\w"
@@ -359,24 +380,42 @@ def _result_failed(trace) -> tuple[bool, str]:
 
 
 def informative_line(text: str) -> str:
-    """The line of an error output that says what went wrong (module docstring)."""
+    """The line of an error output that says what went wrong (module docstring): the failing test
+    (with the message that follows it, when the line does not carry one), else the exception's last
+    message, else the first error line, else the first line that says something failed; never a
+    warning, a progress banner (``==> dep``, ``Compiling …``, ``> build``) or the exit status."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     useful = [line for line in lines if not _WARNING.match(line)]
     if not useful:
         return lines[0] if lines else text.strip()
-    for line in useful:
-        if _FAILING_TEST.match(line):
+    first_test = None
+    for at, line in enumerate(useful):
+        if not _FAILING_TEST.match(line):
+            continue
+        rest = _FAILING_TEST.sub("", line, count=1)
+        if " - " in rest or ": " in rest:               # pytest's ``FAILED x - AssertionError: …``
             return line
+        first_test = first_test or line
+        block = list(itertools.takewhile(lambda after: not _FAILING_TEST.match(after), useful[at + 1:at + 12]))
+        for after in block:
+            if _EXCEPTION.match(after) or _ERROR_LINE.match(after):
+                return f"{line} — {after}"
+        for after in block[:5]:                         # else the runner's own words on why (go, jest)
+            if _LOCATED_MESSAGE.match(after) or (_ERRORISH.search(after) and not _BANNER.match(after)):
+                return f"{line} — {after}"
+    if first_test:
+        return first_test
     exceptions = [line for line in useful if _EXCEPTION.match(line)]
     if exceptions:
         return exceptions[-1]
     for line in useful:
         if _ERROR_LINE.match(line) and not line.startswith("Traceback"):
             return line
-    for line in useful:
-        if not _EXIT_LINE.match(line):
+    quiet = [line for line in useful if not _EXIT_LINE.match(line) and not _BANNER.match(line)]
+    for line in quiet:
+        if _ERRORISH.search(line):
             return line
-    return useful[0]
+    return quiet[0] if quiet else useful[0]
 
 
 def error_brief(text: str) -> str:
@@ -489,7 +528,7 @@ class _Work:
         self.call_args: list[str] = []
         self.failed = 0                                    # failed results
         self.last_failure: tuple[str, str] | None = None   # (label, error brief)
-        self.failures: dict[str, list] = {}                # label -> [count, last error brief]
+        self.failures: dict[str, list] = {}                # label -> [count, distinct error briefs]
         self.commands: dict[str, list] = {}                # command -> [failed before, last failed, last error]
         self.files: dict[str, None] = {}                   # most recently modified last
         self.changes: dict[str, list] = {}                 # path -> names defined/touched in its edits
@@ -521,7 +560,7 @@ class _Work:
             self.failed += 1
             self.last_failure = (label, brief)
             known = self.failures.pop(label, None)   # the latest failure last
-            self.failures[label] = [1, brief] if known is None else [known[0] + 1, brief]
+            self.failures[label] = [1, [brief]] if known is None else [known[0] + 1, _distinct(known[1], brief)]
         if command:
             family = command_family(command)
             self.families.pop(family, None)
@@ -798,7 +837,7 @@ class WindowSummary:
         self.first_ts = self.last_ts = None
         self.files: dict[str, None] = {}
         self.failures: Counter = Counter()
-        self.failure_error: dict[str, str] = {}
+        self.failure_error: dict[str, list[str]] = {}   # label -> its distinct error briefs, newest last
         self.urls: dict[str, None] = {}
         self.preferences: dict[str, list] = {}
         self.commands: dict[str, list] = {}   # command -> [failed_before, last_failed, last_error, turns]
@@ -884,9 +923,10 @@ class WindowSummary:
             for family, outcome in work.outcomes.items():
                 self.outcomes.pop(family, None)
                 self.outcomes[family] = outcome
-            for label, (count, error) in work.failures.items():
+            for label, (count, briefs) in work.failures.items():
                 self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
-                self.failure_error[label] = error
+                for brief in briefs:
+                    self.failure_error[label] = _distinct(self.failure_error.get(label, []), brief)
             for command, (failed_before, failed, error) in work.commands.items():
                 entry_c = commands.setdefault(command, [False, False, "", []])
                 entry_c[0] = entry_c[0] or entry_c[1] or failed_before
@@ -1198,10 +1238,22 @@ def commands_line(outcomes: dict, families: dict) -> str:
     return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
 
 
+def _briefs(briefs: list[str]) -> str:
+    latest, earlier = briefs[-1], briefs[-2::-1]
+    return latest + (f"; before: {'; '.join(earlier)}" if earlier else "")
+
+
+def _distinct(briefs: list[str], brief: str, keep: int = 3) -> list[str]:
+    """``briefs`` with ``brief`` last (once), at most ``keep`` of them: a command that failed
+    several times for different reasons keeps each reason (the fixes made between runs)."""
+    return [*(b for b in briefs if b != brief), brief][-keep:]
+
+
 def failures_line(failures: dict, failure_error: dict, commands: dict, families: dict) -> str:
-    """``Failed: `cmd` ×n (informative line) — still failing; …``: the failures still
-    unresolved first, then the resolved ones, newest first in each (``failures`` is in the order
-    of their latest failure)."""
+    """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
+    failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
+    in the order of their latest failure); each with its latest informative line and the earlier
+    distinct ones."""
     labels = {f"`{clip(cmd, 80)}`": cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
     open_, resolved = [], []
     for label in reversed(list(failures)):
@@ -1217,7 +1269,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
             else:
                 later = f" — fixed later (a later `{family}` passed)"
         (open_ if unresolved or cmd is None else resolved).append(
-            f"{label} ×{failures[label]} ({failure_error[label]}){later}")
+            f"{label} ×{failures[label]} ({_briefs(failure_error[label])}){later}")
     shown = (open_ + resolved)[:MAX_LISTED]
     more = len(failures) - len(shown)
     return "Failed: " + "; ".join(shown) + (f"; +{more} more" if more > 0 else "")

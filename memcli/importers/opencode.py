@@ -9,7 +9,8 @@ tree (:mod:`memcli.sync.opencode`).
 
 * ``text`` -> ``user`` / ``assistant`` (a ``synthetic`` user text, added by opencode, is tagged
   ``context``; an ``ignored`` one is passed over); ``reasoning`` -> ``assistant`` tagged
-  ``reasoning``; the text of a ``summary`` message is tagged ``compact_summary``;
+  ``reasoning``; the text of a ``summary`` message is tagged ``compact_summary`` and carries
+  ``harness_compaction: {"harness": "opencode"}`` (opencode's own compaction; a memory item too);
 * ``tool`` ``{callID, tool, state: {status, input, output, error}}`` -> a ``tool_call``, and once
   the state is ``completed`` its ``tool_result`` (``output``), or ``error`` a ``tool_error``; a
   call still ``pending`` / ``running`` gets its result when a later read finds it finished;
@@ -28,6 +29,7 @@ from memcli.importers._common import (
     Clock,
     call_event,
     decoded,
+    harness_compaction,
     nonempty,
     not_format,
     result_event,
@@ -106,6 +108,7 @@ class OpencodeImporter:
                      "content": part["text"]}
             if summary:
                 event["tags"] = [TAG_COMPACT_SUMMARY]
+                event["harness_compaction"] = harness_compaction("opencode", None)
             elif role == "user" and part.get("synthetic") is True:
                 event["tags"] = [TAG_CONTEXT]
             return [event]

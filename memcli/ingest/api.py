@@ -62,7 +62,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
             memory, divert = _memory_records(importer)
             events = importer.events(_counted(values, result), result)
             ingest_events(store, events, skip_invalid=skip_invalid, redactor=redactor,
-                          source_event=importer.source_event, result=result, divert=divert)
+                          source_event=importer.source_event, result=result, divert=divert, restored=memory)
             require_a_valid_event(result, memory)
         except InputError as exc:
             exc.hint = exc.hint or "nothing was written"

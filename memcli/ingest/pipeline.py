@@ -13,6 +13,9 @@ ready, at most ``STREAM_MAX_DELAY`` seconds after the first event of a batch —
 ``agent | memcli ingest --stream`` has its events on disk within a second. A bad event stops the
 stream after the events before it were committed.
 
+A trace carrying ``harness_compaction`` (an agent harness's own compaction summary) is also
+written as an episodic item by the same commit (memcli.store.harness_items).
+
 An event whose ``id`` the agent already has (in active or archive) or that appeared earlier in
 the same input is skipped and counted as a duplicate: re-ingesting is a no-op.
 """
@@ -30,8 +33,10 @@ import orjson
 from memcli.errors import InputError
 from memcli.events import DEFAULT_SOURCE_EVENT, validate_event
 from memcli.ids import new_id_value
+from memcli.models import HARNESS_COMPACTION
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, WriteSession
+from memcli.store.harness_items import SpanTracker
 from memcli.store.id_index import digest
 
 MAX_REPORTED_ERRORS = 10
@@ -125,6 +130,9 @@ class _Batch:
         self.seen: set[bytes] = set()
         self.rejected: InputError | None = None
         self.stop_at_first_rejection = False
+        state = session.state
+        self.harness = SpanTracker(state.active_count + state.archive_count == 0, state.turn_counter)
+        self.restored: list = ()   # (kind, record) of the input's own memory records (an export's)
 
     def add_all(self, items: Iterable[EventItem]) -> None:
         """Validate, de-duplicate, stamp, link and stage events."""
@@ -159,6 +167,9 @@ class _Batch:
         chunk_start = offset
         offered = 0
         rejected = self.rejected is not None
+        harness = self.harness     # the turns each harness compaction covered (memcli.store.harness_items)
+        span_append = harness.span.append
+        span_last = harness.span[-1] if harness.span else None
         for line, item in items:
             offered += 1
             try:
@@ -184,6 +195,8 @@ class _Batch:
                 d = digest(trace_id)
                 if d in seen or ids.contains(d):
                     result.duplicates += 1
+                    if HARNESS_COMPACTION in event:
+                        harness.present.append(trace_id)   # stored before harness items existed? (commit)
                     continue
                 seen.add(d)
             else:
@@ -196,6 +209,12 @@ class _Batch:
             if "source_event" not in event:
                 event["source_event"] = source_event
             state.assign(event, seq_lookup, offset)
+            if HARNESS_COMPACTION in event:
+                harness.harness(event)
+                span_append, span_last = harness.span.append, None
+            elif event["turn_id"] != span_last:
+                span_last = event["turn_id"]
+                span_append(span_last)
             line_bytes = dumps(stored_record(event)) + b"\n"
             chunk.append(event)
             chunk_lines.append(line_bytes)
@@ -262,7 +281,13 @@ class _Batch:
         try:
             if self.rejected is None and self.staged_len:
                 self.staged.flush()
-                self.session.append_staged(self.staged, self.staged_len, bytes(self.digests), self.state)
+                harness = self.harness if self.harness.pending else None
+                if harness is not None:
+                    harness.skip_ids = {record.get("id") for kind, record in self.restored if kind == "episodic"}
+                self.session.append_staged(self.staged, self.staged_len, bytes(self.digests), self.state,
+                                           harness=harness)
+            if self.rejected is None and self.harness.present:
+                self.session.catch_up_harness_items(self.harness.present)
         finally:
             self.staged.close()
 
@@ -310,13 +335,17 @@ def _notes(session: WriteSession, result: IngestResult) -> None:
 
 def ingest_events(store: AgentStore, items: Iterable[EventItem], *, skip_invalid: bool = False,
                   redactor: Redactor | None = None, source_event: str = DEFAULT_SOURCE_EVENT,
-                  result: IngestResult | None = None, divert: Divert | None = None) -> IngestResult:
+                  result: IngestResult | None = None, divert: Divert | None = None,
+                  restored: list | None = None) -> IngestResult:
     """All-or-nothing ingest of ``items`` (see the module docstring). Raises the first
-    :class:`InputError` (nothing written) unless ``skip_invalid``."""
+    :class:`InputError` (nothing written) unless ``skip_invalid``. ``restored``: the list
+    ``divert`` fills with the input's memory records; a harness item among them is restored in
+    its place afterwards, not derived again here."""
     result = result or IngestResult(store.agent_id)
     with store.writer() as session:
         _notes(session, result)
         batch = _Batch(session, result, redactor, source_event, skip_invalid, divert)
+        batch.restored = restored if restored is not None else ()
         try:
             batch.add_all(items)
         except BaseException:

@@ -17,8 +17,8 @@ turns are counted in a bitmap indexed by turn number (other turn ids in a set).
   (tiktoken encoding, or the bytes/4 estimate when no encoding is available) and ``exact``
   whether those are real tiktoken counts; ``last_prompt_tokens`` is the newest provider-reported
   ``usage.prompt_tokens`` of the active traces.
-* ``last_compaction`` — from the newest episodic item (its ``compaction_id``, ``ts``, turns and
-  traces covered, ``model``)
+* ``last_compaction`` — from the newest episodic item memcli wrote (its ``compaction_id``, ``ts``,
+  turns and traces covered, ``model``; an imported harness compaction's item is not one)
 * ``compaction_cost`` — what models were paid, from the compaction ledger
   (:func:`memcli.store.ledger.cost_total`): requests, input/output tokens, ``cost_usd`` of the
   records LiteLLM could price, and ``unpriced``, how many it could not
@@ -37,6 +37,7 @@ from memcli.inspect.agents import last_activity
 from memcli.models import PINNED_TAGS, TRACE_TYPES, RawTrace, ToolStatus
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
+from memcli.store.harness_items import is_harness_item
 from memcli.store.ledger import cost_total
 from memcli.tool_interactions import iter_tool_interactions
 
@@ -172,6 +173,8 @@ def _memory_counts(store: AgentStore) -> MemoryCounts:
 
 def _last_compaction(store: AgentStore) -> CompactionInfo | None:
     for _, record in jsonl.iter_records_reverse(store.paths.episodic):
+        if is_harness_item(record):
+            continue   # a harness's own compaction, imported: not one of memcli's
         ts = record.get("ts")
         return CompactionInfo(
             compaction_id=record.get("compaction_id"), ts=ts if isinstance(ts, (int, float)) else None,

@@ -31,7 +31,9 @@ batch has committed, else where that run ends; after the file, its end. Hence:
 
 The local files are read from descriptors opened under the agent's lock (with an interrupted
 ingest or compaction settled first) and up to the sizes they had then: a push sees a
-consistent agent and never blocks writers for longer than the opening.
+consistent agent and never blocks writers for longer than the opening. Two pushes of the same
+remote agent run one after the other (a session advisory lock, :meth:`_Pusher.hold`, taken before
+the files are opened), so the later push always sends the newer view.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from memcli.store.agent import crash_point
 from memcli.store.layout import ACTIVE, ARCHIVE, DATA_FILES, list_agent_ids
 
 BATCH_BYTES = int(os.environ.get("MEMCLI_PUSH_BATCH_BYTES") or 4 << 20)   # the variable: tests only
-CONNECTIONS = max(1, int(os.environ.get("MEMCLI_PUSH_CONNECTIONS") or 3))  # batches of a file in flight at once
+CONNECTIONS = 3     # batches of a file in flight at once; $MEMCLI_PUSH_CONNECTIONS overrides it
 FINGERPRINT_BYTES = 4096
 RETRIES = 5
 SEARCHED = {ACTIVE: "active", ARCHIVE: "archive", "episodic.jsonl": "episodic", "semantic.jsonl": "semantic"}
@@ -272,8 +274,8 @@ class _Prefix:
 
 
 class _Pusher:
-    def __init__(self, url: str, where: str, progress: Progress | None):
-        self.url, self.where, self.progress = url, where, progress
+    def __init__(self, url: str, where: str, progress: Progress | None, connections: int = 1):
+        self.url, self.where, self.progress, self.connections = url, where, progress, connections
         self.conn = None
         self.lanes: list = []          # the connections batches go over; the first is self.conn
 
@@ -289,8 +291,8 @@ class _Pusher:
         return conn
 
     def _open_lanes(self) -> list:
-        """Up to :data:`CONNECTIONS` lanes; a server that refuses more connections gets fewer."""
-        while len(self.lanes) < CONNECTIONS:
+        """Up to ``self.connections`` lanes; a server that refuses more connections gets fewer."""
+        while len(self.lanes) < self.connections:
             try:
                 self.lanes.append(self._connect())
             except RemoteError:
@@ -312,6 +314,19 @@ class _Pusher:
                 """INSERT INTO memcli_agents (store_id, name) VALUES (%s, %s) ON CONFLICT (store_id, name)
                    DO UPDATE SET pushed_at = now() RETURNING agent_key""", (store_id, name)).fetchone()
         return row[0]
+
+    def hold(self, key: int) -> None:
+        """Wait until no other push of this remote agent runs, and keep it so until :meth:`release`
+        (a session lock: a push that dies or loses its connection lets it go). The local files are
+        opened after it: two pushes of one agent never send views of different ages out of order
+        (a push that opened its files before a compaction, finishing after a push made after it,
+        would file the moved traces as active again)."""
+        self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (f"memcli push {key}",))
+        self.conn.commit()
+
+    def release(self, key: int) -> None:
+        self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (f"memcli push {key}",))
+        self.conn.commit()
 
     def push(self, view: _View, key: int, done: AgentPushed) -> None:
         positions = {row[0]: row[1:] for row in self.conn.execute(
@@ -439,6 +454,16 @@ def _prepared(path, name: str, fd: int, start: int, end: int):
             yield done
 
 
+def connections() -> int:
+    """How many connections a file's batches go over: ``$MEMCLI_PUSH_CONNECTIONS``, else :data:`CONNECTIONS`."""
+    given = os.environ.get("MEMCLI_PUSH_CONNECTIONS", "").strip()
+    if not given:
+        return CONNECTIONS
+    if not given.isdigit() or not 1 <= int(given) <= 64:
+        raise UsageError(f"MEMCLI_PUSH_CONNECTIONS: a whole number from 1 to 64, got {given!r}")
+    return int(given)
+
+
 def _last_line_end(fd: int, size: int) -> int:
     """The offset just after the last newline before ``size`` (a torn last line is not pushed)."""
     pos = size
@@ -476,9 +501,13 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
         raise UsageError(f"{{store_id}}: 1-64 of A-Z a-z 0-9 . _ -, starting with a letter or digit, got {store_id!r}", param="store_id")
     url = rc.resolve_url(url, "to")
     where = rc.describe(url)
-    views = {name: _View(memory_dir, name) for name in names}   # every agent checked before connecting
+    lanes = connections()
+    from memcli.store.agent import AgentStore
+
+    for name in names:                  # every agent checked before connecting
+        AgentStore(memory_dir, name).require()
     started = time.perf_counter()
-    pusher = _Pusher(url, where, progress)
+    pusher = _Pusher(url, where, progress, lanes)
     try:
         pusher.open()
         sid = store_id or local_store_id(memory_dir)
@@ -487,12 +516,16 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
         for name in names:
             done = AgentPushed(name, f"{sid}/{as_name or name}")
             for attempt in range(RETRIES + 1):
+                view = None
                 try:
                     if pusher.conn is None:
                         pusher.open()
                     key = pusher.agent_key(sid, as_name or name)
-                    pusher.push(views[name], key, done)
+                    pusher.hold(key)
+                    view = _View(memory_dir, name)    # opened once no other push of the agent runs
+                    pusher.push(view, key, done)
                     done.vectors += vectors.push_agent(pusher.conn, memory_dir, name, key, notes)
+                    pusher.release(key)
                     break
                 except Exception as exc:
                     if not _psycopg_error(exc):
@@ -502,11 +535,12 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
                     done.retries += 1
                     pusher.close()
                     time.sleep(min(0.2 * 2 ** attempt, 5))
+                finally:
+                    if view is not None:
+                        view.close()
             results.append(done)
     finally:
         pusher.close()
-        for view in views.values():
-            view.close()
     return PushResult(sid, where, results, time.perf_counter() - started, notes)
 
 

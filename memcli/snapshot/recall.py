@@ -11,6 +11,9 @@ Pinned facts (tag ``pinned``, see :mod:`memcli.search.facts`) always enter, firs
   and is not in yet. Summaries are listed oldest first (a story reads forwards), facts pinned
   first and then by score. The same store and query always give the same bundle.
 
+A harness compaction's item (memcli.store.harness_items) is left out while its summary trace is
+active: the snapshot renders that trace in place already.
+
 Every choice is explained in ``notes`` (the snapshot prints them on stderr): which ids, with
 their scores or why they were taken, and how many matches did not fit.
 """
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 
 from memcli.models import EpisodicItem, SemanticItem
 from memcli.store.agent import AgentStore
+from memcli.store.harness_items import rendered_in_place
 
 MAX_EPISODIC = 3
 MAX_SEMANTIC = 20
@@ -39,6 +43,14 @@ class Bundle:
 
 def _pinned(item: SemanticItem) -> bool:
     return PINNED_TAG in (item.tags or ())
+
+
+def _not_in_place(store: AgentStore, episodic: list) -> list:
+    """``episodic`` without the harness compactions whose summary trace is still active: the
+    snapshot renders that trace in place, so the bundle does not carry its text again
+    (memcli.store.harness_items). Once a compaction archived the trace, the item is its memory."""
+    shown = rendered_in_place(store.paths, episodic)
+    return [item for item in episodic if item.id not in shown] if shown else episodic
 
 
 def latest_user_ask(store: AgentStore) -> str | None:
@@ -66,7 +78,7 @@ def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, 
         episodic, semantic = store.live_memory(MAX_EPISODIC, None)
         pinned = [f for f in semantic if _pinned(f)]
         rest = [f for f in semantic if not _pinned(f)]
-        return Bundle(episodic, pinned + rest[-MAX_SEMANTIC:] if rest else pinned)
+        return Bundle(_not_in_place(store, episodic), pinned + rest[-MAX_SEMANTIC:] if rest else pinned)
 
     query = label = recall
     notes: list[str] = []
@@ -81,6 +93,7 @@ def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, 
         terms = parse_query(query).terms[:AUTO_QUERY_TERMS]
         query = " ".join(t.expression() for t in terms)
     episodic, semantic = store.live_memory()
+    episodic = _not_in_place(store, episodic)
     by_id = {item.id: item for item in episodic + semantic}
     pinned = [f for f in semantic if _pinned(f)]
     chosen: dict[str, str] = {f.id: "pinned" for f in pinned}

@@ -14,7 +14,9 @@ anything else, brings the agent to a consistent state:
 4. the state cache is loaded, caught up with records appended by someone else, or rebuilt.
 
 An ingest commit (:meth:`WriteSession.append_staged`) writes the rollback marker, appends the
-staged lines and fsyncs, appends the new id digests, writes the new state, then removes the
+staged lines and fsyncs, appends the episodic items of the harness compactions among them
+(memcli.store.harness_items; the marker then holds ``episodic.jsonl``'s size too, and a rollback
+cuts it back), appends the new id digests, writes the new state, then removes the
 marker. Readers take no lock; they only recover (with the lock) when a marker or journal is
 present, and they never see a half-written line.
 """
@@ -425,8 +427,13 @@ class WriteSession:
 
     # ---------------------------------------------------------------- ingest commit
     def append_staged(self, staged: IO[bytes], staged_len: int, digests: list[bytes],
-                      new_state: TurnState, *, fsync: bool = True) -> None:
-        """Append staged lines to the active file with crash rollback (module docstring)."""
+                      new_state: TurnState, *, fsync: bool = True, harness=None) -> None:
+        """Append staged lines to the active file with crash rollback (module docstring).
+
+        ``harness`` (a :class:`memcli.store.harness_items.SpanTracker`) holds the staged traces
+        that are harness compactions: their episodic items are appended after the traces and
+        before the marker goes, so a crash leaves both or neither (the rollback cuts
+        ``episodic.jsonl`` back too)."""
         if staged_len == 0:
             return
         marker = {
@@ -434,6 +441,8 @@ class WriteSession:
             "ids_count": self.ids.count,
             "state": self.state.to_json(),
         }
+        if harness is not None and harness.pending:
+            marker["episodic_size"] = jsonl.file_size(self.paths.episodic)
         jsonl.atomic_write_bytes(self.paths.ingest_marker, orjson.dumps(marker), fsync=False)
         crash_point("ingest:marker")
         staged.seek(0)
@@ -450,6 +459,9 @@ class WriteSession:
 
         jsonl.append_chunks(self.paths.active, chunks(), fsync=fsync)
         crash_point("ingest:appended")
+        if "episodic_size" in marker:
+            self._append_harness_items(harness, fsync=fsync)
+            crash_point("ingest:items")
         self.ids.append(digests, fsync=fsync)
         crash_point("ingest:ids")
         self.write_state(new_state)
@@ -474,23 +486,27 @@ class WriteSession:
             os.unlink(marker_path)  # written atomically, so this is not ours: nothing to undo
             return
         first_import = self.paths.first_import_pending()
-        if jsonl.file_size(self.paths.active) > size:
-            fd = os.open(self.paths.active, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
-            try:
-                os.ftruncate(fd, size)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        episodic_size = marker.get("episodic_size")
+        for path, before in ((self.paths.active, size), (self.paths.episodic, episodic_size)):
+            if isinstance(before, int) and jsonl.file_size(path) > before:
+                fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+                try:
+                    os.ftruncate(fd, before)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
         crash_point("ingest-recovery:truncated")
         ids = IdIndex(self.paths.ids, count)
         ids.truncate_to_count()
         jsonl.atomic_write_bytes(self.paths.state, orjson.dumps(previous), fsync=False)
         crash_point("ingest-recovery:state")
         if first_import:  # the agent's first import: nothing of the agent was ever acknowledged
-            try:
-                os.unlink(self.paths.active)
-            except FileNotFoundError:
-                pass
+            for path in (self.paths.active, self.paths.episodic):
+                try:
+                    if path == self.paths.active or jsonl.file_size(path) == 0:
+                        os.unlink(path)
+                except FileNotFoundError:
+                    pass
         os.unlink(marker_path)  # every step above is idempotent: a crash before this repeats them
         self.recovered.append(f"rolled back an interrupted ingest of agent {self.paths.agent_id!r}"
                               + (" (its first: the agent has no data)" if first_import else ""))
@@ -504,7 +520,10 @@ class WriteSession:
         if cls is None:
             raise UsageError(f"kind: expected 'episodic' or 'semantic', got {kind!r}")
         path = self.paths.episodic if kind == "episodic" else self.paths.semantic
-        known = {record.get("id") for _, _, record in jsonl.iter_records(path)}
+        return self._append_new_items(cls, path, records, {record.get("id") for _, _, record in jsonl.iter_records(path)})
+
+    @staticmethod
+    def _append_new_items(cls, path: Path, records: list[dict], known: set, *, fsync: bool = True) -> int:
         new = []
         for record in records:
             if record["id"] in known:
@@ -512,8 +531,45 @@ class WriteSession:
             known.add(record["id"])
             new.append(to_record(from_record(cls, record)))
         if new:
-            jsonl.append_records(path, new)
+            jsonl.append_records(path, new, fsync=fsync)
         return len(new)
+
+    def catch_up_harness_items(self, trace_ids: list) -> int:
+        """Write the items of harness traces the agent has but whose item it lacks (stored before
+        memcli wrote them; memcli.store.harness_items). The traces are durable already, so this is
+        one append: a torn line is cut by the next session and the next ingest writes it again."""
+        from memcli.store.harness_items import harness_item_id, item_record, last_covered_turn, turn_range
+        from memcli.store.state import turn_number
+
+        records = [record for _, _, record in jsonl.iter_records(self.paths.episodic)]
+        known = {record.get("id") for record in records}
+        missing = [t for t in dict.fromkeys(trace_ids) if harness_item_id(t) not in known]
+        if not missing:
+            return 0
+        previous = last_covered_turn(records)
+        items = []
+        for trace_id in missing:
+            found = self.store.find(trace_id)
+            if found is None or found[0] not in ("active", "archive"):
+                continue
+            trace = to_record(found[2])
+            if not isinstance(trace.get("harness_compaction"), dict):
+                continue
+            number = turn_number(trace["turn_id"])
+            turns = turn_range(previous + 1, number) if number is not None else []
+            items.append(item_record(trace, turns))
+            previous = max(previous, number or 0)
+        return self._append_new_items(EpisodicItem, self.paths.episodic, items, known)
+
+    def _append_harness_items(self, harness, *, fsync: bool = True) -> int:
+        """The episodic items of the harness compactions an ingest staged (memcli.store.harness_items),
+        those the agent does not have yet (by id), after one read of ``episodic.jsonl``."""
+        from memcli.store.harness_items import last_covered_turn
+
+        records = [record for _, _, record in jsonl.iter_records(self.paths.episodic)]
+        known = {record.get("id") for record in records} | harness.skip_ids
+        return self._append_new_items(EpisodicItem, self.paths.episodic, harness.items(last_covered_turn(records)),
+                                      known, fsync=fsync)
 
 
 

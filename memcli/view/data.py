@@ -9,6 +9,9 @@ Shape (keys kept short: the document is most of the file's bytes)::
                  "items": [ITEM...]}],
      "compactions": [{"id", "ts", "summary", "moved", "before", "after", "model", "undone",
                       "first_turn", "last_turn"}],   # the range it covered (an undone one's turns are active again)
+     "harness": [{"id", "ts", "harness", "trigger", "pre_tokens", "trace", "turn", "first_turn", "last_turn"}],
+                                                     # a harness's own compaction, imported (memcli.store.harness_items):
+                                                     # its item, the summary trace (drawn where it is) and the turns it covered
      "facts": [{"id", "ts", "text", "pinned", "tags"}],
      "files": [{"path", "text"}],
      "chart": {"threshold": int, "budget": int, "context": int}}
@@ -33,6 +36,7 @@ from typing import Any
 
 from memcli.models import RawTrace
 from memcli.store.agent import AgentStore
+from memcli.store.harness_items import harness_mark
 
 RESULT_KEEP_CHARS = 200_000   # a result longer than this is cut in the page (``memcli get ID`` has it whole)
 
@@ -148,7 +152,15 @@ def collect(store: AgentStore, *, model: str | None = None, max_context_tokens: 
     owner: dict[str, str] = {}     # archived trace id -> the live compaction that archived it
     summaries: dict[str, str] = {}
     covers: dict[str, list[str]] = {}   # compaction id -> the turns its items name, in order
+    harness = []
     for item in store.iter_episodic():
+        mark = harness_mark(item)
+        if mark is not None and mark.get("trace_id") in turn_of:
+            covered = item.turn_ids or []
+            harness.append({"id": item.id, "ts": item.ts, "harness": mark.get("harness"), "trigger": mark.get("trigger"),
+                            "pre_tokens": mark.get("pre_tokens"), "trace": mark["trace_id"],
+                            "turn": turn_of[mark["trace_id"]], "first_turn": covered[0] if covered else None,
+                            "last_turn": covered[-1] if covered else None})
         cid = item.compaction_id
         if not cid:
             continue
@@ -194,6 +206,7 @@ def collect(store: AgentStore, *, model: str | None = None, max_context_tokens: 
     budget, context, _, _ = input_budget(model, max_context_tokens, CompactionPolicy())
     return {
         "agent": store.agent_id, "generated": time.time(), "counter": counter.describe(),
-        "traces": len(traces), "turns": list(turns.values()), "compactions": compactions, "facts": facts, "files": files,
+        "traces": len(traces), "turns": list(turns.values()), "compactions": compactions, "harness": harness,
+        "facts": facts, "files": files,
         "chart": {"threshold": int(CompactionPolicy().trigger_ratio * budget), "budget": budget, "context": context},
     }

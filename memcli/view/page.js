@@ -39,9 +39,32 @@
   var WHO = { ask: "user", ctx: "context", say: "assistant", think: "reasoning" };
   var MARK = { success: "✓ success", error: "✗ error", pending: "… pending", orphan: "? orphan result" };
 
+  var harnessByTrace = {};
+  (model.harness || []).forEach(function (h) { harnessByTrace[h.trace] = h; });
+
+  // the harness's own compaction (imported): a marked box around its summary trace
+  function harnessHead(h) {
+    var head = el("div", "harness-head");
+    var what = (h.harness || "harness") + "'s own compaction";
+    var parts = [];
+    if (h.trigger) parts.push(h.trigger);
+    if (typeof h.pre_tokens === "number") parts.push(h.pre_tokens.toLocaleString("en") + " tokens before");
+    if (parts.length) what += " (" + parts.join(", ") + ")";
+    head.appendChild(el("span", "who", "harness compaction"));
+    head.appendChild(document.createTextNode(what + " · " + (h.first_turn ? "covered " + h.first_turn +
+      (h.last_turn !== h.first_turn ? "–" + h.last_turn : "") : "covered nothing in this agent") + " · memory item " + h.id));
+    return head;
+  }
+
   function itemNode(item) {
     var node = el("div", "item " + item.k + (item.a ? " a" : ""));
     node.dataset.id = item.id;
+    var h = harnessByTrace[item.id];
+    if (h) {
+      node.classList.add("harness");
+      node.dataset.harness = h.id;
+      node.appendChild(harnessHead(h));
+    }
     if (item.k === "call" || item.k === "orphan") {
       node.classList.add("call", item.status);
       var head = el("div", "head");
@@ -209,10 +232,20 @@
         s.appendChild(line);
       }
     });
+    (model.harness || []).forEach(function (h) {
+      if (h.turn in index) {
+        var at = x(index[h.turn]);
+        var line = svg("line", { "class": "hcpt", x1: at, x2: at, y1: T, y2: H - B });
+        line.setAttribute("data-harness", h.id);
+        line.appendChild(svg("title", {}, (h.harness || "harness") + " compaction in " + h.turn));
+        s.appendChild(line);
+      }
+    });
     root.appendChild(s);
     legend.textContent = "Bars: memcli's token count of each turn (" + model.counter + "); line: the running total " +
       "(the context without compaction); dots: provider-reported prompt_tokens; dashed: the compaction trigger (" +
-      thr.toLocaleString("en") + " tokens" + (showThr ? "" : ", above this chart") + "); purple: compactions (dotted: undone).";
+      thr.toLocaleString("en") + " tokens" + (showThr ? "" : ", above this chart") + "); purple: compactions (dotted: undone)" +
+      ((model.harness || []).length ? "; orange: the harness's own compactions (imported)." : ".");
   }
 
   function drawMemory() {
@@ -269,6 +302,7 @@
   });
   document.getElementById("summary").textContent = plural(model.turns.length, "turn") + " · " + plural(items, "entry", "entries") +
     " · " + plural(calls, "tool call") + " (" + plural(errors, "error") + ") · " + plural(model.compactions.length, "compaction") +
+    ((model.harness || []).length ? " · " + plural(model.harness.length, "harness compaction") : "") +
     " · drawn " + when(model.generated);
   drawChart();
   drawMemory();

@@ -1,0 +1,174 @@
+"""Harness compactions as memory items (docs/compaction.md, "Harness compactions").
+
+A trace carrying ``harness_compaction`` (``{"harness", "trigger"?, "pre_tokens"?}``: the summary
+an agent harness's own compaction wrote — Claude Code ``compact_boundary`` + ``isCompactSummary``,
+Codex ``compacted``, Copilot CLI ``session.compaction_complete``, opencode ``summary`` messages)
+becomes one EPISODIC item, written by the ingest commit that writes the trace
+(:meth:`memcli.store.agent.WriteSession.append_staged`, inside its rollback marker: both or
+neither)::
+
+    {"id": "ep_hc_<32 hex>", "ts": <the trace's ts>, "turn_ids": [<turns it covered>],
+     "summary": <the trace's text, as stored (redacted)>, "tags": ["harness_compaction"],
+     "salience": 0.5,
+     "harness_compaction": {"harness": "claude-code", "trigger": "auto", "pre_tokens": 167000,
+                            "trace_id": <the trace>, "turn_id": <the trace's turn>}}
+
+* The id is a function of the trace id alone (:func:`harness_item_id`: the id index's 16-byte
+  digest in hex), so re-ingesting, ``sync`` reading a grown file and hooks never make a second
+  one, and ``append_memory``'s match by id adds nothing twice.
+* A harness trace stored without its item (imported before memcli wrote these items) gets it when
+  the same input is ingested again (:meth:`memcli.store.agent.WriteSession.catch_up_harness_items`:
+  the item appended alone, after its trace; its ``turn_ids`` are the turns after the agent's
+  previous harness item up to the trace's own).
+* No ``compaction_id``: it is not memcli's compaction, so ``uncompact`` never takes it out.
+* ``turn_ids`` are the turns the harness compacted, where known: the turns of the traces before it
+  in the same ingest since the harness's previous compaction there; when that ingest began on an
+  agent that already had traces (a ``sync`` of a grown file, a hook), the turns from the one after
+  the agent's previous harness item up to the last one before it (memcli's ``turn_NNNN``
+  numbering). A summary that opens a file (a resumed session) covers nothing in this agent: ``[]``.
+"""
+
+from __future__ import annotations
+
+from memcli.ids import format_turn
+from memcli.models import HARNESS_COMPACTION
+from memcli.store.id_index import digest
+from memcli.store.state import turn_number
+
+FIELD = HARNESS_COMPACTION
+TAG = "harness_compaction"
+ID_PREFIX = "ep_hc_"
+SALIENCE = 0.5
+
+
+def harness_item_id(trace_id: str) -> str:
+    """The id of the item derived from trace ``trace_id`` (deterministic)."""
+    return ID_PREFIX + digest(trace_id).hex()
+
+
+def is_harness_item(item) -> bool:
+    """Whether an episodic item (model or record) is a harness compaction's."""
+    extra = item.get(FIELD) if isinstance(item, dict) else (getattr(item, "extra", None) or {}).get(FIELD)
+    return isinstance(extra, dict)
+
+
+def harness_mark(item) -> dict | None:
+    value = item.get(FIELD) if isinstance(item, dict) else (getattr(item, "extra", None) or {}).get(FIELD)
+    return value if isinstance(value, dict) else None
+
+
+def describe_mark(mark: dict) -> str:
+    """``claude-code compaction (auto, 167,000 tokens before)`` — one line for the human views."""
+    parts = [p for p in (mark.get("trigger") if isinstance(mark.get("trigger"), str) else None,
+                         f"{mark['pre_tokens']:,} tokens before" if type(mark.get("pre_tokens")) is int else None) if p]
+    return f"{mark.get('harness')} compaction" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def turn_range(first: int, last: int) -> list[str]:
+    return [format_turn(n) for n in range(max(first, 1), last + 1)]
+
+
+def last_covered_turn(records) -> int:
+    """The highest turn number the agent's harness items cover (0 when none), from episodic records."""
+    last = 0
+    for record in records:
+        if not is_harness_item(record):
+            continue
+        turns = record.get("turn_ids")
+        if isinstance(turns, list) and turns and isinstance(turns[-1], str):
+            number = turn_number(turns[-1])
+            if number is not None and number > last:
+                last = number
+    return last
+
+
+def item_record(event: dict, turn_ids: list) -> dict:
+    """The episodic record of a staged (stamped, linked, redacted) harness-compaction trace."""
+    mark = dict(event[FIELD])
+    mark["trace_id"] = event["id"]
+    mark["turn_id"] = event["turn_id"]
+    return {"id": harness_item_id(event["id"]), "ts": event["ts"], "turn_ids": list(turn_ids),
+            "summary": event.get("content") or "", "tags": [TAG], "salience": SALIENCE, FIELD: mark}
+
+
+class SpanTracker:
+    """Follows an ingest batch's staged traces to tell each harness trace the turns it covered
+    (module docstring). ``fresh``: the agent had no trace when the batch began; ``last_turn``: the
+    agent's turn counter then."""
+
+    __slots__ = ("fresh", "last_turn", "span", "pending", "skip_ids", "present")
+
+    def __init__(self, fresh: bool, last_turn: int):
+        self.fresh = fresh
+        self.last_turn = last_turn
+        self.skip_ids: set = set()      # items the same input restores itself (an export's memory records)
+        self.present: list = []         # harness traces of the input the agent already had
+        self.span: list[str] = []       # distinct turns since the batch began or its last harness trace
+        self.pending: list = []         # (event, span before it, first of the batch on a non-fresh agent)
+
+    def harness(self, event: dict) -> None:
+        self.pending.append((event, self.span, not self.fresh and not self.pending))
+        self.span = []
+
+    def items(self, previous_last: int) -> list[dict]:
+        """The records, given the last turn the agent's earlier harness items cover."""
+        out = []
+        for event, span, extend in self.pending:
+            turns = list(dict.fromkeys(span))   # a result can join an older turn: each turn once
+            if extend:
+                numbers = [turn_number(t) for t in span]
+                if all(n is not None for n in numbers):
+                    end = max([self.last_turn] + numbers)
+                    turns = turn_range(previous_last + 1, end)
+            out.append(item_record(event, turns))
+        return out
+
+
+def active_trace_ids(paths, trace_ids) -> set:
+    """Which of ``trace_ids`` are in the agent's active file (not archived by a compaction): one
+    search of the file's bytes per id (the ids of harness items: a few), each hit parsed to check
+    it is the record's own ``id``."""
+    import mmap
+
+    import orjson
+
+    wanted = [t for t in trace_ids if isinstance(t, str)]
+    found: set = set()
+    try:
+        f = open(paths.active, "rb")
+    except FileNotFoundError:
+        return found
+    with f:
+        try:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:   # an empty file
+            return found
+        with data:
+            for trace_id in wanted:
+                needle = orjson.dumps(trace_id)
+                at = data.find(needle)
+                while at >= 0:
+                    start = data.rfind(b"\n", 0, at) + 1
+                    end = data.find(b"\n", at)
+                    if end < 0:
+                        break   # an unterminated last line: not a record yet
+                    try:
+                        record = orjson.loads(data[start:end])
+                    except orjson.JSONDecodeError:
+                        record = None
+                    if isinstance(record, dict) and record.get("id") == trace_id:
+                        found.add(trace_id)
+                        break
+                    at = data.find(needle, end)
+    return found
+
+
+def rendered_in_place(paths, items) -> set:
+    """The ids of the harness items among ``items`` whose trace is still active: the working
+    snapshot renders that trace where it is, so its memory bundle leaves the item out."""
+    marks = {item.id: harness_mark(item) for item in items}
+    traces = {item_id: mark.get("trace_id") for item_id, mark in marks.items() if mark is not None}
+    if not traces:
+        return set()
+    active = active_trace_ids(paths, traces.values())
+    return {item_id for item_id, trace_id in traces.items() if trace_id in active}

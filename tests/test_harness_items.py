@@ -1,0 +1,316 @@
+"""A harness's own compaction, imported from its transcript, is an episodic memory item marked as
+the harness's (memcli.store.harness_items; docs/compaction.md, "Harness compactions"): written by
+the ingest commit of its trace, once, never an ask, shown by ``memory``/``search``/``view``, left
+out of the snapshot's memory bundle while its trace renders in place, untouched by ``uncompact``."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import orjson
+import pytest
+
+from memcli.store.harness_items import harness_item_id
+from tests.helpers import CORPORA, agent_dir, needs_corpora, read_jsonl, run_memcli, tree_digest
+from tests.sync_more_fixtures import cp_session, sid, write_lines
+
+SUMMARY = "Summary of the work so far: fixed parse_config in src/config.py; 12 tests pass."
+MARK = {"harness": "claude-code", "trigger": "auto", "pre_tokens": 150000}
+
+
+def session(words: int = 5) -> list[dict]:
+    """Two turns of work, the harness's compaction summary, then a third turn."""
+    pad = " lorem" * words
+    return [
+        {"id": "u1", "ts": 1.0, "trace_type": "user", "content": "fix parse_config" + pad},
+        {"id": "a1", "ts": 2.0, "trace_type": "assistant", "content": "fixed it" + pad},
+        {"id": "u2", "ts": 3.0, "trace_type": "user", "content": "now run the tests" + pad},
+        {"id": "a2", "ts": 4.0, "trace_type": "assistant", "content": "12 passed" + pad},
+        {"id": "s1", "ts": 5.0, "trace_type": "user", "content": SUMMARY, "tags": ["compact_summary"],
+         "harness_compaction": MARK},
+        {"id": "a3", "ts": 6.0, "trace_type": "assistant", "content": "continuing" + pad},
+        {"id": "u3", "ts": 7.0, "trace_type": "user", "content": "and the docs" + pad},
+        {"id": "a4", "ts": 8.0, "trace_type": "assistant", "content": "done" + pad},
+    ]
+
+
+ITEM = {"id": harness_item_id("s1"), "ts": 5.0, "turn_ids": ["turn_0001", "turn_0002"], "summary": SUMMARY,
+        "tags": ["harness_compaction"], "salience": 0.5,
+        "harness_compaction": dict(MARK, trace_id="s1", turn_id="turn_0002")}
+
+
+def episodic(memory_dir, agent="a") -> list[dict]:
+    return read_jsonl(agent_dir(memory_dir, agent) / "episodic.jsonl")
+
+
+def ok(*args, input=None, env=None):
+    result = run_memcli(*args, input=input, env=env)
+    assert result.returncode == 0, result.stderr.decode()
+    return result
+
+
+def test_ingest_writes_the_item_once_and_it_is_no_ask(memory_dir):
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    assert episodic(memory_dir) == [ITEM]
+    assert ITEM["id"] == "ep_hc_" + ITEM["id"][6:] and len(ITEM["id"]) == 6 + 32
+    ok("--dir", memory_dir, "ingest", "a", input=session())   # again: nothing new
+    ok("--dir", memory_dir, "ingest", "a", input=session()[4:5])
+    assert episodic(memory_dir) == [ITEM]
+    stats = json.loads(ok("--dir", memory_dir, "stats", "a", "--json").stdout)
+    assert stats["turns"]["active"] == 3       # the summary opens no turn
+    assert stats["last_compaction"] is None    # and is not one of memcli's compactions
+    turns = json.loads(ok("--dir", memory_dir, "turns", "a", "--json").stdout)
+    assert [t["ask"] for t in turns] == ["fix parse_config lorem lorem lorem lorem lorem",
+                                         "now run the tests lorem lorem lorem lorem lorem",
+                                         "and the docs lorem lorem lorem lorem lorem"]
+
+
+def test_memory_shows_the_mark_human_and_json(memory_dir):
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    human = ok("--dir", memory_dir, "memory", "a").stdout.decode()
+    assert ("by the harness: claude-code compaction (auto, 150,000 tokens before) of trace s1" in human
+            and "turn_0001..turn_0002 (2 turns)" in human and SUMMARY in human)
+    (record,) = json.loads(ok("--dir", memory_dir, "memory", "a", "--json").stdout)
+    assert record == dict({"tier": "episodic", "superseded_by": None}, **ITEM)
+
+
+def test_search_finds_it_as_an_episodic_hit(memory_dir):
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    hits = json.loads(ok("--dir", memory_dir, "search", "a", "parse_config", "--json").stdout)
+    assert [(h["id"], h["kind"]) for h in hits if h["kind"] == "episodic"] == [(ITEM["id"], "episodic")]
+
+
+def test_the_bundle_leaves_it_out_while_its_trace_is_active_and_carries_it_once_archived(memory_dir):
+    ok("--dir", memory_dir, "ingest", "a", input=session(words=400))
+    text = ok("--dir", memory_dir, "snapshot", "a").stdout.decode()
+    assert text.count(SUMMARY) == 1    # the trace, rendered in place; not again in a memory bundle
+    assert "[MEMORY:EPISODIC]" not in text
+    ok("--dir", memory_dir, "compact", "a", "--tail-turns", "1", "--keep-steps", "1")
+    archived = [r["id"] for r in read_jsonl(agent_dir(memory_dir, "a") / "raw_traces_archive.jsonl")]
+    assert "s1" in archived
+    text = ok("--dir", memory_dir, "snapshot", "a").stdout.decode()
+    assert "[MEMORY:EPISODIC]\n1) " + SUMMARY in text.replace("\\n", "\n")
+    # uncompact takes out memcli's compaction, never the harness's item
+    ok("--dir", memory_dir, "uncompact", "a")
+    lines = json.loads(ok("--dir", memory_dir, "memory", "a", "--json").stdout)
+    assert [r["id"] for r in lines if r["tier"] == "episodic"] == [ITEM["id"]]
+
+
+def test_a_grown_file_read_again_names_the_turns_since_the_last_harness_item(memory_dir):
+    events = session()
+    ok("--dir", memory_dir, "ingest", "a", input=events[:3])        # a sync that stopped mid-session
+    ok("--dir", memory_dir, "ingest", "a", input=events)            # and the file read again, grown
+    assert episodic(memory_dir) == [ITEM]
+    later = [{"id": "u4", "trace_type": "user", "content": "more"},
+             {"id": "s2", "ts": 9.0, "trace_type": "user", "content": "second summary", "tags": ["compact_summary"],
+              "harness_compaction": {"harness": "claude-code", "trigger": "manual"}}]
+    ok("--dir", memory_dir, "ingest", "a", input=later)
+    second = episodic(memory_dir)[1]
+    assert (second["id"], second["turn_ids"], second["harness_compaction"]) == (
+        harness_item_id("s2"), ["turn_0003", "turn_0004"],
+        {"harness": "claude-code", "trigger": "manual", "trace_id": "s2", "turn_id": "turn_0004"})
+
+
+def test_a_summary_that_opens_the_file_covers_nothing_here(memory_dir):
+    ok("--dir", memory_dir, "ingest", "a", input=session()[4:])
+    (item,) = episodic(memory_dir)
+    assert item["turn_ids"] == [] and item["harness_compaction"]["turn_id"] == "turn_0001"
+
+
+@pytest.mark.parametrize("point", ["ingest:appended", "ingest:items", "ingest:ids", "ingest:state"])
+def test_killed_between_the_trace_and_its_item_leaves_both_or_neither(memory_dir, point):
+    ok("--dir", memory_dir, "ingest", "a", input=[{"id": "u0", "trace_type": "user", "content": "hi"}])
+    killed = run_memcli("--dir", memory_dir, "ingest", "a", input=session(), env={"MEMCLI_CRASH_AT": point})
+    assert killed.returncode == -signal.SIGKILL
+    ok("--dir", memory_dir, "ingest", "a", input=[{"id": "u0", "trace_type": "user", "content": "hi"}])  # recovers
+    assert episodic(memory_dir) == [] and [r["id"] for r in read_jsonl(agent_dir(memory_dir, "a") / "raw_traces.jsonl")] == ["u0"]
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    assert [e["id"] for e in episodic(memory_dir)] == [ITEM["id"]]
+
+
+def test_a_killed_first_import_leaves_no_agent(memory_dir):
+    killed = run_memcli("--dir", memory_dir, "ingest", "a", input=session(), env={"MEMCLI_CRASH_AT": "ingest:items@1"})
+    assert killed.returncode == -signal.SIGKILL
+    assert json.loads(ok("--dir", memory_dir, "agents", "--json").stdout) == []
+    ok("--dir", memory_dir, "ingest", "b", input=[{"trace_type": "user", "content": "x"}])   # a writer recovers all
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    assert episodic(memory_dir) == [ITEM]
+
+
+def test_a_torn_item_line_is_cut_back_with_its_ingest(memory_dir):
+    ok("--dir", memory_dir, "ingest", "a", input=[{"id": "u0", "trace_type": "user", "content": "hi"}])
+    before = (agent_dir(memory_dir, "a") / "raw_traces.jsonl").read_bytes()
+    killed = run_memcli("--dir", memory_dir, "ingest", "a", input=session(), env={"MEMCLI_CRASH_AT": "ingest:items"})
+    assert killed.returncode == -signal.SIGKILL
+    path = agent_dir(memory_dir, "a") / "episodic.jsonl"
+    path.write_bytes(path.read_bytes()[:-40])    # as if killed mid-line
+    ok("--dir", memory_dir, "stats", "a")        # a reader recovers the interrupted ingest
+    assert path.read_bytes() == b"" and (agent_dir(memory_dir, "a") / "raw_traces.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("event, message", [
+    ({"trace_type": "user", "content": "s", "harness_compaction": MARK},
+     "line 2: field 'harness_compaction': a harness compaction's summary must be tagged 'compact_summary'"),
+    ({"trace_type": "user", "content": "s", "tags": ["compact_summary"], "harness_compaction": {"trigger": "auto"}},
+     'line 2: field \'harness_compaction\': expected an object with a "harness" name'),
+    ({"trace_type": "user", "content": "s", "tags": ["compact_summary"], "harness_compaction": "claude"},
+     'line 2: field \'harness_compaction\': expected an object with a "harness" name'),
+])
+def test_a_bad_mark_is_refused_naming_the_line_and_nothing_is_written(memory_dir, event, message):
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    before = tree_digest(memory_dir)
+    refused = run_memcli("--dir", memory_dir, "ingest", "a", input=[{"trace_type": "user", "content": "x"}, event])
+    assert refused.returncode == 1 and message in refused.stderr.decode(), refused.stderr.decode()
+    assert tree_digest(memory_dir) == before
+
+
+def test_export_round_trips_the_item(memory_dir, tmp_path):
+    ok("--dir", memory_dir, "ingest", "a", input=session(words=400))
+    ok("--dir", memory_dir, "compact", "a", "--tail-turns", "1", "--keep-steps", "1")
+    exported = ok("--dir", memory_dir, "export", "a", "--with-memory", "--format", "jsonl").stdout
+    ok("--dir", memory_dir, "ingest", "b", input=exported)
+    assert (agent_dir(memory_dir, "b") / "episodic.jsonl").read_bytes() == \
+        (agent_dir(memory_dir, "a") / "episodic.jsonl").read_bytes()
+    # an export without memory: the item is derived again from the trace, with the same id
+    bare = ok("--dir", memory_dir, "export", "a", "--format", "jsonl").stdout
+    ok("--dir", memory_dir, "ingest", "c", input=bare)
+    assert [e["id"] for e in episodic(memory_dir, "c")] == [ITEM["id"]]
+
+
+def test_copilot_and_opencode_summaries_become_items(memory_dir, tmp_path):
+    p1 = sid(1, "cp")
+    lines = cp_session(p1, 1) + [
+        {"type": "session.compaction_complete", "id": "x3", "timestamp": "2026-02-01T10:00:02Z", "parentId": None,
+         "data": {"success": True, "summaryContent": "we ran the tests", "preCompactionTokens": 9000}}]
+    ok("--dir", memory_dir, "ingest", "cp", write_lines(tmp_path / "e.jsonl", lines))
+    (item,) = episodic(memory_dir, "cp")
+    assert (item["summary"], item["turn_ids"], {k: v for k, v in item["harness_compaction"].items() if k != "trace_id"}) == (
+        "we ran the tests", ["turn_0001"], {"harness": "copilot-cli", "pre_tokens": 9000, "turn_id": "turn_0001"})
+    doc = {"info": {"id": "ses_1", "title": "t"}, "messages": [
+        {"info": {"id": "msg_1", "role": "user", "time": {"created": 1700000000000}},
+         "parts": [{"id": "prt_1", "type": "text", "text": "build it"}]},
+        {"info": {"id": "msg_2", "role": "assistant", "summary": True, "time": {"created": 1700000001000}},
+         "parts": [{"id": "prt_2", "type": "text", "text": "opencode's summary: built it"}]}]}
+    path = tmp_path / "oc.json"
+    path.write_bytes(orjson.dumps(doc))
+    ok("--dir", memory_dir, "ingest", "oc", path, "--from", "opencode")
+    assert episodic(memory_dir, "oc") == [{
+        "id": harness_item_id("oc-prt_2"), "ts": 1700000001.0, "turn_ids": ["turn_0001"],
+        "summary": "opencode's summary: built it", "tags": ["harness_compaction"], "salience": 0.5,
+        "harness_compaction": {"harness": "opencode", "trace_id": "oc-prt_2", "turn_id": "turn_0001"}}]
+
+
+# ------------------------------------------------------------------------------------ corpora
+
+CORPUS_ITEMS = {
+    "claude-code/spotter_258c7280_compacted_by_claude-code.jsonl": (
+        "cc-58436800-0a29-451b-a8f5-3a0c59957945-0", ["turn_0001"],
+        {"harness": "claude-code", "trigger": "auto", "pre_tokens": 167094}, 14518),
+    "claude-code/fasthooks_sample_main_transcript_compaction.jsonl": (
+        "cc-1d483453-e0cd-4ea2-bde6-540216e174a2-0", [f"turn_{n:04d}" for n in range(1, 6)],
+        {"harness": "claude-code", "trigger": "manual", "pre_tokens": 21558}, 7627),
+    "codex/codex_rollout_localpush_019c8a59_2722ev_sanitized.jsonl": (
+        "cx-753c5d4f27a912db1ecd5b40-0", [f"turn_{n:04d}" for n in range(1, 20)], {"harness": "codex"}, 37),
+}
+
+
+@needs_corpora
+@pytest.mark.parametrize("name", sorted(CORPUS_ITEMS))
+def test_real_sessions_keep_the_harness_compaction_as_an_item(memory_dir, name):
+    trace_id, turns, mark, chars = CORPUS_ITEMS[name]
+    ok("--dir", memory_dir, "ingest", "a", CORPORA / name)
+    (item,) = episodic(memory_dir)
+    traces = {r["id"]: r for r in read_jsonl(agent_dir(memory_dir, "a") / "raw_traces.jsonl")}
+    assert item["id"] == harness_item_id(trace_id) and item["turn_ids"] == turns
+    assert item["harness_compaction"] == dict(mark, trace_id=trace_id, turn_id=traces[trace_id]["turn_id"])
+    assert item["summary"] == traces[trace_id]["content"] and len(item["summary"]) == chars
+    assert item["ts"] == traces[trace_id]["ts"] and "compaction_id" not in item
+    ok("--dir", memory_dir, "ingest", "a", CORPORA / name)
+    assert len(episodic(memory_dir)) == 1
+
+
+# ------------------------------------------------------------------------------------ memcli view
+
+HOSTILE = '</script><script>window.PWNED=1</script><img src=x onerror="document.body.dataset.pwned=1">'
+
+
+def test_view_model_names_the_harness_compaction(memory_dir):
+    from memcli.store.agent import AgentStore
+    from memcli.view.data import collect
+
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    data = collect(AgentStore(memory_dir, "a"))
+    assert data["harness"] == [{"id": ITEM["id"], "ts": 5.0, "harness": "claude-code", "trigger": "auto",
+                                "pre_tokens": 150000, "trace": "s1", "turn": "turn_0002",
+                                "first_turn": "turn_0001", "last_turn": "turn_0002"}]
+    (summary_item,) = [i for t in data["turns"] for i in t["items"] if i["id"] == "s1"]
+    assert (summary_item["k"], summary_item["text"]) == ("ctx", SUMMARY)   # the text once: the trace's
+
+
+def test_a_browser_draws_the_marked_box_and_chart_line_with_stored_text_as_text(memory_dir, tmp_path):
+    from memcli.api import Memory
+    from tests.browser import render
+
+    events = session()
+    events[4] = dict(events[4], content=HOSTILE + " " + SUMMARY,
+                     harness_compaction={"harness": HOSTILE, "trigger": "auto", "pre_tokens": 150000})
+    ok("--dir", memory_dir, "ingest", "a", input=events)
+    Memory(memory_dir).agent("a").view(tmp_path / "a.html")
+    dom, _ = render(tmp_path / "a.html")
+    assert 'data-ready="1"' in dom and "data-pwned" not in dom and "<img" not in dom
+    assert dom.count('class="item ctx harness"') == 1 and f'data-harness="{ITEM["id"]}"' in dom
+    assert ("'s own compaction (auto, 150,000 tokens before) · covered turn_0001–turn_0002 · memory item "
+            + ITEM["id"]) in dom
+    assert "&lt;/script&gt;&lt;script&gt;window.PWNED=1" in dom and 'class="hcpt"' in dom
+    assert "1 harness compaction" in dom and "orange: the harness's own compactions (imported)." in dom
+
+
+def test_a_rollup_of_a_harness_item_keeps_its_mark_visible(memory_dir):
+    """Rolled up like any summary once ``max_episodic_items`` is passed: the rollup names the
+    harness item it superseded, and the item keeps its record (``memory --all``)."""
+    ok("--dir", memory_dir, "ingest", "a", input=session(words=400))
+    for n in range(3):
+        more = [{"id": f"m{n}-u", "trace_type": "user", "content": f"step {n}" + " ipsum" * 400},
+                {"id": f"m{n}-a", "trace_type": "assistant", "content": f"did {n}" + " ipsum" * 400}]
+        ok("--dir", memory_dir, "ingest", "a", input=more)
+        ok("--dir", memory_dir, "compact", "a", "--tail-turns", "1", "--keep-steps", "1")
+    records = json.loads(ok("--dir", memory_dir, "memory", "a", "--json", "--all").stdout)
+    (mine,) = [r for r in records if r["id"] == ITEM["id"]]
+    assert mine["harness_compaction"] == ITEM["harness_compaction"]
+    (rollup,) = [r for r in records if ITEM["id"] in r.get("supersedes", [])]   # the third compaction rolled up
+    assert rollup["tags"] == ["compaction", "rollup"] and rollup["rolls_up_harness"] == [ITEM["id"]]
+    assert mine["superseded_by"] == rollup["id"]
+    assert "[turn_0001–turn_0002]\n" + SUMMARY in rollup["summary"]    # its content kept
+    human = ok("--dir", memory_dir, "memory", "a").stdout.decode()
+    assert f"rolls up claude-code compaction (auto, 150,000 tokens before) {ITEM['id']}" in human
+
+
+@needs_corpora
+def test_sync_of_a_growing_claude_code_session_gives_the_same_item_once(memory_dir, tmp_path):
+    """``memcli sync`` (and the hooks, which run it) reads the transcript as Claude Code writes
+    it: the boundary and summary arrive in a later read than the work they compacted."""
+    from tests.helpers import synced
+
+    name = "claude-code/spotter_258c7280_compacted_by_claude-code.jsonl"
+    trace_id, turns, mark, chars = CORPUS_ITEMS[name]
+    lines = (CORPORA / name).read_bytes().splitlines(keepends=True)
+    home = tmp_path / "home"
+    transcript = home / ".claude/projects/-home-USER-projects-spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    transcript.parent.mkdir(parents=True)
+    for n in (1200, 1258, 1300, len(lines), len(lines)):   # before the boundary, just after the summary, ...
+        transcript.write_bytes(b"".join(lines[:n]))
+        (agent,) = synced(memory_dir, home, "claude-code")
+    (item,) = episodic(memory_dir, agent)
+    assert (item["id"], item["turn_ids"], len(item["summary"])) == (harness_item_id(trace_id), turns, chars)
+    assert {k: v for k, v in item["harness_compaction"].items() if k not in ("trace_id", "turn_id")} == mark
+
+
+def test_a_store_imported_before_these_items_gets_them_when_the_file_is_ingested_again(memory_dir):
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    (agent_dir(memory_dir, "a") / "episodic.jsonl").write_bytes(b"")   # as an earlier memcli left it
+    result = ok("--dir", memory_dir, "ingest", "a", input=session())
+    assert b"ingested 0 events" in result.stderr
+    assert episodic(memory_dir) == [ITEM]
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    assert episodic(memory_dir) == [ITEM]
