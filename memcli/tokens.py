@@ -158,17 +158,23 @@ class TokenCounter:
     """Counts tokens for one model family. ``exact`` is False when counts are estimates.
 
     The encoding is loaded on the first text the memo (``memo``, else the one
-    :func:`counting_memo` set) does not already know."""
+    :func:`counting_memo` set when the text is counted) does not already know. A counter made
+    once and kept (a module's cached counter) thus uses the block it counts in, never the one it
+    was made in: it cannot hold on to another agent's cache."""
 
     def __init__(self, model: str | None = None, memo: CountMemo | None = None):
         self.model = model
         self.encoding_name = encoding_name(model)
-        self.memo = memo if memo is not None else _active_memo
+        self._memo = memo
         self._loaded = _UNLOADED
         self.remembered = 0    # counts the memo answered
         family = bare_model(model)
         self.approximate_family = bool(family) and not (
             family.startswith(_O200K_PREFIXES) or family.startswith(("gpt-4", "gpt-3.5", "text-embedding")))
+
+    @property
+    def memo(self) -> CountMemo | None:
+        return self._memo if self._memo is not None else _active_memo
 
     @property
     def _encoding(self):

@@ -172,3 +172,50 @@ def test_the_count_cache_holds_no_more_in_memory_than_it_saves(tmp_path, monkeyp
     assert cache.lookup(100) == 100 % 7 and cache.lookup(1) is None
     assert cache.save()
     assert module.TokenCountCache(tmp_path / ".token-counts").counts == {k: k % 7 for k in range(93, 101)}
+
+
+def test_a_compaction_keeps_the_counts_of_what_stays_not_of_what_it_archives(tmp_path, monkeypatch):
+    """A compaction counts every text of the window it archives; the cache holds only the newest
+    NEW_COUNTS_KEPT of the counts it adds (memory stays flat however large the window) — and the
+    next command still finds every count it needs (what stays is counted last)."""
+    import memcli
+    from memcli.compaction import compactor
+    from memcli.compaction.policy import CompactionPolicy
+    from memcli.store.token_counts import TokenCountCache
+    from tests.compact_fixtures import conversation
+
+    monkeypatch.setattr(compactor, "NEW_COUNTS_KEPT", 20)
+    mem = _ingested(tmp_path, conversation(40, system=False))
+    held = []
+    real_record = TokenCountCache.record
+
+    def record(self, key, tokens):
+        real_record(self, key, tokens)
+        held.append(len(self.counts))
+
+    monkeypatch.setattr(TokenCountCache, "record", record)
+    result = compactor.compact(mem, "a", policy=CompactionPolicy(tail_turns=2))
+    assert result.compacted and len(held) > 100      # the window's texts were counted ...
+    assert max(held) <= 20 + 5                       # ... but not all held
+    saved = TokenCountCache(mem / "agents" / "a" / ".token-counts")
+    assert saved.valid and len(saved.counts) <= 25
+    counting = _counting_encoder(monkeypatch)
+    assert memcli.Memory(mem).agent("a").stats().tokens.estimate == result.tokens_after
+    assert [t for enc in counting.values() for t in enc.texts] == []   # nothing counted again
+
+
+def test_a_counter_kept_across_commands_uses_the_cache_of_the_block_it_counts_in(tmp_path):
+    """A counter made once and kept (the offline summary's cached counter) must not keep recording
+    into the cache of the first command that made it (another agent's, long saved)."""
+    from memcli import tokens
+    from memcli.store.token_counts import TokenCountCache
+
+    first, second = TokenCountCache(tmp_path / "a"), TokenCountCache(tmp_path / "b")
+    with tokens.counting_memo(first):
+        counter = tokens.TokenCounter()
+        counter.count("counted while the first cache is active")
+    with tokens.counting_memo(second):
+        counter.count("counted while the second cache is active")
+    assert len(first.counts) == 1 and len(second.counts) == 1
+    counter.count("counted outside any block")
+    assert len(first.counts) == 1 and len(second.counts) == 1

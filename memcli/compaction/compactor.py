@@ -81,6 +81,9 @@ EST_SUMMARY_TOKENS_PER_CHUNK = 400
 MIN_SUMMARY_TOKENS = 80           # the smallest budget a summary is given
 MAX_BUNDLE_EPISODIC = 3           # what the working snapshot's memory bundle carries
 MAX_BUNDLE_SEMANTIC = 20
+# of the texts a compaction counts for the first time, the counts the cache keeps: the newest, so
+# those of what stays (the result is counted last) and not those of the archived window
+NEW_COUNTS_KEPT = 20_000
 
 
 class CompactionConflict(CompactionError):
@@ -446,7 +449,7 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
     job = _Job(store, result, summarizer, strategy, policy, dry_run, model, concurrency, on_progress, on_note, started,
                max_cost)
     # texts counted before (snapshot, stats, a hook) are not counted again; --dry-run writes nothing
-    with store.counting_cache(save=not dry_run):
+    with store.counting_cache(save=not dry_run, keep_new=NEW_COUNTS_KEPT):
         return _compact(job, if_needed, force, max_context_tokens)
 
 

@@ -332,7 +332,7 @@ class _Scan:
                     break
                 start = offset
                 offset += len(raw)
-                if not raw.strip():
+                if raw.isspace():   # a blank line (it ends with a newline, so it is not empty)
                     line_no += 1
                     continue
                 try:

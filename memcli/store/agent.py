@@ -117,13 +117,14 @@ class AgentStore:
             )
         return self
 
-    def counting_cache(self, *, save: bool = True):
+    def counting_cache(self, *, save: bool = True, keep_new: int | None = None):
         """A context in which token counts come from, and go to, this agent's rebuildable count
         cache (:mod:`memcli.store.token_counts`): ``with store.counting_cache(): ...``. With
-        ``save=False`` counts only come from it (a command that writes nothing: ``--dry-run``)."""
+        ``save=False`` counts only come from it (a command that writes nothing: ``--dry-run``);
+        ``keep_new``: :class:`memcli.store.token_counts.TokenCountCache`."""
         from memcli.store.token_counts import counting_cache
 
-        return counting_cache(self.paths.token_counts, save=save)
+        return counting_cache(self.paths.token_counts, save=save, keep_new=keep_new)
 
     # ------------------------------------------------------------------ writing
     @contextmanager

@@ -40,11 +40,16 @@ MAX_ENTRIES = 100_000
 class TokenCountCache:
     """The counts of one agent's cache file; a :class:`memcli.tokens.CountMemo`."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, keep_new: int | None = None):
         self.path = path
         self.counts: dict[int, int] = {}
         self.used: set[int] = set()
         self.added = 0
+        # keep_new: of the counts this command adds, only the newest this many (and a quarter
+        # more) are held and saved (a compaction counts every text it archives, but the next
+        # command needs those that stay, which it counts last)
+        self.keep_new = keep_new
+        self.new: dict[int, None] = {}
         self.valid = self._load()
 
     def _load(self) -> bool:
@@ -73,6 +78,10 @@ class TokenCountCache:
     def record(self, key: int, tokens: int) -> None:
         if key not in self.counts:
             self.added += 1
+            if self.keep_new is not None:
+                self.new[key] = None
+                if len(self.new) > self.keep_new + max(self.keep_new // 4, 1):
+                    self._forget_oldest_new()
         self.counts[key] = min(tokens, 0xFFFFFFFF)
         self.used.add(key)
         if len(self.counts) > MAX_ENTRIES + max(MAX_ENTRIES // 4, 1):
@@ -80,6 +89,15 @@ class TokenCountCache:
             # holds no more than that in memory either: what save() would keep stays
             self.counts = self._kept()
             self.used.intersection_update(self.counts)
+
+    def _forget_oldest_new(self) -> None:
+        new = list(self.new)
+        cut = len(new) - self.keep_new
+        counts, used = self.counts, self.used
+        for key in new[:cut]:
+            counts.pop(key, None)
+            used.discard(key)
+        self.new = dict.fromkeys(new[cut:])
 
     def _kept(self) -> dict[int, int]:
         """The counts a save keeps: at most MAX_ENTRIES; those this command used or added stay
@@ -107,12 +125,13 @@ class TokenCountCache:
 
 
 @contextmanager
-def counting_cache(path: Path, *, save: bool = True) -> Iterator[TokenCountCache]:
+def counting_cache(path: Path, *, save: bool = True, keep_new: int | None = None) -> Iterator[TokenCountCache]:
     """Token counting inside the block answers from, and adds to, the cache at ``path``; the
-    cache is saved when the block ends without an error (and ``save`` is true)."""
+    cache is saved when the block ends without an error (and ``save`` is true). ``keep_new``:
+    see :class:`TokenCountCache`."""
     from memcli.tokens import counting_memo
 
-    cache = TokenCountCache(path)
+    cache = TokenCountCache(path, keep_new)
     with counting_memo(cache):
         yield cache
     if save:
