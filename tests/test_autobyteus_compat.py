@@ -89,3 +89,17 @@ def test_memcli_reads_what_autobyteus_writes(autobyteus, cli, memory_dir):
     assert (last["turn_id"], last["seq"]) == ("turn_0001", 3)
     # and AutoByteus still reads the file after memcli wrote to it
     assert [i.seq for i in store.list(autobyteus.MemoryType.RAW_TRACE)] == [1, 2, 3]
+
+
+def test_autobyteus_reads_a_harness_compaction_item_as_an_episodic_item(autobyteus, cli, memory_dir):
+    """An imported harness compaction's memory item (memcli.store.harness_items) is an ordinary
+    episodic record to AutoByteus: its summary and turns, the mark an extra field."""
+    cli("ingest", "agent-1", input=[
+        {"id": "u1", "trace_type": "user", "content": "fix it"},
+        {"id": "s1", "trace_type": "user", "content": "the harness's summary", "tags": ["compact_summary"],
+         "harness_compaction": {"harness": "claude-code", "trigger": "auto", "pre_tokens": 9000}},
+    ])
+    store = autobyteus.FileMemoryStore(memory_dir, "agent-1")
+    (item,) = store.list(autobyteus.MemoryType.EPISODIC)
+    assert (item.summary, item.turn_ids) == ("the harness's summary", ["turn_0001"])
+    assert [i.id for i in store.list(autobyteus.MemoryType.RAW_TRACE)] == ["u1", "s1"]

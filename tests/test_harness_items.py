@@ -6,6 +6,7 @@ out of the snapshot's memory bundle while its trace renders in place, untouched 
 from __future__ import annotations
 
 import json
+import re
 import signal
 
 import orjson
@@ -81,16 +82,24 @@ def test_search_finds_it_as_an_episodic_hit(memory_dir):
     assert [(h["id"], h["kind"]) for h in hits if h["kind"] == "episodic"] == [(ITEM["id"], "episodic")]
 
 
-def test_the_bundle_leaves_it_out_while_its_trace_is_active_and_carries_it_once_archived(memory_dir):
+def test_the_bundle_never_carries_it_twice_and_recall_finds_it_once_archived(memory_dir):
     ok("--dir", memory_dir, "ingest", "a", input=session(words=400))
-    text = ok("--dir", memory_dir, "snapshot", "a").stdout.decode()
-    assert text.count(SUMMARY) == 1    # the trace, rendered in place; not again in a memory bundle
-    assert "[MEMORY:EPISODIC]" not in text
-    ok("--dir", memory_dir, "compact", "a", "--tail-turns", "1", "--keep-steps", "1")
+    for args in ((), ("--recall", "parse_config")):
+        text = ok("--dir", memory_dir, "snapshot", "a", *args).stdout.decode()
+        assert text.count(SUMMARY) == 1    # the trace, rendered in place; not again in a memory bundle
+        assert "[MEMORY:EPISODIC]" not in text
+    compacted = ok("--dir", memory_dir, "compact", "a", "--tail-turns", "1", "--keep-steps", "1")
     archived = [r["id"] for r in read_jsonl(agent_dir(memory_dir, "a") / "raw_traces_archive.jsonl")]
     assert "s1" in archived
+    # memcli's summary of the window stands for the span; the planner's figure is the snapshot's
     text = ok("--dir", memory_dir, "snapshot", "a").stdout.decode()
-    assert "[MEMORY:EPISODIC]\n1) " + SUMMARY in text.replace("\\n", "\n")
+    assert SUMMARY not in text and "[MEMORY:EPISODIC]" in text
+    after = int(re.search(rb"tokens [\d,]+ \xe2\x86\x92 ([\d,]+)", compacted.stderr).group(1).replace(b",", b""))
+    stats = json.loads(ok("--dir", memory_dir, "stats", "a", "--json").stdout)
+    assert stats["tokens"]["estimate"] == after
+    # asked for by recall, the harness's summary comes back, marked by its place in the bundle
+    text = ok("--dir", memory_dir, "snapshot", "a", "--recall", "parse_config").stdout.decode()
+    assert text.count(SUMMARY) == 1
     # uncompact takes out memcli's compaction, never the harness's item
     ok("--dir", memory_dir, "uncompact", "a")
     lines = json.loads(ok("--dir", memory_dir, "memory", "a", "--json").stdout)
@@ -266,24 +275,28 @@ def test_a_browser_draws_the_marked_box_and_chart_line_with_stored_text_as_text(
     assert "1 harness compaction" in dom and "orange: the harness's own compactions (imported)." in dom
 
 
-def test_a_rollup_of_a_harness_item_keeps_its_mark_visible(memory_dir):
-    """Rolled up like any summary once ``max_episodic_items`` is passed: the rollup names the
-    harness item it superseded, and the item keeps its record (``memory --all``)."""
+def test_harness_items_stay_out_of_rollups_and_max_episodic_items(memory_dir):
+    """They are the harness's record, not memcli's rolling memory: three compactions roll up
+    memcli's own summaries only, and the harness item stays live with its mark."""
     ok("--dir", memory_dir, "ingest", "a", input=session(words=400))
-    for n in range(3):
+    for n in range(4):
         more = [{"id": f"m{n}-u", "trace_type": "user", "content": f"step {n}" + " ipsum" * 400},
                 {"id": f"m{n}-a", "trace_type": "assistant", "content": f"did {n}" + " ipsum" * 400}]
         ok("--dir", memory_dir, "ingest", "a", input=more)
         ok("--dir", memory_dir, "compact", "a", "--tail-turns", "1", "--keep-steps", "1")
     records = json.loads(ok("--dir", memory_dir, "memory", "a", "--json", "--all").stdout)
     (mine,) = [r for r in records if r["id"] == ITEM["id"]]
-    assert mine["harness_compaction"] == ITEM["harness_compaction"]
-    (rollup,) = [r for r in records if ITEM["id"] in r.get("supersedes", [])]   # the third compaction rolled up
-    assert rollup["tags"] == ["compaction", "rollup"] and rollup["rolls_up_harness"] == [ITEM["id"]]
-    assert mine["superseded_by"] == rollup["id"]
-    assert "[turn_0001–turn_0002]\n" + SUMMARY in rollup["summary"]    # its content kept
-    human = ok("--dir", memory_dir, "memory", "a").stdout.decode()
-    assert f"rolls up claude-code compaction (auto, 150,000 tokens before) {ITEM['id']}" in human
+    assert mine == dict({"tier": "episodic", "superseded_by": None}, **ITEM)
+    rollups = [r for r in records if "rollup" in r["tags"]]
+    assert len(rollups) == 1 and ITEM["id"] not in rollups[0]["supersedes"] and len(rollups[0]["supersedes"]) == 3
+    live = [r["id"] for r in records if r["tier"] == "episodic" and r["superseded_by"] is None]
+    assert live[0] == ITEM["id"] and len(live) == 3     # the harness item, the rollup, the newest summary
+
+
+def test_a_compacted_item_without_text_gives_no_memory_item(memory_dir):
+    empty = dict(session()[4], id="s0", content="   ")
+    ok("--dir", memory_dir, "ingest", "a", input=[empty])
+    assert episodic(memory_dir) == []
 
 
 @needs_corpora

@@ -87,7 +87,7 @@ def check_store(memory_dir, agent, acknowledged: set, maybe: set = frozenset(), 
     episodic = read_lines(d / "episodic.jsonl")
     assert len({e["id"] for e in episodic}) == len(episodic)
     # a harness compaction's trace and its memory item are there together or not at all
-    harness_traces = {harness_item_id(r["id"]) for r in archive + active if "harness_compaction" in r}
+    harness_traces = {harness_item_id(r["id"]) for r in archive + active if "harness_compaction" in r and r["content"]}
     assert harness_traces == {e["id"] for e in episodic if "harness_compaction" in e}
     # (an uncompact's copies of the items it brings back keep their compaction_id and say what they restore)
     per = Counter(e.get("compaction_id") for e in episodic if "rollup" not in (e.get("tags") or []) and "restores" not in e)

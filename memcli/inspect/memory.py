@@ -11,7 +11,7 @@ the ids that are superseded, then the items) keep memory flat.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -28,28 +28,21 @@ class MemoryEntry:
     tier: str                   # "episodic" or "semantic"
     superseded_by: str | None   # id of the item that replaced this one, None when live
     item: EpisodicItem | SemanticItem
-    rolls_up_harness: list = field(default_factory=list)   # (id, mark) of harness items a rollup superseded
 
     @property
     def harness(self) -> str | None:
         """For a harness compaction's item (memcli.store.harness_items): what the harness did, in
-        one line (``claude-code compaction (auto, 167,000 tokens before) of trace cc-…``); for a
-        rollup that superseded such items, which ones (their mark stays visible)."""
+        one line (``claude-code compaction (auto, 167,000 tokens before) of trace cc-…``)."""
         mark = harness_mark(self.item) if self.tier == "episodic" else None
-        if mark is not None:
-            return describe_mark(mark) + (f" of trace {mark['trace_id']}" if isinstance(mark.get("trace_id"), str) else "")
-        if self.rolls_up_harness:
-            return "rolls up " + "; ".join(f"{describe_mark(m)} {i}" for i, m in self.rolls_up_harness)
-        return None
+        if mark is None:
+            return None
+        return describe_mark(mark) + (f" of trace {mark['trace_id']}" if isinstance(mark.get("trace_id"), str) else "")
 
     def to_json(self) -> dict:
-        """``tier``, ``superseded_by``, then the stored record's fields (and, for a rollup of harness
-        items, ``rolls_up_harness``: their ids)."""
+        """``tier``, ``superseded_by``, then the stored record's fields."""
         out = {"tier": self.tier, "superseded_by": self.superseded_by}
         for key, value in to_record(self.item).items():
             out.setdefault(key, value)
-        if self.rolls_up_harness:
-            out["rolls_up_harness"] = [i for i, _ in self.rolls_up_harness]
         return out
 
 
@@ -66,15 +59,10 @@ def iter_memory(store: AgentStore, *, include_superseded: bool = False,
     for tier in tiers:
         path, reader = sources[tier]
         superseded = superseded_map(path)
-        marks: dict = {}    # harness items seen so far (a rollup comes after what it supersedes)
         for item in reader():
             by = superseded.get(item.id)
-            mark = harness_mark(item) if tier == "episodic" else None
-            if mark is not None:
-                marks[item.id] = mark
             if by is None or include_superseded:
-                rolled = [(i, marks[i]) for i in item.supersedes if i in marks] if marks and item.supersedes else []
-                yield MemoryEntry(tier, by, item, rolled)
+                yield MemoryEntry(tier, by, item)
 
 
 def iter_working_memory(store: AgentStore) -> Iterator[dict]:

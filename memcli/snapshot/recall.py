@@ -11,8 +11,12 @@ Pinned facts (tag ``pinned``, see :mod:`memcli.search.facts`) always enter, firs
   and is not in yet. Summaries are listed oldest first (a story reads forwards), facts pinned
   first and then by score. The same store and query always give the same bundle.
 
-A harness compaction's item (memcli.store.harness_items) is left out while its summary trace is
-active: the snapshot renders that trace in place already.
+A harness compaction's item (memcli.store.harness_items) never enters the bundle without recall
+(``live_memory`` leaves it out): while its summary trace is active the snapshot renders that
+trace in place, and once a memcli compaction archived the trace, memcli's own summary of that
+window stands for the same span (the compaction planner counts the bundle so). With recall it
+may be chosen like any summary, within ``memory_tokens``, once its trace is archived; never while
+the trace is active.
 
 Every choice is explained in ``notes`` (the snapshot prints them on stderr): which ids, with
 their scores or why they were taken, and how many matches did not fit.
@@ -48,7 +52,7 @@ def _pinned(item: SemanticItem) -> bool:
 def _not_in_place(store: AgentStore, episodic: list) -> list:
     """``episodic`` without the harness compactions whose summary trace is still active: the
     snapshot renders that trace in place, so the bundle does not carry its text again
-    (memcli.store.harness_items). Once a compaction archived the trace, the item is its memory."""
+    (memcli.store.harness_items)."""
     shown = rendered_in_place(store.paths, episodic)
     return [item for item in episodic if item.id not in shown] if shown else episodic
 
@@ -78,7 +82,7 @@ def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, 
         episodic, semantic = store.live_memory(MAX_EPISODIC, None)
         pinned = [f for f in semantic if _pinned(f)]
         rest = [f for f in semantic if not _pinned(f)]
-        return Bundle(_not_in_place(store, episodic), pinned + rest[-MAX_SEMANTIC:] if rest else pinned)
+        return Bundle(episodic, pinned + rest[-MAX_SEMANTIC:] if rest else pinned)
 
     query = label = recall
     notes: list[str] = []
@@ -92,7 +96,7 @@ def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, 
 
         terms = parse_query(query).terms[:AUTO_QUERY_TERMS]
         query = " ".join(t.expression() for t in terms)
-    episodic, semantic = store.live_memory()
+    episodic, semantic = store.live_memory(harness=True)
     episodic = _not_in_place(store, episodic)
     by_id = {item.id: item for item in episodic + semantic}
     pinned = [f for f in semantic if _pinned(f)]

@@ -31,7 +31,15 @@ from typing import IO, Iterator
 import orjson
 
 from memcli.errors import AgentNotFoundError, CorruptStoreError, InputError, StoreError, UsageError
-from memcli.models import EpisodicItem, RawTrace, SemanticItem, from_record, supersedes_of, to_record
+from memcli.models import (
+    HARNESS_COMPACTION,
+    EpisodicItem,
+    RawTrace,
+    SemanticItem,
+    from_record,
+    supersedes_of,
+    to_record,
+)
 from memcli.store import jsonl
 from memcli.store.id_index import IdIndex, digest
 from memcli.store.layout import AgentPaths, agent_paths, ensure_dir
@@ -211,12 +219,16 @@ class AgentStore:
         for line_no, offset, record in jsonl.iter_records(path):
             yield _record_to(SemanticItem, path, line_no, offset, record)
 
-    def live_memory(self, max_episodic: int | None = None, max_semantic: int | None = None
-                    ) -> tuple[list[EpisodicItem], list[SemanticItem]]:
+    def live_memory(self, max_episodic: int | None = None, max_semantic: int | None = None, *,
+                    harness: bool = False) -> tuple[list[EpisodicItem], list[SemanticItem]]:
         """Items not superseded by a later item, oldest first; the last N of each when given.
 
         Read from the end of the files: a later item's ``supersedes`` is always seen before the
         items it replaces, so the read stops as soon as enough live items are found.
+
+        The items of imported harness compactions (memcli.store.harness_items) are left out
+        unless ``harness``: they are the harness's record, not memcli's rolling memory — never
+        rolled up, not counted in ``max_episodic_items``, not in the snapshot's default bundle.
         """
         def newest_live(path: Path, cls, limit):
             superseded: set = set()
@@ -228,7 +240,7 @@ class AgentStore:
                 # memcli.models.superseded_ids, read from the end (before the check: a tombstone
                 # lists its own id)
                 superseded.update(supersedes_of(item))
-                if item.id not in superseded:
+                if item.id not in superseded and (harness or not (item.extra and HARNESS_COMPACTION in item.extra)):
                     out.append(item)
                     if limit is not None and len(out) >= limit:
                         break
@@ -538,7 +550,7 @@ class WriteSession:
         """Write the items of harness traces the agent has but whose item it lacks (stored before
         memcli wrote them; memcli.store.harness_items). The traces are durable already, so this is
         one append: a torn line is cut by the next session and the next ingest writes it again."""
-        from memcli.store.harness_items import harness_item_id, item_record, last_covered_turn, turn_range
+        from memcli.store.harness_items import harness_item_id, is_summary, item_record, last_covered_turn, turn_range
         from memcli.store.state import turn_number
 
         records = [record for _, _, record in jsonl.iter_records(self.paths.episodic)]
@@ -553,7 +565,7 @@ class WriteSession:
             if found is None or found[0] not in ("active", "archive"):
                 continue
             trace = to_record(found[2])
-            if not isinstance(trace.get("harness_compaction"), dict):
+            if not isinstance(trace.get("harness_compaction"), dict) or not is_summary(trace):
                 continue
             number = turn_number(trace["turn_id"])
             turns = turn_range(previous + 1, number) if number is not None else []

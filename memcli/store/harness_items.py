@@ -3,7 +3,7 @@
 A trace carrying ``harness_compaction`` (``{"harness", "trigger"?, "pre_tokens"?}``: the summary
 an agent harness's own compaction wrote — Claude Code ``compact_boundary`` + ``isCompactSummary``,
 Codex ``compacted``, Copilot CLI ``session.compaction_complete``, opencode ``summary`` messages)
-becomes one EPISODIC item, written by the ingest commit that writes the trace
+with a text becomes one EPISODIC item, written by the ingest commit that writes the trace
 (:meth:`memcli.store.agent.WriteSession.append_staged`, inside its rollback marker: both or
 neither)::
 
@@ -82,6 +82,13 @@ def last_covered_turn(records) -> int:
     return last
 
 
+def is_summary(trace: dict) -> bool:
+    """Whether a harness trace has a text to keep (a Codex ``compacted`` item may carry only its
+    replacement history: no item then)."""
+    content = trace.get("content")
+    return isinstance(content, str) and bool(content.strip())
+
+
 def item_record(event: dict, turn_ids: list) -> dict:
     """The episodic record of a staged (stamped, linked, redacted) harness-compaction trace."""
     mark = dict(event[FIELD])
@@ -114,6 +121,8 @@ class SpanTracker:
         """The records, given the last turn the agent's earlier harness items cover."""
         out = []
         for event, span, extend in self.pending:
+            if not is_summary(event):
+                continue
             turns = list(dict.fromkeys(span))   # a result can join an older turn: each turn once
             if extend:
                 numbers = [turn_number(t) for t in span]
