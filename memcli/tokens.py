@@ -147,8 +147,13 @@ def counting_memo(memo: CountMemo | None) -> Iterator[CountMemo | None]:
 
 def text_key(encoding: str, text: str) -> int:
     """The memo key of ``text`` counted with ``encoding``: 64 bits of BLAKE2b over both."""
-    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8, person=encoding.encode()[:16])
+    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8, person=_person(encoding))
     return int.from_bytes(digest.digest(), "little")
+
+
+@lru_cache(maxsize=8)
+def _person(encoding: str) -> bytes:
+    return encoding.encode()[:16]
 
 
 _UNLOADED = object()
@@ -191,7 +196,7 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        memo = self.memo
+        memo = self._memo if self._memo is not None else _active_memo
         if memo is not None:
             key = text_key(self.encoding_name, text)
             known = memo.lookup(key)

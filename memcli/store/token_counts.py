@@ -76,15 +76,17 @@ class TokenCountCache:
         return found
 
     def record(self, key: int, tokens: int) -> None:
-        if key not in self.counts:
+        counts = self.counts
+        if key not in counts:
             self.added += 1
             if self.keep_new is not None:
-                self.new[key] = None
-                if len(self.new) > self.keep_new + max(self.keep_new // 4, 1):
+                new = self.new
+                new[key] = None
+                if len(new) > self.keep_new + max(self.keep_new // 4, 1):
                     self._forget_oldest_new()
-        self.counts[key] = min(tokens, 0xFFFFFFFF)
+        counts[key] = tokens if tokens < 0xFFFFFFFF else 0xFFFFFFFF
         self.used.add(key)
-        if len(self.counts) > MAX_ENTRIES + max(MAX_ENTRIES // 4, 1):
+        if len(counts) > MAX_ENTRIES + max(MAX_ENTRIES // 4, 1):
             # a command that counts more texts than the file keeps (a compaction of 100,000 turns)
             # holds no more than that in memory either: what save() would keep stays
             self.counts = self._kept()
