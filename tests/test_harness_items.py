@@ -327,3 +327,10 @@ def test_a_store_imported_before_these_items_gets_them_when_the_file_is_ingested
     assert episodic(memory_dir) == [ITEM]
     ok("--dir", memory_dir, "ingest", "a", input=session())
     assert episodic(memory_dir) == [ITEM]
+
+
+def test_markdown_export_names_the_harness_on_its_summary(memory_dir):
+    ok("--dir", memory_dir, "ingest", "a", input=session())
+    text = ok("--dir", memory_dir, "export", "a", "--format", "markdown", "--with-memory").stdout.decode()
+    assert ("- **turn_0001 – turn_0002** (2 turns) · 1970-01-01 00:00 UTC · by the harness: "
+            "`claude-code compaction (auto, 150,000 tokens before)`  \n  " + SUMMARY) in text

@@ -78,6 +78,7 @@ from memcli.models import (
 from memcli.neutral import neutral
 from memcli.pairing import pop_open_call
 from memcli.sizes import format_size
+from memcli.store.harness_items import describe_mark, harness_mark
 
 FOLD_LINES = 20
 FOLD_CHARS = 2000
@@ -264,7 +265,9 @@ class MarkdownWriter:
             span = ""
             if turns:
                 span = f"**{turns[0]}**" if len(turns) == 1 else f"**{turns[0]} – {turns[-1]}** ({len(turns)} turns)"
-            head = " · ".join(p for p in (span, _day_minute(item.ts)) if p)
+            mark = harness_mark(item)   # an imported harness compaction (memcli.store.harness_items)
+            by = f"by the harness: {inline_code(describe_mark(mark))}" if mark is not None else ""
+            head = " · ".join(p for p in (span, _day_minute(item.ts), by) if p)
             items.append(f"- {head}  \n  " + prose(str(item.summary)).replace("\n", "\n  "))
         if hidden_episodic:
             items.append(f"\n*{hidden_episodic} older summar{'y' if hidden_episodic == 1 else 'ies'} "
