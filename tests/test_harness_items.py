@@ -275,6 +275,22 @@ def test_a_browser_draws_the_marked_box_and_chart_line_with_stored_text_as_text(
     assert "1 harness compaction" in dom and "orange: the harness's own compactions (imported)." in dom
 
 
+def test_a_trace_named_like_an_object_property_is_not_drawn_as_a_harness_compaction(memory_dir, tmp_path):
+    """Trace ids are stored text: ids such as ``constructor`` or ``toString`` name properties every
+    plain JavaScript object has, and the page must not take those for harness compactions."""
+    from memcli.api import Memory
+    from tests.browser import render
+
+    events = session()
+    events[0], events[1] = dict(events[0], id="constructor"), dict(events[1], id="toString")
+    ok("--dir", memory_dir, "ingest", "a", input=events)
+    Memory(memory_dir).agent("a").view(tmp_path / "a.html")
+    dom, _ = render(tmp_path / "a.html")
+    assert 'data-ready="1"' in dom
+    assert dom.count("harness compaction</span>") == 1 and dom.count('class="item ctx harness"') == 1
+    assert "memory item undefined" not in dom
+
+
 def test_harness_items_stay_out_of_rollups_and_max_episodic_items(memory_dir):
     """They are the harness's record, not memcli's rolling memory: three compactions roll up
     memcli's own summaries only, and the harness item stays live with its mark."""

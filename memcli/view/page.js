@@ -39,7 +39,7 @@
   var WHO = { ask: "user", ctx: "context", say: "assistant", think: "reasoning" };
   var MARK = { success: "✓ success", error: "✗ error", pending: "… pending", orphan: "? orphan result" };
 
-  var harnessByTrace = {};
+  var harnessByTrace = Object.create(null);   // keyed by stored ids: no inherited keys (constructor, toString)
   (model.harness || []).forEach(function (h) { harnessByTrace[h.trace] = h; });
 
   // the harness's own compaction (imported): a marked box around its summary trace
@@ -221,7 +221,7 @@
       }
     });
     if (showThr) s.appendChild(svg("line", { "class": "thr", x1: L, x2: W - R, y1: y(thr), y2: y(thr) }));
-    var index = {};
+    var index = Object.create(null);   // turn ids are stored text
     turns.forEach(function (t, i) { index[t.id] = i; });
     model.compactions.forEach(function (c) {
       if (c.last_turn in index) {
