@@ -46,7 +46,7 @@ class FakeModelServer:
 
     def __post_init__(self):
         server_self = self
-        lock = threading.Lock()
+        lock = self._arrived = threading.Condition()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -62,6 +62,7 @@ class FakeModelServer:
                 with lock:
                     index = len(server_self.requests)
                     server_self.requests.append(record)
+                    lock.notify_all()
                 status, payload, delay = server_self.responder(body, index)
                 if delay:
                     time.sleep(delay)
@@ -93,6 +94,12 @@ class FakeModelServer:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def wait_for_requests(self, n: int, timeout: float = 60.0) -> bool:
+        """Wait until ``n`` requests have arrived (a responder holding its answer until another
+        request is in flight shows concurrency without relying on how fast the machine is)."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= n, timeout)
 
     def max_overlap(self) -> int:
         """The largest number of requests that were in flight at the same moment."""
