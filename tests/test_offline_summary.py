@@ -312,3 +312,25 @@ def test_a_command_that_failed_for_several_reasons_keeps_each_reason():
         "failed; before: Exit code 2 1) test mount (ReviewLiveTest) — ** (RuntimeError) Phoenix LiveView requires "
         "lazy_html as a test dependency.; Exit code 2 1) test mount (ReviewLiveTest) — ** (RuntimeError) no "
         ":secret_key_base configuration found in SpotterWeb.Endpoint.) — still failing")
+
+
+def test_a_harness_summary_that_moves_is_pointed_at_and_its_names_join_the_vocabulary():
+    """The harness's own summary (a ``compact_summary`` trace) is not an ask: the turn line points
+    at it by id with the harness's mark, and the names it holds (what the agent worked from) can
+    be kept in the vocabulary."""
+    events = [
+        {"trace_type": "user", "content": "Summary: 1. Primary request: wire ReviewTokenStore.mint into "
+                                          "lib/spotter/services/tmux.ex and set SPOTTER_REVIEW_TOKEN.",
+         "tags": ["compact_summary"],
+         "extra": {"harness_compaction": {"harness": "claude-code", "trigger": "auto", "pre_tokens": 167094}}},
+        {"trace_type": "user", "content": "Go on."},
+        {"trace_type": "assistant", "content": "Done."},
+    ]
+    traces = _traces("turn_0001", events)
+    summary = OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary
+    line = next(line for line in summary.split("\n") if line.startswith("- turn_0001"))
+    assert line == ('- turn_0001 · user: "Go on." · earlier summary (claude-code, auto, 167,094 tokens before): '
+                    'turn_0001-1 · assistant: "Done."')
+    assert "Primary request" not in line
+    vocabulary_line = next(line for line in summary.split("\n") if line.startswith("Vocabulary"))
+    assert vocabulary_line.startswith("Vocabulary (most used lately first): ReviewTokenStore.mint")

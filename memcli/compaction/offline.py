@@ -35,6 +35,9 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   agent's **latest notes** before it (its status and next-step lines, ``NOTES_KEPT``, each once).
 * **Subagents** (sidechain traces, one line per ``agent_id`` — the importers tell parallel
   subagents apart): the task, files changed, failures, the conclusion (their last message).
+* A **harness's own summary** (a ``compact_summary`` trace: Claude Code, Codex, Copilot, opencode)
+  that moves is not an ask: its turn line points at it by trace id with the harness's mark, and
+  its names join the vocabulary (it is what the agent worked from).
 * **Calls never answered** (abandoned calls that moved with their step), by tool and argument.
 * **Commands that matter** with their latest outcome, one per command family, newest first
   (:func:`outcome_line`: test counts, a commit, a push, a PR/issue URL, a finished build); a
@@ -81,7 +84,7 @@ from typing import Iterable
 import orjson
 
 from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn
-from memcli.models import NON_OPENING_TAGS, TAG_REASONING, TAG_SIDECHAIN
+from memcli.models import NON_OPENING_TAGS, TAG_COMPACT_SUMMARY, TAG_REASONING, TAG_SIDECHAIN
 from memcli.pairing import pop_open_call
 
 MAX_LISTED_TURNS = 40
@@ -638,6 +641,7 @@ class _TurnDigest:
         self.first_ts = self.last_ts = None
         self.urls: dict[str, None] = {}
         self.vocab: dict[str, list] = {}         # identifier -> [decayed weight, index of its last trace, weight]
+        self.harness: list[str] = []              # the harness's own compactions in the turn, as pointers
 
     @classmethod
     def of(cls, turn: Turn) -> _TurnDigest:
@@ -690,6 +694,9 @@ class _TurnDigest:
             return
         kind = t.trace_type
         if kind == "user":
+            if TAG_COMPACT_SUMMARY in tags and content.strip():
+                self._harness(t, content)
+                return
             if not NON_OPENING_TAGS.isdisjoint(tags) or not content.strip():
                 return
             self.asks.append((content, t.id))
@@ -716,6 +723,20 @@ class _TurnDigest:
             self.main.result(t, failed, failure)
             self._text((failure if failed else result_text)[:2000])
             self._vocab(failure if failed else t.tool_result, 1)
+
+    def _harness(self, t, content: str) -> None:
+        """A summary written by the harness's own compaction (or an earlier tool's): its names join
+        the vocabulary as the agent's own words (it is what the agent worked from), and the turn
+        line points at it (``memcli get ID`` gives it whole; ``memcli memory`` lists it)."""
+        self._text(content)
+        self._vocab(content, 2)
+        mark = t.extra.get("harness_compaction")
+        mark = mark if isinstance(mark, dict) else {}
+        about = ", ".join(str(v) for v in (mark.get("harness"), mark.get("trigger")) if isinstance(v, str) and v)
+        tokens = mark.get("pre_tokens")
+        if isinstance(tokens, int) and not isinstance(tokens, bool):
+            about += f"{', ' if about else ''}{tokens:,} tokens before"
+        self.harness.append(f"earlier summary{f' ({about})' if about else ''}: {t.id}")
 
     def _sidechain(self, t) -> None:
         name = (t.extra or {}).get("agent_id") or t.correlation_id or "subagent"
@@ -763,6 +784,7 @@ class _TurnDigest:
             parts.append(part)
         if self.subagents:
             parts.append(f"subagents: {', '.join(a.name for a in self.subagents.values())}")
+        parts.extend(self.harness)
         unanswered = work.unanswered()
         if unanswered:
             parts.append("never answered: " + "; ".join(unanswered[:3])
@@ -771,7 +793,7 @@ class _TurnDigest:
             parts.append(f"last note: {_quote(self.reply, SHORT_REPLY_CHARS)}")
         elif self.reply:
             parts.append(f"assistant: {_quote(self.reply, REPLY_CHARS)}")
-        elif not work.calls and not self.asks:
+        elif not work.calls and not self.asks and not self.harness:
             parts.append(f"{self.n_traces} context trace{'s' if self.n_traces != 1 else ''}")
         return " · ".join(parts)
 
