@@ -291,6 +291,26 @@ def test_a_trace_named_like_an_object_property_is_not_drawn_as_a_harness_compact
     assert "memory item undefined" not in dom
 
 
+def test_a_restored_item_with_a_malformed_harness_mark_is_refused_and_readers_survive_one(memory_dir, tmp_path):
+    """An export's memory record carrying ``harness_compaction`` must have the shape memcli writes
+    (an object with ``harness`` and ``trace_id`` strings): a list as ``trace_id`` made ``memcli
+    view`` and ``snapshot --recall`` fail with a TypeError. Refused naming the line and field,
+    nothing written; a store that holds one anyway (hand-edited) is still read."""
+    bad = {"record_type": "episodic", "id": "ep_bad1", "ts": 5.0, "turn_ids": [], "summary": "odd words",
+           "tags": [], "salience": 0.5, "harness_compaction": {"harness": "h", "trace_id": ["u1"]}}
+    ok("--dir", memory_dir, "ingest", "a", input=session()[:4])
+    before = tree_digest(memory_dir)
+    for mark in ({"harness": "h", "trace_id": ["u1"]}, {"trace_id": "u1"}, ["h"]):
+        done = run_memcli("--dir", memory_dir, "ingest", "a", input=session()[4:] + [dict(bad, harness_compaction=mark)])
+        assert done.returncode == 1 and ("line 5: field 'harness_compaction': expected an object with \"harness\" and "
+                                         "\"trace_id\" strings") in done.stderr.decode(), done.stderr.decode()
+        assert tree_digest(memory_dir) == before
+    with open(agent_dir(memory_dir, "a") / "episodic.jsonl", "ab") as f:
+        f.write(orjson.dumps({k: v for k, v in bad.items() if k != "record_type"}) + b"\n")
+    ok("--dir", memory_dir, "view", "a", "-o", tmp_path / "a.html")
+    assert "odd words" in ok("--dir", memory_dir, "snapshot", "a", "--recall", "odd words").stdout.decode()
+
+
 def test_harness_items_stay_out_of_rollups_and_max_episodic_items(memory_dir):
     """They are the harness's record, not memcli's rolling memory: three compactions roll up
     memcli's own summaries only, and the harness item stays live with its mark."""

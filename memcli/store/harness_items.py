@@ -176,7 +176,8 @@ def rendered_in_place(paths, items) -> set:
     """The ids of the harness items among ``items`` whose trace is still active: the working
     snapshot renders that trace where it is, so its memory bundle leaves the item out."""
     marks = {item.id: harness_mark(item) for item in items}
-    traces = {item_id: mark.get("trace_id") for item_id, mark in marks.items() if mark is not None}
+    traces = {item_id: mark["trace_id"] for item_id, mark in marks.items()
+              if mark is not None and isinstance(mark.get("trace_id"), str)}
     if not traces:
         return set()
     active = active_trace_ids(paths, traces.values())

@@ -48,7 +48,7 @@ from __future__ import annotations
 import orjson
 
 from memcli.errors import InputError
-from memcli.models import EpisodicItem, SemanticItem, from_record
+from memcli.models import HARNESS_COMPACTION, EpisodicItem, SemanticItem, from_record
 
 RECORD_TYPE = "record_type"
 MEMORY_KINDS = {"episodic": EpisodicItem, "semantic": SemanticItem}
@@ -107,6 +107,10 @@ def memory_problem(value: dict) -> tuple[str | None, str] | None:
         return text_field, "expected a string"
     if list_field is not None and type(record.get(list_field)) is not list:
         return list_field, "expected an array of turn ids"
+    if kind == "episodic" and record.get(HARNESS_COMPACTION) is not None:
+        mark = record[HARNESS_COMPACTION]   # as memcli.store.harness_items writes it: readers rely on it
+        if type(mark) is not dict or any(type(mark.get(key)) is not str or not mark[key] for key in ("harness", "trace_id")):
+            return HARNESS_COMPACTION, 'expected an object with "harness" and "trace_id" strings (a harness compaction\'s mark)'
     try:
         from_record(cls, record)
     except (TypeError, KeyError) as exc:

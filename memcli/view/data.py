@@ -155,7 +155,7 @@ def collect(store: AgentStore, *, model: str | None = None, max_context_tokens: 
     harness = []
     for item in store.iter_episodic():
         mark = harness_mark(item)
-        if mark is not None and mark.get("trace_id") in turn_of:
+        if mark is not None and isinstance(mark.get("trace_id"), str) and mark["trace_id"] in turn_of:
             covered = item.turn_ids or []
             harness.append({"id": item.id, "ts": item.ts, "harness": mark.get("harness"), "trigger": mark.get("trigger"),
                             "pre_tokens": mark.get("pre_tokens"), "trace": mark["trace_id"],
