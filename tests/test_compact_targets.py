@@ -305,6 +305,8 @@ def test_a_target_below_what_must_stay_is_refused_with_the_minimum(cli, memory_d
     assert result.exit_code == 1
     assert "--target-tokens 50 is below what agent 's' must keep:" in result.stderr
     assert "the newest 4 steps, which never move" in result.stderr and "nothing was written" in result.stderr
+    minimum = int(result.stderr.split("must keep: ", 1)[1].split(" ", 1)[0].replace(",", ""))
+    assert f"hint: use --target-tokens above {minimum:,} (" in result.stderr
     assert tree_digest(agent_dir(memory_dir, "s")) == before
     with pytest.raises(CompactionError):
         compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=50))

@@ -334,3 +334,10 @@ def test_a_harness_summary_that_moves_is_pointed_at_and_its_names_join_the_vocab
     assert "Primary request" not in line
     vocabulary_line = next(line for line in summary.split("\n") if line.startswith("Vocabulary"))
     assert vocabulary_line.startswith("Vocabulary (most used lately first): ReviewTokenStore.mint")
+
+
+def test_urls_end_before_a_shell_variable():
+    events = [{"trace_type": "user", "content": "Start the server."},
+              {"trace_type": "assistant", "content": "It listens on http://127.0.0.1:${PORT}/review; see https://example.com/a."}]
+    summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    assert "URLs: http://127.0.0.1, https://example.com/a" in summary.split("\n")

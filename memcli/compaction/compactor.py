@@ -549,8 +549,9 @@ def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> Compact
         f"tokens (the system prompt, the memory bundle and the user asks that stay, and the newest "
         f"{plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move); nothing was "
         "written",
-        hint=f"use --target-tokens {plan_.minimum_tokens + summary_reserve(plan_.tokens_before):,} or more, "
-             "or fewer --keep-steps", param="target_tokens")
+        hint=f"use --target-tokens above {plan_.minimum_tokens:,} ("
+             f"{plan_.minimum_tokens + summary_reserve(plan_.tokens_before):,} or more leaves the summary of what moves "
+             "its usual room), or fewer --keep-steps", param="target_tokens")
 
 
 def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: int) -> CompactionError:

@@ -653,7 +653,7 @@ class _TurnDigest:
     def _text(self, text: str) -> None:
         if "://" in text:
             for url in _URL.findall(text):
-                self.urls.setdefault(url.rstrip(".,;:!?"), None)
+                self.urls.setdefault(url.rstrip(".,;:!?$"), None)
 
     def _vocab(self, text, weight: int) -> None:
         """Count the identifiers of ``text`` (a string, or the strings of arguments/results)."""
