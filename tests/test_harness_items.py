@@ -138,6 +138,22 @@ def test_killed_between_the_trace_and_its_item_leaves_both_or_neither(memory_dir
     assert [e["id"] for e in episodic(memory_dir)] == [ITEM["id"]]
 
 
+def test_a_rolled_back_ingest_leaves_the_agent_directory_as_it_was(memory_dir):
+    """The rollback of an ingest that created ``episodic.jsonl`` for its harness items removes the
+    file again: the agent's data files are byte for byte, and by name, what they were."""
+    ok("--dir", memory_dir, "ingest", "a", input=[{"id": "u0", "trace_type": "user", "content": "hi"}])
+    data = agent_dir(memory_dir, "a")
+
+    def files():
+        return {p.name: p.read_bytes() for p in data.iterdir() if not p.name.startswith(".")}
+
+    before = files()
+    killed = run_memcli("--dir", memory_dir, "ingest", "a", input=session(), env={"MEMCLI_CRASH_AT": "ingest:items"})
+    assert killed.returncode == -signal.SIGKILL and (data / "episodic.jsonl").stat().st_size > 0
+    ok("--dir", memory_dir, "stats", "a")        # a reader recovers the interrupted ingest
+    assert files() == before
+
+
 def test_a_killed_first_import_leaves_no_agent(memory_dir):
     killed = run_memcli("--dir", memory_dir, "ingest", "a", input=session(), env={"MEMCLI_CRASH_AT": "ingest:items@1"})
     assert killed.returncode == -signal.SIGKILL
@@ -155,7 +171,7 @@ def test_a_torn_item_line_is_cut_back_with_its_ingest(memory_dir):
     path = agent_dir(memory_dir, "a") / "episodic.jsonl"
     path.write_bytes(path.read_bytes()[:-40])    # as if killed mid-line
     ok("--dir", memory_dir, "stats", "a")        # a reader recovers the interrupted ingest
-    assert path.read_bytes() == b"" and (agent_dir(memory_dir, "a") / "raw_traces.jsonl").read_bytes() == before
+    assert not path.exists() and (agent_dir(memory_dir, "a") / "raw_traces.jsonl").read_bytes() == before
 
 
 @pytest.mark.parametrize("event, message", [

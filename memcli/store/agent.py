@@ -16,7 +16,7 @@ anything else, brings the agent to a consistent state:
 An ingest commit (:meth:`WriteSession.append_staged`) writes the rollback marker, appends the
 staged lines and fsyncs, appends the episodic items of the harness compactions among them
 (memcli.store.harness_items; the marker then holds ``episodic.jsonl``'s size too, and a rollback
-cuts it back), appends the new id digests, writes the new state, then removes the
+cuts it back, or removes it when this ingest made it), appends the new id digests, writes the new state, then removes the
 marker. Readers take no lock; they only recover (with the lock) when a marker or journal is
 present, and they never see a half-written line.
 """
@@ -455,6 +455,8 @@ class WriteSession:
         }
         if harness is not None and harness.pending:
             marker["episodic_size"] = jsonl.file_size(self.paths.episodic)
+            if not self.paths.episodic.exists():
+                marker["episodic_new"] = True   # made by this ingest: a rollback removes it again
         jsonl.atomic_write_bytes(self.paths.ingest_marker, orjson.dumps(marker), fsync=False)
         crash_point("ingest:marker")
         staged.seek(0)
@@ -512,13 +514,17 @@ class WriteSession:
         ids.truncate_to_count()
         jsonl.atomic_write_bytes(self.paths.state, orjson.dumps(previous), fsync=False)
         crash_point("ingest-recovery:state")
-        if first_import:  # the agent's first import: nothing of the agent was ever acknowledged
-            for path in (self.paths.active, self.paths.episodic):
-                try:
-                    if path == self.paths.active or jsonl.file_size(path) == 0:
-                        os.unlink(path)
-                except FileNotFoundError:
-                    pass
+        # the agent's first import: nothing of the agent was ever acknowledged; an episodic file
+        # this ingest made for its harness items goes too (empty once cut back)
+        made = [self.paths.active] if first_import else []
+        if first_import or marker.get("episodic_new") is True:
+            made.append(self.paths.episodic)
+        for path in made:
+            try:
+                if path == self.paths.active or jsonl.file_size(path) == 0:
+                    os.unlink(path)
+            except FileNotFoundError:
+                pass
         os.unlink(marker_path)  # every step above is idempotent: a crash before this repeats them
         self.recovered.append(f"rolled back an interrupted ingest of agent {self.paths.agent_id!r}"
                               + (" (its first: the agent has no data)" if first_import else ""))
