@@ -310,6 +310,7 @@ def test_a_push_waiting_for_another_push_of_the_agent_sends_the_files_as_they_ar
         other_push.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (f"memcli push {key}",))
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
+    assert b"s for another push of '" in err and b"/a' to finish" in err     # said, after the wait
     local = local_counts(memory_dir, "a")
     tiers = dict(rows(pg_url, "SELECT tier, count(*) FROM memcli_records WHERE kind = 'trace' GROUP BY tier"))
     assert tiers == {"active": local["raw_traces.jsonl"], "archive": local["raw_traces_archive.jsonl"]}

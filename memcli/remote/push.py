@@ -315,14 +315,20 @@ class _Pusher:
                    DO UPDATE SET pushed_at = now() RETURNING agent_key""", (store_id, name)).fetchone()
         return row[0]
 
-    def hold(self, key: int) -> None:
+    def hold(self, key: int) -> float:
         """Wait until no other push of this remote agent runs, and keep it so until :meth:`release`
         (a session lock: a push that dies or loses its connection lets it go). The local files are
         opened after it: two pushes of one agent never send views of different ages out of order
         (a push that opened its files before a compaction, finishing after a push made after it,
-        would file the moved traces as active again)."""
-        self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (f"memcli push {key}",))
+        would file the moved traces as active again). Returns the seconds it waited."""
+        lock = (f"memcli push {key}",)
+        if self.conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", lock).fetchone()[0]:
+            self.conn.commit()
+            return 0.0
+        started = time.perf_counter()
+        self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", lock)
         self.conn.commit()
+        return time.perf_counter() - started
 
     def release(self, key: int) -> None:
         self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (f"memcli push {key}",))
@@ -521,7 +527,9 @@ def push(memory_dir, agents: list[str] | None, url: str | None, *, all: bool = F
                     if pusher.conn is None:
                         pusher.open()
                     key = pusher.agent_key(sid, as_name or name)
-                    pusher.hold(key)
+                    waited = pusher.hold(key)
+                    if waited:
+                        notes.append(f"waited {waited:.1f}s for another push of {done.remote!r} to finish")
                     view = _View(memory_dir, name)    # opened once no other push of the agent runs
                     pusher.push(view, key, done)
                     done.vectors += vectors.push_agent(pusher.conn, memory_dir, name, key, notes)
