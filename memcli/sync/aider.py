@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 from memcli.sync import Identity, Session, SessionFile
+from memcli.sync._dirs import entries
 from memcli.sync._head import in_dir
 
 FILE_NAME = ".aider.chat.history.md"
@@ -28,12 +29,8 @@ _SKIP = frozenset({"node_modules", "__pycache__", "Library", "snap"})
 
 
 def _subdirs(path: str) -> list[str]:
-    try:
-        with os.scandir(path) as it:
-            return sorted(e.path for e in it if not e.name.startswith(".") and e.name not in _SKIP
-                          and e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
+    return [e.path for e in entries(path) if not e.name.startswith(".") and e.name not in _SKIP
+            and e.is_dir(follow_symlinks=False)]
 
 
 class AiderSource:

@@ -23,12 +23,12 @@ Resume: the conversation's page, ``https://chatgpt.com/c/<id>`` / ``https://clau
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterator
 
 from memcli.errors import InputError
 from memcli.sync import Identity, Session, SessionFile
+from memcli.sync._dirs import entries
 
 FILE_NAME = "conversations.json"
 SNIFF_BYTES = 64 << 10
@@ -41,11 +41,7 @@ def export_files(home: Path) -> list[str]:
         direct = top / FILE_NAME
         if direct.is_file():
             found.append(str(direct))
-        try:
-            with os.scandir(top) as it:
-                subdirs = sorted(e.path for e in it if e.is_dir())
-        except OSError:
-            continue
+        subdirs = [e.path for e in entries(top) if e.is_dir()]
         found.extend(str(Path(d) / FILE_NAME) for d in subdirs if (Path(d) / FILE_NAME).is_file())
     return found
 

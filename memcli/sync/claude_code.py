@@ -21,36 +21,26 @@ from pathlib import Path
 from typing import Iterator
 
 from memcli.sync import Identity, Session, SessionFile
+from memcli.sync._dirs import entries
 from memcli.sync._head import head_values, in_dir, text
 
 FMT = "claude-code"
 
 
 def _jsonl(directory: str) -> list[os.DirEntry]:
-    try:
-        with os.scandir(directory) as it:
-            return sorted((e for e in it if e.name.endswith(".jsonl") and e.is_file()), key=lambda e: e.name)
-    except OSError:
-        return []
+    return [e for e in entries(directory) if e.name.endswith(".jsonl") and e.is_file()]
 
 
 class ClaudeCodeSource:
     name = "claude-code"
 
     def find(self, home: Path) -> Iterator[Session]:
-        projects = os.path.join(home, ".claude", "projects")
-        try:
-            dirs = sorted(e.path for e in os.scandir(projects) if e.is_dir())
-        except OSError:
-            return
-        for project in dirs:
-            try:
-                with os.scandir(project) as it:
-                    entries = list(it)
-            except OSError:
+        for project in entries(os.path.join(home, ".claude", "projects")):
+            if not project.is_dir():
                 continue
-            with_dirs = {e.name for e in entries if e.is_dir()}  # <session>/ holds its subagents
-            for entry in sorted(entries, key=lambda e: e.name):
+            listed = entries(project.path)
+            with_dirs = {e.name for e in listed if e.is_dir()}  # <session>/ holds its subagents
+            for entry in listed:
                 if entry.name.endswith(".jsonl") and entry.is_file():
                     yield self.session_of(entry.path, subagents=entry.name[:-len(".jsonl")] in with_dirs)
 

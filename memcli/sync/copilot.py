@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from memcli.sync import Identity, Session, SessionFile
+from memcli.sync._dirs import entries
 from memcli.sync._head import head_values, in_dir, text
 
 FMT = "copilot-cli"
@@ -25,13 +26,7 @@ class CopilotSource:
     name = "copilot"
 
     def find(self, home: Path) -> Iterator[Session]:
-        top = home / ".copilot" / "session-state"
-        try:
-            with os.scandir(top) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            return
-        for entry in entries:
+        for entry in entries(home / ".copilot" / "session-state"):
             if entry.is_dir():
                 path = os.path.join(entry.path, "events.jsonl")
                 if os.path.isfile(path):

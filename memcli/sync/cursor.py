@@ -17,25 +17,18 @@ from pathlib import Path
 from typing import Iterator
 
 from memcli.sync import Identity, Session, SessionFile
+from memcli.sync._dirs import entries
 
 FMT = "cursor"
-
-
-def _entries(directory: str) -> list[os.DirEntry]:
-    try:
-        with os.scandir(directory) as it:
-            return sorted(it, key=lambda e: e.name)
-    except OSError:
-        return []
 
 
 class CursorSource:
     name = "cursor"
 
     def find(self, home: Path) -> Iterator[Session]:
-        for project in _entries(str(home / ".cursor" / "projects")):
+        for project in entries(str(home / ".cursor" / "projects")):
             transcripts = os.path.join(project.path, "agent-transcripts")
-            for entry in _entries(transcripts):
+            for entry in entries(transcripts):
                 if entry.is_dir():
                     path = os.path.join(entry.path, entry.name + ".jsonl")
                     if os.path.isfile(path):

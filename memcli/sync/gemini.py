@@ -19,24 +19,16 @@ Resume: ``cd <project dir> && gemini --resume <session id>``.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterator
 
 import orjson
 
 from memcli.sync import Identity, Session, SessionFile
+from memcli.sync._dirs import entries
 from memcli.sync._head import head_values, in_dir, text
 
 FMT = "gemini-cli"
-
-
-def _entries(directory: Path) -> list[os.DirEntry]:
-    try:
-        with os.scandir(directory) as it:
-            return sorted(it, key=lambda e: e.name)
-    except OSError:
-        return []
 
 
 def _project_root(project_dir: Path) -> str | None:
@@ -50,19 +42,19 @@ class GeminiSource:
     name = "gemini"
 
     def find(self, home: Path) -> Iterator[Session]:
-        for project in _entries(home / ".gemini" / "tmp"):
+        for project in entries(home / ".gemini" / "tmp"):
             if not project.is_dir():
                 continue
             chats = Path(project.path) / "chats"
-            entries = _entries(chats)
-            names = {e.name for e in entries}
-            mains = [e for e in entries if e.is_file() and e.name.startswith("session-")
+            listed = entries(chats)
+            names = {e.name for e in listed}
+            mains = [e for e in listed if e.is_file() and e.name.startswith("session-")
                      and (e.name.endswith(".jsonl") or (e.name.endswith(".json") and e.name + "l" not in names))]
-            subdirs = {e.name: e for e in entries if e.is_dir()}
+            subdirs = {e.name: e for e in listed if e.is_dir()}
             joined: dict[str, list[SessionFile]] = {}
             orphans: list[str] = []
             for parent, entry in subdirs.items():
-                subs = [e.path for e in _entries(Path(entry.path)) if e.is_file() and e.name.endswith(".jsonl")]
+                subs = [e.path for e in entries(Path(entry.path)) if e.is_file() and e.name.endswith(".jsonl")]
                 owners = [m for m in mains if m.name.endswith(f"-{parent[:8]}.jsonl")]
                 if len(owners) == 1:
                     joined.setdefault(owners[0].path, []).extend(

@@ -20,7 +20,6 @@ Resume: ``cd <working dir> && goose session --resume --session-id <id>``.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Iterator
@@ -28,6 +27,7 @@ from typing import Iterator
 import orjson
 
 from memcli.sync import Identity, Session, SessionFile
+from memcli.sync._dirs import entries
 from memcli.sync._head import head_values, in_dir, text
 from memcli.sync._many import DatabaseSessions
 
@@ -82,13 +82,9 @@ class GooseSource(DatabaseSessions):
         if db.is_file():
             yield Session(self.name, [SessionFile(str(db), FMT, lines=False)], hint={"database": True})
             return
-        try:
-            with os.scandir(top) as it:
-                names = sorted(e.path for e in it if e.name.endswith(".jsonl") and e.is_file())
-        except OSError:
-            return
-        for path in names:
-            yield self.session_of(path)
+        for entry in entries(top):
+            if entry.name.endswith(".jsonl") and entry.is_file():
+                yield self.session_of(entry.path)
 
     def session_of(self, path: str) -> Session:
         return Session(self.name, [SessionFile(str(path), FMT)])
