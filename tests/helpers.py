@@ -89,3 +89,20 @@ def synced(memory_dir: Path, home: Path, source: str, **options) -> dict:
     import memcli
 
     return {s.agent: s for s in memcli.Memory(memory_dir).sync(home=home, source=source, **options).sessions}
+
+
+def synced_again_reading_nothing(monkeypatch, sync, memory_dir: Path, *readers):
+    """Sync (``sync()``), then sync again with every reader in ``readers`` (a dotted name, or an
+    ``(object, attribute)`` pair) made to fail if called: the second sync must read no session and
+    leave the store byte-identical. Returns the second sync's report."""
+    sync()
+    before = store_digest(memory_dir)
+
+    def must_not_read(*a, **k):
+        raise AssertionError("an unchanged session was read")
+
+    for reader in readers:
+        monkeypatch.setattr(*((reader,) if isinstance(reader, str) else reader), must_not_read)
+    report = sync()
+    assert store_digest(memory_dir) == before
+    return report

@@ -8,7 +8,7 @@ import pytest
 
 import memcli
 import memcli.sync.engine as engine
-from tests.helpers import agent_traces, run_memcli, store_digest
+from tests.helpers import agent_traces, run_memcli, synced_again_reading_nothing
 from tests.sync_fixtures import (
     CWD,
     cc_assistant,
@@ -62,18 +62,10 @@ def test_first_sync_one_agent_per_session_named_by_the_rule(tmp_path):
 
 def test_no_change_sync_opens_no_session_file(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    _sync(mem, home)
-    before = store_digest(mem)
-
-    def must_not_read(*a, **k):
-        raise AssertionError("an unchanged session was read")
-
-    monkeypatch.setattr(engine, "_read_file", must_not_read)
-    monkeypatch.setattr("memcli.sync._head.head_values", must_not_read)
-    report = _sync(mem, home)
+    report = synced_again_reading_nothing(monkeypatch, lambda: _sync(mem, home), mem,
+                                          (engine, "_read_file"), "memcli.sync._head.head_values")
     assert [s.status for s in report.sessions] == ["unchanged"] * 3
     assert sum(s.events for s in report.sessions) == 0
-    assert store_digest(mem) == before
 
 
 def test_appended_session_adds_exactly_the_new_events(tmp_path):

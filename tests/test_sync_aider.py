@@ -4,7 +4,7 @@ tests/sync_more_fixtures.py as Aider's ``append_chat_history`` writes them."""
 from __future__ import annotations
 
 import memcli
-from tests.helpers import agent_traces, store_digest, synced
+from tests.helpers import agent_traces, synced, synced_again_reading_nothing
 from tests.sync_more_fixtures import aider_run
 
 R1, R2 = "20260301-090000", "20260302-100000"
@@ -41,15 +41,9 @@ def test_first_sync_one_agent_per_run(tmp_path):
 def test_no_change_sync_reads_nothing(tmp_path, monkeypatch):
     home, _ = _home(tmp_path)
     mem = tmp_path / "mem"
-    synced(mem, home, "aider")
-    before = store_digest(mem)
-
-    def must_not_read(*a, **k):
-        raise AssertionError("an unchanged chat history was read")
-
-    monkeypatch.setattr("memcli.importers.aider.runs", must_not_read)
-    assert {r.status for r in synced(mem, home, "aider").values()} == {"unchanged"}
-    assert store_digest(mem) == before
+    report = synced_again_reading_nothing(monkeypatch, lambda: synced(mem, home, "aider"), mem,
+                                          "memcli.importers.aider.runs")
+    assert {r.status for r in report.values()} == {"unchanged"}
 
 
 def test_appended_run_adds_exactly_the_new_events(tmp_path):

@@ -11,7 +11,7 @@ import orjson
 import memcli
 from memcli.sync import chat_exports
 from tests import chat_export_fixtures as cx
-from tests.helpers import agent_traces, run_memcli, store_digest, synced
+from tests.helpers import agent_traces, run_memcli, synced, synced_again_reading_nothing
 
 G1, G2, C1 = cx.cid(1), cx.cid(2), cx.cid(1, "ca")
 
@@ -49,17 +49,9 @@ def test_first_sync_one_agent_per_conversation(tmp_path):
 
 def test_no_change_sync_opens_no_export(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    synced(mem, home, "chatgpt,claude-ai")
-    before = store_digest(mem)
-
-    def must_not_read(*a, **k):
-        raise AssertionError("an unchanged export was read")
-
-    monkeypatch.setattr(chat_exports, "written_by", must_not_read)
-    monkeypatch.setattr(chat_exports.ExportSource, "_conversations", must_not_read)
-    report = synced(mem, home, "chatgpt,claude-ai")
+    report = synced_again_reading_nothing(monkeypatch, lambda: synced(mem, home, "chatgpt,claude-ai"), mem,
+                                          (chat_exports, "written_by"), (chat_exports.ExportSource, "_conversations"))
     assert len(report) == 3 and {r.status for r in report.values()} == {"unchanged"}
-    assert store_digest(mem) == before
 
 
 def test_a_newer_export_adds_exactly_the_new_messages(tmp_path):

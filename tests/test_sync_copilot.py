@@ -8,7 +8,7 @@ import orjson
 import memcli
 import memcli.sync.engine as engine
 from memcli.ingest.api import ingest
-from tests.helpers import agent_traces, read_jsonl, run_memcli, store_digest, synced
+from tests.helpers import agent_traces, read_jsonl, run_memcli, synced, synced_again_reading_nothing
 from tests.sync_more_fixtures import CWD, copilot_events, cp_session, cp_turn, sid, write_lines
 
 P1, P2 = sid(1, "cp"), sid(2, "cp")
@@ -71,16 +71,9 @@ def test_first_sync(tmp_path):
 
 def test_no_change_sync_reads_nothing(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    synced(mem, home, "copilot")
-    before = store_digest(mem)
-
-    def must_not_read(*a, **k):
-        raise AssertionError("an unchanged session was read")
-
-    monkeypatch.setattr(engine, "_read_file", must_not_read)
-    monkeypatch.setattr("memcli.sync._head.head_values", must_not_read)
-    assert {r.status for r in synced(mem, home, "copilot").values()} == {"unchanged"}
-    assert store_digest(mem) == before
+    report = synced_again_reading_nothing(monkeypatch, lambda: synced(mem, home, "copilot"), mem,
+                                          (engine, "_read_file"), "memcli.sync._head.head_values")
+    assert {r.status for r in report.values()} == {"unchanged"}
 
 
 def test_appended_session_adds_exactly_the_new_events(tmp_path):

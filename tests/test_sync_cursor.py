@@ -7,7 +7,7 @@ from __future__ import annotations
 import memcli
 import memcli.sync.engine as engine
 from memcli.ingest.api import ingest
-from tests.helpers import agent_traces, read_jsonl, run_memcli, store_digest, synced
+from tests.helpers import agent_traces, read_jsonl, run_memcli, synced, synced_again_reading_nothing
 from tests.sync_more_fixtures import cu_turn, cursor_transcript, sid, write_lines
 
 C1, C2 = sid(1, "cu"), sid(2, "cu")
@@ -48,15 +48,9 @@ def test_first_sync_reads_the_unterminated_last_line(tmp_path):
 
 def test_no_change_sync_reads_nothing(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    synced(mem, home, "cursor")
-    before = store_digest(mem)
-
-    def must_not_read(*a, **k):
-        raise AssertionError("an unchanged transcript was read")
-
-    monkeypatch.setattr(engine, "_read_file", must_not_read)
-    assert {r.status for r in synced(mem, home, "cursor").values()} == {"unchanged"}
-    assert store_digest(mem) == before
+    report = synced_again_reading_nothing(monkeypatch, lambda: synced(mem, home, "cursor"), mem,
+                                          (engine, "_read_file"))
+    assert {r.status for r in report.values()} == {"unchanged"}
 
 
 def test_appended_transcript_adds_exactly_the_new_events_and_identical_lines_both_count(tmp_path):

@@ -10,7 +10,7 @@ import orjson
 
 import memcli
 from memcli.ingest.api import ingest
-from tests.helpers import agent_traces, run_memcli, store_digest, synced
+from tests.helpers import agent_traces, run_memcli, synced, synced_again_reading_nothing
 from tests.sync_more_fixtures import goose_db, goose_turn, write_lines
 
 A, B = "20260203_1", "20260203_2"
@@ -49,15 +49,9 @@ def test_first_sync_names_sessions_apart_and_tool_rows_are_not_asks(tmp_path):
 
 def test_no_change_sync_does_not_open_the_database(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    synced(mem, home, "goose")
-    before = store_digest(mem)
-
-    def must_not_read(*a, **k):
-        raise AssertionError("an unchanged database was read")
-
-    monkeypatch.setattr("memcli.sync.goose.read_database", must_not_read)
-    assert {r.status for r in synced(mem, home, "goose").values()} == {"unchanged"}
-    assert store_digest(mem) == before
+    report = synced_again_reading_nothing(monkeypatch, lambda: synced(mem, home, "goose"), mem,
+                                          "memcli.sync.goose.read_database")
+    assert {r.status for r in report.values()} == {"unchanged"}
 
 
 def test_appended_session_adds_exactly_the_new_events(tmp_path):

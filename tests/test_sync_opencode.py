@@ -10,7 +10,7 @@ import orjson
 
 import memcli
 from memcli.ingest.api import ingest
-from tests.helpers import agent_traces, run_memcli, store_digest, synced
+from tests.helpers import agent_traces, run_memcli, synced, synced_again_reading_nothing
 from tests.sync_more_fixtures import oc_turn, opencode_db, opencode_legacy
 
 # time-ordered ids that share a long prefix: a shortened id would not be unique
@@ -46,15 +46,9 @@ def test_first_sync_reads_the_database_without_writing_it(tmp_path):
 
 def test_no_change_sync_does_not_open_the_database(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
-    synced(mem, home, "opencode")
-    before = store_digest(mem)
-
-    def must_not_read(*a, **k):
-        raise AssertionError("an unchanged database was read")
-
-    monkeypatch.setattr("memcli.sync.opencode.read_database", must_not_read)
-    assert {r.status for r in synced(mem, home, "opencode").values()} == {"unchanged"}
-    assert store_digest(mem) == before
+    report = synced_again_reading_nothing(monkeypatch, lambda: synced(mem, home, "opencode"), mem,
+                                          "memcli.sync.opencode.read_database")
+    assert {r.status for r in report.values()} == {"unchanged"}
 
 
 def test_appended_session_and_a_finished_tool_add_exactly_the_new_events(tmp_path):
