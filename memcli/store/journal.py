@@ -315,14 +315,21 @@ def apply_steps(paths: AgentPaths, journal: Journal) -> None:
     rewrite_step(paths, journal)
 
 
+def _journaled(session, journal, kind: str, apply, archived: int) -> None:
+    """The commit protocol of a compaction (``kind`` ``compact``) and an uncompact: the journal
+    written first, its steps applied (each one resumable), the state rebuilt with the traces
+    ``archived`` (negative: brought back), the journal removed — crash points between them."""
+    write_journal(session.paths, journal)
+    crash_point(f"{kind}:journal")
+    apply(session.paths, journal)
+    session.rebuild_state(ids_trusted=True, archived=archived)
+    crash_point(f"{kind}:state")
+    remove_journal(session.paths)
+
+
 def commit(session, journal: Journal) -> None:
     """Run a compaction's commit under ``session`` (which holds the agent lock)."""
-    write_journal(session.paths, journal)
-    crash_point("compact:journal")
-    apply_steps(session.paths, journal)
-    session.rebuild_state(ids_trusted=True, archived=journal.moved)
-    crash_point("compact:state")
-    remove_journal(session.paths)
+    _journaled(session, journal, "compact", apply_steps, journal.moved)
 
 
 def check_inserts(paths: AgentPaths, journal: UndoJournal) -> None:
@@ -367,12 +374,7 @@ def apply_undo_steps(paths: AgentPaths, journal: UndoJournal) -> None:
 
 def commit_undo(session, journal: UndoJournal) -> None:
     """Run an uncompact's commit under ``session`` (which holds the agent lock)."""
-    write_journal(session.paths, journal)
-    crash_point("uncompact:journal")
-    apply_undo_steps(session.paths, journal)
-    session.rebuild_state(ids_trusted=True, archived=-journal.moved)
-    crash_point("uncompact:state")
-    remove_journal(session.paths)
+    _journaled(session, journal, "uncompact", apply_undo_steps, -journal.moved)
 
 
 def recover(session) -> str | None:
