@@ -495,3 +495,15 @@ def test_a_hook_loads_no_cli_framework(tmp_path):
     assert "memcli" in loaded and not loaded & {"typer", "click", "rich"}, sorted(loaded)
     [agent] = (tmp_path / "memory" / "agents").iterdir()
     assert len(read_jsonl(agent / "raw_traces.jsonl")) == 1
+
+
+def test_a_hook_on_a_transcript_with_no_event_yet_imports_nothing_and_succeeds(tmp_path):
+    """The ingest path (``--agent``): an empty transcript is "nothing yet", not a failure
+    (memcli.ingest.pipeline.NoEvents)."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(b"\n")
+    payload = orjson.dumps({"session_id": "s1", "transcript_path": str(transcript), "cwd": "/p",
+                            "hook_event_name": "Stop"})
+    result = _hook(tmp_path, "hook", "claude-code", "Stop", "--agent", "mine", payload=payload)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    assert [p for p in tree_digest(tmp_path / "memory") if not p.startswith(".locks/")] == []
