@@ -1,6 +1,6 @@
 """``python -m memcli`` runs the CLI."""
 
-from memcli.cli.app import main
+from memcli.cli import main
 
 if __name__ == "__main__":
     main()

@@ -473,3 +473,37 @@ def test_the_hook_caps_a_longer_lock_timeout(tmp_path, monkeypatch):
             memcli.Memory(tmp_path / "memory").hook("claude-code", "Stop", payload, agent="team")
         assert time.monotonic() - started < 10
     assert memcli.Memory(tmp_path / "memory").hook("claude-code", "Stop", payload, agent="team").imported == 1
+
+
+def test_a_hook_loads_no_cli_framework(tmp_path):
+    """A harness runs ``memcli hook`` on every event: the real entry point (``python -m memcli``)
+    must not import typer, click or rich for it (memcli.cli.main, memcli.cli.hook_main)."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(
+        b'{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s1","cwd":"/p",'
+        b'"timestamp":"2025-01-01T00:00:00Z","message":{"role":"user","content":"hi"}}\n')
+    payload = orjson.dumps({"session_id": "s1", "transcript_path": str(transcript), "cwd": "/p",
+                            "hook_event_name": "Stop"})
+    import sys
+
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "memcli", "--dir", str(tmp_path / "memory"),
+                             "hook", "claude-code", "Stop"], input=payload, capture_output=True,
+                            env=proc_env(None), timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    loaded = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in result.stderr.decode().splitlines()
+              if line.startswith("import time:")}
+    assert "memcli" in loaded and not loaded & {"typer", "click", "rich"}, sorted(loaded)
+    [agent] = (tmp_path / "memory" / "agents").iterdir()
+    assert len(read_jsonl(agent / "raw_traces.jsonl")) == 1
+
+
+def test_a_hook_on_a_transcript_with_no_event_yet_imports_nothing_and_succeeds(tmp_path):
+    """The ingest path (``--agent``): an empty transcript is "nothing yet", not a failure
+    (memcli.ingest.pipeline.NoEvents)."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_bytes(b"\n")
+    payload = orjson.dumps({"session_id": "s1", "transcript_path": str(transcript), "cwd": "/p",
+                            "hook_event_name": "Stop"})
+    result = _hook(tmp_path, "hook", "claude-code", "Stop", "--agent", "mine", payload=payload)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    assert [p for p in tree_digest(tmp_path / "memory") if not p.startswith(".locks/")] == []

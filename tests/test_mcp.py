@@ -187,3 +187,17 @@ def test_other_commands_do_not_import_the_sdk(memory_dir, fx):
     result = subprocess.run([sys.executable, "-c", code, str(memory_dir)], capture_output=True, text=True,
                             env=proc_env(), cwd=str(REPO))
     assert result.stdout.strip().splitlines()[-1] == "False", result.stderr
+
+
+def test_both_tool_sets_name_the_agent_by_one_rule(tmp_path):
+    """Local and remote tools resolve a call's agent the same way (MemoryTools.agent_name)."""
+    from memcli.errors import UsageError
+    from memcli.mcp.tools import MemoryTools, RemoteMemoryTools
+
+    for tools in (MemoryTools(tmp_path, "fx"), RemoteMemoryTools(None, "fx")):
+        assert tools.agent_name(None) == tools.agent_name("") == tools.agent_name("fx") == "fx"
+        with pytest.raises(UsageError, match="serves only agent 'fx', not 'other'"):
+            tools.store("other")
+    assert RemoteMemoryTools(None).store("other") == "other"
+    with pytest.raises(UsageError, match="this server serves every agent"):
+        RemoteMemoryTools(None).store(None)

@@ -21,6 +21,7 @@ import typer
 from typer.core import TyperGroup
 
 from memcli import __version__
+from memcli.cli import main  # noqa: F401  (the entry point; it lives there so that hooks skip typer)
 from memcli.errors import MemcliError
 
 
@@ -132,7 +133,7 @@ def build_app(only: str | None = None) -> typer.Typer:
 
     Typer inspects every registered command's signature before it parses anything (~3 ms per
     command); a shell script calling ``memcli ingest`` once per event should not pay for the
-    other twelve, so :func:`main` builds only the command it is asked for. Help without a
+    other twelve, so :func:`memcli.cli.main` builds only the command it is asked for. Help without a
     command, and anything unrecognised, get the whole CLI.
     """
     import importlib
@@ -145,30 +146,9 @@ def build_app(only: str | None = None) -> typer.Typer:
     return new
 
 
-def _command_in(argv: list[str]) -> str | None:
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--dir":
-            skip = True
-        elif not arg.startswith("-"):
-            return arg
-    return None
-
-
 def __getattr__(name: str):
     """``memcli.cli.app.app``: the whole CLI (tests, tools), built on first use."""
     if name == "app":
         globals()["app"] = full = build_app()
         return full
     raise AttributeError(name)
-
-
-def main() -> None:
-    command = _command_in(sys.argv[1:])
-    if command == "hook" and not {"-h", "--help"} & set(sys.argv[1:]):  # never exit 2: memcli.cli.hooks
-        from memcli.cli.hook_main import main_hook
-
-        sys.exit(main_hook(sys.argv[1:]))
-    build_app(command)(prog_name="memcli")

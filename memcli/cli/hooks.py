@@ -4,7 +4,7 @@
 each event, and it must never exit 2: Claude Code reads exit 2 as "block" (Stop: do not stop;
 PreCompact: do not compact), Gemini CLI as "retry the turn", and a CLI framework's usage error
 exits 2. So it runs without the framework (:mod:`memcli.cli.hook_main`, which imports no typer):
-:func:`memcli.cli.app.main` hands ``memcli [--dir DIR] hook ...`` straight to it. The command
+:func:`memcli.cli.main` hands ``memcli [--dir DIR] hook ...`` straight to it. The command
 registered here serves ``memcli hook --help`` and the reference docs.
 """
 

@@ -106,16 +106,14 @@ def import_transcript(memory_dir: Path, harness, path: Path, data: dict, agent: 
         if report.agent is None:
             raise HookFailed(f"cannot name the agent of {path}")
         return report.agent, report.events, report.duplicates
-    from memcli.errors import InputError
     from memcli.ingest.api import ingest
+    from memcli.ingest.pipeline import NoEvents
 
     agent_id = agent_of(data, harness.name, agent)
     try:
         result = ingest(memory_dir, agent_id, path, fmt=harness.importer)
-    except InputError as exc:
-        if exc.message.startswith("no events in the input"):  # nothing written yet: nothing to do
-            return agent_id, 0, 0
-        raise
+    except NoEvents:  # nothing written yet: nothing to do
+        return agent_id, 0, 0
     return agent_id, result.appended, result.duplicates
 
 

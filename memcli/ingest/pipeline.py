@@ -47,6 +47,11 @@ EventItem = tuple[int, object]  # (input line, event dict | InputError)
 REDACT_CHUNK = 256
 
 
+class NoEvents(InputError):
+    """An input with no event at all (:func:`require_a_valid_event`): nothing was written. A
+    caller for which that is not a failure (a hook on a transcript not yet written) catches it."""
+
+
 class Redactor(Protocol):
     """What the pipeline needs of a redactor (``memcli.redact`` is one)."""
 
@@ -365,7 +370,7 @@ def require_a_valid_event(result: IngestResult, memory: list | tuple = ()) -> No
     alone). An input whose records the importer read and passed over (a session's first,
     metadata-only lines) is not empty: it ingests nothing and says so."""
     if result.events == 0 and not memory and not result.values:
-        raise InputError(f"no events in the input (format {result.format})", hint="nothing was written")
+        raise NoEvents(f"no events in the input (format {result.format})", hint="nothing was written")
     if result.invalid and result.events <= result.invalid:
         first = result.errors[0] if result.errors else None
         raise InputError(f"no valid event in the input: {result.invalid} invalid"

@@ -62,17 +62,22 @@ class MemoryTools:
         self.memory_dir = memory_dir
         self.fixed_agent = agent
 
+    def agent_name(self, agent: str | None) -> str:
+        """The agent a tool call names, or the server's own; a usage error when it names none or
+        another than the one agent this server serves."""
+        if agent is None or agent == "":
+            if self.fixed_agent is None:
+                raise UsageError("agent: name the agent whose memory to use (this server serves every agent)")
+            return self.fixed_agent
+        if self.fixed_agent is not None and agent != self.fixed_agent:
+            raise UsageError(f"agent: this server serves only agent {self.fixed_agent!r}, not {agent!r}")
+        return agent
+
     def store(self, agent: str | None, *, must_exist: bool = True):
         """The :class:`memcli.api.Agent` a tool call names (or the server's own agent)."""
         from memcli.api import Memory
 
-        if agent is None or agent == "":
-            if self.fixed_agent is None:
-                raise UsageError("agent: name the agent whose memory to use (this server serves every agent)")
-            agent = self.fixed_agent
-        elif self.fixed_agent is not None and agent != self.fixed_agent:
-            raise UsageError(f"agent: this server serves only agent {self.fixed_agent!r}, not {agent!r}")
-        found = Memory(self.memory_dir).agent(agent)
+        found = Memory(self.memory_dir).agent(self.agent_name(agent))
         if must_exist:
             found.store.require()   # AgentNotFoundError, as every command says it
         return found
@@ -216,13 +221,7 @@ class RemoteMemoryTools(MemoryTools):
         self.remote = remote
 
     def store(self, agent: str | None, *, must_exist: bool = True):
-        if agent is None or agent == "":
-            if self.fixed_agent is None:
-                raise UsageError("agent: name the agent whose memory to use (this server serves every agent)")
-            return self.fixed_agent
-        if self.fixed_agent is not None and agent != self.fixed_agent:
-            raise UsageError(f"agent: this server serves only agent {self.fixed_agent!r}, not {agent!r}")
-        return agent
+        return self.agent_name(agent)
 
     def _search(self, agent, query, kind=None, **options):
         return self.remote.search(agent, query, kinds=[kind] if kind else None, **options)
