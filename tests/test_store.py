@@ -248,3 +248,33 @@ def test_a_planted_symlink_for_a_data_file_is_not_followed(cli, memory_dir, tmp_
     assert result.exit_code == 1
     assert "symlink" in result.stderr
     assert target.read_text() == "precious\n"
+
+
+def test_a_busy_sync_state_lock_is_a_clear_timeout_and_writes_nothing(tmp_path, monkeypatch):
+    """The store-wide sync lock times out like an agent's lock (LockTimeoutError, exit 1 with a
+    message), not with filelock's own exception."""
+    from memcli.errors import LockTimeoutError
+    from memcli.store.sync_state import load_files, save_files, sync_lock
+
+    save_files(tmp_path, "codex", {"/a.jsonl": {"agent": "a", "offset": 1}})
+    before = tree_digest(tmp_path)
+    monkeypatch.setenv("MEMCLI_LOCK_TIMEOUT", "0.2")
+    with sync_lock(tmp_path):
+        with pytest.raises(LockTimeoutError, match=r"\.sync\.lock is held by another memcli process \(waited 0.2s"):
+            save_files(tmp_path, "codex", {"/b.jsonl": {"agent": "b", "offset": 2}})
+    assert tree_digest(tmp_path) == before
+    assert load_files(tmp_path, "codex") == {"/a.jsonl": {"agent": "a", "offset": 1}}
+
+
+def test_a_running_compaction_makes_another_busy(tmp_path):
+    from memcli.errors import CompactionBusy
+    from memcli.store.layout import agent_paths
+    from memcli.store.lock import compaction_lock
+
+    paths = agent_paths(tmp_path, "a")
+    with compaction_lock(paths):
+        with pytest.raises(CompactionBusy, match="another compaction of agent 'a' is running"):
+            with compaction_lock(paths):
+                pass
+    with compaction_lock(paths):   # released: taken again at once
+        pass

@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
+from pathlib import Path
+from typing import Callable, Iterator
 
 from memcli.errors import CompactionBusy, LockTimeoutError, StoreError
-from memcli.store.layout import FILE_MODE, AgentPaths, ensure_dir
+from memcli.store.layout import FILE_MODE, LOCKS, AgentPaths, ensure_dir
 
 DEFAULT_TIMEOUT = 120.0
 _AT_MOST: ContextVar[float | None] = ContextVar("memcli_lock_wait_at_most", default=None)
@@ -55,24 +56,18 @@ def _make_lock(path: str, timeout: float):
 
 
 @contextmanager
-def agent_lock(paths: AgentPaths, timeout: float | None = None) -> Iterator[None]:
-    if os.environ.get("MEMCLI_UNSAFE_NO_LOCK") == "1":
-        yield
-        return
-    ensure_dir(paths.lock_dir)
-    wait = _timeout() if timeout is None else timeout
-    lock = _make_lock(str(paths.lock), wait)
+def _holding(path: Path, wait: float, busy: Callable[[], Exception]) -> Iterator[None]:
+    """Hold the lock file ``path`` (its directory exists), waiting at most ``wait`` seconds; a
+    lock still held by another process then raises ``busy()``, any other failure a StoreError."""
     import filelock
 
+    lock = _make_lock(str(path), wait)
     try:
         lock.acquire()
     except filelock.Timeout:
-        raise LockTimeoutError(
-            f"agent {paths.agent_id!r} is locked by another memcli process (waited {wait:g}s; "
-            "set MEMCLI_LOCK_TIMEOUT to wait longer)"
-        ) from None
+        raise busy() from None
     except OSError as exc:
-        raise StoreError(f"cannot lock {paths.lock}: {exc.strerror or exc}") from exc
+        raise StoreError(f"cannot lock {path}: {exc.strerror or exc}") from exc
     try:
         yield
     finally:
@@ -80,23 +75,40 @@ def agent_lock(paths: AgentPaths, timeout: float | None = None) -> Iterator[None
 
 
 @contextmanager
+def agent_lock(paths: AgentPaths, timeout: float | None = None) -> Iterator[None]:
+    if os.environ.get("MEMCLI_UNSAFE_NO_LOCK") == "1":
+        yield
+        return
+    ensure_dir(paths.lock_dir)
+    wait = _timeout() if timeout is None else timeout
+    with _holding(paths.lock, wait, lambda: LockTimeoutError(
+            f"agent {paths.agent_id!r} is locked by another memcli process (waited {wait:g}s; "
+            "set MEMCLI_LOCK_TIMEOUT to wait longer)")):
+        yield
+
+
+@contextmanager
+def store_lock(memory_dir: str | os.PathLike, name: str) -> Iterator[None]:
+    """A store-wide lock, ``<memory dir>/.locks/<name>`` (``name`` starts with a dot: agent ids
+    cannot), waited for and bypassed like :func:`agent_lock`."""
+    if os.environ.get("MEMCLI_UNSAFE_NO_LOCK") == "1":
+        yield
+        return
+    locks = Path(memory_dir) / LOCKS
+    ensure_dir(locks)
+    wait = _timeout()
+    with _holding(locks / name, wait, lambda: LockTimeoutError(
+            f"{locks / name} is held by another memcli process (waited {wait:g}s; "
+            "set MEMCLI_LOCK_TIMEOUT to wait longer)")):
+        yield
+
+
+@contextmanager
 def compaction_lock(target) -> Iterator[None]:
     """The non-blocking per-agent compaction lock (one compaction per agent at a time;
     it is held while the summary is produced, without the write lock)."""
-    import filelock
-
     paths: AgentPaths = getattr(target, "paths", target)  # an AgentStore or its AgentPaths
     ensure_dir(paths.lock_dir)
-    path = paths.lock_dir / f"{paths.agent_id}.compact.lock"
-    try:
-        lock = filelock.FileLock(str(path), timeout=0, mode=FILE_MODE, preserve_lock_file=True)
-    except TypeError:
-        lock = filelock.FileLock(str(path), timeout=0, mode=FILE_MODE)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        raise CompactionBusy(f"another compaction of agent {paths.agent_id!r} is running") from None
-    try:
+    with _holding(paths.lock_dir / f"{paths.agent_id}.compact.lock", 0,
+                  lambda: CompactionBusy(f"another compaction of agent {paths.agent_id!r} is running")):
         yield
-    finally:
-        lock.release()

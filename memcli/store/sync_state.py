@@ -29,22 +29,19 @@ mix:
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 
 from memcli.store.jsonl import atomic_write_bytes
-from memcli.store.layout import SOURCE_META, AgentPaths, ensure_dir
+from memcli.store.layout import SOURCE_META, SYNC, AgentPaths, ensure_dir
 
-SYNC_DIR = ".sync"
 STATE_VERSION = 1
 LOCK_NAME = ".sync.lock"
 
 
 def state_path(memory_dir: str | os.PathLike, source: str) -> Path:
-    return Path(memory_dir) / SYNC_DIR / f"{source}.json"
+    return Path(memory_dir) / SYNC / f"{source}.json"
 
 
 def load_files(memory_dir: str | os.PathLike, source: str) -> dict[str, dict]:
@@ -58,22 +55,12 @@ def load_files(memory_dir: str | os.PathLike, source: str) -> dict[str, dict]:
     return files if isinstance(files, dict) else {}
 
 
-@contextmanager
-def sync_lock(memory_dir: str | os.PathLike) -> Iterator[None]:
-    """The store-wide lock under which sync state is read-modified-written."""
-    from memcli.store.lock import _make_lock, _timeout
+def sync_lock(memory_dir: str | os.PathLike):
+    """The store-wide lock under which sync state is read-modified-written (a timeout is a
+    LockTimeoutError like an agent's lock)."""
+    from memcli.store.lock import store_lock
 
-    if os.environ.get("MEMCLI_UNSAFE_NO_LOCK") == "1":
-        yield
-        return
-    locks = Path(memory_dir) / ".locks"
-    ensure_dir(locks)
-    lock = _make_lock(str(locks / LOCK_NAME), _timeout())
-    lock.acquire()
-    try:
-        yield
-    finally:
-        lock.release()
+    return store_lock(memory_dir, LOCK_NAME)
 
 
 def save_files(memory_dir: str | os.PathLike, source: str, changed: dict[str, dict | None]) -> None:
