@@ -85,8 +85,12 @@ def collect(store: AgentStore, *, model: str | None = None, max_context_tokens: 
     from memcli.tool_interactions import iter_tool_pairs
 
     store.require()
-    traces = [s.trace for s in store.iter_traces(archive=True)]
-    archived = {s.trace.id for s in store.iter_traces(archive=True, active=False)}
+    traces: list[RawTrace] = []
+    archived: set[str] = set()
+    for stored in store.iter_traces(archive=True):   # one read of each file: the archive can be most of the store
+        traces.append(stored.trace)
+        if stored.tier == "archive":
+            archived.add(stored.trace.id)
 
     turns: dict[str, dict] = {}
     for trace in traces:
