@@ -32,7 +32,6 @@ command):
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -48,9 +47,9 @@ from memcli.store.agent import AgentStore
 from memcli.store.journal import UndoJournal, commit_undo
 from memcli.store.ledger import COMPACTION, UNCOMPACT, UNCOMPACT_PREFIX, iter_ledger
 from memcli.store.lock import compaction_lock
+from memcli.store.state import turn_number
 
 UNCOMPACTED_TAG = "uncompacted"
-_TURN_NUMBER = re.compile(r"turn_(\d+)")
 
 
 @dataclass
@@ -347,12 +346,12 @@ def _raw_lines(path):
 
 
 def _turn_key(record: dict, store: AgentStore, entry: CompactionEntry) -> tuple[int, int]:
-    match = _TURN_NUMBER.fullmatch(str(record.get("turn_id")))
+    number = turn_number(str(record.get("turn_id")))
     seq = record.get("seq")
-    if match is None or not isinstance(seq, int):
+    if number is None or not isinstance(seq, int):
         raise _cannot(store, entry, f"made before the ledger, and trace {record.get('id')} has no turn_NNNN turn id "
                                     "and seq to place it by")
-    return int(match.group(1)), seq
+    return number, seq
 
 
 def _merged_inserts(store: AgentStore, entry: CompactionEntry, lines: list) -> list:

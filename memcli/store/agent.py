@@ -502,13 +502,8 @@ class WriteSession:
         first_import = self.paths.first_import_pending()
         episodic_size = marker.get("episodic_size")
         for path, before in ((self.paths.active, size), (self.paths.episodic, episodic_size)):
-            if isinstance(before, int) and jsonl.file_size(path) > before:
-                fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
-                try:
-                    os.ftruncate(fd, before)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+            if isinstance(before, int):
+                jsonl.truncate(path, before)
         crash_point("ingest-recovery:truncated")
         ids = IdIndex(self.paths.ids, count)
         ids.truncate_to_count()

@@ -46,15 +46,15 @@ def harness_item_id(trace_id: str) -> str:
     return ID_PREFIX + digest(trace_id).hex()
 
 
-def is_harness_item(item) -> bool:
-    """Whether an episodic item (model or record) is a harness compaction's."""
-    extra = item.get(FIELD) if isinstance(item, dict) else (getattr(item, "extra", None) or {}).get(FIELD)
-    return isinstance(extra, dict)
-
-
 def harness_mark(item) -> dict | None:
+    """The ``harness_compaction`` mark of an episodic item (model or record), None when it has none."""
     value = item.get(FIELD) if isinstance(item, dict) else (getattr(item, "extra", None) or {}).get(FIELD)
     return value if isinstance(value, dict) else None
+
+
+def is_harness_item(item) -> bool:
+    """Whether an episodic item (model or record) is a harness compaction's."""
+    return harness_mark(item) is not None
 
 
 def describe_mark(mark: dict) -> str:

@@ -281,9 +281,7 @@ def install_active(paths: AgentPaths, pieces: list, op: str) -> None:
                         break
                     raise StoreError(f"{path} ended at byte {end - remaining} while restoring bytes up to {end}")
                 remaining -= len(block)
-                view = memoryview(block)
-                while view:
-                    view = view[os.write(fd, view):]
+                jsonl.write_all(fd, block)
                 crash_point(f"{op}:rewrite")
         os.fsync(fd)
     except BaseException:
@@ -354,12 +352,7 @@ def undo_rewrite_step(paths: AgentPaths, journal: UndoJournal) -> None:
 def truncate_archive(paths: AgentPaths, journal: UndoJournal) -> None:
     if jsonl.file_size(paths.archive) <= journal.archive_keep:
         return
-    fd = os.open(paths.archive, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        os.ftruncate(fd, journal.archive_keep)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    jsonl.truncate(paths.archive, journal.archive_keep)
     crash_point("uncompact:truncated")
 
 

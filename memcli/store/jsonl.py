@@ -79,6 +79,26 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write less than it is given)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def truncate(path: Path, size: int) -> None:
+    """Cut ``path`` back to ``size`` bytes, fsynced, when it is longer (an append being rolled
+    back, an archive whose traces went back); never follows a symlink. Caller holds the lock."""
+    if file_size(path) <= size:
+        return
+    fd = os.open(path, os.O_WRONLY | _NOFOLLOW | _CLOEXEC)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def append_chunks(path: Path, chunks: Iterable[bytes], *, fsync: bool = True) -> tuple[int, int]:
     """Append byte chunks (whole lines) durably. Returns (size before, size after).
 
@@ -90,10 +110,7 @@ def append_chunks(path: Path, chunks: Iterable[bytes], *, fsync: bool = True) ->
         before = os.fstat(fd).st_size
         try:
             for chunk in chunks:
-                view = memoryview(chunk)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
+                write_all(fd, chunk)
             if fsync:
                 os.fsync(fd)
         except BaseException:
@@ -390,9 +407,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True, mode: int
         try:
             if mode is not None:
                 os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
             if fsync:
                 os.fsync(fd)
         finally:

@@ -77,19 +77,13 @@ def _write_lines(path: Path, lines: Iterable[bytes]) -> int:
             size += len(line) + 1
             count += 1
             if size >= 1 << 20:
-                _write_all(fd, b"".join(buffer))
+                jsonl.write_all(fd, b"".join(buffer))
                 buffer, size = [], 0
-        _write_all(fd, b"".join(buffer))
+        jsonl.write_all(fd, b"".join(buffer))
         os.fsync(fd)
     finally:
         os.close(fd)
     return count
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def restore_agent(memory_dir: str | os.PathLike, agent_id: str,

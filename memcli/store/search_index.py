@@ -652,10 +652,7 @@ def add_vectors(conn, paths: AgentPaths, model: str, dim: int, rows: list[tuple[
                     os.ftruncate(fd, size - size % width)      # a torn last row
                     size -= size % width
                 os.lseek(fd, size, os.SEEK_SET)
-                data = b"".join(vec for _, vec in new)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                jsonl.write_all(fd, b"".join(vec for _, vec in new))
             finally:
                 os.close(fd)
             first = size // width
