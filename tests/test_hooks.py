@@ -444,6 +444,7 @@ def test_a_fixed_agent_collects_every_session_and_pinned_facts_come_back(tmp_pat
     context = json.loads(start.output)["hookSpecificOutput"]["additionalContext"]
     assert "## Latest ask\nnow add tests for the config loader\n" in context
     assert "Config lives in conf/app.toml" in context
+    assert "## Pinned facts\n- Config lives in conf/app.toml (" in context   # its own section (PINNED_TAG)
     assert "## Related history\n- turn_0001 user cc-u1-0: rename" in context   # the other session
     assert [p.name for p in (tmp_path / "memory/agents").iterdir()] == ["team"]
     with pytest.raises(memcli.errors.MemcliError, match="agent id"):
