@@ -472,9 +472,9 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
                         "tool_name": call.tool_name or "", "kind": kind, "chars": len(candidate.text),
                         "summary": summary, "summarizer": model or SUMMARIZER_OFFLINE})
     if summarizer is not None and summarizer.spent.requests:
-        report.llm = {"model": model, "requests": summarizer.spent.requests,
-                      "input_tokens": summarizer.spent.input_tokens, "output_tokens": summarizer.spent.output_tokens,
-                      "cost_usd": None if summarizer.spent.unpriced else round(summarizer.spent.cost_usd, 8)}
+        from memcli.compaction.llm import Spending
+
+        report.llm = summarizer.spent.since(Spending(), model)   # the ledger's ``llm``, as a compaction's
     ledger = None
     if report.llm is not None:      # spent is spent: recorded even when no summary of the run was stored
         ledger = {"kind": "result-summaries", "id": new_id("rsr"), "ts": time.time(), "results": len(records),
