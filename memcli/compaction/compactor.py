@@ -472,9 +472,8 @@ def _compact(job: _Job, if_needed: bool, force: bool, max_context_tokens: int | 
                 result.seconds = time.monotonic() - job.started
                 return result
 
-    preflight = getattr(summarizer, "preflight", None) if job.strategy == "summarize" and not dry_run else None
-    if preflight is not None:  # a missing key or a closed --api-base, told before LiteLLM loads
-        preflight()
+    if job.strategy == "summarize" and not dry_run:  # a missing key or a closed --api-base, told before LiteLLM loads
+        summarizer.preflight()
     lock = compaction_lock(store) if not dry_run else _no_lock()
     try:
         with lock, _cyclic_gc_paused():
@@ -681,7 +680,7 @@ def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Sum
             job.result.llm = job.summarizer.spent.since(spent_before, job.summarizer.name)
     job.result.summary = summary.episodic_summary
     job.result.facts = [f.fact for f in summary.semantic_facts]
-    for line in getattr(job.summarizer, "retried", ()):   # requests a model was sent again: said, never silent
+    for line in job.summarizer.retried:   # requests a model was sent again: said, never silent
         job.note(line)
     return summary
 
@@ -855,8 +854,7 @@ def result_record(result: CompactResult) -> dict:
 
 def _spending(summarizer):
     """A copy of what a model summarizer has spent so far (None for the offline one)."""
-    spent = getattr(summarizer, "spent", None)
-    return None if spent is None else copy.copy(spent)
+    return None if summarizer.spent is None else copy.copy(summarizer.spent)
 
 
 def ledger_record(result: CompactResult, plan_: WindowPlan, compaction_id: str, episodic: list, semantic: list,
@@ -886,8 +884,7 @@ def _check_cost(store: AgentStore, result: CompactResult, summarizer, window, me
     result.estimate = estimate
     if max_cost is None or result.dry_run:
         return
-    if hasattr(summarizer, "limit_cost"):  # the limit holds for every request, retries included
-        summarizer.limit_cost(max_cost)
+    summarizer.limit_cost(max_cost)   # the limit holds for every request, retries included
     cost = estimate["cost_usd"]
     what = (f"{estimate['requests']} request{'s' if estimate['requests'] != 1 else ''}, "
             f"{estimate['input_tokens']:,} input tokens and up to {estimate['max_output_tokens']:,} output tokens")

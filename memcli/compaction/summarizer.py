@@ -78,6 +78,16 @@ class Summarizer:
     fake summarizers derive from it). ``name`` is recorded as the episodic item's ``model``."""
 
     name: str = "summarizer"
+    spent = None           # what a model was paid (memcli.compaction.llm.Spending); None: nothing is paid
+    retried: tuple = ()    # one line per request sent again, and why (the compaction says each)
+
+    def preflight(self) -> None:
+        """Check what a request needs (a key, a reachable endpoint) before anything is read or
+        sent. Default: nothing to check."""
+
+    def limit_cost(self, max_cost: float | None) -> None:
+        """Refuse any request that would take the spending past ``max_cost`` US dollars.
+        Default: nothing is paid, nothing to limit."""
 
     def context_tokens(self) -> int | None:
         """Tokens one request may hold, or None when the summarizer has no limit (one chunk)."""
