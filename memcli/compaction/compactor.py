@@ -53,7 +53,7 @@ import orjson
 
 from memcli.compaction import breaker
 from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status, input_budget, target_tokens
-from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn, normalize_fact
+from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn, normalize_fact, turn_span
 from memcli.compaction.window import (
     WindowPlan,
     check_plan,
@@ -286,7 +286,7 @@ def merge_summaries(parts: list[tuple[list, Summary]]) -> Summary:
     facts: list[Fact] = []
     by_key: dict[str, Fact] = {}
     for turns, summary in parts:
-        span = turns[0].turn_id if len(turns) == 1 else f"{turns[0].turn_id}–{turns[-1].turn_id}"
+        span = turn_span([t.turn_id for t in turns])
         sections.append(f"[{span}]\n{summary.episodic_summary}")
         for fact in summary.semantic_facts:
             key = normalize_fact(fact.fact)
@@ -317,7 +317,7 @@ def _rollup_text(items: list[EpisodicItem]) -> str:
     sections = []
     for item in items:
         ids = item.turn_ids
-        part = ids[0] if len(ids) == 1 else (f"{ids[0]}–{ids[-1]}" if ids else item.id)
+        part = turn_span(ids) or item.id
         sections.append(f"[{part}]\n{condense(item.summary, budget)}")
     return header + "\n" + "\n".join(sections)
 

@@ -81,6 +81,7 @@ from memcli.compaction.summarizer import (
     Turn,
     memory_brief,
     trace_brief,
+    turn_span,
     validate_summary,
 )
 from memcli.errors import CompactionError, UsageError
@@ -378,7 +379,7 @@ class LiteLLMSummarizer(Summarizer):
         total = sum(self.counter.count(render_turn(t)) for t in turns)
         for turn in turns:
             parts.append(render_turn(turn) if total <= budget else self._fit(turn, share)[0])
-        span = turns[0].turn_id if len(turns) == 1 else f"{turns[0].turn_id}–{turns[-1].turn_id}"
+        span = turn_span([t.turn_id for t in turns])
         room = self.checklist_tokens()
         retry = ""
         if missing:
@@ -487,7 +488,7 @@ class LiteLLMSummarizer(Summarizer):
         json_mode = self._use_json_mode(litellm)
         known = memory.fact_ids()
         required = Required.of(turns)
-        span = turns[0].turn_id if len(turns) == 1 else f"{turns[0].turn_id}–{turns[-1].turn_id}"
+        span = turn_span([t.turn_id for t in turns])
         failures: list[ModelFailure] = []
         missing: Missing | None = None
         attempt = 0

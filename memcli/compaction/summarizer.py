@@ -232,7 +232,7 @@ def trace_brief(trace: RawTrace) -> dict:
 def memory_brief(memory: MemoryContext) -> dict:
     return {
         "prior_episodic_summaries": [
-            {"id": e.id, "turns": _turn_span(e.turn_ids), "summary": e.summary} for e in memory.episodic
+            {"id": e.id, "turns": turn_span(e.turn_ids), "summary": e.summary} for e in memory.episodic
         ],
         "existing_facts": [
             {"id": f.id, "fact": f.fact, "tags": f.tags, "confidence": f.confidence} for f in memory.facts
@@ -240,7 +240,8 @@ def memory_brief(memory: MemoryContext) -> dict:
     }
 
 
-def _turn_span(turn_ids: list) -> str:
+def turn_span(turn_ids: list) -> str:
+    """``turn_0003–turn_0007`` (first–last), ``turn_0003`` for one turn, ``""`` for none."""
     if not turn_ids:
         return ""
     return turn_ids[0] if len(turn_ids) == 1 else f"{turn_ids[0]}–{turn_ids[-1]}"

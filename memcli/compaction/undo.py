@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 import orjson
 
 from memcli.compaction.compactor import what_moved
+from memcli.compaction.summarizer import turn_span
 from memcli.errors import CompactionError, RecordNotFoundError
 from memcli.ids import EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, SemanticItem, from_record, superseded_ids, to_record
@@ -168,7 +169,7 @@ def _unrecorded(store: AgentStore, recorded: set) -> list[CompactionEntry]:
                 entry.turn_ids = list(item.turn_ids)
                 entry.turns = entry.whole_turns = len(item.turn_ids)
                 ids = item.turn_ids
-                entry.turn_range = ids[0] if len(ids) == 1 else f"{ids[0]}–{ids[-1]}" if ids else ""
+                entry.turn_range = turn_span(ids)
                 count = extra.get("trace_count")
                 entry.traces = count if isinstance(count, int) else len(item.trace_ids)
                 entry.trace_ids = None if isinstance(count, int) else list(item.trace_ids)
