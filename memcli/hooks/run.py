@@ -126,7 +126,7 @@ def run_hook(memory_dir: Path, harness: str, event: str, payload: bytes, *, agen
         raise
     except MemcliError as exc:
         raise HookFailed(exc.message) from None
-    except OSError as exc:  # filelock's Timeout is one too
+    except OSError as exc:  # a file the hook could not read or write (a lock timeout is a MemcliError)
         raise HookFailed(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")) from None
 
 
