@@ -79,6 +79,7 @@ import re
 from collections import Counter, deque
 from datetime import datetime, timezone
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Iterable
 
 import orjson
@@ -236,6 +237,7 @@ def command_of(args) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)
 @lru_cache(maxsize=1024)
 def _writes_by_name(tool_name: str) -> bool:
     return _WRITE_TOOL.search(tool_name) is not None
@@ -488,6 +490,19 @@ def _vocabulary_of(text: str) -> tuple:
 
 def _strings(value, room: int = VOCAB_TEXT_CHARS) -> list[str]:
     """The strings inside a parsed JSON value (arguments, results), up to about ``room`` characters."""
+    if isinstance(value, dict) and room > 0:   # a flat dict of strings (most arguments and results): its values
+        out = []
+        for v in value.values():
+            if isinstance(v, str):
+                out.append(v)
+                room -= len(v)
+                if room <= 0:
+                    return out
+            elif isinstance(v, (dict, list)):
+                break
+        else:
+            return out
+        room += sum(map(len, out))   # nested: the general walk below, from the start
     out: list[str] = []
     stack = [value]
     while stack and room > 0:
@@ -521,9 +536,15 @@ def _quote(text: str, limit: int) -> str:
     return '"' + clip(text, limit) + '"'
 
 
+_NONE = MappingProxyType({})   # the empty, read-only mapping a digest starts with where most turns have nothing
+
+
 class _Work:
     """Tool activity of the main agent or of one subagent inside a turn, folded as it streams in
     (memory grows with the distinct commands, labels and files, not with the calls)."""
+
+    __slots__ = ("calls", "n_calls", "call_args", "failed", "last_failure", "failures", "commands", "files", "changes",
+                 "open", "todo", "families", "outcomes")
 
     def __init__(self):
         self.calls: dict[str, int] = {}                   # tool name -> calls
@@ -598,6 +619,8 @@ class _Work:
 
 
 class _Subagent:
+    __slots__ = ("name", "turn_id", "task", "conclusion", "work")
+
     def __init__(self, name: str, turn_id: str):
         self.name = name
         self.turn_id = turn_id
@@ -626,34 +649,47 @@ class _TurnDigest:
     (:meth:`add`), so a turn of any length is summarized without holding its traces. Its
     identifiers go to the window's vocabulary (ranked by need), not to a list on its line."""
 
+    __slots__ = ("turn_id", "steps_only", "steps", "total_steps", "asks", "reply", "notes", "main", "subagents",
+                 "preferences", "n_traces", "text_chars", "first_ts", "last_ts", "urls", "vocab", "harness")
+
     def __init__(self, turn_id: str, steps_only: bool = False, steps: int = 0, total_steps: int = 0):
         self.turn_id = turn_id
         self.steps_only = steps_only
         self.steps, self.total_steps = steps, total_steps
         self.asks: list[tuple[str, str]] = []   # (text, trace id)
         self.reply = ""
-        self.notes: deque = deque(maxlen=NOTES_KEPT)   # the main agent's texts before its latest
+        # what most turns never get is made on its first use (until then: empty and read-only)
+        self.notes: deque | tuple = ()              # the main agent's texts before its latest (a deque)
         self.main = _Work()
-        self.subagents: dict[str, _Subagent] = {}
-        self.preferences: list[str] = []
+        self.subagents: dict[str, _Subagent] = _NONE
+        self.preferences: list[str] | tuple = ()
         self.n_traces = 0
         self.text_chars = 0
         self.first_ts = self.last_ts = None
-        self.urls: dict[str, None] = {}
+        self.urls: dict[str, None] = _NONE
         self.vocab: dict[str, list] = {}         # identifier -> [decayed weight, index of its last trace, weight]
-        self.harness: list[str] = []              # the harness's own compactions in the turn, as pointers
+        self.harness: list[str] | tuple = ()      # the harness's own compactions in the turn, as pointers
 
     @classmethod
     def of(cls, turn: Turn) -> _TurnDigest:
-        digest = cls(turn.turn_id, turn.steps_only, turn.steps, turn.total_steps)
-        for trace in turn.traces:
-            digest.add(trace)
+        return cls.fed(cls(turn.turn_id, turn.steps_only, turn.steps, turn.total_steps), turn.traces)
+
+    @staticmethod
+    def fed(digest: _TurnDigest, traces) -> _TurnDigest:
+        """``digest`` with ``traces`` added, in order."""
+        add = digest.add
+        for trace in traces:
+            add(trace)
         return digest
 
-    def _text(self, text: str) -> None:
-        if "://" in text:
-            for url in _URL.findall(text):
-                self.urls.setdefault(url.rstrip(".,;:!?$"), None)
+    def _text(self, text: str, limit: int | None = None) -> None:
+        """Note the URLs of ``text`` (of its first ``limit`` characters: no copy is made without a URL)."""
+        if text.find("://", 0, limit) >= 0:
+            urls = self.urls
+            if not urls:
+                urls = self.urls = {}
+            for url in _URL.findall(text if limit is None else text[:limit]):
+                urls.setdefault(url.rstrip(".,;:!?$"), None)
 
     def _vocab(self, text, weight: int) -> None:
         """Count the identifiers of ``text`` (a string, or the strings of arguments/results)."""
@@ -683,21 +719,52 @@ class _TurnDigest:
             elif ts > self.last_ts:
                 self.last_ts = ts
         content = t.content or ""
-        args_text = _json_text(t.tool_args)
+        args = t.tool_args
+        # _json_text, inlined: it runs twice per trace
+        args_text = "" if args is None else args if isinstance(args, str) else orjson.dumps(args).decode()
         error = t.tool_error
-        result_text = None if error else _json_text(t.tool_result)
-        self.text_chars += len(content) + len(args_text) + (len(error) if error else len(result_text))
-        tags = t.tags or ()
-        if TAG_SIDECHAIN in tags:
-            self._vocab(content or t.tool_args or error or t.tool_result, 1)
+        if error:
+            result_text = None
+            self.text_chars += len(content) + len(args_text) + len(error)
+        else:
+            result = t.tool_result
+            result_text = "" if result is None else result if isinstance(result, str) else orjson.dumps(result).decode()
+            self.text_chars += len(content) + len(args_text) + len(result_text)
+        tags = t.tags
+        if tags and TAG_SIDECHAIN in tags:
+            self._vocab(content or args or error or t.tool_result, 1)
             self._sidechain(t)
             return
         kind = t.trace_type
-        if kind == "user":
-            if TAG_COMPACT_SUMMARY in tags and content.strip():
+        if kind == "tool_result":
+            failed, failure = _result_failed(t)
+            self.main.result(t, failed, failure)
+            if failed:
+                self._text(failure, 2000)
+                self._vocab(failure, 1)
+            else:
+                self._text(result_text, 2000)
+                self._vocab(t.tool_result, 1)
+        elif kind == "tool_call":
+            self.main.call(t)
+            self._text(args_text, 2000)
+            self._vocab(args, 2)
+        elif kind == "assistant":
+            if tags and (TAG_REASONING in tags or not NON_OPENING_TAGS.isdisjoint(tags)) or not content.strip():
+                return
+            if self.reply and self.reply != content:
+                notes = self.notes
+                if not notes:
+                    notes = self.notes = deque(maxlen=NOTES_KEPT)
+                _push_note(notes, self.reply)
+            self.reply = content
+            self._text(content)
+            self._vocab(content, 2)
+        elif kind == "user":
+            if tags and TAG_COMPACT_SUMMARY in tags and content.strip():
                 self._harness(t, content)
                 return
-            if not NON_OPENING_TAGS.isdisjoint(tags) or not content.strip():
+            if tags and not NON_OPENING_TAGS.isdisjoint(tags) or not content.strip():
                 return
             self.asks.append((content, t.id))
             self._text(content)
@@ -705,24 +772,10 @@ class _TurnDigest:
             if _may_state_preference(content):
                 for sentence in _SENTENCE.findall(content):
                     if _PREFERENCE.search(sentence) and len(sentence.strip()) >= 8:
-                        self.preferences.append(" ".join(sentence.split()))
-        elif kind == "assistant":
-            if TAG_REASONING in tags or not NON_OPENING_TAGS.isdisjoint(tags) or not content.strip():
-                return
-            if self.reply and self.reply != content:
-                _push_note(self.notes, self.reply)
-            self.reply = content
-            self._text(content)
-            self._vocab(content, 2)
-        elif kind == "tool_call":
-            self.main.call(t)
-            self._text(args_text[:2000])
-            self._vocab(t.tool_args, 2)
-        elif kind == "tool_result":
-            failed, failure = _result_failed(t)
-            self.main.result(t, failed, failure)
-            self._text((failure if failed else result_text)[:2000])
-            self._vocab(failure if failed else t.tool_result, 1)
+                        preferences = self.preferences
+                        if not preferences:
+                            preferences = self.preferences = []
+                        preferences.append(" ".join(sentence.split()))
 
     def _harness(self, t, content: str) -> None:
         """A summary written by the harness's own compaction (or an earlier tool's): its names join
@@ -736,12 +789,16 @@ class _TurnDigest:
         tokens = mark.get("pre_tokens")
         if isinstance(tokens, int) and not isinstance(tokens, bool):
             about += f"{', ' if about else ''}{tokens:,} tokens before"
+        if not self.harness:
+            self.harness = []
         self.harness.append(f"earlier summary{f' ({about})' if about else ''}: {t.id}")
 
     def _sidechain(self, t) -> None:
         name = (t.extra or {}).get("agent_id") or t.correlation_id or "subagent"
         agent = self.subagents.get(name)
         if agent is None:
+            if not self.subagents:
+                self.subagents = {}
             agent = self.subagents[name] = _Subagent(f"agent {name}" if name != "subagent" else name, self.turn_id)
         kind = t.trace_type
         if kind == "user" and t.content.strip() and not agent.task:
@@ -877,19 +934,20 @@ class WindowSummary:
 
     def whole_turn(self, turn_id: str, traces: list, steps: int) -> None:
         """Add a turn that moves whole, from its moved traces."""
-        self.add(_TurnDigest.of(Turn(turn_id, traces, steps_only=False, steps=steps, total_steps=steps)))
+        self.add(_TurnDigest.fed(_TurnDigest(turn_id, False, steps, steps), traces))
 
     def add(self, d: _TurnDigest) -> None:
         self.n_turns += 1
-        self.n_traces += d.n_traces
+        n_traces = self.n_traces = self.n_traces + d.n_traces
         self.text_chars += d.text_chars
-        self.n_calls += d.main.n_calls
-        self.n_failed += d.main.failed
-        if d.subagents:
-            self.n_calls += sum(a.work.n_calls for a in d.subagents.values())
-            self.n_failed += sum(a.work.failed for a in d.subagents.values())
-        self.first_turn = self.first_turn or d.turn_id
-        self.last_turn = d.turn_id
+        main, subagents, turn_id = d.main, d.subagents, d.turn_id
+        self.n_calls += main.n_calls
+        self.n_failed += main.failed
+        if subagents:
+            self.n_calls += sum(a.work.n_calls for a in subagents.values())
+            self.n_failed += sum(a.work.failed for a in subagents.values())
+        self.first_turn = self.first_turn or turn_id
+        self.last_turn = turn_id
         if d.first_ts is not None:
             self.first_ts = d.first_ts if self.first_ts is None else min(self.first_ts, d.first_ts)
         if d.last_ts is not None:
@@ -909,11 +967,12 @@ class WindowSummary:
                     unlisted[0] += 1
                     unlisted[1] = unlisted[1] or old.turn_id
                     unlisted[2] = old.turn_id
-        files = self.files
-        for path in d.files:
-            files.pop(path, None)
-            files[path] = None      # most recent last
-        base = self.n_traces - d.n_traces
+        if main.files or subagents:
+            files = self.files
+            for path in d.files:
+                files.pop(path, None)
+                files[path] = None      # most recent last
+        base = n_traces - d.n_traces
         vocab = self.vocab
         decay, far = _DECAY, len(_DECAY)
         for value, (score, index, weight) in d.vocab.items():
@@ -927,47 +986,55 @@ class WindowSummary:
                 entry[1] = index
                 entry[2] += weight
         if len(vocab) > MAX_VOCAB:   # bounded: the least needed go
-            total = self.n_traces
-            ranked = sorted(vocab.items(), key=lambda kv: _need(kv[1], total), reverse=True)
-            self.vocab = dict(ranked[:MAX_VOCAB // 2])
+            self.vocab = dict(_by_need(vocab, n_traces)[:MAX_VOCAB // 2])
         for note in d.notes:
             _push_note(self.notes, note)
         commands = self.commands
-        for work in (d.main, *(a.work for a in d.subagents.values())) if d.subagents else (d.main,):
+        for work in (main, *(a.work for a in subagents.values())) if subagents else (main,):
             if work.todo is not None:
                 self.todo = work.todo
             for path, names in work.changes.items():
                 known = self.changes.setdefault(path, [])
                 known.extend(n for n in names if n not in known and len(known) < 12)
-            for family, failed in work.families.items():
-                self.families.pop(family, None)
-                self.families[family] = failed
-            for family, outcome in work.outcomes.items():
-                self.outcomes.pop(family, None)
-                self.outcomes[family] = outcome
+            if work.families:
+                families = self.families
+                for family, failed in work.families.items():
+                    families.pop(family, None)
+                    families[family] = failed
+            if work.outcomes:
+                outcomes = self.outcomes
+                for family, outcome in work.outcomes.items():
+                    outcomes.pop(family, None)
+                    outcomes[family] = outcome
             for label, (count, briefs) in work.failures.items():
                 self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
                 for brief in briefs:
                     self.failure_error[label] = _distinct(self.failure_error.get(label, []), brief)
             for command, (failed_before, failed, error) in work.commands.items():
-                entry_c = commands.setdefault(command, [False, False, "", []])
+                entry_c = commands.get(command)
+                if entry_c is None:
+                    entry_c = commands[command] = [False, False, "", []]
                 entry_c[0] = entry_c[0] or entry_c[1] or failed_before
                 entry_c[1], entry_c[2] = failed, error
-                if len(entry_c[3]) < 20 and (not entry_c[3] or entry_c[3][-1] != d.turn_id):
-                    entry_c[3].append(d.turn_id)
-        for agent in d.subagents.values():
-            if len(self.subagents) < 50:
-                self.subagents.append(agent.line())
-        if d.main.open:
-            for call in d.main.unanswered():
+                turns = entry_c[3]
+                if len(turns) < 20 and (not turns or turns[-1] != turn_id):
+                    turns.append(turn_id)
+        if subagents:
+            for agent in subagents.values():
+                if len(self.subagents) < 50:
+                    self.subagents.append(agent.line())
+        if main.open:
+            for call in main.unanswered():
                 self.n_unanswered += 1
                 if len(self.unanswered) < MAX_LISTED:
-                    self.unanswered.append(f"{call} in {d.turn_id}")
-        for url in d.urls:
-            if len(self.urls) < 200:
-                self.urls[url] = None
+                    self.unanswered.append(f"{call} in {turn_id}")
+        if d.urls:
+            urls = self.urls
+            for url in d.urls:
+                if len(urls) < 200:
+                    urls[url] = None
         for sentence in d.preferences:
-            self.preferences.setdefault(sentence, []).append(d.turn_id)
+            self.preferences.setdefault(sentence, []).append(turn_id)
         if len(commands) > 5000:  # bounded memory on pathological windows
             self.commands = dict(list(commands.items())[-1000:])
 
@@ -1467,15 +1534,22 @@ VOCAB_FLOOR = 1 / 64         # of the undecayed weight: the project's core names
 _DECAY = [2 ** (-d / VOCAB_HALF_LIFE) for d in range(VOCAB_HALF_LIFE * 16)]
 
 
-def _decay(distance: int) -> float:
-    return _DECAY[distance] if distance < len(_DECAY) else 0.0
-
-
 def _need(entry: list, total: int) -> float:
     """How much an identifier will be needed after the window's ``total`` traces: its uses,
     each halved every :data:`VOCAB_HALF_LIFE` traces since (the agent's working set at the end
     of the window weighs most), plus :data:`VOCAB_FLOOR` of all its uses."""
-    return entry[0] * _decay(max(total - entry[1], 0)) + VOCAB_FLOOR * entry[2]
+    distance = total - entry[1]
+    if distance < 0:
+        distance = 0
+    return entry[0] * (_DECAY[distance] if distance < len(_DECAY) else 0.0) + VOCAB_FLOOR * entry[2]
+
+
+def _by_need(vocab: dict, total: int) -> list[tuple[str, list]]:
+    """The entries of ``vocab``, most needed after ``total`` traces first (:func:`_need`; of equal
+    need, in their order)."""
+    needs = [_need(entry, total) for entry in vocab.values()]
+    items = list(vocab.items())
+    return [items[i] for i in sorted(range(len(items)), key=needs.__getitem__, reverse=True)]
 
 
 def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
@@ -1484,7 +1558,7 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     characters (whole identifiers only)."""
     if room < 40 or not vocab:
         return ""
-    ranked = sorted(vocab.items(), key=lambda kv: _need(kv[1], total), reverse=True)
+    ranked = _by_need(vocab, total)
     head = "Vocabulary (most used lately first): "
     out: list[str] = []
     size = len(head)
