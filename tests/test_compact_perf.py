@@ -83,8 +83,22 @@ def test_each_word_is_scanned_once(monkeypatch):
     second = offline._vocabulary_of("Please check order A-2 and fix src/module_1.py now")
     assert first == ("src/module_1.py",)
     assert second == ("src/module_1.py",)
-    # short words (under 4 characters) are never scanned; each longer word once
-    assert counting.scanned == ["Please", "check", "order", "src/module_1.py"]
+    # short words (under 4 characters) and words no identifier fits in (no "/", ".", "-", "_",
+    # inner capital or run of hex digits: "Please") are never scanned; each other word once
+    assert counting.scanned == ["src/module_1.py"]
+
+
+def test_words_without_a_hint_hold_no_identifier():
+    """The words skipped unscanned (:data:`offline._VOCAB_HINT` finds nothing in them) are words
+    in which _VOCAB finds nothing: one of each kind of identifier, and plain words, both ways."""
+    identifiers = ["src/app.py", "./run", "README.md", "os.path.join", "msg-1", "snake_case", "camelCase",
+                   "CamelCase", "HTTPServer2X", "ENV_VAR", "x_1", "deadbee", "9f8e7d6c5b4a", "A1B", "Ab1C"]
+    for word in identifiers:
+        assert offline._VOCAB.findall(word), word
+        assert offline._VOCAB_HINT.search(word), word
+    for word in ["Please", "HTTP", "Order", "668:", "fine;", "passed", "ABCDEF", "abcdef", "Zebra", "x!y"]:
+        assert not offline._VOCAB_HINT.search(word), word
+        assert not offline._VOCAB.findall(word), word
 
 
 # --------------------------------------------------------------------------- token counts from the cache

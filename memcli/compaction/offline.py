@@ -157,6 +157,9 @@ _VOCAB = re.compile(   # each alternative starts only where its run starts (line
     r"|(?<![\w-])[A-Za-z0-9]++(?:-[A-Za-z0-9]++)+"
     r"|(?<!\w)\w*?(?:[a-z0-9]_|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]|_[A-Z0-9])\w*+"
     r"|(?<!\w)[0-9a-f]{7,40}(?!\w)")
+# what every _VOCAB match holds: a "/", ".", "-" or "_", a capital after a lowercase letter or a digit,
+# or 7 hex digits in a row; a word without any is not scanned (most words of prose)
+_VOCAB_HINT = re.compile(r"[/._-]|[a-z0-9][A-Z]|[0-9a-f]{7}")
 _DEFINED = re.compile(r"\b(?:def|class|function|defp?|defmodule|fn|func|interface|struct|enum|trait|impl|module)\s+"
                       r"([A-Za-z_][\w.]*)")
 _CHANGES = re.compile(r" \([^()]*\)(?=, |$)")   # "path (fn, Class)" in the files line
@@ -228,6 +231,8 @@ def command_of(args) -> str | None:
         return None
     for key in _COMMAND_KEYS:
         value = args.get(key)
+        if value is None:
+            continue
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             if len(value) >= 3 and value[0] in ("bash", "sh", "zsh", "/bin/bash", "/bin/sh") and value[1] in ("-lc", "-c"):
                 return value[2].strip()
@@ -254,6 +259,8 @@ def written_paths(tool_name: str | None, args) -> list[str]:
     patch = None
     for key in _PATCH_KEYS:
         value = args.get(key)
+        if value is None:
+            continue
         if isinstance(value, list):
             value = "\n".join(v for v in value if isinstance(v, str))
         if isinstance(value, str) and "*** Begin Patch" in value:
@@ -475,7 +482,8 @@ def _vocabulary_of(text: str) -> tuple:
                 continue
             hits = words.get(word)
             if hits is None:
-                hits = tuple(v for v in _VOCAB.findall(word) if len(v) >= 4 and not v.isdigit())
+                hits = tuple(v for v in _VOCAB.findall(word) if len(v) >= 4 and not v.isdigit()) \
+                    if _VOCAB_HINT.search(word) else ()
                 if len(words) >= 16_384:
                     words.clear()
                 words[word] = hits
