@@ -222,7 +222,7 @@ class MessageBuilder:
         self._current_slots: list[_Slot] = []
         self._queue: deque[Message] = deque()
         self._waiting: dict[int, tuple[list[_Slot], int]] = {}  # id(tool message) -> (slots, queued at)
-        self._open: dict[str, deque[_Slot]] = {}
+        self._open: dict[str, list[_Slot]] = {}   # source call id -> its unanswered calls, oldest first
         self._n = 0
 
     # ------------------------------------------------------------------ input
@@ -331,11 +331,11 @@ class MessageBuilder:
         results.append(None)
         slot = _Slot(call, tools, len(results) - 1)
         self._current_slots.append(slot)
-        waiting = self._open.get(source_id)
-        if waiting is None:
-            self._open[source_id] = deque((slot,))
+        open_calls = self._open.get(source_id)
+        if open_calls is None:
+            self._open[source_id] = [slot]
         else:
-            waiting.append(slot)
+            open_calls.append(slot)
         stats.calls += 1
 
     def _tool_result(self, trace: RawTrace) -> None:
@@ -391,7 +391,8 @@ class MessageBuilder:
         queue.append(current)
         tools = self._current_tools
         if tools is not None:
-            self._waiting[id(tools)] = (self._current_slots, self._n)
+            if None in tools.results:   # a result still to come (read by _drain only then)
+                self._waiting[id(tools)] = (self._current_slots, self._n)
             queue.append(tools)
         self._current = None
         self._current_tools = None
