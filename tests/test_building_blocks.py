@@ -469,3 +469,63 @@ def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, fa
     assert results["working"] == results[failure] and results["working"][:1] == (29,)
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc")
+def test_a_compaction_killed_while_planning_leaves_no_read_ahead_child(tmp_path):
+    """kill -9 of a compaction while its read-ahead child reads: the child goes too (it would
+    otherwise read on, orphaned), and the store is as before."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from memcli.ingest.api import ingest
+
+    memory_dir = tmp_path / "memory"
+    memory_dir.mkdir(parents=True)
+    (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(40)))
+    ingest(memory_dir, "a", tmp_path / "events.ndjson")
+    active = memory_dir / "agents" / "a" / "raw_traces.jsonl"
+    before = active.read_bytes()
+    pid_file = tmp_path / "child.pid"
+    script = f"""
+import os, sys, time
+import memcli.compaction.compactor as compactor
+compactor.os.cpu_count = lambda: 2
+def slow(*args, **kwargs):
+    open({str(pid_file)!r}, "w").write(str(os.getpid()))
+    time.sleep(60)
+compactor.feed_scan = slow
+real_plan = compactor.plan_window
+def plan_then_wait(*args, **kwargs):
+    plan = real_plan(*args, **kwargs)
+    time.sleep(60)
+    return plan
+compactor.plan_window = plan_then_wait
+compactor.compact({str(memory_dir)!r}, "a")
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        child = int(pid_file.read_text())
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+        def alive() -> bool:
+            try:
+                stat = open(f"/proc/{child}/stat").read()
+            except FileNotFoundError:
+                return False
+            return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+        deadline = time.monotonic() + 20
+        while alive():
+            assert time.monotonic() < deadline, "the read-ahead child outlived its parent"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+    assert active.read_bytes() == before

@@ -45,6 +45,7 @@ import gc
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -288,10 +289,12 @@ class _ReadAhead:
     def fork(self, size: int) -> None:
         self.cancel()
         read_end, write_end = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:   # the child: summarize, send, leave without running anything of the parent's
             try:
                 os.close(read_end)
+                _die_with_parent(parent)
                 result = feed_scan(self.store, size, self.tail_turns, self.keep_steps, self.early,
                                    self.early.open_steps)
                 payload = pickle.dumps((self.early, result), protocol=pickle.HIGHEST_PROTOCOL)
@@ -330,6 +333,20 @@ class _ReadAhead:
                 pass
             os.waitpid(self.pid, 0)
             self.pid = None
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a forked child: be killed when the parent dies (a compaction killed with -9 leaves no
+    child reading on; Linux's PR_SET_PDEATHSIG), and leave now if it already has."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(0)
 
 
 class _NotedDigest:
