@@ -289,6 +289,8 @@ def _compile_builder(cls: type, keys: tuple):
         elif f.default_factory is not dataclasses.MISSING:
             ns[f"_factory_{name}"] = f.default_factory
             body.append(f"    o.{name} = _factory_{name}()")
+        elif f.default is None:
+            body.append(f"    o.{name} = None")
         elif f.default is not dataclasses.MISSING:
             ns[f"_default_{name}"] = f.default
             body.append(f"    o.{name} = _default_{name}")
