@@ -10,7 +10,10 @@ for every model alike (no per-class ``to_dict``):
   ``None`` or an empty list/dict — except fields marked ``always`` (e.g. ``salience``), which are
   always written, as AutoByteus does.
 
-:func:`from_record` is the inverse: known keys become fields, the rest go to ``extra``.
+:func:`from_record` is the inverse: known keys become fields, the rest go to ``extra``. It is one
+rule (:func:`_from_record_general`) with a fast path: per class and per key order of the records
+read, a builder generated from the dataclass's fields that makes the very same object (same field
+values, fresh lists/dicts per instance, attributes set in declaration order as ``__init__`` does).
 """
 
 from __future__ import annotations
@@ -141,7 +144,6 @@ _T = TypeVar("_T")
 # per class: tuple of (name, has_default, always)
 _SCHEMA_CACHE: dict[type, tuple[tuple[str, bool, bool], ...]] = {}
 _NAMES_CACHE: dict[type, frozenset[str]] = {}
-_SHAPE_CACHE: dict[type, tuple[frozenset[str], bool, bool]] = {}   # names, has content, has tags
 
 
 def _schema(cls: type) -> tuple[tuple[str, bool, bool], ...]:
@@ -187,15 +189,31 @@ def from_record(cls: type[_T], data: dict) -> _T:
 
     Missing required fields raise ``KeyError``/``TypeError``; callers that read stores turn these
     into :class:`memcli.errors.CorruptStoreError` with file and line.
+
+    The rule is :func:`_from_record_general`; records whose keys (in their order) were seen before
+    are built by that key order's builder (:func:`record_builders`), which gives the same object.
     """
-    shape = _SHAPE_CACHE.get(cls)
-    if shape is None:
-        names = field_names(cls)
-        shape = _SHAPE_CACHE[cls] = (names, "content" in names, "tags" in names)
-    names, has_content, has_tags = shape
-    if names.issuperset(data) and not (has_content and data.get("content") is None) and not (
-            has_tags and "tags" in data and data["tags"] is None):
-        return cls(**data)   # the common case: only known keys, nothing to fill in (stores are read a line at a time)
+    if type(data) is dict:
+        shapes = _BUILDERS.get(cls)
+        if shapes is None:
+            shapes = record_builders(cls)
+        key = tuple(data)  # the key order: stores written by to_record hold a handful
+        build = shapes.get(key)
+        if build is not None:
+            return build(data)
+        if len(shapes) < _MAX_SHAPES:
+            build = _compile_builder(cls, key)
+            if build is not None:
+                shapes[key] = build
+                return build(data)
+    return _from_record_general(cls, data)
+
+
+def _from_record_general(cls: type[_T], data: dict) -> _T:
+    """THE codec rule, read: known keys become fields, the rest go to ``extra`` (in their order);
+    ``content`` and ``tags`` that are absent or None become ``""`` and ``[]``; a missing required
+    field raises the dataclass's own ``TypeError``."""
+    names = field_names(cls)
     extra: dict = {}
     if names.issuperset(data):
         kwargs = dict(data)
@@ -214,6 +232,73 @@ def from_record(cls: type[_T], data: dict) -> _T:
     if extra:
         obj.extra = extra  # type: ignore[attr-defined]
     return obj
+
+
+# Builders of records with one key order, per class (stores hold a handful of orders: records are
+# written in declaration order by to_record). Bounded: a file of ever-new key orders falls back to
+# the general rule after _MAX_SHAPES of them.
+_BUILDERS: dict[type, dict[tuple, Any]] = {}
+_MAX_SHAPES = 256
+
+
+def record_builders(cls: type) -> dict[tuple, Any]:
+    """``cls``'s key order -> builder map: ``record_builders(cls).get(tuple(record))``, when not
+    None, is ``from_record(cls, record)`` for a dict ``record`` (it never raises). Filled by
+    :func:`from_record`; the order of the first record with a new key order goes through it."""
+    shapes = _BUILDERS.get(cls)
+    if shapes is None:
+        shapes = _BUILDERS[cls] = {}
+    return shapes
+
+
+def _compile_builder(cls: type, keys: tuple):
+    """A constructor equivalent to :func:`_from_record_general` for dicts with exactly ``keys`` in
+    this order, or None when that order always fails (a required field missing) or the class is
+    not a plain dataclass. It sets every field in declaration order, as the dataclass's
+    ``__init__`` does (same instance layout), from the record, the field's default (a fresh
+    list/dict per instance for a ``default_factory``) or the content/tags rule."""
+    fields = dataclasses.fields(cls)
+    if hasattr(cls, "__post_init__") or any(not f.init for f in fields) or any(type(k) is not str for k in keys):
+        return None
+    names = field_names(cls)
+    present = set(keys)
+    unknown = tuple(k for k in keys if k not in names)
+    if unknown and "extra" not in {f.name for f in fields}:
+        return None
+    ns: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_unknown": unknown}
+    body = ["def build(r):", "    o = _new(_cls)"]
+    for f in fields:
+        name = f.name
+        if name == "extra":
+            pairs = ", ".join(f"_unknown[{i}]: r[_unknown[{i}]]" for i in range(len(unknown)))
+            body.append(f"    o.extra = {{{pairs}}}")
+            continue
+        filled = {"content": "''", "tags": "[]"}.get(name)
+        if name in present:
+            if filled:
+                body.append(f"    v = r[{name!r}]")
+                body.append(f"    o.{name} = {filled} if v is None else v")
+            else:
+                body.append(f"    o.{name} = r[{name!r}]")
+        elif filled:
+            body.append(f"    o.{name} = {filled}")
+        elif f.default_factory is list:
+            body.append(f"    o.{name} = []")
+        elif f.default_factory is dict:
+            body.append(f"    o.{name} = {{}}")
+        elif f.default_factory is not dataclasses.MISSING:
+            ns[f"_factory_{name}"] = f.default_factory
+            body.append(f"    o.{name} = _factory_{name}()")
+        elif f.default is None:
+            body.append(f"    o.{name} = None")
+        elif f.default is not dataclasses.MISSING:
+            ns[f"_default_{name}"] = f.default
+            body.append(f"    o.{name} = _default_{name}")
+        else:
+            return None  # a required field missing: the general rule raises the dataclass's error
+    body.append("    return o")
+    exec("\n".join(body), ns)  # the source names only the dataclass's fields; record keys stay data
+    return ns["build"]
 
 
 # ------------------------------------------------------------------ superseding (one rule)

@@ -37,6 +37,9 @@ def pop_open_call(open_calls: MutableMapping[str, MutableSequence[T]], call_id: 
     queue = open_calls.get(call_id)
     if not queue:
         return None
+    if len(queue) == 1:   # the only one: whatever its turn (the usual case)
+        del open_calls[call_id]
+        return queue[0]
     index = take_open_call(queue, turn_id, turn_of)
     entry = queue[index]
     del queue[index]

@@ -306,39 +306,100 @@ def _session(draw) -> list[dict]:
     return events
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data(), tail=st.integers(0, 3), keep=st.integers(0, 5), target=st.sampled_from([None, 1, 300, 900]))
-def test_turns_handed_over_while_planning_give_the_summary_a_second_read_gives(tmp_path_factory, data, tail, keep,
-                                                                              target):
-    """The plan hands over the turns certain to move whole while it reads; the summary built from
-    them (plus a read of the rest) is the one a full read of the window gives, and the plan is
-    the same as without the feed."""
-    from memcli.compaction.compactor import _Collect, _EarlyTurns
+def _fed_and_read(store, tail, keep, target, *, forked: bool = False):
+    """(summary fed while planning, summary of a plain read, the fed plan, the Collects): the
+    feed in this process, or (``forked``) in a child process while this one plans."""
+    from memcli.compaction.compactor import _Collect, _EarlyTurns, _ReadAhead
     from memcli.compaction.offline import OfflineSummarizer
-    from memcli.ingest.api import ingest
 
-    memory_dir = tmp_path_factory.mktemp("m")
-    src = memory_dir / "events.ndjson"
-    src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in _session(data.draw)))
-    ingest(memory_dir, "a", src)
-    store = AgentStore(memory_dir, "a")
     summarizer = OfflineSummarizer()
     early = _EarlyTurns(summarizer)
-    fed = plan_window(store, tail, keep_steps=keep, target_tokens=target, whole_turns=early)
+    if forked:
+        ahead = _ReadAhead(early, store, tail, keep)
+        fed = plan_window(store, tail, keep_steps=keep, target_tokens=target, on_open=ahead.fork)
+        early = ahead.finish(fed)
+        ahead.cancel()
+        assert early is not None
+    else:
+        fed = plan_window(store, tail, keep_steps=keep, target_tokens=target, whole_turns=early,
+                          open_steps=early.open_steps)
     plain = plan_window(store, tail, keep_steps=keep, target_tokens=target)
     assert (fed.turns, fed.runs, fed.tokens_before, fed.window_tokens) == \
            (plain.turns, plain.runs, plain.tokens_before, plain.window_tokens)
     assert fed.delivered <= len(fed.turns) and all(t.whole for t in fed.turns[:fed.delivered])
+    assert fed.spilled is None or not fed.turns[-1].whole
     if plain.empty:
-        return
+        return None, None, fed, None, None
     once = _Collect(store, fed, early)
     twice = _Collect(store, plain)
-    a = summarizer.summarize(once)
-    b = OfflineSummarizer().summarize(list(twice))
+    return summarizer.summarize(once), OfflineSummarizer().summarize(list(twice)), fed, once, twice
+
+
+def _same_summary(a, b, once, twice) -> None:
     assert a.episodic_summary == b.episodic_summary
     assert [(f.fact, f.tags, f.source_turn_ids) for f in a.semantic_facts] == \
            [(f.fact, f.tags, f.source_turn_ids) for f in b.semantic_facts]
-    assert set(once.ids) == set(twice.ids)
+    assert set(once.ids) == set(twice.ids) and len(once.ids) == len(twice.ids)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), tail=st.integers(0, 3), keep=st.integers(0, 5), target=st.sampled_from([None, 1, 300, 900]),
+       budget=st.sampled_from([8 << 20, 2_000, 500]), forked=st.booleans())
+def test_turns_handed_over_while_planning_give_the_summary_a_second_read_gives(tmp_path_factory, monkeypatch, data,
+                                                                              tail, keep, target, budget, forked):
+    """The plan hands over the turns certain to move whole while it reads (and, past its budget,
+    folds a giant turn's older steps); the summary built from them (plus a read of the rest) is
+    the one a full read of the window gives, with the same trace ids, and the
+    plan is the same as without the feed — fed in this process or in a forked child."""
+    import memcli.compaction.window as window
+    from memcli.ingest.api import ingest
+
+    monkeypatch.setattr(window, "WHOLE_TURN_FEED_BYTES", budget)
+    memory_dir = tmp_path_factory.mktemp("m")
+    src = memory_dir / "events.ndjson"
+    src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in _session(data.draw)))
+    ingest(memory_dir, "a", src)
+    a, b, _, once, twice = _fed_and_read(AgentStore(memory_dir, "a"), tail, keep, target, forked=forked)
+    if a is not None:
+        _same_summary(a, b, once, twice)
+
+
+def _giant_turn(steps: int) -> list[dict]:
+    from tests.events import CALL, RES
+
+    events = [U("Make the whole suite pass.")]
+    for s in range(1, steps + 1):
+        events += [A(f"Step {s}: checking src/module_{s % 7}.py next."),
+                   CALL(f"c{s}", "Bash", {"command": f"pytest -q tests/test_{s % 5}.py"}),
+                   RES(f"c{s}", f"{s} passed" if s % 4 else None, **({"tool_error": "exit status 1"} if not s % 4 else {}))]
+    return events
+
+
+@pytest.mark.parametrize("forked", [False, True])
+def test_a_giant_turns_moved_steps_are_read_once(cli, memory_dir, monkeypatch, forked):
+    """One open turn far over the feed's budget: its older steps are folded while the plan reads
+    (the window's last turn moves in part, its newest steps stay), and the summary is the one a
+    second read gives."""
+    import memcli.compaction.window as window
+
+    monkeypatch.setattr(window, "WHOLE_TURN_FEED_BYTES", 40_000)   # the turn: ~90 KB, its kept steps ~15 KB
+    store = _store(cli, memory_dir, turns(3) + _giant_turn(120))
+    a, b, fed, once, twice = _fed_and_read(store, 2, 4, 2_000, forked=forked)
+    assert fed.spilled is not None and not fed.turns[-1].whole and fed.turns[-1].steps > 60
+    _same_summary(a, b, once, twice)
+    assert "steps 1–" in a.episodic_summary
+
+
+def test_a_spilled_turn_that_moves_whole_is_read_again(cli, memory_dir, monkeypatch):
+    """A giant turn older than the tail moves whole: what was folded of it is void (its ask must
+    come first), and the summary is still the one a plain read gives."""
+    import memcli.compaction.window as window
+
+    monkeypatch.setattr(window, "WHOLE_TURN_FEED_BYTES", 6_000)
+    store = _store(cli, memory_dir, _giant_turn(60) + turns(4, start=2))
+    a, b, fed, once, twice = _fed_and_read(store, 2, 1, None)
+    assert fed.turns[0].whole and fed.spilled is None and fed.delivered == 0
+    _same_summary(a, b, once, twice)
 
 
 def test_the_feed_hands_over_old_turns_in_order_and_keeps_the_tail(cli, memory_dir):
@@ -374,3 +435,97 @@ def test_the_feed_stops_keeping_past_its_budget(cli, memory_dir, monkeypatch):
     # turn_0003 waits for two later turns; the big one came first and ended the keeping
     assert got == ["turn_0001", "turn_0002"] and plan.delivered == 2
     assert len(plan.turns) == 6
+
+
+@pytest.mark.parametrize("failure", ["raises", "dies"])
+def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, failure):
+    """The forked read-ahead's child raising (or dying) leaves the window to be read in the
+    compacting process: the same summary and trace ids as with a working child, and no child
+    process left behind."""
+    import memcli.compaction.compactor as compactor
+    from memcli.compaction.compactor import compact
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.ingest.api import ingest
+
+    monkeypatch.setattr(compactor.os, "cpu_count", lambda: 2)
+    events = b"".join(orjson.dumps(e) + b"\n" for e in turns(30) + _giant_turn(40))
+    results = {}
+    for name in ("working", failure):
+        memory_dir = tmp_path / name
+        memory_dir.mkdir()
+        (memory_dir / "events.ndjson").write_bytes(events)
+        ingest(memory_dir, "a", memory_dir / "events.ndjson")
+        if name != "working":
+            def broken(*args, **kwargs):
+                if failure == "dies":
+                    os._exit(3)
+                raise RuntimeError("the child fails")
+            monkeypatch.setattr(compactor, "feed_scan", broken)
+        assert compactor._ReadAhead.of(compactor._EarlyTurns(OfflineSummarizer()), AgentStore(memory_dir, "a"),
+                                       CompactionPolicy()) is not None
+        result = compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=2))
+        item = orjson.loads((memory_dir / "agents" / "a" / "episodic.jsonl").read_bytes().splitlines()[-1])
+        results[name] = (result.turns, result.summary, len(item["trace_ids"]), item["turn_ids"])
+    assert results["working"] == results[failure] and results["working"][:1] == (29,)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc")
+def test_a_compaction_killed_while_planning_leaves_no_read_ahead_child(tmp_path):
+    """kill -9 of a compaction while its read-ahead child reads: the child goes too (it would
+    otherwise read on, orphaned), and the store is as before."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from memcli.ingest.api import ingest
+
+    memory_dir = tmp_path / "memory"
+    memory_dir.mkdir(parents=True)
+    (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(40)))
+    ingest(memory_dir, "a", tmp_path / "events.ndjson")
+    active = memory_dir / "agents" / "a" / "raw_traces.jsonl"
+    before = active.read_bytes()
+    pid_file = tmp_path / "child.pid"
+    script = f"""
+import os, sys, time
+import memcli.compaction.compactor as compactor
+compactor.os.cpu_count = lambda: 2
+def slow(*args, **kwargs):
+    open({str(pid_file)!r}, "w").write(str(os.getpid()))
+    time.sleep(60)
+compactor.feed_scan = slow
+real_plan = compactor.plan_window
+def plan_then_wait(*args, **kwargs):
+    plan = real_plan(*args, **kwargs)
+    time.sleep(60)
+    return plan
+compactor.plan_window = plan_then_wait
+compactor.compact({str(memory_dir)!r}, "a")
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        child = int(pid_file.read_text())
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+        def alive() -> bool:
+            try:
+                stat = open(f"/proc/{child}/stat").read()
+            except FileNotFoundError:
+                return False
+            return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+        deadline = time.monotonic() + 20
+        while alive():
+            assert time.monotonic() < deadline, "the read-ahead child outlived its parent"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+    assert active.read_bytes() == before

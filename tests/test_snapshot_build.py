@@ -95,6 +95,15 @@ def test_call_ids_and_names_are_made_acceptable_to_every_provider():
     assert len(safe_name("n" * 100)) == 64
 
 
+def test_the_usual_id_and_result_taken_first_follow_the_general_rules():
+    ids = CallIds()   # a safe id used before is renamed, and so is the name given to its rename
+    assert [ids.assign(i) for i in ("c1", "c1", "c1_2", "c2")] == ["c1", "c1_2", "c1_2_2", "c2"]
+    # a result with an empty error is the result alone; an empty result is still the result
+    assert result_text(T(1, "tool_result", "content", tool_error="", tool_result={"a": 1})) == '{"a":1}'
+    assert result_text(T(1, "tool_result", "content", tool_error="", tool_result="")) == ""
+    assert result_text(T(1, "tool_result", "content", tool_error="", tool_result=None)) == "content"
+
+
 def test_id_capacity_bounds_memory_and_forgets_the_oldest():
     ids = CallIds(capacity=2)
     assert [ids.assign(i) for i in ("a", "b", "a", "c", "a")] == ["a", "b", "a_2", "c", "a"]

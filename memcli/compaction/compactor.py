@@ -43,6 +43,10 @@ from __future__ import annotations
 import copy
 import gc
 import os
+import pickle
+import signal
+import sys
+import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -56,7 +60,10 @@ from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_stat
 from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn, normalize_fact, turn_span
 from memcli.compaction.window import (
     WindowPlan,
+    WindowTurn,
+    check_feed,
     check_plan,
+    feed_scan,
     in_window_order,
     iter_window_traces,
     plan_window,
@@ -190,9 +197,11 @@ def recover(store: AgentStore) -> list[str]:
 
 def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | None = None, *, keep_steps: int = 4,
          target_tokens: int | None = None, model: str | None = None,
-         whole_turns: Callable[[str, list, int], None] | None = None) -> WindowPlan:
+         whole_turns: Callable[[str, list, int], None] | None = None,
+         open_steps: Callable[[str], object] | None = None,
+         on_open: Callable[[int], None] | None = None) -> WindowPlan:
     """The window, planned under the agent lock after any pending recovery (writes nothing else).
-    ``whole_turns``: see :func:`memcli.compaction.window.plan_window`."""
+    ``whole_turns``, ``open_steps``, ``on_open``: see :func:`memcli.compaction.window.plan_window`."""
     for _ in range(5):
         for message in recover(store):
             if on_note is not None:
@@ -201,7 +210,7 @@ def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | No
             if store.paths.ingest_marker.exists() or store.paths.compaction_journal.exists():
                 continue  # someone crashed in between: recover first
             return plan_window(store, tail_turns, keep_steps=keep_steps, target_tokens=target_tokens, model=model,
-                               whole_turns=whole_turns)
+                               whole_turns=whole_turns, open_steps=open_steps, on_open=on_open)
     raise CompactionError(f"agent {store.agent_id!r} keeps needing recovery; run `memcli doctor {store.agent_id}`")
 
 
@@ -241,6 +250,123 @@ class _EarlyTurns:
             self.ids.extend(t.id for t in traces[:room])
         self.summary.whole_turn(turn_id, traces, steps)
 
+    @staticmethod
+    def open_steps(turn_id: str) -> "_NotedDigest":
+        """The digest a giant turn's moved steps are folded into while the plan reads."""
+        from memcli.compaction.offline import turn_digest
+
+        return _NotedDigest(turn_digest(WindowTurn(turn_id, whole=False)))
+
+
+class _ReadAhead:
+    """The offline summary's read of the window, in a forked child process while this one plans.
+
+    Planning (messages built and counted for every active trace) and summarizing (a digest of
+    every moved trace) each cost about half of a large compaction, and the turns certain to
+    move whole (:class:`memcli.compaction.window.WholeTurnFeed`) are known without counting. So
+    when the plan opens the active file (:meth:`fork`, under the agent lock: the child reads the
+    same bytes), a child process forks and runs the feed alone
+    (:func:`memcli.compaction.window.feed_scan`) into its copy of ``early``, then sends it back
+    through a pipe (pickled: the child is this process's own fork, nothing else writes the
+    pipe). :meth:`finish` takes it and checks it against the finished plan
+    (:func:`memcli.compaction.window.check_feed`); whatever it did not cover is read afterwards
+    as before. The child writes no file, takes no lock and ends with ``os._exit``; an error in
+    it, or a child that dies, only means the window is read in this process. Used where fork
+    exists, with more than one CPU, and only from a process with no other thread running (a
+    fork copies no thread)."""
+
+    def __init__(self, early: _EarlyTurns, store: AgentStore, tail_turns: int, keep_steps: int):
+        self.early, self.store = early, store
+        self.tail_turns, self.keep_steps = tail_turns, keep_steps
+        self.pid = self.fd = None
+
+    @classmethod
+    def of(cls, early: _EarlyTurns | None, store: AgentStore, policy: CompactionPolicy) -> "_ReadAhead | None":
+        if early is None or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
+            return None
+        return cls(early, store, policy.tail_turns, policy.keep_steps)
+
+    def fork(self, size: int) -> None:
+        self.cancel()
+        read_end, write_end = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:   # the child: summarize, send, leave without running anything of the parent's
+            try:
+                os.close(read_end)
+                _die_with_parent(parent)
+                result = feed_scan(self.store, size, self.tail_turns, self.keep_steps, self.early,
+                                   self.early.open_steps)
+                payload = pickle.dumps((self.early, result), protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(write_end, "wb") as out:
+                    out.write(payload)
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        self.pid, self.fd = pid, read_end
+
+    def finish(self, plan_: WindowPlan) -> _EarlyTurns | None:
+        """The child's ``early``, with ``plan_.delivered``/``spilled`` set from what it did; None
+        when it had nothing to give (the window is then read here)."""
+        if self.fd is None:
+            return None
+        with os.fdopen(self.fd, "rb") as pipe:
+            self.fd = None
+            payload = pipe.read()
+        os.waitpid(self.pid, 0)
+        self.pid = None
+        try:
+            early, result = pickle.loads(payload)
+        except Exception:  # the child failed or died: nothing (or half of it) was sent
+            return None
+        plan_.delivered, plan_.spilled = check_feed(result, plan_, self.store.paths.active)
+        return early
+
+    def cancel(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            self.pid = None
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a forked child: be killed when the parent dies (a compaction killed with -9 leaves no
+    child reading on; Linux's PR_SET_PDEATHSIG), and leave now if it already has."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+class _NotedDigest:
+    """A turn's digest fed a trace at a time, noting the first trace ids on the way."""
+
+    __slots__ = ("digest", "ids")
+
+    def __init__(self, digest):
+        self.digest, self.ids = digest, []
+
+    def add(self, trace: RawTrace) -> None:
+        if len(self.ids) < MAX_LISTED_TRACE_IDS:
+            self.ids.append(trace.id)
+        self.digest.add(trace)
+
+    def placed(self, turn: WindowTurn):
+        """The digest, with the steps ``turn`` (its window turn) says moved."""
+        self.digest.steps, self.digest.total_steps = turn.steps, turn.total_steps
+        return self.digest
+
 
 class _Collect:
     """The window's turns for the summarizer, noting the moved trace ids on the way: whole
@@ -250,12 +376,12 @@ class _Collect:
 
     def __init__(self, store: AgentStore, plan_: WindowPlan, early: _EarlyTurns | None = None):
         self.store, self.plan = store, plan_
-        self.early = early if early is not None and plan_.delivered else None
+        self.early = early if early is not None and (plan_.delivered or plan_.spilled is not None) else None
         self.ids: list = []
 
-    def _noted(self, start: int = 0) -> Iterator[tuple[int, RawTrace]]:
+    def _noted(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, RawTrace]]:
         self.ids = list(self.early.ids) if start else []
-        for i, trace in iter_window_traces(self.store.paths.active, self.plan, start):
+        for i, trace in iter_window_traces(self.store.paths.active, self.plan, start, stop):
             if len(self.ids) < MAX_LISTED_TRACE_IDS:
                 self.ids.append(trace.id)
             yield i, trace
@@ -269,12 +395,17 @@ class _Collect:
         """The offline summarizer's :class:`memcli.compaction.offline.WindowSummary` of the window."""
         from memcli.compaction.offline import turn_digest
 
-        start = self.plan.delivered if self.early is not None else 0
-        summary = self.early.summary if self.early is not None else summarizer.window_summary()
-        wanted = self.plan.turns[start:]
-        for _, digest in in_window_order(wanted, self._noted(start), lambda i: turn_digest(wanted[i]),
-                                         lambda d, trace: d.add(trace)):
+        early = self.early
+        start = self.plan.delivered if early is not None else 0
+        summary = early.summary if early is not None else summarizer.window_summary()
+        spilled = self.plan.spilled if early is not None else None   # the last turn's steps, read already
+        wanted = self.plan.turns[start:len(self.plan.turns) - (spilled is not None)]
+        for _, digest in in_window_order(wanted, self._noted(start, start + len(wanted)),
+                                         lambda i: turn_digest(wanted[i]), lambda d, trace: d.add(trace)):
             summary.add(digest)
+        if spilled is not None:
+            summary.add(spilled.placed(self.plan.turns[-1]))
+            self.ids.extend(spilled.ids[:max(MAX_LISTED_TRACE_IDS - len(self.ids), 0)])
         return summary
 
 
@@ -621,8 +752,18 @@ class _Job:
         handed over while it read."""
         summarizer = self.fed()
         early = _EarlyTurns.of(summarizer)
-        plan_ = plan(self.store, self.policy.tail_turns, self.note, keep_steps=self.policy.keep_steps,
-                     target_tokens=self.result.target_tokens, model=self.model, whole_turns=early)
+        ahead = _ReadAhead.of(early, self.store, self.policy)
+        fed_here = early if ahead is None else None
+        try:
+            plan_ = plan(self.store, self.policy.tail_turns, self.note, keep_steps=self.policy.keep_steps,
+                         target_tokens=self.result.target_tokens, model=self.model, whole_turns=fed_here,
+                         open_steps=fed_here.open_steps if fed_here is not None else None,
+                         on_open=ahead.fork if ahead is not None else None)
+            if ahead is not None:
+                early = ahead.finish(plan_) or _EarlyTurns(summarizer)
+        finally:
+            if ahead is not None:
+                ahead.cancel()
         return plan_, early
 
 

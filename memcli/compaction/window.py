@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, TypeVar
@@ -171,6 +172,7 @@ class WindowPlan:
     steps: int = 0                   # steps moved out of turns that stay
     abandoned: int = 0               # unanswered calls moved with their step
     delivered: int = 0               # first window turns handed to ``whole_turns`` while planning
+    spilled: object = None           # the last window turn's moved steps, folded while planning (StepSpill.digest)
 
     @property
     def empty(self) -> bool:
@@ -207,52 +209,85 @@ def summary_reserve(window_tokens: int) -> int:
 
 
 class WholeTurnFeed:
-    """Turns handed over while the plan is still reading: the ones certain to move whole.
+    """Turns handed over while the file is read: the ones certain to move whole.
 
     A turn moves whole when at least ``tail_turns`` (and at least one) conversation turns come
     after it and none of its steps is protected — at least ``keep_steps`` (and at least one)
     steps opened after its newest step; the target only ever adds to the window. Those counts
     only grow as the file is read, so once they hold for the oldest turn not handed over yet,
     its traces (kept since it began) go to ``deliver(turn_id, traces, steps)`` and are dropped
-    here: a long window is read once, by the plan, instead of twice. Turns are handed over in
-    order. A trace that arrives later for a turn already handed over (turns that interleave)
-    voids what was handed over (``broken``); past ``budget`` bytes of kept lines (a giant turn)
-    nothing more is kept or handed over. :meth:`verify` checks what was handed over against the
-    finished plan: the turns it says move whole, first, with the same traces.
+    here. Turns are handed over in order. A trace that arrives later for a turn already handed
+    over (turns that interleave) voids what was handed over (``broken``).
+
+    Past ``budget`` bytes of kept lines (a giant turn) the turn holding the most is *spilled*,
+    when ``open_steps`` is given and no turn was spilled yet (:class:`StepSpill`): its step
+    traces are folded, oldest first, into ``open_steps(turn_id)`` (a digest with ``add(trace)``),
+    all but its newest ``budget // 2`` bytes of them. The window's last turn is the only one that
+    can move in part, and its kept steps are its newest, so when the spilled turn is that turn
+    its moved steps need no second read. Otherwise, or past the budget again, nothing more is
+    kept or handed over.
+
+    :meth:`result` says what was done as a :class:`FeedResult` (turn ids and byte offsets, so it
+    can come from another process); :func:`check_feed` checks it against the finished plan.
     """
 
     def __init__(self, deliver: Callable[[str, list, int], None], turns: _Turns, step_order: array,
-                 tail_turns: int, keep_steps: int, budget: int):
+                 tail_turns: int, keep_steps: int, budget: int, open_steps: Callable[[str], object] | None = None):
         self.deliver = deliver
+        self.open_steps = open_steps
+        self.spill: StepSpill | None = None
         self.turns, self.step_order = turns, step_order
         self.need_turns, self.need_steps = max(tail_turns, 1), max(keep_steps, 1)
         self.budget = budget
-        self.kept: dict[int, list] = {}   # turn -> [its traces so far, their bytes]
+        self.kept: dict[int, list] = {}   # turn -> [its traces so far, their bytes, their units, offsets, sizes]
         self.kept_bytes = 0
         self.head = 0                  # the oldest turn not handed over (or passed over)
         self.conversation = 0          # conversation turns seen
         self.conversation_before = 0   # ... of them before ``head``
         self.newest_step: dict[int, int] = {}   # turn -> position of its newest step in step_order
-        self.delivered = array("i")        # the turns handed over ...
-        self.delivered_traces = array("i")  # ... and how many traces each
+        self.delivered: list = []      # (turn id, traces) handed over, in order
         self.reading = True
         self.broken = False
 
-    def trace(self, index: int, owner_turn: int, trace: RawTrace, size: int) -> None:
+    def trace(self, index: int, owner_turn: int, trace: RawTrace, start: int, size: int, unit: int) -> None:
         if index < self.head or owner_turn < self.head:
-            self.broken, self.reading = True, False
+            self.broken, self.reading, self.spill = True, False, None
             self.kept.clear()
+            return
+        spill = self.spill
+        if spill is not None and spill.turn == index:
+            if unit != self.turns.head[index]:   # its head moves only if the turn moves whole: then it is void
+                spill.hold(trace, start, size)
             return
         if self.reading:
             kept = self.kept.get(index)
             if kept is None:
-                kept = self.kept[index] = [[], 0]
+                kept = self.kept[index] = [[], 0, array("i"), array("q"), array("q")]
             kept[0].append(trace)
             kept[1] += size
+            kept[2].append(unit)
+            kept[3].append(start)
+            kept[4].append(size)
             self.kept_bytes += size
             if self.kept_bytes > self.budget:
-                self.reading = False
-                self.kept.clear()
+                self._over_budget()
+
+    def _over_budget(self) -> None:
+        """Spill the turn that holds the most (class docstring), or stop keeping."""
+        kept = self.kept
+        turn = max(kept, key=lambda t: kept[t][1])
+        if self.open_steps is None or self.spill is not None:
+            self.reading = False
+            kept.clear()
+            return
+        traces, size, units, starts, sizes = kept.pop(turn)
+        self.kept_bytes -= size
+        spill = self.spill = StepSpill(turn, self.turns.ids[turn], self.open_steps(self.turns.ids[turn]),
+                                       self.budget // 2)
+        head = self.turns.head[turn]
+        for trace, unit, start, trace_size in zip(traces, units, starts, sizes, strict=True):
+            if unit != head:
+                spill.hold(trace, start, trace_size)
 
     def release(self) -> None:
         turns = self.turns
@@ -266,24 +301,96 @@ class WholeTurnFeed:
             if newest is not None and len(self.step_order) - 1 - newest < self.need_steps:
                 return
             self.newest_step.pop(head, None)
-            traces, size = self.kept.pop(head, ([], 0))
-            self.kept_bytes -= size
+            if self.spill is not None and self.spill.turn == head:   # it moves whole: the spill is void
+                self.spill, self.reading = None, False
+                self.kept.clear()
+                return
+            kept = self.kept.pop(head, None)
+            traces = kept[0] if kept is not None else []
+            if kept is not None:
+                self.kept_bytes -= kept[1]
             if count:
                 self.conversation_before += 1
                 self.deliver(turns.ids[head], traces, turns.n_steps[head])
-                self.delivered.append(head)
-                self.delivered_traces.append(len(traces))
+                self.delivered.append((turns.ids[head], len(traces)))
             self.head += 1
 
-    def verify(self, window: list) -> int:
-        """How many of the plan's window turns were handed over (0 when that is void)."""
-        if self.broken or len(self.delivered) > len(window):
-            return 0
-        ids = self.turns.ids
-        for turn, count, wt in zip(self.delivered, self.delivered_traces, window, strict=False):
-            if wt.turn_id != ids[turn] or not wt.whole or wt.count != count:
-                return 0
-        return len(self.delivered)
+    def result(self) -> "FeedResult":
+        spill = None if self.broken else self.spill
+        return FeedResult([] if self.broken else self.delivered,
+                          None if spill is None else (spill.turn_id, spill.digest, spill.folded,
+                                                      array("q", (start for _, start, _ in spill.held))))
+
+
+@dataclass(slots=True)
+class FeedResult:
+    """What a :class:`WholeTurnFeed` did: the turns it handed over, ``(turn id, traces)`` in
+    order, and its spill, ``(turn id, digest, offsets of the lines folded, offsets of the step
+    lines it still held)``, or None."""
+
+    delivered: list
+    spill: tuple | None = None
+
+
+class StepSpill:
+    """The step traces of one giant turn, folded into ``digest`` (``add(trace)``) in file order
+    as they fall more than ``lag`` bytes behind the newest one (:class:`WholeTurnFeed`)."""
+
+    __slots__ = ("turn", "turn_id", "digest", "lag", "held", "held_bytes", "folded")
+
+    def __init__(self, turn: int, turn_id: str, digest, lag: int):
+        self.turn, self.turn_id, self.digest, self.lag = turn, turn_id, digest, lag
+        self.held: deque = deque()          # (trace, offset, size), oldest first
+        self.held_bytes = 0
+        self.folded = array("q")            # offsets of the lines folded
+
+    def hold(self, trace: RawTrace, start: int, size: int) -> None:
+        held = self.held
+        held.append((trace, start, size))
+        self.held_bytes += size
+        while self.held_bytes > self.lag and len(held) > 1:
+            trace, start, size = held.popleft()
+            self.held_bytes -= size
+            self.folded.append(start)
+            self.digest.add(trace)
+
+
+def _moved_offsets(runs: list, offsets) -> Iterator[bool]:
+    """For each of ``offsets`` (ascending), whether a moved run (``plan.runs``) holds it."""
+    i, n = 0, len(runs)
+    for offset in offsets:
+        while i < n and runs[i][1] <= offset:
+            i += 1
+        yield i < n and runs[i][0] <= offset
+
+
+def check_feed(result: FeedResult, plan: WindowPlan, path: Path) -> tuple[int, object]:
+    """``(delivered, spilled)`` for the finished ``plan``: how many of its first window turns
+    the feed handed over (0 unless they are exactly the turns that move whole first, with the
+    same traces), and the spill's digest completed with the rest of the turn's moved steps — when
+    the spilled turn is the window's last, moving in part, and every line folded moves; then it
+    holds exactly the turn's moved traces in file order, as a read of the window gives them —
+    or None."""
+    window = plan.turns
+    delivered = len(result.delivered)
+    if delivered > len(window) or any(wt.turn_id != turn_id or not wt.whole or wt.count != count
+                                      for (turn_id, count), wt in zip(result.delivered, window, strict=False)):
+        delivered = 0
+    spill = result.spill
+    if spill is None or not window or delivered == len(window):
+        return delivered, None
+    turn_id, digest, folded, held = spill
+    last = window[-1]
+    if last.whole or last.turn_id != turn_id or not all(_moved_offsets(plan.runs, folded)):
+        return delivered, None
+    rest = [start for start, moved in zip(held, _moved_offsets(plan.runs, held), strict=True) if moved]
+    if len(folded) + len(rest) != last.count:
+        return delivered, None
+    with jsonl.open_read(path) as f:
+        for start in rest:
+            f.seek(start)
+            digest.add(trace_from_record(path, None, start, jsonl.parse_line(path, f.readline(), None, start)))
+    return delivered, digest
 
 
 class _Scan:
@@ -305,6 +412,7 @@ class _Scan:
         self.ino = self.size = 0
         self.last_credited = -1
         self.feed: WholeTurnFeed | None = None
+        self.credits = True                   # False: no token credits (no count_working): trace ids not kept
 
     def new_step(self, turn: int) -> int:
         units = self.units
@@ -315,14 +423,16 @@ class _Scan:
             self.feed.newest_step[turn] = len(self.step_order) - 1
         return index
 
-    def traces(self, f) -> Iterator[RawTrace]:
-        """The traces of the open file ``f``, each assigned its unit as it goes by."""
+    def traces(self, f, limit: int | None = None) -> Iterator[RawTrace]:
+        """The traces of the open file ``f`` (its first ``limit`` bytes, when given), each
+        assigned its unit as it goes by."""
         path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
         starts, ends, owners, feed, step_order = self.starts, self.ends, self.owners, self.feed, self.step_order
-        unit_of_trace, pending = self.unit_of_trace, self.pending
+        unit_of_trace = self.unit_of_trace if self.credits else None
+        pending = self.pending
         with f:
             st = os.fstat(f.fileno())
-            self.ino, size = st.st_ino, st.st_size
+            self.ino, size = st.st_ino, st.st_size if limit is None else min(limit, st.st_size)
             self.size = size
             offset = 0
             loads = orjson.loads
@@ -355,11 +465,12 @@ class _Scan:
                     steps_before = len(step_order)
                     unit = _assign(trace, index, turn_list, units, pending, self.new_step)
                     owners.append(unit)
-                    unit_of_trace[trace.id] = unit
+                    if unit_of_trace is not None:
+                        unit_of_trace[trace.id] = unit
                     if feed is not None:
                         if count == 1:
                             feed.conversation += 1
-                        feed.trace(index, units.turn[unit], trace, offset - start)
+                        feed.trace(index, units.turn[unit], trace, start, offset - start, unit)
                         if count == 1 or len(step_order) != steps_before:
                             feed.release()   # what it waits for (newer turns, newer steps) only changes here
                 line_no += 1
@@ -535,13 +646,19 @@ def _moved_lines(scan: _Scan) -> _Moved:
 
 
 def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, target_tokens: int | None = None,
-                model: str | None = None, whole_turns: Callable[[str, list, int], None] | None = None) -> WindowPlan:
+                model: str | None = None, whole_turns: Callable[[str, list, int], None] | None = None,
+                open_steps: Callable[[str], object] | None = None,
+                on_open: Callable[[int], None] | None = None) -> WindowPlan:
     """Scan the active file once and decide the window (rules in the module docstring).
 
     ``whole_turns(turn_id, traces, steps)``: given, it is handed the turns certain to move whole
     while the file is read (:class:`WholeTurnFeed`); ``plan.delivered`` says how many of the
-    window's first turns it got (0: none that count). The caller holds the agent lock, so every
-    line read is committed."""
+    window's first turns it got (0: none that count). ``open_steps(turn_id)`` (with
+    ``whole_turns``): a digest a giant turn's steps are folded into while the file is read;
+    ``plan.spilled`` is it when it holds exactly the last window turn's moved traces (that turn
+    moves in part), else None. ``on_open(size)`` is called once the active file is open, with
+    the bytes the plan reads (:func:`feed_scan` of another process can read the same). The
+    caller holds the agent lock, so every line read is committed."""
     from memcli.snapshot.assemble import count_working, working_counter
     from memcli.snapshot.views import TokenMeter
 
@@ -550,11 +667,15 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         f = jsonl.open_read(path)
     except FileNotFoundError:
         return WindowPlan(store.agent_id, 0, 0, [], 0, 0, "the agent has no active traces", [], [], 0, 0, 0)
+    size = os.fstat(f.fileno()).st_size
+    if on_open is not None:
+        on_open(size)
     scan = _Scan(store)
     if whole_turns is not None:
         scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
-                                  WHOLE_TURN_FEED_BYTES)
-    total = count_working(store, TokenMeter(working_counter(model), memo_limit=10_000), scan.traces(f), scan.credit)
+                                  WHOLE_TURN_FEED_BYTES, open_steps)
+    total = count_working(store, TokenMeter(working_counter(model), memo_limit=10_000), scan.traces(f, size),
+                          scan.credit)
     scan.turns.clear()   # read: the turn ids' index (a dict entry per turn) is no longer needed
     units = scan.units
     fixed_tokens = total - sum(units.tokens)
@@ -565,7 +686,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
     out = _moved_lines(scan)
     ordered = [wt for wt in out.window if wt is not None]   # in turn order
     run_ids = [jsonl.read_line_at(path, start)["id"] for start, _ in out.runs]
-    return WindowPlan(
+    plan = WindowPlan(
         store.agent_id, scan.ino, scan.size, ordered, len(conversation),
         len(conversation) - sum(1 for t in ordered if t.whole), stop_reason, out.runs, run_ids, out.moved,
         out.pinned_kept, out.moved_bytes, len(scan.starts), run_ids[0] if out.runs else None,
@@ -573,7 +694,25 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         tokens_before=total, window_tokens=selection.moved_tokens, fixed_tokens=fixed_tokens,
         minimum_tokens=_minimum_tokens(units, scan.turn_list, conversation, protected, fixed_tokens),
         protected_steps=len(protected), target_tokens=target_tokens, steps=out.steps, abandoned=out.abandoned,
-        delivered=scan.feed.verify(ordered) if scan.feed is not None else 0)
+    )
+    if scan.feed is not None:
+        plan.delivered, plan.spilled = check_feed(scan.feed.result(), plan, path)
+    return plan
+
+
+def feed_scan(store: AgentStore, size: int, tail_turns: int, keep_steps: int,
+              whole_turns: Callable[[str, list, int], None],
+              open_steps: Callable[[str], object] | None = None) -> FeedResult:
+    """The feed of :func:`plan_window` alone, over the first ``size`` bytes of the active file
+    (no tokens counted): for a process that summarizes while another plans. The caller holds
+    the agent lock or knows the plan it will be checked against (:func:`check_feed`)."""
+    scan = _Scan(store)
+    scan.credits = False
+    scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
+                              WHOLE_TURN_FEED_BYTES, open_steps)
+    for _ in scan.traces(jsonl.open_read(store.paths.active), size):
+        pass
+    return scan.feed.result()
 
 
 def _entry_turn(entry: tuple) -> str:

@@ -558,14 +558,14 @@ def _compact_json(value) -> str:
 
 
 def _trace(record: dict, names=field_names(RawTrace)) -> RawTrace:  # noqa: B008  (computed once, on purpose)
-    """``from_record(RawTrace, record)``, with a fast path for the usual record (known keys only).
+    """``from_record(RawTrace, record)``, normalized for rendering.
 
     Stores written by other tools may hold odd types (content as a list, tags as a string...):
-    they are normalized here so that rendering never fails on them."""
-    if record.keys() <= names and type(record.get("content")) is str and type(record.get("tags", ())) in (list, tuple):
-        trace = RawTrace(**record)
-    else:
-        trace = from_record(RawTrace, record)
+    they are normalized here so that rendering never fails on them (the usual record, known keys
+    only with text content and list tags, is left as it is)."""
+    trace = from_record(RawTrace, record)
+    if not (record.keys() <= names and type(record.get("content")) is str
+            and type(record.get("tags", ())) in (list, tuple)):
         if not isinstance(trace.content, str):
             trace.content = _value_text(trace.content)[0]
         if not isinstance(trace.tags, list):

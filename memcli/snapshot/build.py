@@ -94,7 +94,8 @@ class CallIds:
 
     def __init__(self, capacity: int | None = None):
         self.capacity = capacity
-        self._used: OrderedDict[str, None] = OrderedDict()
+        # in order of assignment; an OrderedDict only when the oldest must be forgotten
+        self._used: dict[str, None] = OrderedDict() if capacity is not None else {}
 
     def _base(self, source_id: str, trace_id: str | None) -> str:
         if _SAFE_ID.fullmatch(source_id):
@@ -107,6 +108,12 @@ class CallIds:
         return cleaned
 
     def assign(self, source_id: str, trace_id: str | None = None) -> str:
+        used = self._used
+        if source_id not in used and _SAFE_ID.fullmatch(source_id):   # kept as it is (the usual case)
+            used[source_id] = None
+            if self.capacity is not None and len(used) > self.capacity:
+                used.popitem(last=False)
+            return source_id
         base = self._base(source_id, trace_id)
         candidate, n = base, 1
         while candidate in self._used:
@@ -137,6 +144,9 @@ def call_arguments(trace: RawTrace) -> dict:
 
 def result_text(trace: RawTrace) -> str:
     """What a tool_result trace says: its error, its result (JSON as text), else its content."""
+    value = trace.tool_result
+    if value is not None and not trace.tool_error:   # the usual case: the result alone
+        return value if isinstance(value, str) else json_text(value)
     parts = []
     if trace.tool_error:
         parts.append(trace.tool_error)
@@ -152,7 +162,7 @@ def result_text(trace: RawTrace) -> str:
 
 def trace_media(trace: RawTrace) -> list[Media]:
     media = trace.media
-    if not isinstance(media, dict):
+    if not media or not isinstance(media, dict):
         return []
     out = []
     for key, urls in media.items():
@@ -204,7 +214,7 @@ class MessageBuilder:
         self.lookahead = lookahead
         self.ordered = ordered
         self._aside: dict[int, Message] = {}   # unordered: tool messages still waiting for a result
-        self._ready: list[Message] = []        # unordered: ... whose last result came
+        self._ready: list[Message] = []        # unordered: ... whose last result came (one list, kept)
         self.ids = CallIds(id_capacity)
         self.stats = BuildStats()
         self._current: Message | None = None
@@ -212,11 +222,19 @@ class MessageBuilder:
         self._current_slots: list[_Slot] = []
         self._queue: deque[Message] = deque()
         self._waiting: dict[int, tuple[list[_Slot], int]] = {}  # id(tool message) -> (slots, queued at)
-        self._open: dict[str, deque[_Slot]] = {}
+        self._open: dict[str, list[_Slot]] = {}   # source call id -> its unanswered calls, oldest first
         self._n = 0
 
     # ------------------------------------------------------------------ input
     def feed(self, trace: RawTrace) -> list[Message]:
+        self._take(trace)
+        out: list[Message] = []
+        if self._queue or self._ready:
+            self._drain(out)
+        return out
+
+    def _take(self, trace: RawTrace) -> None:
+        """The rules of one trace, without collecting what became final (:meth:`feed` does)."""
         self._n += 1
         stats = self.stats
         stats.traces += 1
@@ -235,9 +253,6 @@ class MessageBuilder:
                 self._tool_result(trace)
             else:
                 stats.unknown_skipped += 1
-        out: list[Message] = []
-        self._drain(out)
-        return out
 
     def finish(self) -> list[Message]:
         self._close()
@@ -261,7 +276,7 @@ class MessageBuilder:
         if not parts:
             self.stats.empty_skipped += 1
             return
-        self._queue.append(Message(role, kind, parts, turn_id=trace.turn_id, trace_ids=[trace.id]))
+        self._queue.append(Message(role, kind, parts, [], [], trace.turn_id, [trace.id]))
 
     def _assistant(self, trace: RawTrace) -> None:
         if trace.tags and TAG_REASONING in trace.tags:
@@ -294,25 +309,34 @@ class MessageBuilder:
             current = None
         if current is None:
             current = self._open_assistant(trace)
-        if trace.content and trace.content.strip():
-            current.parts.append(Text(trace.content))
+        content = trace.content
+        if content and content.strip():
+            current.parts.append(Text(content))
         source_id = trace.tool_call_id or ""
-        call_id = self.ids.assign(source_id, trace.id)
+        trace_id = trace.id
+        stats = self.stats
+        call_id = self.ids.assign(source_id, trace_id)
         if call_id != source_id:
-            self.stats.ids_renamed += 1
-            if len(self.stats.id_examples) < 3:
-                self.stats.id_examples.append((source_id, call_id))
-        call = ToolCall(call_id, safe_name(trace.tool_name), call_arguments(trace), trace.id, source_id, trace.tool_name)
+            stats.ids_renamed += 1
+            if len(stats.id_examples) < 3:
+                stats.id_examples.append((source_id, call_id))
+        name = trace.tool_name
+        call = ToolCall(call_id, safe_name(name), call_arguments(trace), trace_id, source_id, name)
         current.tool_calls.append(call)
-        current.trace_ids.append(trace.id)
+        current.trace_ids.append(trace_id)
         tools = self._current_tools
         if tools is None:
-            tools = self._current_tools = Message("tool", "results", turn_id=current.turn_id)
-        tools.results.append(None)
-        slot = _Slot(call, tools, len(tools.results) - 1)
+            tools = self._current_tools = Message("tool", "results", [], [], [], current.turn_id, [])
+        results = tools.results
+        results.append(None)
+        slot = _Slot(call, tools, len(results) - 1)
         self._current_slots.append(slot)
-        self._open.setdefault(source_id, deque()).append(slot)
-        self.stats.calls += 1
+        open_calls = self._open.get(source_id)
+        if open_calls is None:
+            self._open[source_id] = [slot]
+        else:
+            open_calls.append(slot)
+        stats.calls += 1
 
     def _tool_result(self, trace: RawTrace) -> None:
         source_id = trace.tool_call_id or ""
@@ -321,14 +345,16 @@ class MessageBuilder:
         error = bool(trace.tool_error)
         if slot is not None and not slot.abandoned:
             call = slot.call
-            slot.tool_message.results[slot.index] = ToolResult(
+            tools = slot.tool_message
+            results = tools.results
+            results[slot.index] = ToolResult(
                 call.id, call.name, ERROR if error else SUCCESS, text, trace_media(trace), trace.id, source_id,
-                error, len(text), source_name=call.source_name or trace.tool_name)
-            slot.tool_message.trace_ids.append(trace.id)
+                error, len(text), None, call.source_name or trace.tool_name)
+            tools.trace_ids.append(trace.id)
             self.stats.results += 1
-            if self._aside and id(slot.tool_message) in self._aside and None not in slot.tool_message.results:
-                self._ready.append(self._aside.pop(id(slot.tool_message)))
-            if slot.tool_message is self._current_tools:
+            if self._aside and id(tools) in self._aside and None not in results:
+                self._ready.append(self._aside.pop(id(tools)))
+            if tools is self._current_tools:
                 self._close()  # a call made after this result is the next step, not a parallel call
             return
         self._close()
@@ -343,15 +369,16 @@ class MessageBuilder:
         self._queue.append(Message("user", status, results=[result], turn_id=trace.turn_id, trace_ids=[trace.id]))
 
     # ------------------------------------------------------------------ helpers
-    def _parts(self, trace: RawTrace) -> list:
-        parts: list = []
-        if trace.content and trace.content.strip():
-            parts.append(Text(trace.content))
-        parts.extend(trace_media(trace))
+    @staticmethod
+    def _parts(trace: RawTrace) -> list:
+        content = trace.content
+        parts: list = [Text(content)] if content and content.strip() else []
+        if trace.media:
+            parts.extend(trace_media(trace))
         return parts
 
     def _open_assistant(self, trace: RawTrace) -> Message:
-        self._current = Message("assistant", "reply", turn_id=trace.turn_id)
+        self._current = Message("assistant", "reply", [], [], [], trace.turn_id, [])
         self._current_tools = None
         self._current_slots = []
         return self._current
@@ -360,11 +387,13 @@ class MessageBuilder:
         current = self._current
         if current is None:
             return
-        self._queue.append(current)
+        queue = self._queue
+        queue.append(current)
         tools = self._current_tools
         if tools is not None:
-            self._waiting[id(tools)] = (self._current_slots, self._n)
-            self._queue.append(tools)
+            if None in tools.results:   # a result still to come (read by _drain only then)
+                self._waiting[id(tools)] = (self._current_slots, self._n)
+            queue.append(tools)
         self._current = None
         self._current_tools = None
         self._current_slots = []
@@ -377,15 +406,18 @@ class MessageBuilder:
         self.stats.pending += 1
 
     def _drain(self, out: list, force: bool = False) -> None:
-        if self._ready:
-            for message in self._ready:
-                self._waiting.pop(id(message), None)
-            out.extend(self._ready)
-            self._ready = []
+        ready = self._ready
+        if ready:
+            waiting = self._waiting
+            for message in ready:
+                waiting.pop(id(message), None)
+            out.extend(ready)
+            ready.clear()
         if force and self._aside:
             self._queue.extendleft(reversed(list(self._aside.values())))
             self._aside.clear()
         queue = self._queue
+        popleft = queue.popleft
         while queue:
             head = queue[0]
             if head.role == "tool":
@@ -406,7 +438,7 @@ class MessageBuilder:
                         if head.results[slot.index] is None:
                             self._fill_pending(slot)
                 self._waiting.pop(id(head), None)
-            out.append(queue.popleft())
+            out.append(popleft())
 
 
 def build_messages(traces: Iterable[RawTrace], *, include_reasoning: bool = False, include_sidechain: bool = False,
@@ -424,6 +456,12 @@ def build_messages(traces: Iterable[RawTrace], *, include_reasoning: bool = Fals
                              lookahead=lookahead, id_capacity=id_capacity, ordered=ordered)
     if stats is not None:
         builder.stats = stats
-    for trace in traces:
-        yield from builder.feed(trace)
+    take, drain, queue, ready = builder._take, builder._drain, builder._queue, builder._ready
+    out: list[Message] = []
+    for trace in traces:   # builder.feed, without a list per trace when nothing became final
+        take(trace)
+        if queue or ready:
+            drain(out)
+            yield from out
+            out.clear()
     yield from builder.finish()

@@ -295,16 +295,22 @@ class TokenMeter:
 
     def message(self, message: Message) -> int:
         n = MESSAGE_OVERHEAD
-        if message.kind in (ORPHAN, LATE):
+        text = self.text
+        kind = message.kind
+        if kind == ORPHAN or kind == LATE:
             for result in message.results:
-                n += self.text(note_text(result)) + sum(self.media(m) for m in result.media)
+                n += text(note_text(result))
+                if result.media:
+                    n += sum(self.media(m) for m in result.media)
             return n
         for part in message.parts:
-            n += self.text(part.text) if isinstance(part, Text) else self.media(part)
+            n += text(part.text) if isinstance(part, Text) else self.media(part)
         for call in message.tool_calls:
-            n += PART_OVERHEAD + self.text(call.name) + self.text(json_text(call.arguments))
+            n += PART_OVERHEAD + text(call.name) + text(json_text(call.arguments))
         for result in message.results:
-            n += PART_OVERHEAD + self.text(result.text) + sum(self.media(m) for m in result.media)
+            n += PART_OVERHEAD + text(result.text)
+            if result.media:
+                n += sum(self.media(m) for m in result.media)
         return n
 
     def system(self, system: str) -> int:
