@@ -51,6 +51,7 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Callable, Iterator
 
 import orjson
@@ -297,9 +298,8 @@ class _ReadAhead:
                 _die_with_parent(parent)
                 result = feed_scan(self.store, size, self.tail_turns, self.keep_steps, self.early,
                                    self.early.open_steps)
-                payload = pickle.dumps((self.early, result), protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write_end, "wb") as out:
-                    out.write(payload)
+                    _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((self.early, result))
             finally:
                 os._exit(0)
         os.close(write_end)
@@ -333,6 +333,20 @@ class _ReadAhead:
                 pass
             os.waitpid(self.pid, 0)
             self.pid = None
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles what the read-ahead child sends, read-only mappings (``types.MappingProxyType``,
+    which a digest may share for "nothing yet") as the plain mappings they show."""
+
+    def reducer_override(self, obj):
+        if type(obj) is MappingProxyType:
+            return _read_only, (dict(obj),)
+        return NotImplemented
+
+
+def _read_only(mapping: dict) -> MappingProxyType:
+    return MappingProxyType(mapping)
 
 
 def _die_with_parent(parent: int) -> None:
