@@ -412,7 +412,7 @@ class _Scan:
         self.ino = self.size = 0
         self.last_credited = -1
         self.feed: WholeTurnFeed | None = None
-        self.credits = True                   # False: no token credits (no count_working): trace ids not kept
+        self.planning = True                  # False (a feed alone): no token credits, no line table
 
     def new_step(self, turn: int) -> int:
         units = self.units
@@ -428,8 +428,7 @@ class _Scan:
         assigned its unit as it goes by."""
         path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
         starts, ends, owners, feed, step_order = self.starts, self.ends, self.owners, self.feed, self.step_order
-        unit_of_trace = self.unit_of_trace if self.credits else None
-        pending = self.pending
+        planning, unit_of_trace, pending = self.planning, self.unit_of_trace, self.pending
         with f:
             st = os.fstat(f.fileno())
             self.ino, size = st.st_ino, st.st_size if limit is None else min(limit, st.st_size)
@@ -456,16 +455,19 @@ class _Scan:
                 index = turns.get(turn_id)
                 if index is None:
                     index = turns[turn_id] = turn_list.add(turn_id, units.add(len(turn_list)))
-                starts.append(start)
-                ends.append(offset)
                 if _is_pinned(record):
-                    owners.append(-index - 2)
+                    if planning:
+                        starts.append(start)
+                        ends.append(offset)
+                        owners.append(-index - 2)
                 else:
                     count = turn_list.count[index] = turn_list.count[index] + 1
                     steps_before = len(step_order)
                     unit = _assign(trace, index, turn_list, units, pending, self.new_step)
-                    owners.append(unit)
-                    if unit_of_trace is not None:
+                    if planning:
+                        starts.append(start)
+                        ends.append(offset)
+                        owners.append(unit)
                         unit_of_trace[trace.id] = unit
                     if feed is not None:
                         if count == 1:
@@ -695,7 +697,7 @@ def feed_scan(store: AgentStore, size: int, tail_turns: int, keep_steps: int,
     as the plan does but counting nothing: for a process that summarizes while another plans
     (:func:`check_feed` checks the result against that plan)."""
     scan = _Scan(store)
-    scan.credits = False
+    scan.planning = False
     scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
                               WHOLE_TURN_FEED_BYTES, open_steps)
     for _ in scan.traces(jsonl.open_read(store.paths.active), size):
