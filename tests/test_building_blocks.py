@@ -306,6 +306,25 @@ def _session(draw) -> list[dict]:
     return events
 
 
+def _fed_plan(store, tail, keep, deliver, *, target=None):
+    """The plan, with what a feed (this process) handed ``deliver`` checked against it."""
+    from memcli.compaction.window import check_feed, feed_scan
+
+    size = store.paths.active.stat().st_size
+    result = feed_scan(store, size, tail, keep, deliver, getattr(deliver, "open_steps", None))
+    plan = plan_window(store, tail, keep_steps=keep, target_tokens=target)
+    plan.delivered, plan.spilled = check_feed(result, plan, store.paths.active)
+    return plan
+
+
+@pytest.fixture(autouse=True)
+def _read_ahead_for_small_files(monkeypatch):
+    """The read-ahead child of these tests' compactions runs on their small stores too."""
+    import memcli.compaction.compactor as compactor
+
+    monkeypatch.setattr(compactor, "READ_AHEAD_MIN_BYTES", 0)
+
+
 def _fed_and_read(store, tail, keep, target, *, forked: bool = False):
     """(summary fed while planning, summary of a plain read, the fed plan, the Collects): the
     feed in this process, or (``forked``) in a child process while this one plans."""
@@ -321,8 +340,7 @@ def _fed_and_read(store, tail, keep, target, *, forked: bool = False):
         ahead.cancel()
         assert early is not None
     else:
-        fed = plan_window(store, tail, keep_steps=keep, target_tokens=target, whole_turns=early,
-                          open_steps=early.open_steps)
+        fed = _fed_plan(store, tail, keep, early, target=target)
     plain = plan_window(store, tail, keep_steps=keep, target_tokens=target)
     assert (fed.turns, fed.runs, fed.tokens_before, fed.window_tokens) == \
            (plain.turns, plain.runs, plain.tokens_before, plain.window_tokens)
@@ -405,13 +423,13 @@ def test_a_spilled_turn_that_moves_whole_is_read_again(cli, memory_dir, monkeypa
 def test_the_feed_hands_over_old_turns_in_order_and_keeps_the_tail(cli, memory_dir):
     store = _store(cli, memory_dir, turns(8))
     got = []
-    plan = plan_window(store, 2, keep_steps=1, whole_turns=lambda tid, traces, steps: got.append((tid, len(traces), steps)))
+    plan = _fed_plan(store, 2, 1, lambda tid, traces, steps: got.append((tid, len(traces), steps)))
     assert plan.turn_ids == [f"turn_{i:04d}" for i in range(1, 7)]
     # each turn is handed over once two later turns and a later step exist: all six old ones
     assert got == [(f"turn_{i:04d}", 4, 2) for i in range(1, 7)] and plan.delivered == 6
     # the newest 5 steps reach back into turn_0006 (turns have 2 steps): it moves in part, never handed over
     got.clear()
-    plan = plan_window(store, 2, keep_steps=5, whole_turns=lambda tid, traces, steps: got.append((tid, len(traces), steps)))
+    plan = _fed_plan(store, 2, 5, lambda tid, traces, steps: got.append((tid, len(traces), steps)))
     assert plan.turn_ids[-1] == "turn_0006" and not plan.turns[-1].whole
     assert got == [(f"turn_{i:04d}", 4, 2) for i in range(1, 6)] and plan.delivered == 5
 
@@ -419,7 +437,7 @@ def test_the_feed_hands_over_old_turns_in_order_and_keeps_the_tail(cli, memory_d
 def test_a_late_trace_for_a_handed_over_turn_voids_the_feed(cli, memory_dir):
     store = _store(cli, memory_dir, turns(6) + [A("a late note", turn_id="turn_0001")] + turns(2, start=7))
     got = []
-    plan = plan_window(store, 2, keep_steps=1, whole_turns=lambda tid, traces, steps: got.append(tid))
+    plan = _fed_plan(store, 2, 1, lambda tid, traces, steps: got.append(tid))
     assert got[0] == "turn_0001" and plan.delivered == 0   # turn_0001 got a trace after it was handed over
     assert plan.turns[0].count == 5
 
@@ -431,7 +449,7 @@ def test_the_feed_stops_keeping_past_its_budget(cli, memory_dir, monkeypatch):
     big = [U("q1"), A("x" * 4_000)]                         # one turn over the budget
     store = _store(cli, memory_dir, turns(3) + big + turns(4, start=5))
     got = []
-    plan = plan_window(store, 2, keep_steps=1, whole_turns=lambda tid, traces, steps: got.append(tid))
+    plan = _fed_plan(store, 2, 1, lambda tid, traces, steps: got.append(tid))
     # turn_0003 waits for two later turns; the big one came first and ended the keeping
     assert got == ["turn_0001", "turn_0002"] and plan.delivered == 2
     assert len(plan.turns) == 6
@@ -440,8 +458,8 @@ def test_the_feed_stops_keeping_past_its_budget(cli, memory_dir, monkeypatch):
 @pytest.mark.parametrize("failure", ["raises", "dies"])
 def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, failure):
     """The forked read-ahead's child raising (or dying) leaves the window to be read in the
-    compacting process: the same summary and trace ids as with a working child, and no child
-    process left behind."""
+    compacting process: the same summary and trace ids as with a working child (which did
+    summarize the turns), and no child process left behind."""
     import memcli.compaction.compactor as compactor
     from memcli.compaction.compactor import compact
     from memcli.compaction.offline import OfflineSummarizer
@@ -450,6 +468,10 @@ def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, fa
     monkeypatch.setattr(compactor.os, "cpu_count", lambda: 2)
     events = b"".join(orjson.dumps(e) + b"\n" for e in turns(30) + _giant_turn(40))
     results = {}
+    finished = []
+    finish = compactor._ReadAhead.finish
+    monkeypatch.setattr(compactor._ReadAhead, "finish",
+                        lambda self, plan: finished.append((finish(self, plan), plan.delivered)) or finished[-1][0])
     for name in ("working", failure):
         memory_dir = tmp_path / name
         memory_dir.mkdir()
@@ -467,6 +489,8 @@ def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, fa
         item = orjson.loads((memory_dir / "agents" / "a" / "episodic.jsonl").read_bytes().splitlines()[-1])
         results[name] = (result.turns, result.summary, len(item["trace_ids"]), item["turn_ids"])
     assert results["working"] == results[failure] and results["working"][:1] == (29,)
+    assert finished[0][0] is not None and finished[0][1] == 29   # the working child summarized the 29 turns
+    assert finished[1][0] is None
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
 
@@ -493,6 +517,7 @@ def test_a_compaction_killed_while_planning_leaves_no_read_ahead_child(tmp_path)
 import os, sys, time
 import memcli.compaction.compactor as compactor
 compactor.os.cpu_count = lambda: 2
+compactor.READ_AHEAD_MIN_BYTES = 0
 def slow(*args, **kwargs):
     open({str(pid_file)!r}, "w").write(str(os.getpid()))
     time.sleep(60)
@@ -529,3 +554,30 @@ compactor.compact({str(memory_dir)!r}, "a")
     finally:
         proc.kill()
     assert active.read_bytes() == before
+
+
+def test_a_compaction_that_is_not_due_stops_its_read_ahead_at_once(tmp_path, monkeypatch):
+    """``--if-needed`` on a store that is not due: the child reading ahead is ended when the
+    plan says so, not waited for."""
+    import memcli.compaction.compactor as compactor
+    from memcli.compaction.compactor import compact
+    from memcli.ingest.api import ingest
+
+    monkeypatch.setattr(compactor.os, "cpu_count", lambda: 2)
+    (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(6)))
+    ingest(tmp_path, "a", tmp_path / "events.ndjson")
+    ended = []
+    monkeypatch.setattr(compactor, "feed_scan", lambda *a, **k: __import__("time").sleep(30))
+    cancel = compactor._ReadAhead.cancel
+
+    def spy(self):
+        if self.pid is not None:   # still reading (it sleeps 30 s): not waited for
+            ended.append(os.waitpid(self.pid, os.WNOHANG) == (0, 0))
+        cancel(self)
+
+    monkeypatch.setattr(compactor._ReadAhead, "cancel", spy)
+    result = compact(tmp_path, "a", if_needed=True)
+    assert not result.compacted
+    assert ended == [True]   # the child was running when it was ended
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)

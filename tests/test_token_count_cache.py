@@ -172,3 +172,22 @@ def test_counter_uses_the_memo_and_loads_the_encoding_only_on_a_miss():
         assert tokens.TokenCounter().memo is memo
     assert tokens.TokenCounter().memo is None
     assert tokens.text_key("cl100k_base", "x") != tokens.text_key("o200k_base", "x")
+
+
+def test_a_command_that_counts_many_texts_keeps_only_its_newest_counts(tmp_path):
+    """``keep_new``: of the counts a command adds, the newest ``keep_new`` (a quarter more at
+    most, between trims) are held and saved, oldest forgotten first; counts it loaded stay."""
+    path = tmp_path / CACHE
+    first = TokenCountCache(path)
+    for key in range(100, 103):
+        first.record(key, key)
+    assert first.save()
+    cache = TokenCountCache(path, keep_new=4)
+    for key in range(1, 12):
+        cache.record(key, key * 10)
+        assert len(cache.new) <= 5 and list(cache.new) == list(range(1, key + 1))[-len(cache.new):]
+    cache.record(11, 110)   # known already: nothing moves
+    assert list(cache.new) == [7, 8, 9, 10, 11] and cache.used == {7, 8, 9, 10, 11}   # trimmed at 6, 8, 10
+    assert cache.counts == {100: 100, 101: 101, 102: 102, 7: 70, 8: 80, 9: 90, 10: 100, 11: 110}
+    assert cache.save()
+    assert TokenCountCache(path).counts == cache.counts

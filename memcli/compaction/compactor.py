@@ -51,6 +51,7 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Callable, Iterator
 
 import orjson
@@ -81,6 +82,7 @@ from memcli.store.lock import agent_lock, compaction_lock
 
 STRATEGIES = ("summarize", "sliding-window")
 MAX_LISTED_TRACE_IDS = 5_000
+READ_AHEAD_MIN_BYTES = 1 << 20    # an active file smaller than this is summarized without a child process
 MAX_SOURCE_TURNS = 50
 ROLLUP_CHARS = 12_000
 PROMPT_FACTS = 50                 # live facts shown to the summarizer
@@ -197,11 +199,9 @@ def recover(store: AgentStore) -> list[str]:
 
 def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | None = None, *, keep_steps: int = 4,
          target_tokens: int | None = None, model: str | None = None,
-         whole_turns: Callable[[str, list, int], None] | None = None,
-         open_steps: Callable[[str], object] | None = None,
          on_open: Callable[[int], None] | None = None) -> WindowPlan:
     """The window, planned under the agent lock after any pending recovery (writes nothing else).
-    ``whole_turns``, ``open_steps``, ``on_open``: see :func:`memcli.compaction.window.plan_window`."""
+    ``on_open``: see :func:`memcli.compaction.window.plan_window`."""
     for _ in range(5):
         for message in recover(store):
             if on_note is not None:
@@ -210,7 +210,7 @@ def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | No
             if store.paths.ingest_marker.exists() or store.paths.compaction_journal.exists():
                 continue  # someone crashed in between: recover first
             return plan_window(store, tail_turns, keep_steps=keep_steps, target_tokens=target_tokens, model=model,
-                               whole_turns=whole_turns, open_steps=open_steps, on_open=on_open)
+                               on_open=on_open)
     raise CompactionError(f"agent {store.agent_id!r} keeps needing recovery; run `memcli doctor {store.agent_id}`")
 
 
@@ -231,8 +231,8 @@ def _memory_after(store: AgentStore, episodic: list, semantic: list) -> tuple[li
 
 
 class _EarlyTurns:
-    """The turns the plan hands over while it reads (the ones certain to move whole), added to
-    the offline summary at once: its window is then read once, by the plan."""
+    """The turns a :class:`memcli.compaction.window.WholeTurnFeed` hands over (the ones certain
+    to move whole), added to the offline summary at once, and the trace ids they move."""
 
     def __init__(self, summarizer: Summarizer):
         self.summary = summarizer.window_summary()
@@ -272,8 +272,11 @@ class _ReadAhead:
     (:func:`memcli.compaction.window.check_feed`); whatever it did not cover is read afterwards
     as before. The child writes no file, takes no lock and ends with ``os._exit``; an error in
     it, or a child that dies, only means the window is read in this process. Used where fork
-    exists, with more than one CPU, and only from a process with no other thread running (a
-    fork copies no thread)."""
+    exists, with more than one CPU, from a process with no other thread running (a fork copies
+    no thread), for an active file of :data:`READ_AHEAD_MIN_BYTES` or more. Otherwise the window
+    is read after the plan: in one process that is faster than feeding the summary while
+    counting (the two interleaved thrash the CPU caches: 7.4 s against 3.0 + 2.9 s of CPU for
+    100,000 turns, measured here)."""
 
     def __init__(self, early: _EarlyTurns, store: AgentStore, tail_turns: int, keep_steps: int):
         self.early, self.store = early, store
@@ -288,6 +291,8 @@ class _ReadAhead:
 
     def fork(self, size: int) -> None:
         self.cancel()
+        if size < READ_AHEAD_MIN_BYTES:
+            return
         read_end, write_end = os.pipe()
         parent = os.getpid()
         pid = os.fork()
@@ -297,9 +302,8 @@ class _ReadAhead:
                 _die_with_parent(parent)
                 result = feed_scan(self.store, size, self.tail_turns, self.keep_steps, self.early,
                                    self.early.open_steps)
-                payload = pickle.dumps((self.early, result), protocol=pickle.HIGHEST_PROTOCOL)
                 with os.fdopen(write_end, "wb") as out:
-                    out.write(payload)
+                    _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((self.early, result))
             finally:
                 os._exit(0)
         os.close(write_end)
@@ -333,6 +337,20 @@ class _ReadAhead:
                 pass
             os.waitpid(self.pid, 0)
             self.pid = None
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles what the read-ahead child sends, read-only mappings (``types.MappingProxyType``,
+    which a digest may share for "nothing yet") as the plain mappings they show."""
+
+    def reducer_override(self, obj):
+        if type(obj) is MappingProxyType:
+            return _read_only, (dict(obj),)
+        return NotImplemented
+
+
+def _read_only(mapping: dict) -> MappingProxyType:
+    return MappingProxyType(mapping)
 
 
 def _die_with_parent(parent: int) -> None:
@@ -600,6 +618,7 @@ def _compact(job: _Job, if_needed: bool, force: bool, max_context_tokens: int | 
             with _cyclic_gc_paused():
                 early_plan = job.plan()
             if not trigger.decide(early_plan[0].tokens_before):
+                _cancel(early_plan)   # not due: what the child read ahead is not needed
                 result.seconds = time.monotonic() - job.started
                 return result
 
@@ -615,6 +634,14 @@ def _compact(job: _Job, if_needed: bool, force: bool, max_context_tokens: int | 
             result.seconds = time.monotonic() - job.started
             return result
         raise
+    finally:
+        _cancel(early_plan)
+
+
+def _cancel(planned: tuple | None) -> None:
+    """End the read-ahead child of a plan (:meth:`_Job.plan`), if it has one still running."""
+    if planned is not None and planned[1] is not None:
+        planned[1].cancel()
 
 
 @contextmanager
@@ -747,24 +774,19 @@ class _Job:
         """The summarizer the plan hands turns to while it reads: the one that will summarize."""
         return self.summarizer if self.strategy == "summarize" and not self.dry_run else None
 
-    def plan(self) -> tuple[WindowPlan, _EarlyTurns | None]:
-        """The window, and (for a summarizer that takes them: the offline one) the turns the plan
-        handed over while it read."""
-        summarizer = self.fed()
-        early = _EarlyTurns.of(summarizer)
-        ahead = _ReadAhead.of(early, self.store, self.policy)
-        fed_here = early if ahead is None else None
+    def plan(self) -> tuple[WindowPlan, "_ReadAhead | None"]:
+        """The window, and (for a summarizer that takes them: the offline one, where a child
+        process can read ahead) the :class:`_ReadAhead` summarizing while it was planned: the
+        caller finishes or cancels it."""
+        ahead = _ReadAhead.of(_EarlyTurns.of(self.fed()), self.store, self.policy)
         try:
-            plan_ = plan(self.store, self.policy.tail_turns, self.note, keep_steps=self.policy.keep_steps,
-                         target_tokens=self.result.target_tokens, model=self.model, whole_turns=fed_here,
-                         open_steps=fed_here.open_steps if fed_here is not None else None,
-                         on_open=ahead.fork if ahead is not None else None)
-            if ahead is not None:
-                early = ahead.finish(plan_) or _EarlyTurns(summarizer)
-        finally:
+            return plan(self.store, self.policy.tail_turns, self.note, keep_steps=self.policy.keep_steps,
+                        target_tokens=self.result.target_tokens, model=self.model,
+                        on_open=ahead.fork if ahead is not None else None), ahead
+        except BaseException:
             if ahead is not None:
                 ahead.cancel()
-        return plan_, early
+            raise
 
 
 def _record_plan(result: CompactResult, plan_: WindowPlan) -> None:
@@ -863,8 +885,13 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     again."""
     store, result, summarizer = job.store, job.result, job.summarizer
     if planned is None or check_plan(store.paths.active, planned[0]) is not None:
+        _cancel(planned)
         planned = job.plan()
-    plan_, early = planned
+    plan_, ahead = planned
+    try:
+        early = ahead.finish(plan_) if ahead is not None else None
+    finally:
+        _cancel(planned)
     _record_plan(result, plan_)
     explicit_target = job.policy.target_tokens
     if explicit_target is not None and explicit_target < plan_.minimum_tokens:

@@ -171,8 +171,8 @@ class WindowPlan:
     target_tokens: int | None = None
     steps: int = 0                   # steps moved out of turns that stay
     abandoned: int = 0               # unanswered calls moved with their step
-    delivered: int = 0               # first window turns handed to ``whole_turns`` while planning
-    spilled: object = None           # the last window turn's moved steps, folded while planning (StepSpill.digest)
+    delivered: int = 0               # first window turns a feed handed over (check_feed)
+    spilled: object = None           # the last window turn's moved steps, folded by a feed (StepSpill.digest)
 
     @property
     def empty(self) -> bool:
@@ -412,7 +412,7 @@ class _Scan:
         self.ino = self.size = 0
         self.last_credited = -1
         self.feed: WholeTurnFeed | None = None
-        self.credits = True                   # False: no token credits (no count_working): trace ids not kept
+        self.planning = True                  # False (a feed alone): no token credits, no line table
 
     def new_step(self, turn: int) -> int:
         units = self.units
@@ -428,8 +428,7 @@ class _Scan:
         assigned its unit as it goes by."""
         path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
         starts, ends, owners, feed, step_order = self.starts, self.ends, self.owners, self.feed, self.step_order
-        unit_of_trace = self.unit_of_trace if self.credits else None
-        pending = self.pending
+        planning, unit_of_trace, pending = self.planning, self.unit_of_trace, self.pending
         with f:
             st = os.fstat(f.fileno())
             self.ino, size = st.st_ino, st.st_size if limit is None else min(limit, st.st_size)
@@ -456,16 +455,19 @@ class _Scan:
                 index = turns.get(turn_id)
                 if index is None:
                     index = turns[turn_id] = turn_list.add(turn_id, units.add(len(turn_list)))
-                starts.append(start)
-                ends.append(offset)
                 if _is_pinned(record):
-                    owners.append(-index - 2)
+                    if planning:
+                        starts.append(start)
+                        ends.append(offset)
+                        owners.append(-index - 2)
                 else:
                     count = turn_list.count[index] = turn_list.count[index] + 1
                     steps_before = len(step_order)
                     unit = _assign(trace, index, turn_list, units, pending, self.new_step)
-                    owners.append(unit)
-                    if unit_of_trace is not None:
+                    if planning:
+                        starts.append(start)
+                        ends.append(offset)
+                        owners.append(unit)
                         unit_of_trace[trace.id] = unit
                     if feed is not None:
                         if count == 1:
@@ -646,19 +648,13 @@ def _moved_lines(scan: _Scan) -> _Moved:
 
 
 def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, target_tokens: int | None = None,
-                model: str | None = None, whole_turns: Callable[[str, list, int], None] | None = None,
-                open_steps: Callable[[str], object] | None = None,
-                on_open: Callable[[int], None] | None = None) -> WindowPlan:
+                model: str | None = None, on_open: Callable[[int], None] | None = None) -> WindowPlan:
     """Scan the active file once and decide the window (rules in the module docstring).
 
-    ``whole_turns(turn_id, traces, steps)``: given, it is handed the turns certain to move whole
-    while the file is read (:class:`WholeTurnFeed`); ``plan.delivered`` says how many of the
-    window's first turns it got (0: none that count). ``open_steps(turn_id)`` (with
-    ``whole_turns``): a digest a giant turn's steps are folded into while the file is read;
-    ``plan.spilled`` is it when it holds exactly the last window turn's moved traces (that turn
-    moves in part), else None. ``on_open(size)`` is called once the active file is open, with
-    the bytes the plan reads (:func:`feed_scan` of another process can read the same). The
-    caller holds the agent lock, so every line read is committed."""
+    ``on_open(size)`` is called once the active file is open, with the bytes the plan reads
+    (:func:`feed_scan` in another process reads the same; :func:`check_feed` then sets
+    ``plan.delivered`` and ``plan.spilled``). The caller holds the agent lock, so every line
+    read is committed."""
     from memcli.snapshot.assemble import count_working, working_counter
     from memcli.snapshot.views import TokenMeter
 
@@ -671,9 +667,6 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
     if on_open is not None:
         on_open(size)
     scan = _Scan(store)
-    if whole_turns is not None:
-        scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
-                                  WHOLE_TURN_FEED_BYTES, open_steps)
     total = count_working(store, TokenMeter(working_counter(model), memo_limit=10_000), scan.traces(f, size),
                           scan.credit)
     scan.turns.clear()   # read: the turn ids' index (a dict entry per turn) is no longer needed
@@ -686,7 +679,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
     out = _moved_lines(scan)
     ordered = [wt for wt in out.window if wt is not None]   # in turn order
     run_ids = [jsonl.read_line_at(path, start)["id"] for start, _ in out.runs]
-    plan = WindowPlan(
+    return WindowPlan(
         store.agent_id, scan.ino, scan.size, ordered, len(conversation),
         len(conversation) - sum(1 for t in ordered if t.whole), stop_reason, out.runs, run_ids, out.moved,
         out.pinned_kept, out.moved_bytes, len(scan.starts), run_ids[0] if out.runs else None,
@@ -695,19 +688,16 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         minimum_tokens=_minimum_tokens(units, scan.turn_list, conversation, protected, fixed_tokens),
         protected_steps=len(protected), target_tokens=target_tokens, steps=out.steps, abandoned=out.abandoned,
     )
-    if scan.feed is not None:
-        plan.delivered, plan.spilled = check_feed(scan.feed.result(), plan, path)
-    return plan
 
 
 def feed_scan(store: AgentStore, size: int, tail_turns: int, keep_steps: int,
               whole_turns: Callable[[str, list, int], None],
               open_steps: Callable[[str], object] | None = None) -> FeedResult:
-    """The feed of :func:`plan_window` alone, over the first ``size`` bytes of the active file
-    (no tokens counted): for a process that summarizes while another plans. The caller holds
-    the agent lock or knows the plan it will be checked against (:func:`check_feed`)."""
+    """A :class:`WholeTurnFeed` over the first ``size`` bytes of the active file, assigning units
+    as the plan does but counting nothing: for a process that summarizes while another plans
+    (:func:`check_feed` checks the result against that plan)."""
     scan = _Scan(store)
-    scan.credits = False
+    scan.planning = False
     scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
                               WHOLE_TURN_FEED_BYTES, open_steps)
     for _ in scan.traces(jsonl.open_read(store.paths.active), size):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import sys
 from array import array
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import Iterator
 
@@ -93,13 +94,12 @@ class TokenCountCache:
             self.used.intersection_update(self.counts)
 
     def _forget_oldest_new(self) -> None:
-        new = list(self.new)
-        cut = len(new) - self.keep_new
-        counts, used = self.counts, self.used
-        for key in new[:cut]:
+        new, counts, used = self.new, self.counts, self.used
+        # the oldest (first inserted) keys only: the cost is what is forgotten, not what is kept
+        for key in list(islice(new, len(new) - self.keep_new)):
+            del new[key]
             counts.pop(key, None)
             used.discard(key)
-        self.new = dict.fromkeys(new[cut:])
 
     def _kept(self) -> dict[int, int]:
         """The counts a save keeps: at most MAX_ENTRIES; those this command used or added stay
