@@ -999,7 +999,7 @@ class WindowSummary:
                 entry[1] = index
                 entry[2] += weight
         if len(vocab) > MAX_VOCAB:   # bounded: the least needed go
-            self.vocab = dict(_by_need(vocab, n_traces)[:MAX_VOCAB // 2])
+            self.vocab = {value: vocab[value] for value in _by_need(vocab, n_traces)[:MAX_VOCAB // 2]}
         for note in d.notes:
             _push_note(self.notes, note)
         commands = self.commands
@@ -1557,12 +1557,12 @@ def _need(entry: list, total: int) -> float:
     return entry[0] * (_DECAY[distance] if distance < len(_DECAY) else 0.0) + VOCAB_FLOOR * entry[2]
 
 
-def _by_need(vocab: dict, total: int) -> list[tuple[str, list]]:
-    """The entries of ``vocab``, most needed after ``total`` traces first (:func:`_need`; of equal
-    need, in their order)."""
+def _by_need(vocab: dict, total: int) -> list[str]:
+    """The identifiers of ``vocab``, most needed after ``total`` traces first (:func:`_need`; of
+    equal need, in their order)."""
     needs = [_need(entry, total) for entry in vocab.values()]
-    items = list(vocab.items())
-    return [items[i] for i in sorted(range(len(items)), key=needs.__getitem__, reverse=True)]
+    names = list(vocab)
+    return [names[i] for i in sorted(range(len(names)), key=needs.__getitem__, reverse=True)]
 
 
 def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
@@ -1571,11 +1571,10 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     characters (whole identifiers only)."""
     if room < 40 or not vocab:
         return ""
-    ranked = _by_need(vocab, total)
     head = "Vocabulary (most used lately first): "
     out: list[str] = []
     size = len(head)
-    for value, _ in ranked:
+    for value in _by_need(vocab, total):
         if value in shown or not _is_identifier(value):
             continue
         if size + len(value) + 2 > room:
