@@ -243,7 +243,6 @@ def command_of(args) -> str | None:
 
 
 @lru_cache(maxsize=1024)
-@lru_cache(maxsize=1024)
 def _writes_by_name(tool_name: str) -> bool:
     return _WRITE_TOOL.search(tool_name) is not None
 
