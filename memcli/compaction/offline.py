@@ -243,7 +243,6 @@ def command_of(args) -> str | None:
 
 
 @lru_cache(maxsize=1024)
-@lru_cache(maxsize=1024)
 def _writes_by_name(tool_name: str) -> bool:
     return _WRITE_TOOL.search(tool_name) is not None
 
@@ -383,7 +382,7 @@ def _result_failed(trace) -> tuple[bool, str]:
     if isinstance(result, dict):
         for key in ("exit_code", "exitCode", "returncode"):
             code = result.get(key)
-            if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            if code is not None and isinstance(code, int) and not isinstance(code, bool) and code != 0:
                 text = result.get("stderr") or result.get("output") or result.get("stdout") or ""
                 return True, f"exit code {code}" + (f"\n{_json_text(text)}" if text else "")
         if result.get("is_error") is True or result.get("success") is False:
@@ -445,7 +444,7 @@ def _may_state_preference(text: str) -> bool:
     """False when ``text`` holds none of the words every :data:`_PREFERENCE` match contains
     (a substring test, 20× cheaper than the regex; asks are checked one by one)."""
     folded = text.casefold()
-    return any(word in folded for word in _PREFERENCE_WORDS) and _PREFERENCE.search(text) is not None
+    return any(map(folded.__contains__, _PREFERENCE_WORDS)) and _PREFERENCE.search(text) is not None
 
 
 def _arg_brief(tool_name: str | None, args) -> str:
@@ -544,7 +543,8 @@ def _quote(text: str, limit: int) -> str:
     return '"' + clip(text, limit) + '"'
 
 
-_NONE = MappingProxyType({})   # the empty, read-only mapping a digest starts with where most turns have nothing
+_NONE = MappingProxyType({})   # the empty, read-only mapping a digest starts with where most turns have nothing:
+#                                replaced by a dict on the first write (a write to it fails loudly)
 
 
 class _Work:
@@ -560,10 +560,10 @@ class _Work:
         self.call_args: list[str] = []
         self.failed = 0                                    # failed results
         self.last_failure: tuple[str, str] | None = None   # (label, error brief)
-        self.failures: dict[str, list] = {}                # label -> [count, distinct error briefs]
+        self.failures: dict[str, list] = _NONE             # label -> [count, distinct error briefs]
         self.commands: dict[str, list] = {}                # command -> [failed before, last failed, last error]
-        self.files: dict[str, None] = {}                   # most recently modified last
-        self.changes: dict[str, list] = {}                 # path -> names defined/touched in its edits
+        self.files: dict[str, None] = _NONE                # most recently modified last
+        self.changes: dict[str, list] = _NONE              # path -> names defined/touched in its edits
         self.open: dict[str, list] = {}                    # call id -> unanswered calls, oldest first
         self.todo = None                                   # the latest todo list / plan (its arguments)
         self.families: dict[str, bool] = {}                # command family -> its latest run failed
@@ -591,6 +591,8 @@ class _Work:
             label = f"`{clip(command, 80)}`" if command else name
             self.failed += 1
             self.last_failure = (label, brief)
+            if self.failures is _NONE:
+                self.failures = {}
             known = self.failures.pop(label, None)   # the latest failure last
             self.failures[label] = [1, [brief]] if known is None else [known[0] + 1, _distinct(known[1], brief)]
         if command:
@@ -609,10 +611,12 @@ class _Work:
                 known[1], known[2] = failed, brief
         if not failed:
             paths = written_paths(name, args)
-            for path in paths:
-                self.files.pop(path, None)
-                self.files[path] = None
             if paths:
+                if self.files is _NONE:
+                    self.files, self.changes = {}, {}
+                for path in paths:
+                    self.files.pop(path, None)
+                    self.files[path] = None
                 for path, names in changed_names(args, paths).items():
                     known = self.changes.setdefault(path, [])
                     known.extend(n for n in names if n not in known and len(known) < 12)
@@ -692,7 +696,7 @@ class _TurnDigest:
 
     def _text(self, text: str, limit: int | None = None) -> None:
         """Note the URLs of ``text`` (of its first ``limit`` characters: no copy is made without a URL)."""
-        if text.find("://", 0, limit) >= 0:
+        if ("://" in text) if limit is None or len(text) <= limit else text.find("://", 0, limit) >= 0:
             urls = self.urls
             if not urls:
                 urls = self.urls = {}
@@ -719,7 +723,7 @@ class _TurnDigest:
     def add(self, t) -> None:
         self.n_traces += 1
         ts = t.ts
-        if isinstance(ts, (int, float)):
+        if isinstance(ts, (float, int)):
             if self.first_ts is None:
                 self.first_ts = self.last_ts = ts
             elif ts < self.first_ts:
@@ -994,7 +998,7 @@ class WindowSummary:
                 entry[1] = index
                 entry[2] += weight
         if len(vocab) > MAX_VOCAB:   # bounded: the least needed go
-            self.vocab = dict(_by_need(vocab, n_traces)[:MAX_VOCAB // 2])
+            self.vocab = {value: vocab[value] for value in _by_need(vocab, n_traces)[:MAX_VOCAB // 2]}
         for note in d.notes:
             _push_note(self.notes, note)
         commands = self.commands
@@ -1552,12 +1556,12 @@ def _need(entry: list, total: int) -> float:
     return entry[0] * (_DECAY[distance] if distance < len(_DECAY) else 0.0) + VOCAB_FLOOR * entry[2]
 
 
-def _by_need(vocab: dict, total: int) -> list[tuple[str, list]]:
-    """The entries of ``vocab``, most needed after ``total`` traces first (:func:`_need`; of equal
-    need, in their order)."""
+def _by_need(vocab: dict, total: int) -> list[str]:
+    """The identifiers of ``vocab``, most needed after ``total`` traces first (:func:`_need`; of
+    equal need, in their order)."""
     needs = [_need(entry, total) for entry in vocab.values()]
-    items = list(vocab.items())
-    return [items[i] for i in sorted(range(len(items)), key=needs.__getitem__, reverse=True)]
+    names = list(vocab)
+    return [names[i] for i in sorted(range(len(names)), key=needs.__getitem__, reverse=True)]
 
 
 def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
@@ -1566,11 +1570,10 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     characters (whole identifiers only)."""
     if room < 40 or not vocab:
         return ""
-    ranked = _by_need(vocab, total)
     head = "Vocabulary (most used lately first): "
     out: list[str] = []
     size = len(head)
-    for value, _ in ranked:
+    for value in _by_need(vocab, total):
         if value in shown or not _is_identifier(value):
             continue
         if size + len(value) + 2 > room:
