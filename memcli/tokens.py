@@ -66,9 +66,9 @@ def _bundled_encoding(name: str):
     named as tiktoken's cache names them: the SHA-1 of the download URL), or None. tiktoken's own
     constructor runs with its ``load_tiktoken_bpe`` bound to a reader of those files — a copy of
     the function with other globals, so nothing global (os.environ, tiktoken's module) changes."""
-    import base64
     import hashlib
     import types
+    from binascii import a2b_base64
 
     root = _litellm_dir()
     folder = root / "litellm_core_utils" / "tokenizers" if root is not None else None
@@ -85,7 +85,9 @@ def _bundled_encoding(name: str):
         data = (folder / hashlib.sha1(url.encode()).hexdigest()).read_bytes()
         if expected_hash and hashlib.sha256(data).hexdigest() != expected_hash:
             raise ValueError(f"{name}: the bundled BPE file does not match its expected hash")
-        return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+        # what tiktoken's load_tiktoken_bpe builds (base64.b64decode is a2b_base64 behind checks
+        # that cost half of it: 0.15 s against 0.08 s for o200k_base's 200,000 ranks)
+        return {a2b_base64(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
 
     bound = types.FunctionType(constructor.__code__, {**constructor.__globals__, "load_tiktoken_bpe": load_bundled},
                                constructor.__name__, constructor.__defaults__, constructor.__closure__)

@@ -272,6 +272,24 @@ def test_the_library_does_not_write_the_environment(cli, memory_dir, monkeypatch
     assert dict(os.environ) == before
 
 
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_the_bundled_encodings_are_tiktokens_own(name):
+    """An encoding built from LiteLLM's bundled BPE file (named by the SHA-1 of its download
+    URL) has the ranks tiktoken's own loader reads from that file — memcli decodes them its
+    own, faster way — so every count is tiktoken's."""
+    import hashlib
+
+    from tiktoken.load import load_tiktoken_bpe
+
+    from memcli.tokens import _bundled_encoding, _litellm_dir
+
+    encoding = _bundled_encoding(name)
+    url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+    path = _litellm_dir() / "litellm_core_utils" / "tokenizers" / hashlib.sha1(url.encode()).hexdigest()
+    assert encoding is not None and encoding._mergeable_ranks == load_tiktoken_bpe(str(path))
+    assert len(encoding._mergeable_ranks) > 100_000
+
+
 # ---------------------------------------------------------------- the whole-turn feed (one read of the window)
 
 def _session(draw) -> list[dict]:
