@@ -666,7 +666,7 @@ class _TurnDigest:
     identifiers go to the window's vocabulary (ranked by need), not to a list on its line."""
 
     __slots__ = ("turn_id", "steps_only", "steps", "total_steps", "asks", "reply", "notes", "main", "subagents",
-                 "preferences", "n_traces", "text_chars", "first_ts", "last_ts", "urls", "vocab", "harness")
+                 "preferences", "n_traces", "text_chars", "first_ts", "last_ts", "urls", "vocab", "harness", "short")
 
     def __init__(self, turn_id: str, steps_only: bool = False, steps: int = 0, total_steps: int = 0):
         self.turn_id = turn_id
@@ -685,6 +685,7 @@ class _TurnDigest:
         self.urls: dict[str, None] = _NONE
         self.vocab: dict[str, list] = {}         # identifier -> [decayed weight, index of its last trace, weight]
         self.harness: list[str] | tuple = ()      # the harness's own compactions in the turn, as pointers
+        self.short = False                         # listed in a summary: shown by its asks only (for now)
 
     @classmethod
     def of(cls, turn: Turn) -> _TurnDigest:
@@ -905,19 +906,6 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
     return " · ".join(parts)
 
 
-class _Listed:
-    """A turn of the summary: its digest while listed in full, its short line once condensed."""
-
-    __slots__ = ("digest", "turn_id", "calls", "failed", "short")
-
-    def __init__(self, digest: _TurnDigest):
-        self.digest = digest
-        self.turn_id = digest.turn_id
-        self.calls = digest.main.n_calls
-        self.failed = digest.main.failed
-        self.short = False
-
-
 class WindowSummary:
     """The offline summary of a window in the making: digests are added one turn at a time, in
     window order (memory stays flat: only the listed turns keep their digest); :meth:`finish`
@@ -925,7 +913,7 @@ class WindowSummary:
 
     def __init__(self, summarizer: OfflineSummarizer):
         self.summarizer = summarizer
-        self.listed: list[_Listed] = []
+        self.listed: list[_TurnDigest] = []   # the first turns, then (tail) the latest, listed in full
         self.short_lines: list[tuple] = []   # (turn id, [(ask, id)], reply) of turns past the head
         self.n_turns = self.n_traces = self.n_calls = self.n_failed = 0
         self.text_chars = 0
@@ -969,16 +957,16 @@ class WindowSummary:
             self.first_ts = d.first_ts if self.first_ts is None else min(self.first_ts, d.first_ts)
         if d.last_ts is not None:
             self.last_ts = d.last_ts if self.last_ts is None else max(self.last_ts, d.last_ts)
-        entry = _Listed(d)
+        d.short = False
         if len(self.listed) < HEAD_TURNS:
-            self.listed.append(entry)
+            self.listed.append(d)
         else:
             tail = self.tail
-            tail.append(entry)
+            tail.append(d)
             if len(tail) > MAX_LISTED_TURNS - HEAD_TURNS:
                 old = tail.popleft()
                 if len(self.short_lines) < MAX_SHORT_LINES:
-                    self.short_lines.append((old.turn_id, old.digest.asks, old.digest.reply))
+                    self.short_lines.append((old.turn_id, old.asks, old.reply))
                 else:
                     unlisted = self.unlisted
                     unlisted[0] += 1
@@ -1134,7 +1122,7 @@ class OfflineSummarizer(Summarizer):
             todo = todo_lines(window.todo)
             if todo:
                 footer.append(("plan", "Plan (latest): " + "; ".join(todo)))
-        replies = {e.digest.reply for e in (*listed, *tail)}   # shown on their turn's line
+        replies = {e.reply for e in (*listed, *tail)}   # shown on their turn's line
         notes = [n for n in window.notes if n not in replies]
         if notes:
             footer.append(("notes", notes_line(notes)))
@@ -1155,12 +1143,12 @@ class OfflineSummarizer(Summarizer):
         lines_of: dict[tuple, str] = {}
         ask_chars = [ASK_CHARS]
 
-        def line_of(entry: _Listed, short: bool | None = None) -> str:
+        def line_of(entry: _TurnDigest, short: bool | None = None) -> str:
             short = entry.short if short is None else short
             key = (entry.turn_id, short, ask_chars[0])
             text = lines_of.get(key)
             if text is None:
-                text = lines_of[key] = entry.digest.line(ask_chars[0], full=not short)
+                text = lines_of[key] = entry.line(ask_chars[0], full=not short)
             return text
 
         short_blocks: dict[int, list] = {}
