@@ -599,3 +599,28 @@ def test_a_compaction_that_is_not_due_stops_its_read_ahead_at_once(tmp_path, mon
     assert ended == [True]   # the child was running when it was ended
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
+
+
+def test_the_read_ahead_child_does_not_hold_the_agent_lock(tmp_path, monkeypatch):
+    """The child is forked while the plan holds the agent lock (it shares the lock's open file):
+    once the plan is done the lock is free for ingest, while the child still reads."""
+    import time
+
+    import memcli.compaction.compactor as compactor
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.ingest.api import ingest
+    from memcli.store.lock import agent_lock
+
+    (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(6)))
+    ingest(tmp_path, "a", tmp_path / "events.ndjson")
+    store = AgentStore(tmp_path, "a")
+    monkeypatch.setattr(compactor, "feed_scan", lambda *a, **k: time.sleep(30))
+    ahead = compactor._ReadAhead(compactor._EarlyTurns(OfflineSummarizer()), store, 2, 1)
+    try:
+        compactor.plan(store, 2, keep_steps=1, on_open=ahead.fork)
+        assert os.waitpid(ahead.pid, os.WNOHANG) == (0, 0)    # still reading
+        with agent_lock(store.paths, timeout=2):
+            pass
+        assert os.waitpid(ahead.pid, os.WNOHANG) == (0, 0)
+    finally:
+        ahead.cancel()
