@@ -341,3 +341,32 @@ def test_urls_end_before_a_shell_variable():
               {"trace_type": "assistant", "content": "It listens on http://127.0.0.1:${PORT}/review; see https://example.com/a."}]
     summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
     assert "URLs: http://127.0.0.1, https://example.com/a" in summary.split("\n")
+
+
+def test_a_digest_sent_back_by_the_read_ahead_child_takes_more_traces_and_sums_up_the_same():
+    """A digest starts with shared read-only mappings for what most turns never have (failures,
+    files, URLs, subagents); pickled as the read-ahead child sends it, it comes back with copies of
+    them, and still takes the failures and files that come next: the same summary as unpickled."""
+    import io
+    import pickle
+
+    from memcli.compaction.compactor import _Pickler
+    from memcli.compaction.offline import turn_digest
+    from memcli.compaction.window import WindowTurn
+
+    traces = _traces("turn_0001", _session())
+    first = 2   # the ask and a note: no failure, file, URL or subagent yet
+
+    def fed(digest, part):
+        for trace in part:
+            digest.add(trace)
+        return digest
+
+    whole = fed(turn_digest(WindowTurn("turn_0001", whole=False)), traces)
+    out = io.BytesIO()
+    _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(fed(turn_digest(WindowTurn("turn_0001", whole=False)),
+                                                             traces[:first]))
+    resumed = fed(pickle.loads(out.getvalue()), traces[first:])
+    texts = [OfflineSummarizer().summarize_digests([d]).episodic_summary for d in (whole, resumed)]
+    assert texts[0] == texts[1]
+    assert "Files modified: app/orders.py" in texts[1] and "E501 line too long" in texts[1]

@@ -463,16 +463,17 @@ _VOCAB_CACHE: dict[str, tuple] = {}
 _VOCAB_WORDS: dict[str, tuple] = {}
 
 
-def _vocabulary_of(text: str) -> tuple:
+def _vocabulary_of(text: str, remember: bool = True) -> tuple:
     """The vocabulary identifiers of ``text`` (4 characters or more); the same texts come back
-    often in a session (results, commands), so the last 4,096 are remembered.
+    often in a session (results, commands), so the last 4,096 are remembered (``remember=False``:
+    a text that does not come back, an ask or a message, is neither looked up nor kept).
 
     No :data:`_VOCAB` match spans or borders on whitespace in a way a word boundary would not
     (whitespace is in none of its classes and fails all its lookarounds as the start or end of
     the text does), so the matches of a text are those of its whitespace-separated words, in
     order: each word is scanned once and remembered (the last 16,384), which makes a new text
     made of known words cost a few lookups instead of a regex scan (a test checks the two agree)."""
-    found = _VOCAB_CACHE.get(text)
+    found = _VOCAB_CACHE.get(text) if remember else None
     if found is None:
         words = _VOCAB_WORDS
         out: list = []
@@ -489,9 +490,10 @@ def _vocabulary_of(text: str) -> tuple:
             if hits:
                 out.extend(hits)
         found = tuple(out)
-        if len(_VOCAB_CACHE) >= 4096:
-            _VOCAB_CACHE.clear()
-        _VOCAB_CACHE[text] = found
+        if remember:
+            if len(_VOCAB_CACHE) >= 4096:
+                _VOCAB_CACHE.clear()
+            _VOCAB_CACHE[text] = found
     return found
 
 
@@ -543,8 +545,10 @@ def _quote(text: str, limit: int) -> str:
     return '"' + clip(text, limit) + '"'
 
 
-_NONE = MappingProxyType({})   # the empty, read-only mapping a digest starts with where most turns have nothing:
-#                                replaced by a dict on the first write (a write to it fails loudly)
+# the empty, read-only mapping a digest starts with where most turns have nothing: replaced by a
+# dict on the first write (a write to it fails loudly); any empty mapping is taken for it (a digest
+# sent back by the compaction's read-ahead child comes with a copy)
+_NONE = MappingProxyType({})
 
 
 class _Work:
@@ -591,7 +595,7 @@ class _Work:
             label = f"`{clip(command, 80)}`" if command else name
             self.failed += 1
             self.last_failure = (label, brief)
-            if self.failures is _NONE:
+            if not self.failures:   # (read-only and empty until the first: see _NONE)
                 self.failures = {}
             known = self.failures.pop(label, None)   # the latest failure last
             self.failures[label] = [1, [brief]] if known is None else [known[0] + 1, _distinct(known[1], brief)]
@@ -612,13 +616,13 @@ class _Work:
         if not failed:
             paths = written_paths(name, args)
             if paths:
-                if self.files is _NONE:
-                    self.files, self.changes = {}, {}
+                files, changes = self.files or {}, self.changes or {}   # (see _NONE)
+                self.files, self.changes = files, changes
                 for path in paths:
-                    self.files.pop(path, None)
-                    self.files[path] = None
+                    files.pop(path, None)
+                    files[path] = None
                 for path, names in changed_names(args, paths).items():
-                    known = self.changes.setdefault(path, [])
+                    known = changes.setdefault(path, [])
                     known.extend(n for n in names if n not in known and len(known) < 12)
 
     def unanswered(self) -> list[str]:
@@ -703,14 +707,15 @@ class _TurnDigest:
             for url in _URL.findall(text if limit is None else text[:limit]):
                 urls.setdefault(url.rstrip(".,;:!?$"), None)
 
-    def _vocab(self, text, weight: int) -> None:
-        """Count the identifiers of ``text`` (a string, or the strings of arguments/results)."""
+    def _vocab(self, text, weight: int, remember: bool = True) -> None:
+        """Count the identifiers of ``text`` (a string, or the strings of arguments/results;
+        ``remember``: see :func:`_vocabulary_of`)."""
         if not isinstance(text, str):
             text = "\n".join(_strings(text))
         if not text:
             return
         vocab, index, decay, far = self.vocab, self.n_traces, _DECAY, len(_DECAY)
-        for value in _vocabulary_of(text[:VOCAB_TEXT_CHARS]):
+        for value in _vocabulary_of(text[:VOCAB_TEXT_CHARS], remember):
             entry = vocab.get(value)
             if entry is None:
                 vocab[value] = [weight, index, weight]
@@ -771,7 +776,7 @@ class _TurnDigest:
                 _push_note(notes, self.reply)
             self.reply = content
             self._text(content)
-            self._vocab(content, 2)
+            self._vocab(content, 2, False)
         elif kind == "user":
             if tags and TAG_COMPACT_SUMMARY in tags and content.strip():
                 self._harness(t, content)
@@ -780,7 +785,7 @@ class _TurnDigest:
                 return
             self.asks.append((content, t.id))
             self._text(content)
-            self._vocab(content, 3)
+            self._vocab(content, 3, False)
             if _may_state_preference(content):
                 for sentence in _SENTENCE.findall(content):
                     if _PREFERENCE.search(sentence) and len(sentence.strip()) >= 8:
