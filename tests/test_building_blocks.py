@@ -483,7 +483,7 @@ def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, fa
     from memcli.compaction.offline import OfflineSummarizer
     from memcli.ingest.api import ingest
 
-    monkeypatch.setattr(compactor.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
     events = b"".join(orjson.dumps(e) + b"\n" for e in turns(30) + _giant_turn(40))
     results = {}
     finished = []
@@ -534,7 +534,7 @@ def test_a_compaction_killed_while_planning_leaves_no_read_ahead_child(tmp_path)
     script = f"""
 import os, sys, time
 import memcli.compaction.compactor as compactor
-compactor.os.cpu_count = lambda: 2
+compactor._usable_cpus = lambda: 2
 compactor.READ_AHEAD_MIN_BYTES = 0
 def slow(*args, **kwargs):
     open({str(pid_file)!r}, "w").write(str(os.getpid()))
@@ -581,7 +581,7 @@ def test_a_compaction_that_is_not_due_stops_its_read_ahead_at_once(tmp_path, mon
     from memcli.compaction.compactor import compact
     from memcli.ingest.api import ingest
 
-    monkeypatch.setattr(compactor.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
     (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(6)))
     ingest(tmp_path, "a", tmp_path / "events.ndjson")
     ended = []
