@@ -483,7 +483,7 @@ def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, fa
     from memcli.compaction.offline import OfflineSummarizer
     from memcli.ingest.api import ingest
 
-    monkeypatch.setattr(compactor.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
     events = b"".join(orjson.dumps(e) + b"\n" for e in turns(30) + _giant_turn(40))
     results = {}
     finished = []
@@ -534,7 +534,7 @@ def test_a_compaction_killed_while_planning_leaves_no_read_ahead_child(tmp_path)
     script = f"""
 import os, sys, time
 import memcli.compaction.compactor as compactor
-compactor.os.cpu_count = lambda: 2
+compactor._usable_cpus = lambda: 2
 compactor.READ_AHEAD_MIN_BYTES = 0
 def slow(*args, **kwargs):
     open({str(pid_file)!r}, "w").write(str(os.getpid()))
@@ -581,7 +581,7 @@ def test_a_compaction_that_is_not_due_stops_its_read_ahead_at_once(tmp_path, mon
     from memcli.compaction.compactor import compact
     from memcli.ingest.api import ingest
 
-    monkeypatch.setattr(compactor.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
     (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(6)))
     ingest(tmp_path, "a", tmp_path / "events.ndjson")
     ended = []
@@ -599,3 +599,28 @@ def test_a_compaction_that_is_not_due_stops_its_read_ahead_at_once(tmp_path, mon
     assert ended == [True]   # the child was running when it was ended
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
+
+
+def test_the_read_ahead_child_does_not_hold_the_agent_lock(tmp_path, monkeypatch):
+    """The child is forked while the plan holds the agent lock (it shares the lock's open file):
+    once the plan is done the lock is free for ingest, while the child still reads."""
+    import time
+
+    import memcli.compaction.compactor as compactor
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.ingest.api import ingest
+    from memcli.store.lock import agent_lock
+
+    (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(6)))
+    ingest(tmp_path, "a", tmp_path / "events.ndjson")
+    store = AgentStore(tmp_path, "a")
+    monkeypatch.setattr(compactor, "feed_scan", lambda *a, **k: time.sleep(30))
+    ahead = compactor._ReadAhead(compactor._EarlyTurns(OfflineSummarizer()), store, 2, 1)
+    try:
+        compactor.plan(store, 2, keep_steps=1, on_open=ahead.fork)
+        assert os.waitpid(ahead.pid, os.WNOHANG) == (0, 0)    # still reading
+        with agent_lock(store.paths, timeout=2):
+            pass
+        assert os.waitpid(ahead.pid, os.WNOHANG) == (0, 0)
+    finally:
+        ahead.cancel()

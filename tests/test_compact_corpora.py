@@ -71,3 +71,40 @@ def _export_and_snapshot_still_work(memory_dir, ids: list) -> None:
     for provider in ("openai-chat", "openai-responses", "anthropic", "gemini"):
         snap = take_snapshot(memory_dir, "agent", SnapshotOptions(provider=provider))
         check_payload(provider, snap.payload)
+
+
+@needs_corpora
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_the_read_ahead_child_summarizes_a_real_transcript_as_one_process_does(memory_dir, tmp_path, path,
+                                                                              monkeypatch):
+    """The same compaction, its summary read ahead by a forked child (with a small feed budget,
+    so giant turns spill) or read after the plan in one process: the same summary, facts, turns
+    and trace ids."""
+    import shutil
+
+    import memcli.compaction.compactor as compactor
+    import memcli.compaction.window as window
+    from memcli.ingest.api import ingest
+
+    ingest(memory_dir, "agent", one_conversation(path, tmp_path), fmt=FORMAT_BY_DIR[path.parent.name],
+           skip_invalid=True)
+    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(compactor, "READ_AHEAD_MIN_BYTES", 0)
+    monkeypatch.setattr(window, "WHOLE_TURN_FEED_BYTES", 64 << 10)
+    finished = []
+    finish = compactor._ReadAhead.finish
+    monkeypatch.setattr(compactor._ReadAhead, "finish", lambda self, plan: finished.append(finish(self, plan))
+                        or finished[-1])
+    outcomes = []
+    for forked in (True, False):
+        copy = tmp_path / f"copy-{forked}"
+        shutil.copytree(memory_dir, copy)
+        if not forked:
+            monkeypatch.setattr(compactor._ReadAhead, "of", classmethod(lambda cls, *args: None))
+        result = compact(copy, "agent", policy=CompactionPolicy(tail_turns=1, keep_steps=2))
+        episodic, semantic = AgentStore(copy, "agent").live_memory()
+        outcomes.append((result.compacted, result.summary, result.facts, result.turn_ids, result.traces,
+                         [sorted(e.trace_ids) for e in episodic], [s.fact for s in semantic]))
+    assert outcomes[0] == outcomes[1]
+    if outcomes[0][0]:
+        assert finished and finished[0] is not None   # the child's summary was used

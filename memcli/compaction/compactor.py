@@ -285,7 +285,7 @@ class _ReadAhead:
 
     @classmethod
     def of(cls, early: _EarlyTurns | None, store: AgentStore, policy: CompactionPolicy) -> "_ReadAhead | None":
-        if early is None or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
+        if early is None or not hasattr(os, "fork") or _usable_cpus() < 2 or threading.active_count() > 1:
             return None
         return cls(early, store, policy.tail_turns, policy.keep_steps)
 
@@ -351,6 +351,15 @@ class _Pickler(pickle.Pickler):
 
 def _read_only(mapping: dict) -> MappingProxyType:
     return MappingProxyType(mapping)
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS tells it, e.g. under
+    ``taskset``), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _die_with_parent(parent: int) -> None:
