@@ -624,3 +624,29 @@ def test_the_read_ahead_child_does_not_hold_the_agent_lock(tmp_path, monkeypatch
         assert os.waitpid(ahead.pid, os.WNOHANG) == (0, 0)
     finally:
         ahead.cancel()
+
+
+def test_a_failing_read_ahead_child_says_why_with_memcli_debug(tmp_path):
+    """MEMCLI_DEBUG=1: the child's traceback goes to stderr (without it, nothing: the parent
+    reads the window itself)."""
+    import subprocess
+    import sys
+
+    from memcli.ingest.api import ingest
+
+    (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(8)))
+    ingest(tmp_path, "a", tmp_path / "events.ndjson")
+    script = f"""
+import memcli.compaction.compactor as compactor
+compactor._usable_cpus = lambda: 2
+compactor.READ_AHEAD_MIN_BYTES = 0
+def broken(*args, **kwargs):
+    raise RuntimeError("the feed broke here")
+compactor.feed_scan = broken
+print(compactor.compact({str(tmp_path)!r}, "a").turns)
+"""
+    for debug, said in (("1", True), ("0", False)):
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              env={**os.environ, "MEMCLI_DEBUG": debug})
+        assert proc.returncode == 0 and proc.stdout.strip() == "4"   # turns compacted all the same
+        assert ("RuntimeError: the feed broke here" in proc.stderr) is said

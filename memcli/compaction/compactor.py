@@ -304,6 +304,11 @@ class _ReadAhead:
                                    self.early.open_steps)
                 with os.fdopen(write_end, "wb") as out:
                     _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((self.early, result))
+            except BaseException:
+                if os.environ.get("MEMCLI_DEBUG") == "1":   # else silent: the parent reads the window itself
+                    import traceback
+
+                    traceback.print_exc()
             finally:
                 os._exit(0)
         os.close(write_end)
