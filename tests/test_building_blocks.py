@@ -635,18 +635,19 @@ def test_a_failing_read_ahead_child_says_why_with_memcli_debug(tmp_path):
     from memcli.ingest.api import ingest
 
     (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(8)))
-    ingest(tmp_path, "a", tmp_path / "events.ndjson")
-    script = f"""
+    script = """
 import memcli.compaction.compactor as compactor
 compactor._usable_cpus = lambda: 2
 compactor.READ_AHEAD_MIN_BYTES = 0
 def broken(*args, **kwargs):
     raise RuntimeError("the feed broke here")
 compactor.feed_scan = broken
-print(compactor.compact({str(tmp_path)!r}, "a").turns)
+print(compactor.compact({store!r}, "a").turns)
 """
     for debug, said in (("1", True), ("0", False)):
-        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+        store = tmp_path / f"debug-{debug}"
+        ingest(store, "a", tmp_path / "events.ndjson")
+        proc = subprocess.run([sys.executable, "-c", script.format(store=str(store))], capture_output=True, text=True,
                               env={**os.environ, "MEMCLI_DEBUG": debug})
         assert proc.returncode == 0 and proc.stdout.strip() == "4"   # turns compacted all the same
         assert ("RuntimeError: the feed broke here" in proc.stderr) is said
