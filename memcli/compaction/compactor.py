@@ -9,11 +9,12 @@
 2. A per-agent *compaction lock* (``.locks/<agent>.compact.lock``, non-blocking) keeps two
    compactions of one agent from summarizing the same window; ingest is not blocked by it.
 3. Under the agent lock, the window is planned (:mod:`memcli.compaction.window`); the lock is
-   released.
-4. Without any lock, the window's traces are read back and summarized — one request, or chunks
-   of whole turns summarized concurrently and merged into one episodic item (the merge is
-   deterministic: the chunk summaries in order under their turn ranges, facts de-duplicated).
-   Ingest keeps appending meanwhile.
+   released. For the offline summary of a large store, a child process forked as the plan opens
+   the active file summarizes the turns certain to move meanwhile (:class:`_ReadAhead`).
+4. Without any lock, the rest of the window's traces are read back and summarized — one
+   request, or chunks of whole turns summarized concurrently and merged into one episodic item
+   (the merge is deterministic: the chunk summaries in order under their turn ranges, facts
+   de-duplicated). Ingest keeps appending meanwhile.
 5. Under the agent lock again, the plan is checked against the file (only appends happened),
    the items are built against the live memory (rollup, fact merge), and the journaled commit
    of :mod:`memcli.store.journal` runs. Appends made since step 3 are carried over by the

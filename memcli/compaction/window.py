@@ -36,7 +36,9 @@ adjacent) of the active file with the file's inode and the size read, plus the i
 the start of each run — enough for the commit to check that the plan still describes the file
 (appends only) and for recovery to find the moved lines again. Memory: a few integers per line
 and one small object per unit; :func:`iter_window_traces` reads the content back, one trace at a
-time.
+time. :func:`feed_scan` is the same pass without the count, for a process that summarizes the
+turns certain to move while another plans (:class:`WholeTurnFeed`, checked against the finished
+plan by :func:`check_feed`).
 """
 
 from __future__ import annotations
