@@ -344,8 +344,9 @@ def _read_ahead_for_small_files(monkeypatch):
 
 
 def _fed_and_read(store, tail, keep, target, *, forked: bool = False):
-    """(summary fed while planning, summary of a plain read, the fed plan, the Collects): the
-    feed in this process, or (``forked``) in a child process while this one plans."""
+    """(summary fed by the feed, summary of a plain read, the plan with the feed checked, the
+    Collects): the feed run in this process before planning, or (``forked``) in a child process
+    while this one plans."""
     from memcli.compaction.compactor import _Collect, _EarlyTurns, _ReadAhead
     from memcli.compaction.offline import OfflineSummarizer
 
@@ -381,12 +382,12 @@ def _same_summary(a, b, once, twice) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), tail=st.integers(0, 3), keep=st.integers(0, 5), target=st.sampled_from([None, 1, 300, 900]),
        budget=st.sampled_from([8 << 20, 2_000, 500]), forked=st.booleans())
-def test_turns_handed_over_while_planning_give_the_summary_a_second_read_gives(tmp_path_factory, monkeypatch, data,
+def test_turns_the_feed_hands_over_give_the_summary_a_read_of_the_window_gives(tmp_path_factory, monkeypatch, data,
                                                                               tail, keep, target, budget, forked):
-    """The plan hands over the turns certain to move whole while it reads (and, past its budget,
+    """The feed hands over the turns certain to move whole as it reads (and, past its budget,
     folds a giant turn's older steps); the summary built from them (plus a read of the rest) is
-    the one a full read of the window gives, with the same trace ids, and the
-    plan is the same as without the feed — fed in this process or in a forked child."""
+    the one a full read of the window gives, with the same trace ids, and the plan is the same as
+    without the feed — the feed run in this process or in a forked child while the plan reads."""
     import memcli.compaction.window as window
     from memcli.ingest.api import ingest
 
@@ -413,7 +414,7 @@ def _giant_turn(steps: int) -> list[dict]:
 
 @pytest.mark.parametrize("forked", [False, True])
 def test_a_giant_turns_moved_steps_are_read_once(cli, memory_dir, monkeypatch, forked):
-    """One open turn far over the feed's budget: its older steps are folded while the plan reads
+    """One open turn far over the feed's budget: its older steps are folded as the feed reads
     (the window's last turn moves in part, its newest steps stay), and the summary is the one a
     second read gives."""
     import memcli.compaction.window as window
@@ -651,3 +652,51 @@ print(compactor.compact({store!r}, "a").turns)
                               env={**os.environ, "MEMCLI_DEBUG": debug})
         assert proc.returncode == 0 and proc.stdout.strip() == "4"   # turns compacted all the same
         assert ("RuntimeError: the feed broke here" in proc.stderr) is said
+
+
+def test_an_if_needed_compaction_refused_after_planning_leaves_no_read_ahead_child(tmp_path, monkeypatch):
+    """--if-needed plans first (forking the child), then may refuse: the circuit breaker is open.
+    The child is ended and reaped and its pipe closed all the same."""
+    import memcli.compaction.compactor as compactor
+    from memcli.compaction import breaker
+    from memcli.compaction.compactor import compact
+    from memcli.errors import CompactionError
+    from memcli.ingest.api import ingest
+
+    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(30)))
+    ingest(tmp_path, "a", tmp_path / "events.ndjson")
+    store = AgentStore(tmp_path, "a")
+    for _ in range(breaker.BREAKER_THRESHOLD):
+        breaker.record_failure(store.paths, "the model failed")
+    forked = []
+    fork = compactor._ReadAhead.fork
+    monkeypatch.setattr(compactor._ReadAhead, "fork", lambda self, size: fork(self, size) or forked.append(self.pid))
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    with pytest.raises(CompactionError, match="circuit breaker"):
+        compact(tmp_path, "a", if_needed=True, max_context_tokens=2_000)
+    assert forked and forked[0] is not None   # a child was reading
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+    if fds is not None:
+        assert len(os.listdir("/proc/self/fd")) == fds
+
+
+def test_a_host_that_ignores_sigchld_still_compacts(tmp_path, monkeypatch):
+    """A process that ignores SIGCHLD (its children are reaped at once, nothing to wait for):
+    the compaction with a read-ahead child still completes."""
+    import signal
+
+    import memcli.compaction.compactor as compactor
+    from memcli.compaction.compactor import compact
+    from memcli.ingest.api import ingest
+
+    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(12)))
+    ingest(tmp_path, "a", tmp_path / "events.ndjson")
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        result = compact(tmp_path, "a", policy=CompactionPolicy(tail_turns=2))
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    assert result.compacted and result.turns == 10

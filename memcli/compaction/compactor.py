@@ -241,7 +241,7 @@ class _EarlyTurns:
 
     @classmethod
     def of(cls, summarizer: Summarizer | None) -> "_EarlyTurns | None":
-        """For a summarizer that is fed while the plan reads (its ``window_summary()`` is one)."""
+        """For a summarizer a feed can add turns to (its ``window_summary()`` is one)."""
         early = cls(summarizer) if summarizer is not None else None
         return early if early is not None and early.summary is not None else None
 
@@ -253,7 +253,7 @@ class _EarlyTurns:
 
     @staticmethod
     def open_steps(turn_id: str) -> "_NotedDigest":
-        """The digest a giant turn's moved steps are folded into while the plan reads."""
+        """The digest a giant turn's moved steps are folded into as the feed reads them (StepSpill)."""
         from memcli.compaction.offline import turn_digest
 
         return _NotedDigest(turn_digest(WindowTurn(turn_id, whole=False)))
@@ -323,7 +323,7 @@ class _ReadAhead:
         with os.fdopen(self.fd, "rb") as pipe:
             self.fd = None
             payload = pipe.read()
-        os.waitpid(self.pid, 0)
+        _reap(self.pid)
         self.pid = None
         try:
             early, result = pickle.loads(payload)
@@ -341,7 +341,7 @@ class _ReadAhead:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            os.waitpid(self.pid, 0)
+            _reap(self.pid)
             self.pid = None
 
 
@@ -357,6 +357,15 @@ class _Pickler(pickle.Pickler):
 
 def _read_only(mapping: dict) -> MappingProxyType:
     return MappingProxyType(mapping)
+
+
+def _reap(pid: int) -> None:
+    """Wait for the child ``pid`` to end; a host that reaps its children itself (or ignores
+    SIGCHLD) leaves nothing to wait for."""
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 def _usable_cpus() -> int:
@@ -405,7 +414,7 @@ class _Collect:
     """The window's turns for the summarizer, noting the moved trace ids on the way: whole
     :class:`Turn` objects for a summarizer that reads them, or (:meth:`summarize_into`) the
     offline summary fed a trace at a time straight from the file, so no turn's traces are held —
-    after the turns the plan handed over already (``early``), when it did."""
+    after the turns the read-ahead child summarized already (``early``), when it did."""
 
     def __init__(self, store: AgentStore, plan_: WindowPlan, early: _EarlyTurns | None = None):
         self.store, self.plan = store, plan_
@@ -619,8 +628,16 @@ def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, st
 
 def _compact(job: _Job, if_needed: bool, force: bool, max_context_tokens: int | None) -> CompactResult:
     """:func:`compact` once its arguments are checked: the trigger, the compaction lock, the run."""
+    planned: list = [None]   # the --if-needed plan, whose read-ahead child ends with this call whatever happens
+    try:
+        return _decide_and_run(job, if_needed, force, max_context_tokens, planned)
+    finally:
+        _cancel(planned[0])
+
+
+def _decide_and_run(job: _Job, if_needed: bool, force: bool, max_context_tokens: int | None,
+                    planned: list) -> CompactResult:
     store, result, summarizer, dry_run = job.store, job.result, job.summarizer, job.dry_run
-    trigger = early_plan = None
     if if_needed:
         trigger = _Trigger(store, result, job.model, max_context_tokens, job.policy, force or dry_run, job.on_note)
         if trigger.reported is not None:   # the provider's usage decides at once
@@ -631,26 +648,23 @@ def _compact(job: _Job, if_needed: bool, force: bool, max_context_tokens: int | 
             # the working snapshot's count decides: the plan takes it anyway, so the store is read
             # once for both, and one that is not due is only read (no compaction lock taken)
             with _cyclic_gc_paused():
-                early_plan = job.plan()
-            if not trigger.decide(early_plan[0].tokens_before):
-                _cancel(early_plan)   # not due: what the child read ahead is not needed
+                planned[0] = job.plan()
+            if not trigger.decide(planned[0][0].tokens_before):
                 result.seconds = time.monotonic() - job.started
-                return result
+                return result   # not due: what the child read ahead is not needed (ended by the caller)
 
     if job.strategy == "summarize" and not dry_run:  # a missing key or a closed --api-base, told before LiteLLM loads
         summarizer.preflight()
     lock = compaction_lock(store) if not dry_run else _no_lock()
     try:
         with lock, _cyclic_gc_paused():
-            return _run(job, early_plan)
+            return _run(job, planned[0])
     except CompactionBusy as exc:
         if if_needed:
             result.reason = f"skipped: {exc}"
             result.seconds = time.monotonic() - job.started
             return result
         raise
-    finally:
-        _cancel(early_plan)
 
 
 def _cancel(planned: tuple | None) -> None:
@@ -786,7 +800,8 @@ class _Job:
         return self.result
 
     def fed(self):
-        """The summarizer the plan hands turns to while it reads: the one that will summarize."""
+        """The summarizer a read-ahead child may feed while the plan reads: the one that will
+        summarize (the offline one only, and not in a dry run)."""
         return self.summarizer if self.strategy == "summarize" and not self.dry_run else None
 
     def plan(self) -> tuple[WindowPlan, "_ReadAhead | None"]:

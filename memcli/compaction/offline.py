@@ -1064,7 +1064,7 @@ class OfflineSummarizer(Summarizer):
     def summarize(self, turns: Iterable[Turn], memory: MemoryContext | None = None) -> Summary:
         """The summary of ``turns``. A compaction's window (it has ``summarize_into``) feeds a
         :class:`WindowSummary` itself: straight from the file, a trace at a time, after the turns
-        its plan handed over while reading."""
+        a read-ahead child summarized while the window was planned."""
         summarize_into = getattr(turns, "summarize_into", None)
         if callable(summarize_into):
             return summarize_into(self).finish(memory)

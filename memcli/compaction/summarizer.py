@@ -99,7 +99,7 @@ class Summarizer:
         return [list(turns)]
 
     def window_summary(self):
-        """An empty summary the compaction feeds while it reads the window (``add``,
+        """An empty summary the compaction feeds as it reads the window (``add``,
         ``whole_turn``, ``finish``: :class:`memcli.compaction.offline.WindowSummary`), or None
         (the default) when the summarizer takes whole :class:`Turn` lists instead."""
         return None

@@ -379,8 +379,8 @@ def check_feed(result: FeedResult, plan: WindowPlan, path: Path) -> tuple[int, o
                                       for (turn_id, count), wt in zip(result.delivered, window, strict=False)):
         delivered = 0
     spill = result.spill
-    if spill is None or not window or delivered == len(window):
-        return delivered, None
+    if spill is None or not window or delivered == len(window) or (result.delivered and not delivered):
+        return delivered, None   # (a void hand-over voids the spill too: the summary holds those turns)
     turn_id, digest, folded, held = spill
     last = window[-1]
     if last.whole or last.turn_id != turn_id or not all(_moved_offsets(plan.runs, folded)):
