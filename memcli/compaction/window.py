@@ -413,8 +413,7 @@ class _Scan:
         self.unit_of_trace: dict[str, int] = {}
         self.ino = self.size = 0
         self.last_credited = -1
-        self.feed: WholeTurnFeed | None = None
-        self.planning = True                  # False (a feed alone): no token credits, no line table
+        self.feed: WholeTurnFeed | None = None   # set: a feed alone (feed_scan), no token credits, no line table
 
     def new_step(self, turn: int) -> int:
         units = self.units
@@ -430,7 +429,7 @@ class _Scan:
         assigned its unit as it goes by."""
         path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
         starts, ends, owners, feed, step_order = self.starts, self.ends, self.owners, self.feed, self.step_order
-        planning, unit_of_trace, pending = self.planning, self.unit_of_trace, self.pending
+        planning, unit_of_trace, pending = feed is None, self.unit_of_trace, self.pending
         with f:
             st = os.fstat(f.fileno())
             self.ino, size = st.st_ino, st.st_size if limit is None else min(limit, st.st_size)
@@ -699,7 +698,6 @@ def feed_scan(store: AgentStore, size: int, tail_turns: int, keep_steps: int,
     as the plan does but counting nothing: for a process that summarizes while another plans
     (:func:`check_feed` checks the result against that plan)."""
     scan = _Scan(store)
-    scan.planning = False
     scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
                               WHOLE_TURN_FEED_BYTES, open_steps)
     for _ in scan.traces(jsonl.open_read(store.paths.active), size):
