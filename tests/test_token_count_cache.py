@@ -154,12 +154,12 @@ def test_cache_round_trip_and_limit(tmp_path, monkeypatch):
 
 
 def test_counter_uses_the_memo_and_loads_the_encoding_only_on_a_miss():
-    class Memo(dict):
-        def lookup(self, key):
-            return self.get(key)
+    class Memo(dict):   # counts by key, as a memo that is not the store's cache keeps them
+        def known(self, encoding, text):
+            return self.get(tokens.text_key(encoding, text))
 
-        def record(self, key, n):
-            self[key] = n
+        def learn(self, encoding, text, n):
+            self[tokens.text_key(encoding, text)] = n
 
     memo = Memo()
     counter = tokens.TokenCounter(memo=memo)

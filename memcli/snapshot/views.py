@@ -296,6 +296,7 @@ class TokenMeter:
     def message(self, message: Message) -> int:
         n = MESSAGE_OVERHEAD
         text = self.text
+        known = self._memo.get   # the memo's answer first: most texts were counted before
         kind = message.kind
         if kind == ORPHAN or kind == LATE:
             for result in message.results:
@@ -304,11 +305,19 @@ class TokenMeter:
                     n += sum(self.media(m) for m in result.media)
             return n
         for part in message.parts:
-            n += text(part.text) if isinstance(part, Text) else self.media(part)
+            if isinstance(part, Text):
+                tokens = known(part.text)
+                n += tokens if tokens is not None else text(part.text)
+            else:
+                n += self.media(part)
         for call in message.tool_calls:
-            n += PART_OVERHEAD + text(call.name) + text(json_text(call.arguments))
+            name, arguments = call.name, json_text(call.arguments)
+            tokens, more = known(name), known(arguments)
+            n += PART_OVERHEAD + (tokens if tokens is not None else text(name)) \
+                + (more if more is not None else text(arguments))
         for result in message.results:
-            n += PART_OVERHEAD + text(result.text)
+            tokens = known(result.text)
+            n += PART_OVERHEAD + (tokens if tokens is not None else text(result.text))
             if result.media:
                 n += sum(self.media(m) for m in result.media)
         return n
