@@ -107,7 +107,7 @@ class _Tokenizer:
                  explicit_n_vocab: int | None = None):
         from tiktoken import _tiktoken
 
-        self.name = name
+        self.name, self.pat_str, self.special_tokens = name, pat_str, special_tokens
         self._mergeable_ranks = mergeable_ranks
         self.encode_ordinary = _tiktoken.CoreBPE(mergeable_ranks, special_tokens, pat_str).encode_ordinary
 
@@ -220,7 +220,9 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        memo = self._memo if self._memo is not None else _active_memo
+        memo = self._memo
+        if memo is None:
+            memo = _active_memo
         if memo is not None:
             known = memo.known(self.encoding_name, text)
             if known is not None:
