@@ -46,6 +46,37 @@ def test_iter_records_reverse_is_the_forward_read_backwards(tmp_path, monkeypatc
         assert list(jsonl.iter_records_reverse(path, end=cut)) == [r for r in forward if r[0] < cut][::-1]
 
 
+def _readline_lines(path, size: int) -> list:
+    """(offset, line without its newline) as a ``for line in f`` loop gives them: complete lines
+    that start before ``size``."""
+    out, offset = [], 0
+    with open(path, "rb") as f:
+        for raw in f:
+            if offset >= size or not raw.endswith(b"\n"):
+                break
+            out.append((offset, raw[:-1]))
+            offset += len(raw)
+    return out
+
+
+@SETTINGS
+@given(lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+       tail=st.binary(max_size=20).filter(lambda b: b"\n" not in b), block=st.integers(1, 70), data=st.data())
+def test_line_batches_are_the_lines_a_readline_loop_reads(tmp_path, lines, tail, block, data):
+    path = tmp_path / "f.jsonl"
+    content = b"".join(line + b"\n" for line in lines) + tail
+    path.write_bytes(content)
+    size = data.draw(st.integers(0, len(content) + 3))   # a limit anywhere, a line's middle too
+    got = []
+    with open(path, "rb") as f:
+        for offset, batch in jsonl.line_batches(f, size, block=block):
+            assert batch and (not got or offset == got[-1][0] + len(got[-1][1]) + 1)   # adjacent, not empty
+            for line in batch:
+                got.append((offset, line))
+                offset += len(line) + 1
+    assert got == _readline_lines(path, size)
+
+
 def test_iter_records_reverse_names_a_corrupt_line(tmp_path):
     path = tmp_path / "f.jsonl"
     path.write_bytes(b'{"id": 1}\nnot json\n{"id": 3}\n')
@@ -166,6 +197,28 @@ def test_plan_window_keeps_pinned_instructions_in_the_active_file(cli, memory_di
     plan = plan_window(store, 1, keep_steps=0)
     moved = b"".join(store.paths.active.read_bytes()[s:e] for s, e in plan.runs)
     assert b"be brief" not in moved and b"q1" in moved and plan.pinned_kept == 1
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (b'{"id": "x", ', "not valid JSON (unexpected end of data: line 2 column 1 (char 13))"),
+    (b"[1, 2]", "expected a JSON object, found list"),
+    (b'{"id": "x", "ts": 1, "turn_id": 5, "trace_type": "user"}', "trace without a valid 'turn_id'"),
+    (b'{"id": "x", "turn_id": "t", "trace_type": "user"}', "not a RawTrace record"),
+])
+def test_the_window_scan_refuses_a_corrupt_line_naming_it(cli, memory_dir, bad, reason):
+    from memcli.compaction.window import feed_scan
+
+    store = _store(cli, memory_dir, turns(3))
+    path = store.paths.active
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[5:5] = [b"\n", b"  \t\n", bad + b"\n"]     # blank lines count: the bad one is line 8
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(CorruptStoreError) as plan_error:
+        plan_window(store, 1)
+    with pytest.raises(CorruptStoreError) as feed_error:
+        feed_scan(store, path.stat().st_size, 1, 1, lambda *_: None)
+    for error in (plan_error, feed_error):
+        assert str(error.value).startswith(f"{path}:8: {reason}")
 
 
 def test_an_empty_plan_moves_nothing(cli, memory_dir):
