@@ -279,16 +279,18 @@ class _ReadAhead:
     counting (the two interleaved thrash the CPU caches: 7.4 s against 3.0 + 2.9 s of CPU for
     100,000 turns, measured here)."""
 
-    def __init__(self, early: _EarlyTurns, store: AgentStore, tail_turns: int, keep_steps: int):
+    def __init__(self, early: _EarlyTurns, store: AgentStore, tail_turns: int, keep_steps: int,
+                 target_tokens: int | None):
         self.early, self.store = early, store
-        self.tail_turns, self.keep_steps = tail_turns, keep_steps
+        self.tail_turns, self.keep_steps, self.target_tokens = tail_turns, keep_steps, target_tokens
         self.pid = self.fd = None
 
     @classmethod
-    def of(cls, early: _EarlyTurns | None, store: AgentStore, policy: CompactionPolicy) -> "_ReadAhead | None":
+    def of(cls, early: _EarlyTurns | None, store: AgentStore, policy: CompactionPolicy,
+           target_tokens: int) -> "_ReadAhead | None":
         if early is None or not hasattr(os, "fork") or _usable_cpus() < 2 or threading.active_count() > 1:
             return None
-        return cls(early, store, policy.tail_turns, policy.keep_steps)
+        return cls(early, store, policy.tail_turns, policy.keep_steps, target_tokens)
 
     def fork(self, size: int) -> None:
         self.cancel()
@@ -302,7 +304,7 @@ class _ReadAhead:
                 os.close(read_end)
                 _die_with_parent(parent)
                 result = feed_scan(self.store, size, self.tail_turns, self.keep_steps, self.early,
-                                   self.early.open_steps)
+                                   self.early.open_steps, self.target_tokens)
                 with os.fdopen(write_end, "wb") as out:
                     _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((self.early, result))
             except BaseException:
@@ -808,7 +810,7 @@ class _Job:
         """The window, and (for a summarizer that takes them: the offline one, where a child
         process can read ahead) the :class:`_ReadAhead` summarizing while it was planned: the
         caller finishes or cancels it."""
-        ahead = _ReadAhead.of(_EarlyTurns.of(self.fed()), self.store, self.policy)
+        ahead = _ReadAhead.of(_EarlyTurns.of(self.fed()), self.store, self.policy, self.result.target_tokens)
         try:
             return plan(self.store, self.policy.tail_turns, self.note, keep_steps=self.policy.keep_steps,
                         target_tokens=self.result.target_tokens, model=self.model,
