@@ -727,3 +727,17 @@ def test_a_host_that_ignores_sigchld_still_compacts(tmp_path, monkeypatch):
     finally:
         signal.signal(signal.SIGCHLD, previous)
     assert result.compacted and result.turns == 10
+
+
+def test_turn_ids_named_outside_the_active_file_only_move_the_turn_counter_forward():
+    from memcli.store.state import TurnState
+
+    state = TurnState()
+    state.turn_counter = 7
+    state.observe_turn_ids(["turn_0003", None, 12, "turn_x", "turn_", "turn_0042", "turn_0041", "xturn_9000"])
+    assert state.turn_counter == 42
+    state.observe_turn_ids(["turn_0005"])
+    assert state.turn_counter == 42
+    state.observe_archived({"turn_id": "turn_0100"})
+    state.observe_archived({"turn_id": ["turn_9999"]})
+    assert state.turn_counter == 100
