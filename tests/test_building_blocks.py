@@ -741,3 +741,31 @@ def test_turn_ids_named_outside_the_active_file_only_move_the_turn_counter_forwa
     state.observe_archived({"turn_id": "turn_0100"})
     state.observe_archived({"turn_id": ["turn_9999"]})
     assert state.turn_counter == 100
+
+
+def test_bulk_passes_pause_the_cyclic_collector_and_restore_it(memory_dir, monkeypatch):
+    """Inside a snapshot or a token count the collector is off; after it, on again (or still
+    off, when the caller had turned it off); nested passes leave it to the outermost."""
+    import gc
+
+    import memcli.snapshot.assemble as assemble
+    from memcli.bulk import cyclic_gc_paused
+
+    seen = []
+    with cyclic_gc_paused():
+        with cyclic_gc_paused():
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        with cyclic_gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    counted = []
+    monkeypatch.setattr(assemble, "count_working", lambda *a, **k: counted.append(gc.isenabled()) or 0)
+    assemble.working_tokens(AgentStore(memory_dir, "a"))
+    assert counted == [False] and gc.isenabled()

@@ -42,7 +42,6 @@ moves to the newest position. ``sliding-window`` archives the window with no ite
 from __future__ import annotations
 
 import copy
-import gc
 import os
 import pickle
 import signal
@@ -57,6 +56,7 @@ from typing import Callable, Iterator
 
 import orjson
 
+from memcli.bulk import cyclic_gc_paused
 from memcli.compaction import breaker
 from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status, input_budget, target_tokens
 from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn, normalize_fact, turn_span
@@ -649,7 +649,7 @@ def _decide_and_run(job: _Job, if_needed: bool, force: bool, max_context_tokens:
         else:
             # the working snapshot's count decides: the plan takes it anyway, so the store is read
             # once for both, and one that is not due is only read (no compaction lock taken)
-            with _cyclic_gc_paused():
+            with cyclic_gc_paused():
                 planned[0] = job.plan()
             if not trigger.decide(planned[0][0].tokens_before):
                 result.seconds = time.monotonic() - job.started
@@ -659,7 +659,7 @@ def _decide_and_run(job: _Job, if_needed: bool, force: bool, max_context_tokens:
         summarizer.preflight()
     lock = compaction_lock(store) if not dry_run else _no_lock()
     try:
-        with lock, _cyclic_gc_paused():
+        with lock, cyclic_gc_paused():
             return _run(job, planned[0])
     except CompactionBusy as exc:
         if if_needed:
@@ -713,22 +713,6 @@ class _Trigger:
                 hint=f"run `memcli compact {self.store.agent_id}` without --if-needed, or add --force",
                 param="if_needed")
         return True
-
-
-@contextmanager
-def _cyclic_gc_paused():
-    """CPython's cyclic collector paused while a compaction runs. Planning allocates millions of
-    short-lived objects (parsed lines, messages) while holding a few hundred thousand long-lived
-    ones (the plan's per-unit records), and every full collection re-traverses all of those:
-    about a tenth of a large compaction's time, for cycles it does not make. Reference counting
-    still frees everything as usual; the collector resumes (if it was on) when the block ends."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> CompactionError:
