@@ -195,6 +195,20 @@ class WindowPlan:
 
 
 WHOLE_TURN_FEED_BYTES = 8 << 20   # lines a WholeTurnFeed keeps for turns not handed over yet
+SPILL_BYTES_PER_TOKEN = 64        # line bytes a spilled turn holds back per token of the target ...
+SPILL_MIN_BYTES = 1 << 20         # ... and at least this many
+
+
+def spill_lag(target_tokens: int | None, budget: int) -> int:
+    """Bytes of a spilled turn's newest step lines a :class:`WholeTurnFeed` holds back rather than
+    folds: room for the steps a plan toward ``target_tokens`` keeps — :data:`SPILL_BYTES_PER_TOKEN`
+    bytes of lines a token (a JSONL line carries its id, times and arguments beside the text the
+    snapshot counts), at least :data:`SPILL_MIN_BYTES`, at most half the feed's ``budget``. Were the kept steps' lines
+    larger, the spill would be void (:func:`check_feed`) and those steps read again: slower, the
+    same summary."""
+    if target_tokens is None:
+        return budget // 2
+    return min(max(target_tokens * SPILL_BYTES_PER_TOKEN, SPILL_MIN_BYTES), budget // 2)
 
 
 def summary_reserve(window_tokens: int) -> int:
@@ -217,7 +231,7 @@ class WholeTurnFeed:
     Past ``budget`` bytes of kept lines (a giant turn) the turn holding the most is *spilled*,
     when ``open_steps`` is given and no turn was spilled yet (:class:`StepSpill`): its step
     traces are folded, oldest first, into ``open_steps(turn_id)`` (a digest with ``add(trace)``),
-    all but its newest ``budget // 2`` bytes of them. The window's last turn is the only one that
+    all but its newest ``lag`` bytes of them (:func:`spill_lag`; half the budget unless given). The window's last turn is the only one that
     can move in part, and its kept steps are its newest, so when the spilled turn is that turn
     its moved steps need no second read. Otherwise, or past the budget again, nothing more is
     kept or handed over.
@@ -227,8 +241,10 @@ class WholeTurnFeed:
     """
 
     def __init__(self, deliver: Callable[[str, list, int], None], turns: _Turns, step_order: array,
-                 tail_turns: int, keep_steps: int, budget: int, open_steps: Callable[[str], object] | None = None):
+                 tail_turns: int, keep_steps: int, budget: int, open_steps: Callable[[str], object] | None = None,
+                 lag: int | None = None):
         self.deliver = deliver
+        self.lag = budget // 2 if lag is None else lag
         self.open_steps = open_steps
         self.spill: StepSpill | None = None
         self.turns, self.step_order = turns, step_order
@@ -277,8 +293,7 @@ class WholeTurnFeed:
             return
         traces, size, units, starts, sizes = kept.pop(turn)
         self.kept_bytes -= size
-        spill = self.spill = StepSpill(turn, self.turns.ids[turn], self.open_steps(self.turns.ids[turn]),
-                                       self.budget // 2)
+        spill = self.spill = StepSpill(turn, self.turns.ids[turn], self.open_steps(self.turns.ids[turn]), self.lag)
         head = self.turns.head[turn]
         for trace, unit, start, trace_size in zip(traces, units, starts, sizes, strict=True):
             if unit != head:
@@ -718,13 +733,13 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
 
 def feed_scan(store: AgentStore, size: int, tail_turns: int, keep_steps: int,
               whole_turns: Callable[[str, list, int], None],
-              open_steps: Callable[[str], object] | None = None) -> FeedResult:
+              open_steps: Callable[[str], object] | None = None, target_tokens: int | None = None) -> FeedResult:
     """A :class:`WholeTurnFeed` over the first ``size`` bytes of the active file, assigning units
     as the plan does but counting nothing: for a process that summarizes while another plans
-    (:func:`check_feed` checks the result against that plan)."""
+    toward ``target_tokens`` (:func:`check_feed` checks the result against that plan)."""
     scan = _Scan(store)
     scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
-                              WHOLE_TURN_FEED_BYTES, open_steps)
+                              WHOLE_TURN_FEED_BYTES, open_steps, spill_lag(target_tokens, WHOLE_TURN_FEED_BYTES))
     for _ in scan.traces(jsonl.open_read(store.paths.active), size):
         pass
     return scan.feed.result()
