@@ -573,12 +573,15 @@ def _call_of(args, args_text: str | None = None) -> _Call:
         args_text = _json_text(args)
     if type(args) is not dict or len(args_text) > MEMO_CHARS:
         return _Call(args, args_text)
-    facts = _CALLS.get(args_text)
-    if facts is None:
-        if len(_CALLS) >= 4096:
-            _CALLS.clear()
-        facts = _CALLS[args_text] = _Call(args, args_text)
-    return facts
+    return _CALLS.get(args_text) or _remember(_CALLS, args_text, _Call(args, args_text))
+
+
+def _remember(memo: dict, text: str, said):
+    """``said`` remembered in ``memo`` for ``text`` (``memo`` starts again past 4,096 texts)."""
+    if len(memo) >= 4096:
+        memo.clear()
+    memo[text] = said
+    return said
 
 
 class _Result:
@@ -609,12 +612,7 @@ def _result_of(t, result_text: str) -> _Result | None:
     another result (a string, an error, a longer text)."""
     if type(t.tool_result) is not dict or len(result_text) > MEMO_CHARS or t.tool_error:
         return None
-    facts = _RESULTS.get(result_text)
-    if facts is None:
-        if len(_RESULTS) >= 4096:
-            _RESULTS.clear()
-        facts = _RESULTS[result_text] = _Result(t, result_text)
-    return facts
+    return _RESULTS.get(result_text) or _remember(_RESULTS, result_text, _Result(t, result_text))
 
 
 def _trace_turn(trace) -> str | None:
