@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 import orjson
+from orjson import OPT_NON_STR_KEYS
+from orjson import dumps as _dumps
 
 from memcli.messages import (
     ERROR,
@@ -190,6 +192,9 @@ class BuildStats:
     id_examples: list = field(default_factory=list)  # the first few (stored id, rendered id)
 
 
+# A tool message's results are ToolResult objects (always true) or None where one is missing:
+# ``all(results)`` says none is, without the ``==`` that ``None in results`` calls per result.
+#
 # An unanswered call is the tuple (call, its tool message, the index of its result there). A call
 # given up on (``lookahead`` ran out) has its placeholder in that place already: a result that
 # still comes finds the place taken and becomes a ``late`` note.
@@ -227,32 +232,39 @@ class MessageBuilder:
 
     # ------------------------------------------------------------------ input
     def feed(self, trace: RawTrace) -> list[Message]:
-        self._take(trace)
-        out: list[Message] = []
-        if self._queue or self._ready:
-            self._drain(out)
-        return out
+        return list(self._stream((trace,)))
 
-    def _take(self, trace: RawTrace) -> None:
-        """The rules of one trace, without collecting what became final (:meth:`feed` does)."""
-        self._n += 1
+    def _stream(self, traces: Iterable[RawTrace], end: bool = False) -> Iterator[Message]:
+        """The rules of each trace (by kind, below), yielding the messages that became final; with
+        ``end``, what :meth:`finish` gives after the last trace."""
         stats = self.stats
-        stats.traces += 1
-        tags = trace.tags
-        if tags and TAG_SIDECHAIN in tags and not self.include_sidechain:
-            stats.sidechain_omitted += 1
-        else:
+        include_sidechain = self.include_sidechain
+        user, assistant, tool_call, tool_result = self._user, self._assistant, self._tool_call, self._tool_result
+        queue, ready, drain = self._queue, self._ready, self._drain
+        out: list[Message] = []
+        for trace in traces:
+            self._n += 1
+            stats.traces += 1
+            tags = trace.tags
             kind = trace.trace_type
-            if kind == "user":
-                self._user(trace)
-            elif kind == "assistant":
-                self._assistant(trace)
+            if tags and TAG_SIDECHAIN in tags and not include_sidechain:
+                stats.sidechain_omitted += 1
             elif kind == "tool_call":
-                self._tool_call(trace)
+                tool_call(trace)
             elif kind == "tool_result":
-                self._tool_result(trace)
+                tool_result(trace)
+            elif kind == "assistant":
+                assistant(trace)
+            elif kind == "user":
+                user(trace)
             else:
                 stats.unknown_skipped += 1
+            if queue or ready:   # something became final (or, with a lookahead, may have)
+                drain(out)
+                yield from out
+                out.clear()
+        if end:
+            yield from self.finish()
 
     def finish(self) -> list[Message]:
         self._close()
@@ -320,11 +332,17 @@ class MessageBuilder:
         source_id = trace.tool_call_id or ""
         trace_id = trace.id
         stats = self.stats
-        call_id = self.ids.assign(source_id, trace_id)
-        if call_id != source_id:
-            stats.ids_renamed += 1
-            if len(stats.id_examples) < 3:
-                stats.id_examples.append((source_id, call_id))
+        ids = self.ids
+        used = ids._used
+        if ids.capacity is None and source_id not in used and _SAFE_ID.fullmatch(source_id):
+            used[source_id] = None   # kept as it is: CallIds.assign's usual case
+            call_id = source_id
+        else:
+            call_id = ids.assign(source_id, trace_id)
+            if call_id != source_id:
+                stats.ids_renamed += 1
+                if len(stats.id_examples) < 3:
+                    stats.id_examples.append((source_id, call_id))
         name = trace.tool_name
         names = self._names
         rendered_name = names.get(name)
@@ -371,7 +389,13 @@ class MessageBuilder:
         value = trace.tool_result
         error_text = trace.tool_error
         if value is not None and not error_text:   # the usual case: the result alone (result_text)
-            text = value if isinstance(value, str) else json_text(value)
+            if isinstance(value, str):
+                text = value
+            else:
+                try:
+                    text = _dumps(value, option=OPT_NON_STR_KEYS).decode()   # json_text's usual case
+                except TypeError:
+                    text = json_text(value)
         else:
             text = result_text(trace)
         error = bool(error_text)
@@ -384,7 +408,7 @@ class MessageBuilder:
                     trace.id, source_id, error, len(text), None, call.source_name or trace.tool_name)
                 tools.trace_ids.append(trace.id)
                 self.stats.results += 1
-                if self._aside and id(tools) in self._aside and None not in results:
+                if self._aside and id(tools) in self._aside and all(results):
                     self._ready.append(self._aside.pop(id(tools)))
                 if tools is self._current_tools:
                     self._close()  # a call made after this result is the next step, not a parallel call
@@ -417,7 +441,7 @@ class MessageBuilder:
         queue.append(current)
         tools = self._current_tools
         if tools is not None:
-            if None in tools.results:   # a result still to come (read by _drain only then)
+            if not all(tools.results):   # a result still to come (read by _drain only then)
                 self._waiting[id(tools)] = (current.tool_calls, self._n)
             queue.append(tools)
             self._current_tools = None
@@ -445,7 +469,7 @@ class MessageBuilder:
             head = queue[0]
             if head.role == "tool":
                 results = head.results
-                if None in results:
+                if not all(results):   # a result missing
                     calls, queued_at = self._waiting.get(id(head), ((), self._n))
                     if force or (self.lookahead is not None and self._n - queued_at > self.lookahead):
                         pass   # given up on: placeholders (a result that still comes is late)
@@ -476,12 +500,4 @@ def build_messages(traces: Iterable[RawTrace], *, include_reasoning: bool = Fals
                              lookahead=lookahead, id_capacity=id_capacity, ordered=ordered)
     if stats is not None:
         builder.stats = stats
-    take, drain, queue, ready = builder._take, builder._drain, builder._queue, builder._ready
-    out: list[Message] = []
-    for trace in traces:   # builder.feed, without a list per trace when nothing became final
-        take(trace)
-        if queue or ready:
-            drain(out)
-            yield from out
-            out.clear()
-    yield from builder.finish()
+    return builder._stream(traces, end=True)
