@@ -688,9 +688,7 @@ def _observe_memory_turns(paths: AgentPaths, state: TurnState) -> None:
                 continue
             turn_ids = record.get(key) if isinstance(record, dict) else None
             if isinstance(turn_ids, list):
-                for turn_id in turn_ids:
-                    if isinstance(turn_id, str):
-                        state.observe_archived({"turn_id": turn_id})
+                state.observe_turn_ids(turn_ids)
 
 
 # ---------------------------------------------------------------------- crash testing hook
