@@ -463,10 +463,11 @@ _VOCAB_CACHE: dict[str, tuple] = {}
 _VOCAB_WORDS: dict[str, tuple] = {}
 
 
-def _vocabulary_of(text: str, remember: bool = True) -> tuple:
+def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
     """The vocabulary identifiers of ``text`` (4 characters or more); the same texts come back
     often in a session (results, commands), so the last 4,096 are remembered (``remember=False``:
-    a text that does not come back, an ask or a message, is neither looked up nor kept).
+    a text that does not come back, an ask or a message, is neither looked up nor kept, and its
+    identifiers come as a list).
 
     No :data:`_VOCAB` match spans or borders on whitespace in a way a word boundary would not
     (whitespace is in none of its classes and fails all its lookarounds as the start or end of
@@ -489,11 +490,12 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple:
                 words[word] = hits
             if hits:
                 out.extend(hits)
+        if not remember:
+            return out
         found = tuple(out)
-        if remember:
-            if len(_VOCAB_CACHE) >= 4096:
-                _VOCAB_CACHE.clear()
-            _VOCAB_CACHE[text] = found
+        if len(_VOCAB_CACHE) >= 4096:
+            _VOCAB_CACHE.clear()
+        _VOCAB_CACHE[text] = found
     return found
 
 
@@ -889,8 +891,9 @@ class _TurnDigest:
                 self._urls(said.urls)
             if said.vocab:
                 self._count(said.vocab, 2)
-        elif kind == "assistant":
-            if tags and (TAG_REASONING in tags or not NON_OPENING_TAGS.isdisjoint(tags)) or not content.strip():
+        elif kind == "assistant":   # (not content.strip(), without the copy: not content or content.isspace())
+            if tags and (TAG_REASONING in tags or not NON_OPENING_TAGS.isdisjoint(tags)) or not content or \
+                    content.isspace():
                 return
             if self.reply and self.reply != content:
                 notes = self.notes
@@ -898,17 +901,19 @@ class _TurnDigest:
                     notes = self.notes = deque(maxlen=NOTES_KEPT)
                 _push_note(notes, self.reply)
             self.reply = content
-            self._text(content)
-            self._vocab(content, 2, False)
+            if "://" in content:
+                self._text(content)
+            self._count(_vocabulary_of(content[:VOCAB_TEXT_CHARS], False), 2)   # (_vocab of a text)
         elif kind == "user":
             if tags and TAG_COMPACT_SUMMARY in tags and content.strip():
                 self._harness(t, content)
                 return
-            if tags and not NON_OPENING_TAGS.isdisjoint(tags) or not content.strip():
+            if tags and not NON_OPENING_TAGS.isdisjoint(tags) or not content or content.isspace():
                 return
             self.asks.append((content, t.id))
-            self._text(content)
-            self._vocab(content, 3, False)
+            if "://" in content:
+                self._text(content)
+            self._count(_vocabulary_of(content[:VOCAB_TEXT_CHARS], False), 3)
             if _may_state_preference(content):
                 for sentence in _SENTENCE.findall(content):
                     if _PREFERENCE.search(sentence) and len(sentence.strip()) >= 8:
@@ -1061,7 +1066,11 @@ class WindowSummary:
 
     def whole_turn(self, turn_id: str, traces: list, steps: int) -> None:
         """Add a turn that moves whole, from its moved traces."""
-        self.add(_TurnDigest.fed(_TurnDigest(turn_id, False, steps, steps), traces))
+        digest = _TurnDigest(turn_id, False, steps, steps)
+        add = digest.add
+        for trace in traces:   # (_TurnDigest.fed, inlined: it runs per turn)
+            add(trace)
+        self.add(digest)
 
     def add(self, d: _TurnDigest) -> None:
         self.n_turns += 1
@@ -1073,12 +1082,15 @@ class WindowSummary:
         if subagents:
             self.n_calls += sum(a.work.n_calls for a in subagents.values())
             self.n_failed += sum(a.work.failed for a in subagents.values())
-        self.first_turn = self.first_turn or turn_id
+        if not self.first_turn:
+            self.first_turn = turn_id
         self.last_turn = turn_id
-        if d.first_ts is not None:
-            self.first_ts = d.first_ts if self.first_ts is None else min(self.first_ts, d.first_ts)
-        if d.last_ts is not None:
-            self.last_ts = d.last_ts if self.last_ts is None else max(self.last_ts, d.last_ts)
+        ts = d.first_ts   # (min and max, spelled out)
+        if ts is not None and (self.first_ts is None or ts < self.first_ts):
+            self.first_ts = ts
+        ts = d.last_ts
+        if ts is not None and (self.last_ts is None or ts > self.last_ts):
+            self.last_ts = ts
         d.short = False
         if len(self.listed) < HEAD_TURNS:
             self.listed.append(d)
@@ -1120,9 +1132,10 @@ class WindowSummary:
         for work in (main, *(a.work for a in subagents.values())) if subagents else (main,):
             if work.todo is not None:
                 self.todo = work.todo
-            for path, names in work.changes.items():
-                known = self.changes.setdefault(path, [])
-                known.extend(n for n in names if n not in known and len(known) < 12)
+            if work.changes:
+                for path, names in work.changes.items():
+                    known = self.changes.setdefault(path, [])
+                    known.extend(n for n in names if n not in known and len(known) < 12)
             if work.families:
                 families = self.families
                 for family, failed in work.families.items():
@@ -1133,10 +1146,11 @@ class WindowSummary:
                 for family, outcome in work.outcomes.items():
                     outcomes.pop(family, None)
                     outcomes[family] = outcome
-            for label, (count, briefs) in work.failures.items():
-                self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
-                for brief in briefs:
-                    self.failure_error[label] = _distinct(self.failure_error.get(label, []), brief)
+            if work.failures:
+                for label, (count, briefs) in work.failures.items():
+                    self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
+                    for brief in briefs:
+                        self.failure_error[label] = _distinct(self.failure_error.get(label, []), brief)
             for command, (failed_before, failed, error) in work.commands.items():
                 entry_c = commands.get(command)
                 if entry_c is None:
