@@ -44,7 +44,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   family whose latest run failed is under the failures instead.
 * The latest **todo list / plan** (``TodoWrite``, ``update_plan`` …) in full.
 * **Vocabulary**: the window's identifiers the summary does not show yet, most needed first
-  (:func:`_need`: each use weighted — ask 3, the agent's text and arguments 2, results 1 — and
+  (:func:`_needs`: each use weighted — ask 3, the agent's text and arguments 2, results 1 — and
   halved every ``VOCAB_HALF_LIFE`` traces since, so the working set at the end of the window
   leads; plus a small share of all uses), whole identifiers only, not CSS classes with digits
   (``text-gray-500``) nor prose (``and/or``). It replaces the per-turn ``refs:`` lists.
@@ -1675,27 +1675,31 @@ VOCAB_FLOOR = 1 / 64         # of the undecayed weight: the project's core names
 _DECAY = [2 ** (-d / VOCAB_HALF_LIFE) for d in range(VOCAB_HALF_LIFE * 16)]
 
 
-def _need(entry: list, total: int) -> float:
-    """How much an identifier will be needed after the window's ``total`` traces: its uses,
-    each halved every :data:`VOCAB_HALF_LIFE` traces since (the agent's working set at the end
-    of the window weighs most), plus :data:`VOCAB_FLOOR` of all its uses."""
-    distance = total - entry[1]
-    if distance < 0:
-        distance = 0
-    return entry[0] * (_DECAY[distance] if distance < len(_DECAY) else 0.0) + VOCAB_FLOOR * entry[2]
+def _needs(entries, total: int) -> list[float]:
+    """How much each identifier (its vocabulary entry) will be needed after the window's ``total``
+    traces: its uses, each halved every :data:`VOCAB_HALF_LIFE` traces since (the agent's working
+    set at the end of the window weighs most), plus :data:`VOCAB_FLOOR` of all its uses."""
+    decay, far, floor = _DECAY, len(_DECAY), VOCAB_FLOOR
+    out = []
+    for weight, index, uses in entries:
+        distance = total - index
+        if distance < 0:
+            distance = 0
+        out.append(weight * (decay[distance] if distance < far else 0.0) + floor * uses)
+    return out
 
 
 def _by_need(vocab: dict, total: int) -> list[str]:
-    """The identifiers of ``vocab``, most needed after ``total`` traces first (:func:`_need`; of
+    """The identifiers of ``vocab``, most needed after ``total`` traces first (:func:`_needs`; of
     equal need, in their order)."""
-    needs = [_need(entry, total) for entry in vocab.values()]
+    needs = _needs(vocab.values(), total)
     names = list(vocab)
     return [names[i] for i in sorted(range(len(names)), key=needs.__getitem__, reverse=True)]
 
 
 def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     """The identifiers of the window the summary does not show yet, most needed first
-    (:func:`_need`: used often, and lately), as one ``Vocabulary:`` line of at most ``room``
+    (:func:`_needs`: used often, and lately), as one ``Vocabulary:`` line of at most ``room``
     characters (whole identifiers only)."""
     if room < 40 or not vocab:
         return ""
