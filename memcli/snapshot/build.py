@@ -228,7 +228,8 @@ class MessageBuilder:
         # source call id -> its unanswered call (a slot), or a list of them, oldest first, when several
         self._open: dict[str, tuple | list[tuple]] = {}
         self._names: dict[str | None, str] = {}   # tool name -> safe_name(name)
-        self._n = 0
+        # the ids kept so far when none is forgotten (the usual case, taken without CallIds.assign)
+        self._kept_ids = self.ids._used if id_capacity is None else None
 
     # ------------------------------------------------------------------ input
     def feed(self, trace: RawTrace) -> list[Message]:
@@ -243,8 +244,7 @@ class MessageBuilder:
         queue, ready, drain = self._queue, self._ready, self._drain
         out: list[Message] = []
         for trace in traces:
-            self._n += 1
-            stats.traces += 1
+            stats.traces += 1   # also the clock of the lookahead
             tags = trace.tags
             kind = trace.trace_type
             if tags and TAG_SIDECHAIN in tags and not include_sidechain:
@@ -332,13 +332,12 @@ class MessageBuilder:
         source_id = trace.tool_call_id or ""
         trace_id = trace.id
         stats = self.stats
-        ids = self.ids
-        used = ids._used
-        if ids.capacity is None and source_id not in used and _SAFE_ID.fullmatch(source_id):
+        used = self._kept_ids
+        if used is not None and source_id not in used and _SAFE_ID.fullmatch(source_id):
             used[source_id] = None   # kept as it is: CallIds.assign's usual case
             call_id = source_id
         else:
-            call_id = ids.assign(source_id, trace_id)
+            call_id = self.ids.assign(source_id, trace_id)
             if call_id != source_id:
                 stats.ids_renamed += 1
                 if len(stats.id_examples) < 3:
@@ -442,7 +441,7 @@ class MessageBuilder:
         tools = self._current_tools
         if tools is not None:
             if not all(tools.results):   # a result still to come (read by _drain only then)
-                self._waiting[id(tools)] = (current.tool_calls, self._n)
+                self._waiting[id(tools)] = (current.tool_calls, self.stats.traces)
             queue.append(tools)
             self._current_tools = None
         self._current = None
@@ -465,13 +464,15 @@ class MessageBuilder:
             self._aside.clear()
         queue = self._queue
         popleft = queue.popleft
+        waiting = self._waiting
         while queue:
             head = queue[0]
             if head.role == "tool":
                 results = head.results
                 if not all(results):   # a result missing
-                    calls, queued_at = self._waiting.get(id(head), ((), self._n))
-                    if force or (self.lookahead is not None and self._n - queued_at > self.lookahead):
+                    now = self.stats.traces
+                    calls, queued_at = waiting.get(id(head), ((), now))
+                    if force or (self.lookahead is not None and now - queued_at > self.lookahead):
                         pass   # given up on: placeholders (a result that still comes is late)
                     elif not self.ordered:   # the messages behind it need not wait
                         self._aside[id(head)] = queue.popleft()
@@ -481,7 +482,8 @@ class MessageBuilder:
                     for index, call in enumerate(calls):
                         if results[index] is None:
                             self._fill_pending(call, head, index)
-                self._waiting.pop(id(head), None)
+                if waiting:
+                    waiting.pop(id(head), None)
             out.append(popleft())
 
 
