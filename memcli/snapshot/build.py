@@ -61,6 +61,10 @@ from memcli.messages import (
     ToolCall,
     ToolResult,
     json_text,
+    new_message,
+    new_text,
+    new_tool_call,
+    new_tool_result,
 )
 from memcli.models import PINNED_TAGS, TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_REASONING, TAG_SIDECHAIN, RawTrace
 from memcli.pairing import pop_open_call
@@ -286,13 +290,13 @@ class MessageBuilder:
             role, kind = "user", "ask"
         content = trace.content
         if content and content.strip() and not trace.media:   # the usual case: one text
-            parts = [Text(content)]
+            parts = [new_text(content)]
         else:
             parts = self._parts(trace)
         if not parts:
             self.stats.empty_skipped += 1
             return
-        self._queue.append(Message(role, kind, parts, [], [], trace.turn_id, [trace.id]))
+        self._queue.append(new_message(role, kind, parts, [], [], trace.turn_id, [trace.id]))
 
     def _assistant(self, trace: RawTrace) -> None:
         if trace.tags and TAG_REASONING in trace.tags:
@@ -307,7 +311,7 @@ class MessageBuilder:
             return
         content = trace.content
         if content and content.strip() and not trace.media:   # the usual case: one text
-            parts = [Text(content)]
+            parts = [new_text(content)]
         else:
             parts = self._parts(trace)
             if not parts:
@@ -318,7 +322,7 @@ class MessageBuilder:
             self._close()
             current = None
         if current is None:
-            self._current = Message("assistant", "reply", parts, [], [], trace.turn_id, [trace.id])
+            self._current = new_message("assistant", "reply", parts, [], [], trace.turn_id, [trace.id])
         else:
             current.parts.extend(parts)
             current.trace_ids.append(trace.id)
@@ -350,22 +354,23 @@ class MessageBuilder:
             if len(names) < _NAME_MEMO:
                 names[name] = rendered_name
         args = trace.tool_args
-        call = ToolCall(call_id, rendered_name, args if args.__class__ is dict else call_arguments(trace), trace_id,
-                        source_id, name)
+        if args.__class__ is not dict:
+            args = call_arguments(trace)
+        call = new_tool_call(call_id, rendered_name, args, trace_id, source_id, name)
         content = trace.content
         if current is None:   # the call opens an assistant message, and its tool message
-            self._current = Message("assistant", "reply", [Text(content)] if content and content.strip() else [],
-                                    [call], [], turn_id, [trace_id])
-            tools = self._current_tools = Message("tool", "results", [], [], [None], turn_id, [])
+            parts = [new_text(content)] if content and content.strip() else []
+            self._current = new_message("assistant", "reply", parts, [call], [], turn_id, [trace_id])
+            tools = self._current_tools = new_message("tool", "results", [], [], [None], turn_id, [])
             slot = (call, tools, 0)
         else:
             if content and content.strip():
-                current.parts.append(Text(content))
+                current.parts.append(new_text(content))
             current.tool_calls.append(call)
             current.trace_ids.append(trace_id)
             tools = self._current_tools
             if tools is None:
-                tools = self._current_tools = Message("tool", "results", [], [], [], turn_id, [])
+                tools = self._current_tools = new_message("tool", "results", [], [], [], turn_id, [])
             results = tools.results
             results.append(None)
             slot = (call, tools, len(results) - 1)
@@ -402,7 +407,7 @@ class MessageBuilder:
             call, tools, index = slot
             results = tools.results
             if results[index] is None:   # else the call was given up on: the result is late
-                results[index] = ToolResult(
+                results[index] = new_tool_result(
                     call.id, call.name, ERROR if error else SUCCESS, text, trace_media(trace) if trace.media else [],
                     trace.id, source_id, error, len(text), None, call.source_name or trace.tool_name)
                 tools.trace_ids.append(trace.id)
