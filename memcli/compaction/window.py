@@ -55,7 +55,7 @@ import orjson
 from memcli.models import PINNED_TAGS, TAG_SIDECHAIN, RawTrace
 from memcli.pairing import pop_open_call
 from memcli.store import jsonl
-from memcli.store.agent import AgentStore, trace_from_record
+from memcli.store.agent import TRACE_BUILDERS, AgentStore, trace_from_record
 from memcli.store.jsonl import iter_run_lines
 
 T = TypeVar("T")
@@ -442,7 +442,7 @@ class _Scan:
         calls_of, results_of = units.calls, units.results
         new_step = self.new_step
         feed_trace = feed.trace if feed is not None else None
-        loads, decode_error, pinned_tags = orjson.loads, orjson.JSONDecodeError, PINNED_TAGS
+        loads, decode_error, pinned_tags, trace_builders = orjson.loads, orjson.JSONDecodeError, PINNED_TAGS, TRACE_BUILDERS
         with f:
             st = os.fstat(f.fileno())
             self.ino, size = st.st_ino, st.st_size if limit is None else min(limit, st.st_size)
@@ -459,7 +459,10 @@ class _Scan:
                         record = jsonl.parse_line(path, raw + b"\n", None, start)  # raises with the line
                     if type(record) is not dict:
                         jsonl.parse_line(path, raw + b"\n", None, start)
-                    trace = trace_from_record(path, None, start, record)  # raises with the line
+                    build = trace_builders.get(tuple(record))
+                    trace = build(record) if build is not None else None
+                    if trace is None:
+                        trace = trace_from_record(path, None, start, record)  # raises with the line
                     turn_id = trace.turn_id
                     if turn_id != last_turn_id:   # (a turn's lines mostly follow one another)
                         index = turns.get(turn_id)
