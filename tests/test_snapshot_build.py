@@ -324,8 +324,16 @@ def test_the_makers_from_every_field_make_what_the_dataclass_makes():
     import dataclasses
     import inspect
 
-    from memcli.messages import (Message, Text, ToolCall, ToolResult, new_message, new_text, new_tool_call,
-                                 new_tool_result)
+    from memcli.messages import (
+        Message,
+        Text,
+        ToolCall,
+        ToolResult,
+        new_message,
+        new_text,
+        new_tool_call,
+        new_tool_result,
+    )
 
     for cls, new in ((Message, new_message), (Text, new_text), (ToolCall, new_tool_call),
                      (ToolResult, new_tool_result)):
