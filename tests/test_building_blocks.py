@@ -46,6 +46,37 @@ def test_iter_records_reverse_is_the_forward_read_backwards(tmp_path, monkeypatc
         assert list(jsonl.iter_records_reverse(path, end=cut)) == [r for r in forward if r[0] < cut][::-1]
 
 
+def _readline_lines(path, size: int) -> list:
+    """(offset, line without its newline) as a ``for line in f`` loop gives them: complete lines
+    that start before ``size``."""
+    out, offset = [], 0
+    with open(path, "rb") as f:
+        for raw in f:
+            if offset >= size or not raw.endswith(b"\n"):
+                break
+            out.append((offset, raw[:-1]))
+            offset += len(raw)
+    return out
+
+
+@SETTINGS
+@given(lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+       tail=st.binary(max_size=20).filter(lambda b: b"\n" not in b), block=st.integers(1, 70), data=st.data())
+def test_line_batches_are_the_lines_a_readline_loop_reads(tmp_path, lines, tail, block, data):
+    path = tmp_path / "f.jsonl"
+    content = b"".join(line + b"\n" for line in lines) + tail
+    path.write_bytes(content)
+    size = data.draw(st.integers(0, len(content) + 3))   # a limit anywhere, a line's middle too
+    got = []
+    with open(path, "rb") as f:
+        for offset, batch in jsonl.line_batches(f, size, block=block):
+            assert batch and (not got or offset == got[-1][0] + len(got[-1][1]) + 1)   # adjacent, not empty
+            for line in batch:
+                got.append((offset, line))
+                offset += len(line) + 1
+    assert got == _readline_lines(path, size)
+
+
 def test_iter_records_reverse_names_a_corrupt_line(tmp_path):
     path = tmp_path / "f.jsonl"
     path.write_bytes(b'{"id": 1}\nnot json\n{"id": 3}\n')
@@ -166,6 +197,28 @@ def test_plan_window_keeps_pinned_instructions_in_the_active_file(cli, memory_di
     plan = plan_window(store, 1, keep_steps=0)
     moved = b"".join(store.paths.active.read_bytes()[s:e] for s, e in plan.runs)
     assert b"be brief" not in moved and b"q1" in moved and plan.pinned_kept == 1
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (b'{"id": "x", ', "not valid JSON (unexpected end of data: line 2 column 1 (char 13))"),
+    (b"[1, 2]", "expected a JSON object, found list"),
+    (b'{"id": "x", "ts": 1, "turn_id": 5, "trace_type": "user"}', "trace without a valid 'turn_id'"),
+    (b'{"id": "x", "turn_id": "t", "trace_type": "user"}', "not a RawTrace record"),
+])
+def test_the_window_scan_refuses_a_corrupt_line_naming_it(cli, memory_dir, bad, reason):
+    from memcli.compaction.window import feed_scan
+
+    store = _store(cli, memory_dir, turns(3))
+    path = store.paths.active
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[5:5] = [b"\n", b"  \t\n", bad + b"\n"]     # blank lines count: the bad one is line 8
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(CorruptStoreError) as plan_error:
+        plan_window(store, 1)
+    with pytest.raises(CorruptStoreError) as feed_error:
+        feed_scan(store, path.stat().st_size, 1, 1, lambda *_: None)
+    for error in (plan_error, feed_error):
+        assert str(error.value).startswith(f"{path}:8: {reason}")
 
 
 def test_an_empty_plan_moves_nothing(cli, memory_dir):
@@ -329,7 +382,7 @@ def _fed_plan(store, tail, keep, deliver, *, target=None):
     from memcli.compaction.window import check_feed, feed_scan
 
     size = store.paths.active.stat().st_size
-    result = feed_scan(store, size, tail, keep, deliver, getattr(deliver, "open_steps", None))
+    result = feed_scan(store, size, tail, keep, deliver, getattr(deliver, "open_steps", None), target)
     plan = plan_window(store, tail, keep_steps=keep, target_tokens=target)
     plan.delivered, plan.spilled = check_feed(result, plan, store.paths.active)
     return plan
@@ -353,7 +406,7 @@ def _fed_and_read(store, tail, keep, target, *, forked: bool = False):
     summarizer = OfflineSummarizer()
     early = _EarlyTurns(summarizer)
     if forked:
-        ahead = _ReadAhead(early, store, tail, keep)
+        ahead = _ReadAhead(early, store, tail, keep, target)
         fed = plan_window(store, tail, keep_steps=keep, target_tokens=target, on_open=ahead.fork)
         early = ahead.finish(fed)
         ahead.cancel()
@@ -425,6 +478,33 @@ def test_a_giant_turns_moved_steps_are_read_once(cli, memory_dir, monkeypatch, f
     assert fed.spilled is not None and not fed.turns[-1].whole and fed.turns[-1].steps > 60
     _same_summary(a, b, once, twice)
     assert "steps 1–" in a.episodic_summary
+
+
+def test_the_spill_holds_back_room_for_the_steps_the_target_keeps():
+    from memcli.compaction.window import SPILL_BYTES_PER_TOKEN, SPILL_MIN_BYTES, spill_lag
+
+    budget = 8 << 20
+    assert spill_lag(None, budget) == budget // 2
+    assert spill_lag(20_000, budget) == 20_000 * SPILL_BYTES_PER_TOKEN
+    assert spill_lag(10, budget) == SPILL_MIN_BYTES
+    assert spill_lag(10 ** 9, budget) == budget // 2
+    assert spill_lag(20_000, 40_000) == 20_000
+
+
+@pytest.mark.parametrize("per_token, spilled", [(1, False), (10, True)])
+def test_a_spill_lag_shorter_than_the_kept_steps_voids_the_spill_not_the_summary(cli, memory_dir, monkeypatch,
+                                                                                 per_token, spilled):
+    """The lag follows the target; kept steps whose lines outgrow it (2,000 bytes held back
+    against ~15 KB kept) make the spill void, and the summary is still the one a read gives."""
+    import memcli.compaction.window as window
+
+    monkeypatch.setattr(window, "WHOLE_TURN_FEED_BYTES", 40_000)
+    monkeypatch.setattr(window, "SPILL_MIN_BYTES", 0)
+    monkeypatch.setattr(window, "SPILL_BYTES_PER_TOKEN", per_token)
+    store = _store(cli, memory_dir, turns(3) + _giant_turn(120))
+    a, b, fed, once, twice = _fed_and_read(store, 2, 4, 2_000, forked=True)
+    assert (fed.spilled is not None) is spilled and not fed.turns[-1].whole and fed.turns[-1].steps > 60
+    _same_summary(a, b, once, twice)
 
 
 def test_a_spilled_turn_that_moves_whole_is_read_again(cli, memory_dir, monkeypatch):
@@ -503,7 +583,7 @@ def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, fa
                 raise RuntimeError("the child fails")
             monkeypatch.setattr(compactor, "feed_scan", broken)
         assert compactor._ReadAhead.of(compactor._EarlyTurns(OfflineSummarizer()), AgentStore(memory_dir, "a"),
-                                       CompactionPolicy()) is not None
+                                       CompactionPolicy(), 10_000) is not None
         result = compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=2))
         item = orjson.loads((memory_dir / "agents" / "a" / "episodic.jsonl").read_bytes().splitlines()[-1])
         results[name] = (result.turns, result.summary, len(item["trace_ids"]), item["turn_ids"])
@@ -616,7 +696,7 @@ def test_the_read_ahead_child_does_not_hold_the_agent_lock(tmp_path, monkeypatch
     ingest(tmp_path, "a", tmp_path / "events.ndjson")
     store = AgentStore(tmp_path, "a")
     monkeypatch.setattr(compactor, "feed_scan", lambda *a, **k: time.sleep(30))
-    ahead = compactor._ReadAhead(compactor._EarlyTurns(OfflineSummarizer()), store, 2, 1)
+    ahead = compactor._ReadAhead(compactor._EarlyTurns(OfflineSummarizer()), store, 2, 1, None)
     try:
         compactor.plan(store, 2, keep_steps=1, on_open=ahead.fork)
         assert os.waitpid(ahead.pid, os.WNOHANG) == (0, 0)    # still reading
@@ -700,3 +780,45 @@ def test_a_host_that_ignores_sigchld_still_compacts(tmp_path, monkeypatch):
     finally:
         signal.signal(signal.SIGCHLD, previous)
     assert result.compacted and result.turns == 10
+
+
+def test_turn_ids_named_outside_the_active_file_only_move_the_turn_counter_forward():
+    from memcli.store.state import TurnState
+
+    state = TurnState()
+    state.turn_counter = 7
+    state.observe_turn_ids(["turn_0003", None, 12, "turn_x", "turn_", "turn_0042", "turn_0041", "xturn_9000"])
+    assert state.turn_counter == 42
+    state.observe_turn_ids(["turn_0005"])
+    assert state.turn_counter == 42
+    state.observe_archived({"turn_id": "turn_0100"})
+    state.observe_archived({"turn_id": ["turn_9999"]})
+    assert state.turn_counter == 100
+
+
+def test_bulk_passes_pause_the_cyclic_collector_and_restore_it(memory_dir, monkeypatch):
+    """Inside a snapshot or a token count the collector is off; after it, on again (or still
+    off, when the caller had turned it off); nested passes leave it to the outermost."""
+    import gc
+
+    import memcli.snapshot.assemble as assemble
+    from memcli.bulk import cyclic_gc_paused
+
+    seen = []
+    with cyclic_gc_paused():
+        with cyclic_gc_paused():
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        with cyclic_gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    counted = []
+    monkeypatch.setattr(assemble, "count_working", lambda *a, **k: counted.append(gc.isenabled()) or 0)
+    assemble.working_tokens(AgentStore(memory_dir, "a"))
+    assert counted == [False] and gc.isenabled()

@@ -5,6 +5,7 @@ by timing."""
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -99,6 +100,96 @@ def test_words_without_a_hint_hold_no_identifier():
     for word in ["Please", "HTTP", "Order", "668:", "fine;", "passed", "ABCDEF", "abcdef", "Zebra", "x!y"]:
         assert not offline._VOCAB_HINT.search(word), word
         assert not offline._VOCAB.findall(word), word
+
+
+def _repeated_session() -> list:
+    """Traces of one turn where calls and results come back (other call ids, same arguments and
+    outputs): commands that pass with an outcome, fail by exit code or by tool error, an edit, a
+    URL, a call answered out of order, an orphan result and a call never answered."""
+    from memcli.models import RawTrace
+
+    def call(n, args, result=None, error=None, tool="Bash"):
+        return [dict(trace_type="tool_call", tool_name=tool, tool_call_id=f"c{n}", tool_args=args),
+                dict(trace_type="tool_result", tool_name=tool, tool_call_id=f"c{n}", tool_result=result,
+                     tool_error=error)]
+
+    events = []
+    for n in range(0, 30, 10):
+        events += [dict(trace_type="user", content=f"Fix tests/test_x.py round {n}, see https://ex.example/a.")]
+        events += call(n, {"command": "pytest -q tests/test_x.py"}, {"exit_code": 0, "stdout": "3 passed in 0.1s"})
+        events += call(n + 1, {"command": "make lint"}, {"exit_code": 2, "stderr": "E501 line too long (app/x.py:3)"})
+        events += call(n + 2, {"command": "git push"}, error="fatal: no upstream https://git.example/r")
+        events += call(n + 3, {"file_path": "app/x.py", "old_string": "a = 1", "new_string": "RATE_LIMIT = 2"},
+                       {"ok": True}, tool="Edit")
+        events += call(n + 4, {"url": "https://docs.example/page"}, {"status": 200, "body": "see fetch_page() at https://docs.example/next."},
+                       tool="WebFetch")
+        first, second = call(n + 5, {"command": "ls src"}, {"exit_code": 0, "stdout": "app.py"}), \
+            call(n + 6, {"command": "ls tests"}, {"exit_code": 0, "stdout": "test_x.py"})
+        events += [first[0], second[0], second[1], first[1]]   # answered out of order
+        events += [call(n + 7, None, {"exit_code": 0, "stdout": "stray"})[1]]   # an orphan result
+        events += [call(n + 8, {"command": "sleep 999"})[0]]   # never answered
+        events += [dict(trace_type="assistant", content=f"Round {n}: RATE_LIMIT set in app/x.py.")]
+    return [RawTrace(f"t{i}", 1772442000.0 + i, "turn_0001", i, e.pop("trace_type"), e.pop("content", ""), "x", **e)
+            for i, e in enumerate(events)]
+
+
+def _digest_state(d) -> tuple:
+    w = d.main
+    return (d.line(), d.line(60, full=False), repr(d.vocab), repr(d.urls), d.text_chars, repr(w.calls), w.call_args,
+            w.failed, w.last_failure, repr(w.failures), repr(w.commands), repr(w.files), repr(w.changes),
+            repr(w.families), repr(w.outcomes), w.unanswered())
+
+
+def test_repeated_calls_and_results_are_worked_out_once_and_say_the_same(monkeypatch):
+    """What a call's arguments and a result object say is remembered by their JSON text
+    (:func:`offline._call_of`, :func:`offline._result_of`): a digest fed with the memory is the
+    digest fed without it (nothing remembered), and each distinct arguments' command is found once."""
+    traces = _repeated_session()
+    monkeypatch.setattr(offline, "MEMO_CHARS", -1)   # nothing is remembered: the plain way
+    plain = offline._TurnDigest.fed(offline._TurnDigest("turn_0001"), traces)
+    assert offline._result_of(traces[2], '{"exit_code":0}') is None
+    monkeypatch.undo()
+    monkeypatch.setattr(offline, "_CALLS", {})
+    monkeypatch.setattr(offline, "_RESULTS", {})
+    made = []
+
+    def counting(cls):
+        class Counting(cls):
+            __slots__ = ()
+
+            def __init__(self, value, text):
+                made.append(text)
+                super().__init__(value, text)
+        return Counting
+
+    monkeypatch.setattr(offline, "_Call", counting(offline._Call))
+    monkeypatch.setattr(offline, "_Result", counting(offline._Result))
+    remembered = offline._TurnDigest.fed(offline._TurnDigest("turn_0001"), traces)
+    assert _digest_state(remembered) == _digest_state(plain)
+    # 8 distinct arguments and 7 distinct result objects, each worked out once (3 rounds); the
+    # orphan result's missing arguments each time (nothing to remember them by)
+    assert len(made) == 8 + 7 + 3 and len(set(made)) == 8 + 7 + 1
+    # and each says what the plain functions find in the value
+    def urls(text):
+        return tuple(u.rstrip(".,;:!?$") for u in offline._URL.findall(text[:2000]))
+
+    for text, said in offline._CALLS.items():
+        args = orjson.loads(text)
+        command = offline.command_of(args)
+        assert (said.command, said.family, said.brief, said.vocab, said.urls) == (
+            command, command and offline.command_family(command), offline._arg_brief(None, args),
+            _plain_vocabulary("\n".join(offline._strings(args))), urls(text))
+    for text, said in offline._RESULTS.items():
+        value = orjson.loads(text)
+        failed, error = offline._result_failed(SimpleNamespace(tool_error=None, tool_result=value))
+        assert (said.failed, said.error, said.brief, said.vocab, said.urls, said.outcome()) == (
+            failed, error, offline.error_brief(error) if failed else "",
+            _plain_vocabulary(error if failed else "\n".join(offline._strings(value))), urls(error if failed else text),
+            offline.outcome_line(value))
+    assert sum(said.failed for said in offline._RESULTS.values()) == 1
+    assert sum(bool(said.outcome()) for said in offline._RESULTS.values()) == 1
+    assert "app/x.py" in remembered.main.files and "https://docs.example/page" in remembered.urls
+    assert remembered.main.outcomes and remembered.main.failures
 
 
 # --------------------------------------------------------------------------- token counts from the cache

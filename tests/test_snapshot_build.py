@@ -243,3 +243,103 @@ def test_unordered_build_streams_past_an_unanswered_call_and_gives_the_same_mess
     tool = rest[-2]
     assert tool.role == "tool" and [r.status for r in tool.results] == [PENDING, "success"]
     assert rest[-1].text() == "answer 39"   # the last reply, closed by the end of the stream
+
+
+def test_the_builders_usual_cases_taken_inline_follow_the_general_rules(monkeypatch):
+    """The builder keeps a safe new call id, renders a JSON result and remembers tool names
+    without calling CallIds.assign, json_text or safe_name each time: the same results."""
+    import memcli.snapshot.build as build
+    from memcli.messages import ToolResult, json_text
+
+    stored = ["c1", "c1", "a.b", "a_b", "", "z" * 40, "z" * 41, "c1_2", "c2"]
+    for capacity in (None, 2):
+        traces = [T(0, "user", "q")] + [call(n, cid) for n, cid in enumerate(stored, 1)]
+        stats = BuildStats()
+        got = [c.id for m in build_messages(traces, id_capacity=capacity, stats=stats) for c in m.tool_calls]
+        ids = CallIds(capacity)
+        expected = [ids.assign(cid, f"t{n}") for n, cid in enumerate(stored, 1)]
+        assert got == expected
+        assert stats.ids_renamed == sum(a != b for a, b in zip(got, stored))
+
+    values = [{1: "int key"}, {"big": 2 ** 70}, {"a": [1, "é"]}, ["x"], 5, True, "", "text", None]
+    traces = [T(0, "user", "q")]
+    for n, value in enumerate(values, 1):
+        traces += [call(2 * n, f"r{n}"), res(2 * n + 1, f"r{n}", value, content="said")]
+    results = [r for m in build_messages(traces) for r in m.results]
+    assert [r.text for r in results] == [result_text(t) for t in traces if t.trace_type == "tool_result"]
+    assert results[0].text == json_text({1: "int key"}) == '{"1":"int key"}'
+    assert results[1].text == '{"big":1180591620717411303424}'
+
+    monkeypatch.setattr(build, "_NAME_MEMO", 2)   # names beyond the memo are cleaned each time
+    names = ["read", "a.b", "9x", "a.b", None, "read"]
+    traces = [T(0, "user", "q")] + [call(n, f"n{n}", name) for n, name in enumerate(names, 1)]
+    assert [c.name for m in build_messages(traces) for c in m.tool_calls] == [safe_name(n) for n in names]
+
+    # "a result missing" is read as not all(results): a result is always true, whatever it holds
+    assert all([ToolResult("", "", "", "")]) and not all([ToolResult("", "", "", ""), None])
+
+
+def test_reused_ids_pair_by_the_one_rule_with_one_call_or_several_open():
+    """An id with one unanswered call is kept bare, with several in a list: either way a result
+    takes the call pop_open_call picks (its own turn's oldest, else the oldest)."""
+    from memcli.pairing import pop_open_call
+
+    t1, t2 = "turn_0001", "turn_0002"
+    traces = [T(1, "user", "q"), call(2, "x", turn=t1), T(3, "user", "r", turn=t2), call(4, "x", turn=t2),
+              call(5, "x", turn=t2), res(6, "x", "R6", turn=t2), res(7, "x", "R7", turn=t1),
+              res(8, "x", "R8", turn=t1), res(9, "x", "orphan", turn=t2), call(10, "x", turn=t2),
+              res(11, "x", "R11", turn=t2)]
+    open_calls: dict = {}
+    expected = {}
+    for t in traces:
+        if t.trace_type == "tool_call":
+            open_calls.setdefault(t.tool_call_id, []).append((t.id, t.turn_id))
+        elif t.trace_type == "tool_result":
+            entry = pop_open_call(open_calls, t.tool_call_id, t.turn_id, lambda e: e[1])
+            expected[t.tool_result] = entry[0] if entry else None
+    got = {}
+    messages = list(build_messages(traces))
+    calls = {c.id: c.trace_id for m in messages for c in m.tool_calls}
+    for m in messages:
+        for r in m.results:
+            got[r.text] = calls.get(r.call_id)
+    assert got == expected == {"R6": "t4", "R7": "t2", "R8": "t5", "orphan": None, "R11": "t10"}
+
+
+def test_a_left_out_trace_counts_toward_the_lookahead_and_lets_held_messages_go():
+    traces = [T(1, "user", "q"), call(2, "a"), T(3, "user", "r", turn="turn_0002"),
+              T(4, "assistant", "sub", turn="turn_0002", tags=["sidechain"]),
+              T(5, "assistant", "sub", turn="turn_0002", tags=["sidechain"]), res(6, "a", "finally")]
+    assert [(m.role, m.kind, [r.status for r in m.results]) for m in build_messages(traces, lookahead=1)] == [
+        ("user", "ask", []), ("assistant", "reply", []), ("tool", "results", [PENDING]), ("user", "ask", []),
+        ("user", LATE, [LATE])]
+    builder = MessageBuilder(lookahead=1)
+    fed = [[m.role for m in builder.feed(t)] for t in traces]
+    assert fed == [["user"], [], ["assistant"], [], ["tool", "user"], ["user"]]
+
+
+def test_the_makers_from_every_field_make_what_the_dataclass_makes():
+    """The builder makes its messages with new_message & co (no class call, no default checks):
+    each takes every field of its dataclass, in order, and gives the object the dataclass gives."""
+    import dataclasses
+    import inspect
+
+    from memcli.messages import (
+        Message,
+        Text,
+        ToolCall,
+        ToolResult,
+        new_message,
+        new_text,
+        new_tool_call,
+        new_tool_result,
+    )
+
+    for cls, new in ((Message, new_message), (Text, new_text), (ToolCall, new_tool_call),
+                     (ToolResult, new_tool_result)):
+        names = [f.name for f in dataclasses.fields(cls)]
+        assert list(inspect.signature(new).parameters) == names
+        values = [[n] if n in ("parts", "tool_calls", "results", "trace_ids", "media") else f"v_{n}" for n in names]
+        made, expected = new(*values), cls(*values)
+        assert type(made) is cls and made == expected and repr(made) == repr(expected)
+        assert all(getattr(made, n) is v for n, v in zip(names, values))

@@ -42,7 +42,6 @@ moves to the newest position. ``sliding-window`` archives the window with no ite
 from __future__ import annotations
 
 import copy
-import gc
 import os
 import pickle
 import signal
@@ -57,6 +56,7 @@ from typing import Callable, Iterator
 
 import orjson
 
+from memcli.bulk import cyclic_gc_paused
 from memcli.compaction import breaker
 from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status, input_budget, target_tokens
 from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn, normalize_fact, turn_span
@@ -279,16 +279,18 @@ class _ReadAhead:
     counting (the two interleaved thrash the CPU caches: 7.4 s against 3.0 + 2.9 s of CPU for
     100,000 turns, measured here)."""
 
-    def __init__(self, early: _EarlyTurns, store: AgentStore, tail_turns: int, keep_steps: int):
+    def __init__(self, early: _EarlyTurns, store: AgentStore, tail_turns: int, keep_steps: int,
+                 target_tokens: int | None):
         self.early, self.store = early, store
-        self.tail_turns, self.keep_steps = tail_turns, keep_steps
+        self.tail_turns, self.keep_steps, self.target_tokens = tail_turns, keep_steps, target_tokens
         self.pid = self.fd = None
 
     @classmethod
-    def of(cls, early: _EarlyTurns | None, store: AgentStore, policy: CompactionPolicy) -> "_ReadAhead | None":
+    def of(cls, early: _EarlyTurns | None, store: AgentStore, policy: CompactionPolicy,
+           target_tokens: int) -> "_ReadAhead | None":
         if early is None or not hasattr(os, "fork") or _usable_cpus() < 2 or threading.active_count() > 1:
             return None
-        return cls(early, store, policy.tail_turns, policy.keep_steps)
+        return cls(early, store, policy.tail_turns, policy.keep_steps, target_tokens)
 
     def fork(self, size: int) -> None:
         self.cancel()
@@ -302,7 +304,7 @@ class _ReadAhead:
                 os.close(read_end)
                 _die_with_parent(parent)
                 result = feed_scan(self.store, size, self.tail_turns, self.keep_steps, self.early,
-                                   self.early.open_steps)
+                                   self.early.open_steps, self.target_tokens)
                 with os.fdopen(write_end, "wb") as out:
                     _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((self.early, result))
             except BaseException:
@@ -647,7 +649,7 @@ def _decide_and_run(job: _Job, if_needed: bool, force: bool, max_context_tokens:
         else:
             # the working snapshot's count decides: the plan takes it anyway, so the store is read
             # once for both, and one that is not due is only read (no compaction lock taken)
-            with _cyclic_gc_paused():
+            with cyclic_gc_paused():
                 planned[0] = job.plan()
             if not trigger.decide(planned[0][0].tokens_before):
                 result.seconds = time.monotonic() - job.started
@@ -657,7 +659,7 @@ def _decide_and_run(job: _Job, if_needed: bool, force: bool, max_context_tokens:
         summarizer.preflight()
     lock = compaction_lock(store) if not dry_run else _no_lock()
     try:
-        with lock, _cyclic_gc_paused():
+        with lock, cyclic_gc_paused():
             return _run(job, planned[0])
     except CompactionBusy as exc:
         if if_needed:
@@ -711,22 +713,6 @@ class _Trigger:
                 hint=f"run `memcli compact {self.store.agent_id}` without --if-needed, or add --force",
                 param="if_needed")
         return True
-
-
-@contextmanager
-def _cyclic_gc_paused():
-    """CPython's cyclic collector paused while a compaction runs. Planning allocates millions of
-    short-lived objects (parsed lines, messages) while holding a few hundred thousand long-lived
-    ones (the plan's per-unit records), and every full collection re-traverses all of those:
-    about a tenth of a large compaction's time, for cycles it does not make. Reference counting
-    still frees everything as usual; the collector resumes (if it was on) when the block ends."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> CompactionError:
@@ -808,7 +794,7 @@ class _Job:
         """The window, and (for a summarizer that takes them: the offline one, where a child
         process can read ahead) the :class:`_ReadAhead` summarizing while it was planned: the
         caller finishes or cancels it."""
-        ahead = _ReadAhead.of(_EarlyTurns.of(self.fed()), self.store, self.policy)
+        ahead = _ReadAhead.of(_EarlyTurns.of(self.fed()), self.store, self.policy, self.result.target_tokens)
         try:
             return plan(self.store, self.policy.tail_turns, self.note, keep_steps=self.policy.keep_steps,
                         target_tokens=self.result.target_tokens, model=self.model,

@@ -44,7 +44,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   family whose latest run failed is under the failures instead.
 * The latest **todo list / plan** (``TodoWrite``, ``update_plan`` …) in full.
 * **Vocabulary**: the window's identifiers the summary does not show yet, most needed first
-  (:func:`_need`: each use weighted — ask 3, the agent's text and arguments 2, results 1 — and
+  (:func:`_needs`: each use weighted — ask 3, the agent's text and arguments 2, results 1 — and
   halved every ``VOCAB_HALF_LIFE`` traces since, so the working set at the end of the window
   leads; plus a small share of all uses), whole identifiers only, not CSS classes with digits
   (``text-gray-500``) nor prose (``and/or``). It replaces the per-turn ``refs:`` lists.
@@ -463,10 +463,11 @@ _VOCAB_CACHE: dict[str, tuple] = {}
 _VOCAB_WORDS: dict[str, tuple] = {}
 
 
-def _vocabulary_of(text: str, remember: bool = True) -> tuple:
+def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
     """The vocabulary identifiers of ``text`` (4 characters or more); the same texts come back
     often in a session (results, commands), so the last 4,096 are remembered (``remember=False``:
-    a text that does not come back, an ask or a message, is neither looked up nor kept).
+    a text that does not come back, an ask or a message, is neither looked up nor kept, and its
+    identifiers come as a list).
 
     No :data:`_VOCAB` match spans or borders on whitespace in a way a word boundary would not
     (whitespace is in none of its classes and fails all its lookarounds as the start or end of
@@ -489,11 +490,12 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple:
                 words[word] = hits
             if hits:
                 out.extend(hits)
+        if not remember:
+            return out
         found = tuple(out)
-        if remember:
-            if len(_VOCAB_CACHE) >= 4096:
-                _VOCAB_CACHE.clear()
-            _VOCAB_CACHE[text] = found
+        if len(_VOCAB_CACHE) >= 4096:
+            _VOCAB_CACHE.clear()
+        _VOCAB_CACHE[text] = found
     return found
 
 
@@ -526,6 +528,95 @@ def _strings(value, room: int = VOCAB_TEXT_CHARS) -> list[str]:
     return out
 
 
+def _urls_of(text: str, limit: int | None = None) -> tuple:
+    """The URLs of ``text`` (of its first ``limit`` characters: no copy is made without a URL), as
+    the summary lists them."""
+    if ("://" in text) if limit is None or len(text) <= limit else text.find("://", 0, limit) >= 0:
+        return tuple(url.rstrip(".,;:!?$") for url in _URL.findall(text if limit is None else text[:limit]))
+    return ()
+
+
+# Tool arguments and results are JSON values (each trace is a line of JSON), so two with the same
+# JSON text say the same: what a call's arguments or a result object says is worked out once per
+# distinct text (sessions run the same commands and get the same outputs again and again) and
+# remembered, the last 4,096 of each, texts of up to MEMO_CHARS characters only.
+MEMO_CHARS = 2_000
+_CALLS: dict[str, _Call] = {}
+_RESULTS: dict[str, _Result] = {}
+
+
+class _Call:
+    """What a tool call's arguments say, whatever the call: its shell command (:func:`command_of`)
+    and the command's family, its brief (:func:`_arg_brief`), its identifiers (:func:`_vocabulary_of`
+    of its strings), its URLs, and the files a call of a tool with them writes (by tool name)."""
+
+    __slots__ = ("command", "family", "brief", "vocab", "urls", "writes")
+
+    def __init__(self, args, args_text: str):
+        self.command = command = command_of(args)
+        self.family = command_family(command) if command else None
+        self.brief = _arg_brief(None, args)
+        text = args if isinstance(args, str) else "\n".join(_strings(args))
+        self.vocab = _vocabulary_of(text[:VOCAB_TEXT_CHARS]) if text else ()
+        self.urls = _urls_of(args_text, 2000)
+        self.writes: dict[str, list] = {}
+
+    def written(self, tool_name: str, args) -> list[str]:
+        """:func:`written_paths` of a ``tool_name`` call with these arguments (``args``)."""
+        paths = self.writes.get(tool_name)
+        if paths is None:
+            paths = self.writes[tool_name] = written_paths(tool_name, args)
+        return paths
+
+
+def _call_of(args, args_text: str | None = None) -> _Call:
+    """The :class:`_Call` of ``args`` (``args_text``: their JSON text, when known)."""
+    if args_text is None:
+        args_text = _json_text(args)
+    if type(args) is not dict or len(args_text) > MEMO_CHARS:
+        return _Call(args, args_text)
+    return _CALLS.get(args_text) or _remember(_CALLS, args_text, _Call(args, args_text))
+
+
+def _remember(memo: dict, text: str, said):
+    """``said`` remembered in ``memo`` for ``text`` (``memo`` starts again past 4,096 texts)."""
+    if len(memo) >= 4096:
+        memo.clear()
+    memo[text] = said
+    return said
+
+
+class _Result:
+    """What a tool result object says (a trace without ``tool_error``): failed or not and its error
+    text (:func:`_result_failed`), the error's brief, its identifiers (of the error text when it
+    failed, else of its strings), its URLs (of the same text, else of its JSON), and — asked for
+    the first time it is needed — its :func:`outcome_line`."""
+
+    __slots__ = ("failed", "error", "brief", "vocab", "urls", "result", "_outcome")
+
+    def __init__(self, t, result_text: str):
+        self.failed, self.error = failed, error = _result_failed(t)
+        self.brief = error_brief(error) if failed else ""
+        self.result = result = t.tool_result
+        text = error if failed else "\n".join(_strings(result))
+        self.vocab = _vocabulary_of(text[:VOCAB_TEXT_CHARS]) if text else ()
+        self.urls = _urls_of(error if failed else result_text, 2000)
+        self._outcome = None
+
+    def outcome(self) -> str:
+        if self._outcome is None:
+            self._outcome = outcome_line(self.result)
+        return self._outcome
+
+
+def _result_of(t, result_text: str) -> _Result | None:
+    """The :class:`_Result` of ``t``'s result object (``result_text``: its JSON text); None for
+    another result (a string, an error, a longer text)."""
+    if type(t.tool_result) is not dict or len(result_text) > MEMO_CHARS or t.tool_error:
+        return None
+    return _RESULTS.get(result_text) or _remember(_RESULTS, result_text, _Result(t, result_text))
+
+
 def _trace_turn(trace) -> str | None:
     return trace.turn_id
 
@@ -556,7 +647,7 @@ class _Work:
     (memory grows with the distinct commands, labels and files, not with the calls)."""
 
     __slots__ = ("calls", "n_calls", "call_args", "failed", "last_failure", "failures", "commands", "files", "changes",
-                 "open", "todo", "families", "outcomes")
+                 "open", "todo", "families", "outcomes", "last_call", "last_said")
 
     def __init__(self):
         self.calls: dict[str, int] = {}                   # tool name -> calls
@@ -572,27 +663,43 @@ class _Work:
         self.todo = None                                   # the latest todo list / plan (its arguments)
         self.families: dict[str, bool] = {}                # command family -> its latest run failed
         self.outcomes: dict[str, tuple] = {}               # command family -> (command, outcome line), latest last
+        self.last_call = self.last_said = None             # the latest call and its _Call, until its result
 
-    def call(self, t) -> None:
+    def call(self, t, args_text: str | None = None) -> _Call:
+        """Count the call ``t`` (``args_text``: its arguments' JSON text, when known); what its
+        arguments say."""
+        args = t.tool_args
+        said = _call_of(args, args_text)
         name = t.tool_name or "tool"
         self.calls[name] = self.calls.get(name, 0) + 1
         self.n_calls += 1
-        if name in _TODO_TOOLS and isinstance(t.tool_args, dict):
-            self.todo = t.tool_args
+        if name in _TODO_TOOLS and isinstance(args, dict):
+            self.todo = args
         if len(self.call_args) < 4:
-            brief = _arg_brief(name, t.tool_args)
+            brief = said.brief
             if brief:
                 self.call_args.append(f"{name} {brief}")
         self.open.setdefault(t.tool_call_id or "", []).append(t)
+        self.last_call, self.last_said = t, said
+        return said
 
-    def result(self, t, failed: bool, error: str) -> None:
+    def result(self, t, failed: bool, error: str, result: _Result | None = None) -> None:
+        """Count the result ``t`` (``result``: what it says, when known)."""
         call = pop_open_call(self.open, t.tool_call_id or "", t.turn_id, _trace_turn)
-        name = (call.tool_name if call else None) or t.tool_name or "tool"
-        args = call.tool_args if call else t.tool_args
-        command = command_of(args)
-        brief = error_brief(error) if failed else ""
+        if call is None:
+            name, args = t.tool_name or "tool", t.tool_args
+            said = _call_of(args)
+        else:
+            name, args = call.tool_name or t.tool_name or "tool", call.tool_args
+            if call is self.last_call:
+                said = self.last_said
+                self.last_call = self.last_said = None
+            else:
+                said = _call_of(args)
+        command = said.command
+        brief = (error_brief(error) if result is None else result.brief) if failed else ""
         if failed:
-            label = f"`{clip(command, 80)}`" if command else name
+            label = said.brief if command else name
             self.failed += 1
             self.last_failure = (label, brief)
             if not self.failures:   # (read-only and empty until the first: see _NONE)
@@ -600,10 +707,10 @@ class _Work:
             known = self.failures.pop(label, None)   # the latest failure last
             self.failures[label] = [1, [brief]] if known is None else [known[0] + 1, _distinct(known[1], brief)]
         if command:
-            family = command_family(command)
+            family = said.family
             self.families.pop(family, None)
             self.families[family] = failed
-            outcome = None if failed else outcome_line(t.tool_result)
+            outcome = None if failed else outcome_line(t.tool_result) if result is None else result.outcome()
             if outcome:
                 self.outcomes.pop(family, None)
                 self.outcomes[family] = (command, outcome)
@@ -614,7 +721,7 @@ class _Work:
                 known[0] = known[0] or known[1]
                 known[1], known[2] = failed, brief
         if not failed:
-            paths = written_paths(name, args)
+            paths = said.written(name, args)
             if paths:
                 files, changes = self.files or {}, self.changes or {}   # (see _NONE)
                 self.files, self.changes = files, changes
@@ -700,23 +807,30 @@ class _TurnDigest:
         return digest
 
     def _text(self, text: str, limit: int | None = None) -> None:
-        """Note the URLs of ``text`` (of its first ``limit`` characters: no copy is made without a URL)."""
-        if ("://" in text) if limit is None or len(text) <= limit else text.find("://", 0, limit) >= 0:
-            urls = self.urls
-            if not urls:
-                urls = self.urls = {}
-            for url in _URL.findall(text if limit is None else text[:limit]):
-                urls.setdefault(url.rstrip(".,;:!?$"), None)
+        """Note the URLs of ``text`` (of its first ``limit`` characters: :func:`_urls_of`)."""
+        found = _urls_of(text, limit)
+        if found:
+            self._urls(found)
+
+    def _urls(self, found: tuple) -> None:
+        urls = self.urls
+        if not urls:
+            urls = self.urls = {}
+        for url in found:
+            urls.setdefault(url, None)
 
     def _vocab(self, text, weight: int, remember: bool = True) -> None:
         """Count the identifiers of ``text`` (a string, or the strings of arguments/results;
         ``remember``: see :func:`_vocabulary_of`)."""
         if not isinstance(text, str):
             text = "\n".join(_strings(text))
-        if not text:
-            return
+        if text:
+            self._count(_vocabulary_of(text[:VOCAB_TEXT_CHARS], remember), weight)
+
+    def _count(self, found, weight: int) -> None:
+        """Count a use of each identifier of ``found`` (with repeats), at the latest trace."""
         vocab, index, decay, far = self.vocab, self.n_traces, _DECAY, len(_DECAY)
-        for value in _vocabulary_of(text[:VOCAB_TEXT_CHARS], remember):
+        for value in found:
             entry = vocab.get(value)
             if entry is None:
                 vocab[value] = [weight, index, weight]
@@ -755,6 +869,14 @@ class _TurnDigest:
             return
         kind = t.trace_type
         if kind == "tool_result":
+            said = _result_of(t, result_text) if result_text else None
+            if said is not None:   # (what the plain way below finds, worked out once per distinct result)
+                self.main.result(t, said.failed, said.error, said)
+                if said.urls:
+                    self._urls(said.urls)
+                if said.vocab:
+                    self._count(said.vocab, 1)
+                return
             failed, failure = _result_failed(t)
             self.main.result(t, failed, failure)
             if failed:
@@ -764,11 +886,14 @@ class _TurnDigest:
                 self._text(result_text, 2000)
                 self._vocab(t.tool_result, 1)
         elif kind == "tool_call":
-            self.main.call(t)
-            self._text(args_text, 2000)
-            self._vocab(args, 2)
-        elif kind == "assistant":
-            if tags and (TAG_REASONING in tags or not NON_OPENING_TAGS.isdisjoint(tags)) or not content.strip():
+            said = self.main.call(t, args_text)
+            if said.urls:
+                self._urls(said.urls)
+            if said.vocab:
+                self._count(said.vocab, 2)
+        elif kind == "assistant":   # (not content.strip(), without the copy: not content or content.isspace())
+            if tags and (TAG_REASONING in tags or not NON_OPENING_TAGS.isdisjoint(tags)) or not content or \
+                    content.isspace():
                 return
             if self.reply and self.reply != content:
                 notes = self.notes
@@ -776,17 +901,19 @@ class _TurnDigest:
                     notes = self.notes = deque(maxlen=NOTES_KEPT)
                 _push_note(notes, self.reply)
             self.reply = content
-            self._text(content)
-            self._vocab(content, 2, False)
+            if "://" in content:
+                self._text(content)
+            self._count(_vocabulary_of(content[:VOCAB_TEXT_CHARS], False), 2)   # (_vocab of a text)
         elif kind == "user":
             if tags and TAG_COMPACT_SUMMARY in tags and content.strip():
                 self._harness(t, content)
                 return
-            if tags and not NON_OPENING_TAGS.isdisjoint(tags) or not content.strip():
+            if tags and not NON_OPENING_TAGS.isdisjoint(tags) or not content or content.isspace():
                 return
             self.asks.append((content, t.id))
-            self._text(content)
-            self._vocab(content, 3, False)
+            if "://" in content:
+                self._text(content)
+            self._count(_vocabulary_of(content[:VOCAB_TEXT_CHARS], False), 3)
             if _may_state_preference(content):
                 for sentence in _SENTENCE.findall(content):
                     if _PREFERENCE.search(sentence) and len(sentence.strip()) >= 8:
@@ -939,7 +1066,11 @@ class WindowSummary:
 
     def whole_turn(self, turn_id: str, traces: list, steps: int) -> None:
         """Add a turn that moves whole, from its moved traces."""
-        self.add(_TurnDigest.fed(_TurnDigest(turn_id, False, steps, steps), traces))
+        digest = _TurnDigest(turn_id, False, steps, steps)
+        add = digest.add
+        for trace in traces:   # (_TurnDigest.fed, inlined: it runs per turn)
+            add(trace)
+        self.add(digest)
 
     def add(self, d: _TurnDigest) -> None:
         self.n_turns += 1
@@ -951,12 +1082,15 @@ class WindowSummary:
         if subagents:
             self.n_calls += sum(a.work.n_calls for a in subagents.values())
             self.n_failed += sum(a.work.failed for a in subagents.values())
-        self.first_turn = self.first_turn or turn_id
+        if not self.first_turn:
+            self.first_turn = turn_id
         self.last_turn = turn_id
-        if d.first_ts is not None:
-            self.first_ts = d.first_ts if self.first_ts is None else min(self.first_ts, d.first_ts)
-        if d.last_ts is not None:
-            self.last_ts = d.last_ts if self.last_ts is None else max(self.last_ts, d.last_ts)
+        ts = d.first_ts   # (min and max, spelled out)
+        if ts is not None and (self.first_ts is None or ts < self.first_ts):
+            self.first_ts = ts
+        ts = d.last_ts
+        if ts is not None and (self.last_ts is None or ts > self.last_ts):
+            self.last_ts = ts
         d.short = False
         if len(self.listed) < HEAD_TURNS:
             self.listed.append(d)
@@ -998,9 +1132,10 @@ class WindowSummary:
         for work in (main, *(a.work for a in subagents.values())) if subagents else (main,):
             if work.todo is not None:
                 self.todo = work.todo
-            for path, names in work.changes.items():
-                known = self.changes.setdefault(path, [])
-                known.extend(n for n in names if n not in known and len(known) < 12)
+            if work.changes:
+                for path, names in work.changes.items():
+                    known = self.changes.setdefault(path, [])
+                    known.extend(n for n in names if n not in known and len(known) < 12)
             if work.families:
                 families = self.families
                 for family, failed in work.families.items():
@@ -1011,10 +1146,11 @@ class WindowSummary:
                 for family, outcome in work.outcomes.items():
                     outcomes.pop(family, None)
                     outcomes[family] = outcome
-            for label, (count, briefs) in work.failures.items():
-                self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
-                for brief in briefs:
-                    self.failure_error[label] = _distinct(self.failure_error.get(label, []), brief)
+            if work.failures:
+                for label, (count, briefs) in work.failures.items():
+                    self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
+                    for brief in briefs:
+                        self.failure_error[label] = _distinct(self.failure_error.get(label, []), brief)
             for command, (failed_before, failed, error) in work.commands.items():
                 entry_c = commands.get(command)
                 if entry_c is None:
@@ -1539,27 +1675,31 @@ VOCAB_FLOOR = 1 / 64         # of the undecayed weight: the project's core names
 _DECAY = [2 ** (-d / VOCAB_HALF_LIFE) for d in range(VOCAB_HALF_LIFE * 16)]
 
 
-def _need(entry: list, total: int) -> float:
-    """How much an identifier will be needed after the window's ``total`` traces: its uses,
-    each halved every :data:`VOCAB_HALF_LIFE` traces since (the agent's working set at the end
-    of the window weighs most), plus :data:`VOCAB_FLOOR` of all its uses."""
-    distance = total - entry[1]
-    if distance < 0:
-        distance = 0
-    return entry[0] * (_DECAY[distance] if distance < len(_DECAY) else 0.0) + VOCAB_FLOOR * entry[2]
+def _needs(entries, total: int) -> list[float]:
+    """How much each identifier (its vocabulary entry) will be needed after the window's ``total``
+    traces: its uses, each halved every :data:`VOCAB_HALF_LIFE` traces since (the agent's working
+    set at the end of the window weighs most), plus :data:`VOCAB_FLOOR` of all its uses."""
+    decay, far, floor = _DECAY, len(_DECAY), VOCAB_FLOOR
+    out = []
+    for weight, index, uses in entries:
+        distance = total - index
+        if distance < 0:
+            distance = 0
+        out.append(weight * (decay[distance] if distance < far else 0.0) + floor * uses)
+    return out
 
 
 def _by_need(vocab: dict, total: int) -> list[str]:
-    """The identifiers of ``vocab``, most needed after ``total`` traces first (:func:`_need`; of
+    """The identifiers of ``vocab``, most needed after ``total`` traces first (:func:`_needs`; of
     equal need, in their order)."""
-    needs = [_need(entry, total) for entry in vocab.values()]
+    needs = _needs(vocab.values(), total)
     names = list(vocab)
     return [names[i] for i in sorted(range(len(names)), key=needs.__getitem__, reverse=True)]
 
 
 def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     """The identifiers of the window the summary does not show yet, most needed first
-    (:func:`_need`: used often, and lately), as one ``Vocabulary:`` line of at most ``room``
+    (:func:`_needs`: used often, and lately), as one ``Vocabulary:`` line of at most ``room``
     characters (whole identifiers only)."""
     if room < 40 or not vocab:
         return ""

@@ -55,7 +55,7 @@ import orjson
 from memcli.models import PINNED_TAGS, TAG_SIDECHAIN, RawTrace
 from memcli.pairing import pop_open_call
 from memcli.store import jsonl
-from memcli.store.agent import AgentStore, trace_from_record
+from memcli.store.agent import TRACE_BUILDERS, AgentStore, trace_from_record
 from memcli.store.jsonl import iter_run_lines
 
 T = TypeVar("T")
@@ -78,14 +78,13 @@ class _Units:
     few bytes a unit, where an object each cost about a hundred: a store of 100,000 turns has
     300,000 units)."""
 
-    __slots__ = ("turn", "tokens", "calls", "results", "got_result", "moved", "next_step")
+    __slots__ = ("turn", "tokens", "calls", "results", "moved", "next_step")
 
     def __init__(self):
         self.turn = array("i")          # index of its turn
         self.tokens = array("q")
         self.calls = array("i")
-        self.results = array("i")
-        self.got_result = bytearray()   # a result arrived: the next call starts a new step
+        self.results = array("i")       # its calls' results (one arrived: the next call starts a new step)
         self.moved = bytearray()
         self.next_step = array("i")     # the next step of its turn (-1: none)
 
@@ -97,7 +96,6 @@ class _Units:
         self.tokens.append(tokens)
         self.calls.append(calls)
         self.results.append(results)
-        self.got_result.append(0)
         self.moved.append(0)
         self.next_step.append(-1)
         return len(self.turn) - 1
@@ -196,12 +194,21 @@ class WindowPlan:
         return f"{self.turns[0].turn_id}–{self.turns[-1].turn_id}"
 
 
-def _is_pinned(record: dict) -> bool:
-    tags = record.get("tags")
-    return bool(tags) and isinstance(tags, list) and not PINNED_TAGS.isdisjoint(tags)
-
-
 WHOLE_TURN_FEED_BYTES = 8 << 20   # lines a WholeTurnFeed keeps for turns not handed over yet
+SPILL_BYTES_PER_TOKEN = 64        # line bytes a spilled turn holds back per token of the target ...
+SPILL_MIN_BYTES = 1 << 20         # ... and at least this many
+
+
+def spill_lag(target_tokens: int | None, budget: int) -> int:
+    """Bytes of a spilled turn's newest step lines a :class:`WholeTurnFeed` holds back rather than
+    folds: room for the steps a plan toward ``target_tokens`` keeps — :data:`SPILL_BYTES_PER_TOKEN`
+    bytes of lines a token (a JSONL line carries its id, times and arguments beside the text the
+    snapshot counts), at least :data:`SPILL_MIN_BYTES`, at most half the feed's ``budget``. Were the kept steps' lines
+    larger, the spill would be void (:func:`check_feed`) and those steps read again: slower, the
+    same summary."""
+    if target_tokens is None:
+        return budget // 2
+    return min(max(target_tokens * SPILL_BYTES_PER_TOKEN, SPILL_MIN_BYTES), budget // 2)
 
 
 def summary_reserve(window_tokens: int) -> int:
@@ -224,7 +231,7 @@ class WholeTurnFeed:
     Past ``budget`` bytes of kept lines (a giant turn) the turn holding the most is *spilled*,
     when ``open_steps`` is given and no turn was spilled yet (:class:`StepSpill`): its step
     traces are folded, oldest first, into ``open_steps(turn_id)`` (a digest with ``add(trace)``),
-    all but its newest ``budget // 2`` bytes of them. The window's last turn is the only one that
+    all but its newest ``lag`` bytes of them (:func:`spill_lag`; half the budget unless given). The window's last turn is the only one that
     can move in part, and its kept steps are its newest, so when the spilled turn is that turn
     its moved steps need no second read. Otherwise, or past the budget again, nothing more is
     kept or handed over.
@@ -234,18 +241,21 @@ class WholeTurnFeed:
     """
 
     def __init__(self, deliver: Callable[[str, list, int], None], turns: _Turns, step_order: array,
-                 tail_turns: int, keep_steps: int, budget: int, open_steps: Callable[[str], object] | None = None):
+                 tail_turns: int, keep_steps: int, budget: int, open_steps: Callable[[str], object] | None = None,
+                 lag: int | None = None):
         self.deliver = deliver
+        self.lag = budget // 2 if lag is None else lag
         self.open_steps = open_steps
         self.spill: StepSpill | None = None
         self.turns, self.step_order = turns, step_order
         self.need_turns, self.need_steps = max(tail_turns, 1), max(keep_steps, 1)
         self.budget = budget
-        self.kept: dict[int, list] = {}   # turn -> [its traces so far, their bytes, their units, offsets, sizes]
+        self.kept: dict[int, list] = {}   # turn -> [its traces so far, their bytes, [their units], [offsets], [sizes]]
         self.kept_bytes = 0
         self.head = 0                  # the oldest turn not handed over (or passed over)
         self.conversation = 0          # conversation turns seen
         self.conversation_before = 0   # ... of them before ``head``
+        self.ready = self.need_turns   # conversation_before + need_turns: release waits for as many turns
         self.newest_step: dict[int, int] = {}   # turn -> position of its newest step in step_order
         self.delivered: list = []      # (turn id, traces) handed over, in order
         self.reading = True
@@ -264,7 +274,7 @@ class WholeTurnFeed:
         if self.reading:
             kept = self.kept.get(index)
             if kept is None:
-                kept = self.kept[index] = [[], 0, array("i"), array("q"), array("q")]
+                kept = self.kept[index] = [[], 0, [], [], []]
             kept[0].append(trace)
             kept[1] += size
             kept[2].append(unit)
@@ -284,16 +294,17 @@ class WholeTurnFeed:
             return
         traces, size, units, starts, sizes = kept.pop(turn)
         self.kept_bytes -= size
-        spill = self.spill = StepSpill(turn, self.turns.ids[turn], self.open_steps(self.turns.ids[turn]),
-                                       self.budget // 2)
+        spill = self.spill = StepSpill(turn, self.turns.ids[turn], self.open_steps(self.turns.ids[turn]), self.lag)
         head = self.turns.head[turn]
         for trace, unit, start, trace_size in zip(traces, units, starts, sizes, strict=True):
             if unit != head:
                 spill.hold(trace, start, trace_size)
 
     def release(self) -> None:
+        """Hand over the turns now certain to move whole (class docstring). It can only do so
+        once ``conversation`` reaches ``ready``: a caller may skip calling it before."""
         turns = self.turns
-        while self.reading and self.head < len(turns):
+        while self.reading and self.head < len(turns.ids):
             head = self.head
             count = turns.count[head]
             after = self.conversation - self.conversation_before - (1 if count else 0)
@@ -313,6 +324,7 @@ class WholeTurnFeed:
                 self.kept_bytes -= kept[1]
             if count:
                 self.conversation_before += 1
+                self.ready += 1
                 self.deliver(turns.ids[head], traces, turns.n_steps[head])
                 self.delivered.append((turns.ids[head], len(traces)))
             self.head += 1
@@ -415,69 +427,130 @@ class _Scan:
         self.last_credited = -1
         self.feed: WholeTurnFeed | None = None   # set: a feed alone (feed_scan), no token credits, no line table
 
-    def new_step(self, turn: int) -> int:
-        units = self.units
-        index = units.add(turn)
-        self.turn_list.add_step(turn, index, units)
-        self.step_order.append(index)
-        if self.feed is not None:
-            self.feed.newest_step[turn] = len(self.step_order) - 1
-        return index
-
     def traces(self, f, limit: int | None = None) -> Iterator[RawTrace]:
         """The traces of the open file ``f`` (its first ``limit`` bytes, when given), each
         assigned its unit as it goes by."""
         path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
         starts, ends, owners, feed, step_order = self.starts, self.ends, self.owners, self.feed, self.step_order
         planning, unit_of_trace, pending = feed is None, self.unit_of_trace, self.pending
+        # the columns of units and turns: a new one is opened here as _Units.add, _Turns.add and
+        # _Turns.add_step do it, inlined (100,000 turns open 100,000 turns and 300,000 units)
+        unit_turn, tokens_of, calls_of, results_of = units.turn, units.tokens, units.calls, units.results
+        moved_of, next_step = units.moved, units.next_step
+        turn_ids, head_of, current_of, count_of = turn_list.ids, turn_list.head, turn_list.current, turn_list.count
+        first_step, last_step, n_steps = turn_list.first_step, turn_list.last_step, turn_list.n_steps
+        newest_step = feed.newest_step if feed is not None else None
+        feed_trace = feed.trace if feed is not None else None
+        loads, decode_error, pinned_tags, trace_builders = orjson.loads, orjson.JSONDecodeError, PINNED_TAGS, TRACE_BUILDERS
         with f:
             st = os.fstat(f.fileno())
             self.ino, size = st.st_ino, st.st_size if limit is None else min(limit, st.st_size)
-            self.size = size
-            offset = 0
-            loads = orjson.loads
-            line_no = 1
-            for raw in f:
-                if offset >= size or not raw.endswith(b"\n"):
-                    break
-                start = offset
-                offset += len(raw)
-                if raw.isspace():   # a blank line (it ends with a newline, so it is not empty)
-                    line_no += 1
-                    continue
-                try:
-                    record = loads(raw)
-                except orjson.JSONDecodeError:
-                    record = jsonl.parse_line(path, raw, line_no, start)  # raises with the line
-                if type(record) is not dict:
-                    jsonl.parse_line(path, raw, line_no, start)
-                trace = trace_from_record(path, line_no, start, record)  # raises with the line
-                turn_id = trace.turn_id
-                index = turns.get(turn_id)
-                if index is None:
-                    index = turns[turn_id] = turn_list.add(turn_id, units.add(len(turn_list)))
-                if _is_pinned(record):
-                    if planning:
-                        starts.append(start)
-                        ends.append(offset)
-                        owners.append(-index - 2)
-                else:
-                    count = turn_list.count[index] = turn_list.count[index] + 1
-                    steps_before = len(step_order)
-                    unit = _assign(trace, index, turn_list, units, pending, self.new_step)
+            offset, last_turn_id, last_index = 0, None, -1
+            for offset, lines in jsonl.line_batches(f, size):
+                for raw in lines:
+                    start = offset
+                    offset += len(raw) + 1
+                    try:
+                        record = loads(raw)
+                    except decode_error:
+                        if not raw or raw.isspace():   # a blank line
+                            continue
+                        record = jsonl.parse_line(path, raw + b"\n", None, start)  # raises with the line
+                    if type(record) is not dict:
+                        jsonl.parse_line(path, raw + b"\n", None, start)
+                    build = trace_builders.get(tuple(record))
+                    trace = build(record) if build is not None else None
+                    if trace is None:
+                        trace = trace_from_record(path, None, start, record)  # raises with the line
+                    turn_id = trace.turn_id
+                    if turn_id != last_turn_id:   # (a turn's lines mostly follow one another)
+                        index = turns.get(turn_id)
+                        if index is None:   # a new turn and its head unit
+                            index = turns[turn_id] = len(turn_ids)
+                            head = len(unit_turn)
+                            unit_turn.append(index)
+                            tokens_of.append(0)
+                            calls_of.append(0)
+                            results_of.append(0)
+                            moved_of.append(0)
+                            next_step.append(-1)
+                            turn_ids.append(turn_id)
+                            head_of.append(head)
+                            current_of.append(-1)
+                            first_step.append(-1)
+                            last_step.append(-1)
+                            count_of.append(0)
+                            n_steps.append(0)
+                        last_turn_id, last_index = turn_id, index
+                    else:
+                        index = last_index
+                    tags = trace.tags
+                    if tags and type(tags) is list and not pinned_tags.isdisjoint(tags):   # an instruction
+                        if planning:
+                            starts.append(start)
+                            ends.append(offset)
+                            owners.append(-index - 2)
+                        yield trace
+                        continue
+                    count = count_of[index] = count_of[index] + 1
+                    opened = False
+                    # its unit (module docstring)
+                    kind = trace.trace_type
+                    if kind == "tool_result":
+                        entry = pop_open_call(pending, trace.tool_call_id or "", turn_id, _entry_turn)
+                        if entry is not None:
+                            unit = entry[0]
+                            results_of[unit] += 1
+                        else:
+                            unit = current_of[index]
+                            if unit < 0:
+                                unit = head_of[index]
+                    elif tags and TAG_SIDECHAIN in tags:
+                        unit = current_of[index]
+                        if unit < 0:
+                            unit = head_of[index]
+                        elif kind == "tool_call":
+                            calls_of[unit] += 1
+                            pending.setdefault(trace.tool_call_id or "", []).append((unit, turn_id))
+                    elif kind == "user":
+                        current_of[index] = -1
+                        unit = head_of[index]
+                    else:
+                        unit = current_of[index]
+                        if unit < 0 or results_of[unit] or (kind == "assistant" and calls_of[unit]):
+                            unit = len(unit_turn)   # a new step
+                            unit_turn.append(index)
+                            tokens_of.append(0)
+                            calls_of.append(0)
+                            results_of.append(0)
+                            moved_of.append(0)
+                            next_step.append(-1)
+                            last = last_step[index]
+                            if last < 0:
+                                first_step[index] = unit
+                            else:
+                                next_step[last] = unit
+                            last_step[index] = current_of[index] = unit
+                            n_steps[index] += 1
+                            step_order.append(unit)
+                            if newest_step is not None:
+                                newest_step[index] = len(step_order) - 1
+                            opened = True
+                        if kind == "tool_call":
+                            calls_of[unit] += 1
+                            pending.setdefault(trace.tool_call_id or "", []).append((unit, turn_id))
                     if planning:
                         starts.append(start)
                         ends.append(offset)
                         owners.append(unit)
                         unit_of_trace[trace.id] = unit
-                    if feed is not None:
+                    else:
                         if count == 1:
                             feed.conversation += 1
-                        feed.trace(index, units.turn[unit], trace, start, offset - start, unit)
-                        if count == 1 or len(step_order) != steps_before:
+                        feed_trace(index, unit_turn[unit], trace, start, offset - start, unit)
+                        if (count == 1 or opened) and feed.conversation >= feed.ready:
                             feed.release()   # what it waits for (newer turns, newer steps) only changes here
-                line_no += 1
-                yield trace
+                    yield trace
             self.size = min(size, offset)
 
     def credit(self, message, tokens: int) -> None:
@@ -693,13 +766,13 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
 
 def feed_scan(store: AgentStore, size: int, tail_turns: int, keep_steps: int,
               whole_turns: Callable[[str, list, int], None],
-              open_steps: Callable[[str], object] | None = None) -> FeedResult:
+              open_steps: Callable[[str], object] | None = None, target_tokens: int | None = None) -> FeedResult:
     """A :class:`WholeTurnFeed` over the first ``size`` bytes of the active file, assigning units
     as the plan does but counting nothing: for a process that summarizes while another plans
-    (:func:`check_feed` checks the result against that plan)."""
+    toward ``target_tokens`` (:func:`check_feed` checks the result against that plan)."""
     scan = _Scan(store)
     scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
-                              WHOLE_TURN_FEED_BYTES, open_steps)
+                              WHOLE_TURN_FEED_BYTES, open_steps, spill_lag(target_tokens, WHOLE_TURN_FEED_BYTES))
     for _ in scan.traces(jsonl.open_read(store.paths.active), size):
         pass
     return scan.feed.result()
@@ -707,38 +780,6 @@ def feed_scan(store: AgentStore, size: int, tail_turns: int, keep_steps: int,
 
 def _entry_turn(entry: tuple) -> str:
     return entry[1]
-
-
-def _assign(trace: RawTrace, turn: int, turns: _Turns, units: _Units, pending: dict, new_step) -> int:
-    """The unit (head or step of ``turn``) a conversation trace belongs to (module docstring)."""
-    kind = trace.trace_type
-    tags = trace.tags
-    if kind == "tool_result":
-        entry = pop_open_call(pending, trace.tool_call_id or "", trace.turn_id, _entry_turn)
-        if entry is not None:
-            unit = entry[0]
-            units.results[unit] += 1
-            units.got_result[unit] = 1
-            return unit
-        current = turns.current[turn]
-        return current if current >= 0 else turns.head[turn]
-    if tags and TAG_SIDECHAIN in tags:
-        current, head = turns.current[turn], turns.head[turn]
-        unit = current if current >= 0 else head
-        if kind == "tool_call" and unit != head:
-            units.calls[unit] += 1
-            pending.setdefault(trace.tool_call_id or "", []).append((unit, trace.turn_id))
-        return unit
-    if kind == "user":
-        turns.current[turn] = -1
-        return turns.head[turn]
-    current = turns.current[turn]
-    if current < 0 or units.got_result[current] or (kind == "assistant" and units.calls[current]):
-        current = new_step(turn)
-    if kind == "tool_call":
-        units.calls[current] += 1
-        pending.setdefault(trace.tool_call_id or "", []).append((current, trace.turn_id))
-    return current
 
 
 def iter_window_traces(path: Path, plan: WindowPlan, start: int = 0,

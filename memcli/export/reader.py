@@ -27,7 +27,6 @@ skipped. Memory stays flat: one batch is held at a time.
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from typing import BinaryIO, Callable, Iterator
 
 import orjson
 
+from memcli.bulk import cyclic_gc_paused
 from memcli.errors import CorruptStoreError, StoreError
 from memcli.models import EpisodicItem, SemanticItem, from_record
 from memcli.store import jsonl
@@ -116,14 +116,9 @@ class History:
         ``select(record) -> bool`` keeps only the lines it accepts; ``keep_records`` also hands
         out the parsed records.
         """
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # short-lived dicts only; the cyclic collector would just burn time
-        try:
+        with cyclic_gc_paused():  # short-lived dicts only: memcli.bulk
             for source in (self.archive, self.active):
                 yield from _iter_batches(source, progress, select=select, keep_records=keep_records)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def iter_trace_records(self, progress: Progress | None = None, *, select=None) -> Iterator[dict]:
         for batch in self.iter_trace_blocks(progress, select=select, keep_records=True):

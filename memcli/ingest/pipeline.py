@@ -22,7 +22,6 @@ the same input is skipped and counted as a duplicate: re-ingesting is a no-op.
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from collections import Counter
@@ -30,6 +29,7 @@ from typing import Callable, Iterable, Protocol
 
 import orjson
 
+from memcli.bulk import cyclic_gc_paused
 from memcli.errors import InputError
 from memcli.events import DEFAULT_SOURCE_EVENT, validate_event
 from memcli.ids import new_id_value
@@ -143,13 +143,8 @@ class _Batch:
         """Validate, de-duplicate, stamp, link and stage events."""
         # The loop makes no reference cycles; the cyclic collector would only rescan the large,
         # long-lived id set and state again and again (~20% of the time), so it is paused.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with cyclic_gc_paused():
             self._stage(items)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def _stage(self, items: Iterable[EventItem]) -> None:
         """The ingest hot path: locals only, one pass, nothing kept per event but its id key."""

@@ -40,6 +40,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from memcli.bulk import cyclic_gc_paused
 from memcli.errors import UsageError
 from memcli.messages import Message, Text
 from memcli.models import PINNED_TAGS, EpisodicItem, RawTrace, SemanticItem
@@ -299,6 +300,7 @@ def count_working(store: AgentStore, meter: TokenMeter, traces: Iterable[RawTrac
     return total + meter.system(compose_system(defaults, instructions, [], working_memory))
 
 
+@cyclic_gc_paused()
 def working_tokens(store: AgentStore, model: str | None = None, counter: TokenCounter | None = None) -> int:
     """THE token count of memcli (docs/design.md §4): ``stats``, the compaction trigger, ``compact
     --dry-run``, the compaction result and ``snapshot`` all count the working snapshot this way.
@@ -308,6 +310,7 @@ def working_tokens(store: AgentStore, model: str | None = None, counter: TokenCo
 
 # --------------------------------------------------------------------------- the snapshot
 
+@cyclic_gc_paused()   # a long session's read makes millions of short-lived objects: memcli.bulk
 def take_snapshot(memory_dir: str | os.PathLike, agent_id: str, options: SnapshotOptions | None = None) -> Snapshot:
     """Build, view and render one agent's snapshot (module docstring). Nothing is written."""
     from memcli.renderers import get_renderer

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 import orjson
+from orjson import OPT_NON_STR_KEYS
+from orjson import dumps as _dumps
 
 from memcli.messages import (
     ERROR,
@@ -59,6 +61,10 @@ from memcli.messages import (
     ToolCall,
     ToolResult,
     json_text,
+    new_message,
+    new_text,
+    new_tool_call,
+    new_tool_result,
 )
 from memcli.models import PINNED_TAGS, TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_REASONING, TAG_SIDECHAIN, RawTrace
 from memcli.pairing import pop_open_call
@@ -190,18 +196,19 @@ class BuildStats:
     id_examples: list = field(default_factory=list)  # the first few (stored id, rendered id)
 
 
-class _Slot:
-    __slots__ = ("call", "tool_message", "index", "abandoned")
-
-    def __init__(self, call: ToolCall, tool_message: Message, index: int):
-        self.call = call
-        self.tool_message = tool_message
-        self.index = index
-        self.abandoned = False
+# A tool message's results are ToolResult objects (always true) or None where one is missing:
+# ``all(results)`` says none is, without the ``==`` that ``None in results`` calls per result.
+#
+# An unanswered call is the tuple (call, its tool message, the index of its result there). A call
+# given up on (``lookahead`` ran out) has its placeholder in that place already: a result that
+# still comes finds the place taken and becomes a ``late`` note.
 
 
-def _slot_turn(slot: _Slot) -> str | None:
-    return slot.tool_message.turn_id  # the turn of the call's assistant message
+def _slot_turn(slot: tuple) -> str | None:
+    return slot[1].turn_id  # the turn of the call's assistant message
+
+
+_NAME_MEMO = 1024   # distinct tool names remembered per build (a store has a few; a hostile one, any number)
 
 
 class MessageBuilder:
@@ -219,40 +226,49 @@ class MessageBuilder:
         self.stats = BuildStats()
         self._current: Message | None = None
         self._current_tools: Message | None = None
-        self._current_slots: list[_Slot] = []
         self._queue: deque[Message] = deque()
-        self._waiting: dict[int, tuple[list[_Slot], int]] = {}  # id(tool message) -> (slots, queued at)
-        self._open: dict[str, list[_Slot]] = {}   # source call id -> its unanswered calls, oldest first
-        self._n = 0
+        # id(tool message) -> (the calls it answers, queued at), while one of its results is missing
+        self._waiting: dict[int, tuple[list[ToolCall], int]] = {}
+        # source call id -> its unanswered call (a slot), or a list of them, oldest first, when several
+        self._open: dict[str, tuple | list[tuple]] = {}
+        self._names: dict[str | None, str] = {}   # tool name -> safe_name(name)
+        # the ids kept so far when none is forgotten (the usual case, taken without CallIds.assign)
+        self._kept_ids = self.ids._used if id_capacity is None else None
 
     # ------------------------------------------------------------------ input
     def feed(self, trace: RawTrace) -> list[Message]:
-        self._take(trace)
-        out: list[Message] = []
-        if self._queue or self._ready:
-            self._drain(out)
-        return out
+        return list(self._stream((trace,)))
 
-    def _take(self, trace: RawTrace) -> None:
-        """The rules of one trace, without collecting what became final (:meth:`feed` does)."""
-        self._n += 1
+    def _stream(self, traces: Iterable[RawTrace], end: bool = False) -> Iterator[Message]:
+        """The rules of each trace (by kind, below), yielding the messages that became final; with
+        ``end``, what :meth:`finish` gives after the last trace."""
         stats = self.stats
-        stats.traces += 1
-        tags = trace.tags
-        if tags and TAG_SIDECHAIN in tags and not self.include_sidechain:
-            stats.sidechain_omitted += 1
-        else:
+        include_sidechain = self.include_sidechain
+        user, assistant, tool_call, tool_result = self._user, self._assistant, self._tool_call, self._tool_result
+        queue, ready, drain = self._queue, self._ready, self._drain
+        out: list[Message] = []
+        for trace in traces:
+            stats.traces += 1   # also the clock of the lookahead
+            tags = trace.tags
             kind = trace.trace_type
-            if kind == "user":
-                self._user(trace)
-            elif kind == "assistant":
-                self._assistant(trace)
+            if tags and TAG_SIDECHAIN in tags and not include_sidechain:
+                stats.sidechain_omitted += 1
             elif kind == "tool_call":
-                self._tool_call(trace)
+                tool_call(trace)
             elif kind == "tool_result":
-                self._tool_result(trace)
+                tool_result(trace)
+            elif kind == "assistant":
+                assistant(trace)
+            elif kind == "user":
+                user(trace)
             else:
                 stats.unknown_skipped += 1
+            if queue or ready:   # something became final (or, with a lookahead, may have)
+                drain(out)
+                yield from out
+                out.clear()
+        if end:
+            yield from self.finish()
 
     def finish(self) -> list[Message]:
         self._close()
@@ -272,11 +288,15 @@ class MessageBuilder:
             role, kind = "user", "context"
         else:
             role, kind = "user", "ask"
-        parts = self._parts(trace)
+        content = trace.content
+        if content and content.strip() and not trace.media:   # the usual case: one text
+            parts = [new_text(content)]
+        else:
+            parts = self._parts(trace)
         if not parts:
             self.stats.empty_skipped += 1
             return
-        self._queue.append(Message(role, kind, parts, [], [], trace.turn_id, [trace.id]))
+        self._queue.append(new_message(role, kind, parts, [], [], trace.turn_id, [trace.id]))
 
     def _assistant(self, trace: RawTrace) -> None:
         if trace.tags and TAG_REASONING in trace.tags:
@@ -289,79 +309,119 @@ class MessageBuilder:
                 self._queue.append(Message("assistant", "reasoning", parts, turn_id=trace.turn_id,
                                            trace_ids=[trace.id]))
             return
-        parts = self._parts(trace)
-        if not parts:
-            self.stats.empty_skipped += 1
-            return
+        content = trace.content
+        if content and content.strip() and not trace.media:   # the usual case: one text
+            parts = [new_text(content)]
+        else:
+            parts = self._parts(trace)
+            if not parts:
+                self.stats.empty_skipped += 1
+                return
         current = self._current
         if current is not None and (current.tool_calls or current.turn_id != trace.turn_id):
             self._close()
             current = None
         if current is None:
-            current = self._open_assistant(trace)
-        current.parts.extend(parts)
-        current.trace_ids.append(trace.id)
+            self._current = new_message("assistant", "reply", parts, [], [], trace.turn_id, [trace.id])
+        else:
+            current.parts.extend(parts)
+            current.trace_ids.append(trace.id)
 
     def _tool_call(self, trace: RawTrace) -> None:
         current = self._current
-        if current is not None and current.turn_id != trace.turn_id:
+        turn_id = trace.turn_id
+        if current is not None and current.turn_id != turn_id:
             self._close()
             current = None
-        if current is None:
-            current = self._open_assistant(trace)
-        content = trace.content
-        if content and content.strip():
-            current.parts.append(Text(content))
         source_id = trace.tool_call_id or ""
         trace_id = trace.id
         stats = self.stats
-        call_id = self.ids.assign(source_id, trace_id)
-        if call_id != source_id:
-            stats.ids_renamed += 1
-            if len(stats.id_examples) < 3:
-                stats.id_examples.append((source_id, call_id))
-        name = trace.tool_name
-        call = ToolCall(call_id, safe_name(name), call_arguments(trace), trace_id, source_id, name)
-        current.tool_calls.append(call)
-        current.trace_ids.append(trace_id)
-        tools = self._current_tools
-        if tools is None:
-            tools = self._current_tools = Message("tool", "results", [], [], [], current.turn_id, [])
-        results = tools.results
-        results.append(None)
-        slot = _Slot(call, tools, len(results) - 1)
-        self._current_slots.append(slot)
-        open_calls = self._open.get(source_id)
-        if open_calls is None:
-            self._open[source_id] = [slot]
+        used = self._kept_ids
+        if used is not None and source_id not in used and _SAFE_ID.fullmatch(source_id):
+            used[source_id] = None   # kept as it is: CallIds.assign's usual case
+            call_id = source_id
         else:
-            open_calls.append(slot)
+            call_id = self.ids.assign(source_id, trace_id)
+            if call_id != source_id:
+                stats.ids_renamed += 1
+                if len(stats.id_examples) < 3:
+                    stats.id_examples.append((source_id, call_id))
+        name = trace.tool_name
+        names = self._names
+        rendered_name = names.get(name)
+        if rendered_name is None:
+            rendered_name = safe_name(name)
+            if len(names) < _NAME_MEMO:
+                names[name] = rendered_name
+        args = trace.tool_args
+        if args.__class__ is not dict:
+            args = call_arguments(trace)
+        call = new_tool_call(call_id, rendered_name, args, trace_id, source_id, name)
+        content = trace.content
+        if current is None:   # the call opens an assistant message, and its tool message
+            parts = [new_text(content)] if content and content.strip() else []
+            self._current = new_message("assistant", "reply", parts, [call], [], turn_id, [trace_id])
+            tools = self._current_tools = new_message("tool", "results", [], [], [None], turn_id, [])
+            slot = (call, tools, 0)
+        else:
+            if content and content.strip():
+                current.parts.append(new_text(content))
+            current.tool_calls.append(call)
+            current.trace_ids.append(trace_id)
+            tools = self._current_tools
+            if tools is None:
+                tools = self._current_tools = new_message("tool", "results", [], [], [], turn_id, [])
+            results = tools.results
+            results.append(None)
+            slot = (call, tools, len(results) - 1)
+        open_calls = self._open
+        other = open_calls.setdefault(source_id, slot)
+        if other is not slot:   # the id is reused by a call still unanswered
+            if other.__class__ is tuple:
+                open_calls[source_id] = [other, slot]
+            else:
+                other.append(slot)
         stats.calls += 1
 
     def _tool_result(self, trace: RawTrace) -> None:
         source_id = trace.tool_call_id or ""
-        slot = pop_open_call(self._open, source_id, trace.turn_id, _slot_turn)  # the one pairing rule
-        text = result_text(trace)
-        error = bool(trace.tool_error)
-        if slot is not None and not slot.abandoned:
-            call = slot.call
-            tools = slot.tool_message
+        open_calls = self._open
+        slot = open_calls.pop(source_id, None)
+        if slot is not None and slot.__class__ is not tuple:   # several unanswered calls have this id
+            open_calls[source_id] = slot
+            slot = pop_open_call(open_calls, source_id, trace.turn_id, _slot_turn)  # the one pairing rule
+        value = trace.tool_result
+        error_text = trace.tool_error
+        if value is not None and not error_text:   # the usual case: the result alone (result_text)
+            if isinstance(value, str):
+                text = value
+            else:
+                try:
+                    text = _dumps(value, option=OPT_NON_STR_KEYS).decode()   # json_text's usual case
+                except TypeError:
+                    text = json_text(value)
+        else:
+            text = result_text(trace)
+        error = bool(error_text)
+        if slot is not None:
+            call, tools, index = slot
             results = tools.results
-            results[slot.index] = ToolResult(
-                call.id, call.name, ERROR if error else SUCCESS, text, trace_media(trace), trace.id, source_id,
-                error, len(text), None, call.source_name or trace.tool_name)
-            tools.trace_ids.append(trace.id)
-            self.stats.results += 1
-            if self._aside and id(tools) in self._aside and None not in results:
-                self._ready.append(self._aside.pop(id(tools)))
-            if tools is self._current_tools:
-                self._close()  # a call made after this result is the next step, not a parallel call
-            return
+            if results[index] is None:   # else the call was given up on: the result is late
+                results[index] = new_tool_result(
+                    call.id, call.name, ERROR if error else SUCCESS, text, trace_media(trace) if trace.media else [],
+                    trace.id, source_id, error, len(text), None, call.source_name or trace.tool_name)
+                tools.trace_ids.append(trace.id)
+                self.stats.results += 1
+                if self._aside and id(tools) in self._aside and all(results):
+                    self._ready.append(self._aside.pop(id(tools)))
+                if tools is self._current_tools:
+                    self._close()  # a call made after this result is the next step, not a parallel call
+                return
         self._close()
         status = LATE if slot is not None else ORPHAN
-        name = slot.call.name if slot is not None else safe_name(trace.tool_name)
+        name = slot[0].name if slot is not None else safe_name(trace.tool_name)
         result = ToolResult("", name, status, text, trace_media(trace), trace.id, source_id, error, len(text),
-                            source_name=trace.tool_name or (slot.call.source_name if slot is not None else None))
+                            source_name=trace.tool_name or (slot[0].source_name if slot is not None else None))
         if status == LATE:
             self.stats.late += 1
         else:
@@ -377,12 +437,6 @@ class MessageBuilder:
             parts.extend(trace_media(trace))
         return parts
 
-    def _open_assistant(self, trace: RawTrace) -> Message:
-        self._current = Message("assistant", "reply", [], [], [], trace.turn_id, [])
-        self._current_tools = None
-        self._current_slots = []
-        return self._current
-
     def _close(self) -> None:
         current = self._current
         if current is None:
@@ -391,18 +445,15 @@ class MessageBuilder:
         queue.append(current)
         tools = self._current_tools
         if tools is not None:
-            if None in tools.results:   # a result still to come (read by _drain only then)
-                self._waiting[id(tools)] = (self._current_slots, self._n)
+            if not all(tools.results):   # a result still to come (read by _drain only then)
+                self._waiting[id(tools)] = (current.tool_calls, self.stats.traces)
             queue.append(tools)
+            self._current_tools = None
         self._current = None
-        self._current_tools = None
-        self._current_slots = []
 
-    def _fill_pending(self, slot: _Slot) -> None:
-        call = slot.call
-        slot.tool_message.results[slot.index] = ToolResult(call.id, call.name, PENDING, PENDING_TEXT,
-                                                           source_call_id=call.source_id,
-                                                           source_name=call.source_name)
+    def _fill_pending(self, call: ToolCall, tools: Message, index: int) -> None:
+        tools.results[index] = ToolResult(call.id, call.name, PENDING, PENDING_TEXT, source_call_id=call.source_id,
+                                          source_name=call.source_name)
         self.stats.pending += 1
 
     def _drain(self, out: list, force: bool = False) -> None:
@@ -418,26 +469,26 @@ class MessageBuilder:
             self._aside.clear()
         queue = self._queue
         popleft = queue.popleft
+        waiting = self._waiting
         while queue:
             head = queue[0]
             if head.role == "tool":
-                if None in head.results:
-                    slots, queued_at = self._waiting.get(id(head), ((), self._n))
-                    if force:
-                        pass
-                    elif self.lookahead is not None and self._n - queued_at > self.lookahead:
-                        for slot in slots:
-                            if head.results[slot.index] is None:
-                                slot.abandoned = True
+                results = head.results
+                if not all(results):   # a result missing
+                    now = self.stats.traces
+                    calls, queued_at = waiting.get(id(head), ((), now))
+                    if force or (self.lookahead is not None and now - queued_at > self.lookahead):
+                        pass   # given up on: placeholders (a result that still comes is late)
                     elif not self.ordered:   # the messages behind it need not wait
                         self._aside[id(head)] = queue.popleft()
                         continue
                     else:
                         return
-                    for slot in slots:
-                        if head.results[slot.index] is None:
-                            self._fill_pending(slot)
-                self._waiting.pop(id(head), None)
+                    for index, call in enumerate(calls):
+                        if results[index] is None:
+                            self._fill_pending(call, head, index)
+                if waiting:
+                    waiting.pop(id(head), None)
             out.append(popleft())
 
 
@@ -456,12 +507,4 @@ def build_messages(traces: Iterable[RawTrace], *, include_reasoning: bool = Fals
                              lookahead=lookahead, id_capacity=id_capacity, ordered=ordered)
     if stats is not None:
         builder.stats = stats
-    take, drain, queue, ready = builder._take, builder._drain, builder._queue, builder._ready
-    out: list[Message] = []
-    for trace in traces:   # builder.feed, without a list per trace when nothing became final
-        take(trace)
-        if queue or ready:
-            drain(out)
-            yield from out
-            out.clear()
-    yield from builder.finish()
+    return builder._stream(traces, end=True)

@@ -254,6 +254,41 @@ def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[t
                 yield line_offset, stripped
 
 
+def line_batches(f, size: int, start: int = 0, block: int = 1 << 18) -> Iterator[tuple[int, list[bytes]]]:
+    """``(offset of its first line, lines)`` for the lines of the open binary file ``f``, read
+    from byte ``start`` (where ``f`` stands) in blocks of ``block`` bytes: every complete line that
+    starts before byte ``size``, without its newline, in file order — a ``for line in f`` loop that
+    stops at ``size`` or at an unterminated line, read without a call per line. Consecutive lines
+    of a batch are adjacent (a line's end is its offset plus its length plus one); so are batches.
+    Blank lines are kept (the caller counts them)."""
+    offset = start
+    pieces: list[bytes] = []        # an unterminated line so far (longer than a block)
+    while offset < size:
+        data = f.read(block)
+        if not data:
+            return                  # an unterminated tail: not a line (yet)
+        if b"\n" not in data:
+            pieces.append(data)
+            continue
+        if pieces:
+            pieces.append(data)
+            data = b"".join(pieces)
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        pieces = [tail] if tail else []
+        end = offset + len(data) - len(tail)
+        if end > size:              # the last batch: the lines that start before ``size``
+            n, at = 0, offset
+            while at < size:
+                at += len(lines[n]) + 1
+                n += 1
+            del lines[n:]
+            yield offset, lines
+            return
+        yield offset, lines
+        offset = end
+
+
 def iter_run_lines(path: Path, runs: list) -> Iterator[tuple[int, bytes]]:
     """(offset, line with its newline) of every line inside ``runs``, in file order."""
     with open_read(path) as f:

@@ -27,7 +27,7 @@ that identity does not match (another writer, a crash), so it never needs to be 
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Iterable
 
 from memcli.ids import format_turn
 from memcli.models import NON_OPENING_TAGS
@@ -205,11 +205,18 @@ class TurnState:
 
     def observe_archived(self, record: dict) -> None:
         """Archived traces only move the turn counter forward."""
-        turn_id = record.get("turn_id")
-        if isinstance(turn_id, str):
-            n = turn_number(turn_id)
-            if n is not None and n > self.turn_counter:
-                self.turn_counter = n
+        self.observe_turn_ids((record.get("turn_id"),))
+
+    def observe_turn_ids(self, turn_ids: Iterable) -> None:
+        """Turn ids named outside the active file (archived traces, memory items) move the turn
+        counter forward, so a new turn never reuses one. Anything not a turn id is passed over."""
+        counter = self.turn_counter
+        for turn_id in turn_ids:
+            if isinstance(turn_id, str):
+                n = turn_number(turn_id)
+                if n is not None and n > counter:
+                    counter = n
+        self.turn_counter = counter
 
     # ------------------------------------------------------------------ persistence
     def pending_turns(self) -> set:
