@@ -194,18 +194,9 @@ def from_record(cls: type[_T], data: dict) -> _T:
     are built by that key order's builder (:func:`record_builders`), which gives the same object.
     """
     if type(data) is dict:
-        shapes = _BUILDERS.get(cls)
-        if shapes is None:
-            shapes = record_builders(cls)
-        key = tuple(data)  # the key order: stores written by to_record hold a handful
-        build = shapes.get(key)
+        build = record_builder(cls, tuple(data))  # the key order: stores written by to_record hold a handful
         if build is not None:
             return build(data)
-        if len(shapes) < _MAX_SHAPES:
-            build = _compile_builder(cls, key)
-            if build is not None:
-                shapes[key] = build
-                return build(data)
     return _from_record_general(cls, data)
 
 
@@ -234,52 +225,75 @@ def _from_record_general(cls: type[_T], data: dict) -> _T:
     return obj
 
 
-# Builders of records with one key order, per class (stores hold a handful of orders: records are
-# written in declaration order by to_record). Bounded: a file of ever-new key orders falls back to
-# the general rule after _MAX_SHAPES of them.
-_BUILDERS: dict[type, dict[tuple, Any]] = {}
+# Builders of records with one key order, per class and checked fields (stores hold a handful of
+# orders: records are written in declaration order by to_record). Bounded: a file of ever-new key
+# orders falls back to the general rule after _MAX_SHAPES of them.
+_BUILDERS: dict[tuple, dict[tuple, Any]] = {}
 _MAX_SHAPES = 256
 
 
-def record_builders(cls: type) -> dict[tuple, Any]:
+def record_builders(cls: type, strings: tuple = ()) -> dict[tuple, Any]:
     """``cls``'s key order -> builder map: ``record_builders(cls).get(tuple(record))``, when not
     None, is ``from_record(cls, record)`` for a dict ``record`` (it never raises). Filled by
-    :func:`from_record`; the order of the first record with a new key order goes through it."""
-    shapes = _BUILDERS.get(cls)
+    :func:`record_builder`. With ``strings`` (field names), a builder returns None instead when
+    the record's value of one of them is not a ``str``."""
+    shapes = _BUILDERS.get((cls, strings))
     if shapes is None:
-        shapes = _BUILDERS[cls] = {}
+        shapes = _BUILDERS[(cls, strings)] = {}
     return shapes
 
 
-def _compile_builder(cls: type, keys: tuple):
+def record_builder(cls: type, key: tuple, strings: tuple = ()):
+    """The builder of ``record_builders(cls, strings)`` for key order ``key``, made on first use,
+    or None: that order always fails (a required field missing), or too many orders were seen."""
+    shapes = record_builders(cls, strings)
+    build = shapes.get(key)
+    if build is None and len(shapes) < _MAX_SHAPES:
+        build = _compile_builder(cls, key, strings)
+        if build is not None:
+            shapes[key] = build
+    return build
+
+
+def _compile_builder(cls: type, keys: tuple, strings: tuple = ()):
     """A constructor equivalent to :func:`_from_record_general` for dicts with exactly ``keys`` in
     this order, or None when that order always fails (a required field missing) or the class is
     not a plain dataclass. It sets every field in declaration order, as the dataclass's
-    ``__init__`` does (same instance layout), from the record, the field's default (a fresh
-    list/dict per instance for a ``default_factory``) or the content/tags rule."""
+    ``__init__`` does (same instance layout), from the record (its values unpacked in their
+    order: no lookup per key), the field's default (a fresh list/dict per instance for a
+    ``default_factory``) or the content/tags rule. It returns None, building nothing, when the
+    value of one of the fields named in ``strings`` is not a ``str``."""
     fields = dataclasses.fields(cls)
     if hasattr(cls, "__post_init__") or any(not f.init for f in fields) or any(type(k) is not str for k in keys):
         return None
+    if not set(strings) <= set(keys):
+        return None   # (one of them missing: a required one, or None — not a str)
     names = field_names(cls)
     present = set(keys)
     unknown = tuple(k for k in keys if k not in names)
     if unknown and "extra" not in {f.name for f in fields}:
         return None
     ns: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_unknown": unknown}
-    body = ["def build(r):", "    o = _new(_cls)"]
+    body = ["def build(r):"]
+    value = {key: f"v{i}" for i, key in enumerate(keys)}   # the record's values, unpacked in its key order
+    if keys:
+        body.append(f"    {', '.join(value.values())}, = r.values()")
+    if strings:
+        body.append(f"    if {' or '.join(f'type({value[name]}) is not str' for name in strings)}:")
+        body.append("        return None")
+    body.append("    o = _new(_cls)")
     for f in fields:
         name = f.name
         if name == "extra":
-            pairs = ", ".join(f"_unknown[{i}]: r[_unknown[{i}]]" for i in range(len(unknown)))
+            pairs = ", ".join(f"_unknown[{i}]: {value[key]}" for i, key in enumerate(unknown))
             body.append(f"    o.extra = {{{pairs}}}")
             continue
         filled = {"content": "''", "tags": "[]"}.get(name)
         if name in present:
             if filled:
-                body.append(f"    v = r[{name!r}]")
-                body.append(f"    o.{name} = {filled} if v is None else v")
+                body.append(f"    o.{name} = {filled} if {value[name]} is None else {value[name]}")
             else:
-                body.append(f"    o.{name} = r[{name!r}]")
+                body.append(f"    o.{name} = {value[name]}")
         elif filled:
             body.append(f"    o.{name} = {filled}")
         elif f.default_factory is list:

@@ -307,13 +307,13 @@ def test_a_compaction_keeps_the_counts_of_what_stays_not_of_what_it_archives(tmp
     monkeypatch.setattr(compactor, "NEW_COUNTS_KEPT", 20)
     mem = _ingested(tmp_path, conversation(40, system=False))
     held = []
-    real_record = TokenCountCache.record
+    real_learn = TokenCountCache.learn
 
-    def record(self, key, tokens):
-        real_record(self, key, tokens)
-        held.append(len(self.counts))
+    def learn(self, encoding, text, tokens):
+        real_learn(self, encoding, text, tokens)
+        held.append(self.held)   # counts held, by key or by text
 
-    monkeypatch.setattr(TokenCountCache, "record", record)
+    monkeypatch.setattr(TokenCountCache, "learn", learn)
     result = compactor.compact(mem, "a", policy=CompactionPolicy(tail_turns=2))
     assert result.compacted and len(held) > 100      # the window's texts were counted ...
     assert max(held) <= 20 + 5                       # ... but not all held

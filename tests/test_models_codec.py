@@ -16,6 +16,7 @@ from memcli.models import (
     SemanticItem,
     _from_record_general,
     from_record,
+    record_builder,
     record_builders,
     to_record,
 )
@@ -70,6 +71,18 @@ def test_every_key_order_matches_the_general_rule(cls, record):
             same(build_twice(cls, data), _from_record_general(cls, dict(data)))
     reordered = dict(reversed(list(record.items())))
     same(build_twice(cls, reordered), _from_record_general(cls, reordered))
+
+
+def test_a_checked_builder_builds_the_same_object_or_none_when_a_named_field_is_not_a_str():
+    strings = ("id", "trace_type")
+    for data in (BASE, {**BASE, **OPTIONAL, "odd": 1}, dict(reversed(list(BASE.items())))):
+        build = record_builder(RawTrace, tuple(data), strings)
+        assert record_builders(RawTrace, strings)[tuple(data)] is build        # kept for the next record
+        same(build(dict(data)), _from_record_general(RawTrace, dict(data)))
+        for bad in ({"id": 5}, {"trace_type": None}, {"id": b"rt"}):
+            assert build({**data, **bad}) is None
+    assert record_builder(RawTrace, ("ts", "turn_id", "seq", "trace_type", "content", "source_event"), strings) is None
+    assert record_builder(RawTrace, tuple(BASE)) is record_builders(RawTrace)[tuple(BASE)]   # unchecked: apart
 
 
 def test_absent_or_none_content_and_tags_become_empty():

@@ -316,3 +316,30 @@ def test_a_left_out_trace_counts_toward_the_lookahead_and_lets_held_messages_go(
     builder = MessageBuilder(lookahead=1)
     fed = [[m.role for m in builder.feed(t)] for t in traces]
     assert fed == [["user"], [], ["assistant"], [], ["tool", "user"], ["user"]]
+
+
+def test_the_makers_from_every_field_make_what_the_dataclass_makes():
+    """The builder makes its messages with new_message & co (no class call, no default checks):
+    each takes every field of its dataclass, in order, and gives the object the dataclass gives."""
+    import dataclasses
+    import inspect
+
+    from memcli.messages import (
+        Message,
+        Text,
+        ToolCall,
+        ToolResult,
+        new_message,
+        new_text,
+        new_tool_call,
+        new_tool_result,
+    )
+
+    for cls, new in ((Message, new_message), (Text, new_text), (ToolCall, new_tool_call),
+                     (ToolResult, new_tool_result)):
+        names = [f.name for f in dataclasses.fields(cls)]
+        assert list(inspect.signature(new).parameters) == names
+        values = [[n] if n in ("parts", "tool_calls", "results", "trace_ids", "media") else f"v_{n}" for n in names]
+        made, expected = new(*values), cls(*values)
+        assert type(made) is cls and made == expected and repr(made) == repr(expected)
+        assert all(getattr(made, n) is v for n, v in zip(names, values))

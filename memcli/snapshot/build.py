@@ -61,6 +61,10 @@ from memcli.messages import (
     ToolCall,
     ToolResult,
     json_text,
+    new_message,
+    new_text,
+    new_tool_call,
+    new_tool_result,
 )
 from memcli.models import PINNED_TAGS, TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_REASONING, TAG_SIDECHAIN, RawTrace
 from memcli.pairing import pop_open_call
@@ -228,7 +232,8 @@ class MessageBuilder:
         # source call id -> its unanswered call (a slot), or a list of them, oldest first, when several
         self._open: dict[str, tuple | list[tuple]] = {}
         self._names: dict[str | None, str] = {}   # tool name -> safe_name(name)
-        self._n = 0
+        # the ids kept so far when none is forgotten (the usual case, taken without CallIds.assign)
+        self._kept_ids = self.ids._used if id_capacity is None else None
 
     # ------------------------------------------------------------------ input
     def feed(self, trace: RawTrace) -> list[Message]:
@@ -243,8 +248,7 @@ class MessageBuilder:
         queue, ready, drain = self._queue, self._ready, self._drain
         out: list[Message] = []
         for trace in traces:
-            self._n += 1
-            stats.traces += 1
+            stats.traces += 1   # also the clock of the lookahead
             tags = trace.tags
             kind = trace.trace_type
             if tags and TAG_SIDECHAIN in tags and not include_sidechain:
@@ -286,13 +290,13 @@ class MessageBuilder:
             role, kind = "user", "ask"
         content = trace.content
         if content and content.strip() and not trace.media:   # the usual case: one text
-            parts = [Text(content)]
+            parts = [new_text(content)]
         else:
             parts = self._parts(trace)
         if not parts:
             self.stats.empty_skipped += 1
             return
-        self._queue.append(Message(role, kind, parts, [], [], trace.turn_id, [trace.id]))
+        self._queue.append(new_message(role, kind, parts, [], [], trace.turn_id, [trace.id]))
 
     def _assistant(self, trace: RawTrace) -> None:
         if trace.tags and TAG_REASONING in trace.tags:
@@ -307,7 +311,7 @@ class MessageBuilder:
             return
         content = trace.content
         if content and content.strip() and not trace.media:   # the usual case: one text
-            parts = [Text(content)]
+            parts = [new_text(content)]
         else:
             parts = self._parts(trace)
             if not parts:
@@ -318,7 +322,7 @@ class MessageBuilder:
             self._close()
             current = None
         if current is None:
-            self._current = Message("assistant", "reply", parts, [], [], trace.turn_id, [trace.id])
+            self._current = new_message("assistant", "reply", parts, [], [], trace.turn_id, [trace.id])
         else:
             current.parts.extend(parts)
             current.trace_ids.append(trace.id)
@@ -332,13 +336,12 @@ class MessageBuilder:
         source_id = trace.tool_call_id or ""
         trace_id = trace.id
         stats = self.stats
-        ids = self.ids
-        used = ids._used
-        if ids.capacity is None and source_id not in used and _SAFE_ID.fullmatch(source_id):
+        used = self._kept_ids
+        if used is not None and source_id not in used and _SAFE_ID.fullmatch(source_id):
             used[source_id] = None   # kept as it is: CallIds.assign's usual case
             call_id = source_id
         else:
-            call_id = ids.assign(source_id, trace_id)
+            call_id = self.ids.assign(source_id, trace_id)
             if call_id != source_id:
                 stats.ids_renamed += 1
                 if len(stats.id_examples) < 3:
@@ -351,22 +354,23 @@ class MessageBuilder:
             if len(names) < _NAME_MEMO:
                 names[name] = rendered_name
         args = trace.tool_args
-        call = ToolCall(call_id, rendered_name, args if args.__class__ is dict else call_arguments(trace), trace_id,
-                        source_id, name)
+        if args.__class__ is not dict:
+            args = call_arguments(trace)
+        call = new_tool_call(call_id, rendered_name, args, trace_id, source_id, name)
         content = trace.content
         if current is None:   # the call opens an assistant message, and its tool message
-            self._current = Message("assistant", "reply", [Text(content)] if content and content.strip() else [],
-                                    [call], [], turn_id, [trace_id])
-            tools = self._current_tools = Message("tool", "results", [], [], [None], turn_id, [])
+            parts = [new_text(content)] if content and content.strip() else []
+            self._current = new_message("assistant", "reply", parts, [call], [], turn_id, [trace_id])
+            tools = self._current_tools = new_message("tool", "results", [], [], [None], turn_id, [])
             slot = (call, tools, 0)
         else:
             if content and content.strip():
-                current.parts.append(Text(content))
+                current.parts.append(new_text(content))
             current.tool_calls.append(call)
             current.trace_ids.append(trace_id)
             tools = self._current_tools
             if tools is None:
-                tools = self._current_tools = Message("tool", "results", [], [], [], turn_id, [])
+                tools = self._current_tools = new_message("tool", "results", [], [], [], turn_id, [])
             results = tools.results
             results.append(None)
             slot = (call, tools, len(results) - 1)
@@ -403,7 +407,7 @@ class MessageBuilder:
             call, tools, index = slot
             results = tools.results
             if results[index] is None:   # else the call was given up on: the result is late
-                results[index] = ToolResult(
+                results[index] = new_tool_result(
                     call.id, call.name, ERROR if error else SUCCESS, text, trace_media(trace) if trace.media else [],
                     trace.id, source_id, error, len(text), None, call.source_name or trace.tool_name)
                 tools.trace_ids.append(trace.id)
@@ -442,7 +446,7 @@ class MessageBuilder:
         tools = self._current_tools
         if tools is not None:
             if not all(tools.results):   # a result still to come (read by _drain only then)
-                self._waiting[id(tools)] = (current.tool_calls, self._n)
+                self._waiting[id(tools)] = (current.tool_calls, self.stats.traces)
             queue.append(tools)
             self._current_tools = None
         self._current = None
@@ -465,13 +469,15 @@ class MessageBuilder:
             self._aside.clear()
         queue = self._queue
         popleft = queue.popleft
+        waiting = self._waiting
         while queue:
             head = queue[0]
             if head.role == "tool":
                 results = head.results
                 if not all(results):   # a result missing
-                    calls, queued_at = self._waiting.get(id(head), ((), self._n))
-                    if force or (self.lookahead is not None and self._n - queued_at > self.lookahead):
+                    now = self.stats.traces
+                    calls, queued_at = waiting.get(id(head), ((), now))
+                    if force or (self.lookahead is not None and now - queued_at > self.lookahead):
                         pass   # given up on: placeholders (a result that still comes is late)
                     elif not self.ordered:   # the messages behind it need not wait
                         self._aside[id(head)] = queue.popleft()
@@ -481,7 +487,8 @@ class MessageBuilder:
                     for index, call in enumerate(calls):
                         if results[index] is None:
                             self._fill_pending(call, head, index)
-                self._waiting.pop(id(head), None)
+                if waiting:
+                    waiting.pop(id(head), None)
             out.append(popleft())
 
 

@@ -37,6 +37,7 @@ from memcli.models import (
     RawTrace,
     SemanticItem,
     from_record,
+    record_builder,
     record_builders,
     supersedes_of,
     to_record,
@@ -66,18 +67,23 @@ def _record_to(cls, path: Path, line_no: int | None, offset: int, record: dict):
         raise CorruptStoreError(str(path), line_no, f"not a {cls.__name__} record ({exc})") from None
 
 
-_TRACE_BUILDERS = record_builders(RawTrace)
+TRACE_STRINGS = ("id", "turn_id", "trace_type")
+# key order -> builder of a trace, or None when one of its TRACE_STRINGS is not a str (a reader
+# may call ``TRACE_BUILDERS.get(tuple(record))`` itself; trace_from_record does the rest)
+TRACE_BUILDERS = record_builders(RawTrace, TRACE_STRINGS)
 
 
 def trace_from_record(path: Path, line_no: int | None, offset: int, record: dict) -> RawTrace:
-    # the usual record: a key order seen before, whose builder never raises; the string checks
-    # below are then the same as the loop's (which reports the first bad key)
-    build = _TRACE_BUILDERS.get(tuple(record)) if type(record) is dict else None
-    if build is not None:
-        trace = build(record)
-        if type(trace.id) is str and type(trace.turn_id) is str and type(trace.trace_type) is str:
-            return trace
-    for key in ("id", "turn_id", "trace_type"):
+    # the usual record: a key order seen before, whose builder never raises; it builds the trace
+    # when the string checks below pass (the loop reports the first bad key)
+    if type(record) is dict:
+        key = tuple(record)
+        build = TRACE_BUILDERS.get(key) or record_builder(RawTrace, key, TRACE_STRINGS)
+        if build is not None:
+            trace = build(record)
+            if trace is not None:
+                return trace
+    for key in TRACE_STRINGS:
         if not isinstance(record.get(key), str):
             if line_no is None:
                 line_no = jsonl.line_number_at(path, offset)
