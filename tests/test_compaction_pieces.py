@@ -67,6 +67,33 @@ def test_the_scan_splits_turns_into_a_head_and_steps_and_credits_every_token(mem
     assert 0 < credited < scan.total and all(tokens > 0 for tokens in scan.units.tokens)
 
 
+def test_the_scan_opens_units_and_turns_as_their_add_methods_do(memory_dir):
+    # the scan opens units and turns inline: the same columns _Units.add, _Turns.add and add_step
+    # fill, in the same order — here with a late trace for an older turn and a sidechain
+    from tests.events import RES
+
+    events = turns(2) + [CALL("c9", turn_id="turn_0001"), RES("c9", turn_id="turn_0001"),    # the late call joins
+                         CALL("c10", turn_id="turn_0001"),                                     # a new step, unit 6
+                         A("sub", tags=["sidechain"], turn_id="turn_0002")] + turns(1, start=3)
+    scan = _scan(_store(memory_dir, events))
+    units, listed = scan.units, scan.turn_list
+    units_again, turns_again = w._Units(), w._Turns()
+    for unit in range(len(units)):
+        turn = units.turn[unit]
+        if listed.head[turn] == unit:
+            assert turns_again.add(listed.ids[turn], units_again.add(len(turns_again))) == turn
+        else:
+            turns_again.add_step(turn, units_again.add(turn), units_again)
+    for column in ("turn", "next_step"):
+        assert getattr(units, column) == getattr(units_again, column)
+    assert len(units.tokens) == len(units.calls) == len(units.results) == len(units.moved) == len(units)
+    for column in ("ids", "head", "first_step", "last_step", "n_steps"):
+        assert getattr(listed, column) == getattr(turns_again, column)
+    assert [listed.steps(t, units) for t in range(len(listed))] == [
+        [s for s in scan.step_order if units.turn[s] == t] for t in range(len(listed))]
+    assert [listed.steps(t, units) for t in range(len(listed))] == [[1, 2, 6], [4, 5], [8, 9]]
+
+
 def _units(spec: list[tuple[int, int, int]]) -> tuple[w._Units, list]:
     """Units and step order from (tokens, calls, results) per step, one turn whose head costs 10."""
     units = w._Units()

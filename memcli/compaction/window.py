@@ -250,11 +250,12 @@ class WholeTurnFeed:
         self.turns, self.step_order = turns, step_order
         self.need_turns, self.need_steps = max(tail_turns, 1), max(keep_steps, 1)
         self.budget = budget
-        self.kept: dict[int, list] = {}   # turn -> [its traces so far, their bytes, their units, offsets, sizes]
+        self.kept: dict[int, list] = {}   # turn -> [its traces so far, their bytes, [their units], [offsets], [sizes]]
         self.kept_bytes = 0
         self.head = 0                  # the oldest turn not handed over (or passed over)
         self.conversation = 0          # conversation turns seen
         self.conversation_before = 0   # ... of them before ``head``
+        self.ready = self.need_turns   # conversation_before + need_turns: release waits for as many turns
         self.newest_step: dict[int, int] = {}   # turn -> position of its newest step in step_order
         self.delivered: list = []      # (turn id, traces) handed over, in order
         self.reading = True
@@ -273,7 +274,7 @@ class WholeTurnFeed:
         if self.reading:
             kept = self.kept.get(index)
             if kept is None:
-                kept = self.kept[index] = [[], 0, array("i"), array("q"), array("q")]
+                kept = self.kept[index] = [[], 0, [], [], []]
             kept[0].append(trace)
             kept[1] += size
             kept[2].append(unit)
@@ -300,8 +301,10 @@ class WholeTurnFeed:
                 spill.hold(trace, start, trace_size)
 
     def release(self) -> None:
+        """Hand over the turns now certain to move whole (class docstring). It can only do so
+        once ``conversation`` reaches ``ready``: a caller may skip calling it before."""
         turns = self.turns
-        while self.reading and self.head < len(turns):
+        while self.reading and self.head < len(turns.ids):
             head = self.head
             count = turns.count[head]
             after = self.conversation - self.conversation_before - (1 if count else 0)
@@ -321,6 +324,7 @@ class WholeTurnFeed:
                 self.kept_bytes -= kept[1]
             if count:
                 self.conversation_before += 1
+                self.ready += 1
                 self.deliver(turns.ids[head], traces, turns.n_steps[head])
                 self.delivered.append((turns.ids[head], len(traces)))
             self.head += 1
@@ -423,24 +427,19 @@ class _Scan:
         self.last_credited = -1
         self.feed: WholeTurnFeed | None = None   # set: a feed alone (feed_scan), no token credits, no line table
 
-    def new_step(self, turn: int) -> int:
-        units = self.units
-        index = units.add(turn)
-        self.turn_list.add_step(turn, index, units)
-        self.step_order.append(index)
-        if self.feed is not None:
-            self.feed.newest_step[turn] = len(self.step_order) - 1
-        return index
-
     def traces(self, f, limit: int | None = None) -> Iterator[RawTrace]:
         """The traces of the open file ``f`` (its first ``limit`` bytes, when given), each
         assigned its unit as it goes by."""
         path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
         starts, ends, owners, feed, step_order = self.starts, self.ends, self.owners, self.feed, self.step_order
         planning, unit_of_trace, pending = feed is None, self.unit_of_trace, self.pending
-        head_of, current_of, count_of = turn_list.head, turn_list.current, turn_list.count
-        calls_of, results_of = units.calls, units.results
-        new_step = self.new_step
+        # the columns of units and turns: a new one is opened here as _Units.add, _Turns.add and
+        # _Turns.add_step do it, inlined (100,000 turns open 100,000 turns and 300,000 units)
+        unit_turn, tokens_of, calls_of, results_of = units.turn, units.tokens, units.calls, units.results
+        moved_of, next_step = units.moved, units.next_step
+        turn_ids, head_of, current_of, count_of = turn_list.ids, turn_list.head, turn_list.current, turn_list.count
+        first_step, last_step, n_steps = turn_list.first_step, turn_list.last_step, turn_list.n_steps
+        newest_step = feed.newest_step if feed is not None else None
         feed_trace = feed.trace if feed is not None else None
         loads, decode_error, pinned_tags, trace_builders = orjson.loads, orjson.JSONDecodeError, PINNED_TAGS, TRACE_BUILDERS
         with f:
@@ -466,8 +465,22 @@ class _Scan:
                     turn_id = trace.turn_id
                     if turn_id != last_turn_id:   # (a turn's lines mostly follow one another)
                         index = turns.get(turn_id)
-                        if index is None:
-                            index = turns[turn_id] = turn_list.add(turn_id, units.add(len(turn_list)))
+                        if index is None:   # a new turn and its head unit
+                            index = turns[turn_id] = len(turn_ids)
+                            head = len(unit_turn)
+                            unit_turn.append(index)
+                            tokens_of.append(0)
+                            calls_of.append(0)
+                            results_of.append(0)
+                            moved_of.append(0)
+                            next_step.append(-1)
+                            turn_ids.append(turn_id)
+                            head_of.append(head)
+                            current_of.append(-1)
+                            first_step.append(-1)
+                            last_step.append(-1)
+                            count_of.append(0)
+                            n_steps.append(0)
                         last_turn_id, last_index = turn_id, index
                     else:
                         index = last_index
@@ -480,7 +493,7 @@ class _Scan:
                         yield trace
                         continue
                     count = count_of[index] = count_of[index] + 1
-                    steps_before = len(step_order)
+                    opened = False
                     # its unit (module docstring)
                     kind = trace.trace_type
                     if kind == "tool_result":
@@ -505,7 +518,24 @@ class _Scan:
                     else:
                         unit = current_of[index]
                         if unit < 0 or results_of[unit] or (kind == "assistant" and calls_of[unit]):
-                            unit = new_step(index)
+                            unit = len(unit_turn)   # a new step
+                            unit_turn.append(index)
+                            tokens_of.append(0)
+                            calls_of.append(0)
+                            results_of.append(0)
+                            moved_of.append(0)
+                            next_step.append(-1)
+                            last = last_step[index]
+                            if last < 0:
+                                first_step[index] = unit
+                            else:
+                                next_step[last] = unit
+                            last_step[index] = current_of[index] = unit
+                            n_steps[index] += 1
+                            step_order.append(unit)
+                            if newest_step is not None:
+                                newest_step[index] = len(step_order) - 1
+                            opened = True
                         if kind == "tool_call":
                             calls_of[unit] += 1
                             pending.setdefault(trace.tool_call_id or "", []).append((unit, turn_id))
@@ -517,8 +547,8 @@ class _Scan:
                     else:
                         if count == 1:
                             feed.conversation += 1
-                        feed_trace(index, units.turn[unit], trace, start, offset - start, unit)
-                        if count == 1 or len(step_order) != steps_before:
+                        feed_trace(index, unit_turn[unit], trace, start, offset - start, unit)
+                        if (count == 1 or opened) and feed.conversation >= feed.ready:
                             feed.release()   # what it waits for (newer turns, newer steps) only changes here
                     yield trace
             self.size = min(size, offset)
