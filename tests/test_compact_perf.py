@@ -102,6 +102,21 @@ def test_words_without_a_hint_hold_no_identifier():
         assert not offline._VOCAB.findall(word), word
 
 
+def test_the_preference_prefilter_drops_no_preference():
+    """:func:`offline._may_state_preference` (a substring test before the regex) says what the
+    regex says: on each way of stating a preference, in any case, and on random texts."""
+    stated = ["Always run the tests.", "NEVER push to main", "I would rather use uv", "I'd prefer to use tabs",
+              "From now on, use ruff.", "Going forward keep it short", "don't ever delete data", "Do not ever",
+              "Make sure you always lint", "Remember to rebase", "please never force-push", "alwayſ run it", "I PREFER x"]
+    plain = ["Please check order A-1", "every evening", "preferences.json", "", "Whatever", "rather"]
+    rnd = random.Random(23)
+    alphabet = "alwaysneverpreferratherfromnowongoingforwardremembertoI'd .ſAN"
+    texts = stated + plain + ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 30))) for _ in range(5_000)]
+    for text in texts:
+        assert offline._may_state_preference(text) == (offline._PREFERENCE.search(text) is not None), text
+    assert all(offline._may_state_preference(t) for t in stated)
+
+
 def _repeated_session() -> list:
     """Traces of one turn where calls and results come back (other call ids, same arguments and
     outputs): commands that pass with an outcome, fail by exit code or by tool error, an edit, a
@@ -292,13 +307,13 @@ def test_a_compaction_keeps_the_counts_of_what_stays_not_of_what_it_archives(tmp
     monkeypatch.setattr(compactor, "NEW_COUNTS_KEPT", 20)
     mem = _ingested(tmp_path, conversation(40, system=False))
     held = []
-    real_record = TokenCountCache.record
+    real_learn = TokenCountCache.learn
 
-    def record(self, key, tokens):
-        real_record(self, key, tokens)
-        held.append(len(self.counts))
+    def learn(self, encoding, text, tokens):
+        real_learn(self, encoding, text, tokens)
+        held.append(self.held)   # counts held, by key or by text
 
-    monkeypatch.setattr(TokenCountCache, "record", record)
+    monkeypatch.setattr(TokenCountCache, "learn", learn)
     result = compactor.compact(mem, "a", policy=CompactionPolicy(tail_turns=2))
     assert result.compacted and len(held) > 100      # the window's texts were counted ...
     assert max(held) <= 20 + 5                       # ... but not all held

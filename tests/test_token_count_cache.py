@@ -154,12 +154,12 @@ def test_cache_round_trip_and_limit(tmp_path, monkeypatch):
 
 
 def test_counter_uses_the_memo_and_loads_the_encoding_only_on_a_miss():
-    class Memo(dict):
-        def lookup(self, key):
-            return self.get(key)
+    class Memo(dict):   # counts by key, as a memo that is not the store's cache keeps them
+        def known(self, encoding, text):
+            return self.get(tokens.text_key(encoding, text))
 
-        def record(self, key, n):
-            self[key] = n
+        def learn(self, encoding, text, n):
+            self[tokens.text_key(encoding, text)] = n
 
     memo = Memo()
     counter = tokens.TokenCounter(memo=memo)
@@ -191,3 +191,90 @@ def test_a_command_that_counts_many_texts_keeps_only_its_newest_counts(tmp_path)
     assert cache.counts == {100: 100, 101: 101, 102: 102, 7: 70, 8: 80, 9: 90, 10: 100, 11: 110}
     assert cache.save()
     assert TokenCountCache(path).counts == cache.counts
+
+
+def test_the_key_of_a_text_is_blake2b_of_the_text_personalized_by_the_encoding():
+    """The cache file holds these keys: they must not change from one memcli to the next."""
+    from hashlib import blake2b
+
+    for encoding, text in [("o200k_base", "hello"), ("cl100k_base", "hello"), ("o200k_base", "\ud800 lone"),
+                           ("an-encoding-name-longer-than-16", "x" * 5000), ("o200k_base", "é")]:
+        digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8, person=encoding.encode()[:16])
+        assert tokens.text_key(encoding, text) == int.from_bytes(digest.digest(), "little")
+    assert tokens.text_key("o200k_base", "a") != tokens.text_key("o200k_base", "b")
+
+
+def _learned(path, keep_new, texts, *, by_key):
+    """A cache at ``path`` that learned ``texts`` (a list of (encoding, text)) as a counter
+    teaches it: by text, or (``by_key``) each text's key recorded directly; saved."""
+    cache = TokenCountCache(path, keep_new)
+    for encoding, text in texts:
+        if cache.known(encoding, text) is None:
+            if by_key:
+                cache.record(tokens.text_key(encoding, text), len(text))
+            else:
+                cache.learn(encoding, text, len(text))
+    cache.save()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("keep_new", [None, 4, 7])
+def test_a_cache_that_learns_by_text_saves_what_recording_each_key_saves(tmp_path, monkeypatch, keep_new):
+    """While a cache holds no key it keeps what it learns by text and computes the keys of the
+    counts it keeps only (the ones it forgets are never hashed); the file it saves is the one
+    recording every key at once gives: same counts, same order — from no file, from a file, with
+    texts counted twice, forgotten and counted again, and with two encodings."""
+    import memcli.store.token_counts as module
+
+    monkeypatch.setattr(module, "MAX_ENTRIES", 12)
+    one = [("o200k_base", f"text {i}") for i in range(30)]
+    mixed = one[:5] + one[:3] + [("cl100k_base", "other")] + one[5:] + one[:2] + [("o200k_base", "last")]
+    for name, texts in [("cold", one), ("short", one[:14]), ("over", one[:17]), ("mixed", mixed),
+                        ("again", one + one[:10])]:
+        for start in (None, [("o200k_base", "saved before"), ("o200k_base", "text 3")]):
+            files = []
+            for by_key in (True, False):
+                path = tmp_path / f"{name}-{by_key}-{bool(start)}"
+                if start:
+                    _learned(path, None, start, by_key=True)
+                files.append(_learned(path, keep_new, texts, by_key=by_key))
+            assert files[0] == files[1], (name, start)
+            assert len(files[0]) > len(MAGIC) + 4
+
+    hashed = []
+    real = module.text_key
+    monkeypatch.setattr(module, "text_key", lambda e, t: hashed.append(t) or real(e, t))
+    _learned(tmp_path / "counted", 7, one, by_key=False)
+    assert len(hashed) <= 7 + 1 and set(hashed) <= {t for _, t in one[-9:]}   # only what it saved
+
+
+def test_a_cache_learning_by_text_answers_what_it_learned_and_reads_by_key(tmp_path):
+    key = {t: tokens.text_key("o200k_base", t) for t in "abcde"}
+    cache = TokenCountCache(tmp_path / CACHE, keep_new=2)
+    cache.learn("o200k_base", "a", 1)
+    assert cache.known("o200k_base", "a") == 1 and cache.known("cl100k_base", "a") is None
+    for n, text in enumerate("bcd", 2):
+        cache.learn("o200k_base", text, n)   # the 4th is over 2 + 1: trimmed to the newest 2
+    assert cache.known("o200k_base", "a") is None and cache.known("o200k_base", "b") is None
+    assert cache.known("o200k_base", "d") == 4 and cache.held == 2 and cache.added == 4
+    assert cache.lookup(key["c"]) == 3     # read by key: the texts are keyed first
+    assert cache.counts == {key["c"]: 3, key["d"]: 4} and list(cache.new) == [key["c"], key["d"]]
+    cache.learn("o200k_base", "e", 5)      # a key is held now: learned by key
+    assert cache.known("o200k_base", "e") == 5 and list(cache.new) == [key["c"], key["d"], key["e"]]
+
+
+def test_a_text_with_lone_surrogates_counts_as_tiktoken_counts_it():
+    """The bundled tokenizer is tiktoken's BPE core; a text it cannot take as UTF-8 (lone
+    surrogates, which stored text may hold) is counted as tiktoken's Encoding counts it."""
+    import tiktoken
+
+    counter = tokens.TokenCounter("gpt-4o")
+    assert counter.count("warm up") == 2
+    if not isinstance(counter._loaded, tokens._Tokenizer):
+        pytest.skip("the encoding is tiktoken's own (TIKTOKEN_CACHE_DIR is set)")
+    reference = tiktoken.Encoding(name="o200k_base", pat_str=counter._loaded.pat_str,
+                                  mergeable_ranks=counter._loaded._mergeable_ranks,
+                                  special_tokens=counter._loaded.special_tokens)
+    for text in ["plain text", "a \ud800 lone surrogate", "\udfff", "mixed é \ud83d\ude00 and \ud83d",
+                 "<|endoftext|> is ordinary here"]:
+        assert counter.count(text) == len(reference.encode_ordinary(text)), text

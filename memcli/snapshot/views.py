@@ -280,13 +280,16 @@ class TokenMeter:
         self._memo: dict[str, int] = {}
 
     def text(self, text: str) -> int:
+        n = self._memo.get(text)
+        return n if n is not None else self._count(text)
+
+    def _count(self, text: str) -> int:
+        """The tokens of a text the memo does not hold (remembered while the memo has room)."""
         if not text:
             return 0
-        n = self._memo.get(text)
-        if n is None:
-            n = self.counter.count(text)
-            if self.memo_limit is None or len(self._memo) < self.memo_limit:
-                self._memo[text] = n
+        n = self.counter.count(text)
+        if self.memo_limit is None or len(self._memo) < self.memo_limit:
+            self._memo[text] = n
         return n
 
     @staticmethod
@@ -295,20 +298,28 @@ class TokenMeter:
 
     def message(self, message: Message) -> int:
         n = MESSAGE_OVERHEAD
-        text = self.text
+        known, new = self._memo.get, self._count   # the memo's answer first: most texts were counted before
         kind = message.kind
         if kind == ORPHAN or kind == LATE:
             for result in message.results:
-                n += text(note_text(result))
+                n += self.text(note_text(result))
                 if result.media:
                     n += sum(self.media(m) for m in result.media)
             return n
         for part in message.parts:
-            n += text(part.text) if isinstance(part, Text) else self.media(part)
+            if isinstance(part, Text):
+                tokens = known(part.text)
+                n += tokens if tokens is not None else new(part.text)
+            else:
+                n += self.media(part)
         for call in message.tool_calls:
-            n += PART_OVERHEAD + text(call.name) + text(json_text(call.arguments))
+            name, arguments = call.name, json_text(call.arguments)
+            tokens, more = known(name), known(arguments)
+            n += PART_OVERHEAD + (tokens if tokens is not None else new(name)) \
+                + (more if more is not None else new(arguments))
         for result in message.results:
-            n += PART_OVERHEAD + text(result.text)
+            tokens = known(result.text)
+            n += PART_OVERHEAD + (tokens if tokens is not None else new(result.text))
             if result.media:
                 n += sum(self.media(m) for m in result.media)
         return n

@@ -33,25 +33,66 @@ from typing import Iterator
 
 from memcli.errors import StoreError
 from memcli.store import jsonl
+from memcli.tokens import text_key
 
 MAGIC = b"memcli-token-counts 1 " + (b"le\n" if sys.byteorder == "little" else b"be\n")
 MAX_ENTRIES = 100_000
 
 
 class TokenCountCache:
-    """The counts of one agent's cache file; a :class:`memcli.tokens.CountMemo`."""
+    """The counts of one agent's cache file; a :class:`memcli.tokens.CountMemo`.
+
+    ``counts`` maps keys to counts in the file's order (the counts loaded, then those added);
+    ``lookup``/``record`` read and add by key, ``known``/``learn`` (what a
+    :class:`memcli.tokens.TokenCounter` calls) by text. While the cache holds no key (no file,
+    or an empty one) no text can be found by key, so the counts learned are held by text, in
+    the order learned, and keyed only when a key is needed (:meth:`_key_texts`: at save, or when
+    ``counts`` is read or a key looked up or added): the texts a command counts and forgets
+    (``keep_new``) are never hashed. What is saved, and in which order, is the same either way."""
 
     def __init__(self, path: Path, keep_new: int | None = None):
         self.path = path
-        self.counts: dict[int, int] = {}
-        self.used: set[int] = set()
+        self._counts: dict[int, int] = {}
+        self._used: set[int] = set()
         self.added = 0
         # keep_new: of the counts this command adds, only the newest this many (and a quarter
         # more) are held and saved (a compaction counts every text it archives, but the next
         # command needs those that stay, which it counts last)
         self.keep_new = keep_new
-        self.new: dict[int, None] = {}
+        self._new: dict[int, None] = {}
+        # counts learned while no key is held, by text (of one encoding), in the order learned:
+        # the newest of the cache, after every key
+        self._texts: dict[str, int] = {}
+        self._texts_encoding = ""
+        self._missed: tuple[str, str, int] | None = None   # the last text known() did not find, with its key
         self.valid = self._load()
+
+    @property
+    def counts(self) -> dict[int, int]:
+        self._key_texts()
+        return self._counts
+
+    @counts.setter
+    def counts(self, counts: dict[int, int]) -> None:
+        self._texts = {}
+        self._counts = counts
+
+    @property
+    def used(self) -> set[int]:
+        """The keys this command used (looked up or added)."""
+        self._key_texts()
+        return self._used
+
+    @property
+    def new(self) -> dict[int, None]:
+        """The keys this command added (with ``keep_new``), oldest first."""
+        self._key_texts()
+        return self._new
+
+    @property
+    def held(self) -> int:
+        """How many counts the cache holds (by key or by text)."""
+        return len(self._counts) + len(self._texts)
 
     def _load(self) -> bool:
         try:
@@ -67,34 +108,98 @@ class TokenCountCache:
         keys, counts = array("Q"), array("I")
         keys.frombytes(data[head:head + 8 * n])
         counts.frombytes(data[head + 8 * n:])
-        self.counts = dict(zip(keys, counts, strict=True))
+        self._counts = dict(zip(keys, counts, strict=True))
         return True
+
+    def known(self, encoding: str, text: str) -> int | None:
+        found = self._texts.get(text)
+        if found is not None and encoding == self._texts_encoding:
+            return found
+        counts = self._counts
+        if not counts:
+            return None   # no key held: none to compute
+        key = text_key(encoding, text)
+        found = counts.get(key)
+        if found is not None:
+            self._used.add(key)
+            return found
+        self._missed = (encoding, text, key)
+        return None
+
+    def learn(self, encoding: str, text: str, tokens: int) -> None:
+        texts = self._texts
+        if self._counts or (texts and encoding != self._texts_encoding):
+            self._key_texts()
+            missed = self._missed
+            if missed is not None and missed[1] is text and missed[0] == encoding:
+                key = missed[2]
+            else:
+                key = text_key(encoding, text)
+            self._record(key, tokens)
+            return
+        held = len(texts)
+        texts[text] = tokens if tokens < 0xFFFFFFFF else 0xFFFFFFFF
+        if len(texts) == held:
+            return   # known already: nothing moves
+        if not held:
+            self._texts_encoding = encoding
+        self.added += 1
+        keep_new = self.keep_new
+        if keep_new is not None and held >= keep_new + max(keep_new // 4, 1):
+            # as _forget_oldest_new: the oldest go (unhashed)
+            for old in list(islice(texts, held + 1 - keep_new)):
+                del texts[old]
+        if len(texts) > MAX_ENTRIES + max(MAX_ENTRIES // 4, 1):
+            self._key_texts()
+            self._counts = self._kept()
+            self._used.intersection_update(self._counts)
+
+    def _key_texts(self) -> None:
+        """Move the counts held by text to ``counts`` under their keys, as :meth:`record` would
+        have added them (already counted in ``added``)."""
+        texts = self._texts
+        if not texts:
+            return
+        self._texts = {}
+        counts, used, new = self._counts, self._used, self._new
+        encoding = self._texts_encoding
+        track = self.keep_new is not None
+        for text, tokens in texts.items():
+            key = text_key(encoding, text)
+            if track and key not in counts:
+                new[key] = None
+            counts[key] = tokens
+            used.add(key)
 
     def lookup(self, key: int) -> int | None:
         found = self.counts.get(key)
         if found is not None:
-            self.used.add(key)
+            self._used.add(key)
         return found
 
     def record(self, key: int, tokens: int) -> None:
-        counts = self.counts
+        self._key_texts()
+        self._record(key, tokens)
+
+    def _record(self, key: int, tokens: int) -> None:
+        counts = self._counts
         if key not in counts:
             self.added += 1
             if self.keep_new is not None:
-                new = self.new
+                new = self._new
                 new[key] = None
                 if len(new) > self.keep_new + max(self.keep_new // 4, 1):
                     self._forget_oldest_new()
         counts[key] = tokens if tokens < 0xFFFFFFFF else 0xFFFFFFFF
-        self.used.add(key)
+        self._used.add(key)
         if len(counts) > MAX_ENTRIES + max(MAX_ENTRIES // 4, 1):
             # a command that counts more texts than the file keeps (a compaction of 100,000 turns)
             # holds no more than that in memory either: what save() would keep stays
-            self.counts = self._kept()
-            self.used.intersection_update(self.counts)
+            self._counts = self._kept()
+            self._used.intersection_update(self._counts)
 
     def _forget_oldest_new(self) -> None:
-        new, counts, used = self.new, self.counts, self.used
+        new, counts, used = self._new, self._counts, self._used
         # the oldest (first inserted) keys only: the cost is what is forgotten, not what is kept
         for key in list(islice(new, len(new) - self.keep_new)):
             del new[key]
@@ -107,7 +212,7 @@ class TokenCountCache:
         items = self.counts
         if len(items) <= MAX_ENTRIES:
             return items
-        used = self.used
+        used = self._used
         order = [k for k in items if k not in used] + [k for k in items if k in used]
         return {k: items[k] for k in order[-MAX_ENTRIES:]}
 
