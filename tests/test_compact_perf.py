@@ -102,6 +102,21 @@ def test_words_without_a_hint_hold_no_identifier():
         assert not offline._VOCAB.findall(word), word
 
 
+def test_the_preference_prefilter_drops_no_preference():
+    """:func:`offline._may_state_preference` (a substring test before the regex) says what the
+    regex says: on each way of stating a preference, in any case, and on random texts."""
+    stated = ["Always run the tests.", "NEVER push to main", "I would rather use uv", "I'd prefer to use tabs",
+              "From now on, use ruff.", "Going forward keep it short", "don't ever delete data", "Do not ever",
+              "Make sure you always lint", "Remember to rebase", "please never force-push", "alwayſ run it", "I PREFER x"]
+    plain = ["Please check order A-1", "every evening", "preferences.json", "", "Whatever", "rather"]
+    rnd = random.Random(23)
+    alphabet = "alwaysneverpreferratherfromnowongoingforwardremembertoI'd .ſAN"
+    texts = stated + plain + ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 30))) for _ in range(5_000)]
+    for text in texts:
+        assert offline._may_state_preference(text) == (offline._PREFERENCE.search(text) is not None), text
+    assert all(offline._may_state_preference(t) for t in stated)
+
+
 def _repeated_session() -> list:
     """Traces of one turn where calls and results come back (other call ids, same arguments and
     outputs): commands that pass with an outcome, fail by exit code or by tool error, an edit, a

@@ -343,3 +343,24 @@ def test_the_makers_from_every_field_make_what_the_dataclass_makes():
         made, expected = new(*values), cls(*values)
         assert type(made) is cls and made == expected and repr(made) == repr(expected)
         assert all(getattr(made, n) is v for n, v in zip(names, values))
+
+
+def test_a_message_final_at_once_goes_out_behind_whatever_waits_ahead_of_it():
+    """Nothing queued ahead: a closed message goes out with the trace that closed it; behind a call
+    still waiting it waits too (ordered) or goes out while the call's message is set aside
+    (unordered): that message comes with its result, or at the end before the open message."""
+    t2, t3 = "turn_0002", "turn_0003"
+    traces = [T(1, "user", "q"), call(2, "a"), T(3, "user", "r", turn=t2), T(4, "assistant", "s", turn=t2),
+              T(5, "user", "u", turn=t3), res(6, "a", "A"), call(7, "b", turn=t3), res(8, "b", "B", turn=t3),
+              call(9, "never", turn=t3), T(10, "assistant", "end", turn=t3)]
+    ordered, unordered = MessageBuilder(), MessageBuilder(ordered=False)
+    got = {b: [[(m.role, m.text()) for m in b.feed(t)] for t in traces] + [[(m.role, m.text()) for m in b.finish()]]
+           for b in (ordered, unordered)}
+    assert got[ordered] == [
+        [("user", "q")], [], [("assistant", "")], [], [], [("tool", ""), ("user", "r"), ("assistant", "s"), ("user", "u")],
+        [], [("assistant", ""), ("tool", "")], [], [("assistant", "")],
+        [("tool", ""), ("assistant", "end")]]
+    assert got[unordered] == [
+        [("user", "q")], [], [("assistant", ""), ("user", "r")], [], [("assistant", "s"), ("user", "u")], [("tool", "")],
+        [], [("assistant", ""), ("tool", "")], [], [("assistant", "")],
+        [("tool", ""), ("assistant", "end")]]

@@ -445,6 +445,7 @@ class _Scan:
         with f:
             st = os.fstat(f.fileno())
             self.ino, size = st.st_ino, st.st_size if limit is None else min(limit, st.st_size)
+            self.size = size
             offset, last_turn_id, last_index = 0, None, -1
             for offset, lines in jsonl.line_batches(f, size):
                 for raw in lines:

@@ -227,6 +227,9 @@ class MessageBuilder:
         self._current: Message | None = None
         self._current_tools: Message | None = None
         self._queue: deque[Message] = deque()
+        # messages final, to hand out in this order (a message goes here at once when nothing is
+        # queued or ready ahead of it; else it queues, and _drain moves it here)
+        self._out: list[Message] = []
         # id(tool message) -> (the calls it answers, queued at), while one of its results is missing
         self._waiting: dict[int, tuple[list[ToolCall], int]] = {}
         # source call id -> its unanswered call (a slot), or a list of them, oldest first, when several
@@ -245,8 +248,7 @@ class MessageBuilder:
         stats = self.stats
         include_sidechain = self.include_sidechain
         user, assistant, tool_call, tool_result = self._user, self._assistant, self._tool_call, self._tool_result
-        queue, ready, drain = self._queue, self._ready, self._drain
-        out: list[Message] = []
+        queue, ready, drain, out = self._queue, self._ready, self._drain, self._out
         for trace in traces:
             stats.traces += 1   # also the clock of the lookahead
             tags = trace.tags
@@ -265,16 +267,21 @@ class MessageBuilder:
                 stats.unknown_skipped += 1
             if queue or ready:   # something became final (or, with a lookahead, may have)
                 drain(out)
+            if out:
                 yield from out
                 out.clear()
         if end:
             yield from self.finish()
 
     def finish(self) -> list[Message]:
+        if self._aside:   # the tool messages set aside go first (then what is queued, and the open message)
+            self._queue.extendleft(reversed(list(self._aside.values())))
+            self._aside.clear()
         self._close()
-        out: list[Message] = []
-        self._drain(out, force=True)  # every call still unanswered gets its placeholder
+        self._drain(self._out, force=True)  # every call still unanswered gets its placeholder
         self._open.clear()
+        out = self._out[:]
+        self._out.clear()
         return out
 
     # ------------------------------------------------------------------ trace kinds
@@ -296,7 +303,9 @@ class MessageBuilder:
         if not parts:
             self.stats.empty_skipped += 1
             return
-        self._queue.append(new_message(role, kind, parts, [], [], trace.turn_id, [trace.id]))
+        queue = self._queue
+        (queue if queue or self._ready else self._out).append(
+            new_message(role, kind, parts, [], [], trace.turn_id, [trace.id]))
 
     def _assistant(self, trace: RawTrace) -> None:
         if trace.tags and TAG_REASONING in trace.tags:
@@ -442,12 +451,15 @@ class MessageBuilder:
         if current is None:
             return
         queue = self._queue
-        queue.append(current)
+        final = self._out if not queue and not self._ready else queue   # nothing ahead of it: final now
+        final.append(current)
         tools = self._current_tools
         if tools is not None:
             if not all(tools.results):   # a result still to come (read by _drain only then)
                 self._waiting[id(tools)] = (current.tool_calls, self.stats.traces)
-            queue.append(tools)
+                queue.append(tools)
+            else:
+                final.append(tools)
             self._current_tools = None
         self._current = None
 
@@ -464,9 +476,6 @@ class MessageBuilder:
                 waiting.pop(id(message), None)
             out.extend(ready)
             ready.clear()
-        if force and self._aside:
-            self._queue.extendleft(reversed(list(self._aside.values())))
-            self._aside.clear()
         queue = self._queue
         popleft = queue.popleft
         waiting = self._waiting
