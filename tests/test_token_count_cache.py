@@ -278,3 +278,17 @@ def test_a_text_with_lone_surrogates_counts_as_tiktoken_counts_it():
     for text in ["plain text", "a \ud800 lone surrogate", "\udfff", "mixed é \ud83d\ude00 and \ud83d",
                  "<|endoftext|> is ordinary here"]:
         assert counter.count(text) == len(reference.encode_ordinary(text)), text
+
+
+def test_a_tiktoken_whose_core_cannot_be_built_directly_still_counts_exactly(monkeypatch):
+    """The bundled tokenizer builds tiktoken's core itself; when that fails (a tiktoken whose
+    core takes other arguments) tiktoken's own Encoding is built instead — counts stay exact,
+    never estimates."""
+    class OtherCore(tokens._Tokenizer):
+        def __init__(self, *args, **kwargs):
+            raise TypeError("CoreBPE() takes other arguments")
+
+    assert isinstance(tokens._bundled_encoding("cl100k_base"), tokens._Tokenizer)
+    monkeypatch.setattr(tokens, "_Tokenizer", OtherCore)
+    encoding = tokens._bundled_encoding("cl100k_base")
+    assert type(encoding).__name__ == "Encoding" and encoding.encode_ordinary("hello world") == [15339, 1917]

@@ -148,7 +148,7 @@ class TokenCountCache:
         if keep_new is not None and held >= keep_new + max(keep_new // 4, 1):
             # as _forget_oldest_new: the oldest go (unhashed)
             for old in list(islice(texts, held + 1 - keep_new)):
-                del texts[old]
+                texts.pop(old, None)   # (a summarizer's threads may count at once)
         if len(texts) > MAX_ENTRIES + max(MAX_ENTRIES // 4, 1):
             self._key_texts()
             self._counts = self._kept()
@@ -164,7 +164,7 @@ class TokenCountCache:
         counts, used, new = self._counts, self._used, self._new
         encoding = self._texts_encoding
         track = self.keep_new is not None
-        for text, tokens in texts.items():
+        for text, tokens in list(texts.items()):   # taken at once: another thread may still add
             key = text_key(encoding, text)
             if track and key not in counts:
                 new[key] = None
