@@ -564,7 +564,7 @@ def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, fa
     from memcli.compaction.offline import OfflineSummarizer
     from memcli.ingest.api import ingest
 
-    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(compactor, "_can_fork", lambda: True)
     events = b"".join(orjson.dumps(e) + b"\n" for e in turns(30) + _giant_turn(40))
     results = {}
     finished = []
@@ -615,7 +615,7 @@ def test_a_compaction_killed_while_planning_leaves_no_read_ahead_child(tmp_path)
     script = f"""
 import os, sys, time
 import memcli.compaction.compactor as compactor
-compactor._usable_cpus = lambda: 2
+compactor._can_fork = lambda: True
 compactor.READ_AHEAD_MIN_BYTES = 0
 def slow(*args, **kwargs):
     open({str(pid_file)!r}, "w").write(str(os.getpid()))
@@ -662,7 +662,7 @@ def test_a_compaction_that_is_not_due_stops_its_read_ahead_at_once(tmp_path, mon
     from memcli.compaction.compactor import compact
     from memcli.ingest.api import ingest
 
-    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(compactor, "_can_fork", lambda: True)
     (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(6)))
     ingest(tmp_path, "a", tmp_path / "events.ndjson")
     ended = []
@@ -718,7 +718,7 @@ def test_a_failing_read_ahead_child_says_why_with_memcli_debug(tmp_path):
     (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(8)))
     script = """
 import memcli.compaction.compactor as compactor
-compactor._usable_cpus = lambda: 2
+compactor._can_fork = lambda: True
 compactor.READ_AHEAD_MIN_BYTES = 0
 def broken(*args, **kwargs):
     raise RuntimeError("the feed broke here")
@@ -743,7 +743,7 @@ def test_an_if_needed_compaction_refused_after_planning_leaves_no_read_ahead_chi
     from memcli.errors import CompactionError
     from memcli.ingest.api import ingest
 
-    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(compactor, "_can_fork", lambda: True)
     (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(30)))
     ingest(tmp_path, "a", tmp_path / "events.ndjson")
     store = AgentStore(tmp_path, "a")
@@ -771,7 +771,7 @@ def test_a_host_that_ignores_sigchld_still_compacts(tmp_path, monkeypatch):
     from memcli.compaction.compactor import compact
     from memcli.ingest.api import ingest
 
-    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(compactor, "_can_fork", lambda: True)
     (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(12)))
     ingest(tmp_path, "a", tmp_path / "events.ndjson")
     previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
@@ -822,3 +822,28 @@ def test_bulk_passes_pause_the_cyclic_collector_and_restore_it(memory_dir, monke
     monkeypatch.setattr(assemble, "count_working", lambda *a, **k: counted.append(gc.isenabled()) or 0)
     assemble.working_tokens(AgentStore(memory_dir, "a"))
     assert counted == [False] and gc.isenabled()
+
+
+def test_no_read_ahead_child_forks_while_another_thread_runs(monkeypatch):
+    """A fork copies only the calling thread: with another one running (LiteLLM's logging worker
+    after an LLM call, a server's), the window is read after the plan instead."""
+    import threading
+
+    import memcli.compaction.compactor as compactor
+
+    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert compactor._can_fork() is hasattr(os, "fork")
+    monkeypatch.undo()
+    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        assert not compactor._can_fork()
+    finally:
+        stop.set()
+        other.join()
+    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert not compactor._can_fork()

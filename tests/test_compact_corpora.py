@@ -88,7 +88,7 @@ def test_the_read_ahead_child_summarizes_a_real_transcript_as_one_process_does(m
 
     ingest(memory_dir, "agent", one_conversation(path, tmp_path), fmt=FORMAT_BY_DIR[path.parent.name],
            skip_invalid=True)
-    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(compactor, "_can_fork", lambda: True)
     monkeypatch.setattr(compactor, "READ_AHEAD_MIN_BYTES", 0)
     monkeypatch.setattr(window, "WHOLE_TURN_FEED_BYTES", 64 << 10)
     finished = []

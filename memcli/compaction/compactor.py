@@ -288,7 +288,7 @@ class _ReadAhead:
     @classmethod
     def of(cls, early: _EarlyTurns | None, store: AgentStore, policy: CompactionPolicy,
            target_tokens: int) -> "_ReadAhead | None":
-        if early is None or not hasattr(os, "fork") or _usable_cpus() < 2 or threading.active_count() > 1:
+        if early is None or not _can_fork():
             return None
         return cls(early, store, policy.tail_turns, policy.keep_steps, target_tokens)
 
@@ -368,6 +368,14 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
+
+
+def _can_fork() -> bool:
+    """Whether a read-ahead child may fork: ``fork`` exists, this process may run on two CPUs or
+    more, and no other thread runs (a fork copies none, and one holding a lock — logging's,
+    LiteLLM's worker's — would leave it held in the child). A process that called an LLM keeps
+    LiteLLM's logging thread: its offline compactions read the window after the plan."""
+    return hasattr(os, "fork") and _usable_cpus() >= 2 and threading.active_count() == 1
 
 
 def _usable_cpus() -> int:
