@@ -64,6 +64,10 @@ class TokenCountCache:
         # the newest of the cache, after every key
         self._texts: dict[str, int] = {}
         self._texts_encoding = ""
+        # learn() trims nothing below this many texts held (the lower of its two limits, with
+        # MAX_ENTRIES as it is when the cache is made)
+        self._texts_limit = min(MAX_ENTRIES + max(MAX_ENTRIES // 4, 1),
+                                keep_new + max(keep_new // 4, 1) if keep_new is not None else MAX_ENTRIES)
         self._missed: tuple[str, str, int] | None = None   # the last text known() did not find, with its key
         self.valid = self._load()
 
@@ -144,7 +148,13 @@ class TokenCountCache:
         if not held:
             self._texts_encoding = encoding
         self.added += 1
-        keep_new = self.keep_new
+        if held >= self._texts_limit:
+            self._trim_texts(held)
+
+    def _trim_texts(self, held: int) -> None:
+        """What :meth:`_record` does when a count is added over a limit, to the counts held by
+        text (``held`` of them before the last one)."""
+        texts, keep_new = self._texts, self.keep_new
         if keep_new is not None and held >= keep_new + max(keep_new // 4, 1):
             # as _forget_oldest_new: the oldest go (unhashed)
             for old in list(islice(texts, held + 1 - keep_new)):
