@@ -557,13 +557,17 @@ class _Scan:
     def credit(self, message, tokens: int) -> None:
         """Credit a message's tokens to the unit of its first trace (module docstring)."""
         unit_of_trace = self.unit_of_trace
-        unit = -1
-        for trace_id in message.trace_ids:
-            unit = unit_of_trace.pop(trace_id, -1)
-            if unit >= 0:
-                break
-        for trace_id in message.trace_ids[1:]:
-            unit_of_trace.pop(trace_id, None)
+        trace_ids = message.trace_ids
+        if len(trace_ids) == 1:   # (the usual message)
+            unit = unit_of_trace.pop(trace_ids[0], -1)
+        else:
+            unit = -1
+            for trace_id in trace_ids:
+                unit = unit_of_trace.pop(trace_id, -1)
+                if unit >= 0:
+                    break
+            for trace_id in trace_ids[1:]:
+                unit_of_trace.pop(trace_id, None)
         if unit < 0 and message.results:   # only placeholders: the step of the calls still open
             for result in message.results:
                 entries = self.pending.get(result.source_call_id or "")
@@ -662,15 +666,19 @@ def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protec
                 continue
             if not old and (target is None or kept + (summary_reserve(moved_tokens) if moved_tokens else 0) <= target):
                 return f"the last {tail_turns} turn{'s' if tail_turns != 1 else ''} stay" if n == limit else None
+            # the reserve last computed: it only grows as units move, so while the kept part plus
+            # it is over the target, the part is over without computing it again
+            reserve = summary_reserve(moved_tokens) if moved_tokens else 0
             for s in steps:   # (a turn's steps are visited once: all move when this loop ends unbroken)
                 if s in protected:
                     newest = step_order[-1]
                     return (f"the newest {len(protected)} step{'s stay' if len(protected) != 1 else ' stays'}"
                             + (" (the newest one has an unanswered tool call)"
                                if units.calls[newest] > units.results[newest] else ""))
-                if not old and (target is None
-                                or kept + (summary_reserve(moved_tokens) if moved_tokens else 0) <= target):
-                    break
+                if not old and (target is None or kept + reserve <= target):
+                    reserve = summary_reserve(moved_tokens) if moved_tokens else 0
+                    if target is None or kept + reserve <= target:
+                        break
                 moved[s] = 1
                 kept -= tokens[s]
                 moved_tokens += tokens[s]
