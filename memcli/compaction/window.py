@@ -562,13 +562,17 @@ class _Scan:
     def credit(self, message, tokens: int) -> None:
         """Credit a message's tokens to the unit of its first trace (module docstring)."""
         unit_of_trace = self.unit_of_trace
-        unit = -1
-        for trace_id in message.trace_ids:
-            unit = unit_of_trace.pop(trace_id, -1)
-            if unit >= 0:
-                break
-        for trace_id in message.trace_ids[1:]:
-            unit_of_trace.pop(trace_id, None)
+        trace_ids = message.trace_ids
+        if len(trace_ids) == 1:   # (the usual message)
+            unit = unit_of_trace.pop(trace_ids[0], -1)
+        else:
+            unit = -1
+            for trace_id in trace_ids:
+                unit = unit_of_trace.pop(trace_id, -1)
+                if unit >= 0:
+                    break
+            for trace_id in trace_ids[1:]:
+                unit_of_trace.pop(trace_id, None)
         if unit < 0 and message.results:   # only placeholders: the step of the calls still open
             for result in message.results:
                 entries = self.pending.get(result.source_call_id or "")
@@ -637,41 +641,65 @@ def _choose(selection: _Selection, turns: _Turns, conversation, step_order, prot
             tail_turns: int) -> str:
     """Mark the units that move (the window of the module docstring, oldest first); returns why
     the window ends where it does."""
+    reason = _mark(selection, turns, conversation, step_order, protected, tail_turns)
+    return selection.fits() if reason is None else reason
+
+
+def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protected: set,
+          tail_turns: int) -> str | None:
+    """:func:`_choose`'s marking; None when it ends because the rest fits the target."""
     units = selection.units
     if not conversation:
         return "the agent has no conversation turns"
     newest_turn = conversation[-1]
     keeping = {units.turn[s] for s in protected}   # turns with a protected step
     limit = max(len(conversation) - max(tail_turns, 0), 0)
-    for n, turn in enumerate(conversation):
-        old = n < limit
-        whole_allowed = turn != newest_turn and turn not in keeping
-        steps = turns.steps(turn, units)
-        if old and whole_allowed:
-            selection.move(turns.head[turn])
-            for s in steps:
-                selection.move(s)
-            continue
-        if not old and not selection.over():
-            return (f"the last {tail_turns} turn{'s' if tail_turns != 1 else ''} stay" if n == limit else
-                    selection.fits())
-        for s in steps:
-            if s in protected:
-                newest = step_order[-1]
-                return (f"the newest {len(protected)} step{'s stay' if len(protected) != 1 else ' stays'}"
-                        + (" (the newest one has an unanswered tool call)"
-                           if units.calls[newest] > units.results[newest] else ""))
-            if not old and not selection.over():
-                break
-            selection.move(s)
-        if all(units.moved[s] for s in steps):
-            if whole_allowed:
-                selection.move(turns.head[turn])
-            elif turn is newest_turn:
-                return "the newest turn's ask stays"
-            continue
-        return selection.fits()
-    return "every turn is compacted"
+    moved, tokens, target = units.moved, units.tokens, selection.target_tokens
+    # selection.move and selection.over, inlined on these two locals (a step each: 100,000 steps
+    # in one turn make 100,000 of each); written back before any return
+    kept, moved_tokens = selection.kept, selection.moved_tokens
+    try:
+        for n, turn in enumerate(conversation):
+            old = n < limit
+            whole_allowed = turn != newest_turn and turn not in keeping
+            steps = turns.steps(turn, units)
+            if old and whole_allowed:
+                for s in (turns.head[turn], *steps):
+                    moved[s] = 1
+                    kept -= tokens[s]
+                    moved_tokens += tokens[s]
+                continue
+            if not old and (target is None or kept + (summary_reserve(moved_tokens) if moved_tokens else 0) <= target):
+                return f"the last {tail_turns} turn{'s' if tail_turns != 1 else ''} stay" if n == limit else None
+            # the reserve last computed: it only grows as units move, so while the kept part plus
+            # it is over the target, the part is over without computing it again
+            reserve = summary_reserve(moved_tokens) if moved_tokens else 0
+            for s in steps:   # (a turn's steps are visited once: all move when this loop ends unbroken)
+                if s in protected:
+                    newest = step_order[-1]
+                    return (f"the newest {len(protected)} step{'s stay' if len(protected) != 1 else ' stays'}"
+                            + (" (the newest one has an unanswered tool call)"
+                               if units.calls[newest] > units.results[newest] else ""))
+                if not old and (target is None or kept + reserve <= target):
+                    reserve = summary_reserve(moved_tokens) if moved_tokens else 0
+                    if target is None or kept + reserve <= target:
+                        break
+                moved[s] = 1
+                kept -= tokens[s]
+                moved_tokens += tokens[s]
+            else:
+                if whole_allowed:
+                    s = turns.head[turn]
+                    moved[s] = 1
+                    kept -= tokens[s]
+                    moved_tokens += tokens[s]
+                elif turn is newest_turn:
+                    return "the newest turn's ask stays"
+                continue
+            return None
+        return "every turn is compacted"
+    finally:
+        selection.kept, selection.moved_tokens = kept, moved_tokens
 
 
 @dataclass(slots=True)
@@ -694,28 +722,33 @@ def _moved_lines(scan: _Scan) -> _Moved:
     moved, unit_turn = units.moved, units.turn
     out = _Moved([None] * len(turns))
     window, runs = out.window, out.runs
+    # per line, only locals: each turn's count, first and last moved line; the run being merged
+    count, first, last = [0] * len(turns), [-1] * len(turns), [-1] * len(turns)
+    run_start = run_end = -1
     for start, end, owner in zip(scan.starts, scan.ends, scan.owners, strict=True):
         if owner < 0 or not moved[owner]:
             continue
         turn = unit_turn[owner]
-        wt = window[turn]
-        if wt is None:
-            wt = window[turn] = WindowTurn(turns.ids[turn], total_steps=turns.n_steps[turn])
-        wt.count += 1
-        if wt.first_offset < 0:
-            wt.first_offset = start
-        wt.last_offset = start
-        out.moved += 1
-        out.moved_bytes += end - start
-        out.last_start = start
-        if runs and runs[-1][1] == start:
-            runs[-1][1] = end
-        else:
-            runs.append([start, end])
+        if not count[turn]:
+            first[turn] = start
+        count[turn] += 1
+        last[turn] = start
+        if start != run_end:
+            if run_end >= 0:
+                runs.append([run_start, run_end])
+            run_start = start
+        run_end = end
+    if run_end >= 0:
+        runs.append([run_start, run_end])
+        out.last_start = max(last)
+    out.moved = sum(count)
+    out.moved_bytes = sum(end - start for start, end in runs)   # (a run is its lines, end to end)
     calls, results = units.calls, units.results
-    for index, wt in enumerate(window):
-        if wt is None:
+    for index, n in enumerate(count):
+        if not n:
             continue
+        wt = window[index] = WindowTurn(turns.ids[index], n, first[index], last[index],
+                                        total_steps=turns.n_steps[index])
         steps = [s for s in turns.steps(index, units) if moved[s]]
         wt.whole = bool(moved[turns.head[index]])
         wt.steps = len(steps)
