@@ -255,7 +255,9 @@ class WholeTurnFeed:
         self.head = 0                  # the oldest turn not handed over (or passed over)
         self.conversation = 0          # conversation turns seen
         self.conversation_before = 0   # ... of them before ``head``
-        self.ready = self.need_turns   # conversation_before + need_turns: release waits for as many turns
+        # the conversation turns release waits for: conversation_before + need_turns, and once it
+        # found the head turn waiting, that turn's own count (one more when it is a conversation turn)
+        self.ready = self.need_turns
         self.newest_step: dict[int, int] = {}   # turn -> position of its newest step in step_order
         self.delivered: list = []      # (turn id, traces) handed over, in order
         self.reading = True
@@ -302,13 +304,16 @@ class WholeTurnFeed:
 
     def release(self) -> None:
         """Hand over the turns now certain to move whole (class docstring). It can only do so
-        once ``conversation`` reaches ``ready``: a caller may skip calling it before."""
+        once ``conversation`` reaches ``ready``: a caller may skip calling it before (a turn
+        waiting for newer conversation turns waits for exactly ``ready``, so the scan calls again
+        once per new conversation turn, not per step)."""
         turns = self.turns
         while self.reading and self.head < len(turns.ids):
             head = self.head
             count = turns.count[head]
             after = self.conversation - self.conversation_before - (1 if count else 0)
-            if after < self.need_turns:
+            if after < self.need_turns:   # (the head's count only grows: ready never overshoots)
+                self.ready = self.conversation_before + self.need_turns + (1 if count else 0)
                 return
             newest = self.newest_step.get(head)
             if newest is not None and len(self.step_order) - 1 - newest < self.need_steps:
@@ -324,7 +329,7 @@ class WholeTurnFeed:
                 self.kept_bytes -= kept[1]
             if count:
                 self.conversation_before += 1
-                self.ready += 1
+                self.ready = self.conversation_before + self.need_turns
                 self.deliver(turns.ids[head], traces, turns.n_steps[head])
                 self.delivered.append((turns.ids[head], len(traces)))
             self.head += 1
