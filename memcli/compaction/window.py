@@ -400,16 +400,33 @@ def check_feed(result: FeedResult, plan: WindowPlan, path: Path) -> tuple[int, o
         return delivered, None   # (a void hand-over voids the spill too: the summary holds those turns)
     turn_id, digest, folded, held = spill
     last = window[-1]
-    if last.whole or last.turn_id != turn_id or not all(_moved_offsets(plan.runs, folded)):
+    if last.whole or last.turn_id != turn_id or not _all_moved(plan.runs, folded):
         return delivered, None
     rest = [start for start, moved in zip(held, _moved_offsets(plan.runs, held), strict=True) if moved]
     if len(folded) + len(rest) != last.count:
         return delivered, None
     with jsonl.open_read(path) as f:
+        position = -1
         for start in rest:
-            f.seek(start)
-            digest.add(trace_from_record(path, None, start, jsonl.parse_line(path, f.readline(), None, start)))
+            if start != position:   # (a seek drops the read buffer: adjacent lines are read on)
+                f.seek(start)
+            raw = f.readline()
+            position = start + len(raw)
+            digest.add(trace_from_record(path, None, start, jsonl.parse_line(path, raw, None, start)))
     return delivered, digest
+
+
+def _all_moved(runs: list, offsets) -> bool:
+    """``all(_moved_offsets(runs, offsets))``; at once when one run holds the first and the last
+    offset (then it holds every one between)."""
+    if offsets:
+        first, last = offsets[0], offsets[-1]
+        for start, end in runs:
+            if start <= first < end:
+                if last < end:
+                    return True
+                break
+    return all(_moved_offsets(runs, offsets))
 
 
 class _Scan:
