@@ -672,6 +672,7 @@ def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protec
     keeping = {units.turn[s] for s in protected}   # turns with a protected step
     limit = max(len(conversation) - max(tail_turns, 0), 0)
     moved, tokens, target = units.moved, units.tokens, selection.target_tokens
+    first_step, next_step, head = turns.first_step, units.next_step, turns.head
     # selection.move and selection.over, inlined on these two locals (a step each: 100,000 steps
     # in one turn make 100,000 of each); written back before any return
     kept, moved_tokens = selection.kept, selection.moved_tokens
@@ -679,19 +680,25 @@ def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protec
         for n, turn in enumerate(conversation):
             old = n < limit
             whole_allowed = turn != newest_turn and turn not in keeping
-            steps = turns.steps(turn, units)
             if old and whole_allowed:
-                for s in (turns.head[turn], *steps):
+                s = head[turn]
+                moved[s] = 1
+                kept -= tokens[s]
+                moved_tokens += tokens[s]
+                s = first_step[turn]
+                while s >= 0:   # the turn's steps (_Turns.steps), walked in place
                     moved[s] = 1
                     kept -= tokens[s]
                     moved_tokens += tokens[s]
+                    s = next_step[s]
                 continue
             if not old and (target is None or kept + (summary_reserve(moved_tokens) if moved_tokens else 0) <= target):
                 return f"the last {tail_turns} turn{'s' if tail_turns != 1 else ''} stay" if n == limit else None
             # the reserve last computed: it only grows as units move, so while the kept part plus
             # it is over the target, the part is over without computing it again
             reserve = summary_reserve(moved_tokens) if moved_tokens else 0
-            for s in steps:   # (a turn's steps are visited once: all move when this loop ends unbroken)
+            s = first_step[turn]
+            while s >= 0:   # (a turn's steps are visited once: all move when this loop ends unbroken)
                 if s in protected:
                     newest = step_order[-1]
                     return (f"the newest {len(protected)} step{'s stay' if len(protected) != 1 else ' stays'}"
@@ -704,9 +711,10 @@ def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protec
                 moved[s] = 1
                 kept -= tokens[s]
                 moved_tokens += tokens[s]
+                s = next_step[s]
             else:
                 if whole_allowed:
-                    s = turns.head[turn]
+                    s = head[turn]
                     moved[s] = 1
                     kept -= tokens[s]
                     moved_tokens += tokens[s]
