@@ -277,3 +277,16 @@ def test_a_summarizer_with_only_summarize_compacts_with_the_base_class_defaults(
     result = compact(memory_dir, "a", summarizer=echo, policy=CompactionPolicy(tail_turns=1, keep_steps=0))
     assert result.compacted and result.summary == "asked: turn_0001, turn_0002, turn_0003"
     assert result.summarizer == "echo"
+
+
+def test_all_moved_answers_as_the_offset_walk():
+    """check_feed's one-run shortcut gives what walking every folded offset gives."""
+    from array import array
+
+    runs = [[0, 100], [100, 250], [300, 400]]
+    cases = [[], [0], [0, 50, 99], [0, 99, 100], [120, 249], [120, 250], [250], [299, 300], [300, 399],
+             [399, 400], [10, 310], [50, 260, 310], [400], [5, 120, 305, 399]]
+    for offsets in cases:
+        for given in (offsets, array("q", offsets)):
+            assert w._all_moved(runs, given) is all(w._moved_offsets(runs, given)), offsets
+    assert w._all_moved([], [1]) is False and w._all_moved([], []) is True

@@ -400,16 +400,33 @@ def check_feed(result: FeedResult, plan: WindowPlan, path: Path) -> tuple[int, o
         return delivered, None   # (a void hand-over voids the spill too: the summary holds those turns)
     turn_id, digest, folded, held = spill
     last = window[-1]
-    if last.whole or last.turn_id != turn_id or not all(_moved_offsets(plan.runs, folded)):
+    if last.whole or last.turn_id != turn_id or not _all_moved(plan.runs, folded):
         return delivered, None
     rest = [start for start, moved in zip(held, _moved_offsets(plan.runs, held), strict=True) if moved]
     if len(folded) + len(rest) != last.count:
         return delivered, None
     with jsonl.open_read(path) as f:
+        position = -1
         for start in rest:
-            f.seek(start)
-            digest.add(trace_from_record(path, None, start, jsonl.parse_line(path, f.readline(), None, start)))
+            if start != position:   # (a seek drops the read buffer: adjacent lines are read on)
+                f.seek(start)
+            raw = f.readline()
+            position = start + len(raw)
+            digest.add(trace_from_record(path, None, start, jsonl.parse_line(path, raw, None, start)))
     return delivered, digest
+
+
+def _all_moved(runs: list, offsets) -> bool:
+    """``all(_moved_offsets(runs, offsets))``; at once when one run holds the first and the last
+    offset (then it holds every one between)."""
+    if offsets:
+        first, last = offsets[0], offsets[-1]
+        for start, end in runs:
+            if start <= first < end:
+                if last < end:
+                    return True
+                break
+    return all(_moved_offsets(runs, offsets))
 
 
 class _Scan:
@@ -725,8 +742,13 @@ def _moved_lines(scan: _Scan) -> _Moved:
     # per line, only locals: each turn's count, first and last moved line; the run being merged
     count, first, last = [0] * len(turns), [-1] * len(turns), [-1] * len(turns)
     run_start = run_end = -1
+    pinned: dict[int, int] = {}   # turn -> its pinned lines (an owner of -2 - turn)
     for start, end, owner in zip(scan.starts, scan.ends, scan.owners, strict=True):
-        if owner < 0 or not moved[owner]:
+        if owner < 0:
+            if owner < -1:
+                pinned[-owner - 2] = pinned.get(-owner - 2, 0) + 1
+            continue
+        if not moved[owner]:
             continue
         turn = unit_turn[owner]
         if not count[turn]:
@@ -743,20 +765,26 @@ def _moved_lines(scan: _Scan) -> _Moved:
         out.last_start = max(last)
     out.moved = sum(count)
     out.moved_bytes = sum(end - start for start, end in runs)   # (a run is its lines, end to end)
-    calls, results = units.calls, units.results
+    calls, results, next_step, first_step = units.calls, units.results, units.next_step, turns.first_step
     for index, n in enumerate(count):
         if not n:
             continue
         wt = window[index] = WindowTurn(turns.ids[index], n, first[index], last[index],
                                         total_steps=turns.n_steps[index])
-        steps = [s for s in turns.steps(index, units) if moved[s]]
         wt.whole = bool(moved[turns.head[index]])
-        wt.steps = len(steps)
-        wt.abandoned = sum(calls[s] - results[s] for s in steps if calls[s] > results[s])
+        steps = abandoned = 0
+        step = first_step[index]
+        while step >= 0:   # the turn's steps (_Turns.steps), oldest first
+            if moved[step]:
+                steps += 1
+                if calls[step] > results[step]:
+                    abandoned += calls[step] - results[step]
+            step = next_step[step]
+        wt.steps, wt.abandoned = steps, abandoned
         out.abandoned += wt.abandoned
         if not wt.whole:
             out.steps += wt.steps
-    out.pinned_kept = sum(1 for owner in scan.owners if owner < -1 and window[-owner - 2] is not None)
+    out.pinned_kept = sum(n for turn, n in pinned.items() if window[turn] is not None)
     return out
 
 

@@ -283,13 +283,13 @@ def count_working(store: AgentStore, meter: TokenMeter, traces: Iterable[RawTrac
     working_memory, _ = store_working_memory(store, defaults, meter.counter)
     total = REPLY_OVERHEAD + (meter.message(memory) if memory else 0)
     instructions: list[str] = []
-    count = meter.message
+    count, clip_at = meter.message, DEFAULT_MAX_TOOL_RESULT_CHARS
     for message in build_messages(traces, ordered=False):   # a sum: order does not matter, memory does
         if message.role == "system":
             instructions.append(message.text())
             continue
         for result in message.results:
-            if len(result.text) > DEFAULT_MAX_TOOL_RESULT_CHARS:  # clipped, as rendered
+            if len(result.text) > clip_at:  # clipped, as rendered
                 (message,), _ = apply_result_views([message], agent_id=store.agent_id,
                                                    max_chars=DEFAULT_MAX_TOOL_RESULT_CHARS)
                 break

@@ -271,6 +271,9 @@ def stub_all(messages: list[Message], agent_id: str) -> list[Message]:
 
 # --------------------------------------------------------------------------- tokens
 
+_NOTED_KINDS = frozenset((ORPHAN, LATE))   # results that render as a note
+
+
 class TokenMeter:
     """Token counts of canonical messages (module docstring), memoized per text."""
 
@@ -278,6 +281,7 @@ class TokenMeter:
         self.counter = counter
         self.memo_limit = memo_limit       # None: remember every text; a streaming count bounds it
         self._memo: dict[str, int] = {}
+        self._known = self._memo.get
 
     def text(self, text: str) -> int:
         n = self._memo.get(text)
@@ -298,9 +302,8 @@ class TokenMeter:
 
     def message(self, message: Message) -> int:
         n = MESSAGE_OVERHEAD
-        known, new = self._memo.get, self._count   # the memo's answer first: most texts were counted before
-        kind = message.kind
-        if kind == ORPHAN or kind == LATE:
+        known, new = self._known, self._count   # the memo's answer first: most texts were counted before
+        if message.kind in _NOTED_KINDS:
             for result in message.results:
                 n += self.text(note_text(result))
                 if result.media:
