@@ -847,3 +847,30 @@ def test_no_read_ahead_child_forks_while_another_thread_runs(monkeypatch):
     monkeypatch.setattr(compactor, "_usable_cpus", lambda: 1)
     monkeypatch.setattr(threading, "active_count", lambda: 1)
     assert not compactor._can_fork()
+
+
+def test_highest_turn_number_reads_ids_as_turn_number_does():
+    from memcli.store.state import highest_turn_number, turn_number
+
+    ids = ["turn_0007", "turn_12", "turn_", "turn_x", "turn_٣", "xturn_99", "turn_0012a", None, 5]
+    assert highest_turn_number(ids) == max(n for n in (turn_number(i) for i in ids if isinstance(i, str))
+                                           if n is not None) == 12
+    assert highest_turn_number(["nope", None]) is None and highest_turn_number([]) is None
+
+
+def test_a_journal_is_written_as_its_fields_in_order():
+    """The journal's bytes are its dataclass fields in order, nested lists and dicts as they are
+    (what ``orjson.dumps(asdict(journal))`` gave, without the deep copy)."""
+    from dataclasses import asdict
+
+    from memcli.store.journal import Journal, UndoJournal
+
+    journal = Journal("c1", "a", {"ino": 1, "size": 2}, [[0, 10]], ["rt_1"], 1, "rt_1", "rt_1", 0, 0, 0,
+                      episodic=[{"id": "ep_1", "turn_ids": ["turn_0001"], "nested": {"k": [1, (2, 3)]}}],
+                      ledger=[{"compaction_id": "c1", "tokens_before": 9}])
+    undo = UndoJournal("u1", "c1", "a", {"ino": 1, "size": 2}, 0, [[0, 0, 10, "rt_1"]], 1, 0, 0, 0)
+    for j in (journal, undo):
+        assert j.to_json() == orjson.dumps(asdict(j))
+    assert list(orjson.loads(journal.to_json())) == [
+        "compaction_id", "agent_id", "active", "runs", "run_ids", "moved", "first_id", "last_id", "archive_size",
+        "episodic_size", "semantic_size", "episodic", "semantic", "version", "ledger", "ledger_size"]

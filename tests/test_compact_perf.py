@@ -339,3 +339,52 @@ def test_a_counter_kept_across_commands_uses_the_cache_of_the_block_it_counts_in
     assert len(first.counts) == 1 and len(second.counts) == 1
     counter.count("counted outside any block")
     assert len(first.counts) == 1 and len(second.counts) == 1
+
+
+# --------------------------------------------------------------------------- the feed's hand-over
+
+def _feed_calls(mem, tail, keep, monkeypatch, eager: bool):
+    """(turns handed over with their trace counts, calls of release, calls that handed none over) of a
+    feed over ``mem``; ``eager``: release asked after every trace, not only when the scan may."""
+    from memcli.compaction import window
+    from memcli.store.agent import AgentStore
+
+    got, calls = [], [0, 0]
+    release, trace = window.WholeTurnFeed.release, window.WholeTurnFeed.trace
+
+    def counted(feed):
+        head = feed.head
+        release(feed)
+        calls[0] += 1
+        calls[1] += feed.head == head
+
+    def traced(feed, *args):
+        trace(feed, *args)
+        if eager:
+            feed.release()
+
+    monkeypatch.setattr(window.WholeTurnFeed, "release", counted)
+    monkeypatch.setattr(window.WholeTurnFeed, "trace", traced)
+    store = AgentStore(mem, "a")
+    result = window.feed_scan(store, store.paths.active.stat().st_size, tail, keep,
+                              lambda tid, traces, steps: got.append((tid, len(traces), steps)))
+    monkeypatch.undo()
+    return got, result.delivered, calls
+
+
+@pytest.mark.parametrize("extra, tail, keep, asks", [([], 2, 1, 14), ([], 4, 4, 12), ([], 2, 5, None), ([], 0, 0, None),
+                                                     ([("late", "turn_0001")], 2, 1, None),
+                                                     ([("late", "turn_0009")], 1, 2, None)])
+def test_the_feed_asks_to_hand_over_only_when_a_turn_can_go(tmp_path, monkeypatch, extra, tail, keep, asks):
+    """A turn waiting for newer conversation turns is asked about again only when the one it waits
+    for arrives, not at each step in between (a turn of ask, call, result and answer: once, not
+    three times: ``asks`` calls in all), and what is handed over is what a feed asked after every
+    trace hands over (turns that interleave, steps that decide)."""
+    from tests.events import A, turns
+
+    events = turns(12) + [A(text, turn_id=turn_id) for text, turn_id in extra] + turns(3, start=13)
+    mem = _ingested(tmp_path, events)
+    got, delivered, (calls, idle) = _feed_calls(mem, tail, keep, monkeypatch, eager=False)
+    assert got and (got, delivered) == _feed_calls(mem, tail, keep, monkeypatch, eager=True)[:2]
+    if asks is not None:
+        assert (calls, idle) == (asks, asks - len(got))
