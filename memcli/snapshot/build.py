@@ -57,7 +57,6 @@ from memcli.messages import (
     SUCCESS,
     Media,
     Message,
-    Text,
     ToolCall,
     ToolResult,
     json_text,
@@ -295,11 +294,7 @@ class MessageBuilder:
             role, kind = "user", "context"
         else:
             role, kind = "user", "ask"
-        content = trace.content
-        if content and content.strip() and not trace.media:   # the usual case: one text
-            parts = [new_text(content)]
-        else:
-            parts = self._parts(trace)
+        parts = self._parts(trace)
         if not parts:
             self.stats.empty_skipped += 1
             return
@@ -318,14 +313,10 @@ class MessageBuilder:
                 self._queue.append(Message("assistant", "reasoning", parts, turn_id=trace.turn_id,
                                            trace_ids=[trace.id]))
             return
-        content = trace.content
-        if content and content.strip() and not trace.media:   # the usual case: one text
-            parts = [new_text(content)]
-        else:
-            parts = self._parts(trace)
-            if not parts:
-                self.stats.empty_skipped += 1
-                return
+        parts = self._parts(trace)
+        if not parts:
+            self.stats.empty_skipped += 1
+            return
         current = self._current
         if current is not None and (current.tool_calls or current.turn_id != trace.turn_id):
             self._close()
@@ -440,8 +431,9 @@ class MessageBuilder:
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def _parts(trace: RawTrace) -> list:
+        """A trace's text (unless blank), then its media, as message parts."""
         content = trace.content
-        parts: list = [Text(content)] if content and content.strip() else []
+        parts: list = [new_text(content)] if content and content.strip() else []
         if trace.media:
             parts.extend(trace_media(trace))
         return parts
