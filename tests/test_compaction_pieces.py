@@ -68,8 +68,9 @@ def test_the_scan_splits_turns_into_a_head_and_steps_and_credits_every_token(mem
 
 
 def test_the_scan_opens_units_and_turns_as_their_add_methods_do(memory_dir):
-    # the scan opens units and turns inline: the same columns _Units.add, _Turns.add and add_step
-    # fill, in the same order — here with a late trace for an older turn and a sidechain
+    # the scan opens units and turns through _Units.add, _Turns.add and add_step: replaying them
+    # gives the same columns, in the same order — here with a late trace for an older turn and a
+    # sidechain
     from tests.events import RES
 
     events = turns(2) + [CALL("c9", turn_id="turn_0001"), RES("c9", turn_id="turn_0001"),    # the late call joins

@@ -455,12 +455,9 @@ class _Scan:
         path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
         starts, ends, owners, feed, step_order = self.starts, self.ends, self.owners, self.feed, self.step_order
         planning, unit_of_trace, pending = feed is None, self.unit_of_trace, self.pending
-        # the columns of units and turns: a new one is opened here as _Units.add, _Turns.add and
-        # _Turns.add_step do it, inlined (100,000 turns open 100,000 turns and 300,000 units)
-        unit_turn, tokens_of, calls_of, results_of = units.turn, units.tokens, units.calls, units.results
-        moved_of, next_step = units.moved, units.next_step
+        add_unit, add_turn, add_step = units.add, turn_list.add, turn_list.add_step
+        unit_turn, calls_of, results_of = units.turn, units.calls, units.results
         turn_ids, head_of, current_of, count_of = turn_list.ids, turn_list.head, turn_list.current, turn_list.count
-        first_step, last_step, n_steps = turn_list.first_step, turn_list.last_step, turn_list.n_steps
         newest_step = feed.newest_step if feed is not None else None
         feed_trace = feed.trace if feed is not None else None
         loads, decode_error, pinned_tags, trace_builders = orjson.loads, orjson.JSONDecodeError, PINNED_TAGS, TRACE_BUILDERS
@@ -489,21 +486,7 @@ class _Scan:
                     if turn_id != last_turn_id:   # (a turn's lines mostly follow one another)
                         index = turns.get(turn_id)
                         if index is None:   # a new turn and its head unit
-                            index = turns[turn_id] = len(turn_ids)
-                            head = len(unit_turn)
-                            unit_turn.append(index)
-                            tokens_of.append(0)
-                            calls_of.append(0)
-                            results_of.append(0)
-                            moved_of.append(0)
-                            next_step.append(-1)
-                            turn_ids.append(turn_id)
-                            head_of.append(head)
-                            current_of.append(-1)
-                            first_step.append(-1)
-                            last_step.append(-1)
-                            count_of.append(0)
-                            n_steps.append(0)
+                            index = turns[turn_id] = add_turn(turn_id, add_unit(len(turn_ids)))
                         last_turn_id, last_index = turn_id, index
                     else:
                         index = last_index
@@ -541,20 +524,8 @@ class _Scan:
                     else:
                         unit = current_of[index]
                         if unit < 0 or results_of[unit] or (kind == "assistant" and calls_of[unit]):
-                            unit = len(unit_turn)   # a new step
-                            unit_turn.append(index)
-                            tokens_of.append(0)
-                            calls_of.append(0)
-                            results_of.append(0)
-                            moved_of.append(0)
-                            next_step.append(-1)
-                            last = last_step[index]
-                            if last < 0:
-                                first_step[index] = unit
-                            else:
-                                next_step[last] = unit
-                            last_step[index] = current_of[index] = unit
-                            n_steps[index] += 1
+                            unit = add_unit(index)   # a new step
+                            add_step(index, unit, units)
                             step_order.append(unit)
                             if newest_step is not None:
                                 newest_step[index] = len(step_order) - 1
