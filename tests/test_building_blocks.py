@@ -849,15 +849,6 @@ def test_no_read_ahead_child_forks_while_another_thread_runs(monkeypatch):
     assert not compactor._can_fork()
 
 
-def test_highest_turn_number_reads_ids_as_turn_number_does():
-    from memcli.store.state import highest_turn_number, turn_number
-
-    ids = ["turn_0007", "turn_12", "turn_", "turn_x", "turn_٣", "xturn_99", "turn_0012a", None, 5]
-    assert highest_turn_number(ids) == max(n for n in (turn_number(i) for i in ids if isinstance(i, str))
-                                           if n is not None) == 12
-    assert highest_turn_number(["nope", None]) is None and highest_turn_number([]) is None
-
-
 def test_a_journal_is_written_as_its_fields_in_order():
     """The journal's bytes are its dataclass fields in order, nested lists and dicts as they are
     (what ``orjson.dumps(asdict(journal))`` gave, without the deep copy)."""

@@ -51,13 +51,6 @@ def turn_number(turn_id: str) -> int | None:
     return n
 
 
-def highest_turn_number(turn_ids: Iterable) -> int | None:
-    """The highest :func:`turn_number` among ``turn_ids`` (anything not a turn id passed over),
-    or None: one pass for the 100,000 ids a memory item may name."""
-    matches = map(_TURN_RE.fullmatch, [t for t in turn_ids if isinstance(t, str)])
-    return max((int(m.group(1)) for m in matches if m is not None), default=None)
-
-
 def is_context_event(record: dict) -> bool:
     if record.get("trace_type") != "user":
         return False
@@ -212,14 +205,20 @@ class TurnState:
 
     def observe_archived(self, record: dict) -> None:
         """Archived traces only move the turn counter forward."""
-        self.observe_turn_ids((record.get("turn_id"),))
+        self.observe_turn_id(record.get("turn_id"))
+
+    def observe_turn_id(self, turn_id) -> None:
+        """A turn id named outside the active file (an archived trace, a memory item) moves the
+        turn counter forward, so a new turn never reuses it; anything not a turn id is passed over."""
+        if isinstance(turn_id, str):
+            n = turn_number(turn_id)
+            if n is not None and n > self.turn_counter:
+                self.turn_counter = n
 
     def observe_turn_ids(self, turn_ids: Iterable) -> None:
-        """Turn ids named outside the active file (archived traces, memory items) move the turn
-        counter forward, so a new turn never reuses one. Anything not a turn id is passed over."""
-        n = highest_turn_number(turn_ids)
-        if n is not None and n > self.turn_counter:
-            self.turn_counter = n
+        observe = self.observe_turn_id
+        for turn_id in turn_ids:
+            observe(turn_id)
 
     # ------------------------------------------------------------------ persistence
     def pending_turns(self) -> set:
