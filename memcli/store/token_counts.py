@@ -39,6 +39,12 @@ MAGIC = b"memcli-token-counts 1 " + (b"le\n" if sys.byteorder == "little" else b
 MAX_ENTRIES = 100_000
 
 
+def _past(limit: int) -> int:
+    """How many entries a limit of ``limit`` lets pile up before it trims back (a quarter more:
+    the trim's cost spread over what was added since)."""
+    return limit + max(limit // 4, 1)
+
+
 class TokenCountCache:
     """The counts of one agent's cache file; a :class:`memcli.tokens.CountMemo`.
 
@@ -66,8 +72,7 @@ class TokenCountCache:
         self._texts_encoding = ""
         # learn() trims nothing below this many texts held (the lower of its two limits, with
         # MAX_ENTRIES as it is when the cache is made)
-        self._texts_limit = min(MAX_ENTRIES + max(MAX_ENTRIES // 4, 1),
-                                keep_new + max(keep_new // 4, 1) if keep_new is not None else MAX_ENTRIES)
+        self._texts_limit = _past(MAX_ENTRIES if keep_new is None else min(keep_new, MAX_ENTRIES))
         self._missed: tuple[str, str, int] | None = None   # the last text known() did not find, with its key
         self.valid = self._load()
 
@@ -155,11 +160,11 @@ class TokenCountCache:
         """What :meth:`_record` does when a count is added over a limit, to the counts held by
         text (``held`` of them before the last one)."""
         texts, keep_new = self._texts, self.keep_new
-        if keep_new is not None and held >= keep_new + max(keep_new // 4, 1):
+        if keep_new is not None and held >= _past(keep_new):
             # as _forget_oldest_new: the oldest go (unhashed)
             for old in list(islice(texts, held + 1 - keep_new)):
                 texts.pop(old, None)   # (a summarizer's threads may count at once)
-        if len(texts) > MAX_ENTRIES + max(MAX_ENTRIES // 4, 1):
+        if len(texts) > _past(MAX_ENTRIES):
             self._key_texts()
             self._counts = self._kept()
             self._used.intersection_update(self._counts)
@@ -198,11 +203,11 @@ class TokenCountCache:
             if self.keep_new is not None:
                 new = self._new
                 new[key] = None
-                if len(new) > self.keep_new + max(self.keep_new // 4, 1):
+                if len(new) > _past(self.keep_new):
                     self._forget_oldest_new()
         counts[key] = tokens if tokens < 0xFFFFFFFF else 0xFFFFFFFF
         self._used.add(key)
-        if len(counts) > MAX_ENTRIES + max(MAX_ENTRIES // 4, 1):
+        if len(counts) > _past(MAX_ENTRIES):
             # a command that counts more texts than the file keeps (a compaction of 100,000 turns)
             # holds no more than that in memory either: what save() would keep stays
             self._counts = self._kept()
