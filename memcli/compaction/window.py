@@ -35,7 +35,7 @@ A plan records what moves as byte ranges (``runs``, ``[start, end)`` of whole li
 adjacent) of the active file with the file's inode and the size read, plus the id of the line at
 the start of each run — enough for the commit to check that the plan still describes the file
 (appends only) and for recovery to find the moved lines again. Memory: a few integers per line
-and one small object per unit; :func:`iter_window_traces` reads the content back, one trace at a
+and per unit (columns of arrays, :class:`_Units`, :class:`_Turns`); :func:`iter_window_traces` reads the content back, one trace at a
 time. :func:`feed_scan` is the same pass without the count, for a process that summarizes the
 turns certain to move while another plans (:class:`WholeTurnFeed`, checked against the finished
 plan by :func:`check_feed`).
@@ -433,8 +433,8 @@ class _Scan:
     """The one forward pass over the active file: every line's byte range and owner (its unit,
     or ``-2 - turn`` for a pinned line), the turns and their units (module docstring), and each
     unit's tokens (:meth:`credit`, called by :func:`memcli.snapshot.assemble.count_working`
-    for every message it counts). ``feed`` (a :class:`WholeTurnFeed`) is handed the traces as
-    they are read."""
+    for every message it counts). With a ``feed`` (a :class:`WholeTurnFeed`, :func:`feed_scan`)
+    the traces go to it as they are read instead: no line table is kept and nothing is credited."""
 
     def __init__(self, store: AgentStore):
         self.path = store.paths.active
