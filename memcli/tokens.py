@@ -61,13 +61,12 @@ def _litellm_dir() -> Path | None:
     return Path(spec.origin).parent
 
 
-def _bundled_encoding(name: str):
-    """The tiktoken encoding ``name`` built from the BPE files in LiteLLM's wheel (its files are
-    named as tiktoken's cache names them: the SHA-1 of the download URL), or None. tiktoken's own
-    constructor runs with its ``load_tiktoken_bpe`` bound to a reader of those files — a copy of
-    the function with other globals, so nothing global (os.environ, tiktoken's module) changes —
-    and its result builds a :class:`_Tokenizer` (a ``tiktoken.Encoding`` if tiktoken's core
-    cannot be built that way)."""
+def _bundled_fields(name: str) -> dict | None:
+    """The arguments of the tiktoken encoding ``name`` (``pat_str``, ``mergeable_ranks``...)
+    read from the BPE files in LiteLLM's wheel (its files are named as tiktoken's cache names
+    them: the SHA-1 of the download URL), or None. tiktoken's own constructor runs with its
+    ``load_tiktoken_bpe`` bound to a reader of those files — a copy of the function with other
+    globals, so nothing global (os.environ, tiktoken's module) changes."""
     import hashlib
     import types
     from binascii import a2b_base64
@@ -94,7 +93,15 @@ def _bundled_encoding(name: str):
 
     bound = types.FunctionType(constructor.__code__, {**constructor.__globals__, "load_tiktoken_bpe": load_bundled},
                                constructor.__name__, constructor.__defaults__, constructor.__closure__)
-    fields = bound()
+    return bound()
+
+
+def _bundled_encoding(name: str):
+    """The encoding ``name`` built from :func:`_bundled_fields`: a :class:`_Tokenizer` (a
+    ``tiktoken.Encoding`` if tiktoken's core cannot be built that way), or None."""
+    fields = _bundled_fields(name)
+    if fields is None:
+        return None
     try:
         return _Tokenizer(**fields)
     except (ImportError, AttributeError, TypeError):   # a tiktoken whose core is built otherwise
@@ -108,14 +115,14 @@ class _Tokenizer:
     arguments, without the rest (the largest token value, the special tokens' set: 10 ms of
     o200k_base's start-up). ``encode_ordinary`` is the core's own: a text with lone surrogates
     raises UnicodeEncodeError, which :meth:`TokenCounter.count` answers as tiktoken's
-    ``Encoding.encode_ordinary`` does."""
+    ``Encoding.encode_ordinary`` does. The ranks are not kept: the core holds its own copy, and
+    the dict (about 24 MB for o200k_base) would stay in every counting process's peak memory."""
 
     def __init__(self, name: str, pat_str: str, mergeable_ranks: dict[bytes, int], special_tokens: dict[str, int],
                  explicit_n_vocab: int | None = None):
         from tiktoken import _tiktoken
 
-        self.name, self.pat_str, self.special_tokens = name, pat_str, special_tokens
-        self._mergeable_ranks = mergeable_ranks
+        self.name = name
         self.encode_ordinary = _tiktoken.CoreBPE(mergeable_ranks, special_tokens, pat_str).encode_ordinary
 
 

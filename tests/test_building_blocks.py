@@ -334,13 +334,13 @@ def test_the_bundled_encodings_are_tiktokens_own(name):
 
     from tiktoken.load import load_tiktoken_bpe
 
-    from memcli.tokens import _bundled_encoding, _litellm_dir
+    from memcli.tokens import _bundled_fields, _litellm_dir
 
-    encoding = _bundled_encoding(name)
+    fields = _bundled_fields(name)
     url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
     path = _litellm_dir() / "litellm_core_utils" / "tokenizers" / hashlib.sha1(url.encode()).hexdigest()
-    assert encoding is not None and encoding._mergeable_ranks == load_tiktoken_bpe(str(path))
-    assert len(encoding._mergeable_ranks) > 100_000
+    assert fields is not None and fields["mergeable_ranks"] == load_tiktoken_bpe(str(path))
+    assert len(fields["mergeable_ranks"]) > 100_000
 
 
 # ---------------------------------------------------------------- the whole-turn feed (one read of the window)
