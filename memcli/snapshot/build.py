@@ -44,8 +44,6 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 import orjson
-from orjson import OPT_NON_STR_KEYS
-from orjson import dumps as _dumps
 
 from memcli.messages import (
     ERROR,
@@ -155,7 +153,6 @@ def result_text(trace: RawTrace) -> str:
     parts = []
     if trace.tool_error:
         parts.append(trace.tool_error)
-    value = trace.tool_result
     if value is not None:
         parts.append(value if isinstance(value, str) else json_text(value))
     elif not trace.tool_error and trace.content:
@@ -390,19 +387,8 @@ class MessageBuilder:
         if slot is not None and slot.__class__ is not tuple:   # several unanswered calls have this id
             open_calls[source_id] = slot
             slot = pop_open_call(open_calls, source_id, trace.turn_id, _slot_turn)  # the one pairing rule
-        value = trace.tool_result
-        error_text = trace.tool_error
-        if value is not None and not error_text:   # the usual case: the result alone (result_text)
-            if isinstance(value, str):
-                text = value
-            else:
-                try:
-                    text = _dumps(value, option=OPT_NON_STR_KEYS).decode()   # json_text's usual case
-                except TypeError:
-                    text = json_text(value)
-        else:
-            text = result_text(trace)
-        error = bool(error_text)
+        text = result_text(trace)
+        error = bool(trace.tool_error)
         if slot is not None:
             call, tools, index = slot
             results = tools.results
