@@ -52,6 +52,7 @@ from typing import Callable, Iterable, Iterator, TypeVar
 
 import orjson
 
+from memcli.compaction.summarizer import turn_span
 from memcli.models import PINNED_TAGS, TAG_SIDECHAIN, RawTrace
 from memcli.pairing import pop_open_call
 from memcli.store import jsonl
@@ -187,11 +188,7 @@ class WindowPlan:
         return self.tokens_before - self.window_tokens
 
     def describe_range(self) -> str:
-        if not self.turns:
-            return "no turns"
-        if len(self.turns) == 1:
-            return self.turns[0].turn_id
-        return f"{self.turns[0].turn_id}–{self.turns[-1].turn_id}"
+        return turn_span(self.turn_ids) or "no turns"
 
 
 WHOLE_TURN_FEED_BYTES = 8 << 20   # lines a WholeTurnFeed keeps for turns not handed over yet
