@@ -1,0 +1,189 @@
+"""What the offline summary keeps from sessions of other harnesses and build tools, built by rule
+from each producer's documented format and checked from the CLI (``memcli ingest`` →
+``memcli compact`` → the episodic item): a Codex rollout (``shell`` / ``exec_command`` outputs
+that state their exit status in text, ``apply_patch``, ``update_plan``), Copilot CLI and Gemini
+CLI shell results, cargo / go / tsc failures with colour codes, non-English and long asks."""
+
+from __future__ import annotations
+
+import orjson
+
+from tests.helpers import agent_dir, read_jsonl
+
+# ------------------------------------------------------------------------------ Codex rollouts
+
+class Rollout:
+    """A Codex CLI rollout as Codex writes it (``{"timestamp", "type", "payload"}`` lines)."""
+
+    def __init__(self, session: str = "019c0000-aaaa-bbbb-cccc-000000000001"):
+        self.lines: list[dict] = []
+        self.calls = 0
+        self._line("session_meta", {"id": session, "cwd": "/home/u/my proj"})
+        self._item({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<environment_context>\n  <cwd>/home/u/my proj</cwd>\n</environment_context>"}]})
+
+    def _line(self, kind: str, payload: dict) -> None:
+        n = len(self.lines)
+        self.lines.append({"timestamp": f"2026-03-10T08:{n // 60:02d}:{n % 60:02d}.000Z", "type": kind,
+                           "payload": payload})
+
+    def _item(self, payload: dict) -> None:
+        self._line("response_item", payload)
+
+    def ask(self, text: str) -> None:
+        self._item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+        self._line("event_msg", {"type": "user_message", "message": text, "kind": "plain"})
+
+    def say(self, text: str) -> None:
+        self._item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
+        self._line("event_msg", {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 900,
+                                                                                      "output_tokens": 40}}})
+
+    def call(self, name: str, args, output: str) -> None:
+        self.calls += 1
+        call_id = f"call_{self.calls:03d}"
+        if isinstance(args, str):   # a free-form tool (apply_patch)
+            self._item({"type": "custom_tool_call", "name": name, "call_id": call_id, "input": args})
+            self._item({"type": "custom_tool_call_output", "call_id": call_id, "output": output})
+        else:
+            self._item({"type": "function_call", "name": name, "call_id": call_id, "arguments": orjson.dumps(args).decode()})
+            self._item({"type": "function_call_output", "call_id": call_id, "output": output})
+
+    def exec(self, cmd: str, code: int, output: str) -> None:
+        """The unified ``exec_command`` tool: its output text states the exit status after an id and a time."""
+        self.call("exec_command", {"cmd": cmd, "workdir": "/home/u/my proj"},
+                  f"Chunk ID: 7f3a2b\nWall time: 1.2041 seconds\nProcess exited with code {code}\n"
+                  f"Original token count: 120\nOutput:\n{output}")
+
+    def shell(self, cmd: str, code: int, output: str) -> None:
+        """The ``shell`` tool (argv list): ``Exit code: N`` first."""
+        self.call("shell", {"command": ["bash", "-lc", cmd]}, f"Exit code: {code}\nWall time: 0.4 seconds\nOutput:\n{output}")
+
+    def patch(self, body: str) -> None:
+        files = [line.split(": ", 1)[1] for line in body.splitlines() if line.startswith("*** ")]
+        self.call("apply_patch", f"*** Begin Patch\n{body}\n*** End Patch",
+                  "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\n"
+                  + "".join(f"M {f}\n" for f in files))
+
+    def text(self) -> str:
+        return "".join(orjson.dumps(line).decode() + "\n" for line in self.lines)
+
+
+PADDING = "\n".join(f"    let value_{n} = table.get(\"key_{n}\").unwrap_or_default();" for n in range(60))
+
+
+def _summary(cli, memory_dir, tmp_path, name: str, text: str, fmt: str, *compact_args) -> str:
+    src = tmp_path / f"{name}.jsonl"
+    src.write_text(text)
+    assert cli("ingest", name, src, "--from", fmt).exit_code == 0
+    result = cli("compact", name, *compact_args)
+    assert result.exit_code == 0 and "compacted" in result.stderr, result.stderr
+    return read_jsonl(agent_dir(memory_dir, name) / "episodic.jsonl")[-1]["summary"]
+
+
+def _line(summary: str, head: str) -> str:
+    return next(line for line in summary.split("\n") if line.startswith(head))
+
+
+CARGO_PANIC = ("   Compiling config-loader v0.3.1 (/home/u/my proj/crates/config-loader)\n     Running unittests src/lib.rs\n"
+               "running 12 tests\ntest parser::tests::empty_key ... FAILED\n\nfailures:\n\n"
+               "---- parser::tests::empty_key stdout ----\n"
+               "thread 'parser::tests::empty_key' panicked at crates/config-loader/src/parser.rs:88:14:\n"
+               "called `Option::unwrap()` on a `None` value\n\ntest result: FAILED. 11 passed; 1 failed; 0 ignored\n"
+               "error: test failed, to rerun pass `-p config-loader --lib`")
+CARGO_E0599 = ("\x1b[1m\x1b[32m   Compiling\x1b[0m config-loader v0.3.1\n\x1b[0m\x1b[1m\x1b[38;5;9merror[E0599]\x1b[0m"
+               "\x1b[1m: no variant named `EmptyKey` found for enum `ConfigError`\x1b[0m\n"
+               "  --> crates/config-loader/src/parser.rs:88:58\nwarning: unused import: `std::fmt`\n"
+               "error: could not compile `config-loader` (lib) due to 1 previous error")
+CARGO_OK = ("   Compiling config-loader v0.3.1\n     Running unittests src/lib.rs\nrunning 13 tests\n"
+            "test result: ok. 13 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n"
+            "   Doc-tests config_loader\nrunning 0 tests\ntest result: ok. 0 passed; 0 failed; 0 ignored")
+
+
+def test_codex_commands_that_state_their_exit_status_in_text_are_failures_with_their_informative_line(
+        cli, memory_dir, tmp_path):
+    """Codex does not mark a failed command as an error: its ``exec_command`` / ``shell`` output
+    says ``Process exited with code 101`` / ``Exit code: 1``. Those are failures (the summary
+    said "0 failed" and listed none), named by their informative line (a Rust panic's message,
+    rustc's error code under colour codes, go's failing test), resolved by a later run of the
+    same family; a passing cargo run is told by its result line, not ``running 13 tests``."""
+    r = Rollout()
+    r.ask("Fix the panic in parse_config_entry (crates/config-loader/src/parser.rs).")
+    r.exec("cargo test -p config-loader", 101, CARGO_PANIC)
+    r.patch("*** Update File: crates/config-loader/src/parser.rs\n@@\n-    let first = key.chars().next().unwrap();\n"
+            "+    let first = key.chars().next().ok_or(ConfigError::EmptyKey)?;")
+    r.exec("cargo test -p config-loader", 101, CARGO_E0599)
+    r.patch("*** Update File: crates/config-loader/src/error.rs\n@@ pub enum ConfigError {\n+    EmptyKey,")
+    r.exec("cargo test -p config-loader", 0, CARGO_OK)
+    r.say("Fixed: parse_config_entry returns ConfigError::EmptyKey.")
+    r.ask("Now go test in tools/cfgcheck.")
+    r.shell("cd tools/cfgcheck && go test ./...", 1, "--- FAIL: TestCheckEmptyKey (0.00s)\n"
+            "    check_test.go:21: CheckFile(\"testdata/empty.toml\") = <nil>, want ErrEmptyKey\nFAIL\n"
+            "FAIL\texample.com/cfgcheck\t0.012s\nFAIL")
+    r.shell("cd tools/cfgcheck && go test -run TestCheckEmptyKey ./...", 0, "ok  \texample.com/cfgcheck\t0.010s")
+    r.say("go test passes.")
+    r.ask("Thanks.")
+    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    assert summary.split("\n")[0].endswith(": 19 traces, 7 tool calls, 3 failed.")
+    assert _line(summary, "Failed: ") == (
+        "Failed: `cd tools/cfgcheck && go test ./...` ×1 (exit code 1 --- FAIL: TestCheckEmptyKey (0.00s) — "
+        "check_test.go:21: CheckFile(\"testdata/empty.toml\") = <nil>, want ErrEmptyKey) — fixed later (a later "
+        "`go test` passed); `cargo test -p config-loader` ×2 (exit code 101 error[E0599]: no variant named `EmptyKey` "
+        "found for enum `ConfigError`; before: exit code 101 test parser::tests::empty_key ... FAILED — panicked at "
+        "crates/config-loader/src/parser.rs:88:14: called `Option::unwrap()` on a `None` value) — passed later")
+    assert _line(summary, "Commands (latest outcome): ") == (
+        "Commands (latest outcome): `cd tools/cfgcheck && go test -run TestCheckEmptyKey ./...`: ok "
+        "example.com/cfgcheck 0.010s; `cargo test -p config-loader`: test result: ok. 13 passed; 0 failed; 0 ignored; "
+        "0 measured; 0 filtered out; finished in 0.01s")
+    assert "\x1b" not in summary
+
+
+def test_copilot_and_gemini_cli_shell_results_that_state_a_failure_are_failures(cli, memory_dir, tmp_path):
+    """Copilot CLI ends a command's output with ``<exited with exit code 1>`` (its call still
+    ``success: true``); Gemini CLI's ``run_shell_command`` says ``Exit Code: 1`` among its own
+    lines (``Command:``, ``Directory:``, ``Error: (none)``, ``Signal:``): both are failures, named
+    by the output's informative line, never by the harness's lines."""
+    def ev(n, kind, data):
+        return {"type": kind, "id": f"e{n}", "timestamp": f"2026-02-01T09:00:{n:02d}.000Z", "parentId": None,
+                "data": data}
+
+    copilot = [ev(0, "session.start", {"sessionId": "s1", "context": {"cwd": "/repo"}}),
+               ev(1, "user.message", {"content": "Run the tests."}),
+               ev(4, "assistant.message", {"messageId": "mr", "content": "", "toolRequests": [
+                   {"toolCallId": "cr", "name": "view", "arguments": {"path": "/repo/tests/test_a.py"}}]}),
+               ev(5, "tool.execution_complete", {"toolCallId": "cr", "success": True, "result": {"content": PADDING}})]
+    for n, (code, out) in enumerate([(1, "FAILED tests/test_a.py::test_zone - KeyError: 'zone'\n1 failed in 0.1s"),
+                                     (0, "3 passed in 0.2s")]):
+        copilot += [ev(10 * n + 2, "assistant.message", {"messageId": f"m{n}", "content": "", "toolRequests": [
+                        {"toolCallId": f"c{n}", "name": "bash", "arguments": {"command": "pytest -q"}}]}),
+                    ev(10 * n + 3, "tool.execution_complete", {"toolCallId": f"c{n}", "success": True, "result": {
+                        "content": f"{out}\n<exited with exit code {code}>"}})]
+    copilot += [ev(40, "assistant.message", {"messageId": "m9", "content": "Green now."}),
+                ev(41, "user.message", {"content": "Good."})]
+    summary = _summary(cli, memory_dir, tmp_path, "cp", "".join(orjson.dumps(e).decode() + "\n" for e in copilot),
+                       "copilot-cli", "--tail-turns", "1", "--keep-steps", "0")
+    assert _line(summary, "Failed: ") == ("Failed: `pytest -q` ×1 (exit code 1 FAILED tests/test_a.py::test_zone - "
+                                          "KeyError: 'zone') — passed later")
+    assert _line(summary, "Commands (latest outcome): ") == "Commands (latest outcome): `pytest -q`: 3 passed in 0.2s"
+
+    def shell_call(n, command, output, code):
+        return {"id": f"t{n}", "name": "run_shell_command", "args": {"command": command}, "status": "success",
+                "result": [{"functionResponse": {"id": f"t{n}", "name": "run_shell_command", "response": {
+                    "output": f"Command: {command}\nDirectory: (root)\nOutput: {output}\nError: (none)\n"
+                              f"Exit Code: {code}\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242"}}}]}
+
+    gemini = {"sessionId": "5f3c", "projectHash": "ab12", "startTime": "2026-02-01T10:00:00Z",
+              "lastUpdated": "2026-02-01T10:01:00Z", "messages": [
+                  {"id": "m1", "timestamp": "2026-02-01T10:00:00Z", "type": "user", "content": "Build it."},
+                  {"id": "m2", "timestamp": "2026-02-01T10:00:05Z", "type": "gemini", "content": "", "toolCalls": [
+                      shell_call(1, "cargo build", "error[E0425]: cannot find value `cfg` in this scope\n"
+                                                   " --> src/main.rs:4:13", 101)]},
+                  {"id": "m3", "timestamp": "2026-02-01T10:00:07Z", "type": "gemini", "content": "", "toolCalls": [{
+                      "id": "r1", "name": "read_file", "args": {"absolute_path": "/repo/src/main.rs"}, "status": "success",
+                      "result": [{"functionResponse": {"id": "r1", "name": "read_file", "response": {"output": PADDING}}}]}]},
+                  {"id": "m5", "timestamp": "2026-02-01T10:00:09Z", "type": "gemini", "content": "It fails on cfg."},
+                  {"id": "m4", "timestamp": "2026-02-01T10:00:10Z", "type": "user", "content": "Fix it."}]}
+    summary = _summary(cli, memory_dir, tmp_path, "gm", orjson.dumps(gemini).decode(), "gemini-cli",
+                       "--tail-turns", "1", "--keep-steps", "0")
+    assert _line(summary, "Failed: ") == ("Failed: `cargo build` ×1 (exit code 101 error[E0425]: cannot find value "
+                                          "`cfg` in this scope) — still failing")
