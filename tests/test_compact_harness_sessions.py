@@ -187,3 +187,54 @@ def test_copilot_and_gemini_cli_shell_results_that_state_a_failure_are_failures(
                        "--tail-turns", "1", "--keep-steps", "0")
     assert _line(summary, "Failed: ") == ("Failed: `cargo build` ×1 (exit code 101 error[E0425]: cannot find value "
                                           "`cfg` in this scope) — still failing")
+
+
+def _copilot(events: list[tuple[str, dict]]) -> str:
+    """Copilot CLI ``events.jsonl`` lines from (type, data) pairs."""
+    lines = [{"type": "session.start", "id": "e0", "timestamp": "2026-02-01T09:00:00.000Z", "parentId": None,
+              "data": {"sessionId": "s2", "context": {"cwd": "/repo"}}}]
+    for n, (kind, data) in enumerate(events, 1):
+        lines.append({"type": kind, "id": f"e{n}", "timestamp": f"2026-02-01T09:{n // 60:02d}:{n % 60:02d}.000Z",
+                      "parentId": None, "data": data})
+    return "".join(orjson.dumps(line).decode() + "\n" for line in lines)
+
+
+def test_parallel_copilot_subagents_get_a_line_each_with_the_task_that_started_them(cli, memory_dir, tmp_path):
+    """Two Copilot CLI subagents run at once (their events interleaved, each marked with the
+    ``parentToolCallId`` of the ``task`` call that started it): one line each, with the task
+    from that call, its own file, failure and conclusion (they were merged into one)."""
+    def task(call, prompt):
+        return ("assistant.message", {"messageId": f"m{call}", "content": "", "toolRequests": [
+            {"toolCallId": call, "name": "task", "arguments": {"description": prompt.split(":")[0], "prompt": prompt}}]})
+
+    def side(parent, kind, data):
+        return kind, {**data, "parentToolCallId": parent}
+
+    events = [("user.message", {"content": "Review billing and shipping in parallel."}),
+              task("t1", "Billing: fix src/billing.py rounding"), task("t2", "Shipping: fix the zone lookup"),
+              side("t1", "assistant.message", {"messageId": "b1", "content": "", "toolRequests": [
+                  {"toolCallId": "b-e1", "name": "edit", "arguments": {"path": "/repo/src/billing.py",
+                                                                       "old_str": "round(x)", "new_str": "round_half_up(x)"}}]}),
+              side("t2", "assistant.message", {"messageId": "s1", "content": "", "toolRequests": [
+                  {"toolCallId": "s-e1", "name": "bash", "arguments": {"command": "pytest -q tests/test_shipping.py"}}]}),
+              side("t1", "tool.execution_complete", {"toolCallId": "b-e1", "success": True, "result": {"content": "ok"}}),
+              side("t2", "tool.execution_complete", {"toolCallId": "s-e1", "success": True, "result": {
+                  "content": "FAILED tests/test_shipping.py::test_rate - KeyError: 'zone'\n<exited with exit code 1>"}}),
+              side("t1", "assistant.message", {"messageId": "b2", "content": "Billing rounds half up now."}),
+              side("t2", "assistant.message", {"messageId": "s2", "content": "Shipping still fails on zone."}),
+              ("tool.execution_complete", {"toolCallId": "t1", "success": True, "result": {"content": "Billing done."}}),
+              ("tool.execution_complete", {"toolCallId": "t2", "success": True, "result": {"content": "Shipping fails."}}),
+              ("assistant.message", {"messageId": "m8", "content": "", "toolRequests": [
+                  {"toolCallId": "v1", "name": "view", "arguments": {"path": "/repo/src/zones.py"}}]}),
+              ("tool.execution_complete", {"toolCallId": "v1", "success": True, "result": {"content": PADDING}}),
+              ("assistant.message", {"messageId": "m9", "content": "Billing is done; shipping needs a zone."}),
+              ("user.message", {"content": "Add the zone then."})]
+    summary = _summary(cli, memory_dir, tmp_path, "cp2", _copilot(events), "copilot-cli",
+                       "--tail-turns", "1", "--keep-steps", "0")
+    block = summary.split("Subagents:\n", 1)[1].split("\nFiles modified", 1)[0].split("\n")
+    assert block == [
+        '- agent t1 (turn_0001) · task "Billing: fix src/billing.py rounding" · changed: /repo/src/billing.py · '
+        '1 tool call · concluded: "Billing rounds half up now."',
+        '- agent t2 (turn_0001) · task "Shipping: fix the zone lookup" · 1 failed (last: `pytest -q '
+        "tests/test_shipping.py`: exit code 1 FAILED tests/test_shipping.py::test_rate - KeyError: 'zone') · "
+        'concluded: "Shipping still fails on zone."']

@@ -1033,6 +1033,12 @@ class _TurnDigest:
             if not self.subagents:
                 self.subagents = {}
             agent = self.subagents[name] = _Subagent(f"agent {name}" if name != "subagent" else name, self.turn_id)
+            started = self.main.open.get(name)   # named by the call that started it (Copilot CLI)
+            if started:
+                args = started[-1].tool_args
+                task = next((args[k] for k in ("prompt", "description", "task") if isinstance(args, dict)
+                             and isinstance(args.get(k), str) and args[k].strip()), "")
+                agent.task = task
         kind = t.trace_type
         if kind == "user" and t.content.strip() and not agent.task:
             agent.task = t.content
