@@ -78,7 +78,8 @@ def _summary(cli, memory_dir, tmp_path, name: str, text: str, fmt: str, *compact
     assert cli("ingest", name, src, "--from", fmt).exit_code == 0
     result = cli("compact", name, *compact_args)
     assert result.exit_code == 0 and "compacted" in result.stderr, result.stderr
-    return read_jsonl(agent_dir(memory_dir, name) / "episodic.jsonl")[-1]["summary"]
+    summary = read_jsonl(agent_dir(memory_dir, name) / "episodic.jsonl")[-1]["summary"]
+    return summary
 
 
 def _line(summary: str, head: str) -> str:
@@ -238,3 +239,69 @@ def test_parallel_copilot_subagents_get_a_line_each_with_the_task_that_started_t
         '- agent t2 (turn_0001) · task "Shipping: fix the zone lookup" · 1 failed (last: `pytest -q '
         "tests/test_shipping.py`: exit code 1 FAILED tests/test_shipping.py::test_rate - KeyError: 'zone') · "
         'concluded: "Shipping still fails on zone."']
+
+
+def test_an_opencode_command_that_exits_non_zero_is_a_failure(cli, memory_dir, tmp_path):
+    """opencode's ``bash`` tool completes whatever the command's exit status; the status is in
+    the part's ``metadata.exit``. A non-zero one is a failure in the summary (with the output's
+    informative line: jest's failing test and its message), resolved by a later run of the family."""
+    n = [0]
+
+    def part(tool, args, output, code=0, meta=True):
+        n[0] += 1
+        state = {"status": "completed", "input": args, "output": output, "title": tool,
+                 "time": {"start": 1770000000000 + n[0], "end": 1770000000001 + n[0]}}
+        if meta:
+            state["metadata"] = {"output": output, "exit": code, "description": "run"}
+        return {"id": f"prt_{n[0]:04d}", "type": "tool", "callID": f"call_{n[0]}", "tool": tool, "state": state}
+
+    def message(role, parts, mid):
+        return {"info": {"id": f"msg_{mid}", "role": role, "time": {"created": 1770000000000 + mid * 1000}},
+                "parts": parts}
+
+    jest_fail = ("FAIL src/cart.test.ts\n  ● Cart › adds item\n\n    expect(received).toBe(expected)\n\n"
+                 "    Expected: 2\n    Received: 1\n\nTests:       1 failed, 4 passed, 5 total")
+    session = {"info": {"id": "ses_01", "directory": "/repo", "title": "cart"}, "messages": [
+        message("user", [{"id": "prt_u1", "type": "text", "text": "Make the cart tests pass."}], 1),
+        message("assistant", [part("read", {"filePath": "/repo/src/cart.ts"}, PADDING, meta=False),
+                              part("bash", {"command": "npx jest src/cart.test.ts"}, jest_fail, 1),
+                              part("edit", {"filePath": "/repo/src/cart.ts", "oldString": "count = 0",
+                                            "newString": "count = items.length"}, "", meta=False),
+                              part("bash", {"command": "npx jest"}, "Tests:       5 passed, 5 total", 0),
+                              {"id": "prt_t1", "type": "text", "text": "The cart counts its items now."}], 2),
+        message("user", [{"id": "prt_u2", "type": "text", "text": "Thanks."}], 3)]}
+    summary = _summary(cli, memory_dir, tmp_path, "oc", orjson.dumps(session).decode(), "opencode",
+                       "--tail-turns", "1", "--keep-steps", "0")
+    assert _line(summary, "Failed: ") == ("Failed: `npx jest src/cart.test.ts` ×1 (exit code 1 ● Cart › adds item — "
+                                          "expect(received).toBe(expected)) — fixed later (a later `npx jest` passed)")
+    assert _line(summary, "Commands (latest outcome): ") == "Commands (latest outcome): `npx jest`: Tests: 5 passed, 5 total"
+    assert _line(summary, "Files modified: ") == "Files modified: /repo/src/cart.ts (items.length)"
+
+
+WRITES = [   # (harness, tool, arguments as the harness records them, files written, a shell command)
+    ("opencode", "edit", {"filePath": "/repo/src/a.ts", "oldString": "x", "newString": "y"}, ["/repo/src/a.ts"], None),
+    ("opencode", "write", {"filePath": "/repo/src/b.ts", "content": "export const b = 1"}, ["/repo/src/b.ts"], None),
+    ("opencode", "patch", {"patchText": "*** Begin Patch\n*** Update File: src/c.ts\n+x\n*** End Patch"},
+     ["src/c.ts"], None),
+    ("goose", "developer__text_editor", {"command": "write", "path": "/repo/notes.md", "file_text": "# Notes"},
+     ["/repo/notes.md"], None),
+    ("goose", "developer__text_editor", {"command": "str_replace", "path": "/repo/a.py", "old_str": "a", "new_str": "b"},
+     ["/repo/a.py"], None),
+    ("goose", "developer__text_editor", {"command": "view", "path": "/repo/a.py"}, [], None),
+    ("goose", "developer__shell", {"command": "cargo build"}, [], "cargo build"),
+    ("gemini-cli", "replace", {"file_path": "/repo/main.go", "old_string": "a", "new_string": "b"}, ["/repo/main.go"], None),
+    ("gemini-cli", "write_file", {"file_path": "/repo/my dir/x.go", "content": "package x"}, ["/repo/my dir/x.go"], None),
+    ("cursor", "edit_file", {"target_file": "src/app.tsx", "instructions": "i", "code_edit": "// ..."}, ["src/app.tsx"], None),
+    ("cursor", "search_replace", {"file_path": "src/app.tsx", "old_string": "a", "new_string": "b"}, ["src/app.tsx"], None),
+    ("copilot-cli", "create", {"path": "/repo/new.py", "file_text": "x = 1"}, ["/repo/new.py"], None),
+]
+
+
+def test_each_harness_s_file_writes_are_files_modified_and_an_editor_verb_is_no_command():
+    """opencode's camelCase ``filePath``/``oldString``/``newString`` and ``patchText``, Goose's
+    text editor ``write`` (it was taken for a shell command named ``write``), Gemini CLI, Cursor and
+    Copilot CLI writes: each names the file it modified."""
+    from memcli.compaction.offline import command_of, written_paths
+
+    assert [(written_paths(tool, args), command_of(args)) for _, tool, args, _, _ in WRITES] == [
+        (files, command) for _, _, _, files, command in WRITES]

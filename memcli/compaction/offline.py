@@ -123,9 +123,9 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _WRITE_TOOL = re.compile(r"(?:^|[_\-.])(?:edit|write|create|patch|apply_patch|str_replace|replace|insert|"
                          r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])|"
                          r"^(?:Edit|Write|MultiEdit|NotebookEdit|apply_patch)$", re.IGNORECASE)
-_EDITOR_COMMANDS = {"view", "create", "str_replace", "insert", "undo_edit", "delete", "rename"}
-_EDITOR_WRITES = {"create", "str_replace", "insert", "undo_edit", "delete", "rename"}
-_PATH_KEYS = ("path", "file_path", "filepath", "file", "filename", "target_file", "notebook_path", "dest",
+_EDITOR_COMMANDS = {"view", "create", "write", "str_replace", "insert", "undo_edit", "delete", "rename"}
+_EDITOR_WRITES = {"create", "write", "str_replace", "insert", "undo_edit", "delete", "rename"}   # (Goose: write)
+_PATH_KEYS = ("path", "file_path", "filepath", "filePath", "file", "filename", "target_file", "notebook_path", "dest",
               "destination")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 _COMMAND_KEYS = ("command", "cmd", "commands", "script")
@@ -264,7 +264,7 @@ def _writes_by_name(tool_name: str) -> bool:
     return _WRITE_TOOL.search(tool_name) is not None
 
 
-_PATCH_KEYS = ("input", "patch", "content", "diff", *_COMMAND_KEYS)
+_PATCH_KEYS = ("input", "patch", "patchText", "content", "diff", *_COMMAND_KEYS)
 
 
 def written_paths(tool_name: str | None, args) -> list[str]:
@@ -344,8 +344,9 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
             out.setdefault(m.group(1).strip(), []).extend(_touched([body], added, removed))
         return out
     texts = [args.get(k) for k in ("new_string", "old_string", "content", "new_str", "old_str", "file_text", "text",
-                                   "source", "new_source")]
-    pairs = [(args.get(new), args.get(old)) for new, old in (("new_string", "old_string"), ("new_str", "old_str"))]
+                                   "source", "new_source", "newString", "oldString", "contents", "code_edit")]
+    pairs = [(args.get(new), args.get(old)) for new, old in (("new_string", "old_string"), ("new_str", "old_str"),
+                                                             ("newString", "oldString"))]
     edits = args.get("edits")
     if isinstance(edits, list):
         texts.extend(e.get(k) for e in edits if isinstance(e, dict) for k in ("new_string", "old_string"))
