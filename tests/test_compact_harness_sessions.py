@@ -305,3 +305,34 @@ def test_each_harness_s_file_writes_are_files_modified_and_an_editor_verb_is_no_
 
     assert [(written_paths(tool, args), command_of(args)) for _, tool, args, _, _ in WRITES] == [
         (files, command) for _, _, _, files, command in WRITES]
+
+
+LONG_ASK = ("Die Funktion `parse_config_entry` in \"crates/config loader/src/parser.rs\" wirft bei leeren Schlüsseln "
+            "einen Panic; bitte behebe das so, dass `ConfigError::EmptyKey` zurückgegeben wird, und ergänze einen Test "
+            "in crates/config-loader/tests/parse_empty_key.rs. Danach muss `cargo test -p config-loader` grün sein, "
+            "und vergiss nicht den Eintrag in CHANGELOG.md unter ## Unreleased (Issue #482, siehe "
+            "https://git.example.com/acme/config/issues/482). Bitte keine Änderungen an der öffentlichen API von "
+            "ConfigLoader::from_path, und halte dich an rustfmt mit max_width = 110.")
+
+
+def test_a_long_non_english_ask_stays_verbatim_when_the_summary_has_room(cli, memory_dir, tmp_path):
+    """An ask of 560 characters (German, a path with a space, a URL, identifiers) is kept whole
+    on its turn line: it was cut at 200 characters, mid-sentence, with room to spare."""
+    r = Rollout()
+    r.ask(LONG_ASK)
+    for n in range(6):
+        r.exec(f"sed -n '1,80p' crates/config-loader/src/part_{n}.rs", 0, PADDING)
+    r.say("I read the parser; the panic is the unwrap on the first character.")
+    r.ask("Go on.")
+    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    assert f'- turn_0001 · user: "{LONG_ASK}" · tools: exec_command ×6' in summary
+
+
+def test_a_clipped_ask_is_never_cut_inside_a_path_or_an_identifier():
+    from memcli.compaction.offline import clip_ask
+
+    path = "crates/config-loader/src/very/deeply/nested/module/with/a/long/path/parse_config_entry_impl.rs"
+    ask = "word " * 38 + path + " and the rest of the ask"
+    assert clip_ask(ask, 200) == ("word " * 38).strip() + " …"        # the path crosses the limit: it goes whole
+    assert clip_ask(ask, 150) == ("word " * 31).strip() + " …"
+    assert clip_ask("word " * 39 + "parse_config_entry and more", 200) == ("word " * 39) + "parse_config_entry …"

@@ -18,8 +18,10 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
     URLs: https://help.acme.example/returns
     Vocabulary (most used lately first): OrderTotal, DISCOUNT_RATE, orders.apply_discount, …
 
-* **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (200) characters; a longer
-  one names the trace id that expands it (``memcli get ID``). Subagent prompts and injected
+* **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (2,000) characters; a longer
+  one names the trace id that expands it (``memcli get ID``). Asks are clipped below that only
+  when the summary is over its size and they take more than half of it, and never inside a word
+  (:func:`clip_ask`: a path or an identifier stays whole or goes whole). Subagent prompts and injected
   context are not asks.
 * **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
   and the writing commands of ``str_replace_editor``-style tools, ``apply_patch`` headers (also
@@ -100,7 +102,7 @@ HEAD_TURNS = 10
 MAX_CHARS = 12_000
 MIN_CHARS = 300           # the cap is a quarter of the window's text, within [MIN_CHARS, MAX_CHARS]
 HARD_MAX_CHARS = 19_000   # asks and aggregates may push past MAX_CHARS, never past this
-ASK_CHARS = 200
+ASK_CHARS = 2_000
 MIN_ASK_CHARS = 40
 REPLY_CHARS = 600
 SHORT_REPLY_CHARS = 200   # a turn line shrunk to fit
@@ -204,15 +206,19 @@ def clip(text: str, limit: int) -> str:
 
 
 def clip_ask(text: str, limit: int) -> str:
-    """A user ask on one line: verbatim up to ``limit`` characters — at least ``limit`` are kept
-    (to the end of the word that crosses it), so the ask's first ``limit`` characters survive."""
+    """A user ask on one line: verbatim up to ``limit`` characters, to the end of the word that
+    crosses it — or, when that word is long (a path, an identifier: more than 60 characters past
+    the limit), up to the space before it: never cut inside a word (a single word longer than 3×
+    the limit excepted)."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
     cut = text.find(" ", limit)
-    if cut < 0 or cut > limit + 30:
-        cut = limit
-    return text[:cut] + " …"
+    cut = len(text) if cut < 0 else cut
+    if cut > limit + 60:
+        before = text.rfind(" ", 0, limit + 1)
+        cut = before if before > 0 else min(cut, limit * 3)
+    return text if cut >= len(text) else text[:cut] + " …"
 
 
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
@@ -1116,7 +1122,7 @@ def turn_digest(turn) -> _TurnDigest:
 
 def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None) -> str:
     """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it)."""
-    parts = [f"- {turn_id}"]
+    parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
         parts.append(f"{'user' if n == 0 else 'then user'}: \"{clip_ask(text, ask_chars)}\"")
     if note:
