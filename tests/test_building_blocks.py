@@ -5,6 +5,7 @@ compaction builds. (End-to-end tests cover them too; these pin each one's own co
 from __future__ import annotations
 
 import os
+import time
 
 import orjson
 import pytest
@@ -554,11 +555,12 @@ def test_the_feed_stops_keeping_past_its_budget(cli, memory_dir, monkeypatch):
     assert len(plan.turns) == 6
 
 
-@pytest.mark.parametrize("failure", ["raises", "dies"])
+@pytest.mark.parametrize("failure", ["raises", "dies", "hangs"])
 def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, failure):
-    """The forked read-ahead's child raising (or dying) leaves the window to be read in the
-    compacting process: the same summary and trace ids as with a working child (which did
-    summarize the turns), and no child process left behind."""
+    """The forked read-ahead's child raising, dying or never answering (stopped, stuck: given up
+    after its patience, then killed) leaves the window to be read in the compacting process: the
+    same summary and trace ids as with a working child (which did summarize the turns), and no
+    child process left behind."""
     import memcli.compaction.compactor as compactor
     from memcli.compaction.compactor import compact
     from memcli.compaction.offline import OfflineSummarizer
@@ -580,7 +582,11 @@ def test_a_read_ahead_child_that_fails_changes_nothing(tmp_path, monkeypatch, fa
             def broken(*args, **kwargs):
                 if failure == "dies":
                     os._exit(3)
+                if failure == "hangs":
+                    time.sleep(600)
                 raise RuntimeError("the child fails")
+            monkeypatch.setattr(compactor, "READ_AHEAD_MIN_WAIT", 0.5)
+            monkeypatch.setattr(compactor, "READ_AHEAD_PATIENCE", 1)
             monkeypatch.setattr(compactor, "feed_scan", broken)
         assert compactor._ReadAhead.of(compactor._EarlyTurns(OfflineSummarizer()), AgentStore(memory_dir, "a"),
                                        CompactionPolicy(), 10_000) is not None
@@ -831,11 +837,11 @@ def test_no_read_ahead_child_forks_while_another_thread_runs(monkeypatch):
 
     import memcli.compaction.compactor as compactor
 
-    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(compactor, "usable_cpus", lambda: 2)
     monkeypatch.setattr(threading, "active_count", lambda: 1)
     assert compactor._can_fork() is hasattr(os, "fork")
     monkeypatch.undo()
-    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(compactor, "usable_cpus", lambda: 2)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait, daemon=True)
     other.start()
@@ -844,7 +850,7 @@ def test_no_read_ahead_child_forks_while_another_thread_runs(monkeypatch):
     finally:
         stop.set()
         other.join()
-    monkeypatch.setattr(compactor, "_usable_cpus", lambda: 1)
+    monkeypatch.setattr(compactor, "usable_cpus", lambda: 1)
     monkeypatch.setattr(threading, "active_count", lambda: 1)
     assert not compactor._can_fork()
 
@@ -865,3 +871,70 @@ def test_a_journal_is_written_as_its_fields_in_order():
     assert list(orjson.loads(journal.to_json())) == [
         "compaction_id", "agent_id", "active", "runs", "run_ids", "moved", "first_id", "last_id", "archive_size",
         "episodic_size", "semantic_size", "episodic", "semantic", "version", "ledger", "ledger_size"]
+
+
+def _cgroup_host(tmp_path, monkeypatch, cgroup: str, mountinfo: list[str], files: dict[str, str]):
+    """A fake /proc/self/cgroup, /proc/self/mountinfo and cgroup file system under ``tmp_path``
+    (mount points in ``mountinfo`` are relative to it), for :mod:`memcli.bulk`'s CPU quota."""
+    import memcli.bulk as bulk
+
+    root = tmp_path / "host"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (tmp_path / "cgroup").write_text(cgroup)
+    (tmp_path / "mountinfo").write_text("".join(line.replace("@", str(root)) + "\n" for line in mountinfo))
+    monkeypatch.setattr(bulk, "CGROUP", str(tmp_path / "cgroup"))
+    monkeypatch.setattr(bulk, "MOUNTINFO", str(tmp_path / "mountinfo"))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    return bulk
+
+
+V2_MOUNT = "30 23 0:26 / @/sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate"
+V1_MOUNT = "32 31 0:29 {root} @/sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct"
+
+
+@pytest.mark.parametrize("files, want_quota, want_cpus", [
+    ({}, None, 4),                                                                    # nothing readable
+    ({"sys/fs/cgroup/ci/job/cpu.max": "max 100000\n"}, None, 4),                      # no limit
+    ({"sys/fs/cgroup/ci/job/cpu.max": "100000 100000\n"}, 1.0, 1),                    # --cpus 1
+    ({"sys/fs/cgroup/ci/job/cpu.max": "150000 100000\n"}, 1.5, 2),                    # 1.5 rounds to 2
+    ({"sys/fs/cgroup/ci/job/cpu.max": "50000 100000\n"}, 0.5, 1),                     # never below one
+    ({"sys/fs/cgroup/ci/job/cpu.max": "max 100000\n",                                 # a parent's limit holds
+      "sys/fs/cgroup/ci/cpu.max": "120000 100000\n"}, 1.2, 1),
+    ({"sys/fs/cgroup/ci/job/cpu.max": "800000 100000\n"}, 8.0, 4),                    # the affinity is lower
+])
+def test_usable_cpus_follow_a_cgroup_v2_quota(tmp_path, monkeypatch, files, want_quota, want_cpus):
+    """A container or CI job limited to one CPU's worth of time gets no read-ahead child: two
+    processes would share that one CPU. The quota is the lowest along the cgroup's path."""
+    bulk = _cgroup_host(tmp_path, monkeypatch, "0::/ci/job\n", [V2_MOUNT], files)
+    assert bulk.cgroup_cpu_quota() == want_quota
+    assert bulk.usable_cpus() == want_cpus
+
+
+@pytest.mark.parametrize("root, path, files, want", [
+    ("/", "/docker/abc", {"sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "100000\n",
+                          "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000\n"}, 1.0),
+    ("/", "/docker/abc", {"sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "-1\n",
+                          "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000\n"}, None),
+    # inside the container, the mount shows its own cgroup as the root
+    ("/docker/abc", "/docker/abc", {"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "250000\n",
+                                    "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n"}, 2.5),
+])
+def test_usable_cpus_follow_a_cgroup_v1_quota(tmp_path, monkeypatch, root, path, files, want):
+    cgroup = f"12:pids:/\n4:cpu,cpuacct:{path}\n1:name=systemd:/\n0::/\n"
+    bulk = _cgroup_host(tmp_path, monkeypatch, cgroup, [V1_MOUNT.format(root=root)], files)
+    assert bulk.cgroup_cpu_quota() == want
+
+
+def test_no_read_ahead_child_under_a_one_cpu_quota(tmp_path, monkeypatch, memory_dir):
+    """The compaction asks the quota, not only the affinity: under ``--cpus 1`` it does not fork."""
+    import threading
+
+    import memcli.compaction.compactor as compactor
+
+    _cgroup_host(tmp_path, monkeypatch, "0::/ci/job\n", [V2_MOUNT], {"sys/fs/cgroup/ci/job/cpu.max": "100000 100000\n"})
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert not compactor._can_fork()
+    (tmp_path / "host" / "sys/fs/cgroup/ci/job/cpu.max").write_text("max 100000\n")
+    assert compactor._can_fork() is hasattr(os, "fork")

@@ -124,15 +124,18 @@ def test_the_minimum_is_the_fixed_part_the_protected_steps_and_the_heads_that_st
 
 
 def test_the_selection_counts_a_summary_reserve_once_something_moves():
-    units = w._Units()
-    units.add(0, tokens=1_000)
-    units.add(0, tokens=50)
-    sel = w._Selection(units, 2_000, 1_500)
-    assert (sel.estimate(), sel.over()) == (2_000, True)
-    sel.move(0)
-    assert units.moved[0] and (sel.kept, sel.moved_tokens) == (1_000, 1_000)
-    assert sel.estimate() == 1_000 + w.summary_reserve(1_000) and not sel.over()
-    assert w._Selection(units, 10**9, None).over() is False
+    """Nothing moved: the kept part alone. Once units move, the kept part plus the reserve for the
+    summary of what moved must fit the target: 3 turns of 1,000 tokens toward 2,200 move two
+    (2,000 kept + a 250-token reserve would be over), not one."""
+    units, turn_list = w._Units(), w._Turns()
+    for turn_id in ("t1", "t2", "t3"):
+        turn_list.add(turn_id, units.add(len(turn_list), tokens=1_000))
+    sel = w._Selection(units, 3_000, 2_200)
+    assert sel.estimate() == 3_000
+    reason = w._choose(sel, turn_list, [0, 1, 2], [], set(), 3)
+    assert list(units.moved) == [1, 1, 0] and (sel.kept, sel.moved_tokens) == (1_000, 2_000)
+    assert sel.estimate() == 1_000 + w.summary_reserve(2_000) == 1_500
+    assert reason == "the rest fits the target (1,500 ≤ 2,200 tokens)"
 
 
 def test_choose_moves_old_turns_whole_then_steps_to_the_target_and_says_why_it_stopped(memory_dir):

@@ -56,7 +56,7 @@ from typing import Callable, Iterator
 
 import orjson
 
-from memcli.bulk import cyclic_gc_paused
+from memcli.bulk import cyclic_gc_paused, usable_cpus
 from memcli.compaction import breaker
 from memcli.compaction.policy import BudgetStatus, CompactionPolicy, budget_status, input_budget, target_tokens
 from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn, normalize_fact, turn_span
@@ -84,6 +84,8 @@ from memcli.store.lock import agent_lock, compaction_lock
 STRATEGIES = ("summarize", "sliding-window")
 MAX_LISTED_TRACE_IDS = 5_000
 READ_AHEAD_MIN_BYTES = 1 << 20    # an active file smaller than this is summarized without a child process
+READ_AHEAD_PATIENCE = 4           # a read-ahead child is given up after this many times the plan's own time ...
+READ_AHEAD_MIN_WAIT = 30.0        # ... and at least this many seconds from its fork (_ReadAhead.finish)
 MAX_SOURCE_TURNS = 50
 ROLLUP_CHARS = 12_000
 PROMPT_FACTS = 50                 # live facts shown to the summarizer
@@ -272,7 +274,9 @@ class _ReadAhead:
     pipe). :meth:`finish` takes it and checks it against the finished plan
     (:func:`memcli.compaction.window.check_feed`); whatever it did not cover is read afterwards
     as before. The child writes no file, takes no lock and ends with ``os._exit``; an error in
-    it, or a child that dies, only means the window is read in this process. Used where fork
+    it, a child that dies, or one still running :data:`READ_AHEAD_PATIENCE` times the plan's time
+    after its fork (at least :data:`READ_AHEAD_MIN_WAIT` seconds: stopped, starved, stuck), only
+    means the window is read in this process: slower, the same summary. Used where fork
     exists, with more than one CPU, from a process with no other thread running (a fork copies
     no thread), for an active file of :data:`READ_AHEAD_MIN_BYTES` or more. Otherwise the window
     is read after the plan: in one process that is faster than feeding the summary while
@@ -284,6 +288,7 @@ class _ReadAhead:
         self.early, self.store = early, store
         self.tail_turns, self.keep_steps, self.target_tokens = tail_turns, keep_steps, target_tokens
         self.pid = self.fd = None
+        self.forked_at = 0.0
 
     @classmethod
     def of(cls, early: _EarlyTurns | None, store: AgentStore, policy: CompactionPolicy,
@@ -315,16 +320,20 @@ class _ReadAhead:
             finally:
                 os._exit(0)
         os.close(write_end)
-        self.pid, self.fd = pid, read_end
+        self.pid, self.fd, self.forked_at = pid, read_end, time.monotonic()
 
     def finish(self, plan_: WindowPlan) -> _EarlyTurns | None:
         """The child's ``early``, with ``plan_.delivered``/``spilled`` set from what it did; None
         when it had nothing to give (the window is then read here)."""
         if self.fd is None:
             return None
-        with os.fdopen(self.fd, "rb") as pipe:
-            self.fd = None
-            payload = pipe.read()
+        now = time.monotonic()
+        payload = _read_until(self.fd, self.forked_at + max(READ_AHEAD_MIN_WAIT, READ_AHEAD_PATIENCE * (now - self.forked_at)))
+        if payload is None:   # the child is late: give it up (killed, reaped)
+            self.cancel()
+            return None
+        os.close(self.fd)
+        self.fd = None
         _reap(self.pid)
         self.pid = None
         try:
@@ -345,6 +354,22 @@ class _ReadAhead:
                 pass
             _reap(self.pid)
             self.pid = None
+
+
+def _read_until(fd: int, deadline: float) -> bytes | None:
+    """Everything the pipe ``fd`` gives until its writer closes it, or None if that has not
+    happened by ``deadline`` (``time.monotonic``)."""
+    import select
+
+    chunks = []
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            return None
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 class _Pickler(pickle.Pickler):
@@ -372,19 +397,10 @@ def _reap(pid: int) -> None:
 
 def _can_fork() -> bool:
     """Whether a read-ahead child may fork: ``fork`` exists, this process may run on two CPUs or
-    more, and no other thread runs (a fork copies none, and one holding a lock — logging's,
+    more (:func:`memcli.bulk.usable_cpus`: its affinity and its cgroup's CPU quota), and no other thread runs (a fork copies none, and one holding a lock — logging's,
     LiteLLM's worker's — would leave it held in the child). A process that called an LLM keeps
     LiteLLM's logging thread: its offline compactions read the window after the plan."""
-    return hasattr(os, "fork") and _usable_cpus() >= 2 and threading.active_count() == 1
-
-
-def _usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the OS tells it, e.g. under
-    ``taskset``), else the machine's."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return hasattr(os, "fork") and usable_cpus() >= 2 and threading.active_count() == 1
 
 
 def _die_with_parent(parent: int) -> None:

@@ -608,16 +608,6 @@ class _Selection:
     def estimate(self) -> int:
         return self.kept + (summary_reserve(self.moved_tokens) if self.moved_tokens else 0)
 
-    def over(self) -> bool:
-        return self.target_tokens is not None and self.estimate() > self.target_tokens
-
-    def move(self, unit: int) -> None:
-        units = self.units
-        units.moved[unit] = 1
-        tokens = units.tokens[unit]
-        self.kept -= tokens
-        self.moved_tokens += tokens
-
     def fits(self) -> str:
         return f"the rest fits the target ({self.estimate():,} ≤ {self.target_tokens:,} tokens)"
 
@@ -641,8 +631,9 @@ def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protec
     limit = max(len(conversation) - max(tail_turns, 0), 0)
     moved, tokens, target = units.moved, units.tokens, selection.target_tokens
     first_step, next_step, head = turns.first_step, units.next_step, turns.head
-    # selection.move and selection.over, inlined on these two locals (a step each: 100,000 steps
-    # in one turn make 100,000 of each); written back before any return
+    # the selection's kept and moved tokens in two locals (a unit that moves takes its tokens
+    # from one to the other: 100,000 steps in one turn make 100,000 moves); written back before
+    # any return
     kept, moved_tokens = selection.kept, selection.moved_tokens
     try:
         for n, turn in enumerate(conversation):
