@@ -133,43 +133,59 @@ class SpanTracker:
         return out
 
 
-def active_trace_ids(paths, trace_ids) -> set:
-    """Which of ``trace_ids`` are in the agent's active file (not archived by a compaction): one
-    search of the file's bytes per id (the ids of harness items: a few), each hit parsed to check
-    it is the record's own ``id``."""
+def _records_holding(paths, needle: bytes, accept):
+    """The records of the agent's active file whose line holds ``needle`` and that ``accept``
+    (a predicate on the parsed record): a search of the file's bytes, each hit's line parsed."""
     import mmap
 
     import orjson
 
-    wanted = [t for t in trace_ids if isinstance(t, str)]
-    found: set = set()
     try:
         f = open(paths.active, "rb")
     except FileNotFoundError:
-        return found
+        return
     with f:
         try:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except ValueError:   # an empty file
-            return found
+            return
         with data:
-            for trace_id in wanted:
-                needle = orjson.dumps(trace_id)
-                at = data.find(needle)
-                while at >= 0:
-                    start = data.rfind(b"\n", 0, at) + 1
-                    end = data.find(b"\n", at)
-                    if end < 0:
-                        break   # an unterminated last line: not a record yet
-                    try:
-                        record = orjson.loads(data[start:end])
-                    except orjson.JSONDecodeError:
-                        record = None
-                    if isinstance(record, dict) and record.get("id") == trace_id:
-                        found.add(trace_id)
-                        break
-                    at = data.find(needle, end)
+            at = data.find(needle)
+            while at >= 0:
+                start = data.rfind(b"\n", 0, at) + 1
+                end = data.find(b"\n", at)
+                if end < 0:
+                    return   # an unterminated last line: not a record yet
+                try:
+                    record = orjson.loads(data[start:end])
+                except orjson.JSONDecodeError:
+                    record = None
+                if isinstance(record, dict) and accept(record):
+                    yield record
+                at = data.find(needle, end)
+
+
+def active_trace_ids(paths, trace_ids) -> set:
+    """Which of ``trace_ids`` are in the agent's active file (not archived by a compaction): one
+    search of the file's bytes per id (the ids of harness items: a few), each hit parsed to check
+    it is the record's own ``id``."""
+    import orjson
+
+    found: set = set()
+    for trace_id in (t for t in trace_ids if isinstance(t, str)):
+        for _ in _records_holding(paths, orjson.dumps(trace_id), lambda r, t=trace_id: r.get("id") == t):
+            found.add(trace_id)
+            break
     return found
+
+
+def holds_harness_compaction(paths) -> bool:
+    """Whether the agent's active file holds a harness compaction's trace (one search of its
+    bytes). After one, the harness sent the model its summary (or its replacement history)
+    instead of the traces before it, while the working snapshot still renders those traces: the provider's reported prompt
+    size no longer measures the snapshot (:func:`memcli.compaction.policy.latest_prompt_tokens`)."""
+    needle = b'"' + FIELD.encode() + b'"'
+    return any(True for _ in _records_holding(paths, needle, lambda r: isinstance(r.get(FIELD), dict)))
 
 
 def rendered_in_place(paths, items) -> set:
