@@ -208,3 +208,28 @@ def test_a_line_that_only_mentions_the_field_is_no_harness_compaction(memory_dir
     ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
     assert Memory(memory_dir).agent("s").stats(max_context_tokens=200_000).budget["source"] == "provider"
     assert orjson.loads(orjson.dumps(episodic(memory_dir, "s"))) == []
+
+
+# ------------------------------------------------------------------------------- the window
+
+def test_a_turn_the_harness_compacted_six_times_fits_a_target_below_its_summaries(memory_dir, tmp_path):
+    """One ask, hours of steps, six auto-compactions (Claude Code's long autonomous sessions):
+    each harness summary moves with the work before it. Kept in the turn's head, the six could
+    never move: 18,392 tokens that any target had to keep."""
+    s = ClaudeSession()
+    s.ask("Refactor every module to read its config; keep all tests green")
+    for c in range(6):
+        for k in range(6):
+            s.work(c * 10 + k)
+        s.compact(f"Summary {c}:\n" + "\n".join(f"- src/pkg_{c}_{i}/module.py: handler_{c}_{i} reads CONFIG_{c}_{i}"
+                                                 for i in range(120)))
+    for k in range(3):
+        s.work(900 + k)
+    ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
+    result = Memory(memory_dir).agent("s").compact(target_tokens=8000)
+    assert result.tokens_after <= 8000 and result.minimum_tokens < 1000
+    active = traces(memory_dir, "s")
+    kept = [t["content"] for t in active if "compact_summary" in (t.get("tags") or [])]
+    assert len(kept) <= 1 and all("Summary 5:" in k for k in kept)   # the newest at most, with its work
+    assert active[0]["content"].startswith("Refactor every module")     # the ask stays
+    assert len(episodic(memory_dir, "s")) == 7   # the six harness items, and memcli's own summary
