@@ -208,3 +208,82 @@ def test_a_line_that_only_mentions_the_field_is_no_harness_compaction(memory_dir
     ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
     assert Memory(memory_dir).agent("s").stats(max_context_tokens=200_000).budget["source"] == "provider"
     assert orjson.loads(orjson.dumps(episodic(memory_dir, "s"))) == []
+
+
+# ------------------------------------------------------------------------------- the window
+
+def test_a_turn_the_harness_compacted_six_times_fits_a_target_below_its_summaries(memory_dir, tmp_path):
+    """One ask, hours of steps, six auto-compactions (Claude Code's long autonomous sessions):
+    each harness summary moves with the work before it. Kept in the turn's head, the six could
+    never move: 18,392 tokens that any target had to keep."""
+    s = ClaudeSession()
+    s.ask("Refactor every module to read its config; keep all tests green")
+    for c in range(6):
+        for k in range(6):
+            s.work(c * 10 + k)
+        s.compact(f"Summary {c}:\n" + "\n".join(f"- src/pkg_{c}_{i}/module.py: handler_{c}_{i} reads CONFIG_{c}_{i}"
+                                                 for i in range(120)))
+    for k in range(3):
+        s.work(900 + k)
+    ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
+    result = Memory(memory_dir).agent("s").compact(target_tokens=8000)
+    assert result.tokens_after <= 8000 and result.minimum_tokens < 1000
+    active = traces(memory_dir, "s")
+    kept = [t["content"] for t in active if "compact_summary" in (t.get("tags") or [])]
+    assert len(kept) <= 1 and all("Summary 5:" in k for k in kept)   # the newest at most, with its work
+    assert active[0]["content"].startswith("Refactor every module")     # the ask stays
+    assert len(episodic(memory_dir, "s")) == 7   # the six harness items, and memcli's own summary
+
+
+def test_a_codex_rollout_synced_as_it_grows_gives_each_compaction_once(memory_dir, tmp_path):
+    """Codex writes the ``compacted`` line, then its ``context_compacted`` event, then the next
+    turn: a sync may stop between any two of them."""
+    r = codex_rollout(3, old=(0,), remote=(2,))
+    data = r.jsonl()
+    once = tmp_path / "once"
+    ingest(once, "r", data, "codex", tmp_path)
+    home = tmp_path / "home"
+    path = home / ".codex/sessions/2026/02/01" / f"rollout-2026-02-01T10-00-00-{r.session_id}.jsonl"
+    path.parent.mkdir(parents=True)
+    ends = [n + 1 for n, byte in enumerate(data) if byte == ord("\n")]
+    compacted = [n for n, line in enumerate(data.splitlines()) if b'"type":"compacted"' in line]
+    cuts = sorted({ends[n] for c in compacted for n in (c - 1, c, c + 1)} | set(ends[::9]) | {len(data)})
+    for cut in cuts + [len(data)]:
+        path.write_bytes(data[:cut])
+        (agent,) = synced(memory_dir, home, "codex")
+    assert episodic(memory_dir, agent) == episodic(once, "r") and len(episodic(once, "r")) == 2
+    assert [t["id"] for t in traces(memory_dir, agent)] == [t["id"] for t in traces(once, "r")]
+
+
+def test_a_session_resumed_into_a_new_file_after_compaction(memory_dir, tmp_path):
+    """The new file opens with the summary (and Claude Code's title row), then goes on: an item
+    that covers nothing in this agent, no ask for the summary, the asks after it as turns."""
+    s = ClaudeSession("resumed")
+    s.lines.append({"type": "summary", "summary": "Config refactor", "leafUuid": "0f0e0000-0000-4000-8000-000000000000"})
+    s.summary("Summary: modules 0..3 read their config; next module_4.")
+    s.ask("go on with module_4")
+    s.work(4)
+    ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
+    (item,) = episodic(memory_dir, "s")
+    assert item["turn_ids"] == [] and item["harness_compaction"] == {
+        "harness": "claude-code", "trace_id": item["harness_compaction"]["trace_id"], "turn_id": "turn_0001"}
+    assert asks(memory_dir, "s") == ["go on with module_4"]
+
+
+def test_a_summary_line_without_its_flag_is_still_the_harnesss_and_no_ask(memory_dir, tmp_path):
+    """Every summary Claude Code's compaction writes begins "This session is being continued from
+    a previous conversation"; a line that lost (or never had) ``isCompactSummary`` is still no
+    ask — a 13,000-character "ask" would lead every summary memcli writes."""
+    from tests.bench.fidelity import split_session
+
+    s = claude_session(1)
+    for line in s.lines:
+        line.pop("isCompactSummary", None)
+    ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
+    assert marks(memory_dir, "s") == [("auto", 150000, ["turn_0001", "turn_0002"])]
+    assert asks(memory_dir, "s") == [f"Make module_{k} read CONFIG_{k} and keep tests/test_module_{k}.py green"
+                                     for k in range(4)]
+    path = tmp_path / "unflagged.jsonl"
+    path.write_bytes(s.jsonl())
+    session = split_session(path)
+    assert session.summary.startswith("This session is being continued") and session.last_ask.startswith("Make module_1")

@@ -27,7 +27,9 @@ Claude Code specifics:
   still being written stops.);
 * ``isSidechain: true`` lines (subagents run by the Task tool) are tagged ``sidechain`` (a user
   line of a subagent never opens a turn) and keep ``agentId`` as ``agent_id``;
-* ``isCompactSummary`` user lines (the summary Claude Code's own compaction wrote) are tagged
+* ``isCompactSummary`` user lines (the summary Claude Code's own compaction wrote; a user line
+  that begins as every such summary does, "This session is being continued from a previous
+  conversation", is one even without the flag) are tagged
   ``compact_summary`` and carry ``harness_compaction`` (``{"harness": "claude-code", "trigger",
   "pre_tokens"}``, from the ``compact_boundary`` system line right before them — its
   ``compactMetadata``, or the SDK stream's ``compact_metadata``; a boundary followed by another
@@ -87,6 +89,9 @@ _HARNESS_PREFIXES = (
     "<bash-notification>",
 )
 _COMPACT_COMMAND = "<command-name>/compact</command-name>"
+# how every summary Claude Code's compaction wrote begins, flagged isCompactSummary or not (older
+# versions, copies in a resumed file): the harness's own summary, never a user ask
+_SUMMARY_HEAD = "This session is being continued from a previous conversation"
 TAG_API_ERROR = "api_error"
 
 
@@ -272,7 +277,7 @@ class _Reader:
                     tags.append(TAG_API_ERROR)
                 if message_id is None or message_id not in seen_messages:
                     usage = anthropic_usage(message.get("usage"))
-            elif value.get("isCompactSummary") is True:
+            elif value.get("isCompactSummary") is True or _first_text(content).startswith(_SUMMARY_HEAD):
                 user_tags.append(TAG_COMPACT_SUMMARY)
                 common["harness_compaction"] = self.boundary or harness_compaction(ClaudeCodeImporter.name, None)
                 self.boundary = None

@@ -88,6 +88,9 @@ def _cc_text(value: dict) -> str:
     return ""
 
 
+_SUMMARY_HEAD = "This session is being continued from a previous conversation"   # every Claude Code summary
+
+
 def _cc_ask(value) -> str | None:
     if value.get("type") != "user" or value.get("isMeta") or value.get("isSidechain") or value.get("isCompactSummary"):
         return None
@@ -97,7 +100,8 @@ def _cc_ask(value) -> str | None:
             isinstance(b, dict) and b.get("type") == "text" for b in content))):
         return None   # tool results, images: not something the user typed
     text = _cc_text(value)
-    return None if text.startswith(("<local-command", "<command-", "[Request interrupted", "Caveat:")) else text
+    return None if text.startswith(("<local-command", "<command-", "[Request interrupted", "Caveat:", _SUMMARY_HEAD)) \
+        else text
 
 
 def _codex_ask(value) -> str | None:
@@ -116,7 +120,8 @@ def _point(values: list, i: int):
     value = values[i]
     if not isinstance(value, dict):
         return None
-    if value.get("type") == "user" and value.get("isCompactSummary") is True and value.get("isSidechain") is not True:
+    if (value.get("type") == "user" and value.get("isSidechain") is not True
+            and (value.get("isCompactSummary") is True or _cc_text(value).startswith(_SUMMARY_HEAD))):
         start = i
         for j in range(i - 1, max(i - 6, -1), -1):
             v = values[j]
