@@ -276,6 +276,9 @@ def test_an_opencode_command_that_exits_non_zero_is_a_failure(cli, memory_dir, t
                                           "expect(received).toBe(expected)) — fixed later (a later `npx jest` passed)")
     assert _line(summary, "Commands (latest outcome): ") == "Commands (latest outcome): `npx jest`: Tests: 5 passed, 5 total"
     assert _line(summary, "Files modified: ") == "Files modified: /repo/src/cart.ts (items.length)"
+    # the turn line names the failing command; its informative line is said once, in Failed:
+    assert "(1 failed; last: `npx jest src/cart.test.ts`) · assistant: " in summary
+    assert summary.count("● Cart › adds item") == 1
 
 
 WRITES = [   # (harness, tool, arguments as the harness records them, files written, a shell command)

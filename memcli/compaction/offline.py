@@ -4,7 +4,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 
     37 turns (turn_0001–turn_0037), 2026-03-02 08:41 → 09:30 UTC: 184 traces, 61 tool calls, 9 failed.
     - turn_0001 · user: "The order total endpoint returns 100.0 for order 1042 …" (full: t-1-u) · tools: Bash ×3,
-      Edit ×1 [Bash `pytest -q`] · 1 failed (`pytest -q`: FAILED tests/test_orders.py::test_total) ·
+      Edit ×1 [Bash `pytest -q`] (1 failed; last: `pytest -q`) ·
       assistant: "The endpoint never applies the discount: …"
     - turn_0002 · steps 1–120 of 130 (its ask stays in the active file) · tools: … · never answered: Bash `sleep 999`
     Subagents:
@@ -1090,9 +1090,8 @@ class _TurnDigest:
                 tools += f", +{len(work.calls) - 5} more tools"
             shown = "; ".join(dict.fromkeys(work.call_args[:3]))
             part = f"tools: {tools}" + (f" [{shown}]" if shown else "")
-            if work.last_failure:
-                label, error = work.last_failure
-                part += f" ({work.failed} failed; last: {label}: {error})"
+            if work.last_failure:   # (its informative line is in the window's Failed: line, once)
+                part += f" ({work.failed} failed; last: {work.last_failure[0]})"
             parts.append(part)
         if self.subagents:
             parts.append(f"subagents: {', '.join(a.name for a in self.subagents.values())}")
