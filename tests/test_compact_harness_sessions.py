@@ -336,3 +336,24 @@ def test_a_clipped_ask_is_never_cut_inside_a_path_or_an_identifier():
     assert clip_ask(ask, 200) == ("word " * 38).strip() + " …"        # the path crosses the limit: it goes whole
     assert clip_ask(ask, 150) == ("word " * 31).strip() + " …"
     assert clip_ask("word " * 39 + "parse_config_entry and more", 200) == ("word " * 39) + "parse_config_entry …"
+    # a path with a space, quoted, is not cut in two: it goes whole, or stays whole when it ends near
+    long_path = "crates/config loader/src/" + "nested/" * 12 + "parser.rs"
+    assert clip_ask(f'Fix the panic in "{long_path}" now please', 30) == 'Fix the panic in …'
+    assert clip_ask('Fix the panic in "crates/config loader/src/parser.rs" now please', 40) == \
+        'Fix the panic in "crates/config loader/src/parser.rs" …'
+    assert clip_ask("Run `cargo test -p config-loader --lib` then push it", 24) == "Run `cargo test -p config-loader --lib` …"
+
+
+def test_an_ask_is_not_clipped_to_make_room_for_the_failures_and_commands(cli, memory_dir, tmp_path):
+    """A window of long asks and failing commands with short outputs: the summary is over the
+    quarter of the window it aims at, and the asks were clipped for it (to ~260 characters) while
+    the failures stayed whole; asks are clipped only over the summary's budget."""
+    r = Rollout()
+    for n in range(4):
+        r.ask(LONG_ASK.replace("#482", f"#48{n}"))
+        r.exec(f"cargo test -p config-loader --test case_{n}", 101, f"error[E0599]: no variant named `Case{n}`")
+        r.say(f"Case {n} fails to build.")
+    r.ask("Go on.")
+    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    assert summary.count(f'user: "{LONG_ASK[:100]}') == 4
+    assert f'user: "{LONG_ASK.replace("#482", "#483")}"' in summary

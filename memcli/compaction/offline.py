@@ -20,8 +20,9 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 
 * **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (2,000) characters; a longer
   one names the trace id that expands it (``memcli get ID``). Asks are clipped below that only
-  when the summary is over its size and they take more than half of it, and never inside a word
-  (:func:`clip_ask`: a path or an identifier stays whole or goes whole). Subagent prompts and injected
+  when the summary is over its budget (not the quarter of the window it aims at) and they take
+  more than half of it, and never inside a word or a quoted span (:func:`clip_ask`: a path or an
+  identifier stays whole or goes whole). Subagent prompts and injected
   context are not asks.
 * **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
   and the writing commands of ``str_replace_editor``-style tools, ``apply_patch`` headers (also
@@ -209,7 +210,7 @@ def clip_ask(text: str, limit: int) -> str:
     """A user ask on one line: verbatim up to ``limit`` characters, to the end of the word that
     crosses it — or, when that word is long (a path, an identifier: more than 60 characters past
     the limit), up to the space before it: never cut inside a word (a single word longer than 3×
-    the limit excepted)."""
+    the limit excepted), nor inside a quoted span (``"my dir/a.py"``, a `` `command` ``)."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
@@ -218,7 +219,15 @@ def clip_ask(text: str, limit: int) -> str:
     if cut > limit + 60:
         before = text.rfind(" ", 0, limit + 1)
         cut = before if before > 0 else min(cut, limit * 3)
-    return text if cut >= len(text) else text[:cut] + " …"
+    for mark in ('"', "`"):   # a quoted span (a path with spaces, a command) is one word too
+        if text.count(mark, 0, cut) % 2:
+            end = text.find(mark, cut)
+            if 0 <= end <= limit + 60:
+                after = text.find(" ", end)
+                cut = len(text) if after < 0 else after
+            elif text.rfind(mark, 0, cut) > limit // 2:
+                cut = text.rfind(mark, 0, cut) - 1
+    return text if cut >= len(text) else text[:cut].rstrip(",;:") + " …"
 
 
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
@@ -1437,8 +1446,9 @@ class OfflineSummarizer(Summarizer):
         def asks_size() -> int:
             return sum(len(line) + 1 for line, _ in body())
 
-        # the asks are clipped only when they alone take more than half of the budget
-        while len(summary) > limit and ask_chars[0] > MIN_ASK_CHARS and asks_size() > limit // 2:
+        # the asks are clipped only when the summary is over its budget (``hard``: the size it may
+        # grow to for its asks, not the quarter it aims at) and they alone take more than half of it
+        while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
             summary = assemble()
         if len(summary) > hard and short_lines and asks_size() > hard // 2:
