@@ -157,3 +157,14 @@ def test_a_harness_budget_below_what_must_stay_is_a_measured_miss_not_a_crash(tm
     r = measure(split_session(_file(tmp_path, s.jsonl())), tmp_path)
     assert r.refused and "nothing was written" in r.refused
     assert r.memcli_tokens > r.target_tokens and r.needed > 0
+
+
+def test_a_corrupt_line_before_the_boundary_is_passed_over_not_a_crash(tmp_path):
+    from tests.bench.fidelity import measure
+    from tests.harness_fixtures import claude_session
+
+    data = claude_session(1, turns_between=3).jsonl().splitlines(keepends=True)
+    data.insert(5, b'{"type":"assistant","message":{"content":[{"type":"te\n')   # torn by a crash
+    session = split_session(_file(tmp_path, b"".join(data)))
+    r = measure(session, tmp_path)
+    assert r.needed > 0 and r.memcli_tokens > 0   # measured (the rule-built summary is tiny: a miss, said)

@@ -13,7 +13,7 @@ import pytest
 from memcli.api import Memory
 from memcli.store.harness_items import harness_item_id
 from tests.harness_fixtures import ClaudeSession, claude_session, codex_rollout
-from tests.helpers import agent_dir, read_jsonl, store_digest, synced
+from tests.helpers import agent_dir, read_jsonl, run_memcli, store_digest, synced
 
 
 def episodic(memory_dir, agent: str) -> list[dict]:
@@ -159,6 +159,11 @@ def test_a_subagents_own_compaction_is_an_item_of_the_session_marked_as_the_harn
     side = [t for t in traces(memory_dir, agent) if "sidechain" in (t.get("tags") or [])]
     assert {t["agent_id"] for t in side} == {"a77"}
     assert not any("<analysis>" in t["content"] for t in traces(memory_dir, agent))
+    # the subagent's compaction says whose it was; the session's names none
+    assert sorted(e["harness_compaction"].get("agent_id", "") for e in items) == ["", "a77"]
+    human = run_memcli("--dir", memory_dir, "memory", agent).stdout.decode()
+    assert "by the harness: claude-code compaction of subagent a77 (auto, 160,000 tokens before) of trace" in human
+    assert "by the harness: claude-code compaction (auto, 150,000 tokens before) of trace" in human
 
 
 # ------------------------------------------------------------------------------- Codex

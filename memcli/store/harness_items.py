@@ -21,6 +21,8 @@ neither)::
   the item appended alone, after its trace; its ``turn_ids`` are the turns after the agent's
   previous harness item up to the trace's own).
 * No ``compaction_id``: it is not memcli's compaction, so ``uncompact`` never takes it out.
+* A subagent's own compaction (a ``sidechain`` trace) adds ``agent_id`` to the mark: the
+  subagent it compacted, told apart from the session's.
 * ``turn_ids`` are the turns the harness compacted, where known: the turns of the traces before it
   in the same ingest since the harness's previous compaction there; when that ingest began on an
   agent that already had traces (a ``sync`` of a grown file, a hook), the turns from the one after
@@ -31,7 +33,7 @@ neither)::
 from __future__ import annotations
 
 from memcli.ids import format_turn
-from memcli.models import HARNESS_COMPACTION
+from memcli.models import HARNESS_COMPACTION, TAG_SIDECHAIN
 from memcli.store.id_index import digest
 from memcli.store.state import turn_number
 
@@ -61,7 +63,8 @@ def describe_mark(mark: dict) -> str:
     """``claude-code compaction (auto, 167,000 tokens before)`` — one line for the human views."""
     parts = [p for p in (mark.get("trigger") if isinstance(mark.get("trigger"), str) else None,
                          f"{mark['pre_tokens']:,} tokens before" if type(mark.get("pre_tokens")) is int else None) if p]
-    return f"{mark.get('harness')} compaction" + (f" ({', '.join(parts)})" if parts else "")
+    who = f" of subagent {mark['agent_id']}" if isinstance(mark.get("agent_id"), str) else ""
+    return f"{mark.get('harness')} compaction{who}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def turn_range(first: int, last: int) -> list[str]:
@@ -94,6 +97,8 @@ def item_record(event: dict, turn_ids: list) -> dict:
     mark = dict(event[FIELD])
     mark["trace_id"] = event["id"]
     mark["turn_id"] = event["turn_id"]
+    if isinstance(event.get("agent_id"), str) and TAG_SIDECHAIN in (event.get("tags") or ()):
+        mark["agent_id"] = event["agent_id"]   # a subagent's own compaction, not the session's
     return {"id": harness_item_id(event["id"]), "ts": event["ts"], "turn_ids": list(turn_ids),
             "summary": event.get("content") or "", "tags": [TAG], "salience": SALIENCE, FIELD: mark}
 

@@ -29,7 +29,9 @@ def sessions() -> list[Path]:
     out = []
     for path in sorted(CORPORA.rglob("*.jsonl")):
         data = path.read_bytes()
-        if b'"compact_boundary"' in data or b'"type":"compacted"' in data:
+        # any spelling a harness compaction leaves (split_session decides what is measurable)
+        if any(mark in data for mark in (b'"compact_boundary"', b'"isCompactSummary"', b'"compacted"',
+                                         b"This session is being continued from a previous conversation")):
             out.append(path)
     return out
 

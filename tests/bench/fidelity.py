@@ -263,7 +263,7 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
         src = Path(tmp) / f"{session.name}.jsonl"
         src.write_bytes(b"\n".join(session.before) + b"\n")
         agent = Memory(Path(tmp) / "mem").agent("s")
-        agent.ingest(src, session.fmt)
+        agent.ingest(src, session.fmt, skip_invalid=True)   # a torn or corrupt line of a real session: passed over
         harness_tokens = TokenMeter(working_counter()).text(session.summary) if summary_tokens is None else summary_tokens
         empty = Memory(Path(tmp) / "empty").agent("e")   # what a snapshot carries with no trace
         empty.ingest([{"trace_type": "user", "content": "x"}], "native")
