@@ -360,3 +360,4 @@ def test_an_ask_is_not_clipped_to_make_room_for_the_failures_and_commands(cli, m
     summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
     assert summary.count(f'user: "{LONG_ASK[:100]}') == 4
     assert f'user: "{LONG_ASK.replace("#482", "#483")}"' in summary
+    assert "URLs:" not in summary   # the ask's URL, shown in the ask, is not listed again
