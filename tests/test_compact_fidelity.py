@@ -5,6 +5,8 @@ identifiers used again after the boundary as Claude Code's own summary, and the 
 
 from __future__ import annotations
 
+import pytest
+
 from memcli.compaction.offline import command_family
 from tests.bench.fidelity import measure, split_session
 from tests.helpers import CORPORA, needs_corpora
@@ -49,3 +51,120 @@ def test_the_summary_says_a_failure_was_fixed_by_a_later_command_of_its_family(t
     assert result.summary is not None   # too small to be worth writing (never worse), but summarized
     assert "`git add build/out.js` ×1 (exit code 1 The following paths are ignored by one of your .gitignore files)" \
            " — fixed later (a later `git add` passed)" in result.summary
+
+
+# --------------------------------------------------------------- splitting sessions as real ones come
+def _file(tmp_path, data: bytes, name: str = "s"):
+    path = tmp_path / f"{name}.jsonl"
+    path.write_bytes(data)
+    return path
+
+
+def test_a_session_compacted_three_times_is_split_at_the_first_and_its_span_ends_at_the_second(tmp_path):
+    from tests.bench.fidelity import compactions, needed_later
+    from tests.harness_fixtures import claude_session
+
+    s = claude_session(3, manual=(1,))
+    s.lines[0]["message"]["content"] += " (the plan is in docs/plan_v2.md)"
+    summaries = [line for line in s.lines if line.get("isCompactSummary")]
+    summaries[1]["message"]["content"] += " Plan: docs/plan_v2.md."   # the harness repeats it; no one uses it
+    data = s.jsonl()
+    every = compactions(_file(tmp_path, data))
+    assert [c.summary.rsplit("\n", 1)[-1][:9] for c in every] == ["Summary 0", "Summary 1", "Summary 2"]
+    session = split_session(_file(tmp_path, data))
+    assert session.summary == every[0].summary and session.last_ask.startswith("Make module_1 ")
+    lines = data.splitlines()
+    first, second = [n for n, line in enumerate(lines) if b'"compact_boundary"' in line][:2]
+    assert session.before == lines[:first]
+    assert session.after == lines[first + 2:second]   # up to the next boundary: no later summary is "use"
+    assert not any(b"isCompactSummary" in line for line in session.after)
+    assert "docs/plan_v2.md" not in needed_later(session) and "KeyError" in needed_later(session)
+    # the second compaction's own span ends where the third begins
+    assert every[1].after[-1] == lines[[n for n, line in enumerate(lines) if b'"compact_boundary"' in line][2] - 1]
+
+
+def test_codex_sessions_split_at_the_first_readable_compaction(tmp_path):
+    from tests.harness_fixtures import codex_rollout
+
+    r = codex_rollout(3, remote=(0,))
+    path = _file(tmp_path, r.jsonl())
+    session = split_session(path)
+    assert (session.fmt, session.summary, session.last_ask) == (
+        "codex", "Summary 1: modules 0..3 read their config.", "Make module_3 read CONFIG_3")
+    remote = split_session(path, redacted=True)   # the remote one first: memcli measured alone
+    lines = r.jsonl().splitlines()
+    first, second = [n for n, line in enumerate(lines) if line.startswith(b'{"timestamp"') and b'"compacted"' in line][:2]
+    assert (remote.summary, remote.last_ask) == ("", "Make module_1 read CONFIG_1")
+    assert (remote.before, remote.after) == (lines[:first], lines[first + 1:second])
+
+
+@pytest.mark.parametrize("shape", ["boundary, no summary", "boundary last", "summary, no boundary", "summary opens",
+                                   "bare-string messages", "odd codex payloads"])
+def test_boundaries_without_summaries_and_summaries_without_boundaries_never_crash(tmp_path, shape):
+    from tests.harness_fixtures import ClaudeSession
+
+    s = ClaudeSession()
+    if shape != "summary opens":
+        s.ask("first ask about src/app.py")
+        s.work(0)
+    if shape in ("boundary, no summary", "boundary last"):
+        s.boundary()
+    if shape.startswith("summary"):
+        s.summary("Summary: src/pkg_0/module_0.py reads CONFIG_0.")
+    if shape != "boundary last":
+        s.ask("second ask")
+        s.work(0)
+    data = s.jsonl()
+    if shape == "bare-string messages":
+        data += (b'{"type":"system","subtype":"compact_boundary"}\n'
+                 b'{"type":"user","isCompactSummary":true,"message":"a bare summary"}\n'
+                 b'{"type":"user","message":{"content":"after"}}\n{"type":"user","message":null}\n[1, 2]\nnot json\n')
+    if shape == "odd codex payloads":
+        data = (b'{"type":"compacted","payload":{"message":null}}\n{"type":"compacted","payload":"x"}\n'
+                b'{"type":"response_item","payload":{"type":"message","role":"user","content":"hi"}}\n'
+                b'{"type":"compacted","payload":{"message":["not", "text"]}}\n'
+                b'{"type":"event_msg","payload":{"type":"user_message","message":null}}\n')
+    path = _file(tmp_path, data)
+    session = split_session(path)
+    redacted = split_session(path, redacted=True)
+    if shape == "summary, no boundary":   # a 1.x or resumed summary: split at the summary itself
+        lines = data.splitlines()
+        at = next(n for n, line in enumerate(lines) if b"isCompactSummary" in line)
+        assert (session.before, session.after) == (lines[:at], lines[at + 1:])
+        assert session.last_ask == "first ask about src/app.py"
+    elif shape == "bare-string messages":
+        assert session.summary == "a bare summary" and session.after[0] == b'{"type":"user","message":{"content":"after"}}'
+    elif shape == "odd codex payloads":
+        assert session is None and (redacted.summary, redacted.last_ask) == ("", "")
+    else:   # a boundary whose summary never came stands for nothing: nothing to measure
+        assert session is None and redacted is None
+
+
+def test_a_harness_budget_below_what_must_stay_is_a_measured_miss_not_a_crash(tmp_path):
+    """A harness summary so short that memcli cannot get down to its size (what stays, and the
+    files and failures its summary always names, are larger): the figures say so, and the
+    benchmark goes on to the next session."""
+    from tests.bench.fidelity import measure
+    from tests.harness_fixtures import ClaudeSession
+
+    s = ClaudeSession()
+    s.ask("Explain src/big_module.py and then fix parse_header")
+    s.work(0)
+    s.tool("Read", {"file_path": "/home/me/proj/src/big_module.py"},
+           "\n".join(f"def parse_header_{n}(raw): return raw[{n}:]" for n in range(1500)))
+    s.compact("Summary: read src/big_module.py; parse_header next.")
+    s.ask("now fix parse_header in src/big_module.py")
+    r = measure(split_session(_file(tmp_path, s.jsonl())), tmp_path)
+    assert r.refused and "nothing was written" in r.refused
+    assert r.memcli_tokens > r.target_tokens and r.needed > 0
+
+
+def test_a_corrupt_line_before_the_boundary_is_passed_over_not_a_crash(tmp_path):
+    from tests.bench.fidelity import measure
+    from tests.harness_fixtures import claude_session
+
+    data = claude_session(1, turns_between=3).jsonl().splitlines(keepends=True)
+    data.insert(5, b'{"type":"assistant","message":{"content":[{"type":"te\n')   # torn by a crash
+    session = split_session(_file(tmp_path, b"".join(data)))
+    r = measure(session, tmp_path)
+    assert r.needed > 0 and r.memcli_tokens > 0   # measured (the rule-built summary is tiny: a miss, said)

@@ -163,10 +163,11 @@ def test_compact_summary_meta_and_harness_lines_are_context(memory_dir, tmp_path
         ("user", "turn_0001", 1, (), "first ask"),
         ("user", "turn_0001", 2, ("compact_summary",), "This session is being continued from a previous conversation..."),
         ("user", "turn_0001", 3, ("context",), lines[3]["message"]["content"]),
-        ("user", "turn_0002", 1, (), "<command-name>/compact</command-name>"),
-        ("user", "turn_0002", 2, ("context",), "<local-command-stdout>Compacted</local-command-stdout>"),
-        ("user", "turn_0002", 3, ("context",), "[Request interrupted by user]"),
-        ("assistant", "turn_0002", 4, ("api_error",), "API Error: overloaded"),
+        # the /compact command of a manual compaction asked the harness, not the agent: no turn
+        ("user", "turn_0001", 4, ("context",), "<command-name>/compact</command-name>"),
+        ("user", "turn_0001", 5, ("context",), "<local-command-stdout>Compacted</local-command-stdout>"),
+        ("user", "turn_0001", 6, ("context",), "[Request interrupted by user]"),
+        ("assistant", "turn_0001", 7, ("api_error",), "API Error: overloaded"),
     ]
     # the harness's own compaction is marked as such, with what its boundary said
     marked = [(t.id, t.extra.get("harness_compaction")) for t in traces(memory_dir, "a") if t.extra.get("harness_compaction")]

@@ -272,7 +272,29 @@ RUNNER_OUTPUTS = [
     ("FAIL src/cart.test.ts\n  ● Cart › adds item\n\n    TypeError: cart.add is not a function",
      "● Cart › adds item — TypeError: cart.add is not a function"),
     ("test parse::tests::roundtrip ... FAILED\n\nfailures:\nthread 'main' panicked at src/lib.rs:3:5:\n"
-     "assertion `left == right` failed", "test parse::tests::roundtrip ... FAILED — assertion `left == right` failed"),
+     "assertion `left == right` failed", "test parse::tests::roundtrip ... FAILED — panicked at src/lib.rs:3:5: assertion "
+     "`left == right` failed"),
+    # colour codes around rustc's error (the code, not the "could not compile" summary after it)
+    ("\x1b[1m\x1b[32m   Compiling\x1b[0m cfg v0.3.1\n\x1b[0m\x1b[1m\x1b[38;5;9merror[E0599]\x1b[0m\x1b[1m: no variant "
+     "named `EmptyKey` found for enum `ConfigError`\x1b[0m\n  --> src/parser.rs:88:58\nwarning: unused import: `std::fmt`\n"
+     "error: could not compile `cfg` (lib) due to 1 previous error",
+     "error[E0599]: no variant named `EmptyKey` found for enum `ConfigError`"),
+    # a failing test whose reason came before it: pytest's collection error, go's build error
+    ("____ ERROR collecting tests/test_api.py ____\nE   ImportError: cannot import name 'OrderTotal' from 'app.api'\n"
+     "===== short test summary info =====\nERROR tests/test_api.py\n!!!!! Interrupted: 1 error during collection !!!!!",
+     "ERROR tests/test_api.py — E   ImportError: cannot import name 'OrderTotal' from 'app.api'"),
+    ("# example.com/cfgcheck\n./check.go:21:9: undefined: ErrEmptyKey\nFAIL\texample.com/cfgcheck [build failed]\nFAIL",
+     "FAIL\texample.com/cfgcheck [build failed] — ./check.go:21:9: undefined: ErrEmptyKey"),
+    # Maven: its [ERROR] line that says where, not [INFO] BUILD FAILURE nor the goal that failed
+    ("[INFO] BUILD FAILURE\n[ERROR] Failed to execute goal maven-compiler-plugin:3.11.0:compile on project shop: "
+     "Compilation failure\n[ERROR] /repo/src/shop/Cart.java:[42,17] cannot find symbol\n[ERROR] -> [Help 1]",
+     "/repo/src/shop/Cart.java:[42,17] cannot find symbol"),
+    # a linter's located finding over its count
+    ("app/orders.py:12:89: E501 Line too long (96 > 88)\nFound 1 error.", "app/orders.py:12:89: E501 Line too long (96 > 88)"),
+    # the harness's own lines around the output (Gemini CLI, Codex): not the informative line
+    ("Command: cargo build\nDirectory: (root)\nOutput: error[E0425]: cannot find value `cfg` in this scope\n"
+     "Error: (none)\nExit Code: 101\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242",
+     "error[E0425]: cannot find value `cfg` in this scope"),
     ("src/app.ts:3:5 - error TS2322: Type 'string' is not assignable to type 'number'.",
      "src/app.ts:3:5 - error TS2322: Type 'string' is not assignable to type 'number'."),
     ("main.c:3:1: error: expected ';' before '}' token", "main.c:3:1: error: expected ';' before '}' token"),

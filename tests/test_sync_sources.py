@@ -107,14 +107,15 @@ def test_claude_code_subagent_files_join_the_session_as_sidechains(tmp_path):
             cc_result(s, n + 2, f"toolu_{agent}", "contents", sidechain=True, agent=agent),
             cc_assistant(s, n + 3, f"report from {agent}", sidechain=True, agent=agent),
         ])
-    # Claude Code's own compaction runs as a subagent too; its file has no agentId in its lines
+    # Claude Code's own compaction request is written like a subagent; it is not one (the
+    # conversation sent again and the summary the session holds): not read
     write_lines(project / s / "subagents" / "agent-acompact-1a2b.jsonl", [
         {**cc_user(s, 60, "summarize the conversation"), "isSidechain": True}])
     report = memcli.Memory(mem).sync(home=home)
-    assert [(r.agent, r.status, r.events) for r in report.sessions] == [(f"claude-code.app.{s}", "new", 4 + 1 + 8 + 1)]
+    assert [(r.agent, r.status, r.events) for r in report.sessions] == [(f"claude-code.app.{s}", "new", 4 + 1 + 8)]
     traces = agent_traces(mem, f"claude-code.app.{s}")
     side = [t for t in traces if "sidechain" in (t.get("tags") or [])]
-    assert {t["agent_id"] for t in side} == {"a1b2c3d", "e4f5a6b", "acompact-1a2b"}
+    assert {t["agent_id"] for t in side} == {"a1b2c3d", "e4f5a6b"}
     assert [t["content"] for t in side if t["trace_type"] == "assistant"] == ["report from a1b2c3d", "report from e4f5a6b"]
     # a subagent that goes on later is read on from where it stopped
     write_lines(project / s / "subagents" / "agent-e4f5a6b.jsonl", [

@@ -4,7 +4,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 
     37 turns (turn_0001–turn_0037), 2026-03-02 08:41 → 09:30 UTC: 184 traces, 61 tool calls, 9 failed.
     - turn_0001 · user: "The order total endpoint returns 100.0 for order 1042 …" (full: t-1-u) · tools: Bash ×3,
-      Edit ×1 [Bash `pytest -q`] · 1 failed (`pytest -q`: FAILED tests/test_orders.py::test_total) ·
+      Edit ×1 [Bash `pytest -q`] (1 failed; last: `pytest -q`) ·
       assistant: "The endpoint never applies the discount: …"
     - turn_0002 · steps 1–120 of 130 (its ask stays in the active file) · tools: … · never answered: Bash `sleep 999`
     Subagents:
@@ -18,8 +18,11 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
     URLs: https://help.acme.example/returns
     Vocabulary (most used lately first): OrderTotal, DISCOUNT_RATE, orders.apply_discount, …
 
-* **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (200) characters; a longer
-  one names the trace id that expands it (``memcli get ID``). Subagent prompts and injected
+* **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (2,000) characters; a longer
+  one names the trace id that expands it (``memcli get ID``). Asks are clipped below that only
+  when the summary is over its budget (not the quarter of the window it aims at) and they take
+  more than half of it, and never inside a word or a quoted span (:func:`clip_ask`: a path or an
+  identifier stays whole or goes whole). Subagent prompts and injected
   context are not asks.
 * **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
   and the writing commands of ``str_replace_editor``-style tools, ``apply_patch`` headers (also
@@ -27,9 +30,15 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   all of them, newest first, each with what its edits touched (:func:`changed_names`: the names
   they define, then the identifiers their new text brings in — a key, an env var, a call), each
   name once.
-* **Failures** by their informative line: the failing test (``FAILED …``), the exception's last
-  line, an ``error:`` line — never a warning (``npm warn …``, ``DeprecationWarning``) — after the
-  exit status; the unresolved ones first, newest first; "passed later" (the same command),
+* **Failures** by their informative line: the failing test (``FAILED …``, with the message
+  printed after it or, when none, the error printed before it), a Rust panic's message, the
+  exception's last line, an ``error:`` line (the first that says where, over a summary line) —
+  never a warning (``npm warn …``, ``DeprecationWarning``), a colour code, a log level, the
+  harness's own lines around an output — after the exit status. A result is a failure when the
+  importer says so, when its object has a non-zero exit code, or when the harness wrote one into
+  its text (Codex ``Exit code: 1`` / ``Process exited with code 1``, Copilot CLI ``<exited with
+  exit code 1>``, Gemini CLI ``Exit Code: 1``: :func:`stated_exit`). The unresolved ones first,
+  newest first; "passed later" (the same command),
   "fixed later" (a later command of the same *family*, :func:`command_family`) or "still failing".
 * Each turn's **final assistant message**, up to ``REPLY_CHARS`` (600) characters, and the
   agent's **latest notes** before it (its status and next-step lines, ``NOTES_KEPT``, each once).
@@ -39,8 +48,10 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   that moves is not an ask: its turn line points at it by trace id with the harness's mark, and
   its names join the vocabulary (it is what the agent worked from).
 * **Calls never answered** (abandoned calls that moved with their step), by tool and argument.
+* **URLs** the window used that no other line of the summary shows (an ask's, a PR's).
 * **Commands that matter** with their latest outcome, one per command family, newest first
-  (:func:`outcome_line`: test counts, a commit, a push, a PR/issue URL, a finished build); a
+  (:func:`outcome_line`: the runner's last line of test counts, a commit, a push, a PR/issue
+  URL, a finished build); a
   family whose latest run failed is under the failures instead.
 * The latest **todo list / plan** (``TodoWrite``, ``update_plan`` …) in full.
 * **Vocabulary**: the window's identifiers the summary does not show yet, most needed first
@@ -93,7 +104,7 @@ HEAD_TURNS = 10
 MAX_CHARS = 12_000
 MIN_CHARS = 300           # the cap is a quarter of the window's text, within [MIN_CHARS, MAX_CHARS]
 HARD_MAX_CHARS = 19_000   # asks and aggregates may push past MAX_CHARS, never past this
-ASK_CHARS = 200
+ASK_CHARS = 2_000
 MIN_ASK_CHARS = 40
 REPLY_CHARS = 600
 SHORT_REPLY_CHARS = 200   # a turn line shrunk to fit
@@ -116,9 +127,9 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _WRITE_TOOL = re.compile(r"(?:^|[_\-.])(?:edit|write|create|patch|apply_patch|str_replace|replace|insert|"
                          r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])|"
                          r"^(?:Edit|Write|MultiEdit|NotebookEdit|apply_patch)$", re.IGNORECASE)
-_EDITOR_COMMANDS = {"view", "create", "str_replace", "insert", "undo_edit", "delete", "rename"}
-_EDITOR_WRITES = {"create", "str_replace", "insert", "undo_edit", "delete", "rename"}
-_PATH_KEYS = ("path", "file_path", "filepath", "file", "filename", "target_file", "notebook_path", "dest",
+_EDITOR_COMMANDS = {"view", "create", "write", "str_replace", "insert", "undo_edit", "delete", "rename"}
+_EDITOR_WRITES = {"create", "write", "str_replace", "insert", "undo_edit", "delete", "rename"}   # (Goose: write)
+_PATH_KEYS = ("path", "file_path", "filepath", "filePath", "file", "filename", "target_file", "notebook_path", "dest",
               "destination")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 _COMMAND_KEYS = ("command", "cmd", "commands", "script")
@@ -144,10 +155,20 @@ _ERRORISH = re.compile(r"\b(?:error|errors|failed|failure|cannot|can't|could not
                        r"unexpected|mismatch|expected)\b", re.IGNORECASE)
 # ``file:line: message`` (a test runner's own words on why it failed), not a bare location
 _LOCATED_MESSAGE = re.compile(r"^\S+:\d+(?::\d+)?:\s+\S")
-# progress banners of build tools and shells: never the informative line
-_BANNER = re.compile(r"^(?:==>|>|\$ |\+ |#|[│├└┌─^~|=*\-]+$|(?:Compiling|Building|Built|Generated|Running|Downloading|"
+# progress banners of build tools and shells (and pytest's ``=== … ===`` / ``!!! … !!!`` frames,
+# cargo's ``---- x stdout ----``): never the informative line
+_BANNER = re.compile(r"^(?:==>|>|\$ |\+ |#|[│├└┌─^~|=*\-]+$|(?:={3,}|!{3,}|_{3,}|-{4,})\s|(?:Compiling|Building|Built|Generated|Running|Downloading|"
                      r"Installing|Installed|Resolving|Fetching|Collecting|Checking|Getting|Finished|Starting|"
                      r"Using|Loading|Requirement already|Successfully|Creating|Updating|Preparing)\b)")
+# colour and cursor codes of a terminal (ANSI CSI sequences): not text
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# a log level in front of a line: ``[ERROR] x`` says x (Maven); ``[INFO] …`` says nothing went wrong
+_LOG_LEVEL = re.compile(r"^\[(?:ERROR|FATAL|SEVERE)\]\s+")
+_NOT_AN_ERROR = re.compile(r"^\[(?:INFO|DEBUG|TRACE)\]")
+# a Rust panic (its message on the line after, since Rust 1.73)
+_PANIC = re.compile(r"^thread '[^']*' panicked at ")
+# where in a file: ``x.py:12``, ``x.ts(14,7)``, ``Cart.java:[42,17]``
+_LOCATION = re.compile(r"\w\.\w+(?::\d+|\(\d+,\d+\)|:\[\d+,\d+\])")
 # the project's vocabulary: paths, dotted names, CamelCase, snake_case, camelCase, ENV_VARS, ids with digits
 _VOCAB = re.compile(   # each alternative starts only where its run starts (linear time, no backtracking)
     r"(?<![\w.@/~-])(?:~?/|\.{1,2}/)?(?:[\w.@-]++/)+[\w.@-]*\w"
@@ -187,15 +208,27 @@ def clip(text: str, limit: int) -> str:
 
 
 def clip_ask(text: str, limit: int) -> str:
-    """A user ask on one line: verbatim up to ``limit`` characters — at least ``limit`` are kept
-    (to the end of the word that crosses it), so the ask's first ``limit`` characters survive."""
+    """A user ask on one line: verbatim up to ``limit`` characters, to the end of the word that
+    crosses it — or, when that word is long (a path, an identifier: more than 60 characters past
+    the limit), up to the space before it: never cut inside a word (a single word longer than 3×
+    the limit excepted), nor inside a quoted span (``"my dir/a.py"``, a `` `command` ``)."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
     cut = text.find(" ", limit)
-    if cut < 0 or cut > limit + 30:
-        cut = limit
-    return text[:cut] + " …"
+    cut = len(text) if cut < 0 else cut
+    if cut > limit + 60:
+        before = text.rfind(" ", 0, limit + 1)
+        cut = before if before > 0 else min(cut, limit * 3)
+    for mark in ('"', "`"):   # a quoted span (a path with spaces, a command) is one word too
+        if text.count(mark, 0, cut) % 2:
+            end = text.find(mark, cut)
+            if 0 <= end <= limit + 60:
+                after = text.find(" ", end)
+                cut = len(text) if after < 0 else after
+            elif text.rfind(mark, 0, cut) > limit // 2:
+                cut = text.rfind(mark, 0, cut) - 1
+    return text if cut >= len(text) else text[:cut].rstrip(",;:") + " …"
 
 
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
@@ -247,7 +280,7 @@ def _writes_by_name(tool_name: str) -> bool:
     return _WRITE_TOOL.search(tool_name) is not None
 
 
-_PATCH_KEYS = ("input", "patch", "content", "diff", *_COMMAND_KEYS)
+_PATCH_KEYS = ("input", "patch", "patchText", "content", "diff", *_COMMAND_KEYS)
 
 
 def written_paths(tool_name: str | None, args) -> list[str]:
@@ -327,8 +360,9 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
             out.setdefault(m.group(1).strip(), []).extend(_touched([body], added, removed))
         return out
     texts = [args.get(k) for k in ("new_string", "old_string", "content", "new_str", "old_str", "file_text", "text",
-                                   "source", "new_source")]
-    pairs = [(args.get(new), args.get(old)) for new, old in (("new_string", "old_string"), ("new_str", "old_str"))]
+                                   "source", "new_source", "newString", "oldString", "contents", "code_edit")]
+    pairs = [(args.get(new), args.get(old)) for new, old in (("new_string", "old_string"), ("new_str", "old_str"),
+                                                             ("newString", "oldString"))]
     edits = args.get("edits")
     if isinstance(edits, list):
         texts.extend(e.get(k) for e in edits if isinstance(e, dict) for k in ("new_string", "old_string"))
@@ -374,8 +408,46 @@ def todo_lines(args) -> list[str]:
     return out
 
 
+# the exit status a harness writes around a command's output: first (Codex ``Exit code: 1`` /
+# ``Process exited with code 1`` after ``Chunk ID``/``Wall time`` lines) or last (Copilot CLI
+# ``<exited with exit code 1>``, Gemini CLI ``Exit Code: 1`` before its Signal/PIDs lines)
+_EXIT_HEAD = re.compile(r"\A(?:(?:Chunk ID|Wall time|Command|Directory): [^\n]*\n){0,3}"
+                        r"(?:Exit code:? |Process exited with code )(-?\d+)[ \t]*$", re.MULTILINE)
+_EXIT_TAIL = re.compile(r"^(?:<exited with exit code (-?\d+)>|Exit Code: (-?\d+))[ \t]*$", re.MULTILINE)
+# the harness's own lines around an output (the exit status, times, ids, empty fields): not output
+_WRAPPER_LINE = re.compile(r"^(?:(?:Chunk ID|Wall time|Original token count|Background PIDs|Process Group PGID|"
+                           r"Directory): .*|(?:Error|Signal|Exit Code): \(none\)|Output:|<exited with exit code -?\d+>|"
+                           r"Process exited with code -?\d+|Exit [Cc]ode:? -?\d+)$")
+
+
+def stated_exit(text: str) -> int | None:
+    """The exit status a harness wrote into a command's output text (see :data:`_EXIT_HEAD`,
+    :data:`_EXIT_TAIL`), None when it states none."""
+    m = _EXIT_HEAD.match(text[:300])
+    if m:
+        return int(m.group(1))
+    tail = text[-300:]
+    if "xit" not in tail:
+        return None
+    found = _EXIT_TAIL.findall(tail)
+    return int(found[-1][0] or found[-1][1]) if found else None
+
+
+def _output_text(result) -> str | None:
+    """A command's output as a string: the result itself, or its ``output``/``stdout``/``content``."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, dict):
+        for key in ("output", "stdout", "content"):
+            if isinstance(result.get(key), str):
+                return result[key]
+    return None
+
+
 def _result_failed(trace) -> tuple[bool, str]:
-    """(failed, error text) of a tool result: a ``tool_error``, or an exit code other than 0."""
+    """(failed, error text) of a tool result: a ``tool_error``, an exit code other than 0 (a
+    result's field, the ``exit_code`` an importer kept, or the status the harness wrote into the
+    output: :func:`stated_exit`)."""
     if trace.tool_error:
         return True, trace.tool_error
     result = trace.tool_result
@@ -387,6 +459,13 @@ def _result_failed(trace) -> tuple[bool, str]:
                 return True, f"exit code {code}" + (f"\n{_json_text(text)}" if text else "")
         if result.get("is_error") is True or result.get("success") is False:
             return True, _json_text(result.get("error") or result.get("message") or result)
+    text = _output_text(result)
+    extra = getattr(trace, "extra", None)
+    code = extra.get("exit_code") if extra else None
+    if not (isinstance(code, int) and not isinstance(code, bool)):
+        code = stated_exit(text) if text else None
+    if code:
+        return True, f"exit code {code}" + (f"\n{text}" if text else "")
     return False, ""
 
 
@@ -395,8 +474,12 @@ def informative_line(text: str) -> str:
     (with the message that follows it, when the line does not carry one), else the exception's last
     message, else the first error line, else the first line that says something failed; never a
     warning, a progress banner (``==> dep``, ``Compiling …``, ``> build``) or the exit status."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    useful = [line for line in lines if not _WARNING.match(line)]
+    lines = [line[8:] if line.startswith("Output: ") else line for line in lines if not _WRAPPER_LINE.match(line)] \
+        or lines
+    useful = [_LOG_LEVEL.sub("", line) for line in lines if not _WARNING.match(line) and not _NOT_AN_ERROR.match(line)]
     if not useful:
         return lines[0] if lines else text.strip()
     first_test = None
@@ -406,27 +489,48 @@ def informative_line(text: str) -> str:
         rest = _FAILING_TEST.sub("", line, count=1)
         if " - " in rest or ": " in rest:               # pytest's ``FAILED x - AssertionError: …``
             return line
-        first_test = first_test or line
         block = list(itertools.takewhile(lambda after: not _FAILING_TEST.match(after), useful[at + 1:at + 12]))
-        for after in block:
+        for n, after in enumerate(block):
+            if _PANIC.match(after):                     # Rust: the message is on the panic's next line
+                return f"{line} — {_panic(after, block[n + 1:n + 2])}"
             if _EXCEPTION.match(after) or _ERROR_LINE.match(after):
                 return f"{line} — {after}"
         for after in block[:5]:                         # else the runner's own words on why (go, jest)
             if _LOCATED_MESSAGE.match(after) or (_ERRORISH.search(after) and not _BANNER.match(after)):
                 return f"{line} — {after}"
+        if first_test is None:                          # else what the runner printed before it (pytest's
+            first_test = line                           # collection errors, go's build errors)
+            before = [b for b in useful[max(0, at - 40):at] if not _FAILING_TEST.match(b)
+                      and (_EXCEPTION.match(b) or _ERROR_LINE.match(b) or _LOCATED_MESSAGE.match(b))
+                      and not b.startswith("Traceback")]
+            if before:
+                first_test = f"{line} — {before[-1]}"
     if first_test:
         return first_test
+    for n, line in enumerate(useful):
+        if _PANIC.match(line):
+            return _panic(line, useful[n + 1:n + 2])
     exceptions = [line for line in useful if _EXCEPTION.match(line)]
     if exceptions:
         return exceptions[-1]
-    for line in useful:
-        if _ERROR_LINE.match(line) and not line.startswith("Traceback"):
-            return line
+    errors = [line for line in useful if _ERROR_LINE.match(line) and not line.startswith("Traceback")]
+    if errors:   # the first, or the first that says where (a compiler's file:line over its summary)
+        return next((line for line in errors if _LOCATION.search(line)), errors[0])
     quiet = [line for line in useful if not _EXIT_LINE.match(line) and not _BANNER.match(line)]
-    for line in quiet:
-        if _ERRORISH.search(line):
-            return line
+    located = [line for line in quiet if _LOCATION.search(line)]
+    for line in (*(line for line in located if _ERRORISH.search(line)), *(line for line in located if
+                 _LOCATED_MESSAGE.match(line)), *(line for line in quiet if _ERRORISH.search(line))):
+        return line
     return quiet[0] if quiet else useful[0]
+
+
+def _panic(line: str, after: list[str]) -> str:
+    """A Rust panic as ``panicked at LOCATION: message`` (the message from the line after, when
+    the panic's line ends at its location)."""
+    said = line.split(" panicked at ", 1)[1]
+    if said.endswith(":") and after:
+        said = f"{said} {after[0]}"
+    return f"panicked at {said}"
 
 
 def error_brief(text: str) -> str:
@@ -946,6 +1050,12 @@ class _TurnDigest:
             if not self.subagents:
                 self.subagents = {}
             agent = self.subagents[name] = _Subagent(f"agent {name}" if name != "subagent" else name, self.turn_id)
+            started = self.main.open.get(name)   # named by the call that started it (Copilot CLI)
+            if started:
+                args = started[-1].tool_args
+                task = next((args[k] for k in ("prompt", "description", "task") if isinstance(args, dict)
+                             and isinstance(args.get(k), str) and args[k].strip()), "")
+                agent.task = task
         kind = t.trace_type
         if kind == "user" and t.content.strip() and not agent.task:
             agent.task = t.content
@@ -981,9 +1091,8 @@ class _TurnDigest:
                 tools += f", +{len(work.calls) - 5} more tools"
             shown = "; ".join(dict.fromkeys(work.call_args[:3]))
             part = f"tools: {tools}" + (f" [{shown}]" if shown else "")
-            if work.last_failure:
-                label, error = work.last_failure
-                part += f" ({work.failed} failed; last: {label}: {error})"
+            if work.last_failure:   # (its informative line is in the window's Failed: line, once)
+                part += f" ({work.failed} failed; last: {work.last_failure[0]})"
             parts.append(part)
         if self.subagents:
             parts.append(f"subagents: {', '.join(a.name for a in self.subagents.values())}")
@@ -1022,7 +1131,7 @@ def turn_digest(turn) -> _TurnDigest:
 
 def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None) -> str:
     """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it)."""
-    parts = [f"- {turn_id}"]
+    parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
         parts.append(f"{'user' if n == 0 else 'then user'}: \"{clip_ask(text, ask_chars)}\"")
     if note:
@@ -1337,8 +1446,9 @@ class OfflineSummarizer(Summarizer):
         def asks_size() -> int:
             return sum(len(line) + 1 for line, _ in body())
 
-        # the asks are clipped only when they alone take more than half of the budget
-        while len(summary) > limit and ask_chars[0] > MIN_ASK_CHARS and asks_size() > limit // 2:
+        # the asks are clipped only when the summary is over its budget (``hard``: the size it may
+        # grow to for its asks, not the quarter it aims at) and they alone take more than half of it
+        while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
             summary = assemble()
         if len(summary) > hard and short_lines and asks_size() > hard // 2:
@@ -1366,6 +1476,8 @@ class OfflineSummarizer(Summarizer):
             summary = _squeeze(header, body(), ranked_footer, hard,
                                lambda k: files_line(newest_first, window.changes, k))
             size = hard
+        if urls:
+            summary = _urls_once(summary)
         if size - len(summary) > 40:   # the room left goes to the identifiers needed later
             extra = vocabulary(window.vocab, n_traces, summary, size - len(summary) - 1)
             if extra:
@@ -1428,11 +1540,12 @@ def notes_line(notes: list[str]) -> str:
 
 
 _OUTCOMES = tuple(re.compile(p, re.MULTILINE) for p in (   # in order of preference
-    r"^.*(?<![\w.])\d{1,5} (?:passed|failed|tests?|examples?|failures?|errors?|skipped|specs?)(?![\w/.]).*$",
+    r"^.*(?<![\w.])\d{1,5} (?:passed|failed|tests?|examples?|failures?|errors?|skipped|specs?)(?![\w/.]).*$"
+    r"|^.*\bTests run: \d+, Failures: \d+.*$|^ok\s+\S+\s+(?:\d+(?:\.\d+)?m?s|\(cached\)).*$",   # tests (Maven, go)
     r"^\[[^\]\s]+(?: \([^)]*\))? [0-9a-f]{7,40}\] .*$",                                   # git commit
     r"^\s*(?:\+ )?[0-9a-f]{7,40}\.\.\.?[0-9a-f]{7,40}\s+\S+ -> \S+.*$",                     # git push
     r"https?://\S+/(?:pull|merge_requests|issues)/\d+",                                        # PR / issue
-    r"^.*\b(?:Successfully|Compiled|Built|Deployed)\b.*$"))                                  # builds
+    r"^.*\b(?:Successfully|Compiled|Built|Deployed|BUILD SUCCESS(?:FUL)?)\b.*$"))                                  # builds
 
 
 _ANY_OUTCOME = re.compile("|".join(f"(?:{p.pattern})" for p in _OUTCOMES), re.MULTILINE)
@@ -1450,11 +1563,20 @@ def outcome_line(result) -> str:
     return _outcome_of(text)
 
 
+_RESULT_COUNTS = re.compile(r"(?<![\w.])[1-9]\d{0,4} (?:passed|failed|failures?|errors?)(?![\w/.])")
+
+
 @lru_cache(maxsize=1024)   # outputs repeat (the same test run, the same status)
 def _outcome_of(text: str) -> str:
     if _ANY_OUTCOME.search(text) is None:   # one scan for the output that says nothing
         return ""
-    for pattern in _OUTCOMES:
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    counts = [m.group(0) for m in _OUTCOMES[0].finditer(text)]
+    if counts:   # a runner's result line comes last (``running 13 tests`` … ``test result: ok. 13 passed``)
+        told = [line for line in counts if _RESULT_COUNTS.search(line)]
+        return clip((told or counts)[-1].strip(" =-"), 120)
+    for pattern in _OUTCOMES[1:]:
         m = pattern.search(text)
         if m:
             return clip(m.group(0).strip(" =-"), 120)
@@ -1467,6 +1589,24 @@ def commands_line(outcomes: dict, families: dict) -> str:
     shown = [f"`{clip(cmd, 80)}`: {line}" for family, (cmd, line) in reversed(list(outcomes.items()))
              if not families.get(family)][:MAX_LISTED]
     return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
+
+
+def _urls_once(summary: str) -> str:
+    """``summary`` without the entries of its ``URLs:`` line that another line shows already (an
+    ask, a PR a command opened), and without the line when none is left."""
+    at = summary.find("\nURLs: ")
+    if at < 0:
+        return summary
+    end = summary.find("\n", at + 1)
+    end = len(summary) if end < 0 else end
+    rest = summary[:at] + summary[end:]
+    entries = summary[at + 7:end].split(", ")
+    more = entries.pop() if entries[-1].startswith("+") and entries[-1].endswith(" more") else None
+    kept = [url for url in entries if re.search(re.escape(url) + r"(?![^\s\"'<>()\[\]{}`\\])", rest) is None]
+    if len(kept) == len(entries):
+        return summary
+    line = ", ".join(kept + ([more] if more else []))
+    return summary[:at] + (f"\nURLs: {line}" if line else "") + summary[end:]
 
 
 def _briefs(briefs: list[str]) -> str:

@@ -2,7 +2,8 @@
 
 ``input_budget = max_context_tokens - reserved_output_tokens - safety_margin``; compaction is
 due when the prompt size exceeds ``trigger_ratio`` × ``input_budget``. The prompt size is the
-latest provider-reported ``usage.prompt_tokens`` (on the newest assistant trace that has one),
+latest provider-reported ``usage.prompt_tokens`` (on the newest assistant trace that has one; not
+after a harness compaction, see :func:`latest_prompt_tokens`),
 else the working snapshot's token count (:func:`memcli.snapshot.assemble.working_tokens`, the
 one count ``stats``, ``snapshot`` and ``compact`` share). Context sizes come from
 :func:`memcli.tokens.context_window` (LiteLLM's model map, else the flag, else 200,000).
@@ -56,7 +57,10 @@ def latest_prompt_tokens(store: AgentStore) -> int | None:
     """``usage.prompt_tokens`` of the newest active assistant (or tool_call) trace that reports one, read from
     the end of the active file. Usage reported before the last compaction is ignored: it measured
     a prompt that compaction has since shrunk (see ``active_after_commit`` in
-    :mod:`memcli.compaction.breaker`)."""
+    :mod:`memcli.compaction.breaker`). Nor is usage counted while the active file holds a harness's
+    own compaction (Claude Code's ``compact_boundary`` summary, Codex's ``compacted``): the
+    harness then sent its summary in place of the traces before it, which the working snapshot
+    still renders, so the provider's figure measures a smaller prompt than the snapshot."""
     import os
 
     from memcli.compaction.breaker import read_breaker
@@ -76,7 +80,9 @@ def latest_prompt_tokens(store: AgentStore) -> int | None:
         if record.get("trace_type") in ("assistant", "tool_call"):  # a tool-only reply carries it on its call
             usage = record.get("usage")
             if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
-                return usage["prompt_tokens"]
+                from memcli.store.harness_items import holds_harness_compaction
+
+                return None if holds_harness_compaction(store.paths) else usage["prompt_tokens"]
     return None
 
 

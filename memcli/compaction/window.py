@@ -8,7 +8,9 @@ read is committed):
   assistant message — reasoning, text, tool calls — with the results of its calls: an
   assistant/tool_call trace opens a new step when the turn has none yet, when a user trace came
   in between, when the current step already got a result, or (text and reasoning) when the
-  current step already made calls. A ``tool_result`` joins the step of the call it answers
+  current step already made calls. A harness's own compaction summary (``compact_summary``) in
+  the middle of a turn joins the step before it, the work it stood for (at a turn's start, the
+  head). A ``tool_result`` joins the step of the call it answers
   (:mod:`memcli.pairing`, the one pairing rule), so a step is never split; a result
   with no call joins the current step of its turn. Sidechain traces (a subagent's own
   conversation) join the current step of their turn — the one whose Task call started them.
@@ -53,7 +55,7 @@ from typing import Callable, Iterable, Iterator, TypeVar
 import orjson
 
 from memcli.compaction.summarizer import turn_span
-from memcli.models import PINNED_TAGS, TAG_SIDECHAIN, RawTrace
+from memcli.models import PINNED_TAGS, TAG_COMPACT_SUMMARY, TAG_SIDECHAIN, RawTrace
 from memcli.pairing import pop_open_call
 from memcli.store import jsonl
 from memcli.store.agent import TRACE_BUILDERS, AgentStore, trace_from_record
@@ -516,8 +518,13 @@ class _Scan:
                             calls_of[unit] += 1
                             pending.setdefault(trace.tool_call_id or "", []).append((unit, turn_id))
                     elif kind == "user":
+                        unit = current_of[index]
                         current_of[index] = -1
-                        unit = head_of[index]
+                        if unit < 0 or not tags or TAG_COMPACT_SUMMARY not in tags:
+                            unit = head_of[index]   # an ask, injected context
+                        # else a harness's own summary: it joins the step before it, the work it
+                        # stood for, and moves with it (in the head, a session compacted N times
+                        # inside one turn kept N summaries that could never move)
                     else:
                         unit = current_of[index]
                         if unit < 0 or results_of[unit] or (kind == "assistant" and calls_of[unit]):

@@ -27,13 +27,18 @@ Claude Code specifics:
   still being written stops.);
 * ``isSidechain: true`` lines (subagents run by the Task tool) are tagged ``sidechain`` (a user
   line of a subagent never opens a turn) and keep ``agentId`` as ``agent_id``;
-* ``isCompactSummary`` user lines (the summary Claude Code's own compaction wrote) are tagged
+* ``isCompactSummary`` user lines (the summary Claude Code's own compaction wrote; a user line
+  that begins as every such summary does, "This session is being continued from a previous
+  conversation", is one even without the flag) are tagged
   ``compact_summary`` and carry ``harness_compaction`` (``{"harness": "claude-code", "trigger",
-  "pre_tokens"}``, from the ``compact_boundary`` system line before them): the harness's own
-  compaction, never a user ask; ``isMeta`` user lines (expanded slash commands, caveats) and the user
-  lines Claude Code writes itself (``<local-command-stdout>``, ``[Request interrupted by user]``,
-  the local-command caveat, a background task's ``<task-notification>``, ``<system-reminder>``,
-  hook output) are tagged ``context``: neither opens a turn;
+  "pre_tokens"}``, from the ``compact_boundary`` system line right before them — its
+  ``compactMetadata``, or the SDK stream's ``compact_metadata``; a boundary followed by another
+  conversation line instead describes no summary): the harness's own compaction, never a user
+  ask; ``isMeta`` user lines (expanded slash commands, caveats), the ``/compact`` command line of a
+  manual compaction and the user lines Claude Code writes itself (``<local-command-stdout>``,
+  ``[Request interrupted by user]``, the local-command caveat, a background task's
+  ``<task-notification>``, ``<system-reminder>``, hook output) are tagged ``context``: none opens a
+  turn;
 * ``isApiErrorMessage`` assistant lines (errors Claude Code shows as a reply) are tagged
   ``api_error``;
 * the harness's ``toolUseResult`` copy of each tool result is not kept: the ``tool_result``
@@ -83,7 +88,19 @@ _HARNESS_PREFIXES = (
     "<task-notification>", "<system-reminder>", "<user-prompt-submit-hook>", "Stop hook feedback:",
     "<bash-notification>",
 )
+_COMPACT_COMMAND = "<command-name>/compact</command-name>"
+# how every summary Claude Code's compaction wrote begins, flagged isCompactSummary or not (older
+# versions, copies in a resumed file): the harness's own summary, never a user ask
+_SUMMARY_HEAD = "This session is being continued from a previous conversation"
 TAG_API_ERROR = "api_error"
+
+
+def _harness_text(text: str) -> bool:
+    """Whether a user line's text is one Claude Code wrote itself (module docstring), or the
+    ``/compact`` command line of a manual compaction (its caveat, command and output follow the
+    summary: the harness's own compaction, not an ask to the agent)."""
+    text = text.lstrip()
+    return text.startswith(_HARNESS_PREFIXES) or (text.startswith("<command-") and _COMPACT_COMMAND in text[:300])
 
 
 def _first_text(content) -> str:
@@ -215,7 +232,9 @@ class _Reader:
                 continue
             if kind not in _CONVERSATION:
                 if kind == "system" and value.get("subtype") == "compact_boundary":
-                    self.boundary = harness_compaction(ClaudeCodeImporter.name, value.get("compactMetadata"))
+                    # the session file writes compactMetadata; the SDK's stream-json compact_metadata
+                    self.boundary = harness_compaction(ClaudeCodeImporter.name,
+                                                       value.get("compactMetadata", value.get("compact_metadata")))
                 if kind in _META_ROWS or kind == "pr-link":
                     self._metadata(kind, value)
                 elif kind not in _NOT_CONVERSATION:
@@ -258,12 +277,16 @@ class _Reader:
                     tags.append(TAG_API_ERROR)
                 if message_id is None or message_id not in seen_messages:
                     usage = anthropic_usage(message.get("usage"))
-            elif value.get("isCompactSummary") is True:
+            elif value.get("isCompactSummary") is True or _first_text(content).startswith(_SUMMARY_HEAD):
                 user_tags.append(TAG_COMPACT_SUMMARY)
                 common["harness_compaction"] = self.boundary or harness_compaction(ClaudeCodeImporter.name, None)
                 self.boundary = None
-            elif value.get("isMeta") is True or _first_text(content).lstrip().startswith(_HARNESS_PREFIXES):
+            elif value.get("isMeta") is True or _harness_text(_first_text(content)):
                 user_tags.append(TAG_CONTEXT)
+            if self.boundary is not None and not user_tags and value.get("isSidechain") is not True:
+                # a boundary describes the summary written right after it: a conversation line
+                # between them means that summary never came (a later one is not its)
+                self.boundary = None
             if tags:
                 common["tags"] = tags
             events = mapper.message(kind, content, f"cc-{key}", common, user_tags=user_tags, usage=usage)

@@ -12,7 +12,8 @@ schema of the Copilot SDK). Read:
   ``reasoningText`` (when no ``assistant.reasoning`` event came before it), its ``content`` as
   ``assistant``, and each of its ``toolRequests`` as a ``tool_call`` (``toolCallId``, ``name``,
   ``arguments``). A message with ``parentToolCallId`` was written by a subagent: tagged
-  ``sidechain``;
+  ``sidechain``, with that id (the call that started the subagent) as ``agent_id``, so parallel
+  subagents stay apart;
 * ``tool.execution_start`` of a call no message requested (a command the user ran) -> its
   ``tool_call``; the start of a requested call adds nothing;
 * ``tool.execution_complete``: ``tool_result`` = ``result.content`` (what the model saw), or
@@ -195,8 +196,10 @@ class _Log:
 
     @staticmethod
     def _side(data: dict, event: dict) -> dict:
-        if nonempty(data.get("parentToolCallId")):
+        parent = nonempty(data.get("parentToolCallId"))
+        if parent:   # the call that started the subagent tells parallel subagents apart
             event["tags"] = [*event.get("tags", ()), TAG_SIDECHAIN]
+            event["agent_id"] = parent
         return event
 
 

@@ -11,8 +11,10 @@ tree (:mod:`memcli.sync.opencode`).
   ``context``; an ``ignored`` one is passed over); ``reasoning`` -> ``assistant`` tagged
   ``reasoning``; the text of a ``summary`` message is tagged ``compact_summary`` and carries
   ``harness_compaction: {"harness": "opencode"}`` (opencode's own compaction; a memory item too);
-* ``tool`` ``{callID, tool, state: {status, input, output, error}}`` -> a ``tool_call``, and once
-  the state is ``completed`` its ``tool_result`` (``output``), or ``error`` a ``tool_error``; a
+* ``tool`` ``{callID, tool, state: {status, input, output, error, metadata}}`` -> a ``tool_call``,
+  and once the state is ``completed`` its ``tool_result`` (``output``; a non-zero
+  ``metadata.exit``, a command that failed, is kept as ``exit_code``), or ``error`` a
+  ``tool_error``; a
   call still ``pending`` / ``running`` gets its result when a later read finds it finished;
 * ``file`` -> ``media`` (image ``url``) or counted; ``step-start``, ``step-finish``,
   ``snapshot``, ``patch``, ``agent``, ``retry``, ``compaction``, ``subtask`` and unknown part types
@@ -124,6 +126,10 @@ class OpencodeImporter:
             if status == "completed":
                 output = state.get("output")
                 out.append(result_event(f"oc-{pid}-r", call_id, output if output is not None else ""))
+                meta = state.get("metadata")
+                code = meta.get("exit") if isinstance(meta, dict) else None
+                if type(code) is int and code != 0:   # a command that ran and failed: its output is all the
+                    out[-1]["exit_code"] = code         # model saw, the exit status is in the metadata
             elif status == "error":
                 out.append(result_event(f"oc-{pid}-r", call_id, state.get("error"), error=True))
             return out

@@ -38,6 +38,7 @@ from memcli.store import jsonl
 from memcli.store.agent import AgentStore, WriteSession
 from memcli.store.harness_items import SpanTracker
 from memcli.store.id_index import digest
+from memcli.store.state import is_context_event
 
 MAX_REPORTED_ERRORS = 10
 STREAM_MAX_DELAY = 0.2
@@ -212,7 +213,9 @@ class _Batch:
             if HARNESS_COMPACTION in event:
                 harness.harness(event)
                 span_append, span_last = harness.span.append, None
-            elif event["turn_id"] != span_last:
+            elif event["turn_id"] != span_last and not is_context_event(event):
+                # a turn is covered by its asks and steps; the harness's own lines after a summary
+                # (a /compact caveat, its command, its output) join its turn without being new work
                 span_last = event["turn_id"]
                 span_append(span_last)
             line_bytes = dumps(stored_record(event)) + b"\n"

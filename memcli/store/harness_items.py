@@ -21,6 +21,8 @@ neither)::
   the item appended alone, after its trace; its ``turn_ids`` are the turns after the agent's
   previous harness item up to the trace's own).
 * No ``compaction_id``: it is not memcli's compaction, so ``uncompact`` never takes it out.
+* A subagent's own compaction (a ``sidechain`` trace) adds ``agent_id`` to the mark: the
+  subagent it compacted, told apart from the session's.
 * ``turn_ids`` are the turns the harness compacted, where known: the turns of the traces before it
   in the same ingest since the harness's previous compaction there; when that ingest began on an
   agent that already had traces (a ``sync`` of a grown file, a hook), the turns from the one after
@@ -31,7 +33,7 @@ neither)::
 from __future__ import annotations
 
 from memcli.ids import format_turn
-from memcli.models import HARNESS_COMPACTION
+from memcli.models import HARNESS_COMPACTION, TAG_SIDECHAIN
 from memcli.store.id_index import digest
 from memcli.store.state import turn_number
 
@@ -61,7 +63,8 @@ def describe_mark(mark: dict) -> str:
     """``claude-code compaction (auto, 167,000 tokens before)`` — one line for the human views."""
     parts = [p for p in (mark.get("trigger") if isinstance(mark.get("trigger"), str) else None,
                          f"{mark['pre_tokens']:,} tokens before" if type(mark.get("pre_tokens")) is int else None) if p]
-    return f"{mark.get('harness')} compaction" + (f" ({', '.join(parts)})" if parts else "")
+    who = f" of subagent {mark['agent_id']}" if isinstance(mark.get("agent_id"), str) else ""
+    return f"{mark.get('harness')} compaction{who}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def turn_range(first: int, last: int) -> list[str]:
@@ -94,6 +97,8 @@ def item_record(event: dict, turn_ids: list) -> dict:
     mark = dict(event[FIELD])
     mark["trace_id"] = event["id"]
     mark["turn_id"] = event["turn_id"]
+    if isinstance(event.get("agent_id"), str) and TAG_SIDECHAIN in (event.get("tags") or ()):
+        mark["agent_id"] = event["agent_id"]   # a subagent's own compaction, not the session's
     return {"id": harness_item_id(event["id"]), "ts": event["ts"], "turn_ids": list(turn_ids),
             "summary": event.get("content") or "", "tags": [TAG], "salience": SALIENCE, FIELD: mark}
 
@@ -133,43 +138,59 @@ class SpanTracker:
         return out
 
 
-def active_trace_ids(paths, trace_ids) -> set:
-    """Which of ``trace_ids`` are in the agent's active file (not archived by a compaction): one
-    search of the file's bytes per id (the ids of harness items: a few), each hit parsed to check
-    it is the record's own ``id``."""
+def _records_holding(paths, needle: bytes, accept):
+    """The records of the agent's active file whose line holds ``needle`` and that ``accept``
+    (a predicate on the parsed record): a search of the file's bytes, each hit's line parsed."""
     import mmap
 
     import orjson
 
-    wanted = [t for t in trace_ids if isinstance(t, str)]
-    found: set = set()
     try:
         f = open(paths.active, "rb")
     except FileNotFoundError:
-        return found
+        return
     with f:
         try:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except ValueError:   # an empty file
-            return found
+            return
         with data:
-            for trace_id in wanted:
-                needle = orjson.dumps(trace_id)
-                at = data.find(needle)
-                while at >= 0:
-                    start = data.rfind(b"\n", 0, at) + 1
-                    end = data.find(b"\n", at)
-                    if end < 0:
-                        break   # an unterminated last line: not a record yet
-                    try:
-                        record = orjson.loads(data[start:end])
-                    except orjson.JSONDecodeError:
-                        record = None
-                    if isinstance(record, dict) and record.get("id") == trace_id:
-                        found.add(trace_id)
-                        break
-                    at = data.find(needle, end)
+            at = data.find(needle)
+            while at >= 0:
+                start = data.rfind(b"\n", 0, at) + 1
+                end = data.find(b"\n", at)
+                if end < 0:
+                    return   # an unterminated last line: not a record yet
+                try:
+                    record = orjson.loads(data[start:end])
+                except orjson.JSONDecodeError:
+                    record = None
+                if isinstance(record, dict) and accept(record):
+                    yield record
+                at = data.find(needle, end)
+
+
+def active_trace_ids(paths, trace_ids) -> set:
+    """Which of ``trace_ids`` are in the agent's active file (not archived by a compaction): one
+    search of the file's bytes per id (the ids of harness items: a few), each hit parsed to check
+    it is the record's own ``id``."""
+    import orjson
+
+    found: set = set()
+    for trace_id in (t for t in trace_ids if isinstance(t, str)):
+        for _ in _records_holding(paths, orjson.dumps(trace_id), lambda r, t=trace_id: r.get("id") == t):
+            found.add(trace_id)
+            break
     return found
+
+
+def holds_harness_compaction(paths) -> bool:
+    """Whether the agent's active file holds a harness compaction's trace (one search of its
+    bytes). After one, the harness sent the model its summary (or its replacement history)
+    instead of the traces before it, while the working snapshot still renders those traces: the provider's reported prompt
+    size no longer measures the snapshot (:func:`memcli.compaction.policy.latest_prompt_tokens`)."""
+    needle = b'"' + FIELD.encode() + b'"'
+    return any(True for _ in _records_holding(paths, needle, lambda r: isinstance(r.get(FIELD), dict)))
 
 
 def rendered_in_place(paths, items) -> set:

@@ -5,8 +5,10 @@
   the ``cwd`` the session's lines give, else the key;
 * subagents (Task tool, 2.x) are in ``<project key>/<session id>/subagents/agent-<id>.jsonl``:
   they are joined to their session's agent, each trace tagged ``sidechain`` with
-  ``agent_id = <id>`` so parallel subagents stay apart (Claude Code's own compaction runs as the
-  subagent ``agent-acompact-*``). 1.x wrote subagent lines into the session file itself
+  ``agent_id = <id>`` so parallel subagents stay apart. ``agent-acompact-*`` is not a subagent:
+  it is Claude Code's own compaction request (the conversation sent again, then the summary the
+  session file holds already as its ``isCompactSummary`` line) and is not read — importing it
+  would store the session a second time and the summary twice. 1.x wrote subagent lines into the session file itself
   (``isSidechain``); an older layout put ``agent-<id>.jsonl`` beside the sessions: such a file
   joins the session its lines name (``sessionId``);
 * ``~/.claude/history.jsonl`` (the prompt history) is not a session and is not read.
@@ -25,6 +27,7 @@ from memcli.sync._dirs import entries
 from memcli.sync._head import head_values, in_dir, text
 
 FMT = "claude-code"
+COMPACTION_REQUEST = "agent-acompact-"   # the harness's compaction request, not a subagent (docstring)
 
 
 def _jsonl(directory: str) -> list[os.DirEntry]:
@@ -41,7 +44,7 @@ class ClaudeCodeSource:
             listed = entries(project.path)
             with_dirs = {e.name for e in listed if e.is_dir()}  # <session>/ holds its subagents
             for entry in listed:
-                if entry.name.endswith(".jsonl") and entry.is_file():
+                if entry.name.endswith(".jsonl") and entry.is_file() and not entry.name.startswith(COMPACTION_REQUEST):
                     yield self.session_of(entry.path, subagents=entry.name[:-len(".jsonl")] in with_dirs)
 
     def session_of(self, path: str, *, subagents: bool = True) -> Session:
@@ -57,7 +60,7 @@ class ClaudeCodeSource:
         files = [SessionFile(str(path), FMT)]
         if subagents:
             for sub in _jsonl(os.path.join(directory, stem, "subagents")):
-                if sub.name.startswith("agent-"):
+                if sub.name.startswith("agent-") and not sub.name.startswith(COMPACTION_REQUEST):
                     files.append(SessionFile(sub.path, FMT, sidechain=sub.name[len("agent-"):-len(".jsonl")]))
         return Session(self.name, files, hint={"project_key": key})
 

@@ -2,7 +2,8 @@
 
 A session that an agent harness compacted itself (Claude Code: a ``compact_boundary`` system line
 and the ``isCompactSummary`` user line after it; Codex: a ``compacted`` item) is split at the
-boundary. The identifiers that appear before it AND are used again after it (file paths, shell
+boundary of its first compaction with a readable summary, the part after it ending where the next
+compaction begins (:func:`split_session`; docs/compaction.md says why the first). The identifiers that appear before it AND are used again after it (file paths, shell
 commands' programs and subcommands are not counted, but paths, CamelCase / snake_case / dotted
 names, error names, test names, ids with digits, URLs) are what the agent needed next. We count
 how many of them survive:
@@ -74,23 +75,83 @@ class Compacted:
     last_ask: str            # the last user ask before the boundary
 
 
+def _cc_text(value: dict) -> str:
+    """The text of a Claude Code user line: ``message.content`` as a string or its text blocks
+    (a ``message`` that is a bare string is taken as the content)."""
+    message = value.get("message")
+    content = message.get("content") if isinstance(message, dict) else message
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content
+                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    return ""
+
+
+_SUMMARY_HEAD = "This session is being continued from a previous conversation"   # every Claude Code summary
+
+
 def _cc_ask(value) -> str | None:
     if value.get("type") != "user" or value.get("isMeta") or value.get("isSidechain") or value.get("isCompactSummary"):
         return None
-    content = (value.get("message") or {}).get("content")
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list) and content and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
-        text = "\n".join(b.get("text", "") for b in content)
-    else:
+    message = value.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not (isinstance(content, str) or (isinstance(content, list) and content and all(
+            isinstance(b, dict) and b.get("type") == "text" for b in content))):
+        return None   # tool results, images: not something the user typed
+    text = _cc_text(value)
+    return None if text.startswith(("<local-command", "<command-", "[Request interrupted", "Caveat:", _SUMMARY_HEAD)) \
+        else text
+
+
+def _codex_ask(value) -> str | None:
+    payload = value.get("payload")
+    if value.get("type") != "event_msg" or not isinstance(payload, dict) or payload.get("type") != "user_message":
         return None
-    return None if text.startswith(("<local-command", "<command-", "[Request interrupted", "Caveat:")) else text
+    return payload["message"] if isinstance(payload.get("message"), str) and payload["message"] else None
 
 
-def split_session(path: Path, redacted: bool = False) -> Compacted | None:
-    """The session at its FIRST harness compaction, or None when it has none (or no text;
-    ``redacted=True``: a Codex compaction whose summary is redacted or empty is split too, with
-    an empty summary — memcli's side can still be measured at a chosen budget)."""
+def _point(values: list, i: int):
+    """(format, where the harness's compaction begins, its summary text) when line ``i`` is the
+    summary of one, else None. Claude Code: an ``isCompactSummary`` user line of the main chain
+    (a subagent's own compaction is not the session's), beginning at the ``compact_boundary``
+    just before it (file-history rows may sit between) or at the summary itself when there is no
+    boundary (1.x, a resumed file). Codex: a ``compacted`` line; its summary is ``message``."""
+    value = values[i]
+    if not isinstance(value, dict):
+        return None
+    if (value.get("type") == "user" and value.get("isSidechain") is not True
+            and (value.get("isCompactSummary") is True or _cc_text(value).startswith(_SUMMARY_HEAD))):
+        start = i
+        for j in range(i - 1, max(i - 6, -1), -1):
+            v = values[j]
+            if isinstance(v, dict) and v.get("type") == "system" and v.get("subtype") == "compact_boundary":
+                start = j
+                break
+            if isinstance(v, dict) and v.get("type") in ("user", "assistant"):
+                break   # conversation between: that boundary is not this summary's
+        return "claude-code", start, _cc_text(value)
+    if value.get("type") == "compacted":
+        payload = value.get("payload")
+        message = payload.get("message") if isinstance(payload, dict) else None
+        return "codex", i, message if isinstance(message, str) else ""
+    return None
+
+
+def _redacted(summary: str) -> bool:
+    """An empty summary, or one that is only a placeholder note (``[REDACTED]``, ``[trimmed for
+    fixture]``): nothing a harness wrote to compare with."""
+    text = summary.strip()
+    return not text or text.startswith("[REDACTED") or bool(re.fullmatch(r"\[[^\[\]\n]{0,200}\]", text))
+
+
+def compactions(path: Path) -> list[Compacted]:
+    """Every harness compaction of the session, in file order, each split as one
+    (:func:`split_session`). Each one's ``after`` runs to where the next compaction begins — the
+    span in which its summary stood for what came before — so a later summary (the harness's
+    own text, repeating names from before) never counts as use. A boundary with no summary after
+    it is no compaction to measure (nothing stands for the lines before it); its line carries no
+    conversation, so it stays inside its neighbours' spans harmlessly."""
     lines = path.read_bytes().splitlines()
     values = []
     for raw in lines:
@@ -98,25 +159,41 @@ def split_session(path: Path, redacted: bool = False) -> Compacted | None:
             values.append(orjson.loads(raw))
         except orjson.JSONDecodeError:
             values.append(None)
-    for i, value in enumerate(values):
-        if not isinstance(value, dict):
+    points = [(i, p) for i in range(len(values)) for p in [_point(values, i)] if p is not None]
+    out = []
+    for n, (i, (fmt, start, summary)) in enumerate(points):
+        end = points[n + 1][1][1] if n + 1 < len(points) else len(lines)
+        ask = _cc_ask if fmt == "claude-code" else _codex_ask
+        asks = [a for a in (ask(v) for v in values[:start] if isinstance(v, dict)) if a]
+        out.append(Compacted(path.stem, fmt, lines[:start], lines[i + 1:end], summary, asks[-1] if asks else ""))
+    return out
+
+
+def _talks(raw: bytes) -> bool:
+    """Whether a transcript line is conversation (a message of either side, a Codex item)."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and value.get("type") in ("user", "assistant", "response_item")
+
+
+def split_session(path: Path, redacted: bool = False) -> Compacted | None:
+    """The session split at its FIRST harness compaction whose summary is readable, or None when
+    it has none. The first, because there the harness and memcli start from the same raw lines:
+    from the second on, the harness summarized its own earlier summary and the work since, while
+    memcli would read every line before. One with nothing before it (a summary that opens a
+    resumed file, or only other compactions) is passed over. ``redacted=True``: a compaction whose summary is redacted or
+    empty (a Codex remote compaction) is taken too, with an empty summary — memcli's side can
+    still be measured at a chosen budget."""
+    for session in compactions(path):
+        if not any(_talks(raw) for raw in session.before):
             continue
-        if value.get("type") == "system" and value.get("subtype") == "compact_boundary":
-            for j in range(i + 1, min(i + 5, len(values))):
-                v = values[j]
-                if isinstance(v, dict) and v.get("isCompactSummary"):
-                    summary = "\n".join(_texts((v.get("message") or {}).get("content")))
-                    asks = [a for a in (_cc_ask(x) for x in values[:i] if isinstance(x, dict)) if a]
-                    return Compacted(path.stem, "claude-code", lines[:i], lines[j + 1:], summary,
-                                     asks[-1] if asks else "")
-        if value.get("type") == "compacted":
-            summary = (value.get("payload") or {}).get("message") or ""
-            if not redacted and (not summary.strip() or summary.startswith("[REDACTED")):
-                return None
-            summary = "" if not summary.strip() or summary.startswith("[REDACTED") else summary
-            asks = [p.get("message", "") for v in values[:i] if isinstance(v, dict)
-                    for p in [v.get("payload") or {}] if v.get("type") == "event_msg" and p.get("type") == "user_message"]
-            return Compacted(path.stem, "codex", lines[:i], lines[i + 1:], summary, asks[-1] if asks else "")
+        if _redacted(session.summary):
+            if not redacted:
+                continue
+            session.summary = ""
+        return session
     return None
 
 
@@ -170,12 +247,14 @@ class Fidelity:
     target_tokens: int
     harness_last_ask: bool
     memcli_last_ask: bool
+    refused: str | None = None   # why memcli could not compact to target_tokens (it fit a larger one)
 
 
 def measure(session: Compacted, work: Path | None = None, summary_tokens: int | None = None) -> Fidelity:
     """Ingest ``session.before``, compact it to the harness summary's token count (or to
     ``summary_tokens`` when the harness's summary is not readable), and compare."""
     from memcli.api import Memory
+    from memcli.errors import CompactionError
     from memcli.snapshot.assemble import working_counter
     from memcli.snapshot.views import TokenMeter
 
@@ -184,16 +263,24 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
         src = Path(tmp) / f"{session.name}.jsonl"
         src.write_bytes(b"\n".join(session.before) + b"\n")
         agent = Memory(Path(tmp) / "mem").agent("s")
-        agent.ingest(src, session.fmt)
+        agent.ingest(src, session.fmt, skip_invalid=True)   # a torn or corrupt line of a real session: passed over
         harness_tokens = TokenMeter(working_counter()).text(session.summary) if summary_tokens is None else summary_tokens
         empty = Memory(Path(tmp) / "empty").agent("e")   # what a snapshot carries with no trace
         empty.ingest([{"trace_type": "user", "content": "x"}], "native")
         floor = empty.snapshot(full=True).tokens - TokenMeter(working_counter()).text("x")
         target = harness_tokens + max(floor, 0)
-        try:
-            agent.compact(target_tokens=target, keep_steps=0, tail_turns=0)
-        except Exception as exc:   # an unmeetable target: say so in the figures, do not hide it
-            raise RuntimeError(f"{session.name}: compact to {target} tokens failed: {exc}") from exc
+        refused = None
+        for attempt in range(8):
+            try:
+                agent.compact(target_tokens=target << attempt, keep_steps=0, tail_turns=0)
+                break
+            except CompactionError as exc:
+                # what must stay (the last ask, the newest step: a large tool result just before
+                # the boundary) is above the harness's budget: memcli is measured at the first
+                # doubling it can meet, and the figures say it did not fit
+                refused = refused or str(exc)
+        else:
+            raise RuntimeError(f"{session.name}: no compaction up to {target << 7:,} tokens: {refused}")
         snap = agent.snapshot(full=True)
         text = "\n".join(_texts(orjson.loads(orjson.dumps(snap.payload))))
     found_memcli = {i for i in needed if i in text}
@@ -202,10 +289,10 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
     ask = _norm(session.last_ask)
     return Fidelity(session.name, len(needed), len(found_harness) / n, len(found_memcli) / n, harness_tokens,
                     snap.tokens, target, bool(ask) and ask in _norm(session.summary),
-                    bool(ask) and ask in _norm(text))
+                    bool(ask) and ask in _norm(text), refused)
 
 
-def rule_session(seed: int, steps: int = 300, after: int = 120) -> Compacted:
+def rule_session(seed: int, steps: int = 300, after: int = 120, compactions: int = 2) -> Compacted:
     """A Claude Code session built by rule, compacted by a rule-made harness summary.
 
     The agent works on a project whose vocabulary is drawn from a pool (files ``pkg/<area>/
@@ -215,7 +302,12 @@ def rule_session(seed: int, steps: int = 300, after: int = 120) -> Compacted:
     holds (primary request, key concepts, files and code sections, errors and fixes, all user
     messages, pending tasks, current work, next step), naming the 16 files edited last with the
     class, function and code edited in them, every ask and the last 4 errors — what Claude Code's
-    summaries hold, at a length (~1,500 tokens) like theirs for a session of this size. After the boundary the work goes on with the same random walk."""
+    summaries hold, at a length (~1,500 tokens) like theirs for a session of this size. After the
+    boundary the work goes on with the same random walk for ``after`` steps; with ``compactions``
+    of 2 or more the harness compacts again (a new boundary and summary) and the work goes on
+    again. The session is written as Claude Code writes its file and split by
+    :func:`split_session`, as a real one is: at the first compaction, its ``after`` ending where
+    the second begins."""
     import random
 
     rng = random.Random(seed)
@@ -281,23 +373,40 @@ def rule_session(seed: int, steps: int = 300, after: int = 120) -> Compacted:
         if n == steps // 2:
             emit("user", asks[1])
         step(n)
-    before = list(lines)
-    files = list(dict.fromkeys(i["file"] for i in reversed(edited)))[:16]
-    by_file = {i["file"]: i for i in edited}
-    summary = "\n".join([
-        "This session is being continued from a previous conversation that ran out of context.",
-        "Summary:", "1. Primary Request and Intent:", *(f"   - {a}" for a in asks),
-        "2. Key Technical Concepts:", "   - endpoints read from environment variables; pytest",
-        "3. Files and Code Sections:",
-        *(f"   - {f}\n     - {by_file[f]['cls']}.{by_file[f]['fn']} now returns the endpoint\n"
-          f"     ```python\n     def {by_file[f]['fn']}(self):\n         return os.environ['{by_file[f]['env']}']\n     ```"
-          for f in files),
-        "4. Errors and fixes:", *(f"   - {e}\n     - fixed by editing the function it names" for e in errors[-4:]),
-        "5. All user messages:", *(f"   - {a}" for a in asks),
-        "6. Pending Tasks:", "   - finish the remaining modules; list the commits",
-        "7. Current Work:", f"   - working on {pool[position[0]]['cls']} in {pool[position[0]]['file']}",
-        "8. Optional Next Step:", "   - run the whole test suite"])
-    lines.clear()
-    for n in range(steps, steps + after):
-        step(n)
-    return Compacted(f"rule-built-{seed}", "claude-code", before, list(lines), summary, asks[-1])
+
+    def harness_summary() -> str:
+        files = list(dict.fromkeys(i["file"] for i in reversed(edited)))[:16]
+        by_file = {i["file"]: i for i in edited}
+        return "\n".join([
+            "This session is being continued from a previous conversation that ran out of context.",
+            "Summary:", "1. Primary Request and Intent:", *(f"   - {a}" for a in asks),
+            "2. Key Technical Concepts:", "   - endpoints read from environment variables; pytest",
+            "3. Files and Code Sections:",
+            *(f"   - {f}\n     - {by_file[f]['cls']}.{by_file[f]['fn']} now returns the endpoint\n"
+              f"     ```python\n     def {by_file[f]['fn']}(self):\n         return os.environ['{by_file[f]['env']}']\n     ```"
+              for f in files),
+            "4. Errors and fixes:", *(f"   - {e}\n     - fixed by editing the function it names" for e in errors[-4:]),
+            "5. All user messages:", *(f"   - {a}" for a in asks),
+            "6. Pending Tasks:", "   - finish the remaining modules; list the commits",
+            "7. Current Work:", f"   - working on {pool[position[0]]['cls']} in {pool[position[0]]['file']}",
+            "8. Optional Next Step:", "   - run the whole test suite"])
+
+    def compact(pre_tokens: int) -> None:
+        """The boundary and the summary line, as Claude Code writes them."""
+        uid[0] += 1
+        lines.append(orjson.dumps({"type": "system", "subtype": "compact_boundary", "uuid": f"r{seed}-{uid[0]}",
+                                   "parentUuid": None, "logicalParentUuid": f"r{seed}-{uid[0] - 1}",
+                                   "sessionId": f"rule-{seed}", "content": "Conversation compacted",
+                                   "compactMetadata": {"trigger": "auto", "preTokens": pre_tokens}}))
+        emit("user", harness_summary(), isCompactSummary=True, isVisibleInTranscriptOnly=True)
+
+    for c in range(compactions):
+        compact(150_000 + c)
+        for n in range(steps + c * after, steps + (c + 1) * after):
+            step(n)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"rule-built-{seed}.jsonl"
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        session = split_session(path)
+    assert session is not None
+    return session

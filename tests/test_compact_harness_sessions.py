@@ -1,0 +1,363 @@
+"""What the offline summary keeps from sessions of other harnesses and build tools, built by rule
+from each producer's documented format and checked from the CLI (``memcli ingest`` →
+``memcli compact`` → the episodic item): a Codex rollout (``shell`` / ``exec_command`` outputs
+that state their exit status in text, ``apply_patch``, ``update_plan``), Copilot CLI and Gemini
+CLI shell results, cargo / go / tsc failures with colour codes, non-English and long asks."""
+
+from __future__ import annotations
+
+import orjson
+
+from tests.helpers import agent_dir, read_jsonl
+
+# ------------------------------------------------------------------------------ Codex rollouts
+
+class Rollout:
+    """A Codex CLI rollout as Codex writes it (``{"timestamp", "type", "payload"}`` lines)."""
+
+    def __init__(self, session: str = "019c0000-aaaa-bbbb-cccc-000000000001"):
+        self.lines: list[dict] = []
+        self.calls = 0
+        self._line("session_meta", {"id": session, "cwd": "/home/u/my proj"})
+        self._item({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<environment_context>\n  <cwd>/home/u/my proj</cwd>\n</environment_context>"}]})
+
+    def _line(self, kind: str, payload: dict) -> None:
+        n = len(self.lines)
+        self.lines.append({"timestamp": f"2026-03-10T08:{n // 60:02d}:{n % 60:02d}.000Z", "type": kind,
+                           "payload": payload})
+
+    def _item(self, payload: dict) -> None:
+        self._line("response_item", payload)
+
+    def ask(self, text: str) -> None:
+        self._item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+        self._line("event_msg", {"type": "user_message", "message": text, "kind": "plain"})
+
+    def say(self, text: str) -> None:
+        self._item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
+        self._line("event_msg", {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 900,
+                                                                                      "output_tokens": 40}}})
+
+    def call(self, name: str, args, output: str) -> None:
+        self.calls += 1
+        call_id = f"call_{self.calls:03d}"
+        if isinstance(args, str):   # a free-form tool (apply_patch)
+            self._item({"type": "custom_tool_call", "name": name, "call_id": call_id, "input": args})
+            self._item({"type": "custom_tool_call_output", "call_id": call_id, "output": output})
+        else:
+            self._item({"type": "function_call", "name": name, "call_id": call_id, "arguments": orjson.dumps(args).decode()})
+            self._item({"type": "function_call_output", "call_id": call_id, "output": output})
+
+    def exec(self, cmd: str, code: int, output: str) -> None:
+        """The unified ``exec_command`` tool: its output text states the exit status after an id and a time."""
+        self.call("exec_command", {"cmd": cmd, "workdir": "/home/u/my proj"},
+                  f"Chunk ID: 7f3a2b\nWall time: 1.2041 seconds\nProcess exited with code {code}\n"
+                  f"Original token count: 120\nOutput:\n{output}")
+
+    def shell(self, cmd: str, code: int, output: str) -> None:
+        """The ``shell`` tool (argv list): ``Exit code: N`` first."""
+        self.call("shell", {"command": ["bash", "-lc", cmd]}, f"Exit code: {code}\nWall time: 0.4 seconds\nOutput:\n{output}")
+
+    def patch(self, body: str) -> None:
+        files = [line.split(": ", 1)[1] for line in body.splitlines() if line.startswith("*** ")]
+        self.call("apply_patch", f"*** Begin Patch\n{body}\n*** End Patch",
+                  "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\n"
+                  + "".join(f"M {f}\n" for f in files))
+
+    def text(self) -> str:
+        return "".join(orjson.dumps(line).decode() + "\n" for line in self.lines)
+
+
+PADDING = "\n".join(f"    let value_{n} = table.get(\"key_{n}\").unwrap_or_default();" for n in range(60))
+
+
+def _summary(cli, memory_dir, tmp_path, name: str, text: str, fmt: str, *compact_args) -> str:
+    src = tmp_path / f"{name}.jsonl"
+    src.write_text(text)
+    assert cli("ingest", name, src, "--from", fmt).exit_code == 0
+    result = cli("compact", name, *compact_args)
+    assert result.exit_code == 0 and "compacted" in result.stderr, result.stderr
+    summary = read_jsonl(agent_dir(memory_dir, name) / "episodic.jsonl")[-1]["summary"]
+    return summary
+
+
+def _line(summary: str, head: str) -> str:
+    return next(line for line in summary.split("\n") if line.startswith(head))
+
+
+CARGO_PANIC = ("   Compiling config-loader v0.3.1 (/home/u/my proj/crates/config-loader)\n     Running unittests src/lib.rs\n"
+               "running 12 tests\ntest parser::tests::empty_key ... FAILED\n\nfailures:\n\n"
+               "---- parser::tests::empty_key stdout ----\n"
+               "thread 'parser::tests::empty_key' panicked at crates/config-loader/src/parser.rs:88:14:\n"
+               "called `Option::unwrap()` on a `None` value\n\ntest result: FAILED. 11 passed; 1 failed; 0 ignored\n"
+               "error: test failed, to rerun pass `-p config-loader --lib`")
+CARGO_E0599 = ("\x1b[1m\x1b[32m   Compiling\x1b[0m config-loader v0.3.1\n\x1b[0m\x1b[1m\x1b[38;5;9merror[E0599]\x1b[0m"
+               "\x1b[1m: no variant named `EmptyKey` found for enum `ConfigError`\x1b[0m\n"
+               "  --> crates/config-loader/src/parser.rs:88:58\nwarning: unused import: `std::fmt`\n"
+               "error: could not compile `config-loader` (lib) due to 1 previous error")
+CARGO_OK = ("   Compiling config-loader v0.3.1\n     Running unittests src/lib.rs\nrunning 13 tests\n"
+            "test result: ok. 13 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n"
+            "   Doc-tests config_loader\nrunning 0 tests\ntest result: ok. 0 passed; 0 failed; 0 ignored")
+
+
+def test_codex_commands_that_state_their_exit_status_in_text_are_failures_with_their_informative_line(
+        cli, memory_dir, tmp_path):
+    """Codex does not mark a failed command as an error: its ``exec_command`` / ``shell`` output
+    says ``Process exited with code 101`` / ``Exit code: 1``. Those are failures (the summary
+    said "0 failed" and listed none), named by their informative line (a Rust panic's message,
+    rustc's error code under colour codes, go's failing test), resolved by a later run of the
+    same family; a passing cargo run is told by its result line, not ``running 13 tests``."""
+    r = Rollout()
+    r.ask("Fix the panic in parse_config_entry (crates/config-loader/src/parser.rs).")
+    r.exec("cargo test -p config-loader", 101, CARGO_PANIC)
+    r.patch("*** Update File: crates/config-loader/src/parser.rs\n@@\n-    let first = key.chars().next().unwrap();\n"
+            "+    let first = key.chars().next().ok_or(ConfigError::EmptyKey)?;")
+    r.exec("cargo test -p config-loader", 101, CARGO_E0599)
+    r.patch("*** Update File: crates/config-loader/src/error.rs\n@@ pub enum ConfigError {\n+    EmptyKey,")
+    r.exec("cargo test -p config-loader", 0, CARGO_OK)
+    r.say("Fixed: parse_config_entry returns ConfigError::EmptyKey.")
+    r.ask("Now go test in tools/cfgcheck.")
+    r.shell("cd tools/cfgcheck && go test ./...", 1, "--- FAIL: TestCheckEmptyKey (0.00s)\n"
+            "    check_test.go:21: CheckFile(\"testdata/empty.toml\") = <nil>, want ErrEmptyKey\nFAIL\n"
+            "FAIL\texample.com/cfgcheck\t0.012s\nFAIL")
+    r.shell("cd tools/cfgcheck && go test -run TestCheckEmptyKey ./...", 0, "ok  \texample.com/cfgcheck\t0.010s")
+    r.say("go test passes.")
+    r.ask("Thanks.")
+    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    assert summary.split("\n")[0].endswith(": 19 traces, 7 tool calls, 3 failed.")
+    assert _line(summary, "Failed: ") == (
+        "Failed: `cd tools/cfgcheck && go test ./...` ×1 (exit code 1 --- FAIL: TestCheckEmptyKey (0.00s) — "
+        "check_test.go:21: CheckFile(\"testdata/empty.toml\") = <nil>, want ErrEmptyKey) — fixed later (a later "
+        "`go test` passed); `cargo test -p config-loader` ×2 (exit code 101 error[E0599]: no variant named `EmptyKey` "
+        "found for enum `ConfigError`; before: exit code 101 test parser::tests::empty_key ... FAILED — panicked at "
+        "crates/config-loader/src/parser.rs:88:14: called `Option::unwrap()` on a `None` value) — passed later")
+    assert _line(summary, "Commands (latest outcome): ") == (
+        "Commands (latest outcome): `cd tools/cfgcheck && go test -run TestCheckEmptyKey ./...`: ok "
+        "example.com/cfgcheck 0.010s; `cargo test -p config-loader`: test result: ok. 13 passed; 0 failed; 0 ignored; "
+        "0 measured; 0 filtered out; finished in 0.01s")
+    assert "\x1b" not in summary
+
+
+def test_copilot_and_gemini_cli_shell_results_that_state_a_failure_are_failures(cli, memory_dir, tmp_path):
+    """Copilot CLI ends a command's output with ``<exited with exit code 1>`` (its call still
+    ``success: true``); Gemini CLI's ``run_shell_command`` says ``Exit Code: 1`` among its own
+    lines (``Command:``, ``Directory:``, ``Error: (none)``, ``Signal:``): both are failures, named
+    by the output's informative line, never by the harness's lines."""
+    def ev(n, kind, data):
+        return {"type": kind, "id": f"e{n}", "timestamp": f"2026-02-01T09:00:{n:02d}.000Z", "parentId": None,
+                "data": data}
+
+    copilot = [ev(0, "session.start", {"sessionId": "s1", "context": {"cwd": "/repo"}}),
+               ev(1, "user.message", {"content": "Run the tests."}),
+               ev(4, "assistant.message", {"messageId": "mr", "content": "", "toolRequests": [
+                   {"toolCallId": "cr", "name": "view", "arguments": {"path": "/repo/tests/test_a.py"}}]}),
+               ev(5, "tool.execution_complete", {"toolCallId": "cr", "success": True, "result": {"content": PADDING}})]
+    for n, (code, out) in enumerate([(1, "FAILED tests/test_a.py::test_zone - KeyError: 'zone'\n1 failed in 0.1s"),
+                                     (0, "3 passed in 0.2s")]):
+        copilot += [ev(10 * n + 2, "assistant.message", {"messageId": f"m{n}", "content": "", "toolRequests": [
+                        {"toolCallId": f"c{n}", "name": "bash", "arguments": {"command": "pytest -q"}}]}),
+                    ev(10 * n + 3, "tool.execution_complete", {"toolCallId": f"c{n}", "success": True, "result": {
+                        "content": f"{out}\n<exited with exit code {code}>"}})]
+    copilot += [ev(40, "assistant.message", {"messageId": "m9", "content": "Green now."}),
+                ev(41, "user.message", {"content": "Good."})]
+    summary = _summary(cli, memory_dir, tmp_path, "cp", "".join(orjson.dumps(e).decode() + "\n" for e in copilot),
+                       "copilot-cli", "--tail-turns", "1", "--keep-steps", "0")
+    assert _line(summary, "Failed: ") == ("Failed: `pytest -q` ×1 (exit code 1 FAILED tests/test_a.py::test_zone - "
+                                          "KeyError: 'zone') — passed later")
+    assert _line(summary, "Commands (latest outcome): ") == "Commands (latest outcome): `pytest -q`: 3 passed in 0.2s"
+
+    def shell_call(n, command, output, code):
+        return {"id": f"t{n}", "name": "run_shell_command", "args": {"command": command}, "status": "success",
+                "result": [{"functionResponse": {"id": f"t{n}", "name": "run_shell_command", "response": {
+                    "output": f"Command: {command}\nDirectory: (root)\nOutput: {output}\nError: (none)\n"
+                              f"Exit Code: {code}\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242"}}}]}
+
+    gemini = {"sessionId": "5f3c", "projectHash": "ab12", "startTime": "2026-02-01T10:00:00Z",
+              "lastUpdated": "2026-02-01T10:01:00Z", "messages": [
+                  {"id": "m1", "timestamp": "2026-02-01T10:00:00Z", "type": "user", "content": "Build it."},
+                  {"id": "m2", "timestamp": "2026-02-01T10:00:05Z", "type": "gemini", "content": "", "toolCalls": [
+                      shell_call(1, "cargo build", "error[E0425]: cannot find value `cfg` in this scope\n"
+                                                   " --> src/main.rs:4:13", 101)]},
+                  {"id": "m3", "timestamp": "2026-02-01T10:00:07Z", "type": "gemini", "content": "", "toolCalls": [{
+                      "id": "r1", "name": "read_file", "args": {"absolute_path": "/repo/src/main.rs"}, "status": "success",
+                      "result": [{"functionResponse": {"id": "r1", "name": "read_file", "response": {"output": PADDING}}}]}]},
+                  {"id": "m5", "timestamp": "2026-02-01T10:00:09Z", "type": "gemini", "content": "It fails on cfg."},
+                  {"id": "m4", "timestamp": "2026-02-01T10:00:10Z", "type": "user", "content": "Fix it."}]}
+    summary = _summary(cli, memory_dir, tmp_path, "gm", orjson.dumps(gemini).decode(), "gemini-cli",
+                       "--tail-turns", "1", "--keep-steps", "0")
+    assert _line(summary, "Failed: ") == ("Failed: `cargo build` ×1 (exit code 101 error[E0425]: cannot find value "
+                                          "`cfg` in this scope) — still failing")
+
+
+def _copilot(events: list[tuple[str, dict]]) -> str:
+    """Copilot CLI ``events.jsonl`` lines from (type, data) pairs."""
+    lines = [{"type": "session.start", "id": "e0", "timestamp": "2026-02-01T09:00:00.000Z", "parentId": None,
+              "data": {"sessionId": "s2", "context": {"cwd": "/repo"}}}]
+    for n, (kind, data) in enumerate(events, 1):
+        lines.append({"type": kind, "id": f"e{n}", "timestamp": f"2026-02-01T09:{n // 60:02d}:{n % 60:02d}.000Z",
+                      "parentId": None, "data": data})
+    return "".join(orjson.dumps(line).decode() + "\n" for line in lines)
+
+
+def test_parallel_copilot_subagents_get_a_line_each_with_the_task_that_started_them(cli, memory_dir, tmp_path):
+    """Two Copilot CLI subagents run at once (their events interleaved, each marked with the
+    ``parentToolCallId`` of the ``task`` call that started it): one line each, with the task
+    from that call, its own file, failure and conclusion (they were merged into one)."""
+    def task(call, prompt):
+        return ("assistant.message", {"messageId": f"m{call}", "content": "", "toolRequests": [
+            {"toolCallId": call, "name": "task", "arguments": {"description": prompt.split(":")[0], "prompt": prompt}}]})
+
+    def side(parent, kind, data):
+        return kind, {**data, "parentToolCallId": parent}
+
+    events = [("user.message", {"content": "Review billing and shipping in parallel."}),
+              task("t1", "Billing: fix src/billing.py rounding"), task("t2", "Shipping: fix the zone lookup"),
+              side("t1", "assistant.message", {"messageId": "b1", "content": "", "toolRequests": [
+                  {"toolCallId": "b-e1", "name": "edit", "arguments": {"path": "/repo/src/billing.py",
+                                                                       "old_str": "round(x)", "new_str": "round_half_up(x)"}}]}),
+              side("t2", "assistant.message", {"messageId": "s1", "content": "", "toolRequests": [
+                  {"toolCallId": "s-e1", "name": "bash", "arguments": {"command": "pytest -q tests/test_shipping.py"}}]}),
+              side("t1", "tool.execution_complete", {"toolCallId": "b-e1", "success": True, "result": {"content": "ok"}}),
+              side("t2", "tool.execution_complete", {"toolCallId": "s-e1", "success": True, "result": {
+                  "content": "FAILED tests/test_shipping.py::test_rate - KeyError: 'zone'\n<exited with exit code 1>"}}),
+              side("t1", "assistant.message", {"messageId": "b2", "content": "Billing rounds half up now."}),
+              side("t2", "assistant.message", {"messageId": "s2", "content": "Shipping still fails on zone."}),
+              ("tool.execution_complete", {"toolCallId": "t1", "success": True, "result": {"content": "Billing done."}}),
+              ("tool.execution_complete", {"toolCallId": "t2", "success": True, "result": {"content": "Shipping fails."}}),
+              ("assistant.message", {"messageId": "m8", "content": "", "toolRequests": [
+                  {"toolCallId": "v1", "name": "view", "arguments": {"path": "/repo/src/zones.py"}}]}),
+              ("tool.execution_complete", {"toolCallId": "v1", "success": True, "result": {"content": PADDING}}),
+              ("assistant.message", {"messageId": "m9", "content": "Billing is done; shipping needs a zone."}),
+              ("user.message", {"content": "Add the zone then."})]
+    summary = _summary(cli, memory_dir, tmp_path, "cp2", _copilot(events), "copilot-cli",
+                       "--tail-turns", "1", "--keep-steps", "0")
+    block = summary.split("Subagents:\n", 1)[1].split("\nFiles modified", 1)[0].split("\n")
+    assert block == [
+        '- agent t1 (turn_0001) · task "Billing: fix src/billing.py rounding" · changed: /repo/src/billing.py · '
+        '1 tool call · concluded: "Billing rounds half up now."',
+        '- agent t2 (turn_0001) · task "Shipping: fix the zone lookup" · 1 failed (last: `pytest -q '
+        "tests/test_shipping.py`: exit code 1 FAILED tests/test_shipping.py::test_rate - KeyError: 'zone') · "
+        'concluded: "Shipping still fails on zone."']
+
+
+def test_an_opencode_command_that_exits_non_zero_is_a_failure(cli, memory_dir, tmp_path):
+    """opencode's ``bash`` tool completes whatever the command's exit status; the status is in
+    the part's ``metadata.exit``. A non-zero one is a failure in the summary (with the output's
+    informative line: jest's failing test and its message), resolved by a later run of the family."""
+    n = [0]
+
+    def part(tool, args, output, code=0, meta=True):
+        n[0] += 1
+        state = {"status": "completed", "input": args, "output": output, "title": tool,
+                 "time": {"start": 1770000000000 + n[0], "end": 1770000000001 + n[0]}}
+        if meta:
+            state["metadata"] = {"output": output, "exit": code, "description": "run"}
+        return {"id": f"prt_{n[0]:04d}", "type": "tool", "callID": f"call_{n[0]}", "tool": tool, "state": state}
+
+    def message(role, parts, mid):
+        return {"info": {"id": f"msg_{mid}", "role": role, "time": {"created": 1770000000000 + mid * 1000}},
+                "parts": parts}
+
+    jest_fail = ("FAIL src/cart.test.ts\n  ● Cart › adds item\n\n    expect(received).toBe(expected)\n\n"
+                 "    Expected: 2\n    Received: 1\n\nTests:       1 failed, 4 passed, 5 total")
+    session = {"info": {"id": "ses_01", "directory": "/repo", "title": "cart"}, "messages": [
+        message("user", [{"id": "prt_u1", "type": "text", "text": "Make the cart tests pass."}], 1),
+        message("assistant", [part("read", {"filePath": "/repo/src/cart.ts"}, PADDING, meta=False),
+                              part("bash", {"command": "npx jest src/cart.test.ts"}, jest_fail, 1),
+                              part("edit", {"filePath": "/repo/src/cart.ts", "oldString": "count = 0",
+                                            "newString": "count = items.length"}, "", meta=False),
+                              part("bash", {"command": "npx jest"}, "Tests:       5 passed, 5 total", 0),
+                              {"id": "prt_t1", "type": "text", "text": "The cart counts its items now."}], 2),
+        message("user", [{"id": "prt_u2", "type": "text", "text": "Thanks."}], 3)]}
+    summary = _summary(cli, memory_dir, tmp_path, "oc", orjson.dumps(session).decode(), "opencode",
+                       "--tail-turns", "1", "--keep-steps", "0")
+    assert _line(summary, "Failed: ") == ("Failed: `npx jest src/cart.test.ts` ×1 (exit code 1 ● Cart › adds item — "
+                                          "expect(received).toBe(expected)) — fixed later (a later `npx jest` passed)")
+    assert _line(summary, "Commands (latest outcome): ") == "Commands (latest outcome): `npx jest`: Tests: 5 passed, 5 total"
+    assert _line(summary, "Files modified: ") == "Files modified: /repo/src/cart.ts (items.length)"
+    # the turn line names the failing command; its informative line is said once, in Failed:
+    assert "(1 failed; last: `npx jest src/cart.test.ts`) · assistant: " in summary
+    assert summary.count("● Cart › adds item") == 1
+
+
+WRITES = [   # (harness, tool, arguments as the harness records them, files written, a shell command)
+    ("opencode", "edit", {"filePath": "/repo/src/a.ts", "oldString": "x", "newString": "y"}, ["/repo/src/a.ts"], None),
+    ("opencode", "write", {"filePath": "/repo/src/b.ts", "content": "export const b = 1"}, ["/repo/src/b.ts"], None),
+    ("opencode", "patch", {"patchText": "*** Begin Patch\n*** Update File: src/c.ts\n+x\n*** End Patch"},
+     ["src/c.ts"], None),
+    ("goose", "developer__text_editor", {"command": "write", "path": "/repo/notes.md", "file_text": "# Notes"},
+     ["/repo/notes.md"], None),
+    ("goose", "developer__text_editor", {"command": "str_replace", "path": "/repo/a.py", "old_str": "a", "new_str": "b"},
+     ["/repo/a.py"], None),
+    ("goose", "developer__text_editor", {"command": "view", "path": "/repo/a.py"}, [], None),
+    ("goose", "developer__shell", {"command": "cargo build"}, [], "cargo build"),
+    ("gemini-cli", "replace", {"file_path": "/repo/main.go", "old_string": "a", "new_string": "b"}, ["/repo/main.go"], None),
+    ("gemini-cli", "write_file", {"file_path": "/repo/my dir/x.go", "content": "package x"}, ["/repo/my dir/x.go"], None),
+    ("cursor", "edit_file", {"target_file": "src/app.tsx", "instructions": "i", "code_edit": "// ..."}, ["src/app.tsx"], None),
+    ("cursor", "search_replace", {"file_path": "src/app.tsx", "old_string": "a", "new_string": "b"}, ["src/app.tsx"], None),
+    ("copilot-cli", "create", {"path": "/repo/new.py", "file_text": "x = 1"}, ["/repo/new.py"], None),
+]
+
+
+def test_each_harness_s_file_writes_are_files_modified_and_an_editor_verb_is_no_command():
+    """opencode's camelCase ``filePath``/``oldString``/``newString`` and ``patchText``, Goose's
+    text editor ``write`` (it was taken for a shell command named ``write``), Gemini CLI, Cursor and
+    Copilot CLI writes: each names the file it modified."""
+    from memcli.compaction.offline import command_of, written_paths
+
+    assert [(written_paths(tool, args), command_of(args)) for _, tool, args, _, _ in WRITES] == [
+        (files, command) for _, _, _, files, command in WRITES]
+
+
+LONG_ASK = ("Die Funktion `parse_config_entry` in \"crates/config loader/src/parser.rs\" wirft bei leeren Schlüsseln "
+            "einen Panic; bitte behebe das so, dass `ConfigError::EmptyKey` zurückgegeben wird, und ergänze einen Test "
+            "in crates/config-loader/tests/parse_empty_key.rs. Danach muss `cargo test -p config-loader` grün sein, "
+            "und vergiss nicht den Eintrag in CHANGELOG.md unter ## Unreleased (Issue #482, siehe "
+            "https://git.example.com/acme/config/issues/482). Bitte keine Änderungen an der öffentlichen API von "
+            "ConfigLoader::from_path, und halte dich an rustfmt mit max_width = 110.")
+
+
+def test_a_long_non_english_ask_stays_verbatim_when_the_summary_has_room(cli, memory_dir, tmp_path):
+    """An ask of 560 characters (German, a path with a space, a URL, identifiers) is kept whole
+    on its turn line: it was cut at 200 characters, mid-sentence, with room to spare."""
+    r = Rollout()
+    r.ask(LONG_ASK)
+    for n in range(6):
+        r.exec(f"sed -n '1,80p' crates/config-loader/src/part_{n}.rs", 0, PADDING)
+    r.say("I read the parser; the panic is the unwrap on the first character.")
+    r.ask("Go on.")
+    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    assert f'- turn_0001 · user: "{LONG_ASK}" · tools: exec_command ×6' in summary
+
+
+def test_a_clipped_ask_is_never_cut_inside_a_path_or_an_identifier():
+    from memcli.compaction.offline import clip_ask
+
+    path = "crates/config-loader/src/very/deeply/nested/module/with/a/long/path/parse_config_entry_impl.rs"
+    ask = "word " * 38 + path + " and the rest of the ask"
+    assert clip_ask(ask, 200) == ("word " * 38).strip() + " …"        # the path crosses the limit: it goes whole
+    assert clip_ask(ask, 150) == ("word " * 31).strip() + " …"
+    assert clip_ask("word " * 39 + "parse_config_entry and more", 200) == ("word " * 39) + "parse_config_entry …"
+    # a path with a space, quoted, is not cut in two: it goes whole, or stays whole when it ends near
+    long_path = "crates/config loader/src/" + "nested/" * 12 + "parser.rs"
+    assert clip_ask(f'Fix the panic in "{long_path}" now please', 30) == 'Fix the panic in …'
+    assert clip_ask('Fix the panic in "crates/config loader/src/parser.rs" now please', 40) == \
+        'Fix the panic in "crates/config loader/src/parser.rs" …'
+    assert clip_ask("Run `cargo test -p config-loader --lib` then push it", 24) == "Run `cargo test -p config-loader --lib` …"
+
+
+def test_an_ask_is_not_clipped_to_make_room_for_the_failures_and_commands(cli, memory_dir, tmp_path):
+    """A window of long asks and failing commands with short outputs: the summary is over the
+    quarter of the window it aims at, and the asks were clipped for it (to ~260 characters) while
+    the failures stayed whole; asks are clipped only over the summary's budget."""
+    r = Rollout()
+    for n in range(4):
+        r.ask(LONG_ASK.replace("#482", f"#48{n}"))
+        r.exec(f"cargo test -p config-loader --test case_{n}", 101, f"error[E0599]: no variant named `Case{n}`")
+        r.say(f"Case {n} fails to build.")
+    r.ask("Go on.")
+    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    assert summary.count(f'user: "{LONG_ASK[:100]}') == 4
+    assert f'user: "{LONG_ASK.replace("#482", "#483")}"' in summary
+    assert "URLs:" not in summary   # the ask's URL, shown in the ask, is not listed again
