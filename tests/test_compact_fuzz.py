@@ -297,7 +297,7 @@ def test_uncompact_puts_traces_back_around_blank_lines_of_the_active_file(memory
     the file is byte for byte what it was (a blank line between two moved lines made the second
     run's anchor the first run's last trace, which is archived, and the undo was refused; one at
     the start put the traces back before it)."""
-    events = [U(f"ask {i} " + "lorem ipsum dolor " * 100, turn_id=f"t{i}") for i in range(1, 5)]
+    events = [U(f"ask {i} " + "lorem ipsum dolor " * 400, turn_id=f"t{i}") for i in range(1, 5)]
     active = _build(memory_dir, {"events": events, "blank": blank, "escaped": [], "torn": False})
     before = active.read_bytes()
     result = compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=1, keep_steps=0))
