@@ -41,12 +41,12 @@ HUGE = 300_000          # characters: a line longer than jsonl.line_batches' 256
 UNICODE = "naïve café — 数据 🙂 Ω"
 
 
-def _turn(draw, t: int, call_ids: list) -> list[dict]:
-    """One turn's events: its ask, steps of every kind, maybe an answer."""
+def _turn(draw, t: int, call_ids: list, giant: bool = False) -> list[dict]:
+    """One turn's events: its ask, steps of every kind, maybe an answer; ``giant``: many steps."""
     tid = f"turn_{t:04d}"
     events = [U(f"ask {t}: fix src/mod_{t}.py {UNICODE if draw(st.booleans()) else ''}", turn_id=tid)]
-    giant = draw(st.integers(0, 9)) == 0
-    n_steps = draw(st.integers(20, 60)) if giant else draw(st.integers(0, 5))
+    giant = giant or draw(st.integers(0, 9)) == 0
+    n_steps = draw(st.integers(20, 120)) if giant else draw(st.integers(0, 5))
     for s in range(n_steps):
         kind = draw(st.sampled_from(["ok", "ok", "fail", "edit", "open", "side", "dup", "orphan", "pinned",
                                      "text", "huge"]))
@@ -76,9 +76,10 @@ def _turn(draw, t: int, call_ids: list) -> list[dict]:
         elif kind == "huge":
             events.append(RES(cid, ("x" * 99 + "\n") * (HUGE // 100), turn_id=tid))
         elif kind != "open":
-            events.append(RES(cid, f"done {t}.{s} {UNICODE}", turn_id=tid, **side))
-    if draw(st.booleans()):
-        events.append(A(f"answer {t}", turn_id=tid))
+            events.append(RES(cid, f"done {t}.{s} {UNICODE}\n" * draw(st.sampled_from([1, 30])), turn_id=tid, **side))
+    if draw(st.booleans()):   # (with the provider's usage, --if-needed decides without a plan)
+        usage = {"usage": {"prompt_tokens": draw(st.sampled_from([100, 3_500, 90_000])), "completion_tokens": 9}}
+        events.append(A(f"answer {t}", turn_id=tid, **(usage if draw(st.booleans()) else {})))
     if giant and draw(st.booleans()):   # its last call still runs
         events += [A(f"running {t}", turn_id=tid), CALL(f"run_{t}", "Bash", {"command": "make build"}, turn_id=tid)]
     return events
@@ -103,7 +104,9 @@ def sessions(draw) -> dict:
     if draw(st.booleans()):
         events.append(U("You are a careful agent.", tags=["system"]))
     call_ids: list = []
-    turns = [_turn(draw, t, call_ids) for t in range(1, draw(st.integers(1, 8)) + 1)]
+    n_turns = draw(st.integers(1, 8))
+    giant_last = draw(st.integers(0, 2)) == 0   # the newest turn a long one (the feed spills it)
+    turns = [_turn(draw, t, call_ids, giant_last and t == n_turns) for t in range(1, n_turns + 1)]
     if len(turns) > 1 and draw(st.booleans()):   # two turns' lines alternate
         i = draw(st.integers(0, len(turns) - 2))
         turns[i:i + 2] = [_interleave(turns[i], turns[i + 1])]
@@ -170,10 +173,10 @@ def _files(memory_dir: Path) -> dict:
     return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file() and p.name != ".token-counts"}
 
 
-def _outcome(memory_dir: Path, policy: CompactionPolicy):
+def _outcome(memory_dir: Path, policy: CompactionPolicy, **options):
     """What a compaction did: (result fields, items, files), or the refusal."""
     try:
-        result = compact(memory_dir, "a", policy=policy)
+        result = compact(memory_dir, "a", policy=policy, **options)
     except CompactionError as exc:
         return ("refused", str(exc)), None
     episodic, semantic = AgentStore(memory_dir, "a").live_memory()
@@ -254,6 +257,8 @@ def _check_store(tmp_path_factory, patch, session, tail, keep, target, feed) -> 
             assert _files(copy) == files_before
     # 1: the same compaction either way
     assert outcomes[0] == outcomes[1]
+    event("refused" if results[0] is None else "compacted" if results[0].compacted else
+          "never worse" if results[0].never_worse else "nothing to compact")
     if results[0] is not None and results[0].compacted:
         assert finished and finished[0][0] is not None   # the child's read was used
         event(f"delivered {min(finished[0][1], 3)}, spilled {finished[0][2] is not None}")
@@ -287,6 +292,65 @@ def _check_store(tmp_path_factory, patch, session, tail, keep, target, feed) -> 
     assert _ids(d / FILES[1]) == []
 
 
+def _more_turns(draw, first: int) -> list[dict]:
+    """Turns appended after a compaction, with their ids and times (the same bytes in each copy)."""
+    events = []
+    for t in range(first, first + draw(st.integers(1, 3))):
+        events += _turn(draw, t, [])
+    return [{**e, "id": f"rt_more_{first}_{k}", "ts": 1_800_000_000 + k} for k, e in enumerate(events)]
+
+
+@settings(max_examples=EXAMPLES or 6, deadline=None, derandomize=EXAMPLES is None,
+          suppress_health_check=list(HealthCheck))
+@given(data=st.data(), session=sessions(), feed=st.sampled_from([1 << 10, 16 << 10]))
+def test_compactions_in_a_row_with_appends_between_are_the_same_read_ahead_or_not(tmp_path_factory, monkeypatch,
+                                                                                   data, session, feed):
+    """Two or three compactions (``--if-needed`` or not, rollups as they come) with turns appended
+    between them: the forked read-ahead and the in-process read end with the same files and
+    items; undone newest first, the active file is the first one (torn tail cut) with the
+    appended lines after it."""
+    from memcli.ingest.api import ingest
+
+    with monkeypatch.context() as patch:
+        root = tmp_path_factory.mktemp("rounds")
+        base = root / "base"
+        before = _build(base, session).read_bytes()
+        expected = before[:before.rfind(b"\n") + 1]
+        patch.setattr(compactor, "READ_AHEAD_MIN_BYTES", 0)
+        patch.setattr(window, "WHOLE_TURN_FEED_BYTES", feed)
+        copies = {forked: root / f"copy-{forked}" for forked in (True, False)}
+        for copy in copies.values():
+            shutil.copytree(base, copy)
+        done, appended = 0, []
+        for n in range(data.draw(st.integers(2, 3))):
+            if n:
+                more = _more_turns(data.draw, 100 * n)
+                appended += [e["id"] for e in more]
+                src = root / f"more-{n}.ndjson"
+                src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in more))
+                for copy in copies.values():
+                    ingest(copy, "a", src)
+            policy = CompactionPolicy(tail_turns=data.draw(st.integers(0, 3)), keep_steps=data.draw(st.integers(0, 4)),
+                                      target_tokens=data.draw(st.sampled_from([None, 500, 5_000])))
+            options = data.draw(st.sampled_from([{}, {"if_needed": True, "max_context_tokens": 4_000},
+                                                 {"if_needed": True, "max_context_tokens": 40_000}]))
+            outcomes = []
+            for forked, copy in copies.items():
+                patch.setattr(compactor, "_can_fork", lambda forked=forked: forked)
+                outcome, result = _outcome(copy, policy, **options)
+                outcomes.append(outcome)
+            assert outcomes[0] == outcomes[1]
+            done += result is not None and result.compacted
+        event(f"{done} compactions")
+        copy = copies[False]
+        active = copy / "agents" / "a" / FILES[0]
+        for _ in range(done):
+            uncompact(copy, "a")
+        assert _ids(copy / "agents" / "a" / FILES[1]) == []
+        now = active.read_bytes()
+        assert now.startswith(expected) and _ids(active)[len(_ids(base / "agents" / "a" / FILES[0])):] == appended
+
+
 # --------------------------------------------------------------------------- examples found above
 
 @pytest.mark.parametrize("blank", [[0], [1], [1, 2, 3]], ids=["before the first line", "between moved lines",
@@ -305,3 +369,112 @@ def test_uncompact_puts_traces_back_around_blank_lines_of_the_active_file(memory
     assert active.read_bytes().count(b"\n\n") + active.read_bytes().startswith(b"\n") >= 1   # the blank lines stay
     uncompact(memory_dir, "a")
     assert active.read_bytes() == before
+
+
+CORRUPT = [b'{"id": "rt_x", "trace_type": "user", "content": "\\ud800 alone", "turn_id": "turn_0001"}',  # lone surrogate
+           b'{"id": "rt_y", "trace_type": "assist', b'["not", "an", "object"]', b'\x00\xff garbage',
+           b'{"id": "rt_z", "trace_type": "no such type", "turn_id": "turn_0001"}']
+
+
+@settings(max_examples=EXAMPLES or 8, deadline=None, derandomize=EXAMPLES is None,
+          suppress_health_check=list(HealthCheck))
+@given(session=sessions(), at=st.integers(0, 10_000), bad=st.sampled_from(CORRUPT), forked=st.booleans(),
+       if_needed=st.booleans(), target=st.sampled_from([None, 200, 10 ** 9]))
+def test_a_corrupt_line_is_refused_naming_its_line_and_nothing_is_written(tmp_path_factory, monkeypatch, session, at,
+                                                                          bad, forked, if_needed, target):
+    from memcli.errors import CorruptStoreError
+
+    with monkeypatch.context() as patch:
+        memory_dir = tmp_path_factory.mktemp("corrupt")
+        active = _build(memory_dir, session)
+        lines = active.read_bytes().split(b"\n")   # (the last piece: b"" or a torn line)
+        at %= len(lines)
+        lines.insert(at, bad)
+        active.write_bytes(b"\n".join(lines))
+        patch.setattr(compactor, "_can_fork", lambda: forked)
+        patch.setattr(compactor, "READ_AHEAD_MIN_BYTES", 0)
+        files = _files(memory_dir)
+        with pytest.raises(CorruptStoreError) as caught:
+            compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=0, keep_steps=0, target_tokens=target),
+                    if_needed=if_needed, max_context_tokens=1_000 if if_needed else None)
+        assert (caught.value.path, caught.value.line) == (str(active), at + 1)
+        assert _files(memory_dir) == files
+
+
+# --------------------------------------------------------------------------- the pieces under the scan
+
+def _reference_lines(data: bytes, size: int) -> list:
+    """(offset, line) of every complete line starting before ``size``, read the slow way."""
+    out, offset = [], 0
+    while offset < size:
+        end = data.find(b"\n", offset)
+        if end < 0:
+            break
+        out.append((offset, data[offset:end]))
+        offset = end + 1
+    return out
+
+
+@settings(max_examples=EXAMPLES or 200, deadline=None, derandomize=EXAMPLES is None)
+@given(lines=st.lists(st.one_of(st.just(b""), st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"x")),
+                                st.integers(1, 600).map(lambda n: b"y" * n)), max_size=30),
+       torn=st.binary(max_size=50).map(lambda b: b.replace(b"\n", b"")), block=st.integers(1, 300),
+       size_cut=st.integers(0, 2_000), start_line=st.integers(0, 5))
+def test_line_batches_read_the_lines_a_line_by_line_read_gives(tmp_path_factory, lines, torn, block, size_cut,
+                                                               start_line):
+    """jsonl.line_batches: blocks of any size, lines longer than a block, blank lines, a torn
+    tail, a size limit anywhere: the lines (offsets adjacent) a plain read gives."""
+    from memcli.store import jsonl
+
+    data = b"".join(line + b"\n" for line in lines) + torn
+    path = tmp_path_factory.mktemp("lines") / "f.jsonl"
+    path.write_bytes(data)
+    size = min(size_cut, len(data))
+    start = sum(len(line) + 1 for line in lines[:start_line]) if start_line <= len(lines) else 0
+    expected = [(o, line) for o, line in _reference_lines(data, size) if o >= start]
+    got = []
+    with path.open("rb") as f:
+        f.seek(start)
+        for offset, batch in jsonl.line_batches(f, size, start, block):
+            for line in batch:
+                got.append((offset, line))
+                offset += len(line) + 1
+    assert got == expected
+
+
+@settings(max_examples=EXAMPLES or 100, deadline=None, derandomize=EXAMPLES is None,
+          suppress_health_check=list(HealthCheck))
+@given(ops=st.lists(st.tuples(st.sampled_from(["learn", "known", "save", "reload", "key"]),
+                              st.sampled_from(["o200k_base", "cl100k_base"]), st.integers(0, 40)), max_size=120),
+       limit=st.integers(2, 12), keep_new=st.sampled_from([None, 1, 3, 8]))
+def test_a_count_read_from_the_cache_is_the_count_it_was_given(tmp_path_factory, monkeypatch, ops, limit, keep_new):
+    """The token count cache, its limits made small so every trim runs (by key, by text, the
+    newest kept), saved and read back: whatever it answers is the count learned for that text
+    with that encoding — never another text's, never another encoding's."""
+    import memcli.store.token_counts as token_counts
+    from memcli.tokens import text_key
+
+    def count(encoding: str, text: str) -> int:   # a count that tells texts and encodings apart
+        return len(text) * 7 + (1 if encoding == "o200k_base" else 2)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(token_counts, "MAX_ENTRIES", limit)
+        path = tmp_path_factory.mktemp("cache") / ".token-counts"
+        cache = token_counts.TokenCountCache(path, keep_new)
+        for op, encoding, n in ops:
+            text = f"text {n} " + "é" * (n % 3)
+            if op == "learn":
+                cache.learn(encoding, text, count(encoding, text))
+            elif op == "known":
+                found = cache.known(encoding, text)
+                assert found is None or found == count(encoding, text)
+            elif op == "key":
+                found = cache.lookup(text_key(encoding, text))
+                assert found is None or found == count(encoding, text)
+            elif op == "save":
+                cache.save()
+                assert cache.held <= token_counts._past(limit) + 1
+            else:
+                cache.save()
+                cache = token_counts.TokenCountCache(path, keep_new)
+                assert len(cache.counts) <= limit
