@@ -56,6 +56,9 @@ def test_every_compaction_of_a_session_is_one_item_and_no_ask(memory_dir, tmp_pa
     assert [e["summary"] for e in episodic(memory_dir, "s")] == [t["content"] for t in summaries]
     assert asks(memory_dir, "s") == [f"Make module_{k} read CONFIG_{k} and keep tests/test_module_{k}.py green"
                                      for k in range(8)]
+    # what the producer writes is kept: the instructions given to /compact (compactMetadata.userContext)
+    assert [e["harness_compaction"].get("user_context") for e in episodic(memory_dir, "s")] == [
+        None, "keep the failing tests of round 1", None]
     command = [t for t in traces(memory_dir, "s") if t["content"].startswith("<command-name>/compact")]
     assert len(command) == 1 and command[0]["tags"] == ["context"]
     assert "<command-args>keep the failing tests of round 1</command-args>" in command[0]["content"]
@@ -67,10 +70,11 @@ def test_the_sdk_stream_boundary_gives_its_trigger_and_tokens(memory_dir, tmp_pa
     s = ClaudeSession()
     s.ask("start the refactor")
     s.work(0)
-    s.boundary("manual", 52000, metadata_key="compact_metadata")
+    s.boundary("manual", 52000, metadata_key="compact_metadata", post_tokens=4100)
     s.summary("Summary: module_0 reads its config.")
     ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
     assert marks(memory_dir, "s") == [("manual", 52000, ["turn_0001"])]
+    assert episodic(memory_dir, "s")[0]["harness_compaction"]["post_tokens"] == 4100
 
 
 def test_a_boundary_whose_summary_never_came_describes_no_later_summary(memory_dir, tmp_path):
