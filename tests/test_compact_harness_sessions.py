@@ -276,6 +276,9 @@ def test_an_opencode_command_that_exits_non_zero_is_a_failure(cli, memory_dir, t
                                           "expect(received).toBe(expected)) — fixed later (a later `npx jest` passed)")
     assert _line(summary, "Commands (latest outcome): ") == "Commands (latest outcome): `npx jest`: Tests: 5 passed, 5 total"
     assert _line(summary, "Files modified: ") == "Files modified: /repo/src/cart.ts (items.length)"
+    # the turn line names the failing command; its informative line is said once, in Failed:
+    assert "(1 failed; last: `npx jest src/cart.test.ts`) · assistant: " in summary
+    assert summary.count("● Cart › adds item") == 1
 
 
 WRITES = [   # (harness, tool, arguments as the harness records them, files written, a shell command)
@@ -357,3 +360,4 @@ def test_an_ask_is_not_clipped_to_make_room_for_the_failures_and_commands(cli, m
     summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
     assert summary.count(f'user: "{LONG_ASK[:100]}') == 4
     assert f'user: "{LONG_ASK.replace("#482", "#483")}"' in summary
+    assert "URLs:" not in summary   # the ask's URL, shown in the ask, is not listed again

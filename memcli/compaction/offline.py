@@ -4,7 +4,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 
     37 turns (turn_0001–turn_0037), 2026-03-02 08:41 → 09:30 UTC: 184 traces, 61 tool calls, 9 failed.
     - turn_0001 · user: "The order total endpoint returns 100.0 for order 1042 …" (full: t-1-u) · tools: Bash ×3,
-      Edit ×1 [Bash `pytest -q`] · 1 failed (`pytest -q`: FAILED tests/test_orders.py::test_total) ·
+      Edit ×1 [Bash `pytest -q`] (1 failed; last: `pytest -q`) ·
       assistant: "The endpoint never applies the discount: …"
     - turn_0002 · steps 1–120 of 130 (its ask stays in the active file) · tools: … · never answered: Bash `sleep 999`
     Subagents:
@@ -48,6 +48,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   that moves is not an ask: its turn line points at it by trace id with the harness's mark, and
   its names join the vocabulary (it is what the agent worked from).
 * **Calls never answered** (abandoned calls that moved with their step), by tool and argument.
+* **URLs** the window used that no other line of the summary shows (an ask's, a PR's).
 * **Commands that matter** with their latest outcome, one per command family, newest first
   (:func:`outcome_line`: the runner's last line of test counts, a commit, a push, a PR/issue
   URL, a finished build); a
@@ -1090,9 +1091,8 @@ class _TurnDigest:
                 tools += f", +{len(work.calls) - 5} more tools"
             shown = "; ".join(dict.fromkeys(work.call_args[:3]))
             part = f"tools: {tools}" + (f" [{shown}]" if shown else "")
-            if work.last_failure:
-                label, error = work.last_failure
-                part += f" ({work.failed} failed; last: {label}: {error})"
+            if work.last_failure:   # (its informative line is in the window's Failed: line, once)
+                part += f" ({work.failed} failed; last: {work.last_failure[0]})"
             parts.append(part)
         if self.subagents:
             parts.append(f"subagents: {', '.join(a.name for a in self.subagents.values())}")
@@ -1476,6 +1476,8 @@ class OfflineSummarizer(Summarizer):
             summary = _squeeze(header, body(), ranked_footer, hard,
                                lambda k: files_line(newest_first, window.changes, k))
             size = hard
+        if urls:
+            summary = _urls_once(summary)
         if size - len(summary) > 40:   # the room left goes to the identifiers needed later
             extra = vocabulary(window.vocab, n_traces, summary, size - len(summary) - 1)
             if extra:
@@ -1587,6 +1589,24 @@ def commands_line(outcomes: dict, families: dict) -> str:
     shown = [f"`{clip(cmd, 80)}`: {line}" for family, (cmd, line) in reversed(list(outcomes.items()))
              if not families.get(family)][:MAX_LISTED]
     return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
+
+
+def _urls_once(summary: str) -> str:
+    """``summary`` without the entries of its ``URLs:`` line that another line shows already (an
+    ask, a PR a command opened), and without the line when none is left."""
+    at = summary.find("\nURLs: ")
+    if at < 0:
+        return summary
+    end = summary.find("\n", at + 1)
+    end = len(summary) if end < 0 else end
+    rest = summary[:at] + summary[end:]
+    entries = summary[at + 7:end].split(", ")
+    more = entries.pop() if entries[-1].startswith("+") and entries[-1].endswith(" more") else None
+    kept = [url for url in entries if re.search(re.escape(url) + r"(?![^\s\"'<>()\[\]{}`\\])", rest) is None]
+    if len(kept) == len(entries):
+        return summary
+    line = ", ".join(kept + ([more] if more else []))
+    return summary[:at] + (f"\nURLs: {line}" if line else "") + summary[end:]
 
 
 def _briefs(briefs: list[str]) -> str:
