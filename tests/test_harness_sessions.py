@@ -296,3 +296,25 @@ def test_a_summary_line_without_its_flag_is_still_the_harnesss_and_no_ask(memory
     path.write_bytes(s.jsonl())
     session = split_session(path)
     assert session.summary.startswith("This session is being continued") and session.last_ask.startswith("Make module_1")
+
+
+def test_older_codex_exec_results_are_read_by_their_output_in_the_summary(memory_dir, tmp_path):
+    """An older rollout records each command's result as JSON (``{"output": …, "metadata":
+    {"exit_code": 1, "duration_seconds": …}}``): the summary says what the output says, not the
+    JSON around it (it said `pytest …`: {"output":"3 passed in 0.1s","metadata":{…}})."""
+    from tests.bench.fidelity import needed_later, split_session
+
+    r = codex_rollout(1, turns_between=3, steps=2)
+    r.ask("check module_0 again")
+    r.work(0)
+    ingest(memory_dir, "r", r.jsonl(), "codex", tmp_path)
+    result = Memory(memory_dir).agent("r").compact(tail_turns=1, keep_steps=0)
+    summary = result.summary
+    assert "`pytest -q tests/test_module_1.py`: 3 passed in 0.1s" in summary
+    assert "(FAILED tests/test_module_2.py::test_run_2) — passed later" in summary
+    assert "metadata" not in summary and "duration_seconds" not in summary and '{"output"' not in summary
+    # nor does the fidelity benchmark count the JSON's keys as the project's identifiers
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(r.jsonl())
+    needed = needed_later(split_session(path))
+    assert "tests/test_module_0.py" in needed and not {"exit_code", "duration_seconds"} & needed
