@@ -318,3 +318,16 @@ def test_older_codex_exec_results_are_read_by_their_output_in_the_summary(memory
     path.write_bytes(r.jsonl())
     needed = needed_later(split_session(path))
     assert "tests/test_module_0.py" in needed and not {"exit_code", "duration_seconds"} & needed
+
+
+def test_in_a_subagents_file_too_a_boundary_lends_nothing_to_a_later_summary(memory_dir, tmp_path):
+    s = ClaudeSession("sub")
+    s.subagent("a9", "look for the callers", steps=1)
+    s.boundary("auto", 170000)
+    s.lines[-1].update(isSidechain=True, agentId="a9")
+    s.subagent("a9", "go on", steps=1)
+    s.summary("Summary: callers found.")
+    s.lines[-1].update(isSidechain=True, agentId="a9")
+    ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
+    (item,) = episodic(memory_dir, "s")
+    assert "trigger" not in item["harness_compaction"] and item["harness_compaction"]["agent_id"] == "a9"
