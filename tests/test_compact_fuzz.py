@@ -1,7 +1,7 @@
 """Randomized differential tests of compaction's fast paths (issue 22), over generated stores of
 adversarial shapes: turns whose lines interleave, orphan and late tool results, a tool_call_id
 used twice, pinned system/developer lines inside old turns, subagent (sidechain) traces, a
-harness's own compaction summary, giant turns of many steps whose last call still runs, lines
+harness's own compaction summary (after a turn, and in the middle of one), giant turns of many steps whose last call still runs, lines
 longer than the read block, blank lines, non-ASCII text written as ``\\u`` escapes (surrogate
 pairs included), a torn last line; targets from tiny to huge, ``keep_steps``/``tail_turns`` of
 every size. For each store:
@@ -49,7 +49,7 @@ def _turn(draw, t: int, call_ids: list, giant: bool = False) -> list[dict]:
     n_steps = draw(st.integers(20, 120)) if giant else draw(st.integers(0, 5))
     for s in range(n_steps):
         kind = draw(st.sampled_from(["ok", "ok", "fail", "edit", "open", "side", "dup", "orphan", "pinned",
-                                     "text", "huge"]))
+                                     "text", "huge", "harness"]))
         cid = f"c{t}_{s}"
         if kind == "dup" and call_ids:   # a tool_call_id used before (a harness that reuses ids)
             cid = draw(st.sampled_from(call_ids))
@@ -61,6 +61,10 @@ def _turn(draw, t: int, call_ids: list, giant: bool = False) -> list[dict]:
             continue
         if kind == "text":
             events.append(A(f"plan {t}.{s}: next I will edit src/mod_{t}.py", turn_id=tid))
+            continue
+        if kind == "harness":   # the harness compacted in the middle of the turn (joins the step before)
+            events.append(U(f"Summary so far: src/mod_{t}.py step {s}.", turn_id=tid, tags=["compact_summary"],
+                            harness_compaction={"harness": "claude-code", "trigger": "auto"}))
             continue
         if kind == "orphan":   # a result whose call is in no trace
             events.append(RES(f"gone_{t}_{s}", f"orphan {t}.{s}", turn_id=tid))
