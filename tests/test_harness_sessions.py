@@ -56,6 +56,9 @@ def test_every_compaction_of_a_session_is_one_item_and_no_ask(memory_dir, tmp_pa
     assert [e["summary"] for e in episodic(memory_dir, "s")] == [t["content"] for t in summaries]
     assert asks(memory_dir, "s") == [f"Make module_{k} read CONFIG_{k} and keep tests/test_module_{k}.py green"
                                      for k in range(8)]
+    # what the producer writes is kept: the instructions given to /compact (compactMetadata.userContext)
+    assert [e["harness_compaction"].get("user_context") for e in episodic(memory_dir, "s")] == [
+        None, "keep the failing tests of round 1", None]
     command = [t for t in traces(memory_dir, "s") if t["content"].startswith("<command-name>/compact")]
     assert len(command) == 1 and command[0]["tags"] == ["context"]
     assert "<command-args>keep the failing tests of round 1</command-args>" in command[0]["content"]
@@ -67,10 +70,11 @@ def test_the_sdk_stream_boundary_gives_its_trigger_and_tokens(memory_dir, tmp_pa
     s = ClaudeSession()
     s.ask("start the refactor")
     s.work(0)
-    s.boundary("manual", 52000, metadata_key="compact_metadata")
+    s.boundary("manual", 52000, metadata_key="compact_metadata", post_tokens=4100)
     s.summary("Summary: module_0 reads its config.")
     ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
     assert marks(memory_dir, "s") == [("manual", 52000, ["turn_0001"])]
+    assert episodic(memory_dir, "s")[0]["harness_compaction"]["post_tokens"] == 4100
 
 
 def test_a_boundary_whose_summary_never_came_describes_no_later_summary(memory_dir, tmp_path):
@@ -292,3 +296,38 @@ def test_a_summary_line_without_its_flag_is_still_the_harnesss_and_no_ask(memory
     path.write_bytes(s.jsonl())
     session = split_session(path)
     assert session.summary.startswith("This session is being continued") and session.last_ask.startswith("Make module_1")
+
+
+def test_older_codex_exec_results_are_read_by_their_output_in_the_summary(memory_dir, tmp_path):
+    """An older rollout records each command's result as JSON (``{"output": …, "metadata":
+    {"exit_code": 1, "duration_seconds": …}}``): the summary says what the output says, not the
+    JSON around it (it said `pytest …`: {"output":"3 passed in 0.1s","metadata":{…}})."""
+    from tests.bench.fidelity import needed_later, split_session
+
+    r = codex_rollout(1, turns_between=3, steps=2)
+    r.ask("check module_0 again")
+    r.work(0)
+    ingest(memory_dir, "r", r.jsonl(), "codex", tmp_path)
+    result = Memory(memory_dir).agent("r").compact(tail_turns=1, keep_steps=0)
+    summary = result.summary
+    assert "`pytest -q tests/test_module_1.py`: 3 passed in 0.1s" in summary
+    assert "(FAILED tests/test_module_2.py::test_run_2) — passed later" in summary
+    assert "metadata" not in summary and "duration_seconds" not in summary and '{"output"' not in summary
+    # nor does the fidelity benchmark count the JSON's keys as the project's identifiers
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(r.jsonl())
+    needed = needed_later(split_session(path))
+    assert "tests/test_module_0.py" in needed and not {"exit_code", "duration_seconds"} & needed
+
+
+def test_in_a_subagents_file_too_a_boundary_lends_nothing_to_a_later_summary(memory_dir, tmp_path):
+    s = ClaudeSession("sub")
+    s.subagent("a9", "look for the callers", steps=1)
+    s.boundary("auto", 170000)
+    s.lines[-1].update(isSidechain=True, agentId="a9")
+    s.subagent("a9", "go on", steps=1)
+    s.summary("Summary: callers found.")
+    s.lines[-1].update(isSidechain=True, agentId="a9")
+    ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
+    (item,) = episodic(memory_dir, "s")
+    assert "trigger" not in item["harness_compaction"] and item["harness_compaction"]["agent_id"] == "a9"

@@ -444,12 +444,26 @@ def _output_text(result) -> str | None:
     return None
 
 
+def exec_output(text: str) -> str:
+    """A command's output as a text: an older Codex rollout recorded each exec result as JSON,
+    ``{"output": "...", "metadata": {"exit_code": 1, "duration_seconds": 0.1}}`` (the importer
+    reads the exit code; the model read the output): its ``output``; any other text as it is."""
+    if text.startswith('{"output"'):
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+        if isinstance(value, dict) and isinstance(value.get("output"), str) and isinstance(value.get("metadata"), dict):
+            return value["output"]
+    return text
+
+
 def _result_failed(trace) -> tuple[bool, str]:
     """(failed, error text) of a tool result: a ``tool_error``, an exit code other than 0 (a
     result's field, the ``exit_code`` an importer kept, or the status the harness wrote into the
     output: :func:`stated_exit`)."""
     if trace.tool_error:
-        return True, trace.tool_error
+        return True, exec_output(trace.tool_error)
     result = trace.tool_result
     if isinstance(result, dict):
         for key in ("exit_code", "exitCode", "returncode"):
@@ -989,7 +1003,8 @@ class _TurnDigest:
                 self._vocab(failure, 1)
             else:
                 self._text(result_text, 2000)
-                self._vocab(t.tool_result, 1)
+                result = t.tool_result
+                self._vocab(exec_output(result) if isinstance(result, str) else result, 1)
         elif kind == "tool_call":
             said = self.main.call(t, args_text)
             if said.urls:
@@ -1557,7 +1572,7 @@ def outcome_line(result) -> str:
     first 1,000 and last 2,000 characters are read (a commit says it first, a test run last)."""
     if isinstance(result, dict) and isinstance(result.get("stdout") or result.get("output"), str):
         result = result.get("stdout") or result.get("output")
-    text = result if isinstance(result, str) else "\n".join(_strings(result, 8_000))
+    text = exec_output(result) if isinstance(result, str) else "\n".join(_strings(result, 8_000))
     if len(text) > 3_000:
         text = text[:1_000] + "\n" + text[-2_000:]
     return _outcome_of(text)

@@ -312,19 +312,21 @@ def _recorded_inserts(store: AgentStore, entry: CompactionEntry, lines: list) ->
 
 
 def _anchor_at(path, offset: int, anchor: str | None) -> bool:
-    """Whether the line ending at ``offset`` of ``path`` is the trace ``anchor`` (None: offset 0)."""
-    if anchor is None or offset == 0:
-        return anchor is None and offset == 0
+    """Whether ``offset`` of ``path`` is a line's start and the nearest non-blank line before it
+    is the trace ``anchor`` (None: there is none; blank lines kept in the active file lie between)."""
     if offset > jsonl.file_size(path):
         return False
-    for start, line in jsonl.iter_lines_reverse(path, end=offset):
-        if start + len(line) + 1 != offset:
-            return False
+    if offset:
+        with jsonl.open_read(path) as f:
+            f.seek(offset - 1)
+            if f.read(1) != b"\n":
+                return False
+    for _start, line in jsonl.iter_lines_reverse(path, end=offset) if offset else ():
         try:
-            return orjson.loads(line).get("id") == anchor
+            return anchor is not None and orjson.loads(line).get("id") == anchor
         except (orjson.JSONDecodeError, AttributeError):
             return False
-    return False
+    return anchor is None
 
 
 def _line_ends(path, ids: set) -> dict:

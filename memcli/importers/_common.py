@@ -241,15 +241,21 @@ def _error_text(value) -> str:
 def harness_compaction(harness: str, metadata) -> dict:
     """What a compact-summary trace says of the harness compaction that wrote it (kept in the
     trace's ``harness_compaction`` field): the harness, and when the transcript says them, the
-    trigger (``auto``/``manual``) and the prompt tokens before it."""
+    trigger (``auto``/``manual``), the prompt tokens before it and after it, and what the user
+    told the compaction (Claude Code's ``userContext``: a manual ``/compact``'s instructions, a
+    summarize-from-here note) as ``user_context``."""
     out: dict = {"harness": harness}
     if isinstance(metadata, dict):
         trigger = metadata.get("trigger")
         if isinstance(trigger, str) and trigger:
             out["trigger"] = trigger
-        tokens = metadata.get("preTokens", metadata.get("pre_tokens"))
-        if _int(tokens) is not None:
-            out["pre_tokens"] = tokens
+        for key, camel, snake in (("pre_tokens", "preTokens", "pre_tokens"), ("post_tokens", "postTokens", "post_tokens")):
+            tokens = metadata.get(camel, metadata.get(snake))
+            if _int(tokens) is not None:
+                out[key] = tokens
+        context = metadata.get("userContext", metadata.get("user_context"))
+        if isinstance(context, str) and context.strip():
+            out["user_context"] = context
     return out
 
 

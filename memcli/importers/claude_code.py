@@ -283,9 +283,9 @@ class _Reader:
                 self.boundary = None
             elif value.get("isMeta") is True or _harness_text(_first_text(content)):
                 user_tags.append(TAG_CONTEXT)
-            if self.boundary is not None and not user_tags and value.get("isSidechain") is not True:
-                # a boundary describes the summary written right after it: a conversation line
-                # between them means that summary never came (a later one is not its)
+            if self.boundary is not None and not user_tags:
+                # a boundary describes the summary written right after it (Claude Code writes the
+                # two at once): a conversation line between them means that summary never came
                 self.boundary = None
             if tags:
                 common["tags"] = tags

@@ -18,7 +18,7 @@ know. AutoByteus never opens it (a hidden name beside its four files).
              "output_tokens": 402, "cost_usd": 0.00101}}     # only for a model; cost_usd null: price unknown
 
 ``runs`` are the moved byte ranges of the active file as it was read (``[start, end)``, whole lines,
-in file order); the anchor (the id of the kept line just before a run, null at the start of the
+in file order); the anchor (the id of the kept line just before a run, blank lines passed over, null at the start of the
 file) is what puts a run back where it was when the active file's bytes have changed (a restored
 copy). ``kind: "uncompact"`` — one per undo::
 
@@ -87,13 +87,26 @@ def cost_total(path: Path) -> dict:
 
 def run_places(active: Path, runs: list, run_ids: list) -> list:
     """``[start, end, anchor, first_id]`` for each moved run of ``active`` (module docstring):
-    the anchor is the id of the line just before the run, None at the start of the file."""
+    the anchor is the id of the kept line just before the run — blank lines, and the lines of an
+    earlier run that only blank lines separate from this one, passed over — None when there is
+    none (the start of the file)."""
     places = []
-    for (start, end), first_id in zip(runs, run_ids, strict=True):
-        anchor = None
-        if start > 0:
-            for offset, line in jsonl.iter_lines_reverse(active, end=start):
-                anchor = jsonl.parse_line(active, line, None, offset).get("id")
-                break
-        places.append([start, end, anchor, first_id])
+    for k, ((start, end), first_id) in enumerate(zip(runs, run_ids, strict=True)):
+        places.append([start, end, _kept_line_before(active, start, runs, k), first_id])
     return places
+
+
+def _kept_line_before(active: Path, start: int, runs: list, k: int) -> str | None:
+    """The id of the nearest non-blank line before byte ``start`` that ``runs[:k]`` do not move."""
+    end = start
+    while end > 0:
+        for offset, line in jsonl.iter_lines_reverse(active, end=end):
+            while k > 0 and runs[k - 1][0] > offset:
+                k -= 1
+            if k > 0 and offset < runs[k - 1][1]:   # a moved line: look before its run
+                end = runs[k - 1][0]
+                break
+            return jsonl.parse_line(active, line, None, offset).get("id")
+        else:
+            return None
+    return None

@@ -215,6 +215,15 @@ def _conversation(value):
             return {k: strip(x) for k, x in v.items() if k not in _CALL_ID_KEYS and k != "type"}
         if isinstance(v, list):
             return [strip(x) for x in v]
+        if isinstance(v, str) and v.startswith('{"output"'):
+            # an older Codex exec result: JSON whose "metadata" (exit_code, duration_seconds) is the
+            # harness's bookkeeping; the command's output is the conversation
+            try:
+                parsed = orjson.loads(v)
+            except orjson.JSONDecodeError:
+                return v
+            if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
+                return parsed["output"]
         return v
     return strip(content)
 
