@@ -361,3 +361,55 @@ def test_an_ask_is_not_clipped_to_make_room_for_the_failures_and_commands(cli, m
     assert summary.count(f'user: "{LONG_ASK[:100]}') == 4
     assert f'user: "{LONG_ASK.replace("#482", "#483")}"' in summary
     assert "URLs:" not in summary   # the ask's URL, shown in the ask, is not listed again
+
+
+def test_a_rollup_of_rollups_keeps_every_ask_and_says_each_header_once(cli, memory_dir):
+    """Eight compactions of three turns each (at most 3 live summaries: rollups of rollups): the
+    rollup keeps the asks of the oldest turns too, each whole, and one "Earlier history" header
+    (nested rollups gave the oldest summaries a third of a third… of the room: their asks were
+    all left out, while the newest kept their tool lines)."""
+    def turn(n):
+        return [{"trace_type": "user", "content": f"Round {n}: migrate services/billing_{n}/handler.py to "
+                                                  f"AsyncBillingClient_{n} and keep INVOICE_{n}_URL (BILL-{1000 + n})"},
+                {"trace_type": "tool_call", "tool_name": "Edit", "tool_call_id": f"c{n}", "tool_args": {
+                    "file_path": f"services/billing_{n}/handler.py", "old_string": "client = Billing()",
+                    "new_string": f"client = AsyncBillingClient_{n}(os.environ['INVOICE_{n}_URL'])"}},
+                {"trace_type": "tool_result", "tool_name": "Edit", "tool_call_id": f"c{n}", "tool_result": "ok"},
+                {"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"d{n}",
+                 "tool_args": {"command": f"pytest -q tests/test_billing_{n}.py"}},
+                {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": f"d{n}",
+                 "tool_result": PADDING + "\n3 passed in 0.2s"},
+                {"trace_type": "assistant", "content": f"Billing {n} uses AsyncBillingClient_{n} now."}]
+
+    for r in range(8):
+        assert cli("ingest", "r", input=[e for n in range(3 * r, 3 * r + 3) for e in turn(n)]).exit_code == 0
+        assert cli("compact", "r", "--tail-turns", "1", "--keep-steps", "0").exit_code == 0
+    items = {i["id"]: i for i in read_jsonl(agent_dir(memory_dir, "r") / "episodic.jsonl")}
+    gone = {s for i in items.values() for s in i.get("supersedes", ())}
+    rollup = next(i for i in items.values() if i["id"] not in gone and "rollup" in i["tags"])
+    text = rollup["summary"]
+    assert text.startswith("Earlier history (turn_0001–turn_0020), rolled up from 7 summaries:\n[turn_0001–turn_0002]\n")
+    assert text.count("Earlier history") == 1
+    for n in range(20):
+        assert f'user: "Round {n}: migrate services/billing_{n}/handler.py to AsyncBillingClient_{n} and keep ' \
+               f'INVOICE_{n}_URL (BILL-{1000 + n})"' in text, n
+
+
+def test_a_rollup_of_many_summaries_stays_within_its_size_and_counts_the_oldest():
+    from memcli.compaction.compactor import ROLLUP_CHARS, _rollup_text
+    from memcli.models import EpisodicItem
+
+    def item(n, text, tags=("compaction",)):
+        return EpisodicItem(f"ep_{n}", 1.0, [f"turn_{n:04d}"], text, list(tags))
+
+    items = [item(n, f"1 turn (turn_{n:04d}): 6 traces.\n- turn_{n:04d} · user: \"Ask {n} about services/s_{n}.py\"\n"
+                     f"Files modified: services/s_{n}.py") for n in range(1, 60)]
+    first = _rollup_text(items[:40])
+    rolled = _rollup_text([EpisodicItem("ep_r", 1.0, [f"turn_{n:04d}" for n in range(1, 41)], first,
+                                        ["compaction", "rollup"]), *items[40:]])
+    assert len(first) <= ROLLUP_CHARS and len(rolled) <= ROLLUP_CHARS
+    assert rolled.startswith("Earlier history (turn_0001–turn_0059), rolled up from 59 summaries:\n[turn_0001–turn_0024]\n"
+                             "24 older summaries left out at the rollup's size (`memcli show AGENT --archive` has their "
+                             "turns)\n[turn_0025]\n")
+    assert rolled.count("Earlier history") == 1
+    assert all(f'"Ask {n} about services/s_{n}.py"' in rolled for n in range(25, 60))

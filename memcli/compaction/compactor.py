@@ -33,7 +33,8 @@ summarizer, ``trace_ids`` listed up to ``MAX_LISTED_TRACE_IDS`` — beyond that 
 says how many and ``turn_ids`` still names every turn). When the live (not superseded) episodic
 items would exceed ``max_episodic_items``, all live items older than the new one roll up into one
 item (``tags`` ``["compaction", "rollup"]``) that supersedes them, written before the new one, so
-the live items stay in chronological file order. A new fact identical (case and whitespace
+the live items stay in chronological file order; a rollup among them gives back its sections, so
+a rollup of rollups is flat (:func:`_rollup_text`). A new fact identical (case and whitespace
 aside) to a live one is merged: one item with the live fact's text, the union of tags and source
 turns and the higher confidence replaces (supersedes) the live one, so one copy stays live and it
 moves to the newest position. ``sliding-window`` archives the window with no items at all.
@@ -44,6 +45,7 @@ from __future__ import annotations
 import copy
 import os
 import pickle
+import re
 import signal
 import sys
 import threading
@@ -504,20 +506,58 @@ def merge_summaries(parts: list[tuple[list, Summary]]) -> Summary:
     return Summary(header + "\n\n" + "\n\n".join(sections), facts)
 
 
+_SECTION = re.compile(r"^\[((?:turn_|ep_)[^\]\n]*)\]$", re.MULTILINE)   # a rollup's "[turn_0001–turn_0008]"
+_LEFT_OUT = re.compile(r"^(\d+) older summaries left out")
+_ROLLUP_HEAD = "Earlier history ("
+MIN_SECTION_CHARS = 300   # a rollup's share for one summary; past that many, the oldest are counted
+
+
+def _rollup_parts(items: list[EpisodicItem]) -> list[tuple[str, str, int]]:
+    """(turn range, summary, how many summaries it stands for) of each summary the items hold,
+    oldest first: a rollup among them gives back the sections it holds (its count of those it
+    left out too), so a rollup of rollups shares its room among the summaries themselves (nesting
+    gave the oldest a third of a third… of it, and repeated each header)."""
+    parts: list[tuple[str, str, int]] = []
+    for item in items:
+        text = item.summary
+        if "rollup" in item.tags and text.startswith(_ROLLUP_HEAD):
+            marks = list(_SECTION.finditer(text))
+            for n, m in enumerate(marks):
+                body = text[m.end() + 1:marks[n + 1].start() - 1 if n + 1 < len(marks) else len(text)]
+                left_out = _LEFT_OUT.match(body)
+                parts.append((m.group(1), body, int(left_out.group(1)) if left_out else 1))
+            if marks:
+                continue
+        parts.append((turn_span(item.turn_ids) or item.id, text, 1))
+    return parts
+
+
 def _rollup_text(items: list[EpisodicItem]) -> str:
-    """One text for the items a rollup replaces: each under its turn range, line breaks kept,
-    condensed (turn lines shrink to their asks first) to share ``ROLLUP_CHARS``."""
+    """One text for the items a rollup replaces: each summary (those of a rollup among them too,
+    :func:`_rollup_parts`) under its turn range, line breaks kept, condensed (turn lines shrink to
+    their asks first) to share ``ROLLUP_CHARS``; when each would get less than
+    ``MIN_SECTION_CHARS``, the oldest are counted on one line instead."""
     from memcli.compaction.offline import condense
 
     turn_ids = [t for item in items for t in item.turn_ids]
     span = f"{turn_ids[0]}–{turn_ids[-1]}" if turn_ids else "earlier turns"
-    header = f"Earlier history ({span}), rolled up from {len(items)} summaries:"
-    budget = max((ROLLUP_CHARS - len(header)) // max(len(items), 1) - 40, 200)
+    parts = _rollup_parts(items)
+    header = f"{_ROLLUP_HEAD}{span}), rolled up from {sum(p[2] for p in parts)} summaries:"
+    room = ROLLUP_CHARS - len(header)
+    keep = max(min(len(parts), room // (MIN_SECTION_CHARS + 40)), 1)
     sections = []
-    for item in items:
-        ids = item.turn_ids
-        part = turn_span(ids) or item.id
-        sections.append(f"[{part}]\n{condense(item.summary, budget)}")
+    if keep < len(parts) or parts[0][2] > 1:
+        keep = min(keep, len(parts) - 1)
+        old = parts[:len(parts) - keep]
+        first, last = old[0][0].split("–")[0], old[-1][0].split("–")[-1]
+        note = (f"[{first}–{last}]\n{sum(p[2] for p in old)} older summaries left out at the rollup's size "
+                "(`memcli show AGENT --archive` has their turns)")
+        sections.append(note)
+        room -= len(note) + 1
+        parts = parts[len(parts) - keep:]
+    budget = max(room // max(len(parts), 1) - 40, 200)
+    for part, text, _ in parts:
+        sections.append(f"[{part}]\n{condense(text, budget)}")
     return header + "\n" + "\n".join(sections)
 
 
