@@ -40,8 +40,9 @@ def test_usage_reported_before_the_last_compaction_is_ignored(cli, memory_dir):
     """Right after a compaction the newest usage still describes the old, bigger prompt."""
     turns = []
     for i in range(8):
-        turns += [{"trace_type": "user", "content": f"question {i} " + "word " * 300},
-                  {"trace_type": "assistant", "content": "answer", "usage": {"prompt_tokens": 150_000}}]
+        # long answers, short asks: the summary keeps asks verbatim, so moving the turns must shrink
+        turns += [{"trace_type": "user", "content": f"question {i}"},
+                  {"trace_type": "assistant", "content": "answer " + "word " * 300, "usage": {"prompt_tokens": 150_000}}]
     cli("ingest", "a", input=turns)
     store = AgentStore(memory_dir, "a")
     assert budget_status(store, max_context_tokens=160_000).source == "provider"
