@@ -327,20 +327,32 @@ _ENV_ASSIGN = re.compile(r"^\w+=\S*$")
 def command_family(command: str) -> str:
     """What a command does, for "fixed later": its program and first word that is not an option
     (``git add -f x`` and ``git add x`` are one family, ``npm run build`` another), past any
-    ``cd DIR &&`` prefix and ``VAR=value`` assignments."""
+    ``cd DIR &&`` prefix and ``VAR=value`` assignments; a test runner or linter given files is its
+    program alone (``pytest tests/a.py`` and ``pytest -q`` are one family: :data:`_SCOPED_RUNNERS`)."""
     command = command.strip().rsplit("&&", 1)[-1] if command.lstrip().startswith("cd ") else command
     words = [w for w in command.split()[:12] if not _ENV_ASSIGN.match(w)]
     if not words:
         return command.strip()
     program = words[0].rsplit("/", 1)[-1]
-    if program in ("uv", "poetry", "pipenv", "bundle", "npx", "pnpm", "yarn", "npm", "mix", "cargo", "go", "python",
-                   "python3") and len(words) > 2 and words[1] in ("run", "exec", "-m", "x"):
+    if program in ("uv", "poetry", "pipenv", "bundle", "npx", "pnpm", "yarn", "npm", "bun", "mix", "cargo", "go",
+                   "python", "python3") and len(words) > 2 and words[1] in ("run", "exec", "-m", "x"):
         rest = words[2:]
         program = f"{program} {words[1]}"
     else:
         rest = words[1:]
+        if program in _SCOPED_RUNNERS:   # ``pytest tests/a.py``: the paths say where it runs, not what
+            sub = next((w for w in rest if not w.startswith("-")), "") if program in _SUBCOMMANDS else ""
+            return f"{program} {sub}".strip()
     sub = next((w for w in rest if not w.startswith("-")), "")
     return f"{program} {sub}".strip()
+
+
+# test runners, linters and type checkers whose arguments are the files or tests they run on (one
+# family whatever they are given); of them, those that take a subcommand first (``ruff check``)
+_SCOPED_RUNNERS = frozenset({"pytest", "py.test", "jest", "vitest", "mocha", "rspec", "phpunit", "eslint", "ruff",
+                             "mypy", "pyright", "tsc", "flake8", "pylint", "black", "prettier", "biome", "rubocop",
+                             "golangci-lint", "tox", "nox"})
+_SUBCOMMANDS = frozenset({"ruff", "biome", "golangci-lint"})
 
 
 def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
@@ -1651,9 +1663,11 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
-    distinct ones."""
+    distinct ones, said once for the commands of a family that failed alike (```pytest a` ×1,
+    `pytest b` ×2 (…) — still failing``)."""
     labels = {f"`{clip(cmd, 80)}`": cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
-    open_, resolved = [], []
+    open_: dict[tuple, list] = {}
+    resolved: dict[tuple, list] = {}
     for label in reversed(list(failures)):
         later, unresolved = "", False
         cmd = labels.get(label)
@@ -1666,11 +1680,18 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
                 later, unresolved = " — still failing", True
             else:
                 later = f" — fixed later (a later `{family}` passed)"
-        (open_ if unresolved or cmd is None else resolved).append(
-            f"{label} ×{failures[label]} ({_briefs(failure_error[label])}){later}")
-    shown = (open_ + resolved)[:MAX_LISTED]
-    more = len(failures) - len(shown)
-    return "Failed: " + "; ".join(shown) + (f"; +{more} more" if more > 0 else "")
+        # the commands of one family that failed with the same lines and fared the same: one entry
+        key = (command_family(cmd), _briefs(failure_error[label]), later) if cmd is not None else (label,)
+        (open_ if unresolved or cmd is None else resolved).setdefault(key, []).append(label)
+    entries, listed = [], 0
+    for key, group in (*open_.items(), *resolved.items()):
+        if len(entries) == MAX_LISTED:
+            break
+        said = key[1:] if len(key) == 3 else (_briefs(failure_error[group[0]]), "")
+        entries.append(", ".join(f"{label} ×{failures[label]}" for label in group) + f" ({said[0]}){said[1]}")
+        listed += len(group)
+    more = len(failures) - listed
+    return "Failed: " + "; ".join(entries) + (f"; +{more} more" if more > 0 else "")
 
 
 # the aggregate lines after the files and the asks, with the share of the room each may take
