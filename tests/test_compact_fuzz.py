@@ -278,6 +278,8 @@ def _check_store(tmp_path_factory, patch, session, tail, keep, target, feed) -> 
     archived, kept = _ids(d / FILES[1]), _ids(d / FILES[0])
     assert sorted(archived + kept) == sorted(before_ids) and len(archived) == result.traces
     assert _subsequence(archived, before_ids) and _subsequence(kept, before_ids)
+    (item,) = [e for e in AgentStore(copy, "a").live_memory()[0] if "rollup" not in e.tags]
+    assert sorted(item.trace_ids) == sorted(archived)   # the summary read every trace that moved
     # 3: the snapshot fits an explicit target, and is what the compaction predicted
     from memcli.snapshot.assemble import working_tokens
     from memcli.store.ledger import iter_ledger
@@ -482,3 +484,49 @@ def test_a_count_read_from_the_cache_is_the_count_it_was_given(tmp_path_factory,
                 cache.save()
                 cache = token_counts.TokenCountCache(path, keep_new)
                 assert len(cache.counts) <= limit
+
+
+def test_a_result_given_in_a_later_turn_is_summarized_with_the_call_it_answers(memory_dir):
+    """A tool result written in the next turn (a long call answered after the user spoke again)
+    moves with its call's step; the summary reads it there. It was archived but never read back
+    (the read looked it up by its own turn, which stays): the summary said 3 traces and the call
+    unanswered, and the item listed no trace id."""
+    big = "lorem ipsum " * 300
+    events = [U("ask 1 " + big, turn_id="t1"), A("calling", turn_id="t1"),
+              CALL("c1", "Bash", {"command": "make build"}, turn_id="t1"),
+              U("ask 2 " + big, turn_id="t2"), RES("c1", tool_error="TypeError: generate is not a function", turn_id="t2"),
+              A("a2 " + big, turn_id="t2"), U("ask 3 " + big, turn_id="t3"), A("a3", turn_id="t3")]
+    _build(memory_dir, {"events": events, "blank": [], "escaped": [], "torn": False})
+    result = compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=2, keep_steps=0))
+    assert result.turn_ids == ["t1"] and result.traces == 4
+    assert "4 traces, 1 tool call, 1 failed" in result.summary and "TypeError: generate is not a function" in result.summary
+    assert "Never answered" not in result.summary
+    (item,) = AgentStore(memory_dir, "a").live_memory()[0]
+    assert sorted(item.trace_ids) == sorted(_ids(memory_dir / "agents" / "a" / FILES[1])) and len(item.trace_ids) == 4
+
+
+def test_the_read_ahead_hands_over_a_result_from_a_later_turn_with_its_call(memory_dir, monkeypatch):
+    """The feed keeps a trace with its unit's turn, as the plan does: turns whose results came in
+    the next turn, before they were certain to move, are handed over whole (they were kept with
+    the turn the result was written in, and the hand-over was void), and the summary is the one
+    read in this process."""
+    from memcli.compaction.compactor import _Collect, _EarlyTurns
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.compaction.window import check_feed, feed_scan, plan_window
+
+    events = []
+    for t in range(1, 6):
+        events += [U(f"ask {t}", turn_id=f"t{t}"), A("calling", turn_id=f"t{t}"),
+                   CALL(f"c{t}", "Bash", {"command": f"make t{t}"}, turn_id=f"t{t}")]
+        if t > 1:
+            events.append(RES(f"c{t - 1}", f"result {t - 1}", turn_id=f"t{t}"))
+    _build(memory_dir, {"events": events, "blank": [], "escaped": [], "torn": False})
+    store = AgentStore(memory_dir, "a")
+    summarizer = OfflineSummarizer()
+    early = _EarlyTurns(summarizer)
+    fed = feed_scan(store, store.paths.active.stat().st_size, 2, 1, early, early.open_steps)
+    plan = plan_window(store, 2, keep_steps=1)
+    plan.delivered, plan.spilled = check_feed(fed, plan, store.paths.active)
+    assert plan.turn_ids == ["t1", "t2", "t3"] and plan.delivered == 3
+    once = summarizer.summarize(_Collect(store, plan, early))
+    assert once.episodic_summary == OfflineSummarizer().summarize(list(_Collect(store, plan))).episodic_summary

@@ -413,3 +413,23 @@ def test_a_rollup_of_many_summaries_stays_within_its_size_and_counts_the_oldest(
                              "turns)\n[turn_0025]\n")
     assert rolled.count("Earlier history") == 1
     assert all(f'"Ask {n} about services/s_{n}.py"' in rolled for n in range(25, 60))
+
+
+def test_the_vocabulary_takes_no_identifier_cut_where_a_long_text_stops_being_read():
+    """Only a text's first 8,000 characters are read for the vocabulary; the identifier that
+    crosses that point was kept cut (``unwrap_or_defaul``, ``table.ge``)."""
+    from memcli.compaction.offline import VOCAB_TEXT_CHARS, _TurnDigest
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    line = "    let value = table.get(key).unwrap_or_default();\n"
+    output = line * (VOCAB_TEXT_CHARS // len(line) + 2)
+    assert not output[VOCAB_TEXT_CHARS - 1:VOCAB_TEXT_CHARS + 1].isspace()   # the limit falls inside a name
+    traces = [RawTrace("t-1", 1.0, "turn_0001", 1, "user", "Read src/lib.rs", "x"),
+              RawTrace("t-2", 2.0, "turn_0001", 2, "tool_call", "", "x", tool_name="Read", tool_call_id="c1",
+                       tool_args={"file_path": "src/lib.rs"}),
+              RawTrace("t-3", 3.0, "turn_0001", 3, "tool_result", "", "x", tool_name="Read", tool_call_id="c1",
+                       tool_result=output)]
+    vocab = _TurnDigest.of(Turn("turn_0001", traces)).vocab
+    assert {"table.get", "unwrap_or_default"} <= set(vocab)
+    assert all(name in ("table.get", "unwrap_or_default", "src/lib.rs") for name in vocab), sorted(vocab)

@@ -618,6 +618,18 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
     return found
 
 
+def _scanned(text: str) -> str:
+    """The part of ``text`` scanned for the vocabulary: its first ``VOCAB_TEXT_CHARS`` characters,
+    back to a whitespace (the word cut there is no identifier: ``unwrap_or_defaul``)."""
+    if len(text) <= VOCAB_TEXT_CHARS:
+        return text
+    head = text[:VOCAB_TEXT_CHARS]
+    if text[VOCAB_TEXT_CHARS].isspace():
+        return head
+    cut = max(head.rfind(" "), head.rfind("\n"))
+    return head[:cut] if cut > 0 else head
+
+
 def _strings(value, room: int = VOCAB_TEXT_CHARS) -> list[str]:
     """The strings inside a parsed JSON value (arguments, results), up to about ``room`` characters."""
     if isinstance(value, dict) and room > 0:   # a flat dict of strings (most arguments and results): its values
@@ -676,7 +688,7 @@ class _Call:
         self.family = command_family(command) if command else None
         self.brief = _arg_brief(None, args)
         text = args if isinstance(args, str) else "\n".join(_strings(args))
-        self.vocab = _vocabulary_of(text[:VOCAB_TEXT_CHARS]) if text else ()
+        self.vocab = _vocabulary_of(_scanned(text)) if text else ()
         self.urls = _urls_of(args_text, 2000)
         self.writes: dict[str, list] = {}
 
@@ -718,7 +730,7 @@ class _Result:
         self.brief = error_brief(error) if failed else ""
         self.result = result = t.tool_result
         text = error if failed else "\n".join(_strings(result))
-        self.vocab = _vocabulary_of(text[:VOCAB_TEXT_CHARS]) if text else ()
+        self.vocab = _vocabulary_of(_scanned(text)) if text else ()
         self.urls = _urls_of(error if failed else result_text, 2000)
         self._outcome = None
 
@@ -944,7 +956,7 @@ class _TurnDigest:
         if not isinstance(text, str):
             text = "\n".join(_strings(text))
         if text:
-            self._count(_vocabulary_of(text[:VOCAB_TEXT_CHARS], remember), weight)
+            self._count(_vocabulary_of(_scanned(text), remember), weight)
 
     def _count(self, found, weight: int) -> None:
         """Count a use of each identifier of ``found`` (with repeats), at the latest trace."""
@@ -1023,7 +1035,7 @@ class _TurnDigest:
             self.reply = content
             if "://" in content:
                 self._text(content)
-            self._count(_vocabulary_of(content[:VOCAB_TEXT_CHARS], False), 2)   # (_vocab of a text)
+            self._count(_vocabulary_of(_scanned(content), False), 2)   # (_vocab of a text)
         elif kind == "user":
             if tags and TAG_COMPACT_SUMMARY in tags and content.strip():
                 self._harness(t, content)
@@ -1033,7 +1045,7 @@ class _TurnDigest:
             self.asks.append((content, t.id))
             if "://" in content:
                 self._text(content)
-            self._count(_vocabulary_of(content[:VOCAB_TEXT_CHARS], False), 3)
+            self._count(_vocabulary_of(_scanned(content), False), 3)
             if _may_state_preference(content):
                 for sentence in _SENTENCE.findall(content):
                     if _PREFERENCE.search(sentence) and len(sentence.strip()) >= 8:

@@ -176,6 +176,7 @@ class WindowPlan:
     abandoned: int = 0               # unanswered calls moved with their step
     delivered: int = 0               # first window turns a feed handed over (check_feed)
     spilled: object = None           # the last window turn's moved steps, folded by a feed (StepSpill.digest)
+    strays: dict = field(default_factory=dict)   # offset -> turn id: a result whose call is in another turn
 
     @property
     def empty(self) -> bool:
@@ -267,15 +268,15 @@ class WholeTurnFeed:
             self.broken, self.reading, self.spill = True, False, None
             self.kept.clear()
             return
-        spill = self.spill
-        if spill is not None and spill.turn == index:
-            if unit != self.turns.head[index]:   # its head moves only if the turn moves whole: then it is void
+        spill = self.spill   # (a trace is its unit's turn's, as in the plan: a result from a later turn is its call's)
+        if spill is not None and spill.turn == owner_turn:
+            if unit != self.turns.head[owner_turn]:   # its head moves only if the turn moves whole: then it is void
                 spill.hold(trace, start, size)
             return
         if self.reading:
-            kept = self.kept.get(index)
+            kept = self.kept.get(owner_turn)
             if kept is None:
-                kept = self.kept[index] = [[], 0, [], [], []]
+                kept = self.kept[owner_turn] = [[], 0, [], [], []]
             kept[0].append(trace)
             kept[1] += size
             kept[2].append(unit)
@@ -444,6 +445,7 @@ class _Scan:
         self.pending: dict[str, list] = {}    # tool_call_id -> (unit, turn) of its unanswered calls, oldest first
         self.starts, self.ends, self.owners = array("q"), array("q"), array("i")
         self.unit_of_trace: dict[str, int] = {}
+        self.strays: dict[int, str] = {}      # offset -> the turn id of its call, for a result from another turn
         self.ino = self.size = 0
         self.last_credited = -1
         self.feed: WholeTurnFeed | None = None   # set: a feed alone (feed_scan), no token credits, no line table
@@ -506,6 +508,8 @@ class _Scan:
                         if entry is not None:
                             unit = entry[0]
                             results_of[unit] += 1
+                            if planning and entry[1] != turn_id:   # it moves, or stays, with its call's turn
+                                self.strays[start] = entry[1]
                         else:
                             unit = current_of[index]
                             if unit < 0:
@@ -802,6 +806,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         tokens_before=total, window_tokens=selection.moved_tokens, fixed_tokens=fixed_tokens,
         minimum_tokens=_minimum_tokens(units, scan.turn_list, conversation, protected, fixed_tokens),
         protected_steps=len(protected), target_tokens=target_tokens, steps=out.steps, abandoned=out.abandoned,
+        strays=scan.strays,
     )
 
 
@@ -826,7 +831,8 @@ def _entry_turn(entry: tuple) -> str:
 def iter_window_traces(path: Path, plan: WindowPlan, start: int = 0,
                        stop: int | None = None) -> Iterator[tuple[int, RawTrace]]:
     """``(i, trace)`` for every moved trace of the turns ``plan.turns[start:stop]`` (``i`` indexes
-    that slice), in file order: one forward pass over the moved lines, nothing held."""
+    that slice), in file order: one forward pass over the moved lines, nothing held. A trace is
+    its unit's turn's: a result answering a call of another turn is that turn's (``plan.strays``)."""
     wanted = plan.turns[start:stop]
     if not wanted:
         return
@@ -834,11 +840,12 @@ def iter_window_traces(path: Path, plan: WindowPlan, start: int = 0,
     lo = wanted[0].first_offset
     hi = max(t.last_offset for t in wanted)
     runs = [[max(s, lo), e] for s, e in plan.runs if e > lo and s <= hi]
+    strays = plan.strays
     for offset, raw in iter_run_lines(path, runs):
         if offset > hi:
             break
         record = jsonl.parse_line(path, raw, None, offset)
-        i = index.get(record.get("turn_id"))
+        i = index.get(strays.get(offset, record.get("turn_id")) if strays else record.get("turn_id"))
         if i is not None:
             yield i, trace_from_record(path, None, offset, record)
 
