@@ -503,3 +503,30 @@ def test_a_result_given_in_a_later_turn_is_summarized_with_the_call_it_answers(m
     assert "Never answered" not in result.summary
     (item,) = AgentStore(memory_dir, "a").live_memory()[0]
     assert sorted(item.trace_ids) == sorted(_ids(memory_dir / "agents" / "a" / FILES[1])) and len(item.trace_ids) == 4
+
+
+def test_the_read_ahead_hands_over_a_result_from_a_later_turn_with_its_call(memory_dir, monkeypatch):
+    """The feed keeps a trace with its unit's turn, as the plan does: turns whose results came in
+    the next turn, before they were certain to move, are handed over whole (they were kept with
+    the turn the result was written in, and the hand-over was void), and the summary is the one
+    read in this process."""
+    from memcli.compaction.compactor import _Collect, _EarlyTurns
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.compaction.window import check_feed, feed_scan, plan_window
+
+    events = []
+    for t in range(1, 6):
+        events += [U(f"ask {t}", turn_id=f"t{t}"), A("calling", turn_id=f"t{t}"),
+                   CALL(f"c{t}", "Bash", {"command": f"make t{t}"}, turn_id=f"t{t}")]
+        if t > 1:
+            events.append(RES(f"c{t - 1}", f"result {t - 1}", turn_id=f"t{t}"))
+    _build(memory_dir, {"events": events, "blank": [], "escaped": [], "torn": False})
+    store = AgentStore(memory_dir, "a")
+    summarizer = OfflineSummarizer()
+    early = _EarlyTurns(summarizer)
+    fed = feed_scan(store, store.paths.active.stat().st_size, 2, 1, early, early.open_steps)
+    plan = plan_window(store, 2, keep_steps=1)
+    plan.delivered, plan.spilled = check_feed(fed, plan, store.paths.active)
+    assert plan.turn_ids == ["t1", "t2", "t3"] and plan.delivered == 3
+    once = summarizer.summarize(_Collect(store, plan, early))
+    assert once.episodic_summary == OfflineSummarizer().summarize(list(_Collect(store, plan))).episodic_summary

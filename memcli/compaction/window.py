@@ -268,15 +268,15 @@ class WholeTurnFeed:
             self.broken, self.reading, self.spill = True, False, None
             self.kept.clear()
             return
-        spill = self.spill
-        if spill is not None and spill.turn == index:
-            if unit != self.turns.head[index]:   # its head moves only if the turn moves whole: then it is void
+        spill = self.spill   # (a trace is its unit's turn's, as in the plan: a result from a later turn is its call's)
+        if spill is not None and spill.turn == owner_turn:
+            if unit != self.turns.head[owner_turn]:   # its head moves only if the turn moves whole: then it is void
                 spill.hold(trace, start, size)
             return
         if self.reading:
-            kept = self.kept.get(index)
+            kept = self.kept.get(owner_turn)
             if kept is None:
-                kept = self.kept[index] = [[], 0, [], [], []]
+                kept = self.kept[owner_turn] = [[], 0, [], [], []]
             kept[0].append(trace)
             kept[1] += size
             kept[2].append(unit)
