@@ -467,3 +467,28 @@ def test_a_test_runner_given_other_files_is_one_family():
     assert command_family("ruff check src/") == "ruff check" != command_family("ruff format src/")
     assert command_family("bun run build") == "bun run build" and command_family("bun test a.test.ts") == "bun test"
     assert command_family("cat a.txt") != command_family("cat b.txt")   # a file's reader is not a runner
+
+
+def test_the_latest_plan_of_each_harness_s_todo_tool_is_kept_whole_on_one_line():
+    """Gemini CLI's ``write_todos`` (``description``), Copilot CLI's ``update_todo`` (a markdown
+    checklist), a todo text with a line break: each is the plan, one line per summary line."""
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    def plan(tool, args):
+        traces = [RawTrace("t-1", 1.0, "turn_0001", 1, "user", "Plan it.", "x"),
+                  RawTrace("t-2", 2.0, "turn_0001", 2, "tool_call", "", "x", tool_name=tool, tool_call_id="c1",
+                           tool_args=args),
+                  RawTrace("t-3", 3.0, "turn_0001", 3, "tool_result", "", "x", tool_name=tool, tool_call_id="c1",
+                           tool_result="ok")]
+        text = OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary
+        return next(line for line in text.split("\n") if line.startswith("Plan (latest): "))
+
+    assert plan("write_todos", {"todos": [{"description": "Read src/main.rs", "status": "completed"},
+                                          {"description": "Fix the cfg lookup", "status": "in_progress"}]}) == \
+        "Plan (latest): [completed] Read src/main.rs; [in_progress] Fix the cfg lookup"
+    assert plan("update_todo", {"todos": "- [x] Reproduce the KeyError\n- [ ] Add the zone\n  - [ ] Test it"}) == \
+        "Plan (latest): [completed] Reproduce the KeyError; [pending] Add the zone; [pending] Test it"
+    assert plan("TodoWrite", {"todos": [{"content": "Port the importer\nthen the tests"}]}) == \
+        "Plan (latest): Port the importer then the tests"

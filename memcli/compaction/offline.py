@@ -184,7 +184,7 @@ _VOCAB_HINT = re.compile(r"[/._-]|[a-z0-9][A-Z]|[0-9a-f]{7}")
 _DEFINED = re.compile(r"\b(?:def|class|function|defp?|defmodule|fn|func|interface|struct|enum|trait|impl|module)\s+"
                       r"([A-Za-z_][\w.]*)")
 _CHANGES = re.compile(r" \([^()]*\)(?=, |$)")   # "path (fn, Class)" in the files line
-_TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos"})
+_TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos", "update_todo"})
 VOCAB_TEXT_CHARS = 8_000      # of each text, scanned for the vocabulary
 MAX_VOCAB = 20_000            # distinct identifiers a window tracks (the least used go first)
 MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
@@ -397,23 +397,36 @@ def _touched(texts, added: str, removed: str) -> list[str]:
     return names
 
 
+_CHECKLIST = re.compile(r"^\s*[-*]\s*\[([ xX~-])\]\s*(.+)$", re.MULTILINE)
+_CHECKED = {" ": "pending", "x": "completed", "X": "completed", "~": "in_progress", "-": "in_progress"}
+
+
 def todo_lines(args) -> list[str]:
-    """A todo list / plan tool's arguments (``todos`` of TodoWrite, ``plan`` of update_plan) as
-    ``[status] text`` lines."""
+    """A todo list / plan tool's arguments (``todos`` of TodoWrite and opencode, ``plan`` of
+    update_plan, Gemini CLI's ``description``s, a markdown checklist ``- [x] …`` given as one
+    string) as ``[status] text`` lines, each on one line."""
     items = None
     for key in ("todos", "plan", "items", "tasks"):
         if isinstance(args.get(key), list):
             items = args[key]
             break
+    if items is None:
+        for key in ("todos", "plan", "content", "markdown", "checklist"):
+            value = args.get(key)
+            if isinstance(value, str) and _CHECKLIST.search(value):
+                items = [{"status": _CHECKED[mark], "content": text} for mark, text in _CHECKLIST.findall(value)]
+                break
     out = []
     for item in items or ():
         if isinstance(item, dict):
-            text = item.get("content") or item.get("step") or item.get("task") or item.get("title") or ""
+            text = (item.get("content") or item.get("step") or item.get("task") or item.get("title")
+                    or item.get("description") or "")
             status = item.get("status") or ""
             if isinstance(text, str) and text.strip():
-                out.append(f"[{status}] {' '.join(text.split())}" if isinstance(status, str) and status else text)
+                text = " ".join(text.split())
+                out.append(f"[{status}] {text}" if isinstance(status, str) and status else text)
         elif isinstance(item, str) and item.strip():
-            out.append(item.strip())
+            out.append(" ".join(item.split()))
     explanation = args.get("explanation")
     if isinstance(explanation, str) and explanation.strip():
         out.insert(0, " ".join(explanation.split()))
