@@ -288,6 +288,12 @@ RUNNER_OUTPUTS = [
     ("[INFO] BUILD FAILURE\n[ERROR] Failed to execute goal maven-compiler-plugin:3.11.0:compile on project shop: "
      "Compilation failure\n[ERROR] /repo/src/shop/Cart.java:[42,17] cannot find symbol\n[ERROR] -> [Help 1]",
      "/repo/src/shop/Cart.java:[42,17] cannot find symbol"),
+    # Next.js / webpack: the type error or the missing module, not "Failed to compile."
+    ("> next build\n   Creating an optimized production build ...\nFailed to compile.\n\n./app/page.tsx:12:24\n"
+     "Type error: Property 'foo' does not exist on type 'Props'.\n> Build failed because of webpack errors",
+     "Type error: Property 'foo' does not exist on type 'Props'."),
+    ("Failed to compile.\n\nModule not found: Error: Can't resolve './utils/format' in '/repo/src/components'",
+     "Module not found: Error: Can't resolve './utils/format' in '/repo/src/components'"),
     # a linter's located finding over its count
     ("app/orders.py:12:89: E501 Line too long (96 > 88)\nFound 1 error.", "app/orders.py:12:89: E501 Line too long (96 > 88)"),
     # the harness's own lines around the output (Gemini CLI, Codex): not the informative line

@@ -148,7 +148,8 @@ _EXCEPTION = re.compile(r"^(?:(?:Uncaught |Unhandled )?(?:[\w.$]+\.)?\w*(?:Error
 # ``file:line:col`` in front (gcc, rustc, tsc ``x.ts:3:5 - error TS2322``, mypy), ``fatal:``,
 # ``npm ERR!``, ``panic:``, an assertion, a check mark of failure
 _ERROR_LINE = re.compile(r"^(?:E\s+\S|(?:\S+:\d+(?::\d+)?:?\s*(?:-\s*)?)?(?:error|fatal)(?:\[\w+\]|\s+TS\d+)?:"
-                         r"|npm ERR!|panic:|Traceback|✗|×|✘|Assertion\b|assert(?:ion)?\s)", re.IGNORECASE)
+                         r"|npm ERR!|panic:|Traceback|✗|×|✘|Assertion\b|assert(?:ion)?\s"
+                         r"|[a-z]+ error:|Module not found:)", re.IGNORECASE)   # Next.js ``Type error: …``, webpack
 # a line that says something went wrong somewhere in it (the last resort before the first line)
 _ERRORISH = re.compile(r"\b(?:error|errors|failed|failure|cannot|can't|could not|unable to|not found|no such|"
                        r"undefined|is not a function|is not defined|denied|refused|invalid|missing|timed? ?out|"
