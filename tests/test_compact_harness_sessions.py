@@ -492,3 +492,39 @@ def test_the_latest_plan_of_each_harness_s_todo_tool_is_kept_whole_on_one_line()
         "Plan (latest): [completed] Reproduce the KeyError; [pending] Add the zone; [pending] Test it"
     assert plan("TodoWrite", {"todos": [{"content": "Port the importer\nthen the tests"}]}) == \
         "Plan (latest): Port the importer then the tests"
+
+
+def test_a_failed_edit_names_its_file_and_is_fixed_by_a_later_write_of_it():
+    """Claude Code's Edit failing (``<tool_use_error>String to replace not found…``) then passing
+    on a retry, a Write refused in one turn and done in the next: each failure names its file,
+    without the markup, and says it was fixed (they were listed as "Edit ×1 (<tool_use_error>…)",
+    as if still open); a failed read stays open."""
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    def turn(n, ask, calls):
+        tid = f"turn_{n:04d}"
+        out = [RawTrace(f"{tid}-0", n * 10.0, tid, 0, "user", ask, "x")]
+        for k, (tool, args, error) in enumerate(calls, 1):
+            out += [RawTrace(f"{tid}-c{k}", n * 10.0 + k, tid, 2 * k, "tool_call", "", "x", tool_name=tool,
+                             tool_call_id=f"{tid}-{k}", tool_args=args),
+                    RawTrace(f"{tid}-r{k}", n * 10.0 + k, tid, 2 * k + 1, "tool_result", "", "x", tool_name=tool,
+                             tool_call_id=f"{tid}-{k}", tool_result=None if error else "ok", tool_error=error)]
+        return Turn(tid, out)
+
+    edit = {"file_path": "app/orders.py", "old_string": "def totl(", "new_string": "def grand_total("}
+    turns = [turn(1, "Rename total to grand_total in app/orders.py.", [
+                 ("Edit", edit, "<tool_use_error>String to replace not found in file.\nString: def totl(</tool_use_error>"),
+                 ("Edit", {**edit, "old_string": "def total("}, None),
+                 ("Read", {"file_path": "app/missing.py"}, "File does not exist.")]),
+             turn(2, "Document it in docs/api.md.", [
+                 ("Write", {"file_path": "docs/api.md", "content": "# API"},
+                  "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>")]),
+             turn(3, "Go on.", [("Write", {"file_path": "docs/api.md", "content": "# API"}, None)])]
+    text = OfflineSummarizer().summarize(turns).episodic_summary
+    assert next(line for line in text.split("\n") if line.startswith("Failed: ")) == (
+        "Failed: Read app/missing.py ×1 (File does not exist.); Write docs/api.md ×1 (File has not been read yet. "
+        "Read it first before writing to it.) — fixed later (a later write of docs/api.md passed); Edit "
+        "app/orders.py ×1 (String to replace not found in file.) — fixed later (a later write of app/orders.py "
+        "passed)")
