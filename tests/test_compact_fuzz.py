@@ -221,13 +221,16 @@ def _subsequence(part: list, whole: list) -> bool:
 def test_a_compaction_read_ahead_by_a_child_is_the_one_read_in_process(tmp_path_factory, monkeypatch, session, tail,
                                                                        keep, target, feed):
     with monkeypatch.context() as patch:   # undone after each example (the fixture lasts the whole test)
-        _check_store(tmp_path_factory, patch, session, tail, keep, target, feed)
+        _check_store(tmp_path_factory, patch, lambda base: _build(base, session), session["torn"], tail, keep, target,
+                     feed)
 
 
-def _check_store(tmp_path_factory, patch, session, tail, keep, target, feed) -> None:
+def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target, feed) -> None:
+    """Checks 1-4 of the module docstring on the store ``build(memory_dir)`` makes (agent "a";
+    ``torn``: its active file ends in a torn line)."""
     root = tmp_path_factory.mktemp("fuzz")
     base = root / "base"
-    active = _build(base, session)
+    active = build(base)
     before_bytes = active.read_bytes()
     before_ids = _ids(active)
     patch.setattr(compactor, "_can_fork", lambda: True)
@@ -300,7 +303,7 @@ def _check_store(tmp_path_factory, patch, session, tail, keep, target, feed) -> 
     elif now > result.target_tokens:
         assert result.notes   # said, never silent
     # 2: uncompact gives the active file back byte for byte (a torn last line was cut by the commit)
-    expected = before_bytes[:before_bytes.rfind(b"\n") + 1] if session["torn"] else before_bytes
+    expected = before_bytes[:before_bytes.rfind(b"\n") + 1] if torn else before_bytes
     uncompact(copy, "a")
     assert (d / FILES[0]).read_bytes() == expected
     assert _ids(d / FILES[1]) == []
@@ -366,6 +369,97 @@ def test_compactions_in_a_row_with_appends_between_are_the_same_read_ahead_or_no
         assert _ids(copy / "agents" / "a" / FILES[1]) == []
         now = active.read_bytes()
         assert now.startswith(expected) and _ids(active)[len(_ids(base / "agents" / "a" / FILES[0])):] == appended
+
+
+@st.composite
+def claude_sessions(draw) -> list[dict]:
+    """A Claude Code session file, built by its rules: prompts, assistant messages split over
+    lines that share ``message.id``, tool results in user lines (some after the next prompt: an
+    interrupted call), parallel Task subagents (``isSidechain``, ``agentId``) whose lines
+    interleave and whose results come back out of order, ``isMeta`` lines, a ``compact_boundary``
+    with Claude's own summary (``isCompactSummary``), a huge tool output."""
+    lines: list[dict] = []
+    n = [0]
+
+    def line(kind: str, content, **kw) -> dict:
+        n[0] += 1
+        out = {"parentUuid": lines[-1]["uuid"] if lines else None, "isSidechain": False, "type": kind,
+               "sessionId": "fuzz-session", "uuid": f"u{n[0]:05d}",
+               "timestamp": f"2026-01-01T{n[0] // 3600 % 24:02d}:{n[0] // 60 % 60:02d}:{n[0] % 60:02d}.000Z"}
+        out.update(kw)
+        if kind == "assistant":
+            out["message"] = {"id": kw.pop("msg", f"msg_{n[0]}"), "type": "message", "role": "assistant",
+                              "model": "claude-sonnet-4", "content": content, "stop_reason": None}
+            out.pop("msg", None)
+        else:
+            out["message"] = {"role": "user", "content": content}
+        lines.append(out)
+        return out
+
+    def result(call: str, text, **kw) -> None:
+        line("user", [{"type": "tool_result", "tool_use_id": call, "content": text,
+                       "is_error": draw(st.integers(0, 4)) == 0}], **kw)
+
+    late: list = []
+    for t in range(draw(st.integers(1, 6))):
+        line("user", f"prompt {t}: fix src/app_{t}.ts {UNICODE}")
+        for call in late:   # results of calls the user interrupted, written after the new prompt
+            result(call, "finished after the interruption")
+        late = []
+        if draw(st.booleans()):
+            line("user", [{"type": "text", "text": "expanded command prompt"}], isMeta=True)
+        for s in range(draw(st.sampled_from([0, 1, 2, 3, 6, 30]))):
+            kind = draw(st.sampled_from(["tool", "tool", "text", "parallel", "interrupted", "huge"]))
+            msg = f"msg_{t}_{s}"
+            line("assistant", [{"type": "text", "text": f"step {s}: next I run the tests"}], msg=msg)
+            if kind == "text":
+                continue
+            if kind == "parallel":   # two Task calls, their subagents' lines interleaved
+                calls = [f"toolu_T{t}_{s}_{k}" for k in range(2)]
+                for call in calls:
+                    line("assistant", [{"type": "tool_use", "id": call, "name": "Task", "input": {"prompt": call}}],
+                         msg=msg)
+                for step in range(draw(st.integers(1, 3))):
+                    for k in range(2):
+                        side = {"isSidechain": True, "agentId": f"ag-{t}-{s}-{k}"}
+                        sub = f"toolu_S{t}_{s}_{k}_{step}"
+                        line("assistant", [{"type": "tool_use", "id": sub, "name": "Bash",
+                                            "input": {"command": f"npm test -- part{k}"}}], **side)
+                        result(sub, f"part {k} passed", **side)
+                for call in reversed(calls):
+                    result(call, [{"type": "text", "text": f"{call} done"}])
+                continue
+            call = f"toolu_{t}_{s}"
+            line("assistant", [{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "npm run build"}}],
+                 msg=msg)
+            if kind == "interrupted":
+                late.append(call)
+            else:
+                result(call, ("y" * 99 + "\n") * (HUGE // 100) if kind == "huge" else f"built {t}.{s}")
+        if draw(st.integers(0, 4)) == 0:
+            lines.append({"type": "system", "subtype": "compact_boundary", "uuid": f"b{t}",
+                          "content": "Conversation compacted", "compactMetadata": {"trigger": "auto", "preTokens": 9000}})
+            line("user", f"This session is being continued: src/app_{t}.ts was fixed.", isCompactSummary=True)
+    return lines
+
+
+@settings(max_examples=EXAMPLES or 6, deadline=None, derandomize=EXAMPLES is None,
+          suppress_health_check=list(HealthCheck))
+@given(session=claude_sessions(), tail=st.integers(0, 3), keep=st.integers(0, 5),
+       target=st.sampled_from([None, 300, 3_000, 10 ** 9]), feed=st.sampled_from([1 << 10, 16 << 10]))
+def test_a_claude_code_session_compacts_the_same_read_ahead_or_not(tmp_path_factory, monkeypatch, session, tail, keep,
+                                                                    target, feed):
+    """Checks 1-4 on Claude Code sessions imported by the claude-code importer."""
+    def build(memory_dir: Path) -> Path:
+        from memcli.ingest.api import ingest
+
+        src = memory_dir.parent / f"{memory_dir.name}.jsonl"
+        src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in session))
+        ingest(memory_dir, "a", src, fmt="claude-code")
+        return memory_dir / "agents" / "a" / FILES[0]
+
+    with monkeypatch.context() as patch:
+        _check_store(tmp_path_factory, patch, build, False, tail, keep, target, feed)
 
 
 # --------------------------------------------------------------------------- examples found above
