@@ -433,3 +433,62 @@ def test_the_vocabulary_takes_no_identifier_cut_where_a_long_text_stops_being_re
     vocab = _TurnDigest.of(Turn("turn_0001", traces)).vocab
     assert {"table.get", "unwrap_or_default"} <= set(vocab)
     assert all(name in ("table.get", "unwrap_or_default", "src/lib.rs") for name in vocab), sorted(vocab)
+
+
+def test_commands_of_a_family_that_failed_alike_say_their_informative_line_once(cli, memory_dir, tmp_path):
+    """Three test files fail on the same import error, then one of them on its own assertion:
+    the import error is said once for the three runs (it was repeated for each)."""
+    r = Rollout()
+    r.ask("Run the billing tests one file at a time.")
+    why = ("____ ERROR collecting tests/test_{0}.py ____\nE   ImportError: cannot import name 'OrderTotal' from "
+           "'app.api'\nERROR tests/test_{0}.py\n!!!!! Interrupted: 1 error during collection !!!!!")
+    for name in ("orders", "refunds", "invoices"):
+        r.exec(f"pytest -q tests/test_{name}.py", 2, why.format("x"))
+    r.exec("pytest -q tests/test_ledger.py", 1, "FAILED tests/test_ledger.py::test_round - assert 1 == 2")
+    r.exec("cat app/api.py", 0, PADDING)
+    r.say("OrderTotal is gone from app.api.")
+    r.ask("Restore it.")
+    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    assert _line(summary, "Failed: ") == (
+        "Failed: `pytest -q tests/test_ledger.py` ×1 (exit code 1 FAILED tests/test_ledger.py::test_round - assert "
+        "1 == 2) — still failing; `pytest -q tests/test_invoices.py` ×1, `pytest -q tests/test_refunds.py` ×1, "
+        "`pytest -q tests/test_orders.py` ×1 (exit code 2 ERROR tests/test_x.py — E ImportError: cannot import "
+        "name 'OrderTotal' from 'app.api') — still failing")
+
+
+def test_a_test_runner_given_other_files_is_one_family():
+    """``pytest tests/test_orders.py`` failing, then ``pytest -q`` passing: fixed later (the file
+    argument had made them two families, so the failure stayed "still failing")."""
+    from memcli.compaction.offline import command_family
+
+    assert command_family("pytest tests/test_orders.py") == command_family("pytest -q") == "pytest"
+    assert command_family("npx jest src/cart.test.ts") == command_family("npx jest") == "npx jest"
+    assert command_family("mypy src/app.py") == "mypy" and command_family("tsc -p web/tsconfig.json") == "tsc"
+    assert command_family("ruff check src/") == "ruff check" != command_family("ruff format src/")
+    assert command_family("bun run build") == "bun run build" and command_family("bun test a.test.ts") == "bun test"
+    assert command_family("cat a.txt") != command_family("cat b.txt")   # a file's reader is not a runner
+
+
+def test_the_latest_plan_of_each_harness_s_todo_tool_is_kept_whole_on_one_line():
+    """Gemini CLI's ``write_todos`` (``description``), Copilot CLI's ``update_todo`` (a markdown
+    checklist), a todo text with a line break: each is the plan, one line per summary line."""
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    def plan(tool, args):
+        traces = [RawTrace("t-1", 1.0, "turn_0001", 1, "user", "Plan it.", "x"),
+                  RawTrace("t-2", 2.0, "turn_0001", 2, "tool_call", "", "x", tool_name=tool, tool_call_id="c1",
+                           tool_args=args),
+                  RawTrace("t-3", 3.0, "turn_0001", 3, "tool_result", "", "x", tool_name=tool, tool_call_id="c1",
+                           tool_result="ok")]
+        text = OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary
+        return next(line for line in text.split("\n") if line.startswith("Plan (latest): "))
+
+    assert plan("write_todos", {"todos": [{"description": "Read src/main.rs", "status": "completed"},
+                                          {"description": "Fix the cfg lookup", "status": "in_progress"}]}) == \
+        "Plan (latest): [completed] Read src/main.rs; [in_progress] Fix the cfg lookup"
+    assert plan("update_todo", {"todos": "- [x] Reproduce the KeyError\n- [ ] Add the zone\n  - [ ] Test it"}) == \
+        "Plan (latest): [completed] Reproduce the KeyError; [pending] Add the zone; [pending] Test it"
+    assert plan("TodoWrite", {"todos": [{"content": "Port the importer\nthen the tests"}]}) == \
+        "Plan (latest): Port the importer then the tests"

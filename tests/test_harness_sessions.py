@@ -244,10 +244,12 @@ def test_a_turn_the_harness_compacted_six_times_fits_a_target_below_its_summarie
     assert len(episodic(memory_dir, "s")) == 7   # the six harness items, and memcli's own summary
 
 
-def test_a_codex_rollout_synced_as_it_grows_gives_each_compaction_once(memory_dir, tmp_path):
+@pytest.mark.parametrize("remote", [2, 1])
+def test_a_codex_rollout_synced_as_it_grows_gives_each_compaction_once(memory_dir, tmp_path, remote):
     """Codex writes the ``compacted`` line, then its ``context_compacted`` event, then the next
-    turn: a sync may stop between any two of them."""
-    r = codex_rollout(3, old=(0,), remote=(2,))
+    turn: a sync may stop between any two of them (a remote compaction, which makes no item,
+    among them)."""
+    r = codex_rollout(3, old=(0,), remote=(remote,))
     data = r.jsonl()
     once = tmp_path / "once"
     ingest(once, "r", data, "codex", tmp_path)

@@ -250,8 +250,7 @@ def test_commands_that_matter_keep_their_latest_outcome():
     line = next(line for line in text.split("\n") if line.startswith("Commands"))
     assert line == ("Commands (latest outcome): `gh pr create --fill`: https://github.com/acme/shop/pull/77; "
                     "`git push`: 1a2b3c4..9f8e7d6 main -> main; `git commit -am \"Fix totals\"`: [main 9f8e7d6] Fix "
-                    "totals; `pytest -q tests/test_api.py`: 42 passed in 3.3s; `pytest -q`: 41 passed, 1 skipped in "
-                    "3.2s")
+                    "totals; `pytest -q tests/test_api.py`: 42 passed in 3.3s")   # (one pytest family: the latest)
 
 
 RUNNER_OUTPUTS = [
@@ -289,6 +288,12 @@ RUNNER_OUTPUTS = [
     ("[INFO] BUILD FAILURE\n[ERROR] Failed to execute goal maven-compiler-plugin:3.11.0:compile on project shop: "
      "Compilation failure\n[ERROR] /repo/src/shop/Cart.java:[42,17] cannot find symbol\n[ERROR] -> [Help 1]",
      "/repo/src/shop/Cart.java:[42,17] cannot find symbol"),
+    # Next.js / webpack: the type error or the missing module, not "Failed to compile."
+    ("> next build\n   Creating an optimized production build ...\nFailed to compile.\n\n./app/page.tsx:12:24\n"
+     "Type error: Property 'foo' does not exist on type 'Props'.\n> Build failed because of webpack errors",
+     "Type error: Property 'foo' does not exist on type 'Props'."),
+    ("Failed to compile.\n\nModule not found: Error: Can't resolve './utils/format' in '/repo/src/components'",
+     "Module not found: Error: Can't resolve './utils/format' in '/repo/src/components'"),
     # a linter's located finding over its count
     ("app/orders.py:12:89: E501 Line too long (96 > 88)\nFound 1 error.", "app/orders.py:12:89: E501 Line too long (96 > 88)"),
     # the harness's own lines around the output (Gemini CLI, Codex): not the informative line

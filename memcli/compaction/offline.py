@@ -148,7 +148,8 @@ _EXCEPTION = re.compile(r"^(?:(?:Uncaught |Unhandled )?(?:[\w.$]+\.)?\w*(?:Error
 # ``file:line:col`` in front (gcc, rustc, tsc ``x.ts:3:5 - error TS2322``, mypy), ``fatal:``,
 # ``npm ERR!``, ``panic:``, an assertion, a check mark of failure
 _ERROR_LINE = re.compile(r"^(?:E\s+\S|(?:\S+:\d+(?::\d+)?:?\s*(?:-\s*)?)?(?:error|fatal)(?:\[\w+\]|\s+TS\d+)?:"
-                         r"|npm ERR!|panic:|Traceback|✗|×|✘|Assertion\b|assert(?:ion)?\s)", re.IGNORECASE)
+                         r"|npm ERR!|panic:|Traceback|✗|×|✘|Assertion\b|assert(?:ion)?\s"
+                         r"|[a-z]+ error:|Module not found:)", re.IGNORECASE)   # Next.js ``Type error: …``, webpack
 # a line that says something went wrong somewhere in it (the last resort before the first line)
 _ERRORISH = re.compile(r"\b(?:error|errors|failed|failure|cannot|can't|could not|unable to|not found|no such|"
                        r"undefined|is not a function|is not defined|denied|refused|invalid|missing|timed? ?out|"
@@ -184,7 +185,7 @@ _VOCAB_HINT = re.compile(r"[/._-]|[a-z0-9][A-Z]|[0-9a-f]{7}")
 _DEFINED = re.compile(r"\b(?:def|class|function|defp?|defmodule|fn|func|interface|struct|enum|trait|impl|module)\s+"
                       r"([A-Za-z_][\w.]*)")
 _CHANGES = re.compile(r" \([^()]*\)(?=, |$)")   # "path (fn, Class)" in the files line
-_TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos"})
+_TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos", "update_todo"})
 VOCAB_TEXT_CHARS = 8_000      # of each text, scanned for the vocabulary
 MAX_VOCAB = 20_000            # distinct identifiers a window tracks (the least used go first)
 MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
@@ -327,20 +328,32 @@ _ENV_ASSIGN = re.compile(r"^\w+=\S*$")
 def command_family(command: str) -> str:
     """What a command does, for "fixed later": its program and first word that is not an option
     (``git add -f x`` and ``git add x`` are one family, ``npm run build`` another), past any
-    ``cd DIR &&`` prefix and ``VAR=value`` assignments."""
+    ``cd DIR &&`` prefix and ``VAR=value`` assignments; a test runner or linter given files is its
+    program alone (``pytest tests/a.py`` and ``pytest -q`` are one family: :data:`_SCOPED_RUNNERS`)."""
     command = command.strip().rsplit("&&", 1)[-1] if command.lstrip().startswith("cd ") else command
     words = [w for w in command.split()[:12] if not _ENV_ASSIGN.match(w)]
     if not words:
         return command.strip()
     program = words[0].rsplit("/", 1)[-1]
-    if program in ("uv", "poetry", "pipenv", "bundle", "npx", "pnpm", "yarn", "npm", "mix", "cargo", "go", "python",
-                   "python3") and len(words) > 2 and words[1] in ("run", "exec", "-m", "x"):
+    if program in ("uv", "poetry", "pipenv", "bundle", "npx", "pnpm", "yarn", "npm", "bun", "mix", "cargo", "go",
+                   "python", "python3") and len(words) > 2 and words[1] in ("run", "exec", "-m", "x"):
         rest = words[2:]
         program = f"{program} {words[1]}"
     else:
         rest = words[1:]
+        if program in _SCOPED_RUNNERS:   # ``pytest tests/a.py``: the paths say where it runs, not what
+            sub = next((w for w in rest if not w.startswith("-")), "") if program in _SUBCOMMANDS else ""
+            return f"{program} {sub}".strip()
     sub = next((w for w in rest if not w.startswith("-")), "")
     return f"{program} {sub}".strip()
+
+
+# test runners, linters and type checkers whose arguments are the files or tests they run on (one
+# family whatever they are given); of them, those that take a subcommand first (``ruff check``)
+_SCOPED_RUNNERS = frozenset({"pytest", "py.test", "jest", "vitest", "mocha", "rspec", "phpunit", "eslint", "ruff",
+                             "mypy", "pyright", "tsc", "flake8", "pylint", "black", "prettier", "biome", "rubocop",
+                             "golangci-lint", "tox", "nox"})
+_SUBCOMMANDS = frozenset({"ruff", "biome", "golangci-lint"})
 
 
 def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
@@ -385,23 +398,36 @@ def _touched(texts, added: str, removed: str) -> list[str]:
     return names
 
 
+_CHECKLIST = re.compile(r"^\s*[-*]\s*\[([ xX~-])\]\s*(.+)$", re.MULTILINE)
+_CHECKED = {" ": "pending", "x": "completed", "X": "completed", "~": "in_progress", "-": "in_progress"}
+
+
 def todo_lines(args) -> list[str]:
-    """A todo list / plan tool's arguments (``todos`` of TodoWrite, ``plan`` of update_plan) as
-    ``[status] text`` lines."""
+    """A todo list / plan tool's arguments (``todos`` of TodoWrite and opencode, ``plan`` of
+    update_plan, Gemini CLI's ``description``s, a markdown checklist ``- [x] …`` given as one
+    string) as ``[status] text`` lines, each on one line."""
     items = None
     for key in ("todos", "plan", "items", "tasks"):
         if isinstance(args.get(key), list):
             items = args[key]
             break
+    if items is None:
+        for key in ("todos", "plan", "content", "markdown", "checklist"):
+            value = args.get(key)
+            if isinstance(value, str) and _CHECKLIST.search(value):
+                items = [{"status": _CHECKED[mark], "content": text} for mark, text in _CHECKLIST.findall(value)]
+                break
     out = []
     for item in items or ():
         if isinstance(item, dict):
-            text = item.get("content") or item.get("step") or item.get("task") or item.get("title") or ""
+            text = (item.get("content") or item.get("step") or item.get("task") or item.get("title")
+                    or item.get("description") or "")
             status = item.get("status") or ""
             if isinstance(text, str) and text.strip():
-                out.append(f"[{status}] {' '.join(text.split())}" if isinstance(status, str) and status else text)
+                text = " ".join(text.split())
+                out.append(f"[{status}] {text}" if isinstance(status, str) and status else text)
         elif isinstance(item, str) and item.strip():
-            out.append(item.strip())
+            out.append(" ".join(item.split()))
     explanation = args.get("explanation")
     if isinstance(explanation, str) and explanation.strip():
         out.insert(0, " ".join(explanation.split()))
@@ -1651,9 +1677,11 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
-    distinct ones."""
+    distinct ones, said once for the commands of a family that failed alike (```pytest a` ×1,
+    `pytest b` ×2 (…) — still failing``)."""
     labels = {f"`{clip(cmd, 80)}`": cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
-    open_, resolved = [], []
+    open_: dict[tuple, list] = {}
+    resolved: dict[tuple, list] = {}
     for label in reversed(list(failures)):
         later, unresolved = "", False
         cmd = labels.get(label)
@@ -1666,11 +1694,18 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
                 later, unresolved = " — still failing", True
             else:
                 later = f" — fixed later (a later `{family}` passed)"
-        (open_ if unresolved or cmd is None else resolved).append(
-            f"{label} ×{failures[label]} ({_briefs(failure_error[label])}){later}")
-    shown = (open_ + resolved)[:MAX_LISTED]
-    more = len(failures) - len(shown)
-    return "Failed: " + "; ".join(shown) + (f"; +{more} more" if more > 0 else "")
+        # the commands of one family that failed with the same lines and fared the same: one entry
+        key = (command_family(cmd), _briefs(failure_error[label]), later) if cmd is not None else (label,)
+        (open_ if unresolved or cmd is None else resolved).setdefault(key, []).append(label)
+    entries, listed = [], 0
+    for key, group in (*open_.items(), *resolved.items()):
+        if len(entries) == MAX_LISTED:
+            break
+        said = key[1:] if len(key) == 3 else (_briefs(failure_error[group[0]]), "")
+        entries.append(", ".join(f"{label} ×{failures[label]}" for label in group) + f" ({said[0]}){said[1]}")
+        listed += len(group)
+    more = len(failures) - listed
+    return "Failed: " + "; ".join(entries) + (f"; +{more} more" if more > 0 else "")
 
 
 # the aggregate lines after the files and the asks, with the share of the room each may take

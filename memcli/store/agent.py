@@ -594,12 +594,13 @@ class WriteSession:
     def _append_harness_items(self, harness, *, fsync: bool = True) -> int:
         """The episodic items of the harness compactions an ingest staged (memcli.store.harness_items),
         those the agent does not have yet (by id), after one read of ``episodic.jsonl``."""
-        from memcli.store.harness_items import last_covered_turn
+        from memcli.store.harness_items import last_compacted_turn, last_covered_turn
 
         records = [record for _, _, record in jsonl.iter_records(self.paths.episodic)]
         known = {record.get("id") for record in records} | harness.skip_ids
-        return self._append_new_items(EpisodicItem, self.paths.episodic, harness.items(last_covered_turn(records)),
-                                      known, fsync=fsync)
+        previous = (last_compacted_turn(self.paths, records, {event["id"] for event, _, _ in harness.pending})
+                    if harness.extends() else last_covered_turn(records))
+        return self._append_new_items(EpisodicItem, self.paths.episodic, harness.items(previous), known, fsync=fsync)
 
 
 

@@ -26,7 +26,8 @@ neither)::
 * ``turn_ids`` are the turns the harness compacted, where known: the turns of the traces before it
   in the same ingest since the harness's previous compaction there; when that ingest began on an
   agent that already had traces (a ``sync`` of a grown file, a hook), the turns from the one after
-  the agent's previous harness item up to the last one before it (memcli's ``turn_NNNN``
+  the agent's previous harness compaction (its item's last turn, or the turn of a text-less one:
+  :func:`last_compacted_turn`) up to the last one before it (memcli's ``turn_NNNN``
   numbering). A summary that opens a file (a resumed session) covers nothing in this agent: ``[]``.
 """
 
@@ -122,6 +123,11 @@ class SpanTracker:
         self.pending.append((event, self.span, not self.fresh and not self.pending))
         self.span = []
 
+    def extends(self) -> bool:
+        """Whether the batch's first harness trace goes on from the agent's earlier ones (the
+        agent had traces): then :meth:`items` needs where those left off."""
+        return any(extend for _, _, extend in self.pending)
+
     def items(self, previous_last: int) -> list[dict]:
         """The records, given the last turn the agent's earlier harness items cover."""
         out = []
@@ -182,6 +188,23 @@ def active_trace_ids(paths, trace_ids) -> set:
             found.add(trace_id)
             break
     return found
+
+
+def last_compacted_turn(paths, records, staged: set) -> int:
+    """Where the agent's earlier harness compactions left off: the last turn its harness items
+    cover (:func:`last_covered_turn`), or later, the turn of a harness compaction with no text —
+    hence no item (a Codex remote compaction) — in the active file and not among the ``staged``
+    trace ids (one search of the file's bytes). A one-shot import starts the next item's turns
+    after such a compaction too."""
+    last = last_covered_turn(records)
+    needle = b'"' + FIELD.encode() + b'"'
+    for record in _records_holding(paths, needle, lambda r: isinstance(r.get(FIELD), dict) and not is_summary(r)
+                                   and r.get("id") not in staged):
+        turn_id = record.get("turn_id")
+        number = turn_number(turn_id) if isinstance(turn_id, str) else None
+        if number is not None and number > last:
+            last = number
+    return last
 
 
 def holds_harness_compaction(paths) -> bool:
