@@ -462,6 +462,85 @@ def test_a_claude_code_session_compacts_the_same_read_ahead_or_not(tmp_path_fact
         _check_store(tmp_path_factory, patch, build, False, tail, keep, target, feed)
 
 
+@st.composite
+def codex_sessions(draw) -> list[dict]:
+    """A Codex rollout, built by its rules: base instructions, developer and context messages
+    (some in the middle of the session), turns of reasoning, commentary, function and custom
+    tool calls whose outputs come after other calls (or, aborted, in the next turn), token
+    counts, Codex's own ``compacted`` items."""
+    lines: list[dict] = []
+    clock = iter(range(100_000))
+
+    def line(kind: str, payload: dict) -> None:
+        k = next(clock)
+        lines.append({"timestamp": f"2026-02-23T{k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}.000Z",
+                      "type": kind, "payload": payload})
+
+    def message(role: str, text: str, kind: str = "input_text") -> None:
+        line("response_item", {"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+    line("session_meta", {"id": "fuzz-rollout", "cwd": "/repo", "base_instructions": {"text": "You are Codex."}})
+    message("developer", "<permissions instructions>sandboxed</permissions instructions>")
+    late: list = []
+    for t in range(draw(st.integers(1, 6))):
+        line("event_msg", {"type": "task_started", "turn_id": f"t{t}"})
+        message("user", f"fix src/lib_{t}.rs {UNICODE}")
+        line("event_msg", {"type": "user_message", "message": f"fix src/lib_{t}.rs {UNICODE}", "images": []})
+        line("turn_context", {"turn_id": f"t{t}", "model": "gpt-5-codex"})
+        for call in late:   # an aborted turn's calls, answered now
+            line("response_item", {"type": "function_call_output", "call_id": call, "output": "late output"})
+        late = []
+        if draw(st.integers(0, 4)) == 0:
+            message("developer", f"<collaboration_mode>{t}</collaboration_mode>")
+        for s in range(draw(st.sampled_from([0, 1, 2, 4, 25]))):
+            line("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": f"thinking {s}"}],
+                                   "encrypted_content": "gAAA"})
+            message("assistant", f"Running step {s}.", "output_text")
+            calls = [f"call_{t}_{s}_{k}" for k in range(draw(st.integers(1, 3)))]
+            for k, call in enumerate(calls):
+                if k % 2:
+                    line("response_item", {"type": "custom_tool_call", "name": "apply_patch", "call_id": call,
+                                           "input": f"*** Begin Patch\n*** Update File: src/lib_{t}.rs\n*** End Patch",
+                                           "status": "completed"})
+                else:
+                    line("response_item", {"type": "function_call", "name": "exec_command", "call_id": call,
+                                           "arguments": orjson.dumps({"cmd": f"cargo test {s}"}).decode()})
+            if draw(st.integers(0, 5)) == 0:
+                late += calls
+                line("event_msg", {"type": "turn_aborted", "reason": "interrupted"})
+                break
+            for k, call in enumerate(draw(st.permutations(calls))):
+                output = "y" * HUGE if draw(st.integers(0, 30)) == 0 else f"ok {t}.{s}"
+                line("response_item", {"type": "custom_tool_call_output" if calls.index(call) % 2 else
+                                       "function_call_output", "call_id": call, "output": output})
+            last = {"input_tokens": 1000 * (t + 1), "cached_input_tokens": 0, "output_tokens": 50,
+                    "reasoning_output_tokens": 1, "total_tokens": 1000 * (t + 1) + 50}
+            line("event_msg", {"type": "token_count", "info": {"total_token_usage": last, "last_token_usage": last}})
+        message("assistant", f"Done with {t}.", "output_text")
+        if draw(st.integers(0, 4)) == 0:
+            line("compacted", {"message": f"Summary so far: src/lib_{t}.rs fixed.", "replacement_history": []})
+    return lines
+
+
+@settings(max_examples=EXAMPLES or 6, deadline=None, derandomize=EXAMPLES is None,
+          suppress_health_check=list(HealthCheck))
+@given(session=codex_sessions(), tail=st.integers(0, 3), keep=st.integers(0, 5),
+       target=st.sampled_from([None, 300, 3_000, 10 ** 9]), feed=st.sampled_from([1 << 10, 16 << 10]))
+def test_a_codex_rollout_compacts_the_same_read_ahead_or_not(tmp_path_factory, monkeypatch, session, tail, keep,
+                                                              target, feed):
+    """Checks 1-4 on Codex rollouts imported by the codex importer."""
+    def build(memory_dir: Path) -> Path:
+        from memcli.ingest.api import ingest
+
+        src = memory_dir.parent / f"{memory_dir.name}.jsonl"
+        src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in session))
+        ingest(memory_dir, "a", src, fmt="codex")
+        return memory_dir / "agents" / "a" / FILES[0]
+
+    with monkeypatch.context() as patch:
+        _check_store(tmp_path_factory, patch, build, False, tail, keep, target, feed)
+
+
 # --------------------------------------------------------------------------- examples found above
 
 @pytest.mark.parametrize("blank", [[0], [1], [1, 2, 3]], ids=["before the first line", "between moved lines",
