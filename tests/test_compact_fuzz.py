@@ -509,7 +509,7 @@ def codex_sessions(draw) -> list[dict]:
                 late += calls
                 line("event_msg", {"type": "turn_aborted", "reason": "interrupted"})
                 break
-            for k, call in enumerate(draw(st.permutations(calls))):
+            for call in draw(st.permutations(calls)):
                 output = "y" * HUGE if draw(st.integers(0, 30)) == 0 else f"ok {t}.{s}"
                 line("response_item", {"type": "custom_tool_call_output" if calls.index(call) % 2 else
                                        "function_call_output", "call_id": call, "output": output})
