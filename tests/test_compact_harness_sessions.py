@@ -613,3 +613,14 @@ def test_compact_if_needed_fits_the_target_on_sessions_of_each_harness(memory_di
         src.write_text(text)
         Memory(memory_dir).agent(name).ingest(src, fmt)
         check_compaction_fits(memory_dir, name)
+
+
+def test_tools_that_failed_alike_say_their_error_once():
+    from memcli.compaction.offline import failures_line
+
+    why = "File has not been read yet. Read it first before writing to it."
+    failures = {"Write src/a.ts": 2, "Edit src/a.ts": 1, "Read src/b": 1, "MultiEdit src/a.ts": 1}
+    errors = {label: [why] for label in failures} | {"Read src/b": ["EISDIR: illegal operation on a directory"]}
+    assert failures_line(failures, errors, {}, {}) == (
+        f"Failed: MultiEdit src/a.ts ×1, Edit src/a.ts ×1, Write src/a.ts ×2 ({why}); Read src/b ×1 (EISDIR: illegal "
+        "operation on a directory)")

@@ -1717,8 +1717,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
-    distinct ones, said once for the commands of a family that failed alike (```pytest a` ×1,
-    `pytest b` ×2 (…) — still failing``); a failed write (``Edit app/x.py``) is fixed when a later
+    distinct ones, said once for the commands of a family (or the tools that are no command) that
+    failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit app/x.py``) is fixed when a later
     write of its file passed (``fixed``: label -> path)."""
     labels = {f"`{clip(cmd, 80)}`": cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
     open_: dict[tuple, list] = {}
@@ -1738,13 +1738,14 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
         elif label in fixed:
             later = f" — fixed later (a later write of {fixed[label]} passed)"
         # the commands of one family that failed with the same lines and fared the same: one entry
-        key = (command_family(cmd), _briefs(failure_error[label]), later) if cmd is not None else (label, later)
+        # (the other tools' failures alike too: ``Edit a.py ×1, Write a.py ×2 (File has not been read yet.)``)
+        key = (command_family(cmd) if cmd is not None else None, _briefs(failure_error[label]), later)
         (open_ if unresolved or not later else resolved).setdefault(key, []).append(label)
     entries, listed = [], 0
     for key, group in (*open_.items(), *resolved.items()):
         if len(entries) == MAX_LISTED:
             break
-        said = key[1:] if len(key) == 3 else (_briefs(failure_error[group[0]]), key[1])
+        said = key[1:]
         entries.append(", ".join(f"{label} ×{failures[label]}" for label in group) + f" ({said[0]}){said[1]}")
         listed += len(group)
     more = len(failures) - listed
