@@ -36,7 +36,8 @@ class Rollout:
 
     def say(self, text: str) -> None:
         self._item({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
-        self._line("event_msg", {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 900,
+        seen = sum(len(orjson.dumps(line)) for line in self.lines) // 4   # about what the model was sent
+        self._line("event_msg", {"type": "token_count", "info": {"last_token_usage": {"input_tokens": 900 + seen,
                                                                                       "output_tokens": 40}}})
 
     def call(self, name: str, args, output: str) -> None:
@@ -492,3 +493,134 @@ def test_the_latest_plan_of_each_harness_s_todo_tool_is_kept_whole_on_one_line()
         "Plan (latest): [completed] Reproduce the KeyError; [pending] Add the zone; [pending] Test it"
     assert plan("TodoWrite", {"todos": [{"content": "Port the importer\nthen the tests"}]}) == \
         "Plan (latest): Port the importer then the tests"
+
+
+def test_a_failed_edit_names_its_file_and_is_fixed_by_a_later_write_of_it():
+    """Claude Code's Edit failing (``<tool_use_error>String to replace not found…``) then passing
+    on a retry, a Write refused in one turn and done in the next: each failure names its file,
+    without the markup, and says it was fixed (they were listed as "Edit ×1 (<tool_use_error>…)",
+    as if still open); a failed read stays open."""
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    def turn(n, ask, calls):
+        tid = f"turn_{n:04d}"
+        out = [RawTrace(f"{tid}-0", n * 10.0, tid, 0, "user", ask, "x")]
+        for k, (tool, args, error) in enumerate(calls, 1):
+            out += [RawTrace(f"{tid}-c{k}", n * 10.0 + k, tid, 2 * k, "tool_call", "", "x", tool_name=tool,
+                             tool_call_id=f"{tid}-{k}", tool_args=args),
+                    RawTrace(f"{tid}-r{k}", n * 10.0 + k, tid, 2 * k + 1, "tool_result", "", "x", tool_name=tool,
+                             tool_call_id=f"{tid}-{k}", tool_result=None if error else "ok", tool_error=error)]
+        return Turn(tid, out)
+
+    edit = {"file_path": "app/orders.py", "old_string": "def totl(", "new_string": "def grand_total("}
+    turns = [turn(1, "Rename total to grand_total in app/orders.py.", [
+                 ("Edit", edit, "<tool_use_error>String to replace not found in file.\nString: def totl(</tool_use_error>"),
+                 ("Edit", {**edit, "old_string": "def total("}, None),
+                 ("Read", {"file_path": "app/missing.py"}, "File does not exist.")]),
+             turn(2, "Document it in docs/api.md.", [
+                 ("Write", {"file_path": "docs/api.md", "content": "# API"},
+                  "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>")]),
+             turn(3, "Go on.", [("Write", {"file_path": "docs/api.md", "content": "# API"}, None)])]
+    text = OfflineSummarizer().summarize(turns).episodic_summary
+    assert next(line for line in text.split("\n") if line.startswith("Failed: ")) == (
+        "Failed: Read app/missing.py ×1 (File does not exist.); Write docs/api.md ×1 (File has not been read yet. "
+        "Read it first before writing to it.) — fixed later (a later write of docs/api.md passed); Edit "
+        "app/orders.py ×1 (String to replace not found in file.) — fixed later (a later write of app/orders.py "
+        "passed)")
+
+
+# ------------------------------------------------------------------ the budget, on every format
+
+def _codex_long() -> str:
+    """One Codex turn of 120 steps (reads, patches, failing and passing cargo runs, notes), a plan,
+    then three short turns."""
+    r = Rollout()
+    r.ask(LONG_ASK)
+    for n in range(120):
+        if n % 10 == 3:
+            r.exec(f"cargo test -p config-loader case_{n}", 101, CARGO_PANIC)
+        elif n % 7 == 0:
+            r.patch(f"*** Update File: crates/config-loader/src/mod_{n}.rs\n@@\n-fn old_{n}() {{}}\n"
+                    f"+fn parse_case_{n}(input: &str) -> Result<Entry, ConfigError> {{ todo!() }}")
+        else:
+            r.exec(f"rg -n 'case_{n}' crates/", 0, PADDING)
+        if n % 5 == 0:
+            r.say(f"Status: case {n} handled; next I look at mod_{n + 1}.")
+    r.call("update_plan", {"plan": [{"step": f"case group {k}", "status": "completed" if k < 3 else "pending"}
+                                    for k in range(6)]}, "Plan updated")
+    r.exec("cargo test -p config-loader", 0, CARGO_OK)
+    r.say("All cases pass.")
+    for k in range(3):
+        r.ask(f"Follow-up {k}: tidy crates/config-loader/src/mod_{k}.rs")
+        r.exec(f"cargo fmt -- crates/config-loader/src/mod_{k}.rs", 0, PADDING)
+        r.say(f"Tidied mod_{k}.")
+    return r.text()
+
+
+def _copilot_long() -> str:
+    events = []
+    for t in range(12):
+        events.append(("user.message", {"content": f"Step {t}: make tests/test_zone_{t}.py pass (zone lookup)."}))
+        for k in range(4):
+            call = f"c{t}-{k}"
+            events.append(("assistant.message", {"messageId": f"m{call}", "content": f"Running check {k}.",
+                                                 "toolRequests": [{"toolCallId": call, "name": "bash", "arguments": {
+                                                     "command": f"pytest -q tests/test_zone_{t}.py -k case_{k}"}}]}))
+            code = 1 if k < 2 else 0
+            out = (f"FAILED tests/test_zone_{t}.py::test_case_{k} - KeyError: 'zone_{t}'" if code else PADDING)
+            events.append(("tool.execution_complete", {"toolCallId": call, "success": True, "result": {
+                "content": f"{out}\n<exited with exit code {code}>"}}))
+        events.append(("assistant.message", {"messageId": f"e{t}", "content": f"Zone {t} passes now."}))
+    return _copilot(events)
+
+
+def _opencode_long() -> str:
+    messages, n = [], 0
+    for t in range(10):
+        n += 1
+        messages.append({"info": {"id": f"msg_{n:04d}", "role": "user", "time": {"created": 1770000000000 + n * 1000}},
+                         "parts": [{"id": f"prt_u{t}", "type": "text", "text": f"Task {t}: fix src/cart_{t}.ts"}]})
+        parts = []
+        for k in range(5):
+            state = {"status": "completed", "input": {"command": f"npx jest src/cart_{t}.test.ts -t case{k}"},
+                     "output": PADDING if k else "FAIL src/cart.test.ts\n  ● Cart › adds item\n\n    TypeError: x",
+                     "metadata": {"exit": 0 if k else 1}}
+            parts.append({"id": f"prt_{t}_{k}", "type": "tool", "callID": f"call_{t}_{k}", "tool": "bash",
+                          "state": state})
+        parts.append({"id": f"prt_{t}_e", "type": "tool", "callID": f"call_{t}_e", "tool": "edit", "state": {
+            "status": "completed", "input": {"filePath": f"src/cart_{t}.ts", "oldString": "a", "newString": "b"},
+            "output": ""}})
+        parts.append({"id": f"prt_{t}_t", "type": "text", "text": f"Cart {t} fixed."})
+        n += 1
+        messages.append({"info": {"id": f"msg_{n:04d}", "role": "assistant", "time": {"created": 1770000000000 + n * 1000}},
+                         "parts": parts})
+    return orjson.dumps({"info": {"id": "ses_02", "directory": "/repo", "title": "carts"}, "messages": messages}).decode()
+
+
+def test_compact_if_needed_fits_the_target_on_sessions_of_each_harness(memory_dir, tmp_path):
+    """``compact --if-needed`` (the trigger made to fire) on a long Codex turn, a Copilot CLI and an
+    opencode session: the snapshot fits the target or the result says why, every trace is in one
+    tier, payloads are valid, and every ask's first 40 characters and every modified file are in
+    the snapshot (tests/test_compact_targets.py's check)."""
+    from memcli.api import Memory
+    from tests.test_compact_targets import check_compaction_fits
+
+    for name, text, fmt in (("cx", _codex_long(), "codex"), ("cp", _copilot_long(), "copilot-cli"),
+                            ("oc", _opencode_long(), "opencode")):
+        src = tmp_path / f"{name}.jsonl"
+        src.write_text(text)
+        Memory(memory_dir).agent(name).ingest(src, fmt)
+        check_compaction_fits(memory_dir, name)
+
+
+def test_tools_that_failed_alike_say_their_error_once():
+    from memcli.compaction.offline import failures_line
+
+    why = "File has not been read yet. Read it first before writing to it."
+    failures = {"Write src/a.ts": 2, "Edit src/a.ts": 1, "Read src/b": 1, "MultiEdit src/a.ts": 1}
+    errors = {label: [why] for label in failures} | {"Read src/b": ["EISDIR: illegal operation on a directory"]}
+    assert failures_line(failures, errors, {}, {}) == (
+        f"Failed: MultiEdit src/a.ts ×1, Edit src/a.ts ×1, Write src/a.ts ×2 ({why}); Read src/b ×1 (EISDIR: illegal "
+        "operation on a directory)")

@@ -163,6 +163,7 @@ _BANNER = re.compile(r"^(?:==>|>|\$ |\+ |#|[│├└┌─^~|=*\-]+$|(?:={3,}|!
                      r"Using|Loading|Requirement already|Successfully|Creating|Updating|Preparing)\b)")
 # colour and cursor codes of a terminal (ANSI CSI sequences): not text
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_ERROR_TAG = re.compile(r"</?[a-z_]*error>")
 # a log level in front of a line: ``[ERROR] x`` says x (Maven); ``[INFO] …`` says nothing went wrong
 _LOG_LEVEL = re.compile(r"^\[(?:ERROR|FATAL|SEVERE)\]\s+")
 _NOT_AN_ERROR = re.compile(r"^\[(?:INFO|DEBUG|TRACE)\]")
@@ -516,6 +517,8 @@ def informative_line(text: str) -> str:
     warning, a progress banner (``==> dep``, ``Compiling …``, ``> build``) or the exit status."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
+    if "error>" in text:   # Claude Code's ``<tool_use_error>…</tool_use_error>``: markup, not the message
+        text = _ERROR_TAG.sub("", text)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     lines = [line[8:] if line.startswith("Output: ") else line for line in lines if not _WRAPPER_LINE.match(line)] \
         or lines
@@ -804,7 +807,7 @@ class _Work:
     (memory grows with the distinct commands, labels and files, not with the calls)."""
 
     __slots__ = ("calls", "n_calls", "call_args", "failed", "last_failure", "failures", "commands", "files", "changes",
-                 "open", "todo", "families", "outcomes", "last_call", "last_said")
+                 "open", "todo", "families", "outcomes", "last_call", "last_said", "pending", "fixed")
 
     def __init__(self):
         self.calls: dict[str, int] = {}                   # tool name -> calls
@@ -821,6 +824,8 @@ class _Work:
         self.families: dict[str, bool] = {}                # command family -> its latest run failed
         self.outcomes: dict[str, tuple] = {}               # command family -> (command, outcome line), latest last
         self.last_call = self.last_said = None             # the latest call and its _Call, until its result
+        self.pending: dict[str, str] = _NONE               # path -> label of a failed write to it, not redone
+        self.fixed: dict[str, str] = _NONE                 # label of a failed write -> the path written later
 
     def call(self, t, args_text: str | None = None) -> _Call:
         """Count the call ``t`` (``args_text``: its arguments' JSON text, when known); what its
@@ -855,14 +860,16 @@ class _Work:
                 said = _call_of(args)
         command = said.command
         brief = (error_brief(error) if result is None else result.brief) if failed else ""
-        if failed:
-            label = said.brief if command else name
+        if failed:   # (a tool that is no command is named with its argument: ``Edit app/x.py``)
+            label = said.brief if command else f"{name} {said.brief}" if said.brief else name
             self.failed += 1
             self.last_failure = (label, brief)
             if not self.failures:   # (read-only and empty until the first: see _NONE)
                 self.failures = {}
             known = self.failures.pop(label, None)   # the latest failure last
             self.failures[label] = [1, [brief]] if known is None else [known[0] + 1, _distinct(known[1], brief)]
+            if not command:
+                self._failed_write(label, said.written(name, args))
         if command:
             family = said.family
             self.families.pop(family, None)
@@ -880,6 +887,8 @@ class _Work:
         if not failed:
             paths = said.written(name, args)
             if paths:
+                if self.pending:
+                    self._written(paths)
                 files, changes = self.files or {}, self.changes or {}   # (see _NONE)
                 self.files, self.changes = files, changes
                 for path in paths:
@@ -888,6 +897,25 @@ class _Work:
                 for path, names in changed_names(args, paths).items():
                     known = changes.setdefault(path, [])
                     known.extend(n for n in names if n not in known and len(known) < 12)
+
+    def _failed_write(self, label: str, paths: list[str]) -> None:
+        """A write to ``paths`` (``label``) failed: pending until a later write to one passes."""
+        if paths:
+            if not self.pending:
+                self.pending = {}
+            for path in paths:
+                self.pending[path] = label
+        if label in self.fixed:
+            del self.fixed[label]
+
+    def _written(self, paths: list[str]) -> None:
+        """``paths`` were written: the failed writes pending on them are fixed."""
+        for path in paths:
+            label = self.pending.pop(path, None)
+            if label is not None:
+                if not self.fixed:
+                    self.fixed = {}
+                self.fixed[label] = path
 
     def unanswered(self) -> list[str]:
         out = []
@@ -1223,6 +1251,8 @@ class WindowSummary:
         self.vocab: dict[str, list] = {}      # identifier -> [decayed weight, its last trace in the window, weight]
         self.changes: dict[str, list] = {}    # path -> names its edits touched
         self.families: dict[str, bool] = {}   # command family -> its latest run failed
+        self.pending: dict[str, str] = {}     # path -> label of a failed write to it (a tool, no command)
+        self.fixed: dict[str, str] = {}       # label of a failed write -> the path written after it
         self.outcomes: dict[str, tuple] = {}  # command family -> (command, outcome line) of its latest telling run
         self.todo = None                      # the latest todo list / plan arguments
         self.notes: deque = deque(maxlen=NOTES_KEPT)   # the agent's latest notes, oldest first
@@ -1309,6 +1339,16 @@ class WindowSummary:
                 for family, outcome in work.outcomes.items():
                     outcomes.pop(family, None)
                     outcomes[family] = outcome
+            if self.pending and work.files:   # failed writes of earlier turns, written in this one
+                for path in work.files:
+                    label = self.pending.pop(path, None)
+                    if label is not None:
+                        self.fixed[label] = path
+            if work.pending or work.fixed:
+                for path, label in work.pending.items():
+                    self.pending[path] = label
+                    self.fixed.pop(label, None)
+                self.fixed.update(work.fixed)
             if work.failures:
                 for label, (count, briefs) in work.failures.items():
                     self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
@@ -1429,7 +1469,7 @@ class OfflineSummarizer(Summarizer):
         if outcomes:
             footer.append(("commands", outcomes))
         if failures:
-            footer.append(("failed", failures_line(failures, failure_error, commands, window.families)))
+            footer.append(("failed", failures_line(failures, failure_error, commands, window.families, window.fixed)))
         if n_unanswered:
             footer.append(("unanswered", f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
                            + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")"))
@@ -1673,12 +1713,13 @@ def _distinct(briefs: list[str], brief: str, keep: int = 3) -> list[str]:
     return [*(b for b in briefs if b != brief), brief][-keep:]
 
 
-def failures_line(failures: dict, failure_error: dict, commands: dict, families: dict) -> str:
+def failures_line(failures: dict, failure_error: dict, commands: dict, families: dict, fixed=_NONE) -> str:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
-    distinct ones, said once for the commands of a family that failed alike (```pytest a` ×1,
-    `pytest b` ×2 (…) — still failing``)."""
+    distinct ones, said once for the commands of a family (or the tools that are no command) that
+    failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit app/x.py``) is fixed when a later
+    write of its file passed (``fixed``: label -> path)."""
     labels = {f"`{clip(cmd, 80)}`": cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
     open_: dict[tuple, list] = {}
     resolved: dict[tuple, list] = {}
@@ -1694,14 +1735,17 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
                 later, unresolved = " — still failing", True
             else:
                 later = f" — fixed later (a later `{family}` passed)"
+        elif label in fixed:
+            later = f" — fixed later (a later write of {fixed[label]} passed)"
         # the commands of one family that failed with the same lines and fared the same: one entry
-        key = (command_family(cmd), _briefs(failure_error[label]), later) if cmd is not None else (label,)
-        (open_ if unresolved or cmd is None else resolved).setdefault(key, []).append(label)
+        # (the other tools' failures alike too: ``Edit a.py ×1, Write a.py ×2 (File has not been read yet.)``)
+        key = (command_family(cmd) if cmd is not None else None, _briefs(failure_error[label]), later)
+        (open_ if unresolved or not later else resolved).setdefault(key, []).append(label)
     entries, listed = [], 0
     for key, group in (*open_.items(), *resolved.items()):
         if len(entries) == MAX_LISTED:
             break
-        said = key[1:] if len(key) == 3 else (_briefs(failure_error[group[0]]), "")
+        said = key[1:]
         entries.append(", ".join(f"{label} ×{failures[label]}" for label in group) + f" ({said[0]}){said[1]}")
         listed += len(group)
     more = len(failures) - listed
