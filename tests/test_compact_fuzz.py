@@ -217,17 +217,25 @@ def _subsequence(part: list, whole: list) -> bool:
 @settings(max_examples=EXAMPLES or 12, deadline=None, derandomize=EXAMPLES is None,
           suppress_health_check=list(HealthCheck))
 @given(session=sessions(), tail=st.integers(0, 5), keep=st.integers(0, 6),
-       target=st.sampled_from([None, 1, 200, 800, 3_000, 20_000, 10 ** 9]), feed=st.sampled_from([1 << 10, 16 << 10, 8 << 20]))
+       target=st.sampled_from([None, 1, 200, 800, 3_000, 20_000, 10 ** 9]), feed=st.sampled_from([1 << 10, 16 << 10, 8 << 20]),
+       appends=st.booleans())
 def test_a_compaction_read_ahead_by_a_child_is_the_one_read_in_process(tmp_path_factory, monkeypatch, session, tail,
-                                                                       keep, target, feed):
+                                                                       keep, target, feed, appends):
+    """Checks 1-4 on native sessions; ``appends``: an ingest appends a turn while the window is
+    summarized (after the plan, before the commit)."""
     with monkeypatch.context() as patch:   # undone after each example (the fixture lasts the whole test)
         _check_store(tmp_path_factory, patch, lambda base: _build(base, session), session["torn"], tail, keep, target,
-                     feed)
+                     feed, appends)
 
 
-def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target, feed) -> None:
+APPENDED = [{**e, "id": f"rt_appended_{k}", "ts": 1_900_000_000 + k} for k, e in
+            enumerate([U("an ask sent while compacting", turn_id="turn_9000"), A("its answer", turn_id="turn_9000")])]
+
+
+def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target, feed, appends: bool = False) -> None:
     """Checks 1-4 of the module docstring on the store ``build(memory_dir)`` makes (agent "a";
-    ``torn``: its active file ends in a torn line)."""
+    ``torn``: its active file ends in a torn line; ``appends``: APPENDED are ingested while the
+    window is summarized)."""
     root = tmp_path_factory.mktemp("fuzz")
     base = root / "base"
     active = build(base)
@@ -254,6 +262,19 @@ def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target,
     patch.setattr(compactor._ReadAhead, "finish",
                         lambda self, plan: finished.append((finish(self, plan), plan.delivered, plan.spilled))
                         or finished[-1][0])
+    if appends:   # once the plan is made, in either mode (the memory bundle is read next)
+        from memcli.ingest.api import ingest
+
+        src = root / "appended.ndjson"
+        src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in APPENDED))
+
+        class Bundle(compactor._Bundle):
+            def __init__(self, job, plan_):
+                ingest(job.store.paths.memory_dir, "a", src)
+                super().__init__(job, plan_)
+
+        patch.setattr(compactor, "_Bundle", Bundle)
+        before_ids += [e["id"] for e in APPENDED]
     outcomes, results = [], []
     for forked in (True, False):
         copy = root / f"copy-{forked}"
@@ -266,7 +287,7 @@ def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target,
         outcome, result = _outcome(copy, policy)
         outcomes.append(outcome)
         results.append(result)
-        if result is None or not result.compacted:   # 3: refused, or never worse: nothing written
+        if (result is None or not result.compacted) and not appends:   # 3: refused, or never worse: nothing written
             assert _files(copy) == files_before
     # 1: the same compaction either way
     assert outcomes[0] == outcomes[1]
@@ -299,13 +320,18 @@ def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target,
     event("predicted " + ("exactly" if record["tokens_after"] == now else
                           "high" if record["tokens_after"] > now else "LOW"))
     if target is not None:   # (the prediction may differ from the count by the few tokens of messages
-        assert record["tokens_after"] <= target and now <= target   # that merge once a neighbour moves)
+        assert record["tokens_after"] <= target   # that merge once a neighbour moves; a turn appended
+        assert now <= target or appends           # meanwhile adds its own)
     elif now > result.target_tokens:
         assert result.notes   # said, never silent
     # 2: uncompact gives the active file back byte for byte (a torn last line was cut by the commit)
     expected = before_bytes[:before_bytes.rfind(b"\n") + 1] if torn else before_bytes
     uncompact(copy, "a")
-    assert (d / FILES[0]).read_bytes() == expected
+    if appends:
+        assert _ids(d / FILES[0])[-len(APPENDED):] == [e["id"] for e in APPENDED]
+        assert (d / FILES[0]).read_bytes().startswith(expected)
+    else:
+        assert (d / FILES[0]).read_bytes() == expected
     assert _ids(d / FILES[1]) == []
 
 
