@@ -651,3 +651,16 @@ def test_the_vocabulary_leaves_out_markup_urls_css_and_permissions():
     digest = _TurnDigest.of(Turn("turn_0001", traces))
     assert vocabulary(digest.vocab, digest.n_traces, "", 1000) == (
         "Vocabulary (most used lately first): src/hooks/useTodos.ts, className, useTodos, UseTodosReturn, todoReducer")
+
+
+def test_cjk_asks_and_replies_are_clipped_at_the_limit_not_to_their_first_words():
+    """Chinese and Japanese have no spaces: each character is a word. A 800-character ask clipped
+    at 200 kept 17 characters (back to the last space, before "src/orders.py" …), and a reply
+    clipped at 600 the same."""
+    from memcli.compaction.offline import clip, clip_ask
+
+    ask = "请修复 src/orders.py 中的折扣计算错误，" + "订单总额应该应用折扣率并且测试需要通过。" * 40
+    assert clip_ask(ask, 200) == ask[:200] + " …"
+    assert clip(ask, 100) == ask[:100] + " …"
+    assert clip("注文番号1042の合計が100.0になっています。割引が適用されていません。", 20) == "注文番号1042の合計が100.0になっ …"
+    assert clip_ask("请修复 src/orders_service_impl.py 的错误", 8) == "请修复 src/orders_service_impl.py …"   # a path stays whole

@@ -194,34 +194,63 @@ MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
 CHARS_PER_TOKEN = 3.0         # a conservative guess, checked by the compaction with the real counter
 
 
+# characters of scripts written without spaces (CJK ideographs and punctuation, kana, fullwidth
+# forms; Hangul too): each is a word boundary, as a space is elsewhere
+_WIDE = re.compile(r"[\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+                   r"\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+
+
+def _breaks_at(text: str, i: int) -> bool:
+    """A word boundary before ``text[i]``: a space, or a wide character on either side."""
+    return i >= len(text) or text[i] == " " or (
+        _WIDE.match(text, i) is not None or (i > 0 and _WIDE.match(text, i - 1) is not None))
+
+
+def _break_before(text: str, limit: int) -> int:
+    """The last word boundary at or before ``limit`` (-1: none)."""
+    space = text.rfind(" ", 0, limit + 1)
+    if _WIDE.search(text, space + 1, limit + 1) is None:
+        return space
+    return next(i for i in range(limit, space, -1) if _breaks_at(text, i))
+
+
+def _break_after(text: str, limit: int) -> int:
+    """The first word boundary at or after ``limit`` (``len(text)``: none)."""
+    space = text.find(" ", limit)
+    space = len(text) if space < 0 else space
+    if _WIDE.search(text, max(limit - 1, 0), space) is None:
+        return space
+    return next(i for i in range(limit, space + 1) if _breaks_at(text, i))
+
+
 def clip(text: str, limit: int) -> str:
-    """``text`` on one line, cut at a word boundary to at most ``limit`` characters (plus "…").
-    A single word longer than the limit is kept whole up to 3× the limit: identifiers stay intact."""
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters (plus "…"; in
+    CJK text each character is a word). A single word longer than the limit is kept whole up to 3×
+    the limit: identifiers stay intact."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    cut = text.rfind(" ", 0, limit + 1)
+    cut = _break_before(text, limit)
     if cut <= 0:
-        end = text.find(" ")
-        end = len(text) if end < 0 else end
+        end = _break_after(text, 0)
         if end <= limit * 3:
             return text[:end] + ("…" if end < len(text) else "")
         return text[:limit] + "…"
-    return text[:cut].rstrip(",;:") + " …"
+    return text[:cut].rstrip(",;: ") + " …"
 
 
 def clip_ask(text: str, limit: int) -> str:
     """A user ask on one line: verbatim up to ``limit`` characters, to the end of the word that
     crosses it — or, when that word is long (a path, an identifier: more than 60 characters past
     the limit), up to the space before it: never cut inside a word (a single word longer than 3×
-    the limit excepted), nor inside a quoted span (``"my dir/a.py"``, a `` `command` ``)."""
+    the limit excepted), nor inside a quoted span (``"my dir/a.py"``, a `` `command` ``). In CJK
+    text each character is a word."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    cut = text.find(" ", limit)
-    cut = len(text) if cut < 0 else cut
+    cut = _break_after(text, limit)
     if cut > limit + 60:
-        before = text.rfind(" ", 0, limit + 1)
+        before = _break_before(text, limit)
         cut = before if before > 0 else min(cut, limit * 3)
     for mark in ('"', "`"):   # a quoted span (a path with spaces, a command) is one word too
         if text.count(mark, 0, cut) % 2:
@@ -231,7 +260,7 @@ def clip_ask(text: str, limit: int) -> str:
                 cut = len(text) if after < 0 else after
             elif text.rfind(mark, 0, cut) > limit // 2:
                 cut = text.rfind(mark, 0, cut) - 1
-    return text if cut >= len(text) else text[:cut].rstrip(",;:") + " …"
+    return text if cut >= len(text) else text[:cut].rstrip(",;: ") + " …"
 
 
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
