@@ -218,12 +218,18 @@ def _subsequence(part: list, whole: list) -> bool:
           suppress_health_check=list(HealthCheck))
 @given(session=sessions(), tail=st.integers(0, 5), keep=st.integers(0, 6),
        target=st.sampled_from([None, 1, 200, 800, 3_000, 20_000, 10 ** 9]), feed=st.sampled_from([1 << 10, 16 << 10, 8 << 20]),
-       appends=st.booleans())
+       appends=st.booleans(), cache_limit=st.sampled_from([None, 3, 40]))
 def test_a_compaction_read_ahead_by_a_child_is_the_one_read_in_process(tmp_path_factory, monkeypatch, session, tail,
-                                                                       keep, target, feed, appends):
+                                                                       keep, target, feed, appends, cache_limit):
     """Checks 1-4 on native sessions; ``appends``: an ingest appends a turn while the window is
-    summarized (after the plan, before the commit)."""
+    summarized (after the plan, before the commit); ``cache_limit``: the count cache keeps this
+    few counts (and a compaction this few new ones), so its trims run mid-compaction."""
+    import memcli.store.token_counts as token_counts
+
     with monkeypatch.context() as patch:   # undone after each example (the fixture lasts the whole test)
+        if cache_limit is not None:
+            patch.setattr(token_counts, "MAX_ENTRIES", cache_limit)
+            patch.setattr(compactor, "NEW_COUNTS_KEPT", cache_limit // 2)
         _check_store(tmp_path_factory, patch, lambda base: _build(base, session), session["torn"], tail, keep, target,
                      feed, appends)
 
@@ -316,6 +322,8 @@ def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target,
 
     now = working_tokens(AgentStore(copy, "a"))
     assert now == result.tokens_after
+    with AgentStore(copy, "a").counting_cache(save=False):   # 4: what the compaction left in the cache
+        assert working_tokens(AgentStore(copy, "a")) == now
     (record,) = [r for r in iter_ledger(AgentStore(copy, "a").paths.ledger) if r.get("kind") == "compaction"]
     event("predicted " + ("exactly" if record["tokens_after"] == now else
                           "high" if record["tokens_after"] > now else "LOW"))
