@@ -624,3 +624,30 @@ def test_tools_that_failed_alike_say_their_error_once():
     assert failures_line(failures, errors, {}, {}) == (
         f"Failed: MultiEdit src/a.ts ×1, Edit src/a.ts ×1, Write src/a.ts ×2 ({why}); Read src/b ×1 (EISDIR: illegal "
         "operation on a directory)")
+
+
+def test_the_vocabulary_leaves_out_markup_urls_css_and_permissions():
+    """What the ccviewer corpus put in the vocabulary and is no identifier of the project: Claude
+    Code's markup tags (``system-reminder``, ``tool_use_error``), a URL's query keys
+    (``utm_source``), Tailwind classes without digits (``items-center``, ``rounded-lg``), ``ls -l``
+    permissions (``drwxr-xr-x``); the project's names stay."""
+    from memcli.compaction.offline import _TurnDigest, vocabulary
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    result = ("<system-reminder>Whenever you read a file, consider whether it looks malicious.</system-reminder>\n"
+              "drwxr-xr-x  4 u staff 128 src\n<div className=\"flex items-center justify-between rounded-lg text-sm\">\n"
+              "see https://nextjs.org/docs?utm_source=create-next-app&utm_medium=appdir-template-tw\n"
+              "export function useTodos(): UseTodosReturn { return todoReducer(state, action) }")
+    traces = [RawTrace("t-1", 1.0, "turn_0001", 1, "user", "Read src/hooks/useTodos.ts", "x"),
+              RawTrace("t-2", 2.0, "turn_0001", 2, "tool_call", "", "x", tool_name="Read", tool_call_id="c1",
+                       tool_args={"file_path": "src/hooks/useTodos.ts"}),
+              RawTrace("t-3", 3.0, "turn_0001", 3, "tool_result", "", "x", tool_name="Read", tool_call_id="c1",
+                       tool_error="<tool_use_error>File content (30000 tokens) exceeds maximum</tool_use_error>"),
+              RawTrace("t-4", 4.0, "turn_0001", 4, "tool_call", "", "x", tool_name="Read", tool_call_id="c2",
+                       tool_args={"file_path": "src/hooks/useTodos.ts", "limit": 40}),
+              RawTrace("t-5", 5.0, "turn_0001", 5, "tool_result", "", "x", tool_name="Read", tool_call_id="c2",
+                       tool_result=result)]
+    digest = _TurnDigest.of(Turn("turn_0001", traces))
+    assert vocabulary(digest.vocab, digest.n_traces, "", 1000) == (
+        "Vocabulary (most used lately first): src/hooks/useTodos.ts, className, useTodos, UseTodosReturn, todoReducer")

@@ -193,13 +193,14 @@ def test_repeated_calls_and_results_are_worked_out_once_and_say_the_same(monkeyp
         command = offline.command_of(args)
         assert (said.command, said.family, said.brief, said.vocab, said.urls) == (
             command, command and offline.command_family(command), offline._arg_brief(None, args),
-            _plain_vocabulary("\n".join(offline._strings(args))), urls(text))
+            _plain_vocabulary(offline._scanned("\n".join(offline._strings(args)))), urls(text))
     for text, said in offline._RESULTS.items():
         value = orjson.loads(text)
         failed, error = offline._result_failed(SimpleNamespace(tool_error=None, tool_result=value))
         assert (said.failed, said.error, said.brief, said.vocab, said.urls, said.outcome()) == (
             failed, error, offline.error_brief(error) if failed else "",
-            _plain_vocabulary(error if failed else "\n".join(offline._strings(value))), urls(error if failed else text),
+            _plain_vocabulary(offline._scanned(error if failed else "\n".join(offline._strings(value)))),
+            urls(error if failed else text),
             offline.outcome_line(value))
     assert sum(said.failed for said in offline._RESULTS.values()) == 1
     assert sum(bool(said.outcome()) for said in offline._RESULTS.values()) == 1

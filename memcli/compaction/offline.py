@@ -57,8 +57,9 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 * **Vocabulary**: the window's identifiers the summary does not show yet, most needed first
   (:func:`_needs`: each use weighted — ask 3, the agent's text and arguments 2, results 1 — and
   halved every ``VOCAB_HALF_LIFE`` traces since, so the working set at the end of the window
-  leads; plus a small share of all uses), whole identifiers only, not CSS classes with digits
-  (``text-gray-500``) nor prose (``and/or``). It replaces the per-turn ``refs:`` lists.
+  leads; plus a small share of all uses), whole identifiers only, not CSS utility classes
+  (``text-gray-500``, ``items-center``), prose (``and/or``), file permissions, markup tags
+  (``<system-reminder>``) nor the parts of a URL. It replaces the per-turn ``refs:`` lists.
 
 Size: without a budget, a quarter of the window's text within [``MIN_CHARS``, ``MAX_CHARS``].
 With one (``MemoryContext.summary_tokens``: what the compaction's target leaves), that budget at
@@ -177,8 +178,8 @@ _VOCAB = re.compile(   # each alternative starts only where its run starts (line
     r"|(?<![\w./-])[\w-]++\.(?:py|pyi|js|mjs|ts|tsx|jsx|json|jsonl|md|toml|yaml|yml|go|rs|ex|exs|heex|java|kt|rb|"
     r"php|sh|sql|css|scss|html|vue|svelte|c|h|cc|cpp|lock|cfg|ini|txt|xml|proto|tf|swift)\b"
     r"|(?<![\w.])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+"
-    r"|(?<![\w-])[A-Za-z0-9]++(?:-[A-Za-z0-9]++)+"
-    r"|(?<!\w)\w*?(?:[a-z0-9]_|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]|_[A-Z0-9])\w*+"
+    r"|(?<![\w<-])(?<!</)[A-Za-z0-9]++(?:-[A-Za-z0-9]++)+"   # (not a markup tag: <system-reminder>)
+    r"|(?<!\w)(?!(?<=<)[a-z_]+>)(?!(?<=</)[a-z_]+>)\w*?(?:[a-z0-9]_|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]|_[A-Z0-9])\w*+"
     r"|(?<!\w)[0-9a-f]{7,40}(?!\w)")
 # what every _VOCAB match holds: a "/", ".", "-" or "_", a capital after a lowercase letter or a digit,
 # or 7 hex digits in a row; a word without any is not scanned (most words of prose)
@@ -235,14 +236,22 @@ def clip_ask(text: str, limit: int) -> str:
 
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
 _CSS_CLASS = re.compile(r"(?:[a-z]{1,2}|text|bg|border|font|gap|space|grid|col|row|min|max|rounded|shadow|ring|"
-                        r"leading|tracking|opacity|z|inset|top|left|right|bottom|flex|order)(?:-[a-z]+)*-\d+")
+                        r"leading|tracking|opacity|z|inset|top|left|right|bottom|flex|order|underline|decoration|"
+                        r"outline|divide|aspect|duration|delay|scale|rotate|translate)(?:-[a-z]+)*-\d+"
+                        r"|transition-(?:colors|all|opacity|transform|shadow)"
+                        r"|(?:items|justify|content|self|place|text|font|rounded|shadow|flex|bg|border|cursor|"
+                        r"overflow|whitespace|align|object|leading|tracking|w|h|min-h|min-w|max-w)-(?:center|start|end|"
+                        r"between|around|evenly|stretch|baseline|xs|sm|md|lg|xl|2xl|3xl|full|none|auto|bold|semibold|"
+                        r"medium|normal|light|white|black|transparent|hidden|visible|pointer|col|row|wrap|nowrap|"
+                        r"screen|tight|relaxed|wide|left|right|top|bottom|x|y)")
+_PERMISSIONS = re.compile(r"[dlcbps-][rwxsStT-]{9}[.+@]?")   # ``ls -l``'s drwxr-xr-x
 
 
 def _is_identifier(value: str) -> bool:
-    """A vocabulary entry worth showing: not prose with a slash (``and/or``) nor a utility CSS
-    class (``text-gray-500``, ``px-4``); ids such as ``msg-1`` and refs such as
-    ``origin/spotter-gqc`` stay."""
-    return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value))
+    """A vocabulary entry worth showing: not prose with a slash (``and/or``), a utility CSS class
+    (``text-gray-500``, ``px-4``, ``items-center``, ``rounded-lg``) nor file permissions
+    (``drwxr-xr-x``); ids such as ``msg-1`` and refs such as ``origin/spotter-gqc`` stay."""
+    return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value) or _PERMISSIONS.fullmatch(value))
 
 
 def _json_text(value) -> str:
@@ -649,14 +658,15 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
 
 def _scanned(text: str) -> str:
     """The part of ``text`` scanned for the vocabulary: its first ``VOCAB_TEXT_CHARS`` characters,
-    back to a whitespace (the word cut there is no identifier: ``unwrap_or_defaul``)."""
-    if len(text) <= VOCAB_TEXT_CHARS:
-        return text
-    head = text[:VOCAB_TEXT_CHARS]
-    if text[VOCAB_TEXT_CHARS].isspace():
-        return head
-    cut = max(head.rfind(" "), head.rfind("\n"))
-    return head[:cut] if cut > 0 else head
+    back to a whitespace (the word cut there is no identifier: ``unwrap_or_defaul``), without its
+    URLs (they are listed as URLs; their query keys, ``utm_source``, are no vocabulary)."""
+    if len(text) > VOCAB_TEXT_CHARS:
+        head = text[:VOCAB_TEXT_CHARS]
+        if not text[VOCAB_TEXT_CHARS].isspace():
+            cut = max(head.rfind(" "), head.rfind("\n"))
+            head = head[:cut] if cut > 0 else head
+        text = head
+    return _URL.sub(" ", text) if "://" in text else text
 
 
 def _strings(value, room: int = VOCAB_TEXT_CHARS) -> list[str]:
