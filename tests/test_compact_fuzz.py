@@ -209,6 +209,24 @@ def _plan_figures(memory_dir: Path, policy: CompactionPolicy, target: int | None
     return plan.tokens_before, plan.window_tokens, plan.minimum_tokens, plan.runs, plan.turns, plan.stop_reason
 
 
+def _never_moved(data: bytes) -> list:
+    """Ids the window never moves (design §4): system/developer traces, the newest turn's asks
+    and context, and the newest trace when it is a call still unanswered (it may be running)."""
+    records = [orjson.loads(line) for line in data.split(b"\n")[:-1] if line.strip()]
+    pinned = [r["id"] for r in records if {"system", "developer"} & set(r.get("tags") or ())]
+    talk = [r for r in records if r["id"] not in set(pinned)]
+    out = list(pinned)
+    if talk:
+        newest = list(dict.fromkeys(r["turn_id"] for r in talk))[-1]
+        out += [r["id"] for r in talk if r["turn_id"] == newest and r["trace_type"] == "user"
+                and "compact_summary" not in (r.get("tags") or ())]   # (a harness summary moves with its step)
+        last = talk[-1]
+        if last["trace_type"] == "tool_call" and not any(r.get("tool_call_id") == last["tool_call_id"]
+                                                         for r in talk if r["trace_type"] == "tool_result"):
+            out.append(last["id"])
+    return out
+
+
 def _subsequence(part: list, whole: list) -> bool:
     it = iter(whole)
     return all(x in it for x in part)
@@ -314,6 +332,8 @@ def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target,
     archived, kept = _ids(d / FILES[1]), _ids(d / FILES[0])
     assert sorted(archived + kept) == sorted(before_ids) and len(archived) == result.traces
     assert _subsequence(archived, before_ids) and _subsequence(kept, before_ids)
+    for trace_id in _never_moved(before_bytes):
+        assert trace_id in kept
     (item,) = [e for e in AgentStore(copy, "a").live_memory()[0] if "rollup" not in e.tags]
     assert sorted(item.trace_ids) == sorted(archived)   # the summary read every trace that moved
     # 3: the snapshot fits an explicit target, and is what the compaction predicted
