@@ -308,9 +308,24 @@ def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target,
         if forked:   # the forked copy compacts cold, the other warm
             (copy / "agents" / "a" / ".token-counts").unlink(missing_ok=True)
         files_before = _files(copy)
+        if not forked and not appends:   # --dry-run first: it writes nothing, and says what the compaction does
+            cache_before = (copy / "agents" / "a" / ".token-counts").read_bytes()
+            try:
+                dry = compact(copy, "a", policy=policy, dry_run=True)
+            except CompactionError as exc:
+                dry = str(exc)
+            assert _files(copy) == files_before
+            assert (copy / "agents" / "a" / ".token-counts").read_bytes() == cache_before
         outcome, result = _outcome(copy, policy)
         outcomes.append(outcome)
         results.append(result)
+        if not forked and not appends:
+            if result is None:
+                assert dry == outcome[1]
+            else:
+                assert (dry.summary, dry.facts, dry.turn_ids, dry.traces, dry.never_worse) == \
+                    (result.summary, result.facts, result.turn_ids, result.traces, result.never_worse)
+                dry_after = dry.tokens_after
         if (result is None or not result.compacted) and not appends:   # 3: refused, or never worse: nothing written
             assert _files(copy) == files_before
     # 1: the same compaction either way
@@ -345,6 +360,7 @@ def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target,
     with AgentStore(copy, "a").counting_cache(save=False):   # 4: what the compaction left in the cache
         assert working_tokens(AgentStore(copy, "a")) == now
     (record,) = [r for r in iter_ledger(AgentStore(copy, "a").paths.ledger) if r.get("kind") == "compaction"]
+    assert appends or record["tokens_after"] == dry_after   # --dry-run predicted what the compaction did
     event("predicted " + ("exactly" if record["tokens_after"] == now else
                           "high" if record["tokens_after"] > now else "LOW"))
     if target is not None:   # (the prediction may differ from the count by the few tokens of messages
