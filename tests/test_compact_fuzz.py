@@ -209,6 +209,24 @@ def _plan_figures(memory_dir: Path, policy: CompactionPolicy, target: int | None
     return plan.tokens_before, plan.window_tokens, plan.minimum_tokens, plan.runs, plan.turns, plan.stop_reason
 
 
+def _never_moved(data: bytes) -> list:
+    """Ids the window never moves (design §4): system/developer traces, the newest turn's asks
+    and context, and the newest trace when it is a call still unanswered (it may be running)."""
+    records = [orjson.loads(line) for line in data.split(b"\n")[:-1] if line.strip()]
+    pinned = [r["id"] for r in records if {"system", "developer"} & set(r.get("tags") or ())]
+    talk = [r for r in records if r["id"] not in set(pinned)]
+    out = list(pinned)
+    if talk:
+        newest = list(dict.fromkeys(r["turn_id"] for r in talk))[-1]
+        out += [r["id"] for r in talk if r["turn_id"] == newest and r["trace_type"] == "user"
+                and "compact_summary" not in (r.get("tags") or ())]   # (a harness summary moves with its step)
+        last = talk[-1]
+        if last["trace_type"] == "tool_call" and not any(r.get("tool_call_id") == last["tool_call_id"]
+                                                         for r in talk if r["trace_type"] == "tool_result"):
+            out.append(last["id"])
+    return out
+
+
 def _subsequence(part: list, whole: list) -> bool:
     it = iter(whole)
     return all(x in it for x in part)
@@ -218,12 +236,18 @@ def _subsequence(part: list, whole: list) -> bool:
           suppress_health_check=list(HealthCheck))
 @given(session=sessions(), tail=st.integers(0, 5), keep=st.integers(0, 6),
        target=st.sampled_from([None, 1, 200, 800, 3_000, 20_000, 10 ** 9]), feed=st.sampled_from([1 << 10, 16 << 10, 8 << 20]),
-       appends=st.booleans())
+       appends=st.booleans(), cache_limit=st.sampled_from([None, 3, 40]))
 def test_a_compaction_read_ahead_by_a_child_is_the_one_read_in_process(tmp_path_factory, monkeypatch, session, tail,
-                                                                       keep, target, feed, appends):
+                                                                       keep, target, feed, appends, cache_limit):
     """Checks 1-4 on native sessions; ``appends``: an ingest appends a turn while the window is
-    summarized (after the plan, before the commit)."""
+    summarized (after the plan, before the commit); ``cache_limit``: the count cache keeps this
+    few counts (and a compaction this few new ones), so its trims run mid-compaction."""
+    import memcli.store.token_counts as token_counts
+
     with monkeypatch.context() as patch:   # undone after each example (the fixture lasts the whole test)
+        if cache_limit is not None:
+            patch.setattr(token_counts, "MAX_ENTRIES", cache_limit)
+            patch.setattr(compactor, "NEW_COUNTS_KEPT", cache_limit // 2)
         _check_store(tmp_path_factory, patch, lambda base: _build(base, session), session["torn"], tail, keep, target,
                      feed, appends)
 
@@ -284,9 +308,24 @@ def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target,
         if forked:   # the forked copy compacts cold, the other warm
             (copy / "agents" / "a" / ".token-counts").unlink(missing_ok=True)
         files_before = _files(copy)
+        if not forked and not appends:   # --dry-run first: it writes nothing, and says what the compaction does
+            cache_before = (copy / "agents" / "a" / ".token-counts").read_bytes()
+            try:
+                dry = compact(copy, "a", policy=policy, dry_run=True)
+            except CompactionError as exc:
+                dry = str(exc)
+            assert _files(copy) == files_before
+            assert (copy / "agents" / "a" / ".token-counts").read_bytes() == cache_before
         outcome, result = _outcome(copy, policy)
         outcomes.append(outcome)
         results.append(result)
+        if not forked and not appends:
+            if result is None:
+                assert dry == outcome[1]
+            else:
+                assert (dry.summary, dry.facts, dry.turn_ids, dry.traces, dry.never_worse) == \
+                    (result.summary, result.facts, result.turn_ids, result.traces, result.never_worse)
+                dry_after = dry.tokens_after
         if (result is None or not result.compacted) and not appends:   # 3: refused, or never worse: nothing written
             assert _files(copy) == files_before
     # 1: the same compaction either way
@@ -308,6 +347,8 @@ def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target,
     archived, kept = _ids(d / FILES[1]), _ids(d / FILES[0])
     assert sorted(archived + kept) == sorted(before_ids) and len(archived) == result.traces
     assert _subsequence(archived, before_ids) and _subsequence(kept, before_ids)
+    for trace_id in _never_moved(before_bytes):
+        assert trace_id in kept
     (item,) = [e for e in AgentStore(copy, "a").live_memory()[0] if "rollup" not in e.tags]
     assert sorted(item.trace_ids) == sorted(archived)   # the summary read every trace that moved
     # 3: the snapshot fits an explicit target, and is what the compaction predicted
@@ -316,7 +357,10 @@ def _check_store(tmp_path_factory, patch, build, torn: bool, tail, keep, target,
 
     now = working_tokens(AgentStore(copy, "a"))
     assert now == result.tokens_after
+    with AgentStore(copy, "a").counting_cache(save=False):   # 4: what the compaction left in the cache
+        assert working_tokens(AgentStore(copy, "a")) == now
     (record,) = [r for r in iter_ledger(AgentStore(copy, "a").paths.ledger) if r.get("kind") == "compaction"]
+    assert appends or record["tokens_after"] == dry_after   # --dry-run predicted what the compaction did
     event("predicted " + ("exactly" if record["tokens_after"] == now else
                           "high" if record["tokens_after"] > now else "LOW"))
     if target is not None:   # (the prediction may differ from the count by the few tokens of messages
