@@ -664,3 +664,14 @@ def test_cjk_asks_and_replies_are_clipped_at_the_limit_not_to_their_first_words(
     assert clip(ask, 100) == ask[:100] + " …"
     assert clip("注文番号1042の合計が100.0になっています。割引が適用されていません。", 20) == "注文番号1042の合計が100.0になっ …"
     assert clip_ask("请修复 src/orders_service_impl.py 的错误", 8) == "请修复 src/orders_service_impl.py …"   # a path stays whole
+
+
+def test_a_subagent_s_task_is_clipped_on_its_line_as_a_reply_is():
+    """A subagent's task is the prompt the main agent wrote: up to 600 characters on its line (it
+    followed the asks' 2,000, so five subagents' prompts could fill a summary)."""
+    from memcli.compaction.offline import _Subagent
+
+    agent = _Subagent("agent a1", "turn_0001")
+    agent.task = "Review the billing module and report. " * 60
+    line = agent.line()
+    assert line.startswith('- agent a1 (turn_0001) · task "Review the billing module') and 600 < len(line) < 640

@@ -108,6 +108,7 @@ HARD_MAX_CHARS = 19_000   # asks and aggregates may push past MAX_CHARS, never p
 ASK_CHARS = 2_000
 MIN_ASK_CHARS = 40
 REPLY_CHARS = 600
+TASK_CHARS = 600          # a subagent's task (the prompt it was given), on its line
 SHORT_REPLY_CHARS = 200   # a turn line shrunk to fit
 NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
 NOTE_TEXT_CHARS = 300     # each of the latest notes
@@ -978,7 +979,7 @@ class _Subagent:
     def line(self) -> str:
         parts = [f"- {self.name} ({self.turn_id})"]
         if self.task:
-            parts.append(f"task {_quote(self.task, ASK_CHARS)}")
+            parts.append(f"task {_quote(self.task, TASK_CHARS)}")
         if self.work.files:
             parts.append("changed: " + ", ".join(self.work.files))
         if self.work.last_failure:
