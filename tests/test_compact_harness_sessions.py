@@ -675,3 +675,34 @@ def test_a_subagent_s_task_is_clipped_on_its_line_as_a_reply_is():
     agent.task = "Review the billing module and report. " * 60
     line = agent.line()
     assert line.startswith('- agent a1 (turn_0001) · task "Review the billing module') and 600 < len(line) < 640
+
+
+def test_a_cline_command_whose_result_says_it_failed_is_a_failure(cli, memory_dir, tmp_path):
+    """Cline and Roo Code write a command's end into the result text: ``Command executed in
+    terminal within working directory '/repo'. Command execution was not successful, … \\nExit
+    code: 1``; the call itself is no error. It is a failure with its informative line."""
+    env = "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>"
+    ran = "Command executed in terminal within working directory '/repo'."
+
+    def run(n, command, code, output):
+        status = (" Command execution was not successful, inspect the cause and adjust as needed.\nExit code: 1"
+                  if code else " Exit code: 0")
+        return [{"role": "assistant", "ts": 1770000000000 + 2000 * n, "content": [
+                    {"type": "tool_use", "id": f"toolu_{n}", "name": "execute_command",
+                     "input": {"command": command, "requires_approval": False}}]},
+                {"role": "user", "ts": 1770000001000 + 2000 * n, "content": [
+                    {"type": "text", "text": f"[execute_command for '{command}'] Result:\n{ran}{status}\nOutput:\n{output}"},
+                    {"type": "text", "text": env}]}]
+
+    history = [{"role": "user", "ts": 1770000000000, "content": [
+                   {"type": "text", "text": "<task>\nMake the zone tests pass\n</task>"}, {"type": "text", "text": env}]},
+               *run(1, "pytest -q tests/test_zone.py", 1, "FAILED tests/test_zone.py::test_rate - KeyError: 'zone'"),
+               *run(2, "cat src/zones.py", 0, PADDING),
+               *run(3, "pytest -q", 0, "12 passed in 0.4s"),
+               {"role": "assistant", "ts": 1770000009000, "content": [{"type": "text", "text": "All green."}]},
+               {"role": "user", "ts": 1770000010000, "content": [{"type": "text", "text": "Thanks."}]}]
+    summary = _summary(cli, memory_dir, tmp_path, "cl", orjson.dumps(history).decode(), "cline",
+                       "--tail-turns", "1", "--keep-steps", "0")
+    assert _line(summary, "Failed: ") == ("Failed: `pytest -q tests/test_zone.py` ×1 (exit code 1 FAILED "
+                                          "tests/test_zone.py::test_rate - KeyError: 'zone') — fixed later (a later "
+                                          "`pytest` passed)")

@@ -475,14 +475,17 @@ def todo_lines(args) -> list[str]:
 
 
 # the exit status a harness writes around a command's output: first (Codex ``Exit code: 1`` /
-# ``Process exited with code 1`` after ``Chunk ID``/``Wall time`` lines) or last (Copilot CLI
+# ``Process exited with code 1`` after ``Chunk ID``/``Wall time`` lines; Cline and Roo Code after
+# ``Command executed in terminal within working directory '…'.``) or last (Copilot CLI
 # ``<exited with exit code 1>``, Gemini CLI ``Exit Code: 1`` before its Signal/PIDs lines)
-_EXIT_HEAD = re.compile(r"\A(?:(?:Chunk ID|Wall time|Command|Directory): [^\n]*\n){0,3}"
+_EXIT_HEAD = re.compile(r"\A(?:(?:Chunk ID|Wall time|Command|Directory): [^\n]*\n"
+                        r"|Command executed in terminal[^\n]*?(?:\n|\. (?=Exit code))){0,3}"   # (Cline, Roo Code)
                         r"(?:Exit code:? |Process exited with code )(-?\d+)[ \t]*$", re.MULTILINE)
 _EXIT_TAIL = re.compile(r"^(?:<exited with exit code (-?\d+)>|Exit Code: (-?\d+))[ \t]*$", re.MULTILINE)
 # the harness's own lines around an output (the exit status, times, ids, empty fields): not output
 _WRAPPER_LINE = re.compile(r"^(?:(?:Chunk ID|Wall time|Original token count|Background PIDs|Process Group PGID|"
                            r"Directory): .*|(?:Error|Signal|Exit Code): \(none\)|Output:|<exited with exit code -?\d+>|"
+                           r"Command executed in terminal .*|"
                            r"Process exited with code -?\d+|Exit [Cc]ode:? -?\d+)$")
 
 
