@@ -706,3 +706,12 @@ def test_a_cline_command_whose_result_says_it_failed_is_a_failure(cli, memory_di
     assert _line(summary, "Failed: ") == ("Failed: `pytest -q tests/test_zone.py` ×1 (exit code 1 FAILED "
                                           "tests/test_zone.py::test_rate - KeyError: 'zone') — fixed later (a later "
                                           "`pytest` passed)")
+
+
+def test_a_patch_that_renames_a_file_names_both_and_its_changes_go_to_the_new_one():
+    from memcli.compaction.offline import changed_names, written_paths
+
+    patch = ("*** Begin Patch\n*** Update File: src/old_name.py\n*** Move to: src/new_name.py\n@@\n-def load():\n"
+             "+def load_config():\n*** End Patch")
+    assert written_paths("apply_patch", {"input": patch}) == ["src/old_name.py", "src/new_name.py"]
+    assert changed_names({"input": patch}, []) == {"src/old_name.py": [], "src/new_name.py": ["load", "load_config"]}

@@ -133,7 +133,7 @@ _EDITOR_COMMANDS = {"view", "create", "write", "str_replace", "insert", "undo_ed
 _EDITOR_WRITES = {"create", "write", "str_replace", "insert", "undo_edit", "delete", "rename"}   # (Goose: write)
 _PATH_KEYS = ("path", "file_path", "filepath", "filePath", "file", "filename", "target_file", "notebook_path", "dest",
               "destination")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
+_PATCH_FILE = re.compile(r"^\*\*\* (?:(?:Update|Add|Delete) File|Move to): (.+)$", re.MULTILINE)   # (a rename's new path)
 _COMMAND_KEYS = ("command", "cmd", "commands", "script")
 _WARNING = re.compile(r"^\s*(?:npm\s+warn|yarn\s+warn|warn(?:ing)?\b|\[warn|\S*warning:|\S*Warning\b)", re.IGNORECASE)
 _EXIT_LINE = re.compile(r"^(?:exit (?:status|code)|process exited with code|exited with|command failed with exit)"
