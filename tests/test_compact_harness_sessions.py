@@ -715,3 +715,24 @@ def test_a_patch_that_renames_a_file_names_both_and_its_changes_go_to_the_new_on
              "+def load_config():\n*** End Patch")
     assert written_paths("apply_patch", {"input": patch}) == ["src/old_name.py", "src/new_name.py"]
     assert changed_names({"input": patch}, []) == {"src/old_name.py": [], "src/new_name.py": ["load", "load_config"]}
+
+
+def test_files_a_shell_command_writes_are_files_modified():
+    """Agents write files from the shell too: a here-document (``cat > x <<'EOF'``, ``cat <<EOF >
+    x``, ``tee x <<EOF``, a quoted path with a space) or ``sed -i``; each is a file modified, with
+    the names it defines. Scratch files and plain redirections are not."""
+    from memcli.compaction.offline import changed_names, written_paths
+
+    def writes(command):
+        return written_paths("Bash", {"command": command})
+
+    assert writes("cat > src/config.py <<'EOF'\ndef load_config(path):\n    return Config(path)\nEOF") == ["src/config.py"]
+    assert writes("cat <<EOF > src/app/settings.py\nDEBUG = False\nEOF") == ["src/app/settings.py"]
+    assert writes('cd web && cat >> "docs/my notes.md" <<EOF\nhi\nEOF') == ["docs/my notes.md"]
+    assert writes("tee src/a.ts > /dev/null <<EOF\nexport const a = 1\nEOF") == ["src/a.ts"]
+    assert writes("sed -i 's/total/grand_total/g' app/orders.py") == ["app/orders.py"]
+    assert writes("sed -i.bak -e 's/a/b/' lib/x.rb && git diff") == ["lib/x.rb"]
+    assert writes("cat > /tmp/scratch.txt <<EOF\nx\nEOF") == writes("echo hi > out.txt") == writes("ls -la") == []
+    assert written_paths("exec_command", {"cmd": "cat > src/config.py <<'EOF'\nx = 1\nEOF"}) == ["src/config.py"]
+    assert changed_names({"command": "cat > src/config.py <<'EOF'\ndef load_config(path):\n    return 1\nclass Config:"
+                                     "\n    pass\nEOF"}, ["src/config.py"]) == {"src/config.py": ["load_config", "Config"]}

@@ -26,7 +26,8 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   context are not asks.
 * **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
   and the writing commands of ``str_replace_editor``-style tools, ``apply_patch`` headers (also
-  inside a shell command), any tool whose name says it writes and whose arguments name a path —
+  inside a shell command), a shell command's here-document into a file or ``sed -i`` on it
+  (:func:`shell_written`), any tool whose name says it writes and whose arguments name a path —
   all of them, newest first, each with what its edits touched (:func:`changed_names`: the names
   they define, then the identifiers their new text brings in — a key, an env var, a call), each
   name once.
@@ -344,6 +345,8 @@ def written_paths(tool_name: str | None, args) -> list[str]:
     elif _is_editor_call(args):
         if args["command"] in _EDITOR_WRITES:
             paths.append(args["path"].strip())
+    elif "<<" in (command := command_of(args) or "") or "sed -i" in command:
+        paths.extend(shell_written(command))
     elif tool_name and _writes_by_name(tool_name):
         for key in _PATH_KEYS:
             value = args.get(key)
@@ -362,6 +365,25 @@ def written_paths(tool_name: str | None, args) -> list[str]:
 
 
 _ENV_ASSIGN = re.compile(r"^\w+=\S*$")
+# a shell command that writes a file: a here-document into it (``cat > x.py <<'EOF'``, ``cat <<EOF >
+# x.py``, ``tee x.py <<EOF``) or ``sed -i`` on it
+_Q_PATH = r"(?:\"([^\"\n]+)\"|'([^'\n]+)'|([^\s'\"<>|;&()]+))"   # a path, quoted (with spaces) or not
+_SHELL_WRITES = (re.compile(r"\bcat\s*>>?\s*" + _Q_PATH + r"\s*<<"),
+                 re.compile(r"\bcat\s*<<-?\s*['\"]?\w+['\"]?\s*>>?\s*" + _Q_PATH),
+                 re.compile(r"\btee\s+(?:-a\s+)?" + _Q_PATH + r"\s*(?:>\s*/dev/null\s*)?<<"),
+                 re.compile(r"\bsed\s+-i(?:\.\w+|\s+''|\s+\"\")?\s+(?:-e\s+)?(?:'[^']*'|\"[^\"]*\")\s+" + _Q_PATH))
+
+
+def shell_written(command: str) -> list[str]:
+    """The files a shell command writes by a here-document or ``sed -i`` (:data:`_SHELL_WRITES`),
+    not scratch (``/tmp/…``, ``/dev/…``)."""
+    out = []
+    for pattern in _SHELL_WRITES:
+        for m in pattern.finditer(command):
+            path = m.group(1) or m.group(2) or m.group(3)
+            if path and not path.startswith(("/tmp/", "/dev/", "$")) and path not in out:
+                out.append(path)
+    return out
 
 
 @lru_cache(maxsize=4096)   # a session runs the same commands again and again (a test, git status)
@@ -416,6 +438,9 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
                                    "source", "new_source", "newString", "oldString", "contents", "code_edit")]
     pairs = [(args.get(new), args.get(old)) for new, old in (("new_string", "old_string"), ("new_str", "old_str"),
                                                              ("newString", "oldString"))]
+    command = command_of(args)
+    if command and "<<" in command:   # a here-document: the text it writes
+        texts.append(command)
     edits = args.get("edits")
     if isinstance(edits, list):
         texts.extend(e.get(k) for e in edits if isinstance(e, dict) for k in ("new_string", "old_string"))
