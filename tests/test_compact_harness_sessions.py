@@ -736,3 +736,21 @@ def test_files_a_shell_command_writes_are_files_modified():
     assert written_paths("exec_command", {"cmd": "cat > src/config.py <<'EOF'\nx = 1\nEOF"}) == ["src/config.py"]
     assert changed_names({"command": "cat > src/config.py <<'EOF'\ndef load_config(path):\n    return 1\nclass Config:"
                                      "\n    pass\nEOF"}, ["src/config.py"]) == {"src/config.py": ["load_config", "Config"]}
+
+
+def test_a_failed_codex_patch_names_its_file_and_is_fixed_by_a_later_patch_of_it(cli, memory_dir, tmp_path):
+    """Codex's apply_patch failing (``Failed to find expected lines``) then applied on a retry:
+    the failure names the patched file (it was "apply_patch" for every file) and is fixed."""
+    r = Rollout()
+    r.ask("Rename load to load_config in src/config.rs")
+    r.call("apply_patch", "*** Begin Patch\n*** Update File: src/config.rs\n@@\n-fn lod() {}\n+fn load_config() {}\n"
+                          "*** End Patch", "Exit code: 1\nWall time: 0 seconds\nOutput:\nFailed to find expected lines in "
+                                           "src/config.rs:\nfn lod() {}")
+    r.patch("*** Update File: src/config.rs\n@@\n-fn load() {}\n+fn load_config() {}")
+    r.exec("cat src/config.rs", 0, PADDING)
+    r.say("Renamed.")
+    r.ask("Thanks.")
+    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    assert _line(summary, "Failed: ") == (
+        "Failed: apply_patch src/config.rs ×1 (exit code 1 Failed to find expected lines in src/config.rs:) — fixed "
+        "later (a later write of src/config.rs passed)")

@@ -673,6 +673,11 @@ def _arg_brief(tool_name: str | None, args) -> str:
             value = args.get(key)
             if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
                 return clip(str(value), 80)
+        for key in _PATCH_KEYS:   # a patch (Codex apply_patch): the files it names
+            value = args.get(key)
+            if isinstance(value, str) and "*** Begin Patch" in value:
+                files = list(dict.fromkeys(m.strip() for m in _PATCH_FILE.findall(value)))
+                return clip(", ".join(files), 80) if files else ""
     return ""
 
 
