@@ -83,6 +83,11 @@ def _summary(cli, memory_dir, tmp_path, name: str, text: str, fmt: str, *compact
     return summary
 
 
+def _compacted(cli, memory_dir, tmp_path, rollout: Rollout) -> str:
+    """The summary of a Codex rollout compacted but for its last turn."""
+    return _summary(cli, memory_dir, tmp_path, "cx", rollout.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+
+
 def _line(summary: str, head: str) -> str:
     return next(line for line in summary.split("\n") if line.startswith(head))
 
@@ -125,7 +130,7 @@ def test_codex_commands_that_state_their_exit_status_in_text_are_failures_with_t
     r.shell("cd tools/cfgcheck && go test -run TestCheckEmptyKey ./...", 0, "ok  \texample.com/cfgcheck\t0.010s")
     r.say("go test passes.")
     r.ask("Thanks.")
-    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
     assert summary.split("\n")[0].endswith(": 19 traces, 7 tool calls, 3 failed.")
     assert _line(summary, "Failed: ") == (
         "Failed: `cd tools/cfgcheck && go test ./...` ×1 (exit code 1 --- FAIL: TestCheckEmptyKey (0.00s) — "
@@ -328,7 +333,7 @@ def test_a_long_non_english_ask_stays_verbatim_when_the_summary_has_room(cli, me
         r.exec(f"sed -n '1,80p' crates/config-loader/src/part_{n}.rs", 0, PADDING)
     r.say("I read the parser; the panic is the unwrap on the first character.")
     r.ask("Go on.")
-    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
     assert f'- turn_0001 · user: "{LONG_ASK}" · tools: exec_command ×6' in summary
 
 
@@ -358,7 +363,7 @@ def test_an_ask_is_not_clipped_to_make_room_for_the_failures_and_commands(cli, m
         r.exec(f"cargo test -p config-loader --test case_{n}", 101, f"error[E0599]: no variant named `Case{n}`")
         r.say(f"Case {n} fails to build.")
     r.ask("Go on.")
-    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
     assert summary.count(f'user: "{LONG_ASK[:100]}') == 4
     assert f'user: "{LONG_ASK.replace("#482", "#483")}"' in summary
     assert "URLs:" not in summary   # the ask's URL, shown in the ask, is not listed again
@@ -449,7 +454,7 @@ def test_commands_of_a_family_that_failed_alike_say_their_informative_line_once(
     r.exec("cat app/api.py", 0, PADDING)
     r.say("OrderTotal is gone from app.api.")
     r.ask("Restore it.")
-    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
     assert _line(summary, "Failed: ") == (
         "Failed: `pytest -q tests/test_ledger.py` ×1 (exit code 1 FAILED tests/test_ledger.py::test_round - assert "
         "1 == 2) — still failing; `pytest -q tests/test_invoices.py` ×1, `pytest -q tests/test_refunds.py` ×1, "
@@ -750,7 +755,7 @@ def test_a_failed_codex_patch_names_its_file_and_is_fixed_by_a_later_patch_of_it
     r.exec("cat src/config.rs", 0, PADDING)
     r.say("Renamed.")
     r.ask("Thanks.")
-    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
     assert _line(summary, "Failed: ") == (
         "Failed: apply_patch src/config.rs ×1 (exit code 1 Failed to find expected lines in src/config.rs:) — fixed "
         "later (a later write of src/config.rs passed)")
