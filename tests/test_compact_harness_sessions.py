@@ -759,3 +759,16 @@ def test_a_failed_codex_patch_names_its_file_and_is_fixed_by_a_later_patch_of_it
     assert _line(summary, "Failed: ") == (
         "Failed: apply_patch src/config.rs ×1 (exit code 1 Failed to find expected lines in src/config.rs:) — fixed "
         "later (a later write of src/config.rs passed)")
+
+
+def test_a_call_the_user_refused_is_stopped_by_the_user_not_still_failing():
+    from memcli.compaction.offline import failures_line
+
+    refused = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+               "edit, the new_string was NOT written to the file).")
+    line = failures_line({"`rm -rf build`": 1, "`pytest -q`": 1},
+                         {"`rm -rf build`": [refused], "`pytest -q`": ["FAILED tests/test_a.py::test_b - assert 1 == 2"]},
+                         {"rm -rf build": [False, True, refused, []], "pytest -q": [False, True, "x", []]},
+                         {"rm": True, "pytest": True})
+    assert line == ("Failed: `pytest -q` ×1 (FAILED tests/test_a.py::test_b - assert 1 == 2) — still failing; "
+                    f"`rm -rf build` ×1 ({refused}) — stopped by the user")

@@ -1786,13 +1786,20 @@ def _distinct(briefs: list[str], brief: str, keep: int = 3) -> list[str]:
     return [*(b for b in briefs if b != brief), brief][-keep:]
 
 
+# a call the person refused or interrupted (Claude Code, Cline, Codex, Gemini CLI wordings)
+_STOPPED = re.compile(r"user doesn't want to proceed|user denied|denied this operation|rejected by the user|"
+                      r"interrupted by (?:the )?user|cancelled by (?:the )?user|aborted by (?:the )?user",
+                      re.IGNORECASE)
+
+
 def failures_line(failures: dict, failure_error: dict, commands: dict, families: dict, fixed=_NONE) -> str:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
     distinct ones, said once for the commands of a family (or the tools that are no command) that
-    failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit app/x.py``) is fixed when a later
-    write of its file passed (``fixed``: label -> path)."""
+    failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
+    app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path); a call
+    the person refused or interrupted is "stopped by the user", not "still failing"."""
     labels = {f"`{clip(cmd, 80)}`": cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
     open_: dict[tuple, list] = {}
     resolved: dict[tuple, list] = {}
@@ -1806,6 +1813,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
                 later = " — passed later"
             elif families.get(family, True):
                 later, unresolved = " — still failing", True
+                if _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
+                    later = " — stopped by the user"
             else:
                 later = f" — fixed later (a later `{family}` passed)"
         elif label in fixed:
