@@ -134,7 +134,8 @@ _EDITOR_COMMANDS = {"view", "create", "write", "str_replace", "insert", "undo_ed
 _EDITOR_WRITES = {"create", "write", "str_replace", "insert", "undo_edit", "delete", "rename"}   # (Goose: write)
 _PATH_KEYS = ("path", "file_path", "filepath", "filePath", "file", "filename", "target_file", "notebook_path", "dest",
               "destination")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:(?:Update|Add|Delete) File|Move to): (.+)$", re.MULTILINE)   # (a rename's new path)
+# a file a patch writes (``*** Move to:``: a rename's new path)
+_PATCH_FILE = re.compile(r"^\*\*\* (?:(?:Update|Add|Delete) File|Move to): (.+)$", re.MULTILINE)
 _COMMAND_KEYS = ("command", "cmd", "commands", "script")
 _WARNING = re.compile(r"^\s*(?:npm\s+warn|yarn\s+warn|warn(?:ing)?\b|\[warn|\S*warning:|\S*Warning\b)", re.IGNORECASE)
 _EXIT_LINE = re.compile(r"^(?:exit (?:status|code)|process exited with code|exited with|command failed with exit)"
@@ -161,7 +162,8 @@ _ERRORISH = re.compile(r"\b(?:error|errors|failed|failure|cannot|can't|could not
 _LOCATED_MESSAGE = re.compile(r"^\S+:\d+(?::\d+)?:\s+\S")
 # progress banners of build tools and shells (and pytest's ``=== … ===`` / ``!!! … !!!`` frames,
 # cargo's ``---- x stdout ----``): never the informative line
-_BANNER = re.compile(r"^(?:==>|>|\$ |\+ |#|[│├└┌─^~|=*\-]+$|(?:={3,}|!{3,}|_{3,}|-{4,})\s|(?:Compiling|Building|Built|Generated|Running|Downloading|"
+_BANNER = re.compile(r"^(?:==>|>|\$ |\+ |#|[│├└┌─^~|=*\-]+$|(?:={3,}|!{3,}|_{3,}|-{4,})\s"
+                     r"|(?:Compiling|Building|Built|Generated|Running|Downloading|"
                      r"Installing|Installed|Resolving|Fetching|Collecting|Checking|Getting|Finished|Starting|"
                      r"Using|Loading|Requirement already|Successfully|Creating|Updating|Preparing)\b)")
 # colour and cursor codes of a terminal (ANSI CSI sequences): not text
