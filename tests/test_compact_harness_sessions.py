@@ -83,6 +83,11 @@ def _summary(cli, memory_dir, tmp_path, name: str, text: str, fmt: str, *compact
     return summary
 
 
+def _compacted(cli, memory_dir, tmp_path, rollout: Rollout) -> str:
+    """The summary of a Codex rollout compacted but for its last turn."""
+    return _summary(cli, memory_dir, tmp_path, "cx", rollout.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+
+
 def _line(summary: str, head: str) -> str:
     return next(line for line in summary.split("\n") if line.startswith(head))
 
@@ -125,7 +130,7 @@ def test_codex_commands_that_state_their_exit_status_in_text_are_failures_with_t
     r.shell("cd tools/cfgcheck && go test -run TestCheckEmptyKey ./...", 0, "ok  \texample.com/cfgcheck\t0.010s")
     r.say("go test passes.")
     r.ask("Thanks.")
-    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
     assert summary.split("\n")[0].endswith(": 19 traces, 7 tool calls, 3 failed.")
     assert _line(summary, "Failed: ") == (
         "Failed: `cd tools/cfgcheck && go test ./...` ×1 (exit code 1 --- FAIL: TestCheckEmptyKey (0.00s) — "
@@ -328,7 +333,7 @@ def test_a_long_non_english_ask_stays_verbatim_when_the_summary_has_room(cli, me
         r.exec(f"sed -n '1,80p' crates/config-loader/src/part_{n}.rs", 0, PADDING)
     r.say("I read the parser; the panic is the unwrap on the first character.")
     r.ask("Go on.")
-    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
     assert f'- turn_0001 · user: "{LONG_ASK}" · tools: exec_command ×6' in summary
 
 
@@ -358,7 +363,7 @@ def test_an_ask_is_not_clipped_to_make_room_for_the_failures_and_commands(cli, m
         r.exec(f"cargo test -p config-loader --test case_{n}", 101, f"error[E0599]: no variant named `Case{n}`")
         r.say(f"Case {n} fails to build.")
     r.ask("Go on.")
-    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
     assert summary.count(f'user: "{LONG_ASK[:100]}') == 4
     assert f'user: "{LONG_ASK.replace("#482", "#483")}"' in summary
     assert "URLs:" not in summary   # the ask's URL, shown in the ask, is not listed again
@@ -449,7 +454,7 @@ def test_commands_of_a_family_that_failed_alike_say_their_informative_line_once(
     r.exec("cat app/api.py", 0, PADDING)
     r.say("OrderTotal is gone from app.api.")
     r.ask("Restore it.")
-    summary = _summary(cli, memory_dir, tmp_path, "cx", r.text(), "codex", "--tail-turns", "1", "--keep-steps", "0")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
     assert _line(summary, "Failed: ") == (
         "Failed: `pytest -q tests/test_ledger.py` ×1 (exit code 1 FAILED tests/test_ledger.py::test_round - assert "
         "1 == 2) — still failing; `pytest -q tests/test_invoices.py` ×1, `pytest -q tests/test_refunds.py` ×1, "
@@ -651,3 +656,119 @@ def test_the_vocabulary_leaves_out_markup_urls_css_and_permissions():
     digest = _TurnDigest.of(Turn("turn_0001", traces))
     assert vocabulary(digest.vocab, digest.n_traces, "", 1000) == (
         "Vocabulary (most used lately first): src/hooks/useTodos.ts, className, useTodos, UseTodosReturn, todoReducer")
+
+
+def test_cjk_asks_and_replies_are_clipped_at_the_limit_not_to_their_first_words():
+    """Chinese and Japanese have no spaces: each character is a word. A 800-character ask clipped
+    at 200 kept 17 characters (back to the last space, before "src/orders.py" …), and a reply
+    clipped at 600 the same."""
+    from memcli.compaction.offline import clip, clip_ask
+
+    ask = "请修复 src/orders.py 中的折扣计算错误，" + "订单总额应该应用折扣率并且测试需要通过。" * 40
+    assert clip_ask(ask, 200) == ask[:200] + " …"
+    assert clip(ask, 100) == ask[:100] + " …"
+    assert clip("注文番号1042の合計が100.0になっています。割引が適用されていません。", 20) == "注文番号1042の合計が100.0になっ …"
+    assert clip_ask("请修复 src/orders_service_impl.py 的错误", 8) == "请修复 src/orders_service_impl.py …"   # a path stays whole
+
+
+def test_a_subagent_s_task_is_clipped_on_its_line_as_a_reply_is():
+    """A subagent's task is the prompt the main agent wrote: up to 600 characters on its line (it
+    followed the asks' 2,000, so five subagents' prompts could fill a summary)."""
+    from memcli.compaction.offline import _Subagent
+
+    agent = _Subagent("agent a1", "turn_0001")
+    agent.task = "Review the billing module and report. " * 60
+    line = agent.line()
+    assert line.startswith('- agent a1 (turn_0001) · task "Review the billing module') and 600 < len(line) < 640
+
+
+def test_a_cline_command_whose_result_says_it_failed_is_a_failure(cli, memory_dir, tmp_path):
+    """Cline and Roo Code write a command's end into the result text: ``Command executed in
+    terminal within working directory '/repo'. Command execution was not successful, … \\nExit
+    code: 1``; the call itself is no error. It is a failure with its informative line."""
+    env = "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>"
+    ran = "Command executed in terminal within working directory '/repo'."
+
+    def run(n, command, code, output):
+        status = (" Command execution was not successful, inspect the cause and adjust as needed.\nExit code: 1"
+                  if code else " Exit code: 0")
+        return [{"role": "assistant", "ts": 1770000000000 + 2000 * n, "content": [
+                    {"type": "tool_use", "id": f"toolu_{n}", "name": "execute_command",
+                     "input": {"command": command, "requires_approval": False}}]},
+                {"role": "user", "ts": 1770000001000 + 2000 * n, "content": [
+                    {"type": "text", "text": f"[execute_command for '{command}'] Result:\n{ran}{status}\nOutput:\n{output}"},
+                    {"type": "text", "text": env}]}]
+
+    history = [{"role": "user", "ts": 1770000000000, "content": [
+                   {"type": "text", "text": "<task>\nMake the zone tests pass\n</task>"}, {"type": "text", "text": env}]},
+               *run(1, "pytest -q tests/test_zone.py", 1, "FAILED tests/test_zone.py::test_rate - KeyError: 'zone'"),
+               *run(2, "cat src/zones.py", 0, PADDING),
+               *run(3, "pytest -q", 0, "12 passed in 0.4s"),
+               {"role": "assistant", "ts": 1770000009000, "content": [{"type": "text", "text": "All green."}]},
+               {"role": "user", "ts": 1770000010000, "content": [{"type": "text", "text": "Thanks."}]}]
+    summary = _summary(cli, memory_dir, tmp_path, "cl", orjson.dumps(history).decode(), "cline",
+                       "--tail-turns", "1", "--keep-steps", "0")
+    assert _line(summary, "Failed: ") == ("Failed: `pytest -q tests/test_zone.py` ×1 (exit code 1 FAILED "
+                                          "tests/test_zone.py::test_rate - KeyError: 'zone') — fixed later (a later "
+                                          "`pytest` passed)")
+
+
+def test_a_patch_that_renames_a_file_names_both_and_its_changes_go_to_the_new_one():
+    from memcli.compaction.offline import changed_names, written_paths
+
+    patch = ("*** Begin Patch\n*** Update File: src/old_name.py\n*** Move to: src/new_name.py\n@@\n-def load():\n"
+             "+def load_config():\n*** End Patch")
+    assert written_paths("apply_patch", {"input": patch}) == ["src/old_name.py", "src/new_name.py"]
+    assert changed_names({"input": patch}, []) == {"src/old_name.py": [], "src/new_name.py": ["load", "load_config"]}
+
+
+def test_files_a_shell_command_writes_are_files_modified():
+    """Agents write files from the shell too: a here-document (``cat > x <<'EOF'``, ``cat <<EOF >
+    x``, ``tee x <<EOF``, a quoted path with a space) or ``sed -i``; each is a file modified, with
+    the names it defines. Scratch files and plain redirections are not."""
+    from memcli.compaction.offline import changed_names, written_paths
+
+    def writes(command):
+        return written_paths("Bash", {"command": command})
+
+    assert writes("cat > src/config.py <<'EOF'\ndef load_config(path):\n    return Config(path)\nEOF") == ["src/config.py"]
+    assert writes("cat <<EOF > src/app/settings.py\nDEBUG = False\nEOF") == ["src/app/settings.py"]
+    assert writes('cd web && cat >> "docs/my notes.md" <<EOF\nhi\nEOF') == ["docs/my notes.md"]
+    assert writes("tee src/a.ts > /dev/null <<EOF\nexport const a = 1\nEOF") == ["src/a.ts"]
+    assert writes("sed -i 's/total/grand_total/g' app/orders.py") == ["app/orders.py"]
+    assert writes("sed -i.bak -e 's/a/b/' lib/x.rb && git diff") == ["lib/x.rb"]
+    assert writes("cat > /tmp/scratch.txt <<EOF\nx\nEOF") == writes("echo hi > out.txt") == writes("ls -la") == []
+    assert written_paths("exec_command", {"cmd": "cat > src/config.py <<'EOF'\nx = 1\nEOF"}) == ["src/config.py"]
+    assert changed_names({"command": "cat > src/config.py <<'EOF'\ndef load_config(path):\n    return 1\nclass Config:"
+                                     "\n    pass\nEOF"}, ["src/config.py"]) == {"src/config.py": ["load_config", "Config"]}
+
+
+def test_a_failed_codex_patch_names_its_file_and_is_fixed_by_a_later_patch_of_it(cli, memory_dir, tmp_path):
+    """Codex's apply_patch failing (``Failed to find expected lines``) then applied on a retry:
+    the failure names the patched file (it was "apply_patch" for every file) and is fixed."""
+    r = Rollout()
+    r.ask("Rename load to load_config in src/config.rs")
+    r.call("apply_patch", "*** Begin Patch\n*** Update File: src/config.rs\n@@\n-fn lod() {}\n+fn load_config() {}\n"
+                          "*** End Patch", "Exit code: 1\nWall time: 0 seconds\nOutput:\nFailed to find expected lines in "
+                                           "src/config.rs:\nfn lod() {}")
+    r.patch("*** Update File: src/config.rs\n@@\n-fn load() {}\n+fn load_config() {}")
+    r.exec("cat src/config.rs", 0, PADDING)
+    r.say("Renamed.")
+    r.ask("Thanks.")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
+    assert _line(summary, "Failed: ") == (
+        "Failed: apply_patch src/config.rs ×1 (exit code 1 Failed to find expected lines in src/config.rs:) — fixed "
+        "later (a later write of src/config.rs passed)")
+
+
+def test_a_call_the_user_refused_is_stopped_by_the_user_not_still_failing():
+    from memcli.compaction.offline import failures_line
+
+    refused = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+               "edit, the new_string was NOT written to the file).")
+    line = failures_line({"`rm -rf build`": 1, "`pytest -q`": 1},
+                         {"`rm -rf build`": [refused], "`pytest -q`": ["FAILED tests/test_a.py::test_b - assert 1 == 2"]},
+                         {"rm -rf build": [False, True, refused, []], "pytest -q": [False, True, "x", []]},
+                         {"rm": True, "pytest": True})
+    assert line == ("Failed: `pytest -q` ×1 (FAILED tests/test_a.py::test_b - assert 1 == 2) — still failing; "
+                    f"`rm -rf build` ×1 ({refused}) — stopped by the user")

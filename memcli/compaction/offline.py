@@ -26,7 +26,8 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   context are not asks.
 * **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
   and the writing commands of ``str_replace_editor``-style tools, ``apply_patch`` headers (also
-  inside a shell command), any tool whose name says it writes and whose arguments name a path —
+  inside a shell command), a shell command's here-document into a file or ``sed -i`` on it
+  (:func:`shell_written`), any tool whose name says it writes and whose arguments name a path —
   all of them, newest first, each with what its edits touched (:func:`changed_names`: the names
   they define, then the identifiers their new text brings in — a key, an env var, a call), each
   name once.
@@ -108,6 +109,7 @@ HARD_MAX_CHARS = 19_000   # asks and aggregates may push past MAX_CHARS, never p
 ASK_CHARS = 2_000
 MIN_ASK_CHARS = 40
 REPLY_CHARS = 600
+TASK_CHARS = 600          # a subagent's task (the prompt it was given), on its line
 SHORT_REPLY_CHARS = 200   # a turn line shrunk to fit
 NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
 NOTE_TEXT_CHARS = 300     # each of the latest notes
@@ -132,7 +134,8 @@ _EDITOR_COMMANDS = {"view", "create", "write", "str_replace", "insert", "undo_ed
 _EDITOR_WRITES = {"create", "write", "str_replace", "insert", "undo_edit", "delete", "rename"}   # (Goose: write)
 _PATH_KEYS = ("path", "file_path", "filepath", "filePath", "file", "filename", "target_file", "notebook_path", "dest",
               "destination")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
+# a file a patch writes (``*** Move to:``: a rename's new path)
+_PATCH_FILE = re.compile(r"^\*\*\* (?:(?:Update|Add|Delete) File|Move to): (.+)$", re.MULTILINE)
 _COMMAND_KEYS = ("command", "cmd", "commands", "script")
 _WARNING = re.compile(r"^\s*(?:npm\s+warn|yarn\s+warn|warn(?:ing)?\b|\[warn|\S*warning:|\S*Warning\b)", re.IGNORECASE)
 _EXIT_LINE = re.compile(r"^(?:exit (?:status|code)|process exited with code|exited with|command failed with exit)"
@@ -159,7 +162,8 @@ _ERRORISH = re.compile(r"\b(?:error|errors|failed|failure|cannot|can't|could not
 _LOCATED_MESSAGE = re.compile(r"^\S+:\d+(?::\d+)?:\s+\S")
 # progress banners of build tools and shells (and pytest's ``=== … ===`` / ``!!! … !!!`` frames,
 # cargo's ``---- x stdout ----``): never the informative line
-_BANNER = re.compile(r"^(?:==>|>|\$ |\+ |#|[│├└┌─^~|=*\-]+$|(?:={3,}|!{3,}|_{3,}|-{4,})\s|(?:Compiling|Building|Built|Generated|Running|Downloading|"
+_BANNER = re.compile(r"^(?:==>|>|\$ |\+ |#|[│├└┌─^~|=*\-]+$|(?:={3,}|!{3,}|_{3,}|-{4,})\s"
+                     r"|(?:Compiling|Building|Built|Generated|Running|Downloading|"
                      r"Installing|Installed|Resolving|Fetching|Collecting|Checking|Getting|Finished|Starting|"
                      r"Using|Loading|Requirement already|Successfully|Creating|Updating|Preparing)\b)")
 # colour and cursor codes of a terminal (ANSI CSI sequences): not text
@@ -194,34 +198,63 @@ MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
 CHARS_PER_TOKEN = 3.0         # a conservative guess, checked by the compaction with the real counter
 
 
+# characters of scripts written without spaces (CJK ideographs and punctuation, kana, fullwidth
+# forms; Hangul too): each is a word boundary, as a space is elsewhere
+_WIDE = re.compile(r"[\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+                   r"\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+
+
+def _breaks_at(text: str, i: int) -> bool:
+    """A word boundary before ``text[i]``: a space, or a wide character on either side."""
+    return i >= len(text) or text[i] == " " or (
+        _WIDE.match(text, i) is not None or (i > 0 and _WIDE.match(text, i - 1) is not None))
+
+
+def _break_before(text: str, limit: int) -> int:
+    """The last word boundary at or before ``limit`` (-1: none)."""
+    space = text.rfind(" ", 0, limit + 1)
+    if _WIDE.search(text, space + 1, limit + 1) is None:
+        return space
+    return next(i for i in range(limit, space, -1) if _breaks_at(text, i))
+
+
+def _break_after(text: str, limit: int) -> int:
+    """The first word boundary at or after ``limit`` (``len(text)``: none)."""
+    space = text.find(" ", limit)
+    space = len(text) if space < 0 else space
+    if _WIDE.search(text, max(limit - 1, 0), space) is None:
+        return space
+    return next(i for i in range(limit, space + 1) if _breaks_at(text, i))
+
+
 def clip(text: str, limit: int) -> str:
-    """``text`` on one line, cut at a word boundary to at most ``limit`` characters (plus "…").
-    A single word longer than the limit is kept whole up to 3× the limit: identifiers stay intact."""
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters (plus "…"; in
+    CJK text each character is a word). A single word longer than the limit is kept whole up to 3×
+    the limit: identifiers stay intact."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    cut = text.rfind(" ", 0, limit + 1)
+    cut = _break_before(text, limit)
     if cut <= 0:
-        end = text.find(" ")
-        end = len(text) if end < 0 else end
+        end = _break_after(text, 0)
         if end <= limit * 3:
             return text[:end] + ("…" if end < len(text) else "")
         return text[:limit] + "…"
-    return text[:cut].rstrip(",;:") + " …"
+    return text[:cut].rstrip(",;: ") + " …"
 
 
 def clip_ask(text: str, limit: int) -> str:
     """A user ask on one line: verbatim up to ``limit`` characters, to the end of the word that
     crosses it — or, when that word is long (a path, an identifier: more than 60 characters past
     the limit), up to the space before it: never cut inside a word (a single word longer than 3×
-    the limit excepted), nor inside a quoted span (``"my dir/a.py"``, a `` `command` ``)."""
+    the limit excepted), nor inside a quoted span (``"my dir/a.py"``, a `` `command` ``). In CJK
+    text each character is a word."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    cut = text.find(" ", limit)
-    cut = len(text) if cut < 0 else cut
+    cut = _break_after(text, limit)
     if cut > limit + 60:
-        before = text.rfind(" ", 0, limit + 1)
+        before = _break_before(text, limit)
         cut = before if before > 0 else min(cut, limit * 3)
     for mark in ('"', "`"):   # a quoted span (a path with spaces, a command) is one word too
         if text.count(mark, 0, cut) % 2:
@@ -231,7 +264,7 @@ def clip_ask(text: str, limit: int) -> str:
                 cut = len(text) if after < 0 else after
             elif text.rfind(mark, 0, cut) > limit // 2:
                 cut = text.rfind(mark, 0, cut) - 1
-    return text if cut >= len(text) else text[:cut].rstrip(",;:") + " …"
+    return text if cut >= len(text) else text[:cut].rstrip(",;: ") + " …"
 
 
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
@@ -314,6 +347,8 @@ def written_paths(tool_name: str | None, args) -> list[str]:
     elif _is_editor_call(args):
         if args["command"] in _EDITOR_WRITES:
             paths.append(args["path"].strip())
+    elif "<<" in (command := command_of(args) or "") or "sed -i" in command:
+        paths.extend(shell_written(command))
     elif tool_name and _writes_by_name(tool_name):
         for key in _PATH_KEYS:
             value = args.get(key)
@@ -332,6 +367,25 @@ def written_paths(tool_name: str | None, args) -> list[str]:
 
 
 _ENV_ASSIGN = re.compile(r"^\w+=\S*$")
+# a shell command that writes a file: a here-document into it (``cat > x.py <<'EOF'``, ``cat <<EOF >
+# x.py``, ``tee x.py <<EOF``) or ``sed -i`` on it
+_Q_PATH = r"(?:\"([^\"\n]+)\"|'([^'\n]+)'|([^\s'\"<>|;&()]+))"   # a path, quoted (with spaces) or not
+_SHELL_WRITES = (re.compile(r"\bcat\s*>>?\s*" + _Q_PATH + r"\s*<<"),
+                 re.compile(r"\bcat\s*<<-?\s*['\"]?\w+['\"]?\s*>>?\s*" + _Q_PATH),
+                 re.compile(r"\btee\s+(?:-a\s+)?" + _Q_PATH + r"\s*(?:>\s*/dev/null\s*)?<<"),
+                 re.compile(r"\bsed\s+-i(?:\.\w+|\s+''|\s+\"\")?\s+(?:-e\s+)?(?:'[^']*'|\"[^\"]*\")\s+" + _Q_PATH))
+
+
+def shell_written(command: str) -> list[str]:
+    """The files a shell command writes by a here-document or ``sed -i`` (:data:`_SHELL_WRITES`),
+    not scratch (``/tmp/…``, ``/dev/…``)."""
+    out = []
+    for pattern in _SHELL_WRITES:
+        for m in pattern.finditer(command):
+            path = m.group(1) or m.group(2) or m.group(3)
+            if path and not path.startswith(("/tmp/", "/dev/", "$")) and path not in out:
+                out.append(path)
+    return out
 
 
 @lru_cache(maxsize=4096)   # a session runs the same commands again and again (a test, git status)
@@ -386,6 +440,9 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
                                    "source", "new_source", "newString", "oldString", "contents", "code_edit")]
     pairs = [(args.get(new), args.get(old)) for new, old in (("new_string", "old_string"), ("new_str", "old_str"),
                                                              ("newString", "oldString"))]
+    command = command_of(args)
+    if command and "<<" in command:   # a here-document: the text it writes
+        texts.append(command)
     edits = args.get("edits")
     if isinstance(edits, list):
         texts.extend(e.get(k) for e in edits if isinstance(e, dict) for k in ("new_string", "old_string"))
@@ -445,14 +502,17 @@ def todo_lines(args) -> list[str]:
 
 
 # the exit status a harness writes around a command's output: first (Codex ``Exit code: 1`` /
-# ``Process exited with code 1`` after ``Chunk ID``/``Wall time`` lines) or last (Copilot CLI
+# ``Process exited with code 1`` after ``Chunk ID``/``Wall time`` lines; Cline and Roo Code after
+# ``Command executed in terminal within working directory '…'.``) or last (Copilot CLI
 # ``<exited with exit code 1>``, Gemini CLI ``Exit Code: 1`` before its Signal/PIDs lines)
-_EXIT_HEAD = re.compile(r"\A(?:(?:Chunk ID|Wall time|Command|Directory): [^\n]*\n){0,3}"
+_EXIT_HEAD = re.compile(r"\A(?:(?:Chunk ID|Wall time|Command|Directory): [^\n]*\n"
+                        r"|Command executed in terminal[^\n]*?(?:\n|\. (?=Exit code))){0,3}"   # (Cline, Roo Code)
                         r"(?:Exit code:? |Process exited with code )(-?\d+)[ \t]*$", re.MULTILINE)
 _EXIT_TAIL = re.compile(r"^(?:<exited with exit code (-?\d+)>|Exit Code: (-?\d+))[ \t]*$", re.MULTILINE)
 # the harness's own lines around an output (the exit status, times, ids, empty fields): not output
 _WRAPPER_LINE = re.compile(r"^(?:(?:Chunk ID|Wall time|Original token count|Background PIDs|Process Group PGID|"
                            r"Directory): .*|(?:Error|Signal|Exit Code): \(none\)|Output:|<exited with exit code -?\d+>|"
+                           r"Command executed in terminal .*|"
                            r"Process exited with code -?\d+|Exit [Cc]ode:? -?\d+)$")
 
 
@@ -615,6 +675,11 @@ def _arg_brief(tool_name: str | None, args) -> str:
             value = args.get(key)
             if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
                 return clip(str(value), 80)
+        for key in _PATCH_KEYS:   # a patch (Codex apply_patch): the files it names
+            value = args.get(key)
+            if isinstance(value, str) and "*** Begin Patch" in value:
+                files = list(dict.fromkeys(m.strip() for m in _PATCH_FILE.findall(value)))
+                return clip(", ".join(files), 80) if files else ""
     return ""
 
 
@@ -949,7 +1014,7 @@ class _Subagent:
     def line(self) -> str:
         parts = [f"- {self.name} ({self.turn_id})"]
         if self.task:
-            parts.append(f"task {_quote(self.task, ASK_CHARS)}")
+            parts.append(f"task {_quote(self.task, TASK_CHARS)}")
         if self.work.files:
             parts.append("changed: " + ", ".join(self.work.files))
         if self.work.last_failure:
@@ -1723,13 +1788,20 @@ def _distinct(briefs: list[str], brief: str, keep: int = 3) -> list[str]:
     return [*(b for b in briefs if b != brief), brief][-keep:]
 
 
+# a call the person refused or interrupted (Claude Code, Cline, Codex, Gemini CLI wordings)
+_STOPPED = re.compile(r"user doesn't want to proceed|user denied|denied this operation|rejected by the user|"
+                      r"interrupted by (?:the )?user|cancelled by (?:the )?user|aborted by (?:the )?user",
+                      re.IGNORECASE)
+
+
 def failures_line(failures: dict, failure_error: dict, commands: dict, families: dict, fixed=_NONE) -> str:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
     distinct ones, said once for the commands of a family (or the tools that are no command) that
-    failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit app/x.py``) is fixed when a later
-    write of its file passed (``fixed``: label -> path)."""
+    failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
+    app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path); a call
+    the person refused or interrupted is "stopped by the user", not "still failing"."""
     labels = {f"`{clip(cmd, 80)}`": cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
     open_: dict[tuple, list] = {}
     resolved: dict[tuple, list] = {}
@@ -1743,6 +1815,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
                 later = " — passed later"
             elif families.get(family, True):
                 later, unresolved = " — still failing", True
+                if _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
+                    later = " — stopped by the user"
             else:
                 later = f" — fixed later (a later `{family}` passed)"
         elif label in fixed:
