@@ -611,6 +611,24 @@ def test_a_codex_rollout_compacts_the_same_read_ahead_or_not(tmp_path_factory, m
         _check_store(tmp_path_factory, patch, build, False, tail, keep, target, feed)
 
 
+@settings(max_examples=EXAMPLES or 6, deadline=None, derandomize=EXAMPLES is None,
+          suppress_health_check=list(HealthCheck))
+@given(data=st.data(), keep=st.integers(0, 6), target=st.sampled_from([300, 1_500, 5_000, 20_000]),
+       feed=st.sampled_from([1 << 10, 4 << 10, 16 << 10, 64 << 10]))
+def test_a_giant_newest_turn_spilled_by_the_feed_is_summarized_as_read_in_process(tmp_path_factory, monkeypatch, data,
+                                                                                 keep, target, feed):
+    """The feed's StepSpill: a newest turn of many steps (every kind of step in it: failures,
+    edits, sidechains, orphans, pinned lines, a huge output, a running last call) whose older
+    steps move toward the target, folded by the child as it reads: checks 1-4."""
+    call_ids: list = []
+    events = [e for t in range(1, data.draw(st.integers(1, 3))) for e in _turn(data.draw, t, call_ids)]
+    events += _turn(data.draw, 50, call_ids, giant=True)
+    session = {"events": events, "blank": [], "escaped": [], "torn": data.draw(st.booleans())}
+    with monkeypatch.context() as patch:
+        _check_store(tmp_path_factory, patch, lambda base: _build(base, session), session["torn"],
+                     data.draw(st.integers(0, 1)), keep, target, feed)
+
+
 # --------------------------------------------------------------------------- examples found above
 
 @pytest.mark.parametrize("blank", [[0], [1], [1, 2, 3]], ids=["before the first line", "between moved lines",
