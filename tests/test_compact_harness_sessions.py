@@ -738,6 +738,7 @@ def test_files_a_shell_command_writes_are_files_modified():
     assert writes("sed -i 's/total/grand_total/g' app/orders.py") == ["app/orders.py"]
     assert writes("sed -i.bak -e 's/a/b/' lib/x.rb && git diff") == ["lib/x.rb"]
     assert writes("cat > /tmp/scratch.txt <<EOF\nx\nEOF") == writes("echo hi > out.txt") == writes("ls -la") == []
+    assert writes("sed -i 's/a/b/' src/*.py") == []   # a glob names no one file
     assert written_paths("exec_command", {"cmd": "cat > src/config.py <<'EOF'\nx = 1\nEOF"}) == ["src/config.py"]
     assert changed_names({"command": "cat > src/config.py <<'EOF'\ndef load_config(path):\n    return 1\nclass Config:"
                                      "\n    pass\nEOF"}, ["src/config.py"]) == {"src/config.py": ["load_config", "Config"]}

@@ -383,7 +383,8 @@ def shell_written(command: str) -> list[str]:
     for pattern in _SHELL_WRITES:
         for m in pattern.finditer(command):
             path = m.group(1) or m.group(2) or m.group(3)
-            if path and not path.startswith(("/tmp/", "/dev/", "$")) and path not in out:
+            if path and not path.startswith(("/tmp/", "/dev/", "$")) and not any(c in path for c in "*?{[") \
+                    and path not in out:   # (a glob names no one file)
                 out.append(path)
     return out
 
