@@ -738,6 +738,7 @@ def test_files_a_shell_command_writes_are_files_modified():
     assert writes("sed -i 's/total/grand_total/g' app/orders.py") == ["app/orders.py"]
     assert writes("sed -i.bak -e 's/a/b/' lib/x.rb && git diff") == ["lib/x.rb"]
     assert writes("cat > /tmp/scratch.txt <<EOF\nx\nEOF") == writes("echo hi > out.txt") == writes("ls -la") == []
+    assert writes("sed -i 's/a/b/' src/*.py") == []   # a glob names no one file
     assert written_paths("exec_command", {"cmd": "cat > src/config.py <<'EOF'\nx = 1\nEOF"}) == ["src/config.py"]
     assert changed_names({"command": "cat > src/config.py <<'EOF'\ndef load_config(path):\n    return 1\nclass Config:"
                                      "\n    pass\nEOF"}, ["src/config.py"]) == {"src/config.py": ["load_config", "Config"]}
@@ -772,3 +773,14 @@ def test_a_call_the_user_refused_is_stopped_by_the_user_not_still_failing():
                          {"rm": True, "pytest": True})
     assert line == ("Failed: `pytest -q` ×1 (FAILED tests/test_a.py::test_b - assert 1 == 2) — still failing; "
                     f"`rm -rf build` ×1 ({refused}) — stopped by the user")
+
+
+def test_a_build_or_deploy_that_finished_is_its_outcome():
+    from memcli.compaction.offline import outcome_line
+
+    assert outcome_line("   Compiling cfg v0.3.1\n    Finished `release` profile [optimized] target(s) in 12.3s") == \
+        "Finished `release` profile [optimized] target(s) in 12.3s"
+    assert outcome_line("aws_s3_bucket.b: Creating...\nApply complete! Resources: 3 added, 1 changed, 0 destroyed.") == \
+        "Apply complete! Resources: 3 added, 1 changed, 0 destroyed."
+    assert outcome_line("vite v5.0.0 building for production...\n✓ 34 modules transformed.\n✓ built in 738ms") == \
+        "✓ built in 738ms"

@@ -383,7 +383,8 @@ def shell_written(command: str) -> list[str]:
     for pattern in _SHELL_WRITES:
         for m in pattern.finditer(command):
             path = m.group(1) or m.group(2) or m.group(3)
-            if path and not path.startswith(("/tmp/", "/dev/", "$")) and path not in out:
+            if path and not path.startswith(("/tmp/", "/dev/", "$")) and not any(c in path for c in "*?{[") \
+                    and path not in out:   # (a glob names no one file)
                 out.append(path)
     return out
 
@@ -1713,7 +1714,8 @@ _OUTCOMES = tuple(re.compile(p, re.MULTILINE) for p in (   # in order of prefere
     r"^\[[^\]\s]+(?: \([^)]*\))? [0-9a-f]{7,40}\] .*$",                                   # git commit
     r"^\s*(?:\+ )?[0-9a-f]{7,40}\.\.\.?[0-9a-f]{7,40}\s+\S+ -> \S+.*$",                     # git push
     r"https?://\S+/(?:pull|merge_requests|issues)/\d+",                                        # PR / issue
-    r"^.*\b(?:Successfully|Compiled|Built|Deployed|BUILD SUCCESS(?:FUL)?)\b.*$"))                                  # builds
+    r"^.*\b(?:Successfully|Compiled|Built|Deployed|BUILD SUCCESS(?:FUL)?)\b.*$|^.*\bApply complete!.*$"   # builds,
+    r"|^\s*Finished\b.*\btarget\(s\) in .*$|^.*✓ built in .*$"))                     # deploys (terraform), cargo, vite
 
 
 _ANY_OUTCOME = re.compile("|".join(f"(?:{p.pattern})" for p in _OUTCOMES), re.MULTILINE)
