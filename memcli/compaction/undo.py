@@ -314,19 +314,30 @@ def _recorded_inserts(store: AgentStore, entry: CompactionEntry, lines: list) ->
 def _anchor_at(path, offset: int, anchor: str | None) -> bool:
     """Whether ``offset`` of ``path`` is a line's start and the nearest non-blank line before it
     is the trace ``anchor`` (None: there is none; blank lines kept in the active file lie between)."""
+    if offset == 0:
+        return anchor is None
     if offset > jsonl.file_size(path):
         return False
-    if offset:
-        with jsonl.open_read(path) as f:
-            f.seek(offset - 1)
-            if f.read(1) != b"\n":
-                return False
-    for _start, line in jsonl.iter_lines_reverse(path, end=offset) if offset else ():
+    gap_start, found = 0, None
+    for start, line in jsonl.iter_lines_reverse(path, end=offset):
+        gap_start = start + len(line) + 1
         try:
-            return anchor is not None and orjson.loads(line).get("id") == anchor
+            found = orjson.loads(line).get("id")
         except (orjson.JSONDecodeError, AttributeError):
             return False
-    return anchor is None
+        break
+    if gap_start != offset and not _blank_lines(path, gap_start, offset):
+        return False   # (offset is inside a line)
+    return found == anchor if found is not None else anchor is None
+
+
+def _blank_lines(path, start: int, end: int) -> bool:
+    """Whether bytes ``[start, end)`` of ``path`` are whole blank lines (the rare gap between a
+    run's anchor and its place)."""
+    with jsonl.open_read(path) as f:
+        f.seek(start)
+        gap = f.read(end - start)
+    return gap.endswith(b"\n") and not gap.strip()
 
 
 def _line_ends(path, ids: set) -> dict:
