@@ -312,7 +312,8 @@ def test_older_codex_exec_results_are_read_by_their_output_in_the_summary(memory
     ingest(memory_dir, "r", r.jsonl(), "codex", tmp_path)
     result = Memory(memory_dir).agent("r").compact(tail_turns=1, keep_steps=0)
     summary = result.summary
-    assert "`pytest -q tests/test_module_1.py`: 3 passed in 0.1s" in summary
+    # (Commands: keeps a family's newest run: pytest's, whichever file it was given)
+    assert "Commands (latest outcome): `pytest -q tests/test_module_5.py`: 3 passed in 0.1s" in summary
     assert "(FAILED tests/test_module_2.py::test_run_2) — passed later" in summary
     assert "metadata" not in summary and "duration_seconds" not in summary and '{"output"' not in summary
     # nor does the fidelity benchmark count the JSON's keys as the project's identifiers
