@@ -784,3 +784,14 @@ def test_a_build_or_deploy_that_finished_is_its_outcome():
         "Apply complete! Resources: 3 added, 1 changed, 0 destroyed."
     assert outcome_line("vite v5.0.0 building for production...\n✓ 34 modules transformed.\n✓ built in 738ms") == \
         "✓ built in 738ms"
+
+
+def test_a_script_s_own_subcommands_are_families_of_their_own():
+    """``python manage.py migrate`` failing is not fixed by ``python manage.py test`` passing
+    (both were the family ``python manage.py``); a script given a file is one family."""
+    from memcli.compaction.offline import command_family
+
+    assert command_family("python3 manage.py migrate --noinput") == "python3 manage.py migrate"
+    assert command_family("python3 manage.py test app") == "python3 manage.py test"
+    assert command_family("bash ./deploy.sh staging") == "bash ./deploy.sh staging"
+    assert command_family("python script.py data/in.csv") == command_family("python script.py") == "python script.py"

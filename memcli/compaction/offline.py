@@ -394,7 +394,8 @@ def command_family(command: str) -> str:
     """What a command does, for "fixed later": its program and first word that is not an option
     (``git add -f x`` and ``git add x`` are one family, ``npm run build`` another), past any
     ``cd DIR &&`` prefix and ``VAR=value`` assignments; a test runner or linter given files is its
-    program alone (``pytest tests/a.py`` and ``pytest -q`` are one family: :data:`_SCOPED_RUNNERS`)."""
+    program alone (``pytest tests/a.py`` and ``pytest -q`` are one family: :data:`_SCOPED_RUNNERS`); a
+    script's own subcommand counts (``python manage.py migrate`` and ``python manage.py test`` are two)."""
     command = command.strip().rsplit("&&", 1)[-1] if command.lstrip().startswith("cd ") else command
     words = [w for w in command.split()[:12] if not _ENV_ASSIGN.match(w)]
     if not words:
@@ -409,9 +410,17 @@ def command_family(command: str) -> str:
         if program in _SCOPED_RUNNERS:   # ``pytest tests/a.py``: the paths say where it runs, not what
             sub = next((w for w in rest if not w.startswith("-")), "") if program in _SUBCOMMANDS else ""
             return f"{program} {sub}".strip()
-    sub = next((w for w in rest if not w.startswith("-")), "")
+    at = next((n for n, w in enumerate(rest) if not w.startswith("-")), None)
+    sub = rest[at] if at is not None else ""
+    if program in _INTERPRETERS and _SCRIPT.search(sub):   # ``python manage.py migrate``: the script's own command
+        then = next((w for w in rest[at + 1:] if not w.startswith("-")), "")
+        if then.isidentifier():
+            sub = f"{sub} {then}"
     return f"{program} {sub}".strip()
 
+
+_INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "bash", "sh", "deno"})
+_SCRIPT = re.compile(r"\.(?:py|js|mjs|cjs|ts|rb|php|pl|sh)$")
 
 # test runners, linters and type checkers whose arguments are the files or tests they run on (one
 # family whatever they are given); of them, those that take a subcommand first (``ruff check``)
