@@ -509,7 +509,8 @@ def claude_sessions(draw) -> list[dict]:
         if draw(st.integers(0, 4)) == 0:
             lines.append({"type": "system", "subtype": "compact_boundary", "uuid": f"b{t}",
                           "content": "Conversation compacted", "compactMetadata": {"trigger": "auto", "preTokens": 9000}})
-            line("user", f"This session is being continued: src/app_{t}.ts was fixed.", isCompactSummary=True)
+            summary = line("user", f"This session is being continued: src/app_{t}.ts was fixed.", isCompactSummary=True)
+            summary.update(parentUuid=None, logicalParentUuid=lines[-3]["uuid"])   # the chain restarts there
     return lines
 
 
