@@ -11,7 +11,10 @@ match. :func:`memcli.pairing.pop_open_call` is the one implementation: the state
 ``stats``, ``doctor``), the snapshot (:mod:`memcli.snapshot.build`) and the markdown export
 (:mod:`memcli.export.markdown`) all call it, so they pair a reused id the same way.
 
-Status: PENDING (no result yet), SUCCESS, ERROR (the result has a ``tool_error``). A result whose
+Status: PENDING (no result yet), SUCCESS, ERROR (the result failed: :func:`result_failure`, the
+one rule for it — a ``tool_error``, a non-zero exit code in the result or kept by its importer, or
+one the harness wrote into the output text, as Codex, Copilot CLI, Gemini CLI and Cline do; the
+offline summary's "failed" and ``tools``/``stats``/``turns``/``view`` agree). A result whose
 call is not among the traces given is an ORPHAN and is listed at its own position — never
 dropped. Nothing here is stored.
 
@@ -28,10 +31,14 @@ Everything streams: :func:`iter_tool_pairs` yields interactions while reading th
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass
 from typing import Collection, Iterable, Iterator
 
+import orjson
+
+from memcli.messages import json_text
 from memcli.models import RawTrace, ToolInteraction, ToolStatus
 from memcli.pairing import pop_open_call, take_open_call  # noqa: F401  (take_open_call: old name)
 
@@ -81,7 +88,7 @@ def iter_tool_pairs(traces: Iterable[RawTrace], *, ordered: bool = True,
             pair = pop_open_call(open_calls, call_id, trace.turn_id, _pair_turn)
             if pair is not None:
                 interaction = pair.interaction
-                interaction.status = ToolStatus.ERROR if trace.tool_error else ToolStatus.SUCCESS
+                interaction.status = ToolStatus.ERROR if result_failure(trace)[0] else ToolStatus.SUCCESS
                 if interaction.tool_name is None:
                     interaction.tool_name = trace.tool_name
             else:
@@ -121,3 +128,81 @@ def iter_tool_interactions(traces: Iterable[RawTrace], *, ordered: bool = True,
 def pair_tool_traces(traces: Iterable[RawTrace]) -> list[ToolInteraction]:
     """Every interaction, in call order (orphans at their result's position)."""
     return list(iter_tool_interactions(traces))
+
+
+# the exit status a harness writes around a command's output: first (Codex ``Exit code: 1`` /
+# ``Process exited with code 1`` after ``Chunk ID``/``Wall time`` lines; Cline and Roo Code after
+# ``Command executed in terminal within working directory '…'.``) or last (Copilot CLI
+# ``<exited with exit code 1>``, Gemini CLI ``Exit Code: 1`` before its Signal/PIDs lines)
+_EXIT_HEAD = re.compile(r"\A(?:(?:Chunk ID|Wall time|Command|Directory): [^\n]*\n"
+                        r"|Command executed in terminal[^\n]*?(?:\n|\. (?=Exit code))){0,3}"   # (Cline, Roo Code)
+                        r"(?:Exit code:? |Process exited with code )(-?\d+)[ \t]*$", re.MULTILINE)
+_EXIT_TAIL = re.compile(r"^(?:<exited with exit code (-?\d+)>|Exit Code: (-?\d+))[ \t]*$", re.MULTILINE)
+def stated_exit(text: str) -> int | None:
+    """The exit status a harness wrote into a command's output text (see :data:`_EXIT_HEAD`,
+    :data:`_EXIT_TAIL`), None when it states none."""
+    m = _EXIT_HEAD.match(text[:300])
+    if m:
+        return int(m.group(1))
+    tail = text[-300:]
+    if "xit" not in tail:
+        return None
+    found = _EXIT_TAIL.findall(tail)
+    return int(found[-1][0] or found[-1][1]) if found else None
+
+
+def _output_text(result) -> str | None:
+    """A command's output as a string: the result itself, or its ``output``/``stdout``/``content``."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, dict):
+        for key in ("output", "stdout", "content"):
+            if isinstance(result.get(key), str):
+                return result[key]
+    return None
+
+
+def exec_output(text: str) -> str:
+    """A command's output as a text: an older Codex rollout recorded each exec result as JSON,
+    ``{"output": "...", "metadata": {"exit_code": 1, "duration_seconds": 0.1}}`` (the importer
+    reads the exit code; the model read the output): its ``output``; any other text as it is."""
+    if text.startswith('{"output"'):
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+        if isinstance(value, dict) and isinstance(value.get("output"), str) and isinstance(value.get("metadata"), dict):
+            return value["output"]
+    return text
+
+
+def result_failure(trace) -> tuple[bool, str]:
+    """(failed, error text) of a tool result: a ``tool_error``, an exit code other than 0 (a
+    result's field, the ``exit_code`` an importer kept, or the status the harness wrote into the
+    output: :func:`stated_exit`)."""
+    if trace.tool_error:
+        return True, exec_output(trace.tool_error)
+    result = trace.tool_result
+    if isinstance(result, dict):
+        for key in ("exit_code", "exitCode", "returncode"):
+            code = result.get(key)
+            if code is not None and isinstance(code, int) and not isinstance(code, bool) and code != 0:
+                text = result.get("stderr") or result.get("output") or result.get("stdout") or ""
+                return True, f"exit code {code}" + (f"\n{_text_of(text)}" if text else "")
+        if result.get("is_error") is True or result.get("success") is False:
+            return True, _text_of(result.get("error") or result.get("message") or result)
+    text = _output_text(result)
+    extra = getattr(trace, "extra", None)
+    code = extra.get("exit_code") if extra else None
+    if not (isinstance(code, int) and not isinstance(code, bool)):
+        code = stated_exit(text) if text else None
+    if code:
+        return True, f"exit code {code}" + (f"\n{text}" if text else "")
+    return False, ""
+
+
+def _text_of(value) -> str:
+    """A result field as text: a string as it is, anything else as its JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json_text(value)

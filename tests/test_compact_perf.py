@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import orjson
 import pytest
 
+from memcli import tool_interactions
 from memcli.compaction import offline
 from tests.helpers import CORPORA, needs_corpora
 
@@ -196,7 +197,7 @@ def test_repeated_calls_and_results_are_worked_out_once_and_say_the_same(monkeyp
             _plain_vocabulary(offline._scanned("\n".join(offline._strings(args)))), urls(text))
     for text, said in offline._RESULTS.items():
         value = orjson.loads(text)
-        failed, error = offline._result_failed(SimpleNamespace(tool_error=None, tool_result=value))
+        failed, error = tool_interactions.result_failure(SimpleNamespace(tool_error=None, tool_result=value))
         assert (said.failed, said.error, said.brief, said.vocab, said.urls, said.outcome()) == (
             failed, error, offline.error_brief(error) if failed else "",
             _plain_vocabulary(offline._scanned(error if failed else "\n".join(offline._strings(value)))),

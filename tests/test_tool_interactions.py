@@ -28,3 +28,34 @@ def test_fifo_pairing_statuses_and_orphans():
         ("y", "c", ToolStatus.SUCCESS, None, None, "t5", "t9"),
         ("z", "d", ToolStatus.PENDING, None, None, "t7", None),
     ]
+
+
+def test_a_failure_the_harness_wrote_into_the_output_is_an_error_everywhere(memory_dir, cli):
+    """Codex, Copilot CLI, Gemini CLI and Cline state a failed command's exit code in its output
+    text, and an importer may keep one in the result or beside it: ``tools --status error``,
+    ``stats`` and ``turns`` count those as errors, the one rule the compaction summary uses (it
+    said "2 failed" where ``stats`` said 0 errors)."""
+    import orjson
+
+    events = [
+        {"trace_type": "user", "content": "run the tests"},
+        {"trace_type": "tool_call", "tool_name": "shell", "tool_call_id": "c1", "tool_args": {"command": "pytest -q"}},
+        {"trace_type": "tool_result", "tool_name": "shell", "tool_call_id": "c1",
+         "tool_result": "Exit code: 1\nWall time: 0.4 seconds\nOutput:\nFAILED tests/test_a.py::test_one - assert 1 == 2"},
+        {"trace_type": "tool_call", "tool_name": "bash", "tool_call_id": "c2", "tool_args": {"command": "make"}},
+        {"trace_type": "tool_result", "tool_name": "bash", "tool_call_id": "c2",
+         "tool_result": {"exit_code": 2, "stderr": "make: *** [all] Error 2"}},
+        {"trace_type": "tool_call", "tool_name": "shell", "tool_call_id": "c3", "tool_args": {"command": "ls"}},
+        {"trace_type": "tool_result", "tool_name": "shell", "tool_call_id": "c3",
+         "tool_result": "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nsrc tests"},
+        {"trace_type": "tool_call", "tool_name": "shell", "tool_call_id": "c4", "tool_args": {"command": "cat x"}},
+        {"trace_type": "tool_result", "tool_name": "shell", "tool_call_id": "c4", "tool_error": "No such file"},
+    ]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    listed = cli("tools", "a", "--status", "error", "--json")
+    assert listed.exit_code == 0
+    assert sorted(row["tool_call_id"] for row in orjson.loads(listed.stdout)) == ["c1", "c2", "c4"]
+    stats = orjson.loads(cli("stats", "a", "--json").stdout)
+    assert (stats["tool_calls"]["error"], stats["tool_calls"]["success"]) == (3, 1)
+    turns = orjson.loads(cli("turns", "a", "--json").stdout)
+    assert [t["errors"] for t in turns] == [3]

@@ -38,7 +38,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   harness's own lines around an output — after the exit status. A result is a failure when the
   importer says so, when its object has a non-zero exit code, or when the harness wrote one into
   its text (Codex ``Exit code: 1`` / ``Process exited with code 1``, Copilot CLI ``<exited with
-  exit code 1>``, Gemini CLI ``Exit Code: 1``: :func:`stated_exit`). The unresolved ones first,
+  exit code 1>``, Gemini CLI ``Exit Code: 1``: :func:`memcli.tool_interactions.stated_exit`, the one rule ``tools`` and ``stats`` use too). The unresolved ones first,
   newest first; "passed later" (the same command),
   "fixed later" (a later command of the same *family*, :func:`command_family`) or "still failing".
 * Each turn's **final assistant message**, up to ``REPLY_CHARS`` (600) characters, and the
@@ -100,6 +100,7 @@ import orjson
 from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn
 from memcli.models import NON_OPENING_TAGS, TAG_COMPACT_SUMMARY, TAG_REASONING, TAG_SIDECHAIN
 from memcli.pairing import pop_open_call
+from memcli.tool_interactions import exec_output, result_failure
 
 MAX_LISTED_TURNS = 40
 HEAD_TURNS = 10
@@ -511,82 +512,11 @@ def todo_lines(args) -> list[str]:
     return out
 
 
-# the exit status a harness writes around a command's output: first (Codex ``Exit code: 1`` /
-# ``Process exited with code 1`` after ``Chunk ID``/``Wall time`` lines; Cline and Roo Code after
-# ``Command executed in terminal within working directory '…'.``) or last (Copilot CLI
-# ``<exited with exit code 1>``, Gemini CLI ``Exit Code: 1`` before its Signal/PIDs lines)
-_EXIT_HEAD = re.compile(r"\A(?:(?:Chunk ID|Wall time|Command|Directory): [^\n]*\n"
-                        r"|Command executed in terminal[^\n]*?(?:\n|\. (?=Exit code))){0,3}"   # (Cline, Roo Code)
-                        r"(?:Exit code:? |Process exited with code )(-?\d+)[ \t]*$", re.MULTILINE)
-_EXIT_TAIL = re.compile(r"^(?:<exited with exit code (-?\d+)>|Exit Code: (-?\d+))[ \t]*$", re.MULTILINE)
 # the harness's own lines around an output (the exit status, times, ids, empty fields): not output
 _WRAPPER_LINE = re.compile(r"^(?:(?:Chunk ID|Wall time|Original token count|Background PIDs|Process Group PGID|"
                            r"Directory): .*|(?:Error|Signal|Exit Code): \(none\)|Output:|<exited with exit code -?\d+>|"
                            r"Command executed in terminal .*|"
                            r"Process exited with code -?\d+|Exit [Cc]ode:? -?\d+)$")
-
-
-def stated_exit(text: str) -> int | None:
-    """The exit status a harness wrote into a command's output text (see :data:`_EXIT_HEAD`,
-    :data:`_EXIT_TAIL`), None when it states none."""
-    m = _EXIT_HEAD.match(text[:300])
-    if m:
-        return int(m.group(1))
-    tail = text[-300:]
-    if "xit" not in tail:
-        return None
-    found = _EXIT_TAIL.findall(tail)
-    return int(found[-1][0] or found[-1][1]) if found else None
-
-
-def _output_text(result) -> str | None:
-    """A command's output as a string: the result itself, or its ``output``/``stdout``/``content``."""
-    if isinstance(result, str):
-        return result
-    if isinstance(result, dict):
-        for key in ("output", "stdout", "content"):
-            if isinstance(result.get(key), str):
-                return result[key]
-    return None
-
-
-def exec_output(text: str) -> str:
-    """A command's output as a text: an older Codex rollout recorded each exec result as JSON,
-    ``{"output": "...", "metadata": {"exit_code": 1, "duration_seconds": 0.1}}`` (the importer
-    reads the exit code; the model read the output): its ``output``; any other text as it is."""
-    if text.startswith('{"output"'):
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return text
-        if isinstance(value, dict) and isinstance(value.get("output"), str) and isinstance(value.get("metadata"), dict):
-            return value["output"]
-    return text
-
-
-def _result_failed(trace) -> tuple[bool, str]:
-    """(failed, error text) of a tool result: a ``tool_error``, an exit code other than 0 (a
-    result's field, the ``exit_code`` an importer kept, or the status the harness wrote into the
-    output: :func:`stated_exit`)."""
-    if trace.tool_error:
-        return True, exec_output(trace.tool_error)
-    result = trace.tool_result
-    if isinstance(result, dict):
-        for key in ("exit_code", "exitCode", "returncode"):
-            code = result.get(key)
-            if code is not None and isinstance(code, int) and not isinstance(code, bool) and code != 0:
-                text = result.get("stderr") or result.get("output") or result.get("stdout") or ""
-                return True, f"exit code {code}" + (f"\n{_json_text(text)}" if text else "")
-        if result.get("is_error") is True or result.get("success") is False:
-            return True, _json_text(result.get("error") or result.get("message") or result)
-    text = _output_text(result)
-    extra = getattr(trace, "extra", None)
-    code = extra.get("exit_code") if extra else None
-    if not (isinstance(code, int) and not isinstance(code, bool)):
-        code = stated_exit(text) if text else None
-    if code:
-        return True, f"exit code {code}" + (f"\n{text}" if text else "")
-    return False, ""
 
 
 def informative_line(text: str) -> str:
@@ -840,7 +770,7 @@ class _Result:
     __slots__ = ("failed", "error", "brief", "vocab", "urls", "result", "_outcome")
 
     def __init__(self, t, result_text: str):
-        self.failed, self.error = failed, error = _result_failed(t)
+        self.failed, self.error = failed, error = result_failure(t)
         self.brief = error_brief(error) if failed else ""
         self.result = result = t.tool_result
         text = error if failed else "\n".join(_strings(result))
@@ -1147,7 +1077,7 @@ class _TurnDigest:
                 if said.vocab:
                     self._count(said.vocab, 1)
                 return
-            failed, failure = _result_failed(t)
+            failed, failure = result_failure(t)
             self.main.result(t, failed, failure)
             if failed:
                 self._text(failure, 2000)
@@ -1230,7 +1160,7 @@ class _TurnDigest:
         elif kind == "tool_call":
             agent.work.call(t)
         elif kind == "tool_result":
-            agent.work.result(t, *_result_failed(t))
+            agent.work.result(t, *result_failure(t))
 
     @property
     def files(self) -> list[str]:
