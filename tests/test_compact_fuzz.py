@@ -514,23 +514,17 @@ def claude_sessions(draw) -> list[dict]:
     return lines
 
 
-@settings(max_examples=EXAMPLES or 6, deadline=None, derandomize=EXAMPLES is None,
-          suppress_health_check=list(HealthCheck))
-@given(session=claude_sessions(), tail=st.integers(0, 3), keep=st.integers(0, 5),
-       target=st.sampled_from([None, 300, 3_000, 10 ** 9]), feed=st.sampled_from([1 << 10, 16 << 10]))
-def test_a_claude_code_session_compacts_the_same_read_ahead_or_not(tmp_path_factory, monkeypatch, session, tail, keep,
-                                                                    target, feed):
-    """Checks 1-4 on Claude Code sessions imported by the claude-code importer."""
+def _importer(session: list[dict], fmt: str):
+    """A store builder for :func:`_check_store`: ``session``'s lines imported as ``fmt``."""
     def build(memory_dir: Path) -> Path:
         from memcli.ingest.api import ingest
 
         src = memory_dir.parent / f"{memory_dir.name}.jsonl"
         src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in session))
-        ingest(memory_dir, "a", src, fmt="claude-code")
+        ingest(memory_dir, "a", src, fmt=fmt)
         return memory_dir / "agents" / "a" / FILES[0]
 
-    with monkeypatch.context() as patch:
-        _check_store(tmp_path_factory, patch, build, False, tail, keep, target, feed)
+    return build
 
 
 @st.composite
@@ -593,23 +587,18 @@ def codex_sessions(draw) -> list[dict]:
     return lines
 
 
+@pytest.mark.parametrize("fmt, sessions", [("claude-code", claude_sessions), ("codex", codex_sessions)])
 @settings(max_examples=EXAMPLES or 6, deadline=None, derandomize=EXAMPLES is None,
           suppress_health_check=list(HealthCheck))
-@given(session=codex_sessions(), tail=st.integers(0, 3), keep=st.integers(0, 5),
+@given(data=st.data(), tail=st.integers(0, 3), keep=st.integers(0, 5),
        target=st.sampled_from([None, 300, 3_000, 10 ** 9]), feed=st.sampled_from([1 << 10, 16 << 10]))
-def test_a_codex_rollout_compacts_the_same_read_ahead_or_not(tmp_path_factory, monkeypatch, session, tail, keep,
-                                                              target, feed):
-    """Checks 1-4 on Codex rollouts imported by the codex importer."""
-    def build(memory_dir: Path) -> Path:
-        from memcli.ingest.api import ingest
-
-        src = memory_dir.parent / f"{memory_dir.name}.jsonl"
-        src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in session))
-        ingest(memory_dir, "a", src, fmt="codex")
-        return memory_dir / "agents" / "a" / FILES[0]
-
+def test_a_harness_session_compacts_the_same_read_ahead_or_not(tmp_path_factory, monkeypatch, fmt, sessions, data, tail,
+                                                                keep, target, feed):
+    """Checks 1-4 on Claude Code sessions and Codex rollouts built by their rules, imported by
+    their importers."""
+    session = data.draw(sessions())
     with monkeypatch.context() as patch:
-        _check_store(tmp_path_factory, patch, build, False, tail, keep, target, feed)
+        _check_store(tmp_path_factory, patch, _importer(session, fmt), False, tail, keep, target, feed)
 
 
 @settings(max_examples=EXAMPLES or 6, deadline=None, derandomize=EXAMPLES is None,
