@@ -170,6 +170,59 @@ def test_archived_codex_sessions_are_found(tmp_path):
     assert [(s.agent, s.events) for s in report.sessions] == [(f"codex.app.{X1}", 5)]
 
 
+def _zstd_stream(data: bytes) -> bytes:
+    """zstd frames as Codex's streaming encoder writes them (no content size in the header)."""
+    import io
+
+    import zstandard
+
+    out = io.BytesIO()
+    with zstandard.ZstdCompressor(level=3).stream_writer(out, closefd=False) as w:
+        w.write(data[: len(data) // 2])
+        w.flush()
+        w.write(data[len(data) // 2:])
+    return out.getvalue()
+
+
+def test_codex_compressed_rollouts_are_read_and_a_plain_sibling_wins(tmp_path, monkeypatch):
+    """Codex compresses cold rollouts in place to rollout-*.jsonl.zst and writes the .jsonl back
+    (removing the .zst) when it resumes one: both are the same session, stored once."""
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    X2 = sid(2, "cx")
+    archived = codex_rollout(home, X1, archived=True)
+    plain = write_lines(archived, cx_lines(X1, 2))
+    zst = archived.with_name(archived.name + ".zst")
+    zst.write_bytes(_zstd_stream(plain.read_bytes()))
+    plain.unlink()
+    live = codex_rollout(home, X2)
+    write_lines(live, cx_lines(X2, 1))
+    live.with_name(live.name + ".zst").write_bytes(b"stale copy: the plain file beside it is read")
+    report = _sync(mem, home)
+    assert [(s.agent, s.path, s.status, s.events) for s in report.sessions] == [
+        (f"codex.app.{X2}", str(live), "new", 5), (f"codex.app.{X1}", str(zst), "new", 9)]
+    with monkeypatch.context() as m:
+        second = synced_again_reading_nothing(m, lambda: _sync(mem, home), mem, (engine, "read_bytes"))
+        assert [s.status for s in second.sessions] == ["unchanged", "unchanged"]
+    # resumed: Codex writes the plain rollout back, grown, and removes the .zst
+    write_lines(archived, cx_lines(X1, 2) + cx_turn(X1, 2))
+    zst.unlink()
+    again = {s.agent: s for s in _sync(mem, home).sessions}[f"codex.app.{X1}"]
+    assert (again.status, again.events, again.duplicates) == ("new", 4, 9)
+    assert len(agent_traces(mem, f"codex.app.{X1}")) == 13
+
+
+def test_a_corrupt_compressed_rollout_is_reported_and_others_import(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    bad = codex_rollout(home, X1, archived=True)
+    bad = bad.with_name(bad.name + ".zst")
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not zstd at all")
+    write_lines(codex_rollout(home, sid(2, "cx")), cx_lines(sid(2, "cx"), 1))
+    report = _sync(mem, home)
+    assert [(s.status, s.events) for s in report.sessions] == [("new", 5), ("failed", 0)]
+    assert report.sessions[1].error.startswith(f"{bad}: ") and "zstd" in report.sessions[1].error
+
+
 def test_import_session_is_the_reusable_entry_point(tmp_path):
     """What a harness hook calls for a live transcript: same agent, same state as sync."""
     from memcli.sync import get_source

@@ -29,6 +29,7 @@ import orjson
 
 from memcli.errors import InputError, MemcliError
 from memcli.sync import Identity, Session, SessionFile, get_source, parse_sources
+from memcli.sync._head import is_compressed, read_bytes
 from memcli.sync.naming import session_agent_id
 
 TAIL_BYTES = 1024        # the bytes before the offset, and at the start, that must be unchanged to read on
@@ -148,8 +149,8 @@ class _FileRead:
         self.st = st
         self.items: list = []
         self.error: InputError | None = None
-        self.mode = "new" if entry is None else "appended" if spec.lines and _prefix_intact(spec.path, entry, st) \
-            else "rewritten"
+        self.mode = "new" if entry is None else "appended" if (
+            spec.lines and not is_compressed(spec.path) and _prefix_intact(spec.path, entry, st)) else "rewritten"
         self.new_entry: dict | None = None
 
 
@@ -183,12 +184,16 @@ def _read_file(fr: _FileRead, result) -> None:
     spec, entry, st = fr.spec, fr.entry, fr.st
     importer = get_importer(spec.fmt)
     resume = getattr(importer, "resume", None) if spec.lines else None
-    with open(spec.path, "rb") as f:
-        start, line0, carry = 0, 1, None
-        if fr.mode == "appended" and resume is not None and entry.get("carry") is not None:
-            start, line0, carry = entry["offset"], entry.get("line", 0) + 1, entry["carry"]
-        f.seek(start)
-        data = f.read()
+    start, line0, carry = 0, 1, None
+    if fr.mode == "appended" and resume is not None and entry.get("carry") is not None:
+        start, line0, carry = entry["offset"], entry.get("line", 0) + 1, entry["carry"]
+    if is_compressed(spec.path):  # read whole (never "appended"); offsets and digests are of its text
+        data = whole = read_bytes(spec.path)
+    else:
+        whole = None
+        with open(spec.path, "rb") as f:
+            f.seek(start)
+            data = f.read()
     size_read = start + len(data)
     if spec.lines:
         end = data.rfind(b"\n") + 1  # a last line without its newline is still being written
@@ -228,8 +233,13 @@ def _read_file(fr: _FileRead, result) -> None:
         offset = start + rel_end
         if reader is None:
             offset, last_line = start + positions[0][0], positions[0][1]
-        with open(spec.path, "rb") as f:
-            tail = _tail_digest(f, offset)
+        if whole is not None:
+            import io
+
+            tail = _tail_digest(io.BytesIO(whole), offset)
+        else:
+            with open(spec.path, "rb") as f:
+                tail = _tail_digest(f, offset)
         # the reader holds lines back (awaiting their pair): read on from the offset next time even
         # if the file does not change, so that once it is settled they are imported
         pending = offset < complete_end
