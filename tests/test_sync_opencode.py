@@ -44,6 +44,21 @@ def test_first_sync_reads_the_database_without_writing_it(tmp_path):
     assert _db(home).read_bytes() == before
 
 
+def test_a_channel_database_is_read_beside_the_main_one(tmp_path):
+    # opencode of another channel than latest/beta/prod (a dev or preview build) writes
+    # opencode-<channel>.db instead of opencode.db
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    s3 = "ses_3f2a1b0c9d8eAAAAAAAAAAAA03"
+    opencode_db(_db(home).with_name("opencode-dev.db"), {s3: ("/home/me/tool", oc_turn(0, "heron"))})
+    report = synced(mem, home, "opencode")
+    assert {a: r.status for a, r in report.items()} == {
+        f"opencode.app.{S1}": "new", f"opencode.web.{S2}": "new", f"opencode.tool.{s3}": "new"}
+    assert report[f"opencode.tool.{s3}"].path.endswith("opencode-dev.db")
+    _db(home).unlink()   # only a channel database: it is still found, the legacy tree is not looked for
+    again = synced(mem, home, "opencode")
+    assert {a: r.status for a, r in again.items()} == {f"opencode.tool.{s3}": "unchanged"}
+
+
 def test_no_change_sync_does_not_open_the_database(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
     report = synced_again_reading_nothing(monkeypatch, lambda: synced(mem, home, "opencode"), mem,

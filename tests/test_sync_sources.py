@@ -341,6 +341,42 @@ def test_gemini_appended_and_rewritten_messages_add_only_what_is_new(tmp_path):
     assert (third.status, third.events, third.duplicates) == ("appended", 1, 5)
 
 
+def test_gemini_tool_response_records_are_not_asks_and_results_are_stored_once(tmp_path):
+    # Gemini CLI (May 2026 on) records each tool response as a user message of functionResponse
+    # parts, beside the result it keeps on the call's record
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g = sid(26, "gm")
+    response = {"id": "r1", "timestamp": "2026-03-03T08:00:40.000Z", "type": "user",
+                "content": [{"functionResponse": {"id": "c1", "name": "read_file", "response": {"output": "# App"}}}]}
+    write_lines(gemini_chats(home) / f"session-2026-03-03T08-00-{g[:8]}.jsonl",
+                [gm_header(g), gm_user("u1", "what is in the readme"),
+                 gm_model("m1", "let me look", calls=[gm_call("c1", output="# App")]), response,
+                 gm_model("m2", "it is the app's readme", 1)])
+    report = memcli.Memory(mem).sync(home=home).sessions[0]
+    assert report.skipped == {"tool responses (read from their call's record)": 1}
+    traces = agent_traces(mem, report.agent)
+    assert _gm(mem, report.agent) == [("user", "what is in the readme"), ("assistant", "let me look"),
+                                      ("tool_call", ""), ("tool_result", "# App"),
+                                      ("assistant", "it is the app's readme")]
+    assert len({t["turn_id"] for t in traces}) == 1   # the tool response opened no turn
+
+
+def test_gemini_compression_summary_is_the_harness_compaction_not_an_ask(tmp_path):
+    # /compress (or auto compression) replaces the history: $set.messages with the summary as a
+    # new user message holding <state_snapshot>, then the model's acknowledgement
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    g = sid(27, "gm")
+    summary = "scratchpad first\n<state_snapshot>\n<overall_goal>ship it</overall_goal>\n</state_snapshot>"
+    kept = [gm_user("s1", summary, 3), gm_model("s2", "Got it. Thanks for the additional context!", 3)]
+    write_lines(gemini_chats(home) / f"session-2026-03-03T08-00-{g[:8]}.jsonl",
+                gm_session(g, 1) + kept + [{"$set": {"messages": kept}}, gm_user("u9", "go on", 4)])
+    report = memcli.Memory(mem).sync(home=home).sessions[0]
+    snap = [t for t in agent_traces(mem, report.agent) if t["content"] == summary]
+    assert len(snap) == 1
+    assert snap[0]["trace_type"] == "user" and snap[0]["tags"] == ["compact_summary"]
+    assert snap[0]["harness_compaction"] == {"harness": "gemini-cli"}
+
+
 def test_gemini_legacy_json_and_the_jsonl_resume_writes_beside_it_are_one_agent(tmp_path):
     home, mem = tmp_path / "home", tmp_path / "mem"
     g = sid(22, "gm")

@@ -24,7 +24,12 @@ session is resumed, in a later re-write — gives the same trace ids: ``gm-<mess
 call and its result). A tool call's result is read only once the call has one (``result``, or a
 final status ``success`` / ``error`` / ``cancelled``), so a result is never stored empty before it
 exists. ``info`` / ``error`` / ``warning`` messages are the CLI's own notices: skipped and
-counted.
+counted. A ``user`` record's ``functionResponse`` parts (Gemini CLI records each tool response as
+a user message too) are counted, not read: the call's record holds that result, and a record of
+tool responses only is no ask. A ``user`` message holding ``<state_snapshot>`` is the summary
+Gemini CLI's compression (``/compress`` or automatic) put in place of the history it replaced
+(``$set`` with ``messages``): tagged ``compact_summary`` with ``harness_compaction: {"harness":
+"gemini-cli"}``, never an ask.
 
 ``memcli sync`` reads a grown file on from where it stopped: the new lines are replayed among
 themselves (a rewind inside them drops what it rewinds); what an earlier sync stored stays
@@ -33,12 +38,30 @@ stored (memory is append-only), and a re-written message adds only its new trace
 
 from __future__ import annotations
 
-from memcli.importers._common import decoded, not_format, string
+from memcli.importers._common import decoded, harness_compaction, not_format, string
 from memcli.importers.gemini import _Reader as _ContentReader
+from memcli.models import TAG_COMPACT_SUMMARY
 
 _KINDS = frozenset({"user", "gemini", "info", "error", "warning"})
 _FINAL = frozenset({"success", "error", "cancelled"})
 _PREFIX = {"user": "u", "assistant": "x", "reasoning": "t", "tool_call": "c", "tool_result": "r"}
+_RESPONSE_KEYS = ("functionResponse", "function_response")
+_SNAPSHOT = "<state_snapshot>"   # how Gemini CLI itself recognizes its compression summary
+
+
+def _user_parts(message: dict, skipped) -> dict | None:
+    """A ``user`` record without its ``functionResponse`` parts (None when nothing is left).
+    Gemini CLI records each tool response as a ``user`` message too (since May 2026), beside the
+    result it keeps on the call's ``ToolCallRecord``: the call's record is what is read, so a
+    result is stored once and a tool response never opens a turn as an ask."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    kept = [p for p in content if not (isinstance(p, dict) and any(k in p for k in _RESPONSE_KEYS))]
+    if len(kept) == len(content):
+        return message
+    skipped["tool responses (read from their call's record)"] += len(content) - len(kept)
+    return dict(message, content=kept) if kept else None
 
 
 def is_header(value) -> bool:
@@ -118,6 +141,10 @@ class _Session:
             if kind not in ("user", "gemini"):
                 self.skipped[f"{kind} messages (the CLI's own notices)"] += 1
                 continue
+            if kind == "user":
+                message = _user_parts(message, self.skipped)
+                if message is None:
+                    continue
             if kind == "gemini":
                 calls = message.get("toolCalls")
                 if isinstance(calls, list):
@@ -130,6 +157,9 @@ class _Session:
                     continue
                 if event["trace_type"] == "tool_result" and not self._has_result(message, event):
                     continue
+                if kind == "user" and event["trace_type"] == "user" and _SNAPSHOT in (string(event.get("content")) or ""):
+                    event["tags"] = [*(event.get("tags") or ()), TAG_COMPACT_SUMMARY]
+                    event["harness_compaction"] = harness_compaction("gemini-cli", None)
                 kind_of = "reasoning" if "reasoning" in (event.get("tags") or ()) else event["trace_type"]
                 prefix = _PREFIX[kind_of]
                 n = counts.get(prefix, 0)

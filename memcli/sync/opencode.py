@@ -1,6 +1,8 @@
 """opencode sessions: its database ``<home>/.local/share/opencode/opencode.db`` (SQLite, tables
-``project`` / ``session`` / ``message`` / ``part``, each message's and part's JSON in ``data``)
-and, when there is no database, the legacy JSON tree ``<home>/.local/share/opencode/storage/``
+``project`` / ``session`` / ``message`` / ``part``, each message's and part's JSON in ``data``) —
+an install of another channel than ``latest`` / ``beta`` / ``prod`` (a dev or preview build)
+writes ``opencode-<channel>.db`` beside it instead, read the same way (every one found) — and,
+when there is no database, the legacy JSON tree ``<home>/.local/share/opencode/storage/``
 (``session/<project>/<session id>.json``, ``message/<session id>/<message id>.json``,
 ``part/<message id>/<part id>.json``). Each session is turned into the document
 ``opencode export`` writes and read by :mod:`memcli.importers.opencode`.
@@ -104,9 +106,10 @@ class OpencodeSource(DatabaseSessions):
 
     def find(self, home: Path) -> Iterator[Session]:
         base = data_dir(home)
-        db = base / "opencode.db"
-        if db.is_file():
+        databases = [p for p in [base / "opencode.db", *sorted(base.glob("opencode-*.db"))] if p.is_file()]
+        for db in databases:
             yield Session(self.name, [SessionFile(str(db), FMT, lines=False)], hint={"database": True})
+        if databases:
             return
         storage = base / "storage"
         for project in sorted((storage / "session").glob("*")):
@@ -115,7 +118,7 @@ class OpencodeSource(DatabaseSessions):
 
     def session_of(self, path: str) -> Session:
         p = Path(path)
-        if p.name == "opencode.db":
+        if p.suffix == ".db":
             return Session(self.name, [SessionFile(str(p), FMT, lines=False)], hint={"database": True})
         return Session(self.name, [SessionFile(str(p), FMT, lines=False)], hint={"legacy": str(p.parent.parent.parent)})
 
