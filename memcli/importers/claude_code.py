@@ -59,10 +59,10 @@ from __future__ import annotations
 
 from memcli.importers._common import (
     Clock,
-    blake2b,
     KeyChain,
     UniqueKeys,
     anthropic_usage,
+    blake2b,
     harness_compaction,
     hold_torn_tail,
     not_format,
