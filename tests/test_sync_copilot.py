@@ -60,6 +60,38 @@ def test_failed_tools_user_run_commands_and_compaction(memory_dir, tmp_path):
         "harness": "copilot-cli", "pre_tokens": 9000}
 
 
+def test_subagent_events_by_agent_id_and_messages_the_person_did_not_type(memory_dir, tmp_path):
+    """Newer CLIs mark a subagent's events with a top-level agentId (parentToolCallId is
+    deprecated); autopilot continuations, skill injections and other agents' prompts are user.message
+    events too, but not the person's asks."""
+    ev = lambda n, kind, data, **top: {"type": kind, "data": data, "id": f"s{n}", "parentId": None,  # noqa: E731
+                                       "timestamp": f"2026-02-01T10:00:{n:02d}Z", **top}
+    lines = cp_session(P1, 0) + [
+        ev(1, "user.message", {"content": "review the PR", "delivery": "idle"}),
+        ev(2, "assistant.message", {"messageId": "m1", "content": "", "toolRequests": [
+            {"toolCallId": "task1", "name": "task", "arguments": {"prompt": "read diff"}}]}),
+        ev(3, "user.message", {"content": "read diff", "source": "agent-rev1"}, agentId="rev1"),
+        ev(4, "assistant.message", {"messageId": "m2", "content": "diff read"}, agentId="rev1"),
+        ev(5, "tool.execution_complete", {"toolCallId": "task1", "success": True, "result": {"content": "ok"}}),
+        ev(6, "user.message", {"content": "<skill>pdf</skill>", "source": "skill-pdf"}),
+        ev(7, "user.message", {"content": "continue", "isAutopilotContinuation": True}),
+        ev(8, "assistant.message", {"messageId": "m3", "content": "done"}),
+    ]
+    ingest(memory_dir, "cp", write_lines(tmp_path / "e.jsonl", lines), fmt="copilot-cli")
+    got = read_jsonl(memory_dir / "agents" / "cp" / "raw_traces.jsonl")
+    assert [(t["trace_type"], t.get("tags", []), t.get("agent_id"), t.get("turn_id")) for t in got] == [
+        ("user", [], None, "turn_0001"),
+        ("tool_call", [], None, "turn_0001"),
+        ("user", ["context", "inter_agent", "sidechain"], "rev1", "turn_0001"),
+        ("assistant", ["sidechain"], "rev1", "turn_0001"),
+        ("tool_result", [], None, "turn_0001"),
+        ("user", ["context"], None, "turn_0001"),
+        ("user", ["context"], None, "turn_0001"),
+        ("assistant", [], None, "turn_0001"),
+    ]
+    assert got[2]["name"] == "agent-rev1"
+
+
 def test_first_sync(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
     report = synced(mem, home, "copilot")

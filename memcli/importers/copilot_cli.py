@@ -7,13 +7,17 @@ schema of the Copilot SDK). Read:
 * ``session.start`` / ``session.resume``: the session id and ``context.cwd`` (no trace);
   ``session.title_changed``: the session's title (agent metadata);
 * ``user.message``: a ``user`` trace whose content is ``data.content`` — what the person typed;
-  ``transformedContent`` (the prompt after the CLI added context) is not the ask and is not kept;
+  ``transformedContent`` (the prompt after the CLI added context) is not the ask and is not kept.
+  A message the person did not type is tagged ``context`` (never an ask): ``isAutopilotContinuation``
+  (autopilot's own continuation), ``source`` ``skill-<name>`` (a hidden skill injection) or
+  ``agent-<id>`` (another agent's prompt, also tagged ``inter_agent``, ``name`` = that source);
 * ``assistant.reasoning``: ``assistant`` tagged ``reasoning``; ``assistant.message``: its
   ``reasoningText`` (when no ``assistant.reasoning`` event came before it), its ``content`` as
   ``assistant``, and each of its ``toolRequests`` as a ``tool_call`` (``toolCallId``, ``name``,
   ``arguments``). A message with ``parentToolCallId`` was written by a subagent: tagged
   ``sidechain``, with that id (the call that started the subagent) as ``agent_id``, so parallel
-  subagents stay apart;
+  subagents stay apart. Newer CLIs deprecate that field and put the subagent's ``agentId`` on the
+  event itself: any event with one is the subagent's, tagged ``sidechain`` with ``agent_id`` = it;
 * ``tool.execution_start`` of a call no message requested (a command the user ran) -> its
   ``tool_call``; the start of a requested call adds nothing;
 * ``tool.execution_complete``: ``tool_result`` = ``result.content`` (what the model saw), or
@@ -44,7 +48,11 @@ from memcli.importers._common import (
     set_fields,
     string,
 )
-from memcli.models import TAG_COMPACT_SUMMARY, TAG_REASONING, TAG_SIDECHAIN
+from memcli.importers.codex import TAG_INTER_AGENT
+from memcli.models import TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_REASONING, TAG_SIDECHAIN
+
+# user.message sources that are not the person typing (module docstring)
+_AGENT_SOURCE, _SKILL_SOURCE = "agent-", "skill-"
 
 _READ = frozenset({"session.start", "session.resume", "session.title_changed", "user.message", "assistant.message",
                    "assistant.reasoning", "tool.execution_start", "tool.execution_complete",
@@ -115,6 +123,11 @@ class _Log:
                 self.skipped[f"{kind} events" if kind in _KNOWN else f"unknown event type {kind[:60]!r}"] += 1
                 continue
             events = self._event(kind, value["data"])
+            agent = nonempty(value.get("agentId"))
+            for event in events if agent else ():
+                if TAG_SIDECHAIN not in event.get("tags", ()):
+                    event["tags"] = [*event.get("tags", ()), TAG_SIDECHAIN]
+                    event["agent_id"] = agent
             if events:
                 common: dict = {}
                 set_fields(common, ts=self.clock.read(value.get("timestamp")), session_id=self.session)
@@ -135,7 +148,13 @@ class _Log:
             if text is None:
                 self.skipped["user messages without content"] += 1
                 return []
-            return [{"trace_type": "user", "content": text}]
+            event = {"trace_type": "user", "content": text}
+            source = nonempty(data.get("source")) if isinstance(data.get("source"), str) else None
+            if source and source.startswith(_AGENT_SOURCE):
+                set_fields(event, tags=[TAG_CONTEXT, TAG_INTER_AGENT], name=source)
+            elif data.get("isAutopilotContinuation") is True or (source and source.startswith(_SKILL_SOURCE)):
+                event["tags"] = [TAG_CONTEXT]
+            return [self._side(data, event)]
         if kind == "assistant.reasoning":
             self.reasoned = True
             text = nonempty(data.get("content"))
