@@ -292,3 +292,44 @@ def test_inline_subagents_without_agent_id_stay_apart_by_their_parent_chain(cli,
     lanes = {t["content"]: t.get("agent_id") for t in traces}
     assert lanes == {"Do two things": None, "task A": "a1000000", "task B": "b2000000", "A works": "a1000000",
                      "B works": "b2000000", "A done": "a1000000", "both done": None}
+
+
+def queued(uuid, prompt, ts, mode="prompt", origin="human"):
+    """An ``attachment`` line holding a message from Claude Code's input queue (typed while it worked)."""
+    attachment = {"type": "queued_command", "prompt": prompt, "commandMode": mode}
+    if origin:
+        attachment["origin"] = {"kind": origin}
+    return {"parentUuid": None, "isSidechain": False, "type": "attachment", "sessionId": SESSION, "uuid": uuid,
+            "timestamp": ts, "attachment": attachment}
+
+
+def test_a_message_typed_while_claude_works_is_an_ask_once(memory_dir, tmp_path):
+    """Current Claude Code writes a message queued mid-turn only as an attachment line: it is an
+    ask (text or blocks); harness attachments are not; a user line repeating it is stored once."""
+    t = "2026-10-06T09:20:{:02d}.000Z".format
+    note = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"
+    lines = [
+        user("q1", "start the migration", t(0)),
+        assistant("q2", "msg_1", [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "make"}}], t(1)),
+        {"type": "queue-operation", "operation": "enqueue", "sessionId": SESSION, "content": "and check the logs"},
+        result("q3", "toolu_1", "ok", t(2)),
+        queued("q4", "and check the logs", t(3), origin=None),
+        queued("q5", note, t(4), mode="task-notification", origin="task-notification"),
+        queued("q6", "from another agent", t(5), origin="agent"),
+        {"type": "attachment", "uuid": "q7", "sessionId": SESSION, "attachment": {"type": "date_change", "newDate": "x"}},
+        assistant("q8", "msg_2", [{"type": "text", "text": "Logs are clean."}], t(6)),
+        queued("q9", [{"type": "text", "text": "now deploy"}], t(7)),
+        user("q10", "now deploy", t(8)),  # the same message written again as a user line
+        assistant("q11", "msg_3", [{"type": "text", "text": "Deployed."}], t(9)),
+    ]
+    import_values(memory_dir, "a", lines, "claude-code", tmp_path=tmp_path)
+    assert shape(traces(memory_dir, "a")) == [
+        ("user", "turn_0001", 1, (), "start the migration"),
+        ("tool_call", "turn_0001", 2, (), "toolu_1"),
+        ("tool_result", "turn_0001", 3, (), "toolu_1"),
+        ("user", "turn_0002", 1, (), "and check the logs"),
+        ("assistant", "turn_0002", 2, (), "Logs are clean."),
+        ("user", "turn_0003", 1, (), "now deploy"),
+        ("assistant", "turn_0003", 2, (), "Deployed."),
+    ]
+    assert [t.id for t in traces(memory_dir, "a") if t.trace_type == "user"] == ["cc-q1-0", "cc-q4-0", "cc-q9-0"]

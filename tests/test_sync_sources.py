@@ -76,9 +76,15 @@ def test_claude_code_grown_in_pieces_equals_the_whole(tmp_path):
     lines = cc_session(s, 6)
     # one API message written as two lines sharing message.id: usage counted once
     lines.insert(3, cc_assistant(s, 200, "thinking it over", msg_id=f"msg_{s[:8]}_2"))
+    # a message typed while Claude worked (an attachment line), then written again as a user line
+    queued = {"type": "attachment", "uuid": f"{s[:8]}-q1", "sessionId": s, "timestamp": "2026-03-01T10:00:09Z",
+              "attachment": {"type": "queued_command", "prompt": "also run the linter", "commandMode": "prompt"}}
+    lines[9:9] = [queued, cc_user(s, 300, "also run the linter")]
     data = b"".join(orjson.dumps(x) + b"\n" for x in lines)
-    mem, agent = _grow_and_sync(tmp_path, claude_project(tmp_path / "home") / f"{s}.jsonl", data, _cuts(data, 9),
+    cuts = sorted(_cuts(data, 9) + [data.index(b"\n", data.index(b"queued_command")) + 1])  # between the two
+    mem, agent = _grow_and_sync(tmp_path, claude_project(tmp_path / "home") / f"{s}.jsonl", data, cuts,
                                 "claude-code")
+    assert [t["id"] for t in agent_traces(mem, agent) if t.get("content") == "also run the linter"] == [f"cc-{s[:8]}-q1-0"]
     usages = [t for t in agent_traces(mem, agent) if t.get("message_id") == f"msg_{s[:8]}_2" and t.get("usage")]
     assert len(usages) == 1
 

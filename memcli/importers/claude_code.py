@@ -8,7 +8,11 @@ compact boundaries, the SDK's ``init``), ``file-history-snapshot``, ``progress``
 ``queue-operation``, the SDK's ``result``, and the session metadata lines of Claude Code 2.x
 (``mode``, ``permission-mode``, ``attachment``, ``last-prompt``, ``custom-title``, ``ai-title``,
 ``agent-name``, ``pr-link``, ``bridge-session``, ``teleported-from``) — is not conversation and is
-passed over, uncounted. The titles (``customTitle``, ``aiTitle``; the user's own wins) and linked
+passed over, uncounted — except an ``attachment`` line holding a ``queued_command`` a person typed
+(``commandMode: "prompt"`` or ``origin.kind: "human"``): a message typed while Claude was working,
+which current Claude Code writes only there (no ``user`` line): it is a user ask, its ``prompt``
+(text, or content blocks) mapped as a user message. Were the same text also written as a ``user``
+line next to it (no assistant line between), it is one ask, stored once. The titles (``customTitle``, ``aiTitle``; the user's own wins) and linked
 pull requests (``prUrl``, each once) are kept as session metadata (``result.meta``: ``title``,
 ``custom_title``, ``ai_title``, ``agent_name``, ``pr_links``) that ``memcli sync`` stores with
 the agent. Lines that
@@ -58,6 +62,7 @@ from memcli.importers._common import (
     KeyChain,
     UniqueKeys,
     anthropic_usage,
+    blake2b,
     harness_compaction,
     hold_torn_tail,
     not_format,
@@ -163,7 +168,9 @@ class _Reader:
         # 1.x inline subagents carry no agentId: a sidechain line's lane is the first line of its
         # parentUuid chain among the sidechain lines (parallel subagents are separate chains)
         self.sidechain_roots: dict[str, str] = {}
+        self.last_ask: list | None = None   # [digest of its text, queued?] until an assistant line
         if carry:
+            self.last_ask = carry.get("last_ask")
             self.recognized = bool(carry.get("recognized"))
             self.clock.last = carry.get("ts")
             self.chain.key = carry.get("chain") or ""
@@ -174,7 +181,8 @@ class _Reader:
     def checkpoint(self) -> dict:
         return {"recognized": self.recognized, "ts": self.clock.last, "chain": self.chain.key,
                 "messages": list(self.seen_messages)[-_CARRY_MESSAGES:], "boundary": self.boundary,
-                "sidechains": dict(list(self.sidechain_roots.items())[-_CARRY_SIDECHAINS:])}
+                "sidechains": dict(list(self.sidechain_roots.items())[-_CARRY_SIDECHAINS:]),
+                "last_ask": self.last_ask}
 
     def sidechain_lane(self, value: dict, uuid) -> str | None:
         """The subagent a 1.x inline sidechain line belongs to: ``agentId`` when the line has it,
@@ -190,6 +198,19 @@ class _Reader:
             for old in list(self.sidechain_roots)[:-_CARRY_SIDECHAINS]:
                 del self.sidechain_roots[old]
         return root[:8]
+
+    def _new_ask(self, content, queued: bool) -> bool:
+        """False for the second copy of one typed message (a queued prompt and a user line with
+        its text, no assistant line between them); remembers the ask otherwise."""
+        text = _first_text(content)
+        if not text:
+            return True
+        digest = blake2b(text.encode(), digest_size=8).hexdigest()
+        last, self.last_ask = self.last_ask, [digest, queued]
+        if last is not None and last[0] == digest and (queued or last[1]):
+            self.last_ask = last
+            return False
+        return True
 
     def _metadata(self, kind: str, value: dict) -> None:
         """Titles (the last of each kind wins) and linked pull requests (each once, in order)."""
@@ -230,7 +251,8 @@ class _Reader:
                 else:
                     skipped["lines that are not objects"] += 1
                 continue
-            if kind not in _CONVERSATION:
+            queued = _queued_prompt(value) if kind == "attachment" else None
+            if kind not in _CONVERSATION and queued is None:
                 if kind == "system" and value.get("subtype") == "compact_boundary":
                     # the session file writes compactMetadata; the SDK's stream-json compact_metadata
                     self.boundary = harness_compaction(ClaudeCodeImporter.name,
@@ -242,7 +264,10 @@ class _Reader:
                 self.recognized = True
                 continue
             self.recognized = True
-            message = value.get("message")
+            if queued is not None:
+                kind, message = "user", {"role": "user", "content": queued}
+            else:
+                message = value.get("message")
             if not isinstance(message, dict):
                 skipped[f"{kind} lines without a message object"] += 1
                 continue
@@ -283,6 +308,11 @@ class _Reader:
                 self.boundary = None
             elif value.get("isMeta") is True or _harness_text(_first_text(content)):
                 user_tags.append(TAG_CONTEXT)
+            if kind == "assistant":
+                self.last_ask = None
+            elif not user_tags and not self._new_ask(content, queued is not None):
+                skipped["queued prompts also written as a user line"] += 1
+                continue
             if self.boundary is not None and not user_tags:
                 # a boundary describes the summary written right after it (Claude Code writes the
                 # two at once): a conversation line between them means that summary never came
@@ -296,6 +326,20 @@ class _Reader:
                 seen_messages[message_id] = None  # the usage is placed: not again on its later lines
             for event in events:
                 yield line, event
+
+
+def _queued_prompt(value: dict):
+    """The prompt of an ``attachment`` line that holds a ``queued_command`` a person typed (text or
+    content blocks), else None (task notifications and other harness attachments)."""
+    attachment = value.get("attachment")
+    if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+        return None
+    origin = attachment.get("origin")
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    if not (kind == "human" or (kind is None and attachment.get("commandMode") == "prompt")):
+        return None
+    prompt = attachment.get("prompt")
+    return prompt if isinstance(prompt, (str, list)) and prompt else None
 
 
 def _str(value) -> str | None:
