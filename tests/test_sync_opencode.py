@@ -59,6 +59,21 @@ def test_a_channel_database_is_read_beside_the_main_one(tmp_path):
     assert {a: r.status for a, r in again.items()} == {f"opencode.tool.{s3}": "unchanged"}
 
 
+def test_rows_of_the_v2_session_store_are_named_as_passed_over_not_taken_as_nothing(tmp_path):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    con = sqlite3.connect(_db(home))
+    con.execute("CREATE TABLE session_message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, type TEXT NOT NULL,"
+                " seq INTEGER, time_created INTEGER, time_updated INTEGER, data TEXT NOT NULL)")
+    for n in range(3):
+        con.execute("INSERT INTO session_message VALUES (?, ?, 'user', ?, 0, 0, ?)",
+                    (f"msg_v2{n}", S2, n, orjson.dumps({"text": "hello", "time": {"created": 0}}).decode()))
+    con.commit()
+    con.close()
+    report = synced(mem, home, "opencode")
+    assert report[f"opencode.web.{S2}"].skipped["session_message rows (opencode's v2 session store, not read)"] == 3
+    assert "session_message rows (opencode's v2 session store, not read)" not in report[f"opencode.app.{S1}"].skipped
+
+
 def test_no_change_sync_does_not_open_the_database(tmp_path, monkeypatch):
     home, mem = _home(tmp_path), tmp_path / "mem"
     report = synced_again_reading_nothing(monkeypatch, lambda: synced(mem, home, "opencode"), mem,

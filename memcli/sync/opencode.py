@@ -12,7 +12,10 @@ written, WAL-safe (a reader never blocks opencode's writer); busy: retried for a
 :data:`BUSY_SECONDS`, then reported (the next sync tries again). A session's mark is its
 ``time_updated``, its message count and its parts' latest ``time_updated``: a session whose
 mark did not change is not read; a changed one is read whole and reconciled by part ids. A
-legacy session's mark is the stat of its session file and of its message directory.
+legacy session's mark is the stat of its session file and of its message directory. Rows of
+``session_message`` (the table of opencode's next session store, typed messages with their content
+inline, not read yet) are counted per session, part of its mark, and named in the summary as
+passed over: a session kept there is never taken silently as empty.
 
 Agent: ``opencode.<project>.<session id>`` — the id whole (opencode ids are time-ordered: a
 prefix is not unique), the project from the session's ``directory``. Resume:
@@ -31,6 +34,9 @@ from memcli.sync._many import DatabaseSessions, file_sig, read_sqlite, store_ses
 
 FMT = "opencode"
 BUSY_SECONDS = 2.0
+# the message table of opencode's next session store (typed messages, content inline): its rows
+# are counted per session and named in the summary as passed over, never read silently as nothing
+V2_TABLE = "session_message"
 
 
 def data_dir(home: Path) -> Path:
@@ -49,10 +55,13 @@ def read_database(path: str, known: dict) -> tuple[list, dict]:
         sessions = con.execute("SELECT * FROM session ORDER BY time_created, id").fetchall()
         counts = {r[0]: [r[1]] for r in con.execute("SELECT session_id, COUNT(*) FROM message GROUP BY session_id")}
         latest = {r[0]: r[1] for r in con.execute("SELECT session_id, MAX(time_updated) FROM part GROUP BY session_id")}
+        v2 = {}
+        if con.execute(f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{V2_TABLE}'").fetchone():
+            v2 = {r[0]: r[1] for r in con.execute(f"SELECT session_id, COUNT(*) FROM {V2_TABLE} GROUP BY session_id")}
         marks, changed = {}, []
         for row in sessions:
             sid = row["id"]
-            mark = [row["time_updated"], (counts.get(sid) or [0])[0], latest.get(sid)]
+            mark = [row["time_updated"], (counts.get(sid) or [0])[0], latest.get(sid)] + ([v2[sid]] if sid in v2 else [])
             marks[sid] = mark
             if (known.get(sid) or {}).get("mark") == mark:
                 continue
@@ -63,7 +72,7 @@ def read_database(path: str, known: dict) -> tuple[list, dict]:
                                     (sid,)):
                 parts.setdefault(part["message_id"], []).append((part["id"], part["data"]))
             info = {"id": sid, "directory": row["directory"], "title": row["title"], "parentID": row["parent_id"]}
-            doc = {"info": info, "messages": []}
+            doc = {"info": info, "messages": [], "v2": v2.get(sid, 0)}
             for m in messages:
                 doc["messages"].append({"raw": (m["id"], m["data"]), "parts": parts.get(m["id"], [])})
             changed.append((sid, doc))
@@ -187,6 +196,8 @@ class OpencodeSource(DatabaseSessions):
             report.status, report.error = "failed", f"{path}: session {sid}: {exc}"
             return report
         result = IngestResult(agent)
+        if payload.get("v2"):
+            result.skipped[f"{V2_TABLE} rows (opencode's v2 session store, not read)"] += payload["v2"]
         items = []
         for ln, event in get_importer(FMT).events(iter([(1, doc)]), result):
             if isinstance(event, Exception):
