@@ -223,6 +223,28 @@ def test_a_corrupt_compressed_rollout_is_reported_and_others_import(tmp_path):
     assert report.sessions[1].error.startswith(f"{bad}: ") and "zstd" in report.sessions[1].error
 
 
+def test_harness_homes_moved_by_their_environment_variables_are_read(tmp_path, monkeypatch):
+    """CODEX_HOME, CLAUDE_CONFIG_DIR and COPILOT_HOME move where the harnesses write; sync of the
+    user's own home follows them, and `--home` elsewhere does not."""
+    from tests.sync_more_fixtures import cp_session
+
+    home, moved, mem = tmp_path / "home", tmp_path / "moved", tmp_path / "mem"
+    write_lines(codex_rollout(moved, X1), cx_lines(X1, 1))
+    write_lines(claude_project(moved) / f"{S1}.jsonl", cc_session(S1, 1))
+    P1 = sid(1, "cp")
+    write_lines(moved / ".copilot" / "session-state" / P1 / "events.jsonl", cp_session(P1, 1))
+    write_lines(claude_project(home) / f"{sid(3)}.jsonl", cc_session(sid(3), 1))  # not read: CLAUDE_CONFIG_DIR wins
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CODEX_HOME", str(moved / ".codex"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(moved / ".claude"))
+    monkeypatch.setenv("COPILOT_HOME", str(moved / ".copilot"))
+    assert [s.agent for s in memcli.Memory(mem).sync(dry_run=True).sessions] == [
+        f"claude-code.app.{S1}", f"codex.app.{X1}", f"copilot.app.{P1}"]
+    other = tmp_path / "old-laptop"
+    write_lines(claude_project(other) / f"{S2}.jsonl", cc_session(S2, 1))
+    assert [s.agent for s in _sync(mem, other, dry_run=True).sessions] == [f"claude-code.app.{S2}"]
+
+
 def test_import_session_is_the_reusable_entry_point(tmp_path):
     """What a harness hook calls for a live transcript: same agent, same state as sync."""
     from memcli.sync import get_source

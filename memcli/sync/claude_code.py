@@ -1,4 +1,5 @@
-"""Claude Code sessions: ``<home>/.claude/projects/<project key>/<session id>.jsonl``.
+"""Claude Code sessions: ``<home>/.claude/projects/<project key>/<session id>.jsonl``
+(``$CLAUDE_CONFIG_DIR/projects/...`` when that is set).
 
 * the project key is the working directory with every ``/`` and ``.`` made ``-``
   (``/home/me/app`` -> ``-home-me-app``); the agent's ``project`` part is the last component of
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 from memcli.sync import Identity, Session, SessionFile
-from memcli.sync._dirs import entries
+from memcli.sync._dirs import entries, harness_dir
 from memcli.sync._head import head_values, in_dir, text
 
 FMT = "claude-code"
@@ -38,7 +39,7 @@ class ClaudeCodeSource:
     name = "claude-code"
 
     def find(self, home: Path) -> Iterator[Session]:
-        for project in entries(os.path.join(home, ".claude", "projects")):
+        for project in entries(os.path.join(harness_dir(home, ".claude", "CLAUDE_CONFIG_DIR"), "projects")):
             if not project.is_dir():
                 continue
             listed = entries(project.path)

@@ -1,6 +1,6 @@
 """Codex sessions: ``<home>/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`` and the
-archived ones in ``<home>/.codex/archived_sessions/``. Codex compresses cold rollouts in place to
-``rollout-*.jsonl.zst`` (zstd; when it resumes one it writes the ``.jsonl`` back and removes the
+archived ones in ``<home>/.codex/archived_sessions/`` (``$CODEX_HOME`` instead of ``~/.codex``
+when set). Codex compresses cold rollouts in place to ``rollout-*.jsonl.zst`` (zstd; when it resumes one it writes the ``.jsonl`` back and removes the
 ``.zst``): a ``.jsonl.zst`` is read decompressed, whole, unless its plain ``.jsonl`` is beside it
 (the file Codex itself reads then).
 
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from memcli.sync import Identity, Session, SessionFile
+from memcli.sync._dirs import harness_dir
 from memcli.sync._head import ZSTD_SUFFIX, head_values, in_dir, text
 
 FMT = "codex"
@@ -40,7 +41,7 @@ class CodexSource:
     name = "codex"
 
     def find(self, home: Path) -> Iterator[Session]:
-        base = home / ".codex"
+        base = harness_dir(home, ".codex", "CODEX_HOME")
         for top in ("sessions", "archived_sessions"):
             for path in _rollouts(base / top):
                 yield self.session_of(path)

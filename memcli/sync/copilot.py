@@ -1,5 +1,6 @@
 """GitHub Copilot CLI sessions: ``<home>/.copilot/session-state/<session id>/events.jsonl`` (and the
-older flat ``<home>/.copilot/session-state/<session id>.jsonl``), read by
+older flat ``<home>/.copilot/session-state/<session id>.jsonl``; ``$COPILOT_HOME`` instead of
+``~/.copilot`` when set), read by
 :mod:`memcli.importers.copilot_cli`.
 
 The session id and working directory come from the first line (``session.start``:
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from memcli.sync import Identity, Session, SessionFile
-from memcli.sync._dirs import entries
+from memcli.sync._dirs import entries, harness_dir
 from memcli.sync._head import head_values, in_dir, text
 
 FMT = "copilot-cli"
@@ -26,7 +27,7 @@ class CopilotSource:
     name = "copilot"
 
     def find(self, home: Path) -> Iterator[Session]:
-        for entry in entries(home / ".copilot" / "session-state"):
+        for entry in entries(harness_dir(home, ".copilot", "COPILOT_HOME") / "session-state"):
             if entry.is_dir():
                 path = os.path.join(entry.path, "events.jsonl")
                 if os.path.isfile(path):
