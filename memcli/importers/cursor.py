@@ -16,6 +16,18 @@ timestamps, and two byte-identical lines are two real records. So ids come from 
 over the lines (``cu-<key>-<n>``; each key hashes the previous one): identical lines at two
 positions get two ids (never de-duplicated by content), and a transcript read again gives the
 same ids.
+
+Cursor's editor keeps its chats (composers) in SQLite instead: ``memcli sync`` reads them from
+``state.vscdb`` (:mod:`memcli.sync.cursor`) and hands each composer here
+(:func:`composer_events`): a ``composerData:<id>`` value (``fullConversationHeadersOnly``: the
+bubble ids in order; older versions hold the bubbles inline in ``conversation``) and its
+``bubbleId:<composer id>:<bubble id>`` values. A bubble of ``type`` 1 is the user's: its ``text``
+is the ask; ``type`` 2 is the model's: ``thinking.text`` (``assistant`` tagged ``reasoning``),
+``text`` (``assistant``), and ``toolFormerData`` — ``name``, ``rawArgs`` / ``params`` (a JSON
+string), ``toolCallId`` (else the bubble id), and once it ran (a ``result``) its ``tool_result``
+(``status: "error"`` -> ``tool_error``). Times: the bubble's ``createdAt`` (ISO text or epoch
+milliseconds). Ids: ``cud-<bubble id>-<n>`` (Cursor's own ids: a composer read again adds only
+its new bubbles).
 """
 
 from __future__ import annotations
@@ -23,10 +35,19 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from memcli.importers._common import KeyChain, decoded, not_format
+from memcli.importers._common import (
+    Clock,
+    KeyChain,
+    call_event,
+    decoded,
+    not_format,
+    numbered,
+    result_event,
+    set_fields,
+)
 from memcli.importers.anthropic_blocks import BlockMapper
 from memcli.importers.claude_ai import blocks_with_ids
-from memcli.models import TAG_CONTEXT
+from memcli.models import TAG_CONTEXT, TAG_REASONING
 
 _QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.S)
 
@@ -96,6 +117,70 @@ class CursorImporter:
                 skipped[f"empty {role} messages"] += 1
             for event in events:
                 yield line, event
+
+
+def composer_bubble_ids(composer: dict) -> list:
+    """The composer's bubbles in order: ids (``fullConversationHeadersOnly``), or the inline
+    bubbles of older versions (``conversation``)."""
+    headers = composer.get("fullConversationHeadersOnly")
+    if isinstance(headers, list) and headers:
+        return [h["bubbleId"] for h in headers if isinstance(h, dict) and isinstance(h.get("bubbleId"), str)]
+    inline = composer.get("conversation")
+    return [b for b in inline if isinstance(b, dict)] if isinstance(inline, list) else []
+
+
+def _tool(bubble_id: str, tool: dict, skipped) -> list[dict]:
+    call_id = tool.get("toolCallId") if isinstance(tool.get("toolCallId"), str) and tool["toolCallId"] else bubble_id
+    name = tool.get("name") if isinstance(tool.get("name"), str) and tool["name"] else "tool"
+    raw = tool.get("rawArgs") if tool.get("rawArgs") not in (None, "") else tool.get("params")
+    out = [call_event("", call_id, name, raw)]
+    if "result" in tool and tool["result"] is not None:
+        out.append(result_event("", call_id, tool["result"], error=tool.get("status") == "error"))
+    elif tool.get("status") == "error":
+        error = tool.get("error")
+        out.append(result_event("", call_id, error if error is not None else "", error=True))
+    else:
+        skipped["tool calls without a result yet"] += 1
+    return out
+
+
+def composer_events(composer: dict, bubbles: dict, result) -> list[tuple[int, dict]]:
+    """``(n, event)`` of one composer: ``bubbles`` maps bubble id -> bubble (module docstring)."""
+    skipped = result.skipped
+    clock = Clock(skipped)
+    out = []
+    for n, ref in enumerate(composer_bubble_ids(composer), 1):
+        bubble = ref if isinstance(ref, dict) else bubbles.get(ref)
+        if not isinstance(bubble, dict):
+            skipped["bubbles missing from the database"] += 1
+            continue
+        own = bubble.get("bubbleId")
+        bubble_id = own if isinstance(own, str) and own else ref if isinstance(ref, str) else str(n)
+        text = bubble.get("text") if isinstance(bubble.get("text"), str) else ""
+        events = []
+        if bubble.get("type") == 1:
+            if text.strip():
+                events.append({"trace_type": "user", "content": text})
+        elif bubble.get("type") == 2:
+            thinking = bubble.get("thinking")
+            reasoning = thinking.get("text") if isinstance(thinking, dict) else None
+            if isinstance(reasoning, str) and reasoning.strip():
+                events.append({"trace_type": "assistant", "content": reasoning, "tags": [TAG_REASONING]})
+            if text.strip():
+                events.append({"trace_type": "assistant", "content": text})
+            tool = bubble.get("toolFormerData")
+            if isinstance(tool, dict) and (tool.get("name") or tool.get("toolCallId")):
+                events.extend(_tool(bubble_id, tool, skipped))
+        else:
+            skipped[f"bubbles of type {str(bubble.get('type'))[:20]}"] += 1
+            continue
+        if not events:
+            skipped["bubbles without text or tool call"] += 1
+            continue
+        common: dict = {}
+        set_fields(common, ts=clock.read(bubble.get("createdAt")))
+        out.extend((n, event) for event in numbered(events, f"cud-{bubble_id}", common))
+    return out
 
 
 IMPORTER = CursorImporter()
