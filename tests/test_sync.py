@@ -245,6 +245,18 @@ def test_harness_homes_moved_by_their_environment_variables_are_read(tmp_path, m
     assert [s.agent for s in _sync(mem, other, dry_run=True).sessions] == [f"claude-code.app.{S2}"]
 
 
+def test_a_codex_thread_named_by_the_user_has_that_title(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    path = write_lines(codex_rollout(home, X1), cx_lines(X1, 1))
+    _sync(mem, home)
+    assert memcli.Memory(mem).agents()[0].title == "add feature 0"  # no name yet: the first ask
+    renamed = {"timestamp": "2026-03-02T09:05:00.000Z", "type": "event_msg",
+               "payload": {"type": "thread_name_updated", "thread_id": X1, "thread_name": "zebra migration"}}
+    write_lines(path, [renamed], mode="ab")
+    _sync(mem, home)
+    assert memcli.Memory(mem).agents()[0].title == "zebra migration"
+
+
 def test_import_session_is_the_reusable_entry_point(tmp_path):
     """What a harness hook calls for a live transcript: same agent, same state as sync."""
     from memcli.sync import get_source

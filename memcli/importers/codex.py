@@ -47,7 +47,8 @@ Usage: ``event_msg`` ``token_count`` closes the model's response: its ``last_tok
 on the first assistant trace of that response as ``usage`` (``prompt_tokens`` = its
 ``input_tokens``, which include the cached ones; ``completion_tokens`` = ``output_tokens``, which
 include reasoning). ``turn_context.model`` becomes ``model`` on the model's traces;
-``session_meta`` gives ``session_id`` and its base instructions a ``system`` trace. A
+``session_meta`` gives ``session_id`` and its base instructions a ``system`` trace; an ``event_msg``
+``thread_name_updated`` (the user named the thread) gives the session's title (``custom_title``). A
 ``compacted`` item with a summary text becomes a ``user`` trace tagged ``compact_summary``, with
 ``harness_compaction: {"harness": "codex"}`` (the harness's own compaction, not a user ask). Other
 events (``agent_message``, ``agent_reasoning``... copies of the items above) are passed over.
@@ -121,6 +122,7 @@ def looks_like_line(value) -> bool:
 class _Rollout:
     def __init__(self, result):
         self.skipped = result.skipped
+        self.meta = result.meta
         self.clock = Clock(self.skipped)
         self.chain: KeyChain | None = None
         self.session_id: str | None = None
@@ -372,6 +374,9 @@ class _Rollout:
                     self.held_event = None
                     yield from self._release()
                 self.held_event = (line, key, ts, payload)
+        elif kind == "thread_name_updated":  # the user named the thread (/rename): the session's title
+            if isinstance(payload.get("thread_name"), str) and payload["thread_name"].strip():
+                self.meta["custom_title"] = payload["thread_name"].strip()
         elif kind == "token_count" and not self.usage_records:
             info = payload.get("info")
             last = info.get("last_token_usage") if isinstance(info, dict) else None
