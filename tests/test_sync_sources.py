@@ -117,6 +117,10 @@ def test_claude_code_subagent_files_join_the_session_as_sidechains(tmp_path):
     # conversation sent again and the summary the session holds): not read
     write_lines(project / s / "subagents" / "agent-acompact-1a2b.jsonl", [
         {**cc_user(s, 60, "summarize the conversation"), "isSidechain": True}])
+    # nor is its guess at the user's next prompt
+    write_lines(project / s / "subagents" / "agent-aprompt_suggestion-9f8e7d.jsonl", [
+        {**cc_user(s, 70, "suggest what the user types next"), "isSidechain": True},
+        {**cc_assistant(s, 71, "run the tests"), "isSidechain": True}])
     report = memcli.Memory(mem).sync(home=home)
     assert [(r.agent, r.status, r.events) for r in report.sessions] == [(f"claude-code.app.{s}", "new", 4 + 1 + 8)]
     traces = agent_traces(mem, f"claude-code.app.{s}")

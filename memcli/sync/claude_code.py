@@ -9,7 +9,8 @@
   ``agent_id = <id>`` so parallel subagents stay apart. ``agent-acompact-*`` is not a subagent:
   it is Claude Code's own compaction request (the conversation sent again, then the summary the
   session file holds already as its ``isCompactSummary`` line) and is not read — importing it
-  would store the session a second time and the summary twice. 1.x wrote subagent lines into the session file itself
+  would store the session a second time and the summary twice. Nor is ``agent-aprompt_suggestion-*``
+  (the harness predicting the user's next prompt: neither the user's ask nor the agent's work). 1.x wrote subagent lines into the session file itself
   (``isSidechain``); an older layout put ``agent-<id>.jsonl`` beside the sessions: such a file
   joins the session its lines name (``sessionId``);
 * ``~/.claude/history.jsonl`` (the prompt history) is not a session and is not read.
@@ -28,7 +29,9 @@ from memcli.sync._dirs import entries, harness_dir
 from memcli.sync._head import head_values, in_dir, text
 
 FMT = "claude-code"
-COMPACTION_REQUEST = "agent-acompact-"   # the harness's compaction request, not a subagent (docstring)
+# the harness's own requests written like subagents, not subagents (docstring): its compaction
+# request, and its guess at the user's next prompt
+HARNESS_REQUESTS = ("agent-acompact-", "agent-aprompt_suggestion-", "agent-prompt_suggestion-")
 
 
 def _jsonl(directory: str) -> list[os.DirEntry]:
@@ -45,7 +48,7 @@ class ClaudeCodeSource:
             listed = entries(project.path)
             with_dirs = {e.name for e in listed if e.is_dir()}  # <session>/ holds its subagents
             for entry in listed:
-                if entry.name.endswith(".jsonl") and entry.is_file() and not entry.name.startswith(COMPACTION_REQUEST):
+                if entry.name.endswith(".jsonl") and entry.is_file() and not entry.name.startswith(HARNESS_REQUESTS):
                     yield self.session_of(entry.path, subagents=entry.name[:-len(".jsonl")] in with_dirs)
 
     def session_of(self, path: str, *, subagents: bool = True) -> Session:
@@ -61,7 +64,7 @@ class ClaudeCodeSource:
         files = [SessionFile(str(path), FMT)]
         if subagents:
             for sub in _jsonl(os.path.join(directory, stem, "subagents")):
-                if sub.name.startswith("agent-") and not sub.name.startswith(COMPACTION_REQUEST):
+                if sub.name.startswith("agent-") and not sub.name.startswith(HARNESS_REQUESTS):
                     files.append(SessionFile(sub.path, FMT, sidechain=sub.name[len("agent-"):-len(".jsonl")]))
         return Session(self.name, files, hint={"project_key": key})
 
