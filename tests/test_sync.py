@@ -242,7 +242,10 @@ def test_harness_homes_moved_by_their_environment_variables_are_read(tmp_path, m
         f"claude-code.app.{S1}", f"codex.app.{X1}", f"copilot.app.{P1}"]
     other = tmp_path / "old-laptop"
     write_lines(claude_project(other) / f"{S2}.jsonl", cc_session(S2, 1))
-    assert [s.agent for s in _sync(mem, other, dry_run=True).sessions] == [f"claude-code.app.{S2}"]
+    # the XDG directory some Claude Code 1.x versions wrote to is read beside ~/.claude
+    write_lines(other / ".config" / "claude" / "projects" / "-srv-web" / f"{sid(4)}.jsonl", cc_session(sid(4), 1))
+    assert [s.agent for s in _sync(mem, other, dry_run=True).sessions] == [
+        f"claude-code.app.{S2}", f"claude-code.app.{sid(4)}"]
 
 
 def test_a_codex_thread_named_by_the_user_has_that_title(tmp_path):

@@ -1,5 +1,6 @@
-"""Claude Code sessions: ``<home>/.claude/projects/<project key>/<session id>.jsonl``
-(``$CLAUDE_CONFIG_DIR/projects/...`` when that is set).
+"""Claude Code sessions: ``<home>/.claude/projects/<project key>/<session id>.jsonl``, and
+``<home>/.config/claude/projects/...`` (the XDG directory some 1.x versions wrote instead);
+``$CLAUDE_CONFIG_DIR/projects/...`` alone when that is set.
 
 * the project key is the working directory with every ``/`` and ``.`` made ``-``
   (``/home/me/app`` -> ``-home-me-app``); the agent's ``project`` part is the last component of
@@ -42,7 +43,9 @@ class ClaudeCodeSource:
     name = "claude-code"
 
     def find(self, home: Path) -> Iterator[Session]:
-        for project in entries(os.path.join(harness_dir(home, ".claude", "CLAUDE_CONFIG_DIR"), "projects")):
+        base = harness_dir(home, ".claude", "CLAUDE_CONFIG_DIR")
+        roots = dict.fromkeys([base, home / ".config" / "claude"] if base == home / ".claude" else [base])
+        for project in (p for root in roots for p in entries(os.path.join(root, "projects"))):
             if not project.is_dir():
                 continue
             listed = entries(project.path)
