@@ -194,6 +194,7 @@ def test_outputs_errors_reused_ids_orphans_and_compaction(memory_dir, tmp_path):
         line("compacted", {"message": "Summary of the work so far.", "replacement_history": []}),
         line("compacted", {"message": "", "replacement_history": [{"type": "message", "role": "user", "content": []}]}),
         item({"type": "ghost_snapshot", "ghost_commit": {"id": "abc"}}),
+        item({"type": "context_compaction", "id": "cmp_1", "encrypted_content": "gAAAA"}),
         item({"type": "image_generation_call", "id": "ig1", "status": "completed", "result": "AAAA"}),
     ]
     result = import_values(memory_dir, "a", lines, "codex", tmp_path=tmp_path)

@@ -20,8 +20,8 @@ Mapping of ``response_item`` payloads:
   ``tool_kind: "custom"``). An output is an error only when the source says so
   (``success: false``, or a legacy JSON output whose ``metadata.exit_code`` is not 0);
 * ``web_search_call`` (a server-side search: no output item to pair), ``image_generation_call``
-  and unknown items are skipped and counted; ``ghost_snapshot`` and ``compaction`` (encrypted)
-  are harness state and passed over.
+  and unknown items are skipped and counted; ``ghost_snapshot``, ``compaction`` and
+  ``context_compaction`` (encrypted) are harness state and passed over.
 
 User turns follow the session's real user messages: Codex records each thing the user typed
 twice, as a ``response_item`` user message and as an ``event_msg`` ``user_message`` next to it
@@ -91,9 +91,9 @@ ITEM_TYPES = frozenset({
     "message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
     "custom_tool_call_output", "local_shell_call", "web_search_call", "tool_search_call",
     "tool_search_output", "ghost_snapshot", "compaction", "compaction_summary", "image_generation_call",
-    "agent_message", "additional_tools",
+    "agent_message", "additional_tools", "context_compaction",
 })
-_SILENT_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary"})
+_SILENT_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary", "context_compaction"})
 _CALLS = {"function_call": None, "custom_tool_call": "custom", "local_shell_call": "local_shell",
           "tool_search_call": "tool_search"}
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
