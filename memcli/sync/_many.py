@@ -7,6 +7,29 @@ from __future__ import annotations
 from memcli.errors import MemcliError
 
 
+def open_session(source, session, known: dict, sid, key: str, *, cwd: str | None, title: str | None,
+                 dry_run: bool):
+    """(report, identity, ingest result) for one session of a harness's database: its agent the
+    one the sync state remembers for ``sid``, else named from ``key``; status ``rewritten`` when
+    known, else ``new``; the result None on a dry run (nothing to ingest)."""
+    from memcli.ingest.pipeline import IngestResult
+    from memcli.sync import Identity
+    from memcli.sync.engine import SessionReport
+    from memcli.sync.naming import session_agent_id
+
+    old = known.get(sid)
+    agent = old["agent"] if old else session_agent_id(source.name, key, cwd=cwd)
+    report = SessionReport(source.name, session.main.path, agent=agent, status="rewritten" if old else "new")
+    ident = Identity(str(sid), cwd=cwd, title=title)
+    report.resume = source.resume_command(ident)
+    if dry_run:
+        return report, ident, None
+    result = IngestResult(agent)
+    if ident.title:
+        result.meta["ai_title"] = ident.title
+    return report, ident, result
+
+
 def store_session(memory_dir, source, session, ident, report, items: list, result, *, redact: bool,
                   label: str) -> None:
     """Ingest ``items`` into ``report.agent``; on failure ``report`` says why (``label`` names the

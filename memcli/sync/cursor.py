@@ -144,24 +144,14 @@ class CursorSource(DatabaseSessions):
     def import_one(self, memory_dir, session: Session, sid: str, payload: tuple, known: dict, *, dry_run: bool,
                    redact: bool):
         from memcli.importers.cursor import composer_events
-        from memcli.ingest.pipeline import IngestResult
         from memcli.sync._head import text
-        from memcli.sync._many import store_session
-        from memcli.sync.engine import SessionReport
-        from memcli.sync.naming import session_agent_id
+        from memcli.sync._many import open_session, store_session
 
         composer, bubbles = payload
-        cwd = _workspace(composer)
-        old = known.get(sid)
-        agent = old["agent"] if old else session_agent_id(self.name, sid, cwd=cwd)
-        report = SessionReport(self.name, session.main.path, agent=agent, status="rewritten" if old else "new")
-        ident = Identity(sid, cwd=cwd, title=text(composer.get("name")))
-        report.resume = self.resume_command(ident)
-        if dry_run:
+        report, ident, result = open_session(self, session, known, sid, sid, cwd=_workspace(composer),
+                                             title=text(composer.get("name")), dry_run=dry_run)
+        if result is None:
             return report
-        result = IngestResult(agent)
-        if ident.title:
-            result.meta["ai_title"] = ident.title
         items = composer_events(composer, bubbles, result)
         store_session(memory_dir, self, session, ident, report, items, result, redact=redact,
                       label=f"composer {sid}")

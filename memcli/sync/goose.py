@@ -105,23 +105,15 @@ class GooseSource(DatabaseSessions):
                    redact: bool):
         row, messages = payload
         from memcli.importers import get_importer
-        from memcli.ingest.pipeline import IngestResult
-        from memcli.sync._many import store_session
-        from memcli.sync.engine import SessionReport
-        from memcli.sync.naming import session_agent_id
+        from memcli.sync._many import open_session, store_session
 
         path = session.main.path
-        cwd = text(row.get("working_dir"))
-        old = known.get(row["id"])
-        agent = old["agent"] if old else session_agent_id(self.name, session_key(row), cwd=cwd)
-        report = SessionReport(self.name, path, agent=agent, status="rewritten" if old else "new")
-        ident = Identity(str(row["id"]), cwd=cwd, title=text(row.get("name")) or text(row.get("description")))
-        report.resume = self.resume_command(ident)
-        if dry_run:
+        report, ident, result = open_session(self, session, known, row["id"], session_key(row),
+                                             cwd=text(row.get("working_dir")),
+                                             title=text(row.get("name")) or text(row.get("description")),
+                                             dry_run=dry_run)
+        if result is None:
             return report
-        result = IngestResult(agent)
-        if ident.title:
-            result.meta["ai_title"] = ident.title
         items = []
         values = []
         for n, m in enumerate(messages, 1):
