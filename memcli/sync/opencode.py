@@ -30,7 +30,8 @@ from typing import Iterator
 import orjson
 
 from memcli.sync import Identity, Session, SessionFile
-from memcli.sync._many import DatabaseSessions, file_sig, read_sqlite, store_session
+from memcli.sync._head import text
+from memcli.sync._many import DatabaseSessions, file_sig, open_session, read_sqlite, store_session
 
 FMT = "opencode"
 BUSY_SECONDS = 2.0
@@ -176,26 +177,20 @@ class OpencodeSource(DatabaseSessions):
     def import_one(self, memory_dir, session: Session, sid: str, payload: dict, known: dict, *, dry_run: bool,
                    redact: bool, parsed: bool = False):
         from memcli.importers import get_importer
-        from memcli.ingest.pipeline import IngestResult
-        from memcli.sync.engine import SessionReport
-        from memcli.sync.naming import session_agent_id
 
         path = session.main.path
         info = payload["info"]
-        cwd = info.get("directory") if isinstance(info.get("directory"), str) else None
-        old = known.get(sid)
-        agent = old["agent"] if old else session_agent_id(self.name, sid, cwd=cwd)
-        report = SessionReport(self.name, path, agent=agent, status="rewritten" if old else "new")
-        ident = Identity(sid, cwd=cwd, title=info.get("title") if isinstance(info.get("title"), str) else None)
-        report.resume = self.resume_command(ident)
-        if dry_run:
+        # the title, when not empty, is also the importer's ai_title (the same value set twice)
+        report, ident, result = open_session(self, session, known, sid, sid,
+                                             cwd=info.get("directory") if isinstance(info.get("directory"), str) else None,
+                                             title=text(info.get("title")), dry_run=dry_run)
+        if result is None:
             return report
         try:
             doc = payload if parsed else _document(payload)
         except (orjson.JSONDecodeError, ValueError) as exc:
             report.status, report.error = "failed", f"{path}: session {sid}: {exc}"
             return report
-        result = IngestResult(agent)
         if payload.get("v2"):
             result.skipped[f"{V2_TABLE} rows (opencode's v2 session store, not read)"] += payload["v2"]
         items = []
