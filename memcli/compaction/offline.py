@@ -409,8 +409,7 @@ def command_family(command: str) -> str:
     else:
         rest = words[1:]
         if program in _SCOPED_RUNNERS:   # ``pytest tests/a.py``: the paths say where it runs, not what
-            sub = next((w for w in rest if not w.startswith("-")), "") if program in _SUBCOMMANDS else ""
-            return f"{program} {sub}".strip()
+            return program
     at = next((n for n, w in enumerate(rest) if not w.startswith("-")), None)
     sub = rest[at] if at is not None else ""
     if program in _INTERPRETERS and _SCRIPT.search(sub):   # ``python manage.py migrate``: the script's own command
@@ -424,11 +423,10 @@ _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "
 _SCRIPT = re.compile(r"\.(?:py|js|mjs|cjs|ts|rb|php|pl|sh)$")
 
 # test runners, linters and type checkers whose arguments are the files or tests they run on (one
-# family whatever they are given); of them, those that take a subcommand first (``ruff check``)
-_SCOPED_RUNNERS = frozenset({"pytest", "py.test", "jest", "vitest", "mocha", "rspec", "phpunit", "eslint", "ruff",
-                             "mypy", "pyright", "tsc", "flake8", "pylint", "black", "prettier", "biome", "rubocop",
-                             "golangci-lint", "tox", "nox"})
-_SUBCOMMANDS = frozenset({"ruff", "biome", "golangci-lint"})
+# family whatever they are given; those that take a subcommand first, ``ruff check``, ``biome lint``,
+# ``golangci-lint run``, are not here: their program and subcommand are their family already)
+_SCOPED_RUNNERS = frozenset({"pytest", "py.test", "jest", "vitest", "mocha", "rspec", "phpunit", "eslint", "mypy",
+                             "pyright", "tsc", "flake8", "pylint", "black", "prettier", "rubocop", "tox", "nox"})
 
 
 def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
