@@ -113,7 +113,7 @@ class DatabaseSessions:
         sig = [file_sig(path), file_sig(path + "-wal")]
         if entry.get("sig") == sig and not entry.get("pending"):
             return [SessionReport(self.name, path, agent=s.get("agent")) for s in known.values()]
-        import sqlite3   # only once the database changed: a sync with nothing new never loads it
+        import sqlite3  # only once the database changed: a sync with nothing new never loads it
 
         try:
             sessions, marks = self.read_database(path, known)
