@@ -192,6 +192,14 @@ def note_text(result: ToolResult) -> str:
     return f"{head}\n{result.text}" if result.text else head
 
 
+def value_text(value) -> str:
+    """A stored value as text: nothing for None, a string as it is, anything else as its JSON
+    (:func:`json_text`)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json_text(value)
+
+
 def json_text(value) -> str:
     """Compact JSON text of any stored value (non-ASCII kept)."""
     try:
