@@ -610,7 +610,8 @@ def _command_label(command: str) -> str:
     return f"`{clip(command, 80)}`"
 
 
-def _arg_brief(tool_name: str | None, args) -> str:
+def _arg_brief(args) -> str:
+    """A call's argument in brief: its command, else its path, URL, query … , else the files its patch names."""
     command = command_of(args)
     if command:
         return _command_label(command)
@@ -734,7 +735,7 @@ class _Call:
     def __init__(self, args, args_text: str):
         self.command = command = command_of(args)
         self.family = command_family(command) if command else None
-        self.brief = _arg_brief(None, args)
+        self.brief = _arg_brief(args)
         text = args if isinstance(args, str) else "\n".join(_strings(args))
         self.vocab = _vocabulary_of(_scanned(text)) if text else ()
         self.urls = _urls_of(args_text, 2000)
@@ -940,7 +941,7 @@ class _Work:
         out = []
         for queue in self.open.values():
             for call in queue:
-                brief = _arg_brief(call.tool_name, call.tool_args)
+                brief = _arg_brief(call.tool_args)
                 out.append(f"{call.tool_name or 'tool'}" + (f" {brief}" if brief else ""))
         return out
 
