@@ -40,6 +40,15 @@ def _store(memory_dir, events) -> AgentStore:
     return AgentStore(memory_dir, "a")
 
 
+def _steps(turns: w._Turns, turn: int, units: w._Units) -> list[int]:
+    """The turn's step units, oldest first: its chain from ``first_step`` through ``next_step``."""
+    out, step = [], turns.first_step[turn]
+    while step >= 0:
+        out.append(step)
+        step = units.next_step[step]
+    return out
+
+
 def _scan(store) -> w._Scan:
     from memcli.snapshot.assemble import count_working, working_counter
     from memcli.snapshot.views import TokenMeter
@@ -59,7 +68,7 @@ def test_the_scan_splits_turns_into_a_head_and_steps_and_credits_every_token(mem
     # each turn: its ask (head), the call with its result (a step), the answer (a step); the
     # system line (it joins the open turn) is pinned: owned by no unit, not counted
     listed = scan.turn_list
-    assert [(listed.ids[t], len(listed.steps(t, scan.units)), listed.count[t]) for t in range(len(listed))] == [
+    assert [(listed.ids[t], len(_steps(listed, t, scan.units)), listed.count[t]) for t in range(len(listed))] == [
         ("turn_0001", 2, 4), ("turn_0002", 2, 4), ("turn_0003", 2, 4)]
     assert len(scan.step_order) == 6 and list(scan.owners)[-1] == -2 - 2
     assert scan.size == store.paths.active.stat().st_size and len(scan.starts) == 13
@@ -90,9 +99,9 @@ def test_the_scan_opens_units_and_turns_as_their_add_methods_do(memory_dir):
     assert len(units.tokens) == len(units.calls) == len(units.results) == len(units.moved) == len(units)
     for column in ("ids", "head", "first_step", "last_step", "n_steps"):
         assert getattr(listed, column) == getattr(turns_again, column)
-    assert [listed.steps(t, units) for t in range(len(listed))] == [
+    assert [_steps(listed, t, units) for t in range(len(listed))] == [
         [s for s in scan.step_order if units.turn[s] == t] for t in range(len(listed))]
-    assert [listed.steps(t, units) for t in range(len(listed))] == [[1, 2, 6], [4, 5], [8, 9]]
+    assert [_steps(listed, t, units) for t in range(len(listed))] == [[1, 2, 6], [4, 5], [8, 9]]
 
 
 def _units(spec: list[tuple[int, int, int]]) -> tuple[w._Units, list]:
@@ -157,7 +166,7 @@ def test_moved_lines_merge_adjacent_runs_and_count_per_turn(memory_dir):
     store = _store(memory_dir, turns(3))
     scan = _scan(store)
     listed, units = scan.turn_list, scan.units
-    for unit in listed.steps(0, units) + [listed.head[0], listed.steps(1, units)[0]]:
+    for unit in _steps(listed, 0, units) + [listed.head[0], _steps(listed, 1, units)[0]]:
         units.moved[unit] = 1
     out = w._moved_lines(scan)
     # turn 1 whole, then turn 2's first step: its ask stays between them

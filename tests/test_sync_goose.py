@@ -54,6 +54,23 @@ def test_no_change_sync_does_not_open_the_database(tmp_path, monkeypatch):
     assert {r.status for r in report.values()} == {"unchanged"}
 
 
+def test_no_change_sync_does_not_load_sqlite(tmp_path):
+    # a sync with nothing new runs once per hook event: the unchanged database is not opened, so
+    # sqlite3 (a few ms to import) is never loaded
+    import subprocess
+    import sys
+
+    from tests.helpers import proc_env
+
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    synced(mem, home, "goose")
+    code = ("import sys, memcli; r = memcli.Memory(sys.argv[1]).sync(home=sys.argv[2], source='goose'); "
+            "print(sorted(s.status for s in r.sessions), 'sqlite3' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(mem), str(home)], capture_output=True, text=True,
+                         env=proc_env(None), check=True).stdout
+    assert out == "['unchanged', 'unchanged'] False\n"
+
+
 def test_appended_session_adds_exactly_the_new_events(tmp_path):
     home, mem = _home(tmp_path), tmp_path / "mem"
     synced(mem, home, "goose")

@@ -329,8 +329,8 @@ class _ReadAhead:
         when it had nothing to give (the window is then read here)."""
         if self.fd is None:
             return None
-        now = time.monotonic()
-        payload = _read_until(self.fd, self.forked_at + max(READ_AHEAD_MIN_WAIT, READ_AHEAD_PATIENCE * (now - self.forked_at)))
+        planned = time.monotonic() - self.forked_at   # what the plan took while the child read
+        payload = _read_until(self.fd, self.forked_at + max(READ_AHEAD_MIN_WAIT, READ_AHEAD_PATIENCE * planned))
         if payload is None:   # the child is late: give it up (killed, reaped)
             self.cancel()
             return None
@@ -399,9 +399,10 @@ def _reap(pid: int) -> None:
 
 def _can_fork() -> bool:
     """Whether a read-ahead child may fork: ``fork`` exists, this process may run on two CPUs or
-    more (:func:`memcli.bulk.usable_cpus`: its affinity and its cgroup's CPU quota), and no other thread runs (a fork copies none, and one holding a lock — logging's,
-    LiteLLM's worker's — would leave it held in the child). A process that called an LLM keeps
-    LiteLLM's logging thread: its offline compactions read the window after the plan."""
+    more (:func:`memcli.bulk.usable_cpus`: its affinity and its cgroup's CPU quota), and no other
+    thread runs (a fork copies none, and one holding a lock — logging's, LiteLLM's worker's —
+    would leave it held in the child). A process that called an LLM keeps LiteLLM's logging
+    thread: its offline compactions read the window after the plan."""
     return hasattr(os, "fork") and usable_cpus() >= 2 and threading.active_count() == 1
 
 

@@ -98,6 +98,7 @@ from typing import Iterable
 import orjson
 
 from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn
+from memcli.messages import value_text
 from memcli.models import NON_OPENING_TAGS, TAG_COMPACT_SUMMARY, TAG_REASONING, TAG_SIDECHAIN
 from memcli.pairing import pop_open_call
 from memcli.tool_interactions import exec_output, result_failure
@@ -286,14 +287,6 @@ def _is_identifier(value: str) -> bool:
     (``text-gray-500``, ``px-4``, ``items-center``, ``rounded-lg``) nor file permissions
     (``drwxr-xr-x``); ids such as ``msg-1`` and refs such as ``origin/spotter-gqc`` stay."""
     return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value) or _PERMISSIONS.fullmatch(value))
-
-
-def _json_text(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return orjson.dumps(value).decode()
 
 
 def _is_editor_call(args: dict) -> bool:
@@ -752,7 +745,7 @@ class _Call:
 def _call_of(args, args_text: str | None = None) -> _Call:
     """The :class:`_Call` of ``args`` (``args_text``: their JSON text, when known)."""
     if args_text is None:
-        args_text = _json_text(args)
+        args_text = value_text(args)
     if type(args) is not dict or len(args_text) > MEMO_CHARS:
         return _Call(args, args_text)
     return _CALLS.get(args_text) or _remember(_CALLS, args_text, _Call(args, args_text))
@@ -1057,7 +1050,7 @@ class _TurnDigest:
                 self.last_ts = ts
         content = t.content or ""
         args = t.tool_args
-        # _json_text, inlined: it runs twice per trace
+        # value_text, inlined: it runs twice per trace
         args_text = "" if args is None else args if isinstance(args, str) else orjson.dumps(args).decode()
         error = t.tool_error
         if error:

@@ -138,16 +138,6 @@ class _Turns:
         self.n_steps[turn] += 1
         self.current[turn] = unit
 
-    def steps(self, turn: int, units: _Units) -> list[int]:
-        """The turn's step units, oldest first."""
-        out = []
-        step = self.first_step[turn]
-        next_step = units.next_step
-        while step >= 0:
-            out.append(step)
-            step = next_step[step]
-        return out
-
 
 @dataclass(slots=True)
 class WindowPlan:
@@ -656,7 +646,7 @@ def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protec
                 kept -= tokens[s]
                 moved_tokens += tokens[s]
                 s = first_step[turn]
-                while s >= 0:   # the turn's steps (_Turns.steps), walked in place
+                while s >= 0:   # the turn's steps: its chain from first_step through next_step
                     moved[s] = 1
                     kept -= tokens[s]
                     moved_tokens += tokens[s]
@@ -752,7 +742,7 @@ def _moved_lines(scan: _Scan) -> _Moved:
         wt.whole = bool(moved[turns.head[index]])
         steps = abandoned = 0
         step = first_step[index]
-        while step >= 0:   # the turn's steps (_Turns.steps), oldest first
+        while step >= 0:   # the turn's steps (first_step, then next_step), oldest first
             if moved[step]:
                 steps += 1
                 if calls[step] > results[step]:

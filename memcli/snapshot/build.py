@@ -231,8 +231,6 @@ class MessageBuilder:
         # source call id -> its unanswered call (a slot), or a list of them, oldest first, when several
         self._open: dict[str, tuple | list[tuple]] = {}
         self._names: dict[str | None, str] = {}   # tool name -> safe_name(name)
-        # the ids kept so far when none is forgotten (the usual case, taken without CallIds.assign)
-        self._kept_ids = self.ids._used if id_capacity is None else None
 
     # ------------------------------------------------------------------ input
     def feed(self, trace: RawTrace) -> list[Message]:
@@ -333,16 +331,11 @@ class MessageBuilder:
         source_id = trace.tool_call_id or ""
         trace_id = trace.id
         stats = self.stats
-        used = self._kept_ids
-        if used is not None and source_id not in used and _SAFE_ID.fullmatch(source_id):
-            used[source_id] = None   # kept as it is: CallIds.assign's usual case
-            call_id = source_id
-        else:
-            call_id = self.ids.assign(source_id, trace_id)
-            if call_id != source_id:
-                stats.ids_renamed += 1
-                if len(stats.id_examples) < 3:
-                    stats.id_examples.append((source_id, call_id))
+        call_id = self.ids.assign(source_id, trace_id)
+        if call_id != source_id:
+            stats.ids_renamed += 1
+            if len(stats.id_examples) < 3:
+                stats.id_examples.append((source_id, call_id))
         name = trace.tool_name
         names = self._names
         rendered_name = names.get(name)

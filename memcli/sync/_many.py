@@ -102,8 +102,6 @@ class DatabaseSessions:
 
     def import_sessions(self, memory_dir, session, files: dict, *, dry_run: bool = False, redact: bool = True,
                         changed: dict | None = None) -> list:
-        import sqlite3
-
         from memcli.sync.engine import SessionReport, import_session
 
         if not session.hint.get("database"):
@@ -115,6 +113,8 @@ class DatabaseSessions:
         sig = [file_sig(path), file_sig(path + "-wal")]
         if entry.get("sig") == sig and not entry.get("pending"):
             return [SessionReport(self.name, path, agent=s.get("agent")) for s in known.values()]
+        import sqlite3  # only once the database changed: a sync with nothing new never loads it
+
         try:
             sessions, marks = self.read_database(path, known)
         except (sqlite3.Error, OSError) as exc:
