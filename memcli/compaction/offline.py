@@ -597,10 +597,17 @@ def _may_state_preference(text: str) -> bool:
     return False
 
 
-def _arg_brief(tool_name: str | None, args) -> str:
+def _command_label(command: str) -> str:
+    """How the summary names a command (a call's brief, a failure's label, an outcome's command):
+    ``failures_line`` finds a failure's command again by it."""
+    return f"`{clip(command, 80)}`"
+
+
+def _arg_brief(args) -> str:
+    """A call's argument in brief: its command, else its path, URL, query … , else the files its patch names."""
     command = command_of(args)
     if command:
-        return f"`{clip(command, 80)}`"
+        return _command_label(command)
     if isinstance(args, dict):
         for key in (*_PATH_KEYS, "url", "query", "pattern", "description", "order_id", "id", "name"):
             value = args.get(key)
@@ -721,7 +728,7 @@ class _Call:
     def __init__(self, args, args_text: str):
         self.command = command = command_of(args)
         self.family = command_family(command) if command else None
-        self.brief = _arg_brief(None, args)
+        self.brief = _arg_brief(args)
         text = args if isinstance(args, str) else "\n".join(_strings(args))
         self.vocab = _vocabulary_of(_scanned(text)) if text else ()
         self.urls = _urls_of(args_text, 2000)
@@ -927,7 +934,7 @@ class _Work:
         out = []
         for queue in self.open.values():
             for call in queue:
-                brief = _arg_brief(call.tool_name, call.tool_args)
+                brief = _arg_brief(call.tool_args)
                 out.append(f"{call.tool_name or 'tool'}" + (f" {brief}" if brief else ""))
         return out
 
@@ -1686,7 +1693,7 @@ def _outcome_of(text: str) -> str:
 def commands_line(outcomes: dict, families: dict) -> str:
     """``Commands (latest outcome): `cmd`: 42 passed; …``, newest first: the latest telling
     run of each command family whose latest run did not fail (a failing one is in ``Failed:``)."""
-    shown = [f"`{clip(cmd, 80)}`: {line}" for family, (cmd, line) in reversed(list(outcomes.items()))
+    shown = [f"{_command_label(cmd)}: {line}" for family, (cmd, line) in reversed(list(outcomes.items()))
              if not families.get(family)][:MAX_LISTED]
     return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
 
@@ -1734,7 +1741,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
     failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
     app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path); a call
     the person refused or interrupted is "stopped by the user", not "still failing"."""
-    labels = {f"`{clip(cmd, 80)}`": cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
+    labels = {_command_label(cmd): cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
     open_: dict[tuple, list] = {}
     resolved: dict[tuple, list] = {}
     for label in reversed(list(failures)):
