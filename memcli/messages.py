@@ -47,6 +47,7 @@ ERROR = "error"
 PENDING = "pending"
 ORPHAN = "orphan"
 LATE = "late"
+NOTE_KINDS = frozenset((ORPHAN, LATE))   # message kinds that carry one result, rendered as a note (note_text)
 
 PENDING_TEXT = ("[no result yet: this call was still running, or was never answered, when the snapshot "
                 "was taken]")
@@ -149,12 +150,12 @@ class Message:
 
     def text(self, sep: str = "\n\n") -> str:
         """The message's text parts joined (orphan/late notes give their note)."""
-        if self.kind in (ORPHAN, LATE) and self.results:
+        if self.kind in NOTE_KINDS and self.results:
             return note_text(self.results[0])
         return sep.join(p.text for p in self.parts if isinstance(p, Text) and p.text.strip())
 
     def media(self) -> list:
-        if self.kind in (ORPHAN, LATE) and self.results:
+        if self.kind in NOTE_KINDS and self.results:
             return list(self.results[0].media)
         return [p for p in self.parts if isinstance(p, Media)]
 
@@ -189,6 +190,14 @@ def note_text(result: ToolResult) -> str:
     else:
         head = f"[{what} without a matching call in this conversation ({ident})]"
     return f"{head}\n{result.text}" if result.text else head
+
+
+def value_text(value) -> str:
+    """A stored value as text: nothing for None, a string as it is, anything else as its JSON
+    (:func:`json_text`)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json_text(value)
 
 
 def json_text(value) -> str:

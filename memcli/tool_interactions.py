@@ -38,7 +38,7 @@ from typing import Collection, Iterable, Iterator
 
 import orjson
 
-from memcli.messages import json_text
+from memcli.messages import value_text
 from memcli.models import RawTrace, ToolInteraction, ToolStatus
 from memcli.pairing import pop_open_call, take_open_call  # noqa: F401  (take_open_call: old name)
 
@@ -188,9 +188,9 @@ def result_failure(trace) -> tuple[bool, str]:
             code = result.get(key)
             if code is not None and isinstance(code, int) and not isinstance(code, bool) and code != 0:
                 text = result.get("stderr") or result.get("output") or result.get("stdout") or ""
-                return True, f"exit code {code}" + (f"\n{_text_of(text)}" if text else "")
+                return True, f"exit code {code}" + (f"\n{value_text(text)}" if text else "")
         if result.get("is_error") is True or result.get("success") is False:
-            return True, _text_of(result.get("error") or result.get("message") or result)
+            return True, value_text(result.get("error") or result.get("message") or result)
     text = _output_text(result)
     extra = getattr(trace, "extra", None)
     code = extra.get("exit_code") if extra else None
@@ -199,10 +199,3 @@ def result_failure(trace) -> tuple[bool, str]:
     if code:
         return True, f"exit code {code}" + (f"\n{text}" if text else "")
     return False, ""
-
-
-def _text_of(value) -> str:
-    """A result field as text: a string as it is, anything else as its JSON."""
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json_text(value)

@@ -193,7 +193,7 @@ def test_repeated_calls_and_results_are_worked_out_once_and_say_the_same(monkeyp
         args = orjson.loads(text)
         command = offline.command_of(args)
         assert (said.command, said.family, said.brief, said.vocab, said.urls) == (
-            command, command and offline.command_family(command), offline._arg_brief(None, args),
+            command, command and offline.command_family(command), offline._arg_brief(args),
             _plain_vocabulary(offline._scanned("\n".join(offline._strings(args)))), urls(text))
     for text, said in offline._RESULTS.items():
         value = orjson.loads(text)

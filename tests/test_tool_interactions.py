@@ -59,3 +59,10 @@ def test_a_failure_the_harness_wrote_into_the_output_is_an_error_everywhere(memo
     assert (stats["tool_calls"]["error"], stats["tool_calls"]["success"]) == (3, 1)
     turns = orjson.loads(cli("turns", "a", "--json").stdout)
     assert [t["errors"] for t in turns] == [3]
+
+
+def test_value_text_is_a_stored_value_as_text():
+    from memcli.messages import value_text
+
+    assert [value_text(v) for v in (None, "", "héllo", {"a": [1, "é"]}, [True, None], 2**70)] == [
+        "", "", "héllo", '{"a":[1,"é"]}', "[true,null]", "1180591620717411303424"]

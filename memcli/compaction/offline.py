@@ -98,6 +98,7 @@ from typing import Iterable
 import orjson
 
 from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn
+from memcli.messages import value_text
 from memcli.models import NON_OPENING_TAGS, TAG_COMPACT_SUMMARY, TAG_REASONING, TAG_SIDECHAIN
 from memcli.pairing import pop_open_call
 from memcli.tool_interactions import exec_output, result_failure
@@ -286,14 +287,6 @@ def _is_identifier(value: str) -> bool:
     (``text-gray-500``, ``px-4``, ``items-center``, ``rounded-lg``) nor file permissions
     (``drwxr-xr-x``); ids such as ``msg-1`` and refs such as ``origin/spotter-gqc`` stay."""
     return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value) or _PERMISSIONS.fullmatch(value))
-
-
-def _json_text(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return orjson.dumps(value).decode()
 
 
 def _is_editor_call(args: dict) -> bool:
@@ -604,10 +597,17 @@ def _may_state_preference(text: str) -> bool:
     return False
 
 
-def _arg_brief(tool_name: str | None, args) -> str:
+def _command_label(command: str) -> str:
+    """How the summary names a command (a call's brief, a failure's label, an outcome's command):
+    ``failures_line`` finds a failure's command again by it."""
+    return f"`{clip(command, 80)}`"
+
+
+def _arg_brief(args) -> str:
+    """A call's argument in brief: its command, else its path, URL, query … , else the files its patch names."""
     command = command_of(args)
     if command:
-        return f"`{clip(command, 80)}`"
+        return _command_label(command)
     if isinstance(args, dict):
         for key in (*_PATH_KEYS, "url", "query", "pattern", "description", "order_id", "id", "name"):
             value = args.get(key)
@@ -728,7 +728,7 @@ class _Call:
     def __init__(self, args, args_text: str):
         self.command = command = command_of(args)
         self.family = command_family(command) if command else None
-        self.brief = _arg_brief(None, args)
+        self.brief = _arg_brief(args)
         text = args if isinstance(args, str) else "\n".join(_strings(args))
         self.vocab = _vocabulary_of(_scanned(text)) if text else ()
         self.urls = _urls_of(args_text, 2000)
@@ -745,7 +745,7 @@ class _Call:
 def _call_of(args, args_text: str | None = None) -> _Call:
     """The :class:`_Call` of ``args`` (``args_text``: their JSON text, when known)."""
     if args_text is None:
-        args_text = _json_text(args)
+        args_text = value_text(args)
     if type(args) is not dict or len(args_text) > MEMO_CHARS:
         return _Call(args, args_text)
     return _CALLS.get(args_text) or _remember(_CALLS, args_text, _Call(args, args_text))
@@ -934,7 +934,7 @@ class _Work:
         out = []
         for queue in self.open.values():
             for call in queue:
-                brief = _arg_brief(call.tool_name, call.tool_args)
+                brief = _arg_brief(call.tool_args)
                 out.append(f"{call.tool_name or 'tool'}" + (f" {brief}" if brief else ""))
         return out
 
@@ -1050,7 +1050,7 @@ class _TurnDigest:
                 self.last_ts = ts
         content = t.content or ""
         args = t.tool_args
-        # _json_text, inlined: it runs twice per trace
+        # value_text, inlined: it runs twice per trace
         args_text = "" if args is None else args if isinstance(args, str) else orjson.dumps(args).decode()
         error = t.tool_error
         if error:
@@ -1693,7 +1693,7 @@ def _outcome_of(text: str) -> str:
 def commands_line(outcomes: dict, families: dict) -> str:
     """``Commands (latest outcome): `cmd`: 42 passed; …``, newest first: the latest telling
     run of each command family whose latest run did not fail (a failing one is in ``Failed:``)."""
-    shown = [f"`{clip(cmd, 80)}`: {line}" for family, (cmd, line) in reversed(list(outcomes.items()))
+    shown = [f"{_command_label(cmd)}: {line}" for family, (cmd, line) in reversed(list(outcomes.items()))
              if not families.get(family)][:MAX_LISTED]
     return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
 
@@ -1741,7 +1741,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
     failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
     app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path); a call
     the person refused or interrupted is "stopped by the user", not "still failing"."""
-    labels = {f"`{clip(cmd, 80)}`": cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
+    labels = {_command_label(cmd): cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
     open_: dict[tuple, list] = {}
     resolved: dict[tuple, list] = {}
     for label in reversed(list(failures)):

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, replace
 
 from memcli.errors import UsageError
-from memcli.messages import LATE, ORPHAN, PENDING, Media, Message, Text, ToolResult, json_text, note_text
+from memcli.messages import NOTE_KINDS, PENDING, Media, Message, Text, ToolResult, json_text, note_text
 from memcli.sizes import counted
 from memcli.tokens import TokenCounter
 
@@ -271,9 +271,6 @@ def stub_all(messages: list[Message], agent_id: str) -> list[Message]:
 
 # --------------------------------------------------------------------------- tokens
 
-_NOTED_KINDS = frozenset((ORPHAN, LATE))   # results that render as a note
-
-
 class TokenMeter:
     """Token counts of canonical messages (module docstring), memoized per text."""
 
@@ -303,7 +300,7 @@ class TokenMeter:
     def message(self, message: Message) -> int:
         n = MESSAGE_OVERHEAD
         known, new = self._known, self._count   # the memo's answer first: most texts were counted before
-        if message.kind in _NOTED_KINDS:
+        if message.kind in NOTE_KINDS:
             for result in message.results:
                 n += self.text(note_text(result))
                 if result.media:
