@@ -527,9 +527,10 @@ def informative_line(text: str) -> str:
         return lines[0] if lines else text.strip()
     first_test = None
     for at, line in enumerate(useful):
-        if not _FAILING_TEST.match(line):
+        m = _FAILING_TEST.match(line)
+        if m is None:
             continue
-        rest = _FAILING_TEST.sub("", line, count=1)
+        rest = line[m.end():]
         if " - " in rest or ": " in rest:               # pytest's ``FAILED x - AssertionError: …``
             return line
         block = list(itertools.takewhile(lambda after: not _FAILING_TEST.match(after), useful[at + 1:at + 12]))
