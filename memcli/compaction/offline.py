@@ -130,8 +130,8 @@ _PREFERENCE = re.compile(
 _PREFERENCE_WORDS = ("always", "ever", "prefer", "rather", "from now on", "going forward", "remember to")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _WRITE_TOOL = re.compile(r"(?:^|[_\-.])(?:edit|write|create|patch|apply_patch|str_replace|replace|insert|"
-                         r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])|"
-                         r"^(?:Edit|Write|MultiEdit|NotebookEdit|apply_patch)$", re.IGNORECASE)
+                         r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])",
+                         re.IGNORECASE)   # (Edit, Write, MultiEdit, NotebookEdit, apply_patch: whole names)
 _EDITOR_WRITES = {"create", "write", "str_replace", "insert", "undo_edit", "delete", "rename"}   # (Goose: write)
 _EDITOR_COMMANDS = _EDITOR_WRITES | {"view"}
 _PATH_KEYS = ("path", "file_path", "filepath", "filePath", "file", "filename", "target_file", "notebook_path", "dest",
