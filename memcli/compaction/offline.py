@@ -122,7 +122,8 @@ MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate li
 FILES_FACT_PREFIX = "Files modified: "
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
-_URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+")
+_URL_CHAR = r"[^\s\"'<>()\[\]{}`\\]"   # what a URL goes on with (where it ends: what is not)
+_URL = re.compile(r"https?://" + _URL_CHAR + "+")
 _PREFERENCE = re.compile(
     r"\b(?:always|never|i (?:always|never)|i (?:would|'d) (?:prefer|rather)|i prefer|prefer to|from now on|"
     r"going forward|do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b",
@@ -1710,7 +1711,7 @@ def _urls_once(summary: str) -> str:
     rest = summary[:at] + summary[end:]
     entries = summary[at + 7:end].split(", ")
     more = entries.pop() if entries[-1].startswith("+") and entries[-1].endswith(" more") else None
-    kept = [url for url in entries if re.search(re.escape(url) + r"(?![^\s\"'<>()\[\]{}`\\])", rest) is None]
+    kept = [url for url in entries if re.search(re.escape(url) + f"(?!{_URL_CHAR})", rest) is None]
     if len(kept) == len(entries):
         return summary
     line = ", ".join(kept + ([more] if more else []))
