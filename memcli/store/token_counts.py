@@ -33,7 +33,7 @@ from typing import Iterator
 
 from memcli.errors import StoreError
 from memcli.store import jsonl
-from memcli.tokens import text_key
+from memcli.tokens import counting_memo, text_key
 
 MAGIC = b"memcli-token-counts 1 " + (b"le\n" if sys.byteorder == "little" else b"be\n")
 MAX_ENTRIES = 100_000
@@ -251,8 +251,6 @@ def counting_cache(path: Path, *, save: bool = True, keep_new: int | None = None
     """Token counting inside the block answers from, and adds to, the cache at ``path``; the
     cache is saved when the block ends without an error (and ``save`` is true). ``keep_new``:
     see :class:`TokenCountCache`."""
-    from memcli.tokens import counting_memo
-
     cache = TokenCountCache(path, keep_new)
     with counting_memo(cache):
         yield cache

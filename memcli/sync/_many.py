@@ -89,8 +89,9 @@ def file_sig(path: str) -> list | None:
 
 class DatabaseSessions:
     """``import_sessions`` for a source whose sessions live in one SQLite database (Goose,
-    opencode). The source gives ``database_label``, ``read_database(path, known) -> (changed,
-    marks)`` — ``changed`` the ``(session id, payload)`` of the sessions whose ``mark`` differs
+    opencode, Cursor). The source gives ``database_label``, ``read_database(session, known) ->
+    (changed, marks)`` (the database is ``session.main.path``; its ``hint`` says what else the
+    finder knew) — ``changed`` the ``(session id, payload)`` of the sessions whose ``mark`` differs
     from the one kept, ``marks`` every session's mark — and ``import_one(memory_dir, session, sid,
     payload, known, dry_run=, redact=) -> SessionReport``. A session found outside the database
     (``session.hint["database"]`` not set: a legacy file) goes through the engine as usual.
@@ -116,7 +117,7 @@ class DatabaseSessions:
         import sqlite3  # only once the database changed: a sync with nothing new never loads it
 
         try:
-            sessions, marks = self.read_database(path, known)
+            sessions, marks = self.read_database(session, known)
         except (sqlite3.Error, OSError) as exc:
             return [SessionReport(self.name, path, status="failed",
                                   error=f"{path}: cannot read the {self.database_label}: {exc}")]

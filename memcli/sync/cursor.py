@@ -134,12 +134,8 @@ class CursorSource(DatabaseSessions):
     def resume_command(self, ident: Identity) -> str | None:
         return f"cursor-agent --resume {ident.resume_id or ident.session_id}"
 
-    def import_sessions(self, memory_dir, session, files: dict, **options) -> list:
-        self._skip = session.hint.get("transcripts", frozenset())
-        return super().import_sessions(memory_dir, session, files, **options)
-
-    def read_database(self, path: str, known: dict):
-        return read_database(path, known, getattr(self, "_skip", frozenset()))
+    def read_database(self, session: Session, known: dict):
+        return read_database(session.main.path, known, session.hint.get("transcripts", frozenset()))
 
     def import_one(self, memory_dir, session: Session, sid: str, payload: tuple, known: dict, *, dry_run: bool,
                    redact: bool):

@@ -98,8 +98,8 @@ class GooseSource(DatabaseSessions):
     def resume_command(self, ident: Identity) -> str | None:
         return in_dir(ident.cwd, f"goose session --resume --session-id {ident.resume_id or ident.session_id}")
 
-    def read_database(self, path: str, known: dict):
-        return read_database(path, known)
+    def read_database(self, session: Session, known: dict):
+        return read_database(session.main.path, known)
 
     def import_one(self, memory_dir, session: Session, sid: str, payload: tuple, known: dict, *, dry_run: bool,
                    redact: bool):

@@ -142,8 +142,8 @@ class OpencodeSource(DatabaseSessions):
 
         return in_dir(ident.cwd, f"opencode --session {ident.resume_id or ident.session_id}")
 
-    def read_database(self, path: str, known: dict):
-        return read_database(path, known)
+    def read_database(self, session: Session, known: dict):
+        return read_database(session.main.path, known)
 
     def import_sessions(self, memory_dir, session: Session, files: dict, **kw) -> list:
         if session.hint.get("legacy"):
