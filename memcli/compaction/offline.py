@@ -122,7 +122,8 @@ MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate li
 FILES_FACT_PREFIX = "Files modified: "
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
-_URL = re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+")
+_URL_CHAR = r"[^\s\"'<>()\[\]{}`\\]"   # what a URL goes on with (where it ends: what is not)
+_URL = re.compile(r"https?://" + _URL_CHAR + "+")
 _PREFERENCE = re.compile(
     r"\b(?:always|never|i (?:always|never)|i (?:would|'d) (?:prefer|rather)|i prefer|prefer to|from now on|"
     r"going forward|do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b",
@@ -130,10 +131,10 @@ _PREFERENCE = re.compile(
 _PREFERENCE_WORDS = ("always", "ever", "prefer", "rather", "from now on", "going forward", "remember to")
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _WRITE_TOOL = re.compile(r"(?:^|[_\-.])(?:edit|write|create|patch|apply_patch|str_replace|replace|insert|"
-                         r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])|"
-                         r"^(?:Edit|Write|MultiEdit|NotebookEdit|apply_patch)$", re.IGNORECASE)
-_EDITOR_COMMANDS = {"view", "create", "write", "str_replace", "insert", "undo_edit", "delete", "rename"}
+                         r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])",
+                         re.IGNORECASE)   # (Edit, Write, MultiEdit, NotebookEdit, apply_patch: whole names)
 _EDITOR_WRITES = {"create", "write", "str_replace", "insert", "undo_edit", "delete", "rename"}   # (Goose: write)
+_EDITOR_COMMANDS = _EDITOR_WRITES | {"view"}
 _PATH_KEYS = ("path", "file_path", "filepath", "filePath", "file", "filename", "target_file", "notebook_path", "dest",
               "destination")
 # a file a patch writes (``*** Move to:``: a rename's new path)
@@ -527,9 +528,10 @@ def informative_line(text: str) -> str:
         return lines[0] if lines else text.strip()
     first_test = None
     for at, line in enumerate(useful):
-        if not _FAILING_TEST.match(line):
+        m = _FAILING_TEST.match(line)
+        if m is None:
             continue
-        rest = _FAILING_TEST.sub("", line, count=1)
+        rest = line[m.end():]
         if " - " in rest or ": " in rest:               # pytest's ``FAILED x - AssertionError: …``
             return line
         block = list(itertools.takewhile(lambda after: not _FAILING_TEST.match(after), useful[at + 1:at + 12]))
@@ -1709,7 +1711,7 @@ def _urls_once(summary: str) -> str:
     rest = summary[:at] + summary[end:]
     entries = summary[at + 7:end].split(", ")
     more = entries.pop() if entries[-1].startswith("+") and entries[-1].endswith(" more") else None
-    kept = [url for url in entries if re.search(re.escape(url) + r"(?![^\s\"'<>()\[\]{}`\\])", rest) is None]
+    kept = [url for url in entries if re.search(re.escape(url) + f"(?!{_URL_CHAR})", rest) is None]
     if len(kept) == len(entries):
         return summary
     line = ", ".join(kept + ([more] if more else []))
