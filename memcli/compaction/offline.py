@@ -654,10 +654,7 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
                 out.extend(hits)
         if not remember:
             return out
-        found = tuple(out)
-        if len(_VOCAB_CACHE) >= 4096:
-            _VOCAB_CACHE.clear()
-        _VOCAB_CACHE[text] = found
+        found = _remember(_VOCAB_CACHE, text, tuple(out))
     return found
 
 
