@@ -15,6 +15,7 @@ from memcli.importers._common import (
     call_event,
     data_url,
     join_texts,
+    nonempty,
     result_event,
     set_fields,
 )
@@ -128,7 +129,7 @@ class BlockMapper:
                     set_fields(event, signature=block.get("signature") or None)
                     add(event)
             elif _is_call_block(kind) and isinstance(block.get("id"), str) and block["id"]:
-                name = block.get("name") if isinstance(block.get("name"), str) and block.get("name") else kind
+                name = nonempty(block.get("name")) or kind
                 self.call_names.add(block["id"], name)
                 event = call_event("", block["id"], name, block.get("input"))
                 if kind != "tool_use":

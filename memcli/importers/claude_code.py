@@ -65,6 +65,7 @@ from memcli.importers._common import (
     blake2b,
     harness_compaction,
     hold_torn_tail,
+    nonempty,
     not_format,
     set_fields,
 )
@@ -187,7 +188,7 @@ class _Reader:
     def sidechain_lane(self, value: dict, uuid) -> str | None:
         """The subagent a 1.x inline sidechain line belongs to: ``agentId`` when the line has it,
         else the first 8 characters of its chain's first uuid."""
-        agent = _str(value.get("agentId"))
+        agent = nonempty(value.get("agentId"))
         if agent or not isinstance(uuid, str) or not uuid:
             return agent
         parent = value.get("parentUuid")
@@ -216,12 +217,12 @@ class _Reader:
         """Titles (the last of each kind wins) and linked pull requests (each once, in order)."""
         meta = self.result.meta
         if kind == "pr-link":
-            url = _str(value.get("prUrl"))
+            url = nonempty(value.get("prUrl"))
             if url and url not in meta.setdefault("pr_links", []):
                 meta["pr_links"].append(url)
             return
         field, key = _META_ROWS[kind]
-        title = _str(value.get(field))
+        title = nonempty(value.get(field))
         if title:
             meta[key] = title
         meta_title = meta.get("custom_title") or meta.get("ai_title")
@@ -285,15 +286,15 @@ class _Reader:
                 key = unique.unique(chain.next(value))
             common: dict = {}
             tags = []
-            agent_id = _str(value.get("agentId"))
+            agent_id = nonempty(value.get("agentId"))
             if value.get("isSidechain") is True:
                 tags.append(TAG_SIDECHAIN)
                 agent_id = self.sidechain_lane(value, uuid)
             ts = clock.read(value.get("timestamp"))
-            message_id = message.get("id") if isinstance(message.get("id"), str) and message.get("id") else None
+            message_id = nonempty(message.get("id"))
             set_fields(common, ts=ts, message_id=message_id,
                        model=message.get("model") if isinstance(message.get("model"), str) else None,
-                       session_id=_str(value.get("sessionId")) or _str(value.get("session_id")),
+                       session_id=nonempty(value.get("sessionId")) or nonempty(value.get("session_id")),
                        agent_id=agent_id)
             user_tags = []
             usage = None
@@ -340,10 +341,6 @@ def _queued_prompt(value: dict):
         return None
     prompt = attachment.get("prompt")
     return prompt if isinstance(prompt, (str, list)) and prompt else None
-
-
-def _str(value) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 IMPORTER = ClaudeCodeImporter()

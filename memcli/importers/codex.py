@@ -72,6 +72,7 @@ from memcli.importers._common import (
     hold_torn_tail,
     item_key,
     join_texts,
+    nonempty,
     not_format,
     openai_usage,
     result_event,
@@ -340,7 +341,7 @@ class _Rollout:
         self.call_names = CallNames.from_json(carry.get("calls"))
 
     def _session_meta(self, line, payload, ts_raw):
-        session_id = payload.get("id") if isinstance(payload.get("id"), str) and payload["id"] else None
+        session_id = nonempty(payload.get("id"))
         if self.chain is None:
             self.chain = KeyChain(f"codex:{session_id}" if session_id else "")
         if session_id and self.session_id is None:

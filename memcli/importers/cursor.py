@@ -40,6 +40,7 @@ from memcli.importers._common import (
     KeyChain,
     call_event,
     decoded,
+    nonempty,
     not_format,
     numbered,
     result_event,
@@ -130,8 +131,8 @@ def composer_bubble_ids(composer: dict) -> list:
 
 
 def _tool(bubble_id: str, tool: dict, skipped) -> list[dict]:
-    call_id = tool.get("toolCallId") if isinstance(tool.get("toolCallId"), str) and tool["toolCallId"] else bubble_id
-    name = tool.get("name") if isinstance(tool.get("name"), str) and tool["name"] else "tool"
+    call_id = nonempty(tool.get("toolCallId")) or bubble_id
+    name = nonempty(tool.get("name")) or "tool"
     raw = tool.get("rawArgs") if tool.get("rawArgs") not in (None, "") else tool.get("params")
     out = [call_event("", call_id, name, raw)]
     if "result" in tool and tool["result"] is not None:
@@ -154,8 +155,7 @@ def composer_events(composer: dict, bubbles: dict, result) -> list[tuple[int, di
         if not isinstance(bubble, dict):
             skipped["bubbles missing from the database"] += 1
             continue
-        own = bubble.get("bubbleId")
-        bubble_id = own if isinstance(own, str) and own else ref if isinstance(ref, str) else str(n)
+        bubble_id = nonempty(bubble.get("bubbleId")) or (ref if isinstance(ref, str) else str(n))
         text = bubble.get("text") if isinstance(bubble.get("text"), str) else ""
         events = []
         if bubble.get("type") == 1:

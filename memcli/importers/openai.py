@@ -49,6 +49,7 @@ from memcli.importers._common import (
     data_url,
     decoded,
     join_texts,
+    nonempty,
     not_format,
     numbered,
     openai_usage,
@@ -223,7 +224,7 @@ class _Conversation:
             for j, call in enumerate(calls):
                 if not isinstance(call, dict):
                     return not_format(line, f"{where}tool_calls[{j}] as an object", call)
-                call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"call-{key}-{j}"
+                call_id = nonempty(call.get("id")) or f"call-{key}-{j}"
                 if call.get("type") == "custom" or isinstance(call.get("custom"), dict):
                     spec = call.get("custom") if isinstance(call.get("custom"), dict) else {}
                     raw, kind = spec.get("input"), "custom"
