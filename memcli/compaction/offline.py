@@ -654,10 +654,7 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
                 out.extend(hits)
         if not remember:
             return out
-        found = tuple(out)
-        if len(_VOCAB_CACHE) >= 4096:
-            _VOCAB_CACHE.clear()
-        _VOCAB_CACHE[text] = found
+        found = _remember(_VOCAB_CACHE, text, tuple(out))
     return found
 
 
@@ -1747,7 +1744,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
     open_: dict[tuple, list] = {}
     resolved: dict[tuple, list] = {}
     for label in reversed(list(failures)):
-        later, unresolved = "", False
+        later, unresolved, family = "", False, None
         cmd = labels.get(label)
         if cmd is not None:
             state = commands[cmd]
@@ -1764,7 +1761,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
             later = f" — fixed later (a later write of {fixed[label]} passed)"
         # the commands of one family that failed with the same lines and fared the same: one entry
         # (the other tools' failures alike too: ``Edit a.py ×1, Write a.py ×2 (File has not been read yet.)``)
-        key = (command_family(cmd) if cmd is not None else None, _briefs(failure_error[label]), later)
+        key = (family, _briefs(failure_error[label]), later)
         (open_ if unresolved or not later else resolved).setdefault(key, []).append(label)
     entries, listed = [], 0
     for key, group in (*open_.items(), *resolved.items()):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from memcli.messages import ERROR, LATE, PENDING, Message, Text, ToolResult, json_text
+from memcli.messages import ERROR, LATE, NOTE_KINDS, PENDING, Message, Text, ToolResult, json_text
 from memcli.renderers.base import Renderer
 
 EPISODIC_HEADER = "[MEMORY:EPISODIC]"
@@ -72,7 +72,7 @@ class TextRenderer(Renderer):
         if role == "system":
             return self._line(message, "DEVELOPER" if kind == "developer" else "SYSTEM", message.text())
         if role == "user":
-            if kind in ("orphan", LATE):
+            if kind in NOTE_KINDS:
                 result = message.results[0]
                 what = "late" if kind == LATE else "no matching call"
                 status = "TOOL ERROR" if result.is_error else "TOOL RESULT"
