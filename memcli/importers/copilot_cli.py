@@ -149,7 +149,7 @@ class _Log:
                 self.skipped["user messages without content"] += 1
                 return []
             event = {"trace_type": "user", "content": text}
-            source = nonempty(data.get("source")) if isinstance(data.get("source"), str) else None
+            source = nonempty(data.get("source"))
             if source and source.startswith(_AGENT_SOURCE):
                 set_fields(event, tags=[TAG_CONTEXT, TAG_INTER_AGENT], name=source)
             elif data.get("isAutopilotContinuation") is True or (source and source.startswith(_SKILL_SOURCE)):
