@@ -50,6 +50,8 @@ from memcli.errors import InputError
 from memcli.events import json_type, parse_timestamp
 
 NO_ERROR_MESSAGE = "(no error message)"
+# with ``context``: a prompt another agent sent (a Codex subagent's, a Copilot CLI ``agent-*`` source)
+TAG_INTER_AGENT = "inter_agent"
 _CANONICAL = orjson.OPT_SORT_KEYS
 
 

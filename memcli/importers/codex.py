@@ -63,6 +63,7 @@ from __future__ import annotations
 import orjson
 
 from memcli.importers._common import (
+    TAG_INTER_AGENT,
     CallNames,
     Clock,
     KeyChain,
@@ -87,7 +88,6 @@ LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_cont
 _PASSED_LINES = frozenset({"world_state", "inter_agent_communication_metadata", "security_risk_score",
                            "retained_context", "realtime_item", "rollout_reference"})
 _SILENT_LINES = frozenset({"turn_context"}) | _PASSED_LINES
-TAG_INTER_AGENT = "inter_agent"
 ITEM_TYPES = frozenset({
     "message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
     "custom_tool_call_output", "local_shell_call", "web_search_call", "tool_search_call",

@@ -37,6 +37,7 @@ calls requested but not yet started, and whether reasoning came before the next 
 from __future__ import annotations
 
 from memcli.importers._common import (
+    TAG_INTER_AGENT,
     Clock,
     call_event,
     decoded,
@@ -48,7 +49,6 @@ from memcli.importers._common import (
     set_fields,
     string,
 )
-from memcli.importers.codex import TAG_INTER_AGENT
 from memcli.models import TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_REASONING, TAG_SIDECHAIN
 
 # user.message sources that are not the person typing (module docstring)
