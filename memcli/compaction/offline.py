@@ -760,7 +760,7 @@ def _remember(memo: dict, text: str, said):
 
 class _Result:
     """What a tool result object says (a trace without ``tool_error``): failed or not and its error
-    text (:func:`_result_failed`), the error's brief, its identifiers (of the error text when it
+    text (:func:`memcli.tool_interactions.result_failure`), the error's brief, its identifiers (of the error text when it
     failed, else of its strings), its URLs (of the same text, else of its JSON), and — asked for
     the first time it is needed — its :func:`outcome_line`."""
 
