@@ -190,6 +190,12 @@ def active_trace_ids(paths, trace_ids) -> set:
     return found
 
 
+def _harness_traces(paths):
+    """The harness-compaction traces of the agent's active file (one search of its bytes for the
+    field's name, each hit's line parsed)."""
+    return _records_holding(paths, b'"' + FIELD.encode() + b'"', lambda r: isinstance(r.get(FIELD), dict))
+
+
 def last_compacted_turn(paths, records, staged: set) -> int:
     """Where the agent's earlier harness compactions left off: the last turn its harness items
     cover (:func:`last_covered_turn`), or later, the turn of a harness compaction with no text —
@@ -197,9 +203,9 @@ def last_compacted_turn(paths, records, staged: set) -> int:
     trace ids (one search of the file's bytes). A one-shot import starts the next item's turns
     after such a compaction too."""
     last = last_covered_turn(records)
-    needle = b'"' + FIELD.encode() + b'"'
-    for record in _records_holding(paths, needle, lambda r: isinstance(r.get(FIELD), dict) and not is_summary(r)
-                                   and r.get("id") not in staged):
+    for record in _harness_traces(paths):
+        if is_summary(record) or record.get("id") in staged:
+            continue
         turn_id = record.get("turn_id")
         number = turn_number(turn_id) if isinstance(turn_id, str) else None
         if number is not None and number > last:
@@ -212,8 +218,7 @@ def holds_harness_compaction(paths) -> bool:
     bytes). After one, the harness sent the model its summary (or its replacement history)
     instead of the traces before it, while the working snapshot still renders those traces: the provider's reported prompt
     size no longer measures the snapshot (:func:`memcli.compaction.policy.latest_prompt_tokens`)."""
-    needle = b'"' + FIELD.encode() + b'"'
-    return any(True for _ in _records_holding(paths, needle, lambda r: isinstance(r.get(FIELD), dict)))
+    return any(True for _ in _harness_traces(paths))
 
 
 def rendered_in_place(paths, items) -> set:
