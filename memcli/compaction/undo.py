@@ -328,7 +328,7 @@ def _anchor_at(path, offset: int, anchor: str | None) -> bool:
         break
     if gap_start != offset and not _blank_lines(path, gap_start, offset):
         return False   # (offset is inside a line)
-    return found == anchor if found is not None else anchor is None
+    return found == anchor   # None when there is no line before (or it has no id), as recorded
 
 
 def _blank_lines(path, start: int, end: int) -> bool:
