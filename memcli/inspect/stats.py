@@ -219,9 +219,11 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
         "episodic": FileStats(paths.episodic.name, jsonl.file_size(paths.episodic), memory.episodic),
         "semantic": FileStats(paths.semantic.name, jsonl.file_size(paths.semantic), memory.semantic),
     }
+    reported = latest_prompt_tokens(store)   # (read once: it may search the active file)
     budget = None
     if model or max_context_tokens:
-        status = budget_status(store, model=model, max_context_tokens=max_context_tokens, tokens=tokens)
+        status = budget_status(store, model=model, max_context_tokens=max_context_tokens, tokens=tokens,
+                               reported=reported)
         budget = dataclasses.asdict(status)
         budget["explanation"] = status.explain()
     compaction = _last_compaction(store)
@@ -236,7 +238,7 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
         tool_calls=ToolCounts(calls, results, status_counts[ToolStatus.SUCCESS], status_counts[ToolStatus.ERROR],
                               status_counts[ToolStatus.PENDING], status_counts[ToolStatus.ORPHAN]),
         memory=memory,
-        tokens=TokenStats(tokens, counter.describe(), counter.exact, latest_prompt_tokens(store)),
+        tokens=TokenStats(tokens, counter.describe(), counter.exact, reported),
         last_activity=last_activity(store),
         last_compaction=compaction,
         budget=budget,
