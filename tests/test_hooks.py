@@ -42,7 +42,7 @@ def home(tmp_path):
 
 
 def _env(root: Path, **extra) -> dict:
-    env = {"HOME": str(root / "home"), "CODEX_HOME": ""}
+    env = {"HOME": str(root / "home"), "CODEX_HOME": "", "CLAUDE_CONFIG_DIR": ""}
     env.update(extra)
     return env
 
@@ -222,6 +222,16 @@ def test_codex_home_is_honoured(home, tmp_path):
                             capture_output=True, env=proc_env(_env(home, CODEX_HOME=str(codex_home))), timeout=60)
     assert result.returncode == 0, result.stderr
     assert (codex_home / "hooks.json").is_file() and not (home / "home/.codex").exists()
+
+
+def test_claude_config_dir_is_honoured(home, tmp_path):
+    """CLAUDE_CONFIG_DIR moves Claude Code's ~/.claude, user settings included: the hooks go
+    where Claude Code reads them, as sync reads its sessions there."""
+    config = tmp_path / "claudeconfig"
+    result = subprocess.run([*_python_memcli(), "--dir", str(home / "memory"), "hooks", "install", "claude-code"],
+                            capture_output=True, env=proc_env(_env(home, CLAUDE_CONFIG_DIR=str(config))), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert (config / "settings.json").is_file() and not (home / "home/.claude/settings.json").exists()
 
 
 def test_install_with_a_fixed_agent_and_through_the_api(home):

@@ -74,23 +74,26 @@ class Harness:
             raise UsageError(f"{self.title} has no {scope!r} settings scope (expected {', '.join(self.scopes)})")
         home_dir = Path(home) if home is not None else Path.home()
         project = Path(project_dir) if project_dir is not None else Path.cwd()
-        return _PATHS[self.name](scope, home_dir, project.resolve(), home is not None)
+        return _PATHS[self.name](scope, home_dir, project.resolve())
 
 
-def _claude_path(scope: str, home: Path, project: Path, _explicit_home: bool) -> Path:
-    if scope == "user":
-        return home / ".claude" / "settings.json"
+def _claude_path(scope: str, home: Path, project: Path) -> Path:
+    if scope == "user":   # ($CLAUDE_CONFIG_DIR moves ~/.claude: memcli.sync._dirs.harness_dir, sync's rule)
+        from memcli.sync._dirs import harness_dir
+
+        return harness_dir(home, ".claude", "CLAUDE_CONFIG_DIR") / "settings.json"
     return project / ".claude" / ("settings.json" if scope == "project" else "settings.local.json")
 
 
-def _codex_path(scope: str, home: Path, project: Path, explicit_home: bool) -> Path:
-    if scope == "user":
-        codex_home = os.environ.get("CODEX_HOME")
-        return (Path(codex_home) if codex_home and not explicit_home else home / ".codex") / "hooks.json"
+def _codex_path(scope: str, home: Path, project: Path) -> Path:
+    if scope == "user":   # ($CODEX_HOME moves ~/.codex)
+        from memcli.sync._dirs import harness_dir
+
+        return harness_dir(home, ".codex", "CODEX_HOME") / "hooks.json"
     return project / ".codex" / "hooks.json"
 
 
-def _gemini_path(scope: str, home: Path, project: Path, _explicit_home: bool) -> Path:
+def _gemini_path(scope: str, home: Path, project: Path) -> Path:
     return (home if scope == "user" else project) / ".gemini" / "settings.json"
 
 
