@@ -461,7 +461,7 @@ def worked_rollout(seed: int, *, steps: int = 120, after: int = 50, named: int =
     edits, ``pytest`` failing then passing, ``update_plan``), compacted locally: a ``compacted``
     line whose ``message`` is the handoff summary Codex's compaction prompt asks for (progress and
     decisions, context and constraints, what remains, the data needed to continue), then ``after``
-    steps that come back to the files in hand, the plan and earlier files."""
+    steps that go on with the plan's open steps, the files in hand and earlier files."""
     import random
 
     rng = random.Random(seed)
@@ -528,7 +528,8 @@ def worked_rollout(seed: int, *, steps: int = 120, after: int = 50, named: int =
         "## Next steps", *(f"- {p['step']}" for p in state["plan"] if p["status"] != "completed"),
         f"- Continue with {cur['cls']} in {cur['file']}"])
     r.compacted(handoff)
-    for _ in range(after):
+    todo = [p for p in pool if any(p["file"] in step["step"] for step in state["plan"] if step["status"] != "completed")]
+    for n in range(after):
         x = rng.random()
-        one(pick() if x < 0.5 else rng.choice(state["seen"] + state["edited"]))
+        one(todo[n % len(todo)] if todo and x < 0.25 else pick() if x < 0.6 else rng.choice(state["seen"] + state["edited"]))
     return r
