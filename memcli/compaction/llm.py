@@ -625,17 +625,6 @@ def _path_like(value: str) -> bool:
             or re.search(r"\.[A-Za-z0-9]{1,8}$", value) is not None)
 
 
-def project_root(files: list[str]) -> str:
-    """The common directory (with a trailing ``/``) of the absolute paths among ``files`` when they
-    lie in two directories or more — the project as the agent saw it; "" otherwise (one
-    directory says nothing about where the project starts)."""
-    dirs = {f.rsplit("/", 1)[0] for f in files if f.startswith(("/", "~/")) and "/" in f}
-    if len(dirs) < 2:
-        return ""
-    common = os.path.commonpath(list(dirs))
-    return "" if common in ("/", "~") else common.rstrip("/") + "/"
-
-
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -651,11 +640,13 @@ class Required:
     another form of a plain word counts) do: two thirds of them (half, rounded down, when the
     ask has identifiers), at most :data:`ASK_WORDS`. A file is named by its path, by its last two
     components (``src/app.py`` for ``/home/me/proj/src/app.py``), or by its path under the
-    modified files' common directory (:func:`project_root`: ``mix.exs`` for
+    modified files' common directory (:func:`memcli.compaction.offline.project_root`: ``mix.exs`` for
     ``/home/me/proj/mix.exs`` when ``/home/me/proj/lib/…`` was modified too); a bare name of a
     nested file is not enough."""
 
     def __init__(self, asks: list[str], files: list[str]):
+        from memcli.compaction.offline import project_root
+
         self.asks, self.files = asks, files
         self.root = project_root(files)
 
