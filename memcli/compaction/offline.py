@@ -361,6 +361,14 @@ def written_paths(tool_name: str | None, args) -> list[str]:
     return out
 
 
+def named_paths(args) -> list[str]:
+    """The paths a tool call's arguments name under a path key (read, searched or written)."""
+    if not isinstance(args, dict):
+        return []
+    return [v.strip() for key in _PATH_KEYS if isinstance(v := args.get(key), str) and v.strip()
+            and "\n" not in v and len(v) < 400]
+
+
 _ENV_ASSIGN = re.compile(r"^\w+=\S*$")
 # a shell command that writes a file: a here-document into it (``cat > x.py <<'EOF'``, ``cat <<EOF >
 # x.py``, ``tee x.py <<EOF``) or ``sed -i`` on it
