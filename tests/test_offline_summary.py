@@ -397,3 +397,60 @@ def test_a_digest_sent_back_by_the_read_ahead_child_takes_more_traces_and_sums_u
     texts = [OfflineSummarizer().summarize_digests([d]).episodic_summary for d in (whole, resumed)]
     assert texts[0] == texts[1]
     assert "Files modified: app/orders.py" in texts[1] and "E501 line too long" in texts[1]
+
+
+def test_a_squeezed_plan_keeps_what_is_left_to_do():
+    """A long plan at a small budget keeps its items not done yet (in_progress, pending), in the
+    plan's order, and counts the done ones it leaves out: what the agent does next, not what it did."""
+    events = [{"trace_type": "user", "content": "Port every module to the new settings and keep the tests green."}]
+    plan = [{"content": f"Port module_{k} to settings (src/pkg/module_{k}.py)",
+             "status": "completed" if k < 7 else "in_progress" if k == 7 else "pending"} for k in range(9)]
+    for i in range(40):
+        events += _call(2 * i + 1, "", tool="Edit", result="ok", args={
+            "file_path": f"src/pkg/module_{i % 9}.py", "old_string": f"TIMEOUT_{i} = 3",
+            "new_string": f"TIMEOUT_{i} = settings['timeout_{i}']"})
+        events += _call(2 * i + 2, f"pytest -q tests/test_module_{i % 9}.py", result="3 passed")
+    events += _call(99, "", tool="TodoWrite", result="ok", args={"todos": plan})
+    turns = [Turn("turn_0001", _traces("turn_0001", events))]
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=260)).episodic_summary
+    line = next(line for line in text.split("\n") if line.startswith("Plan (latest): "))
+    assert line.endswith("[in_progress] Port module_7 to settings (src/pkg/module_7.py); "
+                         "[pending] Port module_8 to settings (src/pkg/module_8.py); "
+                         f"+{7 - line.count('[completed]')} more")
+    assert line.count("[completed]") < 7
+
+
+def test_the_header_says_the_date_once_for_a_window_of_one_day():
+    """The header's end time carries no date when it is the start's day (the module docstring's
+    form: fewer tokens at every budget); a window over midnight says both dates."""
+    def header(seconds: float) -> str:
+        traces = _traces("turn_0001", [{"trace_type": "user", "content": "Fix the totals."},
+                                       {"trace_type": "assistant", "content": "Done."}])
+        traces[1].ts = traces[0].ts + seconds
+        return OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary.split("\n")[0]
+    assert header(3000) == "1 turn (turn_0001), 2026-03-02 09:00 → 09:50 UTC: 2 traces, 0 tool calls, 0 failed."
+    assert header(86400) == ("1 turn (turn_0001), 2026-03-02 09:00 → 2026-03-03 09:00 UTC: 2 traces, 0 tool calls, "
+                             "0 failed.")
+
+
+def test_a_summary_whose_larger_try_passes_its_budget_still_fills_it(monkeypatch):
+    """The second try of a summary under its budget passed it by a little (a token-dense block
+    joined at that size): the next try is made between the two, and the summary ends within 5%
+    of its budget, not where the first, conservative guess left it (14% under)."""
+    from memcli.compaction import offline
+
+    class Counter:   # 3.5 characters a token, and a dense block of 60 tokens beyond 3,400 characters
+        @staticmethod
+        def count(text: str) -> int:
+            return len(text) * 2 // 7 + (60 if len(text) > 3400 else 0)
+
+    monkeypatch.setattr(offline, "_counter", lambda: Counter)
+    made = []
+
+    def make(ratio: float) -> str:
+        made.append(ratio)
+        return "x" * int(ratio * 1000)
+
+    text = offline._fill(make(offline.CHARS_PER_TOKEN), 1000, make)
+    assert 950 <= Counter.count(text) <= 1000
+    assert len(made) <= 4   # the first guess and at most three more

@@ -478,6 +478,7 @@ def _touched(texts, added: str, removed: str) -> list[str]:
 
 _CHECKLIST = re.compile(r"^\s*[-*]\s*\[([ xX~-])\]\s*(.+)$", re.MULTILINE)
 _CHECKED = {" ": "pending", "x": "completed", "X": "completed", "~": "in_progress", "-": "in_progress"}
+_DONE_ITEMS = ("[completed]", "[done]", "[cancelled]", "[canceled]", "[skipped]")   # plan items no longer to do
 
 
 def todo_lines(args) -> list[str]:
@@ -1469,8 +1470,11 @@ class OfflineSummarizer(Summarizer):
             raise ValueError("nothing to summarize")
 
         span = first_turn if n_turns == 1 else f"{first_turn}–{last_turn}"
-        header = (f"{n_turns} turn{'s' if n_turns != 1 else ''} ({span}), {_fmt_time(first_ts)} → "
-                  f"{_fmt_time(last_ts)} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, "
+        start, end = _fmt_time(first_ts), _fmt_time(last_ts)
+        if end[:11] == start[:11] and end != "?":   # the same day: its date once (module docstring)
+            end = end[11:]
+        header = (f"{n_turns} turn{'s' if n_turns != 1 else ''} ({span}), {start} → "
+                  f"{end} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, "
                   f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed.")
         footer: list[tuple[str, str]] = []   # (kind, text), in the order shown
         if subagents:
@@ -1870,7 +1874,8 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
 
 def _fit_block(kind: str, text: str, room: int) -> str:
     """An aggregate line (or block) within ``room`` characters: a list keeps its first entries
-    (the notes their last ones), whole, and says how many it leaves out; "" when nothing fits."""
+    (the notes their last ones, the plan its items not done yet), whole, in their order, and says
+    how many it leaves out; "" when nothing fits."""
     if len(text) + 1 <= room:
         return text
     if room < 60:
@@ -1888,23 +1893,26 @@ def _fit_block(kind: str, text: str, room: int) -> str:
     head, _, rest = text.partition(": ")
     sep = " → " if kind == "notes" else "; "
     items = rest.split(sep)
+    order = list(range(len(items)))
     if kind == "notes":
-        items.reverse()   # the latest notes stay
-    out: list[str] = []
+        order.reverse()   # the latest notes stay
+    elif kind == "plan":   # what is left to do stays: the items done are the first to go
+        order.sort(key=lambda i: items[i].startswith(_DONE_ITEMS))
+    kept: list[int] = []
     used = len(head) + 2 + 16
-    for item in items:
+    for i in order:
+        item = items[i]
         if used + len(item) + len(sep) > room:
-            if not out and room - used > 40:
-                out.append(clip(item, room - used - 2))
+            if not kept and room - used > 40:
+                items[i] = clip(item, room - used - 2)
+                kept.append(i)
             break
-        out.append(item)
+        kept.append(i)
         used += len(item) + len(sep)
-    if not out:
+    if not kept:
         return ""
-    more = len(items) - len(out)
-    if kind == "notes":
-        out.reverse()
-    return f"{head}: " + sep.join(out) + (f"{sep}+{more} more" if more else "")
+    more = len(items) - len(kept)
+    return f"{head}: " + sep.join(items[i] for i in sorted(kept)) + (f"{sep}+{more} more" if more else "")
 
 
 @lru_cache(maxsize=1)
@@ -1919,10 +1927,13 @@ def _fill(text: str, budget: int, make) -> str:
     to have, so that it fills ``budget`` tokens and does not pass it: :data:`CHARS_PER_TOKEN` is a
     guess (paths and identifiers take fewer tokens than it says; hashes and redacted ids more).
     At most three times; a text over the budget is only replaced by a smaller one, a text under it
-    only by a larger one that still fits."""
+    only by a larger one that still fits. A larger one that passes the budget bounds the next try,
+    made between the two at the size the tokens of both point at (a text 17% under its budget
+    when the first try passed it by 3 tokens is not the answer)."""
     count = _counter().count
     tokens = count(text)
     ratio = CHARS_PER_TOKEN
+    high = None   # (ratio, tokens) of a try that passed the budget
     for _ in range(3):
         over = tokens > budget
         if not tokens or (not over and tokens >= budget * 0.95):
@@ -1930,14 +1941,22 @@ def _fill(text: str, budget: int, make) -> str:
         seen = len(text) / tokens * (0.97 if over else 0.98)
         if over:
             seen = min(seen, ratio * 0.97)
-        elif seen <= ratio * 1.02:
-            break
-        ratio = seen
-        other = make(ratio)
+        else:
+            if high is not None:   # between the two, where the tokens of both point at
+                seen = ratio + (high[0] - ratio) * (budget * 0.99 - tokens) / (high[1] - tokens)
+            elif seen <= ratio * 1.02:
+                break
+        other = make(seen)
         more = count(other)
-        if over and more >= tokens or not over and (more > budget or len(other) <= len(text)):
+        if over:
+            if more >= tokens:
+                break
+        elif more > budget:
+            high = (seen, more)
+            continue
+        elif len(other) <= len(text):
             break
-        text, tokens = other, more
+        text, tokens, ratio = other, more, seen
     return text
 
 

@@ -413,9 +413,31 @@ def rule_session(seed: int, steps: int = 300, after: int = 120, compactions: int
         compact(150_000 + c)
         for n in range(steps + c * after, steps + (c + 1) * after):
             step(n)
+    return _split(f"rule-built-{seed}", b"\n".join(lines) + b"\n")
+
+
+def _split(name: str, data: bytes) -> Compacted:
+    """A session's bytes, written as its harness writes them and split as a real one is."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"rule-built-{seed}.jsonl"
-        path.write_bytes(b"\n".join(lines) + b"\n")
+        path = Path(tmp) / f"{name}.jsonl"
+        path.write_bytes(data)
         session = split_session(path)
     assert session is not None
     return session
+
+
+def worked_sessions() -> list[Compacted]:
+    """Sessions of the shapes harnesses compact in practice, built by rule
+    (:func:`tests.harness_fixtures.worked_session` and ``worked_rollout``): Claude Code summaries
+    in its nine sections naming the files read and edited last (24, or only the edited ones, or 5:
+    a terse one), compacted while a large tool result was the last step, with the first ask's names
+    coming back only after the boundary, compacted three times; Codex local compactions whose
+    handoff summary is a few hundred tokens."""
+    from tests.harness_fixtures import worked_rollout, worked_session
+
+    shapes = {"worked-dense": worked_session(1), "worked-edited-only": worked_session(3, dense=False),
+              "worked-big-last-result": worked_session(4, big_tail=True),
+              "worked-early-names": worked_session(5, early=True),
+              "worked-compacted-3x": worked_session(6, compactions=3), "worked-terse": worked_session(13, named=5),
+              "codex-handoff": worked_rollout(8), "codex-handoff-short": worked_rollout(12, steps=40, after=30)}
+    return [_split(name, s.jsonl()) for name, s in shapes.items()]
