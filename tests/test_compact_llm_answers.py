@@ -334,3 +334,78 @@ def test_the_library_takes_the_same_answers(memory_dir, server, tmp_path):
     assert result.compacted and len(srv.requests) == 1
     assert result.summary == sections(srv.requests[0].body)
     assert (result.llm["requests"], result.llm["input_tokens"], result.llm["output_tokens"]) == (1, 10, 10)
+
+
+DETAIL = "\nDetail line about the work done." * 120
+
+
+def _shortening(requests_for_long: int = 99, leave_out: str | None = None):
+    """A model that writes DETAIL after a good summary, and when asked to shorten a summary gives
+    it back without DETAIL — the first time without ``leave_out`` — once it has been asked
+    ``requests_for_long`` times."""
+    state = {"shorten": 0}
+
+    def model(body, i):
+        system, user = (m["content"] for m in body["messages"])
+        if not system.startswith("You shorten"):
+            return 200, good_answer(sections(body) + DETAIL), 0
+        state["shorten"] += 1
+        text = user.split("<summary>\n", 1)[1].split("\n</summary>", 1)[0].replace("\\u003c", "<")
+        if state["shorten"] <= requests_for_long:
+            return 200, good_answer(text), 0   # still as long
+        short = text.replace(DETAIL, "")
+        if leave_out and state["shorten"] == requests_for_long + 1:
+            short = "\n".join(line for line in short.splitlines() if leave_out not in line)
+        return 200, good_answer(short), 0
+    return model
+
+
+def test_a_summary_over_its_budget_is_asked_shorter_before_anything_is_written(cli, memory_dir, server, tmp_path):
+    """``--target-tokens 1500``: the model's summary leaves the snapshot over it. Before, the
+    command paid for it and exited 1 suggesting a larger target; now the summary is sent back to
+    be rewritten within the room left, checked like any answer (a file left out is asked for)."""
+    _ingest(cli, tmp_path)
+    srv = server(_shortening(requests_for_long=0, leave_out="README.md"))
+    result = _compact(cli, srv, "--target-tokens", "1500", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["tokens_after"] <= 1500
+    assert len(srv.requests) == 3   # the summary, its rewrite, the rewrite again naming README.md
+    first, again = srv.requests[1].user, srv.requests[2].user
+    assert "Detail line about the work done." in first and first.endswith("Return the JSON object now.")
+    assert "<missing>\n- modified file: /home/me/shop/README.md\n</missing>" in again
+    assert _summary(memory_dir) == sections(srv.requests[0].body)
+    notes = [line for line in result.stderr.splitlines() if "budget" in line or "asked again" in line]
+    assert len(notes) == 2 and notes[0].startswith(f"memcli: {PRICED}, turn_0001–turn_0006: the summary is ")
+    assert ", over its budget: asked to rewrite it within " in notes[0]
+    assert "attempt 1: the summary left out 1 modified file; asked again (attempt 2 of 3)" in notes[1]
+    assert _ledger(cli)["requests"] == 3
+
+
+def test_a_summary_that_cannot_be_shortened_fails_an_explicit_target_cleanly(cli, memory_dir, server, tmp_path):
+    _ingest(cli, tmp_path)
+    before = _data(memory_dir)
+    srv = server(_shortening())
+    result = _compact(cli, srv, "--target-tokens", "1500", "--retries", "1")
+    assert result.exit_code == 1 and len(srv.requests) == 3
+    error = next(line for line in result.stderr.splitlines() if line.startswith("memcli: error:"))
+    assert error.startswith(f"memcli: error: {PRICED} gave no valid summary for turn_0001–turn_0006 within ")
+    assert " tokens after 2 attempts (attempt 1: invalid answer: the summary is " in error
+    assert error.endswith("spent: 3 requests, 30 input + 30 output tokens, $0.000023; nothing was written")
+    assert _data(memory_dir) == before
+
+
+def test_without_an_explicit_target_a_summary_that_stays_long_is_written_and_said(cli, memory_dir, server, tmp_path):
+    """The default target (half of a small context): a model that will not shorten costs its
+    retries, then the summary is kept as written (as before), and the command says so."""
+    _ingest(cli, tmp_path)
+    srv = server(_shortening())
+    result = _compact(cli, srv, "--max-context-tokens", "6000", "--retries", "1", model=UNKNOWN)
+    assert result.exit_code == 0, result.stderr
+    chunks = sum(1 for r in srv.requests if not r.system.startswith("You shorten"))
+    assert chunks == 2 and len(srv.requests) == chunks + 2
+    lines = result.stderr.splitlines()
+    stays = next(k for k, line in enumerate(lines) if line.startswith("memcli: the summary stays above its budget: "))
+    assert "asked again (attempt 2 of 2)" in lines[stays - 1]    # said after the requests it tells of
+    assert lines[stays].endswith("spent: 4 requests, 40 input + 40 output tokens, price unknown")
+    assert DETAIL.strip() in _summary(memory_dir)
+    assert _ledger(cli)["requests"] == 4

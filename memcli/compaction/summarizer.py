@@ -108,6 +108,11 @@ class Summarizer:
         """Summarize ``turns`` (raises CompactionError when no valid summary can be had)."""
         raise NotImplementedError
 
+    def shortener(self, summary: Summary, turns: list):
+        """A ``resize`` for ``summary`` (of ``turns``) when it has none (a model's: asked to
+        rewrite it within so many tokens), or None (the default): it stays as it is."""
+        return None
+
 
 # --------------------------------------------------------------------------- validation
 
