@@ -409,3 +409,14 @@ def test_without_an_explicit_target_a_summary_that_stays_long_is_written_and_sai
     assert lines[stays].endswith("spent: 4 requests, 40 input + 40 output tokens, price unknown")
     assert DETAIL.strip() in _summary(memory_dir)
     assert _ledger(cli)["requests"] == 4
+
+
+def test_a_summary_too_large_for_one_request_is_not_sent_to_be_shortened(cli, memory_dir, server, tmp_path):
+    _ingest(cli, tmp_path)
+    srv = server(_shortening())
+    result = _compact(cli, srv, "--max-context-tokens", "3000", model=UNKNOWN)
+    assert result.exit_code == 0, result.stderr
+    assert not any(r.system.startswith("You shorten") for r in srv.requests)   # nothing paid for a request that cannot fit
+    (stays,) = [line for line in result.stderr.splitlines() if "stays above its budget" in line]
+    assert stays.startswith(f"memcli: the summary stays above its budget: {UNKNOWN}: the summary of turn_0001–turn_0008 (")
+    assert "tokens) is too large to rewrite in one request (the model's context leaves " in stays

@@ -605,11 +605,19 @@ class LiteLLMSummarizer(Summarizer):
         """``summary`` (of ``turns``) rewritten by the model within ``tokens``: a compaction whose
         result would pass its target asks for it before writing. The answer is checked as a
         summary is (every ask and modified file named) and must fit; the facts stay as they were.
-        CompactionError when no attempt gives one."""
+        CompactionError when no attempt gives one, or when the summary does not fit one request."""
         span = turn_span([t.turn_id for t in turns])
+        size = self.counter.count(summary.episodic_summary)
+        tokens = min(tokens, self.output_tokens() * 3 // 4)   # one answer holds it, its JSON around it
+        room = (self.context_tokens() - self.counter.count(SHORTEN_PROMPT) - self.output_tokens() - PROMPT_MARGIN
+                - self.checklist_tokens())
+        if size > room:
+            raise CompactionError(f"{self.model}: the summary of {span} ({size:,} tokens) is too large to rewrite in one "
+                                  f"request (the model's context leaves {max(room, 0):,} tokens for it); nothing was "
+                                  "written", hint="a larger --target-tokens, or fewer turns at once (--tail-turns)")
         with self._count_lock:   # a request more: said, never silent
-            self.retried.append(f"{self.model}, {span}: the summary is {self.counter.count(summary.episodic_summary):,} "
-                                f"tokens, over its budget: asked to rewrite it within {tokens:,} tokens")
+            self.retried.append(f"{self.model}, {span}: the summary is {size:,} tokens, over its budget: asked to "
+                                f"rewrite it within {tokens:,} tokens")
         shorter = self._attempts(lambda missing, problem: self.shorten_messages(summary.episodic_summary, tokens,
                                                                                 missing, problem),
                                  Required.of(turns, self._root), f"{span} within {tokens:,} tokens", (), tokens)
