@@ -420,3 +420,30 @@ def test_a_summary_too_large_for_one_request_is_not_sent_to_be_shortened(cli, me
     (stays,) = [line for line in result.stderr.splitlines() if "stays above its budget" in line]
     assert stays.startswith(f"memcli: the summary stays above its budget: {UNKNOWN}: the summary of turn_0001–turn_0008 (")
     assert "tokens) is too large to rewrite in one request (the model's context leaves " in stays
+
+
+def test_a_summary_written_as_json_sections_is_kept_as_their_text(cli, memory_dir, server, tmp_path):
+    """JSON mode and "these sections" give an object of sections, and facts under ``text``: the
+    same content, kept at the first request as the text of its sections."""
+    _ingest(cli, tmp_path)
+
+    def model(body, i):
+        asks, files = transcript_items(body)
+        return 200, orjson.dumps({"episodic_summary": {
+            "Primary request and intent": "Fix the build, document it, fix the payment function.",
+            "Files and code sections": [{"file": f.removeprefix(ROOT + "/"), "change": "generate.run()"} for f in files],
+            "All user messages": asks, "Pending tasks": [], "Next step": "Run `npm test`."},
+            "semantic_facts": [{"text": "The project builds with `npm run build`", "tags": ["build"]}]}).decode(), 0
+
+    srv = server(model)
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    assert len(srv.requests) == 1
+    asks, files = transcript_items(srv.requests[0].body)
+    assert _summary(memory_dir) == (
+        "Primary request and intent:\nFix the build, document it, fix the payment function.\n\n"
+        "Files and code sections:\n" + "\n".join(f"- file: {f.removeprefix(ROOT + '/')}\n  change: generate.run()"
+                                                 for f in files)
+        + "\n\nAll user messages:\n" + "\n".join(f"- {a}" for a in asks) + "\n\nNext step:\nRun `npm test`.")
+    (fact,) = read_jsonl(agent_dir(memory_dir, "a") / "semantic.jsonl")
+    assert fact["fact"] == "The project builds with `npm run build`" and fact["tags"] == ["build"]
