@@ -20,8 +20,8 @@ import orjson
 import pytest
 
 from memcli.compaction.compactor import compact
-from memcli.compaction.llm import Required
-from memcli.compaction.offline import project_root, written_paths
+from memcli.compaction.llm import Required, project_root
+from memcli.compaction.offline import written_paths
 from memcli.compaction.policy import CompactionPolicy, budget_status
 from memcli.errors import CompactionError
 from memcli.snapshot import SnapshotOptions, take_snapshot

@@ -89,7 +89,6 @@ keep their digest.
 from __future__ import annotations
 
 import itertools
-import os
 import re
 from collections import Counter, deque
 from datetime import datetime, timezone
@@ -363,6 +362,14 @@ def written_paths(tool_name: str | None, args) -> list[str]:
         if p and p not in out:
             out.append(p)
     return out
+
+
+def named_paths(args) -> list[str]:
+    """The paths a tool call's arguments name under a path key (read, searched or written)."""
+    if not isinstance(args, dict):
+        return []
+    return [v.strip() for key in _PATH_KEYS if isinstance(v := args.get(key), str) and v.strip()
+            and "\n" not in v and len(v) < 400]
 
 
 _ENV_ASSIGN = re.compile(r"^\w+=\S*$")
@@ -1645,23 +1652,14 @@ def files_line(paths: list[str], changes: dict, named: int | None = None, root: 
     return (f"Files modified (under {root}): " if root else FILES_FACT_PREFIX) + ", ".join(parts)
 
 
-def project_root(files: list[str]) -> str:
-    """The common directory (with a trailing ``/``) of the absolute paths among ``files`` when they
-    lie in two directories or more — the project as the agent saw it; "" otherwise (one
-    directory says nothing about where the project starts)."""
-    dirs = {f.rsplit("/", 1)[0] for f in files if f.startswith(("/", "~/")) and "/" in f}
-    if len(dirs) < 2:
-        return ""
-    common = os.path.commonpath(list(dirs))
-    return "" if common in ("/", "~") else common.rstrip("/") + "/"
-
-
 def session_root(paths: list[str], known) -> str:
     """The directory the session names its files from, when ``paths`` are all absolute and under
-    one project (:func:`project_root`): the deepest directory from the project's up (at least two
+    one project (:func:`memcli.compaction.llm.project_root`): the deepest directory from the project's up (at least two
     levels deep) under which one of them is also named relatively in the window (``known``: its
     identifiers, as in ``pytest tests/test_x.py`` or a grep hit ``src/x.py:12``), so that each
     path keeps the spelling the session uses; "" when there is none (the paths stay whole)."""
+    from memcli.compaction.llm import project_root
+
     root = project_root(paths) if all(p.startswith("/") for p in paths) else ""
     while root.count("/") >= 3:
         if any(p[len(root):] in known for p in paths):
