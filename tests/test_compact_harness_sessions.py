@@ -196,6 +196,20 @@ def test_copilot_and_gemini_cli_shell_results_that_state_a_failure_are_failures(
                                           "`cfg` in this scope) — still failing")
 
 
+def test_gemini_cli_shell_labels_and_an_empty_output_are_not_the_failure():
+    """Gemini CLI's ``run_shell_command`` (older versions) labels the output ``Stdout:`` /
+    ``Stderr:``, and a command that printed nothing says ``Output: (empty)``: the failure is the
+    output's informative line without its label, or the exit status — never the echoed
+    ``Command:`` line (it was "Command: make deploy", or "Stdout: FAILED …")."""
+    from memcli.compaction.offline import error_brief
+
+    tail = "Error: (none)\nExit Code: {}\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242"
+    labelled = ("Command: pytest -q tests/test_a.py\nDirectory: (root)\nStdout: FAILED tests/test_a.py::test_x - "
+                "KeyError: 'A'\n1 failed\nStderr: (empty)\n" + tail.format(1))
+    assert error_brief(labelled) == "FAILED tests/test_a.py::test_x - KeyError: 'A'"
+    assert error_brief("Command: make deploy\nDirectory: (root)\nOutput: (empty)\n" + tail.format(2)) == "Exit Code: 2"
+
+
 def _copilot(events: list[tuple[str, dict]]) -> str:
     """Copilot CLI ``events.jsonl`` lines from (type, data) pairs."""
     lines = [{"type": "session.start", "id": "e0", "timestamp": "2026-02-01T09:00:00.000Z", "parentId": None,

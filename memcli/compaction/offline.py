@@ -518,9 +518,13 @@ def todo_lines(args) -> list[str]:
 
 # the harness's own lines around an output (the exit status, times, ids, empty fields): not output
 _WRAPPER_LINE = re.compile(r"^(?:(?:Chunk ID|Wall time|Original token count|Background PIDs|Process Group PGID|"
-                           r"Directory): .*|(?:Error|Signal|Exit Code): \(none\)|Output:|<exited with exit code -?\d+>|"
+                           r"Directory|Command): .*|(?:Error|Signal|Exit Code): \(none\)|"
+                           r"(?:Output|Stdout|Stderr): \(empty\)|Output:|<exited with exit code -?\d+>|"
                            r"Command executed in terminal .*|"
                            r"Process exited with code -?\d+|Exit [Cc]ode:? -?\d+)$")
+
+
+_OUTPUT_LABEL = re.compile(r"^(?:Output|Stdout|Stderr): ")   # Codex's and Gemini CLI's labels before the output
 
 
 def informative_line(text: str) -> str:
@@ -533,8 +537,8 @@ def informative_line(text: str) -> str:
     if "error>" in text:   # Claude Code's ``<tool_use_error>…</tool_use_error>``: markup, not the message
         text = _ERROR_TAG.sub("", text)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    lines = [line[8:] if line.startswith("Output: ") else line for line in lines if not _WRAPPER_LINE.match(line)] \
-        or lines
+    lines = [_OUTPUT_LABEL.sub("", line) for line in lines if not _WRAPPER_LINE.match(line)] \
+        or [line for line in lines if _EXIT_LINE.match(line)] or lines
     useful = [_LOG_LEVEL.sub("", line) for line in lines if not _WARNING.match(line) and not _NOT_AN_ERROR.match(line)]
     if not useful:
         return lines[0] if lines else text.strip()
