@@ -454,3 +454,43 @@ def test_a_summary_whose_larger_try_passes_its_budget_still_fills_it(monkeypatch
     text = offline._fill(make(offline.CHARS_PER_TOKEN), 1000, make)
     assert 950 <= Counter.count(text) <= 1000
     assert len(made) <= 4   # the first guess and at most three more
+
+
+_DIRS = ("handlers", "jobs")
+
+
+def _edits_under(root: str, relative_command: bool) -> str:
+    events = [{"trace_type": "user", "content": "Make the handlers read their timeouts from settings."}]
+    for i in range(4):
+        events += _call(2 * i + 1, "", tool="Edit", result="ok", args={
+            "file_path": f"{root}src/{_DIRS[i % 2]}/h_{i}.py", "old_string": "TIMEOUT = 3",
+            "new_string": f"TIMEOUT = settings['handler_{i}.timeout']"})
+        events += _call(2 * i + 2, f"pytest -q tests/test_h_{i}.py" if not relative_command else
+                        f"pytest -q tests/test_h_{i}.py && ruff check src/{_DIRS[i % 2]}/h_{i}.py", result="3 passed")
+    events.append({"trace_type": "assistant", "content": f"All four handlers done; {root}src/jobs/h_3.py last."})
+    return OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+
+
+def test_files_under_the_project_directory_say_it_once_in_the_sessions_own_spelling():
+    """Claude Code's edits name absolute paths: the directory the session also names them from
+    (``ruff check src/jobs/h_1.py``) is said once, each file keeps the spelling the session uses
+    (``src/jobs/h_1.py``, not ``jobs/h_1.py`` under the files' common directory), and the
+    vocabulary does not list the absolute paths again."""
+    text = _edits_under("/home/me/proj/", relative_command=True)
+    files = next(line for line in text.split("\n") if line.startswith("Files modified"))
+    assert files == ("Files modified (under /home/me/proj/): src/jobs/h_3.py (handler_3.timeout), "
+                     "src/handlers/h_2.py (handler_2.timeout), src/jobs/h_1.py (handler_1.timeout), "
+                     "src/handlers/h_0.py (handler_0.timeout)")
+    assert "/home/me/proj/src/jobs/h_3.py" not in text.split("Files modified", 1)[1]
+    # no relative spelling in the session: the paths stay whole
+    text = _edits_under("/home/me/proj/", relative_command=False)
+    assert "Files modified: /home/me/proj/src/jobs/h_3.py (handler_3.timeout), /home/me/proj/src/handlers/h_2.py" \
+        in text
+
+
+def test_a_rollup_drops_the_names_of_a_files_line_said_under_its_directory():
+    summary = "\n".join(["2 turns (turn_0001–turn_0002), 2026-03-02 08:41 → 09:30 UTC: 40 traces, 12 tool calls, 0 failed.",
+                         '- turn_0001 · user: "Fix the handlers."',
+                         "Files modified (under /home/me/proj/): src/a.py (alpha, beta, gamma, delta), src/b.py (epsilon)"])
+    assert condense(summary, len(summary) - 20).split("\n")[-1] == \
+        "Files modified (under /home/me/proj/): src/a.py, src/b.py"

@@ -30,7 +30,8 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   (:func:`shell_written`), any tool whose name says it writes and whose arguments name a path —
   all of them, newest first, each with what its edits touched (:func:`changed_names`: the names
   they define, then the identifiers their new text brings in — a key, an env var, a call), each
-  name once.
+  name once; absolute paths under the directory the session also names them from say it once
+  (:func:`session_root`: ``Files modified (under /home/me/proj/): src/x.py …``).
 * **Failures** by their informative line: the failing test (``FAILED …``, with the message
   printed after it or, when none, the error printed before it), a Rust panic's message, the
   exception's last line, an ``error:`` line (the first that says where, over a summary line) —
@@ -120,6 +121,8 @@ ERROR_CHARS = 220
 MAX_SHORT_LINES = 2_000   # turns listed by their asks only; beyond, counted
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
 FILES_FACT_PREFIX = "Files modified: "
+_FILES_HEADS = (FILES_FACT_PREFIX, "Files modified (under ")   # the files line, its root said once or not
+_FILES_ROOT = re.compile(r"^Files modified \(under (/[^\n]*?/)\): ", re.MULTILINE)
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
 _URL_CHAR = r"[^\s\"'<>()\[\]{}`\\]"   # what a URL goes on with (where it ends: what is not)
@@ -1480,7 +1483,9 @@ class OfflineSummarizer(Summarizer):
         if subagents:
             footer.append(("subagents", "Subagents:\n" + "\n".join(subagents)))
         if files:
-            footer.append(("files", files_line(list(reversed(list(files))), window.changes)))
+            newest_first = list(reversed(list(files)))
+            root = session_root(newest_first, window.vocab)
+            footer.append(("files", files_line(newest_first, window.changes, root=root)))
         if window.todo is not None:
             todo = todo_lines(window.todo)
             if todo:
@@ -1591,7 +1596,7 @@ class OfflineSummarizer(Summarizer):
                                    and len(window.vocab) > 8):
             newest_first = list(reversed(list(files)))
             summary = _squeeze(header, body(), ranked_footer, hard,
-                               lambda k: files_line(newest_first, window.changes, k))
+                               lambda k: files_line(newest_first, window.changes, k, root))
             size = hard
         if urls:
             summary = _urls_once(summary)
@@ -1631,16 +1636,36 @@ class OfflineSummarizer(Summarizer):
         return facts[: self.max_facts]
 
 
-def files_line(paths: list[str], changes: dict, named: int | None = None) -> str:
+def files_line(paths: list[str], changes: dict, named: int | None = None, root: str = "") -> str:
     """``Files modified: path (names), …``, newest first; each name touched is given once, with
-    the newest file it was touched in (only for the newest ``named`` files, when given)."""
+    the newest file it was touched in (only for the newest ``named`` files, when given). With a
+    ``root`` (:func:`session_root`), the paths under it say it once: ``Files modified (under
+    /home/me/proj/): src/x.py, …`` — the project's directory repeated for each file (Claude Code's
+    edits name ``/home/me/proj/src/x.py``) took most of a small summary's room."""
     seen: set = set()
     parts = []
     for i, path in enumerate(paths):
         names = [n for n in changes.get(path, ()) if n not in seen] if named is None or i < named else []
         seen.update(names)
-        parts.append(f"{path} ({', '.join(names)})" if names else path)
-    return FILES_FACT_PREFIX + ", ".join(parts)
+        shown = path[len(root):] if root and path.startswith(root) else path
+        parts.append(f"{shown} ({', '.join(names)})" if names else shown)
+    return (f"Files modified (under {root}): " if root else FILES_FACT_PREFIX) + ", ".join(parts)
+
+
+def session_root(paths: list[str], known) -> str:
+    """The directory the session names its files from, when ``paths`` are all absolute and under
+    one project (:func:`memcli.compaction.llm.project_root`): the deepest directory from the project's up (at least two
+    levels deep) under which one of them is also named relatively in the window (``known``: its
+    identifiers, as in ``pytest tests/test_x.py`` or a grep hit ``src/x.py:12``), so that each
+    path keeps the spelling the session uses; "" when there is none (the paths stay whole)."""
+    from memcli.compaction.llm import project_root
+
+    root = project_root(paths) if all(p.startswith("/") for p in paths) else ""
+    while root.count("/") >= 3:
+        if any(p[len(root):] in known for p in paths):
+            return root
+        root = root[:root.rfind("/", 0, len(root) - 1) + 1]
+    return ""
 
 
 def _push_note(notes: deque, text: str) -> None:
@@ -1996,14 +2021,18 @@ def _by_need(vocab: dict, total: int) -> list[str]:
 def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     """The identifiers of the window the summary does not show yet, most needed first
     (:func:`_needs`: used often, and lately), as one ``Vocabulary:`` line of at most ``room``
-    characters (whole identifiers only)."""
+    characters (whole identifiers only; a path under the files line's root is shown when the
+    rest of it is)."""
     if room < 40 or not vocab:
         return ""
     head = "Vocabulary (most used lately first): "
     out: list[str] = []
     size = len(head)
+    root = _FILES_ROOT.search(shown)
+    root = root.group(1) if root else None
     for value in _by_need(vocab, total):
-        if value in shown or not _is_identifier(value):
+        if value in shown or not _is_identifier(value) or (root and value.startswith(root)
+                                                          and value[len(root):] in shown):
             continue
         if size + len(value) + 2 > room:
             if size > room - 8:
@@ -2043,7 +2072,7 @@ def condense(summary: str, budget: int) -> str:
     for n, line in enumerate(lines):
         if excess <= 0:
             break
-        if line.startswith(FILES_FACT_PREFIX):
+        if line.startswith(_FILES_HEADS):
             shorter = _CHANGES.sub("", line)
             excess -= len(line) - len(shorter)
             lines[n] = shorter
