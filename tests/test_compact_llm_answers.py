@@ -496,3 +496,43 @@ def test_an_ask_translated_into_the_answers_language_is_sent_back_with_its_own_w
     assert len(srv.requests) == 2
     block = srv.requests[1].user.split("<missing>\n", 1)[1].split("\n</missing>", 1)[0]
     assert block == f'- user ask "{french}": name corrige, l\'erreur, dans, fonction, paiement, réessaie, déploiement'
+
+
+TRACEBACK = """I get this error when I open the profile page, can you fix it?
+
+Traceback (most recent call last):
+  File "/home/me/.venv/lib/python3.12/site-packages/django/core/handlers/exception.py", line 55, in inner
+    response = get_response(request)
+  File "/home/me/.venv/lib/python3.12/site-packages/django/core/handlers/base.py", line 197, in _get_response
+    response = wrapped_callback(request, *callback_args, **callback_kwargs)
+  File "/home/me/shop/accounts/views.py", line 42, in get_profile
+    return render(request, "profile.html", {"user": user_map[request.user.id]})
+KeyError: 'user_id'"""
+
+
+@pytest.mark.parametrize("cut", [200, 190])   # at the prompt's 200 characters, or at the word before
+def test_a_pasted_traceback_quoted_verbatim_up_to_200_characters_is_named(cli, memory_dir, server, tmp_path, cut):
+    """The prompt asks for each ask "verbatim up to 200 characters": a model doing just that
+    for a pasted traceback was sent back to name the site-packages paths deep inside it."""
+    s = ClaudeSession("paste", cwd=ROOT)
+    s.ask(TRACEBACK)
+    s.tool("Edit", {"file_path": f"{ROOT}/accounts/views.py", "old_string": "user_map[request.user.id]",
+                    "new_string": "user_map.get(request.user.id)"}, "ok")
+    s.say("Fixed: get_profile no longer raises KeyError.")
+    for k in range(3):
+        s.ask(f"Now refactor module {k}.")
+        s.work(k)
+    path = tmp_path / "paste.jsonl"
+    path.write_bytes(s.jsonl())
+    assert cli("ingest", "a", str(path)).exit_code == 0
+
+    def model(body, i):
+        asks, files = transcript_items(body)
+        quoted = "\n".join(f'- "{" ".join(a.split())[:cut]}"' for a in asks)
+        return 200, good_answer("## All user messages\n" + quoted + "\n## Files and code sections\n"
+                                + "\n".join(f"- {f}" for f in files)), 0
+
+    srv = server(model)
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    assert len(srv.requests) == 1 and "asked again" not in result.stderr
