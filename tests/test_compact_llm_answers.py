@@ -447,3 +447,92 @@ def test_a_summary_written_as_json_sections_is_kept_as_their_text(cli, memory_di
         + "\n\nAll user messages:\n" + "\n".join(f"- {a}" for a in asks) + "\n\nNext step:\nRun `npm test`.")
     (fact,) = read_jsonl(agent_dir(memory_dir, "a") / "semantic.jsonl")
     assert fact["fact"] == "The project builds with `npm run build`" and fact["tags"] == ["build"]
+
+
+def test_claude_over_the_anthropic_messages_api_answering_in_its_own_format(cli, memory_dir, server, tmp_path,
+                                                                          monkeypatch):
+    """``--model anthropic/claude-sonnet-4-5``: LiteLLM speaks the Messages API (``/v1/messages``,
+    content blocks, ``stop_reason``, ``usage.input_tokens``); Claude answers with
+    ``<analysis>``/``<summary>``; ``stop_reason: "max_tokens"`` is an answer cut off; the ledger
+    prices both answers at Claude's price (3 $/M input, 15 $/M output)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
+    _ingest(cli, tmp_path)
+
+    def claude(body, i):
+        user = body["messages"][-1]["content"]
+        user = user if isinstance(user, str) else "".join(block.get("text", "") for block in user)
+        text = f"{ANALYSIS}<summary>\n{sections({'messages': [{'content': user}]})}\n</summary>"
+        return 200, {"id": f"msg_{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                     "content": [{"type": "text", "text": text[:300] if i == 0 else text}],
+                     "stop_reason": "max_tokens" if i == 0 else "end_turn", "stop_sequence": None,
+                     "usage": {"input_tokens": 1000, "output_tokens": 200}}, 0
+
+    srv = server(claude)
+    result = cli("compact", "a", "--model", "anthropic/claude-sonnet-4-5", "--api-base",
+                 srv.api_base.removesuffix("/v1"), "--tail-turns", "2")
+    assert result.exit_code == 0, result.stderr
+    assert [r.path for r in srv.requests] == ["/v1/messages"] * 2
+    assert "attempt 1: invalid answer: cut off at the output limit" in result.stderr
+    assert "<analysis>" not in _summary(memory_dir) and "## All user messages" in _summary(memory_dir)
+    llm = _ledger(cli)
+    assert (llm["requests"], llm["input_tokens"], llm["output_tokens"]) == (2, 2000, 400)
+    assert llm["cost_usd"] == pytest.approx(2 * (1000 * 3e-6 + 200 * 15e-6))
+
+
+def test_an_ask_translated_into_the_answers_language_is_sent_back_with_its_own_words(cli, memory_dir, server,
+                                                                                      tmp_path):
+    _ingest(cli, tmp_path)
+    french = ASKS[2]
+    english = "Fix the error in the payment function and retry the deployment."
+
+    def model(body, i):
+        text = sections(body)
+        return 200, good_answer(text if i else text.replace(
+            "“" + french.replace("'", "’").rstrip(".") + "”", english)), 0
+
+    srv = server(model)
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    assert len(srv.requests) == 2
+    block = srv.requests[1].user.split("<missing>\n", 1)[1].split("\n</missing>", 1)[0]
+    assert block == f'- user ask "{french}": name corrige, l\'erreur, dans, fonction, paiement, réessaie, déploiement'
+
+
+TRACEBACK = """I get this error when I open the profile page, can you fix it?
+
+Traceback (most recent call last):
+  File "/home/me/.venv/lib/python3.12/site-packages/django/core/handlers/exception.py", line 55, in inner
+    response = get_response(request)
+  File "/home/me/.venv/lib/python3.12/site-packages/django/core/handlers/base.py", line 197, in _get_response
+    response = wrapped_callback(request, *callback_args, **callback_kwargs)
+  File "/home/me/shop/accounts/views.py", line 42, in get_profile
+    return render(request, "profile.html", {"user": user_map[request.user.id]})
+KeyError: 'user_id'"""
+
+
+@pytest.mark.parametrize("cut", [200, 190])   # at the prompt's 200 characters, or at the word before
+def test_a_pasted_traceback_quoted_verbatim_up_to_200_characters_is_named(cli, memory_dir, server, tmp_path, cut):
+    """The prompt asks for each ask "verbatim up to 200 characters": a model doing just that
+    for a pasted traceback was sent back to name the site-packages paths deep inside it."""
+    s = ClaudeSession("paste", cwd=ROOT)
+    s.ask(TRACEBACK)
+    s.tool("Edit", {"file_path": f"{ROOT}/accounts/views.py", "old_string": "user_map[request.user.id]",
+                    "new_string": "user_map.get(request.user.id)"}, "ok")
+    s.say("Fixed: get_profile no longer raises KeyError.")
+    for k in range(3):
+        s.ask(f"Now refactor module {k}.")
+        s.work(k)
+    path = tmp_path / "paste.jsonl"
+    path.write_bytes(s.jsonl())
+    assert cli("ingest", "a", str(path)).exit_code == 0
+
+    def model(body, i):
+        asks, files = transcript_items(body)
+        quoted = "\n".join(f'- "{" ".join(a.split())[:cut]}"' for a in asks)
+        return 200, good_answer("## All user messages\n" + quoted + "\n## Files and code sections\n"
+                                + "\n".join(f"- {f}" for f in files)), 0
+
+    srv = server(model)
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    assert len(srv.requests) == 1 and "asked again" not in result.stderr

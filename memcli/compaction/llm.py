@@ -736,6 +736,8 @@ ASK_IDENTIFIERS = 10   # an ask's first identifiers that an answer must name
 ASK_WORDS = 8          # of an ask's other key words, two thirds must be named, at most this many
 ASK_WORD_POOL = 24     # the key words judged: an ask's first ones (a long paste is judged by its opening)
 LISTED_MISSING = 5     # asks (and twice as many files) an error message lists
+ASK_QUOTE = 200        # the prompt asks for each ask "verbatim up to 200 characters"
+ASK_OPENING = 150      # so a longer ask is named by its opening quoted (cut at a word before 200, it holds this)
 _ASK_IDENTIFIERS = (   # what an ask names that a summary must keep as written (Required.terms)
     re.compile(r"https?://[^\s\"'<>()\[\]{}`\\]+"),                                  # URLs
     re.compile(r"(?<![\w/.@~-])(?:(?:~?/|\.{1,2}/)(?:[\w.@-]+/)*|(?:[\w.@-]+/)+)[\w.@-]*\w"),   # paths
@@ -817,7 +819,9 @@ class Required:
     """What an answer for some turns must name: every user ask of a turn that moves with its ask,
     and every file modified.
 
-    An ask is named when its text appears (case and whitespace aside), or when its first
+    An ask is named when its text appears (case and whitespace aside; an ask longer than
+    :data:`ASK_QUOTE` characters, the prompt's "verbatim up to 200", by its first
+    :data:`ASK_OPENING`), or when its first
     :data:`ASK_IDENTIFIERS` identifiers (paths, URLs, ids, code names, backticked spans, numbers
     of 3+ digits, slash commands, flags such as ``-la``) all appear and enough of its other key
     words (4+ letters, not common words, the first :data:`ASK_WORD_POOL`; hyphenated words whole;
@@ -864,7 +868,7 @@ class Required:
         """What of ``ask`` the :func:`comparable` ``text`` does not name; [] when it is named. A
         path in the ask is named as a modified file is (:meth:`file_named`, under ``root``)."""
         whole = comparable(ask)
-        if whole in text:
+        if whole in text or (len(whole) > ASK_QUOTE and whole[:ASK_OPENING] in text):
             return []
         idents, words = cls.terms(ask)
         if not idents and not words:
