@@ -536,3 +536,37 @@ def test_a_pasted_traceback_quoted_verbatim_up_to_200_characters_is_named(cli, m
     result = _compact(cli, srv)
     assert result.exit_code == 0, result.stderr
     assert len(srv.requests) == 1 and "asked again" not in result.stderr
+
+
+def test_a_turn_larger_than_a_request_is_read_whole_in_parts_not_clipped(cli, memory_dir, server, tmp_path):
+    """One ask, then a long stretch of work (the usual coding-agent turn) with a small-context
+    model: the turn went out as one request with every field clipped to a few dozen characters
+    (paths and test names cut); now its traces go out whole, in consecutive parts, each once."""
+    s = ClaudeSession("long", cwd=ROOT)
+    s.ask("Make every module read its config through load_config, and keep the suite green.")
+    for k in range(12):
+        s.work(k)
+    for k in range(2):
+        s.ask(f"Now document module {k}.")
+        s.work(20 + k, steps=2)
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(s.jsonl())
+    assert cli("ingest", "a", str(path)).exit_code == 0
+
+    def model(body, i):
+        asks, files = transcript_items(body)
+        return 200, good_answer("## All user messages\n" + "\n".join(f"- {a}" for a in asks)
+                                + "\n## Files and code sections\n" + "\n".join(f"- {f}" for f in files)), 0
+
+    srv = server(model)
+    result = _compact(cli, srv, "--max-context-tokens", "4000", "--target-tokens", "50000", "--concurrency", "1",
+                      model=UNKNOWN)
+    assert result.exit_code == 0, result.stderr
+    assert len(srv.requests) >= 3
+    blocks = [r.user.split("<transcript", 1)[1].split("\n</transcript>", 1)[0] for r in srv.requests]
+    assert not any("characters clipped" in b for b in blocks)
+    lines = [orjson.loads(line) for b in blocks for line in b.split("\n")[1:]]
+    assert sum(1 for t in lines if t["type"] == "tool_call") == 12 * 4   # each call once, whole
+    for k in range(12):
+        assert f"{ROOT}/src/pkg_{k}/module_{k}.py" in _summary(memory_dir)
+    assert sum(1 for r in srv.requests if "Make every module read its config" in r.user.split("<checklist>")[0]) == 1

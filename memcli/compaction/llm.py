@@ -60,8 +60,10 @@ and what was spent, with hints only for what applies, and nothing is written.
 
 Chunking: the summarizer's context is LiteLLM's model map for ``--model``, else
 ``--max-context-tokens``, else 200,000. Whole turns are packed greedily into chunks whose
-prompt fits ``context - reserved output - instructions - memory - margin``; a single turn larger
-than that has its longest fields clipped (with a note saying how much) to fit.
+prompt fits ``context - reserved output - instructions - memory - margin``; a turn larger than
+that goes in parts of consecutive traces (a tool call with its result, :meth:`LiteLLMSummarizer._pieces`),
+and only a single trace larger than that has its longest fields clipped (with a note saying how
+much; never below :data:`MIN_CLIP` characters, so paths and names stay whole).
 
 Spending: every answer's reported ``usage`` (prompt and completion tokens, failed attempts too;
 a figure the server leaves out is counted on what was sent and what came back, never taken as 0)
@@ -108,6 +110,7 @@ from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, import_litellm, 
 MAX_OUTPUT_TOKENS = 4_096
 PROMPT_MARGIN = 512
 MIN_TRANSCRIPT_TOKENS = 512
+MIN_CLIP = 160   # a turn too large for its request has fields clipped down to this many characters, no fewer
 CUT_OFF = 'cut off at the output limit (finish_reason "length")'   # an answer that did not end
 CHECKLIST_TOKENS = 2_000
 
@@ -411,21 +414,42 @@ class LiteLLMSummarizer(Summarizer):
         text = render_turn(turn)
         tokens = self.counter.count(text)
         limit = 4_000
-        while tokens > budget and limit > 20:
+        while tokens > budget and limit >= MIN_CLIP:   # long outputs go first; paths and names stay whole
             text = render_turn(turn, limit)
             tokens = self.counter.count(text)
             limit //= 2
         return text, tokens
 
+    def _pieces(self, turn: Turn, budget: int) -> list[Turn]:
+        """``turn`` as it is when it fits one request, else its traces in consecutive parts that
+        each do: a part ends before a trace that would take it past three quarters of
+        ``budget``, never between a tool call and its result (the rest of the room is theirs); a
+        long turn is read whole, in parts, not clipped to one request's room."""
+        if self.counter.count(render_turn(turn)) <= budget:
+            return [turn]
+        parts: list[list] = []
+        current: list = []
+        used = 0
+        for trace in turn.traces:
+            tokens = self.counter.count(render_turn(Turn(turn.turn_id, [trace]))) + 1
+            if current and used + tokens > budget * 3 // 4 and trace.trace_type != "tool_result":
+                parts.append(current)
+                current, used = [], 0
+            current.append(trace)
+            used += tokens
+        parts.append(current)
+        return [Turn(turn.turn_id, part, turn.steps_only, turn.steps, turn.total_steps) for part in parts]
+
     def split(self, turns: list[Turn], memory: MemoryContext) -> list[list[Turn]]:
         """Whole turns packed greedily into chunks that each fit one request, with at most
-        :meth:`required_tokens` of asks and modified files to name."""
+        :meth:`required_tokens` of asks and modified files to name; a turn larger than one
+        request goes in parts (:meth:`_pieces`), each a :class:`Turn` of some of its traces."""
         budget, _ = self.transcript_budget(memory)
         cap = self.required_tokens()
         chunks: list[list[Turn]] = []
         current: list[Turn] = []
         used = needed = 0
-        for turn in turns:
+        for turn in (piece for whole in turns for piece in self._pieces(whole, budget)):
             _, tokens = self._fit(turn, budget)
             need = self._required_size(turn)
             if current and (used + tokens > budget or needed + need > cap):
