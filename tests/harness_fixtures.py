@@ -533,3 +533,118 @@ def worked_rollout(seed: int, *, steps: int = 120, after: int = 50, named: int =
         x = rng.random()
         one(todo[n % len(todo)] if todo and x < 0.25 else pick() if x < 0.6 else rng.choice(state["seen"] + state["edited"]))
     return r
+
+
+class GeminiSession:
+    """A Gemini CLI replay log (``chats/session-*.jsonl``) written record by record: a header,
+    ``user`` / ``gemini`` message records (a model message carries its ``toolCalls``, each with
+    its ``functionResponse`` result), and for a compression the summary as a new ``user`` record
+    holding ``<state_snapshot>``, the model's acknowledgement, and ``{"$set": {"messages": …}}``
+    replacing the history with those two."""
+
+    def __init__(self, name: str = "g", cwd: str = "/home/me/proj"):
+        self.name, self.cwd, self.n = name, cwd, 0
+        self.lines: list[dict] = [{"sessionId": uid(name, 0), "projectHash": "9f" * 32,
+                                   "startTime": "2026-03-03T08:00:00.000Z", "lastUpdated": "2026-03-03T08:00:00.000Z"}]
+
+    def _record(self, kind: str, content, **extra) -> dict:
+        self.n += 1
+        value = {"id": uid(self.name, self.n), "timestamp": f"2026-03-03T{8 + self.n // 3600:02d}:"
+                 f"{self.n // 60 % 60:02d}:{self.n % 60:02d}.000Z", "type": kind, "content": content, **extra}
+        self.lines.append(value)
+        return value
+
+    def ask(self, text: str) -> dict:
+        return self._record("user", [{"text": text}])
+
+    def say(self, text: str, calls: list | None = None) -> dict:
+        extra = {"model": "gemini-2.5-pro", "tokens": {"input": 100, "output": 10, "cached": 0, "total": 110}}
+        if calls:
+            extra["toolCalls"] = [{"id": f"{name}-{self.n}-{k}", "name": name, "args": args, "status": "success",
+                                   "result": [{"functionResponse": {"id": f"{name}-{self.n}-{k}", "name": name,
+                                                                    "response": {"output": output}}}]}
+                                  for k, (name, args, output) in enumerate(calls)]
+        return self._record("gemini", text, **extra)
+
+    def compress(self, snapshot: str) -> None:
+        kept = [self._record("user", [{"text": snapshot}]),
+                self._record("gemini", "Got it. Thanks for the additional context!")]
+        self.lines.append({"$set": {"messages": kept}})
+
+    def jsonl(self) -> bytes:
+        return b"".join(orjson.dumps(v) + b"\n" for v in self.lines)
+
+
+def worked_gemini(seed: int, *, steps: int = 120, after: int = 50, named: int = 12) -> GeminiSession:
+    """A Gemini CLI session of ``steps`` steps (``read_file``, ``search_file_content``,
+    ``replace``, ``run_shell_command`` running the tests, ``write_todos``), compressed by a
+    ``<state_snapshot>`` in the sections Gemini CLI's compression prompt asks for (overall goal,
+    key knowledge, file system state naming the ``named`` files modified last and the files read,
+    recent actions, current plan), then ``after`` steps that go on with the plan's open steps,
+    the files in hand and earlier files."""
+    import random
+
+    rng = random.Random(seed)
+    g = GeminiSession(f"worked-gemini-{seed}")
+    pool = _vocabulary(rng)
+    state = {"pos": 0, "todos": [], "seen": [], "edited": [], "actions": []}
+
+    def one(item: dict) -> None:
+        path = f"{g.cwd}/{item['file']}"
+        kind = rng.choice(["read", "read", "search", "replace", "test", "todos"])
+        if kind == "read":
+            g.say("", [("read_file", {"absolute_path": path}, f"class {item['cls']}:\n    def {item['fn']}(self, request):"
+                        f"\n        return {item['helper']}(request, os.environ['{item['env']}'])")])
+            state["seen"].append(item)
+        elif kind == "search":
+            g.say("", [("search_file_content", {"pattern": item["fn"]},
+                        f"Found 1 match for pattern \"{item['fn']}\":\n---\nFile: {item['file']}\nL4: def {item['fn']}")])
+            state["seen"].append(item)
+        elif kind == "replace":
+            g.say(f"Moving {item['cls']} to settings.", [("replace", {
+                "file_path": path, "old_string": f"raise {item['error']}(url)",
+                "new_string": f"return fetch(url, timeout=settings['{item['key']}'])"},
+                f"Successfully modified file: {path} (1 replacements).")])
+            state["edited"].append(item)
+            state["actions"].append(f"Replaced the raise of {item['error']} in {item['file']}")
+        elif kind == "test":
+            fail = rng.random() < 0.35
+            out = (f"FAILED {item['test']}::{item['case']} - {item['error']}\n1 failed" if fail else "9 passed in 0.3s")
+            g.say("", [("run_shell_command", {"command": f"pytest -q {item['test']}"},
+                        f"Command: pytest -q {item['test']}\nStdout: {out}\nExit Code: {1 if fail else 0}")])
+            state["actions"].append(f"pytest -q {item['test']}: {'failed with ' + item['error'] if fail else 'passed'}")
+        else:
+            todos = [{"description": f"Port {p['cls']} ({p['file']})", "status": st}
+                     for p, st in zip(pool[state["pos"]:state["pos"] + 3], ["completed", "in_progress", "pending"])]
+            state["todos"] = todos
+            g.say("", [("write_todos", {"todos": todos}, "Successfully updated the todo list.")])
+
+    def pick() -> dict:
+        state["pos"] = max(0, min(len(pool) - 1, state["pos"] + rng.choice([-1, 0, 1, 1, 2])))
+        return pool[state["pos"]]
+
+    asks = [f"Move every module's timeout from env vars to settings, starting with {pool[0]['file']}.",
+            "Keep the public function names; run the module's tests after each change."]
+    g.ask(asks[0])
+    for n in range(steps):
+        if n == steps // 2:
+            g.ask(asks[1])
+        one(pick())
+    edited = list(dict.fromkeys(i["file"] for i in reversed(state["edited"])))[:named]
+    read = [f for f in dict.fromkeys(i["file"] for i in reversed(state["seen"])) if f not in edited][:named // 2]
+    marks = {"completed": "DONE", "in_progress": "IN PROGRESS", "pending": "TODO"}
+    g.compress("\n".join([
+        "<state_snapshot>", "    <overall_goal>", f"        {asks[0]}", "    </overall_goal>",
+        "    <key_knowledge>", *(f"        - {a}" for a in asks[1:]),
+        "        - Timeouts are read with settings['<area>.<module>.timeout'].", "    </key_knowledge>",
+        "    <file_system_state>", f"        - CWD: `{g.cwd}`", *(f"        - MODIFIED: `{f}`" for f in edited),
+        *(f"        - READ: `{f}`" for f in read), "    </file_system_state>",
+        "    <recent_actions>", *(f"        - {a}" for a in state["actions"][-5:]), "    </recent_actions>",
+        "    <current_plan>", *(f"        {k}. [{marks[t['status']]}] {t['description']}"
+                               for k, t in enumerate(state["todos"], 1)), "    </current_plan>",
+        "</state_snapshot>"]))
+    todo = [p for p in pool if any(p["file"] in t["description"] for t in state["todos"] if t["status"] != "completed")]
+    for n in range(after):
+        x = rng.random()
+        one(todo[n % len(todo)] if todo and x < 0.25 else pick() if x < 0.6 else rng.choice(state["seen"] + state["edited"]))
+    return g

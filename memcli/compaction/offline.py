@@ -518,9 +518,13 @@ def todo_lines(args) -> list[str]:
 
 # the harness's own lines around an output (the exit status, times, ids, empty fields): not output
 _WRAPPER_LINE = re.compile(r"^(?:(?:Chunk ID|Wall time|Original token count|Background PIDs|Process Group PGID|"
-                           r"Directory): .*|(?:Error|Signal|Exit Code): \(none\)|Output:|<exited with exit code -?\d+>|"
+                           r"Directory|Command): .*|(?:Error|Signal|Exit Code): \(none\)|"
+                           r"(?:Output|Stdout|Stderr): \(empty\)|Output:|<exited with exit code -?\d+>|"
                            r"Command executed in terminal .*|"
                            r"Process exited with code -?\d+|Exit [Cc]ode:? -?\d+)$")
+
+
+_OUTPUT_LABEL = re.compile(r"^(?:Output|Stdout|Stderr): ")   # Codex's and Gemini CLI's labels before the output
 
 
 def informative_line(text: str) -> str:
@@ -532,9 +536,15 @@ def informative_line(text: str) -> str:
         text = _ANSI.sub("", text)
     if "error>" in text:   # Claude Code's ``<tool_use_error>…</tool_use_error>``: markup, not the message
         text = _ERROR_TAG.sub("", text)
+    stopped = _STOPPED.search(text)
+    if stopped:   # the person said no: the sentence that says so, not the harness's instructions after it
+        dot = text.rfind(". ", 0, stopped.start())
+        start = max(dot + 2 if dot >= 0 else 0, text.rfind("\n", 0, stopped.start()) + 1)
+        ends = [e for e in (text.find(". ", stopped.end()) + 1, text.find("\n", stopped.end())) if e > 0]
+        return text[start:min(ends) if ends else len(text)].strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    lines = [line[8:] if line.startswith("Output: ") else line for line in lines if not _WRAPPER_LINE.match(line)] \
-        or lines
+    lines = [_OUTPUT_LABEL.sub("", line) for line in lines if not _WRAPPER_LINE.match(line)] \
+        or [line for line in lines if _EXIT_LINE.match(line)] or lines
     useful = [_LOG_LEVEL.sub("", line) for line in lines if not _WARNING.match(line) and not _NOT_AN_ERROR.match(line)]
     if not useful:
         return lines[0] if lines else text.strip()
@@ -1776,7 +1786,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
     distinct ones, said once for the commands of a family (or the tools that are no command) that
     failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
     app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path); a call
-    the person refused or interrupted is "stopped by the user", not "still failing"."""
+    the person refused or interrupted (its latest failure) is "stopped by the user", not "still
+    failing", and comes after the failures still open."""
     labels = {_command_label(cmd): cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
     open_: dict[tuple, list] = {}
     resolved: dict[tuple, list] = {}
@@ -1788,14 +1799,16 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
             family = command_family(cmd)
             if not state[1]:
                 later = " — passed later"
+            elif _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
+                later = " — stopped by the user"
             elif families.get(family, True):
                 later, unresolved = " — still failing", True
-                if _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
-                    later = " — stopped by the user"
             else:
                 later = f" — fixed later (a later `{family}` passed)"
         elif label in fixed:
             later = f" — fixed later (a later write of {fixed[label]} passed)"
+        elif _STOPPED.search(failure_error[label][-1]):
+            later = " — stopped by the user"
         # the commands of one family that failed with the same lines and fared the same: one entry
         # (the other tools' failures alike too: ``Edit a.py ×1, Write a.py ×2 (File has not been read yet.)``)
         key = (family, _briefs(failure_error[label]), later)

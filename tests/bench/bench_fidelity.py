@@ -2,7 +2,7 @@
 docs/compaction.md, "Fidelity").
 
 For every corpus session that carries a harness compaction with a readable summary, three
-sessions built by rule (:func:`tests.bench.fidelity.rule_session`) and eight of the shapes harnesses
+sessions built by rule (:func:`tests.bench.fidelity.rule_session`) and ten of the shapes harnesses
 compact in practice (:func:`tests.bench.fidelity.worked_sessions`), one row:
 the value is the harness's needed-later identifier recall, the baseline memcli's at the same token
 count, so the ratio (harness / memcli) must stay at or below 1. A Codex session whose harness
