@@ -570,3 +570,39 @@ def test_a_turn_larger_than_a_request_is_read_whole_in_parts_not_clipped(cli, me
     for k in range(12):
         assert f"{ROOT}/src/pkg_{k}/module_{k}.py" in _summary(memory_dir)
     assert sum(1 for r in srv.requests if "Make every module read its config" in r.user.split("<checklist>")[0]) == 1
+
+
+def test_a_dry_run_with_a_model_prices_without_loading_litellm(cli, memory_dir, tmp_path):
+    """``compact --model openai/gpt-4o-mini --dry-run`` calls no model: it priced its estimate
+    with LiteLLM imported (~3 s of a 6 s command); the map is read as a file instead, for the
+    same figure LiteLLM gives."""
+    import subprocess
+    import sys
+
+    from tests.helpers import proc_env
+
+    _ingest(cli, tmp_path)
+    code = ("import sys; from memcli.cli.app import build_app\n"
+            "try:\n    build_app('compact')(['--dir', sys.argv[1], 'compact', 'a', '--model', 'openai/gpt-4o-mini', "
+            "'--dry-run', '--json'], prog_name='memcli')\n"
+            "except SystemExit as e:\n    print(e.code, 'litellm' in sys.modules, file=sys.stderr)")
+    run = subprocess.run([sys.executable, "-c", code, str(memory_dir)], capture_output=True, text=True,
+                         env=proc_env(), timeout=120)
+    assert run.stderr.split()[-2:] == ["0", "False"], run.stderr
+    estimate = orjson.loads(run.stdout)["estimate"]
+    assert estimate["cost_usd"] == pytest.approx(estimate["input_tokens"] * 0.15e-6 + estimate["max_output_tokens"] * 0.6e-6)
+
+
+@pytest.mark.parametrize("model, flat", [
+    ("openai/gpt-4o-mini", True), ("anthropic/claude-sonnet-4-5", True), ("deepseek/deepseek-chat", True),
+    ("gemini/gemini-2.5-pro", False),          # priced by tiers of prompt size: LiteLLM's own rule
+    ("openrouter/openai/gpt-4o-mini", False),  # another provider's entry: LiteLLM says no price
+    ("openai/test-model", False)])
+def test_an_estimate_priced_from_the_map_is_what_litellm_says(model, flat):
+    from memcli.compaction.llm import LiteLLMSummarizer, flat_price
+    from memcli.tokens import import_litellm
+
+    assert (flat_price(model) is not None) == flat
+    summarizer = LiteLLMSummarizer(model)
+    estimated, priced = summarizer.price(None, 123_456, 7_890), summarizer.price(import_litellm(), 123_456, 7_890)
+    assert estimated == pytest.approx(priced) if priced is not None else estimated is None

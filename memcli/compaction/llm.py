@@ -253,6 +253,22 @@ def render_turn(turn: Turn, field_limit: int | None = None) -> str:
 
 
 # provider (the model's prefix) -> the environment variables LiteLLM reads its key from
+def flat_price(model: str) -> tuple[float, float] | None:
+    """(input, output) USD per token for ``model`` from LiteLLM's model map read as a file, when
+    that is all ``litellm.cost_per_token`` would use: the entry of the model's own provider, one
+    price whatever the prompt's size (no ``..._above_…_tokens`` tier). None otherwise."""
+    info = model_info(model)
+    provider = model.split("/", 1)[0] if "/" in model else None
+    if not info or provider is None or info.get("litellm_provider") != provider:
+        return None
+    if any(k.startswith(("input_cost_per_token_above", "output_cost_per_token_above")) for k in info):
+        return None
+    cost_in, cost_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if isinstance(cost_in, (int, float)) and isinstance(cost_out, (int, float)):
+        return float(cost_in), float(cost_out)
+    return None
+
+
 PROVIDER_KEYS = {
     "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
     "gemini": ("GEMINI_API_KEY",), "mistral": ("MISTRAL_API_KEY",), "groq": ("GROQ_API_KEY",),
@@ -592,7 +608,14 @@ class LiteLLMSummarizer(Summarizer):
             self.spent.add(prompt, completion, cost)
 
     def price(self, litellm, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """The cost in USD of so many tokens by LiteLLM's model map; None when it has no price."""
+        """The cost in USD of so many tokens by LiteLLM's model map; None when it has no price.
+        ``litellm`` None (an estimate, nothing sent): the map is read without importing LiteLLM
+        (~3 s) when the model's entry has one flat price (:func:`flat_price`), else imported."""
+        if litellm is None:
+            flat = flat_price(self.model)
+            if flat is not None:
+                return flat[0] * prompt_tokens + flat[1] * completion_tokens
+            litellm = _import_litellm()
         try:
             prompt_cost, completion_cost = litellm.cost_per_token(
                 model=self.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
@@ -609,7 +632,7 @@ class LiteLLMSummarizer(Summarizer):
         input_tokens = sum(self.counter.count("\n".join(m["content"] for m in self.messages(chunk, memory)))
                            for chunk in chunks)
         output_tokens = self.output_tokens() * len(chunks)
-        cost = self.price(_import_litellm(), input_tokens, output_tokens) if chunks else 0.0
+        cost = self.price(None, input_tokens, output_tokens) if chunks else 0.0
         return {"model": self.model, "requests": len(chunks), "input_tokens": input_tokens,
                 "max_output_tokens": output_tokens, "cost_usd": cost}
 
