@@ -423,8 +423,8 @@ def test_a_summary_too_large_for_one_request_is_not_sent_to_be_shortened(cli, me
 
 
 def test_a_summary_written_as_json_sections_is_kept_as_their_text(cli, memory_dir, server, tmp_path):
-    """JSON mode and "these sections" give an object of sections, and facts under ``text``: the
-    same content, kept at the first request as the text of its sections."""
+    """JSON mode and "these sections" give an object of sections, facts under ``text`` with a
+    confidence in words: the same content, kept at the first request as the text of its sections."""
     _ingest(cli, tmp_path)
 
     def model(body, i):
@@ -433,7 +433,8 @@ def test_a_summary_written_as_json_sections_is_kept_as_their_text(cli, memory_di
             "Primary request and intent": "Fix the build, document it, fix the payment function.",
             "Files and code sections": [{"file": f.removeprefix(ROOT + "/"), "change": "generate.run()"} for f in files],
             "All user messages": asks, "Pending tasks": [], "Next step": "Run `npm test`."},
-            "semantic_facts": [{"text": "The project builds with `npm run build`", "tags": ["build"]}]}).decode(), 0
+            "semantic_facts": [{"text": "The project builds with `npm run build`", "tags": ["build"],
+                                "confidence": "high"}]}).decode(), 0
 
     srv = server(model)
     result = _compact(cli, srv)
@@ -446,7 +447,7 @@ def test_a_summary_written_as_json_sections_is_kept_as_their_text(cli, memory_di
                                                  for f in files)
         + "\n\nAll user messages:\n" + "\n".join(f"- {a}" for a in asks) + "\n\nNext step:\nRun `npm test`.")
     (fact,) = read_jsonl(agent_dir(memory_dir, "a") / "semantic.jsonl")
-    assert fact["fact"] == "The project builds with `npm run build`" and fact["tags"] == ["build"]
+    assert (fact["fact"], fact["tags"], fact["confidence"]) == ("The project builds with `npm run build`", ["build"], 0.9)
 
 
 def test_claude_over_the_anthropic_messages_api_answering_in_its_own_format(cli, memory_dir, server, tmp_path,
