@@ -433,7 +433,7 @@ def test_a_summary_written_as_json_sections_is_kept_as_their_text(cli, memory_di
             "Primary request and intent": "Fix the build, document it, fix the payment function.",
             "Files and code sections": [{"file": f.removeprefix(ROOT + "/"), "change": "generate.run()"} for f in files],
             "All user messages": asks, "Pending tasks": [], "Next step": "Run `npm test`."},
-            "semantic_facts": [{"text": "The project builds with `npm run build`", "tags": ["build"],
+            "semantic_facts": [{"text": "The project builds with `npm run build`", "tags": "build, npm",
                                 "confidence": "high"}]}).decode(), 0
 
     srv = server(model)
@@ -447,7 +447,7 @@ def test_a_summary_written_as_json_sections_is_kept_as_their_text(cli, memory_di
                                                  for f in files)
         + "\n\nAll user messages:\n" + "\n".join(f"- {a}" for a in asks) + "\n\nNext step:\nRun `npm test`.")
     (fact,) = read_jsonl(agent_dir(memory_dir, "a") / "semantic.jsonl")
-    assert (fact["fact"], fact["tags"], fact["confidence"]) == ("The project builds with `npm run build`", ["build"], 0.9)
+    assert (fact["fact"], fact["tags"], fact["confidence"]) == ("The project builds with `npm run build`", ["build", "npm"], 0.9)
 
 
 def test_claude_over_the_anthropic_messages_api_answering_in_its_own_format(cli, memory_dir, server, tmp_path,
@@ -568,8 +568,10 @@ def test_a_turn_larger_than_a_request_is_read_whole_in_parts_not_clipped(cli, me
     assert not any("characters clipped" in b for b in blocks)
     lines = [orjson.loads(line) for b in blocks for line in b.split("\n")[1:]]
     assert sum(1 for t in lines if t["type"] == "tool_call") == 12 * 4   # each call once, whole
+    summary = _summary(memory_dir)
+    assert summary.startswith(f"turn_0001, summarized in {len(srv.requests)} parts:\n\n[turn_0001]\n")
     for k in range(12):
-        assert f"{ROOT}/src/pkg_{k}/module_{k}.py" in _summary(memory_dir)
+        assert f"{ROOT}/src/pkg_{k}/module_{k}.py" in summary
     assert sum(1 for r in srv.requests if "Make every module read its config" in r.user.split("<checklist>")[0]) == 1
 
 

@@ -7,9 +7,9 @@ name the existing facts it ``supersedes``.
 
 :func:`validate_summary` is the single gate between a summarizer's raw output and the store:
 whatever it returns is a :class:`Summary` whose text is non-empty, not an error or refusal,
-bounded in size, and whose facts are well-formed. Recoverable shapes are normalized (a tag given
-as a string becomes a list, a confidence given as ``"0.8"`` a number clamped to 0..1, one in
-words (``"high"``) the number of :data:`CONFIDENCE_WORDS`, a fact whose ``supersedes`` names an
+bounded in size, and whose facts are well-formed. Recoverable shapes are normalized (tags given
+as a string become a list, split at commas; a confidence given as ``"0.8"`` a number clamped to
+0..1, one in words (``"high"``) the number of :data:`CONFIDENCE_WORDS`; a fact whose ``supersedes`` names an
 unknown id loses that id, a fact under ``text``/``content``/``statement`` instead of ``fact``, an
 episodic summary given as an object of sections — as models write "the sections" in JSON mode —
 becomes the text of those sections: :func:`sections_text`); anything else raises
@@ -137,7 +137,7 @@ def _tags(value: Any) -> list:
     if value is None:
         return []
     if isinstance(value, str):
-        value = [value]
+        value = value.split(",")    # "build, npm" as models write a list in a string
     if not isinstance(value, list):
         raise InvalidSummary(f"tags is {type(value).__name__}, not a list")
     out = []
