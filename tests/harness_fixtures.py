@@ -280,3 +280,371 @@ def codex_rollout(compactions: int = 2, *, turns_between: int = 2, steps: int = 
             break
         r.compacted(f"Summary {c}: modules 0..{k - 1} read their config.", history=c not in old, remote=c in remote)
     return r
+
+
+# ---------------------------------------------------------------------------- worked sessions
+# Sessions of the shapes harnesses compact in practice, for the fidelity benchmark
+# (tests/bench/fidelity.py): many files read and a few edited, Edit / MultiEdit / Write with their
+# strings, Task subagents, TodoWrite, builds and tests failing then passing, a Codex rollout with
+# apply_patch and update_plan; compacted with a summary in each producer's own shape.
+
+_AREAS = ["billing", "orders", "shipping", "auth", "search", "reports", "catalog", "notify", "ledger", "audit"]
+
+
+def _vocabulary(rng, size: int = 40) -> list[dict]:
+    """A project's names: one module per entry, with its class, functions, test, env var, error."""
+    out = []
+    for k in range(size):
+        area = _AREAS[k % len(_AREAS)]
+        word = rng.choice(["store", "client", "policy", "router", "index", "queue", "schema", "cache"])
+        cls = f"{area.title()}{word.title()}"
+        out.append({"file": f"src/{area}/{word}_{k}.py", "cls": cls, "fn": f"{word}_{area}_{k}",
+                    "helper": f"_{area}_{word}_helper_{k}", "test": f"tests/{area}/test_{word}_{k}.py",
+                    "case": f"test_{word}_{k}_roundtrip", "env": f"{area.upper()}_{word.upper()}_{k}_URL",
+                    "error": f"{cls}{k}Error", "key": f"{area}.{word}_{k}.timeout"})
+    return out
+
+
+def worked_session(seed: int, *, steps: int = 160, after: int = 60, dense: bool = True, named: int = 24,
+                   big_tail: bool = False, early: bool = False, compactions: int = 1,
+                   name: str | None = None) -> ClaudeSession:
+    """A Claude Code session of ``steps`` steps of work over a project's vocabulary, compacted by a
+    summary in Claude Code's nine sections (``dense``: naming every file read or edited with its
+    class and functions and a code snippet of each edit, the ``named`` most recent, as Claude
+    Code's do after long sessions; else the 12 files edited last), then ``after`` steps that go on with the pending todo items, the
+    files in hand and, at random, files worked on earlier. ``big_tail``: the last step before the
+    boundary is a large tool result (a whole log read). ``early``: the first ask names a class,
+    a file and an error that the middle of the session never uses, and the work after the
+    boundary comes back to them. ``compactions`` > 1: the harness compacts again after each
+    ``after`` steps (the benchmark measures the first)."""
+    import random
+
+    rng = random.Random(seed)
+    s = ClaudeSession(name or f"worked-{seed}")
+    pool = _vocabulary(rng)
+    first = pool[0] if early else None
+    start = 1 if early else 0
+    state = {"pos": start, "todos": [], "read": [], "edited": [], "errors": [], "fixed": [], "asks": [],
+             "code": {}}
+
+    def ask(text: str) -> None:
+        state["asks"].append(text)
+        s.ask(text)
+
+    def pick_recent() -> dict:
+        state["pos"] = max(start, min(len(pool) - 1, state["pos"] + rng.choice([-1, 0, 1, 1, 2])))
+        return pool[state["pos"]]
+
+    def one(n: int, item: dict) -> None:
+        other = pool[rng.randrange(start, len(pool))]
+        kind = rng.choice(["read", "read", "grep", "edit", "multi", "test", "build", "say"])
+        if kind == "read":
+            s.tool("Read", {"file_path": f"{s.cwd}/{item['file']}"},
+                   f"     1\tfrom src.{other['file'].split('/')[1]} import {other['cls']}\n     2\t\n"
+                   f"     3\tclass {item['cls']}:\n     4\t    def {item['fn']}(self, request):\n"
+                   f"     5\t        return {item['helper']}(request, os.environ['{item['env']}'])\n"
+                   f"     6\t\n     7\tdef {item['helper']}(request, url):\n     8\t    raise {item['error']}(url)\n")
+            state["read"].append(item)
+        elif kind == "grep":
+            s.tool("Grep", {"pattern": item["fn"], "path": "src", "output_mode": "content"},
+                   f"{item['file']}:4:    def {item['fn']}(self, request):\n{other['file']}:22:        "
+                   f"{item['cls']}().{item['fn']}(req)")
+            state["read"].append(other)
+        elif kind in ("edit", "multi"):
+            old, new = f"raise {item['error']}(url)", f"return fetch(url, timeout=settings['{item['key']}'])"
+            if kind == "edit":
+                s.tool("Edit", {"file_path": f"{s.cwd}/{item['file']}", "old_string": old, "new_string": new},
+                       f"The file {s.cwd}/{item['file']} has been updated.")
+            else:
+                s.tool("MultiEdit", {"file_path": f"{s.cwd}/{item['file']}", "edits": [
+                    {"old_string": old, "new_string": new},
+                    {"old_string": f"def {item['helper']}(request, url):",
+                     "new_string": f"def {item['helper']}(request, url, *, retries=3):"}]},
+                       f"Applied 2 edits to {s.cwd}/{item['file']}")
+            state["edited"].append(item)
+            state["code"][item["file"]] = new
+        elif kind == "test":
+            fail = rng.random() < 0.35
+            out = (f"FAILED {item['test']}::{item['case']} - {item['error']}: {item['key']} is not set\n"
+                   f"1 failed, 11 passed in 0.52s" if fail else "12 passed in 0.48s")
+            s.tool("Bash", {"command": f"pytest -q {item['test']}", "description": "Run the module's tests"},
+                   out, error=fail)
+            (state["errors"] if fail else state["fixed"]).append(item)
+        elif kind == "build":
+            s.tool("Bash", {"command": "npm run build"}, "> web@1.0.0 build\n> tsc -p . && vite build\n"
+                   f"built in 2.1s (dist/{item['fn']}.js)")
+        else:
+            s.say(f"{item['cls']}.{item['fn']} now takes its timeout from `{item['key']}`; next I check "
+                  f"{other['cls']} in {other['file']}.")
+        if n % 25 == 5:
+            todos = [{"content": f"Port {p['cls']} to settings ({p['file']})", "status": st,
+                      "activeForm": f"Porting {p['cls']}"}
+                     for p, st in zip(pool[state["pos"]:state["pos"] + 4], ["completed", "in_progress", "pending",
+                                                                           "pending"])]
+            state["todos"] = todos
+            s.tool("TodoWrite", {"todos": todos}, "Todos have been modified successfully.")
+        if n % 40 == 20:
+            sub = f"a{seed}{n:03d}"
+            call = s.tool("Task", {"description": f"Find callers of {item['fn']}", "subagent_type": "general-purpose",
+                                   "prompt": f"List every caller of {item['cls']}.{item['fn']} under src/"},
+                          f"{item['fn']} is called from {other['file']} ({other['cls']}) and {item['test']}.")
+            saved = s.parent
+            s.parent = None
+            s._line("user", {"role": "user", "content": f"List every caller of {item['cls']}.{item['fn']} under src/"},
+                    isSidechain=True, agentId=sub)
+            s.tool("Grep", {"pattern": item["fn"]}, f"{other['file']}:22: {item['fn']}", isSidechain=True, agentId=sub)
+            s.parent = saved
+            del call
+
+    def summary() -> str:
+        touched = list(dict.fromkeys(i["file"] for i in reversed(state["read"] + state["edited"]
+                                                                 if dense else state["edited"])))
+        by_file = {i["file"]: i for i in state["read"] + state["edited"]}
+        files = touched[:named] if dense else touched[:12]
+        def section(f: str) -> str:
+            i = by_file[f]
+            if f in state["code"]:
+                return (f"   - {f}\n      - {i['cls']}.{i['fn']}: the timeout now comes from settings; "
+                        f"{i['helper']} no longer raises {i['error']}\n      ```python\n      {state['code'][f]}\n      ```")
+            return f"   - {f}\n      - Read to understand {i['cls']} ({i['fn']}, {i['helper']}; env {i['env']})"
+        todos = state["todos"]
+        cur = pool[state["pos"]]
+        return "\n".join([
+            "Summary:", "1. Primary Request and Intent:", *(f"   - {a}" for a in state["asks"]),
+            "2. Key Technical Concepts:", "   - per-module timeouts read from settings; pytest; vite build",
+            *([f"   - {first['cls']} and {first['error']}"] if first else []),
+            "3. Files and Code Sections:", *(section(f) for f in files),
+            "4. Errors and fixes:",
+            *(f"   - {e['error']} in {e['test']}::{e['case']}: fixed by reading {e['key']}" for e in state["errors"][-5:]),
+            "5. Problem Solving:", "   - moved every hard-coded timeout to settings, one module at a time",
+            "6. All user messages:", *(f"   - {a}" for a in state["asks"]),
+            "7. Pending Tasks:", *(f"   - {t['content']}" for t in todos if t["status"] != "completed"),
+            "8. Current Work:", f"   - Editing {cur['file']}: {cur['cls']}.{cur['fn']}",
+            "9. Optional Next Step:", f"   - Run pytest -q {cur['test']}"])
+
+    if early:
+        ask(f"The {first['cls']} in {first['file']} raises {first['error']} when {first['key']} is unset; "
+            f"before we touch it, move every other module's timeout to settings and keep the tests green.")
+    else:
+        ask(f"Move every module's timeout to settings (starting with {pool[0]['file']}) and keep the tests green.")
+    for n in range(steps):
+        if n == steps // 3:
+            ask("Keep the public names unchanged, and use the `settings` mapping, not env vars, for timeouts.")
+        if n == 2 * steps // 3:
+            ask(f"Also run npm run build after each module and tell me when {pool[len(pool) // 2]['cls']} is done.")
+        one(n, pick_recent())
+    if big_tail:
+        cur = pool[state["pos"]]
+        log = "\n".join(f"2026-02-01T10:{m // 60:02d}:{m % 60:02d} INFO worker-{m % 7} handled request "
+                        f"{m:06d} in {m % 97} ms" for m in range(1800))
+        s.tool("Read", {"file_path": f"{s.cwd}/logs/{cur['fn']}.log"}, log + f"\nERROR {cur['error']}: {cur['key']}")
+    for c in range(compactions):
+        s.compact(summary(), "auto", 160000 + c)
+        for n in range(after):
+            r = rng.random()
+            pending = [t for t in state["todos"] if t["status"] != "completed"]
+            if early and n % 10 == 3:
+                item = first
+            elif r < 0.35:
+                item = pick_recent()
+            elif r < 0.55 and pending:
+                label = rng.choice(pending)["content"]
+                item = next(p for p in pool if p["file"] in label)
+            else:
+                item = rng.choice(state["read"] + state["edited"])
+            one(steps + c * after + n, item)
+    return s
+
+
+def worked_rollout(seed: int, *, steps: int = 120, after: int = 50, named: int = 10) -> CodexRollout:
+    """A Codex CLI rollout of ``steps`` steps (shell reads with ``sed``/``rg``, ``apply_patch``
+    edits, ``pytest`` failing then passing, ``update_plan``), compacted locally: a ``compacted``
+    line whose ``message`` is the handoff summary Codex's compaction prompt asks for (progress and
+    decisions, context and constraints, what remains, the data needed to continue), then ``after``
+    steps that go on with the plan's open steps, the files in hand and earlier files."""
+    import random
+
+    rng = random.Random(seed)
+    r = CodexRollout(f"worked-rollout-{seed}")
+    pool = _vocabulary(rng)
+    state = {"pos": 0, "plan": [], "seen": [], "edited": [], "errors": []}
+
+    def one(item: dict) -> None:
+        kind = rng.choice(["sed", "rg", "patch", "test", "plan"])
+        if kind == "sed":
+            r.shell(f"sed -n 1,80p {item['file']}", f"class {item['cls']}:\n    def {item['fn']}(self, request):\n"
+                    f"        return {item['helper']}(request, os.environ['{item['env']}'])")
+            state["seen"].append(item)
+        elif kind == "rg":
+            r.shell(f"rg -n {item['fn']} src", f"{item['file']}:4:    def {item['fn']}(self, request):")
+            state["seen"].append(item)
+        elif kind == "patch":
+            patch = (f"*** Begin Patch\n*** Update File: {item['file']}\n@@ class {item['cls']}:\n"
+                     f"-        raise {item['error']}(url)\n+        return fetch(url, timeout=settings['{item['key']}'])\n"
+                     "*** End Patch\n")
+            r.calls += 1
+            call = f"call_{r.name}_{r.calls:04d}"
+            r._add("response_item", {"type": "custom_tool_call", "name": "apply_patch", "call_id": call,
+                                     "input": patch, "status": "completed"})
+            r._add("response_item", {"type": "custom_tool_call_output", "call_id": call, "output": orjson.dumps(
+                {"output": f"Success. Updated the following files:\nM {item['file']}\n",
+                 "metadata": {"exit_code": 0, "duration_seconds": 0.0}}).decode()})
+            state["edited"].append(item)
+        elif kind == "test":
+            fail = rng.random() < 0.35
+            r.shell(f"pytest -q {item['test']}", f"FAILED {item['test']}::{item['case']} - {item['error']}\n1 failed"
+                    if fail else "9 passed in 0.3s", 1 if fail else 0)
+            if fail:
+                state["errors"].append(item)
+        else:
+            plan = [{"step": f"Port {p['cls']} ({p['file']})", "status": st}
+                    for p, st in zip(pool[state["pos"]:state["pos"] + 3], ["completed", "in_progress", "pending"])]
+            state["plan"] = plan
+            r.calls += 1
+            call = f"call_{r.name}_{r.calls:04d}"
+            r._add("response_item", {"type": "function_call", "name": "update_plan", "call_id": call,
+                                     "arguments": orjson.dumps({"plan": plan}).decode()})
+            r._add("response_item", {"type": "function_call_output", "call_id": call, "output": "Plan updated"})
+
+    def pick() -> dict:
+        state["pos"] = max(0, min(len(pool) - 1, state["pos"] + rng.choice([-1, 0, 1, 1, 2])))
+        return pool[state["pos"]]
+
+    asks = [f"Move every module's timeout from env vars to settings, starting with {pool[0]['file']}.",
+            "Don't rename public functions; run the module's tests after each change."]
+    r.ask(asks[0])
+    for n in range(steps):
+        if n == steps // 2:
+            r.ask(asks[1])
+        one(pick())
+        if n % 15 == 14:
+            r.say(f"{pool[state['pos']]['cls']} now reads its timeout from settings.")
+    edited = list(dict.fromkeys(i["file"] for i in reversed(state["edited"])))[:named]
+    cur = pool[state["pos"]]
+    handoff = "\n".join([
+        "## Progress", *(f"- Updated {f}: timeout from settings" for f in edited),
+        "## Constraints", *(f"- {a}" for a in asks),
+        "## Open issues", *(f"- {e['test']}::{e['case']} failed with {e['error']}" for e in state["errors"][-3:]),
+        "## Next steps", *(f"- {p['step']}" for p in state["plan"] if p["status"] != "completed"),
+        f"- Continue with {cur['cls']} in {cur['file']}"])
+    r.compacted(handoff)
+    todo = [p for p in pool if any(p["file"] in step["step"] for step in state["plan"] if step["status"] != "completed")]
+    for n in range(after):
+        x = rng.random()
+        one(todo[n % len(todo)] if todo and x < 0.25 else pick() if x < 0.6 else rng.choice(state["seen"] + state["edited"]))
+    return r
+
+
+class GeminiSession:
+    """A Gemini CLI replay log (``chats/session-*.jsonl``) written record by record: a header,
+    ``user`` / ``gemini`` message records (a model message carries its ``toolCalls``, each with
+    its ``functionResponse`` result), and for a compression the summary as a new ``user`` record
+    holding ``<state_snapshot>``, the model's acknowledgement, and ``{"$set": {"messages": …}}``
+    replacing the history with those two."""
+
+    def __init__(self, name: str = "g", cwd: str = "/home/me/proj"):
+        self.name, self.cwd, self.n = name, cwd, 0
+        self.lines: list[dict] = [{"sessionId": uid(name, 0), "projectHash": "9f" * 32,
+                                   "startTime": "2026-03-03T08:00:00.000Z", "lastUpdated": "2026-03-03T08:00:00.000Z"}]
+
+    def _record(self, kind: str, content, **extra) -> dict:
+        self.n += 1
+        value = {"id": uid(self.name, self.n), "timestamp": f"2026-03-03T{8 + self.n // 3600:02d}:"
+                 f"{self.n // 60 % 60:02d}:{self.n % 60:02d}.000Z", "type": kind, "content": content, **extra}
+        self.lines.append(value)
+        return value
+
+    def ask(self, text: str) -> dict:
+        return self._record("user", [{"text": text}])
+
+    def say(self, text: str, calls: list | None = None) -> dict:
+        extra = {"model": "gemini-2.5-pro", "tokens": {"input": 100, "output": 10, "cached": 0, "total": 110}}
+        if calls:
+            extra["toolCalls"] = [{"id": f"{name}-{self.n}-{k}", "name": name, "args": args, "status": "success",
+                                   "result": [{"functionResponse": {"id": f"{name}-{self.n}-{k}", "name": name,
+                                                                    "response": {"output": output}}}]}
+                                  for k, (name, args, output) in enumerate(calls)]
+        return self._record("gemini", text, **extra)
+
+    def compress(self, snapshot: str) -> None:
+        kept = [self._record("user", [{"text": snapshot}]),
+                self._record("gemini", "Got it. Thanks for the additional context!")]
+        self.lines.append({"$set": {"messages": kept}})
+
+    def jsonl(self) -> bytes:
+        return b"".join(orjson.dumps(v) + b"\n" for v in self.lines)
+
+
+def worked_gemini(seed: int, *, steps: int = 120, after: int = 50, named: int = 12) -> GeminiSession:
+    """A Gemini CLI session of ``steps`` steps (``read_file``, ``search_file_content``,
+    ``replace``, ``run_shell_command`` running the tests, ``write_todos``), compressed by a
+    ``<state_snapshot>`` in the sections Gemini CLI's compression prompt asks for (overall goal,
+    key knowledge, file system state naming the ``named`` files modified last and the files read,
+    recent actions, current plan), then ``after`` steps that go on with the plan's open steps,
+    the files in hand and earlier files."""
+    import random
+
+    rng = random.Random(seed)
+    g = GeminiSession(f"worked-gemini-{seed}")
+    pool = _vocabulary(rng)
+    state = {"pos": 0, "todos": [], "seen": [], "edited": [], "actions": []}
+
+    def one(item: dict) -> None:
+        path = f"{g.cwd}/{item['file']}"
+        kind = rng.choice(["read", "read", "search", "replace", "test", "todos"])
+        if kind == "read":
+            g.say("", [("read_file", {"absolute_path": path}, f"class {item['cls']}:\n    def {item['fn']}(self, request):"
+                        f"\n        return {item['helper']}(request, os.environ['{item['env']}'])")])
+            state["seen"].append(item)
+        elif kind == "search":
+            g.say("", [("search_file_content", {"pattern": item["fn"]},
+                        f"Found 1 match for pattern \"{item['fn']}\":\n---\nFile: {item['file']}\nL4: def {item['fn']}")])
+            state["seen"].append(item)
+        elif kind == "replace":
+            g.say(f"Moving {item['cls']} to settings.", [("replace", {
+                "file_path": path, "old_string": f"raise {item['error']}(url)",
+                "new_string": f"return fetch(url, timeout=settings['{item['key']}'])"},
+                f"Successfully modified file: {path} (1 replacements).")])
+            state["edited"].append(item)
+            state["actions"].append(f"Replaced the raise of {item['error']} in {item['file']}")
+        elif kind == "test":
+            fail = rng.random() < 0.35
+            out = (f"FAILED {item['test']}::{item['case']} - {item['error']}\n1 failed" if fail else "9 passed in 0.3s")
+            g.say("", [("run_shell_command", {"command": f"pytest -q {item['test']}"},
+                        f"Command: pytest -q {item['test']}\nStdout: {out}\nExit Code: {1 if fail else 0}")])
+            state["actions"].append(f"pytest -q {item['test']}: {'failed with ' + item['error'] if fail else 'passed'}")
+        else:
+            todos = [{"description": f"Port {p['cls']} ({p['file']})", "status": st}
+                     for p, st in zip(pool[state["pos"]:state["pos"] + 3], ["completed", "in_progress", "pending"])]
+            state["todos"] = todos
+            g.say("", [("write_todos", {"todos": todos}, "Successfully updated the todo list.")])
+
+    def pick() -> dict:
+        state["pos"] = max(0, min(len(pool) - 1, state["pos"] + rng.choice([-1, 0, 1, 1, 2])))
+        return pool[state["pos"]]
+
+    asks = [f"Move every module's timeout from env vars to settings, starting with {pool[0]['file']}.",
+            "Keep the public function names; run the module's tests after each change."]
+    g.ask(asks[0])
+    for n in range(steps):
+        if n == steps // 2:
+            g.ask(asks[1])
+        one(pick())
+    edited = list(dict.fromkeys(i["file"] for i in reversed(state["edited"])))[:named]
+    read = [f for f in dict.fromkeys(i["file"] for i in reversed(state["seen"])) if f not in edited][:named // 2]
+    marks = {"completed": "DONE", "in_progress": "IN PROGRESS", "pending": "TODO"}
+    g.compress("\n".join([
+        "<state_snapshot>", "    <overall_goal>", f"        {asks[0]}", "    </overall_goal>",
+        "    <key_knowledge>", *(f"        - {a}" for a in asks[1:]),
+        "        - Timeouts are read with settings['<area>.<module>.timeout'].", "    </key_knowledge>",
+        "    <file_system_state>", f"        - CWD: `{g.cwd}`", *(f"        - MODIFIED: `{f}`" for f in edited),
+        *(f"        - READ: `{f}`" for f in read), "    </file_system_state>",
+        "    <recent_actions>", *(f"        - {a}" for a in state["actions"][-5:]), "    </recent_actions>",
+        "    <current_plan>", *(f"        {k}. [{marks[t['status']]}] {t['description']}"
+                               for k, t in enumerate(state["todos"], 1)), "    </current_plan>",
+        "</state_snapshot>"]))
+    todo = [p for p in pool if any(p["file"] in t["description"] for t in state["todos"] if t["status"] != "completed")]
+    for n in range(after):
+        x = rng.random()
+        one(todo[n % len(todo)] if todo and x < 0.25 else pick() if x < 0.6 else rng.choice(state["seen"] + state["edited"]))
+    return g

@@ -168,3 +168,29 @@ def test_a_corrupt_line_before_the_boundary_is_passed_over_not_a_crash(tmp_path)
     session = split_session(_file(tmp_path, b"".join(data)))
     r = measure(session, tmp_path)
     assert r.needed > 0 and r.memcli_tokens > 0   # measured (the rule-built summary is tiny: a miss, said)
+
+
+def test_gemini_cli_compression_is_split_at_its_state_snapshot_once(tmp_path):
+    """Gemini CLI writes its compression as the summary's ``user`` record (``<state_snapshot>``),
+    the model's acknowledgement and a ``$set`` of the history holding both again: one compaction,
+    split at the summary, its ``after`` running past the ``$set``; the asks are the user's text,
+    and the ``$set`` alone (no record written before it) is a compaction too."""
+    from tests.bench.fidelity import compactions, needed_later
+    from tests.harness_fixtures import uid, worked_gemini
+
+    g = worked_gemini(3, steps=30, after=20)
+    data = g.jsonl()
+    every = compactions(_file(tmp_path, data))
+    assert len(every) == 1 and every[0].fmt == "gemini-cli" and every[0].summary.startswith("<state_snapshot>")
+    lines = data.splitlines()
+    at = next(n for n, line in enumerate(lines) if b"<state_snapshot>" in line)
+    assert every[0].before == lines[:at] and every[0].after == lines[at + 1:]
+    assert every[0].last_ask == "Keep the public function names; run the module's tests after each change."
+    needed = needed_later(every[0])   # the conversation's names (a path a search found), not the records' model
+    assert "src/audit/policy_19.py" in needed and "BillingStore20Error" in needed
+    assert not any(i.startswith("gemini-2.5") or uid("worked-gemini-3", 1)[:8] in i for i in needed)
+    only_set = [line for n, line in enumerate(lines) if n not in (at, at + 1)]   # the $set alone
+    again = compactions(_file(tmp_path, b"\n".join(only_set) + b"\n", "set"))
+    assert [(c.fmt, c.summary) for c in again] == [("gemini-cli", every[0].summary)]
+    r = measure(every[0], tmp_path)
+    assert r.needed > 10 and r.memcli_tokens <= r.target_tokens and r.memcli_last_ask

@@ -196,6 +196,20 @@ def test_copilot_and_gemini_cli_shell_results_that_state_a_failure_are_failures(
                                           "`cfg` in this scope) — still failing")
 
 
+def test_gemini_cli_shell_labels_and_an_empty_output_are_not_the_failure():
+    """Gemini CLI's ``run_shell_command`` (older versions) labels the output ``Stdout:`` /
+    ``Stderr:``, and a command that printed nothing says ``Output: (empty)``: the failure is the
+    output's informative line without its label, or the exit status — never the echoed
+    ``Command:`` line (it was "Command: make deploy", or "Stdout: FAILED …")."""
+    from memcli.compaction.offline import error_brief
+
+    tail = "Error: (none)\nExit Code: {}\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: 4242"
+    labelled = ("Command: pytest -q tests/test_a.py\nDirectory: (root)\nStdout: FAILED tests/test_a.py::test_x - "
+                "KeyError: 'A'\n1 failed\nStderr: (empty)\n" + tail.format(1))
+    assert error_brief(labelled) == "FAILED tests/test_a.py::test_x - KeyError: 'A'"
+    assert error_brief("Command: make deploy\nDirectory: (root)\nOutput: (empty)\n" + tail.format(2)) == "Exit Code: 2"
+
+
 def _copilot(events: list[tuple[str, dict]]) -> str:
     """Copilot CLI ``events.jsonl`` lines from (type, data) pairs."""
     lines = [{"type": "session.start", "id": "e0", "timestamp": "2026-02-01T09:00:00.000Z", "parentId": None,
@@ -795,3 +809,23 @@ def test_a_script_s_own_subcommands_are_families_of_their_own():
     assert command_family("python3 manage.py test app") == "python3 manage.py test"
     assert command_family("bash ./deploy.sh staging") == "bash ./deploy.sh staging"
     assert command_family("python script.py data/in.csv") == command_family("python script.py") == "python script.py"
+
+
+def test_a_refused_call_of_any_tool_is_said_in_one_sentence_after_the_open_failures():
+    """Claude Code's refusal text goes on with instructions to the model (``STOP what you are
+    doing …``): a refused call is the sentence that says the person said no, and a refused tool
+    that is no command (``TaskOutput``) is "stopped by the user" after the failures still open
+    (it led the line with 220 characters of the harness's instructions)."""
+    from memcli.compaction.offline import error_brief, failures_line
+
+    refused = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+               "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
+               "tell you how to proceed.")
+    said = "The user doesn't want to proceed with this tool use."
+    assert error_brief(refused) == said
+    assert error_brief("Error: Operation cancelled by user") == "Error: Operation cancelled by user"
+    line = failures_line({"`pytest -q`": 1, "TaskOutput": 1},
+                         {"`pytest -q`": ["FAILED tests/test_a.py::test_b - assert 1 == 2"], "TaskOutput": [said]},
+                         {"pytest -q": [False, True, "x", []]}, {"pytest": True})
+    assert line == ("Failed: `pytest -q` ×1 (FAILED tests/test_a.py::test_b - assert 1 == 2) — still failing; "
+                    f"TaskOutput ×1 ({said}) — stopped by the user")

@@ -397,3 +397,100 @@ def test_a_digest_sent_back_by_the_read_ahead_child_takes_more_traces_and_sums_u
     texts = [OfflineSummarizer().summarize_digests([d]).episodic_summary for d in (whole, resumed)]
     assert texts[0] == texts[1]
     assert "Files modified: app/orders.py" in texts[1] and "E501 line too long" in texts[1]
+
+
+def test_a_squeezed_plan_keeps_what_is_left_to_do():
+    """A long plan at a small budget keeps its items not done yet (in_progress, pending), in the
+    plan's order, and counts the done ones it leaves out: what the agent does next, not what it did."""
+    events = [{"trace_type": "user", "content": "Port every module to the new settings and keep the tests green."}]
+    plan = [{"content": f"Port module_{k} to settings (src/pkg/module_{k}.py)",
+             "status": "completed" if k < 7 else "in_progress" if k == 7 else "pending"} for k in range(9)]
+    for i in range(40):
+        events += _call(2 * i + 1, "", tool="Edit", result="ok", args={
+            "file_path": f"src/pkg/module_{i % 9}.py", "old_string": f"TIMEOUT_{i} = 3",
+            "new_string": f"TIMEOUT_{i} = settings['timeout_{i}']"})
+        events += _call(2 * i + 2, f"pytest -q tests/test_module_{i % 9}.py", result="3 passed")
+    events += _call(99, "", tool="TodoWrite", result="ok", args={"todos": plan})
+    turns = [Turn("turn_0001", _traces("turn_0001", events))]
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=260)).episodic_summary
+    line = next(line for line in text.split("\n") if line.startswith("Plan (latest): "))
+    assert line.endswith("[in_progress] Port module_7 to settings (src/pkg/module_7.py); "
+                         "[pending] Port module_8 to settings (src/pkg/module_8.py); "
+                         f"+{7 - line.count('[completed]')} more")
+    assert line.count("[completed]") < 7
+
+
+def test_the_header_says_the_date_once_for_a_window_of_one_day():
+    """The header's end time carries no date when it is the start's day (the module docstring's
+    form: fewer tokens at every budget); a window over midnight says both dates."""
+    def header(seconds: float) -> str:
+        traces = _traces("turn_0001", [{"trace_type": "user", "content": "Fix the totals."},
+                                       {"trace_type": "assistant", "content": "Done."}])
+        traces[1].ts = traces[0].ts + seconds
+        return OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary.split("\n")[0]
+    assert header(3000) == "1 turn (turn_0001), 2026-03-02 09:00 → 09:50 UTC: 2 traces, 0 tool calls, 0 failed."
+    assert header(86400) == ("1 turn (turn_0001), 2026-03-02 09:00 → 2026-03-03 09:00 UTC: 2 traces, 0 tool calls, "
+                             "0 failed.")
+
+
+def test_a_summary_whose_larger_try_passes_its_budget_still_fills_it(monkeypatch):
+    """The second try of a summary under its budget passed it by a little (a token-dense block
+    joined at that size): the next try is made between the two, and the summary ends within 5%
+    of its budget, not where the first, conservative guess left it (14% under)."""
+    from memcli.compaction import offline
+
+    class Counter:   # 3.5 characters a token, and a dense block of 60 tokens beyond 3,400 characters
+        @staticmethod
+        def count(text: str) -> int:
+            return len(text) * 2 // 7 + (60 if len(text) > 3400 else 0)
+
+    monkeypatch.setattr(offline, "_counter", lambda: Counter)
+    made = []
+
+    def make(ratio: float) -> str:
+        made.append(ratio)
+        return "x" * int(ratio * 1000)
+
+    text = offline._fill(make(offline.CHARS_PER_TOKEN), 1000, make)
+    assert 950 <= Counter.count(text) <= 1000
+    assert len(made) <= 4   # the first guess and at most three more
+
+
+_DIRS = ("handlers", "jobs")
+
+
+def _edits_under(root: str, relative_command: bool) -> str:
+    events = [{"trace_type": "user", "content": "Make the handlers read their timeouts from settings."}]
+    for i in range(4):
+        events += _call(2 * i + 1, "", tool="Edit", result="ok", args={
+            "file_path": f"{root}src/{_DIRS[i % 2]}/h_{i}.py", "old_string": "TIMEOUT = 3",
+            "new_string": f"TIMEOUT = settings['handler_{i}.timeout']"})
+        events += _call(2 * i + 2, f"pytest -q tests/test_h_{i}.py" if not relative_command else
+                        f"pytest -q tests/test_h_{i}.py && ruff check src/{_DIRS[i % 2]}/h_{i}.py", result="3 passed")
+    events.append({"trace_type": "assistant", "content": f"All four handlers done; {root}src/jobs/h_3.py last."})
+    return OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+
+
+def test_files_under_the_project_directory_say_it_once_in_the_sessions_own_spelling():
+    """Claude Code's edits name absolute paths: the directory the session also names them from
+    (``ruff check src/jobs/h_1.py``) is said once, each file keeps the spelling the session uses
+    (``src/jobs/h_1.py``, not ``jobs/h_1.py`` under the files' common directory), and the
+    vocabulary does not list the absolute paths again."""
+    text = _edits_under("/home/me/proj/", relative_command=True)
+    files = next(line for line in text.split("\n") if line.startswith("Files modified"))
+    assert files == ("Files modified (under /home/me/proj/): src/jobs/h_3.py (handler_3.timeout), "
+                     "src/handlers/h_2.py (handler_2.timeout), src/jobs/h_1.py (handler_1.timeout), "
+                     "src/handlers/h_0.py (handler_0.timeout)")
+    assert "/home/me/proj/src/jobs/h_3.py" not in text.split("Files modified", 1)[1]
+    # no relative spelling in the session: the paths stay whole
+    text = _edits_under("/home/me/proj/", relative_command=False)
+    assert "Files modified: /home/me/proj/src/jobs/h_3.py (handler_3.timeout), /home/me/proj/src/handlers/h_2.py" \
+        in text
+
+
+def test_a_rollup_drops_the_names_of_a_files_line_said_under_its_directory():
+    summary = "\n".join(["2 turns (turn_0001–turn_0002), 2026-03-02 08:41 → 09:30 UTC: 40 traces, 12 tool calls, 0 failed.",
+                         '- turn_0001 · user: "Fix the handlers."',
+                         "Files modified (under /home/me/proj/): src/a.py (alpha, beta, gamma, delta), src/b.py (epsilon)"])
+    assert condense(summary, len(summary) - 20).split("\n")[-1] == \
+        "Files modified (under /home/me/proj/): src/a.py, src/b.py"

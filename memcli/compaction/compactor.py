@@ -503,7 +503,8 @@ def merge_summaries(parts: list[tuple[list, Summary]]) -> Summary:
                 by_key[key] = copy
                 facts.append(copy)
     first, last = parts[0][0][0].turn_id, parts[-1][0][-1].turn_id
-    header = f"{first}–{last}, summarized in {len(parts)} parts:"
+    # (one long turn summarized in parts is "turn_0007, summarized in 3 parts")
+    header = f"{turn_span(list(dict.fromkeys([first, last])))}, summarized in {len(parts)} parts:"
     return Summary(header + "\n\n" + "\n\n".join(sections), facts)
 
 
@@ -648,7 +649,10 @@ def _summarize(summarizer, window: _Collect, memory: MemoryContext, concurrency:
                 done += 1
                 if on_progress:
                     on_progress(done, total)
-    return merge_summaries(list(zip(chunks, results, strict=True))), total
+    summary = merge_summaries(list(zip(chunks, results, strict=True)))
+    if summary.resize is None:   # a model's summary over its budget is asked to shorten, before writing
+        summary.resize = summarizer.shortener(summary, [turn for chunk in chunks for turn in chunk])
+    return summary, total
 
 
 def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, strategy: str = "summarize",
@@ -839,9 +843,20 @@ class _Job:
     on_note: Callable[[str], None] | None
     started: float
     max_cost: float | None = None
+    spent_before: object = None   # what the model had spent before this compaction (Spending)
+    retries_said: int = 0         # of the summarizer's ``retried`` lines, those said already
 
     def note(self, message: str, *, say: bool = True) -> None:
         _note(self.result, self.on_note if say else None, message)
+
+    def model_spent(self) -> None:
+        """What the model spent so far goes to ``result.llm`` (the ledger's), and each request
+        it was sent again is said, never silent."""
+        if self.spent_before is not None:
+            self.result.llm = self.summarizer.spent.since(self.spent_before, self.summarizer.name)
+        for line in self.summarizer.retried[self.retries_said:]:
+            self.note(line)
+        self.retries_said = len(self.summarizer.retried)
 
     def done(self, **fields) -> CompactResult:
         """The result, with ``fields`` set and the time taken."""
@@ -911,7 +926,7 @@ class _Bundle:
 def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Summary:
     """The window's summary; a failure counts against the circuit breaker (except in a dry run).
     What a model spent on it goes to ``result.llm``, failed or not."""
-    spent_before = _spending(job.summarizer)
+    job.spent_before, job.retries_said = _spending(job.summarizer), len(job.summarizer.retried)
     try:
         summary, job.result.chunks = _summarize(job.summarizer, window, memory, job.concurrency, job.on_progress)
     except CompactionError as exc:
@@ -920,13 +935,26 @@ def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Sum
                 breaker.record_failure(job.store.paths, str(exc))
         raise
     finally:
-        if spent_before is not None:
-            job.result.llm = job.summarizer.spent.since(spent_before, job.summarizer.name)
+        job.model_spent()
     job.result.summary = summary.episodic_summary
     job.result.facts = [f.fact for f in summary.semantic_facts]
-    for line in job.summarizer.retried:   # requests a model was sent again: said, never silent
-        job.note(line)
     return summary
+
+
+def _resized(job: _Job, summary: Summary, tokens: int, explicit_target: int | None) -> Summary | None:
+    """``summary.resize(tokens)``; a model that cannot shorten it (CompactionError) fails the
+    compaction when ``--target-tokens`` was given (it could not be met), else the summary stays
+    as written, said. What the model spent goes to the ledger either way."""
+    try:
+        smaller = summary.resize(tokens)
+    except CompactionError as exc:
+        job.model_spent()
+        if explicit_target is not None:
+            raise
+        job.note(f"the summary stays above its budget: {exc.message.removesuffix('; nothing was written')}")
+        return None
+    job.model_spent()
+    return smaller
 
 
 def _commit(job: _Job, plan_: WindowPlan, compaction_id: str, bundle: _Bundle, items,
@@ -1031,8 +1059,9 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         over = predicted - goal
         if summary is None or summary.resize is None or over <= 0:
             break
-        smaller = summary.resize(max(bundle.meter.text(summary.episodic_summary) - over - 8, MIN_SUMMARY_TOKENS))
-        if len(smaller.episodic_summary) >= len(summary.episodic_summary):
+        smaller = _resized(job, summary, max(bundle.meter.text(summary.episodic_summary) - over - 8,
+                                             MIN_SUMMARY_TOKENS), explicit_target)
+        if smaller is None or len(smaller.episodic_summary) >= len(summary.episodic_summary):
             break
         summary = smaller
         result.summary, result.facts = summary.episodic_summary, [f.fact for f in summary.semantic_facts]

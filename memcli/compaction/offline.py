@@ -30,7 +30,8 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   (:func:`shell_written`), any tool whose name says it writes and whose arguments name a path —
   all of them, newest first, each with what its edits touched (:func:`changed_names`: the names
   they define, then the identifiers their new text brings in — a key, an env var, a call), each
-  name once.
+  name once; absolute paths under the directory the session also names them from say it once
+  (:func:`session_root`: ``Files modified (under /home/me/proj/): src/x.py …``).
 * **Failures** by their informative line: the failing test (``FAILED …``, with the message
   printed after it or, when none, the error printed before it), a Rust panic's message, the
   exception's last line, an ``error:`` line (the first that says where, over a summary line) —
@@ -121,6 +122,8 @@ MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the 
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
 FILES_FACT_PREFIX = "Files modified: "
+_FILES_HEADS = (FILES_FACT_PREFIX, "Files modified (under ")   # the files line, its root said once or not
+_FILES_ROOT = re.compile(r"^Files modified \(under (/[^\n]*?/)\): ", re.MULTILINE)
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
 _URL_CHAR = r"[^\s\"'<>()\[\]{}`\\]"   # what a URL goes on with (where it ends: what is not)
@@ -362,6 +365,14 @@ def written_paths(tool_name: str | None, args) -> list[str]:
     return out
 
 
+def named_paths(args) -> list[str]:
+    """The paths a tool call's arguments name under a path key (read, searched or written)."""
+    if not isinstance(args, dict):
+        return []
+    return [v.strip() for key in _PATH_KEYS if isinstance(v := args.get(key), str) and v.strip()
+            and "\n" not in v and len(v) < 400]
+
+
 _ENV_ASSIGN = re.compile(r"^\w+=\S*$")
 # a shell command that writes a file: a here-document into it (``cat > x.py <<'EOF'``, ``cat <<EOF >
 # x.py``, ``tee x.py <<EOF``) or ``sed -i`` on it
@@ -471,6 +482,7 @@ def _touched(texts, added: str, removed: str) -> list[str]:
 
 _CHECKLIST = re.compile(r"^\s*[-*]\s*\[([ xX~-])\]\s*(.+)$", re.MULTILINE)
 _CHECKED = {" ": "pending", "x": "completed", "X": "completed", "~": "in_progress", "-": "in_progress"}
+_DONE_ITEMS = ("[completed]", "[done]", "[cancelled]", "[canceled]", "[skipped]")   # plan items no longer to do
 
 
 def todo_lines(args) -> list[str]:
@@ -507,9 +519,13 @@ def todo_lines(args) -> list[str]:
 
 # the harness's own lines around an output (the exit status, times, ids, empty fields): not output
 _WRAPPER_LINE = re.compile(r"^(?:(?:Chunk ID|Wall time|Original token count|Background PIDs|Process Group PGID|"
-                           r"Directory): .*|(?:Error|Signal|Exit Code): \(none\)|Output:|<exited with exit code -?\d+>|"
+                           r"Directory|Command): .*|(?:Error|Signal|Exit Code): \(none\)|"
+                           r"(?:Output|Stdout|Stderr): \(empty\)|Output:|<exited with exit code -?\d+>|"
                            r"Command executed in terminal .*|"
                            r"Process exited with code -?\d+|Exit [Cc]ode:? -?\d+)$")
+
+
+_OUTPUT_LABEL = re.compile(r"^(?:Output|Stdout|Stderr): ")   # Codex's and Gemini CLI's labels before the output
 
 
 def informative_line(text: str) -> str:
@@ -521,9 +537,15 @@ def informative_line(text: str) -> str:
         text = _ANSI.sub("", text)
     if "error>" in text:   # Claude Code's ``<tool_use_error>…</tool_use_error>``: markup, not the message
         text = _ERROR_TAG.sub("", text)
+    stopped = _STOPPED.search(text)
+    if stopped:   # the person said no: the sentence that says so, not the harness's instructions after it
+        dot = text.rfind(". ", 0, stopped.start())
+        start = max(dot + 2 if dot >= 0 else 0, text.rfind("\n", 0, stopped.start()) + 1)
+        ends = [e for e in (text.find(". ", stopped.end()) + 1, text.find("\n", stopped.end())) if e > 0]
+        return text[start:min(ends) if ends else len(text)].strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    lines = [line[8:] if line.startswith("Output: ") else line for line in lines if not _WRAPPER_LINE.match(line)] \
-        or lines
+    lines = [_OUTPUT_LABEL.sub("", line) for line in lines if not _WRAPPER_LINE.match(line)] \
+        or [line for line in lines if _EXIT_LINE.match(line)] or lines
     useful = [_LOG_LEVEL.sub("", line) for line in lines if not _WARNING.match(line) and not _NOT_AN_ERROR.match(line)]
     if not useful:
         return lines[0] if lines else text.strip()
@@ -1467,14 +1489,19 @@ class OfflineSummarizer(Summarizer):
             raise ValueError("nothing to summarize")
 
         span = first_turn if n_turns == 1 else f"{first_turn}–{last_turn}"
-        header = (f"{n_turns} turn{'s' if n_turns != 1 else ''} ({span}), {_fmt_time(first_ts)} → "
-                  f"{_fmt_time(last_ts)} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, "
+        start, end = _fmt_time(first_ts), _fmt_time(last_ts)
+        if end[:11] == start[:11] and end != "?":   # the same day: its date once (module docstring)
+            end = end[11:]
+        header = (f"{n_turns} turn{'s' if n_turns != 1 else ''} ({span}), {start} → "
+                  f"{end} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, "
                   f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed.")
         footer: list[tuple[str, str]] = []   # (kind, text), in the order shown
         if subagents:
             footer.append(("subagents", "Subagents:\n" + "\n".join(subagents)))
         if files:
-            footer.append(("files", files_line(list(reversed(list(files))), window.changes)))
+            newest_first = list(reversed(list(files)))
+            root = session_root(newest_first, window.vocab)
+            footer.append(("files", files_line(newest_first, window.changes, root=root)))
         if window.todo is not None:
             todo = todo_lines(window.todo)
             if todo:
@@ -1570,7 +1597,7 @@ class OfflineSummarizer(Summarizer):
                                    and len(window.vocab) > 8):
             newest_first = list(reversed(list(files)))
             summary = _squeeze(header, body(), ranked_footer, hard,
-                               lambda k: files_line(newest_first, window.changes, k))
+                               lambda k: files_line(newest_first, window.changes, k, root))
             size = hard
         if urls:
             summary = _urls_once(summary)
@@ -1610,16 +1637,36 @@ class OfflineSummarizer(Summarizer):
         return facts[: self.max_facts]
 
 
-def files_line(paths: list[str], changes: dict, named: int | None = None) -> str:
+def files_line(paths: list[str], changes: dict, named: int | None = None, root: str = "") -> str:
     """``Files modified: path (names), …``, newest first; each name touched is given once, with
-    the newest file it was touched in (only for the newest ``named`` files, when given)."""
+    the newest file it was touched in (only for the newest ``named`` files, when given). With a
+    ``root`` (:func:`session_root`), the paths under it say it once: ``Files modified (under
+    /home/me/proj/): src/x.py, …`` — the project's directory repeated for each file (Claude Code's
+    edits name ``/home/me/proj/src/x.py``) took most of a small summary's room."""
     seen: set = set()
     parts = []
     for i, path in enumerate(paths):
         names = [n for n in changes.get(path, ()) if n not in seen] if named is None or i < named else []
         seen.update(names)
-        parts.append(f"{path} ({', '.join(names)})" if names else path)
-    return FILES_FACT_PREFIX + ", ".join(parts)
+        shown = path[len(root):] if root and path.startswith(root) else path
+        parts.append(f"{shown} ({', '.join(names)})" if names else shown)
+    return (f"Files modified (under {root}): " if root else FILES_FACT_PREFIX) + ", ".join(parts)
+
+
+def session_root(paths: list[str], known) -> str:
+    """The directory the session names its files from, when ``paths`` are all absolute and under
+    one project (:func:`memcli.compaction.llm.project_root`): the deepest directory from the project's up (at least two
+    levels deep) under which one of them is also named relatively in the window (``known``: its
+    identifiers, as in ``pytest tests/test_x.py`` or a grep hit ``src/x.py:12``), so that each
+    path keeps the spelling the session uses; "" when there is none (the paths stay whole)."""
+    from memcli.compaction.llm import project_root
+
+    root = project_root(paths) if all(p.startswith("/") for p in paths) else ""
+    while root.count("/") >= 3:
+        if any(p[len(root):] in known for p in paths):
+            return root
+        root = root[:root.rfind("/", 0, len(root) - 1) + 1]
+    return ""
 
 
 def _push_note(notes: deque, text: str) -> None:
@@ -1730,7 +1777,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
     distinct ones, said once for the commands of a family (or the tools that are no command) that
     failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
     app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path); a call
-    the person refused or interrupted is "stopped by the user", not "still failing"."""
+    the person refused or interrupted (its latest failure) is "stopped by the user", not "still
+    failing", and comes after the failures still open."""
     labels = {_command_label(cmd): cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
     open_: dict[tuple, list] = {}
     resolved: dict[tuple, list] = {}
@@ -1742,14 +1790,16 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
             family = command_family(cmd)
             if not state[1]:
                 later = " — passed later"
+            elif _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
+                later = " — stopped by the user"
             elif families.get(family, True):
                 later, unresolved = " — still failing", True
-                if _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
-                    later = " — stopped by the user"
             else:
                 later = f" — fixed later (a later `{family}` passed)"
         elif label in fixed:
             later = f" — fixed later (a later write of {fixed[label]} passed)"
+        elif _STOPPED.search(failure_error[label][-1]):
+            later = " — stopped by the user"
         # the commands of one family that failed with the same lines and fared the same: one entry
         # (the other tools' failures alike too: ``Edit a.py ×1, Write a.py ×2 (File has not been read yet.)``)
         key = (family, _briefs(failure_error[label]), later)
@@ -1885,7 +1935,8 @@ def _left_out(first: str, last: str, turns: int) -> str:
 
 def _fit_block(kind: str, text: str, room: int) -> str:
     """An aggregate line (or block) within ``room`` characters: a list keeps its first entries
-    (the notes their last ones), whole, and says how many it leaves out; "" when nothing fits."""
+    (the notes their last ones, the plan its items not done yet), whole, in their order, and says
+    how many it leaves out; "" when nothing fits."""
     if len(text) + 1 <= room:
         return text
     if room < 60:
@@ -1903,23 +1954,26 @@ def _fit_block(kind: str, text: str, room: int) -> str:
     head, _, rest = text.partition(": ")
     sep = " → " if kind == "notes" else "; "
     items = rest.split(sep)
+    order = list(range(len(items)))
     if kind == "notes":
-        items.reverse()   # the latest notes stay
-    out: list[str] = []
+        order.reverse()   # the latest notes stay
+    elif kind == "plan":   # what is left to do stays: the items done are the first to go
+        order.sort(key=lambda i: items[i].startswith(_DONE_ITEMS))
+    kept: list[int] = []
     used = len(head) + 2 + 16
-    for item in items:
+    for i in order:
+        item = items[i]
         if used + len(item) + len(sep) > room:
-            if not out and room - used > 40:
-                out.append(clip(item, room - used - 2))
+            if not kept and room - used > 40:
+                items[i] = clip(item, room - used - 2)
+                kept.append(i)
             break
-        out.append(item)
+        kept.append(i)
         used += len(item) + len(sep)
-    if not out:
+    if not kept:
         return ""
-    more = len(items) - len(out)
-    if kind == "notes":
-        out.reverse()
-    return f"{head}: " + sep.join(out) + (f"{sep}+{more} more" if more else "")
+    more = len(items) - len(kept)
+    return f"{head}: " + sep.join(items[i] for i in sorted(kept)) + (f"{sep}+{more} more" if more else "")
 
 
 @lru_cache(maxsize=1)
@@ -1934,10 +1988,13 @@ def _fill(text: str, budget: int, make) -> str:
     to have, so that it fills ``budget`` tokens and does not pass it: :data:`CHARS_PER_TOKEN` is a
     guess (paths and identifiers take fewer tokens than it says; hashes and redacted ids more).
     At most three times; a text over the budget is only replaced by a smaller one, a text under it
-    only by a larger one that still fits."""
+    only by a larger one that still fits. A larger one that passes the budget bounds the next try,
+    made between the two at the size the tokens of both point at (a text 17% under its budget
+    when the first try passed it by 3 tokens is not the answer)."""
     count = _counter().count
     tokens = count(text)
     ratio = CHARS_PER_TOKEN
+    high = None   # (ratio, tokens) of a try that passed the budget
     for _ in range(3):
         over = tokens > budget
         if not tokens or (not over and tokens >= budget * 0.95):
@@ -1945,14 +2002,22 @@ def _fill(text: str, budget: int, make) -> str:
         seen = len(text) / tokens * (0.97 if over else 0.98)
         if over:
             seen = min(seen, ratio * 0.97)
-        elif seen <= ratio * 1.02:
-            break
-        ratio = seen
-        other = make(ratio)
+        else:
+            if high is not None:   # between the two, where the tokens of both point at
+                seen = ratio + (high[0] - ratio) * (budget * 0.99 - tokens) / (high[1] - tokens)
+            elif seen <= ratio * 1.02:
+                break
+        other = make(seen)
         more = count(other)
-        if over and more >= tokens or not over and (more > budget or len(other) <= len(text)):
+        if over:
+            if more >= tokens:
+                break
+        elif more > budget:
+            high = (seen, more)
+            continue
+        elif len(other) <= len(text):
             break
-        text, tokens = other, more
+        text, tokens, ratio = other, more, seen
     return text
 
 
@@ -1992,14 +2057,18 @@ def _by_need(vocab: dict, total: int) -> list[str]:
 def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     """The identifiers of the window the summary does not show yet, most needed first
     (:func:`_needs`: used often, and lately), as one ``Vocabulary:`` line of at most ``room``
-    characters (whole identifiers only)."""
+    characters (whole identifiers only; a path under the files line's root is shown when the
+    rest of it is)."""
     if room < 40 or not vocab:
         return ""
     head = "Vocabulary (most used lately first): "
     out: list[str] = []
     size = len(head)
+    root = _FILES_ROOT.search(shown)
+    root = root.group(1) if root else None
     for value in _by_need(vocab, total):
-        if value in shown or not _is_identifier(value):
+        if value in shown or not _is_identifier(value) or (root and value.startswith(root)
+                                                          and value[len(root):] in shown):
             continue
         if size + len(value) + 2 > room:
             if size > room - 8:
@@ -2039,7 +2108,7 @@ def condense(summary: str, budget: int) -> str:
     for n, line in enumerate(lines):
         if excess <= 0:
             break
-        if line.startswith(FILES_FACT_PREFIX):
+        if line.startswith(_FILES_HEADS):
             shorter = _CHANGES.sub("", line)
             excess -= len(line) - len(shorter)
             lines[n] = shorter

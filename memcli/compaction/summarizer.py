@@ -7,9 +7,12 @@ name the existing facts it ``supersedes``.
 
 :func:`validate_summary` is the single gate between a summarizer's raw output and the store:
 whatever it returns is a :class:`Summary` whose text is non-empty, not an error or refusal,
-bounded in size, and whose facts are well-formed. Recoverable shapes are normalized (a tag given
-as a string becomes a list, a confidence given as ``"0.8"`` a number clamped to 0..1, a fact
-whose ``supersedes`` names an unknown id loses that id); anything else raises
+bounded in size, and whose facts are well-formed. Recoverable shapes are normalized (tags given
+as a string become a list, split at commas; a confidence given as ``"0.8"`` a number clamped to
+0..1, one in words (``"high"``) the number of :data:`CONFIDENCE_WORDS`; a fact whose ``supersedes`` names an
+unknown id loses that id, a fact under ``text``/``content``/``statement`` instead of ``fact``, an
+episodic summary given as an object of sections — as models write "the sections" in JSON mode —
+becomes the text of those sections: :func:`sections_text`); anything else raises
 :class:`InvalidSummary`, which the LLM summarizer answers with a retry.
 """
 
@@ -108,6 +111,11 @@ class Summarizer:
         """Summarize ``turns`` (raises CompactionError when no valid summary can be had)."""
         raise NotImplementedError
 
+    def shortener(self, summary: Summary, turns: list):
+        """A ``resize`` for ``summary`` (of ``turns``) when it has none (a model's: asked to
+        rewrite it within so many tokens), or None (the default): it stays as it is."""
+        return None
+
 
 # --------------------------------------------------------------------------- validation
 
@@ -129,7 +137,7 @@ def _tags(value: Any) -> list:
     if value is None:
         return []
     if isinstance(value, str):
-        value = [value]
+        value = value.split(",")    # "build, npm" as models write a list in a string
     if not isinstance(value, list):
         raise InvalidSummary(f"tags is {type(value).__name__}, not a list")
     out = []
@@ -139,11 +147,17 @@ def _tags(value: Any) -> list:
     return out[:10]
 
 
+# a confidence in words, as models write it: the number it stands for
+CONFIDENCE_WORDS = {"very high": 0.95, "high": 0.9, "medium": 0.6, "moderate": 0.6, "low": 0.3, "very low": 0.1}
+
+
 def _confidence(value: Any) -> float:
     if value is None:
         return 0.5
     if isinstance(value, bool):
         raise InvalidSummary("confidence is a boolean, not a number")
+    if isinstance(value, str) and value.strip().casefold() in CONFIDENCE_WORDS:
+        return CONFIDENCE_WORDS[value.strip().casefold()]
     if isinstance(value, str):
         try:
             value = float(value.strip().rstrip("%")) / (100 if value.strip().endswith("%") else 1)
@@ -154,13 +168,44 @@ def _confidence(value: Any) -> float:
     return float(min(max(value, 0.0), 1.0))
 
 
+_FACT_KEYS = ("fact", "text", "content", "statement")
+
+
+def sections_text(value: Any, depth: int = 0) -> str:
+    """An episodic summary written as JSON (``{"Primary request and intent": "...", "Files and
+    code sections": ["a.py: ...", ...]}``) as the text it stands for: each key a heading line
+    (``Key:``), strings as they are, list items as ``- `` lines, nested objects as ``key: value``."""
+    if isinstance(value, str):
+        return value.strip()
+    if value is None or isinstance(value, bool) or depth > 4:
+        return ""
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, list):
+        items = (sections_text(v, depth + 1) for v in value)
+        return "\n".join("- " + item.replace("\n", "\n  ") for item in items if item)
+    if isinstance(value, dict):
+        parts = []
+        for key, inner in value.items():
+            text = sections_text(inner, depth + 1)
+            if not text:
+                continue
+            joiner = "\n" if depth == 0 or "\n" in text else " "
+            parts.append(f"{key}:{joiner}{text}")
+        return ("\n\n" if depth == 0 else "\n").join(parts)
+    return ""
+
+
 def validate_summary(raw: Any, known_fact_ids: Iterable[str] = ()) -> Summary:
     """The summary in ``raw`` (a parsed JSON object), normalized, or InvalidSummary."""
     if not isinstance(raw, dict):
         raise InvalidSummary(f"expected a JSON object, got {type(raw).__name__}")
     if "episodic_summary" not in raw:
         raise InvalidSummary("no episodic_summary field")
-    summary = _text(raw["episodic_summary"], "episodic_summary")
+    episodic = raw["episodic_summary"]
+    if isinstance(episodic, (dict, list)):
+        episodic = sections_text(episodic)
+    summary = _text(episodic, "episodic_summary")
     if not summary:
         raise InvalidSummary("episodic_summary is empty")
     if _ERROR_TEXT.match(summary):
@@ -180,9 +225,10 @@ def validate_summary(raw: Any, known_fact_ids: Iterable[str] = ()) -> Summary:
             item = {"fact": item}
         if not isinstance(item, dict):
             raise InvalidSummary(f"semantic_facts[{i}] is {type(item).__name__}, not an object")
-        text = _text(item.get("fact"), f"semantic_facts[{i}].fact")
+        key = next((k for k in _FACT_KEYS if k in item), "fact")
+        text = _text(item.get(key), f"semantic_facts[{i}].{key}")
         if not text:
-            raise InvalidSummary(f"semantic_facts[{i}].fact is empty")
+            raise InvalidSummary(f"semantic_facts[{i}].{key} is empty")
         if _ERROR_TEXT.match(text):
             raise InvalidSummary(f"semantic_facts[{i}].fact reads like an error or a refusal")
         text = text[:MAX_FACT_CHARS]

@@ -1,8 +1,9 @@
 """Compaction fidelity against the harness's own compaction (method: tests/bench/fidelity.py and
 docs/compaction.md, "Fidelity").
 
-For every corpus session that carries a harness compaction with a readable summary, and three
-sessions built by rule (:func:`tests.bench.fidelity.rule_session`), one row:
+For every corpus session that carries a harness compaction with a readable summary, three
+sessions built by rule (:func:`tests.bench.fidelity.rule_session`) and ten of the shapes harnesses
+compact in practice (:func:`tests.bench.fidelity.worked_sessions`), one row:
 the value is the harness's needed-later identifier recall, the baseline memcli's at the same token
 count, so the ratio (harness / memcli) must stay at or below 1. A Codex session whose harness
 summary is redacted gets a row with memcli's recall alone at ``REDACTED_BUDGET`` tokens (no
@@ -38,7 +39,7 @@ def sessions() -> list[Path]:
 
 def run() -> list[dict]:
     sys.path.insert(0, str(REPO))
-    from tests.bench.fidelity import measure, rule_session, split_session
+    from tests.bench.fidelity import measure, rule_session, split_session, worked_sessions
 
     rows = []
     found = []
@@ -63,6 +64,7 @@ def run() -> list[dict]:
             continue
         found.append(session)
     found += [rule_session(seed) for seed in (1, 2, 3)]   # built by rule (tests/bench/fidelity.py)
+    found += worked_sessions()   # the shapes harnesses compact in practice, built by rule
     for session in found:
         r = measure(session)
         if r.needed == 0:

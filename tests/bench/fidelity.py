@@ -1,7 +1,8 @@
 """Compaction fidelity: needed-later identifier recall against a harness's own compaction.
 
 A session that an agent harness compacted itself (Claude Code: a ``compact_boundary`` system line
-and the ``isCompactSummary`` user line after it; Codex: a ``compacted`` item) is split at the
+and the ``isCompactSummary`` user line after it; Codex: a ``compacted`` item; Gemini CLI: a
+``user`` record holding ``<state_snapshot>``, or the ``$set`` of the history it replaced) is split at the
 boundary of its first compaction with a readable summary, the part after it ending where the next
 compaction begins (:func:`split_session`; docs/compaction.md says why the first). The identifiers that appear before it AND are used again after it (file paths, shell
 commands' programs and subcommands are not counted, but paths, CamelCase / snake_case / dotted
@@ -104,6 +105,31 @@ def _cc_ask(value) -> str | None:
         else text
 
 
+_SNAPSHOT = "<state_snapshot>"   # Gemini CLI's compression summary
+
+
+def _gm_text(value: dict) -> str:
+    """The text of a Gemini CLI message record: ``content`` as a string or its ``text`` parts."""
+    content = value.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _is_gemini(value: dict) -> bool:
+    """A Gemini CLI message record (not a Claude Code line: no ``message``; not Codex: no ``payload``)."""
+    return value.get("type") in ("user", "gemini") and "message" not in value and "payload" not in value
+
+
+def _gemini_ask(value) -> str | None:
+    if value.get("type") != "user" or not _is_gemini(value):
+        return None
+    text = _gm_text(value)
+    return text if text and _SNAPSHOT not in text else None
+
+
 def _codex_ask(value) -> str | None:
     payload = value.get("payload")
     if value.get("type") != "event_msg" or not isinstance(payload, dict) or payload.get("type") != "user_message":
@@ -135,6 +161,13 @@ def _point(values: list, i: int):
         payload = value.get("payload")
         message = payload.get("message") if isinstance(payload, dict) else None
         return "codex", i, message if isinstance(message, str) else ""
+    if value.get("type") == "user" and _is_gemini(value) and _SNAPSHOT in _gm_text(value):
+        return "gemini-cli", i, _gm_text(value)
+    if isinstance(value.get("$set"), dict) and isinstance(value["$set"].get("messages"), list):
+        # a compression written only as the history it replaces: the summary is its first message
+        for message in value["$set"]["messages"]:
+            if isinstance(message, dict) and message.get("type") == "user" and _SNAPSHOT in _gm_text(message):
+                return "gemini-cli", i, _gm_text(message)
     return None
 
 
@@ -159,11 +192,15 @@ def compactions(path: Path) -> list[Compacted]:
             values.append(orjson.loads(raw))
         except orjson.JSONDecodeError:
             values.append(None)
-    points = [(i, p) for i in range(len(values)) for p in [_point(values, i)] if p is not None]
+    points = []
+    for i in range(len(values)):
+        p = _point(values, i)
+        if p is not None and not (points and p[0] == "gemini-cli" and points[-1][1][2] == p[2]):
+            points.append((i, p))   # (Gemini CLI writes the summary's record, then the $set holding it again)
     out = []
     for n, (i, (fmt, start, summary)) in enumerate(points):
         end = points[n + 1][1][1] if n + 1 < len(points) else len(lines)
-        ask = _cc_ask if fmt == "claude-code" else _codex_ask
+        ask = {"claude-code": _cc_ask, "codex": _codex_ask, "gemini-cli": _gemini_ask}[fmt]
         asks = [a for a in (ask(v) for v in values[:start] if isinstance(v, dict)) if a]
         out.append(Compacted(path.stem, fmt, lines[:start], lines[i + 1:end], summary, asks[-1] if asks else ""))
     return out
@@ -175,7 +212,7 @@ def _talks(raw: bytes) -> bool:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return False
-    return isinstance(value, dict) and value.get("type") in ("user", "assistant", "response_item")
+    return isinstance(value, dict) and value.get("type") in ("user", "assistant", "response_item", "gemini")
 
 
 def split_session(path: Path, redacted: bool = False) -> Compacted | None:
@@ -201,14 +238,20 @@ _CALL_ID_KEYS = {"id", "tool_use_id", "call_id"}
 
 
 def _conversation(value):
-    """What the model read and wrote in a transcript line: the message (Claude Code) or the
-    payload (Codex), without the harness's bookkeeping (uuids, timestamps, cwd) or call ids."""
+    """What the model read and wrote in a transcript line: the message (Claude Code), the payload
+    (Codex) or the record's text and calls (Gemini CLI), without the harness's bookkeeping (uuids,
+    timestamps, cwd, tokens) or call ids."""
     if not isinstance(value, dict):
         return None
-    inner = value.get("message") if "message" in value and isinstance(value.get("message"), dict) else value.get("payload")
-    if not isinstance(inner, dict):
-        return None
-    content = inner.get("content", inner)
+    if _is_gemini(value):   # its text and its calls (name, args, result), not thoughts, tokens, model
+        content = [value.get("content"), [{k: c.get(k) for k in ("name", "args", "result")}
+                                          for c in value.get("toolCalls") or () if isinstance(c, dict)]]
+    else:
+        inner = value.get("message") if "message" in value and isinstance(value.get("message"), dict) \
+            else value.get("payload")
+        if not isinstance(inner, dict):
+            return None
+        content = inner.get("content", inner)
 
     def strip(v):
         if isinstance(v, dict):
@@ -413,9 +456,33 @@ def rule_session(seed: int, steps: int = 300, after: int = 120, compactions: int
         compact(150_000 + c)
         for n in range(steps + c * after, steps + (c + 1) * after):
             step(n)
+    return _split(f"rule-built-{seed}", b"\n".join(lines) + b"\n")
+
+
+def _split(name: str, data: bytes) -> Compacted:
+    """A session's bytes, written as its harness writes them and split as a real one is."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"rule-built-{seed}.jsonl"
-        path.write_bytes(b"\n".join(lines) + b"\n")
+        path = Path(tmp) / f"{name}.jsonl"
+        path.write_bytes(data)
         session = split_session(path)
     assert session is not None
     return session
+
+
+def worked_sessions() -> list[Compacted]:
+    """Sessions of the shapes harnesses compact in practice, built by rule
+    (:func:`tests.harness_fixtures.worked_session` and ``worked_rollout``): Claude Code summaries
+    in its nine sections naming the files read and edited last (24, or only the edited ones, or 5:
+    a terse one), compacted while a large tool result was the last step, with the first ask's names
+    coming back only after the boundary, compacted three times; Codex local compactions whose
+    handoff summary is a few hundred tokens; Gemini CLI compressions (a ``<state_snapshot>``)."""
+    from tests.harness_fixtures import worked_gemini, worked_rollout, worked_session
+
+    shapes = {"worked-dense": worked_session(1), "worked-edited-only": worked_session(3, dense=False),
+              "worked-big-last-result": worked_session(4, big_tail=True),
+              "worked-early-names": worked_session(5, early=True),
+              "worked-compacted-3x": worked_session(6, compactions=3), "worked-terse": worked_session(13, named=5),
+              "codex-handoff": worked_rollout(8), "codex-handoff-short": worked_rollout(12, steps=40, after=30),
+              "gemini-state-snapshot": worked_gemini(17),
+              "gemini-state-snapshot-short": worked_gemini(18, steps=50, after=30, named=6)}
+    return [_split(name, s.jsonl()) for name, s in shapes.items()]
