@@ -423,8 +423,8 @@ def test_a_summary_too_large_for_one_request_is_not_sent_to_be_shortened(cli, me
 
 
 def test_a_summary_written_as_json_sections_is_kept_as_their_text(cli, memory_dir, server, tmp_path):
-    """JSON mode and "these sections" give an object of sections, and facts under ``text``: the
-    same content, kept at the first request as the text of its sections."""
+    """JSON mode and "these sections" give an object of sections, facts under ``text`` with a
+    confidence in words: the same content, kept at the first request as the text of its sections."""
     _ingest(cli, tmp_path)
 
     def model(body, i):
@@ -433,7 +433,8 @@ def test_a_summary_written_as_json_sections_is_kept_as_their_text(cli, memory_di
             "Primary request and intent": "Fix the build, document it, fix the payment function.",
             "Files and code sections": [{"file": f.removeprefix(ROOT + "/"), "change": "generate.run()"} for f in files],
             "All user messages": asks, "Pending tasks": [], "Next step": "Run `npm test`."},
-            "semantic_facts": [{"text": "The project builds with `npm run build`", "tags": ["build"]}]}).decode(), 0
+            "semantic_facts": [{"text": "The project builds with `npm run build`", "tags": "build, npm",
+                                "confidence": "high"}]}).decode(), 0
 
     srv = server(model)
     result = _compact(cli, srv)
@@ -446,7 +447,7 @@ def test_a_summary_written_as_json_sections_is_kept_as_their_text(cli, memory_di
                                                  for f in files)
         + "\n\nAll user messages:\n" + "\n".join(f"- {a}" for a in asks) + "\n\nNext step:\nRun `npm test`.")
     (fact,) = read_jsonl(agent_dir(memory_dir, "a") / "semantic.jsonl")
-    assert fact["fact"] == "The project builds with `npm run build`" and fact["tags"] == ["build"]
+    assert (fact["fact"], fact["tags"], fact["confidence"]) == ("The project builds with `npm run build`", ["build", "npm"], 0.9)
 
 
 def test_claude_over_the_anthropic_messages_api_answering_in_its_own_format(cli, memory_dir, server, tmp_path,
@@ -536,3 +537,99 @@ def test_a_pasted_traceback_quoted_verbatim_up_to_200_characters_is_named(cli, m
     result = _compact(cli, srv)
     assert result.exit_code == 0, result.stderr
     assert len(srv.requests) == 1 and "asked again" not in result.stderr
+
+
+def test_a_turn_larger_than_a_request_is_read_whole_in_parts_not_clipped(cli, memory_dir, server, tmp_path):
+    """One ask, then a long stretch of work (the usual coding-agent turn) with a small-context
+    model: the turn went out as one request with every field clipped to a few dozen characters
+    (paths and test names cut); now its traces go out whole, in consecutive parts, each once."""
+    s = ClaudeSession("long", cwd=ROOT)
+    s.ask("Make every module read its config through load_config, and keep the suite green.")
+    for k in range(12):
+        s.work(k)
+    for k in range(2):
+        s.ask(f"Now document module {k}.")
+        s.work(20 + k, steps=2)
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(s.jsonl())
+    assert cli("ingest", "a", str(path)).exit_code == 0
+
+    def model(body, i):
+        asks, files = transcript_items(body)
+        return 200, good_answer("## All user messages\n" + "\n".join(f"- {a}" for a in asks)
+                                + "\n## Files and code sections\n" + "\n".join(f"- {f}" for f in files)), 0
+
+    srv = server(model)
+    result = _compact(cli, srv, "--max-context-tokens", "4000", "--target-tokens", "50000", "--concurrency", "1",
+                      model=UNKNOWN)
+    assert result.exit_code == 0, result.stderr
+    assert len(srv.requests) >= 3
+    blocks = [r.user.split("<transcript", 1)[1].split("\n</transcript>", 1)[0] for r in srv.requests]
+    assert not any("characters clipped" in b for b in blocks)
+    lines = [orjson.loads(line) for b in blocks for line in b.split("\n")[1:]]
+    assert sum(1 for t in lines if t["type"] == "tool_call") == 12 * 4   # each call once, whole
+    summary = _summary(memory_dir)
+    assert summary.startswith(f"turn_0001, summarized in {len(srv.requests)} parts:\n\n[turn_0001]\n")
+    for k in range(12):
+        assert f"{ROOT}/src/pkg_{k}/module_{k}.py" in summary
+    assert sum(1 for r in srv.requests if "Make every module read its config" in r.user.split("<checklist>")[0]) == 1
+
+
+def test_a_dry_run_with_a_model_prices_without_loading_litellm(cli, memory_dir, tmp_path):
+    """``compact --model openai/gpt-4o-mini --dry-run`` calls no model: it priced its estimate
+    with LiteLLM imported (~3 s of a 6 s command); the map is read as a file instead, for the
+    same figure LiteLLM gives."""
+    import subprocess
+    import sys
+
+    from tests.helpers import proc_env
+
+    _ingest(cli, tmp_path)
+    code = ("import sys; from memcli.cli.app import build_app\n"
+            "try:\n    build_app('compact')(['--dir', sys.argv[1], 'compact', 'a', '--model', 'openai/gpt-4o-mini', "
+            "'--dry-run', '--json'], prog_name='memcli')\n"
+            "except SystemExit as e:\n    print(e.code, 'litellm' in sys.modules, file=sys.stderr)")
+    run = subprocess.run([sys.executable, "-c", code, str(memory_dir)], capture_output=True, text=True,
+                         env=proc_env(), timeout=120)
+    assert run.stderr.split()[-2:] == ["0", "False"], run.stderr
+    estimate = orjson.loads(run.stdout)["estimate"]
+    assert estimate["cost_usd"] == pytest.approx(estimate["input_tokens"] * 0.15e-6 + estimate["max_output_tokens"] * 0.6e-6)
+
+
+@pytest.mark.parametrize("model, flat", [
+    ("openai/gpt-4o-mini", True), ("anthropic/claude-sonnet-4-5", True), ("deepseek/deepseek-chat", True),
+    ("gemini/gemini-2.5-pro", False),          # priced by tiers of prompt size: LiteLLM's own rule
+    ("openrouter/openai/gpt-4o-mini", False),  # another provider's entry: LiteLLM says no price
+    ("openai/test-model", False)])
+def test_an_estimate_priced_from_the_map_is_what_litellm_says(model, flat):
+    from memcli.compaction.llm import LiteLLMSummarizer, flat_price
+    from memcli.tokens import import_litellm
+
+    assert (flat_price(model) is not None) == flat
+    summarizer = LiteLLMSummarizer(model)
+    estimated, priced = summarizer.price(None, 123_456, 7_890), summarizer.price(import_litellm(), 123_456, 7_890)
+    assert estimated == pytest.approx(priced) if priced is not None else estimated is None
+
+
+def test_an_answer_with_no_choice_or_a_filtered_one_is_asked_again(cli, memory_dir, server, tmp_path):
+    """A 200 whose ``choices`` is empty stopped the run at once ("IndexError: list index out
+    of range"); a content filter's empty answer was "empty answer". Both are asked again."""
+    _ingest(cli, tmp_path)
+
+    def model(body, i):
+        payload = completion(good_answer(sections(body)))
+        if i == 0:
+            payload["choices"] = []
+        elif i == 1:
+            payload["choices"][0].update(message={"role": "assistant", "content": None}, finish_reason="content_filter")
+        return 200, payload, 0
+
+    srv = server(model)
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "asked again" in line]
+    assert [n.split(": attempt ", 1)[1] for n in notes] == [
+        "1: invalid answer: empty answer; asked again (attempt 2 of 3)",
+        '2: invalid answer: the provider\'s content filter withheld the answer (finish_reason "content_filter"); '
+        "asked again (attempt 3 of 3)"]
+    assert _ledger(cli)["requests"] == 3

@@ -503,7 +503,8 @@ def merge_summaries(parts: list[tuple[list, Summary]]) -> Summary:
                 by_key[key] = copy
                 facts.append(copy)
     first, last = parts[0][0][0].turn_id, parts[-1][0][-1].turn_id
-    header = f"{first}–{last}, summarized in {len(parts)} parts:"
+    # (one long turn summarized in parts is "turn_0007, summarized in 3 parts")
+    header = f"{turn_span(list(dict.fromkeys([first, last])))}, summarized in {len(parts)} parts:"
     return Summary(header + "\n\n" + "\n\n".join(sections), facts)
 
 

@@ -60,8 +60,10 @@ and what was spent, with hints only for what applies, and nothing is written.
 
 Chunking: the summarizer's context is LiteLLM's model map for ``--model``, else
 ``--max-context-tokens``, else 200,000. Whole turns are packed greedily into chunks whose
-prompt fits ``context - reserved output - instructions - memory - margin``; a single turn larger
-than that has its longest fields clipped (with a note saying how much) to fit.
+prompt fits ``context - reserved output - instructions - memory - margin``; a turn larger than
+that goes in parts of consecutive traces (a tool call with its result, :meth:`LiteLLMSummarizer._pieces`),
+and only a single trace larger than that has its longest fields clipped (with a note saying how
+much; never below :data:`MIN_CLIP` characters, so paths and names stay whole).
 
 Spending: every answer's reported ``usage`` (prompt and completion tokens, failed attempts too;
 a figure the server leaves out is counted on what was sent and what came back, never taken as 0)
@@ -108,6 +110,7 @@ from memcli.tokens import DEFAULT_CONTEXT_TOKENS, TokenCounter, import_litellm, 
 MAX_OUTPUT_TOKENS = 4_096
 PROMPT_MARGIN = 512
 MIN_TRANSCRIPT_TOKENS = 512
+MIN_CLIP = 160   # a turn too large for its request has fields clipped down to this many characters, no fewer
 CUT_OFF = 'cut off at the output limit (finish_reason "length")'   # an answer that did not end
 CHECKLIST_TOKENS = 2_000
 
@@ -250,6 +253,22 @@ def render_turn(turn: Turn, field_limit: int | None = None) -> str:
 
 
 # provider (the model's prefix) -> the environment variables LiteLLM reads its key from
+def flat_price(model: str) -> tuple[float, float] | None:
+    """(input, output) USD per token for ``model`` from LiteLLM's model map read as a file, when
+    that is all ``litellm.cost_per_token`` would use: the entry of the model's own provider, one
+    price whatever the prompt's size (no ``..._above_…_tokens`` tier). None otherwise."""
+    info = model_info(model)
+    provider = model.split("/", 1)[0] if "/" in model else None
+    if not info or provider is None or info.get("litellm_provider") != provider:
+        return None
+    if any(k.startswith(("input_cost_per_token_above", "output_cost_per_token_above")) for k in info):
+        return None
+    cost_in, cost_out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if isinstance(cost_in, (int, float)) and isinstance(cost_out, (int, float)):
+        return float(cost_in), float(cost_out)
+    return None
+
+
 PROVIDER_KEYS = {
     "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
     "gemini": ("GEMINI_API_KEY",), "mistral": ("MISTRAL_API_KEY",), "groq": ("GROQ_API_KEY",),
@@ -411,21 +430,42 @@ class LiteLLMSummarizer(Summarizer):
         text = render_turn(turn)
         tokens = self.counter.count(text)
         limit = 4_000
-        while tokens > budget and limit > 20:
+        while tokens > budget and limit >= MIN_CLIP:   # long outputs go first; paths and names stay whole
             text = render_turn(turn, limit)
             tokens = self.counter.count(text)
             limit //= 2
         return text, tokens
 
+    def _pieces(self, turn: Turn, budget: int) -> list[Turn]:
+        """``turn`` as it is when it fits one request, else its traces in consecutive parts that
+        each do: a part ends before a trace that would take it past three quarters of
+        ``budget``, never between a tool call and its result (the rest of the room is theirs); a
+        long turn is read whole, in parts, not clipped to one request's room."""
+        if self.counter.count(render_turn(turn)) <= budget:
+            return [turn]
+        parts: list[list] = []
+        current: list = []
+        used = 0
+        for trace in turn.traces:
+            tokens = self.counter.count(render_turn(Turn(turn.turn_id, [trace]))) + 1
+            if current and used + tokens > budget * 3 // 4 and trace.trace_type != "tool_result":
+                parts.append(current)
+                current, used = [], 0
+            current.append(trace)
+            used += tokens
+        parts.append(current)
+        return [Turn(turn.turn_id, part, turn.steps_only, turn.steps, turn.total_steps) for part in parts]
+
     def split(self, turns: list[Turn], memory: MemoryContext) -> list[list[Turn]]:
         """Whole turns packed greedily into chunks that each fit one request, with at most
-        :meth:`required_tokens` of asks and modified files to name."""
+        :meth:`required_tokens` of asks and modified files to name; a turn larger than one
+        request goes in parts (:meth:`_pieces`), each a :class:`Turn` of some of its traces."""
         budget, _ = self.transcript_budget(memory)
         cap = self.required_tokens()
         chunks: list[list[Turn]] = []
         current: list[Turn] = []
         used = needed = 0
-        for turn in turns:
+        for turn in (piece for whole in turns for piece in self._pieces(whole, budget)):
             _, tokens = self._fit(turn, budget)
             need = self._required_size(turn)
             if current and (used + tokens > budget or needed + need > cap):
@@ -536,6 +576,9 @@ class LiteLLMSummarizer(Summarizer):
         with self._count_lock:
             self.requests += 1
         response = litellm.completion(**kwargs)
+        if not getattr(response, "choices", None):   # a 200 with no choice in it: an empty answer
+            self._account(litellm, response, messages, None)
+            return None, None
         choice = response.choices[0]
         message = choice.message
         content = getattr(message, "content", None)
@@ -568,7 +611,14 @@ class LiteLLMSummarizer(Summarizer):
             self.spent.add(prompt, completion, cost)
 
     def price(self, litellm, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """The cost in USD of so many tokens by LiteLLM's model map; None when it has no price."""
+        """The cost in USD of so many tokens by LiteLLM's model map; None when it has no price.
+        ``litellm`` None (an estimate, nothing sent): the map is read without importing LiteLLM
+        (~3 s) when the model's entry has one flat price (:func:`flat_price`), else imported."""
+        if litellm is None:
+            flat = flat_price(self.model)
+            if flat is not None:
+                return flat[0] * prompt_tokens + flat[1] * completion_tokens
+            litellm = _import_litellm()
         try:
             prompt_cost, completion_cost = litellm.cost_per_token(
                 model=self.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
@@ -585,7 +635,7 @@ class LiteLLMSummarizer(Summarizer):
         input_tokens = sum(self.counter.count("\n".join(m["content"] for m in self.messages(chunk, memory)))
                            for chunk in chunks)
         output_tokens = self.output_tokens() * len(chunks)
-        cost = self.price(_import_litellm(), input_tokens, output_tokens) if chunks else 0.0
+        cost = self.price(None, input_tokens, output_tokens) if chunks else 0.0
         return {"model": self.model, "requests": len(chunks), "input_tokens": input_tokens,
                 "max_output_tokens": output_tokens, "cost_usd": cost}
 
@@ -644,6 +694,9 @@ class LiteLLMSummarizer(Summarizer):
                                              self.output_tokens() if self.cost_limit is not None else None)
                 if finish == "length":
                     raise InvalidSummary(CUT_OFF)
+                if finish == "content_filter" and not content:
+                    raise InvalidSummary('the provider\'s content filter withheld the answer (finish_reason '
+                                         '"content_filter")')
                 summary = validate_summary(extract_json(content), known)
                 if limit is not None and (size := self.counter.count(summary.episodic_summary)) > limit:
                     raise InvalidSummary(f"the summary is {size:,} tokens, more than the {limit:,} asked")

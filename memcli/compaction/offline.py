@@ -118,7 +118,8 @@ NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
 NOTE_TEXT_CHARS = 300     # each of the latest notes
 NOTES_KEPT = 6            # the agent's latest notes a window keeps
 ERROR_CHARS = 220
-MAX_SHORT_LINES = 2_000   # turns listed by their asks only; beyond, counted
+MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the first 250); between, counted
+FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
 FILES_FACT_PREFIX = "Files modified: "
 _FILES_HEADS = (FILES_FACT_PREFIX, "Files modified (under ")   # the files line, its root said once or not
@@ -1266,7 +1267,8 @@ class WindowSummary:
     def __init__(self, summarizer: OfflineSummarizer):
         self.summarizer = summarizer
         self.listed: list[_TurnDigest] = []   # the first turns, then (tail) the latest, listed in full
-        self.short_lines: list[tuple] = []   # (turn id, [(ask, id)], reply) of turns past the head
+        self.short_lines: list[tuple] = []   # (turn id, [(ask, id)], reply) of the turns after the head
+        self.recent_lines: deque = deque(maxlen=MAX_SHORT_LINES)   # … and of the newest before the tail
         self.n_turns = self.n_traces = self.n_calls = self.n_failed = 0
         self.text_chars = 0
         self.first_turn = self.last_turn = None
@@ -1281,7 +1283,7 @@ class WindowSummary:
         self.unanswered: list[str] = []
         self.n_unanswered = 0
         self.tail: deque = deque()
-        self.unlisted = [0, None, None]       # turns past MAX_SHORT_LINES: count, first, last
+        self.unlisted = [0, None, None]       # the turns between those: count, first, last
         self.vocab: dict[str, list] = {}      # identifier -> [decayed weight, its last trace in the window, weight]
         self.changes: dict[str, list] = {}    # path -> names its edits touched
         self.families: dict[str, bool] = {}   # command family -> its latest run failed
@@ -1326,13 +1328,16 @@ class WindowSummary:
             tail.append(d)
             if len(tail) > MAX_LISTED_TURNS - HEAD_TURNS:
                 old = tail.popleft()
-                if len(self.short_lines) < MAX_SHORT_LINES:
+                if len(self.short_lines) < FIRST_SHORT_LINES:
                     self.short_lines.append((old.turn_id, old.asks, old.reply))
                 else:
-                    unlisted = self.unlisted
-                    unlisted[0] += 1
-                    unlisted[1] = unlisted[1] or old.turn_id
-                    unlisted[2] = old.turn_id
+                    recent = self.recent_lines
+                    if len(recent) == MAX_SHORT_LINES:
+                        unlisted = self.unlisted
+                        unlisted[0] += 1
+                        unlisted[1] = unlisted[1] or recent[0][0]
+                        unlisted[2] = recent[0][0]
+                    recent.append((old.turn_id, old.asks, old.reply))
         if main.files or subagents:
             files = self.files
             for path in d.files:
@@ -1478,7 +1483,8 @@ class OfflineSummarizer(Summarizer):
             window.failures, window.failure_error, window.urls, window.commands,
             window.subagents, window.unanswered, window.n_unanswered, window.tail,
             window.unlisted)
-        short_lines, unlisted = list(short_lines), list(unlisted)
+        first_short = len(short_lines)
+        short_lines = [*short_lines, *window.recent_lines]
         if n_turns == 0:
             raise ValueError("nothing to summarize")
 
@@ -1531,22 +1537,24 @@ class OfflineSummarizer(Summarizer):
 
         short_blocks: dict[int, list] = {}
 
-        def body() -> list[tuple[str, str]]:
-            """The turn lines as shown now, each with its asks-only form."""
-            out = [(line_of(e), line_of(e, True)) for e in entries[:len(listed)]]
+        def body() -> list[tuple[str, str, tuple]]:
+            """The turn lines as shown now, each with its asks-only form and the turns it stands
+            for (first id, last id, count: a turn's line one, the note of turns not listed its count)."""
+            out = [(line_of(e), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[:len(listed)]]
             block = short_blocks.get(ask_chars[0])
             if block is None:
                 block = short_blocks[ask_chars[0]] = [short_line(*s, ask_chars[0]) for s in short_lines]
-            out.extend((line, line) for line in block)
+            out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[:first_short], short_lines))
             if unlisted[0]:
                 note = (f"… {unlisted[0]} more turns ({unlisted[1]}–{unlisted[2]}) not listed "
                         "(`memcli show AGENT --archive --turn ID` shows any of them).")
-                out.append((note, note))
-            out.extend((line_of(e), line_of(e, True)) for e in entries[len(listed):])
+                out.append((note, note, (unlisted[1], unlisted[2], unlisted[0])))
+            out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[first_short:], short_lines[first_short:]))
+            out.extend((line_of(e), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[len(listed):])
             return out
 
         def assemble() -> str:
-            return "\n".join([header, *(line for line, _ in body()), *(text for _, text in footer)])
+            return "\n".join([header, *(line for line, *_ in body()), *(text for _, text in footer)])
 
         limit = min(max(text_chars // 4, MIN_CHARS), MAX_CHARS)
         hard = HARD_MAX_CHARS
@@ -1576,30 +1584,13 @@ class OfflineSummarizer(Summarizer):
                 summary = assemble()
 
         def asks_size() -> int:
-            return sum(len(line) + 1 for line, _ in body())
+            return sum(len(line) + 1 for line, *_ in body())
 
         # the asks are clipped only when the summary is over its budget (``hard``: the size it may
         # grow to for its asks, not the quarter it aims at) and they alone take more than half of it
         while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
             summary = assemble()
-        if len(summary) > hard and short_lines and asks_size() > hard // 2:
-            # still too long with every ask at its shortest: stop listing the newest of the middle
-            # turns (an honest count says which), down to what fits
-            block = short_blocks[ask_chars[0]]
-            excess = len(summary) - hard + 200
-            keep = len(block)
-            while keep and excess > 0:
-                keep -= 1
-                excess -= len(block[keep]) + 1
-            dropped = short_lines[keep:]
-            if dropped:
-                unlisted[0] += len(dropped)
-                unlisted[2] = unlisted[2] or dropped[-1][0]
-                unlisted[1] = dropped[0][0]
-                del short_lines[keep:]
-                short_blocks.clear()
-                summary = assemble()
         size = limit
         # with a budget, a summary that leaves the vocabulary less than its share is ranked too
         if len(summary) > hard or (budget is not None and len(summary) > hard * (1 - VOCAB_SHARE)
@@ -1826,6 +1817,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
 
 # the aggregate lines after the files and the asks, with the share of the room each may take
 # before the names touched in the files (its second pass lets each grow into what is left)
+FIRST_ASKS_WEIGHT = 8   # a squeezed summary keeps the window's first asks (the request it started from)
+                        # and its newest: the first turn ranks with the newest, the next with the 8th newest …
 _SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.2), ("commands", 0.1), ("subagents", 0.2),
                   ("unanswered", 0.05), ("urls", 0.05))
 
@@ -1833,14 +1826,16 @@ _SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.2), ("commands", 
 def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, str]], size: int,
              files_named=None) -> str:
     """The summary within ``size`` characters, by what is needed next: the header; every file
-    modified (always all of them, if need be past ``size``); the asks, newest first (each turn
-    line in its asks-only form), in at most 3/5 of the room; the plan, the latest notes, the
+    modified (always all of them, if need be past ``size``); the asks, from both ends of the window
+    inward — the first (the request the work started from), then the newest, the next first one
+    with the 8th newest … (:data:`FIRST_ASKS_WEIGHT`; each turn line in its asks-only form) — in
+    at most 3/5 of the room; the plan, the latest notes, the
     failures, the subagents, the other aggregate lines, each within a share of the room; the
     names touched in the files, newest files first (``files_named(k)``: the files line with the
     names of the newest ``k``); then each aggregate line in full where it fits, older asks, and
     the newest turn lines whole. A line that does not fit is clipped at a word boundary (never
-    inside a path), a list keeps its newest entries and counts the others, and the turn lines
-    left out are counted."""
+    inside a path), a list keeps its newest entries and counts the others, and the turns left out
+    (one run in the middle, the turns not listed before included) are counted where they were."""
     room = size - len(header) - 1
     texts = dict(footer)
     shown: dict[str, str] = {}
@@ -1848,18 +1843,36 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     if files is not None:
         shown["files"] = files_named(0) if files_named else _CHANGES.sub("", files)
         room -= len(shown["files"]) + 1
-    reserve = 110   # for the note that counts the turn lines left out
+    spans = [span for *_, span in body]
+    ahead = list(itertools.accumulate((n for *_, n in spans), initial=0))   # the turns before each line
+    total = ahead[-1]
+    reserve = len(_left_out(spans[0][0], spans[-1][1], total)) + 1 if body else 0
     kept: dict[int, str] = {}
 
     def take_asks(budget: int) -> int:
-        for i in range(len(body) - 1, -1, -1):
-            if i in kept:
-                continue
+        """The asks from both ends of the window inward (:data:`FIRST_ASKS_WEIGHT`), each end
+        while its next line fits: what is left out is one run of middle turns."""
+        lo, hi = 0, len(body) - 1
+        while lo in kept:
+            lo += 1
+        while hi in kept:
+            hi -= 1
+        start = end = True
+        while lo <= hi and (start or end):
+            i = lo if start and (not end or FIRST_ASKS_WEIGHT * ahead[lo] <= total - ahead[hi + 1]) else hi
             line = body[i][1]
             if len(line) + 1 > budget - reserve:
-                break
+                if i == lo:
+                    start = False
+                else:
+                    end = False
+                continue
             kept[i] = line
             budget -= len(line) + 1
+            if i == lo:
+                lo += 1
+            else:
+                hi -= 1
         return budget
 
     asks_room = room * 3 // 5
@@ -1902,12 +1915,22 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
         if i in kept and body[i][0] != kept[i] and len(body[i][0]) - len(kept[i]) <= room - reserve:
             room -= len(body[i][0]) - len(kept[i])
             kept[i] = body[i][0]
-    left_out = len(body) - len(kept)
-    note = [f"… {left_out} earlier turn line{'s' if left_out != 1 else ''} left out at the summary's budget"
-            " (`memcli show AGENT --archive` has them)"] if left_out else []
-    lines = [header, *note, *(kept[i] for i in sorted(kept))]
+    lines = [header]
+    gap = [i for i in range(len(body)) if i not in kept]   # one run of middle turns
+    for i in range(len(body)):
+        if i in kept:
+            lines.append(kept[i])
+        elif i == gap[0]:
+            lines.append(_left_out(spans[i][0], spans[gap[-1]][1], ahead[gap[-1] + 1] - ahead[i]))
     lines.extend(shown[kind] for kind, _ in footer if kind in shown)
     return "\n".join(lines)
+
+
+def _left_out(first: str, last: str, turns: int) -> str:
+    """The line that counts the turns :func:`_squeeze` leaves out."""
+    span = first if first == last else f"{first}–{last}"
+    return (f"… {turns} turn{'s' if turns != 1 else ''} ({span}) left out at the summary's budget "
+            "(`memcli show AGENT --archive --turn ID` shows any of them)")
 
 
 def _fit_block(kind: str, text: str, room: int) -> str:

@@ -7,13 +7,13 @@ name the existing facts it ``supersedes``.
 
 :func:`validate_summary` is the single gate between a summarizer's raw output and the store:
 whatever it returns is a :class:`Summary` whose text is non-empty, not an error or refusal,
-bounded in size, and whose facts are well-formed. Recoverable shapes are normalized (a tag given
-as a string becomes a list, a confidence given as ``"0.8"`` a number clamped to 0..1, a fact
-whose ``supersedes`` names an unknown id loses that id, a fact under ``text``/``content``/
-``statement`` instead of ``fact``, an episodic summary given as an object of sections — as
-models write "the sections" in JSON mode — becomes the text of those sections:
-:func:`sections_text`); anything else raises :class:`InvalidSummary`, which the LLM
-summarizer answers with a retry.
+bounded in size, and whose facts are well-formed. Recoverable shapes are normalized (tags given
+as a string become a list, split at commas; a confidence given as ``"0.8"`` a number clamped to
+0..1, one in words (``"high"``) the number of :data:`CONFIDENCE_WORDS`; a fact whose ``supersedes`` names an
+unknown id loses that id, a fact under ``text``/``content``/``statement`` instead of ``fact``, an
+episodic summary given as an object of sections — as models write "the sections" in JSON mode —
+becomes the text of those sections: :func:`sections_text`); anything else raises
+:class:`InvalidSummary`, which the LLM summarizer answers with a retry.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _tags(value: Any) -> list:
     if value is None:
         return []
     if isinstance(value, str):
-        value = [value]
+        value = value.split(",")    # "build, npm" as models write a list in a string
     if not isinstance(value, list):
         raise InvalidSummary(f"tags is {type(value).__name__}, not a list")
     out = []
@@ -147,11 +147,17 @@ def _tags(value: Any) -> list:
     return out[:10]
 
 
+# a confidence in words, as models write it: the number it stands for
+CONFIDENCE_WORDS = {"very high": 0.95, "high": 0.9, "medium": 0.6, "moderate": 0.6, "low": 0.3, "very low": 0.1}
+
+
 def _confidence(value: Any) -> float:
     if value is None:
         return 0.5
     if isinstance(value, bool):
         raise InvalidSummary("confidence is a boolean, not a number")
+    if isinstance(value, str) and value.strip().casefold() in CONFIDENCE_WORDS:
+        return CONFIDENCE_WORDS[value.strip().casefold()]
     if isinstance(value, str):
         try:
             value = float(value.strip().rstrip("%")) / (100 if value.strip().endswith("%") else 1)
