@@ -494,3 +494,17 @@ def test_a_rollup_drops_the_names_of_a_files_line_said_under_its_directory():
                          "Files modified (under /home/me/proj/): src/a.py (alpha, beta, gamma, delta), src/b.py (epsilon)"])
     assert condense(summary, len(summary) - 20).split("\n")[-1] == \
         "Files modified (under /home/me/proj/): src/a.py, src/b.py"
+
+
+def test_a_squeeze_whose_last_turn_line_does_not_fit_after_the_first_ends():
+    """The asks are taken from both ends inward: the first line fits, the last (the only one
+    left, so both ends point at it) does not — the squeeze stops there and counts it (it looped
+    for ever: a Codex handoff of ~300 tokens hung ``compact``)."""
+    from memcli.compaction.offline import _squeeze
+
+    first = '- turn_0001 · user: "Move the timeouts to settings."'
+    last = "- turn_0002 · user: \"" + "Keep the public names unchanged. " * 12 + '"'
+    body = [(first, first, ("turn_0001", "turn_0001", 1)), (last, last, ("turn_0002", "turn_0002", 1))]
+    text = _squeeze("2 turns (turn_0001–turn_0002).", body, [], 320)
+    assert text.split("\n")[:2] == ["2 turns (turn_0001–turn_0002).", first]
+    assert "turn_0002" in text.split("\n")[2] and "left out" in text.split("\n")[2]
