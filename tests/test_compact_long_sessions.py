@@ -53,11 +53,14 @@ def test_a_long_session_keeps_its_first_asks_and_its_newest(cli, memory_dir):
     summary = _summary(memory_dir)
     assert summary.startswith("996 turns (turn_0001–turn_0996)")
     listed = _turn_list(summary)
-    assert listed == ([f"turn_{t:04d}" for t in range(1, 29)] + ["gap:752:turn_0029–turn_0780"]
+    assert listed == ([f"turn_{t:04d}" for t in range(1, 28)] + ["gap:753:turn_0028–turn_0780"]
                       + [f"turn_{t:04d}" for t in range(781, 997)])
     assert summary.split("\n")[1] == '- turn_0001 · user: "Please check order A-1 and fix src/module_1.py"'
-    assert ("\n… 752 turns (turn_0029–turn_0780) left out at the summary's budget "
+    assert ("\n… 753 turns (turn_0028–turn_0780) left out at the summary's budget "
             "(`memcli show AGENT --archive --turn ID` shows any of them)\n") in summary
+    assert summary.split("\n")[len(listed)] == (   # the newest in full: what it ran, its answer
+        '- turn_0996 · user: "Please check order A-996 and fix src/module_26.py" · tools: run_command ×1 '
+        '[run_command `pytest -q tests/test_8.py`] · assistant: "Order A-996 is fine; src/module_26.py updated."')
     assert "not listed" not in summary   # the turns never listed are in that one count
 
 
@@ -77,3 +80,57 @@ def test_a_small_target_keeps_the_first_ask_and_counts_the_rest(cli, memory_dir)
     first, last = listed[gaps[0]].split(":")[2].split("–")
     assert first == f"turn_{int(listed[gaps[0] - 1][5:]) + 1:04d}" and last == f"turn_{int(listed[gaps[0] + 1][5:]) - 1:04d}"
     assert gaps[0] < len(listed) - gaps[0]   # more of the newest than of the first
+
+
+REQUEST = ("Port the billing service from Flask to FastAPI, keeping every endpoint in app/billing/routes.py "
+           "stable, and make `pytest -q` pass.")
+
+
+def _codex_session(n: int) -> str:
+    """A Codex rollout of ``n`` turns: the request, then an ask per invoice case, each turn a
+    note, a patch, a test run (every 7th fails first, then passes), the plan, the answer; the
+    build fails five turns before the end and is never fixed."""
+    from tests.test_compact_harness_sessions import Rollout
+
+    r = Rollout()
+    for t in range(1, n + 1):
+        m = t % 17
+        r.ask(REQUEST if t == 1 else f"Now handle invoice case {t}: InvoiceLine_{t} rounding in app/billing/invoice_{m}.py")
+        r.say(f"I will update compute_total_{m} in app/billing/invoice_{m}.py next.")
+        r.patch(f"*** Update File: app/billing/invoice_{m}.py\n@@\n-def compute_total_{m}(lines):\n"
+                f"+def compute_total_{m}(lines, rounding=ROUND_HALF_EVEN):")
+        if t % 7 == 0:
+            r.exec(f"pytest -q tests/test_invoice_{m}.py", 1,
+                   f"FAILED tests/test_invoice_{m}.py::test_round_{t} - AssertionError: 10.05 != 10.04\n1 failed, 11 passed")
+        r.exec(f"pytest -q tests/test_invoice_{m}.py", 0, "12 passed in 0.4s")
+        if t == n - 5:
+            r.exec("npm run build", 1, "> tsc -p .\nsrc/client.ts(12,5): error TS2339: Property 'totalCents' does not "
+                                       "exist on type 'Invoice'.")
+        r.call("update_plan", {"plan": [{"step": f"Port endpoint {k}", "status": "completed" if k < 3 else "pending"}
+                                        for k in range(6)]}, "Plan updated")
+        r.say(f"Invoice case {t} done: compute_total_{m} now rounds half-even; next I check the remaining endpoints.")
+    return r.text()
+
+
+def test_at_a_small_target_the_request_and_the_latest_turn_stay_whole(cli, memory_dir, tmp_path):
+    """--target-tokens 3000 on a 150-turn Codex session: the asks are clipped to make room, but
+    the first (the request) and the newest stay whole, and the newest turn keeps its line in full
+    — what it ran and its answer, the next step — where it used to be cut to its ask."""
+    src = tmp_path / "rollout.jsonl"
+    src.write_text(_codex_session(150))
+    assert cli("ingest", "a", src, "--from", "codex").exit_code == 0
+    result = cli("compact", "a", "--target-tokens", "3000")
+    assert result.exit_code == 0, result.stderr
+    summary = _summary(memory_dir)
+    lines = summary.split("\n")
+    moved = int(lines[0].split(" ", 1)[0])
+    assert lines[1] == f'- turn_0001 · user: "{REQUEST}"'
+    newest = next(line for line in lines if line.startswith(f"- turn_{moved:04d} ·"))
+    assert newest.startswith(f'- turn_{moved:04d} · user: "Now handle invoice case {moved}: InvoiceLine_{moved} rounding in '
+                             f'app/billing/invoice_{moved % 17}.py" · tools: ')
+    assert newest.endswith(f' · assistant: "Invoice case {moved} done: compute_total_{moved % 17} now rounds half-even; '
+                           'next I check the remaining endpoints."')
+    assert '- turn_0002 · user: "Now handle invoice case 2: InvoiceLine_2 …"' in lines   # a middle ask, clipped
+    assert next(line for line in lines if line.startswith("Failed: ")).startswith(
+        "Failed: `npm run build` ×1 (exit code 1 src/client.ts(12,5): error TS2339: Property 'totalCents' does not "
+        "exist on type 'Invoice'.) — still failing; ")

@@ -21,7 +21,8 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 * **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (2,000) characters; a longer
   one names the trace id that expands it (``memcli get ID``). Asks are clipped below that only
   when the summary is over its budget (not the quarter of the window it aims at) and they take
-  more than half of it, and never inside a word or a quoted span (:func:`clip_ask`: a path or an
+  more than half of it — the first (the request) and the newest (the latest intent) no shorter
+  than an eighth of the summary (``END_ASK_SHARE``) — and never inside a word or a quoted span (:func:`clip_ask`: a path or an
   identifier stays whole or goes whole). Subagent prompts and injected
   context are not asks.
 * **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
@@ -118,6 +119,7 @@ NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
 NOTE_TEXT_CHARS = 300     # each of the latest notes
 NOTES_KEPT = 6            # the agent's latest notes a window keeps
 ERROR_CHARS = 220
+END_ASK_SHARE = 8         # the first and the newest asks are clipped no shorter than this share of the summary
 MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the first 250); between, counted
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
@@ -1529,18 +1531,23 @@ class OfflineSummarizer(Summarizer):
 
         def line_of(entry: _TurnDigest, short: bool | None = None) -> str:
             short = entry.short if short is None else short
-            key = (entry.turn_id, short, ask_chars[0])
+            chars = ask_chars[0]
+            if entry is entries[0] or entry is entries[-1]:   # the request, the latest intent
+                chars = max(chars, min(ASK_CHARS, hard // END_ASK_SHARE))
+            key = (entry.turn_id, short, chars)
             text = lines_of.get(key)
             if text is None:
-                text = lines_of[key] = entry.line(ask_chars[0], full=not short)
+                text = lines_of[key] = entry.line(chars, full=not short)
             return text
 
         short_blocks: dict[int, list] = {}
 
-        def body() -> list[tuple[str, str, tuple]]:
-            """The turn lines as shown now, each with its asks-only form and the turns it stands
-            for (first id, last id, count: a turn's line one, the note of turns not listed its count)."""
-            out = [(line_of(e), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[:len(listed)]]
+        def body(whole: bool | None = None) -> list[tuple[str, str, tuple]]:
+            """The turn lines as shown now (``whole``: in full), each with its asks-only form and
+            the turns it stands for (first id, last id, count: a turn's line one, the note of
+            turns not listed its count)."""
+            short = None if whole is None else not whole
+            out = [(line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[:len(listed)]]
             block = short_blocks.get(ask_chars[0])
             if block is None:
                 block = short_blocks[ask_chars[0]] = [short_line(*s, ask_chars[0]) for s in short_lines]
@@ -1550,7 +1557,7 @@ class OfflineSummarizer(Summarizer):
                         "(`memcli show AGENT --archive --turn ID` shows any of them).")
                 out.append((note, note, (unlisted[1], unlisted[2], unlisted[0])))
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[first_short:], short_lines[first_short:]))
-            out.extend((line_of(e), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[len(listed):])
+            out.extend((line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[len(listed):])
             return out
 
         def assemble() -> str:
@@ -1596,7 +1603,7 @@ class OfflineSummarizer(Summarizer):
         if len(summary) > hard or (budget is not None and len(summary) > hard * (1 - VOCAB_SHARE)
                                    and len(window.vocab) > 8):
             newest_first = list(reversed(list(files)))
-            summary = _squeeze(header, body(), ranked_footer, hard,
+            summary = _squeeze(header, body(whole=True), ranked_footer, hard,
                                lambda k: files_line(newest_first, window.changes, k, root))
             size = hard
         if urls:
@@ -1826,7 +1833,8 @@ _SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.2), ("commands", 
 def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, str]], size: int,
              files_named=None) -> str:
     """The summary within ``size`` characters, by what is needed next: the header; every file
-    modified (always all of them, if need be past ``size``); the asks, from both ends of the window
+    modified (always all of them, if need be past ``size``); the newest turn line whole (in at most
+    a third of the asks' room: the work the kept traces go on with); the asks, from both ends of the window
     inward — the first (the request the work started from), then the newest, the next first one
     with the 8th newest … (:data:`FIRST_ASKS_WEIGHT`; each turn line in its asks-only form) — in
     at most 3/5 of the room; the plan, the latest notes, the
@@ -1853,6 +1861,9 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
         """The asks from both ends of the window inward (:data:`FIRST_ASKS_WEIGHT`), each end
         while its next line fits: what is left out is one run of middle turns."""
         lo, hi = 0, len(body) - 1
+        if hi >= 0 and hi not in kept and len(body[hi][0]) + 1 <= budget // 3 - reserve:
+            kept[hi] = body[hi][0]   # the newest turn whole: the work the kept traces go on with
+            budget -= len(body[hi][0]) + 1
         while lo in kept:
             lo += 1
         while hi in kept:
