@@ -134,3 +134,21 @@ def test_at_a_small_target_the_request_and_the_latest_turn_stay_whole(cli, memor
     assert next(line for line in lines if line.startswith("Failed: ")).startswith(
         "Failed: `npm run build` ×1 (exit code 1 src/client.ts(12,5): error TS2339: Property 'totalCents' does not "
         "exist on type 'Invoice'.) — still failing; ")
+
+
+def test_a_last_middle_ask_that_fits_from_neither_end_is_counted_not_looped_on():
+    """The one line left between the ends, too long for the room, ranked on the newest end's
+    side: it is counted (the squeeze looped on it for ever: the Codex handoff of the fidelity
+    benchmark hung ``memcli compact``)."""
+    from memcli.compaction.offline import _squeeze
+
+    def line(n: int, ask: str) -> tuple:
+        text = f'- turn_000{n} · user: "{ask}"'
+        return text, text, (f"turn_000{n}", f"turn_000{n}", 1)
+
+    body = [line(1, "Start the port."), line(2, "word " * 400), line(3, "Ship it.")]
+    assert _squeeze("3 turns (turn_0001–turn_0003)", body, [], 1000).split("\n") == [
+        "3 turns (turn_0001–turn_0003)",
+        '- turn_0001 · user: "Start the port."',
+        "… 1 turn (turn_0002) left out at the summary's budget (`memcli show AGENT --archive --turn ID` shows any of them)",
+        '- turn_0003 · user: "Ship it."']

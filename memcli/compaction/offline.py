@@ -1870,17 +1870,18 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
             hi -= 1
         start = end = True
         while lo <= hi and (start or end):
-            i = lo if start and (not end or FIRST_ASKS_WEIGHT * ahead[lo] <= total - ahead[hi + 1]) else hi
+            first = start and (not end or FIRST_ASKS_WEIGHT * ahead[lo] <= total - ahead[hi + 1])
+            i = lo if first else hi
             line = body[i][1]
             if len(line) + 1 > budget - reserve:
-                if i == lo:
+                if first:
                     start = False
                 else:
                     end = False
                 continue
             kept[i] = line
             budget -= len(line) + 1
-            if i == lo:
+            if first:
                 lo += 1
             else:
                 hi -= 1
