@@ -152,3 +152,29 @@ def test_a_last_middle_ask_that_fits_from_neither_end_is_counted_not_looped_on()
         '- turn_0001 · user: "Start the port."',
         "… 1 turn (turn_0002) left out at the summary's budget (`memcli show AGENT --archive --turn ID` shows any of them)",
         '- turn_0003 · user: "Ship it."']
+
+
+def test_many_subagents_keep_the_newest_and_count_the_earlier(cli, memory_dir, tmp_path):
+    """One long Claude Code turn that starts 60 subagents, at --target-tokens 3000: the
+    subagents listed are the newest (the ones the work goes on from), the earlier ones counted —
+    the oldest used to stay and the newest go, and past 50 the rest went uncounted."""
+    from tests.harness_fixtures import ClaudeSession
+
+    s = ClaudeSession()
+    s.ask("Migrate every module under src/pkg_* to load_config_N and make the suite pass.")
+    for k in range(60):
+        s.work(k, steps=4)
+        s.subagent(f"a{k:02d}", f"Find every caller of helper_{k} in src/ and list them.", steps=1)
+    src = tmp_path / "session.jsonl"
+    src.write_bytes(s.jsonl())
+    assert cli("ingest", "a", src, "--from", "claude-code").exit_code == 0
+    result = cli("compact", "a", "--target-tokens", "3000")
+    assert result.exit_code == 0, result.stderr
+    lines = _summary(memory_dir).split("\n")
+    at = lines.index("Subagents:")
+    earlier = int(re.fullmatch(r"\(\+(\d+) earlier\)", lines[at + 1])[1])
+    listed = [re.match(r"- agent (a\d\d) \(turn_0001\) · task ", line)[1] for line in lines[at + 2:]
+              if line.startswith("- agent ")]
+    moved = int(listed[-1][1:]) + 1   # the newest moved (the last steps stay in the active file)
+    assert moved >= 55 and listed == [f"a{k:02d}" for k in range(moved - len(listed), moved)]
+    assert earlier + len(listed) == moved and 3 <= len(listed) < 50

@@ -46,7 +46,9 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 * Each turn's **final assistant message**, up to ``REPLY_CHARS`` (600) characters, and the
   agent's **latest notes** before it (its status and next-step lines, ``NOTES_KEPT``, each once).
 * **Subagents** (sidechain traces, one line per ``agent_id`` — the importers tell parallel
-  subagents apart): the task, files changed, failures, the conclusion (their last message).
+  subagents apart): the task, files changed, failures, the conclusion (their last message); the
+  newest ``MAX_SUBAGENT_LINES`` (50), and at a small budget the newest that fit, the earlier ones
+  counted (``(+41 earlier)``).
 * A **harness's own summary** (a ``compact_summary`` trace: Claude Code, Codex, Copilot, opencode)
   that moves is not an ask: its turn line points at it by trace id with the harness's mark, and
   its names join the vocabulary (it is what the agent worked from).
@@ -120,6 +122,7 @@ NOTE_TEXT_CHARS = 300     # each of the latest notes
 NOTES_KEPT = 6            # the agent's latest notes a window keeps
 ERROR_CHARS = 220
 END_ASK_SHARE = 8         # the first and the newest asks are clipped no shorter than this share of the summary
+MAX_SUBAGENT_LINES = 50   # the newest subagents a window lists; the earlier ones are counted
 MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the first 250); between, counted
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
@@ -1281,7 +1284,8 @@ class WindowSummary:
         self.urls: dict[str, None] = {}
         self.preferences: dict[str, list] = {}
         self.commands: dict[str, list] = {}   # command -> [failed_before, last_failed, last_error, turns]
-        self.subagents: list[str] = []
+        self.subagents: deque = deque(maxlen=MAX_SUBAGENT_LINES)   # the newest subagents' lines
+        self.n_subagents = 0
         self.unanswered: list[str] = []
         self.n_unanswered = 0
         self.tail: deque = deque()
@@ -1405,9 +1409,8 @@ class WindowSummary:
                 if len(turns) < 20 and (not turns or turns[-1] != turn_id):
                     turns.append(turn_id)
         if subagents:
-            for agent in subagents.values():
-                if len(self.subagents) < 50:
-                    self.subagents.append(agent.line())
+            self.n_subagents += len(subagents)
+            self.subagents.extend(agent.line() for agent in subagents.values())
         if main.open:
             for call in main.unanswered():
                 self.n_unanswered += 1
@@ -1499,7 +1502,9 @@ class OfflineSummarizer(Summarizer):
                   f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed.")
         footer: list[tuple[str, str]] = []   # (kind, text), in the order shown
         if subagents:
-            footer.append(("subagents", "Subagents:\n" + "\n".join(subagents)))
+            earlier = window.n_subagents - len(subagents)
+            footer.append(("subagents", "Subagents:\n" + (f"(+{earlier} earlier)\n" if earlier else "")
+                           + "\n".join(subagents)))
         if files:
             newest_first = list(reversed(list(files)))
             root = session_root(newest_first, window.vocab)
@@ -1953,16 +1958,19 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         return text
     if room < 60:
         return ""
-    if kind == "subagents":
-        lines = text.split("\n")
-        out = [lines[0]]
-        for line in lines[1:]:
-            line = line if len(line) + 1 <= room - sum(len(x) + 1 for x in out) - 30 else clip(line, 200)
-            if sum(len(x) + 1 for x in out) + len(line) + 1 > room - 30:
+    if kind == "subagents":   # the newest stay: the ones the work goes on from
+        head, *lines = text.split("\n")
+        earlier = int(lines.pop(0)[2:-9]) if lines[0].startswith("(+") else 0
+        kept = []
+        used = len(head) + 1 + 30
+        for line in reversed(lines):
+            line = line if used + len(line) + 1 <= room else clip(line, 200)
+            if used + len(line) + 1 > room:
                 break
-            out.append(line)
-        return "\n".join(out) + (f"\n(+{len(lines) - len(out)} more)" if len(out) < len(lines) else "") \
-            if len(out) > 1 else ""
+            kept.append(line)
+            used += len(line) + 1
+        earlier += len(lines) - len(kept)
+        return "\n".join([head, *([f"(+{earlier} earlier)"] if earlier else []), *reversed(kept)]) if kept else ""
     head, _, rest = text.partition(": ")
     sep = " → " if kind == "notes" else "; "
     items = rest.split(sep)
