@@ -131,9 +131,20 @@ def test_at_a_small_target_the_request_and_the_latest_turn_stay_whole(cli, memor
     assert newest.endswith(f' · assistant: "Invoice case {moved} done: compute_total_{moved % 17} now rounds half-even; '
                            'next I check the remaining endpoints."')
     assert '- turn_0002 · user: "Now handle invoice case 2: InvoiceLine_2 …"' in lines   # a middle ask, clipped
-    assert next(line for line in lines if line.startswith("Failed: ")).startswith(
+    failed = next(line for line in lines if line.startswith("Failed: "))
+    assert failed.startswith(
         "Failed: `npm run build` ×1 (exit code 1 src/client.ts(12,5): error TS2339: Property 'totalCents' does not "
         "exist on type 'Invoice'.) — still failing; ")
+    # each failure whole — its informative lines, the earlier ones and its state — and the count
+    # says how many failures were left out (the line was cut inside an entry's "(…; before: …)", and
+    # its "+N more" counted the pieces)
+    entries = failed[len("Failed: "):].split("; `")
+    more = re.fullmatch(r"(.*) — passed later; \+(\d+) more", entries[-1])
+    assert more, entries[-1]
+    entries[-1] = more[1] + " — passed later"
+    assert all(e.count("(") == e.count(")") and e.endswith((" — still failing", " — passed later")) for e in entries)
+    commands = {"npm run build", *(f"pytest -q tests/test_invoice_{t % 17}.py" for t in range(7, moved + 1, 7))}
+    assert len(entries) + int(more[2]) == len(commands) and 3 <= len(entries) < len(commands)
 
 
 def test_a_last_middle_ask_that_fits_from_neither_end_is_counted_not_looped_on():
@@ -178,3 +189,18 @@ def test_many_subagents_keep_the_newest_and_count_the_earlier(cli, memory_dir, t
     moved = int(listed[-1][1:]) + 1   # the newest moved (the last steps stay in the active file)
     assert moved >= 55 and listed == [f"a{k:02d}" for k in range(moved - len(listed), moved)]
     assert earlier + len(listed) == moved and 3 <= len(listed) < 50
+
+
+def test_a_rollup_drops_whole_failures_and_counts_them_with_those_already_counted():
+    """condense (rollups) cuts the Failed: line between failures, not inside one's
+    ``(latest; before: earlier)``, and its count adds the ``+N more`` the line had."""
+    from memcli.compaction.offline import condense
+
+    fails = "; ".join(f"`pytest -q tests/test_{k}.py` ×2 (FAILED tests/test_{k}.py::test_a - KeyError: k{k}; before: "
+                      f"FAILED tests/test_{k}.py::test_b - KeyError: j{k}) — passed later" for k in range(6))
+    summary = f'6 turns (turn_0001–turn_0006): 12 traces.\n- turn_0001 · user: "Fix the tests."\nFailed: {fails}; +4 more'
+    assert condense(summary, 400).split("\n")[2] == (
+        "Failed: `pytest -q tests/test_0.py` ×2 (FAILED tests/test_0.py::test_a - KeyError: k0; before: FAILED "
+        "tests/test_0.py::test_b - KeyError: j0) — passed later; `pytest -q tests/test_1.py` ×2 (FAILED "
+        "tests/test_1.py::test_a - KeyError: k1; before: FAILED tests/test_1.py::test_b - KeyError: j1) — passed later; "
+        "+8 more")

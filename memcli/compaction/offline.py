@@ -1973,7 +1973,7 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         return "\n".join([head, *([f"(+{earlier} earlier)"] if earlier else []), *reversed(kept)]) if kept else ""
     head, _, rest = text.partition(": ")
     sep = " → " if kind == "notes" else "; "
-    items = rest.split(sep)
+    items, counted = _entries(rest, sep)
     order = list(range(len(items)))
     if kind == "notes":
         order.reverse()   # the latest notes stay
@@ -1992,8 +1992,44 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         used += len(item) + len(sep)
     if not kept:
         return ""
-    more = len(items) - len(kept)
+    more = len(items) - len(kept) + counted
     return f"{head}: " + sep.join(items[i] for i in sorted(kept)) + (f"{sep}+{more} more" if more else "")
+
+
+def _entries(body: str, sep: str) -> tuple[list[str], int]:
+    """The entries of a list line's ``body`` joined by ``sep``, and how many a ``+N more`` entry
+    at either end stood for. A ``"; "`` list is split only outside brackets and backticks: a
+    failure's ``(latest; before: earlier)`` and a command's own ``;`` stay in their entry."""
+    if sep != "; " or not any(c in body for c in "([`"):
+        out = body.split(sep)
+    else:
+        out, depth, tick, start, i, n = [], 0, False, 0, 0, len(body)
+        while i < n:
+            c = body[i]
+            if c == "`":
+                tick = not tick
+            elif tick:
+                pass
+            elif c in "([":
+                depth += 1
+            elif c in ")]":
+                depth = max(depth - 1, 0)
+            elif c == ";" and not depth and body.startswith(sep, i):
+                out.append(body[start:i])
+                i = start = i + len(sep)
+                continue
+            i += 1
+        out.append(body[start:])
+    counted = 0
+    for end in (-1, 0):
+        more = _MORE.fullmatch(out[end]) if len(out) > 1 else None
+        if more:
+            counted += int(more[1])
+            out.pop(end)
+    return out, counted
+
+
+_MORE = re.compile(r"\+(\d+) more")
 
 
 @lru_cache(maxsize=1)
@@ -2167,15 +2203,16 @@ def _drop_entries(line: str, head: str, sep: str, excess: int) -> str:
     ``excess`` characters shorter if it can be: "" when no entry would be left."""
     body = line[line.index(": ") + 2:] if head.endswith("(") else line[len(head):]
     prefix = line[:len(line) - len(body)]
-    entries = body.split(sep)
+    entries, counted = _entries(body, sep)
+    n = len(entries)
     least = 1 if head in ("Failed: ", "Plan (latest): ") else 0   # the latest failure, the plan's first step
     while len(entries) > least and len(line) - len(prefix + sep.join(entries)) - 12 < excess:
         entries.pop(0 if head == "Latest notes: " else -1)   # the notes keep their latest
-    if len(entries) == len(body.split(sep)):
+    if len(entries) == n:
         return line
     if not entries:
         return ""
-    more = f"+{len(body.split(sep)) - len(entries)} more"
+    more = f"+{n - len(entries) + counted} more"
     if head == "Latest notes: ":
         return f"{prefix}{more}{sep}{sep.join(entries)}"
     return f"{prefix}{sep.join(entries)}{sep}{more}"
