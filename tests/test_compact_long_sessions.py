@@ -38,7 +38,7 @@ def _turn_list(summary: str) -> list[str]:
     for line in summary.split("\n"):
         if line.startswith("- turn_"):
             out.append(line[2:].split(" ", 1)[0])
-        elif " left out at the summary's budget" in line:
+        elif " left out (`memcli show AGENT --archive --turn ID`)" in line:
             n, first, last = re.match(r"… (\d+) turns? \((turn_\d+)(?:–(turn_\d+))?\)", line).groups()
             out.append(f"gap:{n}:{first}–{last or first}")
     return out
@@ -56,8 +56,7 @@ def test_a_long_session_keeps_its_first_asks_and_its_newest(cli, memory_dir):
     assert listed == ([f"turn_{t:04d}" for t in range(1, 28)] + ["gap:753:turn_0028–turn_0780"]
                       + [f"turn_{t:04d}" for t in range(781, 997)])
     assert summary.split("\n")[1] == '- turn_0001 · user: "Please check order A-1 and fix src/module_1.py"'
-    assert ("\n… 753 turns (turn_0028–turn_0780) left out at the summary's budget "
-            "(`memcli show AGENT --archive --turn ID` shows any of them)\n") in summary
+    assert "\n… 753 turns (turn_0028–turn_0780) left out (`memcli show AGENT --archive --turn ID`)\n" in summary
     assert summary.split("\n")[len(listed)] == (   # the newest in full: what it ran, its answer
         '- turn_0996 · user: "Please check order A-996 and fix src/module_26.py" · tools: run_command ×1 '
         '[run_command `pytest -q tests/test_8.py`] · assistant: "Order A-996 is fine; src/module_26.py updated."')
@@ -161,7 +160,7 @@ def test_a_last_middle_ask_that_fits_from_neither_end_is_counted_not_looped_on()
     assert _squeeze("3 turns (turn_0001–turn_0003)", body, [], 1000).split("\n") == [
         "3 turns (turn_0001–turn_0003)",
         '- turn_0001 · user: "Start the port."',
-        "… 1 turn (turn_0002) left out at the summary's budget (`memcli show AGENT --archive --turn ID` shows any of them)",
+        "… 1 turn (turn_0002) left out (`memcli show AGENT --archive --turn ID`)",
         '- turn_0003 · user: "Ship it."']
 
 

@@ -1839,7 +1839,7 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
              files_named=None) -> str:
     """The summary within ``size`` characters, by what is needed next: the header; every file
     modified (always all of them, if need be past ``size``); the newest turn line whole (in at most
-    a third of the asks' room: the work the kept traces go on with); the asks, from both ends of the window
+    a sixth of the asks' room: the work the kept traces go on with); the asks, from both ends of the window
     inward — the first (the request the work started from), then the newest, the next first one
     with the 8th newest … (:data:`FIRST_ASKS_WEIGHT`; each turn line in its asks-only form) — in
     at most 3/5 of the room; the plan, the latest notes, the
@@ -1859,14 +1859,14 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     spans = [span for *_, span in body]
     ahead = list(itertools.accumulate((n for *_, n in spans), initial=0))   # the turns before each line
     total = ahead[-1]
-    reserve = len(_left_out(spans[0][0], spans[-1][1], total)) + 1 if body else 0
+    reserve = max(len(_left_out(spans[0][0], spans[-1][1], total)) + 1, 110) if body else 0   # for that line
     kept: dict[int, str] = {}
 
     def take_asks(budget: int) -> int:
         """The asks from both ends of the window inward (:data:`FIRST_ASKS_WEIGHT`), each end
         while its next line fits: what is left out is one run of middle turns."""
         lo, hi = 0, len(body) - 1
-        if hi >= 0 and hi not in kept and len(body[hi][0]) + 1 <= budget // 3 - reserve:
+        if hi >= 0 and hi not in kept and len(body[hi][0]) + 1 <= budget // 6 - reserve:
             kept[hi] = body[hi][0]   # the newest turn whole: the work the kept traces go on with
             budget -= len(body[hi][0]) + 1
         while lo in kept:
@@ -1946,8 +1946,7 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
 def _left_out(first: str, last: str, turns: int) -> str:
     """The line that counts the turns :func:`_squeeze` leaves out."""
     span = first if first == last else f"{first}–{last}"
-    return (f"… {turns} turn{'s' if turns != 1 else ''} ({span}) left out at the summary's budget "
-            "(`memcli show AGENT --archive --turn ID` shows any of them)")
+    return f"… {turns} turn{'s' if turns != 1 else ''} ({span}) left out (`memcli show AGENT --archive --turn ID`)"
 
 
 def _fit_block(kind: str, text: str, room: int) -> str:
