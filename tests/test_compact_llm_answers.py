@@ -609,3 +609,27 @@ def test_an_estimate_priced_from_the_map_is_what_litellm_says(model, flat):
     summarizer = LiteLLMSummarizer(model)
     estimated, priced = summarizer.price(None, 123_456, 7_890), summarizer.price(import_litellm(), 123_456, 7_890)
     assert estimated == pytest.approx(priced) if priced is not None else estimated is None
+
+
+def test_an_answer_with_no_choice_or_a_filtered_one_is_asked_again(cli, memory_dir, server, tmp_path):
+    """A 200 whose ``choices`` is empty stopped the run at once ("IndexError: list index out
+    of range"); a content filter's empty answer was "empty answer". Both are asked again."""
+    _ingest(cli, tmp_path)
+
+    def model(body, i):
+        payload = completion(good_answer(sections(body)))
+        if i == 0:
+            payload["choices"] = []
+        elif i == 1:
+            payload["choices"][0].update(message={"role": "assistant", "content": None}, finish_reason="content_filter")
+        return 200, payload, 0
+
+    srv = server(model)
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "asked again" in line]
+    assert [n.split(": attempt ", 1)[1] for n in notes] == [
+        "1: invalid answer: empty answer; asked again (attempt 2 of 3)",
+        '2: invalid answer: the provider\'s content filter withheld the answer (finish_reason "content_filter"); '
+        "asked again (attempt 3 of 3)"]
+    assert _ledger(cli)["requests"] == 3

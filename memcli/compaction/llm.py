@@ -252,7 +252,6 @@ def render_turn(turn: Turn, field_limit: int | None = None) -> str:
     return "\n".join(lines)
 
 
-# provider (the model's prefix) -> the environment variables LiteLLM reads its key from
 def flat_price(model: str) -> tuple[float, float] | None:
     """(input, output) USD per token for ``model`` from LiteLLM's model map read as a file, when
     that is all ``litellm.cost_per_token`` would use: the entry of the model's own provider, one
@@ -269,6 +268,7 @@ def flat_price(model: str) -> tuple[float, float] | None:
     return None
 
 
+# provider (the model's prefix) -> the environment variables LiteLLM reads its key from
 PROVIDER_KEYS = {
     "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
     "gemini": ("GEMINI_API_KEY",), "mistral": ("MISTRAL_API_KEY",), "groq": ("GROQ_API_KEY",),
@@ -576,6 +576,9 @@ class LiteLLMSummarizer(Summarizer):
         with self._count_lock:
             self.requests += 1
         response = litellm.completion(**kwargs)
+        if not getattr(response, "choices", None):   # a 200 with no choice in it: an empty answer
+            self._account(litellm, response, messages, None)
+            return None, None
         choice = response.choices[0]
         message = choice.message
         content = getattr(message, "content", None)
@@ -691,6 +694,9 @@ class LiteLLMSummarizer(Summarizer):
                                              self.output_tokens() if self.cost_limit is not None else None)
                 if finish == "length":
                     raise InvalidSummary(CUT_OFF)
+                if finish == "content_filter" and not content:
+                    raise InvalidSummary('the provider\'s content filter withheld the answer (finish_reason '
+                                         '"content_filter")')
                 summary = validate_summary(extract_json(content), known)
                 if limit is not None and (size := self.counter.count(summary.episodic_summary)) > limit:
                     raise InvalidSummary(f"the summary is {size:,} tokens, more than the {limit:,} asked")
