@@ -133,7 +133,7 @@ def test_offline_summary_of_a_thousand_turns_is_bounded(memory_dir):
     assert len(summary) <= 19_000  # every ask is listed while they fit; the rest are counted honestly
     assert summary.startswith("1000 turns (turn_0001–turn_1000)")
     # the first asks and the newest are listed; the turns between are counted on one line, where they were
-    gap = re.search(r"\n… (\d+) turns \((turn_\d+)–(turn_\d+)\) left out at the summary's budget", summary)
+    gap = re.search(r"\n… (\d+) turns \((turn_\d+)–(turn_\d+)\) left out \(`memcli show", summary)
     assert gap and "- turn_0001 ·" in summary and "- turn_1000 ·" in summary
     listed = re.findall(r"^- (turn_\d+) ·", summary, re.M)
     assert len(listed) + int(gap[1]) == 1000 and gap[2] not in listed and gap[3] not in listed

@@ -252,7 +252,6 @@ def render_turn(turn: Turn, field_limit: int | None = None) -> str:
     return "\n".join(lines)
 
 
-# provider (the model's prefix) -> the environment variables LiteLLM reads its key from
 def flat_price(model: str) -> tuple[float, float] | None:
     """(input, output) USD per token for ``model`` from LiteLLM's model map read as a file, when
     that is all ``litellm.cost_per_token`` would use: the entry of the model's own provider, one
@@ -269,6 +268,7 @@ def flat_price(model: str) -> tuple[float, float] | None:
     return None
 
 
+# provider (the model's prefix) -> the environment variables LiteLLM reads its key from
 PROVIDER_KEYS = {
     "openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
     "gemini": ("GEMINI_API_KEY",), "mistral": ("MISTRAL_API_KEY",), "groq": ("GROQ_API_KEY",),

@@ -21,7 +21,8 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 * **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (2,000) characters; a longer
   one names the trace id that expands it (``memcli get ID``). Asks are clipped below that only
   when the summary is over its budget (not the quarter of the window it aims at) and they take
-  more than half of it, and never inside a word or a quoted span (:func:`clip_ask`: a path or an
+  more than half of it — the first (the request) and the newest (the latest intent) no shorter
+  than an eighth of the summary (``END_ASK_SHARE``) — and never inside a word or a quoted span (:func:`clip_ask`: a path or an
   identifier stays whole or goes whole). Subagent prompts and injected
   context are not asks.
 * **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
@@ -45,7 +46,9 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 * Each turn's **final assistant message**, up to ``REPLY_CHARS`` (600) characters, and the
   agent's **latest notes** before it (its status and next-step lines, ``NOTES_KEPT``, each once).
 * **Subagents** (sidechain traces, one line per ``agent_id`` — the importers tell parallel
-  subagents apart): the task, files changed, failures, the conclusion (their last message).
+  subagents apart): the task, files changed, failures, the conclusion (their last message); the
+  newest ``MAX_SUBAGENT_LINES`` (50), and at a small budget the newest that fit, the earlier ones
+  counted (``(+41 earlier)``).
 * A **harness's own summary** (a ``compact_summary`` trace: Claude Code, Codex, Copilot, opencode)
   that moves is not an ask: its turn line points at it by trace id with the harness's mark, and
   its names join the vocabulary (it is what the agent worked from).
@@ -118,6 +121,8 @@ NOTE_CHARS = 100          # the last assistant note of steps whose turn goes on
 NOTE_TEXT_CHARS = 300     # each of the latest notes
 NOTES_KEPT = 6            # the agent's latest notes a window keeps
 ERROR_CHARS = 220
+END_ASK_SHARE = 8         # the first and the newest asks are clipped no shorter than this share of the summary
+MAX_SUBAGENT_LINES = 50   # the newest subagents a window lists; the earlier ones are counted
 MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the first 250); between, counted
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
@@ -1279,7 +1284,8 @@ class WindowSummary:
         self.urls: dict[str, None] = {}
         self.preferences: dict[str, list] = {}
         self.commands: dict[str, list] = {}   # command -> [failed_before, last_failed, last_error, turns]
-        self.subagents: list[str] = []
+        self.subagents: deque = deque(maxlen=MAX_SUBAGENT_LINES)   # the newest subagents' lines
+        self.n_subagents = 0
         self.unanswered: list[str] = []
         self.n_unanswered = 0
         self.tail: deque = deque()
@@ -1403,9 +1409,8 @@ class WindowSummary:
                 if len(turns) < 20 and (not turns or turns[-1] != turn_id):
                     turns.append(turn_id)
         if subagents:
-            for agent in subagents.values():
-                if len(self.subagents) < 50:
-                    self.subagents.append(agent.line())
+            self.n_subagents += len(subagents)
+            self.subagents.extend(agent.line() for agent in subagents.values())
         if main.open:
             for call in main.unanswered():
                 self.n_unanswered += 1
@@ -1497,7 +1502,9 @@ class OfflineSummarizer(Summarizer):
                   f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed.")
         footer: list[tuple[str, str]] = []   # (kind, text), in the order shown
         if subagents:
-            footer.append(("subagents", "Subagents:\n" + "\n".join(subagents)))
+            earlier = window.n_subagents - len(subagents)
+            footer.append(("subagents", "Subagents:\n" + (f"(+{earlier} earlier)\n" if earlier else "")
+                           + "\n".join(subagents)))
         if files:
             newest_first = list(reversed(list(files)))
             root = session_root(newest_first, window.vocab)
@@ -1529,18 +1536,23 @@ class OfflineSummarizer(Summarizer):
 
         def line_of(entry: _TurnDigest, short: bool | None = None) -> str:
             short = entry.short if short is None else short
-            key = (entry.turn_id, short, ask_chars[0])
+            chars = ask_chars[0]
+            if entry is entries[0] or entry is entries[-1]:   # the request, the latest intent
+                chars = max(chars, min(ASK_CHARS, hard // END_ASK_SHARE))
+            key = (entry.turn_id, short, chars)
             text = lines_of.get(key)
             if text is None:
-                text = lines_of[key] = entry.line(ask_chars[0], full=not short)
+                text = lines_of[key] = entry.line(chars, full=not short)
             return text
 
         short_blocks: dict[int, list] = {}
 
-        def body() -> list[tuple[str, str, tuple]]:
-            """The turn lines as shown now, each with its asks-only form and the turns it stands
-            for (first id, last id, count: a turn's line one, the note of turns not listed its count)."""
-            out = [(line_of(e), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[:len(listed)]]
+        def body(whole: bool | None = None) -> list[tuple[str, str, tuple]]:
+            """The turn lines as shown now (``whole``: in full), each with its asks-only form and
+            the turns it stands for (first id, last id, count: a turn's line one, the note of
+            turns not listed its count)."""
+            short = None if whole is None else not whole
+            out = [(line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[:len(listed)]]
             block = short_blocks.get(ask_chars[0])
             if block is None:
                 block = short_blocks[ask_chars[0]] = [short_line(*s, ask_chars[0]) for s in short_lines]
@@ -1550,7 +1562,7 @@ class OfflineSummarizer(Summarizer):
                         "(`memcli show AGENT --archive --turn ID` shows any of them).")
                 out.append((note, note, (unlisted[1], unlisted[2], unlisted[0])))
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[first_short:], short_lines[first_short:]))
-            out.extend((line_of(e), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[len(listed):])
+            out.extend((line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[len(listed):])
             return out
 
         def assemble() -> str:
@@ -1596,7 +1608,7 @@ class OfflineSummarizer(Summarizer):
         if len(summary) > hard or (budget is not None and len(summary) > hard * (1 - VOCAB_SHARE)
                                    and len(window.vocab) > 8):
             newest_first = list(reversed(list(files)))
-            summary = _squeeze(header, body(), ranked_footer, hard,
+            summary = _squeeze(header, body(whole=True), ranked_footer, hard,
                                lambda k: files_line(newest_first, window.changes, k, root))
             size = hard
         if urls:
@@ -1826,7 +1838,8 @@ _SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.2), ("commands", 
 def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, str]], size: int,
              files_named=None) -> str:
     """The summary within ``size`` characters, by what is needed next: the header; every file
-    modified (always all of them, if need be past ``size``); the asks, from both ends of the window
+    modified (always all of them, if need be past ``size``); the newest turn line whole (in at most
+    a sixth of the asks' room: the work the kept traces go on with); the asks, from both ends of the window
     inward — the first (the request the work started from), then the newest, the next first one
     with the 8th newest … (:data:`FIRST_ASKS_WEIGHT`; each turn line in its asks-only form) — in
     at most 3/5 of the room; the plan, the latest notes, the
@@ -1846,13 +1859,16 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     spans = [span for *_, span in body]
     ahead = list(itertools.accumulate((n for *_, n in spans), initial=0))   # the turns before each line
     total = ahead[-1]
-    reserve = len(_left_out(spans[0][0], spans[-1][1], total)) + 1 if body else 0
+    reserve = max(len(_left_out(spans[0][0], spans[-1][1], total)) + 1, 110) if body else 0   # for that line
     kept: dict[int, str] = {}
 
     def take_asks(budget: int) -> int:
         """The asks from both ends of the window inward (:data:`FIRST_ASKS_WEIGHT`), each end
         while its next line fits: what is left out is one run of middle turns."""
         lo, hi = 0, len(body) - 1
+        if hi >= 0 and hi not in kept and len(body[hi][0]) + 1 <= budget // 6 - reserve:
+            kept[hi] = body[hi][0]   # the newest turn whole: the work the kept traces go on with
+            budget -= len(body[hi][0]) + 1
         while lo in kept:
             lo += 1
         while hi in kept:
@@ -1931,8 +1947,7 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
 def _left_out(first: str, last: str, turns: int) -> str:
     """The line that counts the turns :func:`_squeeze` leaves out."""
     span = first if first == last else f"{first}–{last}"
-    return (f"… {turns} turn{'s' if turns != 1 else ''} ({span}) left out at the summary's budget "
-            "(`memcli show AGENT --archive --turn ID` shows any of them)")
+    return f"… {turns} turn{'s' if turns != 1 else ''} ({span}) left out (`memcli show AGENT --archive --turn ID`)"
 
 
 def _fit_block(kind: str, text: str, room: int) -> str:
@@ -1943,19 +1958,22 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         return text
     if room < 60:
         return ""
-    if kind == "subagents":
-        lines = text.split("\n")
-        out = [lines[0]]
-        for line in lines[1:]:
-            line = line if len(line) + 1 <= room - sum(len(x) + 1 for x in out) - 30 else clip(line, 200)
-            if sum(len(x) + 1 for x in out) + len(line) + 1 > room - 30:
+    if kind == "subagents":   # the newest stay: the ones the work goes on from
+        head, *lines = text.split("\n")
+        earlier = int(lines.pop(0)[2:-9]) if lines[0].startswith("(+") else 0
+        kept = []
+        used = len(head) + 1 + 30
+        for line in reversed(lines):
+            line = line if used + len(line) + 1 <= room else clip(line, 200)
+            if used + len(line) + 1 > room:
                 break
-            out.append(line)
-        return "\n".join(out) + (f"\n(+{len(lines) - len(out)} more)" if len(out) < len(lines) else "") \
-            if len(out) > 1 else ""
+            kept.append(line)
+            used += len(line) + 1
+        earlier += len(lines) - len(kept)
+        return "\n".join([head, *([f"(+{earlier} earlier)"] if earlier else []), *reversed(kept)]) if kept else ""
     head, _, rest = text.partition(": ")
     sep = " → " if kind == "notes" else "; "
-    items = rest.split(sep)
+    items, counted = _entries(rest, sep)
     order = list(range(len(items)))
     if kind == "notes":
         order.reverse()   # the latest notes stay
@@ -1974,8 +1992,44 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         used += len(item) + len(sep)
     if not kept:
         return ""
-    more = len(items) - len(kept)
+    more = len(items) - len(kept) + counted
     return f"{head}: " + sep.join(items[i] for i in sorted(kept)) + (f"{sep}+{more} more" if more else "")
+
+
+def _entries(body: str, sep: str) -> tuple[list[str], int]:
+    """The entries of a list line's ``body`` joined by ``sep``, and how many a ``+N more`` entry
+    at either end stood for. A ``"; "`` list is split only outside brackets and backticks: a
+    failure's ``(latest; before: earlier)`` and a command's own ``;`` stay in their entry."""
+    if sep != "; " or not any(c in body for c in "([`"):
+        out = body.split(sep)
+    else:
+        out, depth, tick, start, i, n = [], 0, False, 0, 0, len(body)
+        while i < n:
+            c = body[i]
+            if c == "`":
+                tick = not tick
+            elif tick:
+                pass
+            elif c in "([":
+                depth += 1
+            elif c in ")]":
+                depth = max(depth - 1, 0)
+            elif c == ";" and not depth and body.startswith(sep, i):
+                out.append(body[start:i])
+                i = start = i + len(sep)
+                continue
+            i += 1
+        out.append(body[start:])
+    counted = 0
+    for end in (-1, 0):
+        more = _MORE.fullmatch(out[end]) if len(out) > 1 else None
+        if more:
+            counted += int(more[1])
+            out.pop(end)
+    return out, counted
+
+
+_MORE = re.compile(r"\+(\d+) more")
 
 
 @lru_cache(maxsize=1)
@@ -2149,15 +2203,16 @@ def _drop_entries(line: str, head: str, sep: str, excess: int) -> str:
     ``excess`` characters shorter if it can be: "" when no entry would be left."""
     body = line[line.index(": ") + 2:] if head.endswith("(") else line[len(head):]
     prefix = line[:len(line) - len(body)]
-    entries = body.split(sep)
+    entries, counted = _entries(body, sep)
+    n = len(entries)
     least = 1 if head in ("Failed: ", "Plan (latest): ") else 0   # the latest failure, the plan's first step
     while len(entries) > least and len(line) - len(prefix + sep.join(entries)) - 12 < excess:
         entries.pop(0 if head == "Latest notes: " else -1)   # the notes keep their latest
-    if len(entries) == len(body.split(sep)):
+    if len(entries) == n:
         return line
     if not entries:
         return ""
-    more = f"+{len(body.split(sep)) - len(entries)} more"
+    more = f"+{n - len(entries) + counted} more"
     if head == "Latest notes: ":
         return f"{prefix}{more}{sep}{sep.join(entries)}"
     return f"{prefix}{sep.join(entries)}{sep}{more}"
