@@ -471,29 +471,19 @@ def _edits_under(root: str, relative_command: bool) -> str:
     return OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
 
 
-def test_files_under_the_project_directory_say_it_once_in_the_sessions_own_spelling():
-    """Claude Code's edits name absolute paths: the directory the session also names them from
-    (``ruff check src/jobs/h_1.py``) is said once, each file keeps the spelling the session uses
-    (``src/jobs/h_1.py``, not ``jobs/h_1.py`` under the files' common directory), and the
-    vocabulary does not list the absolute paths again."""
-    text = _edits_under("/home/me/proj/", relative_command=True)
-    files = next(line for line in text.split("\n") if line.startswith("Files modified"))
-    assert files == ("Files modified (under /home/me/proj/): src/jobs/h_3.py (handler_3.timeout), "
-                     "src/handlers/h_2.py (handler_2.timeout), src/jobs/h_1.py (handler_1.timeout), "
-                     "src/handlers/h_0.py (handler_0.timeout)")
-    assert "/home/me/proj/src/jobs/h_3.py" not in text.split("Files modified", 1)[1]
-    # no relative spelling in the session: the paths stay whole
-    text = _edits_under("/home/me/proj/", relative_command=False)
-    assert "Files modified: /home/me/proj/src/jobs/h_3.py (handler_3.timeout), /home/me/proj/src/handlers/h_2.py" \
-        in text
-
-
-def test_a_rollup_drops_the_names_of_a_files_line_said_under_its_directory():
-    summary = "\n".join(["2 turns (turn_0001–turn_0002), 2026-03-02 08:41 → 09:30 UTC: 40 traces, 12 tool calls, 0 failed.",
-                         '- turn_0001 · user: "Fix the handlers."',
-                         "Files modified (under /home/me/proj/): src/a.py (alpha, beta, gamma, delta), src/b.py (epsilon)"])
-    assert condense(summary, len(summary) - 20).split("\n")[-1] == \
-        "Files modified (under /home/me/proj/): src/a.py, src/b.py"
+def test_files_keep_the_absolute_paths_the_tools_wrote():
+    """Claude Code's edits name absolute paths and its next Read or Edit names them again: the
+    files line keeps them whole, as the tools spelled them, even when the session also names the
+    files relatively (``ruff check src/jobs/h_1.py``). Said once under their directory, the paths
+    the agent needs next would no longer be in the summary (the worked Claude Code sessions of the
+    fidelity benchmark lost up to 9 points of recall at the harness's own budget that way)."""
+    for relative in (True, False):
+        text = _edits_under("/home/me/proj/", relative_command=relative)
+        files = next(line for line in text.split("\n") if line.startswith("Files modified"))
+        assert files == ("Files modified: /home/me/proj/src/jobs/h_3.py (handler_3.timeout), "
+                         "/home/me/proj/src/handlers/h_2.py (handler_2.timeout), "
+                         "/home/me/proj/src/jobs/h_1.py (handler_1.timeout), "
+                         "/home/me/proj/src/handlers/h_0.py (handler_0.timeout)")
 
 
 def test_a_squeeze_whose_last_turn_line_does_not_fit_after_the_first_ends():

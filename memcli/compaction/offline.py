@@ -31,8 +31,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   (:func:`shell_written`), any tool whose name says it writes and whose arguments name a path —
   all of them, newest first, each with what its edits touched (:func:`changed_names`: the names
   they define, then the identifiers their new text brings in — a key, an env var, a call), each
-  name once; absolute paths under the directory the session also names them from say it once
-  (:func:`session_root`: ``Files modified (under /home/me/proj/): src/x.py …``).
+  name once. Paths stay as the session's tools spelled them (an agent's next call copies them).
 * **Failures** by their informative line: the failing test (``FAILED …``, with the message
   printed after it or, when none, the error printed before it), a Rust panic's message, the
   exception's last line, an ``error:`` line (the first that says where, over a summary line) —
@@ -127,8 +126,6 @@ MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the 
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
 FILES_FACT_PREFIX = "Files modified: "
-_FILES_HEADS = (FILES_FACT_PREFIX, "Files modified (under ")   # the files line, its root said once or not
-_FILES_ROOT = re.compile(r"^Files modified \(under (/[^\n]*?/)\): ", re.MULTILINE)
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
 _URL_CHAR = r"[^\s\"'<>()\[\]{}`\\]"   # what a URL goes on with (where it ends: what is not)
@@ -1507,8 +1504,7 @@ class OfflineSummarizer(Summarizer):
                            + "\n".join(subagents)))
         if files:
             newest_first = list(reversed(list(files)))
-            root = session_root(newest_first, window.vocab)
-            footer.append(("files", files_line(newest_first, window.changes, root=root)))
+            footer.append(("files", files_line(newest_first, window.changes)))
         if window.todo is not None:
             todo = todo_lines(window.todo)
             if todo:
@@ -1609,7 +1605,7 @@ class OfflineSummarizer(Summarizer):
                                    and len(window.vocab) > 8):
             newest_first = list(reversed(list(files)))
             summary = _squeeze(header, body(whole=True), ranked_footer, hard,
-                               lambda k: files_line(newest_first, window.changes, k, root))
+                               lambda k: files_line(newest_first, window.changes, k))
             size = hard
         if urls:
             summary = _urls_once(summary)
@@ -1649,36 +1645,16 @@ class OfflineSummarizer(Summarizer):
         return facts[: self.max_facts]
 
 
-def files_line(paths: list[str], changes: dict, named: int | None = None, root: str = "") -> str:
+def files_line(paths: list[str], changes: dict, named: int | None = None) -> str:
     """``Files modified: path (names), …``, newest first; each name touched is given once, with
-    the newest file it was touched in (only for the newest ``named`` files, when given). With a
-    ``root`` (:func:`session_root`), the paths under it say it once: ``Files modified (under
-    /home/me/proj/): src/x.py, …`` — the project's directory repeated for each file (Claude Code's
-    edits name ``/home/me/proj/src/x.py``) took most of a small summary's room."""
+    the newest file it was touched in (only for the newest ``named`` files, when given)."""
     seen: set = set()
     parts = []
     for i, path in enumerate(paths):
         names = [n for n in changes.get(path, ()) if n not in seen] if named is None or i < named else []
         seen.update(names)
-        shown = path[len(root):] if root and path.startswith(root) else path
-        parts.append(f"{shown} ({', '.join(names)})" if names else shown)
-    return (f"Files modified (under {root}): " if root else FILES_FACT_PREFIX) + ", ".join(parts)
-
-
-def session_root(paths: list[str], known) -> str:
-    """The directory the session names its files from, when ``paths`` are all absolute and under
-    one project (:func:`memcli.compaction.llm.project_root`): the deepest directory from the project's up (at least two
-    levels deep) under which one of them is also named relatively in the window (``known``: its
-    identifiers, as in ``pytest tests/test_x.py`` or a grep hit ``src/x.py:12``), so that each
-    path keeps the spelling the session uses; "" when there is none (the paths stay whole)."""
-    from memcli.compaction.llm import project_root
-
-    root = project_root(paths) if all(p.startswith("/") for p in paths) else ""
-    while root.count("/") >= 3:
-        if any(p[len(root):] in known for p in paths):
-            return root
-        root = root[:root.rfind("/", 0, len(root) - 1) + 1]
-    return ""
+        parts.append(f"{path} ({', '.join(names)})" if names else path)
+    return FILES_FACT_PREFIX + ", ".join(parts)
 
 
 def _push_note(notes: deque, text: str) -> None:
@@ -2113,18 +2089,14 @@ def _by_need(vocab: dict, total: int) -> list[str]:
 def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     """The identifiers of the window the summary does not show yet, most needed first
     (:func:`_needs`: used often, and lately), as one ``Vocabulary:`` line of at most ``room``
-    characters (whole identifiers only; a path under the files line's root is shown when the
-    rest of it is)."""
+    characters (whole identifiers only)."""
     if room < 40 or not vocab:
         return ""
     head = "Vocabulary (most used lately first): "
     out: list[str] = []
     size = len(head)
-    root = _FILES_ROOT.search(shown)
-    root = root.group(1) if root else None
     for value in _by_need(vocab, total):
-        if value in shown or not _is_identifier(value) or (root and value.startswith(root)
-                                                          and value[len(root):] in shown):
+        if value in shown or not _is_identifier(value):
             continue
         if size + len(value) + 2 > room:
             if size > room - 8:
@@ -2164,7 +2136,7 @@ def condense(summary: str, budget: int) -> str:
     for n, line in enumerate(lines):
         if excess <= 0:
             break
-        if line.startswith(_FILES_HEADS):
+        if line.startswith(FILES_FACT_PREFIX):
             shorter = _CHANGES.sub("", line)
             excess -= len(line) - len(shorter)
             lines[n] = shorter
