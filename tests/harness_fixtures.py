@@ -456,6 +456,25 @@ def worked_session(seed: int, *, steps: int = 160, after: int = 60, dense: bool 
     return s
 
 
+def _wander(rng, pool: list[dict], state: dict):
+    """The next item of ``pool`` an agent turns to: mostly on, sometimes back (``state["pos"]``)."""
+    def pick() -> dict:
+        state["pos"] = max(0, min(len(pool) - 1, state["pos"] + rng.choice([-1, 0, 1, 1, 2])))
+        return pool[state["pos"]]
+    return pick
+
+
+def _work(ask, asks: list[str], steps: int, step, after_step=None) -> None:
+    """The first ask, ``steps`` steps with the second ask half way, ``after_step(n)`` after each."""
+    ask(asks[0])
+    for n in range(steps):
+        if n == steps // 2:
+            ask(asks[1])
+        step()
+        if after_step is not None:
+            after_step(n)
+
+
 def worked_rollout(seed: int, *, steps: int = 120, after: int = 50, named: int = 10) -> CodexRollout:
     """A Codex CLI rollout of ``steps`` steps (shell reads with ``sed``/``rg``, ``apply_patch``
     edits, ``pytest`` failing then passing, ``update_plan``), compacted locally: a ``compacted``
@@ -506,19 +525,15 @@ def worked_rollout(seed: int, *, steps: int = 120, after: int = 50, named: int =
                                      "arguments": orjson.dumps({"plan": plan}).decode()})
             r._add("response_item", {"type": "function_call_output", "call_id": call, "output": "Plan updated"})
 
-    def pick() -> dict:
-        state["pos"] = max(0, min(len(pool) - 1, state["pos"] + rng.choice([-1, 0, 1, 1, 2])))
-        return pool[state["pos"]]
-
+    pick = _wander(rng, pool, state)
     asks = [f"Move every module's timeout from env vars to settings, starting with {pool[0]['file']}.",
             "Don't rename public functions; run the module's tests after each change."]
-    r.ask(asks[0])
-    for n in range(steps):
-        if n == steps // 2:
-            r.ask(asks[1])
-        one(pick())
+
+    def note(n: int) -> None:
         if n % 15 == 14:
             r.say(f"{pool[state['pos']]['cls']} now reads its timeout from settings.")
+
+    _work(r.ask, asks, steps, lambda: one(pick()), note)
     edited = list(dict.fromkeys(i["file"] for i in reversed(state["edited"])))[:named]
     cur = pool[state["pos"]]
     handoff = "\n".join([
@@ -619,17 +634,10 @@ def worked_gemini(seed: int, *, steps: int = 120, after: int = 50, named: int = 
             state["todos"] = todos
             g.say("", [("write_todos", {"todos": todos}, "Successfully updated the todo list.")])
 
-    def pick() -> dict:
-        state["pos"] = max(0, min(len(pool) - 1, state["pos"] + rng.choice([-1, 0, 1, 1, 2])))
-        return pool[state["pos"]]
-
+    pick = _wander(rng, pool, state)
     asks = [f"Move every module's timeout from env vars to settings, starting with {pool[0]['file']}.",
             "Keep the public function names; run the module's tests after each change."]
-    g.ask(asks[0])
-    for n in range(steps):
-        if n == steps // 2:
-            g.ask(asks[1])
-        one(pick())
+    _work(g.ask, asks, steps, lambda: one(pick()))
     edited = list(dict.fromkeys(i["file"] for i in reversed(state["edited"])))[:named]
     read = [f for f in dict.fromkeys(i["file"] for i in reversed(state["seen"])) if f not in edited][:named // 2]
     marks = {"completed": "DONE", "in_progress": "IN PROGRESS", "pending": "TODO"}
