@@ -498,3 +498,25 @@ def test_a_squeeze_whose_last_turn_line_does_not_fit_after_the_first_ends():
     text = _squeeze("2 turns (turn_0001–turn_0002).", body, [], 320)
     assert text.split("\n")[:2] == ["2 turns (turn_0001–turn_0002).", first]
     assert "turn_0002" in text.split("\n")[2] and "left out" in text.split("\n")[2]
+
+
+def test_a_tiny_squeezed_summary_has_a_header_without_dates_or_trace_count():
+    """At a harness handoff's size (~200 tokens) the header says what the window holds, not when:
+    the ~20 tokens of dates and trace count go to the plan's next item. A larger budget keeps the
+    full header."""
+    events = [{"trace_type": "user", "content": "Port every module to the new settings and keep the tests green."}]
+    plan = [{"content": f"Port module_{k} to settings (src/pkg/module_{k}.py)",
+             "status": "completed" if k < 7 else "in_progress" if k == 7 else "pending"} for k in range(9)]
+    for i in range(40):
+        events += _call(2 * i + 1, "", tool="Edit", result="ok", args={
+            "file_path": f"src/pkg/module_{i % 9}.py", "old_string": f"TIMEOUT_{i} = 3",
+            "new_string": f"TIMEOUT_{i} = settings['timeout_{i}']"})
+        events += _call(2 * i + 2, f"pytest -q tests/test_module_{i % 9}.py", result="3 passed")
+    events += _call(99, "", tool="TodoWrite", result="ok", args={"todos": plan})
+
+    def header(budget: int) -> str:
+        turns = [Turn("turn_0001", _traces("turn_0001", [dict(e) for e in events]))]
+        return OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=budget)).episodic_summary.split("\n")[0]
+
+    assert header(200) == "1 turn (turn_0001): 81 tool calls, 0 failed."
+    assert header(700) == "1 turn (turn_0001), 2026-03-02 09:00 → 09:02 UTC: 163 traces, 81 tool calls, 0 failed."

@@ -73,9 +73,10 @@ that it fills the budget; the compaction checks the result with the real counter
 :attr:`Summary.resize` for less when needed. Over the size, the turn lines of the middle turns
 (oldest of the recent ones first) shrink to their asks, asks are clipped only while they take
 more than half of it, then :func:`_squeeze` ranks what is kept by what is needed next (the
-header, every file, the asks, the plan, the latest notes, the failures, the subagents, the names
-touched in the newest files, the turn lines whole, the vocabulary: each within a share, then
-growing into what is left), never cutting inside an identifier or a path.
+header — under :data:`TINY_SUMMARY_CHARS` without the dates and the trace count —, every file,
+the asks, the plan, the latest notes, the failures, the subagents, the names touched in the
+newest files, the turn lines whole, the vocabulary: each within a share, then growing into what
+is left), never cutting inside an identifier or a path.
 
 Facts (``semantic_facts``): only what the summary does not carry into the same snapshot — user
 preferences (a sentence of an ask with "always", "never", "I prefer", "from now on" …), and the
@@ -204,6 +205,9 @@ _TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", 
 VOCAB_TEXT_CHARS = 8_000      # of each text, scanned for the vocabulary
 MAX_VOCAB = 20_000            # distinct identifiers a window tracks (the least used go first)
 MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
+# a squeezed summary this small (~400 tokens: a terse harness handoff) has a header without the
+# window's dates and trace count (~20 tokens, room for the plan's next item or a failure)
+TINY_SUMMARY_CHARS = 1_500
 CHARS_PER_TOKEN = 3.0         # a conservative guess, checked by the compaction with the real counter
 
 
@@ -1604,6 +1608,9 @@ class OfflineSummarizer(Summarizer):
         if len(summary) > hard or (budget is not None and len(summary) > hard * (1 - VOCAB_SHARE)
                                    and len(window.vocab) > 8):
             newest_first = list(reversed(list(files)))
+            if hard < TINY_SUMMARY_CHARS:   # the header says what the window holds, not when
+                header = (f"{n_turns} turn{'s' if n_turns != 1 else ''} ({span}): "
+                          f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed.")
             summary = _squeeze(header, body(whole=True), ranked_footer, hard,
                                lambda k: files_line(newest_first, window.changes, k))
             size = hard
