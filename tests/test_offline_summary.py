@@ -399,9 +399,8 @@ def test_a_digest_sent_back_by_the_read_ahead_child_takes_more_traces_and_sums_u
     assert "Files modified: app/orders.py" in texts[1] and "E501 line too long" in texts[1]
 
 
-def test_a_squeezed_plan_keeps_what_is_left_to_do():
-    """A long plan at a small budget keeps its items not done yet (in_progress, pending), in the
-    plan's order, and counts the done ones it leaves out: what the agent does next, not what it did."""
+def _porting_modules() -> list[dict]:
+    """One turn: 40 edits of 9 modules, each tested, then a plan of 9 items (7 done, 1 in progress)."""
     events = [{"trace_type": "user", "content": "Port every module to the new settings and keep the tests green."}]
     plan = [{"content": f"Port module_{k} to settings (src/pkg/module_{k}.py)",
              "status": "completed" if k < 7 else "in_progress" if k == 7 else "pending"} for k in range(9)]
@@ -410,8 +409,13 @@ def test_a_squeezed_plan_keeps_what_is_left_to_do():
             "file_path": f"src/pkg/module_{i % 9}.py", "old_string": f"TIMEOUT_{i} = 3",
             "new_string": f"TIMEOUT_{i} = settings['timeout_{i}']"})
         events += _call(2 * i + 2, f"pytest -q tests/test_module_{i % 9}.py", result="3 passed")
-    events += _call(99, "", tool="TodoWrite", result="ok", args={"todos": plan})
-    turns = [Turn("turn_0001", _traces("turn_0001", events))]
+    return events + _call(99, "", tool="TodoWrite", result="ok", args={"todos": plan})
+
+
+def test_a_squeezed_plan_keeps_what_is_left_to_do():
+    """A long plan at a small budget keeps its items not done yet (in_progress, pending), in the
+    plan's order, and counts the done ones it leaves out: what the agent does next, not what it did."""
+    turns = [Turn("turn_0001", _traces("turn_0001", _porting_modules()))]
     text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=260)).episodic_summary
     line = next(line for line in text.split("\n") if line.startswith("Plan (latest): "))
     assert line.endswith("[in_progress] Port module_7 to settings (src/pkg/module_7.py); "
@@ -504,18 +508,8 @@ def test_a_tiny_squeezed_summary_has_a_header_without_dates_or_trace_count():
     """At a harness handoff's size (~200 tokens) the header says what the window holds, not when:
     the ~20 tokens of dates and trace count go to the plan's next item. A larger budget keeps the
     full header."""
-    events = [{"trace_type": "user", "content": "Port every module to the new settings and keep the tests green."}]
-    plan = [{"content": f"Port module_{k} to settings (src/pkg/module_{k}.py)",
-             "status": "completed" if k < 7 else "in_progress" if k == 7 else "pending"} for k in range(9)]
-    for i in range(40):
-        events += _call(2 * i + 1, "", tool="Edit", result="ok", args={
-            "file_path": f"src/pkg/module_{i % 9}.py", "old_string": f"TIMEOUT_{i} = 3",
-            "new_string": f"TIMEOUT_{i} = settings['timeout_{i}']"})
-        events += _call(2 * i + 2, f"pytest -q tests/test_module_{i % 9}.py", result="3 passed")
-    events += _call(99, "", tool="TodoWrite", result="ok", args={"todos": plan})
-
     def header(budget: int) -> str:
-        turns = [Turn("turn_0001", _traces("turn_0001", [dict(e) for e in events]))]
+        turns = [Turn("turn_0001", _traces("turn_0001", _porting_modules()))]
         return OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=budget)).episodic_summary.split("\n")[0]
 
     assert header(200) == "1 turn (turn_0001): 81 tool calls, 0 failed."
