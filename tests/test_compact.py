@@ -333,3 +333,34 @@ def test_a_thousand_turn_window_commits_one_bounded_item(cli, memory_dir):
     (episodic,) = _files(memory_dir)["episodic"]
     assert len(episodic["summary"]) <= 19_000 and len(episodic["turn_ids"]) == 996
     assert len(episodic["trace_ids"]) == 996 * 4
+
+
+def _steps(first: int, count: int) -> list[dict]:
+    out = []
+    for k in range(first, first + count):
+        out += [{"id": f"n{k}", "trace_type": "assistant", "content": f"step {k}"},
+                {"id": f"c{k}", "trace_type": "tool_call", "tool_name": "run", "tool_call_id": f"k{k}",
+                 "tool_args": {"command": "make"}},
+                {"id": f"r{k}", "trace_type": "tool_result", "tool_call_id": f"k{k}",
+                 "tool_result": " ".join(f"line {k}.{i}: compiled module_{i}.o" for i in range(200))}]
+    return out
+
+
+def test_a_step_after_a_compaction_inside_the_turn_takes_a_new_seq(memory_dir):
+    """Steps compacted out of the open turn keep their seq in the archive: the next step goes on
+    after them, not after the ask left in the active file — also when the state is rebuilt from the
+    files alone (a lost or stale .state.json). The state machine of test_reliability found it."""
+    from memcli.api import Memory
+
+    agent = Memory(memory_dir).agent("a")
+    agent.ingest([{"id": "ask", "trace_type": "user", "content": "Make the suite pass."}, *_steps(1, 4)], "native")
+    agent.compact(keep_steps=0, tail_turns=0)
+    agent.ingest(_steps(5, 1), "native")
+    (agent_dir(memory_dir, "a") / ".state.json").unlink()
+    agent.ingest(_steps(6, 1), "native")
+    d = agent_dir(memory_dir, "a")
+    records = read_jsonl(d / "raw_traces_archive.jsonl") + read_jsonl(d / "raw_traces.jsonl")
+    assert len(records) == 19
+    places = Counter((r["turn_id"], r["seq"]) for r in records)
+    assert max(places.values()) == 1, [p for p, n in places.items() if n > 1]
+    assert [r["seq"] for r in read_jsonl(d / "raw_traces.jsonl")] == [1, *range(14, 20)]

@@ -650,8 +650,8 @@ def _rebuild(paths: AgentPaths, *, previous: TurnState | None, ids: IdIndex | No
     """A state computed from the files alone (and the id index, when ``ids`` is given).
 
     ``archive_count`` (with ``previous`` and without ``ids``) skips reading the archive: the
-    caller knows its count, and archived traces only ever move the turn counter, which
-    ``previous`` already carries."""
+    caller knows its count, and archived traces only ever move the turn counter and the seq of a
+    turn that goes on in the active file, which ``previous`` already carries."""
     state = TurnState()
     if previous is not None:
         state.turn_counter = previous.turn_counter  # turn numbers never go back
@@ -660,10 +660,14 @@ def _rebuild(paths: AgentPaths, *, previous: TurnState | None, ids: IdIndex | No
     if skip_archive:
         state.archive_count = archive_count
     archive, active = paths.archive, paths.active  # each property builds a Path: not once per record
+    archived_seq: dict[str, int] = {}   # turn id -> its highest archived seq
     for line_no, offset, record in (() if skip_archive else jsonl.iter_records(archive)):
         trace_from_record(archive, line_no, offset, record)
         state.observe_archived(record)
         state.archive_count += 1
+        turn_id, seq = record.get("turn_id"), record.get("seq")
+        if isinstance(seq, int) and seq > archived_seq.get(turn_id, 0):
+            archived_seq[turn_id] = seq
         if digests is not None:
             digests.append(digest(record["id"]))
     for line_no, offset, record in jsonl.iter_records(active):
@@ -677,6 +681,7 @@ def _rebuild(paths: AgentPaths, *, previous: TurnState | None, ids: IdIndex | No
         state.ids_count = ids.count
     elif previous is not None:
         state.ids_count = previous.ids_count
+    state.keep_seqs_rising(archived_seq, previous.turn_seq if previous is not None else {})
     _observe_memory_turns(paths, state)
     state.active = _identity(paths.active)
     state.archive = _identity(paths.archive)

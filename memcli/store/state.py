@@ -204,8 +204,20 @@ class TurnState:
             self.last_ts = float(ts)
 
     def observe_archived(self, record: dict) -> None:
-        """Archived traces only move the turn counter forward."""
+        """Archived traces only move the turn counter forward (and, through
+        :meth:`keep_seqs_rising`, the seq of a turn that goes on in the active file)."""
         self.observe_turn_id(record.get("turn_id"))
+
+    def keep_seqs_rising(self, *highest: dict) -> None:
+        """A turn of the active file goes on after the highest seq it ever had, not after its
+        highest in the active file: a compaction inside a turn archives its older steps, and a
+        step appended then must not take their seq again. ``highest``: turn id -> a seq it had
+        (the archive's, the previous state's); seq never goes back."""
+        turn_seq = self.turn_seq
+        for turn_id, seq in turn_seq.items():
+            top = max((h.get(turn_id, 0) for h in highest), default=0)
+            if top > seq:
+                turn_seq[turn_id] = top
 
     def observe_turn_id(self, turn_id) -> None:
         """A turn id named outside the active file (an archived trace, a memory item) moves the
