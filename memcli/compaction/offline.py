@@ -1498,9 +1498,9 @@ class OfflineSummarizer(Summarizer):
         start, end = _fmt_time(first_ts), _fmt_time(last_ts)
         if end[:11] == start[:11] and end != "?":   # the same day: its date once (module docstring)
             end = end[11:]
-        header = (f"{n_turns} turn{'s' if n_turns != 1 else ''} ({span}), {start} → "
-                  f"{end} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, "
-                  f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed.")
+        turns_said = f"{n_turns} turn{'s' if n_turns != 1 else ''} ({span})"
+        calls_said = f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed."
+        header = f"{turns_said}, {start} → {end} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, {calls_said}"
         footer: list[tuple[str, str]] = []   # (kind, text), in the order shown
         if subagents:
             earlier = window.n_subagents - len(subagents)
@@ -1609,8 +1609,7 @@ class OfflineSummarizer(Summarizer):
                                    and len(window.vocab) > 8):
             newest_first = list(reversed(list(files)))
             if hard < TINY_SUMMARY_CHARS:   # the header says what the window holds, not when
-                header = (f"{n_turns} turn{'s' if n_turns != 1 else ''} ({span}): "
-                          f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed.")
+                header = f"{turns_said}: {calls_said}"
             summary = _squeeze(header, body(whole=True), ranked_footer, hard,
                                lambda k: files_line(newest_first, window.changes, k))
             size = hard
