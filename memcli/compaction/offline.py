@@ -1506,8 +1506,8 @@ class OfflineSummarizer(Summarizer):
             earlier = window.n_subagents - len(subagents)
             footer.append(("subagents", "Subagents:\n" + (f"(+{earlier} earlier)\n" if earlier else "")
                            + "\n".join(subagents)))
+        newest_first = list(reversed(list(files)))
         if files:
-            newest_first = list(reversed(list(files)))
             footer.append(("files", files_line(newest_first, window.changes)))
         if window.todo is not None:
             todo = todo_lines(window.todo)
@@ -1607,7 +1607,6 @@ class OfflineSummarizer(Summarizer):
         # with a budget, a summary that leaves the vocabulary less than its share is ranked too
         if len(summary) > hard or (budget is not None and len(summary) > hard * (1 - VOCAB_SHARE)
                                    and len(window.vocab) > 8):
-            newest_first = list(reversed(list(files)))
             if hard < TINY_SUMMARY_CHARS:   # the header says what the window holds, not when
                 header = f"{turns_said}: {calls_said}"
             summary = _squeeze(header, body(whole=True), ranked_footer, hard,
