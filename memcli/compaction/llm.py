@@ -409,10 +409,13 @@ class LiteLLMSummarizer(Summarizer):
         ``<missing>`` list fits in the checklist's room, and an answer can name them all."""
         return self.checklist_tokens() * 3 // 4
 
-    def _required_size(self, turn: Turn) -> int:
+    def _required_size(self, turn: Turn, window_files: dict) -> int:
+        """The tokens of what an answer must name for ``turn``; its modified files are added to
+        ``window_files``."""
         from memcli.compaction.offline import clip_ask, required_items
 
         asks, files = required_items([turn])
+        window_files.update(dict.fromkeys(files))
         return self.counter.count("\n".join([clip_ask(a, 200) for a in asks] + files)) if asks or files else 0
 
     def transcript_budget(self, memory: MemoryContext) -> tuple[int, str]:
@@ -465,9 +468,10 @@ class LiteLLMSummarizer(Summarizer):
         chunks: list[list[Turn]] = []
         current: list[Turn] = []
         used = needed = 0
+        files: dict[str, None] = {}   # of the whole window
         for turn in (piece for whole in turns for piece in self._pieces(whole, budget)):
             _, tokens = self._fit(turn, budget)
-            need = self._required_size(turn)
+            need = self._required_size(turn, files)
             if current and (used + tokens > budget or needed + need > cap):
                 chunks.append(current)
                 current, used, needed = [], 0, 0
@@ -479,7 +483,7 @@ class LiteLLMSummarizer(Summarizer):
         self._parts = max(len(chunks), 1)
         # where the project starts, as the whole window shows it: a chunk that edits only README.md
         # has it named "README.md" by a model that saw the project
-        self._root = Required.of(turns).root
+        self._root = Required.root_of(turns, list(files))
         return chunks
 
     # ------------------------------------------------------------------ requests
@@ -894,14 +898,20 @@ class Required:
         """The asks (as people read them: a slash command as ``/name args``) and files of
         ``turns``, and where the project starts: ``root`` when given (the whole window's, for a
         chunk), else as the turns show it (the paths their tool calls name too)."""
-        from memcli.compaction.offline import named_paths, required_items
+        from memcli.compaction.offline import required_items
         from memcli.neutral import readable_text
 
         asks, files = required_items(turns)
-        if not root:
-            root = project_root(files, [p for turn in turns for t in turn.traces if t.trace_type == "tool_call"
-                                        for p in named_paths(t.tool_args)])
-        return cls([readable_text(a) for a in asks], files, root)
+        return cls([readable_text(a) for a in asks], files, root or cls.root_of(turns, files))
+
+    @staticmethod
+    def root_of(turns: list[Turn], files: list[str]) -> str:
+        """Where the project starts as ``turns`` show it (:func:`project_root`): their modified
+        ``files``, and the paths their tool calls name (read, searched)."""
+        from memcli.compaction.offline import named_paths
+
+        return project_root(files, [p for turn in turns for t in turn.traces if t.trace_type == "tool_call"
+                                    for p in named_paths(t.tool_args)])
 
     @staticmethod
     def terms(ask: str) -> tuple[list[str], list[str]]:
