@@ -68,7 +68,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 Size: without a budget, a quarter of the window's text within [``MIN_CHARS``, ``MAX_CHARS``].
 With one (``MemoryContext.summary_tokens``: what the compaction's target leaves), that budget at
 ``CHARS_PER_TOKEN``, at most a quarter of the window's text and ``HARD_MAX_CHARS``, then made
-again once or twice at the characters per token the text turned out to have (:func:`_fill`), so
+again at the characters per token the text turned out to have (:func:`_fill`), so
 that it fills the budget; the compaction checks the result with the real counter and asks
 :attr:`Summary.resize` for less when needed. Over the size, the turn lines of the middle turns
 (oldest of the recent ones first) shrink to their asks, asks are clipped only while they take
@@ -2020,42 +2020,60 @@ def _counter():
     return working_counter()
 
 
+FILL_TRIES = 5   # texts a summary is made again at most, to fill its budget
+
+
 def _fill(text: str, budget: int, make) -> str:
     """``text`` made again (``make(chars_per_token)``) at the characters per token it turned out
-    to have, so that it fills ``budget`` tokens and does not pass it: :data:`CHARS_PER_TOKEN` is a
-    guess (paths and identifiers take fewer tokens than it says; hashes and redacted ids more).
-    At most three times; a text over the budget is only replaced by a smaller one, a text under it
-    only by a larger one that still fits. A larger one that passes the budget bounds the next try,
-    made between the two at the size the tokens of both point at (a text 17% under its budget
-    when the first try passed it by 3 tokens is not the answer)."""
+    to have, so that it fills ``budget`` tokens (95% or more) and does not pass it:
+    :data:`CHARS_PER_TOKEN` is a guess (paths and identifiers take fewer tokens than it says;
+    hashes and redacted ids more). At most :data:`FILL_TRIES` times. The tries bracket the
+    answer: the largest text that fits so far (``low``) and the smallest ratio whose text passed
+    the budget (``high``). Under the budget only, the next try is made at the ratio the fitting
+    text had; over it only, at the passing one's, scaled down to the budget; between the two, at
+    the lower of where the tokens of both point and the passing one scaled down, when that is
+    above the fitting one (the tokens a
+    character adds grow with the size: the vocabulary that fills the room is token-dense, so a
+    straight line from a text 24% under the budget lands over it again). A try that grows
+    nothing ends it (everything the window holds is in). The result is the largest text that
+    fits; when none does, the smallest made (the compaction counts it and asks for less)."""
     count = _counter().count
     tokens = count(text)
     ratio = CHARS_PER_TOKEN
-    high = None   # (ratio, tokens) of a try that passed the budget
-    for _ in range(3):
-        over = tokens > budget
-        if not tokens or (not over and tokens >= budget * 0.95):
+    fits = tokens <= budget
+    best = (text, tokens) if fits else None      # the largest text that fits, its tokens
+    low = ratio if fits else None                # the ratio it was made at
+    high = None if fits else (ratio, tokens)     # the smallest ratio whose text passed the budget, its tokens
+    smallest = (text, tokens)                    # of the texts that passed (used when none fits)
+    aim = budget * 0.99
+    for _ in range(FILL_TRIES):
+        if best is not None and best[1] >= budget * 0.95:
             break
-        seen = len(text) / tokens * (0.97 if over else 0.98)
-        if over:
-            seen = min(seen, ratio * 0.97)
+        if high is None:
+            seen = len(best[0]) / best[1] * 0.98 if best[1] else 0.0
+            if seen <= low * 1.02:
+                break
+        elif best is None:
+            seen = high[0] * min(aim / high[1], 0.97)
         else:
-            if high is not None:   # between the two, where the tokens of both point at
-                seen = ratio + (high[0] - ratio) * (budget * 0.99 - tokens) / (high[1] - tokens)
-            elif seen <= ratio * 1.02:
+            seen = low + (high[0] - low) * (aim - best[1]) / (high[1] - best[1])
+            scaled = high[0] * aim / high[1]
+            if scaled > low * 1.005:
+                seen = min(seen, scaled)
+            if seen <= low * 1.005:
                 break
         other = make(seen)
         more = count(other)
-        if over:
-            if more >= tokens:
-                break
-        elif more > budget:
-            high = (seen, more)
-            continue
-        elif len(other) <= len(text):
-            break
-        text, tokens, ratio = other, more, seen
-    return text
+        if more > budget:
+            if high is None or seen < high[0]:
+                high = (seen, more)
+            if more < smallest[1]:
+                smallest = (other, more)
+        elif best is not None and len(other) <= len(best[0]):
+            break   # no larger: the window has no more to say
+        else:
+            best, low = (other, more), seen
+    return best[0] if best is not None else smallest[0]
 
 
 def _with_budget(memory: MemoryContext | None, tokens: int) -> MemoryContext:
