@@ -335,6 +335,22 @@ def test_a_thousand_turn_window_commits_one_bounded_item(cli, memory_dir):
     assert len(episodic["trace_ids"]) == 996 * 4
 
 
+def test_a_target_the_user_sets_sizes_the_summary_past_its_usual_size(cli, memory_dir):
+    """Without a target the summary keeps a harness summary's usual size (19,000 characters at
+    most); ``--target-tokens`` leaves the budget alone to size it: the same window, given
+    30,000 tokens, lists every ask, and the snapshot still fits."""
+    cli("ingest", "a", input=conversation(1000, system=False))
+    cli("ingest", "b", input=conversation(1000, system=False))
+    usual = compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=4))
+    sized = compact(memory_dir, "b", policy=CompactionPolicy(tail_turns=4, target_tokens=30_000))
+    assert usual.turns == sized.turns == 996
+    assert len(usual.summary) <= 19_000 < len(sized.summary)
+    assert sized.tokens_after <= 30_000
+    # every ask of the window is in (the usual size counts the middle ones on one line)
+    assert all(f'turn_{t:04d} · user: "Where is order A-{1000 + t}?"' in sized.summary for t in range(1, 997))
+    assert 'turn_0500 · user' not in usual.summary and "turns (turn_" in usual.summary
+
+
 def _steps(first: int, count: int) -> list[dict]:
     out = []
     for k in range(first, first + count):

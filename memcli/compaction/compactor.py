@@ -1025,7 +1025,8 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if room < MIN_SUMMARY_TOKENS and explicit_target is None:
         room = max(room, result.threshold - plan_.kept_tokens)
     goal = max(result.target_tokens, plan_.kept_tokens + room)
-    memory = MemoryContext(live_episodic, live_facts, summary_tokens=max(room, MIN_SUMMARY_TOKENS))
+    memory = MemoryContext(live_episodic, live_facts, summary_tokens=max(room, MIN_SUMMARY_TOKENS),
+                           target_given=explicit_target is not None)
     window = _Collect(store, plan_, early)
     summary: Summary | None = None
     if job.strategy == "summarize":

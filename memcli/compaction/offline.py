@@ -67,7 +67,9 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 
 Size: without a budget, a quarter of the window's text within [``MIN_CHARS``, ``MAX_CHARS``].
 With one (``MemoryContext.summary_tokens``: what the compaction's target leaves), that budget at
-``CHARS_PER_TOKEN``, at most a quarter of the window's text and ``HARD_MAX_CHARS``, then made
+``CHARS_PER_TOKEN``, at most a quarter of the window's text and ``HARD_MAX_CHARS`` (a harness
+summary's usual size), or ``TARGET_MAX_CHARS`` when the user set the target
+(``MemoryContext.target_given``: ``--target-tokens``, the budget alone sizes it), then made
 again at the characters per token the text turned out to have (:func:`_fill`), so
 that it fills the budget; the compaction checks the result with the real counter and asks
 :attr:`Summary.resize` for less when needed. Over the size, the turn lines of the middle turns
@@ -112,6 +114,7 @@ HEAD_TURNS = 10
 MAX_CHARS = 12_000
 MIN_CHARS = 300           # the cap is a quarter of the window's text, within [MIN_CHARS, MAX_CHARS]
 HARD_MAX_CHARS = 19_000   # asks and aggregates may push past MAX_CHARS, never past this
+TARGET_MAX_CHARS = 80_000  # … nor, with a target the user set, past this (~20,000 tokens: the budget sizes it)
 ASK_CHARS = 2_000
 MIN_ASK_CHARS = 40
 REPLY_CHARS = 600
@@ -1469,14 +1472,16 @@ class OfflineSummarizer(Summarizer):
     def _finish(self, window: WindowSummary, memory: MemoryContext | None) -> Summary:
         memory = memory or MemoryContext()
         budget = memory.summary_tokens
-        text = self._text(window, budget, CHARS_PER_TOKEN)
+        cap = TARGET_MAX_CHARS if memory.target_given else HARD_MAX_CHARS
+        text = self._text(window, budget, CHARS_PER_TOKEN, cap)
         if budget is not None:
-            text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio))
+            text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio, cap))
         return Summary(text, self._facts(window.preferences, window.commands, window.families, memory))
 
-    def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float) -> str:
-        """The summary's text, within ``budget`` tokens at ``chars_per_token`` (the window is
-        left as it was: the text can be made again at another size)."""
+    def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float,
+              cap: int = HARD_MAX_CHARS) -> str:
+        """The summary's text, within ``budget`` tokens at ``chars_per_token`` and ``cap``
+        characters (the window is left as it was: the text can be made again at another size)."""
         for entry in window.listed:
             entry.short = False
         for entry in window.tail:
@@ -1572,8 +1577,8 @@ class OfflineSummarizer(Summarizer):
         hard = HARD_MAX_CHARS
         if budget is not None:   # the budget the compaction leaves decides
             hard = max(int(budget * chars_per_token), MIN_BUDGET_CHARS)
-            limit = min(max(text_chars // 4, MIN_CHARS), HARD_MAX_CHARS, hard)
-            hard = min(hard, HARD_MAX_CHARS)
+            limit = min(max(text_chars // 4, MIN_CHARS), cap, hard)
+            hard = min(hard, cap)
         summary = assemble()
         ranked_footer = list(footer)   # what the ranking (_squeeze) chooses from
         if len(summary) > limit and any(kind == "notes" for kind, _ in footer):
@@ -2078,7 +2083,7 @@ def _fill(text: str, budget: int, make) -> str:
 
 def _with_budget(memory: MemoryContext | None, tokens: int) -> MemoryContext:
     memory = memory or MemoryContext()
-    return MemoryContext(memory.episodic, memory.facts, summary_tokens=tokens)
+    return MemoryContext(memory.episodic, memory.facts, summary_tokens=tokens, target_given=memory.target_given)
 
 
 VOCAB_SHARE = 0.15           # of a squeezed summary's room, kept for the vocabulary

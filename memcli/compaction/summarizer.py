@@ -70,6 +70,7 @@ class MemoryContext:
     episodic: list = field(default_factory=list)   # EpisodicItem, oldest first
     facts: list = field(default_factory=list)      # SemanticItem, oldest first
     summary_tokens: int | None = None              # the summary's budget: what the target leaves it
+    target_given: bool = False                     # the user set the target: the budget alone sizes the summary
 
     def fact_ids(self) -> set:
         return {f.id for f in self.facts}
