@@ -489,6 +489,52 @@ def test_a_test_runner_given_other_files_is_one_family():
     assert command_family("cat a.txt") != command_family("cat b.txt")   # a file's reader is not a runner
 
 
+def test_a_run_of_other_files_passing_does_not_fix_a_failing_test(cli, memory_dir, tmp_path):
+    """``pytest tests/test_router.py`` failing, then ``pytest tests/test_cache.py`` passing: the
+    router's test is still failing (both were one family, so the summary said "fixed later (a
+    later `pytest` passed)" and a tight summary dropped the open failure for the fixed ones). The
+    whole suite passing later fixes it; so does its own directory."""
+    r = Rollout()
+    r.ask("Port the router and the cache to settings.")
+    r.exec("pytest -q tests/test_router.py", 1, "FAILED tests/test_router.py::test_roundtrip - RouterError")
+    r.exec("pytest -q tests/test_cache.py", 0, "9 passed in 0.3s")
+    r.say("The cache is done; the router still fails.")
+    r.ask("Go on.")
+    summary = _compacted(cli, memory_dir, tmp_path, r)
+    assert _line(summary, "Failed: ") == ("Failed: `pytest -q tests/test_router.py` ×1 (exit code 1 FAILED "
+                                          "tests/test_router.py::test_roundtrip - RouterError) — still failing")
+
+
+def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
+    """:func:`memcli.compaction.offline.fixed_later`: the same scope passing, the whole suite, the
+    file's directory or the file itself fix a failing test, whatever runs the runner (``uv run``,
+    ``python -m``); another file, a narrower selection
+    (``-k``) or a run before the failure do not."""
+    from memcli.compaction.offline import fixed_later, run_scope
+
+    def scopes(*runs):
+        out = {}
+        for command, failed in runs:
+            out.pop(run_scope(command), None)
+            out[run_scope(command)] = failed
+        return out
+
+    failing = ("pytest -q tests/api/test_router.py::test_roundtrip", True)
+    assert run_scope(failing[0]) == "pytest\ttests/api/test_router.py::test_roundtrip"
+    assert run_scope("cd app && FOO=1 uv run pytest tests/ -k slow | tail") == "pytest\t-k=slow tests/"
+    for later in ("pytest -q", "pytest tests/api/", "pytest tests/api/test_router.py", "python -m pytest -x",
+                  "uv run pytest -q tests/api/test_router.py::test_roundtrip"):
+        assert fixed_later(failing[0], scopes(failing, (later, False))), later
+    for later in ("pytest tests/api/test_cache.py", "pytest -k slow", "pytest tests/api/test_router.py::test_other",
+                  "mypy tests/api/test_router.py"):
+        assert not fixed_later(failing[0], scopes(failing, (later, False))), later
+    assert not fixed_later(failing[0], scopes(("pytest -q", False), failing))    # passed before it failed
+    assert fixed_later("git add x", scopes(("git add x", True), ("git add -f x", False)))   # a family as before
+    assert fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True), ("npx jest", False)))
+    assert not fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True),
+                                                             ("npx jest src/b.test.ts", False)))
+
+
 def test_the_latest_plan_of_each_harness_s_todo_tool_is_kept_whole_on_one_line():
     """Gemini CLI's ``write_todos`` (``description``), Copilot CLI's ``update_todo`` (a markdown
     checklist), a todo text with a line break: each is the plan, one line per summary line."""

@@ -129,6 +129,7 @@ MAX_SUBAGENT_LINES = 50   # the newest subagents a window lists; the earlier one
 MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the first 250); between, counted
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
+MAX_SCOPES = 2_000         # run scopes a window remembers the latest outcome of (the oldest go first)
 FILES_FACT_PREFIX = "Files modified: "
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
@@ -432,6 +433,80 @@ def command_family(command: str) -> str:
         if then.isidentifier():
             sub = f"{sub} {then}"
     return f"{program} {sub}".strip()
+
+
+@lru_cache(maxsize=4096)
+def run_scope(command: str) -> str:
+    """What a run covers, for "fixed later": its :func:`command_family`, and for a test runner or
+    linter (:data:`_SCOPED_RUNNERS`) its name, whatever runs it (``npx``, ``uv run``, ``python
+    -m`` …), and the files, tests and selections it was given, after a tab (``uv run pytest -q
+    tests/a.py::test_x`` → ``pytest\ttests/a.py::test_x``; ``pytest -q`` → ``pytest``: every
+    test). A later run fixes a
+    failure only when it covers the failing one's scope (:func:`scope_covers`): ``pytest
+    tests/b.py`` passing says nothing of ``tests/a.py``."""
+    stripped = command.strip().rsplit("&&", 1)[-1] if command.lstrip().startswith("cd ") else command
+    words = [w for w in stripped.split()[:40] if not _ENV_ASSIGN.match(w)]
+    at = next((n for n, w in enumerate(words[:4]) if w.rsplit("/", 1)[-1] in _SCOPED_RUNNERS), None)
+    if at is None:
+        return command_family(command)
+    family = words[at].rsplit("/", 1)[-1]
+    targets: set[str] = set()
+    narrowing = ""
+    for word in words[at + 1:]:
+        if narrowing:
+            targets.add(f"{narrowing}={word.strip(chr(39) + chr(34))}")   # a selection: ``-k=name``
+            narrowing = ""
+        elif word.startswith("-"):
+            narrowing = word if word in _NARROWING_OPTIONS else ""
+        elif word in ("|", "||", ";", "&&", ">", "2>&1"):
+            break
+        else:
+            targets.add(word.strip("'\""))
+    return f"{family}\t{' '.join(sorted(targets))}" if targets else family
+
+
+# options of test runners whose value picks tests (``pytest -k name``, ``jest -t name``)
+_NARROWING_OPTIONS = frozenset({"-k", "-m", "-t", "--grep", "-g", "--testNamePattern", "--testPathPattern",
+                                "--example", "-e"})
+
+
+def scope_covers(later: str, earlier: str) -> bool:
+    """Whether a run of scope ``later`` (:func:`run_scope`) covers one of scope ``earlier``: the
+    same family; ``earlier`` made every selection ``later`` made (``-k name``); and ``later`` was
+    given no file or test, or each of ``earlier``'s lies in one of ``later``'s (the same test or
+    file, a file of its directory, a test of its file)."""
+    if later == earlier:
+        return True
+    family, _, targets = later.partition("\t")
+    earlier_family, _, earlier_targets = earlier.partition("\t")
+    if family != earlier_family:
+        return False
+    given = targets.split(" ") if targets else []
+    before = earlier_targets.split(" ") if earlier_targets else []
+    if not all(g in before for g in given if g.startswith("-")):
+        return False
+    paths = [g for g in given if not g.startswith("-")]
+    if not paths:
+        return True
+    before = [t for t in before if not t.startswith("-")]
+    return bool(before) and all(any(t == g or t.startswith(g.rstrip("/") + "/") or t.startswith(g + "::")
+                                    for g in paths) for t in before)
+
+
+def fixed_later(command: str, scopes: dict) -> bool:
+    """Whether the failing ``command`` was fixed by a later run: the latest run of its scope passed,
+    or a run after it that covers it (``scopes``: run scope -> its latest run failed, in the order
+    of those runs). A scope no longer held (a bounded window) is not fixed."""
+    scope = run_scope(command)
+    seen = False
+    for other, failed in scopes.items():
+        if other == scope:
+            if not failed:
+                return True
+            seen = True
+        elif seen and not failed and scope_covers(other, scope):
+            return True
+    return False
 
 
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "bash", "sh", "deno"})
@@ -754,11 +829,12 @@ class _Call:
     and the command's family, its brief (:func:`_arg_brief`), its identifiers (:func:`_vocabulary_of`
     of its strings), its URLs, and the files a call of a tool with them writes (by tool name)."""
 
-    __slots__ = ("command", "family", "brief", "vocab", "urls", "writes")
+    __slots__ = ("command", "family", "scope", "brief", "vocab", "urls", "writes")
 
     def __init__(self, args, args_text: str):
         self.command = command = command_of(args)
         self.family = command_family(command) if command else None
+        self.scope = run_scope(command) if command else None
         self.brief = _arg_brief(args)
         text = args if isinstance(args, str) else "\n".join(_strings(args))
         self.vocab = _vocabulary_of(_scanned(text)) if text else ()
@@ -851,7 +927,7 @@ class _Work:
     (memory grows with the distinct commands, labels and files, not with the calls)."""
 
     __slots__ = ("calls", "n_calls", "call_args", "failed", "last_failure", "failures", "commands", "files", "changes",
-                 "open", "todo", "families", "outcomes", "last_call", "last_said", "pending", "fixed")
+                 "open", "todo", "families", "scopes", "outcomes", "last_call", "last_said", "pending", "fixed")
 
     def __init__(self):
         self.calls: dict[str, int] = {}                   # tool name -> calls
@@ -866,6 +942,7 @@ class _Work:
         self.open: dict[str, list] = {}                    # call id -> unanswered calls, oldest first
         self.todo = None                                   # the latest todo list / plan (its arguments)
         self.families: dict[str, bool] = {}                # command family -> its latest run failed
+        self.scopes: dict[str, bool] = {}                  # run scope -> its latest run failed (run_scope)
         self.outcomes: dict[str, tuple] = {}               # command family -> (command, outcome line), latest last
         self.last_call = self.last_said = None             # the latest call and its _Call, until its result
         self.pending: dict[str, str] = _NONE               # path -> label of a failed write to it, not redone
@@ -918,6 +995,8 @@ class _Work:
             family = said.family
             self.families.pop(family, None)
             self.families[family] = failed
+            self.scopes.pop(said.scope, None)
+            self.scopes[said.scope] = failed
             outcome = None if failed else outcome_line(t.tool_result) if result is None else result.outcome()
             if outcome:
                 self.outcomes.pop(family, None)
@@ -1297,6 +1376,7 @@ class WindowSummary:
         self.vocab: dict[str, list] = {}      # identifier -> [decayed weight, its last trace in the window, weight]
         self.changes: dict[str, list] = {}    # path -> names its edits touched
         self.families: dict[str, bool] = {}   # command family -> its latest run failed
+        self.scopes: dict[str, bool] = {}     # run scope -> its latest run failed, in the order of those runs
         self.pending: dict[str, str] = {}     # path -> label of a failed write to it (a tool, no command)
         self.fixed: dict[str, str] = {}       # label of a failed write -> the path written after it
         self.outcomes: dict[str, tuple] = {}  # command family -> (command, outcome line) of its latest telling run
@@ -1383,6 +1463,13 @@ class WindowSummary:
                 for family, failed in work.families.items():
                     families.pop(family, None)
                     families[family] = failed
+                scopes = self.scopes
+                for scope, failed in work.scopes.items():
+                    scopes.pop(scope, None)
+                    scopes[scope] = failed
+                if len(scopes) > MAX_SCOPES:   # bounded: the oldest runs go (their failures then count as open)
+                    for scope in list(scopes)[:len(scopes) - MAX_SCOPES]:
+                        del scopes[scope]
             if work.outcomes:
                 outcomes = self.outcomes
                 for family, outcome in work.outcomes.items():
@@ -1476,7 +1563,7 @@ class OfflineSummarizer(Summarizer):
         text = self._text(window, budget, CHARS_PER_TOKEN, cap)
         if budget is not None:
             text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio, cap))
-        return Summary(text, self._facts(window.preferences, window.commands, window.families, memory))
+        return Summary(text, self._facts(window.preferences, window.commands, window.scopes, memory))
 
     def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float,
               cap: int = HARD_MAX_CHARS) -> str:
@@ -1526,7 +1613,7 @@ class OfflineSummarizer(Summarizer):
         if outcomes:
             footer.append(("commands", outcomes))
         if failures:
-            footer.append(("failed", failures_line(failures, failure_error, commands, window.families, window.fixed)))
+            footer.append(("failed", failures_line(failures, failure_error, commands, window.scopes, window.fixed)))
         if n_unanswered:
             footer.append(("unanswered", f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
                            + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")"))
@@ -1625,7 +1712,7 @@ class OfflineSummarizer(Summarizer):
                 summary += "\n" + extra
         return summary
 
-    def _facts(self, preferences, commands, families, memory: MemoryContext) -> list[Fact]:
+    def _facts(self, preferences, commands, scopes, memory: MemoryContext) -> list[Fact]:
         """Facts, most important first — only what the summary does not carry into the same
         snapshot (module docstring): user preferences, and the new state of a command an
         existing fact is about (it passes now, or fails again after a fact said it passed)."""
@@ -1644,7 +1731,7 @@ class OfflineSummarizer(Summarizer):
                     continue
                 ids = [f.id for f in older]
                 family = command_family(command)
-                if not last_failed or not families.get(family, True):
+                if not last_failed or fixed_later(command, scopes):
                     if any(f.fact.startswith(prefix_failed) for f in older):
                         later = "" if not last_failed else f", a later `{family}` passed"
                         fixed.append(Fact(f"{prefix_passed} (it had failed before{later})", ["command"], 0.8, ids,
@@ -1768,13 +1855,14 @@ _STOPPED = re.compile(r"user doesn't want to proceed|user denied|denied this ope
                       re.IGNORECASE)
 
 
-def failures_line(failures: dict, failure_error: dict, commands: dict, families: dict, fixed=_NONE) -> str:
+def failures_line(failures: dict, failure_error: dict, commands: dict, scopes: dict, fixed=_NONE) -> str:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
     distinct ones, said once for the commands of a family (or the tools that are no command) that
     failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
-    app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path); a call
+    app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path), a command
+    when a later run of its family covering it passed (:func:`fixed_later` over ``scopes``); a call
     the person refused or interrupted (its latest failure) is "stopped by the user", not "still
     failing", and comes after the failures still open."""
     labels = {_command_label(cmd): cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
@@ -1790,7 +1878,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, families:
                 later = " — passed later"
             elif _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
                 later = " — stopped by the user"
-            elif families.get(family, True):
+            elif not fixed_later(cmd, scopes):
                 later, unresolved = " — still failing", True
             else:
                 later = f" — fixed later (a later `{family}` passed)"
