@@ -718,6 +718,17 @@ def test_the_vocabulary_leaves_out_markup_urls_css_and_permissions():
         "Vocabulary (most used lately first): src/hooks/useTodos.ts, className, useTodos, UseTodosReturn, todoReducer")
 
 
+def test_the_names_an_edit_touched_are_the_project_s_not_css():
+    """An edit of a LiveView template adds ``border-radius`` and ``text-decoration`` (CSS) and
+    ``project.id``: the files line names ``project.id`` only."""
+    from memcli.compaction.offline import changed_names
+
+    args = {"file_path": "lib/app_web/live/pane_list_live.ex",
+            "old_string": '<a href="/">', "new_string": '<a style="border-radius: 4px; text-decoration: none" '
+                                                        'href={"/projects/#{project.id}"}>'}
+    assert changed_names(args, [args["file_path"]]) == {args["file_path"]: ["project.id"]}
+
+
 def test_cjk_asks_and_replies_are_clipped_at_the_limit_not_to_their_first_words():
     """Chinese and Japanese have no spaces: each character is a word. A 800-character ask clipped
     at 200 kept 17 characters (back to the last space, before "src/orders.py" …), and a reply

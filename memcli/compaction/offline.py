@@ -62,7 +62,8 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   (:func:`_needs`: each use weighted — ask 3, the agent's text and arguments 2, results 1 — and
   halved every ``VOCAB_HALF_LIFE`` traces since, so the working set at the end of the window
   leads; plus a small share of all uses), whole identifiers only, not CSS utility classes
-  (``text-gray-500``, ``items-center``), prose (``and/or``), file permissions, markup tags
+  (``text-gray-500``, ``items-center``) nor CSS's own words (``font-size``, ``sans-serif``, also
+  among the names an edit touched), prose (``and/or``), file permissions, markup tags
   (``<system-reminder>``) nor the parts of a URL. It replaces the per-turn ``refs:`` lists.
 
 Size: without a budget, a quarter of the window's text within [``MIN_CHARS``, ``MAX_CHARS``].
@@ -295,13 +296,32 @@ _CSS_CLASS = re.compile(r"(?:[a-z]{1,2}|text|bg|border|font|gap|space|grid|col|r
                         r"medium|normal|light|white|black|transparent|hidden|visible|pointer|col|row|wrap|nowrap|"
                         r"screen|tight|relaxed|wide|left|right|top|bottom|x|y)")
 _PERMISSIONS = re.compile(r"[dlcbps-][rwxsStT-]{9}[.+@]?")   # ``ls -l``'s drwxr-xr-x
+# CSS's own hyphenated property names and keyword values: the language's words, not the project's
+_CSS_WORDS = frozenset("""
+align-content align-items align-self animation-delay animation-duration animation-name background-color
+background-image background-position background-repeat background-size border-bottom border-box border-collapse
+border-color border-left border-radius border-right border-spacing border-style border-top border-width
+box-shadow box-sizing column-gap content-box flex-basis flex-direction flex-grow flex-shrink flex-wrap
+font-family font-size font-style font-variant font-weight grid-area grid-column grid-gap grid-row
+grid-template-areas grid-template-columns grid-template-rows justify-content justify-items justify-self
+letter-spacing line-height list-style list-style-type margin-bottom margin-left margin-right margin-top
+max-height max-width min-height min-width object-fit overflow-wrap overflow-x overflow-y padding-bottom
+padding-left padding-right padding-top pointer-events row-gap text-align text-decoration text-overflow
+text-shadow text-transform transition-duration transition-property user-select vertical-align white-space
+word-break word-wrap z-index
+flex-end flex-start inline-block inline-flex line-through nowrap pre-line pre-wrap space-around space-between
+space-evenly sans-serif ease-in ease-in-out ease-out table-cell all-scroll not-allowed
+device-width initial-scale
+""".split())
 
 
 def _is_identifier(value: str) -> bool:
     """A vocabulary entry worth showing: not prose with a slash (``and/or``), a utility CSS class
-    (``text-gray-500``, ``px-4``, ``items-center``, ``rounded-lg``) nor file permissions
+    (``text-gray-500``, ``px-4``, ``items-center``, ``rounded-lg``), a CSS property or keyword
+    (``font-size``, ``space-between``: :data:`_CSS_WORDS`) nor file permissions
     (``drwxr-xr-x``); ids such as ``msg-1`` and refs such as ``origin/spotter-gqc`` stay."""
-    return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value) or _PERMISSIONS.fullmatch(value))
+    return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value) or _PERMISSIONS.fullmatch(value)
+                or value in _CSS_WORDS)
 
 
 def _is_editor_call(args: dict) -> bool:
@@ -555,12 +575,14 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
 
 
 def _touched(texts, added: str, removed: str) -> list[str]:
-    """The names ``texts`` define, then the identifiers of ``added`` that ``removed`` lacks."""
+    """The names ``texts`` define, then the identifiers of ``added`` that ``removed`` lacks (not
+    the words of CSS or the like: :func:`_is_identifier`)."""
     names = list(dict.fromkeys(n for text in texts for n in _DEFINED.findall(text[:20_000])))
     if added:
         gone = set(_VOCAB.findall(removed)) if removed else set()
         names.extend(v for v in dict.fromkeys(_VOCAB.findall(added))
-                     if v not in gone and v not in names and len(v) >= 4 and not v.isdigit() and "/" not in v)
+                     if v not in gone and v not in names and len(v) >= 4 and not v.isdigit() and "/" not in v
+                     and _is_identifier(v))
     return names
 
 
