@@ -522,6 +522,8 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     failing = ("pytest -q tests/api/test_router.py::test_roundtrip", True)
     assert run_scope(failing[0]) == "pytest\ttests/api/test_router.py::test_roundtrip"
     assert run_scope("cd app && FOO=1 uv run pytest tests/ -k slow | tail") == "pytest\t-k=slow tests/"
+    assert run_scope("timeout 60 npx jest a.test.ts") == "jest\ta.test.ts"
+    assert run_scope("git commit -m pytest") == "git commit" and run_scope("echo pytest x") == "echo pytest"
     for later in ("pytest -q", "pytest tests/api/", "pytest tests/api/test_router.py", "python -m pytest -x",
                   "uv run pytest -q tests/api/test_router.py::test_roundtrip"):
         assert fixed_later(failing[0], scopes(failing, (later, False))), later

@@ -466,8 +466,8 @@ def run_scope(command: str) -> str:
     tests/b.py`` passing says nothing of ``tests/a.py``."""
     stripped = command.strip().rsplit("&&", 1)[-1] if command.lstrip().startswith("cd ") else command
     words = [w for w in stripped.split()[:40] if not _ENV_ASSIGN.match(w)]
-    at = next((n for n, w in enumerate(words[:4]) if w.rsplit("/", 1)[-1] in _SCOPED_RUNNERS), None)
-    if at is None:
+    at = next((n for n, w in enumerate(words[:5]) if w.rsplit("/", 1)[-1] in _SCOPED_RUNNERS), None)
+    if at is None or not all(w.rsplit("/", 1)[-1] in _RUNNER_WRAPPERS or w.isdigit() for w in words[:at]):
         return command_family(command)
     family = words[at].rsplit("/", 1)[-1]
     targets: set[str] = set()
@@ -484,6 +484,12 @@ def run_scope(command: str) -> str:
             targets.add(word.strip("'\""))
     return f"{family}\t{' '.join(sorted(targets))}" if targets else family
 
+
+# what may run a test runner (``uv run pytest``, ``python -m pytest``, ``timeout 60 npx jest``): a
+# runner named after anything else is an argument (``git commit -m pytest``), no run of it
+_RUNNER_WRAPPERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "run", "exec", "dlx", "x", "npx", "bunx",
+                              "pnpm", "yarn", "npm", "bun", "python", "python3", "-m", "time", "timeout", "nice", "env",
+                              "sudo", "command"})
 
 # options of test runners whose value picks tests (``pytest -k name``, ``jest -t name``)
 _NARROWING_OPTIONS = frozenset({"-k", "-m", "-t", "--grep", "-g", "--testNamePattern", "--testPathPattern",
