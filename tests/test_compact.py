@@ -351,6 +351,25 @@ def test_a_target_the_user_sets_sizes_the_summary_past_its_usual_size(cli, memor
     assert 'turn_0500 · user' not in usual.summary and "turns (turn_" in usual.summary
 
 
+def test_a_summary_asked_for_less_keeps_the_size_the_user_s_target_allows():
+    """``Summary.resize`` (what the compaction asks of a summary over its budget) keeps what the
+    target the user set allows: asked for 20,000 tokens, a summary of 1,000 turns given a
+    target stays past the usual 19,000 characters."""
+    from memcli.compaction.summarizer import MemoryContext, Turn
+    from memcli.models import RawTrace
+
+    def turns():
+        for i in range(1, 1001):
+            tid = f"turn_{i:04d}"
+            yield Turn(tid, [RawTrace(f"u{i}", 1.0 + i, tid, 1, "user", f"Where is order A-{i} in src/mod{i}.py?", "x"),
+                             RawTrace(f"a{i}", 2.0 + i, tid, 2, "assistant", f"Order A-{i} ships today. " * 4, "x")])
+
+    given = OfflineSummarizer().summarize(turns(), MemoryContext(summary_tokens=40_000, target_given=True))
+    assert len(given.resize(20_000).episodic_summary) > 19_000
+    usual = OfflineSummarizer().summarize(turns(), MemoryContext(summary_tokens=40_000))
+    assert len(usual.resize(20_000).episodic_summary) <= 19_000
+
+
 def _steps(first: int, count: int) -> list[dict]:
     out = []
     for k in range(first, first + count):

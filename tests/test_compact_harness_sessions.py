@@ -508,33 +508,68 @@ def test_a_run_of_other_files_passing_does_not_fix_a_failing_test(cli, memory_di
 def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     """:func:`memcli.compaction.offline.fixed_later`: the same scope passing, the whole suite, the
     file's directory or the file itself fix a failing test, whatever runs the runner (``uv run``,
-    ``python -m``); another file, a narrower selection
-    (``-k``) or a run before the failure do not."""
-    from memcli.compaction.offline import fixed_later, run_scope
+    ``python -m``, after ``source … &&``) — and the run that fixed it is named; another file, a
+    narrower selection (``-k``, ``--testNamePattern=``, ``--deselect``), another directory
+    (``cd``) or a run before the failure do not."""
+    from memcli.compaction.offline import command_family, fixed_later, run_scope
 
     def scopes(*runs):
         out = {}
         for command, failed in runs:
             out.pop(run_scope(command), None)
-            out[run_scope(command)] = failed
+            out[run_scope(command)] = (failed, command_family(command))
         return out
 
     failing = ("pytest -q tests/api/test_router.py::test_roundtrip", True)
     assert run_scope(failing[0]) == "pytest\ttests/api/test_router.py::test_roundtrip"
-    assert run_scope("cd app && FOO=1 uv run pytest tests/ -k slow | tail") == "pytest\t-k=slow tests/"
-    assert run_scope("timeout 60 npx jest a.test.ts") == "jest\ta.test.ts"
+    assert run_scope("cd app && FOO=1 uv run pytest tests/ -k 'slow or fast' -n 4 | tail") == \
+        "pytest@app\t-k=slow or fast\x1ftests/"
+    assert run_scope("timeout 60s npx jest --testNamePattern=Button a.test.ts") == "jest\t--testNamePattern=Button\x1fa.test.ts"
+    assert run_scope("source .venv/bin/activate && pytest -kfoo tests/a.py") == "pytest\t-k=foo\x1ftests/a.py"
     assert run_scope("git commit -m pytest") == "git commit" and run_scope("echo pytest x") == "echo pytest"
-    for later in ("pytest -q", "pytest tests/api/", "pytest tests/api/test_router.py", "python -m pytest -x",
-                  "uv run pytest -q tests/api/test_router.py::test_roundtrip"):
-        assert fixed_later(failing[0], scopes(failing, (later, False))), later
-    for later in ("pytest tests/api/test_cache.py", "pytest -k slow", "pytest tests/api/test_router.py::test_other",
-                  "mypy tests/api/test_router.py"):
-        assert not fixed_later(failing[0], scopes(failing, (later, False))), later
-    assert not fixed_later(failing[0], scopes(("pytest -q", False), failing))    # passed before it failed
-    assert fixed_later("git add x", scopes(("git add x", True), ("git add -f x", False)))   # a family as before
-    assert fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True), ("npx jest", False)))
-    assert not fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True),
-                                                             ("npx jest src/b.test.ts", False)))
+    for later, by in (("pytest -q", "pytest"), ("pytest tests/api/", "pytest tests/api/"),
+                      ("pytest tests/api/test_router.py", "pytest tests/api/test_router.py"),
+                      ("python -m pytest -x", "python -m pytest"),
+                      ("source venv/bin/activate && uv run pytest -q tests/api/test_router.py::test_roundtrip",
+                       "uv run pytest tests/api/test_router.py::test_roundtrip")):
+        assert fixed_later(failing[0], scopes(failing, (later, False))) == by, later
+    for later in ("pytest tests/api/test_cache.py", "pytest -k slow", "pytest -k=slow", "pytest --deselect "
+                  "tests/api/test_router.py::test_roundtrip", "pytest tests/api/test_router.py::test_other",
+                  "mypy tests/api/test_router.py", "cd web && pytest"):
+        assert fixed_later(failing[0], scopes(failing, (later, False))) is None, later
+    assert fixed_later(failing[0], scopes(("pytest -q", False), failing)) is None   # passed before it failed
+    assert fixed_later("git add x", scopes(("git add x", True), ("git add -f x", False))) == "git add"
+    assert fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True), ("npx jest", False))) == \
+        "npx jest"
+    assert fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True),
+                                                        ("npx jest --testNamePattern=Button", False))) is None
+
+
+def test_a_subagent_s_run_before_the_failure_does_not_fix_it():
+    """The runs of one turn are taken in the order of its traces, the main agent's and its
+    subagents' interleaved: a subagent's passing ``pytest`` that came before the main agent's
+    failing ``pytest tests/test_a.py`` does not fix it (the main agent's runs were taken first,
+    then the subagents', so it did)."""
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    def run(seq, call, command, code, out, tags=None):
+        return [RawTrace(f"c{seq}", float(seq), "turn_0001", seq, "tool_call", "", "x", tool_name="Bash",
+                         tool_call_id=call, tool_args={"command": command}, tags=tags),
+                RawTrace(f"r{seq}", seq + 0.5, "turn_0001", seq + 1, "tool_result", "", "x", tool_name="Bash",
+                         tool_call_id=call, tool_result={"exit_code": code, "stdout": out}, tags=tags)]
+
+    traces = [RawTrace("u", 0.0, "turn_0001", 1, "user", "Check the suite, and fix tests/test_a.py.", "x"),
+              RawTrace("t", 1.0, "turn_0001", 2, "tool_call", "", "x", tool_name="Task", tool_call_id="task",
+                       tool_args={"description": "run the suite", "prompt": "Run the whole suite."}),
+              *run(3, "s1", "pytest -q", 0, "12 passed in 0.4s", tags=["sidechain"]),
+              RawTrace("tr", 6.0, "turn_0001", 5, "tool_result", "", "x", tool_name="Task", tool_call_id="task",
+                       tool_result="All 12 passed."),
+              *run(6, "m1", "pytest -q tests/test_a.py", 1, "FAILED tests/test_a.py::test_x - KeyError: 'id'")]
+    summary = OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary
+    assert "`pytest -q tests/test_a.py` ×1 (exit code 1 FAILED tests/test_a.py::test_x - KeyError: 'id') — still " \
+           "failing" in summary, summary
 
 
 def test_the_latest_plan_of_each_harness_s_todo_tool_is_kept_whole_on_one_line():
@@ -683,12 +718,12 @@ def test_compact_if_needed_fits_the_target_on_sessions_of_each_harness(memory_di
 
 
 def test_tools_that_failed_alike_say_their_error_once():
-    from memcli.compaction.offline import failures_line
+    from memcli.compaction.offline import _Fixes, failures_line
 
     why = "File has not been read yet. Read it first before writing to it."
     failures = {"Write src/a.ts": 2, "Edit src/a.ts": 1, "Read src/b": 1, "MultiEdit src/a.ts": 1}
     errors = {label: [why] for label in failures} | {"Read src/b": ["EISDIR: illegal operation on a directory"]}
-    assert failures_line(failures, errors, {}, {}) == (
+    assert failures_line(failures, errors, {}, _Fixes({})) == (
         f"Failed: MultiEdit src/a.ts ×1, Edit src/a.ts ×1, Write src/a.ts ×2 ({why}); Read src/b ×1 (EISDIR: illegal "
         "operation on a directory)")
 
@@ -836,14 +871,14 @@ def test_a_failed_codex_patch_names_its_file_and_is_fixed_by_a_later_patch_of_it
 
 
 def test_a_call_the_user_refused_is_stopped_by_the_user_not_still_failing():
-    from memcli.compaction.offline import failures_line
+    from memcli.compaction.offline import _Fixes, failures_line
 
     refused = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
                "edit, the new_string was NOT written to the file).")
     line = failures_line({"`rm -rf build`": 1, "`pytest -q`": 1},
                          {"`rm -rf build`": [refused], "`pytest -q`": ["FAILED tests/test_a.py::test_b - assert 1 == 2"]},
                          {"rm -rf build": [False, True, refused, []], "pytest -q": [False, True, "x", []]},
-                         {"rm": True, "pytest": True})
+                         _Fixes({"rm": (True, "rm"), "pytest": (True, "pytest")}))
     assert line == ("Failed: `pytest -q` ×1 (FAILED tests/test_a.py::test_b - assert 1 == 2) — still failing; "
                     f"`rm -rf build` ×1 ({refused}) — stopped by the user")
 
@@ -875,7 +910,7 @@ def test_a_refused_call_of_any_tool_is_said_in_one_sentence_after_the_open_failu
     doing …``): a refused call is the sentence that says the person said no, and a refused tool
     that is no command (``TaskOutput``) is "stopped by the user" after the failures still open
     (it led the line with 220 characters of the harness's instructions)."""
-    from memcli.compaction.offline import error_brief, failures_line
+    from memcli.compaction.offline import _Fixes, error_brief, failures_line
 
     refused = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
                "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
@@ -885,6 +920,6 @@ def test_a_refused_call_of_any_tool_is_said_in_one_sentence_after_the_open_failu
     assert error_brief("Error: Operation cancelled by user") == "Error: Operation cancelled by user"
     line = failures_line({"`pytest -q`": 1, "TaskOutput": 1},
                          {"`pytest -q`": ["FAILED tests/test_a.py::test_b - assert 1 == 2"], "TaskOutput": [said]},
-                         {"pytest -q": [False, True, "x", []]}, {"pytest": True})
+                         {"pytest -q": [False, True, "x", []]}, _Fixes({"pytest": (True, "pytest")}))
     assert line == ("Failed: `pytest -q` ×1 (FAILED tests/test_a.py::test_b - assert 1 == 2) — still failing; "
                     f"TaskOutput ×1 ({said}) — stopped by the user")

@@ -457,7 +457,23 @@ def test_a_summary_whose_larger_try_passes_its_budget_still_fills_it(monkeypatch
 
     text = offline._fill(make(offline.CHARS_PER_TOKEN), 1000, make)
     assert 950 <= Counter.count(text) <= 1000
-    assert len(made) <= 4   # the first guess and at most three more
+    assert len(made) <= 4   # the first guess and three more found it
+
+
+def test_a_summary_that_cannot_shrink_is_not_made_again_and_again(monkeypatch):
+    """Every try passes a tiny budget and the text is as short as it gets (the header, every
+    file): the second try, no smaller, ends it (the tries went on, the ratio sinking to 0)."""
+    from memcli.compaction import offline
+
+    monkeypatch.setattr(offline, "_counter", lambda: type("C", (), {"count": staticmethod(lambda t: len(t) // 4)}))
+    made = []
+
+    def make(ratio: float) -> str:
+        made.append(ratio)
+        return "z" * 228
+
+    assert offline._fill(make(offline.CHARS_PER_TOKEN), 30, make) == "z" * 228
+    assert len(made) == 2
 
 
 def test_a_summary_whose_every_larger_try_passes_its_budget_still_fills_it(monkeypatch):

@@ -429,12 +429,12 @@ def shell_written(command: str) -> list[str]:
 @lru_cache(maxsize=4096)   # a session runs the same commands again and again (a test, git status)
 def command_family(command: str) -> str:
     """What a command does, for "fixed later": its program and first word that is not an option
-    (``git add -f x`` and ``git add x`` are one family, ``npm run build`` another), past any
-    ``cd DIR &&`` prefix and ``VAR=value`` assignments; a test runner or linter given files is its
+    (``git add -f x`` and ``git add x`` are one family, ``npm run build`` another), of the command
+    the line is for (:func:`_main_command`: past ``cd DIR &&``, ``source venv/bin/activate &&``,
+    ``VAR=value``, before ``| tail``); a test runner or linter given files is its
     program alone (``pytest tests/a.py`` and ``pytest -q`` are one family: :data:`_SCOPED_RUNNERS`); a
     script's own subcommand counts (``python manage.py migrate`` and ``python manage.py test`` are two)."""
-    command = command.strip().rsplit("&&", 1)[-1] if command.lstrip().startswith("cd ") else command
-    words = [w for w in command.split()[:12] if not _ENV_ASSIGN.match(w)]
+    words = [w for w in _main_command(command)[:12] if not _ENV_ASSIGN.match(w)]
     if not words:
         return command.strip()
     program = words[0].rsplit("/", 1)[-1]
@@ -459,56 +459,130 @@ def command_family(command: str) -> str:
 def run_scope(command: str) -> str:
     """What a run covers, for "fixed later": its :func:`command_family`, and for a test runner or
     linter (:data:`_SCOPED_RUNNERS`) its name, whatever runs it (``npx``, ``uv run``, ``python
-    -m`` …), and the files, tests and selections it was given, after a tab (``uv run pytest -q
-    tests/a.py::test_x`` → ``pytest\ttests/a.py::test_x``; ``pytest -q`` → ``pytest``: every
-    test). A later run fixes a
+    -m``, ``timeout 60s`` …: :data:`_RUNNER_WRAPPERS`) and wherever in the command line (after
+    ``source venv/bin/activate &&``, before ``| tail``), with the directory a ``cd`` before it
+    went to (``pytest@backend``), then after a tab the files and tests it was given and the
+    selections it made (``-k=name``, ``--deselect=t``: :data:`_SELECTING_OPTIONS`), the values of
+    other options left out (``-n 4``): ``uv run pytest -q tests/a.py::test_x`` →
+    ``pytest\ttests/a.py::test_x``; ``pytest -q`` → ``pytest``, every test. A later run fixes a
     failure only when it covers the failing one's scope (:func:`scope_covers`): ``pytest
     tests/b.py`` passing says nothing of ``tests/a.py``."""
-    stripped = command.strip().rsplit("&&", 1)[-1] if command.lstrip().startswith("cd ") else command
-    words = [w for w in stripped.split()[:40] if not _ENV_ASSIGN.match(w)]
-    at = next((n for n, w in enumerate(words[:5]) if w.rsplit("/", 1)[-1] in _SCOPED_RUNNERS), None)
-    if at is None or not all(w.rsplit("/", 1)[-1] in _RUNNER_WRAPPERS or w.isdigit() for w in words[:at]):
-        return command_family(command)
-    family = words[at].rsplit("/", 1)[-1]
-    targets: set[str] = set()
-    narrowing = ""
-    for word in words[at + 1:]:
-        if narrowing:
-            targets.add(f"{narrowing}={word.strip(chr(39) + chr(34))}")   # a selection: ``-k=name``
-            narrowing = ""
-        elif word.startswith("-"):
-            narrowing = word if word in _NARROWING_OPTIONS else ""
-        elif word in ("|", "||", ";", "&&", ">", "2>&1"):
-            break
-        else:
-            targets.add(word.strip("'\""))
-    return f"{family}\t{' '.join(sorted(targets))}" if targets else family
+    where = ""
+    for words in _shell_commands(command):
+        if words[0] == "cd":
+            where = words[1] if len(words) > 1 else ""
+            continue
+        at = _runner_at(words)
+        if at is None:
+            continue
+        family = words[at].rsplit("/", 1)[-1] + (f"@{where}" if where else "")
+        targets: set[str] = set()
+        i = at + 1
+        while i < len(words):
+            word = words[i]
+            option, eq, value = word.partition("=")
+            if word.startswith("-") and len(word) > 1:
+                if option in _SELECTING_OPTIONS or option in _VALUE_OPTIONS:
+                    if not eq:   # the value is the next word
+                        i += 1
+                        value = words[i] if i < len(words) else ""
+                    if option in _SELECTING_OPTIONS:
+                        targets.add(f"{option}={value}")
+                elif option[:2] in _SELECTING_OPTIONS and not option.startswith("--") and len(option) > 2:
+                    targets.add(f"{option[:2]}={word[2:]}")   # ``-kname``
+            else:
+                targets.add(word)
+            i += 1
+        return f"{family}\t{_TARGETS_SEP.join(sorted(targets))}" if targets else family
+    return command_family(command)
 
 
-# what may run a test runner (``uv run pytest``, ``python -m pytest``, ``timeout 60 npx jest``): a
-# runner named after anything else is an argument (``git commit -m pytest``), no run of it
+_TARGETS_SEP = "\x1f"   # between a scope's targets (a selection may hold spaces: ``-k "a or b"``)
+
+
+def _shell_commands(command: str) -> list[list[str]]:
+    """The simple commands of a command line, each as its words (quotes honoured where they
+    pair up), split at ``&&``, ``||``, ``;`` and ``|``; ``VAR=value`` assignments before a
+    command's words left out."""
+    if not any(c in command for c in "&|;'\"\\"):   # (the usual command: one, unquoted)
+        words = command.split()
+        while words and _ENV_ASSIGN.match(words[0]):
+            del words[0]
+        return [words] if words else []
+    import shlex
+
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:   # an unpaired quote: plain words
+        tokens = command.split()
+    out: list[list[str]] = [[]]
+    for token in tokens:
+        if token and all(c in "&|;" for c in token):
+            out.append([])
+        elif not (not out[-1] and _ENV_ASSIGN.match(token)):
+            out[-1].append(token)
+    return [words for words in out if words]
+
+
+def _main_command(command: str) -> list[str]:
+    """The words of the command a command line is for: its first simple command that is not
+    setting the shell up (``cd``, ``source``, ``export`` …: :data:`_SETUP_COMMANDS`), else its
+    first one."""
+    commands = _shell_commands(command)
+    return next((words for words in commands if words[0] not in _SETUP_COMMANDS), commands[0] if commands else [])
+
+
+_SETUP_COMMANDS = frozenset({"cd", "pushd", "popd", "source", ".", "export", "set", "unset", "ulimit", "umask",
+                             "nvm", "workon", "conda", "pyenv"})
+
+
+def _runner_at(words: list[str]) -> int | None:
+    """Where in ``words`` a test runner or linter runs: the first word of :data:`_SCOPED_RUNNERS`
+    that only wrappers, their options and numbers come before (``timeout 60s uv run --with x
+    pytest``); None when there is none (``git commit -m pytest`` names one, runs none)."""
+    for at, word in enumerate(words[:8]):
+        if word.rsplit("/", 1)[-1] in _SCOPED_RUNNERS:
+            return at
+        if not (word.rsplit("/", 1)[-1] in _RUNNER_WRAPPERS or word.startswith("-") or _DURATION.fullmatch(word)
+                or (at and words[at - 1].startswith("--") and "=" not in words[at - 1])):
+            return None
+    return None
+
+
+# what may run a test runner (``uv run pytest``, ``python -m pytest``, ``timeout 60s npx jest``)
 _RUNNER_WRAPPERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "run", "exec", "dlx", "x", "npx", "bunx",
                               "pnpm", "yarn", "npm", "bun", "python", "python3", "-m", "time", "timeout", "nice", "env",
-                              "sudo", "command"})
-
-# options of test runners whose value picks tests (``pytest -k name``, ``jest -t name``)
-_NARROWING_OPTIONS = frozenset({"-k", "-m", "-t", "--grep", "-g", "--testNamePattern", "--testPathPattern",
-                                "--example", "-e"})
+                              "sudo", "command", "xvfb-run"})
+_DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
+# options of test runners whose value picks or leaves out tests (``pytest -k name``, ``jest -t
+# name``, ``pytest --deselect t``): a run with one covers only runs that made the same choice
+_SELECTING_OPTIONS = frozenset({"-k", "-m", "-t", "-g", "-e", "--grep", "--testNamePattern", "--testPathPattern",
+                                "--example", "--deselect", "--ignore", "--ignore-glob", "--exclude",
+                                "--testPathIgnorePatterns", "--invert", "--grep-invert", "--lf", "--last-failed",
+                                "--ff", "--sw", "--stepwise"})
+# options whose value is the next word and no file (``pytest -n 4``, ``--tb short``)
+_VALUE_OPTIONS = frozenset({"-n", "-p", "-c", "-o", "-W", "-r", "--tb", "--maxfail", "--rootdir", "--config-file",
+                            "--config", "--cov", "--cov-report", "--cov-config", "--junitxml", "--junit-xml",
+                            "--timeout", "--durations", "--basetemp", "--reruns", "--maxWorkers", "-w", "--reporter",
+                            "--project", "--shard", "--workers", "--import-mode", "--log-level", "--numprocesses",
+                            "--dist", "--env", "--format", "--output-format", "--python-version"})
 
 
 def scope_covers(later: str, earlier: str) -> bool:
     """Whether a run of scope ``later`` (:func:`run_scope`) covers one of scope ``earlier``: the
-    same family; ``earlier`` made every selection ``later`` made (``-k name``); and ``later`` was
-    given no file or test, or each of ``earlier``'s lies in one of ``later``'s (the same test or
-    file, a file of its directory, a test of its file)."""
+    same runner in the same place; ``earlier`` made every selection ``later`` made (``-k name``,
+    ``--deselect t``); and ``later`` was given no file or test, or each of ``earlier``'s lies in
+    one of ``later``'s (the same test or file, a file of its directory, a test of its file)."""
     if later == earlier:
         return True
     family, _, targets = later.partition("\t")
     earlier_family, _, earlier_targets = earlier.partition("\t")
     if family != earlier_family:
         return False
-    given = targets.split(" ") if targets else []
-    before = earlier_targets.split(" ") if earlier_targets else []
+    given = targets.split(_TARGETS_SEP) if targets else []
+    before = earlier_targets.split(_TARGETS_SEP) if earlier_targets else []
     if not all(g in before for g in given if g.startswith("-")):
         return False
     paths = [g for g in given if not g.startswith("-")]
@@ -519,20 +593,56 @@ def scope_covers(later: str, earlier: str) -> bool:
                                     for g in paths) for t in before)
 
 
-def fixed_later(command: str, scopes: dict) -> bool:
-    """Whether the failing ``command`` was fixed by a later run: the latest run of its scope passed,
-    or a run after it that covers it (``scopes``: run scope -> its latest run failed, in the order
-    of those runs). A scope no longer held (a bounded window) is not fixed."""
-    scope = run_scope(command)
-    seen = False
-    for other, failed in scopes.items():
-        if other == scope:
+MAX_COVER_CHECKS = 200   # later runs of its runner a failure is checked against (the newest first)
+
+
+class _Fixes:
+    """Which failing commands a later run fixed, worked out once per command for runs that are
+    all in (``scopes``: run scope -> (its latest run failed, the :func:`command_family` of that
+    run), in the order of those runs): the
+    latest run of the command's own scope passed, or a later one that covers it
+    (:func:`scope_covers`) passed — the newest such run is the one named. A scope no longer held
+    (a bounded window) is not fixed."""
+
+    def __init__(self, scopes: dict):
+        self.scopes = scopes
+        self.position = {scope: i for i, scope in enumerate(scopes)}
+        self.passed: dict[str, list] = {}   # runner (and place) -> [(position, scope)] of its passing runs, in order
+        for i, (scope, (failed, _family)) in enumerate(scopes.items()):
             if not failed:
-                return True
-            seen = True
-        elif seen and not failed and scope_covers(other, scope):
-            return True
-    return False
+                self.passed.setdefault(scope.partition("\t")[0], []).append((i, scope))
+        self.memo: dict[str, str | None] = {}
+
+    def by(self, command: str) -> str | None:
+        """The run that fixed the failing ``command`` (its family, and the files or tests it was
+        given: ``git add``, ``uv run pytest tests/api/``), or None."""
+        if command in self.memo:
+            return self.memo[command]
+        scope = run_scope(command)
+        found = None
+        position = self.position.get(scope)
+        if position is not None:
+            if not self.scopes[scope][0]:
+                found = scope
+            else:
+                later = [other for i, other in self.passed.get(scope.partition("\t")[0], ()) if i > position]
+                found = next((other for other in reversed(later[-MAX_COVER_CHECKS:]) if scope_covers(other, scope)),
+                             None)
+        if found is not None:   # the family of the run, with the files and tests it was given
+            targets = found.partition("\t")[2]
+            found = " ".join([self.scopes[found][1], *(t for t in targets.split(_TARGETS_SEP) if t and t[0] != "-")])
+        self.memo[command] = found
+        return found
+
+
+def _seq_of(run: tuple) -> int:
+    """The seq of a ``(scope, (seq, failed, family))`` run: where in its turn it ran."""
+    return run[1][0]
+
+
+def fixed_later(command: str, scopes: dict) -> str | None:
+    """:meth:`_Fixes.by` for one command: the run that fixed it, or None."""
+    return _Fixes(scopes).by(command)
 
 
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "bash", "sh", "deno"})
@@ -970,7 +1080,7 @@ class _Work:
         self.open: dict[str, list] = {}                    # call id -> unanswered calls, oldest first
         self.todo = None                                   # the latest todo list / plan (its arguments)
         self.families: dict[str, bool] = {}                # command family -> its latest run failed
-        self.scopes: dict[str, bool] = {}                  # run scope -> its latest run failed (run_scope)
+        self.scopes: dict[str, tuple] = {}                 # run scope -> (its latest run's seq, failed, family)
         self.outcomes: dict[str, tuple] = {}               # command family -> (command, outcome line), latest last
         self.last_call = self.last_said = None             # the latest call and its _Call, until its result
         self.pending: dict[str, str] = _NONE               # path -> label of a failed write to it, not redone
@@ -1021,10 +1131,11 @@ class _Work:
                 self._failed_write(label, said.written(name, args))
         if command:
             family = said.family
+            # (each dict keeps its entries in the order of their latest run: popped, then set again)
             self.families.pop(family, None)
             self.families[family] = failed
             self.scopes.pop(said.scope, None)
-            self.scopes[said.scope] = failed
+            self.scopes[said.scope] = (t.seq if type(t.seq) is int else 0, failed, family)
             outcome = None if failed else outcome_line(t.tool_result) if result is None else result.outcome()
             if outcome:
                 self.outcomes.pop(family, None)
@@ -1404,7 +1515,7 @@ class WindowSummary:
         self.vocab: dict[str, list] = {}      # identifier -> [decayed weight, its last trace in the window, weight]
         self.changes: dict[str, list] = {}    # path -> names its edits touched
         self.families: dict[str, bool] = {}   # command family -> its latest run failed
-        self.scopes: dict[str, bool] = {}     # run scope -> its latest run failed, in the order of those runs
+        self.scopes: dict[str, tuple] = {}    # run scope -> (its latest run failed, its family), in the order of those runs
         self.pending: dict[str, str] = {}     # path -> label of a failed write to it (a tool, no command)
         self.fixed: dict[str, str] = {}       # label of a failed write -> the path written after it
         self.outcomes: dict[str, tuple] = {}  # command family -> (command, outcome line) of its latest telling run
@@ -1491,13 +1602,6 @@ class WindowSummary:
                 for family, failed in work.families.items():
                     families.pop(family, None)
                     families[family] = failed
-                scopes = self.scopes
-                for scope, failed in work.scopes.items():
-                    scopes.pop(scope, None)
-                    scopes[scope] = failed
-                if len(scopes) > MAX_SCOPES:   # bounded: the oldest runs go (their failures then count as open)
-                    for scope in list(scopes)[:len(scopes) - MAX_SCOPES]:
-                        del scopes[scope]
             if work.outcomes:
                 outcomes = self.outcomes
                 for family, outcome in work.outcomes.items():
@@ -1527,6 +1631,18 @@ class WindowSummary:
                 turns = entry_c[3]
                 if len(turns) < 20 and (not turns or turns[-1] != turn_id):
                     turns.append(turn_id)
+        if main.scopes or subagents:   # the runs of the turn, in the order of its traces (the main
+            # agent's and its subagents' interleave), each scope at its latest run
+            scopes = self.scopes
+            runs = main.scopes.items() if not subagents else sorted(
+                ((scope, run) for work in (main, *(a.work for a in subagents.values())) for scope, run in
+                 work.scopes.items()), key=_seq_of)   # (the usual turn: the main agent's runs, in order already)
+            for scope, (_seq, failed, family) in runs:
+                scopes.pop(scope, None)
+                scopes[scope] = (failed, family)
+            if len(scopes) > MAX_SCOPES:   # bounded: the oldest runs go (their failures then count as open)
+                for scope in list(scopes)[:len(scopes) - MAX_SCOPES]:
+                    del scopes[scope]
         if subagents:
             self.n_subagents += len(subagents)
             self.subagents.extend(agent.line() for agent in subagents.values())
@@ -1588,13 +1704,14 @@ class OfflineSummarizer(Summarizer):
         memory = memory or MemoryContext()
         budget = memory.summary_tokens
         cap = TARGET_MAX_CHARS if memory.target_given else HARD_MAX_CHARS
-        text = self._text(window, budget, CHARS_PER_TOKEN, cap)
+        fixes = _Fixes(window.scopes)   # (once: every try of the text asks it again)
+        text = self._text(window, budget, CHARS_PER_TOKEN, cap, fixes)
         if budget is not None:
-            text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio, cap))
-        return Summary(text, self._facts(window.preferences, window.commands, window.scopes, memory))
+            text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio, cap, fixes))
+        return Summary(text, self._facts(window.preferences, window.commands, fixes, memory))
 
     def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float,
-              cap: int = HARD_MAX_CHARS) -> str:
+              cap: int = HARD_MAX_CHARS, fixes: _Fixes | None = None) -> str:
         """The summary's text, within ``budget`` tokens at ``chars_per_token`` and ``cap``
         characters (the window is left as it was: the text can be made again at another size)."""
         for entry in window.listed:
@@ -1641,7 +1758,8 @@ class OfflineSummarizer(Summarizer):
         if outcomes:
             footer.append(("commands", outcomes))
         if failures:
-            footer.append(("failed", failures_line(failures, failure_error, commands, window.scopes, window.fixed)))
+            footer.append(("failed", failures_line(failures, failure_error, commands,
+                                                   fixes if fixes is not None else _Fixes(window.scopes), window.fixed)))
         if n_unanswered:
             footer.append(("unanswered", f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
                            + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")"))
@@ -1740,7 +1858,7 @@ class OfflineSummarizer(Summarizer):
                 summary += "\n" + extra
         return summary
 
-    def _facts(self, preferences, commands, scopes, memory: MemoryContext) -> list[Fact]:
+    def _facts(self, preferences, commands, fixes: _Fixes, memory: MemoryContext) -> list[Fact]:
         """Facts, most important first — only what the summary does not carry into the same
         snapshot (module docstring): user preferences, and the new state of a command an
         existing fact is about (it passes now, or fails again after a fact said it passed)."""
@@ -1758,10 +1876,10 @@ class OfflineSummarizer(Summarizer):
                 if not older:
                     continue
                 ids = [f.id for f in older]
-                family = command_family(command)
-                if not last_failed or fixed_later(command, scopes):
+                by = fixes.by(command) if last_failed else None
+                if not last_failed or by is not None:
                     if any(f.fact.startswith(prefix_failed) for f in older):
-                        later = "" if not last_failed else f", a later `{family}` passed"
+                        later = "" if not last_failed else f", a later `{by}` passed"
                         fixed.append(Fact(f"{prefix_passed} (it had failed before{later})", ["command"], 0.8, ids,
                                           turns[-5:]))
                 elif any(f.fact.startswith(prefix_passed) for f in older):
@@ -1883,14 +2001,14 @@ _STOPPED = re.compile(r"user doesn't want to proceed|user denied|denied this ope
                       re.IGNORECASE)
 
 
-def failures_line(failures: dict, failure_error: dict, commands: dict, scopes: dict, fixed=_NONE) -> str:
+def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _Fixes, fixed=_NONE) -> str:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
     distinct ones, said once for the commands of a family (or the tools that are no command) that
     failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
     app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path), a command
-    when a later run of its family covering it passed (:func:`fixed_later` over ``scopes``); a call
+    when a later run of its family covering it passed (``fixes``: :class:`_Fixes`, which names it); a call
     the person refused or interrupted (its latest failure) is "stopped by the user", not "still
     failing", and comes after the failures still open."""
     labels = {_command_label(cmd): cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
@@ -1906,10 +2024,10 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, scopes: d
                 later = " — passed later"
             elif _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
                 later = " — stopped by the user"
-            elif not fixed_later(cmd, scopes):
+            elif (by := fixes.by(cmd)) is None:
                 later, unresolved = " — still failing", True
             else:
-                later = f" — fixed later (a later `{family}` passed)"
+                later = f" — fixed later (a later `{by}` passed)"
         elif label in fixed:
             later = f" — fixed later (a later write of {fixed[label]} passed)"
         elif _STOPPED.search(failure_error[label][-1]):
@@ -2186,6 +2304,8 @@ def _fill(text: str, budget: int, make) -> str:
         other = make(seen)
         more = count(other)
         if more > budget:
+            if best is None and more >= smallest[1]:
+                break   # no smaller: the text is as short as it gets (the header, every file)
             if high is None or seen < high[0]:
                 high = (seen, more)
             if more < smallest[1]:
