@@ -527,6 +527,10 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     assert run_scope("timeout 60s npx jest --testNamePattern=Button a.test.ts") == "jest\t--testNamePattern=Button\x1fa.test.ts"
     assert run_scope("source .venv/bin/activate && pytest -kfoo tests/a.py") == "pytest\t-k=foo\x1ftests/a.py"
     assert run_scope("git commit -m pytest") == "git commit" and run_scope("echo pytest x") == "echo pytest"
+    # a here-document's body is no command of the line (nor read: its first line says what runs)
+    assert run_scope("cat > run.sh <<'EOF'\ncd api && pytest tests/\nEOF") == "cat"
+    assert run_scope("pytest tests/a.py 2>&1 | tail -5") == "pytest\ttests/a.py"
+    assert command_family("ls -la | grep x") == "ls" and command_family("npm test >> log 2>&1") == "npm test"
     for later, by in (("pytest -q", "pytest"), ("pytest tests/api/", "pytest tests/api/"),
                       ("pytest tests/api/test_router.py", "pytest tests/api/test_router.py"),
                       ("python -m pytest -x", "python -m pytest"),

@@ -501,29 +501,34 @@ _TARGETS_SEP = "\x1f"   # between a scope's targets (a selection may hold spaces
 
 
 def _shell_commands(command: str) -> list[list[str]]:
-    """The simple commands of a command line, each as its words (quotes honoured where they
-    pair up), split at ``&&``, ``||``, ``;`` and ``|``; ``VAR=value`` assignments before a
-    command's words left out."""
-    if not any(c in command for c in "&|;'\"\\"):   # (the usual command: one, unquoted)
-        words = command.split()
+    """The simple commands of a command line's first line (its first 1,000 characters: a
+    here-document's body or a script after it says nothing of what runs), each as its words,
+    quotes honoured and taken off, split at ``&&``, ``||``, ``;``, ``&`` and ``|``; redirections
+    (``2>&1``, ``> out.txt``) and the ``VAR=value`` assignments before a command's words left out.
+    A regular expression, not :mod:`shlex` (5 ms for a 6 KB here-document, per distinct command)."""
+    head = command[:1_000].split("\n", 1)[0]
+    if not any(c in head for c in "&|;'\"<>"):   # (the usual command: one, unquoted)
+        words = head.split()
         while words and _ENV_ASSIGN.match(words[0]):
             del words[0]
         return [words] if words else []
-    import shlex
-
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-    except ValueError:   # an unpaired quote: plain words
-        tokens = command.split()
     out: list[list[str]] = [[]]
-    for token in tokens:
-        if token and all(c in "&|;" for c in token):
+    for token in _SHELL_TOKEN.findall(_REDIRECT.sub(" ", head)):
+        if token[0] in "&|;":
             out.append([])
-        elif not (not out[-1] and _ENV_ASSIGN.match(token)):
-            out[-1].append(token)
+        elif out[-1] or not _ENV_ASSIGN.match(token):
+            out[-1].append(_QUOTED.sub(_unquoted, token) if "'" in token or '"' in token else token)
     return [words for words in out if words]
+
+
+# a word (its quoted parts kept whole), or an operator that ends a simple command
+_SHELL_TOKEN = re.compile(r"""(?:[^\s'"&|;]+|'[^']*'|"(?:\\.|[^"\\])*")+|&&|\|\||[|;&]""")
+_REDIRECT = re.compile(r"""(?<!\S)\d*(?:>>?|<<-?|<|&>)(?:&\d+|\s*(?:'[^']*'|"[^"]*"|[^\s&|;'"<>]+))""")   # 2>&1, > out, <<'EOF'
+_QUOTED = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)\"""")
+
+
+def _unquoted(match: re.Match) -> str:
+    return match.group(1) if match.group(1) is not None else match.group(2)
 
 
 def _main_command(command: str) -> list[str]:
