@@ -227,6 +227,38 @@ def test_compaction_brings_a_real_session_under_the_trigger(memory_dir, tmp_path
 
 
 @needs_corpora
+@pytest.mark.parametrize("name", list(FITS))
+@pytest.mark.parametrize("keep", [{}, {"tail_turns": 0, "keep_steps": 0}], ids=["default", "all-but-the-ask"])
+def test_an_explicit_target_on_a_real_session_is_met(tmp_path, name, keep):
+    """``compact --target-tokens N`` on real sessions, from a little above what must stay to half
+    the snapshot: the snapshot is then at most N, as counted; a target with room for little
+    more than what stays may be refused, with nothing written. The redacted Codex session's
+    summary (hashes, 2 characters a token) was made again at a guess that could not shrink it,
+    and ``--target-tokens 6000`` was refused though 5,763 was in reach."""
+    probe = tmp_path / "probe"
+    _corpus(probe, tmp_path, name)
+    minimum = compact(probe, "c", dry_run=True, policy=CompactionPolicy(target_tokens=10**7, **keep)).minimum_tokens
+    total = working_tokens(AgentStore(probe, "c"))
+    targets = sorted({t for t in (minimum + 600, minimum + 2_000, 6_000, (minimum + total) // 2)
+                      if minimum < t < total})
+    assert targets, (minimum, total)
+    for target in targets:
+        memory_dir = tmp_path / f"m{target}"
+        _corpus(memory_dir, tmp_path, name)
+        before = store_digest(agent_dir(memory_dir, "c"))
+        try:
+            result = compact(memory_dir, "c", policy=CompactionPolicy(target_tokens=target, **keep))
+        except CompactionError as exc:
+            assert target < minimum + 2_000, f"{target:,} (minimum {minimum:,}): {exc}"
+            after = store_digest(agent_dir(memory_dir, "c"))
+            after.pop(".compaction.json", None)   # (the compaction's own record of a refusal)
+            assert after == before
+            continue
+        assert result.compacted, (target, result.reason)
+        assert working_tokens(AgentStore(memory_dir, "c")) == result.tokens_after <= target, (target, minimum)
+
+
+@needs_corpora
 def test_a_session_whose_newest_steps_are_most_of_it_says_why_it_stays_over(memory_dir, tmp_path):
     _corpus(memory_dir, tmp_path, TOO_SMALL)
     store = AgentStore(memory_dir, "c")

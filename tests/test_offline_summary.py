@@ -460,6 +460,22 @@ def test_a_summary_whose_larger_try_passes_its_budget_still_fills_it(monkeypatch
     assert len(made) <= 4   # the first guess and three more found it
 
 
+def test_a_summary_over_its_budget_and_shorter_than_its_limit_is_made_at_the_ratio_it_had(monkeypatch):
+    """A redacted Codex session's summary: hashes at 2 characters a token, all its 12,938
+    characters in at the first guess (3 a token: 16,206 allowed), 6,568 tokens for 5,402. The
+    next try is made at the ratio the text had (1.9), not at the guess scaled down (2.4: a limit
+    still over the text, the same text again — and `compact --target-tokens 6000` refused)."""
+    from memcli.compaction import offline
+
+    monkeypatch.setattr(offline, "_counter", lambda: type("C", (), {"count": staticmethod(lambda t: len(t) * 100 // 197)}))
+
+    def make(ratio: float) -> str:
+        return "h" * min(int(ratio * 5_402), 12_938)
+
+    text = offline._fill(make(offline.CHARS_PER_TOKEN), 5_402, make)
+    assert len(text) * 100 // 197 <= 5_402
+
+
 def test_a_summary_that_cannot_shrink_is_not_made_again_and_again(monkeypatch):
     """Every try passes a tiny budget and the text is as short as it gets (the header, every
     file): the second try, no smaller, ends it (the tries went on, the ratio sinking to 0)."""

@@ -2274,13 +2274,13 @@ def _fill(text: str, budget: int, make) -> str:
     hashes and redacted ids more). At most :data:`FILL_TRIES` times. The tries bracket the
     answer: the largest text that fits so far (``low``) and the smallest ratio whose text passed
     the budget (``high``). Under the budget only, the next try is made at the ratio the fitting
-    text had; over it only, at the passing one's, scaled down to the budget; between the two, at
-    the lower of where the tokens of both point and the passing one scaled down, when that is
-    above the fitting one (the tokens a
-    character adds grow with the size: the vocabulary that fills the room is token-dense, so a
-    straight line from a text 24% under the budget lands over it again). A try that grows
-    nothing ends it (everything the window holds is in). The result is the largest text that
-    fits; when none does, the smallest made (the compaction counts it and asks for less)."""
+    text had; over it only, at the ratio the smallest text had, a little less (a text shorter than
+    its limit shrinks only once the limit is under it); between the two, at the lower of where
+    the tokens of both point and the passing one scaled down to the budget, when that is above
+    the fitting one (the tokens a character adds grow with the size: the vocabulary that fills
+    the room is token-dense, so a straight line from a text 24% under the budget lands over it
+    again). A try that grows nothing, or shrinks nothing, ends it. The result is the largest text
+    that fits; when none does, the smallest made (the compaction counts it and asks for less)."""
     count = _counter().count
     tokens = count(text)
     ratio = CHARS_PER_TOKEN
@@ -2297,8 +2297,9 @@ def _fill(text: str, budget: int, make) -> str:
             seen = len(best[0]) / best[1] * 0.98 if best[1] else 0.0
             if seen <= low * 1.02:
                 break
-        elif best is None:
-            seen = high[0] * min(aim / high[1], 0.97)
+        elif best is None:   # at the ratio the smallest text had (a text shorter than its limit shrinks
+            # only once the limit is under it), and below the ratio that passed
+            seen = min(len(smallest[0]) / smallest[1] * 0.97, high[0] * 0.97)
         else:
             seen = low + (high[0] - low) * (aim - best[1]) / (high[1] - best[1])
             scaled = high[0] * aim / high[1]
