@@ -112,8 +112,9 @@ def test_codex_commands_that_state_their_exit_status_in_text_are_failures_with_t
     """Codex does not mark a failed command as an error: its ``exec_command`` / ``shell`` output
     says ``Process exited with code 101`` / ``Exit code: 1``. Those are failures (the summary
     said "0 failed" and listed none), named by their informative line (a Rust panic's message,
-    rustc's error code under colour codes, go's failing test), resolved by a later run of the
-    same family; a passing cargo run is told by its result line, not ``running 13 tests``."""
+    rustc's error code under colour codes, go's failing test), resolved by a later run that covers
+    them (``go test -run TestCheckEmptyKey`` picks the test that failed), which is named; a
+    passing cargo run is told by its result line, not ``running 13 tests``."""
     r = Rollout()
     r.ask("Fix the panic in parse_config_entry (crates/config-loader/src/parser.rs).")
     r.exec("cargo test -p config-loader", 101, CARGO_PANIC)
@@ -135,7 +136,7 @@ def test_codex_commands_that_state_their_exit_status_in_text_are_failures_with_t
     assert _line(summary, "Failed: ") == (
         "Failed: `cd tools/cfgcheck && go test ./...` ×1 (exit code 1 --- FAIL: TestCheckEmptyKey (0.00s) — "
         "check_test.go:21: CheckFile(\"testdata/empty.toml\") = <nil>, want ErrEmptyKey) — fixed later (a later "
-        "`go test` passed); `cargo test -p config-loader` ×2 (exit code 101 error[E0599]: no variant named `EmptyKey` "
+        "`go test -run TestCheckEmptyKey ./...` passed); `cargo test -p config-loader` ×2 (exit code 101 error[E0599]: no variant named `EmptyKey` "
         "found for enum `ConfigError`; before: exit code 101 test parser::tests::empty_key ... FAILED — panicked at "
         "crates/config-loader/src/parser.rs:88:14: called `Option::unwrap()` on a `None` value) — passed later")
     assert _line(summary, "Commands (latest outcome): ") == (
@@ -547,6 +548,23 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
         "npx jest"
     assert fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True),
                                                         ("npx jest --testNamePattern=Button", False))) is None
+    # a pick of the test the failure names covers it; a pick of another, or leaving it out, does not
+    go_failing = ("go test ./...", True)
+    assert fixed_later("go test ./...", scopes(go_failing, ("go test -run TestEmpty ./...", False)),
+                       "--- FAIL: TestEmpty (0.00s)") == "go test -run TestEmpty ./..."
+    assert fixed_later("go test ./...", scopes(go_failing, ("go test -run TestOther ./...", False)),
+                       "--- FAIL: TestEmpty (0.00s)") is None
+    assert fixed_later("pytest -q", scopes(("pytest -q", True), ("pytest --deselect tests/a.py::test_x", False)),
+                       "FAILED tests/a.py::test_x - KeyError") is None
+    # a program's own test subcommand is a runner too: go's ./... is everything under it, mix's file:line a test
+    assert run_scope("go test ./pkg/a") == "go test\t./pkg/a" and run_scope("npm test -- src/a.test.ts") == \
+        "npm test\tsrc/a.test.ts"
+    assert fixed_later("go test ./pkg/a", scopes(("go test ./pkg/a", True), ("go test ./...", False))) == \
+        "go test ./..."
+    assert fixed_later("go test ./pkg/a", scopes(("go test ./pkg/a", True), ("go test ./pkg/b", False))) is None
+    assert fixed_later("mix test test/a_test.exs:12", scopes(("mix test test/a_test.exs:12", True),
+                                                             ("mix test test/a_test.exs", False))) == \
+        "mix test test/a_test.exs"
 
 
 def test_a_subagent_s_run_before_the_failure_does_not_fix_it():

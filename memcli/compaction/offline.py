@@ -472,12 +472,13 @@ def run_scope(command: str) -> str:
         if words[0] == "cd":
             where = words[1] if len(words) > 1 else ""
             continue
-        at = _runner_at(words)
-        if at is None:
+        found = _runner_at(words)
+        if found is None:
             continue
-        family = words[at].rsplit("/", 1)[-1] + (f"@{where}" if where else "")
+        at, width = found
+        family = " ".join([words[at].rsplit("/", 1)[-1], *words[at + 1:at + width]]) + (f"@{where}" if where else "")
         targets: set[str] = set()
-        i = at + 1
+        i = at + width
         while i < len(words):
             word = words[i]
             option, eq, value = word.partition("=")
@@ -543,30 +544,42 @@ _SETUP_COMMANDS = frozenset({"cd", "pushd", "popd", "source", ".", "export", "se
                              "nvm", "workon", "conda", "pyenv"})
 
 
-def _runner_at(words: list[str]) -> int | None:
-    """Where in ``words`` a test runner or linter runs: the first word of :data:`_SCOPED_RUNNERS`
-    that only wrappers, their options and numbers come before (``timeout 60s uv run --with x
-    pytest``); None when there is none (``git commit -m pytest`` names one, runs none)."""
+def _runner_at(words: list[str]) -> tuple[int, int] | None:
+    """Where in ``words`` a test runner or linter runs, and its words: the first word of
+    :data:`_SCOPED_RUNNERS`, or a program's ``test`` subcommand (``go test``, ``cargo test``, ``mix
+    test``, ``npm test``: :data:`_TEST_SUBCOMMANDS`), that only wrappers, their options and numbers
+    come before (``timeout 60s uv run --with x pytest``); None when there is none (``git commit -m
+    pytest`` names one, runs none)."""
     for at, word in enumerate(words[:8]):
-        if word.rsplit("/", 1)[-1] in _SCOPED_RUNNERS:
-            return at
+        name = word.rsplit("/", 1)[-1]
+        if name in _TEST_SUBCOMMANDS and at + 1 < len(words) and words[at + 1] == "test":
+            return at, 2
+        if name in _SCOPED_RUNNERS:
+            return at, 1
         if not (word.rsplit("/", 1)[-1] in _RUNNER_WRAPPERS or word.startswith("-") or _DURATION.fullmatch(word)
                 or (at and words[at - 1].startswith("--") and "=" not in words[at - 1])):
             return None
     return None
 
 
+# programs whose ``test`` subcommand runs the tests it is given (``go test ./pkg/...``, ``cargo test
+# name``, ``mix test test/a_test.exs:12``, ``npm test -- src/a.test.ts``)
+_TEST_SUBCOMMANDS = frozenset({"go", "cargo", "mix", "npm", "yarn", "pnpm", "bun", "deno", "dotnet", "swift", "rails",
+                               "flutter", "dart", "zig", "gradle", "./gradlew", "gradlew", "sbt", "lein", "stack",
+                               "cabal", "elixir"})
 # what may run a test runner (``uv run pytest``, ``python -m pytest``, ``timeout 60s npx jest``)
-_RUNNER_WRAPPERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "run", "exec", "dlx", "x", "npx", "bunx",
+_RUNNER_WRAPPERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "bundle", "run", "exec", "dlx", "x", "npx", "bunx",
                               "pnpm", "yarn", "npm", "bun", "python", "python3", "-m", "time", "timeout", "nice", "env",
                               "sudo", "command", "xvfb-run"})
 _DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
 # options of test runners whose value picks or leaves out tests (``pytest -k name``, ``jest -t
 # name``, ``pytest --deselect t``): a run with one covers only runs that made the same choice
-_SELECTING_OPTIONS = frozenset({"-k", "-m", "-t", "-g", "-e", "--grep", "--testNamePattern", "--testPathPattern",
-                                "--example", "--deselect", "--ignore", "--ignore-glob", "--exclude",
-                                "--testPathIgnorePatterns", "--invert", "--grep-invert", "--lf", "--last-failed",
-                                "--ff", "--sw", "--stepwise"})
+_PICKING_OPTIONS = frozenset({"-k", "-m", "-t", "-g", "-e", "--grep", "--testNamePattern", "--testPathPattern",
+                              "--example", "--tests", "--test", "--filter", "-run"})
+_LEAVING_OUT_OPTIONS = frozenset({"--deselect", "--ignore", "--ignore-glob", "--exclude", "--testPathIgnorePatterns",
+                                  "--invert", "--grep-invert"})
+_SELECTING_OPTIONS = _PICKING_OPTIONS | _LEAVING_OUT_OPTIONS   # (``--lf``, ``--sw`` take no value: every test
+# that failed runs again, so a run with them passing covers the failures as a plain run does)
 # options whose value is the next word and no file (``pytest -n 4``, ``--tb short``)
 _VALUE_OPTIONS = frozenset({"-n", "-p", "-c", "-o", "-W", "-r", "--tb", "--maxfail", "--rootdir", "--config-file",
                             "--config", "--cov", "--cov-report", "--cov-config", "--junitxml", "--junit-xml",
@@ -575,11 +588,13 @@ _VALUE_OPTIONS = frozenset({"-n", "-p", "-c", "-o", "-W", "-r", "--tb", "--maxfa
                             "--dist", "--env", "--format", "--output-format", "--python-version"})
 
 
-def scope_covers(later: str, earlier: str) -> bool:
+def scope_covers(later: str, earlier: str, failure: str = "") -> bool:
     """Whether a run of scope ``later`` (:func:`run_scope`) covers one of scope ``earlier``: the
-    same runner in the same place; ``earlier`` made every selection ``later`` made (``-k name``,
-    ``--deselect t``); and ``later`` was given no file or test, or each of ``earlier``'s lies in
-    one of ``later``'s (the same test or file, a file of its directory, a test of its file)."""
+    same runner in the same place; ``earlier`` made every selection ``later`` made (``--deselect
+    t``), a pick of tests excepted when ``failure`` (the failing run's informative line) names
+    what it picked (``go test -run TestX`` after ``--- FAIL: TestX``: the failing test ran
+    again); and ``later`` was given no file or test, or each of ``earlier``'s lies in one of
+    ``later``'s (the same test or file, a file of its directory, a test of its file)."""
     if later == earlier:
         return True
     family, _, targets = later.partition("\t")
@@ -588,14 +603,26 @@ def scope_covers(later: str, earlier: str) -> bool:
         return False
     given = targets.split(_TARGETS_SEP) if targets else []
     before = earlier_targets.split(_TARGETS_SEP) if earlier_targets else []
-    if not all(g in before for g in given if g.startswith("-")):
-        return False
+    for g in given:
+        if g.startswith("-") and g not in before:
+            option, _, value = g.partition("=")
+            if not (failure and value and option in _PICKING_OPTIONS and value in failure):
+                return False
     paths = [g for g in given if not g.startswith("-")]
     if not paths:
         return True
     before = [t for t in before if not t.startswith("-")]
-    return bool(before) and all(any(t == g or t.startswith(g.rstrip("/") + "/") or t.startswith(g + "::")
-                                    for g in paths) for t in before)
+    return bool(before) and all(any(_lies_in(t, g) for g in paths) for t in before)
+
+
+def _lies_in(target: str, given: str) -> bool:
+    """Whether a run given ``given`` ran ``target``: the same, a file or directory under it (go's
+    ``./pkg/...`` is everything under ``./pkg``), a test of its file (``a.py::test_x``,
+    ``a_test.exs:12``)."""
+    if given.endswith("..."):
+        given = given[:-3].rstrip("/") or "."
+    return (target == given or target.startswith(given.rstrip("/") + "/") or target.startswith(given + "::")
+            or target.startswith(given + ":"))
 
 
 MAX_COVER_CHECKS = 200   # later runs of its runner a failure is checked against (the newest first)
@@ -618,11 +645,13 @@ class _Fixes:
                 self.passed.setdefault(scope.partition("\t")[0], []).append((i, scope))
         self.memo: dict[str, str | None] = {}
 
-    def by(self, command: str) -> str | None:
-        """The run that fixed the failing ``command`` (its family, and the files or tests it was
-        given: ``git add``, ``uv run pytest tests/api/``), or None."""
-        if command in self.memo:
-            return self.memo[command]
+    def by(self, command: str, failure: str = "") -> str | None:
+        """The run that fixed the failing ``command`` (its family, and the files, tests and
+        selections it was given: ``git add``, ``uv run pytest tests/api/``, ``go test -run TestX
+        ./...``), or None; ``failure``: its informative line (:func:`scope_covers`)."""
+        key = (command, failure)
+        if key in self.memo:
+            return self.memo[key]
         scope = run_scope(command)
         found = None
         position = self.position.get(scope)
@@ -631,12 +660,13 @@ class _Fixes:
                 found = scope
             else:
                 later = [other for i, other in self.passed.get(scope.partition("\t")[0], ()) if i > position]
-                found = next((other for other in reversed(later[-MAX_COVER_CHECKS:]) if scope_covers(other, scope)),
-                             None)
-        if found is not None:   # the family of the run, with the files and tests it was given
+                found = next((other for other in reversed(later[-MAX_COVER_CHECKS:])
+                              if scope_covers(other, scope, failure)), None)
+        if found is not None:   # the family of the run, with what it was given
             targets = found.partition("\t")[2]
-            found = " ".join([self.scopes[found][1], *(t for t in targets.split(_TARGETS_SEP) if t and t[0] != "-")])
-        self.memo[command] = found
+            found = " ".join([self.scopes[found][1], *(t.replace("=", " ", 1) if t[0] == "-" else t
+                                                       for t in targets.split(_TARGETS_SEP) if t)])
+        self.memo[key] = found
         return found
 
 
@@ -645,9 +675,9 @@ def _seq_of(run: tuple) -> int:
     return run[1][0]
 
 
-def fixed_later(command: str, scopes: dict) -> str | None:
+def fixed_later(command: str, scopes: dict, failure: str = "") -> str | None:
     """:meth:`_Fixes.by` for one command: the run that fixed it, or None."""
-    return _Fixes(scopes).by(command)
+    return _Fixes(scopes).by(command, failure)
 
 
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "bash", "sh", "deno"})
@@ -1881,7 +1911,7 @@ class OfflineSummarizer(Summarizer):
                 if not older:
                     continue
                 ids = [f.id for f in older]
-                by = fixes.by(command) if last_failed else None
+                by = fixes.by(command, error) if last_failed else None
                 if not last_failed or by is not None:
                     if any(f.fact.startswith(prefix_failed) for f in older):
                         later = "" if not last_failed else f", a later `{by}` passed"
@@ -2029,7 +2059,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
                 later = " — passed later"
             elif _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
                 later = " — stopped by the user"
-            elif (by := fixes.by(cmd)) is None:
+            elif (by := fixes.by(cmd, failure_error[label][-1])) is None:
                 later, unresolved = " — still failing", True
             else:
                 later = f" — fixed later (a later `{by}` passed)"
