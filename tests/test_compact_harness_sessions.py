@@ -532,6 +532,9 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     assert run_scope("cat > run.sh <<'EOF'\ncd api && pytest tests/\nEOF") == "cat"
     assert run_scope("pytest tests/a.py 2>&1 | tail -5") == "pytest\ttests/a.py"
     assert command_family("ls -la | grep x") == "ls" and command_family("npm test >> log 2>&1") == "npm test"
+    # a line is for the last command it runs that does more than set up or say something
+    assert command_family("npm install && npm run build; echo done") == "npm run build"
+    assert command_family("make test && echo OK || echo FAIL") == "make test" and command_family("echo hi") == "echo hi"
     for later, by in (("pytest -q", "pytest"), ("pytest tests/api/", "pytest tests/api/"),
                       ("pytest tests/api/test_router.py", "pytest tests/api/test_router.py"),
                       ("python -m pytest -x", "python -m pytest"),

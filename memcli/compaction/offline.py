@@ -502,11 +502,12 @@ _TARGETS_SEP = "\x1f"   # between a scope's targets (a selection may hold spaces
 
 
 def _shell_commands(command: str) -> list[list[str]]:
-    """The simple commands of a command line's first line (its first 1,000 characters: a
-    here-document's body or a script after it says nothing of what runs), each as its words,
-    quotes honoured and taken off, split at ``&&``, ``||``, ``;``, ``&`` and ``|``; redirections
-    (``2>&1``, ``> out.txt``) and the ``VAR=value`` assignments before a command's words left out.
-    A regular expression, not :mod:`shlex` (5 ms for a 6 KB here-document, per distinct command)."""
+    """The commands a command line's first line runs one after another (its first 1,000
+    characters: a here-document's body or a script after it says nothing of what runs), each as
+    its words, quotes honoured and taken off, split at ``&&``, ``||``, ``;`` and ``&``, the
+    filters a ``|`` pipes into left out (``| tail -5``); redirections (``2>&1``, ``> out.txt``)
+    and the ``VAR=value`` assignments before a command's words left out too. A regular
+    expression, not :mod:`shlex` (5 ms for a 6 KB here-document, per distinct command)."""
     head = command[:1_000].split("\n", 1)[0]
     if not any(c in head for c in "&|;'\"<>"):   # (the usual command: one, unquoted)
         words = head.split()
@@ -514,10 +515,12 @@ def _shell_commands(command: str) -> list[list[str]]:
             del words[0]
         return [words] if words else []
     out: list[list[str]] = [[]]
+    piped = False   # in a filter the command before pipes into: its words are not kept
     for token in _SHELL_TOKEN.findall(_REDIRECT.sub(" ", head)):
         if token[0] in "&|;":
+            piped = token == "|"
             out.append([])
-        elif out[-1] or not _ENV_ASSIGN.match(token):
+        elif not piped and (out[-1] or not _ENV_ASSIGN.match(token)):
             out[-1].append(_QUOTED.sub(_unquoted, token) if "'" in token or '"' in token else token)
     return [words for words in out if words]
 
@@ -533,15 +536,18 @@ def _unquoted(match: re.Match) -> str:
 
 
 def _main_command(command: str) -> list[str]:
-    """The words of the command a command line is for: its first simple command that is not
-    setting the shell up (``cd``, ``source``, ``export`` …: :data:`_SETUP_COMMANDS`), else its
-    first one."""
+    """The words of the command a command line is for: the last of the commands it runs one after
+    another that is not setting the shell up or saying something (``cd``, ``source``, ``export``,
+    ``echo``, ``sleep`` …: :data:`_AUXILIARY_COMMANDS`) — ``npm install && npm run build; echo
+    done`` is for the build —, else its first."""
     commands = _shell_commands(command)
-    return next((words for words in commands if words[0] not in _SETUP_COMMANDS), commands[0] if commands else [])
+    return next((words for words in reversed(commands) if words[0] not in _AUXILIARY_COMMANDS),
+                commands[0] if commands else [])
 
 
-_SETUP_COMMANDS = frozenset({"cd", "pushd", "popd", "source", ".", "export", "set", "unset", "ulimit", "umask",
-                             "nvm", "workon", "conda", "pyenv"})
+_AUXILIARY_COMMANDS = frozenset({"cd", "pushd", "popd", "source", ".", "export", "set", "unset", "ulimit", "umask",
+                                 "nvm", "workon", "conda", "pyenv", "echo", "printf", "true", "false", ":", "sleep",
+                                 "wait", "exit", "clear", "date"})
 
 
 def _runner_at(words: list[str]) -> tuple[int, int] | None:
