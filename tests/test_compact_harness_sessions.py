@@ -780,6 +780,19 @@ def test_the_vocabulary_leaves_out_markup_urls_css_and_permissions():
         "Vocabulary (most used lately first): src/hooks/useTodos.ts, className, useTodos, UseTodosReturn, todoReducer")
 
 
+def test_an_outcome_two_command_lines_told_is_said_once():
+    """``bd sync && bd ready`` (the ready family) and ``bd sync`` both told the sync's line: the
+    commands line says it once, with the newest run; the others stay."""
+    from memcli.compaction.offline import commands_line
+
+    outcomes = {"bd ready": ("bd sync --from-main && bd ready", "Import complete: 0 created, 93 unchanged"),
+                "pytest": ("pytest -q", "12 passed in 0.4s"),
+                "bd sync": ("bd sync --from-main", "Import complete: 0 created, 93 unchanged")}
+    assert commands_line(outcomes, {"bd ready": False, "pytest": False, "bd sync": False}) == (
+        "Commands (latest outcome): `bd sync --from-main`: Import complete: 0 created, 93 unchanged; "
+        "`pytest -q`: 12 passed in 0.4s")
+
+
 def test_the_names_an_edit_touched_are_the_project_s_not_css():
     """An edit of a LiveView template adds ``border-radius`` and ``text-decoration`` (CSS) and
     ``project.id``: the files line names ``project.id`` only."""

@@ -2001,9 +2001,14 @@ def _outcome_of(text: str) -> str:
 
 def commands_line(outcomes: dict, families: dict) -> str:
     """``Commands (latest outcome): `cmd`: 42 passed; …``, newest first: the latest telling
-    run of each command family whose latest run did not fail (a failing one is in ``Failed:``)."""
-    shown = [f"{_command_label(cmd)}: {line}" for family, (cmd, line) in reversed(list(outcomes.items()))
-             if not families.get(family)][:MAX_LISTED]
+    run of each command family whose latest run did not fail (a failing one is in ``Failed:``),
+    an outcome line once (``bd sync && bd ready`` and ``bd sync`` both told the sync's)."""
+    said: set[str] = set()
+    shown = []
+    for family, (cmd, line) in reversed(list(outcomes.items())):
+        if not families.get(family) and line not in said and len(shown) < MAX_LISTED:
+            said.add(line)
+            shown.append(f"{_command_label(cmd)}: {line}")
     return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
 
 
