@@ -458,7 +458,8 @@ def command_family(command: str) -> str:
 @lru_cache(maxsize=4096)
 def run_scope(command: str) -> str:
     """What a run covers, for "fixed later": its :func:`command_family`, and for a test runner or
-    linter (:data:`_SCOPED_RUNNERS`) its name, whatever runs it (``npx``, ``uv run``, ``python
+    linter (:data:`_SCOPED_RUNNERS`, or a program's ``test``: ``go test``, ``npm test`` …,
+    :data:`_TEST_SUBCOMMANDS`) its name, whatever runs it (``npx``, ``uv run``, ``python
     -m``, ``timeout 60s`` …: :data:`_RUNNER_WRAPPERS`) and wherever in the command line (after
     ``source venv/bin/activate &&``, before ``| tail``), with the directory a ``cd`` before it
     went to (``pytest@backend``), then after a tab the files and tests it was given and the
