@@ -445,12 +445,14 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
     """The window's identifiers are one ``Vocabulary:`` line ranked by need (no per-turn
     ``refs:`` capped at 8 with "+N more"): paths, dotted names, ids and hashes, never a CSS class
     with digits, a CSS property or keyword (the spotter session's vocabulary had ``font-size``,
-    ``margin-bottom``, ``align-items``, ``sans-serif`` …), prose with a slash, nor what the summary
-    already shows."""
+    ``margin-bottom``, ``align-items``, ``sans-serif`` …), a signed token of 90 characters that is
+    no path (a Phoenix page's session), prose with a slash, nor what the summary already shows."""
     from memcli.compaction.offline import vocabulary
 
     vocab = {v: [1.0, 0, 1.0] for v in ("text-gray-500", "px-4", "and/or", "read/write", "font-size", "margin-bottom",
                                         "align-items", "sans-serif", "space-between", "box-sizing", "src/app/main.py",
+                                        "SFMyNTY.g2gDaAJhBnQAAAAIdwJpZG0AAAAUcGh4LUdKTk5jd3pSRlRMTWhFTUZ3B3Nlc3Npb250"
+                                        "AAAAAHcEdmlld3cj",
                                         "A-1042", "9f8e7d6c", "spotter-gqc", "origin/spotter-gqc", "msg-1",
                                         "Order.total", "shown_name")}
     line = vocabulary(vocab, 1, "already shown_name here", 200)

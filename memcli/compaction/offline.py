@@ -130,6 +130,7 @@ MAX_SUBAGENT_LINES = 50   # the newest subagents a window lists; the earlier one
 MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the first 250); between, counted
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
+MAX_NAME_CHARS = 64         # a vocabulary name longer than this is a token or a blob, unless it is a path
 MAX_SCOPES = 2_000         # run scopes a window remembers the latest outcome of (the oldest go first)
 FILES_FACT_PREFIX = "Files modified: "
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
@@ -318,10 +319,12 @@ device-width initial-scale
 def _is_identifier(value: str) -> bool:
     """A vocabulary entry worth showing: not prose with a slash (``and/or``), a utility CSS class
     (``text-gray-500``, ``px-4``, ``items-center``, ``rounded-lg``), a CSS property or keyword
-    (``font-size``, ``space-between``: :data:`_CSS_WORDS`) nor file permissions
-    (``drwxr-xr-x``); ids such as ``msg-1`` and refs such as ``origin/spotter-gqc`` stay."""
+    (``font-size``, ``space-between``: :data:`_CSS_WORDS`), file permissions (``drwxr-xr-x``)
+    nor a name longer than :data:`MAX_NAME_CHARS` that is no path (a signed session token,
+    ``SFMyNTY.g2gDaAJh…`` — 200 characters a Phoenix page printed: nobody types it again); ids
+    such as ``msg-1`` and refs such as ``origin/spotter-gqc`` stay."""
     return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value) or _PERMISSIONS.fullmatch(value)
-                or value in _CSS_WORDS)
+                or value in _CSS_WORDS or (len(value) > MAX_NAME_CHARS and "/" not in value))
 
 
 def _is_editor_call(args: dict) -> bool:
