@@ -512,13 +512,14 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     ``python -m``, after ``source … &&``) — and the run that fixed it is named; another file, a
     narrower selection (``-k``, ``--testNamePattern=``, ``--deselect``), another directory
     (``cd``) or a run before the failure do not."""
-    from memcli.compaction.offline import command_family, fixed_later, run_scope
+    from memcli.compaction.offline import _run_of, command_family, fixed_later, run_scope
 
-    def scopes(*runs):
+    def scopes(*runs):   # what a window keeps of its runs: scope -> (failed, the run's name), latest last
         out = {}
         for command, failed in runs:
-            out.pop(run_scope(command), None)
-            out[run_scope(command)] = (failed, command_family(command))
+            scope, name = _run_of(command)
+            out.pop(scope, None)
+            out[scope] = (failed, name)
         return out
 
     failing = ("pytest -q tests/api/test_router.py::test_roundtrip", True)
@@ -532,9 +533,15 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     assert run_scope("cat > run.sh <<'EOF'\ncd api && pytest tests/\nEOF") == "cat"
     assert run_scope("pytest tests/a.py 2>&1 | tail -5") == "pytest\ttests/a.py"
     assert command_family("ls -la | grep x") == "ls" and command_family("npm test >> log 2>&1") == "npm test"
-    # a line is for the last command it runs that does more than set up or say something
-    assert command_family("npm install && npm run build; echo done") == "npm run build"
+    # a line's family is the chain of the commands it runs that do work (it may have stopped at any)
+    assert command_family("npm install && npm run build; echo done") == "npm install && npm run build"
     assert command_family("make test && echo OK || echo FAIL") == "make test" and command_family("echo hi") == "echo hi"
+    assert command_family("for f in a b; do python check.py $f; done") == "python check.py"
+    assert command_family("(cd api && pytest)") == "pytest" and command_family("pytest |& tee log") == "pytest"
+    assert command_family("\npytest -q") == "pytest" and run_scope("pytest tests/a.py \\\n  tests/b.py") == \
+        "pytest\ttests/a.py\x1ftests/b.py"
+    assert run_scope("go test -timeout 30s -tags integration ./...") == "go test\t./..."
+    assert run_scope("cargo test -p alpha") == "cargo test\t-p=alpha"
     for later, by in (("pytest -q", "pytest"), ("pytest tests/api/", "pytest tests/api/"),
                       ("pytest tests/api/test_router.py", "pytest tests/api/test_router.py"),
                       ("python -m pytest -x", "python -m pytest"),
@@ -547,6 +554,15 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
         assert fixed_later(failing[0], scopes(failing, (later, False))) is None, later
     assert fixed_later(failing[0], scopes(("pytest -q", False), failing)) is None   # passed before it failed
     assert fixed_later("git add x", scopes(("git add x", True), ("git add -f x", False))) == "git add"
+    # a chain that failed may have stopped at its first command: its last one alone does not answer
+    assert fixed_later("cargo build && git push", scopes(("cargo build && git push", True), ("git push", False))) \
+        is None
+    assert fixed_later("for f in a b; do python check.py $f; done", scopes(
+        ("for f in a b; do python check.py $f; done", True), ("for i in 1 2; do echo $i; done", False))) is None
+    # the run that fixed it is named by its runner's command, not by the line's last one
+    assert fixed_later(failing[0], scopes(failing, ("pytest && git add -A && git commit -m wip", False))) == "pytest"
+    assert fixed_later("cargo test -p alpha", scopes(("cargo test -p alpha", True), ("cargo test -p beta", False))) \
+        is None
     assert fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True), ("npx jest", False))) == \
         "npx jest"
     assert fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True),
@@ -557,6 +573,12 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
                        "--- FAIL: TestEmpty (0.00s)") == "go test -run TestEmpty ./..."
     assert fixed_later("go test ./...", scopes(go_failing, ("go test -run TestOther ./...", False)),
                        "--- FAIL: TestEmpty (0.00s)") is None
+    assert fixed_later("go test ./...", scopes(go_failing, ("go test -run '^TestEmpty$' ./...", False)),
+                       "--- FAIL: TestEmpty (0.00s)") == "go test -run ^TestEmpty$ ./..."
+    assert fixed_later("go test ./...", scopes(go_failing, ("go test -run TestEmpty ./...", False)),
+                       "--- FAIL: TestEmptyKey (0.00s)") is None   # a whole name, not a part of one
+    assert fixed_later("pytest -q", scopes(("pytest -q", True), ("pytest -m slow", False)),
+                       "FAILED tests/slow/test_a.py::test_x") is None   # a marker is no name
     assert fixed_later("pytest -q", scopes(("pytest -q", True), ("pytest --deselect tests/a.py::test_x", False)),
                        "FAILED tests/a.py::test_x - KeyError") is None
     # a program's own test subcommand is a runner too: go's ./... is everything under it, mix's file:line a test
@@ -781,16 +803,16 @@ def test_the_vocabulary_leaves_out_markup_urls_css_and_permissions():
 
 
 def test_an_outcome_two_command_lines_told_is_said_once():
-    """``bd sync && bd ready`` (the ready family) and ``bd sync`` both told the sync's line: the
-    commands line says it once, with the newest run; the others stay."""
+    """``bd sync && bd ready`` (its own family) and ``bd sync`` both told the sync's line: the
+    commands line says it once, after both commands, newest first; the others stay."""
     from memcli.compaction.offline import commands_line
 
     outcomes = {"bd ready": ("bd sync --from-main && bd ready", "Import complete: 0 created, 93 unchanged"),
                 "pytest": ("pytest -q", "12 passed in 0.4s"),
                 "bd sync": ("bd sync --from-main", "Import complete: 0 created, 93 unchanged")}
     assert commands_line(outcomes, {"bd ready": False, "pytest": False, "bd sync": False}) == (
-        "Commands (latest outcome): `bd sync --from-main`: Import complete: 0 created, 93 unchanged; "
-        "`pytest -q`: 12 passed in 0.4s")
+        "Commands (latest outcome): `bd sync --from-main`, `bd sync --from-main && bd ready`: Import complete: 0 "
+        "created, 93 unchanged; `pytest -q`: 12 passed in 0.4s")
 
 
 def test_the_names_an_edit_touched_are_the_project_s_not_css():

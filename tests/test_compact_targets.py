@@ -458,6 +458,9 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
     line = vocabulary(vocab, 1, "already shown_name here", 200)
     assert line == ("Vocabulary (most used lately first): src/app/main.py, A-1042, 9f8e7d6c, spotter-gqc, "
                     "origin/spotter-gqc, msg-1, Order.total")
+    # a long name of short parts stays (a Java class's full name)
+    fqcn = "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration"
+    assert vocabulary({fqcn: [1.0, 0, 1.0]}, 1, "", 200) == f"Vocabulary (most used lately first): {fqcn}"
 
 
 def test_a_rollup_keeps_line_breaks_and_asks(cli, memory_dir):

@@ -130,7 +130,8 @@ MAX_SUBAGENT_LINES = 50   # the newest subagents a window lists; the earlier one
 MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the first 250); between, counted
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
-MAX_NAME_CHARS = 64         # a vocabulary name longer than this is a token or a blob, unless it is a path
+MAX_NAME_CHARS = 64         # a vocabulary name longer than this, no path, with a part longer than
+MAX_NAME_PART_CHARS = 40    # this (between . : _ -), is a token or a blob
 MAX_SCOPES = 2_000         # run scopes a window remembers the latest outcome of (the oldest go first)
 FILES_FACT_PREFIX = "Files modified: "
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
@@ -297,6 +298,7 @@ _CSS_CLASS = re.compile(r"(?:[a-z]{1,2}|text|bg|border|font|gap|space|grid|col|r
                         r"medium|normal|light|white|black|transparent|hidden|visible|pointer|col|row|wrap|nowrap|"
                         r"screen|tight|relaxed|wide|left|right|top|bottom|x|y)")
 _PERMISSIONS = re.compile(r"[dlcbps-][rwxsStT-]{9}[.+@]?")   # ``ls -l``'s drwxr-xr-x
+_NAME_PARTS = re.compile(r"[.:_-]")
 # CSS's own hyphenated property names and keyword values: the language's words, not the project's
 _CSS_WORDS = frozenset("""
 align-content align-items align-self animation-delay animation-duration animation-name background-color
@@ -320,11 +322,13 @@ def _is_identifier(value: str) -> bool:
     """A vocabulary entry worth showing: not prose with a slash (``and/or``), a utility CSS class
     (``text-gray-500``, ``px-4``, ``items-center``, ``rounded-lg``), a CSS property or keyword
     (``font-size``, ``space-between``: :data:`_CSS_WORDS`), file permissions (``drwxr-xr-x``)
-    nor a name longer than :data:`MAX_NAME_CHARS` that is no path (a signed session token,
-    ``SFMyNTY.g2gDaAJh…`` — 200 characters a Phoenix page printed: nobody types it again); ids
-    such as ``msg-1`` and refs such as ``origin/spotter-gqc`` stay."""
+    nor a name longer than :data:`MAX_NAME_CHARS` that is no path and has a part longer than
+    :data:`MAX_NAME_PART_CHARS` (a signed session token, ``SFMyNTY.g2gDaAJh…`` — 200 characters a
+    Phoenix page printed: nobody types it again; ``org.springframework….DataSourceAutoConfiguration``
+    stays); ids such as ``msg-1`` and refs such as ``origin/spotter-gqc`` stay."""
     return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value) or _PERMISSIONS.fullmatch(value)
-                or value in _CSS_WORDS or (len(value) > MAX_NAME_CHARS and "/" not in value))
+                or value in _CSS_WORDS or (len(value) > MAX_NAME_CHARS and "/" not in value
+                                           and max(map(len, _NAME_PARTS.split(value))) > MAX_NAME_PART_CHARS))
 
 
 def _is_editor_call(args: dict) -> bool:
@@ -431,15 +435,28 @@ def shell_written(command: str) -> list[str]:
 
 @lru_cache(maxsize=4096)   # a session runs the same commands again and again (a test, git status)
 def command_family(command: str) -> str:
-    """What a command does, for "fixed later": its program and first word that is not an option
-    (``git add -f x`` and ``git add x`` are one family, ``npm run build`` another), of the command
-    the line is for (:func:`_main_command`: past ``cd DIR &&``, ``source venv/bin/activate &&``,
-    ``VAR=value``, before ``| tail``); a test runner or linter given files is its
-    program alone (``pytest tests/a.py`` and ``pytest -q`` are one family: :data:`_SCOPED_RUNNERS`); a
-    script's own subcommand counts (``python manage.py migrate`` and ``python manage.py test`` are two)."""
-    words = [w for w in _main_command(command)[:12] if not _ENV_ASSIGN.match(w)]
+    """What a command line does, for "fixed later" and the commands line: the family of each
+    command it runs that does work (:func:`_working_commands`: not ``cd DIR``, ``source
+    venv/bin/activate``, ``echo done``, a loop's keywords, nor the filters after ``| tail``), joined
+    by `` && `` — a line that failed may have stopped at any of them, so only a later line of the
+    same chain answers for it (``cargo build && git push`` failing is not fixed by ``git push``).
+    The family of one command (:func:`_words_family`): its program and first word that is not an
+    option (``git add -f x`` and ``git add x`` are one family, ``npm run build`` another); a test
+    runner or linter given files is its program alone (``pytest tests/a.py`` and ``pytest -q``
+    are one family: :data:`_SCOPED_RUNNERS`); a script's own subcommand counts (``python
+    manage.py migrate`` and ``python manage.py test`` are two)."""
+    working = _working_commands(command)
+    if not working:   # (nothing but setup or words: the line's first command, as it is)
+        first = _shell_commands(command)
+        return _words_family(first[0]) if first else command.strip()[:200]
+    return " && ".join(dict.fromkeys(_words_family(words) for words in working))
+
+
+def _words_family(words: list[str]) -> str:
+    """The family of one command, given as its words (:func:`command_family`)."""
+    words = [w for w in words[:12] if not _ENV_ASSIGN.match(w)]
     if not words:
-        return command.strip()
+        return ""
     program = words[0].rsplit("/", 1)[-1]
     if program in ("uv", "poetry", "pipenv", "bundle", "npx", "pnpm", "yarn", "npm", "bun", "mix", "cargo", "go",
                    "python", "python3") and len(words) > 2 and words[1] in ("run", "exec", "-m", "x"):
@@ -458,7 +475,6 @@ def command_family(command: str) -> str:
     return f"{program} {sub}".strip()
 
 
-@lru_cache(maxsize=4096)
 def run_scope(command: str) -> str:
     """What a run covers, for "fixed later": its :func:`command_family`, and for a test runner or
     linter (:data:`_SCOPED_RUNNERS`, or a program's ``test``: ``go test``, ``npm test`` …,
@@ -466,13 +482,20 @@ def run_scope(command: str) -> str:
     -m``, ``timeout 60s`` …: :data:`_RUNNER_WRAPPERS`) and wherever in the command line (after
     ``source venv/bin/activate &&``, before ``| tail``), with the directory a ``cd`` before it
     went to (``pytest@backend``), then after a tab the files and tests it was given and the
-    selections it made (``-k=name``, ``--deselect=t``: :data:`_SELECTING_OPTIONS`), the values of
+    selections it made (``-k=name``, ``--deselect=t``: :func:`_runner_options`), the values of
     other options left out (``-n 4``): ``uv run pytest -q tests/a.py::test_x`` →
     ``pytest\ttests/a.py::test_x``; ``pytest -q`` → ``pytest``, every test. A later run fixes a
     failure only when it covers the failing one's scope (:func:`scope_covers`): ``pytest
     tests/b.py`` passing says nothing of ``tests/a.py``."""
+    return _run_of(command)[0]
+
+
+@lru_cache(maxsize=4096)
+def _run_of(command: str) -> tuple[str, str]:
+    """(:func:`run_scope`, the family to name the run by: the runner's own command's, ``npx
+    jest``, ``uv run pytest``, else the line's :func:`command_family`)."""
     where = ""
-    for words in _shell_commands(command):
+    for words in _working_commands(command, keep_cd=True):
         if words[0] == "cd":
             where = words[1] if len(words) > 1 else ""
             continue
@@ -480,78 +503,99 @@ def run_scope(command: str) -> str:
         if found is None:
             continue
         at, width = found
-        family = " ".join([words[at].rsplit("/", 1)[-1], *words[at + 1:at + width]]) + (f"@{where}" if where else "")
+        runner = " ".join([words[at].rsplit("/", 1)[-1], *words[at + 1:at + width]])
+        picking, leaving_out, valued = _runner_options(runner)
+        selecting = picking | leaving_out
         targets: set[str] = set()
         i = at + width
         while i < len(words):
             word = words[i]
             option, eq, value = word.partition("=")
             if word.startswith("-") and len(word) > 1:
-                if option in _SELECTING_OPTIONS or option in _VALUE_OPTIONS:
+                if option in selecting or option in valued:
                     if not eq:   # the value is the next word
                         i += 1
                         value = words[i] if i < len(words) else ""
-                    if option in _SELECTING_OPTIONS:
-                        targets.add(f"{option}={value}")
-                elif option[:2] in _SELECTING_OPTIONS and not option.startswith("--") and len(option) > 2:
-                    targets.add(f"{option[:2]}={word[2:]}")   # ``-kname``
+                    if option in selecting:
+                        targets.add(f"{option}={value.strip(chr(39) + chr(34))}")
+                elif runner in _FUSED_RUNNERS and option[:2] in picking and not option.startswith("--") \
+                        and len(option) > 2:
+                    targets.add(f"{option[:2]}={word[2:]}")   # ``pytest -kname``
             else:
                 targets.add(word)
             i += 1
-        return f"{family}\t{_TARGETS_SEP.join(sorted(targets))}" if targets else family
-    return command_family(command)
+        scope = runner + (f"@{where}" if where else "")
+        return (f"{scope}\t{_TARGETS_SEP.join(sorted(targets))}" if targets else scope), _words_family(words)
+    family = command_family(command)
+    return family, family
 
 
 _TARGETS_SEP = "\x1f"   # between a scope's targets (a selection may hold spaces: ``-k "a or b"``)
 
 
 def _shell_commands(command: str) -> list[list[str]]:
-    """The commands a command line's first line runs one after another (its first 1,000
-    characters: a here-document's body or a script after it says nothing of what runs), each as
-    its words, quotes honoured and taken off, split at ``&&``, ``||``, ``;`` and ``&``, the
-    filters a ``|`` pipes into left out (``| tail -5``); redirections (``2>&1``, ``> out.txt``)
-    and the ``VAR=value`` assignments before a command's words left out too. A regular
-    expression, not :mod:`shlex` (5 ms for a 6 KB here-document, per distinct command)."""
-    head = command[:1_000].split("\n", 1)[0]
-    if not any(c in head for c in "&|;'\"<>"):   # (the usual command: one, unquoted)
+    """The commands a command line runs one after another (its first line that is not blank,
+    with its backslash continuations, within 1,000 characters: a here-document's body or a script
+    after it says nothing of what runs), each as its words, quotes honoured and taken off, split
+    at ``&&``, ``||``, ``;`` and ``&``, the filters a ``|`` (or ``|&``) pipes into left out
+    (``| tail -5``); redirections (``2>&1``, ``> out.txt``) and the ``VAR=value`` assignments
+    before a command's words left out too. A regular expression, not :mod:`shlex` (5 ms for a
+    6 KB here-document, per distinct command)."""
+    text = command[:1_000].replace("\\\n", " ").lstrip()
+    head = text.split("\n", 1)[0]
+    if not any(c in head for c in "&|;'\"<>\\"):   # (the usual command: one, unquoted)
         words = head.split()
         while words and _ENV_ASSIGN.match(words[0]):
             del words[0]
         return [words] if words else []
+    if head.count('"') + head.count("'") > 64:   # (odd input: quote pairing would cost a scan per quote)
+        head = head.replace('"', " ").replace("'", " ")
     out: list[list[str]] = [[]]
     piped = False   # in a filter the command before pipes into: its words are not kept
     for token in _SHELL_TOKEN.findall(_REDIRECT.sub(" ", head)):
         if token[0] in "&|;":
-            piped = token == "|"
+            piped = token in ("|", "|&")
             out.append([])
-        elif not piped and (out[-1] or not _ENV_ASSIGN.match(token)):
+        elif not piped and (out[-1] or not _ENV_ASSIGN.match(token)) and token != "\\":
             out[-1].append(_QUOTED.sub(_unquoted, token) if "'" in token or '"' in token else token)
     return [words for words in out if words]
 
 
+def _working_commands(command: str, keep_cd: bool = False) -> list[list[str]]:
+    """The commands of a command line that do work (:func:`_shell_commands`), without the shell's
+    own words around them (``for … in …``, ``do``, ``then``, ``done``, ``fi``, ``{ … }``, ``( … )``)
+    nor the ones that only set the shell up or say something (``cd``, ``source``, ``export``,
+    ``echo``, ``sleep`` …: :data:`_AUXILIARY_COMMANDS`; ``keep_cd``: a ``cd`` stays, for where
+    the next one runs)."""
+    out = []
+    for words in _shell_commands(command):
+        if words[0].startswith("(") and len(words[0]) > 1:   # ``(cd api && pytest)``
+            words = [words[0][1:], *words[1:]]
+        if words[-1].endswith(")") and "(" not in words[-1] and len(words[-1]) > 1:
+            words = [*words[:-1], words[-1][:-1]]
+        while words and words[0] in _SHELL_WORDS:
+            words = words[1:]
+        if not words or words[0] in _SHELL_HEADERS or words[0] in _SHELL_WORDS:
+            continue
+        if words[0] in _AUXILIARY_COMMANDS and not (keep_cd and words[0] == "cd"):
+            continue
+        out.append(words)
+    return out
+
+
+_SHELL_WORDS = frozenset({"do", "then", "else", "done", "fi", "esac", "{", "}", "(", ")", "!", ";;"})
+_SHELL_HEADERS = frozenset({"for", "while", "until", "if", "elif", "case", "select", "function"})
+_AUXILIARY_COMMANDS = frozenset({"cd", "pushd", "popd", "source", ".", "export", "set", "unset", "ulimit", "umask",
+                                 "nvm", "workon", "conda", "pyenv", "echo", "printf", "true", "false", ":", "sleep",
+                                 "wait", "exit", "clear", "date"})
 # a word (its quoted parts kept whole), or an operator that ends a simple command
-_SHELL_TOKEN = re.compile(r"""(?:[^\s'"&|;]+|'[^']*'|"(?:\\.|[^"\\])*")+|&&|\|\||[|;&]""")
+_SHELL_TOKEN = re.compile(r"""(?:[^\s'"&|;]+|'[^']*'|"(?:\\.|[^"\\])*")+|&&|\|\||\|&|[|;&]""")
 _REDIRECT = re.compile(r"""(?<!\S)\d*(?:>>?|<<-?|<|&>)(?:&\d+|\s*(?:'[^']*'|"[^"]*"|[^\s&|;'"<>]+))""")   # 2>&1, > out, <<'EOF'
 _QUOTED = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)\"""")
 
 
 def _unquoted(match: re.Match) -> str:
     return match.group(1) if match.group(1) is not None else match.group(2)
-
-
-def _main_command(command: str) -> list[str]:
-    """The words of the command a command line is for: the last of the commands it runs one after
-    another that is not setting the shell up or saying something (``cd``, ``source``, ``export``,
-    ``echo``, ``sleep`` …: :data:`_AUXILIARY_COMMANDS`) — ``npm install && npm run build; echo
-    done`` is for the build —, else its first."""
-    commands = _shell_commands(command)
-    return next((words for words in reversed(commands) if words[0] not in _AUXILIARY_COMMANDS),
-                commands[0] if commands else [])
-
-
-_AUXILIARY_COMMANDS = frozenset({"cd", "pushd", "popd", "source", ".", "export", "set", "unset", "ulimit", "umask",
-                                 "nvm", "workon", "conda", "pyenv", "echo", "printf", "true", "false", ":", "sleep",
-                                 "wait", "exit", "clear", "date"})
 
 
 def _runner_at(words: list[str]) -> tuple[int, int] | None:
@@ -566,7 +610,7 @@ def _runner_at(words: list[str]) -> tuple[int, int] | None:
             return at, 2
         if name in _SCOPED_RUNNERS:
             return at, 1
-        if not (word.rsplit("/", 1)[-1] in _RUNNER_WRAPPERS or word.startswith("-") or _DURATION.fullmatch(word)
+        if not (name in _RUNNER_WRAPPERS or word.startswith("-") or _DURATION.fullmatch(word)
                 or (at and words[at - 1].startswith("--") and "=" not in words[at - 1])):
             return None
     return None
@@ -575,35 +619,54 @@ def _runner_at(words: list[str]) -> tuple[int, int] | None:
 # programs whose ``test`` subcommand runs the tests it is given (``go test ./pkg/...``, ``cargo test
 # name``, ``mix test test/a_test.exs:12``, ``npm test -- src/a.test.ts``)
 _TEST_SUBCOMMANDS = frozenset({"go", "cargo", "mix", "npm", "yarn", "pnpm", "bun", "deno", "dotnet", "swift", "rails",
-                               "flutter", "dart", "zig", "gradle", "./gradlew", "gradlew", "sbt", "lein", "stack",
+                               "flutter", "dart", "zig", "gradle", "gradlew", "sbt", "lein", "stack",
                                "cabal", "elixir"})
 # what may run a test runner (``uv run pytest``, ``python -m pytest``, ``timeout 60s npx jest``)
 _RUNNER_WRAPPERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "bundle", "run", "exec", "dlx", "x", "npx", "bunx",
                               "pnpm", "yarn", "npm", "bun", "python", "python3", "-m", "time", "timeout", "nice", "env",
                               "sudo", "command", "xvfb-run"})
 _DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
-# options of test runners whose value picks or leaves out tests (``pytest -k name``, ``jest -t
-# name``, ``pytest --deselect t``): a run with one covers only runs that made the same choice
-_PICKING_OPTIONS = frozenset({"-k", "-m", "-t", "-g", "-e", "--grep", "--testNamePattern", "--testPathPattern",
-                              "--example", "--tests", "--test", "--filter", "-run"})
+# options of test runners whose value picks tests by name (``pytest -k name``, ``jest -t name``, ``go
+# test -run TestX``: :data:`_NAME_PICKS`) or otherwise (``pytest -m slow``: a marker), or leaves
+# tests out (``pytest --deselect t``): a run with one covers only runs that made the same choice
+_NAME_PICKS = frozenset({"-k", "-t", "-g", "-e", "--grep", "--testNamePattern", "--example", "--tests", "--test",
+                         "--filter", "-run"})
+_PICKING_OPTIONS = _NAME_PICKS | {"-m", "--testPathPattern"}
 _LEAVING_OUT_OPTIONS = frozenset({"--deselect", "--ignore", "--ignore-glob", "--exclude", "--testPathIgnorePatterns",
-                                  "--invert", "--grep-invert"})
-_SELECTING_OPTIONS = _PICKING_OPTIONS | _LEAVING_OUT_OPTIONS   # (``--lf``, ``--sw`` take no value: every test
-# that failed runs again, so a run with them passing covers the failures as a plain run does)
+                                  "--invert", "--grep-invert", "-skip"})
+# (``--lf``, ``--sw`` take no value: every test that failed runs again, so a run with them passing
+# covers the failures as a plain run does)
 # options whose value is the next word and no file (``pytest -n 4``, ``--tb short``)
 _VALUE_OPTIONS = frozenset({"-n", "-p", "-c", "-o", "-W", "-r", "--tb", "--maxfail", "--rootdir", "--config-file",
                             "--config", "--cov", "--cov-report", "--cov-config", "--junitxml", "--junit-xml",
                             "--timeout", "--durations", "--basetemp", "--reruns", "--maxWorkers", "-w", "--reporter",
                             "--project", "--shard", "--workers", "--import-mode", "--log-level", "--numprocesses",
                             "--dist", "--env", "--format", "--output-format", "--python-version"})
+# go's options are one dash and whole words (``-timeout 30s``, ``-tags integration``); cargo picks
+# its package (``-p alpha``)
+_GO_VALUE_OPTIONS = frozenset({"-timeout", "-tags", "-count", "-parallel", "-cpu", "-coverprofile", "-covermode",
+                               "-coverpkg", "-benchtime", "-exec", "-o", "-p", "-ldflags", "-gcflags", "-json"})
+_RUNNER_OPTIONS = {
+    "go test": (frozenset({"-run", "-bench"}), frozenset({"-skip"}), _GO_VALUE_OPTIONS),
+    "cargo test": (frozenset({"-p", "--package", "--test", "--bin", "--example"}), frozenset({"--exclude"}),
+                   frozenset({"-j", "--jobs", "--features", "-F", "--target", "--profile", "--manifest-path"})),
+}
+_FUSED_RUNNERS = frozenset({"pytest", "py.test"})   # whose one-letter picks may be fused: ``-kname``
+
+
+def _runner_options(runner: str) -> tuple[frozenset, frozenset, frozenset]:
+    """(options that pick tests, options that leave tests out, other options that take a value)
+    of ``runner`` (``pytest``, ``go test``)."""
+    return _RUNNER_OPTIONS.get(runner, (_PICKING_OPTIONS, _LEAVING_OUT_OPTIONS, _VALUE_OPTIONS))
 
 
 def scope_covers(later: str, earlier: str, failure: str = "") -> bool:
     """Whether a run of scope ``later`` (:func:`run_scope`) covers one of scope ``earlier``: the
     same runner in the same place; ``earlier`` made every selection ``later`` made (``--deselect
-    t``), a pick of tests excepted when ``failure`` (the failing run's informative line) names
-    what it picked (``go test -run TestX`` after ``--- FAIL: TestX``: the failing test ran
-    again); and ``later`` was given no file or test, or each of ``earlier``'s lies in one of
+    t``), a pick of tests by name excepted when ``failure`` (the failing run's informative line)
+    names the test it picked, as a whole name (:func:`_names_the_pick`: ``go test -run
+    '^TestX$'`` after ``--- FAIL: TestX``: the failing test ran again; a marker, ``-m slow``, is
+    no name); and ``later`` was given no file or test, or each of ``earlier``'s lies in one of
     ``later``'s (the same test or file, a file of its directory, a test of its file)."""
     if later == earlier:
         return True
@@ -616,13 +679,22 @@ def scope_covers(later: str, earlier: str, failure: str = "") -> bool:
     for g in given:
         if g.startswith("-") and g not in before:
             option, _, value = g.partition("=")
-            if not (failure and value and option in _PICKING_OPTIONS and value in failure):
+            if not (option in _NAME_PICKS and _names_the_pick(failure, value)):
                 return False
     paths = [g for g in given if not g.startswith("-")]
     if not paths:
         return True
     before = [t for t in before if not t.startswith("-")]
     return bool(before) and all(any(_lies_in(t, g) for g in paths) for t in before)
+
+
+def _names_the_pick(failure: str, picked: str) -> bool:
+    """Whether the informative line ``failure`` names the test ``picked`` selects (its anchors
+    and quotes off: ``^TestX$``), as a whole name (``test_a`` is not ``test_ab``)."""
+    name = picked.strip("'\"^$ ")
+    if not failure or len(name) < 3 or not re.fullmatch(r"[\w.:/\[\]-]+", name):
+        return False
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", failure) is not None
 
 
 def _lies_in(target: str, given: str) -> bool:
@@ -1012,12 +1084,12 @@ class _Call:
     and the command's family, its brief (:func:`_arg_brief`), its identifiers (:func:`_vocabulary_of`
     of its strings), its URLs, and the files a call of a tool with them writes (by tool name)."""
 
-    __slots__ = ("command", "family", "scope", "brief", "vocab", "urls", "writes")
+    __slots__ = ("command", "family", "scope", "run_family", "brief", "vocab", "urls", "writes")
 
     def __init__(self, args, args_text: str):
         self.command = command = command_of(args)
         self.family = command_family(command) if command else None
-        self.scope = run_scope(command) if command else None
+        self.scope, self.run_family = _run_of(command) if command else (None, None)
         self.brief = _arg_brief(args)
         text = args if isinstance(args, str) else "\n".join(_strings(args))
         self.vocab = _vocabulary_of(_scanned(text)) if text else ()
@@ -1125,7 +1197,7 @@ class _Work:
         self.open: dict[str, list] = {}                    # call id -> unanswered calls, oldest first
         self.todo = None                                   # the latest todo list / plan (its arguments)
         self.families: dict[str, bool] = {}                # command family -> its latest run failed
-        self.scopes: dict[str, tuple] = {}                 # run scope -> (its latest run's seq, failed, family)
+        self.scopes: dict[str, tuple] = {}                 # run scope -> (its latest run's seq, failed, its name)
         self.outcomes: dict[str, tuple] = {}               # command family -> (command, outcome line), latest last
         self.last_call = self.last_said = None             # the latest call and its _Call, until its result
         self.pending: dict[str, str] = _NONE               # path -> label of a failed write to it, not redone
@@ -1180,7 +1252,7 @@ class _Work:
             self.families.pop(family, None)
             self.families[family] = failed
             self.scopes.pop(said.scope, None)
-            self.scopes[said.scope] = (t.seq if type(t.seq) is int else 0, failed, family)
+            self.scopes[said.scope] = (t.seq if type(t.seq) is int else 0, failed, said.run_family)
             outcome = None if failed else outcome_line(t.tool_result) if result is None else result.outcome()
             if outcome:
                 self.outcomes.pop(family, None)
@@ -2006,13 +2078,13 @@ def _outcome_of(text: str) -> str:
 def commands_line(outcomes: dict, families: dict) -> str:
     """``Commands (latest outcome): `cmd`: 42 passed; …``, newest first: the latest telling
     run of each command family whose latest run did not fail (a failing one is in ``Failed:``),
-    an outcome line once (``bd sync && bd ready`` and ``bd sync`` both told the sync's)."""
-    said: set[str] = set()
-    shown = []
+    an outcome line once, after the commands that told it (``bd sync && bd ready`` and ``bd sync``
+    both told the sync's)."""
+    labels: dict[str, list[str]] = {}   # outcome line -> its commands, newest first
     for family, (cmd, line) in reversed(list(outcomes.items())):
-        if not families.get(family) and line not in said and len(shown) < MAX_LISTED:
-            said.add(line)
-            shown.append(f"{_command_label(cmd)}: {line}")
+        if not families.get(family) and (line in labels or len(labels) < MAX_LISTED):
+            labels.setdefault(line, []).append(_command_label(cmd))
+    shown = [f"{', '.join(commands)}: {line}" for line, commands in labels.items()]
     return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
 
 
