@@ -512,14 +512,14 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     ``python -m``, after ``source … &&``) — and the run that fixed it is named; another file, a
     narrower selection (``-k``, ``--testNamePattern=``, ``--deselect``), another directory
     (``cd``) or a run before the failure do not."""
-    from memcli.compaction.offline import _run_of, command_family, fixed_later, run_scope
+    from memcli.compaction.offline import command_family, fixed_later, run_scope, runs_recorded
 
     def scopes(*runs):   # what a window keeps of its runs: scope -> (failed, the run's name), latest last
         out = {}
         for command, failed in runs:
-            scope, name = _run_of(command)
-            out.pop(scope, None)
-            out[scope] = (failed, name)
+            for scope, name in runs_recorded(command, failed):
+                out.pop(scope, None)
+                out[scope] = (failed, name)
         return out
 
     failing = ("pytest -q tests/api/test_router.py::test_roundtrip", True)
@@ -563,6 +563,20 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     assert fixed_later(failing[0], scopes(failing, ("pytest && git add -A && git commit -m wip", False))) == "pytest"
     assert fixed_later("cargo test -p alpha", scopes(("cargo test -p alpha", True), ("cargo test -p beta", False))) \
         is None
+    # a chain holding a runner is the chain: its runner alone does not answer for it
+    assert fixed_later("npm run lint && npm test", scopes(("npm run lint && npm test", True), ("npm test", False))) \
+        is None
+    assert fixed_later("pytest tests/c.py", scopes(("pytest tests/c.py", True),
+                                                   ("pytest tests/a.py; pytest tests/b.py", False))) is None
+    assert fixed_later("go test ./...", scopes(("go test ./...", True), ("go test -json ./pkg/a/...", False))) is None
+    assert fixed_later("go test ./...", scopes(("go test ./...", True), ("timeout 120 go test -json ./...", False))) \
+        == "go test ./..."   # named past ``timeout 120``; -json takes no value
+    assert fixed_later("pytest -q", scopes(("pytest -q", True), ("pytest -k user", False)),
+                       "FAILED tests/test_api.py::test_login - KeyError: 'user'") is None   # a word, not the test
+    assert fixed_later("pytest -q", scopes(("pytest -q", True), ("pytest -k test_login", False)),
+                       "FAILED tests/test_api.py::test_login - KeyError: 'user'") == "pytest -k test_login"
+    assert run_scope('bash -lc "cd api && pytest tests/a.py"') == "pytest@api\ttests/a.py"
+    assert run_scope("if pytest -q; then echo ok; fi") == "pytest" and run_scope("# tests\npytest -q") == "pytest"
     assert fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True), ("npx jest", False))) == \
         "npx jest"
     assert fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True),

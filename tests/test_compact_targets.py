@@ -460,7 +460,11 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
                     "origin/spotter-gqc, msg-1, Order.total")
     # a long name of short parts stays (a Java class's full name)
     fqcn = "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration"
-    assert vocabulary({fqcn: [1.0, 0, 1.0]}, 1, "", 200) == f"Vocabulary (most used lately first): {fqcn}"
+    jwt = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+           "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+    urlsafe = "Zm9vYmFyYmF6cXV4cXV1eGNvcmdl-Z3JhdWx0Z2FycGx5d2FsZG8-ZnJlZHBsdWdoeHl6enk_dGh1ZA"   # parts under 40
+    assert vocabulary({fqcn: [1.0, 0, 1.0], jwt: [1.0, 0, 1.0], urlsafe: [1.0, 0, 1.0]}, 1, "", 300) == \
+        f"Vocabulary (most used lately first): {fqcn}"
 
 
 def test_a_rollup_keeps_line_breaks_and_asks(cli, memory_dir):

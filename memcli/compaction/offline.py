@@ -130,8 +130,7 @@ MAX_SUBAGENT_LINES = 50   # the newest subagents a window lists; the earlier one
 MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the first 250); between, counted
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
-MAX_NAME_CHARS = 64         # a vocabulary name longer than this, no path, with a part longer than
-MAX_NAME_PART_CHARS = 40    # this (between . : _ -), is a token or a blob
+MAX_NAME_CHARS = 64         # a vocabulary name longer than this, no path, is a token unless its parts are names
 MAX_SCOPES = 2_000         # run scopes a window remembers the latest outcome of (the oldest go first)
 FILES_FACT_PREFIX = "Files modified: "
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
@@ -298,7 +297,10 @@ _CSS_CLASS = re.compile(r"(?:[a-z]{1,2}|text|bg|border|font|gap|space|grid|col|r
                         r"medium|normal|light|white|black|transparent|hidden|visible|pointer|col|row|wrap|nowrap|"
                         r"screen|tight|relaxed|wide|left|right|top|bottom|x|y)")
 _PERMISSIONS = re.compile(r"[dlcbps-][rwxsStT-]{9}[.+@]?")   # ``ls -l``'s drwxr-xr-x
-_NAME_PARTS = re.compile(r"[.:_-]")
+# a long name that is no token: dotted or colon-joined identifiers of 40 characters at most each
+# (``org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration``); base64 (a JWT, a
+# signed session, ``token_urlsafe``) has longer parts, or ``-`` in them
+_LONG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}(?:(?:\.|::?)[A-Za-z_][A-Za-z0-9_]{0,39})*")
 # CSS's own hyphenated property names and keyword values: the language's words, not the project's
 _CSS_WORDS = frozenset("""
 align-content align-items align-self animation-delay animation-duration animation-name background-color
@@ -322,13 +324,14 @@ def _is_identifier(value: str) -> bool:
     """A vocabulary entry worth showing: not prose with a slash (``and/or``), a utility CSS class
     (``text-gray-500``, ``px-4``, ``items-center``, ``rounded-lg``), a CSS property or keyword
     (``font-size``, ``space-between``: :data:`_CSS_WORDS`), file permissions (``drwxr-xr-x``)
-    nor a name longer than :data:`MAX_NAME_CHARS` that is no path and has a part longer than
-    :data:`MAX_NAME_PART_CHARS` (a signed session token, ``SFMyNTY.g2gDaAJh…`` — 200 characters a
-    Phoenix page printed: nobody types it again; ``org.springframework….DataSourceAutoConfiguration``
-    stays); ids such as ``msg-1`` and refs such as ``origin/spotter-gqc`` stay."""
+    nor a name longer than :data:`MAX_NAME_CHARS` that is no path and not made of identifiers of
+    40 characters at most (:data:`_LONG_NAME`: a signed session token, ``SFMyNTY.g2gDaAJh…`` — 200
+    characters a Phoenix page printed —, a JWT: nobody types it again;
+    ``org.springframework….DataSourceAutoConfiguration`` stays); ids such as ``msg-1`` and refs
+    such as ``origin/spotter-gqc`` stay."""
     return not (_PROSE_SLASH.fullmatch(value) or _CSS_CLASS.fullmatch(value) or _PERMISSIONS.fullmatch(value)
                 or value in _CSS_WORDS or (len(value) > MAX_NAME_CHARS and "/" not in value
-                                           and max(map(len, _NAME_PARTS.split(value))) > MAX_NAME_PART_CHARS))
+                                           and not _LONG_NAME.fullmatch(value)))
 
 
 def _is_editor_call(args: dict) -> bool:
@@ -476,104 +479,153 @@ def _words_family(words: list[str]) -> str:
 
 
 def run_scope(command: str) -> str:
-    """What a run covers, for "fixed later": its :func:`command_family`, and for a test runner or
-    linter (:data:`_SCOPED_RUNNERS`, or a program's ``test``: ``go test``, ``npm test`` …,
-    :data:`_TEST_SUBCOMMANDS`) its name, whatever runs it (``npx``, ``uv run``, ``python
-    -m``, ``timeout 60s`` …: :data:`_RUNNER_WRAPPERS`) and wherever in the command line (after
-    ``source venv/bin/activate &&``, before ``| tail``), with the directory a ``cd`` before it
-    went to (``pytest@backend``), then after a tab the files and tests it was given and the
-    selections it made (``-k=name``, ``--deselect=t``: :func:`_runner_options`), the values of
-    other options left out (``-n 4``): ``uv run pytest -q tests/a.py::test_x`` →
-    ``pytest\ttests/a.py::test_x``; ``pytest -q`` → ``pytest``, every test. A later run fixes a
-    failure only when it covers the failing one's scope (:func:`scope_covers`): ``pytest
-    tests/b.py`` passing says nothing of ``tests/a.py``."""
+    """What a run covers, for "fixed later": for a line whose one working command is a test runner
+    or linter (:data:`_SCOPED_RUNNERS`, or a program's ``test``: ``go test``, ``npm test`` …,
+    :data:`_TEST_SUBCOMMANDS`) its name, whatever runs it (``npx``, ``uv run``, ``python -m``,
+    ``timeout 60s`` …: :data:`_RUNNER_WRAPPERS`), with the directory a ``cd`` before it went to
+    (``pytest@backend``), then after a tab the files and tests it was given and the selections it
+    made (``-k=name``, ``--deselect=t``: :func:`_runner_options`), the values of other options
+    left out (``-n 4``): ``cd api && uv run pytest -q tests/a.py::test_x | tail`` →
+    ``pytest@api\ttests/a.py::test_x``; ``pytest -q`` → ``pytest``, every test. Any other line:
+    its :func:`command_family` (a chain such as ``npm run lint && npm test`` may have failed at
+    either, so only the same chain answers for it). A later run fixes a failure only when it
+    covers the failing one's scope (:func:`scope_covers`): ``pytest tests/b.py`` passing says
+    nothing of ``tests/a.py``."""
     return _run_of(command)[0]
 
 
 @lru_cache(maxsize=4096)
-def _run_of(command: str) -> tuple[str, str]:
-    """(:func:`run_scope`, the family to name the run by: the runner's own command's, ``npx
-    jest``, ``uv run pytest``, else the line's :func:`command_family`)."""
+def _run_of(command: str) -> tuple[str, str, tuple]:
+    """(:func:`run_scope`, the name to call the run by — the runner's own command past ``timeout
+    60s`` and the like, ``npx jest``, ``uv run pytest``, else the line's :func:`command_family`
+    —, the scopes and names of the runners of a chain whose every command ran: a line of ``&&``
+    only, passing, passed each of them: ``pytest && git commit -m x`` passing covers what
+    ``pytest`` covers)."""
+    all_ran = _line_commands(command)[1]
     where = ""
+    runs = []
+    working = []
     for words in _working_commands(command, keep_cd=True):
         if words[0] == "cd":
             where = words[1] if len(words) > 1 else ""
             continue
+        working.append(words)
         found = _runner_at(words)
-        if found is None:
-            continue
-        at, width = found
-        runner = " ".join([words[at].rsplit("/", 1)[-1], *words[at + 1:at + width]])
-        picking, leaving_out, valued = _runner_options(runner)
-        selecting = picking | leaving_out
-        targets: set[str] = set()
-        i = at + width
-        while i < len(words):
-            word = words[i]
-            option, eq, value = word.partition("=")
-            if word.startswith("-") and len(word) > 1:
-                if option in selecting or option in valued:
-                    if not eq:   # the value is the next word
-                        i += 1
-                        value = words[i] if i < len(words) else ""
-                    if option in selecting:
-                        targets.add(f"{option}={value.strip(chr(39) + chr(34))}")
-                elif runner in _FUSED_RUNNERS and option[:2] in picking and not option.startswith("--") \
-                        and len(option) > 2:
-                    targets.add(f"{option[:2]}={word[2:]}")   # ``pytest -kname``
-            else:
-                targets.add(word)
-            i += 1
-        scope = runner + (f"@{where}" if where else "")
-        return (f"{scope}\t{_TARGETS_SEP.join(sorted(targets))}" if targets else scope), _words_family(words)
+        if found is not None:
+            runs.append(_runner_scope(words, *found, where))
+    if len(working) == 1 and len(runs) == 1:
+        return runs[0][0], runs[0][1], ()
     family = command_family(command)
-    return family, family
+    if len(working) < 2:
+        return family, family, ()
+    # a chain: its own scope, equal to no single command's (``pytest a; pytest b`` is not ``pytest``)
+    chain = _CHAIN + " && ".join(_words_family(words) for words in working)
+    return chain, family, tuple(runs) if all_ran else ()
+
+
+def runs_recorded(command: str, failed: bool) -> tuple:
+    """The ``(scope, name)`` pairs a run of ``command`` records, its own first (:func:`_run_of`):
+    a passing chain of ``&&`` also records each of its runners as passing."""
+    scope, name, also = _run_of(command)
+    return ((scope, name), *also) if also and not failed else ((scope, name),)
+
+
+def _runner_scope(words: list[str], at: int, width: int, where: str) -> tuple[str, str]:
+    """(scope, name) of the runner at ``words[at:at + width]`` (:func:`run_scope`)."""
+    runner = " ".join([words[at].rsplit("/", 1)[-1], *words[at + 1:at + width]])
+    picking, leaving_out, valued = _runner_options(runner)
+    selecting = picking | leaving_out
+    targets: set[str] = set()
+    i = at + width
+    while i < len(words):
+        word = words[i]
+        option, eq, value = word.partition("=")
+        if word.startswith("-") and len(word) > 1:
+            if option in selecting or option in valued:
+                if not eq:   # the value is the next word
+                    i += 1
+                    value = words[i] if i < len(words) else ""
+                if option in selecting:
+                    targets.add(f"{option}={value.strip(chr(39) + chr(34))}")
+            elif runner in _FUSED_RUNNERS and option[:2] in picking and not option.startswith("--") and len(option) > 2:
+                targets.add(f"{option[:2]}={word[2:]}")   # ``pytest -kname``
+        else:
+            targets.add(word)
+        i += 1
+    start = 0   # the name: past the wrappers that only time, limit or place the run (``timeout 60s``)
+    while start < at and (words[start] in _PLAIN_WRAPPERS or words[start].startswith("-")
+                          or _DURATION.fullmatch(words[start])):
+        start += 1
+    scope = runner + (f"@{where}" if where else "")
+    return (f"{scope}\t{_TARGETS_SEP.join(sorted(targets))}" if targets else scope), _words_family(words[start:])
 
 
 _TARGETS_SEP = "\x1f"   # between a scope's targets (a selection may hold spaces: ``-k "a or b"``)
+_CHAIN = "\x1e"         # the start of a chain's scope
 
 
 def _shell_commands(command: str) -> list[list[str]]:
-    """The commands a command line runs one after another (its first line that is not blank,
-    with its backslash continuations, within 1,000 characters: a here-document's body or a script
-    after it says nothing of what runs), each as its words, quotes honoured and taken off, split
-    at ``&&``, ``||``, ``;`` and ``&``, the filters a ``|`` (or ``|&``) pipes into left out
-    (``| tail -5``); redirections (``2>&1``, ``> out.txt``) and the ``VAR=value`` assignments
-    before a command's words left out too. A regular expression, not :mod:`shlex` (5 ms for a
-    6 KB here-document, per distinct command)."""
-    text = command[:1_000].replace("\\\n", " ").lstrip()
-    head = text.split("\n", 1)[0]
+    """The commands a command line runs one after another (:func:`_line_commands`)."""
+    return _line_commands(command)[0]
+
+
+def _line_commands(command: str, depth: int = 0) -> tuple[list[list[str]], bool]:
+    """The commands a command line runs one after another, and whether it joins them with
+    ``&&`` only (so that its passing says each of them passed). The line is its first one that
+    is neither blank nor a comment, with its backslash continuations, within 1,000 characters (a
+    here-document's body or a script after it says nothing of what runs); each command is its
+    words, quotes honoured and taken off, split at ``&&``, ``||``, ``;`` and ``&``, the filters a
+    ``|`` (or ``|&``) pipes into left out (``| tail -5``); redirections (``2>&1``, ``> out.txt``)
+    and the ``VAR=value`` assignments before a command's words left out too; ``bash -lc "…"`` is
+    the commands of its script. A regular expression, not :mod:`shlex` (5 ms for a 6 KB
+    here-document, per distinct command)."""
+    text = command[:1_000].replace("\\\n", " ")
+    head = next((line for line in text.split("\n") if line.strip() and not line.lstrip().startswith("#")), "")
     if not any(c in head for c in "&|;'\"<>\\"):   # (the usual command: one, unquoted)
         words = head.split()
         while words and _ENV_ASSIGN.match(words[0]):
             del words[0]
-        return [words] if words else []
+        return ([words], True) if words else ([], True)
     if head.count('"') + head.count("'") > 64:   # (odd input: quote pairing would cost a scan per quote)
         head = head.replace('"', " ").replace("'", " ")
     out: list[list[str]] = [[]]
+    all_and = True
     piped = False   # in a filter the command before pipes into: its words are not kept
     for token in _SHELL_TOKEN.findall(_REDIRECT.sub(" ", head)):
         if token[0] in "&|;":
             piped = token in ("|", "|&")
+            all_and = all_and and token in ("&&", "|", "|&")
             out.append([])
         elif not piped and (out[-1] or not _ENV_ASSIGN.match(token)) and token != "\\":
             out[-1].append(_QUOTED.sub(_unquoted, token) if "'" in token or '"' in token else token)
-    return [words for words in out if words]
+    commands = []
+    for words in out:
+        if len(words) > 2 and words[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and words[1] in _SHELL_C \
+                and depth < 2:   # ``bash -lc "cd x && pytest"``: the script's commands
+            inner, inner_and = _line_commands(words[2], depth + 1)
+            commands.extend(inner)
+            all_and = all_and and inner_and
+        elif words:
+            commands.append(words)
+    return commands, all_and
+
+
+_SHELL_C = frozenset({"-c", "-lc", "-ic", "-lic", "-ec", "-xc", "-euc"})
 
 
 def _working_commands(command: str, keep_cd: bool = False) -> list[list[str]]:
-    """The commands of a command line that do work (:func:`_shell_commands`), without the shell's
-    own words around them (``for … in …``, ``do``, ``then``, ``done``, ``fi``, ``{ … }``, ``( … )``)
-    nor the ones that only set the shell up or say something (``cd``, ``source``, ``export``,
-    ``echo``, ``sleep`` …: :data:`_AUXILIARY_COMMANDS`; ``keep_cd``: a ``cd`` stays, for where
-    the next one runs)."""
+    """The commands of a command line that do work (:func:`_line_commands`), without the shell's
+    own words around them (``for … in …``, ``do``, ``then``, ``done``, ``fi``, ``{ … }``, ``( … )``;
+    the condition of an ``if`` or ``while`` runs, so it stays) nor the ones that only set the
+    shell up or say something (``cd``, ``source``, ``export``, ``echo``, ``sleep``, ``break`` …:
+    :data:`_AUXILIARY_COMMANDS`; ``keep_cd``: a ``cd`` stays, for where the next one runs)."""
     out = []
-    for words in _shell_commands(command):
+    for words in _line_commands(command)[0]:
         if words[0].startswith("(") and len(words[0]) > 1:   # ``(cd api && pytest)``
             words = [words[0][1:], *words[1:]]
         if words[-1].endswith(")") and "(" not in words[-1] and len(words[-1]) > 1:
             words = [*words[:-1], words[-1][:-1]]
-        while words and words[0] in _SHELL_WORDS:
+        while words and (words[0] in _SHELL_WORDS or words[0] in _SHELL_CONDITIONS):
             words = words[1:]
         if not words or words[0] in _SHELL_HEADERS or words[0] in _SHELL_WORDS:
             continue
@@ -584,10 +636,13 @@ def _working_commands(command: str, keep_cd: bool = False) -> list[list[str]]:
 
 
 _SHELL_WORDS = frozenset({"do", "then", "else", "done", "fi", "esac", "{", "}", "(", ")", "!", ";;"})
-_SHELL_HEADERS = frozenset({"for", "while", "until", "if", "elif", "case", "select", "function"})
+_SHELL_HEADERS = frozenset({"for", "case", "select", "function"})
+_SHELL_CONDITIONS = frozenset({"if", "elif", "while", "until", "!"})   # (what follows runs: it stays)
+# the wrappers that only time, limit or place a run, left out of its name (``timeout 60s go test``)
+_PLAIN_WRAPPERS = frozenset({"timeout", "nice", "env", "time", "sudo", "xvfb-run", "command"})
 _AUXILIARY_COMMANDS = frozenset({"cd", "pushd", "popd", "source", ".", "export", "set", "unset", "ulimit", "umask",
                                  "nvm", "workon", "conda", "pyenv", "echo", "printf", "true", "false", ":", "sleep",
-                                 "wait", "exit", "clear", "date"})
+                                 "wait", "exit", "clear", "date", "break", "continue", "return"})
 # a word (its quoted parts kept whole), or an operator that ends a simple command
 _SHELL_TOKEN = re.compile(r"""(?:[^\s'"&|;]+|'[^']*'|"(?:\\.|[^"\\])*")+|&&|\|\||\|&|[|;&]""")
 _REDIRECT = re.compile(r"""(?<!\S)\d*(?:>>?|<<-?|<|&>)(?:&\d+|\s*(?:'[^']*'|"[^"]*"|[^\s&|;'"<>]+))""")   # 2>&1, > out, <<'EOF'
@@ -645,9 +700,10 @@ _VALUE_OPTIONS = frozenset({"-n", "-p", "-c", "-o", "-W", "-r", "--tb", "--maxfa
 # go's options are one dash and whole words (``-timeout 30s``, ``-tags integration``); cargo picks
 # its package (``-p alpha``)
 _GO_VALUE_OPTIONS = frozenset({"-timeout", "-tags", "-count", "-parallel", "-cpu", "-coverprofile", "-covermode",
-                               "-coverpkg", "-benchtime", "-exec", "-o", "-p", "-ldflags", "-gcflags", "-json"})
+                               "-coverpkg", "-benchtime", "-exec", "-o", "-p", "-ldflags", "-gcflags", "-shuffle",
+                               "-fuzztime", "-outputdir", "-vet", "-mod", "-fuzzminimizetime", "-list"})
 _RUNNER_OPTIONS = {
-    "go test": (frozenset({"-run", "-bench"}), frozenset({"-skip"}), _GO_VALUE_OPTIONS),
+    "go test": (frozenset({"-run", "-bench", "-fuzz"}), frozenset({"-skip"}), _GO_VALUE_OPTIONS),
     "cargo test": (frozenset({"-p", "--package", "--test", "--bin", "--example"}), frozenset({"--exclude"}),
                    frozenset({"-j", "--jobs", "--features", "-F", "--target", "--profile", "--manifest-path"})),
 }
@@ -689,12 +745,23 @@ def scope_covers(later: str, earlier: str, failure: str = "") -> bool:
 
 
 def _names_the_pick(failure: str, picked: str) -> bool:
-    """Whether the informative line ``failure`` names the test ``picked`` selects (its anchors
-    and quotes off: ``^TestX$``), as a whole name (``test_a`` is not ``test_ab``)."""
+    """Whether the test ``picked`` selects (its anchors and quotes off: ``^TestX$``) is, whole,
+    one the informative line ``failure`` says failed (:data:`_FAILED_TEST`: pytest's
+    ``file::test``, go's ``--- FAIL: TestX``, jest's ``● Suite › test``) — not any word of the
+    line (``pytest -k user`` after ``test_login - KeyError: 'user'`` ran another test)."""
     name = picked.strip("'\"^$ ")
-    if not failure or len(name) < 3 or not re.fullmatch(r"[\w.:/\[\]-]+", name):
+    if not failure or len(name) < 3:
         return False
-    return re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", failure) is not None
+    for m in _FAILED_TEST.finditer(failure):
+        test = m.group(1) or m.group(2) or m.group(3) or ""
+        if name == test or name in test.split("::") or (m.group(3) and name in test):
+            return True
+    return False
+
+
+# the tests an informative line says failed: pytest's ``tests/a.py::Class::test_x[1]``, go's
+# ``--- FAIL: TestX``, jest's ``● Suite › adds item`` (a pick may name part of its title)
+_FAILED_TEST = re.compile(r"[\w./-]+\.py::([\w:\[\].-]+)|--- FAIL: (\S+)|● ([^\n—]+?)(?: —|\n|$)")
 
 
 def _lies_in(target: str, given: str) -> bool:
@@ -712,8 +779,8 @@ MAX_COVER_CHECKS = 200   # later runs of its runner a failure is checked against
 
 class _Fixes:
     """Which failing commands a later run fixed, worked out once per command for runs that are
-    all in (``scopes``: run scope -> (its latest run failed, the :func:`command_family` of that
-    run), in the order of those runs): the
+    all in (``scopes``: run scope -> (its latest run failed, the name of that run:
+    :func:`runs_recorded`), in the order of those runs): the
     latest run of the command's own scope passed, or a later one that covers it
     (:func:`scope_covers`) passed — the newest such run is the one named. A scope no longer held
     (a bounded window) is not fixed."""
@@ -1084,12 +1151,11 @@ class _Call:
     and the command's family, its brief (:func:`_arg_brief`), its identifiers (:func:`_vocabulary_of`
     of its strings), its URLs, and the files a call of a tool with them writes (by tool name)."""
 
-    __slots__ = ("command", "family", "scope", "run_family", "brief", "vocab", "urls", "writes")
+    __slots__ = ("command", "family", "brief", "vocab", "urls", "writes")
 
     def __init__(self, args, args_text: str):
         self.command = command = command_of(args)
         self.family = command_family(command) if command else None
-        self.scope, self.run_family = _run_of(command) if command else (None, None)
         self.brief = _arg_brief(args)
         text = args if isinstance(args, str) else "\n".join(_strings(args))
         self.vocab = _vocabulary_of(_scanned(text)) if text else ()
@@ -1251,8 +1317,10 @@ class _Work:
             # (each dict keeps its entries in the order of their latest run: popped, then set again)
             self.families.pop(family, None)
             self.families[family] = failed
-            self.scopes.pop(said.scope, None)
-            self.scopes[said.scope] = (t.seq if type(t.seq) is int else 0, failed, said.run_family)
+            seq = t.seq if type(t.seq) is int else 0
+            for scope, name in runs_recorded(command, failed):
+                self.scopes.pop(scope, None)
+                self.scopes[scope] = (seq, failed, name)
             outcome = None if failed else outcome_line(t.tool_result) if result is None else result.outcome()
             if outcome:
                 self.outcomes.pop(family, None)
@@ -1632,7 +1700,7 @@ class WindowSummary:
         self.vocab: dict[str, list] = {}      # identifier -> [decayed weight, its last trace in the window, weight]
         self.changes: dict[str, list] = {}    # path -> names its edits touched
         self.families: dict[str, bool] = {}   # command family -> its latest run failed
-        self.scopes: dict[str, tuple] = {}    # run scope -> (its latest run failed, its family), in the order of those runs
+        self.scopes: dict[str, tuple] = {}    # run scope -> (its latest run failed, its name), in the order of those runs
         self.pending: dict[str, str] = {}     # path -> label of a failed write to it (a tool, no command)
         self.fixed: dict[str, str] = {}       # label of a failed write -> the path written after it
         self.outcomes: dict[str, tuple] = {}  # command family -> (command, outcome line) of its latest telling run
