@@ -576,6 +576,28 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     assert fixed_later("pytest -q", scopes(("pytest -q", True), ("pytest -k test_login", False)),
                        "FAILED tests/test_api.py::test_login - KeyError: 'user'") == "pytest -k test_login"
     assert run_scope('bash -lc "cd api && pytest tests/a.py"') == "pytest@api\ttests/a.py"
+    # a pass says nothing when the line's status is another command's, or no test ran
+    for later in ("npm test 2>&1 | tail -30", "npm test || true", "npm test; echo $?", "npm test -- --listTests"):
+        assert fixed_later("npm test", scopes(("npm test", True), (later, False))) is None, later
+    assert fixed_later("cargo test", scopes(("cargo test", True), ("cargo test --no-run", False))) is None
+    assert fixed_later("pytest -q", scopes(("pytest -q", True), ("pytest --collect-only -q", False))) is None
+    # a pick fixes a failure only when it names every test the failure names
+    assert fixed_later("go test ./...", scopes(("go test ./...", True), ("go test -run TestX ./...", False)),
+                       "--- FAIL: TestX (0.00s) — --- FAIL: TestY (0.01s)") is None
+    # the same runner's other spellings: npm run test, pytest ., vitest run; unittest modules
+    assert fixed_later("npm test", scopes(("npm test", True), ("npm run test", False))) == "npm run test"
+    assert fixed_later("pytest tests/test_a.py", scopes(("pytest tests/test_a.py", True), ("pytest .", False))) == \
+        "pytest ."
+    assert fixed_later("npx vitest run src/a.test.ts", scopes(("npx vitest run src/a.test.ts", True),
+                                                              ("npx vitest run", False))) == "npx vitest"
+    assert fixed_later("python -m unittest tests.test_a", scopes(("python -m unittest tests.test_a", True),
+                                                                 ("python -m unittest tests.test_b", False))) is None
+    # a family is what runs, past where it runs: uv run's, npx's command, git -C, npm --prefix, make -C
+    for failing_, passing in (("uv run ruff check .", "uv run ruff format ."), ("npx playwright test",
+                              "npx playwright install"), ("git -C /repo push", "git -C /repo status"),
+                              ("npm --prefix web test", "npm --prefix web run build"),
+                              ("make -C backend test", "make -C backend lint")):
+        assert fixed_later(failing_, scopes((failing_, True), (passing, False))) is None, failing_
     assert run_scope("if pytest -q; then echo ok; fi") == "pytest" and run_scope("# tests\npytest -q") == "pytest"
     assert fixed_later("npx jest src/a.test.ts", scopes(("npx jest src/a.test.ts", True), ("npx jest", False))) == \
         "npx jest"
@@ -604,6 +626,25 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     assert fixed_later("mix test test/a_test.exs:12", scopes(("mix test test/a_test.exs:12", True),
                                                              ("mix test test/a_test.exs", False))) == \
         "mix test test/a_test.exs"
+
+
+def test_commands_whose_labels_are_one_answer_together():
+    """Two commands with the same first 80 characters have one label in the Failed line: the
+    one that failed is not "passed later" because the other passed."""
+    from memcli.compaction.offline import _command_label, _Fixes, failures_line, runs_recorded
+
+    base = "cd /Users/alice/projects/acme-order-service/backend && uv run pytest -q -x --no-header tests/integration/"
+    failing, passing = base + "test_orders.py", base + "test_users.py"
+    assert _command_label(failing) == _command_label(passing)
+    scopes = {}
+    for command, failed in ((failing, True), (passing, False)):
+        for scope, name in runs_recorded(command, failed):
+            scopes.pop(scope, None)
+            scopes[scope] = (failed, name)
+    label = _command_label(failing)
+    line = failures_line({label: 1}, {label: ["FAILED tests/integration/test_orders.py::test_x - KeyError"]},
+                         {failing: [False, True, "x", []], passing: [False, False, "", []]}, _Fixes(scopes))
+    assert line.endswith("— still failing"), line
 
 
 def test_a_subagent_s_run_before_the_failure_does_not_fix_it():

@@ -461,8 +461,16 @@ def _words_family(words: list[str]) -> str:
     if not words:
         return ""
     program = words[0].rsplit("/", 1)[-1]
-    if program in ("uv", "poetry", "pipenv", "bundle", "npx", "pnpm", "yarn", "npm", "bun", "mix", "cargo", "go",
-                   "python", "python3") and len(words) > 2 and words[1] in ("run", "exec", "-m", "x"):
+    while len(words) > 2 and words[1] in _PLACE_OPTIONS:   # ``git -C /repo push``, ``npm --prefix web test``
+        words = [words[0], *words[3:]]
+    if len(words) > 2 and (words[1] in ("run", "exec") and program in _COMMAND_RUNNERS
+                           or words[1] == "-m" and program in ("python", "python3")
+                           or words[1] == "exec" and program in _SCRIPT_RUNNERS):
+        # what it runs is the command: ``uv run ruff check`` and ``uv run ruff format`` are two
+        return f"{program} {words[1]} {_words_family(words[2:])}".strip()
+    if program in ("npx", "bunx") and len(words) > 1:   # ``npx playwright test`` and ``npx playwright install``
+        return f"{program} {_words_family(words[1:])}".strip()
+    if program in ("npm", "pnpm", "yarn", "bun", "mix", "cargo", "go") and len(words) > 2 and words[1] in ("run", "x"):
         rest = words[2:]
         program = f"{program} {words[1]}"
     else:
@@ -495,12 +503,13 @@ def run_scope(command: str) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _run_of(command: str) -> tuple[str, str, tuple]:
+def _run_of(command: str) -> tuple[str, str, tuple, bool]:
     """(:func:`run_scope`, the name to call the run by — the runner's own command past ``timeout
     60s`` and the like, ``npx jest``, ``uv run pytest``, else the line's :func:`command_family`
-    —, the scopes and names of the runners of a chain whose every command ran: a line of ``&&``
-    only, passing, passed each of them: ``pytest && git commit -m x`` passing covers what
-    ``pytest`` covers)."""
+    —, the scopes and names of the runners of a chain, whether the line passing says its
+    commands passed: a line of ``&&`` only, no pipe, that ran its tests (not ``pytest
+    --collect-only``, ``cargo test --no-run``); such a chain passing passed each of its runners:
+    ``pytest && git commit -m x`` passing covers what ``pytest`` covers)."""
     all_ran = _line_commands(command)[1]
     where = ""
     runs = []
@@ -513,26 +522,38 @@ def _run_of(command: str) -> tuple[str, str, tuple]:
         found = _runner_at(words)
         if found is not None:
             runs.append(_runner_scope(words, *found, where))
+            if not _NOT_RUNNING.isdisjoint(w.partition("=")[0] for w in words[sum(found):]):
+                all_ran = False   # listed or built, not run
     if len(working) == 1 and len(runs) == 1:
-        return runs[0][0], runs[0][1], ()
+        return runs[0][0], runs[0][1], (), all_ran
     family = command_family(command)
     if len(working) < 2:
-        return family, family, ()
+        return family, family, (), all_ran
     # a chain: its own scope, equal to no single command's (``pytest a; pytest b`` is not ``pytest``)
     chain = _CHAIN + " && ".join(_words_family(words) for words in working)
-    return chain, family, tuple(runs) if all_ran else ()
+    return chain, family, tuple(runs), all_ran
 
 
 def runs_recorded(command: str, failed: bool) -> tuple:
     """The ``(scope, name)`` pairs a run of ``command`` records, its own first (:func:`_run_of`):
-    a passing chain of ``&&`` also records each of its runners as passing."""
-    scope, name, also = _run_of(command)
-    return ((scope, name), *also) if also and not failed else ((scope, name),)
+    a failure, its own; a pass only when the line's status is its commands' (``&&`` only, no
+    pipe, tests that ran), and then each runner of the chain too."""
+    scope, name, also, trusted = _run_of(command)
+    if failed:
+        return ((scope, name),)
+    return ((scope, name), *also) if trusted else ()
+
+
+def pass_is_trusted(command: str) -> bool:
+    """Whether ``command`` passing says its commands passed (:func:`_run_of`)."""
+    return _run_of(command)[3]
 
 
 def _runner_scope(words: list[str], at: int, width: int, where: str) -> tuple[str, str]:
     """(scope, name) of the runner at ``words[at:at + width]`` (:func:`run_scope`)."""
-    runner = " ".join([words[at].rsplit("/", 1)[-1], *words[at + 1:at + width]])
+    runner = " ".join([words[at].rsplit("/", 1)[-1], *words[at + 1:at + width]]).replace(" run test", " test")
+    if runner == "vitest" and words[at + 1:at + 2] in (["run"], ["watch"]):   # ``vitest run``: vitest
+        width += 1
     picking, leaving_out, valued = _runner_options(runner)
     selecting = picking | leaving_out
     targets: set[str] = set()
@@ -561,6 +582,9 @@ def _runner_scope(words: list[str], at: int, width: int, where: str) -> tuple[st
 
 
 _TARGETS_SEP = "\x1f"   # between a scope's targets (a selection may hold spaces: ``-k "a or b"``)
+# options with which a test runner lists or builds its tests without running them
+_NOT_RUNNING = frozenset({"--no-run", "--co", "--collect-only", "--listTests", "--list-tests", "-list", "--list",
+                          "--dry-run", "--dryRun"})
 _CHAIN = "\x1e"         # the start of a chain's scope
 
 
@@ -571,7 +595,8 @@ def _shell_commands(command: str) -> list[list[str]]:
 
 def _line_commands(command: str, depth: int = 0) -> tuple[list[list[str]], bool]:
     """The commands a command line runs one after another, and whether it joins them with
-    ``&&`` only (so that its passing says each of them passed). The line is its first one that
+    ``&&`` only, no pipe (so that its passing says each of them passed: after ``| tail``, ``||
+    true`` or ``; echo $?`` the status is another command's). The line is its first one that
     is neither blank nor a comment, with its backslash continuations, within 1,000 characters (a
     here-document's body or a script after it says nothing of what runs); each command is its
     words, quotes honoured and taken off, split at ``&&``, ``||``, ``;`` and ``&``, the filters a
@@ -594,7 +619,7 @@ def _line_commands(command: str, depth: int = 0) -> tuple[list[list[str]], bool]
     for token in _SHELL_TOKEN.findall(_REDIRECT.sub(" ", head)):
         if token[0] in "&|;":
             piped = token in ("|", "|&")
-            all_and = all_and and token in ("&&", "|", "|&")
+            all_and = all_and and token == "&&"   # (a pipe's status is its filter's: ``pytest | tail``)
             out.append([])
         elif not piped and (out[-1] or not _ENV_ASSIGN.match(token)) and token != "\\":
             out[-1].append(_QUOTED.sub(_unquoted, token) if "'" in token or '"' in token else token)
@@ -663,6 +688,8 @@ def _runner_at(words: list[str]) -> tuple[int, int] | None:
         name = word.rsplit("/", 1)[-1]
         if name in _TEST_SUBCOMMANDS and at + 1 < len(words) and words[at + 1] == "test":
             return at, 2
+        if name in _SCRIPT_RUNNERS and words[at + 1:at + 3] == ["run", "test"]:
+            return at, 3   # ``npm run test``: ``npm test``
         if name in _SCOPED_RUNNERS:
             return at, 1
         if not (name in _RUNNER_WRAPPERS or word.startswith("-") or _DURATION.fullmatch(word)
@@ -674,7 +701,7 @@ def _runner_at(words: list[str]) -> tuple[int, int] | None:
 # programs whose ``test`` subcommand runs the tests it is given (``go test ./pkg/...``, ``cargo test
 # name``, ``mix test test/a_test.exs:12``, ``npm test -- src/a.test.ts``)
 _TEST_SUBCOMMANDS = frozenset({"go", "cargo", "mix", "npm", "yarn", "pnpm", "bun", "deno", "dotnet", "swift", "rails",
-                               "flutter", "dart", "zig", "gradle", "gradlew", "sbt", "lein", "stack",
+                               "flutter", "dart", "zig", "gradle", "gradlew", "sbt", "lein", "stack", "playwright",
                                "cabal", "elixir"})
 # what may run a test runner (``uv run pytest``, ``python -m pytest``, ``timeout 60s npx jest``)
 _RUNNER_WRAPPERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "bundle", "run", "exec", "dlx", "x", "npx", "bunx",
@@ -726,37 +753,41 @@ def scope_covers(later: str, earlier: str, failure: str = "") -> bool:
     ``later``'s (the same test or file, a file of its directory, a test of its file)."""
     if later == earlier:
         return True
-    family, _, targets = later.partition("\t")
-    earlier_family, _, earlier_targets = earlier.partition("\t")
+    family, selections, paths = _scope_parts(later)
+    earlier_family, earlier_selections, earlier_paths = _scope_parts(earlier)
     if family != earlier_family:
         return False
-    given = targets.split(_TARGETS_SEP) if targets else []
-    before = earlier_targets.split(_TARGETS_SEP) if earlier_targets else []
-    for g in given:
-        if g.startswith("-") and g not in before:
-            option, _, value = g.partition("=")
-            if not (option in _NAME_PICKS and _names_the_pick(failure, value)):
-                return False
-    paths = [g for g in given if not g.startswith("-")]
+    for g in selections - earlier_selections:
+        option, _, value = g.partition("=")
+        if not (option in _NAME_PICKS and _names_the_pick(failure, value)):
+            return False
     if not paths:
         return True
-    before = [t for t in before if not t.startswith("-")]
-    return bool(before) and all(any(_lies_in(t, g) for g in paths) for t in before)
+    return bool(earlier_paths) and all(any(_lies_in(t, g) for g in paths) for t in earlier_paths)
+
+
+@lru_cache(maxsize=8192)
+def _scope_parts(scope: str) -> tuple[str, frozenset, tuple]:
+    """A :func:`run_scope` as (runner and place, its selections, its files and tests), read once."""
+    family, _, targets = scope.partition("\t")
+    given = targets.split(_TARGETS_SEP) if targets else []
+    return family, frozenset(g for g in given if g.startswith("-")), tuple(g for g in given if not g.startswith("-"))
 
 
 def _names_the_pick(failure: str, picked: str) -> bool:
     """Whether the test ``picked`` selects (its anchors and quotes off: ``^TestX$``) is, whole,
-    one the informative line ``failure`` says failed (:data:`_FAILED_TEST`: pytest's
+    every test the informative line ``failure`` says failed (:data:`_FAILED_TEST`: pytest's
     ``file::test``, go's ``--- FAIL: TestX``, jest's ``● Suite › test``) — not any word of the
-    line (``pytest -k user`` after ``test_login - KeyError: 'user'`` ran another test)."""
+    line (``pytest -k user`` after ``test_login - KeyError: 'user'`` ran another test), and not
+    one of two that failed. (The line is the failure's informative one: a run whose other
+    failures it does not name is taken at its word.)"""
     name = picked.strip("'\"^$ ")
     if not failure or len(name) < 3:
         return False
-    for m in _FAILED_TEST.finditer(failure):
-        test = m.group(1) or m.group(2) or m.group(3) or ""
-        if name == test or name in test.split("::") or (m.group(3) and name in test):
-            return True
-    return False
+    found = [m for m in _FAILED_TEST.finditer(failure)]
+    return bool(found) and all(
+        name == (test := m.group(1) or m.group(2) or m.group(3) or "") or name in test.split("::")
+        or bool(m.group(3) and name in test) for m in found)
 
 
 # the tests an informative line says failed: pytest's ``tests/a.py::Class::test_x[1]``, go's
@@ -764,14 +795,24 @@ def _names_the_pick(failure: str, picked: str) -> bool:
 _FAILED_TEST = re.compile(r"[\w./-]+\.py::([\w:\[\].-]+)|--- FAIL: (\S+)|● ([^\n—]+?)(?: —|\n|$)")
 
 
+def _package_path(path: str) -> str:
+    """``./pkg/...`` and ``./pkg`` as ``pkg``; ``./...`` and ``./`` as ``.``."""
+    if path.endswith("..."):
+        path = path[:-3]
+    path = path.removeprefix("./").rstrip("/") if path not in ("/", "") else path
+    return path or "."
+
+
 def _lies_in(target: str, given: str) -> bool:
     """Whether a run given ``given`` ran ``target``: the same, a file or directory under it (go's
-    ``./pkg/...`` is everything under ``./pkg``), a test of its file (``a.py::test_x``,
-    ``a_test.exs:12``)."""
-    if given.endswith("..."):
-        given = given[:-3].rstrip("/") or "."
+    ``./pkg/...`` is everything under ``./pkg``, ``.`` everything here), a test of its file
+    (``a.py::test_x``, ``a_test.exs:12``), a module of its package (``tests.test_a`` under
+    ``tests``)."""
+    target, given = _package_path(target), _package_path(given)
+    if given == ".":   # the working directory: everything under it
+        return target == "." or not target.startswith(("/", "../"))
     return (target == given or target.startswith(given.rstrip("/") + "/") or target.startswith(given + "::")
-            or target.startswith(given + ":"))
+            or target.startswith(given + ":") or ("/" not in given and target.startswith(given + ".")))
 
 
 MAX_COVER_CHECKS = 200   # later runs of its runner a failure is checked against (the newest first)
@@ -830,13 +871,20 @@ def fixed_later(command: str, scopes: dict, failure: str = "") -> str | None:
 
 
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "bash", "sh", "deno"})
+# package managers whose ``exec`` runs a command (``npm run build`` runs a script: its name is the family)
+_SCRIPT_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})
+# environment managers whose ``run`` / ``exec`` runs a command (``uv run ruff check``)
+_COMMAND_RUNNERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "bundle", "conda"})
+# options that only say where a command works, with their value (left out of its family)
+_PLACE_OPTIONS = frozenset({"-C", "--prefix", "--filter", "--workspace", "--cwd", "--dir", "--git-dir", "--work-tree"})
 _SCRIPT = re.compile(r"\.(?:py|js|mjs|cjs|ts|rb|php|pl|sh)$")
 
 # test runners, linters and type checkers whose arguments are the files or tests they run on (one
 # family whatever they are given; those that take a subcommand first, ``ruff check``, ``biome lint``,
 # ``golangci-lint run``, are not here: their program and subcommand are their family already)
 _SCOPED_RUNNERS = frozenset({"pytest", "py.test", "jest", "vitest", "mocha", "rspec", "phpunit", "eslint", "mypy",
-                             "pyright", "tsc", "flake8", "pylint", "black", "prettier", "rubocop", "tox", "nox"})
+                             "pyright", "tsc", "flake8", "pylint", "black", "prettier", "rubocop", "tox", "nox",
+                             "unittest"})
 
 
 def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
@@ -2200,24 +2248,28 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
     app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path), a command
     when a later run of its family covering it passed (``fixes``: :class:`_Fixes`, which names it); a call
     the person refused or interrupted (its latest failure) is "stopped by the user", not "still
-    failing", and comes after the failures still open."""
-    labels = {_command_label(cmd): cmd for cmd in commands} if any(k.startswith("`") for k in failures) else {}
+    failing", and comes after the failures still open. Commands whose labels are one (the same
+    first 80 characters) answer together: passed or fixed only when each of them is."""
+    labels: dict[str, list] = {}   # label -> the commands it names
+    if any(k.startswith("`") for k in failures):
+        for cmd in commands:
+            labels.setdefault(_command_label(cmd), []).append(cmd)
     open_: dict[tuple, list] = {}
     resolved: dict[tuple, list] = {}
     for label in reversed(list(failures)):
         later, unresolved, family = "", False, None
-        cmd = labels.get(label)
-        if cmd is not None:
-            state = commands[cmd]
-            family = command_family(cmd)
-            if not state[1]:
+        cmds = labels.get(label)
+        if cmds is not None:
+            family = command_family(cmds[-1])
+            bys = [fixes.by(cmd, failure_error[label][-1]) if commands[cmd][1] else "" for cmd in cmds]
+            if all(by == "" for by in bys):
                 later = " — passed later"
             elif _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
                 later = " — stopped by the user"
-            elif (by := fixes.by(cmd, failure_error[label][-1])) is None:
+            elif any(by is None for by in bys):
                 later, unresolved = " — still failing", True
             else:
-                later = f" — fixed later (a later `{by}` passed)"
+                later = f" — fixed later (a later `{next(by for by in reversed(bys) if by)}` passed)"
         elif label in fixed:
             later = f" — fixed later (a later write of {fixed[label]} passed)"
         elif _STOPPED.search(failure_error[label][-1]):
