@@ -534,6 +534,7 @@ def _run_of(command: str) -> tuple[str, str, tuple, bool]:
     return chain, family, tuple(runs), all_ran
 
 
+@lru_cache(maxsize=8192)   # (per result of a command: a session runs the same ones again and again)
 def runs_recorded(command: str, failed: bool) -> tuple:
     """The ``(scope, name)`` pairs a run of ``command`` records, its own first (:func:`_run_of`):
     a failure, its own; a pass only when the line's status is its commands' (``&&`` only, no
@@ -543,10 +544,6 @@ def runs_recorded(command: str, failed: bool) -> tuple:
         return ((scope, name),)
     return ((scope, name), *also) if trusted else ()
 
-
-def pass_is_trusted(command: str) -> bool:
-    """Whether ``command`` passing says its commands passed (:func:`_run_of`)."""
-    return _run_of(command)[3]
 
 
 def _runner_scope(words: list[str], at: int, width: int, where: str) -> tuple[str, str]:
