@@ -437,26 +437,30 @@ def test_the_header_says_the_date_once_for_a_window_of_one_day():
                              "0 failed.")
 
 
-def test_a_summary_whose_larger_try_passes_its_budget_still_fills_it(monkeypatch):
-    """The second try of a summary under its budget passed it by a little (a token-dense block
-    joined at that size): the next try is made between the two, and the summary ends within 5%
-    of its budget, not where the first, conservative guess left it (14% under)."""
+def _fill(monkeypatch, count, budget: int, text_of) -> tuple[str, list]:
+    """``offline._fill`` of a summary ``text_of(ratio)`` makes, counted by ``count``: the text
+    it keeps and the ratios it was made at (the first guess first)."""
     from memcli.compaction import offline
 
-    class Counter:   # 3.5 characters a token, and a dense block of 60 tokens beyond 3,400 characters
-        @staticmethod
-        def count(text: str) -> int:
-            return len(text) * 2 // 7 + (60 if len(text) > 3400 else 0)
-
-    monkeypatch.setattr(offline, "_counter", lambda: Counter)
+    monkeypatch.setattr(offline, "_counter", lambda: type("Counter", (), {"count": staticmethod(count)}))
     made = []
 
     def make(ratio: float) -> str:
         made.append(ratio)
-        return "x" * int(ratio * 1000)
+        return text_of(ratio)
 
-    text = offline._fill(make(offline.CHARS_PER_TOKEN), 1000, make)
-    assert 950 <= Counter.count(text) <= 1000
+    return offline._fill(make(offline.CHARS_PER_TOKEN), budget, make), made
+
+
+def test_a_summary_whose_larger_try_passes_its_budget_still_fills_it(monkeypatch):
+    """The second try of a summary under its budget passed it by a little (a token-dense block
+    joined at that size): the next try is made between the two, and the summary ends within 5%
+    of its budget, not where the first, conservative guess left it (14% under)."""
+    def count(text: str) -> int:   # 3.5 characters a token, and a dense block of 60 tokens beyond 3,400 characters
+        return len(text) * 2 // 7 + (60 if len(text) > 3400 else 0)
+
+    text, made = _fill(monkeypatch, count, 1000, lambda ratio: "x" * int(ratio * 1000))
+    assert 950 <= count(text) <= 1000
     assert len(made) <= 4   # the first guess and three more found it
 
 
@@ -465,30 +469,16 @@ def test_a_summary_over_its_budget_and_shorter_than_its_limit_is_made_at_the_rat
     characters in at the first guess (3 a token: 16,206 allowed), 6,568 tokens for 5,402. The
     next try is made at the ratio the text had (1.9), not at the guess scaled down (2.4: a limit
     still over the text, the same text again — and `compact --target-tokens 6000` refused)."""
-    from memcli.compaction import offline
-
-    monkeypatch.setattr(offline, "_counter", lambda: type("C", (), {"count": staticmethod(lambda t: len(t) * 100 // 197)}))
-
-    def make(ratio: float) -> str:
-        return "h" * min(int(ratio * 5_402), 12_938)
-
-    text = offline._fill(make(offline.CHARS_PER_TOKEN), 5_402, make)
+    text, _ = _fill(monkeypatch, lambda t: len(t) * 100 // 197, 5_402,
+                    lambda ratio: "h" * min(int(ratio * 5_402), 12_938))
     assert len(text) * 100 // 197 <= 5_402
 
 
 def test_a_summary_that_cannot_shrink_is_not_made_again_and_again(monkeypatch):
     """Every try passes a tiny budget and the text is as short as it gets (the header, every
     file): the second try, no smaller, ends it (the tries went on, the ratio sinking to 0)."""
-    from memcli.compaction import offline
-
-    monkeypatch.setattr(offline, "_counter", lambda: type("C", (), {"count": staticmethod(lambda t: len(t) // 4)}))
-    made = []
-
-    def make(ratio: float) -> str:
-        made.append(ratio)
-        return "z" * 228
-
-    assert offline._fill(make(offline.CHARS_PER_TOKEN), 30, make) == "z" * 228
+    text, made = _fill(monkeypatch, lambda t: len(t) // 4, 30, lambda ratio: "z" * 228)
+    assert text == "z" * 228
     assert len(made) == 2
 
 
@@ -501,23 +491,13 @@ def test_a_summary_whose_every_larger_try_passes_its_budget_still_fills_it(monke
     from the one that passed find one within 5%."""
     from memcli.compaction import offline
 
-    class Counter:
-        @staticmethod
-        def count(text: str) -> int:
-            n = len(text)
-            return int(n / 3.945) if n <= 14_534 else 3_684 + int(13.4 * (n - 14_534) ** 0.57)
+    def count(text: str) -> int:
+        n = len(text)
+        return int(n / 3.945) if n <= 14_534 else 3_684 + int(13.4 * (n - 14_534) ** 0.57)
 
-    monkeypatch.setattr(offline, "_counter", lambda: Counter)
-    made = []
-
-    def make(ratio: float) -> str:
-        made.append(ratio)
-        return "x" * int(ratio * 4_846)
-
-    text = offline._fill(make(offline.CHARS_PER_TOKEN), 4_846, make)
-    assert 0.95 * 4_846 <= Counter.count(text) <= 4_846
+    text, made = _fill(monkeypatch, count, 4_846, lambda ratio: "x" * int(ratio * 4_846))
+    assert 0.95 * 4_846 <= count(text) <= 4_846
     assert len(made) <= 1 + offline.FILL_TRIES
-
 
 
 _DIRS = ("handlers", "jobs")
