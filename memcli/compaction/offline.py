@@ -448,10 +448,10 @@ def command_family(command: str) -> str:
     runner or linter given files is its program alone (``pytest tests/a.py`` and ``pytest -q``
     are one family: :data:`_SCOPED_RUNNERS`); a script's own subcommand counts (``python
     manage.py migrate`` and ``python manage.py test`` are two)."""
-    working = _working_commands(command)
+    commands = _line_commands(command)[0]
+    working = _working_commands(commands)
     if not working:   # (nothing but setup or words: the line's first command, as it is)
-        first = _shell_commands(command)
-        return _words_family(first[0]) if first else command.strip()[:200]
+        return _words_family(commands[0]) if commands else command.strip()[:200]
     return " && ".join(dict.fromkeys(_words_family(words) for words in working))
 
 
@@ -510,11 +510,11 @@ def _run_of(command: str) -> tuple[str, str, tuple, bool]:
     commands passed: a line of ``&&`` only, no pipe, that ran its tests (not ``pytest
     --collect-only``, ``cargo test --no-run``); such a chain passing passed each of its runners:
     ``pytest && git commit -m x`` passing covers what ``pytest`` covers)."""
-    all_ran = _line_commands(command)[1]
+    commands, all_ran = _line_commands(command)
     where = ""
     runs = []
     working = []
-    for words in _working_commands(command, keep_cd=True):
+    for words in _working_commands(commands, keep_cd=True):
         if words[0] == "cd":
             where = words[1] if len(words) > 1 else ""
             continue
@@ -585,11 +585,6 @@ _NOT_RUNNING = frozenset({"--no-run", "--co", "--collect-only", "--listTests", "
 _CHAIN = "\x1e"         # the start of a chain's scope
 
 
-def _shell_commands(command: str) -> list[list[str]]:
-    """The commands a command line runs one after another (:func:`_line_commands`)."""
-    return _line_commands(command)[0]
-
-
 def _line_commands(command: str, depth: int = 0) -> tuple[list[list[str]], bool]:
     """The commands a command line runs one after another, and whether it joins them with
     ``&&`` only, no pipe (so that its passing says each of them passed: after ``| tail``, ``||
@@ -635,14 +630,14 @@ def _line_commands(command: str, depth: int = 0) -> tuple[list[list[str]], bool]
 _SHELL_C = frozenset({"-c", "-lc", "-ic", "-lic", "-ec", "-xc", "-euc"})
 
 
-def _working_commands(command: str, keep_cd: bool = False) -> list[list[str]]:
-    """The commands of a command line that do work (:func:`_line_commands`), without the shell's
+def _working_commands(commands: list[list[str]], keep_cd: bool = False) -> list[list[str]]:
+    """The commands of a command line (``commands``: :func:`_line_commands`) that do work, without the shell's
     own words around them (``for … in …``, ``do``, ``then``, ``done``, ``fi``, ``{ … }``, ``( … )``;
     the condition of an ``if`` or ``while`` runs, so it stays) nor the ones that only set the
     shell up or say something (``cd``, ``source``, ``export``, ``echo``, ``sleep``, ``break`` …:
     :data:`_AUXILIARY_COMMANDS`; ``keep_cd``: a ``cd`` stays, for where the next one runs)."""
     out = []
-    for words in _line_commands(command)[0]:
+    for words in commands:
         if words[0].startswith("(") and len(words[0]) > 1:   # ``(cd api && pytest)``
             words = [words[0][1:], *words[1:]]
         if words[-1].endswith(")") and "(" not in words[-1] and len(words[-1]) > 1:
@@ -662,6 +657,10 @@ _SHELL_HEADERS = frozenset({"for", "case", "select", "function"})
 _SHELL_CONDITIONS = frozenset({"if", "elif", "while", "until", "!"})   # (what follows runs: it stays)
 # the wrappers that only time, limit or place a run, left out of its name (``timeout 60s go test``)
 _PLAIN_WRAPPERS = frozenset({"timeout", "nice", "env", "time", "sudo", "xvfb-run", "command"})
+# package managers whose ``exec`` runs a command (``npm run build`` runs a script: its name is the family)
+_SCRIPT_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})
+# environment managers whose ``run`` / ``exec`` runs a command (``uv run ruff check``)
+_COMMAND_RUNNERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "bundle", "conda"})
 _AUXILIARY_COMMANDS = frozenset({"cd", "pushd", "popd", "source", ".", "export", "set", "unset", "ulimit", "umask",
                                  "nvm", "workon", "conda", "pyenv", "echo", "printf", "true", "false", ":", "sleep",
                                  "wait", "exit", "clear", "date", "break", "continue", "return"})
@@ -701,9 +700,8 @@ _TEST_SUBCOMMANDS = frozenset({"go", "cargo", "mix", "npm", "yarn", "pnpm", "bun
                                "flutter", "dart", "zig", "gradle", "gradlew", "sbt", "lein", "stack", "playwright",
                                "cabal", "elixir"})
 # what may run a test runner (``uv run pytest``, ``python -m pytest``, ``timeout 60s npx jest``)
-_RUNNER_WRAPPERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "bundle", "run", "exec", "dlx", "x", "npx", "bunx",
-                              "pnpm", "yarn", "npm", "bun", "python", "python3", "-m", "time", "timeout", "nice", "env",
-                              "sudo", "command", "xvfb-run"})
+_RUNNER_WRAPPERS = _PLAIN_WRAPPERS | _COMMAND_RUNNERS | _SCRIPT_RUNNERS | {"run", "exec", "dlx", "x", "npx", "bunx",
+                                                                        "python", "python3", "-m"}
 _DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
 # options of test runners whose value picks tests by name (``pytest -k name``, ``jest -t name``, ``go
 # test -run TestX``: :data:`_NAME_PICKS`) or otherwise (``pytest -m slow``: a marker), or leaves
@@ -868,10 +866,6 @@ def fixed_later(command: str, scopes: dict, failure: str = "") -> str | None:
 
 
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "bash", "sh", "deno"})
-# package managers whose ``exec`` runs a command (``npm run build`` runs a script: its name is the family)
-_SCRIPT_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun"})
-# environment managers whose ``run`` / ``exec`` runs a command (``uv run ruff check``)
-_COMMAND_RUNNERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "bundle", "conda"})
 # options that only say where a command works, with their value (left out of its family)
 _PLACE_OPTIONS = frozenset({"-C", "--prefix", "--filter", "--workspace", "--cwd", "--dir", "--git-dir", "--work-tree"})
 _SCRIPT = re.compile(r"\.(?:py|js|mjs|cjs|ts|rb|php|pl|sh)$")
