@@ -486,3 +486,19 @@ def worked_sessions() -> list[Compacted]:
               "gemini-state-snapshot": worked_gemini(17),
               "gemini-state-snapshot-short": worked_gemini(18, steps=50, after=30, named=6)}
     return [_split(name, s.jsonl()) for name, s in shapes.items()]
+
+
+SEEDS = range(200, 240)   # the seeds each shape is built with for the many-sessions rows
+
+
+def seeded_shapes() -> dict:
+    """The worked shapes as functions of a seed (``worked_sessions`` holds one seed of each):
+    ``make_bench`` measures each on :data:`SEEDS`, so one lucky or unlucky seed decides nothing."""
+    from tests.harness_fixtures import worked_gemini, worked_rollout, worked_session
+
+    return {"codex-handoff": lambda seed: worked_rollout(seed),
+            "codex-handoff-short": lambda seed: worked_rollout(seed, steps=40, after=30),
+            "gemini-state-snapshot": lambda seed: worked_gemini(seed),
+            "gemini-state-snapshot-short": lambda seed: worked_gemini(seed, steps=50, after=30, named=6),
+            "worked-terse": lambda seed: worked_session(seed, named=5),
+            "worked-dense": lambda seed: worked_session(seed)}
