@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from memcli.compaction.offline import _entries
 from tests.helpers import agent_dir, read_jsonl
 
 
@@ -53,10 +54,10 @@ def test_a_long_session_keeps_its_first_asks_and_its_newest(cli, memory_dir):
     summary = _summary(memory_dir)
     assert summary.startswith("996 turns (turn_0001–turn_0996)")
     listed = _turn_list(summary)
-    assert listed == ([f"turn_{t:04d}" for t in range(1, 28)] + ["gap:753:turn_0028–turn_0780"]
-                      + [f"turn_{t:04d}" for t in range(781, 997)])
+    assert listed == ([f"turn_{t:04d}" for t in range(1, 26)] + ["gap:777:turn_0026–turn_0802"]
+                      + [f"turn_{t:04d}" for t in range(803, 997)])
     assert summary.split("\n")[1] == '- turn_0001 · user: "Please check order A-1 and fix src/module_1.py"'
-    assert "\n… 753 turns (turn_0028–turn_0780) left out (`memcli show AGENT --archive --turn ID`)\n" in summary
+    assert "\n… 777 turns (turn_0026–turn_0802) left out (`memcli show AGENT --archive --turn ID`)\n" in summary
     assert summary.split("\n")[len(listed)] == (   # the newest in full: what it ran, its answer
         '- turn_0996 · user: "Please check order A-996 and fix src/module_26.py" · tools: run_command ×1 '
         '[run_command `pytest -q tests/test_8.py`] · assistant: "Order A-996 is fine; src/module_26.py updated."')
@@ -137,13 +138,13 @@ def test_at_a_small_target_the_request_and_the_latest_turn_stay_whole(cli, memor
     # each failure whole — its informative lines, the earlier ones and its state — and the count
     # says how many failures were left out (the line was cut inside an entry's "(…; before: …)", and
     # its "+N more" counted the pieces)
-    entries = failed[len("Failed: "):].split("; `")
-    more = re.fullmatch(r"(.*) — passed later; \+(\d+) more", entries[-1])
-    assert more, entries[-1]
-    entries[-1] = more[1] + " — passed later"
+    # (squeezed, an entry whose line names what its command ran is that line alone: the pytest ones)
+    entries, more = _entries(failed[len("Failed: "):], "; ")
     assert all(e.count("(") == e.count(")") and e.endswith((" — still failing", " — passed later")) for e in entries)
+    assert all(re.fullmatch(r"exit code 1 FAILED tests/test_invoice_\d+\.py::test_round_\d+ - AssertionError: "
+                            r"10\.05 != 10\.04 ×\d+ — passed later", e) for e in entries[1:]), entries
     commands = {"npm run build", *(f"pytest -q tests/test_invoice_{t % 17}.py" for t in range(7, moved + 1, 7))}
-    assert len(entries) + int(more[2]) == len(commands) and 3 <= len(entries) < len(commands)
+    assert len(entries) + more == len(commands) and 3 <= len(entries) < len(commands)
 
 
 def test_a_last_middle_ask_that_fits_from_neither_end_is_counted_not_looped_on():

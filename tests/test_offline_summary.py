@@ -133,7 +133,9 @@ def test_a_small_budget_keeps_the_asks_files_and_latest_failures_before_tool_det
     assert all(f"pkg/mod_{i}.py" in files for i in range(60))    # every file, always (design §4)
     assert files.startswith("Files modified: pkg/mod_59.py (handle_59, os.environ, MOD_59_URL), pkg/mod_58.py")
     failed = next(line for line in lines if line.startswith("Failed: "))
-    assert failed.startswith("Failed: `pytest -q tests/test_mod_59.py` ×1 (FAILED tests/test_mod_59.py::test_case")
+    # squeezed, a failure whose line names what its command ran is that line alone
+    assert failed.startswith("Failed: FAILED tests/test_mod_59.py::test_case - AssertionError: Mod59Manager returned "
+                             "None ×1 — still failing; ")
     assert lines[-1].startswith("Vocabulary (most used lately first): ")
     assert len(text) <= 700 * 3.9
 
@@ -554,3 +556,71 @@ def test_a_tiny_squeezed_summary_has_a_header_without_dates_or_trace_count():
 
     assert header(200) == "1 turn (turn_0001): 81 tool calls, 0 failed."
     assert header(700) == "1 turn (turn_0001), 2026-03-02 09:00 → 09:02 UTC: 163 traces, 81 tool calls, 0 failed."
+
+
+def test_a_brief_failure_entry_is_its_line_when_that_names_what_the_command_ran():
+    """Squeezed (``brief``), ``pytest -q tests/a.py`` failing with ``FAILED tests/a.py::t - E``
+    is said by that line alone (the path twice cost a tiny summary its failures); a command whose
+    line does not name what it ran (``npm run build`` → ``TypeError``) keeps its label."""
+    from memcli.compaction.offline import _Fixes, failures_line
+
+    failures = {"`pytest -q tests/a.py`": 3, "`npm run build`": 1}
+    errors = {"`pytest -q tests/a.py`": ["FAILED tests/a.py::test_t - KeyError: 'id'"],
+              "`npm run build`": ["TypeError: generate is not a function"]}
+    commands = {"pytest -q tests/a.py": [False, True, "x", []], "npm run build": [False, True, "x", []]}
+    assert failures_line(failures, errors, commands, _Fixes({}), brief=True) == (
+        "Failed: `npm run build` ×1 (TypeError: generate is not a function) — still failing; "
+        "FAILED tests/a.py::test_t - KeyError: 'id' ×3 — still failing")
+    assert failures_line(failures, errors, commands, _Fixes({})) == (
+        "Failed: `npm run build` ×1 (TypeError: generate is not a function) — still failing; `pytest -q tests/a.py` ×3 "
+        "(FAILED tests/a.py::test_t - KeyError: 'id') — still failing")
+
+
+def test_a_list_line_too_small_for_its_first_entry_says_nothing_rather_than_one_word():
+    """``_fit_block`` clips a first entry that does not fit; a clip that kept only its first word
+    (``Failed: FAILED …; +4 more``) is dropped: it cost a tiny summary its room and named nothing."""
+    from memcli.compaction.offline import _fit_block
+
+    line = "Failed: FAILED tests/audit/test_schema_39.py::test_schema_39_roundtrip - AuditSchema39Error ×4 — still failing"
+    assert _fit_block("failed", line, 70) == ""
+    assert _fit_block("failed", line, 95) == "Failed: FAILED tests/audit/test_schema_39.py::test_schema_39_roundtrip - …"
+
+
+def test_a_tiny_summary_sets_the_work_ahead_aside_before_the_asks():
+    """A summary of a few hundred tokens whose first ask is long used to spend its room on the
+    asks and the bookkeeping and keep neither the plan's steps still to do nor the failure still
+    open: the work ahead (the plan's items not done, the first open failure) and the vocabulary's
+    share are now set aside before the asks take their part."""
+    events = [{"trace_type": "user", "content": "Move every module's timeout from env vars to settings, starting with "
+                                                "src/billing/router_0.py, and keep the public names as they are."}]
+    for i in range(20, 30):
+        events += _call(2 * i + 1, "", tool="apply_patch", result="ok",
+                        args={"input": f"*** Begin Patch\n*** Update File: src/mod_{i}.py\n@@\n-a\n+b\n*** End Patch"})
+        events += _call(2 * i + 2, f"pytest -q tests/test_mod_{i}.py",
+                        error=f"FAILED tests/test_mod_{i}.py::test_roundtrip - Mod{i}Error" if i == 27 else None,
+                        result=None if i == 27 else "9 passed")
+    events += _call(99, "", tool="update_plan", result="Plan updated", args={"plan": [
+        {"step": "Port Mod28Client (src/mod_28.py)", "status": "completed"},
+        {"step": "Port Mod29Client (src/mod_29.py)", "status": "in_progress"},
+        {"step": "Port Mod30Client (src/mod_30.py)", "status": "pending"}]})
+    turns = [Turn("turn_0001", _traces("turn_0001", events))]
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=260)).episodic_summary
+    assert "[in_progress] Port Mod29Client (src/mod_29.py); [pending] Port Mod30Client (src/mod_30.py)" in text, text
+    failed = next(line for line in text.split("\n") if line.startswith("Failed: "))
+    assert "tests/test_mod_27.py::test_roundtrip - Mod27Error" in failed and "still failing" in failed, text
+
+
+def test_the_work_ahead_is_the_plan_s_items_to_do_and_the_first_open_failure():
+    from memcli.compaction.offline import _open_work_chars
+
+    plan = "Plan (latest): [completed] Port A (a.py); [in_progress] Port B (b.py); [pending] Port C (c.py)"
+    assert _open_work_chars("plan", plan) == len("Plan (latest): ") + len("[in_progress] Port B (b.py); ") \
+        + len("[pending] Port C (c.py); ") + 16
+    assert _open_work_chars("plan", "Plan (latest): [completed] Port A (a.py)") == 0
+    still = "Failed: FAILED tests/a.py::t - E ×2 — still failing; `make` ×1 (boom) — passed later"
+    assert _open_work_chars("failed", still) == len("Failed: ") + len("FAILED tests/a.py::t - E ×2 — still failing") + 16
+    tool = "Failed: Edit src/a.ts ×1 (File has not been read yet.)"   # a tool's failure nothing resolved: open
+    assert _open_work_chars("failed", tool) == len(tool) + 16
+    for said in ("passed later", "fixed later (a later `pytest` passed)", "stopped by the user"):
+        assert _open_work_chars("failed", f"Failed: `pytest` ×1 (E) — {said}") == 0
+    assert _open_work_chars("notes", 'Latest notes: "x"') == 0

@@ -1981,9 +1981,11 @@ class OfflineSummarizer(Summarizer):
         outcomes = commands_line(window.outcomes, window.families)
         if outcomes:
             footer.append(("commands", outcomes))
+        briefer: dict[str, str] = {}   # the squeezed summary's forms of its lines
         if failures:
-            footer.append(("failed", failures_line(failures, failure_error, commands,
-                                                   fixes if fixes is not None else _Fixes(window.scopes), window.fixed)))
+            fixes = fixes if fixes is not None else _Fixes(window.scopes)
+            footer.append(("failed", failures_line(failures, failure_error, commands, fixes, window.fixed)))
+            briefer["failed"] = failures_line(failures, failure_error, commands, fixes, window.fixed, brief=True)
         if n_unanswered:
             footer.append(("unanswered", f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
                            + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")"))
@@ -2071,8 +2073,8 @@ class OfflineSummarizer(Summarizer):
                                    and len(window.vocab) > 8):
             if hard < TINY_SUMMARY_CHARS:   # the header says what the window holds, not when
                 header = f"{turns_said}: {calls_said}"
-            summary = _squeeze(header, body(whole=True), ranked_footer, hard,
-                               lambda k: files_line(newest_first, window.changes, k))
+            summary = _squeeze(header, body(whole=True), [(kind, briefer.get(kind, text)) for kind, text in ranked_footer],
+                               hard, lambda k: files_line(newest_first, window.changes, k))
             size = hard
         if urls:
             summary = _urls_once(summary)
@@ -2230,7 +2232,20 @@ _STOPPED = re.compile(r"user doesn't want to proceed|user denied|denied this ope
                       re.IGNORECASE)
 
 
-def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _Fixes, fixed=_NONE) -> str:
+_FILE_WORD = re.compile(r"\w\.\w{1,5}$")   # a file name: app.py, main.go
+
+
+def _runs_named(label: str, line: str) -> bool:
+    """Whether the failure ``line`` names what the command ``label`` ran: a path or test of its
+    arguments (``tests/a.py`` of `` `pytest -q tests/a.py` ``)."""
+    if not label.startswith("`"):
+        return False
+    return any(("/" in word or "::" in word or _FILE_WORD.search(word)) and not word.startswith("-") and word in line
+               for word in label.strip("`").split())
+
+
+def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _Fixes, fixed=_NONE,
+                  brief: bool = False) -> str:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
@@ -2240,7 +2255,10 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
     when a later run of its family covering it passed (``fixes``: :class:`_Fixes`, which names it); a call
     the person refused or interrupted (its latest failure) is "stopped by the user", not "still
     failing", and comes after the failures still open. Commands whose labels are one (the same
-    first 80 characters) answer together: passed or fixed only when each of them is."""
+    first 80 characters) answer together: passed or fixed only when each of them is. ``brief``
+    (a squeezed summary): an entry whose latest informative line names what its commands ran
+    (``FAILED tests/a.py::t - E`` after `` `pytest -q tests/a.py` ``) is that line alone, with the
+    count: ``FAILED tests/a.py::t - E ×4 — still failing``."""
     labels: dict[str, list] = {}   # label -> the commands it names
     if any(k.startswith("`") for k in failures):
         for cmd in commands:
@@ -2274,7 +2292,11 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
         if len(entries) == MAX_LISTED:
             break
         said = key[1:]
-        entries.append(", ".join(f"{label} ×{failures[label]}" for label in group) + f" ({said[0]}){said[1]}")
+        latest = failure_error[group[0]][-1]
+        if brief and all(_runs_named(label, latest) for label in group):
+            entries.append(f"{latest} ×{sum(failures[label] for label in group)}{said[1]}")
+        else:
+            entries.append(", ".join(f"{label} ×{failures[label]}" for label in group) + f" ({said[0]}){said[1]}")
         listed += len(group)
     more = len(failures) - listed
     return "Failed: " + "; ".join(entries) + (f"; +{more} more" if more > 0 else "")
@@ -2346,12 +2368,19 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
                 hi -= 1
         return budget
 
-    asks_room = room * 3 // 5
+    # the work still ahead (the plan's items to do, the first failure still open) is set aside
+    # before the asks take their part: no count of past uses ranks it
+    ahead_work = {kind: min(_open_work_chars(kind, texts[kind]), (room - reserve) // 4) for kind in ("plan", "failed")
+                  if kind in texts}
+    set_aside = sum(ahead_work.values())
+    vocab_room = int((room - reserve) * VOCAB_SHARE)   # kept for the vocabulary line the summary ends with
+    asks_room = (room - set_aside - vocab_room) * 3 // 5
     room -= asks_room - take_asks(asks_room)
-    share_of = room - reserve
+    share_of = room - reserve - vocab_room
     for kind, share in _SQUEEZE_ORDER:
         if kind in texts:
-            text = _fit_block(kind, texts[kind], min(room - reserve, int(share_of * share)))
+            allowed = max(int(share_of * share), ahead_work.get(kind, 0))   # (the work ahead: whole)
+            text = _fit_block(kind, texts[kind], min(room - reserve, allowed))
             if text:
                 shown[kind] = text
                 room -= len(text) + 1
@@ -2371,7 +2400,6 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
         return budget
 
     room -= int(share_of * 0.3) - name_files(min(room - reserve, int(share_of * 0.3)))
-    vocab_room = int(share_of * VOCAB_SHARE)   # kept for the vocabulary line the summary ends with
     room -= vocab_room
     for kind, _ in _SQUEEZE_ORDER:   # each aggregate line grows into what is left
         if kind in texts and shown.get(kind, "") != texts[kind]:
@@ -2395,6 +2423,23 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
             lines.append(_left_out(spans[i][0], spans[gap[-1]][1], ahead[gap[-1] + 1] - ahead[i]))
     lines.extend(shown[kind] for kind, _ in footer if kind in shown)
     return "\n".join(lines)
+
+
+_RESOLVED = (" — passed later", " — fixed later", " — stopped by the user")   # what failures_line says of one not open
+
+
+def _open_work_chars(kind: str, line: str) -> int:
+    """The room an aggregate line needs to show the work still ahead in it: the plan with its
+    items not done, the failures line with its first entry when that one is still open (the open
+    ones come first: "still failing", or a tool's failure nothing resolved); 0 for other lines."""
+    head, _, rest = line.partition(": ")
+    items, _ = _entries(rest, "; ")
+    if kind == "plan":
+        todo = [item for item in items if not item.startswith(_DONE_ITEMS)]
+        return len(head) + 2 + sum(len(item) + 2 for item in todo) + 16 if todo else 0
+    if kind == "failed" and items and not any(said in items[0] for said in _RESOLVED):
+        return len(head) + 2 + len(items[0]) + 16
+    return 0
 
 
 def _left_out(first: str, last: str, turns: int) -> str:
@@ -2438,8 +2483,10 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         item = items[i]
         if used + len(item) + len(sep) > room:
             if not kept and room - used > 40:
-                items[i] = clip(item, room - used - 2)
-                kept.append(i)
+                clipped = clip(item, room - used - 2)
+                if " " in clipped[:-2]:   # (one word and "…" — ``FAILED …`` — says nothing: no entry)
+                    items[i] = clipped
+                    kept.append(i)
             break
         kept.append(i)
         used += len(item) + len(sep)
