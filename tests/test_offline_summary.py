@@ -586,13 +586,12 @@ def test_a_list_line_too_small_for_its_first_entry_says_nothing_rather_than_one_
     assert _fit_block("failed", line, 95) == "Failed: FAILED tests/audit/test_schema_39.py::test_schema_39_roundtrip - …"
 
 
-def test_a_tiny_summary_sets_the_work_ahead_aside_before_the_asks():
-    """A summary of a few hundred tokens whose first ask is long used to spend its room on the
-    asks and the bookkeeping and keep neither the plan's steps still to do nor the failure still
-    open: the work ahead (the plan's items not done, the first open failure) and the vocabulary's
-    share are now set aside before the asks take their part."""
-    events = [{"trace_type": "user", "content": "Move every module's timeout from env vars to settings, starting with "
-                                                "src/billing/router_0.py, and keep the public names as they are."}]
+REQUEST = ("Move every module's timeout from env vars to settings, starting with src/billing/router_0.py, and keep "
+           "the public names as they are.")
+
+
+def _ported_modules() -> list:
+    events = [{"trace_type": "user", "content": REQUEST}]
     for i in range(20, 30):
         events += _call(2 * i + 1, "", tool="apply_patch", result="ok",
                         args={"input": f"*** Begin Patch\n*** Update File: src/mod_{i}.py\n@@\n-a\n+b\n*** End Patch"})
@@ -603,24 +602,74 @@ def test_a_tiny_summary_sets_the_work_ahead_aside_before_the_asks():
         {"step": "Port Mod28Client (src/mod_28.py)", "status": "completed"},
         {"step": "Port Mod29Client (src/mod_29.py)", "status": "in_progress"},
         {"step": "Port Mod30Client (src/mod_30.py)", "status": "pending"}]})
-    turns = [Turn("turn_0001", _traces("turn_0001", events))]
-    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=260)).episodic_summary
+    return [Turn("turn_0001", _traces("turn_0001", events))]
+
+
+def test_a_tiny_summary_keeps_the_request_the_plan_and_the_open_failure():
+    """260 tokens for a window of ten ported modules: the request (the first ask), the plan's
+    next items and the failure still open all stay (a version that set the work ahead aside
+    before the asks lost the request)."""
+    text = OfflineSummarizer().summarize(_ported_modules(), MemoryContext(summary_tokens=260)).episodic_summary
+    assert f'- turn_0001 · user: "{REQUEST}"' in text, text
     assert "[in_progress] Port Mod29Client (src/mod_29.py); [pending] Port Mod30Client (src/mod_30.py)" in text, text
+    assert "tests/test_mod_27.py::test_roundtrip - Mod27Error" in text, text
+
+
+def _tickets(failing: bool = False) -> list:
+    """120 turns of long asks with few names; the last one runs a filtered test twice, failing."""
+    turns = []
+    for t in range(1, 121):
+        tid = f"turn_{t:04d}"
+        events = [{"trace_type": "user", "content": f"Ticket T-{t}: "
+                   + "please look at the billing export and explain the totals in detail " * 8}]
+        if failing and t == 120:
+            for n, error in ((1, "FAILED tests/test_api.py::test_export - KeyError: 'id'"),
+                             (2, "FAILED tests/test_api.py::test_export - AssertionError: 3 != 4")):
+                events += _call(n, "cd backend && pytest -q tests/test_api.py -k export", error=error)
+        events.append({"trace_type": "assistant", "content": f"Done with T-{t}."})
+        turns.append(Turn(tid, _traces(tid, events)))
+    return turns
+
+
+def test_a_failure_is_said_briefly_only_when_its_whole_entry_does_not_fit():
+    """With room (3,000 tokens), the failure keeps its command (``cd backend``, ``-k export``) and
+    its earlier reason; the brief form (the failing test's line alone) is for a line whose first
+    entry does not fit whole."""
+    text = OfflineSummarizer().summarize(_tickets(failing=True), MemoryContext(summary_tokens=3000)).episodic_summary
     failed = next(line for line in text.split("\n") if line.startswith("Failed: "))
-    assert "tests/test_mod_27.py::test_roundtrip - Mod27Error" in failed and "still failing" in failed, text
+    assert failed == ("Failed: `cd backend && pytest -q tests/test_api.py -k export` ×2 (FAILED tests/test_api.py::"
+                      "test_export - AssertionError: 3 != 4; before: FAILED tests/test_api.py::test_export - KeyError: "
+                      "'id') — still failing"), failed
 
 
-def test_the_work_ahead_is_the_plan_s_items_to_do_and_the_first_open_failure():
-    from memcli.compaction.offline import _open_work_chars
+def test_a_window_with_few_names_does_not_hold_room_for_a_long_vocabulary():
+    """The vocabulary's share is at most its line's full length: 120 turns of long asks with few
+    names fill their 3,000 tokens with asks (15% of the room used to stay empty)."""
+    from memcli.compaction.offline import _counter
 
-    plan = "Plan (latest): [completed] Port A (a.py); [in_progress] Port B (b.py); [pending] Port C (c.py)"
-    assert _open_work_chars("plan", plan) == len("Plan (latest): ") + len("[in_progress] Port B (b.py); ") \
-        + len("[pending] Port C (c.py); ") + 16
-    assert _open_work_chars("plan", "Plan (latest): [completed] Port A (a.py)") == 0
-    still = "Failed: FAILED tests/a.py::t - E ×2 — still failing; `make` ×1 (boom) — passed later"
-    assert _open_work_chars("failed", still) == len("Failed: ") + len("FAILED tests/a.py::t - E ×2 — still failing") + 16
-    tool = "Failed: Edit src/a.ts ×1 (File has not been read yet.)"   # a tool's failure nothing resolved: open
-    assert _open_work_chars("failed", tool) == len(tool) + 16
-    for said in ("passed later", "fixed later (a later `pytest` passed)", "stopped by the user"):
-        assert _open_work_chars("failed", f"Failed: `pytest` ×1 (E) — {said}") == 0
-    assert _open_work_chars("notes", 'Latest notes: "x"') == 0
+    text = OfflineSummarizer().summarize(_tickets(), MemoryContext(summary_tokens=3000)).episodic_summary
+    assert _counter().count(text) >= 0.9 * 3000, (_counter().count(text), len(text))
+
+
+def test_a_brief_failure_is_a_failing_test_s_line_that_names_the_command_s_argument_whole():
+    from memcli.compaction.offline import _entries, _Fixes, failures_line
+
+    def brief(command, error):
+        label = f"`{command}`"
+        return failures_line({label: 1}, {label: [error]}, {command: [False, True, "x", []]}, _Fixes({}), brief=True)
+
+    assert brief("pytest -q tests/a.py", "FAILED tests/a.py::test_t - E") == "Failed: FAILED tests/a.py::test_t - E ×1 — still failing"
+    assert brief("go test ./pkg/x", "--- FAIL: TestX (0.00s)").startswith("Failed: `go test ./pkg/x` ×1")   # (no path named)
+    # another file whose name ends like the argument, and lines that are no failing test, keep the command
+    assert brief("node build.js", "FAILED open 'dist/prebuild.js'").startswith("Failed: `node build.js` ×1")
+    assert brief("git add src/x.py", "fatal: pathspec 'src/x.py' did not match any files").startswith("Failed: `git add")
+    # a line with "; " said alone would read as two entries of the list
+    line = brief("pytest -q tests/a.py", "FAILED tests/a.py::test_t - ValueError: bad header; expected utf-8")
+    assert line.startswith("Failed: `pytest -q tests/a.py` ×1 (") and len(_entries(line[8:], "; ")[0]) == 1
+
+
+def test_a_list_line_keeps_a_first_entry_clipped_to_a_path_or_url():
+    from memcli.compaction.offline import _fit_block
+
+    line = "URLs: https://github.com/acme/shop/pull/1234, https://help.acme.example/returns/policy-and-refunds-for-orders"
+    assert _fit_block("urls", line, 80) == "URLs: https://github.com/acme/shop/pull/1234 …"

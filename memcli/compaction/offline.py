@@ -77,9 +77,10 @@ that it fills the budget; the compaction checks the result with the real counter
 (oldest of the recent ones first) shrink to their asks, asks are clipped only while they take
 more than half of it, then :func:`_squeeze` ranks what is kept by what is needed next (the
 header — under :data:`TINY_SUMMARY_CHARS` without the dates and the trace count —, every file,
-the asks, the plan, the latest notes, the failures, the subagents, the names touched in the
-newest files, the turn lines whole, the vocabulary: each within a share, then growing into what
-is left), never cutting inside an identifier or a path.
+the vocabulary's share set aside, the asks, the plan, the latest notes, the failures (a failing
+test's line alone when it names what its command ran and the whole entry does not fit), the
+subagents, the names touched in the newest files, the turn lines whole, the vocabulary: each
+within a share, then growing into what is left), never cutting inside an identifier or a path.
 
 Facts (``semantic_facts``): only what the summary does not carry into the same snapshot — user
 preferences (a sentence of an ask with "always", "never", "I prefer", "from now on" …), and the
@@ -2073,8 +2074,9 @@ class OfflineSummarizer(Summarizer):
                                    and len(window.vocab) > 8):
             if hard < TINY_SUMMARY_CHARS:   # the header says what the window holds, not when
                 header = f"{turns_said}: {calls_said}"
-            summary = _squeeze(header, body(whole=True), [(kind, briefer.get(kind, text)) for kind, text in ranked_footer],
-                               hard, lambda k: files_line(newest_first, window.changes, k))
+            vocab_chars = len("Vocabulary (most used lately first): ") + sum(len(name) + 2 for name in window.vocab)
+            summary = _squeeze(header, body(whole=True), ranked_footer, hard,
+                               lambda k: files_line(newest_first, window.changes, k), briefer, vocab_chars)
             size = hard
         if urls:
             summary = _urls_once(summary)
@@ -2233,15 +2235,23 @@ _STOPPED = re.compile(r"user doesn't want to proceed|user denied|denied this ope
 
 
 _FILE_WORD = re.compile(r"\w\.\w{1,5}$")   # a file name: app.py, main.go
+_EXIT_SAID = re.compile(r"^exit (?:code|status) \d+ ")   # how a failure's brief may begin (its exit line)
 
 
 def _runs_named(label: str, line: str) -> bool:
-    """Whether the failure ``line`` names what the command ``label`` ran: a path or test of its
-    arguments (``tests/a.py`` of `` `pytest -q tests/a.py` ``)."""
-    if not label.startswith("`"):
+    """Whether the failure ``line`` is a failing test's line (``FAILED tests/a.py::t - E``,
+    ``--- FAIL: TestX`` …) that names what the command ``label`` ran: a path or test of its
+    arguments, whole (``tests/a.py`` of `` `pytest -q tests/a.py` ``; ``build.js`` is not named by
+    ``prebuild.js``). Not for a line with ``"; "`` or unbalanced brackets: said alone it would read
+    as two entries of the list."""
+    if not label.startswith("`") or not _FAILING_TEST.match(_EXIT_SAID.sub("", line, 1)) or "; " in line \
+            or any(line.count(a) != line.count(b) for a, b in ("()", "[]")) or line.count("`") % 2:
         return False
-    return any(("/" in word or "::" in word or _FILE_WORD.search(word)) and not word.startswith("-") and word in line
-               for word in label.strip("`").split())
+    for word in label.strip("`").split():
+        if ("/" in word or "::" in word or _FILE_WORD.search(word)) and not word.startswith("-") \
+                and re.search(rf"(?<![\w./-]){re.escape(word)}(?![\w-]|\.\w)", line):
+            return True
+    return False
 
 
 def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _Fixes, fixed=_NONE,
@@ -2311,14 +2321,17 @@ _SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.2), ("commands", 
 
 
 def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, str]], size: int,
-             files_named=None) -> str:
+             files_named=None, briefer: dict | None = None, vocab_chars: int | None = None) -> str:
     """The summary within ``size`` characters, by what is needed next: the header; every file
-    modified (always all of them, if need be past ``size``); the newest turn line whole (in at most
+    modified (always all of them, if need be past ``size``); :data:`VOCAB_SHARE` of the room kept
+    for the vocabulary line the summary ends with (at most ``vocab_chars``, that line's full
+    length); the newest turn line whole (in at most
     a sixth of the asks' room: the work the kept traces go on with); the asks, from both ends of the window
     inward — the first (the request the work started from), then the newest, the next first one
     with the 8th newest … (:data:`FIRST_ASKS_WEIGHT`; each turn line in its asks-only form) — in
     at most 3/5 of the room; the plan, the latest notes, the
-    failures, the subagents, the other aggregate lines, each within a share of the room; the
+    failures, the subagents, the other aggregate lines, each within a share of the room (a line
+    of ``briefer`` in that shorter form when its first entry does not fit whole otherwise); the
     names touched in the files, newest files first (``files_named(k)``: the files line with the
     names of the newest ``k``); then each aggregate line in full where it fits, older asks, and
     the newest turn lines whole. A line that does not fit is clipped at a word boundary (never
@@ -2334,7 +2347,7 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     spans = [span for *_, span in body]
     ahead = list(itertools.accumulate((n for *_, n in spans), initial=0))   # the turns before each line
     total = ahead[-1]
-    reserve = max(len(_left_out(spans[0][0], spans[-1][1], total)) + 1, 110) if body else 0   # for that line
+    reserve = max(len(_left_out(spans[0][0], spans[-1][1], total)) + 1, 110) if body else 0
     kept: dict[int, str] = {}
 
     def take_asks(budget: int) -> int:
@@ -2368,19 +2381,21 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
                 hi -= 1
         return budget
 
-    # the work still ahead (the plan's items to do, the first failure still open) is set aside
-    # before the asks take their part: no count of past uses ranks it
-    ahead_work = {kind: min(_open_work_chars(kind, texts[kind]), (room - reserve) // 4) for kind in ("plan", "failed")
-                  if kind in texts}
-    set_aside = sum(ahead_work.values())
-    vocab_room = int((room - reserve) * VOCAB_SHARE)   # kept for the vocabulary line the summary ends with
-    asks_room = (room - set_aside - vocab_room) * 3 // 5
+    # the vocabulary's share, kept for the line the summary ends with (no more than that line's
+    # full length: a window with few names does not hold room it cannot use)
+    vocab_room = int((room - reserve) * VOCAB_SHARE)
+    if vocab_chars is not None:
+        vocab_room = min(vocab_room, vocab_chars)
+    asks_room = room * 3 // 5
     room -= asks_room - take_asks(asks_room)
     share_of = room - reserve - vocab_room
     for kind, share in _SQUEEZE_ORDER:
         if kind in texts:
-            allowed = max(int(share_of * share), ahead_work.get(kind, 0))   # (the work ahead: whole)
-            text = _fit_block(kind, texts[kind], min(room - reserve, allowed))
+            allowed = min(room - reserve, int(share_of * share))
+            text = _fit_block(kind, texts[kind], allowed)
+            if briefer and kind in briefer and not _first_whole(text, texts[kind]):
+                texts[kind] = briefer[kind]   # (and so it grows later: the shorter form)
+                text = _fit_block(kind, texts[kind], allowed)
             if text:
                 shown[kind] = text
                 room -= len(text) + 1
@@ -2425,21 +2440,13 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     return "\n".join(lines)
 
 
-_RESOLVED = (" — passed later", " — fixed later", " — stopped by the user")   # what failures_line says of one not open
-
-
-def _open_work_chars(kind: str, line: str) -> int:
-    """The room an aggregate line needs to show the work still ahead in it: the plan with its
-    items not done, the failures line with its first entry when that one is still open (the open
-    ones come first: "still failing", or a tool's failure nothing resolved); 0 for other lines."""
+def _first_whole(shown: str, line: str) -> bool:
+    """Whether ``shown`` (``line`` fitted by :func:`_fit_block`) holds the line's first entry whole."""
+    if not shown:
+        return False
     head, _, rest = line.partition(": ")
     items, _ = _entries(rest, "; ")
-    if kind == "plan":
-        todo = [item for item in items if not item.startswith(_DONE_ITEMS)]
-        return len(head) + 2 + sum(len(item) + 2 for item in todo) + 16 if todo else 0
-    if kind == "failed" and items and not any(said in items[0] for said in _RESOLVED):
-        return len(head) + 2 + len(items[0]) + 16
-    return 0
+    return not items or shown[len(head) + 2:].startswith(items[0])
 
 
 def _left_out(first: str, last: str, turns: int) -> str:
@@ -2484,7 +2491,7 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         if used + len(item) + len(sep) > room:
             if not kept and room - used > 40:
                 clipped = clip(item, room - used - 2)
-                if " " in clipped[:-2]:   # (one word and "…" — ``FAILED …`` — says nothing: no entry)
+                if " " in clipped[:-2] or "/" in clipped:   # (one word and "…" — ``FAILED …`` — says nothing)
                     items[i] = clipped
                     kept.append(i)
             break

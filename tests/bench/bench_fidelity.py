@@ -88,11 +88,13 @@ def run() -> list[dict]:
         below = sum(r.memcli_recall < r.harness_recall for r in results)
         worst = min(r.memcli_recall - r.harness_recall for r in results)
         refused = sum(bool(r.refused) for r in results)
+        first = (f"; the first ask (the request) verbatim in memcli's snapshot on {sum(r.memcli_first_ask for r in results)}, "
+                 f"in the harness's summary on {sum(r.harness_first_ask for r in results)}")
         rows.append({
             "name": f"fidelity {shape} ×{len(results)} seeds: mean", "value": harness,
             "baseline": max(memcli, 1e-9), "unit": " ", "target": 1.0,
             "note": (f"mean recall harness {harness:.1%}, memcli {memcli:.1%}; memcli below the harness on {below} of "
                      f"{len(results)} (worst by {-worst:.1%})" if worst < 0 else
                      f"mean recall harness {harness:.1%}, memcli {memcli:.1%}; memcli at or above the harness on every "
-                     f"seed") + (f"; {refused} could not compact to the harness's size" if refused else "")})
+                     f"seed") + first + (f"; {refused} could not compact to the harness's size" if refused else "")})
     return rows

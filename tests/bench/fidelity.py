@@ -74,6 +74,7 @@ class Compacted:
     after: list              # raw lines after the summary
     summary: str             # the harness's own summary
     last_ask: str            # the last user ask before the boundary
+    first_ask: str = ""      # the first one (the request the work started from)
 
 
 def _cc_text(value: dict) -> str:
@@ -202,7 +203,8 @@ def compactions(path: Path) -> list[Compacted]:
         end = points[n + 1][1][1] if n + 1 < len(points) else len(lines)
         ask = {"claude-code": _cc_ask, "codex": _codex_ask, "gemini-cli": _gemini_ask}[fmt]
         asks = [a for a in (ask(v) for v in values[:start] if isinstance(v, dict)) if a]
-        out.append(Compacted(path.stem, fmt, lines[:start], lines[i + 1:end], summary, asks[-1] if asks else ""))
+        out.append(Compacted(path.stem, fmt, lines[:start], lines[i + 1:end], summary, asks[-1] if asks else "",
+                             asks[0] if asks else ""))
     return out
 
 
@@ -300,6 +302,8 @@ class Fidelity:
     harness_last_ask: bool
     memcli_last_ask: bool
     refused: str | None = None   # why memcli could not compact to target_tokens (it fit a larger one)
+    harness_first_ask: bool = False   # the first ask verbatim (whitespace aside) in the harness's summary
+    memcli_first_ask: bool = False    # ... in memcli's snapshot
 
 
 def measure(session: Compacted, work: Path | None = None, summary_tokens: int | None = None) -> Fidelity:
@@ -338,10 +342,11 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
     found_memcli = {i for i in needed if i in text}
     found_harness = {i for i in needed if i in session.summary}
     n = max(len(needed), 1)
-    ask = _norm(session.last_ask)
+    ask, first = _norm(session.last_ask), _norm(session.first_ask)
     return Fidelity(session.name, len(needed), len(found_harness) / n, len(found_memcli) / n, harness_tokens,
                     snap.tokens, target, bool(ask) and ask in _norm(session.summary),
-                    bool(ask) and ask in _norm(text), refused)
+                    bool(ask) and ask in _norm(text), refused, bool(first) and first in _norm(session.summary),
+                    bool(first) and first in _norm(text))
 
 
 def rule_session(seed: int, steps: int = 300, after: int = 120, compactions: int = 2) -> Compacted:
