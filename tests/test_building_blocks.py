@@ -378,14 +378,12 @@ def _session(draw) -> list[dict]:
     return events
 
 
-def _fed_plan(store, tail, keep, deliver, *, target=None, stop=None):
-    """The plan, with what a feed (this process) handed ``deliver`` checked against it; ``stop``:
-    the turn the feed is told to stop before."""
+def _fed_plan(store, tail, keep, deliver, *, target=None):
+    """The plan, with what a feed (this process) handed ``deliver`` checked against it."""
     from memcli.compaction.window import check_feed, feed_scan
 
     size = store.paths.active.stat().st_size
-    result = feed_scan(store, size, tail, keep, deliver, getattr(deliver, "open_steps", None), target,
-                       stop=None if stop is None else (lambda n: n >= stop))
+    result = feed_scan(store, size, tail, keep, deliver, getattr(deliver, "open_steps", None), target)
     plan = plan_window(store, tail, keep_steps=keep, target_tokens=target)
     plan.delivered, plan.spilled = check_feed(result, plan, store.paths.active)
     return plan
@@ -399,13 +397,11 @@ def _read_ahead_for_small_files(monkeypatch):
     monkeypatch.setattr(compactor, "READ_AHEAD_MIN_BYTES", 0)
 
 
-def _fed_and_read(store, tail, keep, target, *, forked: bool = False, stop=None, tail_at=None):
+def _fed_and_read(store, tail, keep, target, *, forked: bool = False):
     """(summary fed by the feed, summary of a plain read, the plan with the feed checked, the
     Collects): the feed run in this process before planning, or (``forked``) in a child process
-    while this one plans (and takes the newest turns: ``_ReadAhead.share``). In this process the
-    feed may be told to ``stop`` before a turn, and the turns from ``tail_at`` on summarized apart
-    (the parent's share of a forked read-ahead), before or past where the feed stopped."""
-    from memcli.compaction.compactor import _Collect, _EarlyTurns, _ReadAhead, _Tail
+    while this one plans."""
+    from memcli.compaction.compactor import _Collect, _EarlyTurns, _ReadAhead
     from memcli.compaction.offline import OfflineSummarizer
 
     summarizer = OfflineSummarizer()
@@ -417,9 +413,7 @@ def _fed_and_read(store, tail, keep, target, *, forked: bool = False, stop=None,
         ahead.cancel()
         assert early is not None
     else:
-        fed = _fed_plan(store, tail, keep, early, target=target, stop=stop)
-        if tail_at is not None and fed.turns and fed.turns[-1].whole and fed.spilled is None:
-            early.tail = _Tail.read(store, fed, min(tail_at, len(fed.turns)))
+        fed = _fed_plan(store, tail, keep, early, target=target)
     plain = plan_window(store, tail, keep_steps=keep, target_tokens=target)
     assert (fed.turns, fed.runs, fed.tokens_before, fed.window_tokens) == \
            (plain.turns, plain.runs, plain.tokens_before, plain.window_tokens)
@@ -439,31 +433,24 @@ def _same_summary(a, b, once, twice) -> None:
     assert set(once.ids) == set(twice.ids) and len(once.ids) == len(twice.ids)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), tail=st.integers(0, 3), keep=st.integers(0, 5), target=st.sampled_from([None, 1, 300, 900]),
-       budget=st.sampled_from([8 << 20, 2_000, 500]), forked=st.booleans(),
-       stop=st.one_of(st.none(), st.integers(0, 12)), tail_at=st.one_of(st.none(), st.integers(0, 12)))
+       budget=st.sampled_from([8 << 20, 2_000, 500]), forked=st.booleans())
 def test_turns_the_feed_hands_over_give_the_summary_a_read_of_the_window_gives(tmp_path_factory, monkeypatch, data,
-                                                                              tail, keep, target, budget, forked,
-                                                                              stop, tail_at):
+                                                                              tail, keep, target, budget, forked):
     """The feed hands over the turns certain to move whole as it reads (and, past its budget,
     folds a giant turn's older steps); the summary built from them (plus a read of the rest) is
     the one a full read of the window gives, with the same trace ids, and the plan is the same as
-    without the feed — the feed run in this process or in a forked child while the plan reads,
-    the feed told to stop before a turn or not, the newest turns summarized apart from any turn on
-    (the parent's share while its child reads: before, at or past where the feed stopped)."""
-    import memcli.compaction.compactor as compactor
+    without the feed — the feed run in this process or in a forked child while the plan reads."""
     import memcli.compaction.window as window
     from memcli.ingest.api import ingest
 
     monkeypatch.setattr(window, "WHOLE_TURN_FEED_BYTES", budget)
-    monkeypatch.setattr(compactor, "TAIL_MIN_TURNS", 1)   # (the forked plan shares these few turns too)
     memory_dir = tmp_path_factory.mktemp("m")
     src = memory_dir / "events.ndjson"
     src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in _session(data.draw)))
     ingest(memory_dir, "a", src)
-    a, b, _, once, twice = _fed_and_read(AgentStore(memory_dir, "a"), tail, keep, target, forked=forked, stop=stop,
-                                         tail_at=tail_at)
+    a, b, _, once, twice = _fed_and_read(AgentStore(memory_dir, "a"), tail, keep, target, forked=forked)
     if a is not None:
         _same_summary(a, b, once, twice)
 
@@ -951,58 +938,3 @@ def test_no_read_ahead_child_under_a_one_cpu_quota(tmp_path, monkeypatch, memory
     assert not compactor._can_fork()
     (tmp_path / "host" / "sys/fs/cgroup/ci/job/cpu.max").write_text("max 100000\n")
     assert compactor._can_fork() is hasattr(os, "fork")
-
-
-def _plain_turns(memory_dir, n: int) -> AgentStore:
-    from memcli.ingest.api import ingest
-    from tests.events import CALL, RES
-
-    events = []
-    for t in range(1, n + 1):
-        tid = f"turn_{t:04d}"
-        events += [U(f"ask {t}: fix src/mod_{t}.py", turn_id=tid), A(f"looking at mod_{t}", turn_id=tid),
-                   CALL(f"c{t}", "Bash", {"command": f"pytest tests/test_{t % 4}.py"}, turn_id=tid),
-                   RES(f"c{t}", turn_id=tid, **({"tool_error": f"exit status 1\nFAILED tests/test_{t % 4}.py::t"}
-                                                if t % 5 == 0 else {"tool_result": f"{t} passed"})),
-                   A(f"answer {t}", turn_id=tid)]
-    src = memory_dir / "events.ndjson"
-    src.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
-    ingest(memory_dir, "a", src)
-    return AgentStore(memory_dir, "a")
-
-
-@pytest.mark.parametrize("stop,tail_at", [(10, 5), (10, 10), (10, 20), (0, 20), (40, 30), (None, 38)])
-def test_the_parent_s_share_of_the_window_gives_the_summary_a_read_of_the_window_gives(tmp_path, stop, tail_at):
-    """While its read-ahead child summarizes the window's turns in order, the parent, its plan
-    done, summarizes the newest ones (``_ReadAhead.share``) and tells the child to stop before
-    them; the child may have gone past that turn already. Whatever the two did — the child
-    stopping before, at or after the parent's first turn, or handing over nothing — the summary
-    and its trace ids are a plain read's."""
-    store = _plain_turns(tmp_path, 40)
-    a, b, fed, once, twice = _fed_and_read(store, 1, 0, None, stop=stop, tail_at=tail_at)
-    assert len(fed.turns) == 39 and fed.turns[-1].whole
-    assert fed.delivered == (min(stop, 39) if stop is not None else 39)
-    if fed.delivered:   # (a feed that handed over nothing leaves the window to a plain read, tail and all)
-        assert once.early.tail.start == tail_at and len(once.early.tail.digests) == 39 - tail_at
-    _same_summary(a, b, once, twice)
-
-
-def test_a_forked_read_ahead_shares_the_newest_turns_with_its_parent(tmp_path, monkeypatch):
-    """A child slower than the plan (here: 20 ms a turn) is told to stop where the parent's share
-    begins; the parent summarizes the newest turns meanwhile, and the summary is a plain read's."""
-    import memcli.compaction.compactor as compactor
-
-    monkeypatch.setattr(compactor, "TAIL_MIN_TURNS", 4)
-    call = compactor._EarlyTurns.__call__
-
-    def slow(self, *args):
-        __import__("time").sleep(0.02)
-        call(self, *args)
-
-    monkeypatch.setattr(compactor._EarlyTurns, "__call__", slow)
-    store = _plain_turns(tmp_path, 60)
-    a, b, fed, once, twice = _fed_and_read(store, 1, 0, None, forked=True)
-    tail = once.early.tail
-    assert tail is not None and 0 < fed.delivered <= tail.start < len(fed.turns) == 59, (fed.delivered, tail)
-    assert len(tail.digests) == 59 - tail.start
-    _same_summary(a, b, once, twice)

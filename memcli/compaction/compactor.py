@@ -88,8 +88,6 @@ MAX_LISTED_TRACE_IDS = 5_000
 READ_AHEAD_MIN_BYTES = 1 << 20    # an active file smaller than this is summarized without a child process
 READ_AHEAD_PATIENCE = 4           # a read-ahead child is given up after this many times the plan's own time ...
 READ_AHEAD_MIN_WAIT = 30.0        # ... and at least this many seconds from its fork (_ReadAhead.finish)
-TAIL_MIN_TURNS = 64               # the fewest turns left to the child that this process shares (_ReadAhead.share)
-PARENT_SPEEDUP = 2.0              # turns this process summarizes in the time the child does one (measured: 19 µs a turn against 37)
 MAX_SOURCE_TURNS = 50
 ROLLUP_CHARS = 12_000
 PROMPT_FACTS = 50                 # live facts shown to the summarizer
@@ -244,7 +242,6 @@ class _EarlyTurns:
     def __init__(self, summarizer: Summarizer):
         self.summary = summarizer.window_summary()
         self.ids: list = []
-        self.tail: _Tail | None = None   # the newest turns, summarized by the parent meanwhile (_ReadAhead.share)
 
     @classmethod
     def of(cls, summarizer: Summarizer | None) -> "_EarlyTurns | None":
@@ -278,9 +275,7 @@ class _ReadAhead:
     through a pipe (pickled: the child is this process's own fork, nothing else writes the
     pipe). :meth:`finish` takes it and checks it against the finished plan
     (:func:`memcli.compaction.window.check_feed`); whatever it did not cover is read afterwards
-    as before. The plan done, this process does not wait idle: it takes the newest of the turns
-    the child has not reached (:meth:`share`) and tells the child, through two counters they
-    share (:class:`_Shared`), to stop before the first of them. The child writes no file, takes no lock and ends with ``os._exit``; an error in
+    as before. The child writes no file, takes no lock and ends with ``os._exit``; an error in
     it, a child that dies, or one still running :data:`READ_AHEAD_PATIENCE` times the plan's time
     after its fork (at least :data:`READ_AHEAD_MIN_WAIT` seconds: stopped, starved, stuck), only
     means the window is read in this process: slower, the same summary. Used where fork
@@ -295,7 +290,6 @@ class _ReadAhead:
         self.early, self.store = early, store
         self.tail_turns, self.keep_steps, self.target_tokens = tail_turns, keep_steps, target_tokens
         self.pid = self.fd = None
-        self.shared: _Shared | None = None
         self.forked_at = 0.0
 
     @classmethod
@@ -311,20 +305,13 @@ class _ReadAhead:
             return
         read_end, write_end = os.pipe()
         parent = os.getpid()
-        shared = self.shared = _Shared()
         pid = os.fork()
         if pid == 0:   # the child: summarize, send, leave without running anything of the parent's
             try:
                 os.close(read_end)
                 _die_with_parent(parent)
-                early = self.early
-
-                def deliver(turn_id: str, traces: list, steps: int) -> None:
-                    early(turn_id, traces, steps)
-                    shared.handed += 1
-
-                result = feed_scan(self.store, size, self.tail_turns, self.keep_steps, deliver,
-                                   early.open_steps, self.target_tokens, stop=shared.stops_at)
+                result = feed_scan(self.store, size, self.tail_turns, self.keep_steps, self.early,
+                                   self.early.open_steps, self.target_tokens)
                 with os.fdopen(write_end, "wb") as out:
                     _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((self.early, result))
             except BaseException:
@@ -343,7 +330,6 @@ class _ReadAhead:
         if self.fd is None:
             return None
         planned = time.monotonic() - self.forked_at   # what the plan took while the child read
-        tail = self.share(plan_)
         payload = _read_until(self.fd, self.forked_at + max(READ_AHEAD_MIN_WAIT, READ_AHEAD_PATIENCE * planned))
         if payload is None:   # the child is late: give it up (killed, reaped)
             self.cancel()
@@ -357,30 +343,7 @@ class _ReadAhead:
         except Exception:  # the child failed or died: nothing (or half of it) was sent
             return None
         plan_.delivered, plan_.spilled = check_feed(result, plan_, self.store.paths.active)
-        early.tail = tail if plan_.spilled is None else None
         return early
-
-    def share(self, plan_: WindowPlan) -> "_Tail | None":
-        """Take the newest of the turns the child has not summarized yet, and summarize them
-        here while it goes on: the plan is done, and this process would wait for the child
-        otherwise. The child is told to stop before the first of them (``_Shared.stop_at``); the
-        split leaves each side the same time at their speeds (:data:`PARENT_SPEEDUP`). Only for
-        a window of whole turns (a turn moving in part may be the child's spill) with at least
-        :data:`TAIL_MIN_TURNS` left to the child; None otherwise, or when reading them fails
-        (then :class:`_Collect` reads what the child did not do, as before)."""
-        turns = plan_.turns
-        shared = self.shared
-        if shared is None or not turns or not turns[-1].whole:
-            return None
-        left = len(turns) - shared.handed
-        if left < TAIL_MIN_TURNS:
-            return None
-        start = len(turns) - int(left * PARENT_SPEEDUP / (1 + PARENT_SPEEDUP))
-        shared.stop_at = start
-        try:
-            return _Tail.read(self.store, plan_, start)
-        except Exception:   # (a file that changed under the plan: the summary reads it again, and says so)
-            return None
 
     def cancel(self) -> None:
         if self.fd is not None:
@@ -393,78 +356,6 @@ class _ReadAhead:
                 pass
             _reap(self.pid)
             self.pid = None
-
-
-class _Shared:
-    """Two counters a read-ahead child and this process share (an anonymous shared mapping made
-    before the fork): the turns the child has handed over so far (it writes), and the turn it must
-    stop before (this process writes, once). Each is one aligned 8-byte word, written whole."""
-
-    __slots__ = ("words",)
-
-    def __init__(self):
-        import mmap
-
-        self.words = memoryview(mmap.mmap(-1, 16)).cast("q")
-        self.words[1] = 1 << 62
-
-    @property
-    def handed(self) -> int:
-        return self.words[0]
-
-    @handed.setter
-    def handed(self, n: int) -> None:
-        self.words[0] = n
-
-    @property
-    def stop_at(self) -> int:
-        return self.words[1]
-
-    @stop_at.setter
-    def stop_at(self, n: int) -> None:
-        self.words[1] = n
-
-    def stops_at(self, n: int) -> bool:
-        """Whether the child's ``n``-th turn is this process's to summarize (the child stops there)."""
-        return n >= self.words[1]
-
-
-@dataclass
-class _Tail:
-    """The window's turns from ``start`` on, summarized by this process while the read-ahead
-    child summarized those before (:meth:`_ReadAhead.share`): their digests in window order and
-    the first moved trace ids of each (up to :data:`MAX_LISTED_TRACE_IDS` in all)."""
-
-    start: int
-    digests: list
-    ids: list   # per digest, its first trace ids
-
-    @classmethod
-    def read(cls, store: AgentStore, plan_: WindowPlan, start: int) -> "_Tail":
-        ids: list[list] = []
-        digests = []
-        for digest, turn_ids in _turn_digests(store, plan_, start, len(plan_.turns)):
-            digests.append(digest)
-            ids.append(turn_ids)
-        return cls(start, digests, ids)
-
-
-def _turn_digests(store: AgentStore, plan_: WindowPlan, start: int, stop: int) -> Iterator[tuple]:
-    """``(digest, first trace ids)`` of each window turn ``plan_.turns[start:stop]``, read from the
-    active file, in window order."""
-    from memcli.compaction.offline import turn_digest
-
-    wanted = plan_.turns[start:stop]
-
-    def add(pair, trace: RawTrace) -> None:
-        digest, turn_ids = pair
-        if len(turn_ids) < MAX_LISTED_TRACE_IDS:
-            turn_ids.append(trace.id)
-        digest.add(trace)
-
-    for _, (digest, turn_ids) in in_window_order(wanted, iter_window_traces(store.paths.active, plan_, start, stop),
-                                                 lambda i: (turn_digest(wanted[i]), []), add):
-        yield digest, turn_ids
 
 
 def _read_until(fd: int, deadline: float) -> bytes | None:
@@ -579,23 +470,10 @@ class _Collect:
         start = self.plan.delivered if early is not None else 0
         summary = early.summary if early is not None else summarizer.window_summary()
         spilled = self.plan.spilled if early is not None else None   # the last turn's steps, read already
-        end = len(self.plan.turns) - (spilled is not None)
-        tail = early.tail if early is not None else None   # the newest turns, summarized meanwhile
-        if tail is not None and (spilled is not None or tail.start + len(tail.digests) != end):
-            tail = None
-        # read here: the turns neither the child nor the tail summarized (the child may have gone
-        # past where it was told to stop: then the tail's first turns are the child's already)
-        mid = max(start, tail.start) if tail is not None else end
-        wanted = self.plan.turns[start:mid]
-        for _, digest in in_window_order(wanted, self._noted(start, mid),
+        wanted = self.plan.turns[start:len(self.plan.turns) - (spilled is not None)]
+        for _, digest in in_window_order(wanted, self._noted(start, start + len(wanted)),
                                          lambda i: turn_digest(wanted[i]), lambda d, trace: d.add(trace)):
             summary.add(digest)
-        if tail is not None:
-            for k in range(mid - tail.start, len(tail.digests)):
-                summary.add(tail.digests[k])
-                room = MAX_LISTED_TRACE_IDS - len(self.ids)
-                if room > 0:
-                    self.ids.extend(tail.ids[k][:room])
         if spilled is not None:
             summary.add(spilled.placed(self.plan.turns[-1]))
             self.ids.extend(spilled.ids[:max(MAX_LISTED_TRACE_IDS - len(self.ids), 0)])

@@ -226,20 +226,14 @@ class WholeTurnFeed:
     its moved steps need no second read. Otherwise, or past the budget again, nothing more is
     kept or handed over.
 
-    ``stop(n)``, asked before the ``n``-th turn is handed over, may end the feed there (another
-    process summarizes the turns from there on): nothing more is handed over or spilled, and the
-    scan feeding it ends (:attr:`stopped`).
-
     :meth:`result` says what was done as a :class:`FeedResult` (turn ids and byte offsets, so it
     can come from another process); :func:`check_feed` checks it against the finished plan.
     """
 
     def __init__(self, deliver: Callable[[str, list, int], None], turns: _Turns, step_order: array,
                  tail_turns: int, keep_steps: int, budget: int, open_steps: Callable[[str], object] | None = None,
-                 lag: int | None = None, stop: Callable[[int], bool] | None = None):
+                 lag: int | None = None):
         self.deliver = deliver
-        self.stop = stop
-        self.stopped = False
         self.lag = budget // 2 if lag is None else lag
         self.open_steps = open_steps
         self.spill: StepSpill | None = None
@@ -324,10 +318,6 @@ class WholeTurnFeed:
             if kept is not None:
                 self.kept_bytes -= kept[1]
             if count:
-                if self.stop is not None and self.stop(len(self.delivered)):   # the rest is summarized elsewhere
-                    self.stopped, self.reading, self.spill = True, False, None
-                    self.kept.clear()
-                    return
                 self.conversation_before += 1
                 self.ready = self.conversation_before + self.need_turns
                 self.deliver(turns.ids[head], traces, turns.n_steps[head])
@@ -552,11 +542,7 @@ class _Scan:
                         feed_trace(index, unit_turn[unit], trace, start, offset - start, unit)
                         if (count == 1 or opened) and feed.conversation >= feed.ready:
                             feed.release()   # what it waits for (newer turns, newer steps) only changes here
-                            if feed.stopped:   # (the traces after it are not wanted: the scan ends)
-                                break
                     yield trace
-                if feed is not None and feed.stopped:
-                    break
             self.size = min(size, offset)
 
     def credit(self, message, tokens: int) -> None:
@@ -816,15 +802,13 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
 
 def feed_scan(store: AgentStore, size: int, tail_turns: int, keep_steps: int,
               whole_turns: Callable[[str, list, int], None],
-              open_steps: Callable[[str], object] | None = None, target_tokens: int | None = None,
-              stop: Callable[[int], bool] | None = None) -> FeedResult:
+              open_steps: Callable[[str], object] | None = None, target_tokens: int | None = None) -> FeedResult:
     """A :class:`WholeTurnFeed` over the first ``size`` bytes of the active file, assigning units
     as the plan does but counting nothing: for a process that summarizes while another plans
-    toward ``target_tokens`` (:func:`check_feed` checks the result against that plan). ``stop``:
-    see :class:`WholeTurnFeed`."""
+    toward ``target_tokens`` (:func:`check_feed` checks the result against that plan)."""
     scan = _Scan(store)
     scan.feed = WholeTurnFeed(whole_turns, scan.turn_list, scan.step_order, tail_turns, keep_steps,
-                              WHOLE_TURN_FEED_BYTES, open_steps, spill_lag(target_tokens, WHOLE_TURN_FEED_BYTES), stop)
+                              WHOLE_TURN_FEED_BYTES, open_steps, spill_lag(target_tokens, WHOLE_TURN_FEED_BYTES))
     for _ in scan.traces(jsonl.open_read(store.paths.active), size):
         pass
     return scan.feed.result()
