@@ -160,8 +160,11 @@ def test_a_last_middle_ask_that_fits_from_neither_end_is_counted_not_looped_on()
     assert _squeeze("3 turns (turn_0001–turn_0003)", body, [], 1000).split("\n") == [
         "3 turns (turn_0001–turn_0003)",
         '- turn_0001 · user: "Start the port."',
-        "… 1 turn (turn_0002) left out (`memcli show AGENT --archive --turn ID`)",
+        "… 1 turn (turn_0002) left out",   # (a summary this small does not spend a line on `memcli show`)
         '- turn_0003 · user: "Ship it."']
+    assert "\n… 1 turn (turn_0002) left out (`memcli show AGENT --archive --turn ID`)\n" in _squeeze(
+        "3 turns (turn_0001–turn_0003)", [line(1, "Start the port."), line(2, "word " * 700), line(3, "Ship it.")],
+        [], 2000)
 
 
 def test_many_subagents_keep_the_newest_and_count_the_earlier(cli, memory_dir, tmp_path):

@@ -4,7 +4,10 @@ weighted by use and recency, rollups that keep whole entries, and each subagent 
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
+import pytest
 
 from memcli.compaction.offline import OfflineSummarizer, condense, vocabulary
 from memcli.compaction.summarizer import MemoryContext, Turn
@@ -673,3 +676,58 @@ def test_a_list_line_keeps_a_first_entry_clipped_to_a_path_or_url():
 
     line = "URLs: https://github.com/acme/shop/pull/1234, https://help.acme.example/returns/policy-and-refunds-for-orders"
     assert _fit_block("urls", line, 80) == "URLs: https://github.com/acme/shop/pull/1234 …"
+
+
+FULL_FAILURE = ("Failed: `cd backend && pytest -q tests/test_api.py -k export` ×2 (FAILED tests/test_api.py::test_export - "
+                "AssertionError: 3 != 4; before: FAILED tests/test_api.py::test_export - KeyError: 'id') — still failing")
+
+
+def test_a_failure_said_briefly_at_first_is_said_in_full_once_the_room_is_there():
+    """The brief form is chosen against the failures' first share; when what is left afterwards
+    holds the whole entry, it is said in full (it stayed brief, with 800 characters unused)."""
+    from memcli.compaction.offline import _squeeze
+
+    brief = "Failed: FAILED tests/test_api.py::test_export - AssertionError: 3 != 4 ×2 — still failing"
+    body = [('- turn_0001 · user: "Fix the export."',) * 2 + (("turn_0001", "turn_0001", 1),)]
+    out = _squeeze("1 turn (turn_0001): 3 tool calls, 2 failed.", body,
+                   [("files", "Files modified: backend/api.py"), ("failed", FULL_FAILURE)], 1000, None,
+                   {"failed": brief}, 300)
+    assert len(out) <= 1000 and FULL_FAILURE in out, out
+
+
+def test_the_vocabulary_s_share_is_what_its_line_can_still_say():
+    """A window whose few names the summary shows already holds no room for the vocabulary line:
+    the failure keeps its state (it was clipped off, ~240 characters left unused)."""
+    first = [{"trace_type": "user", "content": "Ticket T-62-1: breaks in then export api export export please"}]
+    first += _call(1, "", tool="update_plan", result="Plan updated", args={"plan": [
+        {"step": f"Port Mod{i}Client (src/mod_{i}.py)", "status": status}
+        for i, status in enumerate(["in_progress", "pending", "completed", "in_progress", "pending"])]})
+    second = [{"trace_type": "user", "content": "Ticket T-62-2: and at detail stable breaks please fix in"}]
+    second += _call(2, "python -m pytest tests/test_mod_0.py::test_case_0 -x", error="exit status 1\nFAILED "
+                    "tests/test_mod_0.py::test_case_0 - ValueError: bad header; expected utf-8 in Header0Parser"
+                    + " with a long explanation of why" * 4)
+    turns = [Turn("turn_0001", _traces("turn_0001", first)), Turn("turn_0002", _traces("turn_0002", second))]
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=300)).episodic_summary
+    failed = next(line for line in text.split("\n") if line.startswith("Failed: "))
+    assert failed.endswith("— still failing"), text
+
+
+@pytest.mark.parametrize("said", ["", "exit code 1\n", "Exit code 1\n", "Exit code: 1\n", "Process exited with code 1\n"])
+def test_a_failing_test_after_its_exit_line_is_said_briefly_whatever_the_harness_s_spelling(said):
+    """Claude Code's results begin ``Exit code 1``, Codex's ``exit code 1``, others ``Process exited
+    with code 1``: each is read past, so a tiny summary can say the open failure by the test's line
+    (with ``Exit code 1`` the failure did not fit at all)."""
+    events = _ported_modules()[0].traces
+    events = [t if t.tool_error is None else dataclasses.replace(t, tool_error=said + t.tool_error) for t in events]
+    text = OfflineSummarizer().summarize([Turn("turn_0001", events)], MemoryContext(summary_tokens=250)).episodic_summary
+    failed = next((line for line in text.split("\n") if line.startswith("Failed: ")), "")
+    assert "tests/test_mod_27.py::test_roundtrip - Mod27Error" in failed and failed.endswith("— still failing"), text
+
+
+def test_a_line_with_unbalanced_brackets_or_backticks_keeps_its_command():
+    from memcli.compaction.offline import _Fixes, failures_line
+
+    for error in ("FAILED tests/a.py::test_t - AssertionError: (3 != 4", "FAILED tests/a.py::test_t - `x is unset"):
+        line = failures_line({"`pytest -q tests/a.py`": 1}, {"`pytest -q tests/a.py`": [error]},
+                             {"pytest -q tests/a.py": [False, True, "x", []]}, _Fixes({}), brief=True)
+        assert line.startswith("Failed: `pytest -q tests/a.py` ×1 ("), line

@@ -2077,6 +2077,13 @@ class OfflineSummarizer(Summarizer):
             vocab_chars = len("Vocabulary (most used lately first): ") + sum(len(name) + 2 for name in window.vocab)
             summary = _squeeze(header, body(whole=True), ranked_footer, hard,
                                lambda k: files_line(newest_first, window.changes, k), briefer, vocab_chars)
+            # few names (their line at most four shares long): the share may be held for names the
+            # summary shows already; then squeezed again with the room the line can use
+            if vocab_chars < 4 * hard * VOCAB_SHARE:
+                sayable = len(vocabulary(window.vocab, n_traces, summary, vocab_chars + 1))
+                if sayable < vocab_chars:
+                    summary = _squeeze(header, body(whole=True), ranked_footer, hard,
+                                       lambda k: files_line(newest_first, window.changes, k), briefer, sayable)
             size = hard
         if urls:
             summary = _urls_once(summary)
@@ -2235,7 +2242,7 @@ _STOPPED = re.compile(r"user doesn't want to proceed|user denied|denied this ope
 
 
 _FILE_WORD = re.compile(r"\w\.\w{1,5}$")   # a file name: app.py, main.go
-_EXIT_SAID = re.compile(r"^exit (?:code|status) \d+ ")   # how a failure's brief may begin (its exit line)
+_EXIT_SAID = re.compile(r"^(?:exit (?:code|status)|process exited with code):? -?\d+:? ", re.IGNORECASE)   # (its exit line first)
 
 
 def _runs_named(label: str, line: str) -> bool:
@@ -2268,7 +2275,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
     first 80 characters) answer together: passed or fixed only when each of them is. ``brief``
     (a squeezed summary): an entry whose latest informative line names what its commands ran
     (``FAILED tests/a.py::t - E`` after `` `pytest -q tests/a.py` ``) is that line alone, with the
-    count: ``FAILED tests/a.py::t - E ×4 — still failing``."""
+    count (and without the exit line before it): ``FAILED tests/a.py::t - E ×4 — still failing``."""
     labels: dict[str, list] = {}   # label -> the commands it names
     if any(k.startswith("`") for k in failures):
         for cmd in commands:
@@ -2303,8 +2310,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
             break
         said = key[1:]
         latest = failure_error[group[0]][-1]
-        if brief and all(_runs_named(label, latest) for label in group):
-            entries.append(f"{latest} ×{sum(failures[label] for label in group)}{said[1]}")
+        if brief and all(_runs_named(label, latest) for label in group):   # (its exit line goes too: the state says it)
+            entries.append(f"{_EXIT_SAID.sub('', latest, 1)} ×{sum(failures[label] for label in group)}{said[1]}")
         else:
             entries.append(", ".join(f"{label} ×{failures[label]}" for label in group) + f" ({said[0]}){said[1]}")
         listed += len(group)
@@ -2339,6 +2346,7 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     (one run in the middle, the turns not listed before included) are counted where they were."""
     room = size - len(header) - 1
     texts = dict(footer)
+    full = dict(footer)   # (a line of ``texts`` may turn brief)
     shown: dict[str, str] = {}
     files = texts.get("files")
     if files is not None:
@@ -2417,9 +2425,13 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     room -= int(share_of * 0.3) - name_files(min(room - reserve, int(share_of * 0.3)))
     room -= vocab_room
     for kind, _ in _SQUEEZE_ORDER:   # each aggregate line grows into what is left
-        if kind in texts and shown.get(kind, "") != texts[kind]:
+        if kind in texts and shown.get(kind, "") != full[kind]:
             before = len(shown[kind]) + 1 if kind in shown else 0
             text = _fit_block(kind, texts[kind], room - reserve + before)
+            if texts[kind] != full[kind]:   # brief so far: in full when its first entry fits whole now
+                whole = _fit_block(kind, full[kind], room - reserve + before)
+                if _first_whole(whole, full[kind]) and (not text or _shown_count(whole) >= _shown_count(text)):
+                    text = whole
             if text and len(text) + 1 > before:
                 shown[kind] = text
                 room -= len(text) + 1 - before
@@ -2435,9 +2447,15 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
         if i in kept:
             lines.append(kept[i])
         elif i == gap[0]:
-            lines.append(_left_out(spans[i][0], spans[gap[-1]][1], ahead[gap[-1] + 1] - ahead[i]))
+            lines.append(_left_out(spans[i][0], spans[gap[-1]][1], ahead[gap[-1] + 1] - ahead[i],
+                                   size < TINY_SUMMARY_CHARS))
     lines.extend(shown[kind] for kind, _ in footer if kind in shown)
     return "\n".join(lines)
+
+
+def _shown_count(shown: str) -> int:
+    """How many entries a fitted list line shows (its ``+N more`` aside)."""
+    return len(_entries(shown.partition(": ")[2], "; ")[0])
 
 
 def _first_whole(shown: str, line: str) -> bool:
@@ -2449,10 +2467,13 @@ def _first_whole(shown: str, line: str) -> bool:
     return not items or shown[len(head) + 2:].startswith(items[0])
 
 
-def _left_out(first: str, last: str, turns: int) -> str:
-    """The line that counts the turns :func:`_squeeze` leaves out."""
+def _left_out(first: str, last: str, turns: int, tiny: bool = False) -> str:
+    """The line that counts the turns :func:`_squeeze` leaves out; in a summary of a few hundred
+    tokens (``tiny``) without the command that shows them (``memcli show``, ``get`` and ``search``
+    still do)."""
     span = first if first == last else f"{first}–{last}"
-    return f"… {turns} turn{'s' if turns != 1 else ''} ({span}) left out (`memcli show AGENT --archive --turn ID`)"
+    said = f"… {turns} turn{'s' if turns != 1 else ''} ({span}) left out"
+    return said if tiny else f"{said} (`memcli show AGENT --archive --turn ID`)"
 
 
 def _fit_block(kind: str, text: str, room: int) -> str:
