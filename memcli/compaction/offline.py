@@ -450,10 +450,15 @@ def command_family(command: str) -> str:
     are one family: :data:`_SCOPED_RUNNERS`); a script's own subcommand counts (``python
     manage.py migrate`` and ``python manage.py test`` are two)."""
     commands = _line_commands(command)[0]
-    working = _working_commands(commands)
-    if not working:   # (nothing but setup or words: the line's first command, as it is)
+    return _line_family(command, commands, [_words_family(words) for words in _working_commands(commands)])
+
+
+def _line_family(command: str, commands: list[list[str]], families: list[str]) -> str:
+    """:func:`command_family` of the line ``command``, from its commands (:func:`_line_commands`)
+    and the families of those that do work, in order."""
+    if not families:   # (nothing but setup or words: the line's first command, as it is)
         return _words_family(commands[0]) if commands else command.strip()[:200]
-    return " && ".join(dict.fromkeys(_words_family(words) for words in working))
+    return " && ".join(dict.fromkeys(families))
 
 
 def _words_family(words: list[str]) -> str:
@@ -527,12 +532,12 @@ def _run_of(command: str) -> tuple[str, str, tuple, bool]:
                 all_ran = False   # listed or built, not run
     if len(working) == 1 and len(runs) == 1:
         return runs[0][0], runs[0][1], (), all_ran
-    family = command_family(command)
+    families = [_words_family(words) for words in working]
+    family = _line_family(command, commands, families)   # (the line parsed once: not command_family)
     if len(working) < 2:
         return family, family, (), all_ran
     # a chain: its own scope, equal to no single command's (``pytest a; pytest b`` is not ``pytest``)
-    chain = _CHAIN + " && ".join(_words_family(words) for words in working)
-    return chain, family, tuple(runs), all_ran
+    return _CHAIN + " && ".join(families), family, tuple(runs), all_ran
 
 
 @lru_cache(maxsize=8192)   # (per result of a command: a session runs the same ones again and again)
@@ -544,7 +549,6 @@ def runs_recorded(command: str, failed: bool) -> tuple:
     if failed:
         return ((scope, name),)
     return ((scope, name), *also) if trusted else ()
-
 
 
 def _runner_scope(words: list[str], at: int, width: int, where: str) -> tuple[str, str]:
