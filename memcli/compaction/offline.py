@@ -1939,8 +1939,8 @@ class OfflineSummarizer(Summarizer):
             text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio, cap, fixes))
         return Summary(text, self._facts(window.preferences, window.commands, fixes, memory))
 
-    def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float,
-              cap: int = HARD_MAX_CHARS, fixes: _Fixes | None = None) -> str:
+    def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float, cap: int,
+              fixes: _Fixes) -> str:
         """The summary's text, within ``budget`` tokens at ``chars_per_token`` and ``cap``
         characters (the window is left as it was: the text can be made again at another size)."""
         for entry in window.listed:
@@ -1986,11 +1986,8 @@ class OfflineSummarizer(Summarizer):
         outcomes = commands_line(window.outcomes, window.families)
         if outcomes:
             footer.append(("commands", outcomes))
-        briefer: dict[str, str] = {}   # the squeezed summary's forms of its lines
         if failures:
-            fixes = fixes if fixes is not None else _Fixes(window.scopes)
             footer.append(("failed", failures_line(failures, failure_error, commands, fixes, window.fixed)))
-            briefer["failed"] = failures_line(failures, failure_error, commands, fixes, window.fixed, brief=True)
         if n_unanswered:
             footer.append(("unanswered", f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
                            + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")"))
@@ -2078,6 +2075,8 @@ class OfflineSummarizer(Summarizer):
                                    and len(window.vocab) > 8):
             if hard < TINY_SUMMARY_CHARS:   # the header says what the window holds, not when
                 header = f"{turns_said}: {calls_said}"
+            briefer = {"failed": failures_line(failures, failure_error, commands, fixes, window.fixed, brief=True)} \
+                if failures else {}   # (the squeezed summary's shorter forms: made only for it)
             vocab_chars = len("Vocabulary (most used lately first): ") + sum(len(name) + 2 for name in window.vocab)
             summary = _squeeze(header, body(whole=True), ranked_footer, hard,
                                lambda k: files_line(newest_first, window.changes, k), briefer, vocab_chars)
