@@ -507,12 +507,15 @@ def test_a_run_of_other_files_passing_does_not_fix_a_failing_test(cli, memory_di
 
 
 def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
-    """:func:`memcli.compaction.offline.fixed_later`: the same scope passing, the whole suite, the
+    """``_Fixes.by`` (:mod:`memcli.compaction.offline`): the same scope passing, the whole suite, the
     file's directory or the file itself fix a failing test, whatever runs the runner (``uv run``,
     ``python -m``, after ``source … &&``) — and the run that fixed it is named; another file, a
     narrower selection (``-k``, ``--testNamePattern=``, ``--deselect``), another directory
     (``cd``) or a run before the failure do not."""
-    from memcli.compaction.offline import command_family, fixed_later, run_scope, runs_recorded
+    from memcli.compaction.offline import _Fixes, command_family, run_scope, runs_recorded
+
+    def fixed_later(command, scopes, failure=""):   # the run that fixed ``command``, or None
+        return _Fixes(scopes).by(command, failure)
 
     def scopes(*runs):   # what a window keeps of its runs: scope -> (failed, the run's name), latest last
         out = {}

@@ -865,11 +865,6 @@ def _seq_of(run: tuple) -> int:
     return run[1][0]
 
 
-def fixed_later(command: str, scopes: dict, failure: str = "") -> str | None:
-    """:meth:`_Fixes.by` for one command: the run that fixed it, or None."""
-    return _Fixes(scopes).by(command, failure)
-
-
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "php", "perl", "bash", "sh", "deno"})
 # options that only say where a command works, with their value (left out of its family)
 _PLACE_OPTIONS = frozenset({"-C", "--prefix", "--filter", "--workspace", "--cwd", "--dir", "--git-dir", "--work-tree"})
