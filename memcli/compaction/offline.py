@@ -95,6 +95,7 @@ keep their digest.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections import Counter, deque
@@ -2625,8 +2626,9 @@ def _fill(text: str, budget: int, make) -> str:
 
 
 def _with_budget(memory: MemoryContext | None, tokens: int) -> MemoryContext:
-    memory = memory or MemoryContext()
-    return MemoryContext(memory.episodic, memory.facts, summary_tokens=tokens, target_given=memory.target_given)
+    """``memory`` with another summary budget, all else as it was (a field spelled out here
+    again was once forgotten: ``target_given``)."""
+    return dataclasses.replace(memory or MemoryContext(), summary_tokens=tokens)
 
 
 VOCAB_SHARE = 0.15           # of a squeezed summary's room, kept for the vocabulary
