@@ -409,14 +409,12 @@ class LiteLLMSummarizer(Summarizer):
         ``<missing>`` list fits in the checklist's room, and an answer can name them all."""
         return self.checklist_tokens() * 3 // 4
 
-    def _required_size(self, turn: Turn, window_files: dict) -> int:
-        """The tokens of what an answer must name for ``turn``; its modified files are added to
-        ``window_files``."""
+    def _required_size(self, turn: Turn) -> tuple[int, list[str]]:
+        """The tokens of what an answer must name for ``turn``, and its modified files."""
         from memcli.compaction.offline import clip_ask, required_items
 
         asks, files = required_items([turn])
-        window_files.update(dict.fromkeys(files))
-        return self.counter.count("\n".join([clip_ask(a, 200) for a in asks] + files)) if asks or files else 0
+        return (self.counter.count("\n".join([clip_ask(a, 200) for a in asks] + files)) if asks or files else 0), files
 
     def transcript_budget(self, memory: MemoryContext) -> tuple[int, str]:
         context = self.context_tokens()
@@ -471,7 +469,8 @@ class LiteLLMSummarizer(Summarizer):
         files: dict[str, None] = {}   # of the whole window
         for turn in (piece for whole in turns for piece in self._pieces(whole, budget)):
             _, tokens = self._fit(turn, budget)
-            need = self._required_size(turn, files)
+            need, turn_files = self._required_size(turn)
+            files.update(dict.fromkeys(turn_files))
             if current and (used + tokens > budget or needed + need > cap):
                 chunks.append(current)
                 current, used, needed = [], 0, 0
