@@ -474,36 +474,39 @@ def _split(name: str, data: bytes) -> Compacted:
     return session
 
 
-def worked_sessions() -> list[Compacted]:
-    """Sessions of the shapes harnesses compact in practice, built by rule
-    (:func:`tests.harness_fixtures.worked_session` and ``worked_rollout``): Claude Code summaries
-    in its nine sections naming the files read and edited last (24, or only the edited ones, or 5:
-    a terse one), compacted while a large tool result was the last step, with the first ask's names
-    coming back only after the boundary, compacted three times; Codex local compactions whose
-    handoff summary is a few hundred tokens; Gemini CLI compressions (a ``<state_snapshot>``)."""
-    from tests.harness_fixtures import worked_gemini, worked_rollout, worked_session
-
-    shapes = {"worked-dense": worked_session(1), "worked-edited-only": worked_session(3, dense=False),
-              "worked-big-last-result": worked_session(4, big_tail=True),
-              "worked-early-names": worked_session(5, early=True),
-              "worked-compacted-3x": worked_session(6, compactions=3), "worked-terse": worked_session(13, named=5),
-              "codex-handoff": worked_rollout(8), "codex-handoff-short": worked_rollout(12, steps=40, after=30),
-              "gemini-state-snapshot": worked_gemini(17),
-              "gemini-state-snapshot-short": worked_gemini(18, steps=50, after=30, named=6)}
-    return [_split(name, s.jsonl()) for name, s in shapes.items()]
-
-
-SEEDS = range(200, 240)   # the seeds each shape is built with for the many-sessions rows
-
-
 def seeded_shapes() -> dict:
-    """The worked shapes as functions of a seed (``worked_sessions`` holds one seed of each):
-    ``make_bench`` measures each on :data:`SEEDS`, so one lucky or unlucky seed decides nothing."""
+    """The shapes harnesses compact in practice, built by rule, as functions of a seed
+    (:func:`tests.harness_fixtures.worked_session`, ``worked_rollout``, ``worked_gemini``): Claude
+    Code summaries in its nine sections naming the files read and edited last (24, or only the
+    edited ones, or 5: a terse one), compacted while a large tool result was the last step, with
+    the first ask's names coming back only after the boundary, compacted three times; Codex local
+    compactions whose handoff summary is a few hundred tokens; Gemini CLI compressions (a
+    ``<state_snapshot>``)."""
     from tests.harness_fixtures import worked_gemini, worked_rollout, worked_session
 
-    return {"codex-handoff": lambda seed: worked_rollout(seed),
+    return {"worked-dense": lambda seed: worked_session(seed),
+            "worked-edited-only": lambda seed: worked_session(seed, dense=False),
+            "worked-big-last-result": lambda seed: worked_session(seed, big_tail=True),
+            "worked-early-names": lambda seed: worked_session(seed, early=True),
+            "worked-compacted-3x": lambda seed: worked_session(seed, compactions=3),
+            "worked-terse": lambda seed: worked_session(seed, named=5),
+            "codex-handoff": lambda seed: worked_rollout(seed),
             "codex-handoff-short": lambda seed: worked_rollout(seed, steps=40, after=30),
             "gemini-state-snapshot": lambda seed: worked_gemini(seed),
-            "gemini-state-snapshot-short": lambda seed: worked_gemini(seed, steps=50, after=30, named=6),
-            "worked-terse": lambda seed: worked_session(seed, named=5),
-            "worked-dense": lambda seed: worked_session(seed)}
+            "gemini-state-snapshot-short": lambda seed: worked_gemini(seed, steps=50, after=30, named=6)}
+
+
+# the seed of each shape's one session in :func:`worked_sessions`
+WORKED_SEEDS = {"worked-dense": 1, "worked-edited-only": 3, "worked-big-last-result": 4, "worked-early-names": 5,
+                "worked-compacted-3x": 6, "worked-terse": 13, "codex-handoff": 8, "codex-handoff-short": 12,
+                "gemini-state-snapshot": 17, "gemini-state-snapshot-short": 18}
+SEEDS = range(200, 240)   # the seeds the shapes of MANY_SEEDED are built with for the many-sessions rows
+# the shapes ``make bench`` measures on every seed of SEEDS, so one lucky or unlucky seed decides nothing
+MANY_SEEDED = ("codex-handoff", "codex-handoff-short", "gemini-state-snapshot", "gemini-state-snapshot-short",
+               "worked-terse", "worked-dense")
+
+
+def worked_sessions() -> list[Compacted]:
+    """One session of each :func:`seeded_shapes` shape (its seed: :data:`WORKED_SEEDS`)."""
+    shapes = seeded_shapes()
+    return [_split(name, shapes[name](seed).jsonl()) for name, seed in WORKED_SEEDS.items()]
