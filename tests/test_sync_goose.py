@@ -138,3 +138,82 @@ def test_legacy_jsonl_ingest_and_sync_without_a_database(tmp_path, memory_dir):
     assert result.skipped["futureThing items"] == 1
     report = memcli.Memory(mem).sync(home=home, source="goose")
     assert [(s.agent, s.status, s.events) for s in report.sessions] == [("goose.old.20240101_1", "new", 5)]
+
+
+SUMMARY_TEXT = "The user asked to list files; file0.txt and file1.txt exist. Next: read file1.txt."
+AGENT_ONLY = {"userVisible": False, "agentVisible": True}
+
+
+def _compacted(note: str) -> list[tuple[str, list, dict]]:
+    """Two turns as Goose keeps them after its compaction (block/goose context_mgmt): the rows it
+    replaced, hidden from the model now; its summary, a user message only the model sees; the
+    note after it; then the next ask."""
+    hidden = [(role, content, {"userVisible": True, "agentVisible": False})
+              for role, content, _ in goose_turn(0) + goose_turn(1)]
+    return hidden + [
+        ("user", [{"type": "text", "text": SUMMARY_TEXT}], AGENT_ONLY),
+        ("assistant", [{"type": "text", "text": note}], AGENT_ONLY),
+        ("user", [{"type": "text", "text": "now read file1.txt"}], {"userVisible": True, "agentVisible": True}),
+    ]
+
+
+def test_goose_s_own_compaction_summary_is_the_harness_compaction_not_an_ask(tmp_path):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    auto = ("Your context was compacted. The previous message contains a summary of the conversation so far.\n"
+            "Do not mention that you read a summary or that conversation summarization occurred.\n"
+            "Continue calling tools as necessary to complete the task.")
+    manual = "Your context was compacted at the user's request. The previous message contains a summary."
+    goose_db(_db(home), {A: ("/home/me/app", _compacted(auto)), B: ("/srv/web", _compacted(manual))})
+    report = synced(mem, home, "goose")
+    for sid_, trigger in ((A, "auto"), (B, "manual")):
+        agent = next(a for a in report if sid_ in a)
+        traces = agent_traces(mem, agent)
+        summary = [t for t in traces if t["content"] == SUMMARY_TEXT]
+        assert len(summary) == 1 and summary[0]["trace_type"] == "user"
+        assert summary[0]["tags"] == ["compact_summary"]
+        assert summary[0]["harness_compaction"] == {"harness": "goose", "trigger": trigger}
+        note = next(t for t in traces if t["content"].startswith("Your context was compacted"))
+        assert note["tags"] == ["context"]
+        asks = [t["content"] for t in traces if t["trace_type"] == "user" and not t.get("tags")]
+        assert asks == ["list files 0", "list files 1", "now read file1.txt"]
+        items = [orjson.loads(line) for line in (mem / "agents" / agent / "episodic.jsonl").read_bytes().splitlines()]
+        assert [(i["summary"], i["harness_compaction"]["harness"], i["harness_compaction"]["trigger"])
+                for i in items] == [(SUMMARY_TEXT, "goose", trigger)]
+
+
+def test_a_message_only_the_model_sees_is_context_unless_goose_s_compaction_note_follows(tmp_path, memory_dir):
+    # the same agent-only user message: followed by an ordinary answer, or last in the file
+    rows = [{"role": r, "created": 1700000000 + n, "content": c, "metadata": m} for n, (r, c, m) in enumerate(
+        goose_turn(0) + [("user", [{"type": "text", "text": "injected reminder"}], AGENT_ONLY),
+                         ("assistant", [{"type": "text", "text": "Noted."}], {}),
+                         ("user", [{"type": "text", "text": "last reminder"}], AGENT_ONLY)])]
+    path = write_lines(tmp_path / "s.jsonl", rows)
+    assert ingest(memory_dir, "g", path).appended == 8
+    traces = agent_traces(memory_dir, "g")
+    tagged = {t["content"]: t.get("tags") for t in traces if t["trace_type"] == "user"}
+    assert tagged == {"list files 0": None, "injected reminder": ["context"], "last reminder": ["context"]}
+    assert [t["content"] for t in traces][-3:] == ["injected reminder", "Noted.", "last reminder"]
+    assert not any("harness_compaction" in t for t in traces)
+
+
+def test_a_session_goose_compacts_after_a_sync_gains_its_summary_and_nothing_twice(tmp_path):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    synced(mem, home, "goose")
+    con = sqlite3.connect(_db(home))  # Goose compacts: the conversation replaced (rows rewritten)
+    con.execute("DELETE FROM messages WHERE session_id = ?", (A,))
+    note = "Your context was compacted. The previous message contains a summary of the conversation so far."
+    con.executemany("INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)"
+                    " VALUES (?,?,?,?,?)", [(A, role, orjson.dumps(content).decode(), 1770105600 + n,
+                                             orjson.dumps(meta).decode())
+                                            for n, (role, content, meta) in enumerate(_compacted(note))])
+    con.execute("UPDATE sessions SET updated_at = '2026-02-04 00:00:00' WHERE id = ?", (A,))
+    con.commit()
+    con.close()
+    agent = f"goose.app.{A}-{STAMP}"
+    report = synced(mem, home, "goose")[agent]
+    assert (report.events, report.duplicates) == (3, 10)
+    traces = agent_traces(mem, agent)
+    assert [(t["content"][:26], t.get("tags")) for t in traces[10:]] == [
+        (SUMMARY_TEXT[:26], ["compact_summary"]), ("Your context was compacted", ["context"]),
+        ("now read file1.txt", None)]
+    assert len((mem / "agents" / agent / "episodic.jsonl").read_bytes().splitlines()) == 1

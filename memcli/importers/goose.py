@@ -17,8 +17,14 @@ content item is tagged by ``type`` (Goose's ``MessageContent``):
 * ``toolConfirmationRequest``, ``actionRequired``, ``systemNotification`` and unknown types are
   counted by type.
 
-A message with ``metadata.userVisible == false`` (what Goose shows only to the model, e.g. a
-compaction summary) is tagged ``context``.
+A message with ``metadata.userVisible == false`` (what Goose shows only to the model) is tagged
+``context`` — except Goose's own compaction summary: a user message of text only that only the
+model sees (``agentVisible`` true), followed by the assistant note Goose writes after it ("Your
+context was compacted …", also shown to the model only). It is tagged ``compact_summary`` and
+carries ``harness_compaction: {"harness": "goose", "trigger": "auto" | "manual"}`` (manual: "…
+at the user's request", a ``/compact``), like the other harnesses' compactions: a memory item,
+not an ask. The messages it replaced stay what they were (Goose keeps them, hidden from the
+model).
 
 Ids: Goose rewrites a session's rows when it compacts or edits one (new row ids), so ids come
 from a hash chain over ``(role, content)`` seeded with the session id: ``gs-<key>-<n>``. The
@@ -34,6 +40,7 @@ from memcli.importers._common import (
     call_event,
     data_url,
     decoded,
+    harness_compaction,
     join_texts,
     nonempty,
     not_format,
@@ -42,7 +49,7 @@ from memcli.importers._common import (
     set_fields,
     string,
 )
-from memcli.models import TAG_CONTEXT, TAG_REASONING
+from memcli.models import TAG_COMPACT_SUMMARY, TAG_CONTEXT, TAG_REASONING
 
 _ROLES = ("user", "assistant")
 _ITEM_TYPES = frozenset({"text", "image", "toolRequest", "toolResponse", "thinking", "redactedThinking",
@@ -76,6 +83,34 @@ def _result_text(value) -> tuple[object, bool]:
     return value if value is not None else "", error
 
 
+_CONTINUATION = "Your context was compacted"   # how the message after Goose's compaction summary begins
+
+
+def _agent_only(message: dict) -> bool:
+    """Shown to the model, not to the person (Goose's ``MessageMetadata::agent_only``)."""
+    metadata = message.get("metadata")
+    return isinstance(metadata, dict) and metadata.get("userVisible") is False and metadata.get("agentVisible") is not False
+
+
+def _may_summarize(message: dict) -> bool:
+    """A user message of text only that only the model sees: what Goose's compaction writes its
+    summary as (the message after it tells which: :func:`_continues_compaction`)."""
+    return message["role"] == "user" and _agent_only(message) and bool(message["content"]) \
+        and all(c.get("type") == "text" for c in message["content"])
+
+
+def _continues_compaction(message: dict) -> str | None:
+    """``"manual"`` or ``"auto"`` when ``message`` is the note Goose's compaction puts right after
+    its summary (an assistant message only the model sees: "Your context was compacted …", "…
+    at the user's request" for ``/compact``), else None."""
+    if message["role"] != "assistant" or not _agent_only(message):
+        return None
+    text = next((c.get("text") for c in message["content"] if c.get("type") == "text"), None)
+    if not isinstance(text, str) or not text.startswith(_CONTINUATION):
+        return None
+    return "manual" if text.startswith(_CONTINUATION + " at the user's request") else "auto"
+
+
 class _Session:
     def __init__(self, result, seed: str = ""):
         self.skipped = result.skipped
@@ -86,8 +121,11 @@ class _Session:
 
     def events(self, values):
         first = True
+        held: list = []   # the events of a message that may be a compaction summary (_may_summarize)
         for line, value in values:
             if isinstance(value, Exception):
+                yield from held
+                held = []
                 yield line, value
                 continue
             if first and is_header(value):
@@ -98,11 +136,26 @@ class _Session:
                 continue
             first = False
             if not is_message(value):
+                yield from held
                 yield line, not_format(line, 'a Goose message (an object with "role" and a "content" list)', value,
                                        guess_from="goose")
                 return
-            for event in self.message(value):
+            events = self.message(value)
+            if held:   # the message before it was shown to the model only: its compaction summary?
+                trigger = _continues_compaction(value)
+                if trigger is not None:
+                    for _, event in held:
+                        if event["trace_type"] == "user":
+                            event["tags"] = [TAG_COMPACT_SUMMARY]
+                            event["harness_compaction"] = harness_compaction("goose", {"trigger": trigger})
+                yield from held
+                held = []
+            if _may_summarize(value):
+                held = [(line, event) for event in events]
+                continue
+            for event in events:
                 yield line, event
+        yield from held
 
     def message(self, message: dict) -> list[dict]:
         key = self.chain.next([message["role"], message["content"]])
