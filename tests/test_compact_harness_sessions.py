@@ -691,15 +691,15 @@ def test_the_latest_plan_of_each_harness_s_todo_tool_is_kept_whole_on_one_line()
                   RawTrace("t-3", 3.0, "turn_0001", 3, "tool_result", "", "x", tool_name=tool, tool_call_id="c1",
                            tool_result="ok")]
         text = OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary
-        return next(line for line in text.split("\n") if line.startswith("Plan (latest): "))
+        return next(line for line in text.split("\n") if line.startswith("Plan: "))
 
     assert plan("write_todos", {"todos": [{"description": "Read src/main.rs", "status": "completed"},
                                           {"description": "Fix the cfg lookup", "status": "in_progress"}]}) == \
-        "Plan (latest): [completed] Read src/main.rs; [in_progress] Fix the cfg lookup"
+        "Plan: [completed] Read src/main.rs; [in_progress] Fix the cfg lookup"
     assert plan("update_todo", {"todos": "- [x] Reproduce the KeyError\n- [ ] Add the zone\n  - [ ] Test it"}) == \
-        "Plan (latest): [completed] Reproduce the KeyError; [pending] Add the zone; [pending] Test it"
+        "Plan: [completed] Reproduce the KeyError; [pending] Add the zone; [pending] Test it"
     assert plan("TodoWrite", {"todos": [{"content": "Port the importer\nthen the tests"}]}) == \
-        "Plan (latest): Port the importer then the tests"
+        "Plan: Port the importer then the tests"
 
 
 def test_a_failed_edit_names_its_file_and_is_fixed_by_a_later_write_of_it():
@@ -857,7 +857,7 @@ def test_the_vocabulary_leaves_out_markup_urls_css_and_permissions():
                        tool_result=result)]
     digest = _TurnDigest.of(Turn("turn_0001", traces))
     assert vocabulary(digest.vocab, digest.n_traces, "", 1000) == (
-        "Vocabulary (most used lately first): src/hooks/useTodos.ts, className, useTodos, UseTodosReturn, todoReducer")
+        "Vocabulary: src/hooks/useTodos.ts, className, useTodos, UseTodosReturn, todoReducer")
 
 
 def test_an_outcome_two_command_lines_told_is_said_once():

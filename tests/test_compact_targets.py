@@ -456,7 +456,7 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
                                         "A-1042", "9f8e7d6c", "spotter-gqc", "origin/spotter-gqc", "msg-1",
                                         "Order.total", "shown_name")}
     line = vocabulary(vocab, 1, "already shown_name here", 200)
-    assert line == ("Vocabulary (most used lately first): src/app/main.py, A-1042, 9f8e7d6c, spotter-gqc, "
+    assert line == ("Vocabulary: src/app/main.py, A-1042, 9f8e7d6c, spotter-gqc, "
                     "origin/spotter-gqc, msg-1, Order.total")
     # a long name of short parts stays (a Java class's full name)
     fqcn = "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration"
@@ -464,7 +464,7 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
            "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
     urlsafe = "Zm9vYmFyYmF6cXV4cXV1eGNvcmdl-Z3JhdWx0Z2FycGx5d2FsZG8-ZnJlZHBsdWdoeHl6enk_dGh1ZA"   # parts under 40
     assert vocabulary({fqcn: [1.0, 0, 1.0], jwt: [1.0, 0, 1.0], urlsafe: [1.0, 0, 1.0]}, 1, "", 300) == \
-        f"Vocabulary (most used lately first): {fqcn}"
+        f"Vocabulary: {fqcn}"
 
 
 def test_a_rollup_keeps_line_breaks_and_asks(cli, memory_dir):

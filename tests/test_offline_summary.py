@@ -113,7 +113,7 @@ def test_the_vocabulary_ranks_the_working_set_at_the_end_of_the_window_first():
     # start of a 2,000-trace window, 3 times at its very end, 10 times up to its middle
     vocab = {"old_helper": [40.0, 0, 40.0], "new_helper": [3.0, 1990, 3.0], "mid_helper": [2.0, 1000, 10.0]}
     line = vocabulary(vocab, 2000, "", 200)
-    assert line == "Vocabulary (most used lately first): new_helper, old_helper, mid_helper"
+    assert line == "Vocabulary: new_helper, old_helper, mid_helper"
 
 
 def test_a_small_budget_keeps_the_asks_files_and_latest_failures_before_tool_details():
@@ -139,11 +139,13 @@ def test_a_small_budget_keeps_the_asks_files_and_latest_failures_before_tool_det
     # squeezed, a failure whose line names what its command ran is that line alone
     assert failed.startswith("Failed: FAILED tests/test_mod_59.py::test_case - AssertionError: Mod59Manager returned "
                              "None ×1 — still failing; ")
-    assert lines[-1].startswith("Vocabulary (most used lately first): ")
+    assert lines[-1].startswith("Vocabulary: ")
     assert len(text) <= 700 * 3.9
 
 
-def test_a_rollup_keeps_whole_entries_and_every_file():
+@pytest.mark.parametrize("head", ["Vocabulary: ", "Vocabulary (most used lately first): "])   # now, and before
+def test_a_rollup_keeps_whole_entries_and_every_file(head):
+    budget = 650 - len("Vocabulary (most used lately first): ") + len(head)
     summary = "\n".join([
         "3 turns (turn_0001–turn_0003), 2026-03-02 08:41 → 09:30 UTC: 40 traces, 12 tool calls, 2 failed.",
         '- turn_0001 · user: "Fix src/billing/invoice_total.py so that InvoiceTotal.apply_discount rounds half up '
@@ -153,9 +155,9 @@ def test_a_rollup_keeps_whole_entries_and_every_file():
         "(RefundPolicy)",
         "Failed: `pytest -q tests/test_ledger.py` ×2 (FAILED tests/test_ledger.py::test_round - assert 1 == 2) "
         "— passed later; `make lint` ×1 (E501 line too long) — still failing",
-        "Vocabulary (most used lately first): ledger_entries, LEDGER_URL, RoundingMode.HALF_UP, 9f8e7d6c, "
+        f"{head}ledger_entries, LEDGER_URL, RoundingMode.HALF_UP, 9f8e7d6c, "
         "tests/test_refund.py, docs/billing.md"])
-    out = condense(summary, 650)
+    out = condense(summary, budget)
     assert out == "\n".join([
         "3 turns (turn_0001–turn_0003), 2026-03-02 08:41 → 09:30 UTC: 40 traces, 12 tool calls, 2 failed.",
         '- turn_0001 · user: "Fix src/billing/invoice_total.py so that InvoiceTotal.apply_discount rounds half up '
@@ -165,8 +167,8 @@ def test_a_rollup_keeps_whole_entries_and_every_file():
         "(RefundPolicy)",
         "Failed: `pytest -q tests/test_ledger.py` ×2 (FAILED tests/test_ledger.py::test_round - assert 1 == 2) "
         "— passed later; `make lint` ×1 (E501 line too long) — still failing",
-        "Vocabulary (most used lately first): ledger_entries, LEDGER_URL, +4 more"])
-    assert len(out) <= 650
+        f"{head}ledger_entries, LEDGER_URL, +4 more"])
+    assert len(out) <= budget
     smaller = condense(summary, 350)
     assert smaller.split("\n")[1:] == [   # every file stays (their names go first), the latest failure too
         "… 2 turn lines left out (`memcli show AGENT --archive`)",
@@ -365,7 +367,7 @@ def test_a_harness_summary_that_moves_is_pointed_at_and_its_names_join_the_vocab
                     'turn_0001-1 · assistant: "Done."')
     assert "Primary request" not in line
     vocabulary_line = next(line for line in summary.split("\n") if line.startswith("Vocabulary"))
-    assert vocabulary_line.startswith("Vocabulary (most used lately first): ReviewTokenStore.mint")
+    assert vocabulary_line.startswith("Vocabulary: ReviewTokenStore.mint")
 
 
 def test_urls_end_before_a_shell_variable():
@@ -422,7 +424,7 @@ def test_a_squeezed_plan_keeps_what_is_left_to_do():
     plan's order, and counts the done ones it leaves out: what the agent does next, not what it did."""
     turns = [Turn("turn_0001", _traces("turn_0001", _porting_modules()))]
     text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=260)).episodic_summary
-    line = next(line for line in text.split("\n") if line.startswith("Plan (latest): "))
+    line = next(line for line in text.split("\n") if line.startswith("Plan: "))
     assert line.endswith("[in_progress] Port module_7 to settings (src/pkg/module_7.py); "
                          "[pending] Port module_8 to settings (src/pkg/module_8.py); "
                          f"+{7 - line.count('[completed]')} more")

@@ -16,7 +16,7 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
       (FAILED tests/test_orders.py::test_total - assert …) — passed later
     Never answered: 1 call (Bash `sleep 999` in turn_0002)
     URLs: https://help.acme.example/returns
-    Vocabulary (most used lately first): OrderTotal, DISCOUNT_RATE, orders.apply_discount, …
+    Vocabulary: OrderTotal, DISCOUNT_RATE, orders.apply_discount, …
 
 * **Every user ask** of a moved turn, verbatim up to ``ASK_CHARS`` (2,000) characters; a longer
   one names the trace id that expands it (``memcli get ID``). Asks are clipped below that only
@@ -216,6 +216,7 @@ MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
 # a squeezed summary this small (~400 tokens: a terse harness handoff) has a header without the
 # window's dates and trace count (~20 tokens, room for the plan's next item or a failure)
 TINY_SUMMARY_CHARS = 1_500
+PLAN_HEAD = "Plan: "   # the latest todo list / plan (it said "Plan (latest): ")
 CHARS_PER_TOKEN = 3.0         # a conservative guess, checked by the compaction with the real counter
 
 
@@ -1974,7 +1975,7 @@ class OfflineSummarizer(Summarizer):
         if window.todo is not None:
             todo = todo_lines(window.todo)
             if todo:
-                footer.append(("plan", "Plan (latest): " + "; ".join(todo)))
+                footer.append(("plan", PLAN_HEAD + "; ".join(todo)))
         replies = {e.reply for e in (*listed, *tail)}   # shown on their turn's line
         notes = [n for n in window.notes if n not in replies]
         if notes:
@@ -2073,7 +2074,7 @@ class OfflineSummarizer(Summarizer):
                 header = f"{turns_said}: {calls_said}"
             briefer = {"failed": failures_line(failures, failure_error, commands, fixes, window.fixed, brief=True)} \
                 if failures else {}   # (the squeezed summary's shorter forms: made only for it)
-            vocab_chars = len("Vocabulary (most used lately first): ") + sum(len(name) + 2 for name in window.vocab)
+            vocab_chars = len(VOCAB_HEAD) + sum(len(name) + 2 for name in window.vocab)
             summary = _squeeze(header, body(whole=True), ranked_footer, hard,
                                lambda k: files_line(newest_first, window.changes, k), briefer, vocab_chars)
             # few names (their line at most four shares long): the share may be held for names the
@@ -2631,6 +2632,7 @@ def _with_budget(memory: MemoryContext | None, tokens: int) -> MemoryContext:
     return dataclasses.replace(memory or MemoryContext(), summary_tokens=tokens)
 
 
+VOCAB_HEAD = "Vocabulary: "   # (it said "(most used lately first)" too: 25 characters of a 600-character summary)
 VOCAB_SHARE = 0.15           # of a squeezed summary's room, kept for the vocabulary
 VOCAB_HALF_LIFE = 256        # traces: a use counts half as much this many traces later
 VOCAB_FLOOR = 1 / 64         # of the undecayed weight: the project's core names keep a place
@@ -2665,7 +2667,7 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     characters (whole identifiers only)."""
     if room < 40 or not vocab:
         return ""
-    head = "Vocabulary (most used lately first): "
+    head = VOCAB_HEAD
     out: list[str] = []
     size = len(head)
     for value in _by_need(vocab, total):
@@ -2680,8 +2682,11 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
     return head + ", ".join(out) if out else ""
 
 
-_LISTS = (("Vocabulary (", ", "), ("Latest notes: ", " → "), ("URLs: ", ", "), ("Commands (latest outcome): ", "; "),
-          ("Never answered: ", "; "), ("Failed: ", "; "), ("Plan (latest): ", "; "))   # list lines, the first to lose entries
+# list lines, the first to lose entries: their heads (as written now, then as earlier summaries
+# said them: a rollup condenses those too), and the separator of their entries
+_LISTS = (((VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "), (("Latest notes: ",), " → "),
+          (("URLs: ",), ", "), (("Commands (latest outcome): ",), "; "), (("Never answered: ",), "; "),
+          (("Failed: ",), "; "), ((PLAN_HEAD, "Plan (latest): "), "; "))
 
 
 def condense(summary: str, budget: int) -> str:
@@ -2697,12 +2702,12 @@ def condense(summary: str, budget: int) -> str:
         if line.startswith(("- turn", "- [")):
             lines[n] = " · ".join(p for p in line.split(" · ") if p.startswith(("- ", "user:", "then user:", "steps ")))
     excess = sum(len(line) + 1 for line in lines) - 1 - budget
-    for head, sep in _LISTS:
+    for heads, sep in _LISTS:
         for n, line in enumerate(lines):
             if excess <= 0:
                 return "\n".join(lines)
-            if line.startswith(head):
-                shorter = _drop_entries(line, head, sep, excess)
+            if line.startswith(heads):
+                shorter = _drop_entries(line, heads[0], sep, excess)
                 excess -= len(line) - len(shorter) + (1 if not shorter else 0)
                 lines[n] = shorter
         lines = [line for line in lines if line]
@@ -2744,13 +2749,14 @@ def condense(summary: str, budget: int) -> str:
 
 
 def _drop_entries(line: str, head: str, sep: str, excess: int) -> str:
-    """``line`` (``head`` then entries joined by ``sep``) without its last entries, at least
-    ``excess`` characters shorter if it can be: "" when no entry would be left."""
-    body = line[line.index(": ") + 2:] if head.endswith("(") else line[len(head):]
+    """``line`` (a line of the list ``head`` — its head, then entries joined by ``sep``) without
+    its last entries, at least ``excess`` characters shorter if it can be: "" when no entry would
+    be left."""
+    body = line[line.index(": ") + 2:]   # (every head's first ": " ends it)
     prefix = line[:len(line) - len(body)]
     entries, counted = _entries(body, sep)
     n = len(entries)
-    least = 1 if head in ("Failed: ", "Plan (latest): ") else 0   # the latest failure, the plan's first step
+    least = 1 if head in ("Failed: ", PLAN_HEAD) else 0   # the latest failure, the plan's first step
     while len(entries) > least and len(line) - len(prefix + sep.join(entries)) - 12 < excess:
         entries.pop(0 if head == "Latest notes: " else -1)   # the notes keep their latest
     if len(entries) == n:
