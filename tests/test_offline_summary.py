@@ -551,15 +551,15 @@ def test_a_squeeze_whose_last_turn_line_does_not_fit_after_the_first_ends():
     assert "turn_0002" in text.split("\n")[2] and "left out" in text.split("\n")[2]
 
 
-def test_a_tiny_squeezed_summary_has_a_header_without_dates_or_trace_count():
-    """At a harness handoff's size (~200 tokens) the header says what the window holds, not when:
-    the ~20 tokens of dates and trace count go to the plan's next item. A larger budget keeps the
-    full header."""
+def test_a_tiny_squeezed_summary_has_a_header_of_counts_only():
+    """At a harness handoff's size (~200 tokens) the header says how much the window holds, not
+    when nor which turns (the lines under it name them): the ~25 tokens of dates, trace count and
+    turn range go to the plan's next item. A larger budget keeps the full header."""
     def header(budget: int) -> str:
         turns = [Turn("turn_0001", _traces("turn_0001", _porting_modules()))]
         return OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=budget)).episodic_summary.split("\n")[0]
 
-    assert header(200) == "1 turn (turn_0001): 81 tool calls, 0 failed."
+    assert header(200) == "1 turn: 81 tool calls, 0 failed."
     assert header(700) == "1 turn (turn_0001), 2026-03-02 09:00 → 09:02 UTC: 163 traces, 81 tool calls, 0 failed."
 
 

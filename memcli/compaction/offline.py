@@ -76,7 +76,7 @@ that it fills the budget; the compaction checks the result with the real counter
 :attr:`Summary.resize` for less when needed. Over the size, the turn lines of the middle turns
 (oldest of the recent ones first) shrink to their asks, asks are clipped only while they take
 more than half of it, then :func:`_squeeze` ranks what is kept by what is needed next (the
-header — under :data:`TINY_SUMMARY_CHARS` without the dates and the trace count —, every file,
+header — under :data:`TINY_SUMMARY_CHARS` only the counts: the lines under it name the turns —, every file,
 the vocabulary's share set aside, the asks, the plan, the latest notes, the failures (a failing
 test's line alone when it names what its command ran and the whole entry does not fit), the
 subagents, the names touched in the newest files, the turn lines whole, the vocabulary: each
@@ -213,8 +213,8 @@ _TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", 
 VOCAB_TEXT_CHARS = 8_000      # of each text, scanned for the vocabulary
 MAX_VOCAB = 20_000            # distinct identifiers a window tracks (the least used go first)
 MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
-# a squeezed summary this small (~400 tokens: a terse harness handoff) has a header without the
-# window's dates and trace count (~20 tokens, room for the plan's next item or a failure)
+# a squeezed summary this small (~400 tokens: a terse harness handoff) has a header of counts
+# only: no dates, trace count nor turn range (~25 tokens, room for the plan's next item or a failure)
 TINY_SUMMARY_CHARS = 1_500
 PLAN_HEAD = "Plan: "   # the latest todo list / plan (it said "Plan (latest): ")
 CHARS_PER_TOKEN = 3.0         # a conservative guess, checked by the compaction with the real counter
@@ -2070,8 +2070,9 @@ class OfflineSummarizer(Summarizer):
         # with a budget, a summary that leaves the vocabulary less than its share is ranked too
         if len(summary) > hard or (budget is not None and len(summary) > hard * (1 - VOCAB_SHARE)
                                    and len(window.vocab) > 8):
-            if hard < TINY_SUMMARY_CHARS:   # the header says what the window holds, not when
-                header = f"{turns_said}: {calls_said}"
+            if hard < TINY_SUMMARY_CHARS:   # the header says how much the window holds, not when nor
+                # which turns (the turn lines and the note of those left out under it name them)
+                header = f"{n_turns} turn{'s' if n_turns != 1 else ''}: {calls_said}"
             briefer = {"failed": failures_line(failures, failure_error, commands, fixes, window.fixed, brief=True)} \
                 if failures else {}   # (the squeezed summary's shorter forms: made only for it)
             vocab_chars = len(VOCAB_HEAD) + sum(len(name) + 2 for name in window.vocab)
