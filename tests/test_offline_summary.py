@@ -177,6 +177,21 @@ def test_a_rollup_keeps_whole_entries_and_every_file(head):
         "— passed later; +1 more"]
 
 
+@pytest.mark.parametrize("head", ["Plan: ", "Plan (latest): "])   # now, and before
+def test_a_rollup_keeps_the_plan_s_first_step_whichever_head_wrote_it(head):
+    summary = "\n".join([
+        "2 turns (turn_0001–turn_0002), 2026-03-02 08:41 → 09:30 UTC: 20 traces, 6 tool calls, 0 failed.",
+        '- turn_0001 · user: "Port the billing modules to settings."',
+        f"{head}[in_progress] Port BillingCache (src/billing/cache.py); [pending] Port BillingRouter "
+        "(src/billing/router.py); [pending] Port BillingStore (src/billing/store.py)"])
+    budget = 250 + len(head)
+    out = condense(summary, budget)
+    assert out.split("\n")[1:] == ['- turn_0001 · user: "Port the billing modules to settings."',
+                                   f"{head}[in_progress] Port BillingCache (src/billing/cache.py); +2 more"]
+    assert len(out) <= budget
+    assert condense(summary, 60).split("\n")[-1] == out.split("\n")[-1]   # the first step stays, always
+
+
 def test_parallel_subagents_get_a_line_each(tmp_path):
     """Two Claude Code subagents run at once (interleaved sidechain lines, no agentId: told
     apart by their parentUuid chains): the summary has one line for each, with its own task,
@@ -691,7 +706,7 @@ def test_a_failure_said_briefly_at_first_is_said_in_full_once_the_room_is_there(
 
     brief = "Failed: FAILED tests/test_api.py::test_export - AssertionError: 3 != 4 ×2 — still failing"
     body = [('- turn_0001 · user: "Fix the export."',) * 2 + (("turn_0001", "turn_0001", 1),)]
-    out = _squeeze("1 turn (turn_0001): 3 tool calls, 2 failed.", body,
+    out = _squeeze("1 turn: 3 tool calls, 2 failed.", body,
                    [("files", "Files modified: backend/api.py"), ("failed", FULL_FAILURE)], 1000, None,
                    {"failed": brief}, 300)
     assert len(out) <= 1000 and FULL_FAILURE in out, out

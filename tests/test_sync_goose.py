@@ -217,3 +217,27 @@ def test_a_session_goose_compacts_after_a_sync_gains_its_summary_and_nothing_twi
         (SUMMARY_TEXT[:26], ["compact_summary"]), ("Your context was compacted", ["context"]),
         ("now read file1.txt", None)]
     assert len((mem / "agents" / agent / "episodic.jsonl").read_bytes().splitlines()) == 1
+
+
+def test_every_compaction_of_a_session_goose_compacted_twice_is_the_harness_s(tmp_path, memory_dir):
+    # a second compaction hides everything before it from the model too: the first summary and
+    # its note become {"userVisible": false, "agentVisible": false}, and still are a compaction
+    note = "Your context was compacted. The previous message contains a summary of the conversation so far."
+    hidden = {"userVisible": False, "agentVisible": False}
+    second = "The files are listed; file1.txt was read. Next: write the report."
+    rows = [(role, content, {"userVisible": True, "agentVisible": False})
+            for role, content, _ in goose_turn(0) + goose_turn(1)]
+    rows += [("user", [{"type": "text", "text": SUMMARY_TEXT}], hidden),
+             ("assistant", [{"type": "text", "text": note}], hidden),
+             ("user", [{"type": "text", "text": "now read file1.txt"}], {"userVisible": True, "agentVisible": False}),
+             ("user", [{"type": "text", "text": second}], AGENT_ONLY),
+             ("assistant", [{"type": "text", "text": note}], AGENT_ONLY),
+             ("user", [{"type": "text", "text": "write the report"}], {"userVisible": True, "agentVisible": True})]
+    path = write_lines(tmp_path / "s.jsonl", [{"role": r, "created": 1700000000 + n, "content": c, "metadata": m}
+                                              for n, (r, c, m) in enumerate(rows)])
+    ingest(memory_dir, "g", path)
+    traces = agent_traces(memory_dir, "g")
+    assert [(t["content"], t["harness_compaction"]) for t in traces if t.get("tags") == ["compact_summary"]] == [
+        (SUMMARY_TEXT, {"harness": "goose", "trigger": "auto"}), (second, {"harness": "goose", "trigger": "auto"})]
+    items = [orjson.loads(line) for line in (memory_dir / "agents" / "g" / "episodic.jsonl").read_bytes().splitlines()]
+    assert [i["summary"] for i in items] == [SUMMARY_TEXT, second]

@@ -18,9 +18,10 @@ content item is tagged by ``type`` (Goose's ``MessageContent``):
   counted by type.
 
 A message with ``metadata.userVisible == false`` (what Goose shows only to the model) is tagged
-``context`` — except Goose's own compaction summary: a user message of text only that only the
-model sees (``agentVisible`` true), followed by the assistant note Goose writes after it ("Your
-context was compacted …", also shown to the model only). It is tagged ``compact_summary`` and
+``context`` — except Goose's own compaction summary: a user message of text only that the
+person is not shown, followed by the assistant note Goose writes after it ("Your context was
+compacted …", not shown either; both ``agentVisible: false`` too once a later compaction
+replaced them, and still the harness's compaction then). It is tagged ``compact_summary`` and
 carries ``harness_compaction: {"harness": "goose", "trigger": "auto" | "manual"}`` (manual: "…
 at the user's request", a ``/compact``), like the other harnesses' compactions: a memory item,
 not an ask. The messages it replaced stay what they were (Goose keeps them, hidden from the
@@ -86,24 +87,25 @@ def _result_text(value) -> tuple[object, bool]:
 _CONTINUATION = "Your context was compacted"   # how the message after Goose's compaction summary begins
 
 
-def _agent_only(message: dict) -> bool:
-    """Shown to the model, not to the person (Goose's ``MessageMetadata::agent_only``)."""
+def _not_shown(message: dict) -> bool:
+    """Not shown to the person: Goose's ``MessageMetadata::agent_only`` — and, once a later
+    compaction hid it from the model too (``agentVisible: false``), ``invisible``."""
     metadata = message.get("metadata")
-    return isinstance(metadata, dict) and metadata.get("userVisible") is False and metadata.get("agentVisible") is not False
+    return isinstance(metadata, dict) and metadata.get("userVisible") is False
 
 
 def _may_summarize(message: dict) -> bool:
-    """A user message of text only that only the model sees: what Goose's compaction writes its
-    summary as (the message after it tells which: :func:`_continues_compaction`)."""
-    return message["role"] == "user" and _agent_only(message) and bool(message["content"]) \
+    """A user message of text only that the person is not shown: what Goose's compaction writes
+    its summary as (the message after it tells which: :func:`_continues_compaction`)."""
+    return message["role"] == "user" and _not_shown(message) and bool(message["content"]) \
         and all(c.get("type") == "text" for c in message["content"])
 
 
 def _continues_compaction(message: dict) -> str | None:
     """``"manual"`` or ``"auto"`` when ``message`` is the note Goose's compaction puts right after
-    its summary (an assistant message only the model sees: "Your context was compacted …", "…
-    at the user's request" for ``/compact``), else None."""
-    if message["role"] != "assistant" or not _agent_only(message):
+    its summary (an assistant message the person is not shown: "Your context was compacted …",
+    "… at the user's request" for ``/compact``), else None."""
+    if message["role"] != "assistant" or not _not_shown(message):
         return None
     text = next((c.get("text") for c in message["content"] if c.get("type") == "text"), None)
     if not isinstance(text, str) or not text.startswith(_CONTINUATION):

@@ -2,7 +2,8 @@
 
 A trace carrying ``harness_compaction`` (``{"harness", "trigger"?, "pre_tokens"?}``: the summary
 an agent harness's own compaction wrote — Claude Code ``compact_boundary`` + ``isCompactSummary``,
-Codex ``compacted``, Copilot CLI ``session.compaction_complete``, opencode ``summary`` messages)
+Codex ``compacted``, Copilot CLI ``session.compaction_complete``, opencode ``summary`` messages,
+Gemini CLI ``<state_snapshot>`` messages, Goose's summary before its "Your context was compacted" note)
 with a text becomes one EPISODIC item, written by the ingest commit that writes the trace
 (:meth:`memcli.store.agent.WriteSession.append_staged`, inside its rollback marker: both or
 neither)::
