@@ -201,20 +201,20 @@ def test_worked_sessions_of_each_harness_compact_to_the_harness_budget_and_keep_
     """The shapes harnesses compact in practice (tests/bench/fidelity.py, ``worked_sessions``):
     memcli compacts the part before each boundary to the harness summary's token count (never
     refused, never over), keeps the last ask verbatim, and keeps at least the harness's
-    needed-later recall. The Codex handoffs of ~150–300 tokens are held to the harness's mean over
-    16 seeds instead (docs/compaction.md, "One seed decides nothing"): there an extractive summary
-    choosing between the request and the plan's next items is a few names above or below a
-    model's handoff on any one session, above it on average."""
+    needed-later recall. The Codex handoffs of ~150–300 tokens are also measured over 16 more
+    seeds (docs/compaction.md, "One seed decides nothing"): there an extractive summary choosing
+    between the request and the plan's next items is a few names above or below a model's handoff
+    on any one session; on average it keeps 5 points more, and it is below on 2 seeds at most."""
     from tests.bench.fidelity import _split, seeded_shapes, worked_sessions
 
     for session in worked_sessions():
         r = measure(session, tmp_path)
         assert r.needed >= 20 and not r.refused and r.memcli_tokens <= r.target_tokens, r
         assert r.memcli_last_ask, r
-        if not session.name.startswith("codex-"):
-            assert r.memcli_recall >= r.harness_recall, r
+        assert r.memcli_recall >= r.harness_recall, r
     shapes = seeded_shapes()
     for shape in ("codex-handoff", "codex-handoff-short"):
         results = [measure(_split(f"{shape}-{seed}", shapes[shape](seed).jsonl()), tmp_path) for seed in range(100, 116)]
         assert all(not r.refused and r.memcli_tokens <= r.target_tokens and r.memcli_last_ask for r in results)
-        assert sum(r.memcli_recall for r in results) >= sum(r.harness_recall for r in results), shape
+        assert sum(r.memcli_recall for r in results) >= sum(r.harness_recall for r in results) + 0.05 * 16, shape
+        assert sum(r.memcli_recall < r.harness_recall for r in results) <= 2, shape
