@@ -172,3 +172,36 @@ def test_clear_waits_for_the_agent_lock(cli, memory_dir, memcli_proc):
         assert tree_digest(agent_dir(memory_dir, "a")) == before
     assert memcli_proc("clear", "a", "--yes").returncode == 0
     assert not agent_dir(memory_dir, "a").exists()
+
+
+def test_clear_forgets_every_sync_entry_that_led_to_the_agent_and_no_other(cli, memory_dir):
+    """A transcript's entry goes; a file of many sessions (a database, an aider history, a chat
+    export) loses that session's entry and is read again next time; other agents' entries and
+    other sources stay byte for byte."""
+    from memcli.store.sync_state import load_files, state_path
+
+    assert all(cli("ingest", agent, input=[U(f"hello from {agent}")]).exit_code == 0 for agent in ("gone", "kept"))
+    states = {
+        "claude-code": {"/s/gone.jsonl": {"agent": "gone", "size": 1}, "/s/kept.jsonl": {"agent": "kept", "size": 2}},
+        "goose": {"/g/sessions.db": {"sig": [[1, 2, 3], None], "sessions": {"a": {"agent": "gone", "mark": [1]},
+                                                                            "b": {"agent": "kept", "mark": [2]}}}},
+        "aider": {"/p/.aider.chat.history.md": {"sig": [4, 5, 6], "runs": {"r1": {"agent": "gone", "mark": [3]}}}},
+        "chatgpt": {"/e/conversations.json": {"size": 9, "conversations": {"c": {"agent": "kept"}}}},
+    }
+    for source, files in states.items():
+        state_path(memory_dir, source).parent.mkdir(parents=True, exist_ok=True)
+        state_path(memory_dir, source).write_bytes(orjson.dumps({"version": 1, "files": files}))
+    untouched = state_path(memory_dir, "chatgpt").read_bytes()
+    result = clear_agent(memory_dir, "gone")
+    assert result.agent_removed and result.resynced == 3
+    assert load_files(memory_dir, "claude-code") == {"/s/kept.jsonl": {"agent": "kept", "size": 2}}
+    assert load_files(memory_dir, "goose") == {"/g/sessions.db": {
+        "sig": None, "pending": True, "sessions": {"b": {"agent": "kept", "mark": [2]}}}}
+    assert load_files(memory_dir, "aider") == {"/p/.aider.chat.history.md": {"sig": None, "runs": {}, "pending": True}}
+    assert state_path(memory_dir, "chatgpt").read_bytes() == untouched
+    note = " (`memcli sync` imports its session again)"
+    assert result.summary().endswith("; the agent no longer exists" + note)
+    assert cli("ingest", "plain", input=[U("not synced")]).exit_code == 0
+    plain = clear_agent(memory_dir, "plain")   # an agent no sync made: nothing to forget, nothing said
+    assert plain.resynced == 0 and plain.summary().endswith("; the agent no longer exists")
+

@@ -350,3 +350,32 @@ def test_an_agent_ingested_from_a_file_names_its_source_in_agents_json(tmp_path)
     rows = {r["agent"]: r for r in orjson.loads(run_memcli("--dir", mem, "agents", "--json").stdout)}
     assert (rows["fed"]["source"], rows["fed"]["source_path"]) == ("codex", str(path))
     assert (rows["piped"]["source"], rows["piped"]["source_path"]) == (None, None)
+
+
+def test_a_cleared_agent_is_imported_again_whole_by_the_next_sync(tmp_path):
+    """``clear`` deletes the agent and what sync remembers of it: the next sync imports its
+    session again as new (it was found unchanged, and a session that grew was appended to an
+    agent that had lost the rest). The other sessions stay unchanged."""
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    _sync(mem, home)
+    agent = f"claude-code.app.{S1}"
+    before = agent_traces(mem, agent)
+    out = run_memcli("--dir", str(mem), "clear", agent, "--yes")
+    assert out.returncode == 0
+    assert out.stderr.decode().rstrip().endswith("; the agent no longer exists (`memcli sync` imports its session again)")
+    write_lines(claude_project(home) / f"{S1}.jsonl", [cc_user(S1, 50, "one more thing")], mode="ab")
+    report = {s.agent: s for s in _sync(mem, home).sessions}
+    assert (report[agent].status, report[agent].events) == ("new", len(before) + 1)
+    assert [t["content"] for t in agent_traces(mem, agent)] == [t["content"] for t in before] + ["one more thing"]
+    assert {s.status for a, s in report.items() if a != agent} == {"unchanged"}
+
+
+def test_clear_keep_memory_leaves_what_sync_remembers(tmp_path):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    _sync(mem, home)
+    agent = f"claude-code.app.{S1}"
+    (mem / "agents" / agent / "episodic.jsonl").write_bytes(b"")   # a memory file to keep
+    state = (mem / ".sync" / "claude-code.json").read_bytes()
+    assert run_memcli("--dir", str(mem), "clear", agent, "--keep-memory", "--yes").returncode == 0
+    assert (mem / ".sync" / "claude-code.json").read_bytes() == state
+    assert {s.agent: s.status for s in _sync(mem, home).sessions}[agent] == "unchanged"

@@ -241,3 +241,13 @@ def test_every_compaction_of_a_session_goose_compacted_twice_is_the_harness_s(tm
         (SUMMARY_TEXT, {"harness": "goose", "trigger": "auto"}), (second, {"harness": "goose", "trigger": "auto"})]
     items = [orjson.loads(line) for line in (memory_dir / "agents" / "g" / "episodic.jsonl").read_bytes().splitlines()]
     assert [i["summary"] for i in items] == [SUMMARY_TEXT, second]
+
+
+def test_a_cleared_goose_session_is_read_again_from_the_database(tmp_path):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    synced(mem, home, "goose")
+    agent, other = f"goose.app.{A}-{STAMP}", f"goose.web.{B}-{STAMP}"
+    memcli.Memory(mem).agent(agent).clear()
+    report = synced(mem, home, "goose")
+    assert (report[agent].status, report[agent].events) == ("new", 10)
+    assert (report[other].status, report[other].events) == ("unchanged", 0)

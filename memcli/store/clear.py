@@ -23,6 +23,11 @@ state rebuild): clearing must also work for an agent whose files are corrupt.
   memory, so their numbers are given out again. The id index goes with the traces, so the
   cleared traces can be ingested again (e.g. from an export). An agent with no memory files is
   removed entirely, as by a full clear.
+
+An agent removed entirely is forgotten by ``sync`` too (:func:`memcli.store.sync_state.forget_agent`,
+under the sync lock, inside the agent's): its session is imported again, whole, by the next
+``sync`` — not found unchanged, nor read on from where the deleted agent stopped. With
+``--keep-memory`` the sync state stays: the next sync adds what the session gained since.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memcli.errors import StoreError
+from memcli.errors import MemcliError, StoreError
 from memcli.ids import format_turn
 from memcli.sizes import format_size
 from memcli.store import jsonl
@@ -40,6 +45,7 @@ from memcli.store.agent import AgentStore
 from memcli.store.layout import DATA_FILES, DIR_MODE, EPISODIC, SEMANTIC, AgentPaths
 from memcli.store.layout import MEMORY_FILES as WORKING_MEMORY
 from memcli.store.lock import agent_lock
+from memcli.store.sync_state import forget_agent
 
 MEMORY_FILES = (EPISODIC, SEMANTIC, WORKING_MEMORY)
 TRASH_MARK = ".clearing."
@@ -75,6 +81,7 @@ class ClearResult:
     kept: list = field(default_factory=list)     # names
     agent_removed: bool = False                  # the whole directory went
     next_turn: str | None = None                 # with --keep-memory: the id the next turn gets
+    resynced: int = 0                            # sync state entries that led to it, forgotten
 
     def summary(self) -> str:
         freed = sum(size for _, size in self.removed)
@@ -82,6 +89,8 @@ class ClearResult:
         text = f"cleared agent {self.agent_id!r}: removed {files} file{'s' if files != 1 else ''} ({format_size(freed)})"
         if self.agent_removed:
             text += "; the agent no longer exists"
+            if self.resynced:
+                text += " (`memcli sync` imports its session again)"
         if self.kept:
             text += f"; kept {', '.join(self.kept)}; the next turn will be {self.next_turn}"
         return text
@@ -144,6 +153,11 @@ def clear_agent(memory_dir: str | os.PathLike, agent_id: str, *, keep_memory: bo
                 + (f" ({exc.filename})" if getattr(exc, "filename", None) else ""),
                 hint="fix the problem and run clear again",
             ) from exc
+        if done:   # what sync remembers of it goes too (a derived state: kept if it cannot be written)
+            try:
+                result.resynced = forget_agent(memory_dir, paths.agent_id)
+            except (OSError, MemcliError):
+                pass
     if not done:
         # the state is rebuilt from what is left: the memory's turn ids set the counter
         result.next_turn = format_turn(store.read_state().turn_counter + 1)

@@ -81,6 +81,51 @@ def save_files(memory_dir: str | os.PathLike, source: str, changed: dict[str, di
         atomic_write_bytes(path, orjson.dumps({"version": STATE_VERSION, "files": files}))
 
 
+_GROUPS = ("sessions", "runs", "conversations")   # entries of a file that holds many sessions
+
+
+def forget_agent(memory_dir: str | os.PathLike, agent_id: str) -> int:
+    """Drop from every source's state what led to ``agent_id`` — an agent ``clear`` deleted — so
+    that the next sync imports its sessions again, whole, instead of finding them unchanged (or
+    appending only what is new to an agent that lost the rest). A file of its own (a transcript)
+    loses its entry; a file holding many sessions (a database, a chat export, an aider history)
+    loses that session's and is marked to be read again. Under the sync lock; returns how many
+    entries went."""
+    sync_dir = Path(memory_dir) / SYNC
+    try:
+        sources = sorted(p.stem for p in sync_dir.iterdir() if p.suffix == ".json")
+    except OSError:
+        return 0
+    forgotten = 0
+    with sync_lock(memory_dir):
+        for source in sources:
+            files = load_files(memory_dir, source)
+            before = forgotten
+            for key, entry in list(files.items()):
+                if not isinstance(entry, dict):
+                    continue
+                if entry.get("agent") == agent_id:
+                    del files[key]
+                    forgotten += 1
+                    continue
+                for group in _GROUPS:
+                    inner = entry.get(group)
+                    if not isinstance(inner, dict):
+                        continue
+                    gone = [k for k, v in inner.items() if isinstance(v, dict) and v.get("agent") == agent_id]
+                    for k in gone:
+                        del inner[k]
+                    if gone:
+                        forgotten += len(gone)
+                        entry["pending"] = True   # read the file again (its signature alone says unchanged)
+                        if "sig" in entry:
+                            entry["sig"] = None
+            if forgotten > before:
+                atomic_write_bytes(state_path(memory_dir, source),
+                                   orjson.dumps({"version": STATE_VERSION, "files": files}))
+    return forgotten
+
+
 def read_source_meta(paths: AgentPaths) -> dict | None:
     try:
         data = orjson.loads((paths.dir / SOURCE_META).read_bytes())
