@@ -205,3 +205,24 @@ def test_clear_forgets_every_sync_entry_that_led_to_the_agent_and_no_other(cli, 
     plain = clear_agent(memory_dir, "plain")   # an agent no sync made: nothing to forget, nothing said
     assert plain.resynced == 0 and plain.summary().endswith("; the agent no longer exists")
 
+
+
+def test_a_clear_whose_deletion_fails_has_already_forgotten_the_sync_state(cli, memory_dir, monkeypatch):
+    """The agent is renamed away first; if deleting that directory fails, the agent is gone all
+    the same (and cannot be cleared again): what sync remembered of it is forgotten before."""
+    import shutil
+
+    from memcli.errors import StoreError
+    from memcli.store.sync_state import load_files, state_path
+
+    assert cli("ingest", "gone", input=[U("hello")]).exit_code == 0
+    state_path(memory_dir, "codex").parent.mkdir(parents=True, exist_ok=True)
+    state_path(memory_dir, "codex").write_bytes(orjson.dumps({"version": 1, "files": {"/r.jsonl": {"agent": "gone"}}}))
+
+    def refuse(path, *a, **k):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(shutil, "rmtree", refuse)
+    with pytest.raises(StoreError):
+        clear_agent(memory_dir, "gone")
+    assert load_files(memory_dir, "codex") == {}

@@ -25,9 +25,11 @@ state rebuild): clearing must also work for an agent whose files are corrupt.
   removed entirely, as by a full clear.
 
 An agent removed entirely is forgotten by ``sync`` too (:func:`memcli.store.sync_state.forget_agent`,
-under the sync lock, inside the agent's): its session is imported again, whole, by the next
-``sync`` — not found unchanged, nor read on from where the deleted agent stopped. With
-``--keep-memory`` the sync state stays: the next sync adds what the session gained since.
+under the sync lock, inside the agent's, once its directory is renamed away): its session is
+imported again, whole, by the next ``sync`` — not found unchanged, nor read on from where the
+deleted agent stopped. An agent that stays (``--keep-memory`` with memory files) keeps its sync
+state: the next sync reads on from where it stopped — a session read whole again (a rewritten
+file, a database's) brings the cleared traces back, their ids gone with the id index.
 """
 
 from __future__ import annotations
@@ -153,11 +155,6 @@ def clear_agent(memory_dir: str | os.PathLike, agent_id: str, *, keep_memory: bo
                 + (f" ({exc.filename})" if getattr(exc, "filename", None) else ""),
                 hint="fix the problem and run clear again",
             ) from exc
-        if done:   # what sync remembers of it goes too (a derived state: kept if it cannot be written)
-            try:
-                result.resynced = forget_agent(memory_dir, paths.agent_id)
-            except (OSError, MemcliError):
-                pass
     if not done:
         # the state is rebuilt from what is left: the memory's turn ids set the counter
         result.next_turn = format_turn(store.read_state().turn_counter + 1)
@@ -172,6 +169,12 @@ def _clear_locked(paths: AgentPaths, keep_memory: bool, result: ClearResult) -> 
         trash = _trash_name(paths)
         os.rename(paths.dir, trash)
         jsonl.fsync_dir(paths.agents_dir)
+        # the agent is gone: what sync remembers of it goes too, before the deletion (which may
+        # fail, and the agent cannot be cleared again); a derived state, kept if it cannot be written
+        try:
+            result.resynced = forget_agent(paths.memory_dir, paths.agent_id)
+        except (OSError, MemcliError):
+            pass
         _delete(trash)
         result.removed = remove
         result.agent_removed = True
