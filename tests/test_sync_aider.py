@@ -89,3 +89,14 @@ def test_unreadable_history_is_reported_others_import(tmp_path):
         return
     assert [s.status for s in report.sessions if s.path == str(path)] == ["failed"]
     assert [s.agent for s in report.sessions if s.status == "new"] == ["aider.web.20260305-080000"]
+
+
+def test_a_cleared_run_is_imported_again_whole_the_others_not(tmp_path):
+    home, _ = _home(tmp_path)
+    mem = tmp_path / "mem"
+    synced(mem, home, "aider")
+    memcli.Memory(mem).agent(f"aider.app.{R1}").clear()
+    report = synced(mem, home, "aider")
+    assert {a: (r.status, r.events) for a, r in report.items()} == {
+        f"aider.app.{R1}": ("new", 4), f"aider.app.{R2}": ("unchanged", 0)}
+    assert {r.status for r in synced(mem, home, "aider").values()} == {"unchanged"}

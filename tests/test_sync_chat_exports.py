@@ -141,3 +141,13 @@ def test_path_imports_an_export_or_aider_log_kept_elsewhere(tmp_path):
     bad.write_text("hello")
     proc = run_memcli("--dir", mem, "sync", "--home", home, "--path", bad)
     assert proc.returncode == 2 and "not a session file sync reads" in proc.stderr.decode()
+
+
+def test_a_cleared_conversation_is_imported_again_whole_the_others_not(tmp_path):
+    home, mem = _home(tmp_path), tmp_path / "mem"
+    synced(mem, home, "chatgpt,claude-ai")
+    assert run_memcli("--dir", mem, "clear", f"chatgpt.chat.{G2}", "--yes").returncode == 0
+    report = synced(mem, home, "chatgpt,claude-ai")
+    assert {a: (r.status, r.events) for a, r in report.items()} == {
+        f"chatgpt.chat.{G1}": ("unchanged", 0), f"chatgpt.chat.{G2}": ("new", 4), f"claude-ai.chat.{C1}": ("unchanged", 0)}
+    assert {r.status for r in synced(mem, home, "chatgpt,claude-ai").values()} == {"unchanged"}
