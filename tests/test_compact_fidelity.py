@@ -5,10 +5,11 @@ identifiers used again after the boundary as Claude Code's own summary, and the 
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from memcli.compaction.offline import command_family
-from tests.bench.fidelity import measure, split_session
+from tests.bench.fidelity import measure, needed_later, split_session
 from tests.helpers import CORPORA, needs_corpora
 
 SPOTTER = "claude-code/spotter_258c7280_compacted_by_claude-code.jsonl"
@@ -218,3 +219,95 @@ def test_worked_sessions_of_each_harness_compact_to_the_harness_budget_and_keep_
         assert all(not r.refused and r.memcli_tokens <= r.target_tokens and r.memcli_last_ask for r in results)
         assert sum(r.memcli_recall for r in results) >= sum(r.harness_recall for r in results) + 0.05 * 16, shape
         assert sum(r.memcli_recall < r.harness_recall for r in results) <= 2, shape
+
+
+# --------------------------------------------------------------- the other harnesses that compact
+_FILES = ["src/billing/invoice_total.py", "src/billing/refund_policy.py", "src/ledger/entries.py",
+          "tests/test_invoice_total.py", "src/billing/rounding_mode.py", "src/ledger/ledger_store.py"]
+
+
+_SUMMARY = ("Fixed InvoiceTotal rounding: the user asked for half-up rounding of invoice totals, and the "
+            "fix went into src/billing/invoice_total.py after reading the refund rules and src/ledger/entries.py. "
+            "The user then asked that the ledger store use the same rounding mode; that work has started but "
+            "nothing is changed yet. Open: LedgerStore in src/ledger/ledger_store.py must take RoundingMode "
+            "from src/billing/rounding_mode.py, and the tests must pass again. Nothing failed so far; no "
+            "command was run; the user prefers small commits and wants the public names kept as they are.")
+
+
+def _copilot_compacted(tmp_path):
+    """A Copilot CLI log (its session event schema) whose work is compacted once, then goes on."""
+    from tests.sync_more_fixtures import _ev
+
+    s = "cp-fidelity-0001"
+    lines = [_ev(s, 0, "session.start", {"sessionId": s, "context": {"cwd": "/repo"}})]
+    n = 1
+
+    def turn(ask: str, paths: list) -> None:
+        nonlocal n
+        lines.append(_ev(s, n, "user.message", {"content": ask}))
+        for k, path in enumerate(paths):
+            call = f"c{n}-{k}"
+            lines.append(_ev(s, n + 1 + 2 * k, "assistant.message", {"content": f"Reading {path}.", "toolRequests": [
+                {"toolCallId": call, "name": "view", "arguments": {"path": path}}]}))
+            lines.append(_ev(s, n + 2 + 2 * k, "tool.execution_complete", {"toolCallId": call, "success": True,
+                                                                          "result": {"content": f"class {path.split('/')[-1][:-3].title().replace('_', '')}: ..."}}))
+        n += 2 + 2 * len(paths)
+        lines.append(_ev(s, n, "assistant.message", {"content": f"Done with {', '.join(paths)}."}))
+        n += 1
+
+    turn("Fix InvoiceTotal rounding in src/billing/invoice_total.py", _FILES[:3])
+    turn("Now the ledger: make LedgerStore use RoundingMode", _FILES[3:])
+    lines.append(_ev(s, n, "session.compaction_complete", {"success": True, "preCompactionTokens": 9000,
+                                                          "summaryContent": _SUMMARY}))
+    n += 1
+    turn("Run tests/test_invoice_total.py and check src/ledger/entries.py again", _FILES[2:4])
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(v) + b"\n" for v in lines))
+    return path
+
+
+def _goose_compacted(tmp_path):
+    """A Goose session (its legacy .jsonl) after Goose compacted it once: the messages it
+    replaced, its summary and note (shown to the model only), then the work going on."""
+    rows = [{"working_dir": "/repo", "description": "billing"}]
+
+    def msg(role, items, meta=None):
+        rows.append({"role": role, "created": 1770000000 + len(rows), "content": items,
+                     "metadata": meta or {"userVisible": True, "agentVisible": True}})
+
+    def turn(ask: str, paths: list, meta=None) -> None:
+        msg("user", [{"type": "text", "text": ask}], meta)
+        for k, path in enumerate(paths):
+            call = f"t{len(rows)}-{k}"
+            msg("assistant", [{"type": "toolRequest", "id": call, "toolCall": {"status": "success", "value": {
+                "name": "developer__text_editor", "arguments": {"command": "view", "path": path}}}}], meta)
+            msg("user", [{"type": "toolResponse", "id": call, "toolResult": {"status": "success", "value": {
+                "content": [{"type": "text", "text": f"# {path}"}], "isError": False}}}], meta)
+        msg("assistant", [{"type": "text", "text": f"Done with {', '.join(paths)}."}], meta)
+
+    hidden = {"userVisible": True, "agentVisible": False}
+    turn("Fix InvoiceTotal rounding in src/billing/invoice_total.py", _FILES[:3], hidden)
+    turn("Now the ledger: make LedgerStore use RoundingMode", _FILES[3:], hidden)
+    model_only = {"userVisible": False, "agentVisible": True}
+    msg("user", [{"type": "text", "text": _SUMMARY}], model_only)
+    msg("assistant", [{"type": "text", "text": "Your context was compacted. The previous message contains a summary "
+                                               "of the conversation so far."}], model_only)
+    turn("Run tests/test_invoice_total.py and check src/ledger/entries.py again", _FILES[2:4])
+    path = tmp_path / "goose.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(v) + b"\n" for v in rows))
+    return path
+
+
+@pytest.mark.parametrize("make,fmt", [(_copilot_compacted, "copilot-cli"), (_goose_compacted, "goose")])
+def test_copilot_and_goose_sessions_are_split_at_their_own_compaction_and_measured(tmp_path, make, fmt):
+    session = split_session(make(tmp_path))
+    assert session is not None and session.fmt == fmt
+    assert session.summary == _SUMMARY
+    assert (session.first_ask, session.last_ask) == ("Fix InvoiceTotal rounding in src/billing/invoice_total.py",
+                                                     "Now the ledger: make LedgerStore use RoundingMode")
+    needed = needed_later(session)
+    assert {"src/ledger/entries.py", "tests/test_invoice_total.py"} <= needed
+    assert "src/billing/refund_policy.py" not in needed   # read before only
+    r = measure(session, tmp_path)
+    assert r.needed == len(needed) and not r.refused and r.memcli_tokens <= r.target_tokens, r
+    assert r.memcli_recall >= r.harness_recall and r.memcli_last_ask, r

@@ -2,7 +2,9 @@
 
 A session that an agent harness compacted itself (Claude Code: a ``compact_boundary`` system line
 and the ``isCompactSummary`` user line after it; Codex: a ``compacted`` item; Gemini CLI: a
-``user`` record holding ``<state_snapshot>``, or the ``$set`` of the history it replaced) is split at the
+``user`` record holding ``<state_snapshot>``, or the ``$set`` of the history it replaced; Copilot
+CLI: a ``session.compaction_complete`` event; Goose: its summary message before the "Your context
+was compacted" note) is split at the
 boundary of its first compaction with a readable summary, the part after it ending where the next
 compaction begins (:func:`split_session`; docs/compaction.md says why the first). The identifiers that appear before it AND are used again after it (file paths, shell
 commands' programs and subcommands are not counted, but paths, CamelCase / snake_case / dotted
@@ -131,6 +133,44 @@ def _gemini_ask(value) -> str | None:
     return text if text and _SNAPSHOT not in text else None
 
 
+def _copilot_ask(value) -> str | None:
+    """A Copilot CLI ``user.message`` the person typed (not autopilot's continuation, a skill's
+    injection or another agent's prompt)."""
+    data = value.get("data")
+    if value.get("type") != "user.message" or not isinstance(data, dict) or data.get("isAutopilotContinuation"):
+        return None
+    if isinstance(data.get("source"), str) and data["source"].startswith(("skill-", "agent-")):
+        return None
+    return data["content"] if isinstance(data.get("content"), str) and data["content"] else None
+
+
+def _goose_text(value: dict) -> str:
+    """The text items of a Goose message."""
+    content = value.get("content")
+    return "\n".join(c["text"] for c in content if isinstance(c, dict) and c.get("type") == "text"
+                     and isinstance(c.get("text"), str)) if isinstance(content, list) else ""
+
+
+def _is_goose(value: dict) -> bool:
+    return value.get("role") in ("user", "assistant") and isinstance(value.get("content"), list)
+
+
+def _goose_shown(value: dict) -> bool:
+    metadata = value.get("metadata")
+    return not (isinstance(metadata, dict) and metadata.get("userVisible") is False)
+
+
+def _goose_ask(value) -> str | None:
+    if not _is_goose(value) or value.get("role") != "user" or not _goose_shown(value):
+        return None
+    if not all(isinstance(c, dict) and c.get("type") == "text" for c in value["content"]):
+        return None   # tool responses: not something the person typed
+    return _goose_text(value) or None
+
+
+_GOOSE_NOTE = "Your context was compacted"   # the note Goose's compaction writes after its summary
+
+
 def _codex_ask(value) -> str | None:
     payload = value.get("payload")
     if value.get("type") != "event_msg" or not isinstance(payload, dict) or payload.get("type") != "user_message":
@@ -143,7 +183,10 @@ def _point(values: list, i: int):
     summary of one, else None. Claude Code: an ``isCompactSummary`` user line of the main chain
     (a subagent's own compaction is not the session's), beginning at the ``compact_boundary``
     just before it (file-history rows may sit between) or at the summary itself when there is no
-    boundary (1.x, a resumed file). Codex: a ``compacted`` line; its summary is ``message``."""
+    boundary (1.x, a resumed file). Codex: a ``compacted`` line; its summary is ``message``.
+    Gemini CLI: the ``user`` record holding ``<state_snapshot>``. Copilot CLI: a
+    ``session.compaction_complete`` event (``summaryContent``). Goose: the user message the person
+    is not shown that the "Your context was compacted" note follows."""
     value = values[i]
     if not isinstance(value, dict):
         return None
@@ -164,6 +207,14 @@ def _point(values: list, i: int):
         return "codex", i, message if isinstance(message, str) else ""
     if value.get("type") == "user" and _is_gemini(value) and _SNAPSHOT in _gm_text(value):
         return "gemini-cli", i, _gm_text(value)
+    if value.get("type") == "session.compaction_complete" and isinstance(value.get("data"), dict):
+        summary = value["data"].get("summaryContent")   # Copilot CLI
+        return "copilot-cli", i, summary if isinstance(summary, str) else ""
+    if _is_goose(value) and value.get("role") == "user" and not _goose_shown(value) and i + 1 < len(values):
+        note = values[i + 1]   # Goose: its summary, a user message the person is not shown, then its note
+        if isinstance(note, dict) and _is_goose(note) and note.get("role") == "assistant" \
+                and not _goose_shown(note) and _goose_text(note).startswith(_GOOSE_NOTE):
+            return "goose", i, _goose_text(value)
     if isinstance(value.get("$set"), dict) and isinstance(value["$set"].get("messages"), list):
         # a compression written only as the history it replaces: the summary is its first message
         for message in value["$set"]["messages"]:
@@ -201,7 +252,8 @@ def compactions(path: Path) -> list[Compacted]:
     out = []
     for n, (i, (fmt, start, summary)) in enumerate(points):
         end = points[n + 1][1][1] if n + 1 < len(points) else len(lines)
-        ask = {"claude-code": _cc_ask, "codex": _codex_ask, "gemini-cli": _gemini_ask}[fmt]
+        ask = {"claude-code": _cc_ask, "codex": _codex_ask, "gemini-cli": _gemini_ask, "copilot-cli": _copilot_ask,
+               "goose": _goose_ask}[fmt]
         asks = [a for a in (ask(v) for v in values[:start] if isinstance(v, dict)) if a]
         out.append(Compacted(path.stem, fmt, lines[:start], lines[i + 1:end], summary, asks[-1] if asks else "",
                              asks[0] if asks else ""))
@@ -214,7 +266,9 @@ def _talks(raw: bytes) -> bool:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return False
-    return isinstance(value, dict) and value.get("type") in ("user", "assistant", "response_item", "gemini")
+    return isinstance(value, dict) and (value.get("type") in ("user", "assistant", "response_item", "gemini",
+                                                              "user.message", "assistant.message")
+                                        or _is_goose(value))
 
 
 def split_session(path: Path, redacted: bool = False) -> Compacted | None:
@@ -239,15 +293,29 @@ def split_session(path: Path, redacted: bool = False) -> Compacted | None:
 _CALL_ID_KEYS = {"id", "tool_use_id", "call_id"}
 
 
+_COPILOT_TALK = ("user.message", "assistant.message", "tool.execution_complete")
+
+
 def _conversation(value):
     """What the model read and wrote in a transcript line: the message (Claude Code), the payload
     (Codex) or the record's text and calls (Gemini CLI), without the harness's bookkeeping (uuids,
     timestamps, cwd, tokens) or call ids."""
     if not isinstance(value, dict):
         return None
+    data = value.get("data")
     if _is_gemini(value):   # its text and its calls (name, args, result), not thoughts, tokens, model
         content = [value.get("content"), [{k: c.get(k) for k in ("name", "args", "result")}
                                           for c in value.get("toolCalls") or () if isinstance(c, dict)]]
+    elif value.get("type") in _COPILOT_TALK and isinstance(data, dict):   # what was typed, said, run, returned
+        content = [data.get("content"), [{k: r.get(k) for k in ("name", "arguments")}
+                                         for r in data.get("toolRequests") or () if isinstance(r, dict)],
+                   (data.get("result") or {}).get("content") if isinstance(data.get("result"), dict) else None,
+                   (data.get("error") or {}).get("message") if isinstance(data.get("error"), dict) else None]
+    elif _is_goose(value):   # text, tool requests (name, arguments), tool responses' values
+        content = [c.get("text") if c.get("type") == "text" else
+                   (c.get("toolCall") or {}).get("value") if c.get("type") == "toolRequest" else
+                   (c.get("toolResult") or {}).get("value") if c.get("type") == "toolResponse" else None
+                   for c in value["content"] if isinstance(c, dict)]
     else:
         inner = value.get("message") if "message" in value and isinstance(value.get("message"), dict) \
             else value.get("payload")
