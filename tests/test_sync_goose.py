@@ -251,3 +251,18 @@ def test_a_cleared_goose_session_is_read_again_from_the_database(tmp_path):
     report = synced(mem, home, "goose")
     assert (report[agent].status, report[agent].events) == ("new", 10)
     assert (report[other].status, report[other].events) == ("unchanged", 0)
+
+
+def test_a_summary_written_by_a_thinking_model_is_still_goose_s_compaction(tmp_path, memory_dir):
+    # the summary is the model's answer as it came: a thinking item before its text
+    note = "Your context was compacted. The previous message contains a summary of the conversation so far."
+    rows = goose_turn(0) + [
+        ("user", [{"type": "thinking", "thinking": "What matters next?", "signature": "s"},
+                  {"type": "text", "text": SUMMARY_TEXT}], AGENT_ONLY),
+        ("assistant", [{"type": "text", "text": note}], AGENT_ONLY)]
+    path = write_lines(tmp_path / "s.jsonl", [{"working_dir": "/repo", "description": "x"}] + [
+        {"role": r, "created": 1700000000 + n, "content": c, "metadata": m} for n, (r, c, m) in enumerate(rows)])
+    assert ingest(memory_dir, "g", path).format == "goose"
+    summary = [t for t in agent_traces(memory_dir, "g") if t["content"] == SUMMARY_TEXT]
+    assert [(t["tags"], t["harness_compaction"]) for t in summary] == [
+        (["compact_summary"], {"harness": "goose", "trigger": "auto"})]

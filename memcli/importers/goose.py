@@ -18,10 +18,11 @@ content item is tagged by ``type`` (Goose's ``MessageContent``):
   counted by type.
 
 A message with ``metadata.userVisible == false`` (what Goose shows only to the model) is tagged
-``context`` — except Goose's own compaction summary: a user message of text only that the
-person is not shown, followed by the assistant note Goose writes after it ("Your context was
-compacted …", not shown either; both ``agentVisible: false`` too once a later compaction
-replaced them, and still the harness's compaction then). It is tagged ``compact_summary`` and
+``context`` — except Goose's own compaction summary: a user message with text and no tool item
+(the model's answer, its thinking included) that the person is not shown, followed by the
+assistant note Goose writes after it ("Your context was compacted …", not shown either; both
+``agentVisible: false`` too once a later compaction replaced them, and still the harness's
+compaction then). It is tagged ``compact_summary`` and
 carries ``harness_compaction: {"harness": "goose", "trigger": "auto" | "manual"}`` (manual: "…
 at the user's request", a ``/compact``), like the other harnesses' compactions: a memory item,
 not an ask. The messages it replaced stay what they were (Goose keeps them, hidden from the
@@ -94,11 +95,16 @@ def _not_shown(message: dict) -> bool:
     return isinstance(metadata, dict) and metadata.get("userVisible") is False
 
 
+_TOOL_ITEMS = frozenset({"toolRequest", "toolResponse", "frontendToolRequest"})
+
+
 def _may_summarize(message: dict) -> bool:
-    """A user message of text only that the person is not shown: what Goose's compaction writes
-    its summary as (the message after it tells which: :func:`_continues_compaction`)."""
-    return message["role"] == "user" and _not_shown(message) and bool(message["content"]) \
-        and all(c.get("type") == "text" for c in message["content"])
+    """A user message with text and no tool item that the person is not shown: what Goose's
+    compaction writes its summary as — the model's answer, its thinking included when the model
+    thinks (the message after it tells which: :func:`_continues_compaction`)."""
+    items = message["content"]
+    return message["role"] == "user" and _not_shown(message) and any(c.get("type") == "text" for c in items) \
+        and not any(c.get("type") in _TOOL_ITEMS for c in items)
 
 
 def _continues_compaction(message: dict) -> str | None:
