@@ -234,32 +234,42 @@ _SUMMARY = ("Fixed InvoiceTotal rounding: the user asked for half-up rounding of
             "command was run; the user prefers small commits and wants the public names kept as they are.")
 
 
+def _call_id(path: str) -> str:
+    """One call id per file read, the same on both sides of the boundary: an id that leaked into
+    the conversation would be "needed later" (it looks like an identifier)."""
+    return "toolu_read_" + path.split("/")[-1][:-3]
+
+
 def _copilot_compacted(tmp_path):
-    """A Copilot CLI log (its session event schema) whose work is compacted once, then goes on."""
+    """A Copilot CLI log (its session event schema) whose work is compacted once, then goes on:
+    a skill's injection before the first ask and autopilot's continuation before the compaction
+    (neither typed by the person), a compaction that failed after the one that did."""
     from tests.sync_more_fixtures import _ev
 
     s = "cp-fidelity-0001"
     lines = [_ev(s, 0, "session.start", {"sessionId": s, "context": {"cwd": "/repo"}})]
     n = 1
 
-    def turn(ask: str, paths: list) -> None:
+    def add(kind: str, data: dict) -> None:
         nonlocal n
-        lines.append(_ev(s, n, "user.message", {"content": ask}))
-        for k, path in enumerate(paths):
-            call = f"c{n}-{k}"
-            lines.append(_ev(s, n + 1 + 2 * k, "assistant.message", {"content": f"Reading {path}.", "toolRequests": [
-                {"toolCallId": call, "name": "view", "arguments": {"path": path}}]}))
-            lines.append(_ev(s, n + 2 + 2 * k, "tool.execution_complete", {"toolCallId": call, "success": True,
-                                                                          "result": {"content": f"class {path.split('/')[-1][:-3].title().replace('_', '')}: ..."}}))
-        n += 2 + 2 * len(paths)
-        lines.append(_ev(s, n, "assistant.message", {"content": f"Done with {', '.join(paths)}."}))
+        lines.append(_ev(s, n, kind, data))
         n += 1
 
+    def turn(ask: str, paths: list) -> None:
+        add("user.message", {"content": ask})
+        for path in paths:
+            add("assistant.message", {"content": f"Reading {path}.", "toolRequests": [
+                {"toolCallId": _call_id(path), "name": "view", "arguments": {"path": path}}]})
+            add("tool.execution_complete", {"toolCallId": _call_id(path), "success": True, "result": {
+                "content": f"class {path.split('/')[-1][:-3].title().replace('_', '')}: ..."}})
+        add("assistant.message", {"content": f"Done with {', '.join(paths)}."})
+
+    add("user.message", {"content": "Review skill: check style_guide_v2 first", "source": "skill-review"})
     turn("Fix InvoiceTotal rounding in src/billing/invoice_total.py", _FILES[:3])
     turn("Now the ledger: make LedgerStore use RoundingMode", _FILES[3:])
-    lines.append(_ev(s, n, "session.compaction_complete", {"success": True, "preCompactionTokens": 9000,
-                                                          "summaryContent": _SUMMARY}))
-    n += 1
+    add("user.message", {"content": "Continue with autopilot_step_2", "isAutopilotContinuation": True})
+    add("session.compaction_complete", {"success": True, "preCompactionTokens": 9000, "summaryContent": _SUMMARY})
+    add("session.compaction_complete", {"success": False, "error": "the model refused"})   # replaced nothing
     turn("Run tests/test_invoice_total.py and check src/ledger/entries.py again", _FILES[2:4])
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"".join(orjson.dumps(v) + b"\n" for v in lines))
@@ -267,8 +277,10 @@ def _copilot_compacted(tmp_path):
 
 
 def _goose_compacted(tmp_path):
-    """A Goose session (its legacy .jsonl) after Goose compacted it once: the messages it
-    replaced, its summary and note (shown to the model only), then the work going on."""
+    """A Goose session (its legacy .jsonl) after Goose compacted it once, on the person's newest
+    ask: the messages it replaced (that ask hidden from the person too: Goose sends a copy of it
+    after its note), its summary and note (shown to the model only), then the work going on. Not
+    asks: a reminder only the model saw; not a compaction: a note the person was shown."""
     rows = [{"working_dir": "/repo", "description": "billing"}]
 
     def msg(role, items, meta=None):
@@ -277,37 +289,60 @@ def _goose_compacted(tmp_path):
 
     def turn(ask: str, paths: list, meta=None) -> None:
         msg("user", [{"type": "text", "text": ask}], meta)
-        for k, path in enumerate(paths):
-            call = f"t{len(rows)}-{k}"
-            msg("assistant", [{"type": "toolRequest", "id": call, "toolCall": {"status": "success", "value": {
+        for path in paths:
+            msg("assistant", [{"type": "toolRequest", "id": _call_id(path), "toolCall": {"status": "success", "value": {
                 "name": "developer__text_editor", "arguments": {"command": "view", "path": path}}}}], meta)
-            msg("user", [{"type": "toolResponse", "id": call, "toolResult": {"status": "success", "value": {
+            msg("user", [{"type": "toolResponse", "id": _call_id(path), "toolResult": {"status": "success", "value": {
                 "content": [{"type": "text", "text": f"# {path}"}], "isError": False}}}], meta)
         msg("assistant", [{"type": "text", "text": f"Done with {', '.join(paths)}."}], meta)
 
     hidden = {"userVisible": True, "agentVisible": False}
-    turn("Fix InvoiceTotal rounding in src/billing/invoice_total.py", _FILES[:3], hidden)
-    turn("Now the ledger: make LedgerStore use RoundingMode", _FILES[3:], hidden)
     model_only = {"userVisible": False, "agentVisible": True}
+    note = "Your context was compacted. The previous message contains a summary of the conversation so far."
+    msg("user", [{"type": "text", "text": "Reminder: reminder_token_7 is set"}], {"userVisible": False, "agentVisible": False})
+    turn("Fix InvoiceTotal rounding in src/billing/invoice_total.py", _FILES[:3], hidden)
+    msg("user", [{"type": "text", "text": "What does that mean?"}], {"userVisible": False, "agentVisible": False})
+    msg("assistant", [{"type": "text", "text": note}], hidden)   # said to the person: no compaction
+    turn("Now the ledger: make LedgerStore use RoundingMode", _FILES[3:], hidden)
+    newest = "Then make LedgerStore take RoundingMode from src/billing/rounding_mode.py"
+    msg("user", [{"type": "text", "text": newest}], {"userVisible": False, "agentVisible": False})
     msg("user", [{"type": "text", "text": _SUMMARY}], model_only)
-    msg("assistant", [{"type": "text", "text": "Your context was compacted. The previous message contains a summary "
-                                               "of the conversation so far."}], model_only)
+    msg("assistant", [{"type": "text", "text": note}], model_only)
+    msg("user", [{"type": "text", "text": newest}])
     turn("Run tests/test_invoice_total.py and check src/ledger/entries.py again", _FILES[2:4])
     path = tmp_path / "goose.jsonl"
     path.write_bytes(b"".join(orjson.dumps(v) + b"\n" for v in rows))
     return path
 
 
-@pytest.mark.parametrize("make,fmt", [(_copilot_compacted, "copilot-cli"), (_goose_compacted, "goose")])
-def test_copilot_and_goose_sessions_are_split_at_their_own_compaction_and_measured(tmp_path, make, fmt):
+@pytest.mark.parametrize("make,fmt,last_ask", [
+    (_copilot_compacted, "copilot-cli", "Now the ledger: make LedgerStore use RoundingMode"),
+    (_goose_compacted, "goose", "Then make LedgerStore take RoundingMode from src/billing/rounding_mode.py")])
+def test_copilot_and_goose_sessions_are_split_at_their_own_compaction_and_measured(tmp_path, make, fmt, last_ask):
     session = split_session(make(tmp_path))
     assert session is not None and session.fmt == fmt
-    assert session.summary == _SUMMARY
+    assert session.summary == _SUMMARY   # (not the failed compaction, not the note said to the person)
     assert (session.first_ask, session.last_ask) == ("Fix InvoiceTotal rounding in src/billing/invoice_total.py",
-                                                     "Now the ledger: make LedgerStore use RoundingMode")
+                                                     last_ask)
     needed = needed_later(session)
     assert {"src/ledger/entries.py", "tests/test_invoice_total.py"} <= needed
     assert "src/billing/refund_policy.py" not in needed   # read before only
+    assert not {n for n in needed if n.startswith("toolu_")}, needed   # call ids are no conversation
     r = measure(session, tmp_path)
     assert r.needed == len(needed) and not r.refused and r.memcli_tokens <= r.target_tokens, r
     assert r.memcli_recall >= r.harness_recall and r.memcli_last_ask, r
+
+
+def test_the_bench_reads_every_harness_s_compacted_session_from_the_corpora(tmp_path, monkeypatch):
+    """``make bench`` picks the corpus files that may hold a compaction by what each harness
+    writes: the Copilot CLI and Goose sessions are measured, a file without one is not read."""
+    import tests.bench.bench_fidelity as bench
+
+    corpora = tmp_path / "corpora"
+    (corpora / "copilot").mkdir(parents=True)
+    (corpora / "goose").mkdir()
+    _copilot_compacted(corpora / "copilot")
+    _goose_compacted(corpora / "goose")
+    (corpora / "plain.jsonl").write_bytes(orjson.dumps({"role": "user", "content": "hello"}) + b"\n")
+    monkeypatch.setattr(bench, "CORPORA", corpora)
+    assert [p.relative_to(corpora).as_posix() for p in bench.sessions()] == ["copilot/events.jsonl", "goose/goose.jsonl"]

@@ -266,3 +266,16 @@ def test_a_summary_written_by_a_thinking_model_is_still_goose_s_compaction(tmp_p
     summary = [t for t in agent_traces(memory_dir, "g") if t["content"] == SUMMARY_TEXT]
     assert [(t["tags"], t["harness_compaction"]) for t in summary] == [
         (["compact_summary"], {"harness": "goose", "trigger": "auto"})]
+
+
+def test_a_message_with_a_tool_item_is_no_compaction_summary_even_before_the_note(tmp_path, memory_dir):
+    note = "Your context was compacted. The previous message contains a summary of the conversation so far."
+    rows = goose_turn(0) + [
+        ("user", [{"type": "text", "text": "partial"}, {"type": "toolResponse", "id": "tool_0", "toolResult": {
+            "status": "success", "value": {"content": [{"type": "text", "text": "late"}], "isError": False}}}],
+         AGENT_ONLY),
+        ("assistant", [{"type": "text", "text": note}], AGENT_ONLY)]
+    path = write_lines(tmp_path / "s.jsonl", [{"working_dir": "/repo", "description": "x"}] + [
+        {"role": r, "created": 1700000000 + n, "content": c, "metadata": m} for n, (r, c, m) in enumerate(rows)])
+    assert ingest(memory_dir, "g", path).format == "goose"
+    assert not any("harness_compaction" in t for t in agent_traces(memory_dir, "g"))

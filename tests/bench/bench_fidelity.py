@@ -25,16 +25,24 @@ CORPORA = REPO.parent / "shared" / "corpora"
 REDACTED_BUDGET = 3_000   # summary tokens for a session whose harness summary is redacted
 
 
+# a spelling each harness's compaction leaves in its file (the splitter decides what is measurable)
+SESSION_MARKS = (b'"compact_boundary"', b'"isCompactSummary"', b'"compacted"',
+                 b"This session is being continued from a previous conversation",   # Claude Code
+                 b"<state_snapshot>",                                               # Gemini CLI
+                 b'"session.compaction_complete"',                                  # Copilot CLI
+                 b"Your context was compacted")                                     # Goose
+
+
 def sessions() -> list[Path]:
-    """Corpus files that hold a harness compaction (Claude Code or Codex)."""
+    """Corpus files that may hold a harness compaction (Claude Code, Codex, Gemini CLI, Copilot
+    CLI, Goose: :func:`tests.bench.fidelity.compactions` finds them)."""
     if not CORPORA.is_dir():
         return []
     out = []
     for path in sorted(CORPORA.rglob("*.jsonl")):
         data = path.read_bytes()
         # any spelling a harness compaction leaves (split_session decides what is measurable)
-        if any(mark in data for mark in (b'"compact_boundary"', b'"isCompactSummary"', b'"compacted"',
-                                         b"This session is being continued from a previous conversation")):
+        if any(mark in data for mark in SESSION_MARKS):
             out.append(path)
     return out
 

@@ -171,6 +171,17 @@ def _goose_ask(value) -> str | None:
 _GOOSE_NOTE = "Your context was compacted"   # the note Goose's compaction writes after its summary
 
 
+def _goose_hidden_ask(values: list, start: int, end: int) -> list:
+    """The ask Goose compacted on, when it did: Goose hides that message (``userVisible`` false,
+    just before its summary) and sends a copy of its text after its note. [] otherwise."""
+    hidden = values[start - 1] if start > 0 else None
+    if not (isinstance(hidden, dict) and _is_goose(hidden) and hidden.get("role") == "user"
+            and not _goose_shown(hidden) and _goose_text(hidden)):
+        return []
+    copies = (_goose_ask(v) for v in values[start + 2:end] if isinstance(v, dict))
+    return [_goose_text(hidden)] if next((c for c in copies if c), None) == _goose_text(hidden) else []
+
+
 def _codex_ask(value) -> str | None:
     payload = value.get("payload")
     if value.get("type") != "event_msg" or not isinstance(payload, dict) or payload.get("type") != "user_message":
@@ -207,7 +218,8 @@ def _point(values: list, i: int):
         return "codex", i, message if isinstance(message, str) else ""
     if value.get("type") == "user" and _is_gemini(value) and _SNAPSHOT in _gm_text(value):
         return "gemini-cli", i, _gm_text(value)
-    if value.get("type") == "session.compaction_complete" and isinstance(value.get("data"), dict):
+    if value.get("type") == "session.compaction_complete" and isinstance(value.get("data"), dict) \
+            and value["data"].get("success") is not False:   # (a compaction that failed replaced nothing)
         summary = value["data"].get("summaryContent")   # Copilot CLI
         return "copilot-cli", i, summary if isinstance(summary, str) else ""
     if _is_goose(value) and value.get("role") == "user" and not _goose_shown(value) and i + 1 < len(values):
@@ -255,6 +267,8 @@ def compactions(path: Path) -> list[Compacted]:
         ask = {"claude-code": _cc_ask, "codex": _codex_ask, "gemini-cli": _gemini_ask, "copilot-cli": _copilot_ask,
                "goose": _goose_ask}[fmt]
         asks = [a for a in (ask(v) for v in values[:start] if isinstance(v, dict)) if a]
+        if fmt == "goose":
+            asks += _goose_hidden_ask(values, start, end)
         out.append(Compacted(path.stem, fmt, lines[:start], lines[i + 1:end], summary, asks[-1] if asks else "",
                              asks[0] if asks else ""))
     return out
@@ -310,7 +324,7 @@ def _conversation(value):
         content = [data.get("content"), [{k: r.get(k) for k in ("name", "arguments")}
                                          for r in data.get("toolRequests") or () if isinstance(r, dict)],
                    (data.get("result") or {}).get("content") if isinstance(data.get("result"), dict) else None,
-                   (data.get("error") or {}).get("message") if isinstance(data.get("error"), dict) else None]
+                   data["error"].get("message") if isinstance(data.get("error"), dict) else data.get("error")]
     elif _is_goose(value):   # text, tool requests (name, arguments), tool responses' values
         content = [c.get("text") if c.get("type") == "text" else
                    (c.get("toolCall") or {}).get("value") if c.get("type") == "toolRequest" else
