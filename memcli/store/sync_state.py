@@ -78,7 +78,12 @@ def save_files(memory_dir: str | os.PathLike, source: str, changed: dict[str, di
                 files.pop(key, None)
             else:
                 files[key] = entry
-        atomic_write_bytes(path, orjson.dumps({"version": STATE_VERSION, "files": files}))
+        _write_files(path, files)
+
+
+def _write_files(path: Path, files: dict) -> None:
+    """The source's state file, whole (the caller holds the sync lock)."""
+    atomic_write_bytes(path, orjson.dumps({"version": STATE_VERSION, "files": files}))
 
 
 _GROUPS = ("sessions", "runs", "conversations")   # entries of a file that holds many sessions
@@ -121,8 +126,7 @@ def forget_agent(memory_dir: str | os.PathLike, agent_id: str) -> int:
                         if "sig" in entry:
                             entry["sig"] = None
             if forgotten > before:
-                atomic_write_bytes(state_path(memory_dir, source),
-                                   orjson.dumps({"version": STATE_VERSION, "files": files}))
+                _write_files(state_path(memory_dir, source), files)
     return forgotten
 
 
