@@ -31,6 +31,8 @@ from pathlib import Path
 
 import orjson
 
+from memcli.importers.goose import _continues_compaction, _may_summarize, _not_shown
+
 _IDENT = re.compile(
     r"https?://[^\s\"'<>()\[\]{}`\\]+"                                  # URLs
     r"|(?:~?/|\.{1,2}/)?(?:[\w.@-]+/)+[\w.@-]+"                         # paths with a slash
@@ -133,6 +135,9 @@ def _gemini_ask(value) -> str | None:
     return text if text and _SNAPSHOT not in text else None
 
 
+_COPILOT_MESSAGES = ("user.message", "assistant.message")
+
+
 def _copilot_ask(value) -> str | None:
     """A Copilot CLI ``user.message`` the person typed (not autopilot's continuation, a skill's
     injection or another agent's prompt)."""
@@ -155,20 +160,12 @@ def _is_goose(value: dict) -> bool:
     return value.get("role") in ("user", "assistant") and isinstance(value.get("content"), list)
 
 
-def _goose_shown(value: dict) -> bool:
-    metadata = value.get("metadata")
-    return not (isinstance(metadata, dict) and metadata.get("userVisible") is False)
-
-
 def _goose_ask(value) -> str | None:
-    if not _is_goose(value) or value.get("role") != "user" or not _goose_shown(value):
+    if not _is_goose(value) or value.get("role") != "user" or _not_shown(value):
         return None
     if not all(isinstance(c, dict) and c.get("type") == "text" for c in value["content"]):
         return None   # tool responses: not something the person typed
     return _goose_text(value) or None
-
-
-_GOOSE_NOTE = "Your context was compacted"   # the note Goose's compaction writes after its summary
 
 
 def _goose_hidden_ask(values: list, start: int, end: int) -> list:
@@ -176,7 +173,7 @@ def _goose_hidden_ask(values: list, start: int, end: int) -> list:
     just before its summary) and sends a copy of its text after its note. [] otherwise."""
     hidden = values[start - 1] if start > 0 else None
     if not (isinstance(hidden, dict) and _is_goose(hidden) and hidden.get("role") == "user"
-            and not _goose_shown(hidden) and _goose_text(hidden)):
+            and _not_shown(hidden) and _goose_text(hidden)):
         return []
     copies = (_goose_ask(v) for v in values[start + 2:end] if isinstance(v, dict))
     return [_goose_text(hidden)] if next((c for c in copies if c), None) == _goose_text(hidden) else []
@@ -222,10 +219,9 @@ def _point(values: list, i: int):
             and value["data"].get("success") is not False:   # (a compaction that failed replaced nothing)
         summary = value["data"].get("summaryContent")   # Copilot CLI
         return "copilot-cli", i, summary if isinstance(summary, str) else ""
-    if _is_goose(value) and value.get("role") == "user" and not _goose_shown(value) and i + 1 < len(values):
-        note = values[i + 1]   # Goose: its summary, a user message the person is not shown, then its note
-        if isinstance(note, dict) and _is_goose(note) and note.get("role") == "assistant" \
-                and not _goose_shown(note) and _goose_text(note).startswith(_GOOSE_NOTE):
+    if _is_goose(value) and _may_summarize(value) and i + 1 < len(values):   # Goose: the importer's rule
+        note = values[i + 1]
+        if isinstance(note, dict) and _is_goose(note) and _continues_compaction(note) is not None:
             return "goose", i, _goose_text(value)
     if isinstance(value.get("$set"), dict) and isinstance(value["$set"].get("messages"), list):
         # a compression written only as the history it replaces: the summary is its first message
@@ -281,8 +277,7 @@ def _talks(raw: bytes) -> bool:
     except orjson.JSONDecodeError:
         return False
     return isinstance(value, dict) and (value.get("type") in ("user", "assistant", "response_item", "gemini",
-                                                              "user.message", "assistant.message")
-                                        or _is_goose(value))
+                                                              *_COPILOT_MESSAGES) or _is_goose(value))
 
 
 def split_session(path: Path, redacted: bool = False) -> Compacted | None:
@@ -307,7 +302,7 @@ def split_session(path: Path, redacted: bool = False) -> Compacted | None:
 _CALL_ID_KEYS = {"id", "tool_use_id", "call_id"}
 
 
-_COPILOT_TALK = ("user.message", "assistant.message", "tool.execution_complete")
+_COPILOT_TALK = (*_COPILOT_MESSAGES, "tool.execution_complete")
 
 
 def _conversation(value):
