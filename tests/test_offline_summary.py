@@ -748,3 +748,82 @@ def test_a_line_with_unbalanced_brackets_or_backticks_keeps_its_command():
         line = failures_line({"`pytest -q tests/a.py`": 1}, {"`pytest -q tests/a.py`": [error]},
                              {"pytest -q tests/a.py": [False, True, "x", []]}, _Fixes({}), brief=True)
         assert line.startswith("Failed: `pytest -q tests/a.py` ×1 ("), line
+
+
+# --- long conversations: condensed to their most telling sentences, both sides of the talk ---
+
+def test_sentences_split_at_sentence_ends_and_lines_but_never_inside_a_quoted_span():
+    from memcli.compaction.offline import sentences
+    assert sentences("Hi there! It broke.\nSee app/x.py. Then `a. b` ran.") == \
+        ["Hi there!", "It broke.", "See app/x.py.", "Then `a. b` ran."]
+    assert sentences('He said "stop. now" twice. Ok.') == ['He said "stop. now" twice.', "Ok."]
+    assert sentences("  ") == []
+
+
+def test_condense_message_keeps_the_rare_sentences_in_order_and_marks_the_gaps():
+    from memcli.compaction.offline import Rarity, condense_message
+    filler = ["That sounds great!", "Tell me more about it.", "How was your week?"]
+    texts = [f"{a} {b}" for a in filler for b in filler] * 5 + ["We adopted a puppy named Pepper58!"]
+    rarity = Rarity(texts)
+    message = "That sounds great! We adopted a puppy named Pepper58! Tell me more about it."
+    assert condense_message(message, 200, rarity) == message                # it fits: whole
+    assert condense_message(message, 40, rarity) == "… We adopted a puppy named Pepper58! …"
+    # a floor drops the least telling sentences even when the message fits; the most telling stays
+    assert condense_message(message, 200, rarity, floor=1e9) == "… We adopted a puppy named Pepper58! …"
+    # … unless the message need not stay (a chat reply): then nothing
+    assert condense_message("That sounds great! How was your week?", 200, rarity, floor=1e9, keep=False) == ""
+    # no rarity, or one sentence: the head, clipped at a word boundary
+    assert condense_message(message, 40) == "That sounds great! We adopted a puppy named …"
+    assert condense_message("word " * 30, 40, rarity) == ("word " * 9).strip() + " …"
+
+
+def test_sentence_floor_saves_what_is_asked_from_the_least_telling_sentences_first():
+    import math
+
+    from memcli.compaction.offline import Rarity, condense_message, sentence_floor
+    filler = "Haha yes, totally agree."
+    messages = [f"{filler} I ran the race in {1000 + i} seconds." for i in range(20)]
+    rarity = Rarity(messages)
+    whole = sum(len(m) for m in messages)
+    floor = sentence_floor([(m, True) for m in messages], rarity, 100)
+    shown = [condense_message(m, 2000, rarity, floor) for m in messages]
+    assert all(f"in {1000 + i} seconds." in s for i, s in enumerate(shown))   # the telling ones all stay
+    assert whole - sum(len(s) for s in shown) >= 100                             # and it saved enough …
+    assert sentence_floor([(m, True) for m in messages], rarity, whole) == math.inf   # cannot: said so
+
+
+def _chat_turns(turns: int = 240, seed: int = 7):
+    """A long talk of small talk, in which each side states facts once: (turns, {fact: speaker})."""
+    import random
+    rnd = random.Random(seed)
+    filler = ["That sounds great!", "Wow, I love that.", "How was your week?", "Tell me more about it.",
+              "I've been pretty busy lately with work.", "Haha yes, totally agree.", "That must have been hard.",
+              "I'm so happy for you!", "What are you up to this weekend?", "Take care, talk soon!"]
+    facts: dict[str, str] = {}
+    out = []
+    for t in range(turns):
+        turn_id = f"turn_{t + 1:04d}"
+        events = []
+        for speaker in ("user", "assistant"):
+            text = " ".join(rnd.sample(filler, 2))
+            if rnd.random() < 0.3:
+                value = f"{rnd.choice(['Oslo', 'Lima', 'Kyoto', 'Denver'])}{len(facts)}"
+                facts[value] = speaker
+                text = f"{rnd.choice(filler)} Last week I finally visited {value} with my family. {rnd.choice(filler)}"
+            events.append({"trace_type": speaker, "content": text})
+        out.append(Turn(turn_id, _traces(turn_id, events)))
+    return out, facts
+
+
+def test_a_long_conversation_keeps_the_facts_of_both_sides_within_its_budget():
+    """Before, each ask kept its head and the replies went: a fact said late in a message, or by
+    the assistant, was lost. Now the small talk goes first, wherever it is."""
+    turns, facts = _chat_turns()
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=6000)).episodic_summary
+    from memcli.tokens import TokenCounter
+    assert TokenCounter().count(text) <= 6000
+    kept = {speaker: sum(value in text for value, s in facts.items() if s == speaker) for speaker in ("user", "assistant")}
+    total = {speaker: sum(s == speaker for s in facts.values()) for speaker in ("user", "assistant")}
+    assert total["user"] > 20 and total["assistant"] > 20
+    assert kept["user"] == total["user"] and kept["assistant"] >= 0.7 * total["assistant"], (kept, total)
+    assert "- turn_0120 · user: " in text   # every turn still listed, by its ask

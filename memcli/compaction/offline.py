@@ -22,8 +22,12 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   one names the trace id that expands it (``memcli get ID``). Asks are clipped below that only
   when the summary is over its budget (not the quarter of the window it aims at) and they take
   more than half of it — the first (the request) and the newest (the latest intent) no shorter
-  than an eighth of the summary (``END_ASK_SHARE``) — and never inside a word or a quoted span (:func:`clip_ask`: a path or an
-  identifier stays whole or goes whole). Subagent prompts and injected
+  than an eighth of the summary (``END_ASK_SHARE``): first the sentences that say least go,
+  wherever they are (:func:`sentence_floor`, :func:`condense_message`: information per character,
+  by :class:`Rarity`; an ask keeps its most telling one), then what is left is clipped, never
+  inside a word or a quoted span (:func:`clip_ask`: a path or an identifier stays whole or goes
+  whole). A turn of conversation only (no tool call) is listed with its reply too, ranked with
+  the asks' sentences in the room its asks alone would take. Subagent prompts and injected
   context are not asks.
 * **Every file** the agent or a subagent modified — Edit/Write/MultiEdit/NotebookEdit, ``create``
   and the writing commands of ``str_replace_editor``-style tools, ``apply_patch`` headers (also
@@ -97,6 +101,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import re
 from collections import Counter, deque
 from datetime import datetime, timezone
@@ -287,6 +292,154 @@ def clip_ask(text: str, limit: int) -> str:
             elif text.rfind(mark, 0, cut) > limit // 2:
                 cut = text.rfind(mark, 0, cut) - 1
     return text if cut >= len(text) else text[:cut].rstrip(",;: ") + " …"
+
+
+# where a message splits into sentences: after . ! ? and a space, and at a line break
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+_WORD = re.compile(r"[^\W_]+")
+RARITY_TEXTS = 1_000      # messages of a window (evenly spread) that say how rare each word is
+RARITY_TEXT_CHARS = 2_000  # … read up to this many characters each
+
+
+def sentences(text: str) -> list[str]:
+    """``text``'s sentences (and lines), each on one line; a quoted span (``"a. b"``, a
+    `` `command` ``) stays inside one."""
+    out: list[str] = []
+    for piece in _SENTENCE_BREAK.split(text.strip()):
+        piece = " ".join(piece.split())
+        if not piece:
+            continue
+        if out and (out[-1].count('"') % 2 or out[-1].count("`") % 2):
+            out[-1] += " " + piece
+        else:
+            out.append(piece)
+    return out
+
+
+class Rarity:
+    """How rare each word is among a window's messages (its asks and replies: inverse document
+    frequency): what :func:`condense_message` ranks a long message's sentences by. A sentence every turn
+    repeats ("Sounds good!") says little; one with a name, a number or a path few messages hold
+    says what a later question needs."""
+
+    def __init__(self, texts):
+        """``texts``: the messages, or a function that gives them (called on the first use: most
+        summaries condense nothing)."""
+        self._texts = texts
+        self.n, self.df = 0, None
+        self._weight: dict[str, float] = {}
+
+    def _count(self) -> None:
+        df: Counter = Counter()
+        n = 0
+        for text in self._texts() if callable(self._texts) else self._texts:
+            n += 1
+            df.update(set(_WORD.findall(text[:RARITY_TEXT_CHARS].lower())))
+        self.n, self.df, self._texts = n, df, ()
+
+    def of(self, sentence: str) -> float:
+        """The information of ``sentence``: the squared rarity of each of its distinct words, summed."""
+        if self.df is None:
+            self._count()
+        weight, total = self._weight, 0.0
+        for word in set(_WORD.findall(sentence.lower())):
+            w = weight.get(word)
+            if w is None:
+                w = math.log((self.n + 1) / (self.df.get(word, 0) + 1)) + 0.1
+                w = weight[word] = w * w   # (squared: one name or number few messages hold outweighs
+                # several common words — a long sentence around it says no less than a short one of small talk)
+            total += w
+        return total
+
+
+def _densities(parts: list[str], rarity: Rarity) -> list[float]:
+    """The information of each sentence per character (:class:`Rarity`)."""
+    return [rarity.of(part) / (len(part) + 3) for part in parts]
+
+
+def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor: float = 0.0,
+                     keep: bool = True) -> str:
+    """A message on one line in at most ``limit`` characters (about). With ``rarity``, a message
+    of several sentences keeps those that say at least ``floor`` per character (its most telling
+    one always), and, over ``limit``, those that say the most per character that fit — in their
+    order, "…" where some were left out: whole sentences, so never cut inside a word, a path or a
+    quoted span (the most telling one is clipped when alone it does not fit). Without ``rarity``,
+    or for one sentence, :func:`clip_ask`'s head. Not ``keep``: a message none of whose sentences
+    says ``floor`` is left out ("")."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit and not floor:
+        return flat
+    parts = sentences(text) if rarity is not None else ()
+    if len(parts) < 2 and (keep or not parts):
+        return clip_ask(flat, limit)
+    density = _densities(parts, rarity)
+    if not keep and max(density) < floor:
+        return ""
+    if len(parts) < 2:
+        return clip_ask(flat, limit)
+    order = sorted(range(len(parts)), key=lambda i: (-density[i], i))
+    chosen, used = [], 0
+    for i in order:
+        cost = len(parts[i]) + 3   # (and the " …" of a gap)
+        if chosen and density[i] < floor:
+            break
+        if used + cost <= limit:
+            chosen.append(i)
+            used += cost
+        elif not chosen:   # the most telling one does not fit: it alone, clipped
+            return ("… " if i else "") + clip_ask(parts[i], max(limit - 2 * (i > 0), MIN_ASK_CHARS))
+    if len(chosen) == len(parts):
+        return flat
+    out, previous = [], -1
+    for i in sorted(chosen):
+        if i != previous + 1:
+            out.append("…")
+        out.append(parts[i])
+        previous = i
+    if previous != len(parts) - 1:
+        out.append("…")
+    return " ".join(out)
+
+
+def sentence_floor(messages: Iterable[tuple[str, bool]], rarity: Rarity, excess: int) -> float:
+    """The lowest information per character (:func:`condense_message`'s ``floor``) at which the
+    messages ((text, keep): never the most telling one of a message to ``keep``; one not to keep
+    may go whole, with its ``· assistant: ""``) come out at least ``excess`` characters shorter: the least telling
+    sentences go first, wherever they are. ``math.inf`` when all of them do not save that much."""
+    found = []   # (densities, lengths, keep, the index of the most telling) of the messages it may shorten
+    for text, keep in messages:
+        parts = sentences(text)
+        if len(parts) > 1 or (parts and not keep):
+            density = _densities(parts, rarity)
+            best = max(range(len(parts)), key=density.__getitem__)
+            found.append((density, [len(part) for part in parts], keep, best))
+
+    def saved(floor: float) -> int:
+        total = 0
+        for density, lengths, keep, best in found:
+            shown, previous = -1, -1
+            for i, d in enumerate(density):
+                if d >= floor or (keep and i == best):
+                    shown += lengths[i] + 1 + (2 if i != previous + 1 else 0)
+                    previous = i
+            if previous < 0:
+                total += sum(lengths) + len(lengths) - 1 + (16 if not keep else -1)
+                continue
+            shown += 2 if previous != len(lengths) - 1 else 0
+            total += sum(lengths) + len(lengths) - 1 - shown
+        return total
+
+    floors = sorted({d for density, *_ in found for d in density})
+    if not floors or saved(math.inf) < excess:
+        return math.inf
+    lo, hi = 0, len(floors)   # the first floor that saves enough: above every density saves all
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if saved(floors[mid] + 1e-9) >= excess:
+            hi = mid
+        else:
+            lo = mid + 1
+    return floors[lo] + 1e-9 if lo < len(floors) else math.inf
 
 
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
@@ -1642,13 +1795,24 @@ class _TurnDigest:
             out.extend(p for p in agent.work.files if p not in out)
         return out
 
-    def line(self, ask_chars: int = ASK_CHARS, full: bool = True) -> str:
+    @property
+    def chat(self) -> bool:
+        """A turn of conversation only: no tool call, no subagent (its reply says what it did)."""
+        return not self.main.n_calls and not self.subagents
+
+    def line(self, ask_chars: int = ASK_CHARS, full: bool = True, rarity: Rarity | None = None,
+             floor: float = 0.0, talk: bool = True, reply_floor: float | None = None) -> str:
+        """The turn's line (``full``: its work too, else :func:`short_line`; ``talk``: its reply
+        there when the turn is conversation only; ``floor`` and ``reply_floor``, its asks' and its
+        reply's: :func:`condense_message`)."""
+        reply_floor = floor if reply_floor is None else reply_floor
         if not full:
             return short_line(self.turn_id, self.asks, self.reply, ask_chars, self.steps_only and
-                              f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)")
+                              f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)",
+                              chat=self.chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor)
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
-            shown = clip_ask(text, ask_chars)
+            shown = condense_message(text, ask_chars, rarity, floor)
             more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
             parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
         if self.steps_only:
@@ -1673,7 +1837,9 @@ class _TurnDigest:
         if self.reply and self.steps_only:  # the turn's final answer is still to come, in the active file
             parts.append(f"last note: {_quote(self.reply, SHORT_REPLY_CHARS)}")
         elif self.reply:
-            parts.append(f"assistant: {_quote(self.reply, REPLY_CHARS)}")
+            said = condense_message(self.reply, REPLY_CHARS, rarity, reply_floor, keep=not self.chat)
+            if said:
+                parts.append(f"assistant: \"{said}\"")
         elif not work.calls and not self.asks and not self.harness:
             parts.append(f"{self.n_traces} context trace{'s' if self.n_traces != 1 else ''}")
         return " · ".join(parts)
@@ -1698,17 +1864,24 @@ def turn_digest(turn) -> _TurnDigest:
     return _TurnDigest(turn.turn_id, not turn.whole, turn.steps, turn.total_steps)
 
 
-def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None) -> str:
-    """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it)."""
+def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None, *,
+               chat: bool = False, rarity: Rarity | None = None, floor: float = 0.0,
+               reply_floor: float | None = None) -> str:
+    """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it) —
+    and, in a turn of conversation only (``chat``), its reply as long as an ask: the other half of
+    what was said. Long ones are condensed to their most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
-        parts.append(f"{'user' if n == 0 else 'then user'}: \"{clip_ask(text, ask_chars)}\"")
+        parts.append(f"{'user' if n == 0 else 'then user'}: \"{condense_message(text, ask_chars, rarity, floor)}\"")
     if note:
         parts.append(note)
         if reply:
             parts.append(f"last note: {_quote(reply, NOTE_CHARS)}")
-    elif reply and not asks:
-        parts.append(f"assistant: {_quote(reply, SHORT_REPLY_CHARS)}")
+    elif reply and (chat or not asks):
+        said = condense_message(reply, ask_chars if asks else SHORT_REPLY_CHARS, rarity,
+                                floor if reply_floor is None else reply_floor, keep=not chat)
+        if said:   # (a chat reply that says nothing the floor keeps: left out)
+            parts.append(f"assistant: \"{said}\"")
     return " · ".join(parts)
 
 
@@ -1720,7 +1893,7 @@ class WindowSummary:
     def __init__(self, summarizer: OfflineSummarizer):
         self.summarizer = summarizer
         self.listed: list[_TurnDigest] = []   # the first turns, then (tail) the latest, listed in full
-        self.short_lines: list[tuple] = []   # (turn id, [(ask, id)], reply) of the turns after the head
+        self.short_lines: list[tuple] = []   # (turn id, [(ask, id)], reply, chat) of the turns after the head
         self.recent_lines: deque = deque(maxlen=MAX_SHORT_LINES)   # … and of the newest before the tail
         self.n_turns = self.n_traces = self.n_calls = self.n_failed = 0
         self.text_chars = 0
@@ -1747,6 +1920,7 @@ class WindowSummary:
         self.outcomes: dict[str, tuple] = {}  # command family -> (command, outcome line) of its latest telling run
         self.todo = None                      # the latest todo list / plan arguments
         self.notes: deque = deque(maxlen=NOTES_KEPT)   # the agent's latest notes, oldest first
+        self._rarity: Rarity | None = None
 
     def whole_turn(self, turn_id: str, traces: list, steps: int) -> None:
         """Add a turn that moves whole, from its moved traces."""
@@ -1784,7 +1958,7 @@ class WindowSummary:
             if len(tail) > MAX_LISTED_TURNS - HEAD_TURNS:
                 old = tail.popleft()
                 if len(self.short_lines) < FIRST_SHORT_LINES:
-                    self.short_lines.append((old.turn_id, old.asks, old.reply))
+                    self.short_lines.append((old.turn_id, old.asks, old.reply, old.chat))
                 else:
                     recent = self.recent_lines
                     if len(recent) == MAX_SHORT_LINES:
@@ -1792,7 +1966,7 @@ class WindowSummary:
                         unlisted[0] += 1
                         unlisted[1] = unlisted[1] or recent[0][0]
                         unlisted[2] = recent[0][0]
-                    recent.append((old.turn_id, old.asks, old.reply))
+                    recent.append((old.turn_id, old.asks, old.reply, old.chat))
         if main.files or subagents:
             files = self.files
             for path in d.files:
@@ -1886,6 +2060,22 @@ class WindowSummary:
             self.preferences.setdefault(sentence, []).append(turn_id)
         if len(commands) > 5000:  # bounded memory on pathological windows
             self.commands = dict(list(commands.items())[-1000:])
+
+    def rarity(self, short_lines: list[tuple]) -> Rarity:
+        """How rare each word is among the messages of the turns listed (:class:`Rarity`; made once:
+        every try of the text asks it again)."""
+        if self._rarity is None:
+            def texts():
+                out = [text for entry in (*self.listed, *self.tail) for text, _ in entry.asks]
+                out += [entry.reply for entry in (*self.listed, *self.tail) if entry.reply]
+                step = max(1, len(short_lines) // RARITY_TEXTS)
+                for _turn, asks, reply, _chat in short_lines[::step]:
+                    out.extend(text for text, _ in asks)
+                    if reply:
+                        out.append(reply)
+                return out
+            self._rarity = Rarity(texts)
+        return self._rarity
 
     def finish(self, memory: MemoryContext | None = None) -> Summary:
         summary = self.summarizer._finish(self, memory)
@@ -1994,21 +2184,25 @@ class OfflineSummarizer(Summarizer):
                            + (f", +{len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")))
 
         entries = listed + list(tail)
+        rarity = window.rarity(short_lines)
         lines_of: dict[tuple, str] = {}
         ask_chars = [ASK_CHARS]
+        floor = [0.0]   # the least telling sentences of long messages go first (:func:`sentence_floor`)
+        talk = [True]   # a turn of conversation only shows its reply on its asks-only line too
 
         def line_of(entry: _TurnDigest, short: bool | None = None) -> str:
             short = entry.short if short is None else short
-            chars = ask_chars[0]
-            if entry is entries[0] or entry is entries[-1]:   # the request, the latest intent
-                chars = max(chars, min(ASK_CHARS, hard // END_ASK_SHARE))
-            key = (entry.turn_id, short, chars)
+            chars, least = ask_chars[0], floor[0]
+            if entry is entries[0] or entry is entries[-1]:   # the request, the latest intent (their asks)
+                chars, least = max(chars, min(ASK_CHARS, hard // END_ASK_SHARE)), 0.0
+            key = (entry.turn_id, short, chars, least, talk[0], floor[0])
             text = lines_of.get(key)
             if text is None:
-                text = lines_of[key] = entry.line(chars, full=not short)
+                text = lines_of[key] = entry.line(chars, full=not short, rarity=rarity, floor=least, talk=talk[0],
+                                                  reply_floor=floor[0])
             return text
 
-        short_blocks: dict[int, list] = {}
+        short_blocks: dict[tuple, list] = {}
 
         def body(whole: bool | None = None) -> list[tuple[str, str, tuple]]:
             """The turn lines as shown now (``whole``: in full), each with its asks-only form and
@@ -2016,9 +2210,12 @@ class OfflineSummarizer(Summarizer):
             turns not listed its count)."""
             short = None if whole is None else not whole
             out = [(line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[:len(listed)]]
-            block = short_blocks.get(ask_chars[0])
+            block = short_blocks.get((ask_chars[0], floor[0], talk[0]))
             if block is None:
-                block = short_blocks[ask_chars[0]] = [short_line(*s, ask_chars[0]) for s in short_lines]
+                block = short_blocks[ask_chars[0], floor[0], talk[0]] = [
+                    short_line(turn, asks, reply, ask_chars[0], chat=chat and talk[0], rarity=rarity,
+                               floor=floor[0])
+                    for turn, asks, reply, chat in short_lines]
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[:first_short], short_lines))
             if unlisted[0]:
                 note = (f"… {unlisted[0]} more turns ({unlisted[1]}–{unlisted[2]}) not listed "
@@ -2061,8 +2258,28 @@ class OfflineSummarizer(Summarizer):
         def asks_size() -> int:
             return sum(len(line) + 1 for line, *_ in body())
 
-        # the asks are clipped only when the summary is over its budget (``hard``: the size it may
-        # grow to for its asks, not the quarter it aims at) and they alone take more than half of it
+        # the asks are cut only when the summary is over its budget (``hard``: the size it may
+        # grow to for its asks, not the quarter it aims at) and they alone take more than half of
+        # it: first the least telling sentences of the messages of several, wherever they are,
+        # then what is left of each is clipped. The replies of turns of conversation only are
+        # said in the room their asks alone would take (or the quarter), the two ranked together.
+        aim = hard
+        if any(e.chat and e.reply and e.asks for e in entries) or \
+                any(chat and reply and asks for _turn, asks, reply, chat in short_lines):
+            talk[0] = False
+            aim = max(limit, min(hard, len(assemble())))
+            talk[0] = True
+        if len(summary) > aim and (aim < hard or asks_size() > hard // 2):
+            # (an ask keeps its most telling sentence; a reply in a turn of conversation only may go whole)
+            messages = [(text, True) for e in entries[1:-1] for text, _ in e.asks]
+            messages += [(e.reply, not e.chat) for e in entries if e.reply and not e.steps_only
+                         and (e.chat or not e.short)]
+            for _turn, asks, reply, chat in short_lines:
+                messages.extend((text, True) for text, _ in asks)
+                if reply and (chat or not asks):
+                    messages.append((reply, not chat))
+            floor[0] = min(sentence_floor(messages, rarity, len(summary) - aim), 1e9)
+            summary = assemble()
         while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
             summary = assemble()
