@@ -10,7 +10,10 @@ the value is the harness's needed-later identifier recall, the baseline memcli's
 count, so the ratio (harness / memcli) must stay at or below 1. A Codex session whose harness
 summary is redacted gets a row with memcli's recall alone at ``REDACTED_BUDGET`` tokens (no
 target: a figure to watch). The note gives both figures, the
-tokens each used and whether the last user ask survived verbatim.
+tokens each used and whether the last user ask survived verbatim. A last row: five long
+conversations built by rule (:func:`tests.bench.fidelity.conversation`: small talk, facts each side
+states once), the facts memcli's compaction keeps at its default target against the lead baseline
+(:func:`tests.bench.fidelity.lead_kept`) in as many characters (ratio lead / memcli at most 1).
 
 ``python tests/bench/run_all.py fidelity``
 """
@@ -54,6 +57,7 @@ def run() -> list[dict]:
         SEEDS,
         _split,
         measure,
+        measure_conversation,
         rule_session,
         seeded_shapes,
         split_session,
@@ -116,4 +120,13 @@ def run() -> list[dict]:
                      f"{len(results)} (worst by {-worst:.1%})" if worst < 0 else
                      f"mean recall harness {harness:.1%}, memcli {memcli:.1%}; memcli at or above the harness on every "
                      f"seed") + first + (f"; {refused} could not compact to the harness's size" if refused else "")})
+    # a long conversation (no harness compacts it for comparison): the facts both sides state once
+    # in small talk, kept by memcli's compaction at its default target, and by the lead baseline
+    # (each message's head, or the asks' alone, in as many characters as memcli's summary)
+    counts = [measure_conversation(seed) for seed in range(1, 6)]
+    facts, memcli, lead = (sum(c[i] for c in counts) for i in range(3))
+    rows.append({"name": "fidelity conversation ×5 seeds: lead/memcli facts", "value": lead / facts,
+                 "baseline": max(memcli / facts, 1e-9), "unit": " ", "target": 1.0,
+                 "note": f"{facts} facts stated once in 300-turn chats; kept: memcli {memcli / facts:.1%}, "
+                         f"the lead baseline {lead / facts:.1%} (same characters)"})
     return rows

@@ -24,6 +24,7 @@ user ask before the boundary survives verbatim (whitespace aside) is reported fo
 
 from __future__ import annotations
 
+import random
 import re
 import tempfile
 from dataclasses import dataclass
@@ -587,3 +588,75 @@ def worked_sessions() -> list[Compacted]:
     """One session of each :func:`seeded_shapes` shape (its seed: :data:`WORKED_SEEDS`)."""
     shapes = seeded_shapes()
     return [_split(name, shapes[name](seed).jsonl()) for name, seed in WORKED_SEEDS.items()]
+
+
+# --- a long conversation: facts both sides state once, in small talk ---
+
+_SMALL_TALK = ["That sounds great!", "Wow, I love that.", "How was your week?", "Tell me more about it.",
+               "I've been pretty busy lately with work.", "Haha yes, totally agree.", "That must have been hard.",
+               "I'm so happy for you!", "What are you up to this weekend?", "Take care, talk soon!",
+               "Oh nice, good for you.", "Same here, honestly.", "Sorry to hear that.", "Let's catch up soon."]
+_FACTS = ["Last week I finally visited {v} with my family, it was amazing.",
+          "I signed up for the {v} class at the community center.",
+          "We adopted a puppy and named him {v}!",
+          "My new manager is called {v} and she is really kind.",
+          "I ran the charity race in {v} minutes this year.",
+          "The book I can't put down is {v}, you should read it."]
+_VALUES = [["Oslo", "Lima", "Kyoto", "Denver", "Nairobi", "Lisbon"], ["pottery", "salsa", "guitar", "yoga"],
+           ["Pepper", "Milo", "Luna", "Bailey"], ["Gina", "Audrey", "Priya", "Helen"], None,
+           ["Dune", "Beloved", "Emma", "Ulysses"]]
+
+
+def conversation(seed: int, turns: int = 300) -> tuple[list[dict], dict[str, str]]:
+    """A chat of ``turns`` user/assistant exchanges, mostly small talk, into which each side states
+    facts once (a place, a class, a pet's name, a number …), anywhere in its message: (native
+    events, {fact value: speaker}). Built by rule; no public conversation benchmark is used."""
+    rnd = random.Random(seed)
+    events, facts = [], {}
+    for _ in range(turns):
+        for speaker in ("user", "assistant"):
+            said = rnd.sample(_SMALL_TALK, rnd.choice((1, 2, 3)))
+            if rnd.random() < 0.3:
+                kind = rnd.randrange(len(_FACTS))
+                value = str(rnd.randrange(20, 400)) if _VALUES[kind] is None else \
+                    f"{rnd.choice(_VALUES[kind])}{len(facts)}"
+                facts[value] = speaker
+                said.insert(rnd.randrange(len(said) + 1), _FACTS[kind].format(v=value))
+            events.append({"trace_type": speaker, "content": " ".join(said)})
+    return events, facts
+
+
+def lead_kept(messages: list[str], chars: int, facts: dict[str, str], line: int = 22) -> int:
+    """The baseline of extractive summarization (lead): every message's head, one length for all,
+    as long as fits ``chars`` (each message on a line of ``line`` more characters: its turn id and
+    speaker); how many of ``facts`` it keeps."""
+    from memcli.compaction.offline import clip_ask
+
+    lo, hi = 0, max((len(m) for m in messages), default=0)
+    while lo < hi:   # the longest head length that fits
+        mid = (lo + hi + 1) // 2
+        if sum(len(clip_ask(m, mid)) + line for m in messages) <= chars:
+            lo = mid
+        else:
+            hi = mid - 1
+    text = "\n".join(clip_ask(m, lo) for m in messages) if lo else ""
+    return sum(value in text for value in facts)
+
+
+def measure_conversation(seed: int) -> tuple[int, int, int]:
+    """(facts, kept by memcli's compaction at its default target, kept by the lead baseline in as
+    many characters as memcli's summary plus what memcli keeps active)."""
+    from memcli.api import Memory
+
+    events, facts = conversation(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        agent = Memory(Path(tmp)).agent("c")
+        agent.ingest(events, "native")
+        result = agent.compact()
+        text = "\n".join(_texts(orjson.loads(orjson.dumps(agent.snapshot(full=True).payload))))
+    moved = [e["content"] for e in events[:2 * result.whole_turns]]   # (each turn: an ask and a reply)
+    active = "\n".join(e["content"] for e in events[len(moved):])
+    # the better lead: every message's head, or the asks' alone (what the offline summary kept before)
+    room = len(result.summary or "")
+    lead = max(lead_kept(moved, room, facts), lead_kept(moved[::2], room, facts)) + sum(v in active for v in facts)
+    return len(facts), sum(v in text for v in facts), lead
