@@ -781,15 +781,59 @@ def test_sentence_floor_saves_what_is_asked_from_the_least_telling_sentences_fir
     import math
 
     from memcli.compaction.offline import Rarity, condense_message, sentence_floor
-    filler = "Haha yes, totally agree."
-    messages = [f"{filler} I ran the race in {1000 + i} seconds." for i in range(20)]
+    # the same small talk in every message, and sayings of several lengths: many ties
+    talk = ["Haha yes, totally agree.", "Ok.", "Sounds good, thanks a lot for that!", "Right."]
+    messages = [f"{talk[i % 4]} I ran the race in {1000 + i} seconds. {talk[(i + 1) % 4]}" for i in range(40)]
     rarity = Rarity(messages)
     whole = sum(len(m) for m in messages)
-    floor = sentence_floor([(m, True) for m in messages], rarity, 100)
-    shown = [condense_message(m, 2000, rarity, floor) for m in messages]
-    assert all(f"in {1000 + i} seconds." in s for i, s in enumerate(shown))   # the telling ones all stay
-    assert whole - sum(len(s) for s in shown) >= 100                             # and it saved enough …
-    assert sentence_floor([(m, True) for m in messages], rarity, whole) == math.inf   # cannot: said so
+
+    def saving(floor):
+        return whole - sum(len(condense_message(m, 2000, rarity, floor)) for m in messages)
+
+    for excess in (30, 100, 400):
+        floor = sentence_floor([(m, True, 2000) for m in messages], rarity, excess)
+        shown = [condense_message(m, 2000, rarity, floor) for m in messages]
+        assert all(f"in {1000 + i} seconds." in s for i, s in enumerate(shown))   # the telling ones all stay
+        assert excess <= saving(floor) < excess + 40   # enough, and no more than one sentence beyond it
+        # the smallest such floor: the next lower one saves less (ties are broken, not dropped together)
+        lower = max(d for m in messages for d in rarity.analysed(m)[1] if d < floor)
+        assert saving(lower) < excess
+    assert sentence_floor([(m, True, 2000) for m in messages], rarity, whole) == math.inf   # cannot: said so
+    # shown in at most 60 characters, a message saves only what it shows
+    floor = sentence_floor([(m, True, 60) for m in messages], rarity, 200)
+    assert sum(len(condense_message(m, 60, rarity)) - len(condense_message(m, 60, rarity, floor))
+               for m in messages) >= 200
+
+
+def test_sentences_of_chinese_and_a_stray_quote():
+    from memcli.compaction.offline import QUOTED_SPAN_CHARS, sentences
+    assert sentences("我们去了东京。然后吃了寿司！你呢？") == ["我们去了东京。", "然后吃了寿司！", "你呢？"]
+    # an inch mark opens no span that swallows the rest of a long message
+    parts = sentences('The screen is 6" wide. ' + "Then it broke again. " * 100)
+    assert len(parts[0]) <= QUOTED_SPAN_CHARS + 30 and len(parts) > 50
+
+
+def test_replies_of_talk_never_cut_asks_that_fit():
+    """A conversation turn's long reply is said only in the room the asks leave: the asks of the
+    other turns, which fit, stay whole (a reviewer's case: replies had made the floor cut asks)."""
+    turns = []
+    for t in range(150):
+        turn_id = f"turn_{t + 1:04d}"
+        if t % 6 == 5:
+            events = [{"trace_type": "user", "content": f"Why does module{t} use a queue here? Explain it."},
+                      {"trace_type": "assistant", "content": " ".join(
+                          f"The queue{t}_{k} decouples producer and consumer in stage {k}." for k in range(25))}]
+        else:
+            events = [{"trace_type": "user", "content": f"Please fix the bug in app/mod{t}.py. It crashes on empty "
+                                                        f"input. Also keep the API of handler{t} stable."},
+                      *_call(t, f"pytest -q tests/test_mod{t}.py", result="ok"),
+                      {"trace_type": "assistant", "content": f"Fixed app/mod{t}.py."}]
+        turns.append(Turn(turn_id, _traces(turn_id, events)))
+    text = OfflineSummarizer().summarize(turns).episodic_summary
+    for t in range(150):
+        if t % 6 != 5:
+            assert (f"Please fix the bug in app/mod{t}.py. It crashes on empty input. Also keep the API of "
+                    f"handler{t} stable.") in text, t
 
 
 def _chat_turns(turns: int = 240, seed: int = 7):

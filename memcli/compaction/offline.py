@@ -103,6 +103,7 @@ import dataclasses
 import itertools
 import math
 import re
+import zlib
 from collections import Counter, deque
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -294,25 +295,31 @@ def clip_ask(text: str, limit: int) -> str:
     return text if cut >= len(text) else text[:cut].rstrip(",;: ") + " …"
 
 
-# where a message splits into sentences: after . ! ? and a space, and at a line break
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
-_WORD = re.compile(r"[^\W_]+")
+# where a message splits into sentences: after . ! ? and a space, after 。！？, and at a line break
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\s*\n\s*")
+_CJK = "\u2e80-\u2fdf\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_WORD = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")   # (a Chinese or Japanese character is a word)
 RARITY_TEXTS = 1_000      # messages of a window (evenly spread) that say how rare each word is
 RARITY_TEXT_CHARS = 2_000  # … read up to this many characters each
+QUOTED_SPAN_CHARS = 600   # a quote or backtick left open this long is a stray one (an inch mark): no span
 
 
 def sentences(text: str) -> list[str]:
     """``text``'s sentences (and lines), each on one line; a quoted span (``"a. b"``, a
-    `` `command` ``) stays inside one."""
+    `` `command` ``) stays inside one, up to :data:`QUOTED_SPAN_CHARS`."""
     out: list[str] = []
+    quote = tick = False   # a " or ` open in the sentence so far
     for piece in _SENTENCE_BREAK.split(text.strip()):
         piece = " ".join(piece.split())
         if not piece:
             continue
-        if out and (out[-1].count('"') % 2 or out[-1].count("`") % 2):
+        if (quote or tick) and len(out[-1]) < QUOTED_SPAN_CHARS:
             out[-1] += " " + piece
         else:
             out.append(piece)
+            quote = tick = False
+        quote ^= piece.count('"') % 2 == 1
+        tick ^= piece.count("`") % 2 == 1
     return out
 
 
@@ -320,7 +327,7 @@ class Rarity:
     """How rare each word is among a window's messages (its asks and replies: inverse document
     frequency): what :func:`condense_message` ranks a long message's sentences by. A sentence every turn
     repeats ("Sounds good!") says little; one with a name, a number or a path few messages hold
-    says what a later question needs."""
+    says what a later question needs. Each message is split and scored once (:meth:`analysed`)."""
 
     def __init__(self, texts):
         """``texts``: the messages, or a function that gives them (called on the first use: most
@@ -328,6 +335,7 @@ class Rarity:
         self._texts = texts
         self.n, self.df = 0, None
         self._weight: dict[str, float] = {}
+        self._analysed: dict[str, tuple[list[str], list[float]]] = {}
 
     def _count(self) -> None:
         df: Counter = Counter()
@@ -351,10 +359,18 @@ class Rarity:
             total += w
         return total
 
-
-def _densities(parts: list[str], rarity: Rarity) -> list[float]:
-    """The information of each sentence per character (:class:`Rarity`)."""
-    return [rarity.of(part) / (len(part) + 3) for part in parts]
+    def analysed(self, text: str) -> tuple[list[str], list[float]]:
+        """``text``'s sentences and what each says per character, no two the same: a tie (the same
+        small talk in many messages) is broken by the message and the sentence's place, so a
+        floor between them drops some of them, not all."""
+        got = self._analysed.get(text)
+        if got is None:
+            parts = sentences(text)
+            seed = zlib.crc32(text.encode("utf-8", "surrogatepass"))
+            got = self._analysed[text] = (parts, [
+                self.of(part) / (len(part) + 3) + (seed + i * 2654435761) % 1_000_003 * 1e-15
+                for i, part in enumerate(parts)])
+        return got
 
 
 def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor: float = 0.0,
@@ -369,15 +385,16 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     flat = " ".join(text.split())
     if len(flat) <= limit and not floor:
         return flat
-    parts = sentences(text) if rarity is not None else ()
-    if len(parts) < 2 and (keep or not parts):
+    if rarity is None:
         return clip_ask(flat, limit)
-    density = _densities(parts, rarity)
+    parts, density = rarity.analysed(text)
+    if not parts or len(parts) < 2 and keep:
+        return clip_ask(flat, limit)
     if not keep and max(density) < floor:
         return ""
     if len(parts) < 2:
         return clip_ask(flat, limit)
-    order = sorted(range(len(parts)), key=lambda i: (-density[i], i))
+    order = sorted(range(len(parts)), key=lambda i: -density[i])
     chosen, used = [], 0
     for i in order:
         cost = len(parts[i]) + 3   # (and the " …" of a gap)
@@ -401,45 +418,52 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     return " ".join(out)
 
 
-def sentence_floor(messages: Iterable[tuple[str, bool]], rarity: Rarity, excess: int) -> float:
+def sentence_floor(messages: Iterable[tuple[str, bool, int]], rarity: Rarity, excess: int) -> float:
     """The lowest information per character (:func:`condense_message`'s ``floor``) at which the
-    messages ((text, keep): never the most telling one of a message to ``keep``; one not to keep
-    may go whole, with its ``· assistant: ""``) come out at least ``excess`` characters shorter: the least telling
+    messages ((text, keep, limit): shown in at most ``limit`` characters; never the most telling
+    sentence of a message to ``keep``; one not to keep may go whole, with its ``· assistant: ""``)
+    come out at least ``excess`` characters shorter than they are shown now: the least telling
     sentences go first, wherever they are. ``math.inf`` when all of them do not save that much."""
-    found = []   # (densities, lengths, keep, the index of the most telling) of the messages it may shorten
-    for text, keep in messages:
-        parts = sentences(text)
+    found = []   # (what each says, their lengths, keep, the most telling, the length shown now, least, most)
+    for text, keep, limit in messages:
+        parts, density = rarity.analysed(text)
         if len(parts) > 1 or (parts and not keep):
-            density = _densities(parts, rarity)
             best = max(range(len(parts)), key=density.__getitem__)
-            found.append((density, [len(part) for part in parts], keep, best))
+            found.append((density, [len(part) for part in parts], keep, best,
+                          len(condense_message(text, limit, rarity)), min(density), density[best]))
 
     def saved(floor: float) -> int:
         total = 0
-        for density, lengths, keep, best in found:
+        for density, lengths, keep, best, now, least, most in found:
+            if floor <= least:   # (all kept: nothing saved)
+                continue
+            if floor > most and not keep:
+                total += now + 16
+                continue
             shown, previous = -1, -1
             for i, d in enumerate(density):
                 if d >= floor or (keep and i == best):
                     shown += lengths[i] + 1 + (2 if i != previous + 1 else 0)
                     previous = i
-            if previous < 0:
-                total += sum(lengths) + len(lengths) - 1 + (16 if not keep else -1)
-                continue
-            shown += 2 if previous != len(lengths) - 1 else 0
-            total += sum(lengths) + len(lengths) - 1 - shown
+            if previous < 0:   # (a reply left out, with its " · assistant: \"\"")
+                total += now + 16
+            else:
+                shown += 2 if previous != len(lengths) - 1 else 0
+                total += max(now - shown, 0)
         return total
 
-    floors = sorted({d for density, *_ in found for d in density})
+    # floor j keeps the sentences from the j-th least telling on: the first j that saves enough
+    floors = sorted(d for density, *_ in found for d in density)
     if not floors or saved(math.inf) < excess:
         return math.inf
-    lo, hi = 0, len(floors)   # the first floor that saves enough: above every density saves all
+    lo, hi = 0, len(floors)
     while lo < hi:
         mid = (lo + hi) // 2
-        if saved(floors[mid] + 1e-9) >= excess:
+        if saved(floors[mid]) >= excess:
             hi = mid
         else:
             lo = mid + 1
-    return floors[lo] + 1e-9 if lo < len(floors) else math.inf
+    return floors[lo] if lo < len(floors) else math.inf
 
 
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
@@ -2187,19 +2211,26 @@ class OfflineSummarizer(Summarizer):
         rarity = window.rarity(short_lines)
         lines_of: dict[tuple, str] = {}
         ask_chars = [ASK_CHARS]
-        floor = [0.0]   # the least telling sentences of long messages go first (:func:`sentence_floor`)
+        # the least telling sentences of long messages go first (:func:`sentence_floor`): the asks'
+        # and the replies' floors
+        floor, reply_floor = [0.0], [0.0]
         talk = [True]   # a turn of conversation only shows its reply on its asks-only line too
+
+        def chars_of(entry: _TurnDigest) -> int:
+            if entry is entries[0] or entry is entries[-1]:   # the request, the latest intent
+                return max(ask_chars[0], min(ASK_CHARS, hard // END_ASK_SHARE))
+            return ask_chars[0]
 
         def line_of(entry: _TurnDigest, short: bool | None = None) -> str:
             short = entry.short if short is None else short
-            chars, least = ask_chars[0], floor[0]
-            if entry is entries[0] or entry is entries[-1]:   # the request, the latest intent (their asks)
-                chars, least = max(chars, min(ASK_CHARS, hard // END_ASK_SHARE)), 0.0
-            key = (entry.turn_id, short, chars, least, talk[0], floor[0])
+            chars, least = chars_of(entry), floor[0]
+            if entry is entries[0] or entry is entries[-1]:   # (their asks whole while they fit)
+                least = 0.0
+            key = (entry.turn_id, short, chars, least, talk[0], reply_floor[0])
             text = lines_of.get(key)
             if text is None:
                 text = lines_of[key] = entry.line(chars, full=not short, rarity=rarity, floor=least, talk=talk[0],
-                                                  reply_floor=floor[0])
+                                                  reply_floor=reply_floor[0])
             return text
 
         short_blocks: dict[tuple, list] = {}
@@ -2210,11 +2241,11 @@ class OfflineSummarizer(Summarizer):
             turns not listed its count)."""
             short = None if whole is None else not whole
             out = [(line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[:len(listed)]]
-            block = short_blocks.get((ask_chars[0], floor[0], talk[0]))
+            block = short_blocks.get((ask_chars[0], floor[0], talk[0], reply_floor[0]))
             if block is None:
-                block = short_blocks[ask_chars[0], floor[0], talk[0]] = [
+                block = short_blocks[ask_chars[0], floor[0], talk[0], reply_floor[0]] = [
                     short_line(turn, asks, reply, ask_chars[0], chat=chat and talk[0], rarity=rarity,
-                               floor=floor[0])
+                               floor=floor[0], reply_floor=reply_floor[0])
                     for turn, asks, reply, chat in short_lines]
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[:first_short], short_lines))
             if unlisted[0]:
@@ -2270,15 +2301,17 @@ class OfflineSummarizer(Summarizer):
             aim = max(limit, min(hard, len(assemble())))
             talk[0] = True
         if len(summary) > aim and (aim < hard or asks_size() > hard // 2):
-            # (an ask keeps its most telling sentence; a reply in a turn of conversation only may go whole)
-            messages = [(text, True) for e in entries[1:-1] for text, _ in e.asks]
-            messages += [(e.reply, not e.chat) for e in entries if e.reply and not e.steps_only
-                         and (e.chat or not e.short)]
-            for _turn, asks, reply, chat in short_lines:
-                messages.extend((text, True) for text, _ in asks)
-                if reply and (chat or not asks):
-                    messages.append((reply, not chat))
-            floor[0] = min(sentence_floor(messages, rarity, len(summary) - aim), 1e9)
+            # (text, keep, limit): a reply in a turn of conversation only may go whole
+            replies = [(e.reply, not e.chat, (chars_of(e) if e.asks else SHORT_REPLY_CHARS) if e.short else REPLY_CHARS)
+                       for e in entries if e.reply and not e.steps_only and (e.chat or not e.short)]
+            replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS)
+                        for _turn, asks, reply, chat in short_lines if reply and (chat or not asks)]
+            if aim < hard:   # the asks fit: the replies make room for themselves, the asks stay
+                reply_floor[0] = min(sentence_floor(replies, rarity, len(summary) - aim), 1e9)
+            else:            # (an ask keeps its most telling sentence)
+                asks = [(text, True, ask_chars[0]) for e in entries[1:-1] for text, _ in e.asks]
+                asks += [(text, True, ask_chars[0]) for _turn, turn_asks, *_ in short_lines for text, _ in turn_asks]
+                floor[0] = reply_floor[0] = min(sentence_floor(asks + replies, rarity, len(summary) - aim), 1e9)
             summary = assemble()
         while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
