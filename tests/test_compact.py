@@ -347,7 +347,10 @@ def test_a_target_the_user_sets_sizes_the_summary_past_its_usual_size(cli, memor
     assert len(usual.summary) <= 19_000 < len(sized.summary)
     assert sized.tokens_after <= 30_000
     # every ask of the window is in (the usual size counts the middle ones on one line)
-    assert all(f'turn_{t:04d} · user: "Where is order A-{1000 + t}?"' in sized.summary for t in range(1, 997))
+    # (the window spans four days: the first line and each whose day is not the line's before say it)
+    shown = re.sub(r"^(- turn_\d+) \(\d{4}-\d\d-\d\d\)", r"\1", sized.summary, flags=re.M)
+    assert all(f'turn_{t:04d} · user: "Where is order A-{1000 + t}?"' in shown for t in range(1, 997))
+    assert len(re.findall(r"^- turn_\d+ \(\d{4}-\d\d-\d\d\) ·", sized.summary, re.M)) == 4
     assert 'turn_0500 · user' not in usual.summary and "turns (turn_" in usual.summary
 
 

@@ -871,3 +871,50 @@ def test_a_long_conversation_keeps_the_facts_of_both_sides_within_its_budget():
     assert total["user"] > 20 and total["assistant"] > 20
     assert kept["user"] == total["user"] and kept["assistant"] >= 0.7 * total["assistant"], (kept, total)
     assert "- turn_0120 · user: " in text   # every turn still listed, by its ask
+
+
+def test_a_window_over_several_days_says_each_lines_day_where_it_changes():
+    """A conversation over weeks is asked "when": the day a turn was said is on its line when it
+    is not the day of the line before — after turns left out too. One day: no date on any line."""
+    import re
+
+    from memcli.models import RawTrace
+
+    def turns(days_apart: float) -> list:
+        out = []
+        for t in range(120):
+            turn_id = f"turn_{t + 1:04d}"
+            ts = 1772442000.0 + (t // 10) * 86400 * days_apart + t
+            out.append(Turn(turn_id, [
+                RawTrace(f"{turn_id}-u", ts, turn_id, 1, "user", f"I went to Oslo{t} with Ana. It rained all day.", "x"),
+                RawTrace(f"{turn_id}-a", ts + 1, turn_id, 2, "assistant", f"Nice, I saw Lima{t} today.", "x")]))
+        return out
+
+    text = OfflineSummarizer().summarize(turns(3), MemoryContext(summary_tokens=1500)).episodic_summary
+    lines = [line for line in text.splitlines() if line.startswith("- turn_")]
+    dated = {m[1]: m[2] for m in (re.match(r"- (turn_\d+) \((\d{4}-\d\d-\d\d)\) ·", line) for line in lines) if m}
+    assert "turn_0001" in dated and len(dated) >= 5
+    shown = [line.split()[1] for line in lines]
+    for n, turn_id in enumerate(shown):   # a day changes between two shown lines: the second says its day
+        t = int(turn_id[5:]) - 1
+        before = int(shown[n - 1][5:]) - 1 if n else None
+        if before is None or before // 10 != t // 10:
+            assert turn_id in dated, turn_id
+        else:
+            assert turn_id not in dated, turn_id
+    assert "left out" in text   # (the line after the gap was checked too)
+    one_day = OfflineSummarizer().summarize(turns(0), MemoryContext(summary_tokens=1500)).episodic_summary
+    assert not re.search(r"^- turn_\d+ \(", one_day, re.M)
+
+
+def test_a_rollup_keeps_a_conversation_turns_reply_while_it_fits():
+    summary = "\n".join([
+        "3 turns (turn_0001–turn_0003), 2026-03-02 08:41 → 09:30 UTC: 9 traces, 1 tool calls, 0 failed.",
+        '- turn_0001 · user: "How was the trip?" · assistant: "We visited Kyoto7 and the Fushimi shrine."',
+        '- turn_0002 · user: "Check the logs." · tools: Bash ×1 · assistant: "The logs are clean, nothing to fix."',
+        "Vocabulary: Kyoto7, fushimi_shrine, trip_notes, travel_log, photo_album_2026, itinerary_v2"])
+    roomy = condense(summary, len(summary) - 40)   # room for the reply of the conversation turn
+    assert 'assistant: "We visited Kyoto7 and the Fushimi shrine."' in roomy
+    assert "The logs are clean" not in roomy       # a turn with tools shrinks to its asks
+    tight = condense(summary, 250)                 # no room: the conversation turn shrinks too
+    assert "We visited" not in tight and '- turn_0001 · user: "How was the trip?"' in tight

@@ -1917,7 +1917,7 @@ class WindowSummary:
     def __init__(self, summarizer: OfflineSummarizer):
         self.summarizer = summarizer
         self.listed: list[_TurnDigest] = []   # the first turns, then (tail) the latest, listed in full
-        self.short_lines: list[tuple] = []   # (turn id, [(ask, id)], reply, chat) of the turns after the head
+        self.short_lines: list[tuple] = []   # (turn id, [(ask, id)], reply, chat, first ts) of the turns after the head
         self.recent_lines: deque = deque(maxlen=MAX_SHORT_LINES)   # … and of the newest before the tail
         self.n_turns = self.n_traces = self.n_calls = self.n_failed = 0
         self.text_chars = 0
@@ -1982,7 +1982,7 @@ class WindowSummary:
             if len(tail) > MAX_LISTED_TURNS - HEAD_TURNS:
                 old = tail.popleft()
                 if len(self.short_lines) < FIRST_SHORT_LINES:
-                    self.short_lines.append((old.turn_id, old.asks, old.reply, old.chat))
+                    self.short_lines.append((old.turn_id, old.asks, old.reply, old.chat, old.first_ts))
                 else:
                     recent = self.recent_lines
                     if len(recent) == MAX_SHORT_LINES:
@@ -1990,7 +1990,7 @@ class WindowSummary:
                         unlisted[0] += 1
                         unlisted[1] = unlisted[1] or recent[0][0]
                         unlisted[2] = recent[0][0]
-                    recent.append((old.turn_id, old.asks, old.reply, old.chat))
+                    recent.append((old.turn_id, old.asks, old.reply, old.chat, old.first_ts))
         if main.files or subagents:
             files = self.files
             for path in d.files:
@@ -2093,7 +2093,7 @@ class WindowSummary:
                 out = [text for entry in (*self.listed, *self.tail) for text, _ in entry.asks]
                 out += [entry.reply for entry in (*self.listed, *self.tail) if entry.reply]
                 step = max(1, len(short_lines) // RARITY_TEXTS)
-                for _turn, asks, reply, _chat in short_lines[::step]:
+                for _turn, asks, reply, *_ in short_lines[::step]:
                     out.extend(text for text, _ in asks)
                     if reply:
                         out.append(reply)
@@ -2246,7 +2246,7 @@ class OfflineSummarizer(Summarizer):
                 block = short_blocks[ask_chars[0], floor[0], talk[0], reply_floor[0]] = [
                     short_line(turn, asks, reply, ask_chars[0], chat=chat and talk[0], rarity=rarity,
                                floor=floor[0], reply_floor=reply_floor[0])
-                    for turn, asks, reply, chat in short_lines]
+                    for turn, asks, reply, chat, _ts in short_lines]
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[:first_short], short_lines))
             if unlisted[0]:
                 note = (f"… {unlisted[0]} more turns ({unlisted[1]}–{unlisted[2]}) not listed "
@@ -2254,10 +2254,29 @@ class OfflineSummarizer(Summarizer):
                 out.append((note, note, (unlisted[1], unlisted[2], unlisted[0])))
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[first_short:], short_lines[first_short:]))
             out.extend((line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[len(listed):])
+            if days:   # a window of several days: each line whose day is not the line's before says it
+                previous = None
+                for k, day in enumerate(days):
+                    if day and day != previous:
+                        line, short_form, span = out[k]
+                        head = f"- {span[0]}"
+                        out[k] = (line.replace(head, f"{head} ({day})", 1), short_form.replace(head, f"{head} ({day})", 1),
+                                  span)
+                    previous = day or previous
             return out
 
         def assemble() -> str:
             return "\n".join([header, *(line for line, *_ in body()), *(text for _, text in footer)])
+
+        # the day of each line of the body, in its order (the note of turns not listed has none),
+        # when the window spans days (a conversation over weeks: "when" is asked of it)
+        days: list = []
+        if first_ts is not None and last_ts is not None and _fmt_time(first_ts)[:10] != _fmt_time(last_ts)[:10]:
+            def day(ts) -> str | None:
+                return _fmt_time(ts)[:10] if ts is not None else None
+            days = [day(e.first_ts) for e in entries[:len(listed)]] + [day(s[4]) for s in short_lines[:first_short]]
+            days += [None] if unlisted[0] else []
+            days += [day(s[4]) for s in short_lines[first_short:]] + [day(e.first_ts) for e in entries[len(listed):]]
 
         limit = min(max(text_chars // 4, MIN_CHARS), MAX_CHARS)
         hard = HARD_MAX_CHARS
@@ -2296,7 +2315,7 @@ class OfflineSummarizer(Summarizer):
         # said in the room their asks alone would take (or the quarter), the two ranked together.
         aim = hard
         if any(e.chat and e.reply and e.asks for e in entries) or \
-                any(chat and reply and asks for _turn, asks, reply, chat in short_lines):
+                any(chat and reply and asks for _turn, asks, reply, chat, _ts in short_lines):
             talk[0] = False
             aim = max(limit, min(hard, len(assemble())))
             talk[0] = True
@@ -2305,7 +2324,7 @@ class OfflineSummarizer(Summarizer):
             replies = [(e.reply, not e.chat, (chars_of(e) if e.asks else SHORT_REPLY_CHARS) if e.short else REPLY_CHARS)
                        for e in entries if e.reply and not e.steps_only and (e.chat or not e.short)]
             replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS)
-                        for _turn, asks, reply, chat in short_lines if reply and (chat or not asks)]
+                        for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or not asks)]
             if aim < hard:   # the asks fit: the replies make room for themselves, the asks stay
                 reply_floor[0] = min(sentence_floor(replies, rarity, len(summary) - aim), 1e9)
             else:            # (an ask keeps its most telling sentence)
@@ -2336,6 +2355,10 @@ class OfflineSummarizer(Summarizer):
                     summary = _squeeze(header, body(whole=True), ranked_footer, hard,
                                        lambda k: files_line(newest_first, window.changes, k), briefer, sayable)
             size = hard
+        if days and "\n… " in summary:   # the first line after turns left out says its day
+            day_of = dict(zip((span[0] for *_, span in body()), days))
+            summary = _LEFT_OUT_THEN.sub(lambda m: m[0] if not day_of.get(m[2]) else
+                                         f"{m[1]}- {m[2]} ({day_of[m[2]]}) ·", summary)
         if urls:
             summary = _urls_once(summary)
         if size - len(summary) > 40:   # the room left goes to the identifiers needed later
@@ -2704,6 +2727,10 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     return "\n".join(lines)
 
 
+# a note of turns left out and the turn line after it, when that line says no day
+_LEFT_OUT_THEN = re.compile(r"(\n… [^\n]*\n)- (\S+) ·")
+
+
 def _shown_count(shown: str) -> int:
     """How many entries a fitted list line shows (its ``+N more`` aside)."""
     return len(_entries(shown.partition(": ")[2], "; ")[0])
@@ -2942,16 +2969,25 @@ _LISTS = (((VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "), (("Late
 
 def condense(summary: str, budget: int) -> str:
     """``summary`` within ``budget`` characters for a rollup, keeping its line breaks, its header,
-    its asks and its files: turn lines shrink to their asks first; then list lines lose their
+    its asks and its files: turn lines shrink to their asks first (a turn of conversation only
+    keeps its reply when the summary then fits); then list lines lose their
     last (least needed) entries — the vocabulary, the notes, URLs, calls never answered, failures,
     the plan — and the files the names touched in them; then asks are clipped at a word boundary;
     then the oldest turn lines go, counted. Nothing is cut inside an identifier or a path."""
     if len(summary) <= budget:
         return summary
-    lines = summary.split("\n")
-    for n, line in enumerate(lines):
-        if line.startswith(("- turn", "- [")):
-            lines[n] = " · ".join(p for p in line.split(" · ") if p.startswith(("- ", "user:", "then user:", "steps ")))
+    asks_only = ("- ", "user:", "then user:", "steps ")
+    # a turn of conversation only (no tools) keeps its reply, the other half of what was said,
+    # when the summary then fits; else it shrinks to its asks too
+    for kept in ((*asks_only, "assistant:"), asks_only):
+        lines = summary.split("\n")
+        for n, line in enumerate(lines):
+            if line.startswith(("- turn", "- [")):
+                parts = line.split(" · ")
+                chat = not any(p.startswith("tools:") for p in parts)
+                lines[n] = " · ".join(p for p in parts if p.startswith(kept if chat else asks_only))
+        if sum(len(line) + 1 for line in lines) - 1 <= budget:
+            return "\n".join(lines)
     excess = sum(len(line) + 1 for line in lines) - 1 - budget
     for heads, sep in _LISTS:
         for n, line in enumerate(lines):
