@@ -791,16 +791,16 @@ def test_sentence_floor_saves_what_is_asked_from_the_least_telling_sentences_fir
         return whole - sum(len(condense_message(m, 2000, rarity, floor)) for m in messages)
 
     for excess in (30, 100, 400):
-        floor = sentence_floor([(m, True, 2000) for m in messages], rarity, excess)
+        floor = sentence_floor([(m, True, 2000, 0) for m in messages], rarity, excess)
         shown = [condense_message(m, 2000, rarity, floor) for m in messages]
         assert all(f"in {1000 + i} seconds." in s for i, s in enumerate(shown))   # the telling ones all stay
         assert excess <= saving(floor) < excess + 40   # enough, and no more than one sentence beyond it
         # the smallest such floor: the next lower one saves less (ties are broken, not dropped together)
         lower = max(d for m in messages for d in rarity.analysed(m)[1] if d < floor)
         assert saving(lower) < excess
-    assert sentence_floor([(m, True, 2000) for m in messages], rarity, whole) == math.inf   # cannot: said so
+    assert sentence_floor([(m, True, 2000, 0) for m in messages], rarity, whole) == math.inf   # cannot: said so
     # shown in at most 60 characters, a message saves only what it shows
-    floor = sentence_floor([(m, True, 60) for m in messages], rarity, 200)
+    floor = sentence_floor([(m, True, 60, 0) for m in messages], rarity, 200)
     assert sum(len(condense_message(m, 60, rarity)) - len(condense_message(m, 60, rarity, floor))
                for m in messages) >= 200
 
@@ -886,7 +886,7 @@ def test_a_window_over_several_days_says_each_lines_day_where_it_changes():
             turn_id = f"turn_{t + 1:04d}"
             ts = 1772442000.0 + (t // 10) * 86400 * days_apart + t
             out.append(Turn(turn_id, [
-                RawTrace(f"{turn_id}-u", ts, turn_id, 1, "user", f"I went to Oslo{t} with Ana. It rained all day.", "x"),
+                RawTrace(f"{turn_id}-u", ts, turn_id, 1, "user", f"I went to Oslo{t} with Ana and her brother Tom. It rained all day.", "x"),
                 RawTrace(f"{turn_id}-a", ts + 1, turn_id, 2, "assistant", f"Nice, I saw Lima{t} today.", "x")]))
         return out
 
@@ -918,3 +918,18 @@ def test_a_rollup_keeps_a_conversation_turns_reply_while_it_fits():
     assert "The logs are clean" not in roomy       # a turn with tools shrinks to its asks
     tight = condense(summary, 250)                 # no room: the conversation turn shrinks too
     assert "We visited" not in tight and '- turn_0001 · user: "How was the trip?"' in tight
+
+
+def test_turns_of_small_talk_only_fold_into_one_line_that_counts_them():
+    """Under a tight budget a run of turns whose asks were all small talk (condensed away) takes
+    one line, not one each; every turn is still listed or counted."""
+    import re
+
+    turns, facts = _chat_turns(turns=240, seed=3)
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=2000)).episodic_summary
+    folds = re.findall(r"^- (turn_\d+)–(turn_\d+) · (\d+) turns, their short asks condensed away$", text, re.M)
+    assert folds and all(int(n) == int(b[5:]) - int(a[5:]) + 1 >= 2 for a, b, n in folds)
+    single = re.findall(r"^- turn_\d+ ", text, re.M)
+    left = re.search(r"^… (\d+) turns \(", text, re.M)
+    assert len(single) + sum(int(n) for *_, n in folds) + (int(left[1]) if left else 0) == 240
+    assert sum(value in text for value in facts) > len(facts) // 3

@@ -373,22 +373,33 @@ class Rarity:
         return got
 
 
+def _keeps_best(keep: bool | int, parts: list[str], density: list[float]) -> bool:
+    """Whether a message's most telling sentence stays whatever the floor: ``keep`` itself, or,
+    a number, when that sentence is at least this long (small talk is short: "Talk soon!")."""
+    if isinstance(keep, bool):
+        return keep
+    return len(parts[max(range(len(parts)), key=density.__getitem__)]) >= keep
+
+
 def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor: float = 0.0,
-                     keep: bool = True) -> str:
+                     keep: bool | int = True) -> str:
     """A message on one line in at most ``limit`` characters (about). With ``rarity``, a message
     of several sentences keeps those that say at least ``floor`` per character (its most telling
     one always), and, over ``limit``, those that say the most per character that fit — in their
     order, "…" where some were left out: whole sentences, so never cut inside a word, a path or a
     quoted span (the most telling one is clipped when alone it does not fit). Without ``rarity``,
-    or for one sentence, :func:`clip_ask`'s head. Not ``keep``: a message none of whose sentences
-    says ``floor`` is left out ("")."""
+    or for one sentence, :func:`clip_ask`'s head. Not ``keep`` (:func:`_keeps_best`): a message
+    none of whose sentences says ``floor`` is left out ("")."""
     flat = " ".join(text.split())
     if len(flat) <= limit and not floor:
         return flat
     if rarity is None:
         return clip_ask(flat, limit)
     parts, density = rarity.analysed(text)
-    if not parts or len(parts) < 2 and keep:
+    if not parts:
+        return clip_ask(flat, limit)
+    keep = _keeps_best(keep, parts, density)
+    if len(parts) < 2 and keep:
         return clip_ask(flat, limit)
     if not keep and max(density) < floor:
         return ""
@@ -418,35 +429,36 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     return " ".join(out)
 
 
-def sentence_floor(messages: Iterable[tuple[str, bool, int]], rarity: Rarity, excess: int) -> float:
+def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int) -> float:
     """The lowest information per character (:func:`condense_message`'s ``floor``) at which the
-    messages ((text, keep, limit): shown in at most ``limit`` characters; never the most telling
-    sentence of a message to ``keep``; one not to keep may go whole, with its ``· assistant: ""``)
-    come out at least ``excess`` characters shorter than they are shown now: the least telling
+    messages ((text, keep, limit, gone): shown in at most ``limit`` characters; never the most
+    telling sentence of a message to ``keep`` (:func:`_keeps_best`); one not to keep may go whole, which saves ``gone``
+    characters more — a reply's ``· assistant: ""``, or -1 for an ask's "…" that stays) come out at least ``excess`` characters shorter than they are shown now: the least telling
     sentences go first, wherever they are. ``math.inf`` when all of them do not save that much."""
-    found = []   # (what each says, their lengths, keep, the most telling, the length shown now, least, most)
-    for text, keep, limit in messages:
+    found = []   # (what each says, their lengths, keep, the most telling, the length shown now, least, most, gone)
+    for text, keep, limit, gone in messages:
         parts, density = rarity.analysed(text)
+        keep = bool(parts) and _keeps_best(keep, parts, density)
         if len(parts) > 1 or (parts and not keep):
             best = max(range(len(parts)), key=density.__getitem__)
             found.append((density, [len(part) for part in parts], keep, best,
-                          len(condense_message(text, limit, rarity)), min(density), density[best]))
+                          len(condense_message(text, limit, rarity)), min(density), density[best], gone))
 
     def saved(floor: float) -> int:
         total = 0
-        for density, lengths, keep, best, now, least, most in found:
+        for density, lengths, keep, best, now, least, most, gone in found:
             if floor <= least:   # (all kept: nothing saved)
                 continue
             if floor > most and not keep:
-                total += now + 16
+                total += now + gone
                 continue
             shown, previous = -1, -1
             for i, d in enumerate(density):
                 if d >= floor or (keep and i == best):
                     shown += lengths[i] + 1 + (2 if i != previous + 1 else 0)
                     previous = i
-            if previous < 0:   # (a reply left out, with its " · assistant: \"\"")
-                total += now + 16
+            if previous < 0:   # (a message left out)
+                total += now + gone
             else:
                 shown += 2 if previous != len(lengths) - 1 else 0
                 total += max(now - shown, 0)
@@ -1836,7 +1848,7 @@ class _TurnDigest:
                               chat=self.chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor)
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
-            shown = condense_message(text, ask_chars, rarity, floor)
+            shown = condense_message(text, ask_chars, rarity, floor, keep=MIN_ASK_CHARS if self.chat else True) or "…"
             more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
             parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
         if self.steps_only:
@@ -1896,7 +1908,8 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
     what was said. Long ones are condensed to their most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
-        parts.append(f"{'user' if n == 0 else 'then user'}: \"{condense_message(text, ask_chars, rarity, floor)}\"")
+        said = condense_message(text, ask_chars, rarity, floor, keep=MIN_ASK_CHARS if chat else True) or "…"
+        parts.append(f"{'user' if n == 0 else 'then user'}: \"{said}\"")
     if note:
         parts.append(note)
         if reply:
@@ -2254,12 +2267,15 @@ class OfflineSummarizer(Summarizer):
                 out.append((note, note, (unlisted[1], unlisted[2], unlisted[0])))
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[first_short:], short_lines[first_short:]))
             out.extend((line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[len(listed):])
+            line_days = days or [None] * len(out)
+            if floor[0]:   # a run of turns whose asks were all condensed away: one line
+                out, line_days = _fold_emptied(out, line_days)
             if days:   # a window of several days: each line whose day is not the line's before says it
                 previous = None
-                for k, day in enumerate(days):
+                for k, day in enumerate(line_days):
                     if day and day != previous:
                         line, short_form, span = out[k]
-                        head = f"- {span[0]}"
+                        head = line.split(" · ", 1)[0]
                         out[k] = (line.replace(head, f"{head} ({day})", 1), short_form.replace(head, f"{head} ({day})", 1),
                                   span)
                     previous = day or previous
@@ -2320,16 +2336,19 @@ class OfflineSummarizer(Summarizer):
             aim = max(limit, min(hard, len(assemble())))
             talk[0] = True
         if len(summary) > aim and (aim < hard or asks_size() > hard // 2):
-            # (text, keep, limit): a reply in a turn of conversation only may go whole
-            replies = [(e.reply, not e.chat, (chars_of(e) if e.asks else SHORT_REPLY_CHARS) if e.short else REPLY_CHARS)
-                       for e in entries if e.reply and not e.steps_only and (e.chat or not e.short)]
-            replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS)
+            # (text, keep, limit, what it saves beyond its text when it goes: its ' · assistant: ""')
+            replies = [(e.reply, not e.chat, (chars_of(e) if e.asks else SHORT_REPLY_CHARS) if e.short else REPLY_CHARS,
+                        16) for e in entries if e.reply and not e.steps_only and (e.chat or not e.short)]
+            replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS, 16)
                         for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or not asks)]
             if aim < hard:   # the asks fit: the replies make room for themselves, the asks stay
                 reply_floor[0] = min(sentence_floor(replies, rarity, len(summary) - aim), 1e9)
             else:            # (an ask keeps its most telling sentence)
-                asks = [(text, True, ask_chars[0]) for e in entries[1:-1] for text, _ in e.asks]
-                asks += [(text, True, ask_chars[0]) for _turn, turn_asks, *_ in short_lines for text, _ in turn_asks]
+                # (a conversation turn's ask of small talk only may go too: its "…" stays)
+                asks = [(text, MIN_ASK_CHARS if e.chat else True, ask_chars[0], -1) for e in entries[1:-1]
+                        for text, _ in e.asks]
+                asks += [(text, MIN_ASK_CHARS if chat else True, ask_chars[0], -1)
+                         for _turn, turn_asks, _reply, chat, _ts in short_lines for text, _ in turn_asks]
                 floor[0] = reply_floor[0] = min(sentence_floor(asks + replies, rarity, len(summary) - aim), 1e9)
             summary = assemble()
         while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
@@ -2725,6 +2744,29 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
                                    size < TINY_SUMMARY_CHARS))
     lines.extend(shown[kind] for kind, _ in footer if kind in shown)
     return "\n".join(lines)
+
+
+def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
+    """The body's lines (line, its asks-only form, (first turn, last turn, turns)) with each run of
+    two or more turns whose line says nothing any more (its asks condensed away: small talk) as one
+    line that counts them; and the day of each line (its first turn's)."""
+    folded, folded_days = [], []
+    k = 0
+    while k < len(out):
+        j = k
+        while j < len(out) and out[j][1] == f'- {out[j][2][0]} · user: "…"':   # (its full form may point at the ask)
+            j += 1
+        if j - k >= 2:
+            first, last, n = out[k][2][0], out[j - 1][2][1], sum(span[2] for *_, span in out[k:j])
+            text = f"- {first}–{last} · {n} turns, their short asks condensed away"
+            folded.append((text, text, (first, last, n)))
+            folded_days.append(days[k])
+            k = j
+        else:
+            folded.append(out[k])
+            folded_days.append(days[k])
+            k += 1
+    return folded, folded_days
 
 
 # a note of turns left out and the turn line after it, when that line says no day

@@ -10,9 +10,10 @@ the value is the harness's needed-later identifier recall, the baseline memcli's
 count, so the ratio (harness / memcli) must stay at or below 1. A Codex session whose harness
 summary is redacted gets a row with memcli's recall alone at ``REDACTED_BUDGET`` tokens (no
 target: a figure to watch). The note gives both figures, the
-tokens each used and whether the last user ask survived verbatim. A last row: five long
+tokens each used and whether the last user ask survived verbatim. Two last rows: five long
 conversations built by rule (:func:`tests.bench.fidelity.conversation`: small talk, facts each side
-states once), the facts memcli's compaction keeps at its default target against the lead baseline
+states once), the facts memcli's compaction keeps at its default target and at a quarter of the
+chat (``CONVERSATION_TARGET``), each against the lead baseline
 (:func:`tests.bench.fidelity.lead_kept`) in as many characters (ratio lead / memcli at most 1).
 
 ``python tests/bench/run_all.py fidelity``
@@ -26,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent.parent
 CORPORA = REPO.parent / "shared" / "corpora"
 REDACTED_BUDGET = 3_000   # summary tokens for a session whose harness summary is redacted
+CONVERSATION_TARGET = 3_000   # --target-tokens of the tighter conversation row (a quarter of the chat)
 
 
 # a spelling each harness's compaction leaves in its file (the splitter decides what is measurable)
@@ -123,10 +125,12 @@ def run() -> list[dict]:
     # a long conversation (no harness compacts it for comparison): the facts both sides state once
     # in small talk, kept by memcli's compaction at its default target, and by the lead baseline
     # (each message's head, or the asks' alone, in as many characters as memcli's summary)
-    counts = [measure_conversation(seed) for seed in range(1, 6)]
-    facts, memcli, lead = (sum(c[i] for c in counts) for i in range(3))
-    rows.append({"name": "fidelity conversation ×5 seeds: lead/memcli facts", "value": lead / facts,
-                 "baseline": max(memcli / facts, 1e-9), "unit": " ", "target": 1.0,
-                 "note": f"{facts} facts stated once in 300-turn chats; kept: memcli {memcli / facts:.1%}, "
-                         f"the lead baseline {lead / facts:.1%} (same characters)"})
+    for target in (None, CONVERSATION_TARGET):   # the default target (half the input), and a quarter
+        counts = [measure_conversation(seed, target) for seed in range(1, 6)]
+        facts, memcli, lead = (sum(c[i] for c in counts) for i in range(3))
+        at = "default target" if target is None else f"{target:,} tokens"
+        rows.append({"name": f"fidelity conversation ×5, {at}: lead/memcli facts", "value": lead / facts,
+                     "baseline": max(memcli / facts, 1e-9), "unit": " ", "target": 1.0,
+                     "note": f"{facts} facts stated once in 300-turn chats (~12,000 tokens); kept: memcli "
+                             f"{memcli / facts:.1%}, the lead baseline {lead / facts:.1%} (same characters)"})
     return rows

@@ -643,16 +643,17 @@ def lead_kept(messages: list[str], chars: int, facts: dict[str, str], line: int 
     return sum(value in text for value in facts)
 
 
-def measure_conversation(seed: int) -> tuple[int, int, int]:
-    """(facts, kept by memcli's compaction at its default target, kept by the lead baseline in as
-    many characters as memcli's summary plus what memcli keeps active)."""
+def measure_conversation(seed: int, target_tokens: int | None = None) -> tuple[int, int, int]:
+    """(facts, kept by memcli's compaction at ``target_tokens`` — its default target when None —,
+    kept by the lead baseline in as many characters as memcli's summary plus what memcli keeps
+    active)."""
     from memcli.api import Memory
 
     events, facts = conversation(seed)
     with tempfile.TemporaryDirectory() as tmp:
         agent = Memory(Path(tmp)).agent("c")
         agent.ingest(events, "native")
-        result = agent.compact()
+        result = agent.compact(target_tokens=target_tokens)
         text = "\n".join(_texts(orjson.loads(orjson.dumps(agent.snapshot(full=True).payload))))
     moved = [e["content"] for e in events[:2 * result.whole_turns]]   # (each turn: an ask and a reply)
     active = "\n".join(e["content"] for e in events[len(moved):])
