@@ -9,7 +9,7 @@ import dataclasses
 import orjson
 import pytest
 
-from memcli.compaction.offline import OfflineSummarizer, condense, vocabulary
+from memcli.compaction.offline import FOLDED_TURNS, OfflineSummarizer, condense, vocabulary
 from memcli.compaction.summarizer import MemoryContext, Turn
 from memcli.models import RawTrace
 
@@ -836,8 +836,9 @@ def test_replies_of_talk_never_cut_asks_that_fit():
                     f"handler{t} stable.") in text, t
 
 
-def _chat_turns(turns: int = 240, seed: int = 7):
-    """A long talk of small talk, in which each side states facts once: (turns, {fact: speaker})."""
+def _chat_turns(turns: int = 240, seed: int = 7, per_day: int = 0):
+    """A long talk of small talk, in which each side states facts once: (turns, {fact: speaker});
+    ``per_day`` turns a day (0: all on one day)."""
     import random
     rnd = random.Random(seed)
     filler = ["That sounds great!", "Wow, I love that.", "How was your week?", "Tell me more about it.",
@@ -855,7 +856,10 @@ def _chat_turns(turns: int = 240, seed: int = 7):
                 facts[value] = speaker
                 text = f"{rnd.choice(filler)} Last week I finally visited {value} with my family. {rnd.choice(filler)}"
             events.append({"trace_type": speaker, "content": text})
-        out.append(Turn(turn_id, _traces(turn_id, events)))
+        traces = _traces(turn_id, events)
+        if per_day:
+            traces = [dataclasses.replace(tr, ts=tr.ts + (t // per_day) * 86400 + t * 10) for tr in traces]
+        out.append(Turn(turn_id, traces))
     return out, facts
 
 
@@ -933,3 +937,31 @@ def test_turns_of_small_talk_only_fold_into_one_line_that_counts_them():
     left = re.search(r"^… (\d+) turns \(", text, re.M)
     assert len(single) + sum(int(n) for *_, n in folds) + (int(left[1]) if left else 0) == 240
     assert sum(value in text for value in facts) > len(facts) // 3
+
+
+@pytest.mark.parametrize("per_day,tokens", [(10, 2000), (10, 800), (3, 1500)])
+def test_day_marks_stay_right_with_folds_and_turns_left_out(per_day, tokens):
+    """Each day mark is the day of its line's first turn — after folded runs and after turns left
+    out too — and the first line after a note of turns left out says its day (a reviewer's case:
+    marks after folds were shifted by the folded lines)."""
+    import re
+    from datetime import datetime, timezone
+
+    turns, _ = _chat_turns(turns=240, seed=3, per_day=per_day)
+    day_of = {t.turn_id: datetime.fromtimestamp(t.traces[0].ts, timezone.utc).strftime("%Y-%m-%d") for t in turns}
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=tokens)).episodic_summary
+    marks = re.findall(r"^- (turn_\d+)(?:–turn_\d+)? \((\d{4}-\d\d-\d\d)\) ·", text, re.M)
+    assert len(marks) >= 3 and all(day_of[turn] == day for turn, day in marks), marks
+    after = re.findall(r"^… [^\n]*\n([^\n]*)", text, re.M)
+    assert after and all(re.match(r"- turn_\d+(?:–turn_\d+)? \(\d{4}-", line) for line in after), after
+    if tokens == 800:
+        assert re.search(rf"^- turn_\d+–turn_\d+ \(\d{{4}}-\d\d-\d\d\) · \d+ {FOLDED_TURNS}$", text, re.M) or \
+            re.search(rf"^- turn_\d+–turn_\d+ · \d+ {FOLDED_TURNS}$", text, re.M)
+
+
+def test_a_rollup_keeps_the_count_of_a_folded_run():
+    line = f"- turn_0002–turn_0008 (2026-03-03) · 7 {FOLDED_TURNS}"
+    summary = "\n".join(["9 turns (turn_0001–turn_0009), 2026-03-02 08:41 → 2026-03-04 09:30 UTC: 18 traces.",
+                         '- turn_0001 (2026-03-02) · user: "Where did you go?" · assistant: "To Oslo7, by train."',
+                         line, '- turn_0009 · user: "Nice."', "Vocabulary: " + ", ".join(f"name_{i}" for i in range(40))])
+    assert line in condense(summary, 300).split("\n")

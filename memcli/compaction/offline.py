@@ -2275,9 +2275,8 @@ class OfflineSummarizer(Summarizer):
                 for k, day in enumerate(line_days):
                     if day and day != previous:
                         line, short_form, span = out[k]
-                        head = line.split(" · ", 1)[0]
-                        out[k] = (line.replace(head, f"{head} ({day})", 1), short_form.replace(head, f"{head} ({day})", 1),
-                                  span)
+                        head = _line_head(span)
+                        out[k] = (_dated(line, head, day), _dated(short_form, head, day), span)
                     previous = day or previous
             return out
 
@@ -2374,10 +2373,10 @@ class OfflineSummarizer(Summarizer):
                     summary = _squeeze(header, body(whole=True), ranked_footer, hard,
                                        lambda k: files_line(newest_first, window.changes, k), briefer, sayable)
             size = hard
-        if days and "\n… " in summary:   # the first line after turns left out says its day
-            day_of = dict(zip((span[0] for *_, span in body()), days))
-            summary = _LEFT_OUT_THEN.sub(lambda m: m[0] if not day_of.get(m[2]) else
-                                         f"{m[1]}- {m[2]} ({day_of[m[2]]}) ·", summary)
+        if days and "\n… " in summary:   # the first line after turns left out says its day (its first turn's)
+            day_of = {e.turn_id: day(e.first_ts) for e in entries}
+            day_of.update((s[0], day(s[4])) for s in short_lines)
+            summary = _after_left_out(summary, {_line_head(span): day_of.get(span[0]) for *_, span in body()})
         if urls:
             summary = _urls_once(summary)
         if size - len(summary) > 40:   # the room left goes to the identifiers needed later
@@ -2746,6 +2745,18 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     return "\n".join(lines)
 
 
+FOLDED_TURNS = "turns, their short asks condensed away"   # a run of such turns on one line
+
+
+def _emptied(body_line: tuple) -> bool:
+    """Whether a body line says nothing any more: its asks-only form ``- ID · user: "…"``, and its
+    full form that or that with the pointer to the ask (a harness summary's pointer stays)."""
+    line, short_form, span = body_line
+    if short_form != f'- {span[0]} · user: "…"':
+        return False
+    return line == short_form or (line.startswith(short_form + " (full: ") and line.count(" · ") == 1)
+
+
 def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
     """The body's lines (line, its asks-only form, (first turn, last turn, turns)) with each run of
     two or more turns whose line says nothing any more (its asks condensed away: small talk) as one
@@ -2754,11 +2765,11 @@ def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
     k = 0
     while k < len(out):
         j = k
-        while j < len(out) and out[j][1] == f'- {out[j][2][0]} · user: "…"':   # (its full form may point at the ask)
+        while j < len(out) and _emptied(out[j]):
             j += 1
         if j - k >= 2:
             first, last, n = out[k][2][0], out[j - 1][2][1], sum(span[2] for *_, span in out[k:j])
-            text = f"- {first}–{last} · {n} turns, their short asks condensed away"
+            text = f"- {first}–{last} · {n} {FOLDED_TURNS}"
             folded.append((text, text, (first, last, n)))
             folded_days.append(days[k])
             k = j
@@ -2769,8 +2780,27 @@ def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
     return folded, folded_days
 
 
-# a note of turns left out and the turn line after it, when that line says no day
-_LEFT_OUT_THEN = re.compile(r"(\n… [^\n]*\n)- (\S+) ·")
+def _line_head(span: tuple) -> str:
+    """How the body line of ``span`` (first turn, last turn, turns) starts: ``- turn_0007``, or
+    for a run of turns on one line ``- turn_0011–turn_0014``."""
+    return f"- {span[0]}" if span[0] == span[1] else f"- {span[0]}–{span[1]}"
+
+
+def _dated(line: str, head: str, day: str) -> str:
+    """``line`` (starting with ``head``) with its day after the head."""
+    return f"{head} ({day}){line[len(head):]}" if line.startswith(head + " ") else line
+
+
+def _after_left_out(summary: str, days: dict) -> str:
+    """``summary`` with the day (``days``: line head -> day) on each turn line right after a note
+    of turns left out, where it says none."""
+    lines = summary.split("\n")
+    for n in range(1, len(lines)):
+        if lines[n - 1].startswith("… ") and lines[n].startswith("- "):
+            head = lines[n].split(" · ", 1)[0]
+            if days.get(head):
+                lines[n] = _dated(lines[n], head, days[head])
+    return "\n".join(lines)
 
 
 def _shown_count(shown: str) -> int:
@@ -3027,7 +3057,8 @@ def condense(summary: str, budget: int) -> str:
             if line.startswith(("- turn", "- [")):
                 parts = line.split(" · ")
                 chat = not any(p.startswith("tools:") for p in parts)
-                lines[n] = " · ".join(p for p in parts if p.startswith(kept if chat else asks_only))
+                lines[n] = " · ".join(p for p in parts if p.startswith(kept if chat else asks_only)
+                                      or p.endswith(FOLDED_TURNS))   # (a run of turns: its count)
         if sum(len(line) + 1 for line in lines) - 1 <= budget:
             return "\n".join(lines)
     excess = sum(len(line) + 1 for line in lines) - 1 - budget
