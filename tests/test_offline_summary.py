@@ -805,6 +805,30 @@ def test_sentence_floor_saves_what_is_asked_from_the_least_telling_sentences_fir
                for m in messages) >= 200
 
 
+def test_sentence_floor_lowers_its_estimate_to_the_lowest_floor_the_whole_summary_fits_at():
+    """The estimate takes each message alone; the summary may save more (a folded run of turns):
+    given ``fits``, the floor goes down to the lowest at which the summary still fits."""
+    from memcli.compaction.offline import Rarity, condense_message, sentence_floor
+    talk = ["Haha yes, totally agree.", "Ok.", "Sounds good, thanks a lot for that!", "Right."]
+    messages = [f"{talk[i % 4]} I ran the race in {1000 + i} seconds. {talk[(i + 1) % 4]}" for i in range(40)]
+    rarity = Rarity(messages)
+    whole = sum(len(m) for m in messages)
+
+    def saving(floor):
+        return whole - sum(len(condense_message(m, 2000, rarity, floor)) for m in messages)
+
+    estimate = sentence_floor([(m, True, 2000, 0) for m in messages], rarity, 400)
+    tried = []
+
+    def fits(floor):   # the summary saves 150 characters more than the messages alone
+        tried.append(floor)
+        return saving(floor) + 150 >= 400
+
+    floor = sentence_floor([(m, True, 2000, 0) for m in messages], rarity, 400, fits)
+    assert floor < estimate and fits(floor) and saving(floor) + 150 < 400 + 40
+    assert len(tried) <= 1 + 8 + 1
+
+
 def test_sentences_of_chinese_and_a_stray_quote():
     from memcli.compaction.offline import QUOTED_SPAN_CHARS, sentences
     assert sentences("我们去了东京。然后吃了寿司！你呢？") == ["我们去了东京。", "然后吃了寿司！", "你呢？"]

@@ -301,6 +301,7 @@ _CJK = "\u2e80-\u2fdf\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _WORD = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")   # (a Chinese or Japanese character is a word)
 RARITY_TEXTS = 1_000      # messages of a window (evenly spread) that say how rare each word is
 RARITY_TEXT_CHARS = 2_000  # … read up to this many characters each
+FLOOR_TRIES = 8           # summaries made to lower an estimated floor to the lowest that fits
 QUOTED_SPAN_CHARS = 600   # a quote or backtick left open this long is a stray one (an inch mark): no span
 
 
@@ -429,12 +430,17 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     return " ".join(out)
 
 
-def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int) -> float:
+def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=None) -> float:
     """The lowest information per character (:func:`condense_message`'s ``floor``) at which the
-    messages ((text, keep, limit, gone): shown in at most ``limit`` characters; never the most
-    telling sentence of a message to ``keep`` (:func:`_keeps_best`); one not to keep may go whole, which saves ``gone``
-    characters more — a reply's ``· assistant: ""``, or -1 for an ask's "…" that stays) come out at least ``excess`` characters shorter than they are shown now: the least telling
-    sentences go first, wherever they are. ``math.inf`` when all of them do not save that much."""
+    messages come out at least ``excess`` characters shorter than they are shown now: the least
+    telling sentences go first, wherever they are. ``math.inf`` when all of them do not save that
+    much. Each message is (text, keep, limit, gone): shown in at most ``limit`` characters; never
+    the most telling sentence of a message to ``keep`` (:func:`_keeps_best`); one not to keep may
+    go whole, which saves ``gone`` characters more (a reply's ``· assistant: ""``, or -1 for an
+    ask's "…" that stays). ``fits(floor)``, when given, says whether the whole summary fits at
+    that floor: the estimate (each message alone) is then lowered to the lowest floor that does
+    (a run of turns that say nothing any more takes one line: the estimate drops more than
+    needed), in at most :data:`FLOOR_TRIES` tries."""
     found = []   # (what each says, their lengths, keep, the most telling, the length shown now, least, most, gone)
     for text, keep, limit, gone in messages:
         parts, density = rarity.analysed(text)
@@ -475,7 +481,18 @@ def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int) -> fl
             hi = mid
         else:
             lo = mid + 1
-    return floors[lo] if lo < len(floors) else math.inf
+    if fits is None or lo == len(floors) or not fits(floors[lo]):
+        return floors[lo] if lo < len(floors) else math.inf
+    low, high = 0, lo   # floors[high] fits: the lowest that does, within FLOOR_TRIES
+    for _ in range(FLOOR_TRIES):
+        if low >= high:
+            break
+        mid = (low + high) // 2
+        if fits(floors[mid]):
+            high = mid
+        else:
+            low = mid + 1
+    return floors[high]
 
 
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
@@ -2340,15 +2357,21 @@ class OfflineSummarizer(Summarizer):
                         16) for e in entries if e.reply and not e.steps_only and (e.chat or not e.short)]
             replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS, 16)
                         for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or not asks)]
+            def fits(value: float, asks_too: bool) -> bool:
+                floor[0], reply_floor[0] = (value if asks_too else 0.0), value
+                return len(assemble()) <= aim
+
             if aim < hard:   # the asks fit: the replies make room for themselves, the asks stay
-                reply_floor[0] = min(sentence_floor(replies, rarity, len(summary) - aim), 1e9)
+                reply_floor[0] = min(sentence_floor(replies, rarity, len(summary) - aim,
+                                                    lambda value: fits(value, False)), 1e9)
             else:            # (an ask keeps its most telling sentence)
                 # (a conversation turn's ask of small talk only may go too: its "…" stays)
                 asks = [(text, MIN_ASK_CHARS if e.chat else True, ask_chars[0], -1) for e in entries[1:-1]
                         for text, _ in e.asks]
                 asks += [(text, MIN_ASK_CHARS if chat else True, ask_chars[0], -1)
                          for _turn, turn_asks, _reply, chat, _ts in short_lines for text, _ in turn_asks]
-                floor[0] = reply_floor[0] = min(sentence_floor(asks + replies, rarity, len(summary) - aim), 1e9)
+                floor[0] = reply_floor[0] = min(sentence_floor(asks + replies, rarity, len(summary) - aim,
+                                                               lambda value: fits(value, True)), 1e9)
             summary = assemble()
         while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
