@@ -989,3 +989,13 @@ def test_a_rollup_keeps_the_count_of_a_folded_run():
                          '- turn_0001 (2026-03-02) · user: "Where did you go?" · assistant: "To Oslo7, by train."',
                          line, '- turn_0009 · user: "Nice."', "Vocabulary: " + ", ".join(f"name_{i}" for i in range(40))])
     assert line in condense(summary, 300).split("\n")
+
+
+def test_a_preference_naming_a_file_is_kept_whole():
+    """A preference is a whole sentence: a path's dot does not end it (it was cut to "Always run
+    tests/test_api." by a second sentence rule; now the one `sentences` splits everywhere)."""
+    from memcli.models import RawTrace
+    turn = Turn("turn_0001", [RawTrace("u", 1.0, "turn_0001", 1, "user",
+                                       "Always run tests/test_api.py before you commit. Thanks!", "x")])
+    facts = [f.fact for f in OfflineSummarizer().summarize([turn]).semantic_facts]
+    assert facts == ['User preference: "Always run tests/test_api.py before you commit."']

@@ -150,7 +150,6 @@ _PREFERENCE = re.compile(
     r"going forward|do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b",
     re.IGNORECASE)
 _PREFERENCE_WORDS = ("always", "ever", "prefer", "rather", "from now on", "going forward", "remember to")
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _WRITE_TOOL = re.compile(r"(?:^|[_\-.])(?:edit|write|create|patch|apply_patch|str_replace|replace|insert|"
                          r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])",
                          re.IGNORECASE)   # (Edit, Write, MultiEdit, NotebookEdit, apply_patch: whole names)
@@ -1795,12 +1794,12 @@ class _TurnDigest:
                 self._text(content)
             self._count(_vocabulary_of(_scanned(content), False), 3)
             if _may_state_preference(content):
-                for sentence in _SENTENCE.findall(content):
-                    if _PREFERENCE.search(sentence) and len(sentence.strip()) >= 8:
+                for sentence in sentences(content):   # (whole: "always run tests/x.py first." is one)
+                    if _PREFERENCE.search(sentence) and len(sentence) >= 8:
                         preferences = self.preferences
                         if not preferences:
                             preferences = self.preferences = []
-                        preferences.append(" ".join(sentence.split()))
+                        preferences.append(sentence)
 
     def _harness(self, t, content: str) -> None:
         """A summary written by the harness's own compaction (or an earlier tool's): its names join
