@@ -999,3 +999,42 @@ def test_a_preference_naming_a_file_is_kept_whole():
                                        "Always run tests/test_api.py before you commit. Thanks!", "x")])
     facts = [f.fact for f in OfflineSummarizer().summarize([turn]).semantic_facts]
     assert facts == ['User preference: "Always run tests/test_api.py before you commit."']
+
+
+def test_a_summary_that_fits_only_once_runs_are_folded_does_not_collapse():
+    """The estimate said no floor saved enough (it cannot see folded runs), and every sentence
+    that may go went: a 240-turn talk's summary fell to ~220 characters (a reviewer's case).
+    Now the floor is the lowest at which the whole summary fits."""
+    from memcli.models import RawTrace
+    filler = ["That sounds great!", "Wow, I love that.", "How was your week?", "Tell me more about it.",
+              "Haha yes, totally agree.", "That must have been hard.", "Take care, talk soon!"]
+    turns = []
+    for t in range(240):
+        turn_id = f"turn_{t + 1:04d}"
+        reply = " ".join(filler[(t + k) % 7] for k in range(3)) + f" I visited Kyoto{t} last spring. {filler[t % 7]}"
+        turns.append(Turn(turn_id, [RawTrace(f"{turn_id}-u", 1772442000.0 + t * 10, turn_id, 1, "user", f"Hi {t}.", "x"),
+                                    RawTrace(f"{turn_id}-a", 1772442001.0 + t * 10, turn_id, 2, "assistant", reply, "x")]))
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=2000)).episodic_summary
+    assert len(text) > 3000
+
+
+def test_more_room_never_keeps_fewer_facts_of_a_conversation():
+    """With a budget the asks alone fit in, the replies had only the room the asks left: a larger
+    budget kept fewer of their facts than a smaller one (84 against 156). The small talk of the
+    asks now goes for them too."""
+    turns, facts = _chat_turns(turns=240)
+    kept = []
+    for tokens in (4000, 6000, 10000, 20000):
+        text = OfflineSummarizer().summarize(
+            turns, MemoryContext(summary_tokens=tokens, target_given=True)).episodic_summary
+        kept.append(sum(value in text for value in facts))
+    assert kept == sorted(kept) and kept[-1] == len(facts), kept
+
+
+def test_a_stray_quote_does_not_hide_a_preference():
+    from memcli.models import RawTrace
+    ask = 'My monitor is 27" wide. ' + "We looked at the layout together. " * 14 + \
+        "Always run the linter before you commit."
+    turn = Turn("turn_0001", [RawTrace("u", 1.0, "turn_0001", 1, "user", ask, "x")])
+    facts = [f.fact for f in OfflineSummarizer().summarize([turn]).semantic_facts]
+    assert any("Always run the linter before you commit." in f for f in facts), facts

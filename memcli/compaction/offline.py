@@ -300,20 +300,22 @@ _CJK = "\u2e80-\u2fdf\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _WORD = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")   # (a Chinese or Japanese character is a word)
 RARITY_TEXTS = 1_000      # messages of a window (evenly spread) that say how rare each word is
 RARITY_TEXT_CHARS = 2_000  # … read up to this many characters each
+PREFERENCE_CHARS = 200    # a quoted span a preference's sentence may hold
 FLOOR_TRIES = 8           # summaries made to lower an estimated floor to the lowest that fits
 QUOTED_SPAN_CHARS = 600   # a quote or backtick left open this long is a stray one (an inch mark): no span
 
 
-def sentences(text: str) -> list[str]:
+def sentences(text: str, quoted_span: int = QUOTED_SPAN_CHARS) -> list[str]:
     """``text``'s sentences (and lines), each on one line; a quoted span (``"a. b"``, a
-    `` `command` ``) stays inside one, up to :data:`QUOTED_SPAN_CHARS`."""
+    `` `command` ``) stays inside one, up to ``quoted_span`` characters (past that, the quote
+    was a stray one: an inch mark)."""
     out: list[str] = []
     quote = tick = False   # a " or ` open in the sentence so far
     for piece in _SENTENCE_BREAK.split(text.strip()):
         piece = " ".join(piece.split())
         if not piece:
             continue
-        if (quote or tick) and len(out[-1]) < QUOTED_SPAN_CHARS:
+        if (quote or tick) and len(out[-1]) < quoted_span:
             out[-1] += " " + piece
         else:
             out.append(piece)
@@ -471,18 +473,25 @@ def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=
 
     # floor j keeps the sentences from the j-th least telling on: the first j that saves enough
     floors = sorted(d for density, *_ in found for d in density)
-    if not floors or saved(math.inf) < excess:
+
+    def at(j: int) -> float:   # the j-th floor; past the last: every sentence that may go goes
+        return floors[j] if j < len(floors) else math.inf
+
+    if not floors:
         return math.inf
-    lo, hi = 0, len(floors)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if saved(floors[mid]) >= excess:
-            hi = mid
-        else:
-            lo = mid + 1
-    if fits is None or lo == len(floors) or not fits(floors[lo]):
-        return floors[lo] if lo < len(floors) else math.inf
-    low, high = 0, lo   # floors[high] fits: the lowest that does, within FLOOR_TRIES
+    if saved(math.inf) < excess:   # not enough by the estimate: the summary may still fit (folded runs)
+        lo = len(floors)
+    else:
+        lo, hi = 0, len(floors)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if saved(floors[mid]) >= excess:
+                hi = mid
+            else:
+                lo = mid + 1
+    if fits is None or not fits(at(lo)):
+        return at(lo)
+    low, high = 0, lo   # at(high) fits: the lowest that does, within FLOOR_TRIES
     for _ in range(FLOOR_TRIES):
         if low >= high:
             break
@@ -491,7 +500,7 @@ def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=
             high = mid
         else:
             low = mid + 1
-    return floors[high]
+    return at(high)
 
 
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
@@ -1794,7 +1803,9 @@ class _TurnDigest:
                 self._text(content)
             self._count(_vocabulary_of(_scanned(content), False), 3)
             if _may_state_preference(content):
-                for sentence in sentences(content):   # (whole: "always run tests/x.py first." is one)
+                # (whole: "always run tests/x.py first." is one; a stray quote joins no more than
+                # a fact's length)
+                for sentence in sentences(content, PREFERENCE_CHARS):
                     if _PREFERENCE.search(sentence) and len(sentence) >= 8:
                         preferences = self.preferences
                         if not preferences:
@@ -2240,9 +2251,10 @@ class OfflineSummarizer(Summarizer):
         rarity = window.rarity(short_lines)
         lines_of: dict[tuple, str] = {}
         ask_chars = [ASK_CHARS]
-        # the least telling sentences of long messages go first (:func:`sentence_floor`): the asks'
-        # and the replies' floors
-        floor, reply_floor = [0.0], [0.0]
+        # the least telling sentences of long messages go first (:func:`sentence_floor`): the floor
+        # of the replies and of the asks of turns of conversation only, and of the other asks (0
+        # while the asks fit)
+        floor, tools_floor = [0.0], [0.0]
         talk = [True]   # a turn of conversation only shows its reply on its asks-only line too
 
         def chars_of(entry: _TurnDigest) -> int:
@@ -2252,14 +2264,14 @@ class OfflineSummarizer(Summarizer):
 
         def line_of(entry: _TurnDigest, short: bool | None = None) -> str:
             short = entry.short if short is None else short
-            chars, least = chars_of(entry), floor[0]
+            chars, least = chars_of(entry), floor[0] if entry.chat else tools_floor[0]
             if entry is entries[0] or entry is entries[-1]:   # (their asks whole while they fit)
                 least = 0.0
-            key = (entry.turn_id, short, chars, least, talk[0], reply_floor[0])
+            key = (entry.turn_id, short, chars, least, talk[0], floor[0])
             text = lines_of.get(key)
             if text is None:
                 text = lines_of[key] = entry.line(chars, full=not short, rarity=rarity, floor=least, talk=talk[0],
-                                                  reply_floor=reply_floor[0])
+                                                  reply_floor=floor[0])
             return text
 
         short_blocks: dict[tuple, list] = {}
@@ -2270,11 +2282,11 @@ class OfflineSummarizer(Summarizer):
             turns not listed its count)."""
             short = None if whole is None else not whole
             out = [(line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[:len(listed)]]
-            block = short_blocks.get((ask_chars[0], floor[0], talk[0], reply_floor[0]))
+            block = short_blocks.get((ask_chars[0], floor[0], talk[0], tools_floor[0]))
             if block is None:
-                block = short_blocks[ask_chars[0], floor[0], talk[0], reply_floor[0]] = [
+                block = short_blocks[ask_chars[0], floor[0], talk[0], tools_floor[0]] = [
                     short_line(turn, asks, reply, ask_chars[0], chat=chat and talk[0], rarity=rarity,
-                               floor=floor[0], reply_floor=reply_floor[0])
+                               floor=floor[0] if chat else tools_floor[0], reply_floor=floor[0])
                     for turn, asks, reply, chat, _ts in short_lines]
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[:first_short], short_lines))
             if unlisted[0]:
@@ -2356,21 +2368,23 @@ class OfflineSummarizer(Summarizer):
                         16) for e in entries if e.reply and not e.steps_only and (e.chat or not e.short)]
             replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS, 16)
                         for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or not asks)]
-            def fits(value: float, asks_too: bool) -> bool:
-                floor[0], reply_floor[0] = (value if asks_too else 0.0), value
+            # a conversation turn's asks, ranked with the replies (an ask of small talk only may
+            # go: its "…" stays); the other asks only when the asks alone are over the budget
+            # (each keeps its most telling sentence): replies never cut them
+            talk_asks = [(text, MIN_ASK_CHARS, ask_chars[0], -1) for e in entries[1:-1] if e.chat for text, _ in e.asks]
+            talk_asks += [(text, MIN_ASK_CHARS, ask_chars[0], -1)
+                          for _turn, turn_asks, _reply, chat, _ts in short_lines if chat for text, _ in turn_asks]
+            tool_asks = [] if aim < hard else [(text, True, ask_chars[0], -1) for e in entries[1:-1] if not e.chat
+                                               for text, _ in e.asks]
+            tool_asks += [] if aim < hard else [(text, True, ask_chars[0], -1) for _turn, turn_asks, _reply, chat, _ts
+                                                in short_lines if not chat for text, _ in turn_asks]
+
+            def fits(value: float) -> bool:
+                floor[0] = value
+                tools_floor[0] = value if aim == hard else 0.0
                 return len(assemble()) <= aim
 
-            if aim < hard:   # the asks fit: the replies make room for themselves, the asks stay
-                reply_floor[0] = min(sentence_floor(replies, rarity, len(summary) - aim,
-                                                    lambda value: fits(value, False)), 1e9)
-            else:            # (an ask keeps its most telling sentence)
-                # (a conversation turn's ask of small talk only may go too: its "…" stays)
-                asks = [(text, MIN_ASK_CHARS if e.chat else True, ask_chars[0], -1) for e in entries[1:-1]
-                        for text, _ in e.asks]
-                asks += [(text, MIN_ASK_CHARS if chat else True, ask_chars[0], -1)
-                         for _turn, turn_asks, _reply, chat, _ts in short_lines for text, _ in turn_asks]
-                floor[0] = reply_floor[0] = min(sentence_floor(asks + replies, rarity, len(summary) - aim,
-                                                               lambda value: fits(value, True)), 1e9)
+            fits(min(sentence_floor(talk_asks + tool_asks + replies, rarity, len(summary) - aim, fits), 1e9))
             summary = assemble()
         while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
