@@ -778,9 +778,7 @@ def test_condense_message_keeps_the_rare_sentences_in_order_and_marks_the_gaps()
 
 
 def test_sentence_floor_saves_what_is_asked_from_the_least_telling_sentences_first():
-    import math
-
-    from memcli.compaction.offline import Rarity, condense_message, sentence_floor
+    from memcli.compaction.offline import ALL_GO, Rarity, condense_message, sentence_floor
     # the same small talk in every message, and sayings of several lengths: many ties
     talk = ["Haha yes, totally agree.", "Ok.", "Sounds good, thanks a lot for that!", "Right."]
     messages = [f"{talk[i % 4]} I ran the race in {1000 + i} seconds. {talk[(i + 1) % 4]}" for i in range(40)]
@@ -798,7 +796,7 @@ def test_sentence_floor_saves_what_is_asked_from_the_least_telling_sentences_fir
         # the smallest such floor: the next lower one saves less (ties are broken, not dropped together)
         lower = max(d for m in messages for d in rarity.analysed(m)[1] if d < floor)
         assert saving(lower) < excess
-    assert sentence_floor([(m, True, 2000, 0) for m in messages], rarity, whole) == math.inf   # cannot: said so
+    assert sentence_floor([(m, True, 2000, 0) for m in messages], rarity, whole) == ALL_GO   # cannot: said so
     # shown in at most 60 characters, a message saves only what it shows
     floor = sentence_floor([(m, True, 60, 0) for m in messages], rarity, 200)
     assert sum(len(condense_message(m, 60, rarity)) - len(condense_message(m, 60, rarity, floor))
@@ -832,6 +830,9 @@ def test_sentence_floor_lowers_its_estimate_to_the_lowest_floor_the_whole_summar
 def test_sentences_of_chinese_and_a_stray_quote():
     from memcli.compaction.offline import QUOTED_SPAN_CHARS, sentences
     assert sentences("我们去了东京。然后吃了寿司！你呢？") == ["我们去了东京。", "然后吃了寿司！", "你呢？"]
+    # a quote that closes stays one sentence, however many it holds (within QUOTED_SPAN_CHARS)
+    quoted = 'Write it like this: "fix(api): short title. ' + "Explain why. " * 20 + 'Sign off." Then push.'
+    assert sentences(quoted) == [quoted]
     # an inch mark opens no span that swallows the rest of a long message
     parts = sentences('The screen is 6" wide. ' + "Then it broke again. " * 100)
     assert len(parts[0]) <= QUOTED_SPAN_CHARS + 30 and len(parts) > 50

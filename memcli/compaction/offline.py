@@ -300,29 +300,35 @@ _CJK = "\u2e80-\u2fdf\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _WORD = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")   # (a Chinese or Japanese character is a word)
 RARITY_TEXTS = 1_000      # messages of a window (evenly spread) that say how rare each word is
 RARITY_TEXT_CHARS = 2_000  # … read up to this many characters each
-PREFERENCE_CHARS = 200    # a quoted span a preference's sentence may hold
+ALL_GO = 1e9               # a floor above every sentence's information: all that may go goes
 FLOOR_TRIES = 8           # summaries made to lower an estimated floor to the lowest that fits
-QUOTED_SPAN_CHARS = 600   # a quote or backtick left open this long is a stray one (an inch mark): no span
+QUOTED_SPAN_CHARS = 600   # a quote or backtick not closed this soon is a stray one (an inch mark): no span
 
 
-def sentences(text: str, quoted_span: int = QUOTED_SPAN_CHARS) -> list[str]:
+def sentences(text: str) -> list[str]:
     """``text``'s sentences (and lines), each on one line; a quoted span (``"a. b"``, a
-    `` `command` ``) stays inside one, up to ``quoted_span`` characters (past that, the quote
-    was a stray one: an inch mark)."""
+    `` `command` ``) stays inside one when it closes within :data:`QUOTED_SPAN_CHARS` (else the
+    quote was a stray one: an inch mark)."""
+    pieces = [piece for piece in (" ".join(p.split()) for p in _SENTENCE_BREAK.split(text.strip())) if piece]
     out: list[str] = []
-    quote = tick = False   # a " or ` open in the sentence so far
-    for piece in _SENTENCE_BREAK.split(text.strip()):
-        piece = " ".join(piece.split())
-        if not piece:
-            continue
-        if (quote or tick) and len(out[-1]) < quoted_span:
-            out[-1] += " " + piece
-        else:
-            out.append(piece)
-            quote = tick = False
-        quote ^= piece.count('"') % 2 == 1
-        tick ^= piece.count("`") % 2 == 1
+    k = 0
+    while k < len(pieces):
+        sentence, k = pieces[k], k + 1
+        while k < len(pieces) and _open_mark(sentence):
+            mark, size, end = _open_mark(sentence), len(sentence), k
+            while end < len(pieces) and size < QUOTED_SPAN_CHARS and not pieces[end].count(mark) % 2:
+                size += len(pieces[end]) + 1
+                end += 1
+            if end == len(pieces) or size >= QUOTED_SPAN_CHARS:
+                break   # (never closed near: a stray mark)
+            sentence, k = " ".join([sentence, *pieces[k:end + 1]]), end + 1
+        out.append(sentence)
     return out
+
+
+def _open_mark(sentence: str) -> str:
+    """The quote mark (``"`` or a backtick) ``sentence`` leaves open, or ""."""
+    return '"' if sentence.count('"') % 2 else "`" if sentence.count("`") % 2 else ""
 
 
 class Rarity:
@@ -434,8 +440,8 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
 def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=None) -> float:
     """The lowest information per character (:func:`condense_message`'s ``floor``) at which the
     messages come out at least ``excess`` characters shorter than they are shown now: the least
-    telling sentences go first, wherever they are. ``math.inf`` when all of them do not save that
-    much. Each message is (text, keep, limit, gone): shown in at most ``limit`` characters; never
+    telling sentences go first, wherever they are. :data:`ALL_GO` when all of them do not save
+    that much. Each message is (text, keep, limit, gone): shown in at most ``limit`` characters; never
     the most telling sentence of a message to ``keep`` (:func:`_keeps_best`); one not to keep may
     go whole, which saves ``gone`` characters more (a reply's ``· assistant: ""``, or -1 for an
     ask's "…" that stays). ``fits(floor)``, when given, says whether the whole summary fits at
@@ -475,11 +481,11 @@ def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=
     floors = sorted(d for density, *_ in found for d in density)
 
     def at(j: int) -> float:   # the j-th floor; past the last: every sentence that may go goes
-        return floors[j] if j < len(floors) else math.inf
+        return floors[j] if j < len(floors) else ALL_GO
 
     if not floors:
-        return math.inf
-    if saved(math.inf) < excess:   # not enough by the estimate: the summary may still fit (folded runs)
+        return ALL_GO
+    if saved(ALL_GO) < excess:   # not enough by the estimate: the summary may still fit (folded runs)
         lo = len(floors)
     else:
         lo, hi = 0, len(floors)
@@ -489,14 +495,17 @@ def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=
                 hi = mid
             else:
                 lo = mid + 1
-    if fits is None or not fits(at(lo)):
+    if fits is None:
         return at(lo)
-    low, high = 0, lo   # at(high) fits: the lowest that does, within FLOOR_TRIES
-    for _ in range(FLOOR_TRIES):
+    if fits(at(lo)):   # the lowest that fits, below the estimate …
+        low, high = 0, lo
+    else:              # … or above it (a message's limit, a line the estimate did not see)
+        low, high = lo + 1, len(floors)
+    for _ in range(FLOOR_TRIES):   # (at(high) fits, or is the last resort: all that may go goes)
         if low >= high:
             break
         mid = (low + high) // 2
-        if fits(floors[mid]):
+        if fits(at(mid)):
             high = mid
         else:
             low = mid + 1
@@ -1803,9 +1812,7 @@ class _TurnDigest:
                 self._text(content)
             self._count(_vocabulary_of(_scanned(content), False), 3)
             if _may_state_preference(content):
-                # (whole: "always run tests/x.py first." is one; a stray quote joins no more than
-                # a fact's length)
-                for sentence in sentences(content, PREFERENCE_CHARS):
+                for sentence in sentences(content):   # (whole: "always run tests/x.py first." is one)
                     if _PREFERENCE.search(sentence) and len(sentence) >= 8:
                         preferences = self.preferences
                         if not preferences:
@@ -2384,7 +2391,7 @@ class OfflineSummarizer(Summarizer):
                 tools_floor[0] = value if aim == hard else 0.0
                 return len(assemble()) <= aim
 
-            fits(min(sentence_floor(talk_asks + tool_asks + replies, rarity, len(summary) - aim, fits), 1e9))
+            fits(sentence_floor(talk_asks + tool_asks + replies, rarity, len(summary) - aim, fits))
             summary = assemble()
         while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
