@@ -2376,15 +2376,17 @@ class OfflineSummarizer(Summarizer):
             replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS, 16)
                         for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or not asks)]
             # a conversation turn's asks, ranked with the replies (an ask of small talk only may
-            # go: its "…" stays); the other asks only when the asks alone are over the budget
-            # (each keeps its most telling sentence): replies never cut them
+            # go: its "…" stays); the asks of turns with tool calls only when the asks alone are
+            # over the budget (each keeps its most telling sentence) — while they fit, no reply
+            # cuts them
             talk_asks = [(text, MIN_ASK_CHARS, ask_chars[0], -1) for e in entries[1:-1] if e.chat for text, _ in e.asks]
             talk_asks += [(text, MIN_ASK_CHARS, ask_chars[0], -1)
                           for _turn, turn_asks, _reply, chat, _ts in short_lines if chat for text, _ in turn_asks]
-            tool_asks = [] if aim < hard else [(text, True, ask_chars[0], -1) for e in entries[1:-1] if not e.chat
-                                               for text, _ in e.asks]
-            tool_asks += [] if aim < hard else [(text, True, ask_chars[0], -1) for _turn, turn_asks, _reply, chat, _ts
-                                                in short_lines if not chat for text, _ in turn_asks]
+            tool_asks = []
+            if aim == hard:
+                tool_asks = [(text, True, ask_chars[0], -1) for e in entries[1:-1] if not e.chat for text, _ in e.asks]
+                tool_asks += [(text, True, ask_chars[0], -1)
+                              for _turn, turn_asks, _reply, chat, _ts in short_lines if not chat for text, _ in turn_asks]
 
             def fits(value: float) -> bool:
                 floor[0] = value
