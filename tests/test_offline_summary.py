@@ -777,9 +777,11 @@ def test_condense_message_keeps_the_rare_sentences_in_order_and_marks_the_gaps()
     assert condense_message("word " * 30, 40, rarity) == ("word " * 9).strip() + " …"
 
 
-def test_sentence_floor_saves_what_is_asked_from_the_least_telling_sentences_first():
-    from memcli.compaction.offline import ALL_GO, Rarity, condense_message, sentence_floor
-    # the same small talk in every message, and sayings of several lengths: many ties
+def _race_talk():
+    """40 messages: the same small talk in every one, sayings of several lengths (many ties), and
+    one race time each; their :class:`Rarity`, and what a floor saves of them shown in 2,000
+    characters each: (messages, rarity, saving)."""
+    from memcli.compaction.offline import Rarity, condense_message
     talk = ["Haha yes, totally agree.", "Ok.", "Sounds good, thanks a lot for that!", "Right."]
     messages = [f"{talk[i % 4]} I ran the race in {1000 + i} seconds. {talk[(i + 1) % 4]}" for i in range(40)]
     rarity = Rarity(messages)
@@ -788,6 +790,13 @@ def test_sentence_floor_saves_what_is_asked_from_the_least_telling_sentences_fir
     def saving(floor):
         return whole - sum(len(condense_message(m, 2000, rarity, floor)) for m in messages)
 
+    return messages, rarity, saving
+
+
+def test_sentence_floor_saves_what_is_asked_from_the_least_telling_sentences_first():
+    from memcli.compaction.offline import ALL_GO, condense_message, sentence_floor
+    messages, rarity, saving = _race_talk()
+    whole = sum(len(m) for m in messages)
     for excess in (30, 100, 400):
         floor = sentence_floor([(m, True, 2000, 0) for m in messages], rarity, excess)
         shown = [condense_message(m, 2000, rarity, floor) for m in messages]
@@ -806,15 +815,8 @@ def test_sentence_floor_saves_what_is_asked_from_the_least_telling_sentences_fir
 def test_sentence_floor_lowers_its_estimate_to_the_lowest_floor_the_whole_summary_fits_at():
     """The estimate takes each message alone; the summary may save more (a folded run of turns):
     given ``fits``, the floor goes down to the lowest at which the summary still fits."""
-    from memcli.compaction.offline import Rarity, condense_message, sentence_floor
-    talk = ["Haha yes, totally agree.", "Ok.", "Sounds good, thanks a lot for that!", "Right."]
-    messages = [f"{talk[i % 4]} I ran the race in {1000 + i} seconds. {talk[(i + 1) % 4]}" for i in range(40)]
-    rarity = Rarity(messages)
-    whole = sum(len(m) for m in messages)
-
-    def saving(floor):
-        return whole - sum(len(condense_message(m, 2000, rarity, floor)) for m in messages)
-
+    from memcli.compaction.offline import sentence_floor
+    messages, rarity, saving = _race_talk()
     estimate = sentence_floor([(m, True, 2000, 0) for m in messages], rarity, 400)
     tried = []
 
