@@ -381,6 +381,12 @@ class Rarity:
         return got
 
 
+def _ask_keep(chat: bool) -> bool | int:
+    """What an ask keeps whatever the floor (:func:`_keeps_best`): its most telling sentence — in a
+    turn of conversation only, when that sentence is not small talk (``MIN_ASK_CHARS`` or more)."""
+    return MIN_ASK_CHARS if chat else True
+
+
 def _keeps_best(keep: bool | int, parts: list[str], density: list[float]) -> bool:
     """Whether a message's most telling sentence stays whatever the floor: ``keep`` itself, or,
     a number, when that sentence is at least this long (small talk is short: "Talk soon!")."""
@@ -406,10 +412,7 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     parts, density = rarity.analysed(text)
     if not parts:
         return clip_ask(flat, limit)
-    keep = _keeps_best(keep, parts, density)
-    if len(parts) < 2 and keep:
-        return clip_ask(flat, limit)
-    if not keep and max(density) < floor:
+    if not _keeps_best(keep, parts, density) and max(density) < floor:
         return ""
     if len(parts) < 2:
         return clip_ask(flat, limit)
@@ -1882,7 +1885,7 @@ class _TurnDigest:
                               chat=self.chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor)
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
-            shown = condense_message(text, ask_chars, rarity, floor, keep=MIN_ASK_CHARS if self.chat else True) or "…"
+            shown = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(self.chat)) or "…"
             more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
             parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
         if self.steps_only:
@@ -1942,7 +1945,7 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
     what was said. Long ones are condensed to their most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
-        said = condense_message(text, ask_chars, rarity, floor, keep=MIN_ASK_CHARS if chat else True) or "…"
+        said = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat)) or "…"
         parts.append(f"{'user' if n == 0 else 'then user'}: \"{said}\"")
     if note:
         parts.append(note)
@@ -2318,15 +2321,17 @@ class OfflineSummarizer(Summarizer):
         def assemble() -> str:
             return "\n".join([header, *(line for line, *_ in body()), *(text for _, text in footer)])
 
-        # the day of each line of the body, in its order (the note of turns not listed has none),
-        # when the window spans days (a conversation over weeks: "when" is asked of it)
+        # the day of each turn (day_of) and of each line of the body, in its order (the note of
+        # turns not listed has none), when the window spans days (a conversation over weeks:
+        # "when" is asked of it)
         days: list = []
+        day_of: dict = {}
         if first_ts is not None and last_ts is not None and _fmt_time(first_ts)[:10] != _fmt_time(last_ts)[:10]:
-            def day(ts) -> str | None:
-                return _fmt_time(ts)[:10] if ts is not None else None
-            days = [day(e.first_ts) for e in entries[:len(listed)]] + [day(s[4]) for s in short_lines[:first_short]]
+            day_of = {turn: _fmt_time(ts)[:10] if ts is not None else None for turn, ts in
+                      [*((e.turn_id, e.first_ts) for e in entries), *((s[0], s[4]) for s in short_lines)]}
+            days = [day_of[e.turn_id] for e in entries[:len(listed)]] + [day_of[s[0]] for s in short_lines[:first_short]]
             days += [None] if unlisted[0] else []
-            days += [day(s[4]) for s in short_lines[first_short:]] + [day(e.first_ts) for e in entries[len(listed):]]
+            days += [day_of[s[0]] for s in short_lines[first_short:]] + [day_of[e.turn_id] for e in entries[len(listed):]]
 
         limit = min(max(text_chars // 4, MIN_CHARS), MAX_CHARS)
         hard = HARD_MAX_CHARS
@@ -2378,22 +2383,17 @@ class OfflineSummarizer(Summarizer):
             # a conversation turn's asks, ranked with the replies (an ask of small talk only may
             # go: its "…" stays); the asks of turns with tool calls only when the asks alone are
             # over the budget (each keeps its most telling sentence) — while they fit, no reply
-            # cuts them
-            talk_asks = [(text, MIN_ASK_CHARS, ask_chars[0], -1) for e in entries[1:-1] if e.chat for text, _ in e.asks]
-            talk_asks += [(text, MIN_ASK_CHARS, ask_chars[0], -1)
-                          for _turn, turn_asks, _reply, chat, _ts in short_lines if chat for text, _ in turn_asks]
-            tool_asks = []
-            if aim == hard:
-                tool_asks = [(text, True, ask_chars[0], -1) for e in entries[1:-1] if not e.chat for text, _ in e.asks]
-                tool_asks += [(text, True, ask_chars[0], -1)
-                              for _turn, turn_asks, _reply, chat, _ts in short_lines if not chat for text, _ in turn_asks]
+            # cuts them (:func:`_ask_keep`)
+            asks = [(text, _ask_keep(chat), ask_chars[0], -1) for chat, turn_asks in
+                    [*((e.chat, e.asks) for e in entries[1:-1]), *((s[3], s[1]) for s in short_lines)]
+                    if chat or aim == hard for text, _ in turn_asks]
 
             def fits(value: float) -> bool:
                 floor[0] = value
                 tools_floor[0] = value if aim == hard else 0.0
                 return len(assemble()) <= aim
 
-            fits(sentence_floor(talk_asks + tool_asks + replies, rarity, len(summary) - aim, fits))
+            fits(sentence_floor(asks + replies, rarity, len(summary) - aim, fits))
             summary = assemble()
         while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
@@ -2419,8 +2419,6 @@ class OfflineSummarizer(Summarizer):
                                        lambda k: files_line(newest_first, window.changes, k), briefer, sayable)
             size = hard
         if days and "\n… " in summary:   # the first line after turns left out says its day (its first turn's)
-            day_of = {e.turn_id: day(e.first_ts) for e in entries}
-            day_of.update((s[0], day(s[4])) for s in short_lines)
             summary = _after_left_out(summary, {_line_head(span): day_of.get(span[0]) for *_, span in body()})
         if urls:
             summary = _urls_once(summary)
