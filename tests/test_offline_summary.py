@@ -446,6 +446,44 @@ def test_a_squeezed_plan_keeps_what_is_left_to_do():
     assert line.count("[completed]") < 7
 
 
+def test_a_squeezed_plan_shows_every_step_still_to_do_before_the_vocabulary_s_share():
+    """A Codex-sized handoff (589 characters) of 40 steps: the plan's first share held its step
+    in progress only (``+2 more``), and the pending step — the work right after it — lost its
+    place to the vocabulary's guesses. The steps still to do now take their room first (at most
+    the aggregate lines' room), the one done is counted."""
+    from memcli.compaction.offline import _squeeze
+
+    ask = ("- turn_0001 · user: \"Move every module's timeout from env vars to settings, starting with "
+           "src/billing/store_0.py.\"")
+    steps = "- turn_0002 · steps 1–20 of 20 (its ask stays in the active file)"
+    body = [(ask + " · tools: shell ×10, update_plan ×5, apply_patch ×5 [shell `rg -n router_orders_1 src`; shell "
+             "`pytest -q tests/shipping/test_store_2.py`; apply_patch src/auth/policy_3.py] (2 failed; last: `pytest "
+             "-q tests/audit/test_cache_9.py`) · assistant: \"AuditCache now reads its timeout from settings.\"",
+             ask, ("turn_0001", "turn_0001", 1)),
+            (steps + " · tools: shell ×16, update_plan ×3, apply_patch ×1 [shell `rg -n index_billing_10 src`; shell "
+             "`rg -n cache_audit_9 src`; shell `pytest -q tests/orders/test_cache_11.py`] (2 failed; last: `pytest -q "
+             "tests/notify/test_schema_17.py`) · last note: \"AuthRouter now reads its timeout from settings.\"",
+             steps + " · last note: \"AuthRouter now reads its timeout from settings.\"", ("turn_0002", "turn_0002", 1))]
+    modules = [("orders", "cache", 11), ("audit", "cache", 9), ("ledger", "store", 8), ("auth", "policy", 3)]
+    files = [f"src/{m}/{kind}_{n}.py" for m, kind, n in modules]
+    changes = [f" ({m.title()}{kind.title()}, {m}.{kind}_{n}.timeout)" for m, kind, n in modules]
+    failing = [f"FAILED tests/{m}/test_{kind}_{n}.py::test_{kind}_{n}_roundtrip - {m.title()}{kind.title()}{n}Error"
+               for m, kind, n in modules]
+    plan = ("Plan: [completed] Port ReportsClient (src/reports/client_15.py); [in_progress] Port CatalogIndex "
+            "(src/catalog/index_16.py); [pending] Port NotifySchema (src/notify/schema_17.py)")
+    footer = [("files", "Files modified: " + ", ".join(f + c for f, c in zip(files, changes))), ("plan", plan),
+              ("failed", "Failed: " + "; ".join(f"`pytest -q {line.split()[1].split('::')[0]}` ×1 ({line}) — still "
+                                                "failing" for line in failing))]
+    briefer = {"failed": "Failed: " + "; ".join(f"{line} ×1 — still failing" for line in failing)}
+    out = _squeeze("2 turns: 40 tool calls, 4 failed.", body, footer, 589,
+                   lambda k: "Files modified: " + ", ".join(f + (c if i < k else "")
+                                                            for i, (f, c) in enumerate(zip(files, changes))),
+                   briefer, 1846)
+    assert ("\nPlan: [in_progress] Port CatalogIndex (src/catalog/index_16.py); [pending] Port NotifySchema "
+            "(src/notify/schema_17.py); +1 more\n") in out + "\n", out
+    assert len(out) <= 589
+
+
 def test_the_header_says_the_date_once_for_a_window_of_one_day():
     """The header's end time carries no date when it is the start's day (the module docstring's
     form: fewer tokens at every budget); a window over midnight says both dates."""

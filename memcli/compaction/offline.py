@@ -2671,7 +2671,8 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     a sixth of the asks' room: the work the kept traces go on with); the asks, from both ends of the window
     inward — the first (the request the work started from), then the newest, the next first one
     with the 8th newest … (:data:`FIRST_ASKS_WEIGHT`; each turn line in its asks-only form) — in
-    at most 3/5 of the room; the plan, the latest notes, the
+    at most 3/5 of the room; the plan (its steps still to do in as much of the aggregate lines'
+    room as they take: the next steps), the latest notes, the
     failures, the subagents, the other aggregate lines, each within a share of the room (a line
     of ``briefer`` in that shorter form when its first entry does not fit whole otherwise); the
     names touched in the files, newest files first (``files_named(k)``: the files line with the
@@ -2735,6 +2736,9 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     for kind, share in _SQUEEZE_ORDER:
         if kind in texts:
             allowed = min(room - reserve, int(share_of * share))
+            if kind == "plan":   # the next steps whole, if need be in all the aggregate lines' room (the
+                # vocabulary's share stays): they are what the work goes on with
+                allowed = max(allowed, min(_open_plan_chars(texts[kind]), share_of))
             text = _fit_block(kind, texts[kind], allowed)
             if briefer and kind in briefer and not _first_whole(text, texts[kind]):
                 texts[kind] = briefer[kind]   # (and so it grows later: the shorter form)
@@ -2899,7 +2903,7 @@ def _fit_block(kind: str, text: str, room: int) -> str:
     elif kind == "plan":   # what is left to do stays: the items done are the first to go
         order.sort(key=lambda i: items[i].startswith(_DONE_ITEMS))
     kept: list[int] = []
-    used = len(head) + 2 + 16
+    used = len(head) + 2 + _MORE_ROOM
     for i in order:
         item = items[i]
         if used + len(item) + len(sep) > room:
@@ -2915,6 +2919,15 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         return ""
     more = len(items) - len(kept) + counted
     return f"{head}: " + sep.join(items[i] for i in sorted(kept)) + (f"{sep}+{more} more" if more else "")
+
+
+def _open_plan_chars(plan: str) -> int:
+    """The room :func:`_fit_block` needs to show the plan line ``plan`` with every item still to
+    do (the next steps) and the count of the others; 0 when every item is done."""
+    head, _, rest = plan.partition(": ")
+    items, _ = _entries(rest, "; ")
+    left = [item for item in items if not item.startswith(_DONE_ITEMS)]
+    return len(head) + 2 + _MORE_ROOM + sum(len(item) + 2 for item in left) if left else 0
 
 
 def _entries(body: str, sep: str) -> tuple[list[str], int]:
@@ -2951,6 +2964,7 @@ def _entries(body: str, sep: str) -> tuple[list[str], int]:
 
 
 _MORE = re.compile(r"\+(\d+) more")
+_MORE_ROOM = 16   # what a fitted list line holds for its "; +N more"
 
 
 @lru_cache(maxsize=1)
