@@ -942,6 +942,36 @@ def test_a_long_conversation_keeps_the_facts_of_both_sides_within_its_budget():
     assert "- turn_0120 · user: " in text   # every turn still listed, by its ask
 
 
+def _looked_up(turns: list) -> list:
+    """``turns`` with every other one answered after a lookup (a web search call and its result):
+    a conversation with an assistant that uses a tool now and then."""
+    out = []
+    for n, turn in enumerate(turns):
+        traces = turn.traces
+        if n % 2:
+            call = _traces(turn.turn_id, _call(n, "", tool="web_search", result="3 results", args={"query": "weather"}))
+            traces = [traces[0], *call, *traces[1:]]
+            traces = [dataclasses.replace(tr, seq=k + 1, ts=traces[0].ts + k) for k, tr in enumerate(traces)]
+        out.append(Turn(turn.turn_id, traces))
+    return out
+
+
+def test_a_window_mostly_of_conversation_keeps_the_replies_of_turns_that_looked_something_up():
+    """Half the turns of a talk call a tool before answering: their replies (the answers) were
+    left off their asks-only lines, as a coding turn's report is — 51 of 92 assistant facts kept
+    at 10,000 tokens. In a window at least half of conversation they are ranked with the rest."""
+    turns, facts = _chat_turns(turns=240, seed=5)
+    turns = _looked_up(turns)
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=7000)).episodic_summary
+    from memcli.tokens import TokenCounter
+    assert TokenCounter().count(text) <= 7000
+    tooled = {v for v, s in facts.items() if s == "assistant" and any(
+        v in t.traces[-1].content for t in turns[1::2])}
+    assert len(tooled) > 15
+    assert sum(v in text for v in tooled) >= 0.9 * len(tooled), (sum(v in text for v in tooled), len(tooled))
+    assert all(v in text for v, s in facts.items() if s == "user")
+
+
 def test_a_window_over_several_days_says_each_lines_day_where_it_changes():
     """A conversation over weeks is asked "when": the day a turn was said is on its line when it
     is not the day of the line before — after turns left out too. One day: no date on any line."""

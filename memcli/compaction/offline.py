@@ -1874,15 +1874,16 @@ class _TurnDigest:
         return not self.main.n_calls and not self.subagents
 
     def line(self, ask_chars: int = ASK_CHARS, full: bool = True, rarity: Rarity | None = None,
-             floor: float = 0.0, talk: bool = True, reply_floor: float | None = None) -> str:
+             floor: float = 0.0, talk: bool = True, reply_floor: float | None = None, replies: bool = False) -> str:
         """The turn's line (``full``: its work too, else :func:`short_line`; ``talk``: its reply
-        there when the turn is conversation only; ``floor`` and ``reply_floor``, its asks' and its
-        reply's: :func:`condense_message`)."""
+        there when the turn is conversation only, or with ``replies`` any turn's; ``floor`` and
+        ``reply_floor``, its asks' and its reply's: :func:`condense_message`)."""
         reply_floor = floor if reply_floor is None else reply_floor
         if not full:
             return short_line(self.turn_id, self.asks, self.reply, ask_chars, self.steps_only and
                               f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)",
-                              chat=self.chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor)
+                              chat=self.chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor,
+                              replies=replies and talk)
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
             shown = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(self.chat)) or "…"
@@ -1939,10 +1940,12 @@ def turn_digest(turn) -> _TurnDigest:
 
 def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None, *,
                chat: bool = False, rarity: Rarity | None = None, floor: float = 0.0,
-               reply_floor: float | None = None) -> str:
+               reply_floor: float | None = None, replies: bool = False) -> str:
     """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it) —
     and, in a turn of conversation only (``chat``), its reply as long as an ask: the other half of
-    what was said. Long ones are condensed to their most telling sentences (:func:`condense_message`)."""
+    what was said; with ``replies`` (a window mostly of conversation) a turn with tool calls too,
+    its reply free to go whole (a lookup's answer, said once). Long ones are condensed to their
+    most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
         said = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat)) or "…"
@@ -1951,9 +1954,9 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
         parts.append(note)
         if reply:
             parts.append(f"last note: {_quote(reply, NOTE_CHARS)}")
-    elif reply and (chat or not asks):
+    elif reply and (chat or replies or not asks):
         said = condense_message(reply, ask_chars if asks else SHORT_REPLY_CHARS, rarity,
-                                floor if reply_floor is None else reply_floor, keep=not chat)
+                                floor if reply_floor is None else reply_floor, keep=not (chat or replies))
         if said:   # (a chat reply that says nothing the floor keeps: left out)
             parts.append(f"assistant: \"{said}\"")
     return " · ".join(parts)
@@ -1970,6 +1973,7 @@ class WindowSummary:
         self.short_lines: list[tuple] = []   # (turn id, [(ask, id)], reply, chat, first ts) of the turns after the head
         self.recent_lines: deque = deque(maxlen=MAX_SHORT_LINES)   # … and of the newest before the tail
         self.n_turns = self.n_traces = self.n_calls = self.n_failed = 0
+        self.n_chat = 0   # turns of conversation only
         self.text_chars = 0
         self.first_turn = self.last_turn = None
         self.first_ts = self.last_ts = None
@@ -2006,6 +2010,7 @@ class WindowSummary:
 
     def add(self, d: _TurnDigest) -> None:
         self.n_turns += 1
+        self.n_chat += d.chat
         n_traces = self.n_traces = self.n_traces + d.n_traces
         self.text_chars += d.text_chars
         main, subagents, turn_id = d.main, d.subagents, d.turn_id
@@ -2266,6 +2271,10 @@ class OfflineSummarizer(Summarizer):
         # while the asks fit)
         floor, tools_floor = [0.0], [0.0]
         talk = [True]   # a turn of conversation only shows its reply on its asks-only line too
+        # ... and in a window mostly of conversation (at least half its turns), every turn does:
+        # there a call is a lookup, and its reply the answer (in a coding session's window the
+        # replies of its turns of work are reports the files, commands and failures lines say)
+        every_reply = window.n_chat * 2 >= n_turns
 
         def chars_of(entry: _TurnDigest) -> int:
             if entry is entries[0] or entry is entries[-1]:   # the request, the latest intent
@@ -2281,7 +2290,7 @@ class OfflineSummarizer(Summarizer):
             text = lines_of.get(key)
             if text is None:
                 text = lines_of[key] = entry.line(chars, full=not short, rarity=rarity, floor=least, talk=talk[0],
-                                                  reply_floor=floor[0])
+                                                  reply_floor=floor[0], replies=every_reply)
             return text
 
         short_blocks: dict[tuple, list] = {}
@@ -2296,7 +2305,8 @@ class OfflineSummarizer(Summarizer):
             if block is None:
                 block = short_blocks[ask_chars[0], floor[0], talk[0], tools_floor[0]] = [
                     short_line(turn, asks, reply, ask_chars[0], chat=chat and talk[0], rarity=rarity,
-                               floor=floor[0] if chat else tools_floor[0], reply_floor=floor[0])
+                               floor=floor[0] if chat else tools_floor[0], reply_floor=floor[0],
+                               replies=every_reply and talk[0])
                     for turn, asks, reply, chat, _ts in short_lines]
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[:first_short], short_lines))
             if unlisted[0]:
@@ -2376,10 +2386,11 @@ class OfflineSummarizer(Summarizer):
             talk[0] = True
         if len(summary) > aim and (aim < hard or asks_size() > hard // 2):
             # (text, keep, limit, what it saves beyond its text when it goes: its ' · assistant: ""')
-            replies = [(e.reply, not e.chat, (chars_of(e) if e.asks else SHORT_REPLY_CHARS) if e.short else REPLY_CHARS,
-                        16) for e in entries if e.reply and not e.steps_only and (e.chat or not e.short)]
-            replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS, 16)
-                        for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or not asks)]
+            said = [(e.reply, not (e.chat or every_reply and e.short),
+                     (chars_of(e) if e.asks else SHORT_REPLY_CHARS) if e.short else REPLY_CHARS, 16)
+                    for e in entries if e.reply and not e.steps_only and (e.chat or every_reply or not e.short)]
+            said += [(reply, not (chat or every_reply), ask_chars[0] if asks else SHORT_REPLY_CHARS, 16)
+                     for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or every_reply or not asks)]
             # a conversation turn's asks, ranked with the replies (an ask of small talk only may
             # go: its "…" stays); the asks of turns with tool calls only when the asks alone are
             # over the budget (each keeps its most telling sentence) — while they fit, no reply
@@ -2393,7 +2404,7 @@ class OfflineSummarizer(Summarizer):
                 tools_floor[0] = value if aim == hard else 0.0
                 return len(assemble()) <= aim
 
-            fits(sentence_floor(asks + replies, rarity, len(summary) - aim, fits))
+            fits(sentence_floor(asks + said, rarity, len(summary) - aim, fits))
             summary = assemble()
         while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
