@@ -1874,19 +1874,20 @@ class _TurnDigest:
         return not self.main.n_calls and not self.subagents
 
     def line(self, ask_chars: int = ASK_CHARS, full: bool = True, rarity: Rarity | None = None,
-             floor: float = 0.0, talk: bool = True, reply_floor: float | None = None, replies: bool = False) -> str:
+             floor: float = 0.0, talk: bool = True, reply_floor: float | None = None,
+             chat: bool | None = None) -> str:
         """The turn's line (``full``: its work too, else :func:`short_line`; ``talk``: its reply
-        there when the turn is conversation only, or with ``replies`` any turn's; ``floor`` and
-        ``reply_floor``, its asks' and its reply's: :func:`condense_message`)."""
+        there when the turn is conversation — ``chat``, of conversation only unless said —;
+        ``floor`` and ``reply_floor``, its asks' and its reply's: :func:`condense_message`)."""
         reply_floor = floor if reply_floor is None else reply_floor
+        chat = self.chat if chat is None else chat
         if not full:
             return short_line(self.turn_id, self.asks, self.reply, ask_chars, self.steps_only and
                               f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)",
-                              chat=self.chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor,
-                              replies=replies and talk)
+                              chat=chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor)
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
-            shown = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(self.chat)) or "…"
+            shown = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat)) or "…"
             more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
             parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
         if self.steps_only:
@@ -1911,7 +1912,7 @@ class _TurnDigest:
         if self.reply and self.steps_only:  # the turn's final answer is still to come, in the active file
             parts.append(f"last note: {_quote(self.reply, SHORT_REPLY_CHARS)}")
         elif self.reply:
-            said = condense_message(self.reply, REPLY_CHARS, rarity, reply_floor, keep=not self.chat)
+            said = condense_message(self.reply, REPLY_CHARS, rarity, reply_floor, keep=not chat)
             if said:
                 parts.append(f"assistant: \"{said}\"")
         elif not work.calls and not self.asks and not self.harness:
@@ -1940,12 +1941,10 @@ def turn_digest(turn) -> _TurnDigest:
 
 def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None, *,
                chat: bool = False, rarity: Rarity | None = None, floor: float = 0.0,
-               reply_floor: float | None = None, replies: bool = False) -> str:
+               reply_floor: float | None = None) -> str:
     """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it) —
-    and, in a turn of conversation only (``chat``), its reply as long as an ask: the other half of
-    what was said; with ``replies`` (a window mostly of conversation) a turn with tool calls too,
-    its reply free to go whole (a lookup's answer, said once). Long ones are condensed to their
-    most telling sentences (:func:`condense_message`)."""
+    and, in a turn of conversation (``chat``), its reply as long as an ask: the other half of
+    what was said. Long ones are condensed to their most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
         said = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat)) or "…"
@@ -1954,9 +1953,9 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
         parts.append(note)
         if reply:
             parts.append(f"last note: {_quote(reply, NOTE_CHARS)}")
-    elif reply and (chat or replies or not asks):
+    elif reply and (chat or not asks):
         said = condense_message(reply, ask_chars if asks else SHORT_REPLY_CHARS, rarity,
-                                floor if reply_floor is None else reply_floor, keep=not (chat or replies))
+                                floor if reply_floor is None else reply_floor, keep=not chat)
         if said:   # (a chat reply that says nothing the floor keeps: left out)
             parts.append(f"assistant: \"{said}\"")
     return " · ".join(parts)
@@ -1973,7 +1972,7 @@ class WindowSummary:
         self.short_lines: list[tuple] = []   # (turn id, [(ask, id)], reply, chat, first ts) of the turns after the head
         self.recent_lines: deque = deque(maxlen=MAX_SHORT_LINES)   # … and of the newest before the tail
         self.n_turns = self.n_traces = self.n_calls = self.n_failed = 0
-        self.n_chat = 0   # turns of conversation only
+        self.n_talk = 0   # turns of conversation only that say something (their asks not small talk)
         self.text_chars = 0
         self.first_turn = self.last_turn = None
         self.first_ts = self.last_ts = None
@@ -2010,7 +2009,8 @@ class WindowSummary:
 
     def add(self, d: _TurnDigest) -> None:
         self.n_turns += 1
-        self.n_chat += d.chat
+        if d.chat and sum(len(text) for text, _ in d.asks) >= MIN_ASK_CHARS:
+            self.n_talk += 1
         n_traces = self.n_traces = self.n_traces + d.n_traces
         self.text_chars += d.text_chars
         main, subagents, turn_id = d.main, d.subagents, d.turn_id
@@ -2222,7 +2222,14 @@ class OfflineSummarizer(Summarizer):
             window.subagents, window.unanswered, window.n_unanswered, window.tail,
             window.unlisted)
         first_short = len(short_lines)
+        # a window mostly of conversation (at least half its turns say something and call no
+        # tool) takes each of its turns as conversation: there a call is a lookup and its reply
+        # the answer (a coding window's turns of work report what the files, commands and
+        # failures lines say: their replies are not listed by their asks)
+        talking = window.n_talk * 2 >= n_turns
         short_lines = [*short_lines, *window.recent_lines]
+        if talking:
+            short_lines = [(turn, asks, reply, True, ts) for turn, asks, reply, _chat, ts in short_lines]
         if n_turns == 0:
             raise ValueError("nothing to summarize")
 
@@ -2270,11 +2277,10 @@ class OfflineSummarizer(Summarizer):
         # of the replies and of the asks of turns of conversation only, and of the other asks (0
         # while the asks fit)
         floor, tools_floor = [0.0], [0.0]
-        talk = [True]   # a turn of conversation only shows its reply on its asks-only line too
-        # ... and in a window mostly of conversation (at least half its turns), every turn does:
-        # there a call is a lookup, and its reply the answer (in a coding session's window the
-        # replies of its turns of work are reports the files, commands and failures lines say)
-        every_reply = window.n_chat * 2 >= n_turns
+        talk = [True]   # a turn of conversation shows its reply on its asks-only line too
+
+        def chat_of(entry: _TurnDigest) -> bool:
+            return entry.chat or talking
 
         def chars_of(entry: _TurnDigest) -> int:
             if entry is entries[0] or entry is entries[-1]:   # the request, the latest intent
@@ -2283,14 +2289,15 @@ class OfflineSummarizer(Summarizer):
 
         def line_of(entry: _TurnDigest, short: bool | None = None) -> str:
             short = entry.short if short is None else short
-            chars, least = chars_of(entry), floor[0] if entry.chat else tools_floor[0]
+            chat = chat_of(entry)
+            chars, least = chars_of(entry), floor[0] if chat else tools_floor[0]
             if entry is entries[0] or entry is entries[-1]:   # (their asks whole while they fit)
                 least = 0.0
             key = (entry.turn_id, short, chars, least, talk[0], floor[0])
             text = lines_of.get(key)
             if text is None:
                 text = lines_of[key] = entry.line(chars, full=not short, rarity=rarity, floor=least, talk=talk[0],
-                                                  reply_floor=floor[0], replies=every_reply)
+                                                  reply_floor=floor[0], chat=chat)
             return text
 
         short_blocks: dict[tuple, list] = {}
@@ -2305,8 +2312,7 @@ class OfflineSummarizer(Summarizer):
             if block is None:
                 block = short_blocks[ask_chars[0], floor[0], talk[0], tools_floor[0]] = [
                     short_line(turn, asks, reply, ask_chars[0], chat=chat and talk[0], rarity=rarity,
-                               floor=floor[0] if chat else tools_floor[0], reply_floor=floor[0],
-                               replies=every_reply and talk[0])
+                               floor=floor[0] if chat else tools_floor[0], reply_floor=floor[0])
                     for turn, asks, reply, chat, _ts in short_lines]
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[:first_short], short_lines))
             if unlisted[0]:
@@ -2379,24 +2385,23 @@ class OfflineSummarizer(Summarizer):
         # then what is left of each is clipped. The replies of turns of conversation only are
         # said in the room their asks alone would take (or the quarter), the two ranked together.
         aim = hard
-        if any(e.chat and e.reply and e.asks for e in entries) or \
+        if any(chat_of(e) and e.reply and e.asks for e in entries) or \
                 any(chat and reply and asks for _turn, asks, reply, chat, _ts in short_lines):
             talk[0] = False
             aim = max(limit, min(hard, len(assemble())))
             talk[0] = True
         if len(summary) > aim and (aim < hard or asks_size() > hard // 2):
             # (text, keep, limit, what it saves beyond its text when it goes: its ' · assistant: ""')
-            said = [(e.reply, not (e.chat or every_reply and e.short),
-                     (chars_of(e) if e.asks else SHORT_REPLY_CHARS) if e.short else REPLY_CHARS, 16)
-                    for e in entries if e.reply and not e.steps_only and (e.chat or every_reply or not e.short)]
-            said += [(reply, not (chat or every_reply), ask_chars[0] if asks else SHORT_REPLY_CHARS, 16)
-                     for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or every_reply or not asks)]
+            replies = [(e.reply, not chat_of(e), (chars_of(e) if e.asks else SHORT_REPLY_CHARS) if e.short else
+                        REPLY_CHARS, 16) for e in entries if e.reply and not e.steps_only and (chat_of(e) or not e.short)]
+            replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS, 16)
+                        for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or not asks)]
             # a conversation turn's asks, ranked with the replies (an ask of small talk only may
             # go: its "…" stays); the asks of turns with tool calls only when the asks alone are
             # over the budget (each keeps its most telling sentence) — while they fit, no reply
             # cuts them (:func:`_ask_keep`)
             asks = [(text, _ask_keep(chat), ask_chars[0], -1) for chat, turn_asks in
-                    [*((e.chat, e.asks) for e in entries[1:-1]), *((s[3], s[1]) for s in short_lines)]
+                    [*((chat_of(e), e.asks) for e in entries[1:-1]), *((s[3], s[1]) for s in short_lines)]
                     if chat or aim == hard for text, _ in turn_asks]
 
             def fits(value: float) -> bool:
@@ -2404,7 +2409,7 @@ class OfflineSummarizer(Summarizer):
                 tools_floor[0] = value if aim == hard else 0.0
                 return len(assemble()) <= aim
 
-            fits(sentence_floor(asks + said, rarity, len(summary) - aim, fits))
+            fits(sentence_floor(asks + replies, rarity, len(summary) - aim, fits))
             summary = assemble()
         while len(summary) > hard and ask_chars[0] > MIN_ASK_CHARS and asks_size() > hard // 2:
             ask_chars[0] = max(MIN_ASK_CHARS, ask_chars[0] * 2 // 3)
@@ -2746,10 +2751,16 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     share_of = room - reserve - vocab_room
     for kind, share in _SQUEEZE_ORDER:
         if kind in texts:
-            allowed = min(room - reserve, int(share_of * share))
-            if kind == "plan":   # the next steps whole, if need be in all the aggregate lines' room (the
-                # vocabulary's share stays): they are what the work goes on with
-                allowed = max(allowed, min(_open_plan_chars(texts[kind]), share_of))
+            # (never in the vocabulary's share: the shares add up to less than the room, but the
+            # plan may take more than its own)
+            allowed = min(room - reserve - vocab_room, int(share_of * share))
+            if kind == "plan":   # its next steps whole, in what the other lines' shares leave (those
+                # that hold a line: at least MIN_LINE_CHARS): they are what the work goes on with
+                others = sum(other_share for other, other_share in _SQUEEZE_ORDER if other != kind and other in texts
+                             and share_of * other_share >= MIN_LINE_CHARS)
+                need = _open_plan_chars(texts[kind])
+                if need <= share_of * (1 - others):
+                    allowed = max(allowed, need)
             text = _fit_block(kind, texts[kind], allowed)
             if briefer and kind in briefer and not _first_whole(text, texts[kind]):
                 texts[kind] = briefer[kind]   # (and so it grows later: the shorter form)
@@ -2890,7 +2901,7 @@ def _fit_block(kind: str, text: str, room: int) -> str:
     how many it leaves out; "" when nothing fits."""
     if len(text) + 1 <= room:
         return text
-    if room < 60:
+    if room < MIN_LINE_CHARS:
         return ""
     if kind == "subagents":   # the newest stay: the ones the work goes on from
         head, *lines = text.split("\n")
@@ -2932,12 +2943,16 @@ def _fit_block(kind: str, text: str, room: int) -> str:
     return f"{head}: " + sep.join(items[i] for i in sorted(kept)) + (f"{sep}+{more} more" if more else "")
 
 
+NEXT_STEPS = 3   # the plan's steps still to do a squeezed summary makes room for first
+
+
 def _open_plan_chars(plan: str) -> int:
-    """The room :func:`_fit_block` needs to show the plan line ``plan`` with every item still to
-    do (the next steps) and the count of the others; 0 when every item is done."""
+    """The room :func:`_fit_block` needs to show the plan line ``plan`` with its next steps (its
+    first :data:`NEXT_STEPS` items with a status, not done) and the count of the others; 0 when
+    no step is left (an explanation, or an item without a status, is no step)."""
     head, _, rest = plan.partition(": ")
     items, _ = _entries(rest, "; ")
-    left = [item for item in items if not item.startswith(_DONE_ITEMS)]
+    left = [item for item in items if item.startswith("[") and not item.startswith(_DONE_ITEMS)][:NEXT_STEPS]
     return len(head) + 2 + _MORE_ROOM + sum(len(item) + 2 for item in left) if left else 0
 
 
@@ -2976,6 +2991,7 @@ def _entries(body: str, sep: str) -> tuple[list[str], int]:
 
 _MORE = re.compile(r"\+(\d+) more")
 _MORE_ROOM = 16   # what a fitted list line holds for its "; +N more"
+MIN_LINE_CHARS = 60   # a fitted aggregate line's room at least (in less it is left out)
 
 
 @lru_cache(maxsize=1)
