@@ -529,3 +529,52 @@ def test_an_explicit_target_is_met_or_refused_before_writing(cli, memory_dir):
     target = minimum + 400
     done = compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=target))
     assert done.compacted and working_tokens(AgentStore(memory_dir, "s")) == done.tokens_after <= target
+
+
+def _talk_from(first: int, turns: int) -> list[dict]:
+    """``turns`` turns of talk from turn ``first`` on, each side stating a fact of its own."""
+    out = []
+    for t in range(first, first + turns):
+        out.append({"trace_type": "user", "content": f"That sounds great! Last week I finally visited Town{t} with my "
+                                                     f"family, it was amazing. How was your week?"})
+        out.append({"trace_type": "assistant", "content": f"Wow, I love that. We adopted a puppy and named him "
+                                                          f"Pup{t}! Tell me more about it."})
+    return out
+
+
+def test_compacting_a_growing_talk_to_one_target_each_time_rolls_up_what_came_before(cli, memory_dir):
+    """CI compacting a session every night with the same --target-tokens: the summaries written
+    before are memory the target must hold too. They took it — the second night's 80 turns got a
+    409-character summary, the third night failed ("cannot be met … can never move") — and now
+    roll up when the new window would get less room than they hold, the two sharing it."""
+    target = 2000
+    for night in range(3):
+        assert cli("ingest", "s", input=_talk_from(1 + 80 * night, 80)).exit_code == 0
+        result = cli("compact", "s", "--target-tokens", str(target), "--json")
+        assert result.exit_code == 0, result.stderr
+        assert working_tokens(AgentStore(memory_dir, "s")) <= target
+    episodic = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
+    superseded = {i for item in episodic for i in item.get("supersedes", [])}
+    live = [item for item in episodic if item["id"] not in superseded]
+    assert [("rollup" in item["tags"]) for item in live] == [True, False]
+    rollup, newest = live
+    assert len(newest["summary"]) >= len(rollup["summary"]) // 2, (len(newest["summary"]), len(rollup["summary"]))
+    archived = {r["turn_id"] for r in read_jsonl(agent_dir(memory_dir, "s") / "raw_traces_archive.jsonl")}
+    assert archived <= set(rollup["turn_ids"]) | set(newest["turn_ids"])
+    # undone, the summaries rolled up are live again
+    assert cli("uncompact", "s").exit_code == 0
+    episodic = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
+    superseded = {i for item in episodic for i in item.get("supersedes", [])}
+    assert len([item for item in episodic if item["id"] not in superseded]) == 2
+
+
+def test_a_target_below_the_summaries_written_before_but_above_their_smallest_rollup_is_met(cli, memory_dir):
+    """What must stay counts the earlier summaries at their smallest rollup, not whole."""
+    assert cli("ingest", "s", input=_talk_from(1, 120)).exit_code == 0
+    assert cli("compact", "s").exit_code == 0
+    assert cli("ingest", "s", input=_talk_from(121, 20)).exit_code == 0
+    summaries = sum(len(item["summary"]) for item in read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl"))
+    target = summaries // 8   # (about half the tokens the summary takes)
+    result = cli("compact", "s", "--target-tokens", str(target))
+    assert result.exit_code == 0, result.stderr
+    assert working_tokens(AgentStore(memory_dir, "s")) <= target

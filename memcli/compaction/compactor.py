@@ -34,7 +34,10 @@ says how many and ``turn_ids`` still names every turn). When the live (not super
 items would exceed ``max_episodic_items``, all live items older than the new one roll up into one
 item (``tags`` ``["compaction", "rollup"]``) that supersedes them, written before the new one, so
 the live items stay in chronological file order; a rollup among them gives back its sections, so
-a rollup of rollups is flat (:func:`_rollup_text`). A new fact identical (case and whitespace
+a rollup of rollups is flat (:func:`_rollup_text`). They roll up too, whatever their number, when
+the target presses: when the window's summary would get less room than the summaries before it
+hold in the bundle, the two share what the target leaves them (the rollup about half:
+:meth:`_Bundle.rollup_size`), and what must stay counts them at their smallest rollup. A new fact identical (case and whitespace
 aside) to a live one is merged: one item with the live fact's text, the union of tags and source
 turns and the higher confidence replaces (supersedes) the live one, so one copy stays live and it
 moves to the newest position. ``sliding-window`` archives the window with no items at all.
@@ -534,18 +537,19 @@ def _rollup_parts(items: list[EpisodicItem]) -> list[tuple[str, str, int]]:
     return parts
 
 
-def _rollup_text(items: list[EpisodicItem]) -> str:
+def _rollup_text(items: list[EpisodicItem], size: int = ROLLUP_CHARS) -> str:
     """One text for the items a rollup replaces: each summary (those of a rollup among them too,
     :func:`_rollup_parts`) under its turn range, line breaks kept, condensed (turn lines shrink to
-    their asks first) to share ``ROLLUP_CHARS``; when each would get less than
-    ``MIN_SECTION_CHARS``, the oldest are counted on one line instead."""
+    their asks first) to share ``size`` characters (``ROLLUP_CHARS``, or less when the target
+    presses: :func:`rollup_size`); when each would get less than ``MIN_SECTION_CHARS``, the
+    oldest are counted on one line instead."""
     from memcli.compaction.offline import condense
 
     turn_ids = [t for item in items for t in item.turn_ids]
     span = f"{turn_ids[0]}–{turn_ids[-1]}" if turn_ids else "earlier turns"
     parts = _rollup_parts(items)
     header = f"{_ROLLUP_HEAD}{span}), rolled up from {sum(p[2] for p in parts)} summaries:"
-    room = ROLLUP_CHARS - len(header)
+    room = size - len(header)
     keep = max(min(len(parts), room // (MIN_SECTION_CHARS + 40)), 1)
     sections = []
     if keep < len(parts) or parts[0][2] > 1:
@@ -565,8 +569,10 @@ def _rollup_text(items: list[EpisodicItem]) -> str:
 
 def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *, compaction_id: str,
                 trace_ids: list, moved: int, model: str | None, policy: CompactionPolicy,
-                strategy: str) -> tuple[list[EpisodicItem], list[SemanticItem], dict]:
-    """The items a compaction appends (rollup first, then the new episodic item; facts)."""
+                strategy: str, rollup_chars: int | None = None) -> tuple[list[EpisodicItem], list[SemanticItem], dict]:
+    """The items a compaction appends (rollup first, then the new episodic item; facts). The
+    live summaries roll up when one more would exceed ``max_episodic_items``, or when the target
+    presses (``rollup_chars``: the size the rollup is given, :func:`rollup_size`)."""
     if summary is None:
         return [], [], {"added": 0, "merged": 0}
     now = time.time()
@@ -578,11 +584,12 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
         compaction_id=compaction_id, supersedes=[], model=model, extra=extra,
     )
     episodic: list[EpisodicItem] = []
-    if len(live_episodic) + 1 > max(policy.max_episodic_items, 1) and live_episodic:
+    if live_episodic and (rollup_chars is not None or len(live_episodic) + 1 > max(policy.max_episodic_items, 1)):
         rolled = live_episodic
         episodic.append(EpisodicItem(
             id=new_id(EPISODIC_PREFIX), ts=now, turn_ids=[t for e in rolled for t in e.turn_ids],
-            summary=_rollup_text(rolled), tags=["compaction", "rollup"], salience=0.5,
+            summary=_rollup_text(rolled, min(rollup_chars or ROLLUP_CHARS, ROLLUP_CHARS)), tags=["compaction", "rollup"],
+            salience=0.5,
             compaction_id=compaction_id, supersedes=[e.id for e in rolled], model="rollup",
         ))
     episodic.append(item)
@@ -787,7 +794,7 @@ class _Trigger:
 def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> CompactionError:
     return CompactionError(
         f"{{target_tokens}} {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
-        f"tokens (the system prompt, the memory bundle and the user asks that stay, and the newest "
+        f"tokens (the system prompt, the memory bundle with its summaries rolled up, the user asks that stay, and the newest "
         f"{plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move); nothing was "
         "written",
         hint=f"use --target-tokens above {plan_.minimum_tokens:,} ("
@@ -922,6 +929,23 @@ class _Bundle:
     def unchanged(self) -> bool:
         return _memory_unchanged(self.store, self.live)
 
+    def summaries_tokens(self) -> int:
+        """What the live summaries take of the bundle now (the facts aside)."""
+        return self.before - _memory_tokens(self.meter, [], self.live[1]) if self.live[0] else 0
+
+    def rollup_size(self, tokens: int) -> int:
+        """The characters a rollup of the live summaries is given so that it takes about
+        ``tokens`` (never less than the smallest rollup: the newest summary's few lines and the
+        count of the others)."""
+        live = self.store.live_memory(None, None)[0]
+        chars = max(tokens, 1) * 4
+        for _ in range(4):   # (a text's tokens per character vary: measured, then sized again)
+            used = self.meter.text(_rollup_text(live, chars))
+            if used <= tokens or chars <= MIN_SECTION_CHARS:
+                break
+            chars = max(int(chars * tokens / used * 0.95), MIN_SECTION_CHARS)
+        return chars
+
 
 def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Summary:
     """The window's summary; a failure counts against the circuit breaker (except in a dry run).
@@ -1001,6 +1025,13 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         early = ahead.finish(plan_) if ahead is not None else None
     finally:
         _cancel(planned)
+    bundle = _Bundle(job, plan_)
+    # the summaries written before can roll up to make room (:func:`_rollup_chars`): what must
+    # stay counts the smallest rollup of them, not them
+    older = bundle.summaries_tokens()
+    if older:
+        plan_.minimum_tokens -= older - min(bundle.meter.text(_rollup_text(bundle.store.live_memory(None, None)[0], 1)),
+                                            older)
     _record_plan(result, plan_)
     explicit_target = job.policy.target_tokens
     if explicit_target is not None and explicit_target < plan_.minimum_tokens:
@@ -1016,12 +1047,18 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         job.note(f"{plan_.pinned_kept} system/developer trace{'' if one else 's'} of the window "
                  f"stay{'s' if one else ''} in the active file (instructions are never compacted)", say=not job.dry_run)
 
-    bundle = _Bundle(job, plan_)
     live_episodic, live_facts = store.live_memory(job.policy.max_episodic_items, PROMPT_FACTS)
     # the summary's budget: what the target leaves after the traces and the memory that stay; when
     # the default target is out of reach anyway (the newest steps alone are larger), the summary
     # keeps its usual size as far as the trigger threshold allows
     room = result.target_tokens - plan_.kept_tokens
+    rollup_chars = None
+    if older and room < older:   # the window would get less room than the summaries before it: they
+        # roll up, and the two share what the target leaves them
+        rollup_chars = bundle.rollup_size((room + older) // 2)
+        room = result.target_tokens - bundle.tokens_after(*build_items(
+            store, plan_, Summary("", []), compaction_id="", trace_ids=[], moved=0, model=None, policy=job.policy,
+            strategy=job.strategy, rollup_chars=rollup_chars)[:2])
     if room < MIN_SUMMARY_TOKENS and explicit_target is None:
         room = max(room, result.threshold - plan_.kept_tokens)
     goal = max(result.target_tokens, plan_.kept_tokens + room)
@@ -1052,7 +1089,8 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
 
     def build() -> tuple:
         return build_items(store, plan_, summary, compaction_id=compaction_id, trace_ids=window.ids,
-                           moved=plan_.moved, model=model_name, policy=job.policy, strategy=job.strategy)
+                           moved=plan_.moved, model=model_name, policy=job.policy, strategy=job.strategy,
+                           rollup_chars=rollup_chars)
 
     items = build()
     predicted = bundle.tokens_after(*items[:2])
