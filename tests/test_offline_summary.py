@@ -1066,6 +1066,39 @@ def test_a_rollup_keeps_a_conversation_turns_reply_while_it_fits():
     assert "We visited" not in tight and '- turn_0001 · user: "How was the trip?"' in tight
 
 
+def test_a_rollup_of_talk_drops_the_least_telling_sentences_of_asks_and_replies_first():
+    """A rolled-up conversation summary over its share lost every reply (the other half of what
+    was said) before any small talk went; now the least telling sentences go first, wherever they
+    are, and the turns left saying nothing fold into counted runs."""
+    import random
+    import re
+
+    rnd = random.Random(4)
+    filler = ["That sounds great!", "Wow, I love that.", "How was your week?", "Tell me more about it.",
+              "Haha yes, totally agree.", "Take care, talk soon!"]
+    lines = ["60 turns (turn_0001–turn_0060), 2026-03-02 09:00 → 10:00 UTC: 120 traces, 0 tool calls, 0 failed."]
+    towns, pups = [], []
+    for t in range(1, 61):
+        ask, reply = " ".join(rnd.sample(filler, 2)), " ".join(rnd.sample(filler, 2))
+        if t % 3 == 0:
+            towns.append(f"Town{t}")
+            ask = f"{rnd.choice(filler)} Last week I visited Town{t} with my family. {rnd.choice(filler)}"
+        if t % 4 == 0:
+            pups.append(f"Pup{t}")
+            reply = f"{rnd.choice(filler)} We named the puppy Pup{t}! {rnd.choice(filler)}"
+        lines.append(f'- turn_{t:04d} · user: "{ask}" · assistant: "{reply}"')
+    summary = "\n".join(lines)
+    out = condense(summary, len(summary) // 2)
+    assert len(out) <= len(summary) // 2
+    assert all(town in out for town in towns), [t for t in towns if t not in out]
+    assert sum(pup in out for pup in pups) >= 0.8 * len(pups), [p for p in pups if p not in out]
+    counted = 0
+    for line in out.split("\n")[1:]:
+        run = re.match(r"^- (turn_\d+)–(turn_\d+) · (\d+) turns, their short asks condensed away$", line)
+        counted += int(run[3]) if run else 1
+    assert counted == 60
+
+
 def test_turns_of_small_talk_only_fold_into_one_line_that_counts_them():
     """Under a tight budget a run of turns whose asks were all small talk (condensed away) takes
     one line, not one each; every turn is still listed or counted."""

@@ -2817,10 +2817,28 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
 FOLDED_TURNS = "turns, their short asks condensed away"   # a run of such turns on one line
 
 
+_FOLDED = re.compile(r"^- (\S+)–(\S+) · (\d+) " + re.escape(FOLDED_TURNS) + "$")
+
+
+def _span_of(line: str) -> tuple:
+    """The turns a summary's line stands for (first, last, how many): a turn line's one, a folded
+    run's count; ("", "", 0) for any other line."""
+    folded = _FOLDED.match(line)
+    if folded:
+        return folded[1], folded[2], int(folded[3])
+    if line.startswith("- turn"):
+        turn = line[2:].split(" ", 1)[0]
+        return turn, turn, 1
+    return "", "", 0
+
+
 def _emptied(body_line: tuple) -> bool:
     """Whether a body line says nothing any more: its asks-only form ``- ID · user: "…"``, and its
-    full form that or that with the pointer to the ask (a harness summary's pointer stays)."""
+    full form that or that with the pointer to the ask (a harness summary's pointer stays); a run
+    of such turns already on one line too."""
     line, short_form, span = body_line
+    if span[2] > 1 and _FOLDED.match(line):
+        return True
     if short_form != f'- {span[0]} · user: "…"':
         return False
     return line == short_form or (line.startswith(short_form + " (full: ") and line.count(" · ") == 1)
@@ -3126,7 +3144,8 @@ _LISTS = (((VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "), (("Late
 def condense(summary: str, budget: int) -> str:
     """``summary`` within ``budget`` characters for a rollup, keeping its line breaks, its header,
     its asks and its files: turn lines shrink to their asks first (a turn of conversation only
-    keeps its reply when the summary then fits); then list lines lose their
+    keeps its reply when the summary then fits, or when dropping the least telling sentences of
+    the asks and replies quoted makes it fit: :func:`_said_condensed`); then list lines lose their
     last (least needed) entries — the vocabulary, the notes, URLs, calls never answered, failures,
     the plan — and the files the names touched in them; then asks are clipped at a word boundary;
     then the oldest turn lines go, counted. Nothing is cut inside an identifier or a path."""
@@ -3145,6 +3164,10 @@ def condense(summary: str, budget: int) -> str:
                                       or p.endswith(FOLDED_TURNS))   # (a run of turns: its count)
         if sum(len(line) + 1 for line in lines) - 1 <= budget:
             return "\n".join(lines)
+        if kept is not asks_only:   # replies kept: their least telling sentences, and the asks', go first
+            said = _said_condensed(lines, budget)
+            if said is not None:
+                return said
     excess = sum(len(line) + 1 for line in lines) - 1 - budget
     for heads, sep in _LISTS:
         for n, line in enumerate(lines):
@@ -3190,6 +3213,53 @@ def condense(summary: str, budget: int) -> str:
             elif seen > dropped:
                 out.append(line)
     return "\n".join(out)
+
+
+_SAID = re.compile(r'^((?:then )?user|assistant): "(.*)"$', re.DOTALL)
+
+
+def _said_condensed(lines: list[str], budget: int) -> str | None:
+    """``lines`` (a summary's, its turn lines quoting what was said) within ``budget`` characters
+    by their least telling sentences (:func:`sentence_floor` over the quoted asks and replies,
+    ranked by their rarity among them): an ask keeps its most telling sentence ("…" when none is
+    left), a reply may go whole. None when even all that may go does not make it fit."""
+    quoted: dict[tuple[int, int], tuple[str, bool | int]] = {}   # (line, part) -> (text, what it keeps)
+    split = {}
+    for n, line in enumerate(lines):
+        if line.startswith(("- turn", "- [")):
+            parts = split[n] = line.split(" · ")
+            chat = not any(p.startswith("tools:") for p in parts)
+            for k, part in enumerate(parts):
+                said = _SAID.match(part)
+                if said:   # an ask keeps its most telling sentence (:func:`_ask_keep`), a reply none
+                    quoted[n, k] = (said[2], _ask_keep(chat) if said[1] != "assistant" else False)
+    if not quoted:
+        return None
+    rarity = Rarity([text for text, _ in quoted.values()])
+
+    def shown(floor: float) -> str:
+        out = list(lines)
+        for n, parts in split.items():
+            new = []
+            for k, part in enumerate(parts):
+                if (n, k) in quoted:
+                    text, keep = quoted[n, k]
+                    ask = keep is not False
+                    text = condense_message(text, len(text), rarity, floor, keep=keep) or ("…" if ask else "")
+                    if not text:
+                        continue
+                    part = part[:part.index('"') + 1] + text + '"'
+                new.append(part)
+            out[n] = " · ".join(new)
+        spans = [_span_of(line) for line in out]   # runs of turns that say nothing any more: one line
+        return "\n".join(line for line, *_ in _fold_emptied([(line, line, span) for line, span in zip(out, spans)],
+                                                            [None] * len(out))[0])
+
+    messages = [(text, keep, len(text), 16 if keep is False else -1) for text, keep in quoted.values()]
+    excess = sum(len(line) + 1 for line in lines) - 1 - budget
+    floor = sentence_floor(messages, rarity, excess, lambda value: len(shown(value)) <= budget)
+    text = shown(floor)
+    return text if len(text) <= budget else None
 
 
 def _drop_entries(line: str, head: str, sep: str, excess: int) -> str:
