@@ -532,11 +532,14 @@ def test_an_explicit_target_is_met_or_refused_before_writing(cli, memory_dir):
 
 
 def _talk_from(first: int, turns: int) -> list[dict]:
-    """``turns`` turns of talk from turn ``first`` on, each side stating a fact of its own."""
+    """``turns`` turns of talk from turn ``first`` on, each side stating a fact of its own; every
+    20th ask states a preference (a fact the compaction writes too)."""
     out = []
     for t in range(first, first + turns):
         out.append({"trace_type": "user", "content": f"That sounds great! Last week I finally visited Town{t} with my "
-                                                     f"family, it was amazing. How was your week?"})
+                                                     f"family, it was amazing. How was your week?"
+                                                     + (f" I prefer option{t} for every plan from now on." if t % 20 == 0
+                                                        else "")})
         out.append({"trace_type": "assistant", "content": f"Wow, I love that. We adopted a puppy and named him "
                                                           f"Pup{t}! Tell me more about it."})
     return out
@@ -578,3 +581,16 @@ def test_a_target_below_the_summaries_written_before_but_above_their_smallest_ro
     result = cli("compact", "s", "--target-tokens", str(target))
     assert result.exit_code == 0, result.stderr
     assert working_tokens(AgentStore(memory_dir, "s")) <= target
+
+
+def test_a_window_that_fits_beside_the_summaries_before_leaves_them_whole(cli, memory_dir):
+    """The earlier summaries roll up only when the window's summary would get less than its usual
+    room: 8 new turns beside a 100-turn summary, at a target that holds both, roll nothing up (a
+    reviewer's case: the earlier summary was cut to two thirds, the snapshot left far under target)."""
+    assert cli("ingest", "s", input=_talk_from(1, 100)).exit_code == 0
+    assert cli("compact", "s", "--target-tokens", "3000").exit_code == 0
+    first = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
+    assert cli("ingest", "s", input=_talk_from(101, 8)).exit_code == 0
+    assert cli("compact", "s", "--target-tokens", "4000").exit_code == 0
+    episodic = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
+    assert episodic[:len(first)] == first and not any("rollup" in item["tags"] for item in episodic)

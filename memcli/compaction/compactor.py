@@ -35,9 +35,11 @@ items would exceed ``max_episodic_items``, all live items older than the new one
 item (``tags`` ``["compaction", "rollup"]``) that supersedes them, written before the new one, so
 the live items stay in chronological file order; a rollup among them gives back its sections, so
 a rollup of rollups is flat (:func:`_rollup_text`). They roll up too, whatever their number, when
-the target presses: when the window's summary would get less room than the summaries before it
-hold in the bundle, the two share what the target leaves them (the rollup about half:
-:meth:`_Bundle.rollup_size`), and what must stay counts them at their smallest rollup. A new fact identical (case and whitespace
+the target presses: when the window's summary would get less than its usual room
+(:func:`memcli.compaction.window.summary_reserve`) and less than half of what the target leaves
+the summaries, the earlier ones roll up into the rest (:meth:`_Bundle.rollup_size`); what must
+stay then counts them at their smallest rollup (not with a sliding window, which writes none, nor
+when the default target is out of reach anyway: they keep their size). A new fact identical (case and whitespace
 aside) to a live one is merged: one item with the live fact's text, the union of tags and source
 turns and the higher confidence replaces (supersedes) the live one, so one copy stays live and it
 moves to the newest position. ``sliding-window`` archives the window with no items at all.
@@ -794,7 +796,7 @@ class _Trigger:
 def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> CompactionError:
     return CompactionError(
         f"{{target_tokens}} {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
-        f"tokens (the system prompt, the memory bundle with its summaries rolled up, the user asks that stay, and the newest "
+        f"tokens (the system prompt, the memory bundle and the user asks that stay, and the newest "
         f"{plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move); nothing was "
         "written",
         hint=f"use --target-tokens above {plan_.minimum_tokens:,} ("
@@ -936,7 +938,7 @@ class _Bundle:
     def rollup_size(self, tokens: int) -> int:
         """The characters a rollup of the live summaries is given so that it takes about
         ``tokens`` (never less than the smallest rollup: the newest summary's few lines and the
-        count of the others)."""
+        count of the others; never more than ``ROLLUP_CHARS``)."""
         live = self.store.live_memory(None, None)[0]
         chars = max(tokens, 1) * 4
         for _ in range(4):   # (a text's tokens per character vary: measured, then sized again)
@@ -1025,15 +1027,18 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         early = ahead.finish(plan_) if ahead is not None else None
     finally:
         _cancel(planned)
+    explicit_target = job.policy.target_tokens
     bundle = _Bundle(job, plan_)
-    # the summaries written before can roll up to make room (:func:`_rollup_chars`): what must
-    # stay counts the smallest rollup of them, not them
-    older = bundle.summaries_tokens()
+    # the summaries written before may roll up to make room for the window's (module docstring):
+    # what must stay counts their smallest rollup, not them — unless no rollup is written (a
+    # sliding window), or the default target is out of reach anyway (they keep their size)
+    older = bundle.summaries_tokens() if job.strategy == "summarize" else 0
+    if older and explicit_target is None and plan_.minimum_tokens > result.target_tokens:
+        older = 0
     if older:
         plan_.minimum_tokens -= older - min(bundle.meter.text(_rollup_text(bundle.store.live_memory(None, None)[0], 1)),
                                             older)
     _record_plan(result, plan_)
-    explicit_target = job.policy.target_tokens
     if explicit_target is not None and explicit_target < plan_.minimum_tokens:
         raise _minimum_error(store, plan_, explicit_target)
     if plan_.empty:
@@ -1051,17 +1056,21 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     # the summary's budget: what the target leaves after the traces and the memory that stay; when
     # the default target is out of reach anyway (the newest steps alone are larger), the summary
     # keeps its usual size as far as the trigger threshold allows
-    room = result.target_tokens - plan_.kept_tokens
+    stays = plan_.kept_tokens
+    room = result.target_tokens - stays
     rollup_chars = None
-    if older and room < older:   # the window would get less room than the summaries before it: they
-        # roll up, and the two share what the target leaves them
-        rollup_chars = bundle.rollup_size((room + older) // 2)
-        room = result.target_tokens - bundle.tokens_after(*build_items(
+    # the window's summary wants its usual room, or half of what the target leaves the summaries
+    # (the earlier ones and it) when that is less; short of it, the earlier ones roll up to the rest
+    wanted = min(summary_reserve(plan_.window_tokens), (room + older) // 2)
+    if older and room < wanted:
+        rollup_chars = bundle.rollup_size(room + older - wanted)
+        stays = bundle.tokens_after(*build_items(   # what stays, the rollup in, the window's summary aside
             store, plan_, Summary("", []), compaction_id="", trace_ids=[], moved=0, model=None, policy=job.policy,
             strategy=job.strategy, rollup_chars=rollup_chars)[:2])
+        room = result.target_tokens - stays
     if room < MIN_SUMMARY_TOKENS and explicit_target is None:
-        room = max(room, result.threshold - plan_.kept_tokens)
-    goal = max(result.target_tokens, plan_.kept_tokens + room)
+        room = max(room, result.threshold - stays)
+    goal = max(result.target_tokens, stays + room)
     memory = MemoryContext(live_episodic, live_facts, summary_tokens=max(room, MIN_SUMMARY_TOKENS),
                            target_given=explicit_target is not None)
     window = _Collect(store, plan_, early)
