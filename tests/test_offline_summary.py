@@ -1099,6 +1099,29 @@ def test_a_rollup_of_talk_drops_the_least_telling_sentences_of_asks_and_replies_
     assert counted == 60
 
 
+def test_a_rollup_of_talk_drops_no_more_than_it_must_and_leaves_work_turns_as_they_were():
+    """A reviewer's two cases: a talk 5 characters over its budget lost a sentence of every
+    message (each was given exactly its own length, which whole sentences never fit); a coding
+    summary with no reply had its asks condensed before its vocabulary lost an entry. Now one
+    sentence goes, and a summary with no reply kept goes the old way: the lists first."""
+    lines = ["6 turns (turn_0001–turn_0006), 2026-03-02 09:00 → 10:00 UTC: 12 traces, 0 tool calls, 0 failed."]
+    for t in range(1, 7):
+        lines.append(f'- turn_{t:04d} · user: "My cat Tom{t} is sick. The vet at Elm{t} Street said it is the flu." '
+                     f'· assistant: "Sorry to hear that. Flu{t} in cats usually clears in a week."')
+    summary = "\n".join(lines)
+    out = condense(summary, len(summary) - 5)
+    assert len(summary) - 60 <= len(out) <= len(summary) - 5
+    assert all(f"Elm{t} Street" in out and f"Flu{t}" in out for t in range(1, 7))
+    lines = ["5 turns (turn_0001–turn_0005), 2026-03-02 09:00 → 10:00 UTC: 40 traces, 30 tool calls, 0 failed."]
+    asks = [f"Please fix the parser in src/mod{t}.py. It crashes on empty input. Thanks a lot for that!"
+            for t in range(1, 6)]
+    lines += [f'- turn_{t:04d} · user: "{ask}" · tools: Edit ×3, Bash ×2' for t, ask in enumerate(asks, 1)]
+    lines.append("Vocabulary: " + ", ".join(f"name_{i}_identifier" for i in range(20)))
+    summary = "\n".join(lines)
+    out = condense(summary, len(summary) - 200)
+    assert all(ask in out for ask in asks) and "+" in out.split("Vocabulary: ")[1], out
+
+
 def test_turns_of_small_talk_only_fold_into_one_line_that_counts_them():
     """Under a tight budget a run of turns whose asks were all small talk (condensed away) takes
     one line, not one each; every turn is still listed or counted."""

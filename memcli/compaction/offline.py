@@ -3164,7 +3164,8 @@ def condense(summary: str, budget: int) -> str:
                                       or p.endswith(FOLDED_TURNS))   # (a run of turns: its count)
         if sum(len(line) + 1 for line in lines) - 1 <= budget:
             return "\n".join(lines)
-        if kept is not asks_only:   # replies kept: their least telling sentences, and the asks', go first
+        if kept is not asks_only and any(' · assistant: "' in line for line in lines):
+            # replies kept: their least telling sentences, and those of their turns' asks, go first
             said = _said_condensed(lines, budget)
             if said is not None:
                 return said
@@ -3218,21 +3219,31 @@ def condense(summary: str, budget: int) -> str:
 _SAID = re.compile(r'^((?:then )?user|assistant): "(.*)"$', re.DOTALL)
 
 
+def _whole(text: str) -> int:
+    """A :func:`condense_message` limit that holds every sentence of ``text`` (each counts 3 more
+    for the "…" of a gap): only the floor leaves sentences out."""
+    return 2 * len(text) + 16
+
+
 def _said_condensed(lines: list[str], budget: int) -> str | None:
     """``lines`` (a summary's, its turn lines quoting what was said) within ``budget`` characters
-    by their least telling sentences (:func:`sentence_floor` over the quoted asks and replies,
-    ranked by their rarity among them): an ask keeps its most telling sentence ("…" when none is
-    left), a reply may go whole. None when even all that may go does not make it fit."""
+    by their least telling sentences (:func:`sentence_floor` over the asks and replies quoted on
+    the lines of turns of conversation only — those with tool calls stay as they are —, ranked by
+    their rarity among them): an ask keeps its most telling sentence when it is no small talk
+    (:func:`_ask_keep`; "…" when none is left), a reply may go whole. None when even all that may
+    go does not make it fit."""
     quoted: dict[tuple[int, int], tuple[str, bool | int]] = {}   # (line, part) -> (text, what it keeps)
     split = {}
     for n, line in enumerate(lines):
         if line.startswith(("- turn", "- [")):
-            parts = split[n] = line.split(" · ")
-            chat = not any(p.startswith("tools:") for p in parts)
+            parts = line.split(" · ")
+            if any(p.startswith("tools:") for p in parts):
+                continue
+            split[n] = parts
             for k, part in enumerate(parts):
                 said = _SAID.match(part)
-                if said:   # an ask keeps its most telling sentence (:func:`_ask_keep`), a reply none
-                    quoted[n, k] = (said[2], _ask_keep(chat) if said[1] != "assistant" else False)
+                if said:
+                    quoted[n, k] = (said[2], _ask_keep(True) if said[1] != "assistant" else False)
     if not quoted:
         return None
     rarity = Rarity([text for text, _ in quoted.values()])
@@ -3245,7 +3256,7 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
                 if (n, k) in quoted:
                     text, keep = quoted[n, k]
                     ask = keep is not False
-                    text = condense_message(text, len(text), rarity, floor, keep=keep) or ("…" if ask else "")
+                    text = condense_message(text, _whole(text), rarity, floor, keep=keep) or ("…" if ask else "")
                     if not text:
                         continue
                     part = part[:part.index('"') + 1] + text + '"'
@@ -3255,7 +3266,7 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
         return "\n".join(line for line, *_ in _fold_emptied([(line, line, span) for line, span in zip(out, spans)],
                                                             [None] * len(out))[0])
 
-    messages = [(text, keep, len(text), 16 if keep is False else -1) for text, keep in quoted.values()]
+    messages = [(text, keep, _whole(text), 16 if keep is False else -1) for text, keep in quoted.values()]
     excess = sum(len(line) + 1 for line in lines) - 1 - budget
     floor = sentence_floor(messages, rarity, excess, lambda value: len(shown(value)) <= budget)
     text = shown(floor)
