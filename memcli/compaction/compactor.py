@@ -39,8 +39,8 @@ the target presses: when the window's summary would get less than its usual room
 (:func:`memcli.compaction.window.summary_reserve`) and less than half of what the target leaves
 the summaries, the earlier ones roll up into the rest (:meth:`_Bundle.rollup_size`); what must
 stay then counts them at their smallest rollup (not with a sliding window, which writes none, nor
-when the default target is out of reach anyway: they keep their size). A new fact identical (case and whitespace
-aside) to a live one is merged: one item with the live fact's text, the union of tags and source
+when the default target is out of reach anyway: they keep their size). A new fact identical
+(case and whitespace aside) to a live one is merged: one item with the live fact's text, the union of tags and source
 turns and the higher confidence replaces (supersedes) the live one, so one copy stays live and it
 moves to the newest position. ``sliding-window`` archives the window with no items at all.
 """
@@ -543,8 +543,8 @@ def _rollup_text(items: list[EpisodicItem], size: int = ROLLUP_CHARS) -> str:
     """One text for the items a rollup replaces: each summary (those of a rollup among them too,
     :func:`_rollup_parts`) under its turn range, line breaks kept, condensed (turn lines shrink to
     their asks first) to share ``size`` characters (``ROLLUP_CHARS``, or less when the target
-    presses: :func:`rollup_size`); when each would get less than ``MIN_SECTION_CHARS``, the
-    oldest are counted on one line instead."""
+    presses: :meth:`_Bundle.rollup_size`); when each would get less than ``MIN_SECTION_CHARS``,
+    the oldest are counted on one line instead."""
     from memcli.compaction.offline import condense
 
     turn_ids = [t for item in items for t in item.turn_ids]
@@ -574,7 +574,7 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
                 strategy: str, rollup_chars: int | None = None) -> tuple[list[EpisodicItem], list[SemanticItem], dict]:
     """The items a compaction appends (rollup first, then the new episodic item; facts). The
     live summaries roll up when one more would exceed ``max_episodic_items``, or when the target
-    presses (``rollup_chars``: the size the rollup is given, :func:`rollup_size`)."""
+    presses (``rollup_chars``: the size the rollup is given, :meth:`_Bundle.rollup_size`)."""
     if summary is None:
         return [], [], {"added": 0, "merged": 0}
     now = time.time()
@@ -590,8 +590,7 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
         rolled = live_episodic
         episodic.append(EpisodicItem(
             id=new_id(EPISODIC_PREFIX), ts=now, turn_ids=[t for e in rolled for t in e.turn_ids],
-            summary=_rollup_text(rolled, min(rollup_chars or ROLLUP_CHARS, ROLLUP_CHARS)), tags=["compaction", "rollup"],
-            salience=0.5,
+            summary=_rollup_text(rolled, rollup_chars or ROLLUP_CHARS), tags=["compaction", "rollup"], salience=0.5,
             compaction_id=compaction_id, supersedes=[e.id for e in rolled], model="rollup",
         ))
     episodic.append(item)
@@ -935,12 +934,16 @@ class _Bundle:
         """What the live summaries take of the bundle now (the facts aside)."""
         return self.before - _memory_tokens(self.meter, [], self.live[1]) if self.live[0] else 0
 
+    def smallest_rollup_tokens(self) -> int:
+        """The tokens of the smallest rollup of the live summaries (the newest one's few lines and
+        the count of the others)."""
+        return self.meter.text(_rollup_text(self.store.live_memory(None, None)[0], 1))
+
     def rollup_size(self, tokens: int) -> int:
         """The characters a rollup of the live summaries is given so that it takes about
-        ``tokens`` (never less than the smallest rollup: the newest summary's few lines and the
-        count of the others; never more than ``ROLLUP_CHARS``)."""
+        ``tokens`` (never less than the smallest rollup, never more than ``ROLLUP_CHARS``)."""
         live = self.store.live_memory(None, None)[0]
-        chars = max(tokens, 1) * 4
+        chars = min(max(tokens, 1) * 4, ROLLUP_CHARS)
         for _ in range(4):   # (a text's tokens per character vary: measured, then sized again)
             used = self.meter.text(_rollup_text(live, chars))
             if used <= tokens or chars <= MIN_SECTION_CHARS:
@@ -1036,8 +1039,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if older and explicit_target is None and plan_.minimum_tokens > result.target_tokens:
         older = 0
     if older:
-        plan_.minimum_tokens -= older - min(bundle.meter.text(_rollup_text(bundle.store.live_memory(None, None)[0], 1)),
-                                            older)
+        plan_.minimum_tokens -= older - min(bundle.smallest_rollup_tokens(), older)
     _record_plan(result, plan_)
     if explicit_target is not None and explicit_target < plan_.minimum_tokens:
         raise _minimum_error(store, plan_, explicit_target)

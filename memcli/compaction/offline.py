@@ -2687,8 +2687,8 @@ def _squeeze(header: str, body: list[tuple[str, str]], footer: list[tuple[str, s
     a sixth of the asks' room: the work the kept traces go on with); the asks, from both ends of the window
     inward — the first (the request the work started from), then the newest, the next first one
     with the 8th newest … (:data:`FIRST_ASKS_WEIGHT`; each turn line in its asks-only form) — in
-    at most 3/5 of the room; the plan (its steps still to do in as much of the aggregate lines'
-    room as they take: the next steps), the latest notes, the
+    at most 3/5 of the room; the plan (its next steps whole, :func:`_open_plan_chars`, in what
+    the other lines' shares leave), the latest notes, the
     failures, the subagents, the other aggregate lines, each within a share of the room (a line
     of ``briefer`` in that shorter form when its first entry does not fit whole otherwise); the
     names touched in the files, newest files first (``files_named(k)``: the files line with the
@@ -3159,8 +3159,7 @@ def condense(summary: str, budget: int) -> str:
         for n, line in enumerate(lines):
             if line.startswith(("- turn", "- [")):
                 parts = line.split(" · ")
-                chat = not any(p.startswith("tools:") for p in parts)
-                lines[n] = " · ".join(p for p in parts if p.startswith(kept if chat else asks_only)
+                lines[n] = " · ".join(p for p in parts if p.startswith(asks_only if _did_work(parts) else kept)
                                       or p.endswith(FOLDED_TURNS))   # (a run of turns: its count)
         if sum(len(line) + 1 for line in lines) - 1 <= budget:
             return "\n".join(lines)
@@ -3219,6 +3218,11 @@ def condense(summary: str, budget: int) -> str:
 _SAID = re.compile(r'^((?:then )?user|assistant): "(.*)"$', re.DOTALL)
 
 
+def _did_work(parts: list[str]) -> bool:
+    """Whether a summary's turn line (its parts) is a turn with tool calls, not conversation only."""
+    return any(part.startswith("tools:") for part in parts)
+
+
 def _whole(text: str) -> int:
     """A :func:`condense_message` limit that holds every sentence of ``text`` (each counts 3 more
     for the "…" of a gap): only the floor leaves sentences out."""
@@ -3237,7 +3241,7 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
     for n, line in enumerate(lines):
         if line.startswith(("- turn", "- [")):
             parts = line.split(" · ")
-            if any(p.startswith("tools:") for p in parts):
+            if _did_work(parts):
                 continue
             split[n] = parts
             for k, part in enumerate(parts):
