@@ -594,3 +594,34 @@ def test_a_window_that_fits_beside_the_summaries_before_leaves_them_whole(cli, m
     assert cli("compact", "s", "--target-tokens", "4000").exit_code == 0
     episodic = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
     assert episodic[:len(first)] == first and not any("rollup" in item["tags"] for item in episodic)
+
+
+def _earlier_summaries(memory_dir) -> list[str]:
+    episodic = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
+    superseded = {i for item in episodic for i in item.get("supersedes", [])}
+    return [item["summary"] for item in episodic if item["id"] not in superseded]
+
+
+def _must_keep(stderr: str) -> int:
+    return int(stderr.split("must keep: ", 1)[1].split(" ", 1)[0].replace(",", ""))
+
+
+def test_the_summaries_before_keep_their_size_where_no_rollup_can_help(cli, memory_dir):
+    """A reviewer's two cases. A sliding window writes no rollup: what it must keep counts the
+    earlier summaries whole (it said less than the summarizing compaction can reach). And when
+    the newest steps put the default target out of reach anyway, the earlier summaries are not
+    cut to their smallest rollup for nothing (9,119 characters became 446)."""
+    assert cli("ingest", "s", input=_talk_from(1, 100)).exit_code == 0
+    assert cli("compact", "s", "--target-tokens", "3000").exit_code == 0
+    assert cli("ingest", "s", input=_talk_from(101, 30)).exit_code == 0
+    summarize = cli("compact", "s", "--target-tokens", "50")
+    sliding = cli("compact", "s", "--target-tokens", "50", "--strategy", "sliding-window")
+    assert summarize.exit_code == sliding.exit_code == 1
+    assert _must_keep(sliding.stderr) > _must_keep(summarize.stderr) + 500, (sliding.stderr, summarize.stderr)
+    before = _earlier_summaries(memory_dir)
+    big = _talk_from(131, 30)
+    big[-1]["content"] = " ".join(f"Detail{k} about the long reply number {k}." for k in range(900))
+    assert cli("ingest", "s", input=big).exit_code == 0
+    result = cli("compact", "s", "--max-context-tokens", "10000", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert _earlier_summaries(memory_dir)[:len(before)] == before
