@@ -922,6 +922,7 @@ class _Bundle:
         self.live = job.store.live_memory(MAX_BUNDLE_EPISODIC, MAX_BUNDLE_SEMANTIC)
         self.before = _memory_tokens(self.meter, *self.live)
         self.without = plan_.kept_tokens - self.before    # what stays, bundle aside
+        self._rollable: list | None = None   # every live summary (what a rollup replaces), read once
 
     def tokens_after(self, episodic: list, semantic: list) -> int:
         """The working snapshot's tokens once these items are written."""
@@ -934,18 +935,23 @@ class _Bundle:
         """What the live summaries take of the bundle now (the facts aside)."""
         return self.before - _memory_tokens(self.meter, [], self.live[1]) if self.live[0] else 0
 
+    def rollable(self) -> list:
+        """Every live summary: what a rollup replaces (the bundle carries the newest only)."""
+        if self._rollable is None:
+            self._rollable = self.store.live_memory(None, None)[0]
+        return self._rollable
+
     def smallest_rollup_tokens(self) -> int:
         """The tokens of the smallest rollup of the live summaries (the newest one's few lines and
         the count of the others)."""
-        return self.meter.text(_rollup_text(self.store.live_memory(None, None)[0], 1))
+        return self.meter.text(_rollup_text(self.rollable(), 1))
 
     def rollup_size(self, tokens: int) -> int:
         """The characters a rollup of the live summaries is given so that it takes about
         ``tokens`` (never less than the smallest rollup, never more than ``ROLLUP_CHARS``)."""
-        live = self.store.live_memory(None, None)[0]
         chars = min(max(tokens, 1) * 4, ROLLUP_CHARS)
         for _ in range(4):   # (a text's tokens per character vary: measured, then sized again)
-            used = self.meter.text(_rollup_text(live, chars))
+            used = self.meter.text(_rollup_text(self.rollable(), chars))
             if used <= tokens or chars <= MIN_SECTION_CHARS:
                 break
             chars = max(int(chars * tokens / used * 0.95), MIN_SECTION_CHARS)

@@ -2227,9 +2227,13 @@ class OfflineSummarizer(Summarizer):
         # the answer (a coding window's turns of work report what the files, commands and
         # failures lines say: their replies are not listed by their asks)
         talking = window.n_talk * 2 >= n_turns
-        short_lines = [*short_lines, *window.recent_lines]
-        if talking:
-            short_lines = [(turn, asks, reply, True, ts) for turn, asks, reply, _chat, ts in short_lines]
+
+        def conversation(chat: bool) -> bool:
+            """Whether a turn (of conversation only: ``chat``) is taken as conversation."""
+            return chat or talking
+
+        short_lines = [(turn, asks, reply, conversation(chat), ts)
+                       for turn, asks, reply, chat, ts in (*short_lines, *window.recent_lines)]
         if n_turns == 0:
             raise ValueError("nothing to summarize")
 
@@ -2279,9 +2283,6 @@ class OfflineSummarizer(Summarizer):
         floor, tools_floor = [0.0], [0.0]
         talk = [True]   # a turn of conversation shows its reply on its asks-only line too
 
-        def chat_of(entry: _TurnDigest) -> bool:
-            return entry.chat or talking
-
         def chars_of(entry: _TurnDigest) -> int:
             if entry is entries[0] or entry is entries[-1]:   # the request, the latest intent
                 return max(ask_chars[0], min(ASK_CHARS, hard // END_ASK_SHARE))
@@ -2289,7 +2290,7 @@ class OfflineSummarizer(Summarizer):
 
         def line_of(entry: _TurnDigest, short: bool | None = None) -> str:
             short = entry.short if short is None else short
-            chat = chat_of(entry)
+            chat = conversation(entry.chat)
             chars, least = chars_of(entry), floor[0] if chat else tools_floor[0]
             if entry is entries[0] or entry is entries[-1]:   # (their asks whole while they fit)
                 least = 0.0
@@ -2385,15 +2386,16 @@ class OfflineSummarizer(Summarizer):
         # then what is left of each is clipped. The replies of turns of conversation only are
         # said in the room their asks alone would take (or the quarter), the two ranked together.
         aim = hard
-        if any(chat_of(e) and e.reply and e.asks for e in entries) or \
+        if any(conversation(e.chat) and e.reply and e.asks for e in entries) or \
                 any(chat and reply and asks for _turn, asks, reply, chat, _ts in short_lines):
             talk[0] = False
             aim = max(limit, min(hard, len(assemble())))
             talk[0] = True
         if len(summary) > aim and (aim < hard or asks_size() > hard // 2):
             # (text, keep, limit, what it saves beyond its text when it goes: its ' · assistant: ""')
-            replies = [(e.reply, not chat_of(e), (chars_of(e) if e.asks else SHORT_REPLY_CHARS) if e.short else
-                        REPLY_CHARS, 16) for e in entries if e.reply and not e.steps_only and (chat_of(e) or not e.short)]
+            replies = [(e.reply, not chat, (chars_of(e) if e.asks else SHORT_REPLY_CHARS) if e.short else REPLY_CHARS, 16)
+                       for e, chat in ((e, conversation(e.chat)) for e in entries)
+                       if e.reply and not e.steps_only and (chat or not e.short)]
             replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS, 16)
                         for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or not asks)]
             # a conversation turn's asks, ranked with the replies (an ask of small talk only may
@@ -2401,7 +2403,7 @@ class OfflineSummarizer(Summarizer):
             # over the budget (each keeps its most telling sentence) — while they fit, no reply
             # cuts them (:func:`_ask_keep`)
             asks = [(text, _ask_keep(chat), ask_chars[0], -1) for chat, turn_asks in
-                    [*((chat_of(e), e.asks) for e in entries[1:-1]), *((s[3], s[1]) for s in short_lines)]
+                    [*((conversation(e.chat), e.asks) for e in entries[1:-1]), *((s[3], s[1]) for s in short_lines)]
                     if chat or aim == hard for text, _ in turn_asks]
 
             def fits(value: float) -> bool:
@@ -3223,10 +3225,7 @@ def _did_work(parts: list[str]) -> bool:
     return any(part.startswith("tools:") for part in parts)
 
 
-def _whole(text: str) -> int:
-    """A :func:`condense_message` limit that holds every sentence of ``text`` (each counts 3 more
-    for the "…" of a gap): only the floor leaves sentences out."""
-    return 2 * len(text) + 16
+UNLIMITED = 1 << 30   # a :func:`condense_message` limit every message fits: only the floor leaves sentences out
 
 
 def _said_condensed(lines: list[str], budget: int) -> str | None:
@@ -3260,7 +3259,7 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
                 if (n, k) in quoted:
                     text, keep = quoted[n, k]
                     ask = keep is not False
-                    text = condense_message(text, _whole(text), rarity, floor, keep=keep) or ("…" if ask else "")
+                    text = condense_message(text, UNLIMITED, rarity, floor, keep=keep) or ("…" if ask else "")
                     if not text:
                         continue
                     part = part[:part.index('"') + 1] + text + '"'
@@ -3270,7 +3269,7 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
         return "\n".join(line for line, *_ in _fold_emptied([(line, line, span) for line, span in zip(out, spans)],
                                                             [None] * len(out))[0])
 
-    messages = [(text, keep, _whole(text), 16 if keep is False else -1) for text, keep in quoted.values()]
+    messages = [(text, keep, UNLIMITED, 16 if keep is False else -1) for text, keep in quoted.values()]
     excess = sum(len(line) + 1 for line in lines) - 1 - budget
     floor = sentence_floor(messages, rarity, excess, lambda value: len(shown(value)) <= budget)
     text = shown(floor)
