@@ -556,19 +556,15 @@ def test_compacting_a_growing_talk_to_one_target_each_time_rolls_up_what_came_be
         result = cli("compact", "s", "--target-tokens", str(target), "--json")
         assert result.exit_code == 0, result.stderr
         assert working_tokens(AgentStore(memory_dir, "s")) <= target
-    episodic = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
-    superseded = {i for item in episodic for i in item.get("supersedes", [])}
-    live = [item for item in episodic if item["id"] not in superseded]
-    assert [("rollup" in item["tags"]) for item in live] == [True, False]
+    live = _live_summaries(memory_dir)
+    assert [("rollup" in item.tags) for item in live] == [True, False]
     rollup, newest = live
-    assert len(newest["summary"]) >= len(rollup["summary"]) // 2, (len(newest["summary"]), len(rollup["summary"]))
+    assert len(newest.summary) >= len(rollup.summary) // 2, (len(newest.summary), len(rollup.summary))
     archived = {r["turn_id"] for r in read_jsonl(agent_dir(memory_dir, "s") / "raw_traces_archive.jsonl")}
-    assert archived <= set(rollup["turn_ids"]) | set(newest["turn_ids"])
+    assert archived <= set(rollup.turn_ids) | set(newest.turn_ids)
     # undone, the summaries rolled up are live again
     assert cli("uncompact", "s").exit_code == 0
-    episodic = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
-    superseded = {i for item in episodic for i in item.get("supersedes", [])}
-    assert len([item for item in episodic if item["id"] not in superseded]) == 2
+    assert len(_live_summaries(memory_dir)) == 2
 
 
 def test_a_target_below_the_summaries_written_before_but_above_their_smallest_rollup_is_met(cli, memory_dir):
@@ -596,10 +592,13 @@ def test_a_window_that_fits_beside_the_summaries_before_leaves_them_whole(cli, m
     assert episodic[:len(first)] == first and not any("rollup" in item["tags"] for item in episodic)
 
 
+def _live_summaries(memory_dir) -> list:
+    """Agent ``s``'s live (not superseded) episodic items, oldest first."""
+    return AgentStore(memory_dir, "s").live_memory()[0]
+
+
 def _earlier_summaries(memory_dir) -> list[str]:
-    episodic = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
-    superseded = {i for item in episodic for i in item.get("supersedes", [])}
-    return [item["summary"] for item in episodic if item["id"] not in superseded]
+    return [item.summary for item in _live_summaries(memory_dir)]
 
 
 def _must_keep(stderr: str) -> int:
