@@ -884,6 +884,30 @@ def test_the_names_an_edit_touched_are_the_project_s_not_css():
     assert changed_names(args, [args["file_path"]]) == {args["file_path"]: ["project.id"]}
 
 
+def test_the_names_an_edit_defines_are_definitions_not_prose_attributes_or_parameters():
+    """A real Elixir session's files line named ``true`` (``@impl true``) beside ``mount``; Elixir's
+    ``fn msg ->`` named its parameter, and a comment ("# this function returns …", " * Todo
+    interface with …") its next word. A definition is a line that begins with its keyword."""
+    from memcli.compaction.offline import changed_names
+
+    elixir = ("  @impl true\n  def mount(params, _session, socket) do\n"
+              "    Enum.map(rows, fn msg -> msg.id end)\n  end\n\n  defp truncate(text, max) when max > 0, do: text\n"
+              "  # this function returns the socket\n")
+    typescript = ("/**\n * Core Todo interface representing a single todo item\n */\nexport interface Todo {\n"
+                  "  id: string\n}\n// the function handling every action\nexport default function todoReducer(s, a) {\n"
+                  "- interface with properties\n")
+    others = "pub(crate) async fn load_config<T>(path: T) {}\nenum class Color { RED }\nfunc Sum[T any](xs []T) T {}\n"
+    assert changed_names({"file_path": "lib/live.ex", "content": elixir}, ["lib/live.ex"]) == {
+        "lib/live.ex": ["mount", "truncate"]}
+    assert changed_names({"file_path": "src/todo.ts", "content": typescript}, ["src/todo.ts"]) == {
+        "src/todo.ts": ["Todo", "todoReducer"]}
+    assert changed_names({"file_path": "x", "content": others}, ["x"]) == {"x": ["load_config", "Color", "Sum"]}
+    # a patch: its lines without their marks, and the scope an anchor names (Codex's ``@@ class …``)
+    patch = ("*** Begin Patch\n*** Update File: src/billing.py\n@@ class BillingSchema:\n-    def old(self):\n"
+             "+    def load(self):\n+        # the class that wraps it\n*** End Patch")
+    assert changed_names({"input": patch}, []) == {"src/billing.py": ["BillingSchema", "old", "load"]}
+
+
 def test_cjk_asks_and_replies_are_clipped_at_the_limit_not_to_their_first_words():
     """Chinese and Japanese have no spaces: each character is a word. A 800-character ask clipped
     at 200 kept 17 characters (back to the last space, before "src/orders.py" …), and a reply

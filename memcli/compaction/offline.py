@@ -211,8 +211,15 @@ _VOCAB = re.compile(   # each alternative starts only where its run starts (line
 # what every _VOCAB match holds: a "/", ".", "-" or "_", a capital after a lowercase letter or a digit,
 # or 7 hex digits in a row; a word without any is not scanned (most words of prose)
 _VOCAB_HINT = re.compile(r"[/._-]|[a-z0-9][A-Z]|[0-9a-f]{7}")
-_DEFINED = re.compile(r"\b(?:def|class|function|defp?|defmodule|fn|func|interface|struct|enum|trait|impl|module)\s+"
-                      r"([A-Za-z_][\w.]*)")
+# a definition: a line that begins (after its indentation and modifiers) with a keyword that
+# defines a name — not a comment's prose ("# this function returns", " * Todo interface with"),
+# an attribute (Elixir's "@impl true") nor an anonymous function's parameter (Elixir's "fn msg ->":
+# fn, func and function define a name only when a parameter list or generics follow it)
+_DEFINED = re.compile(r"^[ \t]*(?:(?:export|default|pub(?:\([\w:]+\))?|async|public|private|protected|internal|static"
+                      r"|abstract|final|sealed|open|override|unsafe|extern|declare|data|inline|partial)[ \t]+)*"
+                      r"(?:(?:def|defp|defmodule|class|interface|struct|enum(?:[ \t]+(?:class|struct))?|trait|impl|module)[ \t]+"
+                      r"([A-Za-z_][\w.]*)"
+                      r"|(?:fn|func|function)[ \t]+([A-Za-z_][\w.]*)(?=[ \t]*[(<\[]))", re.MULTILINE)
 _CHANGES = re.compile(r" \([^()]*\)(?=, |$)")   # "path (fn, Class)" in the files line
 _TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos", "update_todo"})
 VOCAB_TEXT_CHARS = 8_000      # of each text, scanned for the vocabulary
@@ -1118,9 +1125,13 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
         marks = list(_PATCH_FILE.finditer(patch))
         for i, m in enumerate(marks):
             body = patch[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(patch)][:20_000]
-            added = "\n".join(line for line in body.splitlines() if line.startswith("+"))
-            removed = "\n".join(line for line in body.splitlines() if line.startswith("-"))
-            out.setdefault(m.group(1).strip(), []).extend(_touched([body], added, removed))
+            lines = body.splitlines()
+            added = "\n".join(line for line in lines if line.startswith("+"))
+            removed = "\n".join(line for line in lines if line.startswith("-"))
+            # its code without the diff's marks: a line's +, - or space, and the "@@ " of an anchor
+            # (``@@ class Billing:``: the scope the change is in)
+            code = "\n".join(line[2:] if line.startswith("@@") else line[1:] for line in lines)
+            out.setdefault(m.group(1).strip(), []).extend(_touched([code], added, removed))
         return out
     texts = [args.get(k) for k in ("new_string", "old_string", "content", "new_str", "old_str", "file_text", "text",
                                    "source", "new_source", "newString", "oldString", "contents", "code_edit")]
@@ -1144,7 +1155,7 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
 def _touched(texts, added: str, removed: str) -> list[str]:
     """The names ``texts`` define, then the identifiers of ``added`` that ``removed`` lacks (not
     the words of CSS or the like: :func:`_is_identifier`)."""
-    names = list(dict.fromkeys(n for text in texts for n in _DEFINED.findall(text[:20_000])))
+    names = list(dict.fromkeys(a or b for text in texts for a, b in _DEFINED.findall(text[:20_000])))
     if added:
         gone = set(_VOCAB.findall(removed)) if removed else set()
         names.extend(v for v in dict.fromkeys(_VOCAB.findall(added))
