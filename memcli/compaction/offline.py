@@ -1331,6 +1331,11 @@ def _arg_brief(args) -> str:
 
 
 _VOCAB_CACHE: dict[str, tuple] = {}
+# a hyphenated word of letters only, lowercase after its first (auto-generated, Per-project):
+# in the person's or the agent's prose an English compound, not a name (lucide-react, a branch
+# spotter-gqc, a CSS class empty-state count where a command, code or a result uses them)
+_PROSE_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:-[a-z]+)+")
+_VOCAB_COMPOUNDS: dict[str, tuple] = {}   # a remembered word whose matches hold such compounds -> the others
 _VOCAB_WORDS: dict[str, tuple] = {}
 
 
@@ -1338,7 +1343,7 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
     """The vocabulary identifiers of ``text`` (4 characters or more); the same texts come back
     often in a session (results, commands), so the last 4,096 are remembered (``remember=False``:
     a text that does not come back, an ask or a message, is neither looked up nor kept, and its
-    identifiers come as a list).
+    identifiers come as a list, without the English compounds of prose: :data:`_PROSE_COMPOUND`).
 
     No :data:`_VOCAB` match spans or borders on whitespace in a way a word boundary would not
     (whitespace is in none of its classes and fails all its lookarounds as the start or end of
@@ -1347,7 +1352,7 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
     made of known words cost a few lookups instead of a regex scan (a test checks the two agree)."""
     found = _VOCAB_CACHE.get(text) if remember else None
     if found is None:
-        words = _VOCAB_WORDS
+        words, compounds = _VOCAB_WORDS, _VOCAB_COMPOUNDS
         out: list = []
         for word in text.split():
             hits = words.get(word)
@@ -1356,9 +1361,13 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
                     if len(word) >= 4 and _VOCAB_HINT.search(word) else ()
                 if len(words) >= 16_384:
                     words.clear()
+                    compounds.clear()
                 words[word] = hits
+                if "-" in word and any(_PROSE_COMPOUND.fullmatch(v) for v in hits):
+                    compounds[word] = tuple([v for v in hits if not _PROSE_COMPOUND.fullmatch(v)])
             if hits:
-                out.extend(hits)
+                # (prose: an English compound, single-quoted or Per-project, is no name)
+                out.extend(hits if remember or word not in compounds else compounds[word])
         if not remember:
             return out
         found = _remember(_VOCAB_CACHE, text, tuple(out))
