@@ -896,12 +896,14 @@ def test_the_names_an_edit_defines_are_definitions_not_prose_attributes_or_param
     typescript = ("/**\n * Core Todo interface representing a single todo item\n */\nexport interface Todo {\n"
                   "  id: string\n}\n// the function handling every action\nexport default function todoReducer(s, a) {\n"
                   "- interface with properties\n")
-    others = "pub(crate) async fn load_config<T>(path: T) {}\nenum class Color { RED }\nfunc Sum[T any](xs []T) T {}\n"
+    others = ("pub(crate) async fn load_config<T>(path: T) {}\nenum class Color { RED }\nfunc Sum[T any](xs []T) T {}\n"
+              "case class Point(x: Int)\ntypedef struct Node {\nlocal function walk(node)\ntemplate <class T> T id(T x);\n")
     assert changed_names({"file_path": "lib/live.ex", "content": elixir}, ["lib/live.ex"]) == {
         "lib/live.ex": ["mount", "truncate"]}
     assert changed_names({"file_path": "src/todo.ts", "content": typescript}, ["src/todo.ts"]) == {
         "src/todo.ts": ["Todo", "todoReducer"]}
-    assert changed_names({"file_path": "x", "content": others}, ["x"]) == {"x": ["load_config", "Color", "Sum"]}
+    assert changed_names({"file_path": "x", "content": others}, ["x"]) == {
+        "x": ["load_config", "Color", "Sum", "Point", "Node", "walk"]}
     # a patch: its lines without their marks, and the scope an anchor names (Codex's ``@@ class …``)
     patch = ("*** Begin Patch\n*** Update File: src/billing.py\n@@ class BillingSchema:\n-    def old(self):\n"
              "+    def load(self):\n+        # the class that wraps it\n*** End Patch")

@@ -216,7 +216,7 @@ _VOCAB_HINT = re.compile(r"[/._-]|[a-z0-9][A-Z]|[0-9a-f]{7}")
 # an attribute (Elixir's "@impl true") nor an anonymous function's parameter (Elixir's "fn msg ->":
 # fn, func and function define a name only when a parameter list or generics follow it)
 _DEFINED = re.compile(r"^[ \t]*(?:(?:export|default|pub(?:\([\w:]+\))?|async|public|private|protected|internal|static"
-                      r"|abstract|final|sealed|open|override|unsafe|extern|declare|data|inline|partial)[ \t]+)*"
+                      r"|abstract|final|sealed|open|override|unsafe|extern|declare|data|inline|partial|case|typedef|local)[ \t]+)*"
                       r"(?:(?:def|defp|defmodule|class|interface|struct|enum(?:[ \t]+(?:class|struct))?|trait|impl|module)[ \t]+"
                       r"([A-Za-z_][\w.]*)"
                       r"|(?:fn|func|function)[ \t]+([A-Za-z_][\w.]*)(?=[ \t]*[(<\[]))", re.MULTILINE)
