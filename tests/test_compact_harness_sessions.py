@@ -897,17 +897,26 @@ def test_the_names_an_edit_defines_are_definitions_not_prose_attributes_or_param
                   "  id: string\n}\n// the function handling every action\nexport default function todoReducer(s, a) {\n"
                   "- interface with properties\n")
     others = ("pub(crate) async fn load_config<T>(path: T) {}\nenum class Color { RED }\nfunc Sum[T any](xs []T) T {}\n"
-              "case class Point(x: Int)\ntypedef struct Node {\nlocal function walk(node)\ntemplate <class T> T id(T x);\n")
+              "case class Point(x: Int)\ntypedef struct Node {\nlocal function walk(node)\ntemplate <class T> T id(T x);\n"
+              "    @objc func handleTap(_ s: Any) {\n@MainActor final class ViewModel: ObservableObject {\n"
+              "[Serializable] public class Order { }\nfunc (s *Server) Handle(w Writer) {\n"
+              "module.exports = function createApp(opts) {\n    class that wraps the client\n"
+              "export default class extends Base {\nstatic struct config cfg;\n")
     assert changed_names({"file_path": "lib/live.ex", "content": elixir}, ["lib/live.ex"]) == {
         "lib/live.ex": ["mount", "truncate"]}
     assert changed_names({"file_path": "src/todo.ts", "content": typescript}, ["src/todo.ts"]) == {
         "src/todo.ts": ["Todo", "todoReducer"]}
     assert changed_names({"file_path": "x", "content": others}, ["x"]) == {
-        "x": ["load_config", "Color", "Sum", "Point", "Node", "walk"]}
+        "x": ["load_config", "Color", "Sum", "Point", "Node", "walk", "handleTap", "ViewModel", "Order", "Handle",
+              "createApp"]}
     # a patch: its lines without their marks, and the scope an anchor names (Codex's ``@@ class …``)
     patch = ("*** Begin Patch\n*** Update File: src/billing.py\n@@ class BillingSchema:\n-    def old(self):\n"
              "+    def load(self):\n+        # the class that wraps it\n*** End Patch")
     assert changed_names({"input": patch}, []) == {"src/billing.py": ["BillingSchema", "old", "load"]}
+    # a unified hunk's header names its scope too, and a context line without its space stays whole
+    hunk = ("*** Begin Patch\n*** Update File: app.py\n@@ -10,3 +10,4 @@ def handler(event):\n-    a = 1\n"
+            "+    a = 2\ndef other(x):\n*** End Patch")
+    assert changed_names({"input": hunk}, []) == {"app.py": ["handler", "other"]}
 
 
 def test_cjk_asks_and_replies_are_clipped_at_the_limit_not_to_their_first_words():

@@ -470,7 +470,8 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
 def test_english_compounds_of_prose_are_no_vocabulary_but_names_in_commands_are():
     """The spotter session's vocabulary listed ``auto-generated``, from the agent's message: a
     hyphenated word of letters in the person's or the agent's prose is English. The same shape in a command
-    (a package, a branch) stays, and so do ids with digits and names with capitals inside."""
+    (a package, a branch) or in backticks stays, and so do ids with digits and names with capitals
+    inside."""
     from memcli.compaction.offline import _TurnDigest
     from memcli.models import RawTrace
 
@@ -480,10 +481,11 @@ def test_english_compounds_of_prose_are_no_vocabulary_but_names_in_commands_are(
     digest = _TurnDigest("turn_0001")
     digest.add(trace("user", content="Keep the single-quoted strings per-project; the auto-generated "
                                      "src/app.ts stays, see spotter-u4u and the SQLite-safe path."))
-    digest.add(trace("assistant", content="Per-project settings next; run create-next-app first."))
+    digest.add(trace("assistant", content="Per-project settings next; run create-next-app, then `tailwind-merge`."))
     digest.add(trace("tool_call", tool_name="Bash", tool_call_id="c1",
                      tool_args={"command": "npm install lucide-react && git checkout spotter-gqc"}))
-    assert sorted(digest.vocab) == ["SQLite-safe", "lucide-react", "spotter-gqc", "spotter-u4u", "src/app.ts"]
+    assert sorted(digest.vocab) == ["SQLite-safe", "lucide-react", "spotter-gqc", "spotter-u4u", "src/app.ts",
+                                    "tailwind-merge"]   # (a code span of prose is code)
 
 
 def test_a_rollup_keeps_line_breaks_and_asks(cli, memory_dir):

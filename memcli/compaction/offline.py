@@ -211,15 +211,27 @@ _VOCAB = re.compile(   # each alternative starts only where its run starts (line
 # what every _VOCAB match holds: a "/", ".", "-" or "_", a capital after a lowercase letter or a digit,
 # or 7 hex digits in a row; a word without any is not scanned (most words of prose)
 _VOCAB_HINT = re.compile(r"[/._-]|[a-z0-9][A-Z]|[0-9a-f]{7}")
-# a definition: a line that begins (after its indentation and modifiers) with a keyword that
-# defines a name — not a comment's prose ("# this function returns", " * Todo interface with"),
-# an attribute (Elixir's "@impl true") nor an anonymous function's parameter (Elixir's "fn msg ->":
-# fn, func and function define a name only when a parameter list or generics follow it)
-_DEFINED = re.compile(r"^[ \t]*(?:(?:export|default|pub(?:\([\w:]+\))?|async|public|private|protected|internal|static"
-                      r"|abstract|final|sealed|open|override|unsafe|extern|declare|data|inline|partial|case|typedef|local)[ \t]+)*"
-                      r"(?:(?:def|defp|defmodule|class|interface|struct|enum(?:[ \t]+(?:class|struct))?|trait|impl|module)[ \t]+"
-                      r"([A-Za-z_][\w.]*)"
-                      r"|(?:fn|func|function)[ \t]+([A-Za-z_][\w.]*)(?=[ \t]*[(<\[]))", re.MULTILINE)
+# a definition: a line that begins (after its indentation, attributes and modifiers) with a
+# keyword that defines a name — not a comment's prose ("# this function returns", " * Todo
+# interface with"), an attribute (Elixir's "@impl true") nor an anonymous function's parameter
+# (Elixir's "fn msg ->"). A type keyword's name is followed by what ends a declaration's head
+# (``class Foo(Base):``, ``struct Node {``, ``class A < B``, ``defmodule M do``, the line's end),
+# not by a next word ("class that wraps"); fn, func, fun and function define a name only when a
+# parameter list or generics follow it (a Go method's receiver and a Lua method's colon allowed),
+# and a named function expression after "=", "(", "," or ":" too (``module.exports = function app(``).
+_DEFINED = re.compile(
+    r"^[ \t]*(?:(?:@[\w.]+(?:\([^()\n]*\))?|\[[^\]\n]*\]|template[ \t]*<[^<>\n]*>"
+    r"|(?:export|default|pub(?:\([^()\n]*\))?|async|public|private|protected|internal|static|abstract|final"
+    r"|sealed|non-sealed|open|override|unsafe|extern(?:[ \t]+\"\w+\")?|declare|data|inline|partial|case|typedef"
+    r"|local|const|readonly|inner|value|annotation|implicit|lazy|mutating|nonmutating|fileprivate|nonisolated"
+    r"|indirect|record|ref|expect|actual|private\[\w+\]|protected\[\w+\]|class(?=[ \t]+(?:func|var)\b)))[ \t]+)*"
+    r"(?:(?:class|(?:fun[ \t]+)?interface|struct|enum(?:[ \t]+(?:class|struct))?|trait|impl(?:<[^<>\n]*>)?|module"
+    r"|defmodule|defprotocol|defimpl|object|@interface|@implementation|@protocol)[ \t]+([A-Za-z_][\w.]*)"
+    r"(?=[ \t]*(?:[:({<\[;=,]|$|extends\b|implements\b|do\b|where\b|for\b|with\b|derives\b))"
+    r"|(?:def|defp|defmacrop?)[ \t]+([A-Za-z_][\w.]*[?!]?)"
+    r"|(?:fn|func|fun|function\*?)[ \t]+(?:\([^()\n]*\)[ \t]*)?([A-Za-z_][\w.:]*)(?=[ \t]*[(<\[]))"
+    r"|[=(,:][ \t]*(?:async[ \t]+)?function\*?[ \t]+([A-Za-z_$][\w$]*)(?=[ \t]*\()", re.MULTILINE)
+_HUNK_HEAD = re.compile(r"^@@(?:[ \t]*-[\d,]+[ \t]+\+[\d,]+[ \t]*@@)?[ \t]*")   # a patch anchor's marks
 _CHANGES = re.compile(r" \([^()]*\)(?=, |$)")   # "path (fn, Class)" in the files line
 _TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos", "update_todo"})
 VOCAB_TEXT_CHARS = 8_000      # of each text, scanned for the vocabulary
@@ -1128,9 +1140,11 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
             lines = body.splitlines()
             added = "\n".join(line for line in lines if line.startswith("+"))
             removed = "\n".join(line for line in lines if line.startswith("-"))
-            # its code without the diff's marks: a line's +, - or space, and the "@@ " of an anchor
-            # (``@@ class Billing:``: the scope the change is in)
-            code = "\n".join(line[2:] if line.startswith("@@") else line[1:] for line in lines)
+            # its code without the diff's marks: a line's +, - or space, and an anchor's "@@ " (Codex's
+            # ``@@ class Billing:``, a unified hunk's ``@@ -10,3 +10,4 @@ def handler(e):``: the scope
+            # the change is in)
+            code = "\n".join(_HUNK_HEAD.sub("", line) if line.startswith("@@") else
+                             line[1:] if line[:1] in "+- " else line for line in lines)
             out.setdefault(m.group(1).strip(), []).extend(_touched([code], added, removed))
         return out
     texts = [args.get(k) for k in ("new_string", "old_string", "content", "new_str", "old_str", "file_text", "text",
@@ -1155,7 +1169,7 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
 def _touched(texts, added: str, removed: str) -> list[str]:
     """The names ``texts`` define, then the identifiers of ``added`` that ``removed`` lacks (not
     the words of CSS or the like: :func:`_is_identifier`)."""
-    names = list(dict.fromkeys(a or b for text in texts for a, b in _DEFINED.findall(text[:20_000])))
+    names = list(dict.fromkeys(next(filter(None, m)) for text in texts for m in _DEFINED.findall(text[:20_000])))
     if added:
         gone = set(_VOCAB.findall(removed)) if removed else set()
         names.extend(v for v in dict.fromkeys(_VOCAB.findall(added))
@@ -1333,7 +1347,8 @@ def _arg_brief(args) -> str:
 _VOCAB_CACHE: dict[str, tuple] = {}
 # a hyphenated word of letters only, lowercase after its first (auto-generated, Per-project):
 # in the person's or the agent's prose an English compound, not a name (lucide-react, a branch
-# spotter-gqc, a CSS class empty-state count where a command, code or a result uses them)
+# spotter-gqc, a CSS class empty-state count where a command, code, a result or a `code span` of
+# the prose uses them)
 _PROSE_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:-[a-z]+)+")
 _VOCAB_COMPOUNDS: dict[str, tuple] = {}   # a remembered word whose matches hold such compounds -> the others
 _VOCAB_WORDS: dict[str, tuple] = {}
@@ -1363,7 +1378,7 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
                     words.clear()
                     compounds.clear()
                 words[word] = hits
-                if "-" in word and any(_PROSE_COMPOUND.fullmatch(v) for v in hits):
+                if "-" in word and "`" not in word and any(_PROSE_COMPOUND.fullmatch(v) for v in hits):
                     compounds[word] = tuple([v for v in hits if not _PROSE_COMPOUND.fullmatch(v)])
             if hits:
                 # (prose: an English compound, single-quoted or Per-project, is no name)
