@@ -490,6 +490,30 @@ def test_a_test_runner_given_other_files_is_one_family():
     assert command_family("cat a.txt") != command_family("cat b.txt")   # a file's reader is not a runner
 
 
+def test_a_script_run_with_the_interpreter_s_versioned_name_fixes_its_failure():
+    """A real session: ``python gen.py`` failed (``command not found: python``), then ``python3
+    gen.py`` passed; the summary said "still failing". The interpreter's version is no other
+    program (the later run is named as it was); another script is another run."""
+    from memcli.compaction.offline import OfflineSummarizer, run_scope
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    def run(seq, command, out=None, err=None):
+        return [RawTrace(f"c{seq}", float(seq), "turn_0001", seq, "tool_call", "", "x", tool_name="Bash",
+                         tool_call_id=f"k{seq}", tool_args={"command": command}),
+                RawTrace(f"r{seq}", seq + 0.5, "turn_0001", seq + 1, "tool_result", "", "x", tool_name="Bash",
+                         tool_call_id=f"k{seq}", tool_result=None if err else {"exit_code": 0, "stdout": out},
+                         tool_error=err)]
+
+    traces = [RawTrace("u", 0.0, "turn_0001", 1, "user", "Run the generator.", "x"),
+              *run(10, "python /workspace/gen.py", err="Exit code 127\n(eval):1: command not found: python"),
+              *run(20, "python3 /workspace/gen.py", out="Generated numbers: [94, 17]")]
+    summary = OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary
+    assert "— fixed later (a later `python3 /workspace/gen.py` passed)" in summary, summary
+    assert run_scope("python3.11 gen.py") == run_scope("python gen.py") != run_scope("python other.py")
+    assert run_scope("cd api && python3 -m pytest -q") == run_scope("cd api && python -m pytest")
+
+
 def test_a_run_of_other_files_passing_does_not_fix_a_failing_test(cli, memory_dir, tmp_path):
     """``pytest tests/test_router.py`` failing, then ``pytest tests/test_cache.py`` passing: the
     router's test is still failing (both were one family, so the summary said "fixed later (a
@@ -675,6 +699,30 @@ def test_a_subagent_s_run_before_the_failure_does_not_fix_it():
     summary = OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary
     assert "`pytest -q tests/test_a.py` ×1 (exit code 1 FAILED tests/test_a.py::test_x - KeyError: 'id') — still " \
            "failing" in summary, summary
+
+
+def test_the_plan_is_the_main_agent_s_not_a_subagent_s_todo_list():
+    """A real Claude Code session: the main agent wrote its plan, then a subagent its own todo list
+    for its task; the summary's ``Plan:`` showed the subagent's list as the session's plan."""
+    from memcli.compaction.offline import OfflineSummarizer
+    from memcli.compaction.summarizer import Turn
+    from memcli.models import RawTrace
+
+    def todo(seq, items, tags=None):
+        return RawTrace(f"t{seq}", float(seq), "turn_0001", seq, "tool_call", "", "x", tool_name="TodoWrite",
+                        tool_call_id=f"c{seq}", tool_args={"todos": [{"content": c, "status": st} for c, st in items]},
+                        tags=tags)
+
+    traces = [RawTrace("u", 0.0, "turn_0001", 1, "user", "Build the todo app.", "x"),
+              todo(2, [("Set up the Next.js project", "completed"), ("Create the data models", "in_progress")]),
+              RawTrace("t", 3.0, "turn_0001", 3, "tool_call", "", "x", tool_name="Task", tool_call_id="task",
+                       tool_args={"description": "hooks", "prompt": "Write the useTodos hook."}),
+              todo(4, [("Create useTodos hook", "in_progress")], tags=["sidechain"]),
+              RawTrace("tr", 5.0, "turn_0001", 5, "tool_result", "", "x", tool_name="Task", tool_call_id="task",
+                       tool_result="The hook is written.")]
+    summary = OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary
+    assert "Plan: [completed] Set up the Next.js project; [in_progress] Create the data models" in summary, summary
+    assert "useTodos hook" not in summary.split("Plan: ")[1].split("\n")[0]
 
 
 def test_the_latest_plan_of_each_harness_s_todo_tool_is_kept_whole_on_one_line():

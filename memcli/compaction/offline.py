@@ -782,9 +782,14 @@ def _run_of(command: str) -> tuple[str, str, tuple, bool]:
     families = [_words_family(words) for words in working]
     family = _line_family(command, commands, families)   # (the line parsed once: not command_family)
     if len(working) < 2:
-        return family, family, (), all_ran
+        return _VERSIONED.sub(r"\1", family), family, (), all_ran
     # a chain: its own scope, equal to no single command's (``pytest a; pytest b`` is not ``pytest``)
-    return _CHAIN + " && ".join(families), family, tuple(runs), all_ran
+    return _CHAIN + _VERSIONED.sub(r"\1", " && ".join(families)), family, tuple(runs), all_ran
+
+
+# an interpreter named with its version, in a run's scope: ``python3 gen.py`` passing fixes ``python
+# gen.py`` failing (``command not found: python``), as ``python3.11 gen.py`` would
+_VERSIONED = re.compile(r"(?<![^ ])(python|pip|ruby|perl|php|node|lua)[\d.]+(?= |$)")
 
 
 @lru_cache(maxsize=8192)   # (per result of a command: a session runs the same ones again and again)
@@ -2104,9 +2109,9 @@ class WindowSummary:
         for note in d.notes:
             _push_note(self.notes, note)
         commands = self.commands
+        if main.todo is not None:   # the plan is the main agent's: a subagent's list is its own task's
+            self.todo = main.todo
         for work in (main, *(a.work for a in subagents.values())) if subagents else (main,):
-            if work.todo is not None:
-                self.todo = work.todo
             if work.changes:
                 for path, names in work.changes.items():
                     known = self.changes.setdefault(path, [])
