@@ -16,8 +16,11 @@ from tests.helpers import CORPORA, needs_corpora
 
 
 def _plain_vocabulary(text: str) -> tuple:
-    """The vocabulary of ``text`` as one regex scan of the whole text finds it."""
-    return tuple(v for v in offline._VOCAB.findall(text) if len(v) >= 4 and not v.isdigit())
+    """The vocabulary of ``text`` as one regex scan of the whole text finds it: without a
+    terminal's colour codes (sent, or written as a string literal writes them), nor numbers,
+    ranges and dates (``1_000``, ``97-179``, ``2026-02-11``)."""
+    text = offline._ANSI_IN_WORD.sub("", text)
+    return tuple(v for v in offline._VOCAB.findall(text) if len(v) >= 4 and not offline._NUMBERISH.fullmatch(v))
 
 
 def _fresh_vocabulary(text: str) -> tuple:
@@ -30,6 +33,9 @@ def _fresh_vocabulary(text: str) -> tuple:
     "", "abc", "Fix src/app/main.py and tests/test_main.py (see MyClass.run_all, PR #12, deadbeef1)",
     "  ~/work/x.toml\tENV_VAR=1\u00a0foo-bar-baz\u3000camelCase\x1cA-1234 ../up/one.ts, 0123456789",
     "a.b.c-d_e/f g", "x" * 50, "see https://example.com/a/b?c=d.e-f and `pytest -q tests/test_x.py::TestY`",
+    "\x1b[1mWould you\x1b[0m run \x1b[31mmemcli_store\x1b[0m? term.write(`\\x1b[31mError`) \\033[0;32mOK_DONE",
+    "1_000 and 10_000 bytes, ~97-179 on 2026-02-11 in v1_2 __1__ -12_3",
+    "node_modules/.pnpm/@jridgewell+gen-mapping@0.3.13/node_modules/x.js and a+b/c",
 ])
 def test_vocabulary_by_word_is_the_regex_over_the_text(text):
     assert _fresh_vocabulary(text) == _plain_vocabulary(text)
@@ -37,7 +43,7 @@ def test_vocabulary_by_word_is_the_regex_over_the_text(text):
 
 def test_vocabulary_by_word_matches_on_random_texts():
     rnd = random.Random(22)
-    alphabet = "aZz_-./~@ \t\n\u00a0\u2003x9fF.py:é\u3000\x1c(),`'\""
+    alphabet = "aZz_-./~@ \t\n\u00a0\u2003x9fF.py:é\u3000\x1c(),`'\"+1\x1b[m\\"
     for _ in range(5_000):
         text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 40)))
         assert _fresh_vocabulary(text) == _plain_vocabulary(text), text

@@ -467,6 +467,19 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
         f"Vocabulary: {fqcn}"
 
 
+def test_the_vocabulary_reads_past_colour_codes_and_leaves_numbers_out():
+    """Real sessions' vocabulary lines held ``31mError`` and ``1mWould`` (a terminal's colour codes,
+    sent in an output or written in a string literal), ``1_000``, ``10_000`` and ``97-179``
+    (numbers and a range), and a pnpm path cut at its ``+``."""
+    from memcli.compaction.offline import _vocabulary_of
+
+    text = ("\x1b[1mWould you\x1b[0m run \x1b[31mmemcli_store\x1b[0m? term.write(`\\x1b[31mError`) "
+            "echo \\033[0;32mOK_DONE 1_000 and 10_000 bytes ~97-179 on 2026-02-11 "
+            "node_modules/.pnpm/@jridgewell+gen-mapping@0.3.13/index.js")
+    assert _vocabulary_of(text, False) == ["memcli_store", "term.write", "OK_DONE",
+                                           "node_modules/.pnpm/@jridgewell+gen-mapping@0.3.13/index.js"]
+
+
 def test_english_compounds_of_prose_are_no_vocabulary_but_names_in_commands_are():
     """The spotter session's vocabulary listed ``auto-generated``, from the agent's message: a
     hyphenated word of letters in the person's or the agent's prose is English. The same shape in a command

@@ -191,6 +191,8 @@ _BANNER = re.compile(r"^(?:==>|>|\$ |\+ |#|[│├└┌─^~|=*\-]+$|(?:={3,}|!
                      r"Using|Loading|Requirement already|Successfully|Creating|Updating|Preparing)\b)")
 # colour and cursor codes of a terminal (ANSI CSI sequences): not text
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# … in a word of the vocabulary, sent or as a string literal writes it (``\x1b[31m``, ``\033[0m``)
+_ANSI_IN_WORD = re.compile(r"(?:\x1b|\\+(?:x1[bB]|u001[bB]|033))\[[0-9;?]*[!-/]*[@-~]")
 _ERROR_TAG = re.compile(r"</?[a-z_]*error>")
 # a log level in front of a line: ``[ERROR] x`` says x (Maven); ``[INFO] …`` says nothing went wrong
 _LOG_LEVEL = re.compile(r"^\[(?:ERROR|FATAL|SEVERE)\]\s+")
@@ -201,7 +203,7 @@ _PANIC = re.compile(r"^thread '[^']*' panicked at ")
 _LOCATION = re.compile(r"\w\.\w+(?::\d+|\(\d+,\d+\)|:\[\d+,\d+\])")
 # the project's vocabulary: paths, dotted names, CamelCase, snake_case, camelCase, ENV_VARS, ids with digits
 _VOCAB = re.compile(   # each alternative starts only where its run starts (linear time, no backtracking)
-    r"(?<![\w.@/~-])(?:~?/|\.{1,2}/)?(?:[\w.@-]++/)+[\w.@-]*\w"
+    r"(?<![\w.@/~+-])(?:~?/|\.{1,2}/)?(?:[\w.@+-]++/)+[\w.@+-]*\w"   # (pnpm's .pnpm/@scope+name@1.2/…)
     r"|(?<![\w./-])[\w-]++\.(?:py|pyi|js|mjs|ts|tsx|jsx|json|jsonl|md|toml|yaml|yml|go|rs|ex|exs|heex|java|kt|rb|"
     r"php|sh|sql|css|scss|html|vue|svelte|c|h|cc|cpp|lock|cfg|ini|txt|xml|proto|tf|swift)\b"
     r"|(?<![\w.])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+"
@@ -1355,6 +1357,7 @@ _VOCAB_CACHE: dict[str, tuple] = {}
 # spotter-gqc, a CSS class empty-state count where a command, code, a result or a `code span` of
 # the prose uses them)
 _PROSE_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:-[a-z]+)+")
+_NUMBERISH = re.compile(r"[\d_.-]+")   # a number, a range, a date (1_000, 97-179, 2026-02-11): no name
 _VOCAB_COMPOUNDS: dict[str, tuple] = {}   # a remembered word whose matches hold such compounds -> the others
 _VOCAB_WORDS: dict[str, tuple] = {}
 
@@ -1377,8 +1380,11 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
         for word in text.split():
             hits = words.get(word)
             if hits is None:   # (a word under 4 characters holds no match of 4 or more: not scanned)
-                hits = tuple([v for v in _VOCAB.findall(word) if len(v) >= 4 and not v.isdigit()]) \
-                    if len(word) >= 4 and _VOCAB_HINT.search(word) else ()
+                # (a terminal's colour codes, sent or written in a string literal: no part of a name)
+                read = _ANSI_IN_WORD.sub("", word) if "1b[" in word or "\x1b" in word or "033[" in word else word
+                hits = tuple([v for v in _VOCAB.findall(read) if len(v) >= 4
+                              and not (v[0] in "0123456789_.-" and _NUMBERISH.fullmatch(v))]) \
+                    if len(read) >= 4 and _VOCAB_HINT.search(read) else ()
                 if len(words) >= 16_384:
                     words.clear()
                     compounds.clear()
