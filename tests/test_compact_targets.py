@@ -467,6 +467,23 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
         f"Vocabulary: {fqcn}"
 
 
+def test_the_vocabulary_says_a_name_once_in_its_longest_spelling():
+    """The spotter session's vocabulary listed ``ReviewSessionRegistry`` and
+    ``Spotter.Services.ReviewSessionRegistry``, ``ExUnit`` and ``ExUnit.Case``; a Gemini CLI
+    session ``src/ledger/store_38.py`` and ``/home/me/proj/src/ledger/store_38.py``. A name that
+    is a part of another between ``.`` and ``/`` is said once, at the place of the first, in the
+    longer spelling; a name that merely contains another (``Registry``, ``store``) is its own."""
+    from memcli.compaction.offline import vocabulary
+
+    names = ["ReviewSessionRegistry", "ExUnit.Case", "src/ledger/store_38.py", "Spotter.Services.ReviewSessionRegistry",
+             "ExUnit", "/home/me/proj/src/ledger/store_38.py", "store", "Registry"]
+    vocab = {name: [10.0 - i, 0, 1.0] for i, name in enumerate(names)}
+    assert vocabulary(vocab, 1, "", 400) == ("Vocabulary: Spotter.Services.ReviewSessionRegistry, ExUnit.Case, "
+                                             "/home/me/proj/src/ledger/store_38.py, store, Registry")
+    # the longer spelling takes the place only when the line has room for it
+    assert vocabulary(vocab, 1, "", 60) == "Vocabulary: ReviewSessionRegistry, ExUnit.Case, store"
+
+
 def test_the_vocabulary_reads_past_colour_codes_and_leaves_numbers_out():
     """Real sessions' vocabulary lines held ``31mError`` and ``1mWould`` (a terminal's colour codes,
     sent in an output or written in a string literal), ``1_000``, ``10_000`` and ``97-179``

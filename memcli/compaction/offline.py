@@ -3169,17 +3169,46 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
         return ""
     head = VOCAB_HEAD
     out: list[str] = []
+    at: dict[str, int] = {}   # a listed name -> its place in out
+    joined = "\n"              # the names listed, each between line breaks
     size = len(head)
     for value in _by_need(vocab, total):
         if value in shown or not _is_identifier(value):
+            continue
+        if _spelled_within(value, joined):   # a part of a name listed (ExUnit of ExUnit.Case)
+            continue
+        # a longer spelling of a name listed (src/a.py, then /home/me/proj/src/a.py): it takes that place
+        shorter = next((p for i, c in enumerate(value) if c in "./" for p in (value[:i], value[i + 1:]) if p in at),
+                       None) if "." in value or "/" in value else None
+        if shorter is not None:
+            if size + len(value) - len(shorter) <= room:
+                size += len(value) - len(shorter)
+                out[at[shorter]] = value
+                at[value] = at.pop(shorter)
+                joined = "\n" + "\n".join(out) + "\n"
             continue
         if size + len(value) + 2 > room:
             if size > room - 8:
                 break
             continue
+        at[value] = len(out)
         out.append(value)
+        joined += value + "\n"
         size += len(value) + 2
     return head + ", ".join(out) if out else ""
+
+
+def _spelled_within(value: str, joined: str) -> bool:
+    """Whether ``value`` is a part, between its ``.`` and ``/``, of a name of ``joined`` (names
+    between line breaks): ``ExUnit`` of ``ExUnit.Case``, ``src/a.py`` of ``/repo/src/a.py`` — the
+    same name, spelled shorter (the name itself is never listed twice)."""
+    start = joined.find(value)
+    while start >= 0:
+        end = start + len(value)
+        if joined[start - 1] in "./\n" and joined[end] in "./\n":
+            return True
+        start = joined.find(value, start + 1)
+    return False
 
 
 # list lines, the first to lose entries: their heads (as written now, then as earlier summaries
