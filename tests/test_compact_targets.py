@@ -456,8 +456,8 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
                                         "A-1042", "9f8e7d6c", "spotter-gqc", "origin/spotter-gqc", "msg-1",
                                         "Order.total", "shown_name")}
     line = vocabulary(vocab, 1, "already shown_name here", 200)
-    assert line == ("Vocabulary: src/app/main.py, A-1042, 9f8e7d6c, spotter-gqc, "
-                    "origin/spotter-gqc, msg-1, Order.total")
+    assert line == ("Vocabulary: src/app/main.py, A-1042, 9f8e7d6c, origin/spotter-gqc, msg-1, "
+                    "Order.total")   # (spotter-gqc said once, as the ref that holds it)
     # a long name of short parts stays (a Java class's full name)
     fqcn = "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration"
     jwt = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
@@ -476,10 +476,11 @@ def test_the_vocabulary_says_a_name_once_in_its_longest_spelling():
     from memcli.compaction.offline import vocabulary
 
     names = ["ReviewSessionRegistry", "ExUnit.Case", "src/ledger/store_38.py", "Spotter.Services.ReviewSessionRegistry",
-             "ExUnit", "/home/me/proj/src/ledger/store_38.py", "store", "Registry"]
+             "ExUnit", "/home/me/proj/src/ledger/store_38.py", "store", "Registry", "src/hooks/useTodos.ts", "useTodos"]
     vocab = {name: [10.0 - i, 0, 1.0] for i, name in enumerate(names)}
     assert vocabulary(vocab, 1, "", 400) == ("Vocabulary: Spotter.Services.ReviewSessionRegistry, ExUnit.Case, "
-                                             "/home/me/proj/src/ledger/store_38.py, store, Registry")
+                                             "/home/me/proj/src/ledger/store_38.py, store, Registry, "
+                                             "src/hooks/useTodos.ts, useTodos")   # (a function is not its file)
     # the longer spelling takes the place only when the line has room for it
     assert vocabulary(vocab, 1, "", 60) == "Vocabulary: ReviewSessionRegistry, ExUnit.Case, store"
 

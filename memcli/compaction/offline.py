@@ -3178,8 +3178,9 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
         if _spelled_within(value, joined):   # a part of a name listed (ExUnit of ExUnit.Case)
             continue
         # a longer spelling of a name listed (src/a.py, then /home/me/proj/src/a.py): it takes that place
-        shorter = next((p for i, c in enumerate(value) if c in "./" for p in (value[:i], value[i + 1:]) if p in at),
-                       None) if "." in value or "/" in value else None
+        cut = "/" if "/" in value else "."
+        shorter = next((p for i, c in enumerate(value) if c == cut for p in (value[:i], value[i + 1:]) if p in at),
+                       None) if cut in value else None
         if shorter is not None:
             if size + len(value) - len(shorter) <= room:
                 size += len(value) - len(shorter)
@@ -3199,13 +3200,16 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
 
 
 def _spelled_within(value: str, joined: str) -> bool:
-    """Whether ``value`` is a part, between its ``.`` and ``/``, of a name of ``joined`` (names
-    between line breaks): ``ExUnit`` of ``ExUnit.Case``, ``src/a.py`` of ``/repo/src/a.py`` — the
-    same name, spelled shorter (the name itself is never listed twice)."""
+    """Whether ``value`` is a part of a name of ``joined`` (names between line breaks) between
+    the name's ``/`` when it is a path, else its ``.``: ``ExUnit`` of ``ExUnit.Case``, ``src/a.py``
+    of ``/repo/src/a.py`` — the same name, spelled shorter (``useTodos`` is no part of
+    ``src/useTodos.ts``: a function is not its file)."""
     start = joined.find(value)
     while start >= 0:
         end = start + len(value)
-        if joined[start - 1] in "./\n" and joined[end] in "./\n":
+        name = joined[joined.rfind("\n", 0, start) + 1:joined.find("\n", end)]
+        cut = "/\n" if "/" in name else ".\n"
+        if joined[start - 1] in cut and joined[end] in cut:
             return True
         start = joined.find(value, start + 1)
     return False
