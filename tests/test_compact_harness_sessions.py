@@ -1048,6 +1048,13 @@ def test_files_a_shell_command_writes_are_files_modified():
     assert writes("sed -i.bak -e 's/a/b/' lib/x.rb && git diff") == ["lib/x.rb"]
     assert writes("cat > /tmp/scratch.txt <<EOF\nx\nEOF") == writes("echo hi > out.txt") == writes("ls -la") == []
     assert writes("sed -i 's/a/b/' src/*.py") == []   # a glob names no one file
+    # a rename names both files (a real OpenHands session renamed its game, and no line said so),
+    # a copy its target, touch what it creates; scratch, globs and words that only look alike not
+    assert writes("mv /workspace/game_2048.py /workspace/2048.py") == ["/workspace/game_2048.py", "/workspace/2048.py"]
+    assert writes("cd web && git mv -f src/old.ts src/new.ts") == ["src/old.ts", "src/new.ts"]
+    assert writes("cp -r templates/base.html app/index.html") == ["app/index.html"]
+    assert writes("touch src/__init__.py tests/__init__.py") == ["src/__init__.py", "tests/__init__.py"]
+    assert writes("cp a.txt /tmp/b.txt") == writes("mv src/*.py lib/") == writes("echo mv && npm run cp") == []
     assert written_paths("exec_command", {"cmd": "cat > src/config.py <<'EOF'\nx = 1\nEOF"}) == ["src/config.py"]
     assert changed_names({"command": "cat > src/config.py <<'EOF'\ndef load_config(path):\n    return 1\nclass Config:"
                                      "\n    pass\nEOF"}, ["src/config.py"]) == {"src/config.py": ["load_config", "Config"]}

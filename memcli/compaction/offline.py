@@ -636,7 +636,7 @@ def written_paths(tool_name: str | None, args) -> list[str]:
     elif _is_editor_call(args):
         if args["command"] in _EDITOR_WRITES:
             paths.append(args["path"].strip())
-    elif "<<" in (command := command_of(args) or "") or "sed -i" in command:
+    elif "<<" in (command := command_of(args) or "") or "sed -i" in command or _MOVES.search(command):
         paths.extend(shell_written(command))
     elif tool_name and _writes_by_name(tool_name):
         for key in _PATH_KEYS:
@@ -673,16 +673,27 @@ _SHELL_WRITES = (re.compile(r"\bcat\s*>>?\s*" + _Q_PATH + r"\s*<<"),
                  re.compile(r"\bsed\s+-i(?:\.\w+|\s+''|\s+\"\")?\s+(?:-e\s+)?(?:'[^']*'|\"[^\"]*\")\s+" + _Q_PATH))
 
 
+# a shell command that moves, copies or creates a file (``mv a.py b.py``, ``git mv``, ``cp``, ``touch``)
+_MOVES = re.compile(r"(?:^|[\s;&|(])(?:git\s+mv|mv|cp|touch)\s")
+
+
 def shell_written(command: str) -> list[str]:
     """The files a shell command writes by a here-document or ``sed -i`` (:data:`_SHELL_WRITES`),
-    not scratch (``/tmp/…``, ``/dev/…``)."""
+    moves (both names: ``mv`` and ``git mv``), copies to (``cp``'s target) or creates
+    (``touch``), not scratch (``/tmp/…``, ``/dev/…``)."""
+    found = [m.group(1) or m.group(2) or m.group(3) for pattern in _SHELL_WRITES for m in pattern.finditer(command)]
+    if _MOVES.search(command):
+        for words in _line_commands(command)[0]:
+            if words[:2] == ["git", "mv"]:
+                words = words[1:]
+            names = [w for w in words[1:] if not w.startswith("-")]
+            if words[0] in ("mv", "touch") or words[0] == "cp" and len(names) == 2:
+                found.extend(names if words[0] != "cp" else names[1:])
     out = []
-    for pattern in _SHELL_WRITES:
-        for m in pattern.finditer(command):
-            path = m.group(1) or m.group(2) or m.group(3)
-            if path and not path.startswith(("/tmp/", "/dev/", "$")) and not any(c in path for c in "*?{[") \
-                    and path not in out:   # (a glob names no one file)
-                out.append(path)
+    for path in found:
+        if path and not path.startswith(("/tmp/", "/dev/", "$")) and not any(c in path for c in "*?{[") \
+                and not path.endswith("/") and path not in out:   # (a glob names no one file, nor does a directory)
+            out.append(path)
     return out
 
 
