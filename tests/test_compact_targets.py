@@ -454,7 +454,11 @@ def test_the_vocabulary_keeps_identifiers_not_css_or_prose():
                                         "SFMyNTY.g2gDaAJhBnQAAAAIdwJpZG0AAAAUcGh4LUdKTk5jd3pSRlRMTWhFTUZ3B3Nlc3Npb250"
                                         "AAAAAHcEdmlld3cj",
                                         "A-1042", "9f8e7d6c", "spotter-gqc", "origin/spotter-gqc", "msg-1",
-                                        "Order.total", "shown_name")}
+                                        "Order.total", "shown_name",
+                                        # Tailwind sizes, margins and a theme's colour tokens (a real
+                                        # Next.js page's edit named these as what changed in it)
+                                        "text-4xl", "mx-auto", "bg-background", "text-muted-foreground",
+                                        "bg-gradient-to-br", "from-blue-50")}
     line = vocabulary(vocab, 1, "already shown_name here", 200)
     assert line == ("Vocabulary: src/app/main.py, A-1042, 9f8e7d6c, origin/spotter-gqc, msg-1, "
                     "Order.total")   # (spotter-gqc said once, as the ref that holds it)

@@ -539,10 +539,15 @@ def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=
 _PROSE_SLASH = re.compile(r"[A-Za-z]+/[A-Za-z]+")   # and/or, read/write, row/col
 _CSS_CLASS = re.compile(r"(?:[a-z]{1,2}|text|bg|border|font|gap|space|grid|col|row|min|max|rounded|shadow|ring|"
                         r"leading|tracking|opacity|z|inset|top|left|right|bottom|flex|order|underline|decoration|"
-                        r"outline|divide|aspect|duration|delay|scale|rotate|translate)(?:-[a-z]+)*-\d+"
-                        r"|transition-(?:colors|all|opacity|transform|shadow)"
-                        r"|(?:items|justify|content|self|place|text|font|rounded|shadow|flex|bg|border|cursor|"
-                        r"overflow|whitespace|align|object|leading|tracking|w|h|min-h|min-w|max-w)-(?:center|start|end|"
+                        r"outline|divide|aspect|duration|delay|scale|rotate|translate|from|via|to|fill|stroke)"
+                        r"(?:-[a-z]+)*-\d+(?:xl)?"
+                        r"|transition-(?:colors|all|opacity|transform|shadow)|bg-gradient-to-[trbl]{1,2}"
+                        # a theme's colour tokens (shadcn/ui: bg-background, text-muted-foreground, border-input)
+                        r"|(?:bg|text|border|ring|fill|stroke|outline|divide|placeholder|from|via|to)-(?:background|"
+                        r"foreground|primary|secondary|muted|accent|destructive|card|popover|input|ring|current)"
+                        r"(?:-foreground)?"
+                        r"|(?:items|justify|content|self|place|text|font|rounded|shadow|flex|bg|border|cursor|m[xytrbl]?|"
+                        r"p[xytrbl]?|overflow|whitespace|align|object|leading|tracking|w|h|min-h|min-w|max-w)-(?:center|start|end|"
                         r"between|around|evenly|stretch|baseline|xs|sm|md|lg|xl|2xl|3xl|full|none|auto|bold|semibold|"
                         r"medium|normal|light|white|black|transparent|hidden|visible|pointer|col|row|wrap|nowrap|"
                         r"screen|tight|relaxed|wide|left|right|top|bottom|x|y)")
