@@ -275,6 +275,32 @@ def test_commands_that_matter_keep_their_latest_outcome():
                     "totals; `pytest -q tests/test_api.py`: 42 passed in 3.3s")   # (one pytest family: the latest)
 
 
+def test_each_commit_made_is_said_not_only_the_latest():
+    """The spotter session made three commits; the summary said the latest (the commands line keeps
+    one outcome a family) and the other two hashes only as vocabulary, if at all. The commits made
+    before the latest have their own line, newest first."""
+    def summary(*more):
+        events = [{"trace_type": "user", "content": "Commit each step."},
+                  *_call(1, 'git commit -m "feat: models"', result="[main 99b497c] feat: models\n 3 files changed"),
+                  *_call(2, "pytest -q", result="12 passed in 0.4s"),
+                  *_call(3, 'git commit -m "feat: lifecycle"', result="[main ceff8c3] feat: lifecycle\n 1 file"),
+                  *_call(4, 'git commit -am "feat: review page"', result="[main bb53fb4] feat: review page\n 2 files"),
+                  *more]
+        return OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+
+    text = summary()
+    assert "`git commit -am \"feat: review page\"`: [main bb53fb4] feat: review page" in text, text
+    assert _line_of(text, "Commits: ") == "Commits: [main ceff8c3] feat: lifecycle; [main 99b497c] feat: models"
+    # the family's latest run failed: its outcome leaves the commands line, and each commit is here
+    text = summary(*_call(5, 'git commit -m "feat: lifecycle"', error="nothing to commit, working tree clean"))
+    assert _line_of(text, "Commits: ") == ("Commits: [main bb53fb4] feat: review page; [main ceff8c3] feat: lifecycle; "
+                                          "[main 99b497c] feat: models")
+
+
+def _line_of(text: str, head: str) -> str:
+    return next(line for line in text.split("\n") if line.startswith(head))
+
+
 RUNNER_OUTPUTS = [
     # ExUnit: a progress banner first, then the numbered failing test and its assertion
     ("Exit code 2\n==> fine\nCompiling 1 file (.ex)\nGenerated fine app\nRunning ExUnit with seed: 1\n\n"

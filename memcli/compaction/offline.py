@@ -138,6 +138,7 @@ MAX_SUBAGENT_LINES = 50   # the newest subagents a window lists; the earlier one
 MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the first 250); between, counted
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
+MAX_COMMITS = 50          # the commits a window keeps (the newest)
 MAX_NAME_CHARS = 64         # a vocabulary name longer than this, no path, is a token unless its parts are names
 MAX_SCOPES = 2_000         # run scopes a window remembers the latest outcome of (the oldest go first)
 FILES_FACT_PREFIX = "Files modified: "
@@ -1577,7 +1578,8 @@ class _Work:
     (memory grows with the distinct commands, labels and files, not with the calls)."""
 
     __slots__ = ("calls", "n_calls", "call_args", "failed", "last_failure", "failures", "commands", "files", "changes",
-                 "open", "todo", "families", "scopes", "outcomes", "last_call", "last_said", "pending", "fixed")
+                 "open", "todo", "families", "scopes", "outcomes", "last_call", "last_said", "pending", "fixed",
+                 "commits")
 
     def __init__(self):
         self.calls: dict[str, int] = {}                   # tool name -> calls
@@ -1597,6 +1599,7 @@ class _Work:
         self.last_call = self.last_said = None             # the latest call and its _Call, until its result
         self.pending: dict[str, str] = _NONE               # path -> label of a failed write to it, not redone
         self.fixed: dict[str, str] = _NONE                 # label of a failed write -> the path written later
+        self.commits: list[str] | tuple = ()               # the lines of the commits it made ("[main 1a2b3c4] msg")
 
     def call(self, t, args_text: str | None = None) -> _Call:
         """Count the call ``t`` (``args_text``: its arguments' JSON text, when known); what its
@@ -1654,6 +1657,10 @@ class _Work:
             if outcome:
                 self.outcomes.pop(family, None)
                 self.outcomes[family] = (command, outcome)
+                if outcome[0] == "[" and _COMMIT_MADE.match(outcome):   # each commit is said, not the latest only
+                    if not self.commits:
+                        self.commits = []
+                    self.commits.append(outcome)
             known = self.commands.get(command)
             if known is None:
                 self.commands[command] = [False, failed, brief]
@@ -2057,6 +2064,7 @@ class WindowSummary:
         self.pending: dict[str, str] = {}     # path -> label of a failed write to it (a tool, no command)
         self.fixed: dict[str, str] = {}       # label of a failed write -> the path written after it
         self.outcomes: dict[str, tuple] = {}  # command family -> (command, outcome line) of its latest telling run
+        self.commits: dict[str, None] = {}    # the commits made (their git commit lines), newest last
         self.todo = None                      # the latest todo list / plan arguments
         self.notes: deque = deque(maxlen=NOTES_KEPT)   # the agent's latest notes, oldest first
         self._rarity: Rarity | None = None
@@ -2143,6 +2151,14 @@ class WindowSummary:
                 for family, failed in work.families.items():
                     families.pop(family, None)
                     families[family] = failed
+            if work.commits:
+                made = self.commits
+                for line in work.commits:
+                    made.pop(line, None)
+                    made[line] = None
+                if len(made) > MAX_COMMITS:   # bounded: the oldest go
+                    for line in list(made)[:len(made) - MAX_COMMITS]:
+                        del made[line]
             if work.outcomes:
                 outcomes = self.outcomes
                 for family, outcome in work.outcomes.items():
@@ -2325,6 +2341,10 @@ class OfflineSummarizer(Summarizer):
         outcomes = commands_line(window.outcomes, window.families)
         if outcomes:
             footer.append(("commands", outcomes))
+        commits = [line for line in reversed(window.commits) if line not in outcomes]   # (the latest is there)
+        if commits:
+            footer.append(("commits", "Commits: " + "; ".join(commits[:MAX_LISTED])
+                           + (f"; +{len(commits) - MAX_LISTED} more" if len(commits) > MAX_LISTED else "")))
         if failures:
             footer.append(("failed", failures_line(failures, failure_error, commands, fixes, window.fixed)))
         if n_unanswered:
@@ -2573,6 +2593,7 @@ _OUTCOMES = tuple(re.compile(p, re.MULTILINE) for p in (   # in order of prefere
     r"|^\s*Finished\b.*\btarget\(s\) in .*$|^.*✓ built in .*$"))                     # deploys (terraform), cargo, vite
 
 
+_COMMIT_MADE = _OUTCOMES[1]   # git commit's "[branch 1a2b3c4] subject"
 _ANY_OUTCOME = re.compile("|".join(f"(?:{p.pattern})" for p in _OUTCOMES), re.MULTILINE)
 
 
@@ -2738,7 +2759,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
 # before the names touched in the files (its second pass lets each grow into what is left)
 FIRST_ASKS_WEIGHT = 8   # a squeezed summary keeps the window's first asks (the request it started from)
                         # and its newest: the first turn ranks with the newest, the next with the 8th newest …
-_SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.2), ("commands", 0.1), ("subagents", 0.2),
+_SQUEEZE_ORDER = (("plan", 0.2), ("notes", 0.15), ("failed", 0.2), ("commands", 0.1), ("commits", 0.05), ("subagents", 0.2),
                   ("unanswered", 0.05), ("urls", 0.05))
 
 
@@ -3234,7 +3255,7 @@ def _spelled_within(value: str, joined: str) -> bool:
 # list lines, the first to lose entries: their heads (as written now, then as earlier summaries
 # said them: a rollup condenses those too), and the separator of their entries
 _LISTS = (((VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "), (("Latest notes: ",), " → "),
-          (("URLs: ",), ", "), (("Commands (latest outcome): ",), "; "), (("Never answered: ",), "; "),
+          (("URLs: ",), ", "), (("Commands (latest outcome): ",), "; "), (("Commits: ",), "; "), (("Never answered: ",), "; "),
           (("Failed: ",), "; "), ((PLAN_HEAD, "Plan (latest): "), "; "))
 
 
