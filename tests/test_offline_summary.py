@@ -415,7 +415,20 @@ def test_urls_end_before_a_shell_variable():
     events = [{"trace_type": "user", "content": "Start the server."},
               {"trace_type": "assistant", "content": "It listens on http://127.0.0.1:${PORT}/review; see https://example.com/a."}]
     summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
-    assert "URLs: http://127.0.0.1, https://example.com/a" in summary.split("\n")
+    assert "URLs: https://example.com/a, http://127.0.0.1" in summary.split("\n")   # (newest first)
+
+
+def test_urls_are_listed_newest_first_and_one_seen_again_is_new():
+    """The spotter session's URLs line began with credo's "report incorrect results" link, read at
+    the start, and a small summary kept that one and dropped the pull request link pushed at the end."""
+    events = [{"trace_type": "user", "content": "Set it up."},
+              {"trace_type": "assistant", "content": "Per https://docs.example.com/setup and https://x.test/faq, done."},
+              {"trace_type": "user", "content": "Open the PR."},
+              {"trace_type": "assistant", "content": "Opened https://github.com/acme/shop/pull/77 (setup: "
+                                                     "https://docs.example.com/setup)."}]
+    summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    assert "URLs: https://docs.example.com/setup, https://github.com/acme/shop/pull/77, https://x.test/faq" in \
+        summary.split("\n"), summary
 
 
 def test_a_digest_sent_back_by_the_read_ahead_child_takes_more_traces_and_sums_up_the_same():

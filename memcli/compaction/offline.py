@@ -139,6 +139,7 @@ MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the 
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
 MAX_COMMITS = 50          # the commits a window keeps (the newest)
+MAX_URLS = 200            # the URLs a window keeps (the most recently seen)
 MAX_NAME_CHARS = 64         # a vocabulary name longer than this, no path, is a token unless its parts are names
 MAX_SCOPES = 2_000         # run scopes a window remembers the latest outcome of (the oldest go first)
 FILES_FACT_PREFIX = "Files modified: "
@@ -1784,8 +1785,9 @@ class _TurnDigest:
         urls = self.urls
         if not urls:
             urls = self.urls = {}
-        for url in found:
-            urls.setdefault(url, None)
+        for url in found:   # most recently seen last
+            urls.pop(url, None)
+            urls[url] = None
 
     def _vocab(self, text, weight: int, remember: bool = True) -> None:
         """Count the identifiers of ``text`` (a string, or the strings of arguments/results;
@@ -2208,11 +2210,14 @@ class WindowSummary:
                 self.n_unanswered += 1
                 if len(self.unanswered) < MAX_LISTED:
                     self.unanswered.append(f"{call} in {turn_id}")
-        if d.urls:
+        if d.urls:   # most recently seen last; bounded: the least recent go
             urls = self.urls
             for url in d.urls:
-                if len(urls) < 200:
-                    urls[url] = None
+                urls.pop(url, None)
+                urls[url] = None
+            if len(urls) > MAX_URLS:
+                for url in list(urls)[:len(urls) - MAX_URLS]:
+                    del urls[url]
         for sentence in d.preferences:
             self.preferences.setdefault(sentence, []).append(turn_id)
         if len(commands) > 5000:  # bounded memory on pathological windows
@@ -2351,7 +2356,7 @@ class OfflineSummarizer(Summarizer):
             footer.append(("unanswered", f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
                            + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")"))
         if urls:
-            names = list(urls)
+            names = list(reversed(urls))   # newest first: a PR just opened before the docs read at the start
             footer.append(("urls", "URLs: " + ", ".join(names[:MAX_LISTED])
                            + (f", +{len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")))
 
