@@ -512,6 +512,8 @@ def test_a_script_run_with_the_interpreter_s_versioned_name_fixes_its_failure():
     assert "— fixed later (a later `python3 /workspace/gen.py` passed)" in summary, summary
     assert run_scope("python3.11 gen.py") == run_scope("python gen.py") != run_scope("python other.py")
     assert run_scope("cd api && python3 -m pytest -q") == run_scope("cd api && python -m pytest")
+    assert run_scope("python3.12 -m venv .venv") == run_scope("python3 -m venv .venv")
+    assert run_scope("which python3") != run_scope("which python")   # what it looks for: not the program
 
 
 def test_a_run_of_other_files_passing_does_not_fix_a_failing_test(cli, memory_dir, tmp_path):
@@ -1055,6 +1057,13 @@ def test_files_a_shell_command_writes_are_files_modified():
     assert writes("cp -r templates/base.html app/index.html") == ["app/index.html"]
     assert writes("touch src/__init__.py tests/__init__.py") == ["src/__init__.py", "tests/__init__.py"]
     assert writes("cp a.txt /tmp/b.txt") == writes("mv src/*.py lib/") == writes("echo mv && npm run cp") == []
+    # not an option's value, a comment's words nor a directory: what lands in it
+    assert writes("mv app_old.py app.py  # rename to the final name") == ["app_old.py", "app.py"]
+    assert writes('touch -d "2 days ago" app.py') == writes("touch -r setup.py app.py") == ["app.py"]
+    assert writes("cp -t backup/ app.py") == ["backup/app.py"]
+    assert writes("mv -t dir a.py b.py") == ["a.py", "b.py", "dir/a.py", "dir/b.py"]
+    assert writes("mv util.py ..") == ["util.py", "../util.py"] and writes("mv a.py lib") == ["a.py", "lib/a.py"]
+    assert writes("sudo mv a.conf /etc/x.conf") == ["a.conf", "/etc/x.conf"]
     assert written_paths("exec_command", {"cmd": "cat > src/config.py <<'EOF'\nx = 1\nEOF"}) == ["src/config.py"]
     assert changed_names({"command": "cat > src/config.py <<'EOF'\ndef load_config(path):\n    return 1\nclass Config:"
                                      "\n    pass\nEOF"}, ["src/config.py"]) == {"src/config.py": ["load_config", "Config"]}

@@ -479,14 +479,22 @@ def test_the_vocabulary_says_a_name_once_in_its_longest_spelling():
     longer spelling; a name that merely contains another (``Registry``, ``store``) is its own."""
     from memcli.compaction.offline import vocabulary
 
+    def line(names, room=400):
+        return vocabulary({name: [100.0 - i, 0, 1.0] for i, name in enumerate(names)}, 1, "", room)
+
     names = ["ReviewSessionRegistry", "ExUnit.Case", "src/ledger/store_38.py", "Spotter.Services.ReviewSessionRegistry",
              "ExUnit", "/home/me/proj/src/ledger/store_38.py", "store", "Registry", "src/hooks/useTodos.ts", "useTodos"]
-    vocab = {name: [10.0 - i, 0, 1.0] for i, name in enumerate(names)}
-    assert vocabulary(vocab, 1, "", 400) == ("Vocabulary: Spotter.Services.ReviewSessionRegistry, ExUnit.Case, "
-                                             "/home/me/proj/src/ledger/store_38.py, store, Registry, "
-                                             "src/hooks/useTodos.ts, useTodos")   # (a function is not its file)
+    assert line(names) == ("Vocabulary: Spotter.Services.ReviewSessionRegistry, ExUnit.Case, "
+                           "/home/me/proj/src/ledger/store_38.py, store, Registry, src/hooks/useTodos.ts, useTodos")
     # the longer spelling takes the place only when the line has room for it
-    assert vocabulary(vocab, 1, "", 60) == "Vocabulary: ReviewSessionRegistry, ExUnit.Case, store"
+    assert line(names, 60) == "Vocabulary: ReviewSessionRegistry, ExUnit.Case, store"
+    # a function is not its file, a directory not a file in it; a middle part is its own name, and
+    # a longer spelling takes the places of all the shorter ones listed
+    assert line(["useTodos.ts", "useTodos"]) == "Vocabulary: useTodos.ts, useTodos"
+    assert line(["src/app/core", "src/app/core/main.py"]) == "Vocabulary: src/app/core, src/app/core/main.py"
+    assert line(["Spotter.Services.Registry", "Services"]) == "Vocabulary: Spotter.Services.Registry, Services"
+    assert line(["Services", "Spotter.Services.Registry"]) == "Vocabulary: Services, Spotter.Services.Registry"
+    assert line(["ExUnit", "Case_x", "ExUnit.Case_x"]) == "Vocabulary: ExUnit.Case_x"
 
 
 def test_the_vocabulary_reads_past_colour_codes_and_leaves_numbers_out():
@@ -495,7 +503,7 @@ def test_the_vocabulary_reads_past_colour_codes_and_leaves_numbers_out():
     (numbers and a range), and a pnpm path cut at its ``+``."""
     from memcli.compaction.offline import _vocabulary_of
 
-    text = ("\x1b[1mWould you\x1b[0m run \x1b[31mmemcli_store\x1b[0m? term.write(`\\x1b[31mError`) "
+    text = ("\x1b[1mWould you\x1b[0m run \x1B[31mmemcli_store\x1b[0m? term.write(`\\x1b[31mError`) "
             "echo \\033[0;32mOK_DONE 1_000 and 10_000 bytes ~97-179 on 2026-02-11 "
             "node_modules/.pnpm/@jridgewell+gen-mapping@0.3.13/index.js")
     assert _vocabulary_of(text, False) == ["memcli_store", "term.write", "OK_DONE",

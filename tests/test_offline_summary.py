@@ -271,14 +271,16 @@ def test_commands_that_matter_keep_their_latest_outcome():
     text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
     line = next(line for line in text.split("\n") if line.startswith("Commands"))
     assert line == ("Commands (latest outcome): `gh pr create --fill`: https://github.com/acme/shop/pull/77; "
-                    "`git push`: 1a2b3c4..9f8e7d6 main -> main; `git commit -am \"Fix totals\"`: [main 9f8e7d6] Fix "
-                    "totals; `pytest -q tests/test_api.py`: 42 passed in 3.3s")   # (one pytest family: the latest)
+                    "`git push`: 1a2b3c4..9f8e7d6 main -> main; `pytest -q tests/test_api.py`: 42 passed in 3.3s")
+    # (one pytest family: the latest; the commit in the commits line)
+    assert "\nCommits: [main 9f8e7d6] Fix totals\n" in text
 
 
 def test_each_commit_made_is_said_not_only_the_latest():
     """The spotter session made three commits; the summary said the latest (the commands line keeps
-    one outcome a family) and the other two hashes only as vocabulary, if at all. The commits made
-    before the latest have their own line, newest first."""
+    one outcome a family) and the other two hashes only as vocabulary, if at all. Every commit
+    made is in its own line, newest first: one a hook's test counts came before, one whose line
+    failed after it (a rejected push), a subject with a ``;``."""
     def summary(*more):
         events = [{"trace_type": "user", "content": "Commit each step."},
                   *_call(1, 'git commit -m "feat: models"', result="[main 99b497c] feat: models\n 3 files changed"),
@@ -289,12 +291,14 @@ def test_each_commit_made_is_said_not_only_the_latest():
         return OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
 
     text = summary()
-    assert "`git commit -am \"feat: review page\"`: [main bb53fb4] feat: review page" in text, text
-    assert _line_of(text, "Commits: ") == "Commits: [main ceff8c3] feat: lifecycle; [main 99b497c] feat: models"
-    # the family's latest run failed: its outcome leaves the commands line, and each commit is here
-    text = summary(*_call(5, 'git commit -m "feat: lifecycle"', error="nothing to commit, working tree clean"))
-    assert _line_of(text, "Commits: ") == ("Commits: [main bb53fb4] feat: review page; [main ceff8c3] feat: lifecycle; "
-                                          "[main 99b497c] feat: models")
+    assert _line_of(text, "Commits: ") == ("Commits: [main bb53fb4] feat: review page · [main ceff8c3] feat: lifecycle"
+                                          " · [main 99b497c] feat: models")
+    assert "Commands (latest outcome): `pytest -q`: 12 passed in 0.4s" in text   # (nothing twice)
+    text = summary(*_call(5, "git commit -m 'fix: a; b'", result="12 passed in 0.2s\n[main 1111111] fix: a; b\n 1 file"),
+                   *_call(6, "git commit -am wip && git push", error="[main 2222222] wip\n 1 file changed\n"
+                                                                     "! [rejected] main -> main (fetch first)"))
+    assert _line_of(text, "Commits: ").startswith("Commits: [main 2222222] wip · [main 1111111] fix: a, b · "
+                                                  "[main bb53fb4] feat: review page")
 
 
 def _line_of(text: str, head: str) -> str:

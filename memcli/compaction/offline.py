@@ -139,6 +139,7 @@ MAX_SHORT_LINES = 2_000   # the newest turns listed by their asks only (and the 
 FIRST_SHORT_LINES = 250
 MAX_LISTED = 15           # failures, URLs, unanswered calls in the aggregate lines
 MAX_COMMITS = 50          # the commits a window keeps (the newest)
+COMMITS_HEAD, COMMITS_SEP = "Commits: ", " · "   # the commits made, newest first (a subject may hold "; ")
 MAX_URLS = 200            # the URLs a window keeps (the most recently seen)
 MAX_NAME_CHARS = 64         # a vocabulary name longer than this, no path, is a token unless its parts are names
 MAX_SCOPES = 2_000         # run scopes a window remembers the latest outcome of (the oldest go first)
@@ -203,11 +204,14 @@ _NOT_AN_ERROR = re.compile(r"^\[(?:INFO|DEBUG|TRACE)\]")
 _PANIC = re.compile(r"^thread '[^']*' panicked at ")
 # where in a file: ``x.py:12``, ``x.ts(14,7)``, ``Cart.java:[42,17]``
 _LOCATION = re.compile(r"\w\.\w+(?::\d+|\(\d+,\d+\)|:\[\d+,\d+\])")
+# the extensions of the files a name without a directory is taken for (``app.py``, ``useTodos.ts``)
+_FILE_EXTENSIONS = (r"py|pyi|js|mjs|ts|tsx|jsx|json|jsonl|md|toml|yaml|yml|go|rs|ex|exs|heex|java|kt|rb|php|sh|sql|"
+                    r"css|scss|html|vue|svelte|c|h|cc|cpp|lock|cfg|ini|txt|xml|proto|tf|swift")
+_FILE_NAME = re.compile(r"[\w.-]+\.(?:" + _FILE_EXTENSIONS + r")")
 # the project's vocabulary: paths, dotted names, CamelCase, snake_case, camelCase, ENV_VARS, ids with digits
 _VOCAB = re.compile(   # each alternative starts only where its run starts (linear time, no backtracking)
     r"(?<![\w.@/~+-])(?:~?/|\.{1,2}/)?(?:[\w.@+-]++/)+[\w.@+-]*\w"   # (pnpm's .pnpm/@scope+name@1.2/…)
-    r"|(?<![\w./-])[\w-]++\.(?:py|pyi|js|mjs|ts|tsx|jsx|json|jsonl|md|toml|yaml|yml|go|rs|ex|exs|heex|java|kt|rb|"
-    r"php|sh|sql|css|scss|html|vue|svelte|c|h|cc|cpp|lock|cfg|ini|txt|xml|proto|tf|swift)\b"
+    r"|(?<![\w./-])[\w-]++\.(?:" + _FILE_EXTENSIONS + r")\b"
     r"|(?<![\w.])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+"
     r"|(?<![\w<-])(?<!</)[A-Za-z0-9]++(?:-[A-Za-z0-9]++)+"   # (not a markup tag: <system-reminder>)
     r"|(?<!\w)(?!(?<=<)[a-z_]+>)(?!(?<=</)[a-z_]+>)\w*?(?:[a-z0-9]_|[a-z][A-Z]|[A-Z][a-z0-9]+[A-Z]|_[A-Z0-9])\w*+"
@@ -691,17 +695,58 @@ def shell_written(command: str) -> list[str]:
     found = [m.group(1) or m.group(2) or m.group(3) for pattern in _SHELL_WRITES for m in pattern.finditer(command)]
     if _MOVES.search(command):
         for words in _line_commands(command)[0]:
-            if words[:2] == ["git", "mv"]:
-                words = words[1:]
-            names = [w for w in words[1:] if not w.startswith("-")]
-            if words[0] in ("mv", "touch") or words[0] == "cp" and len(names) == 2:
-                found.extend(names if words[0] != "cp" else names[1:])
+            found.extend(_moved(words))
     out = []
     for path in found:
         if path and not path.startswith(("/tmp/", "/dev/", "$")) and not any(c in path for c in "*?{[") \
-                and not path.endswith("/") and path not in out:   # (a glob names no one file, nor does a directory)
-            out.append(path)
+                and not path.endswith("/") and path not in (".", "..") and path not in out:
+            out.append(path)   # (a glob names no one file, nor does a directory)
     return out
+
+
+def _moved(words: list[str]) -> list[str]:
+    """The files one command moves (both names), copies to or creates: ``mv``, ``git mv``, ``cp``,
+    ``touch`` — not their options' values (``touch -d "2 days ago"``, ``-r ref``), what a comment
+    says, nor a directory they are put in (``mv a.py lib``: ``lib/a.py``; ``cp -t dir a.py``)."""
+    if words and words[0] == "sudo":
+        words = words[1:]
+    if len(words) > 3 and words[0] == "git" and words[1] == "-C":
+        words = ["git", *words[3:]]
+    if words[:2] == ["git", "mv"]:
+        words = words[1:]
+    if not words or words[0] not in ("mv", "cp", "touch"):
+        return []
+    program, names, into, skip = words[0], [], None, False
+    for word in words[1:]:
+        if word.startswith("#"):   # a comment: the rest is words
+            break
+        if skip:
+            skip = False
+            if program != "touch":   # (-t dir of mv and cp)
+                into = word
+        elif word in ("-t", "--target-directory") or program == "touch" and word in ("-d", "-t", "-r", "--date",
+                                                                                     "--reference"):
+            skip = True
+        elif word.startswith("--target-directory="):
+            into = word.split("=", 1)[1]
+        elif not word.startswith("-"):
+            names.append(word)
+    if program == "touch":
+        return names
+    if into is None:
+        if len(names) < 2:
+            return []
+        *sources, target = names
+        # a target named without an extension, for files that have one, is the directory they go in
+        if len(sources) > 1 or target in (".", "..") or "." not in target.rsplit("/", 1)[-1] \
+                and "." in sources[0].rsplit("/", 1)[-1]:
+            into = target
+        else:
+            return names if program == "mv" else [target]
+    else:
+        sources = names
+    put = [f"{into.rstrip('/')}/{source.rstrip('/').rsplit('/', 1)[-1]}" for source in sources]
+    return [*sources, *put] if program == "mv" else put
 
 
 @lru_cache(maxsize=4096)   # a session runs the same commands again and again (a test, git status)
@@ -737,7 +782,7 @@ def _words_family(words: list[str]) -> str:
     while len(words) > 2 and words[1] in _PLACE_OPTIONS:   # ``git -C /repo push``, ``npm --prefix web test``
         words = [words[0], *words[3:]]
     if len(words) > 2 and (words[1] in ("run", "exec") and program in _COMMAND_RUNNERS
-                           or words[1] == "-m" and program in ("python", "python3")
+                           or words[1] == "-m" and program.startswith("python")
                            or words[1] == "exec" and program in _SCRIPT_RUNNERS):
         # what it runs is the command: ``uv run ruff check`` and ``uv run ruff format`` are two
         return f"{program} {words[1]} {_words_family(words[2:])}".strip()
@@ -804,12 +849,13 @@ def _run_of(command: str) -> tuple[str, str, tuple, bool]:
     if len(working) < 2:
         return _VERSIONED.sub(r"\1", family), family, (), all_ran
     # a chain: its own scope, equal to no single command's (``pytest a; pytest b`` is not ``pytest``)
-    return _CHAIN + _VERSIONED.sub(r"\1", " && ".join(families)), family, tuple(runs), all_ran
+    return _CHAIN + " && ".join(_VERSIONED.sub(r"\1", f) for f in families), family, tuple(runs), all_ran
 
 
-# an interpreter named with its version, in a run's scope: ``python3 gen.py`` passing fixes ``python
-# gen.py`` failing (``command not found: python``), as ``python3.11 gen.py`` would
-_VERSIONED = re.compile(r"(?<![^ ])(python|pip|ruby|perl|php|node|lua)[\d.]+(?= |$)")
+# an interpreter named with its version, as the program a run's scope names: ``python3 gen.py``
+# passing fixes ``python gen.py`` failing (``command not found: python``), as ``python3.11 gen.py``
+# would (not ``which python3`` a failed ``which python``: there it is what is looked for)
+_VERSIONED = re.compile(r"^(python|pip|ruby|perl|php|node|lua)[\d.]+(?= |$)")
 
 
 @lru_cache(maxsize=8192)   # (per result of a command: a session runs the same ones again and again)
@@ -1399,7 +1445,8 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
             hits = words.get(word)
             if hits is None:   # (a word under 4 characters holds no match of 4 or more: not scanned)
                 # (a terminal's colour codes, sent or written in a string literal: no part of a name)
-                read = _ANSI_IN_WORD.sub("", word) if "1b[" in word or "\x1b" in word or "033[" in word else word
+                read = _ANSI_IN_WORD.sub("", word) if "1b[" in word or "1B[" in word or "\x1b" in word \
+                    or "033[" in word else word
                 hits = tuple([v for v in _VOCAB.findall(read) if len(v) >= 4
                               and not (v[0] in "0123456789_.-" and _NUMBERISH.fullmatch(v))]) \
                     if len(read) >= 4 and _VOCAB_HINT.search(read) else ()
@@ -1655,13 +1702,15 @@ class _Work:
                 self.scopes.pop(scope, None)
                 self.scopes[scope] = (seq, failed, name)
             outcome = None if failed else outcome_line(t.tool_result) if result is None else result.outcome()
-            if outcome:
+            if outcome and not (outcome[0] == "[" and _COMMIT_MADE.match(outcome)):   # (commits: their own line)
                 self.outcomes.pop(family, None)
                 self.outcomes[family] = (command, outcome)
-                if outcome[0] == "[" and _COMMIT_MADE.match(outcome):   # each commit is said, not the latest only
+            if "git" in command and ("commit" in command or "cherry-pick" in command or "revert" in command):
+                made = commits_made(t.tool_result if t.tool_error is None else t.tool_error)
+                if made:   # each commit is said, and one made before a later command of its line failed
                     if not self.commits:
                         self.commits = []
-                    self.commits.append(outcome)
+                    self.commits.extend(made)
             known = self.commands.get(command)
             if known is None:
                 self.commands[command] = [False, failed, brief]
@@ -2346,10 +2395,10 @@ class OfflineSummarizer(Summarizer):
         outcomes = commands_line(window.outcomes, window.families)
         if outcomes:
             footer.append(("commands", outcomes))
-        commits = [line for line in reversed(window.commits) if line not in outcomes]   # (the latest is there)
-        if commits:
-            footer.append(("commits", "Commits: " + "; ".join(commits[:MAX_LISTED])
-                           + (f"; +{len(commits) - MAX_LISTED} more" if len(commits) > MAX_LISTED else "")))
+        if window.commits:
+            commits = list(reversed(window.commits))
+            footer.append(("commits", COMMITS_HEAD + COMMITS_SEP.join(commits[:MAX_LISTED])
+                           + (f"{COMMITS_SEP}+{len(commits) - MAX_LISTED} more" if len(commits) > MAX_LISTED else "")))
         if failures:
             footer.append(("failed", failures_line(failures, failure_error, commands, fixes, window.fixed)))
         if n_unanswered:
@@ -2606,12 +2655,25 @@ def outcome_line(result) -> str:
     """What a successful command's output says it did, when it says it in a line worth keeping
     (test counts, a commit, a push, a PR or issue URL, a build that finished); "" otherwise. Its
     first 1,000 and last 2,000 characters are read (a commit says it first, a test run last)."""
+    return _outcome_of(_outcome_text(result))
+
+
+def commits_made(result) -> list[str]:
+    """The ``[branch 1a2b3c4] subject`` lines of the commits a command's output says it made (its
+    first 1,000 and last 2,000 characters, as :func:`outcome_line` reads), each with a ``;`` of
+    its subject said ``,`` (the Commits line is a list of them)."""
+    text = _outcome_text(result)
+    return [m.group(0).replace(";", ",").strip() for m in _COMMIT_MADE.finditer(text)] if "] " in text else []
+
+
+def _outcome_text(result) -> str:
+    """The part of a command's result an outcome is read in (:func:`outcome_line`)."""
     if isinstance(result, dict) and isinstance(result.get("stdout") or result.get("output"), str):
         result = result.get("stdout") or result.get("output")
     text = exec_output(result) if isinstance(result, str) else "\n".join(_strings(result, 8_000))
-    if len(text) > 3_000:
-        text = text[:1_000] + "\n" + text[-2_000:]
-    return _outcome_of(text)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return text[:1_000] + "\n" + text[-2_000:] if len(text) > 3_000 else text
 
 
 _RESULT_COUNTS = re.compile(r"(?<![\w.])[1-9]\d{0,4} (?:passed|failed|failures?|errors?)(?![\w/.])")
@@ -3025,7 +3087,7 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         earlier += len(lines) - len(kept)
         return "\n".join([head, *([f"(+{earlier} earlier)"] if earlier else []), *reversed(kept)]) if kept else ""
     head, _, rest = text.partition(": ")
-    sep = " → " if kind == "notes" else "; "
+    sep = " → " if kind == "notes" else COMMITS_SEP if kind == "commits" else "; "
     items, counted = _entries(rest, sep)
     order = list(range(len(items)))
     if kind == "notes":
@@ -3211,56 +3273,47 @@ def vocabulary(vocab: dict, total: int, shown: str, room: int) -> str:
         return ""
     head = VOCAB_HEAD
     out: list[str] = []
-    at: dict[str, int] = {}   # a listed name -> its place in out
-    joined = "\n"              # the names listed, each between line breaks
+    listed: set[str] = set()
+    held: set[str] = set()   # the shorter spellings of the names listed (:func:`_spellings`)
     size = len(head)
     for value in _by_need(vocab, total):
-        if value in shown or not _is_identifier(value):
-            continue
-        if _spelled_within(value, joined):   # a part of a name listed (ExUnit of ExUnit.Case)
-            continue
-        # a longer spelling of a name listed (src/a.py, then /home/me/proj/src/a.py): it takes that place
-        cut = "/" if "/" in value else "."
-        shorter = next((p for i, c in enumerate(value) if c == cut for p in (value[:i], value[i + 1:]) if p in at),
-                       None) if cut in value else None
-        if shorter is not None:
-            if size + len(value) - len(shorter) <= room:
-                size += len(value) - len(shorter)
-                out[at[shorter]] = value
-                at[value] = at.pop(shorter)
-                joined = "\n" + "\n".join(out) + "\n"
+        if value in shown or value in held or not _is_identifier(value):
             continue
         if size + len(value) + 2 > room:
             if size > room - 8:
                 break
             continue
-        at[value] = len(out)
+        spellings = _spellings(value)
+        shorter = [part for part in spellings if part in listed]
+        if shorter:   # a longer spelling of names listed (src/a.py, then /repo/src/a.py): it takes their place
+            size += len(value) - sum(len(name) + 2 for name in shorter) + 2
+            place = min(out.index(name) for name in shorter)
+            out = [name for name in out if name not in shorter]
+            out.insert(place, value)
+            listed = set(out)
+            held = {part for name in out for part in _spellings(name)}
+            continue
         out.append(value)
-        joined += value + "\n"
+        listed.add(value)
+        held.update(spellings)
         size += len(value) + 2
     return head + ", ".join(out) if out else ""
 
 
-def _spelled_within(value: str, joined: str) -> bool:
-    """Whether ``value`` is a part of a name of ``joined`` (names between line breaks) between
-    the name's ``/`` when it is a path, else its ``.``: ``ExUnit`` of ``ExUnit.Case``, ``src/a.py``
-    of ``/repo/src/a.py`` — the same name, spelled shorter (``useTodos`` is no part of
-    ``src/useTodos.ts``: a function is not its file)."""
-    start = joined.find(value)
-    while start >= 0:
-        end = start + len(value)
-        name = joined[joined.rfind("\n", 0, start) + 1:joined.find("\n", end)]
-        cut = "/\n" if "/" in name else ".\n"
-        if joined[start - 1] in cut and joined[end] in cut:
-            return True
-        start = joined.find(value, start + 1)
-    return False
+def _spellings(name: str) -> set[str]:
+    """The shorter spellings of the same name a name holds: a path's trailing parts (``src/a.py``
+    of ``/repo/src/a.py``; not its directories), a dotted name's leading and trailing parts
+    (``ExUnit`` and ``Case`` of ``ExUnit.Case``) — not a file name's stem (``useTodos`` is no
+    spelling of ``useTodos.ts``: a function is not its file)."""
+    if "/" in name or _FILE_NAME.fullmatch(name):
+        return {name[i + 1:] for i, c in enumerate(name) if c == "/" and i + 1 < len(name)}
+    return {part for i, c in enumerate(name) if c == "." for part in (name[:i], name[i + 1:]) if part}
 
 
 # list lines, the first to lose entries: their heads (as written now, then as earlier summaries
 # said them: a rollup condenses those too), and the separator of their entries
 _LISTS = (((VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "), (("Latest notes: ",), " → "),
-          (("URLs: ",), ", "), (("Commands (latest outcome): ",), "; "), (("Commits: ",), "; "), (("Never answered: ",), "; "),
+          (("URLs: ",), ", "), (("Commands (latest outcome): ",), "; "), ((COMMITS_HEAD,), COMMITS_SEP), (("Never answered: ",), "; "),
           (("Failed: ",), "; "), ((PLAN_HEAD, "Plan (latest): "), "; "))
 
 
