@@ -1445,8 +1445,8 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
             hits = words.get(word)
             if hits is None:   # (a word under 4 characters holds no match of 4 or more: not scanned)
                 # (a terminal's colour codes, sent or written in a string literal: no part of a name)
-                read = _ANSI_IN_WORD.sub("", word) if "1b[" in word or "1B[" in word or "\x1b" in word \
-                    or "033[" in word else word
+                read = _ANSI_IN_WORD.sub("", word) if "[" in word and ("1b[" in word or "1B[" in word or "\x1b" in word
+                                                                        or "033[" in word) else word
                 hits = tuple([v for v in _VOCAB.findall(read) if len(v) >= 4
                               and not (v[0] in "0123456789_.-" and _NUMBERISH.fullmatch(v))]) \
                     if len(read) >= 4 and _VOCAB_HINT.search(read) else ()
@@ -1454,11 +1454,12 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
                     words.clear()
                     compounds.clear()
                 words[word] = hits
-                if "-" in word and "`" not in word and any(_PROSE_COMPOUND.fullmatch(v) for v in hits):
+                if "-" in word and word[word.index("-") + 1:word.index("-") + 2].islower() and "`" not in word \
+                        and any(_PROSE_COMPOUND.fullmatch(v) for v in hits):   # (its first "-" before a letter)
                     compounds[word] = tuple([v for v in hits if not _PROSE_COMPOUND.fullmatch(v)])
             if hits:
                 # (prose: an English compound, single-quoted or Per-project, is no name)
-                out.extend(hits if remember or word not in compounds else compounds[word])
+                out.extend(hits if remember or not compounds or word not in compounds else compounds[word])
         if not remember:
             return out
         found = _remember(_VOCAB_CACHE, text, tuple(out))
