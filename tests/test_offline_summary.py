@@ -375,7 +375,8 @@ def test_the_informative_line_of_each_runner_names_the_failing_test_and_why():
 def test_a_command_that_failed_for_several_reasons_keeps_each_reason():
     """``mix test`` failing first on a missing config, then on a missing dependency, then on an
     assertion: the latest reason leads, the earlier distinct ones follow (the fixes between runs
-    are what the agent needs to know), each once."""
+    are what the agent needs to know), each once; ExUnit's numbered failure after its exit line and a
+    colon (it read "Exit code 2 1) test mount")."""
     events = [{"trace_type": "user", "content": "Make the review page tests pass."}]
     for n, why in enumerate(["** (RuntimeError) no :secret_key_base configuration found in SpotterWeb.Endpoint.",
                              "** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency.",
@@ -387,9 +388,9 @@ def test_a_command_that_failed_for_several_reasons_keeps_each_reason():
     summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))])
     failed = next(line for line in summary.episodic_summary.split("\n") if line.startswith("Failed: "))
     assert failed == (
-        "Failed: `mix test test/review_test.exs` ×4 (Exit code 2 1) test mount (ReviewLiveTest) — Assertion with =~ "
-        "failed; before: Exit code 2 1) test mount (ReviewLiveTest) — ** (RuntimeError) Phoenix LiveView requires "
-        "lazy_html as a test dependency.; Exit code 2 1) test mount (ReviewLiveTest) — ** (RuntimeError) no "
+        "Failed: `mix test test/review_test.exs` ×4 (Exit code 2: 1) test mount (ReviewLiveTest) — Assertion with =~ "
+        "failed; before: Exit code 2: 1) test mount (ReviewLiveTest) — ** (RuntimeError) Phoenix LiveView requires "
+        "lazy_html as a test dependency.; Exit code 2: 1) test mount (ReviewLiveTest) — ** (RuntimeError) no "
         ":secret_key_base configuration found in SpotterWeb.Endpoint.) — still failing")
 
 

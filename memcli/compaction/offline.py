@@ -1377,7 +1377,8 @@ def error_brief(text: str) -> str:
     first = lines[0] if lines else ""
     if _EXIT_LINE.match(first) and info != first:
         first = first.split(":", 1)[0] if len(first) > 40 else first
-        return clip(f"{first} {info}", ERROR_CHARS)
+        # (a runner's numbered failure, ExUnit's "1) test …", after a colon: not "Exit code 2 1) test")
+        return clip(f"{first}{':' if info[:1].isdigit() and not first.endswith(':') else ''} {info}", ERROR_CHARS)
     return clip(info, ERROR_CHARS)
 
 
