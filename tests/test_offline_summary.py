@@ -170,11 +170,37 @@ def test_a_rollup_keeps_whole_entries_and_every_file(head):
         f"{head}ledger_entries, LEDGER_URL, +4 more"])
     assert len(out) <= budget
     smaller = condense(summary, 350)
-    assert smaller.split("\n")[1:] == [   # every file stays (their names go first), the latest failure too
-        "… 2 turn lines left out (`memcli show AGENT --archive`)",
+    assert smaller.split("\n")[1:] == [   # every file stays (their names go first), the failure still open too
+        "… 2 turn lines left out (`memcli show AGENT --archive`)",   # (the one that passed later goes first)
         "Files modified: src/billing/invoice_total.py, src/billing/refund.py",
-        "Failed: `pytest -q tests/test_ledger.py` ×2 (FAILED tests/test_ledger.py::test_round - assert 1 == 2) "
-        "— passed later; +1 more"]
+        "Failed: `make lint` ×1 (E501 line too long) — still failing; +1 more"]
+
+
+def test_a_rollup_keeps_the_request_the_newest_commit_and_the_steps_still_to_do():
+    """A helper's hunt over rollups: a condensed summary dropped the request (the first ask) with
+    the other turn lines, the whole Commits line, and the plan's open steps before its done ones
+    (``Plan: [completed] …; +3 more``); an emptied list left an empty line. The request is the
+    last turn line to go, the newest commit and the next step stay, the done steps go first."""
+    lines = ["4 turns (turn_0001–turn_0004), 2026-03-02 08:41 → 09:30 UTC: 60 traces, 20 tool calls, 0 failed.",
+             '- turn_0001 · user: "Port every module to settings."',
+             *[f'- turn_000{k} · user: "Step {k}: port module_{k} and run its tests now."' for k in (2, 3, 4)],
+             "Files modified: src/module_2.py, src/module_3.py",
+             "Plan: [completed] Port module_1; [completed] Port module_2; [in_progress] Port module_3; "
+             "[pending] Port module_4",
+             "Commits: [main 3c3c3c3] port module_3 · [main 2b2b2b2] port module_2 · [main 1a1a1a1] port module_1",
+             "URLs: https://docs.example.com/settings"]
+    out = condense("\n".join(lines), 420)
+    assert out.split("\n") == [
+        lines[0], lines[1], "… 2 turn lines left out (`memcli show AGENT --archive`)", lines[4], lines[5],
+        "Plan: [in_progress] Port module_3; +3 more",
+        "Commits: [main 3c3c3c3] port module_3 · +2 more"], out
+    assert "" not in condense("\n".join(lines), 700).split("\n")
+    # a Subagents head whose agents all went goes with them (it stood with "(+4 earlier)" alone)
+    agents = [lines[0], lines[1], "Subagents:", "(+4 earlier)",
+              *[f'- agent a{k} (turn_0001) · task "Review module_{k} and report what is left." · 3 tool calls'
+                for k in range(3)], lines[5]]
+    out = condense("\n".join(agents), 260).split("\n")
+    assert not any(line.startswith(("Subagents:", "(+", "- agent")) for line in out), out
 
 
 @pytest.mark.parametrize("head", ["Plan: ", "Plan (latest): "])   # now, and before

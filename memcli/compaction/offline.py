@@ -3350,7 +3350,7 @@ def condense(summary: str, budget: int) -> str:
     for heads, sep in _LISTS:
         for n, line in enumerate(lines):
             if excess <= 0:
-                return "\n".join(lines)
+                return "\n".join(line for line in lines if line)   # (a list emptied: its line gone)
             if line.startswith(heads):
                 shorter = _drop_entries(line, heads[0], sep, excess)
                 excess -= len(line) - len(shorter) + (1 if not shorter else 0)
@@ -3372,24 +3372,31 @@ def condense(summary: str, budget: int) -> str:
             lines[n] = shorter
     if excess <= 0:
         return "\n".join(lines)
-    keep = [not line.startswith(("- turn", "- [", "- agent", "- subagent")) for line in lines]
-    dropped = 0
-    for n, line in enumerate(lines):   # the oldest turn lines go
+    turn_lines = [n for n, line in enumerate(lines) if line.startswith(("- turn", "- [", "- agent", "- subagent"))]
+    # the oldest turn lines go; in a summary of work, the first of them last: the request it started from
+    first = next((n for n in turn_lines if lines[n].startswith(("- turn", "- ["))), None) if any(
+        " · tools: " in lines[n] or FILES_FACT_PREFIX in summary for n in turn_lines) else None
+    order = [n for n in turn_lines if n != first] + ([first] if first is not None else [])
+    gone: set[int] = set()
+    for n in order:
         if excess <= -60:
             break
-        if not keep[n]:
-            excess -= len(line) + 1
-            dropped += 1
-    out, seen = [], 0
+        excess -= len(lines[n]) + 1
+        gone.add(n)
+    out = []
+    last = max(gone) if gone else -1
     for n, line in enumerate(lines):
-        if keep[n]:
+        if n not in gone:
             out.append(line)
-        else:
-            seen += 1
-            if seen == dropped:
-                out.append(f"… {dropped} turn line{'s' if dropped != 1 else ''} left out (`memcli show AGENT --archive`)")
-            elif seen > dropped:
-                out.append(line)
+        elif n == last:
+            out.append(f"… {len(gone)} turn line{'s' if len(gone) != 1 else ''} left out (`memcli show AGENT --archive`)")
+    # a subagents block whose agents' lines all went: its head and count go too
+    for n in range(len(out) - 1, -1, -1):
+        if out[n] == "Subagents:" and not (n + 1 < len(out) and out[n + 1].startswith(("- agent", "- subagent",
+                                                                                    "(+"))
+                                            and any(line.startswith(("- agent", "- subagent")) for line in
+                                                    out[n + 1:n + 3])):
+            del out[n:n + (2 if n + 1 < len(out) and out[n + 1].startswith("(+") else 1)]
     return "\n".join(out)
 
 
@@ -3452,6 +3459,9 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
     return text if len(text) <= budget else None
 
 
+_RESOLVED = re.compile(r" — (?:passed later|fixed later|stopped by the user)")   # a failure entry that needs nothing
+
+
 def _drop_entries(line: str, head: str, sep: str, excess: int) -> str:
     """``line`` (a line of the list ``head`` — its head, then entries joined by ``sep``) without
     its last entries, at least ``excess`` characters shorter if it can be: "" when no entry would
@@ -3460,9 +3470,18 @@ def _drop_entries(line: str, head: str, sep: str, excess: int) -> str:
     prefix = line[:len(line) - len(body)]
     entries, counted = _entries(body, sep)
     n = len(entries)
-    least = 1 if head in ("Failed: ", PLAN_HEAD) else 0   # the latest failure, the plan's first step
+    # the plan's next step, the newest commit, the latest failure still open (the resolved need nothing)
+    least = 1 if head in (PLAN_HEAD, COMMITS_HEAD) or head == "Failed: " and any(
+        not _RESOLVED.search(entry) for entry in entries) else 0
     while len(entries) > least and len(line) - len(prefix + sep.join(entries)) - 12 < excess:
-        entries.pop(0 if head == "Latest notes: " else -1)   # the notes keep their latest
+        if head == "Latest notes: ":   # the notes keep their latest
+            entries.pop(0)
+        elif head in (PLAN_HEAD, "Failed: "):   # the last step done, the oldest failure resolved go first
+            done = [i for i, entry in enumerate(entries) if (entry.startswith(_DONE_ITEMS) if head == PLAN_HEAD
+                                                             else _RESOLVED.search(entry))]
+            entries.pop(done[-1] if done else -1)
+        else:
+            entries.pop()
     if len(entries) == n:
         return line
     if not entries:
