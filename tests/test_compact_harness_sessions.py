@@ -729,7 +729,8 @@ def test_the_plan_is_the_main_agent_s_not_a_subagent_s_todo_list():
 
 def test_the_latest_plan_of_each_harness_s_todo_tool_is_kept_whole_on_one_line():
     """Gemini CLI's ``write_todos`` (``description``), Copilot CLI's ``update_todo`` (a markdown
-    checklist), a todo text with a line break: each is the plan, one line per summary line."""
+    checklist), Goose's ``todo__todo_write`` (one too), a todo text with a line break: each is the
+    plan, one line per summary line."""
     from memcli.compaction.offline import OfflineSummarizer
     from memcli.compaction.summarizer import Turn
     from memcli.models import RawTrace
@@ -750,6 +751,9 @@ def test_the_latest_plan_of_each_harness_s_todo_tool_is_kept_whole_on_one_line()
         "Plan: [completed] Reproduce the KeyError; [pending] Add the zone; [pending] Test it"
     assert plan("TodoWrite", {"todos": [{"content": "Port the importer\nthen the tests"}]}) == \
         "Plan: Port the importer then the tests"
+    # Goose's todo extension: its whole checklist as text (a Goose session had no Plan line)
+    assert plan("todo__todo_write", {"content": "- [x] Read the config\n- [ ] Add the retry"}) == \
+        "Plan: [completed] Read the config; [pending] Add the retry"
 
 
 def test_a_failed_edit_names_its_file_and_is_fixed_by_a_later_write_of_it():
@@ -951,14 +955,19 @@ def test_the_names_an_edit_defines_are_definitions_not_prose_attributes_or_param
               "    @objc func handleTap(_ s: Any) {\n@MainActor final class ViewModel: ObservableObject {\n"
               "[Serializable] public class Order { }\nfunc (s *Server) Handle(w Writer) {\n"
               "module.exports = function createApp(opts) {\n    class that wraps the client\n"
-              "export default class extends Base {\nstatic struct config cfg;\n")
+              "export default class extends Base {\nstatic struct config cfg;\n"
+              # a component or hook bound to a name, a Go struct, a TypeScript type (a real Next.js
+              # session's TodoApp.tsx had no name; a Go config.go no Config); a count, a call, prose: none
+              "export const TodoApp: React.FC = () => {\nexport const useTodos = (initial: Todo[] = []) => {\n"
+              "type Config struct {\nexport type Props<T> = {\nconst x = 5;\nvar total = items.reduce((a, b) => a)\n"
+              "type that is\n")
     assert changed_names({"file_path": "lib/live.ex", "content": elixir}, ["lib/live.ex"]) == {
         "lib/live.ex": ["mount", "truncate"]}
     assert changed_names({"file_path": "src/todo.ts", "content": typescript}, ["src/todo.ts"]) == {
         "src/todo.ts": ["Todo", "todoReducer"]}
     assert changed_names({"file_path": "x", "content": others}, ["x"]) == {
         "x": ["load_config", "Color", "Sum", "Point", "Node", "walk", "handleTap", "ViewModel", "Order", "Handle",
-              "createApp"]}
+              "createApp", "TodoApp", "useTodos", "Config", "Props"]}
     # a patch: its lines without their marks, and the scope an anchor names (Codex's ``@@ class …``)
     patch = ("*** Begin Patch\n*** Update File: src/billing.py\n@@ class BillingSchema:\n-    def old(self):\n"
              "+    def load(self):\n+        # the class that wraps it\n*** End Patch")

@@ -234,14 +234,20 @@ _DEFINED = re.compile(
     r"|local|const|readonly|inner|value|annotation|implicit|lazy|mutating|nonmutating|fileprivate|nonisolated"
     r"|indirect|record|ref|expect|actual|private\[\w+\]|protected\[\w+\]|class(?=[ \t]+(?:func|var)\b)))[ \t]+)*"
     r"(?:(?:class|(?:fun[ \t]+)?interface|struct|enum(?:[ \t]+(?:class|struct))?|trait|impl(?:<[^<>\n]*>)?|module"
-    r"|defmodule|defprotocol|defimpl|object|@interface|@implementation|@protocol)[ \t]+([A-Za-z_][\w.]*)"
-    r"(?=[ \t]*(?:[:({<\[;=,]|$|extends\b|implements\b|do\b|where\b|for\b|with\b|derives\b))"
+    r"|defmodule|defprotocol|defimpl|object|@interface|@implementation|@protocol|type)[ \t]+([A-Za-z_][\w.]*)"
+    r"(?=[ \t]*(?:[:({<\[;=,]|$|extends\b|implements\b|do\b|where\b|for\b|with\b|derives\b|struct\b"
+    r"|interface\b))"
+    # a function or component bound to a name: ``export const TodoApp: React.FC = () =>``
+    r"|(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)(?=[^=\n]*=[ \t]*(?:async[ \t]+)?(?:function\b|\([^)\n]*\)[^=\n]*=>"
+    r"|[A-Za-z_$][\w$]*[ \t]*=>))"
     r"|(?:def|defp|defmacrop?)[ \t]+([A-Za-z_][\w.]*[?!]?)"
     r"|(?:fn|func|fun|function\*?)[ \t]+(?:\([^()\n]*\)[ \t]*)?([A-Za-z_][\w.:]*)(?=[ \t]*[(<\[]))"
     r"|[=(,:][ \t]*(?:async[ \t]+)?function\*?[ \t]+([A-Za-z_$][\w$]*)(?=[ \t]*\()", re.MULTILINE)
 _HUNK_HEAD = re.compile(r"^@@(?:[ \t]*-[\d,]+[ \t]+\+[\d,]+[ \t]*@@)?[ \t]*")   # a patch anchor's marks
 _CHANGES = re.compile(r" \([^()]*\)(?=, |$)")   # "path (fn, Class)" in the files line
-_TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos", "update_todo"})
+# the todo list / plan tools (Goose's is its todo extension's: ``todo__todo_write``, a checklist in ``content``)
+_TODO_TOOLS = frozenset({"TodoWrite", "todo_write", "update_plan", "todowrite", "write_todos", "update_todo",
+                         "todo__todo_write"})
 VOCAB_TEXT_CHARS = 8_000      # of each text, scanned for the vocabulary
 MAX_VOCAB = 20_000            # distinct identifiers a window tracks (the least used go first)
 MIN_BUDGET_CHARS = 200       # a summary is never asked to be smaller
