@@ -1118,6 +1118,9 @@ def test_a_build_or_deploy_that_finished_is_its_outcome():
         "Apply complete! Resources: 3 added, 1 changed, 0 destroyed."
     assert outcome_line("vite v5.0.0 building for production...\n✓ 34 modules transformed.\n✓ built in 738ms") == \
         "✓ built in 738ms"
+    # Gemini CLI's and Codex's output labels are no part of it (a Gemini session said "Stdout: 9 passed")
+    assert outcome_line("Command: pytest -q\nDirectory: (root)\nStdout: 9 passed in 0.3s\nStderr: (empty)\n"
+                        "Exit Code: 0") == "9 passed in 0.3s"
 
 
 def test_a_script_s_own_subcommands_are_families_of_their_own():

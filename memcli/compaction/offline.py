@@ -2696,11 +2696,11 @@ def _outcome_of(text: str) -> str:
     counts = [m.group(0) for m in _OUTCOMES[0].finditer(text)]
     if counts:   # a runner's result line comes last (``running 13 tests`` … ``test result: ok. 13 passed``)
         told = [line for line in counts if _RESULT_COUNTS.search(line)]
-        return clip((told or counts)[-1].strip(" =-"), 120)
+        return clip(_OUTPUT_LABEL.sub("", (told or counts)[-1].strip(" =-")), 120)   # (not Gemini's "Stdout: ")
     for pattern in _OUTCOMES[1:]:
         m = pattern.search(text)
         if m:
-            return clip(m.group(0).strip(" =-"), 120)
+            return clip(_OUTPUT_LABEL.sub("", m.group(0).strip(" =-")), 120)
     return ""
 
 
