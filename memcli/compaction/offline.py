@@ -347,8 +347,8 @@ def sentences(text: str) -> list[str]:
     k = 0
     while k < len(pieces):
         sentence, k = pieces[k], k + 1
-        while k < len(pieces) and _open_mark(sentence):
-            mark, size, end = _open_mark(sentence), len(sentence), k
+        while k < len(pieces) and (mark := _open_mark(sentence)):
+            size, end = len(sentence), k
             while end < len(pieces) and size < QUOTED_SPAN_CHARS and not pieces[end].count(mark) % 2:
                 size += len(pieces[end]) + 1
                 end += 1
@@ -700,7 +700,7 @@ def shell_written(command: str) -> list[str]:
     (``touch``), not scratch (``/tmp/…``, ``/dev/…``)."""
     found = [m.group(1) or m.group(2) or m.group(3) for pattern in _SHELL_WRITES for m in pattern.finditer(command)]
     if _MOVES.search(command):
-        for words in _line_commands(command)[0]:
+        for words in _working_commands(_line_commands(command)[0]):
             found.extend(_moved(words))
     out = []
     for path in found:
@@ -714,10 +714,10 @@ def _moved(words: list[str]) -> list[str]:
     """The files one command moves (both names), copies to or creates: ``mv``, ``git mv``, ``cp``,
     ``touch`` — not their options' values (``touch -d "2 days ago"``, ``-r ref``), what a comment
     says, nor a directory they are put in (``mv a.py lib``: ``lib/a.py``; ``cp -t dir a.py``)."""
-    if words and words[0] == "sudo":
+    while words and words[0] in _PLAIN_WRAPPERS:   # ``sudo mv``
         words = words[1:]
-    if len(words) > 3 and words[0] == "git" and words[1] == "-C":
-        words = ["git", *words[3:]]
+    while len(words) > 3 and words[1] in _PLACE_OPTIONS:   # ``git -C repo mv``
+        words = [words[0], *words[3:]]
     if words[:2] == ["git", "mv"]:
         words = words[1:]
     if not words or words[0] not in ("mv", "cp", "touch"):
@@ -1461,7 +1461,8 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
                     words.clear()
                     compounds.clear()
                 words[word] = hits
-                if "-" in word and word[word.index("-") + 1:word.index("-") + 2].islower() and "`" not in word \
+                dash = word.find("-")
+                if dash >= 0 and word[dash + 1:dash + 2].islower() and "`" not in word \
                         and any(_PROSE_COMPOUND.fullmatch(v) for v in hits):   # (its first "-" before a letter)
                     compounds[word] = tuple([v for v in hits if not _PROSE_COMPOUND.fullmatch(v)])
             if hits:
@@ -2089,6 +2090,13 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
     return " · ".join(parts)
 
 
+def _keep_newest(mapping: dict, limit: int) -> None:
+    """Bound ``mapping`` (its entries oldest first) to its newest ``limit`` entries."""
+    if len(mapping) > limit:
+        for key in list(mapping)[:len(mapping) - limit]:
+            del mapping[key]
+
+
 class WindowSummary:
     """The offline summary of a window in the making: digests are added one turn at a time, in
     window order (memory stays flat: only the listed turns keep their digest); :meth:`finish`
@@ -2215,9 +2223,7 @@ class WindowSummary:
                 for line in work.commits:
                     made.pop(line, None)
                     made[line] = None
-                if len(made) > MAX_COMMITS:   # bounded: the oldest go
-                    for line in list(made)[:len(made) - MAX_COMMITS]:
-                        del made[line]
+                _keep_newest(made, MAX_COMMITS)
             if work.outcomes:
                 outcomes = self.outcomes
                 for family, outcome in work.outcomes.items():
@@ -2256,9 +2262,7 @@ class WindowSummary:
             for scope, (_seq, failed, family) in runs:
                 scopes.pop(scope, None)
                 scopes[scope] = (failed, family)
-            if len(scopes) > MAX_SCOPES:   # bounded: the oldest runs go (their failures then count as open)
-                for scope in list(scopes)[:len(scopes) - MAX_SCOPES]:
-                    del scopes[scope]
+            _keep_newest(scopes, MAX_SCOPES)   # (the oldest runs' failures then count as open)
         if subagents:
             self.n_subagents += len(subagents)
             self.subagents.extend(agent.line() for agent in subagents.values())
@@ -2272,9 +2276,7 @@ class WindowSummary:
             for url in d.urls:
                 urls.pop(url, None)
                 urls[url] = None
-            if len(urls) > MAX_URLS:
-                for url in list(urls)[:len(urls) - MAX_URLS]:
-                    del urls[url]
+            _keep_newest(urls, MAX_URLS)
         for sentence in d.preferences:
             self.preferences.setdefault(sentence, []).append(turn_id)
         if len(commands) > 5000:  # bounded memory on pathological windows
@@ -2691,8 +2693,6 @@ _RESULT_COUNTS = re.compile(r"(?<![\w.])[1-9]\d{0,4} (?:passed|failed|failures?|
 def _outcome_of(text: str) -> str:
     if _ANY_OUTCOME.search(text) is None:   # one scan for the output that says nothing
         return ""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
     counts = [m.group(0) for m in _OUTCOMES[0].finditer(text)]
     if counts:   # a runner's result line comes last (``running 13 tests`` … ``test result: ok. 13 passed``)
         told = [line for line in counts if _RESULT_COUNTS.search(line)]
@@ -2772,6 +2772,11 @@ def _runs_named(label: str, line: str) -> bool:
     return False
 
 
+# how a failure's entry says it needs nothing more (and :data:`_RESOLVED` finds it again in a summary)
+_PASSED_LATER, _FIXED_LATER, _STOPPED_BY_USER = " — passed later", " — fixed later", " — stopped by the user"
+_RESOLVED = re.compile("|".join(map(re.escape, (_PASSED_LATER, _FIXED_LATER, _STOPPED_BY_USER))))
+
+
 def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _Fixes, fixed=_NONE,
                   brief: bool = False) -> str:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
@@ -2800,17 +2805,17 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
             family = command_family(cmds[-1])
             bys = [fixes.by(cmd, failure_error[label][-1]) if commands[cmd][1] else "" for cmd in cmds]
             if all(by == "" for by in bys):
-                later = " — passed later"
+                later = _PASSED_LATER
             elif _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
-                later = " — stopped by the user"
+                later = _STOPPED_BY_USER
             elif any(by is None for by in bys):
                 later, unresolved = " — still failing", True
             else:
-                later = f" — fixed later (a later `{next(by for by in reversed(bys) if by)}` passed)"
+                later = f"{_FIXED_LATER} (a later `{next(by for by in reversed(bys) if by)}` passed)"
         elif label in fixed:
-            later = f" — fixed later (a later write of {fixed[label]} passed)"
+            later = f"{_FIXED_LATER} (a later write of {fixed[label]} passed)"
         elif _STOPPED.search(failure_error[label][-1]):
-            later = " — stopped by the user"
+            later = _STOPPED_BY_USER
         # the commands of one family that failed with the same lines and fared the same: one entry
         # (the other tools' failures alike too: ``Edit a.py ×1, Write a.py ×2 (File has not been read yet.)``)
         key = (family, _briefs(failure_error[label]), later)
@@ -3398,11 +3403,10 @@ def condense(summary: str, budget: int) -> str:
             out.append(f"… {len(gone)} turn line{'s' if len(gone) != 1 else ''} left out (`memcli show AGENT --archive`)")
     # a subagents block whose agents' lines all went: its head and count go too
     for n in range(len(out) - 1, -1, -1):
-        if out[n] == "Subagents:" and not (n + 1 < len(out) and out[n + 1].startswith(("- agent", "- subagent",
-                                                                                    "(+"))
-                                            and any(line.startswith(("- agent", "- subagent")) for line in
-                                                    out[n + 1:n + 3])):
-            del out[n:n + (2 if n + 1 < len(out) and out[n + 1].startswith("(+") else 1)]
+        if out[n] == "Subagents:":
+            end = n + 1 + (n + 1 < len(out) and out[n + 1].startswith("(+"))   # (its "(+N earlier)")
+            if not (end < len(out) and out[end].startswith(("- agent", "- subagent"))):
+                del out[n:end]
     return "\n".join(out)
 
 
@@ -3463,9 +3467,6 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
     floor = sentence_floor(messages, rarity, excess, lambda value: len(shown(value)) <= budget)
     text = shown(floor)
     return text if len(text) <= budget else None
-
-
-_RESOLVED = re.compile(r" — (?:passed later|fixed later|stopped by the user)")   # a failure entry that needs nothing
 
 
 def _drop_entries(line: str, head: str, sep: str, excess: int) -> str:
