@@ -201,6 +201,10 @@ def test_a_rollup_keeps_the_request_the_newest_commit_and_the_steps_still_to_do(
                 for k in range(3)], lines[5]]
     out = condense("\n".join(agents), 260).split("\n")
     assert not any(line.startswith(("Subagents:", "(+", "- agent")) for line in out), out
+    # a summary of work without a Files line is one too (its turn lines' tools told it)
+    work = [lines[0], lines[1] + " · tools: Bash ×3", *lines[2:5], *lines[6:]]
+    out = condense("\n".join(work), 300).split("\n")
+    assert out[1] == lines[1] and out[2].endswith("turn lines left out (`memcli show AGENT --archive`)"), out
 
 
 @pytest.mark.parametrize("head", ["Plan: ", "Plan (latest): "])   # now, and before
@@ -306,7 +310,7 @@ def test_each_commit_made_is_said_not_only_the_latest():
     """The spotter session made three commits; the summary said the latest (the commands line keeps
     one outcome a family) and the other two hashes only as vocabulary, if at all. Every commit
     made is in its own line, newest first: one a hook's test counts came before, one whose line
-    failed after it (a rejected push), a subject with a ``;``."""
+    failed after it (a rejected push), a subject with a ``;`` (said as written)."""
     def summary(*more):
         events = [{"trace_type": "user", "content": "Commit each step."},
                   *_call(1, 'git commit -m "feat: models"', result="[main 99b497c] feat: models\n 3 files changed"),
@@ -323,7 +327,7 @@ def test_each_commit_made_is_said_not_only_the_latest():
     text = summary(*_call(5, "git commit -m 'fix: a; b'", result="12 passed in 0.2s\n[main 1111111] fix: a; b\n 1 file"),
                    *_call(6, "git commit -am wip && git push", error="[main 2222222] wip\n 1 file changed\n"
                                                                      "! [rejected] main -> main (fetch first)"))
-    assert _line_of(text, "Commits: ").startswith("Commits: [main 2222222] wip · [main 1111111] fix: a, b · "
+    assert _line_of(text, "Commits: ").startswith("Commits: [main 2222222] wip · [main 1111111] fix: a; b · "
                                                   "[main bb53fb4] feat: review page")
 
 

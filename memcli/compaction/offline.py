@@ -2670,10 +2670,10 @@ def outcome_line(result) -> str:
 
 def commits_made(result) -> list[str]:
     """The ``[branch 1a2b3c4] subject`` lines of the commits a command's output says it made (its
-    first 1,000 and last 2,000 characters, as :func:`outcome_line` reads), each with a ``;`` of
-    its subject said ``,`` (the Commits line is a list of them)."""
+    first 1,000 and last 2,000 characters, as :func:`outcome_line` reads), as written (the Commits
+    line parts them with :data:`COMMITS_SEP`, not the ``; `` a subject may hold)."""
     text = _outcome_text(result)
-    return [m.group(0).replace(";", ",").strip() for m in _COMMIT_MADE.finditer(text)] if "] " in text else []
+    return [m.group(0).strip() for m in _COMMIT_MADE.finditer(text)] if "] " in text else []
 
 
 def _outcome_text(result) -> str:
@@ -3385,8 +3385,9 @@ def condense(summary: str, budget: int) -> str:
         return "\n".join(lines)
     turn_lines = [n for n, line in enumerate(lines) if line.startswith(("- turn", "- [", "- agent", "- subagent"))]
     # the oldest turn lines go; in a summary of work, the first of them last: the request it started from
-    first = next((n for n in turn_lines if lines[n].startswith(("- turn", "- ["))), None) if any(
-        " · tools: " in lines[n] or FILES_FACT_PREFIX in summary for n in turn_lines) else None
+    # (work: the summary as written, its turn lines' tools not taken off yet)
+    work = " · tools: " in summary or FILES_FACT_PREFIX in summary
+    first = next((n for n in turn_lines if lines[n].startswith(("- turn", "- ["))), None) if work else None
     order = [n for n in turn_lines if n != first] + ([first] if first is not None else [])
     gone: set[int] = set()
     for n in order:
