@@ -490,6 +490,18 @@ def test_a_test_runner_given_other_files_is_one_family():
     assert command_family("cat a.txt") != command_family("cat b.txt")   # a file's reader is not a runner
 
 
+def _bash_run(seq: int, command: str, *, out=None, code: int = 0, err: str | None = None, tags=None) -> list:
+    """A Bash call of turn_0001 at ``seq`` and its result: ``{"exit_code": code, "stdout": out}``,
+    or the error ``err``."""
+    from memcli.models import RawTrace
+
+    return [RawTrace(f"c{seq}", float(seq), "turn_0001", seq, "tool_call", "", "x", tool_name="Bash",
+                     tool_call_id=f"k{seq}", tool_args={"command": command}, tags=tags),
+            RawTrace(f"r{seq}", seq + 0.5, "turn_0001", seq + 1, "tool_result", "", "x", tool_name="Bash",
+                     tool_call_id=f"k{seq}", tool_result=None if err else {"exit_code": code, "stdout": out},
+                     tool_error=err, tags=tags)]
+
+
 def test_a_script_run_with_the_interpreter_s_versioned_name_fixes_its_failure():
     """A real session: ``python gen.py`` failed (``command not found: python``), then ``python3
     gen.py`` passed; the summary said "still failing". The interpreter's version is no other
@@ -498,16 +510,9 @@ def test_a_script_run_with_the_interpreter_s_versioned_name_fixes_its_failure():
     from memcli.compaction.summarizer import Turn
     from memcli.models import RawTrace
 
-    def run(seq, command, out=None, err=None):
-        return [RawTrace(f"c{seq}", float(seq), "turn_0001", seq, "tool_call", "", "x", tool_name="Bash",
-                         tool_call_id=f"k{seq}", tool_args={"command": command}),
-                RawTrace(f"r{seq}", seq + 0.5, "turn_0001", seq + 1, "tool_result", "", "x", tool_name="Bash",
-                         tool_call_id=f"k{seq}", tool_result=None if err else {"exit_code": 0, "stdout": out},
-                         tool_error=err)]
-
     traces = [RawTrace("u", 0.0, "turn_0001", 1, "user", "Run the generator.", "x"),
-              *run(10, "python /workspace/gen.py", err="Exit code 127\n(eval):1: command not found: python"),
-              *run(20, "python3 /workspace/gen.py", out="Generated numbers: [94, 17]")]
+              *_bash_run(10, "python /workspace/gen.py", err="Exit code 127\n(eval):1: command not found: python"),
+              *_bash_run(20, "python3 /workspace/gen.py", out="Generated numbers: [94, 17]")]
     summary = OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary
     assert "— fixed later (a later `python3 /workspace/gen.py` passed)" in summary, summary
     assert run_scope("python3.11 gen.py") == run_scope("python gen.py") != run_scope("python other.py")
@@ -685,19 +690,13 @@ def test_a_subagent_s_run_before_the_failure_does_not_fix_it():
     from memcli.compaction.summarizer import Turn
     from memcli.models import RawTrace
 
-    def run(seq, call, command, code, out, tags=None):
-        return [RawTrace(f"c{seq}", float(seq), "turn_0001", seq, "tool_call", "", "x", tool_name="Bash",
-                         tool_call_id=call, tool_args={"command": command}, tags=tags),
-                RawTrace(f"r{seq}", seq + 0.5, "turn_0001", seq + 1, "tool_result", "", "x", tool_name="Bash",
-                         tool_call_id=call, tool_result={"exit_code": code, "stdout": out}, tags=tags)]
-
     traces = [RawTrace("u", 0.0, "turn_0001", 1, "user", "Check the suite, and fix tests/test_a.py.", "x"),
               RawTrace("t", 1.0, "turn_0001", 2, "tool_call", "", "x", tool_name="Task", tool_call_id="task",
                        tool_args={"description": "run the suite", "prompt": "Run the whole suite."}),
-              *run(3, "s1", "pytest -q", 0, "12 passed in 0.4s", tags=["sidechain"]),
+              *_bash_run(3, "pytest -q", out="12 passed in 0.4s", tags=["sidechain"]),
               RawTrace("tr", 6.0, "turn_0001", 5, "tool_result", "", "x", tool_name="Task", tool_call_id="task",
                        tool_result="All 12 passed."),
-              *run(6, "m1", "pytest -q tests/test_a.py", 1, "FAILED tests/test_a.py::test_x - KeyError: 'id'")]
+              *_bash_run(6, "pytest -q tests/test_a.py", code=1, out="FAILED tests/test_a.py::test_x - KeyError: 'id'")]
     summary = OfflineSummarizer().summarize([Turn("turn_0001", traces)]).episodic_summary
     assert "`pytest -q tests/test_a.py` ×1 (exit code 1 FAILED tests/test_a.py::test_x - KeyError: 'id') — still " \
            "failing" in summary, summary
