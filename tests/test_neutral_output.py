@@ -141,3 +141,24 @@ def test_claude_code_local_command_stdout_renders_clean(cli, memory_dir):
         assert _unsent(result.stdout, tty=False) == [], args
         seen += result.stdout
     assert "␛[2mCompacted" in seen
+
+
+# --------------------------------------------------------------------------- compact's notes and plan
+
+PROVIDER_TEXT = "\x1b]0;T\x07 \x1b[31mX\x1b[0m"
+
+
+def test_compact_retry_note_shows_the_providers_control_characters(cli, memory_dir, server, monkeypatch):
+    """A provider's error text is quoted in the retry note on stderr: shown, never sent."""
+    from tests.compact_fixtures import conversation, error_body, faithful_answer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
+    assert cli("ingest", "a", input=conversation(8)).exit_code == 0
+    model = server(lambda body, i: (500, error_body(500, PROVIDER_TEXT), 0) if i == 0
+                   else (200, faithful_answer(body), 0))
+    result = cli("compact", "a", "--model", "openai/test-model", "--api-base", model.api_base)
+    assert result.exit_code == 0, result.output
+    assert _unsent(result.stderr, tty=False) == []
+    assert ("memcli: openai/test-model, turn_0001–turn_0004: attempt 1: server error (HTTP 500): "
+            "␛]0;T␇ ␛[31mX␛[0m; asked again (attempt 2 of 3)\n") in result.stderr
