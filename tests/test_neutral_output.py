@@ -162,3 +162,21 @@ def test_compact_retry_note_shows_the_providers_control_characters(cli, memory_d
     assert _unsent(result.stderr, tty=False) == []
     assert ("memcli: openai/test-model, turn_0001–turn_0004: attempt 1: server error (HTTP 500): "
             "␛]0;T␇ ␛[31mX␛[0m; asked again (attempt 2 of 3)\n") in result.stderr
+
+
+@pytest.mark.parametrize("with_model", [False, True], ids=["offline", "model"])
+def test_compact_dry_run_plan_shows_the_summarys_control_characters(cli, memory_dir, server, monkeypatch, with_model):
+    """The plan of ``compact --dry-run`` quotes the summary it would write (offline) or the
+    digest the model would condense: an ask's escape sequences are shown, never sent."""
+    from tests.compact_fixtures import conversation
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    events = conversation(8)
+    events[1]["content"] = f"Where is order A-1001? {PROVIDER_TEXT} {OSC_TITLE}"
+    assert cli("ingest", "a", input=events).exit_code == 0
+    args = ["--model", "openai/test-model", "--api-base", server(lambda body, i: (500, {}, 0)).api_base] \
+        if with_model else []
+    result = cli("compact", "a", "--dry-run", *args)
+    assert result.exit_code == 0, result.output
+    assert _unsent(result.stdout, tty=False) == []
+    assert "Where is order A-1001? ␛]0;T␇ ␛[31mX␛[0m ␛]0;pwned␇" in result.stdout

@@ -1,8 +1,9 @@
 """``memcli compact AGENT``: summarize old turns (docs/design.md §3–§4).
 
 stdout carries data only: the plan for ``--dry-run`` (human text, or ``--json``), the result
-for ``--json``. The budget verdict of ``--if-needed``, notes, the progress bar of multi-chunk
-runs and the final line go to stderr. Every line on stderr goes through ``Output.note``: a note
+for ``--json``. The human plan quotes the summary, so stored text: it goes through ``neutral``.
+The budget verdict of ``--if-needed``, notes, the progress bar of multi-chunk runs and the final
+line go to stderr. Every line on stderr goes through ``Output.note``: a note
 may quote a provider's error text or stored text, and is shown, never sent (memcli/neutral.py).
 """
 
@@ -96,7 +97,7 @@ def compact(
     snapshot writes nothing. One interrupted at any point is finished by the next command.
     """
     import memcli
-    from memcli.cli.output import Output
+    from memcli.cli.output import Output, neutral
     from memcli.cli.progress import progress_bar
 
     # the shared bar (memcli.cli.progress): on a terminal, for runs with several chunks
@@ -119,7 +120,7 @@ def compact(
 
         sys.stdout.buffer.write(orjson.dumps(result.to_dict()) + b"\n")
     elif dry_run:
-        sys.stdout.write(_plan_text(result))
+        sys.stdout.write(neutral(_plan_text(result)))  # the summary quotes stored text
     if not dry_run or json_out:
         Output.note(result.describe())
 
