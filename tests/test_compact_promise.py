@@ -1,0 +1,57 @@
+"""The promise of ``compact --target-tokens`` on stores a reviewer built to break it: after the
+compaction the working snapshot fits the target, or the command exits 1 before writing anything;
+and what the plan predicts (``--dry-run``'s ``tokens_after``) is what the snapshot costs afterwards
+(the one count, :func:`memcli.snapshot.assemble.working_tokens`)."""
+
+from __future__ import annotations
+
+import orjson
+
+from memcli.snapshot.assemble import working_tokens
+from memcli.store.agent import AgentStore
+from tests.helpers import agent_dir, tree_digest
+
+
+def _kept_or_refused(cli, memory_dir, agent: str, target: int, *options) -> dict:
+    """``compact --target-tokens target``, first with --dry-run: the promise holds either way.
+    The real run's result."""
+    before = tree_digest(agent_dir(memory_dir, agent))
+    dry = cli("compact", agent, "--json", "--dry-run", "--target-tokens", target, *options)
+    assert tree_digest(agent_dir(memory_dir, agent)) == before
+    real = cli("compact", agent, "--json", "--target-tokens", target, *options)
+    assert real.exit_code == dry.exit_code, (dry.stderr, real.stderr)
+    if real.exit_code:
+        assert "nothing was written" in real.stderr
+        assert tree_digest(agent_dir(memory_dir, agent)) == before
+        return {}
+    done = orjson.loads(real.stdout)
+    assert done["compacted"], done
+    after = working_tokens(AgentStore(memory_dir, agent))
+    assert orjson.loads(dry.stdout)["tokens_after"] == done["tokens_after"] == after
+    assert after <= target
+    return done
+
+
+def test_pinned_facts_older_than_the_last_twenty_are_counted_in_the_bundle(cli, memory_dir):
+    """The snapshot carries every pinned fact and the last 20 others; the compactor counted the
+    last 20 facts alone, so with 3 long pinned facts under 18 plain ones (and the facts the
+    compaction adds) it predicted 1,692 tokens and left 2,010 at --target-tokens 1,900, exit 0."""
+    events = []
+    for t in range(10):
+        events += [{"trace_type": "user", "content": f"Task {t}: update module {t}. I prefer tabs over spaces "
+                                                     f"number {t} always in file_{t}.py."},
+                   {"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"c{t}",
+                    "tool_args": {"command": f"cat f{t}"}},
+                   {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": f"c{t}",
+                    "tool_result": "x " * 400},
+                   {"trace_type": "assistant", "content": f"ok {t}"}]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    for i in range(3):
+        assert cli("remember", "a", f"PINNED rule {i}: " + "be careful with the database migrations " * 25,
+                   "--pin").exit_code == 0
+    for i in range(18):
+        assert cli("remember", "a", f"plain fact {i}").exit_code == 0
+    done = _kept_or_refused(cli, memory_dir, "a", 1900)
+    assert done["facts_added"] > 2   # the pinned facts fell out of the last 20
+    facts = AgentStore(memory_dir, "a").live_memory()[1]
+    assert sum(1 for f in facts if "pinned" in f.tags) == 3 and len(facts) - 3 > 20
