@@ -95,6 +95,19 @@ def test_invalid_json_then_good_answer_is_retried(cli, memory_dir, server):
     assert episodic["summary"].split("\n")[0] == "Second try."
 
 
+def test_a_fact_that_starts_with_an_error_word_is_committed_in_one_request(cli, memory_dir, server):
+    """"Error codes of …" is a fact, not an error message: the answer is taken as it is."""
+    _ingest(cli)
+    facts = [{"fact": "Error codes of the payments API are listed in docs/errors.md", "tags": ["project"],
+              "confidence": 1.0}]
+    srv = server(lambda body, i: (200, faithful_answer(body, facts=facts), 0))
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    assert len(srv.requests) == 1
+    (fact,) = read_jsonl(agent_dir(memory_dir, "a") / "semantic.jsonl")
+    assert fact["fact"] == "Error codes of the payments API are listed in docs/errors.md"
+
+
 @pytest.mark.parametrize("answer", [
     "this is not json at all",
     '{"episodic_summary": ""}',

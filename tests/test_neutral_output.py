@@ -180,3 +180,17 @@ def test_compact_dry_run_plan_shows_the_summarys_control_characters(cli, memory_
     assert result.exit_code == 0, result.output
     assert _unsent(result.stdout, tty=False) == []
     assert "Where is order A-1001? ␛]0;T␇ ␛[31mX␛[0m ␛]0;pwned␇" in result.stdout
+
+
+def test_summarize_results_failure_shows_the_providers_control_characters(cli, memory_dir, server, monkeypatch):
+    """A failed result's reason quotes the provider's error: on stderr it is shown, never sent."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    events = [U("run it"), CALL("c1", name="Bash", args={"command": "pytest"}), RES("c1", "x" * 3000), A("done"),
+              U("and now?")]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    model = server(lambda body, i: (500, {"error": {"message": PROVIDER_TEXT}}, 0))
+    result = cli("summarize-results", "a", "--min-chars", "1000", "--model", "openai/test-model",
+                 "--api-base", model.api_base, "--retries", "0")
+    assert result.exit_code == 1, result.output
+    assert _unsent(result.stderr, tty=False) == []
+    assert "␛]0;T␇ ␛[31mX␛[0m" in result.stderr
