@@ -55,3 +55,29 @@ def test_pinned_facts_older_than_the_last_twenty_are_counted_in_the_bundle(cli, 
     assert done["facts_added"] > 2   # the pinned facts fell out of the last 20
     facts = AgentStore(memory_dir, "a").live_memory()[1]
     assert sum(1 for f in facts if "pinned" in f.tags) == 3 and len(facts) - 3 > 20
+
+
+def test_an_assistant_trace_tagged_developer_is_no_instruction_and_moves_with_its_step(cli, memory_dir):
+    """Only a user trace tagged system/developer is an instruction (the snapshot renders it as
+    system text; memcli.models.is_instruction). The planner held an assistant one too as an
+    instruction that never moves, yet credited its tokens to the step before it, which moved:
+    3,061 tokens left at --target-tokens 600 (predicted 253), exit 0."""
+    events = [{"trace_type": "user", "content": "You are careful.", "tags": ["system"]}]
+    for t in range(6):
+        events += [{"trace_type": "user", "content": f"ask {t} about src/mod_{t}.py and the FooBar{t} class"},
+                   {"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"c{t}",
+                    "tool_args": {"command": f"pytest tests/test_{t}.py"}},
+                   {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": f"c{t}",
+                    "tool_result": f"{t} passed"}]
+        if t == 0:
+            events.append({"trace_type": "assistant", "tags": ["developer"],
+                           "content": "Developer policy: " + "never push to main without review. " * 400})
+        events.append({"trace_type": "assistant", "content": f"done {t}"})
+    assert cli("ingest", "a", input=events).exit_code == 0
+    store = AgentStore(memory_dir, "a")
+    assert [t.is_instruction for t in store.iter_active() if t.tags] == [True, False]
+    _kept_or_refused(cli, memory_dir, "a", 600, "--tail-turns", "0", "--keep-steps", "1")
+    active = list(store.iter_active())
+    assert [t.content for t in active if t.tags] == ["You are careful."]   # the instruction stays
+    archived = [t for t in store.iter_traces(archive=True) if t.tier == "archive"]
+    assert any(t.trace.content.startswith("Developer policy") for t in archived)
