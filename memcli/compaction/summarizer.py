@@ -272,7 +272,8 @@ def normalize_fact(text: str) -> str:
 # --------------------------------------------------------------------------- helpers for summarizers
 
 def trace_brief(trace: RawTrace) -> dict:
-    """A trace as data for a prompt: only the fields that carry meaning, nothing stamped."""
+    """A trace as data for a prompt: only the fields that carry meaning, nothing stamped (a
+    result's ``error`` and ``result`` both, when it has both)."""
     out: dict = {"turn": trace.turn_id, "type": trace.trace_type}
     if trace.tags:
         out["tags"] = trace.tags
@@ -288,7 +289,7 @@ def trace_brief(trace: RawTrace) -> dict:
         out["args"] = trace.tool_args
     if trace.tool_error:
         out["error"] = trace.tool_error
-    elif trace.tool_result is not None:
+    if trace.tool_result is not None:   # a failed command's output too: it says why it failed
         out["result"] = trace.tool_result
     return out
 
