@@ -6,7 +6,10 @@ and what the plan predicts (``--dry-run``'s ``tokens_after``) is what the snapsh
 from __future__ import annotations
 
 import orjson
+import pytest
 
+import memcli
+from memcli.errors import UsageError
 from memcli.snapshot.assemble import working_tokens
 from memcli.store.agent import AgentStore
 from tests.helpers import agent_dir, tree_digest
@@ -81,3 +84,26 @@ def test_an_assistant_trace_tagged_developer_is_no_instruction_and_moves_with_it
     assert [t.content for t in active if t.tags] == ["You are careful."]   # the instruction stays
     archived = [t for t in store.iter_traces(archive=True) if t.tier == "archive"]
     assert any(t.trace.content.startswith("Developer policy") for t in archived)
+
+
+def test_a_context_size_below_one_is_refused_by_every_command_and_the_api(cli, memory_dir):
+    """--max-context-tokens 0 meant the default 200,000 on compact (silently), and -100 was taken
+    as given (a note that contradicted itself); stats already refused 0."""
+    assert cli("ingest", "a", input=[{"trace_type": "user", "content": "hi"},
+                                     {"trace_type": "assistant", "content": "hello"}]).exit_code == 0
+    before = tree_digest(agent_dir(memory_dir, "a"))
+    for value in ("0", "-100"):
+        for args in (("compact", "a", "--if-needed"), ("compact", "a", "--if-needed", "--dry-run"), ("stats", "a"),
+                     ("view", "a", "-o", str(memory_dir.parent / "a.html"))):
+            result = cli(*args, "--max-context-tokens", value)
+            assert result.exit_code == 2, (args, value, result.stderr)
+            assert f"Invalid value for '--max-context-tokens': {value} is not in the range x>=1" in result.stderr
+    assert tree_digest(agent_dir(memory_dir, "a")) == before
+    agent = memcli.Memory(memory_dir).agent("a")
+    for call in (lambda: agent.compact(if_needed=True, max_context_tokens=0),
+                 lambda: agent.stats(max_context_tokens=0), lambda: agent.compact(max_context_tokens=-100)):
+        with pytest.raises(UsageError, match="max_context_tokens must be 1 or more") as info:
+            call()
+        assert info.value.param == "max_context_tokens"
+    assert tree_digest(agent_dir(memory_dir, "a")) == before
+    assert agent.stats(max_context_tokens=1000).budget["max_context_tokens"] == 1000

@@ -73,7 +73,7 @@ def compact(
     if_needed: bool = typer.Option(
         False, "--if-needed", help="Compact only when the budget trigger fires (says why or why not on stderr)."),
     max_context_tokens: Optional[int] = typer.Option(
-        None, "--max-context-tokens",
+        None, "--max-context-tokens", min=1,
         help="Context size for the trigger (and for chunking when LiteLLM does not know --model)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would move and the tokens; write nothing."),
     concurrency: int = typer.Option(4, "--concurrency", help="Chunks summarized at once."),

@@ -221,7 +221,7 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
     }
     reported = latest_prompt_tokens(store)   # (read once: it may search the active file)
     budget = None
-    if model or max_context_tokens:
+    if model or max_context_tokens is not None:
         status = budget_status(store, model=model, max_context_tokens=max_context_tokens, tokens=tokens,
                                reported=reported)
         budget = dataclasses.asdict(status)
