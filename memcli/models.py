@@ -41,6 +41,15 @@ NON_OPENING_TAGS = frozenset({TAG_SYSTEM, TAG_DEVELOPER, TAG_CONTEXT, TAG_COMPAC
 PINNED_TAGS = frozenset({TAG_SYSTEM, TAG_DEVELOPER})
 
 
+def is_instruction(trace_type, tags) -> bool:
+    """Whether a trace of this type and tags is an *instruction*: a ``user`` trace tagged
+    ``system``/``developer`` (PINNED_TAGS). The one rule: the snapshot renders it as system text
+    (memcli.snapshot.build), a compaction never moves it (memcli.compaction.window), and a turn
+    of instructions alone is no turn (memcli.inspect). On an assistant or tool trace those tags
+    are only tags: it is rendered, and moves, as any other."""
+    return trace_type == "user" and type(tags) is list and not PINNED_TAGS.isdisjoint(tags)
+
+
 def _always(default: Any) -> Any:
     return field(default=default, metadata={"always": True})
 
@@ -78,6 +87,11 @@ class RawTrace:
     def is_context(self) -> bool:
         """A user-role trace that is not a user ask (system/developer/injected context)."""
         return self.trace_type == "user" and not NON_OPENING_TAGS.isdisjoint(self.tags)
+
+    @property
+    def is_instruction(self) -> bool:
+        """A system/developer instruction (:func:`is_instruction`)."""
+        return is_instruction(self.trace_type, self.tags)
 
 
 @dataclass

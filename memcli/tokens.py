@@ -18,7 +18,8 @@
   the same number tiktoken gives for that text; only exact counts are remembered.
 * Context sizes come from LiteLLM's model map (``model_prices_and_context_window_backup.json``
   in its wheel), read directly as JSON: the same data ``litellm.get_model_info`` uses, without
-  the ~3 s import. Unknown models fall back to the caller's flag, else 200,000 (docs/design.md §4).
+  the ~3 s import. The caller's flag overrides them (it must be 1 or more: a UsageError
+  otherwise); unknown models without it get 200,000 (docs/design.md §4).
 """
 
 from __future__ import annotations
@@ -306,7 +307,11 @@ def context_window(model: str | None, override: int | None = None) -> tuple[int,
     info = model_info(model) or {}
     out = int(info.get("max_output_tokens") or DEFAULT_OUTPUT_TOKENS)
     reserved = min(out, MAX_RESERVED_OUTPUT)
-    if override:
+    if override is not None:
+        if override < 1:   # (0 was taken for "no override": the default 200,000, silently)
+            from memcli.errors import UsageError
+
+            raise UsageError("{max_context_tokens} must be 1 or more", param="max_context_tokens")
         return int(override), min(reserved, int(override) // 4), "--max-context-tokens"
     context = info.get("max_input_tokens") or info.get("max_tokens")
     if context:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from memcli.compaction.compactor import build_items
 from memcli.compaction.policy import CompactionPolicy
-from memcli.compaction.summarizer import Fact, InvalidSummary, Summary, validate_summary
+from memcli.compaction.summarizer import Fact, InvalidSummary, Summary, reads_like_error, validate_summary
 from memcli.compaction.window import plan_window
 from memcli.errors import CorruptStoreError
 from memcli.store import jsonl
@@ -252,6 +252,29 @@ def test_validate_summary_normalizes_a_good_summary():
 def test_validate_summary_rejects_what_must_never_be_committed(raw, reason):
     with pytest.raises(InvalidSummary, match=reason):
         validate_summary(raw)
+
+
+@pytest.mark.parametrize("text", [
+    "Error: upstream model overloaded", "ERROR 500", "Error (HTTP 429)", "Error code: 429 - {'error': 'x'}",
+    "Error", "error.", "Exception: boom", "Exception - boom", "Internal server error", "Rate limit exceeded",
+    "Rate limit exceeded, try again in 20s", "Rate limit reached for gpt-4o in organization org-x",
+    "Rate limited: try again later", "rate_limit_exceeded", "Rate limit!", "Traceback (most recent call last):",
+    "I'm sorry, I cannot help with that.", "Sorry, I can't do that", "As an AI, I cannot", "<!DOCTYPE html>",
+    '{"error": "x"}'])
+def test_an_error_message_or_a_refusal_reads_like_an_error(text):
+    assert reads_like_error(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Error codes of the payments API are listed in docs/errors.md", "Rate limit of the orders API is 5 requests per second",
+    "Rate limit exceeded errors are retried with backoff", "Exception handling must go through handle_exc()",
+    "Errors: none since the fix", "Error 404 pages are served by nginx", "Internal server errors are logged to Sentry",
+    "Error-prone parsing moved to parse.py", "The user asked about errors."])
+def test_a_sentence_that_starts_with_an_error_word_is_not_an_error(text):
+    assert not reads_like_error(text)
+    fact = {"fact": text, "tags": ["project"], "confidence": 1.0}
+    summary = validate_summary({"episodic_summary": text, "semantic_facts": [fact]})
+    assert summary.episodic_summary == text and [f.fact for f in summary.semantic_facts] == [text]
 
 
 @settings(max_examples=100, deadline=None)

@@ -95,6 +95,33 @@ def test_invalid_json_then_good_answer_is_retried(cli, memory_dir, server):
     assert episodic["summary"].split("\n")[0] == "Second try."
 
 
+def test_a_result_with_an_error_and_an_output_sends_both_to_the_model(cli, memory_dir, server):
+    events = conversation(8)
+    events[3]["tool_error"] = "Command failed with exit code 1"
+    events[3]["tool_result"] = {"stdout": "FAILED tests/test_rates.py::test_dhl_zone - AssertionError: 7 != 9"}
+    assert cli("ingest", "a", input=events).exit_code == 0
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    (line,) = [orjson.loads(line) for line in srv.requests[0].user.splitlines() if '"call_id":"call_1","error"' in line]
+    assert line == {"turn": "turn_0001", "type": "tool_result", "tool": "lookup_order", "call_id": "call_1",
+                    "error": "Command failed with exit code 1",
+                    "result": {"stdout": "FAILED tests/test_rates.py::test_dhl_zone - AssertionError: 7 != 9"}}
+
+
+def test_a_fact_that_starts_with_an_error_word_is_committed_in_one_request(cli, memory_dir, server):
+    """"Error codes of …" is a fact, not an error message: the answer is taken as it is."""
+    _ingest(cli)
+    facts = [{"fact": "Error codes of the payments API are listed in docs/errors.md", "tags": ["project"],
+              "confidence": 1.0}]
+    srv = server(lambda body, i: (200, faithful_answer(body, facts=facts), 0))
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    assert len(srv.requests) == 1
+    (fact,) = read_jsonl(agent_dir(memory_dir, "a") / "semantic.jsonl")
+    assert fact["fact"] == "Error codes of the payments API are listed in docs/errors.md"
+
+
 @pytest.mark.parametrize("answer", [
     "this is not json at all",
     '{"episodic_summary": ""}',

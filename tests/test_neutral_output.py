@@ -141,3 +141,56 @@ def test_claude_code_local_command_stdout_renders_clean(cli, memory_dir):
         assert _unsent(result.stdout, tty=False) == [], args
         seen += result.stdout
     assert "␛[2mCompacted" in seen
+
+
+# --------------------------------------------------------------------------- compact's notes and plan
+
+PROVIDER_TEXT = "\x1b]0;T\x07 \x1b[31mX\x1b[0m"
+
+
+def test_compact_retry_note_shows_the_providers_control_characters(cli, memory_dir, server, monkeypatch):
+    """A provider's error text is quoted in the retry note on stderr: shown, never sent."""
+    from tests.compact_fixtures import conversation, error_body, faithful_answer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
+    assert cli("ingest", "a", input=conversation(8)).exit_code == 0
+    model = server(lambda body, i: (500, error_body(500, PROVIDER_TEXT), 0) if i == 0
+                   else (200, faithful_answer(body), 0))
+    result = cli("compact", "a", "--model", "openai/test-model", "--api-base", model.api_base)
+    assert result.exit_code == 0, result.output
+    assert _unsent(result.stderr, tty=False) == []
+    assert ("memcli: openai/test-model, turn_0001–turn_0004: attempt 1: server error (HTTP 500): "
+            "␛]0;T␇ ␛[31mX␛[0m; asked again (attempt 2 of 3)\n") in result.stderr
+
+
+@pytest.mark.parametrize("with_model", [False, True], ids=["offline", "model"])
+def test_compact_dry_run_plan_shows_the_summarys_control_characters(cli, memory_dir, server, monkeypatch, with_model):
+    """The plan of ``compact --dry-run`` quotes the summary it would write (offline) or the
+    digest the model would condense: an ask's escape sequences are shown, never sent."""
+    from tests.compact_fixtures import conversation
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    events = conversation(8)
+    events[1]["content"] = f"Where is order A-1001? {PROVIDER_TEXT} {OSC_TITLE}"
+    assert cli("ingest", "a", input=events).exit_code == 0
+    args = ["--model", "openai/test-model", "--api-base", server(lambda body, i: (500, {}, 0)).api_base] \
+        if with_model else []
+    result = cli("compact", "a", "--dry-run", *args)
+    assert result.exit_code == 0, result.output
+    assert _unsent(result.stdout, tty=False) == []
+    assert "Where is order A-1001? ␛]0;T␇ ␛[31mX␛[0m ␛]0;pwned␇" in result.stdout
+
+
+def test_summarize_results_failure_shows_the_providers_control_characters(cli, memory_dir, server, monkeypatch):
+    """A failed result's reason quotes the provider's error: on stderr it is shown, never sent."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    events = [U("run it"), CALL("c1", name="Bash", args={"command": "pytest"}), RES("c1", "x" * 3000), A("done"),
+              U("and now?")]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    model = server(lambda body, i: (500, {"error": {"message": PROVIDER_TEXT}}, 0))
+    result = cli("summarize-results", "a", "--min-chars", "1000", "--model", "openai/test-model",
+                 "--api-base", model.api_base, "--retries", "0")
+    assert result.exit_code == 1, result.output
+    assert _unsent(result.stderr, tty=False) == []
+    assert "␛]0;T␇ ␛[31mX␛[0m" in result.stderr

@@ -1,8 +1,10 @@
 """``memcli compact AGENT``: summarize old turns (docs/design.md §3–§4).
 
 stdout carries data only: the plan for ``--dry-run`` (human text, or ``--json``), the result
-for ``--json``. The budget verdict of ``--if-needed``, notes, the progress bar of multi-chunk
-runs and the final line go to stderr.
+for ``--json``. The human plan quotes the summary, so stored text: it goes through ``neutral``.
+The budget verdict of ``--if-needed``, notes, the progress bar of multi-chunk runs and the final
+line go to stderr. Every line on stderr goes through ``Output.note``: a note
+may quote a provider's error text or stored text, and is shown, never sent (memcli/neutral.py).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def compact(
     if_needed: bool = typer.Option(
         False, "--if-needed", help="Compact only when the budget trigger fires (says why or why not on stderr)."),
     max_context_tokens: Optional[int] = typer.Option(
-        None, "--max-context-tokens",
+        None, "--max-context-tokens", min=1,
         help="Context size for the trigger (and for chunking when LiteLLM does not know --model)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print what would move and the tokens; write nothing."),
     concurrency: int = typer.Option(4, "--concurrency", help="Chunks summarized at once."),
@@ -95,10 +97,8 @@ def compact(
     snapshot writes nothing. One interrupted at any point is finished by the next command.
     """
     import memcli
+    from memcli.cli.output import Output, neutral
     from memcli.cli.progress import progress_bar
-
-    def note(message: str) -> None:
-        print(f"memcli: {message}", file=sys.stderr)
 
     # the shared bar (memcli.cli.progress): on a terminal, for runs with several chunks
     with progress_bar("summarizing chunks", unit="items", delay=0) as advance:
@@ -113,15 +113,16 @@ def compact(
             model=model, api_base=api_base, api_key=api_key, api_key_env=api_key_env, tail_turns=tail_turns,
             target_tokens=target_tokens, keep_steps=keep_steps, if_needed=if_needed,
             max_context_tokens=max_context_tokens, dry_run=dry_run, concurrency=concurrency, timeout=timeout,
-            retries=retries, strategy=strategy, force=force, max_cost=max_cost, on_progress=chunks_done, on_note=note)
+            retries=retries, strategy=strategy, force=force, max_cost=max_cost, on_progress=chunks_done,
+            on_note=Output.note)
     if json_out:
         import orjson
 
         sys.stdout.buffer.write(orjson.dumps(result.to_dict()) + b"\n")
     elif dry_run:
-        sys.stdout.write(_plan_text(result))
+        sys.stdout.write(neutral(_plan_text(result)))  # the summary quotes stored text
     if not dry_run or json_out:
-        print(f"memcli: {result.describe()}", file=sys.stderr)
+        Output.note(result.describe())
 
 
 def register(app: typer.Typer) -> None:

@@ -43,6 +43,7 @@ def summarize_results(
     later; for a search, the matched paths. A result summarized before is skipped.
     """
     from memcli.api import Memory
+    from memcli.cli.output import Output
 
     report = Memory(ctx.obj).agent(agent).summarize_results(
         tool=tool or None, older_than=older_than, min_chars=min_chars, model=model, api_base=api_base,
@@ -64,8 +65,8 @@ def summarize_results(
         cost = "price unknown" if e["cost_usd"] is None else f"up to ${e['cost_usd']:.4f}"
         print(f"memcli: with {e['model']}: {e['requests']} requests, {e['input_tokens']:,} input tokens, {cost}",
               file=sys.stderr)
-    for trace_id, why in report.failed.items():
-        print(f"memcli: {trace_id}: not summarized: {why}", file=sys.stderr)
+    for trace_id, why in report.failed.items():   # why may quote the provider's error text
+        Output.note(f"{trace_id}: not summarized: {why}")
     if report.failed:
         raise typer.Exit(1)
 

@@ -98,8 +98,6 @@ ROLLUP_CHARS = 12_000
 PROMPT_FACTS = 50                 # live facts shown to the summarizer
 EST_SUMMARY_TOKENS_PER_CHUNK = 400
 MIN_SUMMARY_TOKENS = 80           # the smallest budget a summary is given
-MAX_BUNDLE_EPISODIC = 3           # what the working snapshot's memory bundle carries
-MAX_BUNDLE_SEMANTIC = 20
 # of the texts a compaction counts for the first time, the counts the cache keeps: the newest, so
 # those of what stays (the result is counted last) and not those of the archived window
 NEW_COUNTS_KEPT = 20_000
@@ -224,11 +222,21 @@ def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | No
     raise CompactionError(f"agent {store.agent_id!r} keeps needing recovery; run `memcli doctor {store.agent_id}`")
 
 
-def _memory_tokens(meter, episodic: list, semantic: list) -> int:
-    """Tokens of the memory bundle the working snapshot would carry with these live items."""
-    from memcli.snapshot.assemble import memory_message
+def _live_bundle(store: AgentStore) -> tuple[list, list]:
+    """The items the working snapshot's memory bundle carries now (the snapshot's own rule,
+    :func:`memcli.snapshot.recall.default_bundle`)."""
+    from memcli.snapshot.recall import MAX_EPISODIC, default_bundle
 
-    message = memory_message(episodic[-MAX_BUNDLE_EPISODIC:], semantic[-MAX_BUNDLE_SEMANTIC:])
+    return default_bundle(*store.live_memory(MAX_EPISODIC, None))
+
+
+def _memory_tokens(meter, episodic: list, semantic: list) -> int:
+    """Tokens of the memory bundle the working snapshot would carry with these live items (which
+    of them it carries: :func:`memcli.snapshot.recall.default_bundle`, the snapshot's rule)."""
+    from memcli.snapshot.assemble import memory_message
+    from memcli.snapshot.recall import default_bundle
+
+    message = memory_message(*default_bundle(episodic, semantic))
     return meter.message(message) if message is not None else 0
 
 
@@ -919,7 +927,7 @@ class _Bundle:
 
         self.store = job.store
         self.meter = TokenMeter(working_counter(job.model))
-        self.live = job.store.live_memory(MAX_BUNDLE_EPISODIC, MAX_BUNDLE_SEMANTIC)
+        self.live = _live_bundle(job.store)
         self.before = _memory_tokens(self.meter, *self.live)
         self.without = plan_.kept_tokens - self.before    # what stays, bundle aside
         self._rollable: list | None = None   # every live summary (what a rollup replaces), read once
@@ -1164,7 +1172,7 @@ def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple) -> C
 
 
 def _memory_unchanged(store: AgentStore, bundle: tuple) -> bool:
-    now = store.live_memory(MAX_BUNDLE_EPISODIC, MAX_BUNDLE_SEMANTIC)
+    now = _live_bundle(store)
     return [i.id for i in now[0]] == [i.id for i in bundle[0]] and [i.id for i in now[1]] == [i.id for i in bundle[1]]
 
 

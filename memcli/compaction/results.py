@@ -24,7 +24,8 @@ Then, for every kind, the identifiers the agent went on to use that the result h
 above left out (``names used later:``, in order of appearance, within the summary's size).
 
 Every summary starts with a bracketed header naming the tool and the original's size. A summary
-is **valid** when it is not empty, not an error text, and shorter than the result; an invalid
+is **valid** when it is not empty, not an error message or a refusal (the one check of it,
+:func:`memcli.compaction.summarizer.reads_like_error`), and shorter than the result; an invalid
 one is not stored (the result stays as it is, and is reported).
 
 **With a model** (``model``, any LiteLLM model), each result is one request whose prompt names the
@@ -42,6 +43,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
+from memcli.compaction.summarizer import reads_like_error
 from memcli.errors import CompactionError, UsageError
 from memcli.ids import new_id
 from memcli.messages import json_text
@@ -300,8 +302,7 @@ def valid_summary(summary: str | None, original: str) -> str | None:
         return "empty summary"
     if len(summary) >= len(original):
         return f"the summary ({len(summary):,} characters) is not shorter than the result ({len(original):,})"
-    head = summary.strip()[:200].lower()
-    if head.startswith(("error", "i'm sorry", "i am sorry", "sorry", "i cannot", "i can't", "as an ai")):
+    if reads_like_error(summary.strip()):
         return "the answer is an error or a refusal, not a summary"
     return None
 

@@ -6,9 +6,11 @@ existing facts, with their ids) so that it continues them instead of repeating t
 name the existing facts it ``supersedes``.
 
 :func:`validate_summary` is the single gate between a summarizer's raw output and the store:
-whatever it returns is a :class:`Summary` whose text is non-empty, not an error or refusal,
-bounded in size, and whose facts are well-formed. Recoverable shapes are normalized (tags given
-as a string become a list, split at commas; a confidence given as ``"0.8"`` a number clamped to
+whatever it returns is a :class:`Summary` whose text is non-empty, not an error message or a
+refusal (:func:`reads_like_error`: an error word counts only in an error message's shape, so a
+fact that starts "Error codes of …" is a fact), bounded in size, and whose facts are
+well-formed. Recoverable shapes are normalized (tags given as a string become a list, split at
+commas; a confidence given as ``"0.8"`` a number clamped to
 0..1, one in words (``"high"``) the number of :data:`CONFIDENCE_WORDS`; a fact whose ``supersedes`` names an
 unknown id loses that id, a fact under ``text``/``content``/``statement`` instead of ``fact``, an
 episodic summary given as an object of sections — as models write "the sections" in JSON mode —
@@ -120,12 +122,27 @@ class Summarizer:
 
 # --------------------------------------------------------------------------- validation
 
+# An answer that is an error message or a refusal, not a summary. The error words count only in
+# an error message's shape — "Error: …", "Error 500", "Error code: 429 - …", "Exception (…)", a
+# bare "Error.", "Rate limit exceeded", "Rate limit reached for …", "Rate limited: …" — so that a
+# sentence that merely starts with them ("Error codes of the API are listed in docs/errors.md",
+# "Rate limit of the API is 5 requests per second") is a summary or a fact like any other.
+_ERROR_END = r"\s*(?::|\(|[-–—]\s|\d+\s*(?:[:(.,;]|[-–—]\s|$)|[.!]?\s*$)"
 _ERROR_TEXT = re.compile(
-    r"^\s*(?:error\b|exception\b|traceback \(most recent call last\)|internal server error|"
-    r"rate limit|i'?m sorry|i am sorry|sorry,|i cannot\b|i can'?t\b|i'?m unable|i am unable|as an ai\b|"
+    rf"^\s*(?:(?:error(?:\s+code)?|exception|internal\s+server\s+error){_ERROR_END}|"
+    r"rate[ _]limit(?:ed\s*(?:[:(.,;!]|[-–—]\s|$)|[ _](?:exceeded|reached|hit)\s*(?:[:(.,;!]|[-–—]\s|for\b|$)"
+    r"|\s*[.!]?\s*$)|"
+    r"traceback \(most recent call last\)|"
+    r"i'?m sorry|i am sorry|sorry\b|i cannot\b|i can'?t\b|i'?m unable|i am unable|as an ai\b|"
     r"<!doctype|<html|\{\s*\"error\")",
     re.IGNORECASE,
 )
+
+
+def reads_like_error(text: str) -> bool:
+    """Whether a model's answer ``text`` is an error message or a refusal rather than a summary
+    (the one check of it: a compaction's summary and facts, a tool result's summary)."""
+    return _ERROR_TEXT.match(text) is not None
 
 
 def _text(value: Any, what: str) -> str:
@@ -209,7 +226,7 @@ def validate_summary(raw: Any, known_fact_ids: Iterable[str] = ()) -> Summary:
     summary = _text(episodic, "episodic_summary")
     if not summary:
         raise InvalidSummary("episodic_summary is empty")
-    if _ERROR_TEXT.match(summary):
+    if reads_like_error(summary):
         raise InvalidSummary(f"episodic_summary reads like an error or a refusal: {summary[:80]!r}")
     if len(summary) > MAX_SUMMARY_CHARS:
         raise InvalidSummary(f"episodic_summary is {len(summary):,} characters (at most {MAX_SUMMARY_CHARS:,})")
@@ -230,7 +247,7 @@ def validate_summary(raw: Any, known_fact_ids: Iterable[str] = ()) -> Summary:
         text = _text(item.get(key), f"semantic_facts[{i}].{key}")
         if not text:
             raise InvalidSummary(f"semantic_facts[{i}].{key} is empty")
-        if _ERROR_TEXT.match(text):
+        if reads_like_error(text):
             raise InvalidSummary(f"semantic_facts[{i}].fact reads like an error or a refusal")
         text = text[:MAX_FACT_CHARS]
         key = normalize_fact(text)
@@ -255,7 +272,8 @@ def normalize_fact(text: str) -> str:
 # --------------------------------------------------------------------------- helpers for summarizers
 
 def trace_brief(trace: RawTrace) -> dict:
-    """A trace as data for a prompt: only the fields that carry meaning, nothing stamped."""
+    """A trace as data for a prompt: only the fields that carry meaning, nothing stamped (a
+    result's ``error`` and ``result`` both, when it has both)."""
     out: dict = {"turn": trace.turn_id, "type": trace.trace_type}
     if trace.tags:
         out["tags"] = trace.tags
@@ -271,7 +289,7 @@ def trace_brief(trace: RawTrace) -> dict:
         out["args"] = trace.tool_args
     if trace.tool_error:
         out["error"] = trace.tool_error
-    elif trace.tool_result is not None:
+    if trace.tool_result is not None:   # a failed command's output too: it says why it failed
         out["result"] = trace.tool_result
     return out
 

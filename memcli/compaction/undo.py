@@ -41,7 +41,7 @@ from memcli.compaction.compactor import what_moved
 from memcli.compaction.summarizer import turn_span
 from memcli.errors import CompactionError, RecordNotFoundError
 from memcli.ids import EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
-from memcli.models import EpisodicItem, SemanticItem, from_record, superseded_ids, to_record
+from memcli.models import EpisodicItem, SemanticItem, from_record, is_instruction, superseded_ids, to_record
 from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
@@ -386,7 +386,7 @@ def _merged_inserts(store: AgentStore, entry: CompactionEntry, lines: list) -> l
         if not line.strip():
             continue
         record = jsonl.parse_line(path, line, None, offset)
-        if set(record.get("tags") or ()) & {"system", "developer"}:
+        if is_instruction(record.get("trace_type"), record.get("tags")):
             continue
         key = _turn_key(record, store, entry)
         while k < len(pending) and pending[k][0] < key:

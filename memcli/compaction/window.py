@@ -14,8 +14,11 @@ read is committed):
   (:mod:`memcli.pairing`, the one pairing rule), so a step is never split; a result
   with no call joins the current step of its turn. Sidechain traces (a subagent's own
   conversation) join the current step of their turn — the one whose Task call started them.
-* A trace tagged ``system`` or ``developer`` (:data:`memcli.models.PINNED_TAGS`) is an
-  instruction: it never moves. A turn made only of instructions is not a conversation turn.
+* A ``user`` trace tagged ``system`` or ``developer`` is an instruction
+  (:func:`memcli.models.is_instruction`, the rule the snapshot renders system text by): it never
+  moves, and its tokens are the fixed part's. A turn made only of instructions is not a
+  conversation turn. Those tags on an assistant or tool trace make no instruction: the
+  snapshot renders it as any other, so it is its step's, and moves with it.
 * Tokens: every trace is fed to :func:`memcli.snapshot.assemble.count_working` — the one count
   of the working snapshot — and each message's tokens are credited to the unit of its first
   trace (a pending call's placeholders to the step of its calls). So the plan knows, exactly, what
@@ -55,7 +58,7 @@ from typing import Callable, Iterable, Iterator, TypeVar
 import orjson
 
 from memcli.compaction.summarizer import turn_span
-from memcli.models import PINNED_TAGS, TAG_COMPACT_SUMMARY, TAG_SIDECHAIN, RawTrace
+from memcli.models import TAG_COMPACT_SUMMARY, TAG_SIDECHAIN, RawTrace, is_instruction
 from memcli.pairing import pop_open_call
 from memcli.store import jsonl
 from memcli.store.agent import TRACE_BUILDERS, AgentStore, trace_from_record
@@ -437,7 +440,6 @@ class _Scan:
         self.unit_of_trace: dict[str, int] = {}
         self.strays: dict[int, str] = {}      # offset -> the turn id of its call, for a result from another turn
         self.ino = self.size = 0
-        self.last_credited = -1
         self.feed: WholeTurnFeed | None = None   # set: a feed alone (feed_scan), no token credits, no line table
 
     def traces(self, f, limit: int | None = None) -> Iterator[RawTrace]:
@@ -451,7 +453,7 @@ class _Scan:
         turn_ids, head_of, current_of, count_of = turn_list.ids, turn_list.head, turn_list.current, turn_list.count
         newest_step = feed.newest_step if feed is not None else None
         feed_trace = feed.trace if feed is not None else None
-        loads, decode_error, pinned_tags, trace_builders = orjson.loads, orjson.JSONDecodeError, PINNED_TAGS, TRACE_BUILDERS
+        loads, decode_error, instruction, trace_builders = orjson.loads, orjson.JSONDecodeError, is_instruction, TRACE_BUILDERS
         with f:
             st = os.fstat(f.fileno())
             self.ino, size = st.st_ino, st.st_size if limit is None else min(limit, st.st_size)
@@ -482,7 +484,7 @@ class _Scan:
                     else:
                         index = last_index
                     tags = trace.tags
-                    if tags and type(tags) is list and not pinned_tags.isdisjoint(tags):   # an instruction
+                    if tags and instruction(trace.trace_type, tags):   # it never moves
                         if planning:
                             starts.append(start)
                             ends.append(offset)
@@ -565,11 +567,8 @@ class _Scan:
                 if entries:
                     unit = next((e[0] for e in entries if e[1] == message.turn_id), entries[0][0])
                     break
-        if unit < 0:
-            unit = self.last_credited
-        if unit >= 0:  # else (nothing before it to credit) it stays in the fixed part
+        if unit >= 0:  # else no trace of it moves (none is a unit's): it stays in the fixed part
             self.units.tokens[unit] += tokens
-            self.last_credited = unit
 
     def conversation(self) -> array:
         """The turns with at least one conversation trace (pinned-only turns are not turns)."""

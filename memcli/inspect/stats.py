@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from memcli.inspect.agents import last_activity
-from memcli.models import PINNED_TAGS, TRACE_TYPES, RawTrace, ToolStatus
+from memcli.models import TRACE_TYPES, RawTrace, ToolStatus
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.harness_items import is_harness_item
@@ -200,7 +200,7 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
             totals[tier] += 1
             if trace.trace_type in per_type[tier]:
                 per_type[tier][trace.trace_type] += 1
-            if not (trace.tags and not PINNED_TAGS.isdisjoint(trace.tags)):  # kept instructions are no turn
+            if not trace.is_instruction:  # kept instructions are no turn
                 turn_sets[tier].add(trace.turn_id)
                 turn_sets["all"].add(trace.turn_id)
             yield trace
@@ -221,7 +221,7 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
     }
     reported = latest_prompt_tokens(store)   # (read once: it may search the active file)
     budget = None
-    if model or max_context_tokens:
+    if model or max_context_tokens is not None:
         status = budget_status(store, model=model, max_context_tokens=max_context_tokens, tokens=tokens,
                                reported=reported)
         budget = dataclasses.asdict(status)

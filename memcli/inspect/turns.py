@@ -21,7 +21,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from memcli.models import PINNED_TAGS, RawTrace, ToolStatus
+from memcli.models import RawTrace, ToolStatus
 from memcli.neutral import readable_text
 from memcli.store.agent import AgentStore, StoredTrace
 from memcli.tool_interactions import iter_tool_interactions
@@ -95,7 +95,7 @@ def group_turns(stored: Iterable[StoredTrace], window: int = TURN_WINDOW) -> Ite
 def instructions_only(traces: list[RawTrace]) -> bool:
     """True for a group of only system/developer traces: what compaction leaves of a turn whose
     conversation it archived. It is not listed as a turn (no ghost turns)."""
-    return all(not PINNED_TAGS.isdisjoint(t.tags) for t in traces)
+    return all(t.is_instruction for t in traces)
 
 
 def in_range(turn: TurnSummary, flt) -> bool:

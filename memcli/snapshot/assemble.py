@@ -43,7 +43,7 @@ from typing import Callable, Iterable
 from memcli.bulk import cyclic_gc_paused
 from memcli.errors import UsageError
 from memcli.messages import Message, Text
-from memcli.models import PINNED_TAGS, EpisodicItem, RawTrace, SemanticItem
+from memcli.models import EpisodicItem, RawTrace, SemanticItem
 from memcli.snapshot.build import BuildStats, build_messages
 from memcli.snapshot.recall import DEFAULT_MEMORY_TOKENS, MAX_EPISODIC, MAX_SEMANTIC, select_bundle  # noqa: F401
 from memcli.snapshot.views import (
@@ -182,7 +182,7 @@ def _leading_instructions(store: AgentStore) -> list[RawTrace]:
         for n, trace in enumerate(traces):
             if n >= LEADING_CONTEXT_LIMIT or not trace.is_context:
                 break
-            if not PINNED_TAGS.isdisjoint(trace.tags):
+            if trace.is_instruction:
                 out.append(trace)
     finally:
         traces.close()

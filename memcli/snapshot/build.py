@@ -4,8 +4,10 @@ turns, or archive + active for an export), as a stream.
 Rules, applied in the order the traces come:
 
 * ``user`` traces become user messages: ``kind`` ``ask``, or ``context`` for traces tagged
-  ``context``/``compact_summary``; traces tagged ``system``/``developer`` (PINNED_TAGS) become
-  ``role="system"`` messages in place (the snapshot hoists them into the system prompt).
+  ``context``/``compact_summary``; traces tagged ``system``/``developer`` — instructions
+  (:func:`memcli.models.is_instruction`) — become ``role="system"`` messages in place (the
+  snapshot hoists them into the system prompt). On an assistant or tool trace those tags change
+  nothing.
 * Consecutive ``assistant`` and ``tool_call`` traces of one turn form ONE assistant message: its
   text parts, then all its calls (parallel calls stay together). An assistant text that follows
   calls, or a call made after one of the message's results arrived, starts a new message (the
@@ -282,9 +284,8 @@ class MessageBuilder:
     def _user(self, trace: RawTrace) -> None:
         self._close()
         tags = trace.tags
-        pinned = next((t for t in tags if t in PINNED_TAGS), None) if tags else None
-        if pinned:
-            role, kind = "system", pinned
+        if trace.is_instruction:
+            role, kind = "system", next(t for t in tags if t in PINNED_TAGS)
         elif tags and (TAG_CONTEXT in tags or TAG_COMPACT_SUMMARY in tags or TAG_SIDECHAIN in tags):
             role, kind = "user", "context"
         else:

@@ -76,13 +76,20 @@ def latest_user_ask_trace(store: AgentStore):
     return None
 
 
+def default_bundle(episodic: list, semantic: list) -> tuple[list, list]:
+    """The items the bundle carries without recall, out of these live items (oldest first): the
+    last :data:`MAX_EPISODIC` summaries; every pinned fact, first, then the last
+    :data:`MAX_SEMANTIC` others. The one rule: the snapshot applies it to the store's live
+    items, and a compaction to the live items it would leave (memcli.compaction.compactor)."""
+    pinned = [f for f in semantic if _pinned(f)]
+    rest = [f for f in semantic if not _pinned(f)]
+    return episodic[-MAX_EPISODIC:], pinned + rest[-MAX_SEMANTIC:]
+
+
 def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, count) -> Bundle:
     """The bundle's items (module docstring); ``count(text) -> tokens``."""
     if recall is None:
-        episodic, semantic = store.live_memory(MAX_EPISODIC, None)
-        pinned = [f for f in semantic if _pinned(f)]
-        rest = [f for f in semantic if not _pinned(f)]
-        return Bundle(episodic, pinned + rest[-MAX_SEMANTIC:] if rest else pinned)
+        return Bundle(*default_bundle(*store.live_memory(MAX_EPISODIC, None)))
 
     query = label = recall
     notes: list[str] = []

@@ -1,0 +1,109 @@
+"""The promise of ``compact --target-tokens`` on stores a reviewer built to break it: after the
+compaction the working snapshot fits the target, or the command exits 1 before writing anything;
+and what the plan predicts (``--dry-run``'s ``tokens_after``) is what the snapshot costs afterwards
+(the one count, :func:`memcli.snapshot.assemble.working_tokens`)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+import memcli
+from memcli.errors import UsageError
+from memcli.snapshot.assemble import working_tokens
+from memcli.store.agent import AgentStore
+from tests.helpers import agent_dir, tree_digest
+
+
+def _kept_or_refused(cli, memory_dir, agent: str, target: int, *options) -> dict:
+    """``compact --target-tokens target``, first with --dry-run: the promise holds either way.
+    The real run's result."""
+    before = tree_digest(agent_dir(memory_dir, agent))
+    dry = cli("compact", agent, "--json", "--dry-run", "--target-tokens", target, *options)
+    assert tree_digest(agent_dir(memory_dir, agent)) == before
+    real = cli("compact", agent, "--json", "--target-tokens", target, *options)
+    assert real.exit_code == dry.exit_code, (dry.stderr, real.stderr)
+    if real.exit_code:
+        assert "nothing was written" in real.stderr
+        assert tree_digest(agent_dir(memory_dir, agent)) == before
+        return {}
+    done = orjson.loads(real.stdout)
+    assert done["compacted"], done
+    after = working_tokens(AgentStore(memory_dir, agent))
+    assert orjson.loads(dry.stdout)["tokens_after"] == done["tokens_after"] == after
+    assert after <= target
+    return done
+
+
+def test_pinned_facts_older_than_the_last_twenty_are_counted_in_the_bundle(cli, memory_dir):
+    """The snapshot carries every pinned fact and the last 20 others; the compactor counted the
+    last 20 facts alone, so with 3 long pinned facts under 18 plain ones (and the facts the
+    compaction adds) it predicted 1,692 tokens and left 2,010 at --target-tokens 1,900, exit 0."""
+    events = []
+    for t in range(10):
+        events += [{"trace_type": "user", "content": f"Task {t}: update module {t}. I prefer tabs over spaces "
+                                                     f"number {t} always in file_{t}.py."},
+                   {"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"c{t}",
+                    "tool_args": {"command": f"cat f{t}"}},
+                   {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": f"c{t}",
+                    "tool_result": "x " * 400},
+                   {"trace_type": "assistant", "content": f"ok {t}"}]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    for i in range(3):
+        assert cli("remember", "a", f"PINNED rule {i}: " + "be careful with the database migrations " * 25,
+                   "--pin").exit_code == 0
+    for i in range(18):
+        assert cli("remember", "a", f"plain fact {i}").exit_code == 0
+    done = _kept_or_refused(cli, memory_dir, "a", 1900)
+    assert done["facts_added"] > 2   # the pinned facts fell out of the last 20
+    facts = AgentStore(memory_dir, "a").live_memory()[1]
+    assert sum(1 for f in facts if "pinned" in f.tags) == 3 and len(facts) - 3 > 20
+
+
+def test_an_assistant_trace_tagged_developer_is_no_instruction_and_moves_with_its_step(cli, memory_dir):
+    """Only a user trace tagged system/developer is an instruction (the snapshot renders it as
+    system text; memcli.models.is_instruction). The planner held an assistant one too as an
+    instruction that never moves, yet credited its tokens to the step before it, which moved:
+    3,061 tokens left at --target-tokens 600 (predicted 253), exit 0."""
+    events = [{"trace_type": "user", "content": "You are careful.", "tags": ["system"]}]
+    for t in range(6):
+        events += [{"trace_type": "user", "content": f"ask {t} about src/mod_{t}.py and the FooBar{t} class"},
+                   {"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"c{t}",
+                    "tool_args": {"command": f"pytest tests/test_{t}.py"}},
+                   {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": f"c{t}",
+                    "tool_result": f"{t} passed"}]
+        if t == 0:
+            events.append({"trace_type": "assistant", "tags": ["developer"],
+                           "content": "Developer policy: " + "never push to main without review. " * 400})
+        events.append({"trace_type": "assistant", "content": f"done {t}"})
+    assert cli("ingest", "a", input=events).exit_code == 0
+    store = AgentStore(memory_dir, "a")
+    assert [t.is_instruction for t in store.iter_active() if t.tags] == [True, False]
+    _kept_or_refused(cli, memory_dir, "a", 600, "--tail-turns", "0", "--keep-steps", "1")
+    active = list(store.iter_active())
+    assert [t.content for t in active if t.tags] == ["You are careful."]   # the instruction stays
+    archived = [t for t in store.iter_traces(archive=True) if t.tier == "archive"]
+    assert any(t.trace.content.startswith("Developer policy") for t in archived)
+
+
+def test_a_context_size_below_one_is_refused_by_every_command_and_the_api(cli, memory_dir):
+    """--max-context-tokens 0 meant the default 200,000 on compact (silently), and -100 was taken
+    as given (a note that contradicted itself); stats already refused 0."""
+    assert cli("ingest", "a", input=[{"trace_type": "user", "content": "hi"},
+                                     {"trace_type": "assistant", "content": "hello"}]).exit_code == 0
+    before = tree_digest(agent_dir(memory_dir, "a"))
+    for value in ("0", "-100"):
+        for args in (("compact", "a", "--if-needed"), ("compact", "a", "--if-needed", "--dry-run"), ("stats", "a"),
+                     ("view", "a", "-o", str(memory_dir.parent / "a.html"))):
+            result = cli(*args, "--max-context-tokens", value)
+            assert result.exit_code == 2, (args, value, result.stderr)
+            assert f"Invalid value for '--max-context-tokens': {value} is not in the range x>=1" in result.stderr
+    assert tree_digest(agent_dir(memory_dir, "a")) == before
+    agent = memcli.Memory(memory_dir).agent("a")
+    for call in (lambda: agent.compact(if_needed=True, max_context_tokens=0),
+                 lambda: agent.stats(max_context_tokens=0), lambda: agent.compact(max_context_tokens=-100)):
+        with pytest.raises(UsageError, match="max_context_tokens must be 1 or more") as info:
+            call()
+        assert info.value.param == "max_context_tokens"
+    assert tree_digest(agent_dir(memory_dir, "a")) == before
+    assert agent.stats(max_context_tokens=1000).budget["max_context_tokens"] == 1000
