@@ -430,6 +430,8 @@ class LiteLLMSummarizer(Summarizer):
         return budget, memory_text
 
     def _fit(self, turn: Turn, budget: int) -> tuple[str, int]:
+        """``turn`` rendered and its tokens: whole when it fits ``budget``, else with its longest
+        fields clipped until it does (never below :data:`MIN_CLIP` characters)."""
         text = render_turn(turn)
         tokens = self.counter.count(text)
         limit = 4_000
@@ -495,11 +497,14 @@ class LiteLLMSummarizer(Summarizer):
         checklist, or why it could not be used (``problem``: :data:`CUT_OFF` for an answer cut
         at the output limit, which asks for a shorter one; else the validation's words)."""
         budget, memory_text = self.transcript_budget(memory)
-        parts = []
-        share = max(budget // max(len(turns), 1), 64)
-        total = sum(self.counter.count(render_turn(t)) for t in turns)
-        for turn in turns:
-            parts.append(render_turn(turn) if total <= budget else self._fit(turn, share)[0])
+        # each turn as split() counted it: whole, unless it alone is larger than a request (a
+        # part holding one trace that is: its longest fields clipped); a turn that fits is never
+        # clipped for another's size
+        fitted = [self._fit(turn, budget) for turn in turns]
+        if sum(tokens for _, tokens in fitted) > budget:   # turns not packed by split(): equal shares
+            share = max(budget // max(len(turns), 1), 64)
+            fitted = [self._fit(turn, share) for turn in turns]
+        parts = [text for text, _ in fitted]
         span = turn_span([t.turn_id for t in turns])
         retry = self._retry_note(missing, problem, "transcript")
         room = self.checklist_tokens() - (self.counter.count(retry) if missing else 0)
