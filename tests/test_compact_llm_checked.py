@@ -9,6 +9,7 @@ OpenAI-compatible server on 127.0.0.1 (tests/compact_fixtures.py)."""
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import orjson
 import pytest
@@ -184,6 +185,37 @@ def test_required_terms_of_an_ask():
     assert required.missing("Files: mix.exs, shop/cart.ex, src/shipping/carrier.py").files == []
     assert required.missing("Files: mix.exs, cart.ex, carrier.py").files == files[1:]
     assert Required([], [CARRIER, RATES]).root == ""     # one directory: no project to speak of
+
+
+def test_an_ask_or_a_file_is_named_whatever_its_unicode_form():
+    """Decomposed (NFD: macOS, some editors) and composed (NFC) letters are the same text, and a
+    combining mark is part of its word."""
+    ask = "Pourquoi la requête échoue après la mise à jour du modèle ?"
+    nfd, nfc = unicodedata.normalize("NFD", ask), unicodedata.normalize("NFC", ask)
+    assert nfd != nfc
+    assert Required.terms(nfd) == ([], ["pourquoi", "requête", "échoue", "après", "mise", "jour", "modèle"])
+    for stored, written in ((nfd, nfc), (nfc, nfd)):
+        assert Required([stored], []).missing(f'All user messages: "{written}"').asks == []        # verbatim
+        assert Required([stored], []).missing(unicodedata.normalize("NFD" if written is nfd else "NFC",
+                                                                    "la requête échouait après la mise à jour")).asks == []
+    assert Required([nfd], []).missing("the user asked about the model").asks == [
+        (nfd, ["pourquoi", "requête", "échoue", "après", "mise", "jour", "modèle"])]
+    path = unicodedata.normalize("NFD", "/home/me/shop/docs/réseau.md")
+    assert Required([], [path]).missing(f"Files: {unicodedata.normalize('NFC', path)}").files == []
+    assert Required([], [path]).missing("Files: docs/reseau.md").files == [path]
+    # Devanagari's vowel signs are combining marks: its words stay whole
+    assert Required.terms("परीक्षण सर्वर पर विफल होता है") == ([], ["परीक्षण", "सर्वर", "विफल", "होता"])
+
+
+def test_a_decomposed_ask_quoted_composed_is_kept_at_the_first_answer(cli, memory_dir, server):
+    events = conversation(8)
+    events[1]["content"] = unicodedata.normalize("NFD", "Pourquoi la requête échoue après la mise à jour du modèle?")
+    _ingest(cli, events)
+    srv = server(lambda body, i: (200, good_answer("All user messages:\n" + "\n".join(
+        f'- "{unicodedata.normalize("NFC", a)}"' for a in transcript_items(body)[0])), 0))
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    assert len(srv.requests) == 1
 
 
 def test_an_ask_that_stays_in_the_active_file_is_not_required():

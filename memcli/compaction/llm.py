@@ -33,7 +33,8 @@ others, leniently (``//`` comments, trailing commas, raw line breaks in strings)
 answer cut at the output limit (``finish_reason: "length"``) is never kept. Then it is validated
 by :func:`memcli.compaction.summarizer.validate_summary` and checked for what every summary must
 name (:class:`Required`): each user ask of a turn that moves with its ask (verbatim, or by its
-identifiers and key words; typographic quotes as typed, words of any script) and each modified
+identifiers and key words; typographic quotes as typed, decomposed letters as composed (NFKC),
+words of any script with their combining marks) and each modified
 file by its path (or from the project root, the whole window's for a chunk). An answer that
 leaves one out is a failed attempt: the retry is the same request with a ``<missing>`` block
 listing every ask (with the identifiers and words it lacked) and file left out, in the
@@ -89,6 +90,7 @@ import os
 import re
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
 
 import orjson
@@ -804,7 +806,28 @@ _ASK_IDENTIFIERS = (   # what an ask names that a summary must keep as written (
     re.compile(r"(?<![\w.-])#?\d{3,}(?![\w.-])"),                                      # #482, 8080
     re.compile(r"(?<!\S)(?:/[A-Za-z][\w:-]*|--?[A-Za-z][\w-]*)(?![^\s,;:.?!)])"),      # /review, -la, --force
 )
-_WORD = re.compile(r"[^\W\d_][^\W_'’]*(?:['’][^\W_]+)*(?:-[^\W_]+)*")   # any script; hyphenated words whole
+
+
+def _mark_class() -> str:
+    """The combining marks (Unicode category M) of the Basic Multilingual Plane as a character
+    class body: ``\\w`` holds none of them, yet they are part of a word (a decomposed ``é``,
+    Devanagari's vowel signs)."""
+    ranges, start = [], None
+    for code in range(0x300, 0x10001):
+        mark = code < 0x10000 and unicodedata.category(chr(code)).startswith("M")
+        if mark and start is None:
+            start = code
+        elif not mark and start is not None:
+            ranges.append(f"\\u{start:04x}-\\u{code - 1:04x}")
+            start = None
+    return "".join(ranges)
+
+
+_MARK = f"[{_mark_class()}]"
+_PART = rf"(?:[^\W_]|{_MARK})"   # a letter or digit of any script, or a combining mark
+# any script, its combining marks in the word; hyphenated words whole
+_WORD = re.compile(rf"[^\W\d_](?:[^\W_'’]|{_MARK})*(?:['’]{_PART}+)*(?:-{_PART}+)*")
+_LETTERS = re.compile(rf"(?:[^\W\d_]|{_MARK})+")   # a word of letters only (and their marks)
 _COMMON = frozenset("""about above after again also always anything back been before being below both
 can't could didn't does doesn't doing done don't down each else even every first from give going gonna
 good great have here hers into it's just know last let's lets like look make many maybe more most much
@@ -822,7 +845,7 @@ def _present(term: str, text: str) -> bool:
 def _stem_present(word: str, text: str) -> bool:
     """A key word, or another form of it (its first ~60%, at least 5 letters, for a word of
     letters only), at a word start."""
-    stem = word if len(word) <= 5 or not word.isalpha() else word[: max(5, (len(word) * 3 + 4) // 5)]
+    stem = word if len(word) <= 5 or not _LETTERS.fullmatch(word) else word[: max(5, (len(word) * 3 + 4) // 5)]
     return re.search(r"(?<!\w)" + re.escape(stem), text) is not None
 
 
@@ -866,9 +889,10 @@ _QUOTES = str.maketrans({"‘": "'", "’": "'", "‛": "'", "′": "'", "“": 
 
 
 def comparable(text: str) -> str:
-    """``text`` as an answer is compared with what it must name: one line, casefolded, typographic
-    quotes and the ellipsis as typed (``don’t`` names ``don't``)."""
-    return _one_line(text).translate(_QUOTES).casefold()
+    """``text`` as an answer is compared with what it must name: one line, in one Unicode form
+    (NFKC: a decomposed ``é``, as macOS and some editors store it, names a composed one),
+    casefolded, typographic quotes and the ellipsis as typed (``don’t`` names ``don't``)."""
+    return unicodedata.normalize("NFKC", _one_line(text)).translate(_QUOTES).casefold()
 
 
 class Required:
@@ -914,14 +938,16 @@ class Required:
 
     @staticmethod
     def terms(ask: str) -> tuple[list[str], list[str]]:
-        """An ask's identifiers (as written) and key words (casefolded), in order, without repeats."""
+        """An ask's identifiers (as written, in NFKC) and key words (:func:`comparable`), in order,
+        without repeats."""
+        ask = unicodedata.normalize("NFKC", ask)
         spans = sorted((m.start(m.lastindex or 0), m.group(m.lastindex or 0)) for pattern in _ASK_IDENTIFIERS
                        for m in pattern.finditer(ask))
         spans = [(at, v) for at, v in spans if "/" not in v or _path_like(v)]
         found = list(dict.fromkeys(_one_line(v).rstrip(".,;:!?") for _, v in spans if v.strip()))
         idents = [i for i in found if not any(i != o and i in o for o in found)][:ASK_IDENTIFIERS]
-        inside = " ".join(idents).casefold()
-        words = [w for w in dict.fromkeys(w.casefold().replace("’", "'") for w in _WORD.findall(ask))
+        inside = comparable(" ".join(idents))
+        words = [w for w in dict.fromkeys(comparable(w) for w in _WORD.findall(ask))
                  if len(w) >= 4 and w not in _COMMON and w not in inside]
         return idents, words[:ASK_WORD_POOL]
 
@@ -947,12 +973,13 @@ class Required:
     def file_named(path: str, text: str, root: str = "") -> bool:
         """``path`` named in ``text`` (casefolded): whole, by its last two components, or by its
         path under ``root`` (the modified files' common directory: ``mix.exs`` at the top)."""
-        parts = [p for p in path.replace("\\", "/").casefold().split("/") if p not in ("", ".")]
+        whole = comparable(path)
+        parts = [p for p in whole.replace("\\", "/").split("/") if p not in ("", ".")]
         if not parts:
             return True
-        names = [_one_line(path).casefold(), "/".join(parts[-2:])]
+        names = [whole, "/".join(parts[-2:])]
         if root and path.startswith(root):
-            names.append(path[len(root):].casefold())
+            names.append(comparable(path[len(root):]))
         text = text.replace("\\", "/")     # C:\proj\src\app.py as src\app.py
         return any(re.search(r"(?<![\w.-])" + re.escape(c) + r"(?![\w-])", text) for c in dict.fromkeys(names))
 
