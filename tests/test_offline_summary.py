@@ -5,6 +5,7 @@ weighted by use and recency, rollups that keep whole entries, and each subagent 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import orjson
 import pytest
@@ -1027,6 +1028,16 @@ def _chat_turns(turns: int = 240, seed: int = 7, per_day: int = 0):
     return out, facts
 
 
+def _turns_covered(text: str) -> list[int]:
+    """The turn numbers a summary's turn lines stand for: a turn's line its own, a run of turns on
+    one line (joined conversation, or folded small talk: ``- turn_0011–turn_0014 · …``) each of its
+    turns; the turns a note says were left out are not in it."""
+    out = []
+    for first, last in re.findall(r"^- turn_(\d+)(?:–turn_(\d+))? ", text, re.M):
+        out.extend(range(int(first), int(last or first) + 1))
+    return out
+
+
 def test_a_long_conversation_keeps_the_facts_of_both_sides_within_its_budget():
     """Before, each ask kept its head and the replies went: a fact said late in a message, or by
     the assistant, was lost. Now the small talk goes first, wherever it is."""
@@ -1038,7 +1049,8 @@ def test_a_long_conversation_keeps_the_facts_of_both_sides_within_its_budget():
     total = {speaker: sum(s == speaker for s in facts.values()) for speaker in ("user", "assistant")}
     assert total["user"] > 20 and total["assistant"] > 20
     assert kept["user"] == total["user"] and kept["assistant"] >= 0.7 * total["assistant"], (kept, total)
-    assert "- turn_0120 · user: " in text   # every turn still listed, by its ask
+    # every turn still listed, by its ask, on its line or on the line of its run of turns
+    assert sorted(_turns_covered(text)) == list(range(1, 241))
 
 
 def _looked_up(turns: list) -> list:
@@ -1112,16 +1124,19 @@ def test_a_window_over_several_days_says_each_lines_day_where_it_changes():
 
     text = OfflineSummarizer().summarize(turns(3), MemoryContext(summary_tokens=1500)).episodic_summary
     lines = [line for line in text.splitlines() if line.startswith("- turn_")]
-    dated = {m[1]: m[2] for m in (re.match(r"- (turn_\d+) \((\d{4}-\d\d-\d\d)\) ·", line) for line in lines) if m}
+    dated = {m[1]: m[2] for m in (re.match(r"- (turn_\d+)(?:–turn_\d+)? \((\d{4}-\d\d-\d\d)\) ·", line)
+                                  for line in lines) if m}
     assert "turn_0001" in dated and len(dated) >= 5
-    shown = [line.split()[1] for line in lines]
-    for n, turn_id in enumerate(shown):   # a day changes between two shown lines: the second says its day
-        t = int(turn_id[5:]) - 1
-        before = int(shown[n - 1][5:]) - 1 if n else None
+    # each line's first and last turn (a run of turns on one line is said on one day)
+    shown = [re.match(r"- turn_(\d+)(?:–turn_(\d+))? ", line).groups() for line in lines]
+    for n, (first, last) in enumerate(shown):   # a day changes between two shown lines: the second says its day
+        t = int(first) - 1
+        assert (int(last or first) - 1) // 10 == t // 10
+        before = int(shown[n - 1][1] or shown[n - 1][0]) - 1 if n else None
         if before is None or before // 10 != t // 10:
-            assert turn_id in dated, turn_id
+            assert f"turn_{first}" in dated, first
         else:
-            assert turn_id not in dated, turn_id
+            assert f"turn_{first}" not in dated, first
     assert "left out" in text   # (the line after the gap was checked too)
     one_day = OfflineSummarizer().summarize(turns(0), MemoryContext(summary_tokens=1500)).episodic_summary
     assert not re.search(r"^- turn_\d+ \(", one_day, re.M)
@@ -1204,11 +1219,37 @@ def test_turns_of_small_talk_only_fold_into_one_line_that_counts_them():
     turns, facts = _chat_turns(turns=240, seed=3)
     text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=2000)).episodic_summary
     folds = re.findall(r"^- (turn_\d+)–(turn_\d+) · (\d+) turns, their short asks condensed away$", text, re.M)
-    assert folds and all(int(n) == int(b[5:]) - int(a[5:]) + 1 >= 2 for a, b, n in folds)
-    single = re.findall(r"^- turn_\d+ ", text, re.M)
-    left = re.search(r"^… (\d+) turns \(", text, re.M)
-    assert len(single) + sum(int(n) for *_, n in folds) + (int(left[1]) if left else 0) == 240
+    assert all(int(n) == int(b[5:]) - int(a[5:]) + 1 >= 2 for a, b, n in folds)
+    # no turn of small talk on a line of its own: folded, or joined with the turns of conversation around it
+    assert not re.search(r'^- turn_\d+ (?:\([\d-]+\) )?· user: "…"$', text, re.M)
+    assert re.search(r"^- turn_\d+–turn_\d+ ", text, re.M)
+    left = re.search(r"^… (\d+) turns \((turn_\d+)–(turn_\d+)\)", text, re.M)
+    covered = _turns_covered(text)
+    assert len(covered) == len(set(covered))
+    assert len(covered) + (int(left[1]) if left else 0) == 240
     assert sum(value in text for value in facts) > len(facts) // 3
+
+
+def test_a_squeezed_conversation_says_runs_of_turns_on_one_line():
+    """A conversation squeezed into its budget spent a line a turn — its id, the labels, a turn of
+    small talk's ``user: "…"`` — and left a run of middle turns out: 84 of 146 facts in 3,000
+    tokens. Runs of its turns now share a line (same day, at most JOINED_LINE_CHARS), each saying
+    what was said: 141 of them, both sides, every turn on a line."""
+    from memcli.tokens import TokenCounter
+
+    turns, facts = _chat_turns(turns=240, seed=3)
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=3000)).episodic_summary
+    assert TokenCounter().count(text) <= 3000
+    kept = [value for value in facts if value in text]
+    assert len(kept) >= 0.9 * len(facts), (len(kept), len(facts))
+    assert {facts[v] for v in kept} == {"user", "assistant"}
+    assert sorted(_turns_covered(text)) == list(range(1, 241))
+    from memcli.compaction.offline import JOINED_LINE_CHARS
+
+    runs = [line for line in text.splitlines() if re.match(r"- turn_\d+–turn_\d+ ", line)]
+    assert runs and all(len(line) <= JOINED_LINE_CHARS + 200 for line in runs)
+    lines = text.splitlines()
+    assert re.match(r"- turn_0001 ·", lines[1]) and re.match(r"- turn_0240 ·", [ln for ln in lines if ln.startswith("- ")][-1])
 
 
 @pytest.mark.parametrize("per_day,tokens", [(10, 2000), (10, 800), (3, 1500)])
@@ -1225,7 +1266,9 @@ def test_day_marks_stay_right_with_folds_and_turns_left_out(per_day, tokens):
     marks = re.findall(r"^- (turn_\d+)(?:–turn_\d+)? \((\d{4}-\d\d-\d\d)\) ·", text, re.M)
     assert len(marks) >= 3 and all(day_of[turn] == day for turn, day in marks), marks
     after = re.findall(r"^… [^\n]*\n([^\n]*)", text, re.M)
-    assert after and all(re.match(r"- turn_\d+(?:–turn_\d+)? \(\d{4}-", line) for line in after), after
+    assert all(re.match(r"- turn_\d+(?:–turn_\d+)? \(\d{4}-", line) for line in after), after
+    left = re.search(r"^… (\d+) turns \(", text, re.M)
+    assert len(_turns_covered(text)) + (int(left[1]) if left else 0) == 240
     if tokens == 800:
         assert re.search(rf"^- turn_\d+–turn_\d+ \(\d{{4}}-\d\d-\d\d\) · \d+ {FOLDED_TURNS}$", text, re.M) or \
             re.search(rf"^- turn_\d+–turn_\d+ · \d+ {FOLDED_TURNS}$", text, re.M)

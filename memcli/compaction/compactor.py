@@ -20,6 +20,11 @@
    of :mod:`memcli.store.journal` runs. Appends made since step 3 are carried over by the
    rewrite, which reads the active file as it is at that moment, under the lock.
 
+A file the working snapshot reads (active, episodic, semantic, memory files) that ends in a
+record without its newline stops a compaction that would write, dry run alike, before anything is
+summarized or written (:func:`_unterminated`): readers do not count that record, the commit's
+write would make it count, and the result would not be the one planned.
+
 The commit also appends the compaction's ledger record (:func:`ledger_record`, format in
 :mod:`memcli.store.ledger`): what moved and from where, tokens before/after, the items written
 and what they superseded, and a model's tokens and cost — what ``memcli compactions`` lists and
@@ -820,6 +825,26 @@ def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: 
         hint=f"use --target-tokens {predicted:,} or more, or fewer --keep-steps")
 
 
+def _unterminated(store: AgentStore) -> CompactionError | None:
+    """The refusal when a file the working snapshot reads ends in a record that only lost its
+    newline (:func:`memcli.store.jsonl.unterminated_record`): no reader counts it, so the plan
+    does not, but the commit's write adds the newline and the snapshot then carries it — the
+    result would not be what was planned (an active file's 9,093 tokens became 11,541 at
+    --target-tokens 3,000)."""
+    paths = store.paths
+    for path in (paths.active, paths.episodic, paths.semantic, paths.memory_files):
+        found = jsonl.unterminated_record(path)
+        if found is not None:
+            offset, tail = found
+            return CompactionError(
+                f"the last line of {path.name} of agent {store.agent_id!r} is a record without its newline "
+                f"({len(tail):,} bytes at byte {offset:,}: an append cut short, or the file edited): the working "
+                "snapshot does not count it yet, but a compaction's write adds the newline, and with it the "
+                "record, to what the compaction planned; nothing was written",
+                hint=f"run `memcli doctor {store.agent_id} --repair` (it adds the newline), then compact again")
+    return None
+
+
 def _over_target(result: CompactResult, plan_: WindowPlan) -> str:
     """Why a compaction to the default target ends above it (under the trigger threshold)."""
     return (f"the working snapshot is {result.tokens_after - result.target_tokens:,} tokens over the target "
@@ -1062,6 +1087,9 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
             reason=f"nothing to compact in {store.agent_id!r}: {plan_.conversation_turns} turn"
                    f"{'s' if plan_.conversation_turns != 1 else ''} in the active file and {plan_.stop_reason}",
             tokens_after=plan_.tokens_before)
+    torn = _unterminated(store)
+    if torn is not None:
+        raise torn
     if plan_.pinned_kept:
         one = plan_.pinned_kept == 1
         # --dry-run's plan shows it already ("N system/developer traces stay")

@@ -2448,6 +2448,9 @@ class OfflineSummarizer(Summarizer):
             return text
 
         short_blocks: dict[tuple, list] = {}
+        # the turns of conversation whose lines may join (_joined_talk)
+        talking_turns = {turn for turn, *_rest, chat, _ts in short_lines if chat} | \
+            {e.turn_id for e in entries if conversation(e.chat)}
 
         def body(whole: bool | None = None) -> list[tuple[str, str, tuple]]:
             """The turn lines as shown now (``whole``: in full), each with its asks-only form and
@@ -2469,8 +2472,10 @@ class OfflineSummarizer(Summarizer):
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[first_short:], short_lines[first_short:]))
             out.extend((line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[len(listed):])
             line_days = days or [None] * len(out)
-            if floor[0]:   # a run of turns whose asks were all condensed away: one line
+            if floor[0]:   # a run of turns whose asks were all condensed away: one line; a run of
+                # turns of conversation, what they said on one line
                 out, line_days = _fold_emptied(out, line_days)
+                out, line_days = _joined_talk(out, line_days, talking_turns)
             if days:   # a window of several days: each line whose day is not the line's before says it
                 previous = None
                 for k, day in enumerate(line_days):
@@ -2992,8 +2997,11 @@ def _span_of(line: str) -> tuple:
     if folded:
         return folded[1], folded[2], int(folded[3])
     if line.startswith("- turn"):
-        turn = line[2:].split(" ", 1)[0]
-        return turn, turn, 1
+        head = line[2:].split(" ", 1)[0]
+        first, dash, last = head.partition("–")
+        if dash and last:   # a run of turns of conversation on one line (_joined_talk): its count is
+            return first, last, 0   # not on the line (no caller needs it: such a line is never folded)
+        return head, head, 1
     return "", "", 0
 
 
@@ -3030,6 +3038,52 @@ def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
             folded_days.append(days[k])
             k += 1
     return folded, folded_days
+
+
+JOINED_LINE_CHARS = 400   # a run of conversation turns joined on one line: at most this long
+
+
+def _joined_talk(out: list[tuple], days: list, talking: set) -> tuple[list[tuple], list]:
+    """The body's lines (as :func:`_fold_emptied` takes them) with each run of two or more lines
+    of turns of conversation (``talking``) shown by their asks-only form, neither the first line
+    (the request) nor the last (the latest intent) — or of such turns
+    folded for saying nothing —, the same day, as one line of at most :data:`JOINED_LINE_CHARS`:
+    the run's turns, then what each said in order (an ask condensed away, ``user: "…"``, left
+    out). A squeezed conversation then spends its room on what was said, not on a turn id a
+    line; the turn ids of the run still find each turn (``memcli show AGENT --archive --turn ID``)."""
+    joined, joined_days = [], []
+
+    def joinable(k: int) -> bool:
+        if k == 0 or k == len(out) - 1:   # the request, the latest intent: lines of their own
+            return False
+        line, short_form, span = out[k]
+        if span[2] > 1:
+            return bool(_FOLDED.match(line))
+        return span[0] in talking and line == short_form
+
+    k = 0
+    while k < len(out):
+        j, parts, size = k, [], 0
+        while j < len(out) and joinable(j) and days[j] == days[k]:
+            line, _, span = out[j]
+            said = [] if span[2] > 1 else [p for p in line.split(" · ")[1:] if p != 'user: "…"']
+            more = sum(len(p) + 3 for p in said)
+            if j > k and size + more > JOINED_LINE_CHARS:
+                break
+            parts += said
+            size += more
+            j += 1
+        if j - k >= 2 and parts:
+            first, last, n = out[k][2][0], out[j - 1][2][1], sum(span[2] for *_, span in out[k:j])
+            text = " · ".join([f"- {first}–{last}", *parts])
+            joined.append((text, text, (first, last, n)))
+            joined_days.append(days[k])
+            k = j
+        else:
+            joined.append(out[k])
+            joined_days.append(days[k])
+            k += 1
+    return joined, joined_days
 
 
 def _line_head(span: tuple) -> str:
