@@ -28,7 +28,11 @@ write would make it count, and the result would not be the one planned.
 The commit also appends the compaction's ledger record (:func:`ledger_record`, format in
 :mod:`memcli.store.ledger`): what moved and from where, tokens before/after, the items written
 and what they superseded, and a model's tokens and cost — what ``memcli compactions`` lists and
-``memcli uncompact`` (:mod:`memcli.compaction.undo`) reads. With a model, ``--dry-run`` and
+``memcli uncompact`` (:mod:`memcli.compaction.undo`) reads. A model is told a summary budget
+within a quarter of the window (:func:`memcli.compaction.window.summary_room`); its summary that
+would not leave the snapshot smaller is asked to shrink, and when nothing is written for that
+(never worse) after a model was paid, what it cost is said and appended to the ledger
+(``unwritten-compaction``, :func:`_unwritten_spend`). With a model, ``--dry-run`` and
 ``--max-cost`` first take the model's estimate for the window (:func:`_check_cost`): ``--max-cost``
 refuses before the first request when it is above the limit or has no price; ``--dry-run`` shows
 it with the window's offline digest.
@@ -82,6 +86,7 @@ from memcli.compaction.window import (
     iter_window_traces,
     plan_window,
     summary_reserve,
+    summary_room,
 )
 from memcli.errors import CompactionBusy, CompactionError, UsageError
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
@@ -90,7 +95,7 @@ from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
-from memcli.store.ledger import COMPACTION, run_places
+from memcli.store.ledger import COMPACTION, UNWRITTEN, UNWRITTEN_PREFIX, append_ledger, run_places
 from memcli.store.lock import agent_lock, compaction_lock
 
 STRATEGIES = ("summarize", "sliding-window")
@@ -1115,8 +1120,13 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if room < MIN_SUMMARY_TOKENS and explicit_target is None:
         room = max(room, result.threshold - stays)
     goal = max(result.target_tokens, stays + room)
-    memory = MemoryContext(live_episodic, live_facts, summary_tokens=max(room, MIN_SUMMARY_TOKENS),
-                           target_given=explicit_target is not None)
+    told = max(room, MIN_SUMMARY_TOKENS)
+    if summarizer is not None and summarizer.spent is not None:
+        # a model is told its budget within a quarter of the window, as the offline summary keeps
+        # to a quarter of its text: what the target leaves may be more than the window itself, and
+        # a summary as long as what it replaces leaves nothing smaller to write (never worse)
+        told = min(told, summary_room(plan_.window_tokens))
+    memory = MemoryContext(live_episodic, live_facts, summary_tokens=told, target_given=explicit_target is not None)
     window = _Collect(store, plan_, early)
     summary: Summary | None = None
     if job.strategy == "summarize":
@@ -1147,8 +1157,12 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
 
     items = build()
     predicted = bundle.tokens_after(*items[:2])
+    # a model's answer is paid for: one that would not leave the snapshot smaller is asked to
+    # shrink as one over the target is, not thrown away (the offline summary, free and within a
+    # quarter of the window's text, is not)
+    limit = min(goal, plan_.tokens_before - 1) if summarizer is not None and summarizer.spent is not None else goal
     for _ in range(4):   # over the target: a summary that can shrink (the offline one) is asked to
-        over = predicted - goal
+        over = predicted - limit
         if summary is None or summary.resize is None or over <= 0:
             break
         smaller = _resized(job, summary, max(bundle.meter.text(summary.episodic_summary) - over - 8,
@@ -1162,16 +1176,32 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if explicit_target is not None and predicted > explicit_target:
         raise _target_error(store, plan_, explicit_target, predicted)
     if predicted >= plan_.tokens_before:
-        return job.done(
-            reason=f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
-                   f"({counted(plan_.moved, 'trace')}) would not make the working snapshot smaller "
-                   f"({plan_.tokens_before:,} → {predicted:,} tokens)",
-            tokens_after=predicted, compacted=False, dry_run=job.dry_run, never_worse=True)
+        reason = (f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
+                  f"({counted(plan_.moved, 'trace')}) would not make the working snapshot smaller "
+                  f"({plan_.tokens_before:,} → {predicted:,} tokens)")
+        return job.done(reason=reason + _unwritten_spend(job), tokens_after=predicted, compacted=False,
+                        dry_run=job.dry_run, never_worse=True)
     if job.dry_run:
         result.tokens_after = predicted
         return job.done(shortfall=_shortfall(result, plan_))
     items = _commit(job, plan_, compaction_id, bundle, items, build, predicted)
     return _finish(job, plan_, compaction_id, items)
+
+
+def _unwritten_spend(job: _Job) -> str:
+    """For a compaction that paid a model and writes nothing: its spending, appended to the
+    ledger as an ``unwritten-compaction`` record (memcli.store.ledger) so the totals count it, and
+    said ("; the model was paid: …"); "" when nothing was paid."""
+    llm = job.result.llm
+    if job.dry_run or not llm or not llm["requests"]:
+        return ""
+    store = job.store
+    record = {"kind": UNWRITTEN, "id": new_id(UNWRITTEN_PREFIX), "ts": time.time(),
+              "turn_range": job.result.turn_range, "llm": llm}
+    with store.writer(create=False) as session:
+        append_ledger(session.paths.ledger, [record], jsonl.file_size(session.paths.ledger))
+    spent = job.summarizer.spent.minus(job.spent_before).describe()
+    return f"; the model was paid: {spent} (in the ledger)"
 
 
 def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple) -> CompactResult:

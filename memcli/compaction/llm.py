@@ -70,7 +70,8 @@ Spending: every answer's reported ``usage`` (prompt and completion tokens, faile
 a figure the server leaves out is counted on what was sent and what came back, never taken as 0)
 is added to ``spent`` (:class:`Spending`) with its cost by LiteLLM's price map
 (``litellm.cost_per_token`` for ``--model``; None, never a guess, when the map has no price); the
-compaction writes what one run spent into its ledger record. :meth:`LiteLLMSummarizer.estimate`
+compaction writes what one run spent into its ledger record (one that writes nothing, an
+``unwritten-compaction`` record). :meth:`LiteLLMSummarizer.estimate`
 gives the same figures before anything is sent (the prompts counted exactly, the answer at its
 reserve per request), for ``--dry-run`` and ``--max-cost``. With ``--max-cost``
 (:meth:`LiteLLMSummarizer.limit_cost`) every request, retries included, is priced the same way
@@ -1065,13 +1066,18 @@ class Spending:
         return (f"{counted(self.requests, 'request')}, {self.input_tokens:,} input + {self.output_tokens:,} "
                 f"output tokens, {price}")
 
+    def minus(self, before: "Spending") -> "Spending":
+        """What was spent after ``before``."""
+        return Spending(self.requests - before.requests, self.input_tokens - before.input_tokens,
+                        self.output_tokens - before.output_tokens, self.cost_usd - before.cost_usd,
+                        self.unpriced - before.unpriced)
+
     def since(self, before: "Spending", model: str) -> dict:
         """The ledger's ``llm`` object for what was spent after ``before`` (memcli.store.ledger)."""
-        unpriced = self.unpriced - before.unpriced
-        return {"model": model, "requests": self.requests - before.requests,
-                "input_tokens": self.input_tokens - before.input_tokens,
-                "output_tokens": self.output_tokens - before.output_tokens,
-                "cost_usd": None if unpriced else round(self.cost_usd - before.cost_usd, 10)}
+        spent = self.minus(before)
+        return {"model": model, "requests": spent.requests, "input_tokens": spent.input_tokens,
+                "output_tokens": spent.output_tokens,
+                "cost_usd": None if spent.unpriced else round(spent.cost_usd, 10)}
 
 
 @dataclass
