@@ -207,6 +207,39 @@ def test_window_larger_than_the_context_is_chunked_and_run_concurrently(cli, mem
     assert f"{n} chunks" in result.stderr
 
 
+def test_only_the_trace_larger_than_a_request_is_clipped(cli, memory_dir, server):
+    """A result far larger than a request is clipped; a result in the same request that fits
+    reaches the model whole, not cut to an equal share of the room."""
+    def turn(i: int, result: str) -> list[dict]:
+        return [{"id": f"{i}-u", "trace_type": "user", "content": f"Check log L-{1000 + i} please"},
+                {"id": f"{i}-c", "trace_type": "tool_call", "tool_name": "read_log", "tool_call_id": f"c{i}",
+                 "tool_args": {"log": f"L-{1000 + i}"}},
+                {"id": f"{i}-r", "trace_type": "tool_result", "tool_name": "read_log", "tool_call_id": f"c{i}",
+                 "tool_result": result},
+                {"id": f"{i}-a", "trace_type": "assistant", "content": f"Log L-{1000 + i} read."}]
+
+    huge = " ".join(f"parcel{k % 997}" for k in range(30_000))
+    medium = " ".join(f"depot{k % 991}" for k in range(1_300)) + " MEDIUM_END"
+    events = [{"id": "sys", "trace_type": "user", "content": "You are a support agent.", "tags": ["system"]}]
+    events += turn(1, huge) + turn(2, medium) + [e for i in range(3, 8) for e in turn(i, "ok")]
+    for k, event in enumerate(events):
+        event["ts"] = 1772442000.5 + 60 * k
+    assert cli("ingest", "a", input=events).exit_code == 0
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
+    result = _compact(cli, srv, "--max-context-tokens", "9000", "--tail-turns", "3")
+    assert result.exit_code == 0, result.stderr
+    results = {}
+    for request in srv.requests:
+        block = request.user.split("<transcript", 1)[1].split("\n", 1)[1].split("\n</transcript>", 1)[0]
+        for line in block.splitlines():
+            trace = orjson.loads(line)
+            if trace["type"] == "tool_result":
+                results[trace["turn"]] = trace["result"]
+    assert results["turn_0002"] == medium                                  # whole
+    assert results["turn_0001"] == huge[:4000] + f"…[{len(huge) - 4000} characters clipped]"
+    assert results["turn_0003"] == results["turn_0004"] == "ok"
+
+
 def test_concurrency_one_runs_chunks_one_at_a_time(cli, memory_dir, server):
     _ingest(cli, turns=20, big=600)
     srv = server(lambda body, i: (200, faithful_answer(body), 0.05))

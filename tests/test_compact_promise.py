@@ -107,3 +107,39 @@ def test_a_context_size_below_one_is_refused_by_every_command_and_the_api(cli, m
         assert info.value.param == "max_context_tokens"
     assert tree_digest(agent_dir(memory_dir, "a")) == before
     assert agent.stats(max_context_tokens=1000).budget["max_context_tokens"] == 1000
+
+
+def _talk_with_a_big_newest_ask() -> list:
+    events = []
+    for t in range(6):
+        events += [{"trace_type": "user", "content": f"ask {t} " + "word " * 1500},
+                   {"trace_type": "assistant", "content": f"reply {t}"}]
+    return events + [{"trace_type": "user", "content": "newest ask " + "lorem ipsum dolor " * 3000}]
+
+
+@pytest.mark.parametrize("where", ["raw_traces.jsonl", "semantic.jsonl"])
+def test_a_record_that_lost_its_newline_stops_a_compaction_before_it_writes(cli, memory_dir, where):
+    """Readers do not count a last line without its newline, so neither did the plan; but the
+    commit's write adds the newline (memcli.store.jsonl.repair_tail) and the record with it: the
+    newest ask's newline cut, 9,093 tokens became 11,541 at --target-tokens 3,000, exit 0. Now
+    the compaction (its dry run alike) refuses, nothing written, and says how to repair."""
+    assert cli("ingest", "a", input=_talk_with_a_big_newest_ask()).exit_code == 0
+    path = agent_dir(memory_dir, "a") / where
+    if where == "raw_traces.jsonl":
+        path.write_bytes(path.read_bytes()[:-1])   # the newest ask loses its "\n" only
+    else:
+        path.write_bytes(orjson.dumps({"id": "sem_1", "ts": 1.0, "fact": "the deploy key rotates " * 300}))
+    store = AgentStore(memory_dir, "a")
+    counted = working_tokens(store)
+    before = tree_digest(agent_dir(memory_dir, "a"))
+    for dry in ((), ("--dry-run",)):
+        result = cli("compact", "a", "--target-tokens", "12000", "--keep-steps", "1", "--tail-turns", "0", *dry)
+        assert result.exit_code == 1, result.stderr
+        assert f"memcli: error: the last line of {where} of agent 'a' is a record without its newline" in result.stderr
+        assert "nothing was written" in result.stderr and "memcli doctor a --repair" in result.stderr
+        assert tree_digest(agent_dir(memory_dir, "a")) == before
+    assert working_tokens(store) == counted
+    # repaired, the record counts, and the compaction keeps its promise
+    assert cli("doctor", "a", "--repair").exit_code == 0
+    assert working_tokens(store) > counted
+    assert _kept_or_refused(cli, memory_dir, "a", 12000, "--keep-steps", "1", "--tail-turns", "0")["compacted"]

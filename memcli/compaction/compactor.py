@@ -20,10 +20,19 @@
    of :mod:`memcli.store.journal` runs. Appends made since step 3 are carried over by the
    rewrite, which reads the active file as it is at that moment, under the lock.
 
+A file the working snapshot reads (active, episodic, semantic, memory files) that ends in a
+record without its newline stops a compaction that would write, dry run alike, before anything is
+summarized or written (:func:`_unterminated`): readers do not count that record, the commit's
+write would make it count, and the result would not be the one planned.
+
 The commit also appends the compaction's ledger record (:func:`ledger_record`, format in
 :mod:`memcli.store.ledger`): what moved and from where, tokens before/after, the items written
 and what they superseded, and a model's tokens and cost — what ``memcli compactions`` lists and
-``memcli uncompact`` (:mod:`memcli.compaction.undo`) reads. With a model, ``--dry-run`` and
+``memcli uncompact`` (:mod:`memcli.compaction.undo`) reads. A model is told a summary budget
+within a quarter of the window (:func:`memcli.compaction.window.summary_room`); its summary that
+would not leave the snapshot smaller is asked to shrink, and when nothing is written for that
+(never worse) after a model was paid, what it cost is said and appended to the ledger
+(``unwritten-compaction``, :func:`_unwritten_spend`). With a model, ``--dry-run`` and
 ``--max-cost`` first take the model's estimate for the window (:func:`_check_cost`): ``--max-cost``
 refuses before the first request when it is above the limit or has no price; ``--dry-run`` shows
 it with the window's offline digest.
@@ -77,6 +86,7 @@ from memcli.compaction.window import (
     iter_window_traces,
     plan_window,
     summary_reserve,
+    summary_room,
 )
 from memcli.errors import CompactionBusy, CompactionError, UsageError
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
@@ -85,7 +95,7 @@ from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
-from memcli.store.ledger import COMPACTION, run_places
+from memcli.store.ledger import COMPACTION, UNWRITTEN, UNWRITTEN_PREFIX, append_ledger, run_places
 from memcli.store.lock import agent_lock, compaction_lock
 
 STRATEGIES = ("summarize", "sliding-window")
@@ -820,6 +830,26 @@ def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: 
         hint=f"use --target-tokens {predicted:,} or more, or fewer --keep-steps")
 
 
+def _unterminated(store: AgentStore) -> CompactionError | None:
+    """The refusal when a file the working snapshot reads ends in a record that only lost its
+    newline (:func:`memcli.store.jsonl.unterminated_record`): no reader counts it, so the plan
+    does not, but the commit's write adds the newline and the snapshot then carries it — the
+    result would not be what was planned (an active file's 9,093 tokens became 11,541 at
+    --target-tokens 3,000)."""
+    paths = store.paths
+    for path in (paths.active, paths.episodic, paths.semantic, paths.memory_files):
+        found = jsonl.unterminated_record(path)
+        if found is not None:
+            offset, tail = found
+            return CompactionError(
+                f"the last line of {path.name} of agent {store.agent_id!r} is a record without its newline "
+                f"({len(tail):,} bytes at byte {offset:,}: an append cut short, or the file edited): the working "
+                "snapshot does not count it yet, but a compaction's write adds the newline, and with it the "
+                "record, to what the compaction planned; nothing was written",
+                hint=f"run `memcli doctor {store.agent_id} --repair` (it adds the newline), then compact again")
+    return None
+
+
 def _over_target(result: CompactResult, plan_: WindowPlan) -> str:
     """Why a compaction to the default target ends above it (under the trigger threshold)."""
     return (f"the working snapshot is {result.tokens_after - result.target_tokens:,} tokens over the target "
@@ -1062,6 +1092,9 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
             reason=f"nothing to compact in {store.agent_id!r}: {plan_.conversation_turns} turn"
                    f"{'s' if plan_.conversation_turns != 1 else ''} in the active file and {plan_.stop_reason}",
             tokens_after=plan_.tokens_before)
+    torn = _unterminated(store)
+    if torn is not None:
+        raise torn
     if plan_.pinned_kept:
         one = plan_.pinned_kept == 1
         # --dry-run's plan shows it already ("N system/developer traces stay")
@@ -1087,8 +1120,13 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if room < MIN_SUMMARY_TOKENS and explicit_target is None:
         room = max(room, result.threshold - stays)
     goal = max(result.target_tokens, stays + room)
-    memory = MemoryContext(live_episodic, live_facts, summary_tokens=max(room, MIN_SUMMARY_TOKENS),
-                           target_given=explicit_target is not None)
+    told = max(room, MIN_SUMMARY_TOKENS)
+    if summarizer is not None and summarizer.spent is not None:
+        # a model is told its budget within a quarter of the window, as the offline summary keeps
+        # to a quarter of its text: what the target leaves may be more than the window itself, and
+        # a summary as long as what it replaces leaves nothing smaller to write (never worse)
+        told = min(told, summary_room(plan_.window_tokens))
+    memory = MemoryContext(live_episodic, live_facts, summary_tokens=told, target_given=explicit_target is not None)
     window = _Collect(store, plan_, early)
     summary: Summary | None = None
     if job.strategy == "summarize":
@@ -1119,8 +1157,12 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
 
     items = build()
     predicted = bundle.tokens_after(*items[:2])
+    # a model's answer is paid for: one that would not leave the snapshot smaller is asked to
+    # shrink as one over the target is, not thrown away (the offline summary, free and within a
+    # quarter of the window's text, is not)
+    limit = min(goal, plan_.tokens_before - 1) if summarizer is not None and summarizer.spent is not None else goal
     for _ in range(4):   # over the target: a summary that can shrink (the offline one) is asked to
-        over = predicted - goal
+        over = predicted - limit
         if summary is None or summary.resize is None or over <= 0:
             break
         smaller = _resized(job, summary, max(bundle.meter.text(summary.episodic_summary) - over - 8,
@@ -1134,16 +1176,32 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if explicit_target is not None and predicted > explicit_target:
         raise _target_error(store, plan_, explicit_target, predicted)
     if predicted >= plan_.tokens_before:
-        return job.done(
-            reason=f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
-                   f"({counted(plan_.moved, 'trace')}) would not make the working snapshot smaller "
-                   f"({plan_.tokens_before:,} → {predicted:,} tokens)",
-            tokens_after=predicted, compacted=False, dry_run=job.dry_run, never_worse=True)
+        reason = (f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
+                  f"({counted(plan_.moved, 'trace')}) would not make the working snapshot smaller "
+                  f"({plan_.tokens_before:,} → {predicted:,} tokens)")
+        return job.done(reason=reason + _unwritten_spend(job), tokens_after=predicted, compacted=False,
+                        dry_run=job.dry_run, never_worse=True)
     if job.dry_run:
         result.tokens_after = predicted
         return job.done(shortfall=_shortfall(result, plan_))
     items = _commit(job, plan_, compaction_id, bundle, items, build, predicted)
     return _finish(job, plan_, compaction_id, items)
+
+
+def _unwritten_spend(job: _Job) -> str:
+    """For a compaction that paid a model and writes nothing: its spending, appended to the
+    ledger as an ``unwritten-compaction`` record (memcli.store.ledger) so the totals count it, and
+    said ("; the model was paid: …"); "" when nothing was paid."""
+    llm = job.result.llm
+    if job.dry_run or not llm or not llm["requests"]:
+        return ""
+    store = job.store
+    record = {"kind": UNWRITTEN, "id": new_id(UNWRITTEN_PREFIX), "ts": time.time(),
+              "turn_range": job.result.turn_range, "llm": llm}
+    with store.writer(create=False) as session:
+        append_ledger(session.paths.ledger, [record], jsonl.file_size(session.paths.ledger))
+    spent = job.summarizer.spent.minus(job.spent_before).describe()
+    return f"; the model was paid: {spent} (in the ledger)"
 
 
 def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple) -> CompactResult:

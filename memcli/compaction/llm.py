@@ -67,15 +67,18 @@ and only a single trace larger than that has its longest fields clipped (with a 
 much; never below :data:`MIN_CLIP` characters, so paths and names stay whole).
 
 Spending: every answer's reported ``usage`` (prompt and completion tokens, failed attempts too;
-a figure the server leaves out is counted on what was sent and what came back, never taken as 0)
-is added to ``spent`` (:class:`Spending`) with its cost by LiteLLM's price map
+a figure the server leaves out is counted on what was sent and what came back, never taken as 0;
+a request that timed out, sent with no answer back, on its prompt, no output) is added to ``spent``
+(:class:`Spending`) with its cost by LiteLLM's price map
 (``litellm.cost_per_token`` for ``--model``; None, never a guess, when the map has no price); the
-compaction writes what one run spent into its ledger record. :meth:`LiteLLMSummarizer.estimate`
+compaction writes what one run spent into its ledger record (one that writes nothing, an
+``unwritten-compaction`` record). :meth:`LiteLLMSummarizer.estimate`
 gives the same figures before anything is sent (the prompts counted exactly, the answer at its
 reserve per request), for ``--dry-run`` and ``--max-cost``. With ``--max-cost``
 (:meth:`LiteLLMSummarizer.limit_cost`) every request, retries included, is priced the same way
-before it goes and is not sent when what was spent, what requests in flight may cost and its
-own bound together would pass the limit (CompactionError naming the attempt; nothing written);
+before it goes and is not sent when what was spent, what requests in flight may cost (and the
+rest of the bound of each that timed out: a request sent is usually billed) and its own bound
+together would pass the limit (CompactionError naming the attempt; nothing written);
 under a limit each request carries ``max_tokens`` = the answer's reserve, so the bound is one the
 provider keeps.
 
@@ -321,6 +324,7 @@ class LiteLLMSummarizer(Summarizer):
         self.cost_limit: float | None = None   # --max-cost (limit_cost), retries included
         self._cost_base = 0.0
         self._in_flight = 0.0
+        self._held = 0.0                        # of timed-out requests' bounds, what spent does not count
         self._parts = 1                         # chunks of the window (split): they share the summary's budget
         self._root = ""                         # the window's project root (split): each chunk's files named from it
         self.retried: list[str] = []            # one line per request sent again, and why
@@ -430,6 +434,8 @@ class LiteLLMSummarizer(Summarizer):
         return budget, memory_text
 
     def _fit(self, turn: Turn, budget: int) -> tuple[str, int]:
+        """``turn`` rendered and its tokens: whole when it fits ``budget``, else with its longest
+        fields clipped until it does (never below :data:`MIN_CLIP` characters)."""
         text = render_turn(turn)
         tokens = self.counter.count(text)
         limit = 4_000
@@ -495,11 +501,14 @@ class LiteLLMSummarizer(Summarizer):
         checklist, or why it could not be used (``problem``: :data:`CUT_OFF` for an answer cut
         at the output limit, which asks for a shorter one; else the validation's words)."""
         budget, memory_text = self.transcript_budget(memory)
-        parts = []
-        share = max(budget // max(len(turns), 1), 64)
-        total = sum(self.counter.count(render_turn(t)) for t in turns)
-        for turn in turns:
-            parts.append(render_turn(turn) if total <= budget else self._fit(turn, share)[0])
+        # each turn as split() counted it: whole, unless it alone is larger than a request (a
+        # part holding one trace that is: its longest fields clipped); a turn that fits is never
+        # clipped for another's size
+        fitted = [self._fit(turn, budget) for turn in turns]
+        if sum(tokens for _, tokens in fitted) > budget:   # turns not packed by split(): equal shares
+            share = max(budget // max(len(turns), 1), 64)
+            fitted = [self._fit(turn, share) for turn in turns]
+        parts = [text for text, _ in fitted]
         span = turn_span([t.turn_id for t in turns])
         retry = self._retry_note(missing, problem, "transcript")
         room = self.checklist_tokens() - (self.counter.count(retry) if missing else 0)
@@ -563,10 +572,12 @@ class LiteLLMSummarizer(Summarizer):
         except Exception:
             return False
 
-    def _call(self, litellm, messages: list[dict], json_mode: bool,
-              max_tokens: int | None = None) -> tuple[str | None, str | None]:
+    def _call(self, litellm, messages: list[dict], json_mode: bool, max_tokens: int | None = None,
+              reserved: float = 0.0) -> tuple[str | None, str | None]:
         """One request: the answer's text and its ``finish_reason`` (``"length"``: cut at the
-        output limit); its usage and cost added to ``spent``."""
+        output limit); its usage and cost added to ``spent``. A request that times out was sent
+        and is usually billed: it is counted on its prompt (``spent``), and under ``--max-cost``
+        its bound (``reserved``, what :meth:`_reserve` took for it) stays committed."""
         kwargs = dict(model=self.model, messages=messages, timeout=self.timeout, num_retries=0, max_retries=0)
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
@@ -580,7 +591,15 @@ class LiteLLMSummarizer(Summarizer):
             kwargs["response_format"] = {"type": "json_object"}
         with self._count_lock:
             self.requests += 1
-        response = litellm.completion(**kwargs)
+        try:
+            response = litellm.completion(**kwargs)
+        except Exception as exc:
+            if _timed_out(exc, litellm):   # sent, no answer came: never taken as free
+                cost = self._account(litellm, None, messages, None, answered=False)
+                if reserved:
+                    with self._count_lock:
+                        self._held += max(reserved - (cost or 0.0), 0.0)
+            raise
         if not getattr(response, "choices", None):   # a 200 with no choice in it: an empty answer
             self._account(litellm, response, messages, None)
             return None, None
@@ -600,10 +619,12 @@ class LiteLLMSummarizer(Summarizer):
         to ``spent``."""
         return self._call(_import_litellm(), messages, json_mode=False, max_tokens=max_tokens)[0]
 
-    def _account(self, litellm, response, messages: list[dict], content: str | None) -> None:
+    def _account(self, litellm, response, messages: list[dict], content: str | None,
+                 answered: bool = True) -> float | None:
         """Add a response's reported usage, and its cost by LiteLLM's price map, to ``spent``; a
-        figure the server does not report (no ``usage``, or 0) is counted on what was sent and
-        what came back, never taken as free."""
+        figure the server does not report (no ``usage``, or 0; no response: ``answered`` False)
+        is counted on what was sent and what came back, never taken as free. Returns the cost
+        added (None: no price)."""
         usage = getattr(response, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -613,7 +634,8 @@ class LiteLLMSummarizer(Summarizer):
             completion = self.counter.count(content)
         cost = self.price(litellm, prompt, completion)
         with self._count_lock:
-            self.spent.add(prompt, completion, cost)
+            self.spent.add(prompt, completion, cost, answered)
+        return cost
 
     def price(self, litellm, prompt_tokens: int, completion_tokens: int) -> float | None:
         """The cost in USD of so many tokens by LiteLLM's model map; None when it has no price.
@@ -696,7 +718,7 @@ class LiteLLMSummarizer(Summarizer):
             try:
                 # under --max-cost the answer's reserve is a bound the provider keeps, not a hope
                 content, finish = self._call(litellm, messages, json_mode,
-                                             self.output_tokens() if self.cost_limit is not None else None)
+                                             self.output_tokens() if self.cost_limit is not None else None, reserved)
                 if finish == "length":
                     raise InvalidSummary(CUT_OFF)
                 if finish == "content_filter" and not content:
@@ -755,7 +777,7 @@ class LiteLLMSummarizer(Summarizer):
         """Send no request that could take what this summarizer spends from now on over
         ``max_cost`` USD: each request is priced before it goes (its prompt counted, its answer at
         the full reserve) and added to what the answers so far cost and the requests in flight
-        may cost; retries included."""
+        may cost (a request that timed out keeps its bound); retries included."""
         self.cost_limit = max_cost
         self._cost_base = self.spent.cost_usd
 
@@ -767,7 +789,7 @@ class LiteLLMSummarizer(Summarizer):
         prompt = self.counter.count("\n".join(m["content"] for m in messages))
         bound = self.price(litellm, prompt, self.output_tokens())
         with self._count_lock:
-            committed = self.spent.cost_usd - self._cost_base + self._in_flight
+            committed = self.spent.cost_usd - self._cost_base + self._in_flight + self._held
             if bound is not None and committed + bound <= self.cost_limit:
                 self._in_flight += bound
                 return bound
@@ -1035,16 +1057,19 @@ class Missing:
 @dataclass
 class Spending:
     """Tokens and cost the answers reported (:meth:`LiteLLMSummarizer._account`): ``cost_usd``
-    adds the answers LiteLLM could price; ``unpriced`` counts those it could not."""
+    adds the answers LiteLLM could price; ``unpriced`` counts those it could not. A request that
+    timed out counts too (``unanswered``): on its prompt as sent, with no output."""
 
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
     unpriced: int = 0
+    unanswered: int = 0
 
-    def add(self, input_tokens: int, output_tokens: int, cost: float | None) -> None:
+    def add(self, input_tokens: int, output_tokens: int, cost: float | None, answered: bool = True) -> None:
         self.requests += 1
+        self.unanswered += not answered
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         if cost is None:
@@ -1053,20 +1078,31 @@ class Spending:
             self.cost_usd += cost
 
     def describe(self) -> str:
-        """``3 requests, 1,234 input + 56 output tokens, $0.000120`` (or ``price unknown``)."""
+        """``3 requests, 1,234 input + 56 output tokens, $0.000120`` (or ``price unknown``; ``(1
+        timed out: its prompt counted)`` after the requests when one did); ``nothing`` when no
+        request was paid for (a figure, even $0, is never given for a model without a price)."""
         from memcli.sizes import counted
 
+        if not self.requests:
+            return "nothing"
         price = "price unknown" if self.unpriced else f"${self.cost_usd:.6f}"
-        return (f"{counted(self.requests, 'request')}, {self.input_tokens:,} input + {self.output_tokens:,} "
-                f"output tokens, {price}")
+        unanswered = f" ({self.unanswered} timed out: its prompt counted)" if self.unanswered == 1 else (
+            f" ({self.unanswered} timed out: their prompts counted)" if self.unanswered else "")
+        return (f"{counted(self.requests, 'request')}{unanswered}, {self.input_tokens:,} input + "
+                f"{self.output_tokens:,} output tokens, {price}")
+
+    def minus(self, before: "Spending") -> "Spending":
+        """What was spent after ``before``."""
+        return Spending(self.requests - before.requests, self.input_tokens - before.input_tokens,
+                        self.output_tokens - before.output_tokens, self.cost_usd - before.cost_usd,
+                        self.unpriced - before.unpriced, self.unanswered - before.unanswered)
 
     def since(self, before: "Spending", model: str) -> dict:
         """The ledger's ``llm`` object for what was spent after ``before`` (memcli.store.ledger)."""
-        unpriced = self.unpriced - before.unpriced
-        return {"model": model, "requests": self.requests - before.requests,
-                "input_tokens": self.input_tokens - before.input_tokens,
-                "output_tokens": self.output_tokens - before.output_tokens,
-                "cost_usd": None if unpriced else round(self.cost_usd - before.cost_usd, 10)}
+        spent = self.minus(before)
+        return {"model": model, "requests": spent.requests, "input_tokens": spent.input_tokens,
+                "output_tokens": spent.output_tokens,
+                "cost_usd": None if spent.unpriced else round(spent.cost_usd, 10)}
 
 
 @dataclass
@@ -1141,6 +1177,14 @@ def _key_names(exc: BaseException, summarizer: "LiteLLMSummarizer", litellm) -> 
     return list(dict.fromkeys(names))
 
 
+def _timed_out(exc: BaseException, litellm) -> bool:
+    """Whether ``exc`` is a request's timeout: it was sent and no answer came in time."""
+    chain = _chain(exc)
+    names = {type(e).__name__ for e in chain}
+    return ("Timeout" in names or "APITimeoutError" in names or "TimeoutException" in names
+            or any(isinstance(e, (TimeoutError, litellm.exceptions.Timeout)) for e in chain))
+
+
 def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -> ModelFailure:
     """What a failed request means for the user (see :class:`ModelFailure`).
 
@@ -1155,8 +1199,7 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
     status = getattr(exc, "status_code", None)
     exceptions = litellm.exceptions
     # 1. timeouts: the server may answer next time
-    if "Timeout" in names or "APITimeoutError" in names or "TimeoutException" in names or any(
-            isinstance(e, (TimeoutError, exceptions.Timeout)) for e in chain):
+    if _timed_out(exc, litellm):
         return ModelFailure(f"Timeout: no answer within {summarizer.timeout:g} s", retry=True,
                             hint="--timeout gives each request more time")
     # 2. nothing listens there: retrying cannot help

@@ -204,10 +204,22 @@ def spill_lag(target_tokens: int | None, budget: int) -> int:
     return min(max(target_tokens * SPILL_BYTES_PER_TOKEN, SPILL_MIN_BYTES), budget // 2)
 
 
+MIN_SUMMARY_ROOM = 250   # a window's summary is given at least this many tokens, however small the window
+
+
+def summary_room(window_tokens: int) -> int:
+    """The most the summary of a window of ``window_tokens`` is given: a quarter of the window
+    (at least :data:`MIN_SUMMARY_ROOM`), so that it leaves the working snapshot smaller than the
+    window did (docs/compaction.md, "The budget is a promise"). A model is told its budget within
+    it; the offline summary takes a quarter of the window's characters itself."""
+    return max(window_tokens // 4, MIN_SUMMARY_ROOM)
+
+
 def summary_reserve(window_tokens: int) -> int:
-    """Tokens set aside for the summary a window of ``window_tokens`` becomes (the offline
-    summary is at most a quarter of the window's text, 12,000 characters at most)."""
-    return min(max(window_tokens // 4, 250), 3_000)
+    """Tokens set aside for the summary a window of ``window_tokens`` becomes: its room
+    (:func:`summary_room`), 3,000 at most (the offline summary is at most a quarter of the
+    window's text, 12,000 characters at most)."""
+    return min(summary_room(window_tokens), 3_000)
 
 
 class WholeTurnFeed:

@@ -180,6 +180,14 @@ def _is_json_object(data: bytes) -> bool:
         return False
 
 
+def unterminated_record(path: Path) -> tuple[int, bytes] | None:
+    """(offset, bytes) of an unterminated last line that is a complete JSON object — a record
+    that only lost its newline: readers do not see it, and :func:`repair_tail` (the next write)
+    adds the newline, after which they do — else None."""
+    found = find_tail(path)
+    return found if found is not None and _is_json_object(found[1]) else None
+
+
 def repair_tail(path: Path) -> TailRepair | None:
     """Make the file end in ``\\n`` (see module docstring). Caller holds the agent lock."""
     found = find_tail(path)

@@ -26,6 +26,12 @@ copy). ``kind: "uncompact"`` — one per undo::
      "superseded": {"episodic": [...], "semantic": [...]},   # the compaction's items, taken out
      "restored": {"episodic": [...], "semantic": [...]}}     # copies of what it had superseded
 
+``kind: "unwritten-compaction"`` — a compaction that paid a model and wrote nothing (its result
+would not have made the working snapshot smaller): what it spent, so the totals count it::
+
+    {"kind": "unwritten-compaction", "id": "unw_…", "ts": …, "turn_range": "turn_0001–turn_0008",
+     "llm": {…}}     # as a compaction's
+
 Other kinds (later features' model spending, e.g. result summaries) only need ``id``, ``ts`` and
 ``llm``: the cost total (:func:`cost_total`) adds the ``llm`` of every record, whatever its kind,
 and ``memcli compactions`` lists only ``compaction`` records. Such a feature appends its record
@@ -43,6 +49,8 @@ from memcli.store import jsonl
 COMPACTION = "compaction"
 UNCOMPACT = "uncompact"
 UNCOMPACT_PREFIX = "unc"
+UNWRITTEN = "unwritten-compaction"
+UNWRITTEN_PREFIX = "unw"
 
 
 def iter_ledger(path: Path) -> Iterator[dict]:

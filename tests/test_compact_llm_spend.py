@@ -1,0 +1,163 @@
+"""What a compaction with a model pays for, against a local OpenAI-compatible server: the budget
+the model is told is one the compaction can accept (a quarter of the window), a paid answer that
+would not make the snapshot smaller is asked to shrink, what was paid for a compaction that
+wrote nothing is said and goes to the ledger, and a request that timed out is counted as sent
+(its bound kept under --max-cost)."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import orjson
+import pytest
+
+from tests.compact_fixtures import conversation, faithful_answer
+from tests.helpers import agent_dir, read_jsonl, tree_digest
+
+MODEL = "openai/test-model"
+TOLD = re.compile(r"Keep episodic_summary within about ([\d,]+) tokens")
+LONG = "Long summary\n" + "\n".join(f"- detail line {k} about shipping" for k in range(500))   # ~4,000 tokens
+
+
+@pytest.fixture(autouse=True)
+def _llm_env(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
+
+
+def _ingest(cli, turns=12, big=3000):
+    result = cli("ingest", "a", input=conversation(turns, big=big))
+    assert result.exit_code == 0, result.stderr
+
+
+def _compact(cli, srv, *args):
+    return cli("compact", "a", "--model", MODEL, "--api-base", srv.api_base, *args)
+
+
+def _shortening(body) -> bool:
+    return body["messages"][0]["content"].startswith("You shorten")
+
+
+def _short_answer(body, more: str = "") -> str:
+    """A rewrite that names every ask of the summary it was given (by its order number), then ``more``."""
+    orders = sorted(set(re.findall(r"A-\d+", body["messages"][1]["content"])))
+    return orjson.dumps({"episodic_summary": "Orders asked about: " + " ".join(orders) + more}).decode()
+
+
+def test_the_model_is_told_a_quarter_of_the_window_not_what_the_target_leaves(cli, memory_dir, server):
+    """12 turns with big results under the default target: the target leaves ~50,000 tokens, the
+    window holds ~3,500; the model was told 4,096 (the answer's reserve), more than the window."""
+    _ingest(cli)
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
+    result = _compact(cli, srv, "--json")
+    assert result.exit_code == 0, result.stderr
+    data = orjson.loads(result.stdout)
+    assert data["compacted"] and len(srv.requests) == 1
+    told = int(TOLD.search(srv.requests[0].user).group(1).replace(",", ""))
+    assert told == data["window_tokens"] // 4 and data["target_tokens"] - data["window_tokens"] > 4_096
+
+
+def test_a_paid_answer_that_would_not_shrink_the_snapshot_is_asked_to_shrink(cli, memory_dir, server):
+    """A model that writes ~4,000 tokens for a window of ~3,500: the compaction said "nothing
+    written … would not make the working snapshot smaller", exit 0, the answer thrown away."""
+    _ingest(cli)
+    srv = server(lambda body, i: (200, _short_answer(body) if _shortening(body) else faithful_answer(body, LONG), 0))
+    result = _compact(cli, srv)
+    assert result.exit_code == 0, result.stderr
+    assert [_shortening(r.body) for r in srv.requests] == [False, True]
+    assert "the summary is 4,0" in result.stderr and "over its budget: asked to rewrite it within" in result.stderr
+    (episodic,) = read_jsonl(agent_dir(memory_dir, "a") / "episodic.jsonl")
+    assert episodic["summary"].startswith("Orders asked about: A-1001 A-1002")
+    (record,) = read_jsonl(agent_dir(memory_dir, "a") / ".compactions.jsonl")
+    assert record["kind"] == "compaction" and record["llm"]["requests"] == 2
+    assert record["tokens_after"] < record["tokens_before"]
+
+
+def test_what_a_compaction_that_wrote_nothing_paid_is_said_and_in_the_ledger(cli, memory_dir, server):
+    """The model keeps answering too long, the rewrite too: nothing is written (never worse), and
+    the 3 requests paid for are said on stderr and recorded — they were neither."""
+    _ingest(cli)
+    def model(body, i):   # the rewrite as long as the answer: refused
+        return 200, _short_answer(body, "\n" + LONG) if _shortening(body) else faithful_answer(body, LONG), 0
+
+    srv = server(model)
+    before = tree_digest(agent_dir(memory_dir, "a"))
+    result = _compact(cli, srv, "--retries", "1")
+    assert result.exit_code == 0, result.stderr
+    assert [_shortening(r.body) for r in srv.requests] == [False, True, True]
+    assert "would not make the working snapshot smaller" in result.stderr
+    assert "; the model was paid: 3 requests, " in result.stderr and "price unknown (in the ledger)" in result.stderr
+    after = tree_digest(agent_dir(memory_dir, "a"))
+    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    assert changed == {".compactions.jsonl", ".token-counts"}   # no trace moved, no item written
+    (record,) = read_jsonl(agent_dir(memory_dir, "a") / ".compactions.jsonl")
+    assert record["kind"] == "unwritten-compaction" and record["turn_range"] == "turn_0001–turn_0008"
+    assert record["llm"]["model"] == MODEL and record["llm"]["requests"] == 3 and record["llm"]["cost_usd"] is None
+    assert orjson.loads(cli("compactions", "a", "--json").stdout) == []   # it compacted nothing
+    stats = orjson.loads(cli("stats", "a", "--json").stdout)
+    assert stats["compaction_cost"]["requests"] == 3
+
+
+PRICED = "openai/gpt-4o-mini"   # LiteLLM prices it: $0.15 per million input tokens, $0.60 output
+
+
+@pytest.fixture
+def never_answered():
+    """A responder's answer to the requests it holds: one that never comes while the test runs
+    (the client's --timeout ends each: no guess at the machine's speed)."""
+    released = threading.Event()
+    yield lambda: released.wait(120)
+    released.set()
+
+
+def _estimate(cli, srv, model):
+    data = orjson.loads(cli("compact", "a", "--model", model, "--api-base", srv.api_base, "--dry-run", "--json").stdout)
+    assert data["estimate"]["requests"] == 1 and srv.requests == []
+    return data["estimate"]
+
+
+def test_a_timed_out_request_keeps_its_bound_under_max_cost(cli, memory_dir, server, never_answered):
+    """--max-cost with room for one request's bound, not two: a request that timed out released
+    its bound, so the retries went too (3 requests sent, each bounded at the limit's 2/3)."""
+    _ingest(cli, turns=8, big=0)
+    srv = server(lambda body, i: (200, never_answered() and faithful_answer(body), 0))
+    estimate = _estimate(cli, srv, PRICED)
+    limit = 1.5 * estimate["cost_usd"]
+    before = tree_digest(agent_dir(memory_dir, "a"))
+    result = cli("compact", "a", "--model", PRICED, "--api-base", srv.api_base, "--timeout", "0.5",
+                 "--max-cost", f"{limit:.9f}")
+    assert result.exit_code == 1
+    assert len(srv.requests) == 1   # the retry would pass the limit with the first one's bound: not sent
+    prompt = estimate["input_tokens"]
+    error = result.stderr.split("memcli: error: ", 1)[1]
+    assert error.startswith(f"--max-cost {float(f'{limit:.9f}'):g}: retrying turn_0001–turn_0004 (attempt 2) would "
+                            f"cost up to ${estimate['cost_usd']:.6f} on top of ${estimate['cost_usd']:.6f} spent or "
+                            "committed; ")
+    assert f"; spent: 1 request (1 timed out: its prompt counted), {prompt:,} input + 0 output tokens, " \
+           f"${prompt * 0.15e-6:.6f}; nothing was written" in error
+    after = tree_digest(agent_dir(memory_dir, "a"))
+    assert {k for k in after if before.get(k) != after[k]} <= {".compaction.json", ".token-counts"}
+
+
+def test_timed_out_requests_are_counted_as_sent(cli, memory_dir, server, never_answered):
+    """Requests that timed out were left out of what was spent: the ledger said 1 request of 2,
+    and an error after nothing but timeouts said "0 requests, …, $0.000000" for a model that
+    has no price."""
+    _ingest(cli, turns=8, big=0)
+    srv = server(lambda body, i: (200, (i or never_answered()) and faithful_answer(body), 0))
+    prompt = _estimate(cli, srv, MODEL)["input_tokens"]
+    result = _compact(cli, srv, "--timeout", "0.5")
+    assert result.exit_code == 0, result.stderr
+    assert len(srv.requests) == 2
+    (record,) = read_jsonl(agent_dir(memory_dir, "a") / ".compactions.jsonl")
+    # the timed-out request on its prompt, the answer on its reported usage (10 + 10)
+    assert record["llm"] == {"model": MODEL, "requests": 2, "input_tokens": prompt + 10, "output_tokens": 10,
+                             "cost_usd": None}
+
+    assert cli("ingest", "b", input=conversation(8)).exit_code == 0
+    srv = server(lambda body, i: (200, never_answered() and faithful_answer(body), 0))
+    result = cli("compact", "b", "--model", MODEL, "--api-base", srv.api_base, "--timeout", "0.5", "--retries", "1")
+    assert result.exit_code == 1 and len(srv.requests) == 2
+    assert re.search(r"; spent: 2 requests \(2 timed out: their prompts counted\), [\d,]+ input \+ 0 output tokens, "
+                     r"price unknown; nothing was written", result.stderr), result.stderr
