@@ -1259,10 +1259,11 @@ _LONG_SMALL_TALK = ["It's amazing how much joy something so simple can bring to 
                     "The whole thing really made me think about what matters most to me."]
 
 
-def _long_small_talk_chat(turns: int = 200, seed: int = 5, replies: int = 1):
+def _long_small_talk_chat(turns: int = 200, seed: int = 5, replies: int = 1, names: dict | None = None):
     """A chat whose small talk is long (sentences of 60 characters and more, as people write
     them): (turns, {fact: speaker}); each side states a fact in about a third of its messages;
-    the assistant answers in ``replies`` messages a turn (a speaker's messages in a row)."""
+    the assistant answers in ``replies`` messages a turn (a speaker's messages in a row); with
+    ``names`` (side -> name) each message says who speaks (``Caroline: …``)."""
     import random
     rnd = random.Random(seed)
     facts: dict[str, str] = {}
@@ -1276,7 +1277,8 @@ def _long_small_talk_chat(turns: int = 200, seed: int = 5, replies: int = 1):
                 value = f"{rnd.choice(['Pepper', 'Milo', 'Luna', 'Bailey'])}{len(facts)}"
                 facts[value] = speaker
                 said.insert(1, f"We adopted a puppy and named him {value}.")
-            events.append({"trace_type": speaker, "content": " ".join(said)})
+            head = f"{names[speaker]}: " if names else ""
+            events.append({"trace_type": speaker, "content": head + " ".join(said)})
         out.append(Turn(turn_id, _traces(turn_id, events)))
     return out, facts
 
@@ -1292,6 +1294,22 @@ def test_a_squeezed_chat_keeps_both_sides_when_small_talk_is_long():
     kept = {side: sum(v in text for v, s in facts.items() if s == side) for side in ("user", "assistant")}
     total = {side: sum(s == side for s in facts.values()) for side in ("user", "assistant")}
     assert kept["user"] >= 0.8 * total["user"] and kept["assistant"] >= 0.8 * total["assistant"], (kept, total)
+
+
+def test_a_squeezed_chat_still_says_who_speaks():
+    """A chat whose messages say who speaks (``Caroline: …``, as a two-person conversation is
+    often imported): the name began the first sentence and went with it when that sentence did.
+    Each message said now still says its speaker."""
+    names = {"user": "Caroline", "assistant": "Melanie"}
+    turns, facts = _long_small_talk_chat(names=names)
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=3000)).episodic_summary
+    quotes = re.findall(r'(?:user|assistant): "([^"]*)"', text)
+    said = [q for q in quotes if q != "…"]
+    assert len(said) > 100 and all(q.startswith(("Caroline: ", "Melanie: ")) for q in said), \
+        [q for q in said if not q.startswith(("Caroline: ", "Melanie: "))][:3]
+    kept = [v for v in facts if v in text]
+    assert len(kept) >= 0.8 * len(facts)
+    assert all(any(v in q and q.startswith(names[facts[v]] + ": ") for q in said) for v in kept)
 
 
 def test_a_speakers_messages_in_a_row_are_the_turns_reply_together():

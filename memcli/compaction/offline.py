@@ -424,6 +424,10 @@ def _ask_keep(chat: bool, text: str) -> bool:
     return not chat or bool(_vocabulary_of(_scanned(text), False))
 
 
+# who speaks, where a chat's messages say it (``Caroline: …``, ``Dr. Lee: …``): one to three capitalized words
+_SPEAKER = re.compile(r"([A-Z][\w.'-]{0,20}(?: [A-Z][\w.'-]{0,20}){0,2}): (?=\S)")
+
+
 def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor: float = 0.0,
                      keep: bool = True) -> str:
     """A message on one line in at most ``limit`` characters (about). With ``rarity``, a message
@@ -432,7 +436,18 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     order, "…" where some were left out: whole sentences, so never cut inside a word, a path or a
     quoted span (the most telling one is clipped when alone it does not fit). Without ``rarity``,
     or for one sentence, :func:`clip_ask`'s head. Not ``keep``: a message none of whose sentences
-    says ``floor`` is left out ("": asks, :func:`_ask_keep`)."""
+    says ``floor`` is left out ("": asks, :func:`_ask_keep`), and a message that says who speaks
+    (``Caroline: …``, :data:`_SPEAKER`) still says it when its first sentence goes."""
+    said = _condensed(text, limit, rarity, floor, keep)
+    if said and not said[:1].isupper():   # (its first sentence went: "… …")
+        speaker = _SPEAKER.match(text.lstrip())
+        if speaker:
+            return speaker[0] + said
+    return said
+
+
+def _condensed(text: str, limit: int, rarity: Rarity | None, floor: float, keep: bool) -> str:
+    """:func:`condense_message`, the speaker aside."""
     flat = " ".join(text.split())
     if len(flat) <= limit and not floor:
         return flat
