@@ -1137,7 +1137,6 @@ def test_a_window_over_several_days_says_each_lines_day_where_it_changes():
             assert f"turn_{first}" in dated, first
         else:
             assert f"turn_{first}" not in dated, first
-    assert "left out" in text   # (the line after the gap was checked too)
     one_day = OfflineSummarizer().summarize(turns(0), MemoryContext(summary_tokens=1500)).episodic_summary
     assert not re.search(r"^- turn_\d+ \(", one_day, re.M)
 
@@ -1252,6 +1251,59 @@ def test_a_squeezed_conversation_says_runs_of_turns_on_one_line():
     assert re.match(r"- turn_0001 ·", lines[1]) and re.match(r"- turn_0240 ·", [ln for ln in lines if ln.startswith("- ")][-1])
 
 
+_LONG_SMALL_TALK = ["It's amazing how much joy something so simple can bring to a day.",
+                    "Honestly it means a lot to me to have people around who really listen.",
+                    "Sometimes it's the little things that make the biggest difference, you know.",
+                    "I feel like I'm learning so much about myself these days, it's wild.",
+                    "My family has been so supportive through all of this, I'm grateful.",
+                    "The whole thing really made me think about what matters most to me."]
+
+
+def _long_small_talk_chat(turns: int = 200, seed: int = 5, replies: int = 1):
+    """A chat whose small talk is long (sentences of 60 characters and more, as people write
+    them): (turns, {fact: speaker}); each side states a fact in about a third of its messages;
+    the assistant answers in ``replies`` messages a turn (a speaker's messages in a row)."""
+    import random
+    rnd = random.Random(seed)
+    facts: dict[str, str] = {}
+    out = []
+    for t in range(turns):
+        turn_id = f"turn_{t + 1:04d}"
+        events = []
+        for speaker in ["user"] + ["assistant"] * replies:
+            said = rnd.sample(_LONG_SMALL_TALK, 2)
+            if rnd.random() < 0.35:
+                value = f"{rnd.choice(['Pepper', 'Milo', 'Luna', 'Bailey'])}{len(facts)}"
+                facts[value] = speaker
+                said.insert(1, f"We adopted a puppy and named him {value}.")
+            events.append({"trace_type": speaker, "content": " ".join(said)})
+        out.append(Turn(turn_id, _traces(turn_id, events)))
+    return out, facts
+
+
+def test_a_squeezed_chat_keeps_both_sides_when_small_talk_is_long():
+    """An ask of a conversation turn kept its most telling sentence whatever the floor when that
+    sentence was 40 characters or more: long small talk (as people write it) was then kept in
+    every ask, and the other side's facts went — 5 of the assistant's 74 kept in 3,000 tokens.
+    Both sides now go by how telling each sentence is (an ask that names a path or an id still
+    keeps its sentence)."""
+    turns, facts = _long_small_talk_chat()
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=3000)).episodic_summary
+    kept = {side: sum(v in text for v, s in facts.items() if s == side) for side in ("user", "assistant")}
+    total = {side: sum(s == side for s in facts.values()) for side in ("user", "assistant")}
+    assert kept["user"] >= 0.8 * total["user"] and kept["assistant"] >= 0.8 * total["assistant"], (kept, total)
+
+
+def test_a_speakers_messages_in_a_row_are_the_turns_reply_together():
+    """Two assistant messages in a row in a turn of conversation: the first was taken for a note
+    (and went with the notes line), its facts lost even where everything fits. Both are the
+    reply now; a turn with tool calls keeps the agent's earlier messages as notes."""
+    turns, facts = _long_small_talk_chat(turns=60, replies=2)
+    text = OfflineSummarizer().summarize(turns).episodic_summary
+    assert [v for v in facts if v not in text] == []
+    assert "Latest notes" not in text
+
+
 @pytest.mark.parametrize("per_day,tokens", [(10, 2000), (10, 800), (3, 1500)])
 def test_day_marks_stay_right_with_folds_and_turns_left_out(per_day, tokens):
     """Each day mark is the day of its line's first turn — after folded runs and after turns left
@@ -1266,12 +1318,13 @@ def test_day_marks_stay_right_with_folds_and_turns_left_out(per_day, tokens):
     marks = re.findall(r"^- (turn_\d+)(?:–turn_\d+)? \((\d{4}-\d\d-\d\d)\) ·", text, re.M)
     assert len(marks) >= 3 and all(day_of[turn] == day for turn, day in marks), marks
     after = re.findall(r"^… [^\n]*\n([^\n]*)", text, re.M)
+    assert after or tokens >= 2000   # (in 2,000 tokens every turn is on a line)
     assert all(re.match(r"- turn_\d+(?:–turn_\d+)? \(\d{4}-", line) for line in after), after
     left = re.search(r"^… (\d+) turns \(", text, re.M)
     assert len(_turns_covered(text)) + (int(left[1]) if left else 0) == 240
-    if tokens == 800:
-        assert re.search(rf"^- turn_\d+–turn_\d+ \(\d{{4}}-\d\d-\d\d\) · \d+ {FOLDED_TURNS}$", text, re.M) or \
-            re.search(rf"^- turn_\d+–turn_\d+ · \d+ {FOLDED_TURNS}$", text, re.M)
+    if tokens == 800:   # runs of turns on one line (folded, or what they said joined), each of one day
+        runs = re.findall(r"^- turn_(\d+)–turn_(\d+) ", text, re.M)
+        assert runs and all(day_of[f"turn_{a}"] == day_of[f"turn_{b}"] for a, b in runs)
 
 
 def test_a_rollup_keeps_the_count_of_a_folded_run():

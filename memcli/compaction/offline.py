@@ -414,29 +414,25 @@ class Rarity:
         return got
 
 
-def _ask_keep(chat: bool) -> bool | int:
-    """What an ask keeps whatever the floor (:func:`_keeps_best`): its most telling sentence — in a
-    turn of conversation only, when that sentence is not small talk (``MIN_ASK_CHARS`` or more)."""
-    return MIN_ASK_CHARS if chat else True
-
-
-def _keeps_best(keep: bool | int, parts: list[str], density: list[float]) -> bool:
-    """Whether a message's most telling sentence stays whatever the floor: ``keep`` itself, or,
-    a number, when that sentence is at least this long (small talk is short: "Talk soon!")."""
-    if isinstance(keep, bool):
-        return keep
-    return len(parts[max(range(len(parts)), key=density.__getitem__)]) >= keep
+def _ask_keep(chat: bool, text: str) -> bool:
+    """Whether an ask keeps its most telling sentence whatever the floor (:func:`condense_message`):
+    an ask of a turn with tool calls always (what the work was asked to do); in a turn of
+    conversation only, an ask that names something (a path, an id, an identifier of the
+    vocabulary: a ticket, a file) — the other asks are said like the replies, both sides of a
+    chat alike, each sentence by how telling it is (kept whatever the floor, a speaker's long
+    small talk crowded the other speaker out)."""
+    return not chat or bool(_vocabulary_of(_scanned(text), False))
 
 
 def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor: float = 0.0,
-                     keep: bool | int = True) -> str:
+                     keep: bool = True) -> str:
     """A message on one line in at most ``limit`` characters (about). With ``rarity``, a message
     of several sentences keeps those that say at least ``floor`` per character (its most telling
     one always), and, over ``limit``, those that say the most per character that fit — in their
     order, "…" where some were left out: whole sentences, so never cut inside a word, a path or a
     quoted span (the most telling one is clipped when alone it does not fit). Without ``rarity``,
-    or for one sentence, :func:`clip_ask`'s head. Not ``keep`` (:func:`_keeps_best`): a message
-    none of whose sentences says ``floor`` is left out ("")."""
+    or for one sentence, :func:`clip_ask`'s head. Not ``keep``: a message none of whose sentences
+    says ``floor`` is left out ("": asks, :func:`_ask_keep`)."""
     flat = " ".join(text.split())
     if len(flat) <= limit and not floor:
         return flat
@@ -445,7 +441,7 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     parts, density = rarity.analysed(text)
     if not parts:
         return clip_ask(flat, limit)
-    if not _keeps_best(keep, parts, density) and max(density) < floor:
+    if not keep and max(density) < floor:
         return ""
     if len(parts) < 2:
         return clip_ask(flat, limit)
@@ -478,7 +474,7 @@ def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=
     messages come out at least ``excess`` characters shorter than they are shown now: the least
     telling sentences go first, wherever they are. :data:`ALL_GO` when all of them do not save
     that much. Each message is (text, keep, limit, gone): shown in at most ``limit`` characters; never
-    the most telling sentence of a message to ``keep`` (:func:`_keeps_best`); one not to keep may
+    the most telling sentence of a message to ``keep`` (:func:`condense_message`); one not to keep may
     go whole, which saves ``gone`` characters more (a reply's ``· assistant: ""``, or -1 for an
     ask's "…" that stays). ``fits(floor)``, when given, says whether the whole summary fits at
     that floor: the estimate (each message alone) is then lowered to the lowest floor that does
@@ -487,7 +483,7 @@ def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=
     found = []   # (what each says, their lengths, keep, the most telling, the length shown now, least, most, gone)
     for text, keep, limit, gone in messages:
         parts, density = rarity.analysed(text)
-        keep = bool(parts) and _keeps_best(keep, parts, density)
+        keep = bool(parts) and keep
         if len(parts) > 1 or (parts and not keep):
             best = max(range(len(parts)), key=density.__getitem__)
             found.append((density, [len(part) for part in parts], keep, best,
@@ -1925,10 +1921,15 @@ class _TurnDigest:
                     content.isspace():
                 return
             if self.reply and self.reply != content:
-                notes = self.notes
-                if not notes:
-                    notes = self.notes = deque(maxlen=NOTES_KEPT)
-                _push_note(notes, self.reply)
+                if not self.main.n_calls and not self.subagents:
+                    # conversation so far (no call): the turn's messages are its reply, together
+                    # (a speaker's two messages in a row; the first was lost to the notes)
+                    content = f"{self.reply}\n{content}"
+                else:
+                    notes = self.notes
+                    if not notes:
+                        notes = self.notes = deque(maxlen=NOTES_KEPT)
+                    _push_note(notes, self.reply)
             self.reply = content
             if "://" in content:
                 self._text(content)
@@ -2016,7 +2017,7 @@ class _TurnDigest:
                               chat=chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor)
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
-            shown = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat)) or "…"
+            shown = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat, text)) or "…"
             more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
             parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
         if self.steps_only:
@@ -2076,7 +2077,7 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
     what was said. Long ones are condensed to their most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
-        said = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat)) or "…"
+        said = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat, text)) or "…"
         parts.append(f"{'user' if n == 0 else 'then user'}: \"{said}\"")
     if note:
         parts.append(note)
@@ -2549,11 +2550,11 @@ class OfflineSummarizer(Summarizer):
                        if e.reply and not e.steps_only and (chat or not e.short)]
             replies += [(reply, not chat, ask_chars[0] if asks else SHORT_REPLY_CHARS, 16)
                         for _turn, asks, reply, chat, _ts in short_lines if reply and (chat or not asks)]
-            # a conversation turn's asks, ranked with the replies (an ask of small talk only may
-            # go: its "…" stays); the asks of turns with tool calls only when the asks alone are
-            # over the budget (each keeps its most telling sentence) — while they fit, no reply
-            # cuts them (:func:`_ask_keep`)
-            asks = [(text, _ask_keep(chat), ask_chars[0], -1) for chat, turn_asks in
+            # a conversation turn's asks, ranked with the replies alike (an ask condensed away:
+            # its "…" stays); the asks of turns with tool calls only when the asks alone are
+            # over the budget (each keeps its most telling sentence: :func:`_ask_keep`) —
+            # while they fit, no reply cuts them
+            asks = [(text, _ask_keep(chat, text), ask_chars[0], -1) for chat, turn_asks in
                     [*((conversation(e.chat), e.asks) for e in entries[1:-1]), *((s[3], s[1]) for s in short_lines)]
                     if chat or aim == hard for text, _ in turn_asks]
 
@@ -3019,13 +3020,13 @@ def _emptied(body_line: tuple) -> bool:
 
 def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
     """The body's lines (line, its asks-only form, (first turn, last turn, turns)) with each run of
-    two or more turns whose line says nothing any more (its asks condensed away: small talk) as one
-    line that counts them; and the day of each line (its first turn's)."""
+    two or more turns of one day whose line says nothing any more (its asks condensed away: small
+    talk) as one line that counts them; and the day of each line (its first turn's)."""
     folded, folded_days = [], []
     k = 0
     while k < len(out):
         j = k
-        while j < len(out) and _emptied(out[j]):
+        while j < len(out) and _emptied(out[j]) and days[j] == days[k]:   # (a run of one day)
             j += 1
         if j - k >= 2:
             first, last, n = out[k][2][0], out[j - 1][2][1], sum(span[2] for *_, span in out[k:j])
@@ -3480,10 +3481,9 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
     """``lines`` (a summary's, its turn lines quoting what was said) within ``budget`` characters
     by their least telling sentences (:func:`sentence_floor` over the asks and replies quoted on
     the lines of turns of conversation only — those with tool calls stay as they are —, ranked by
-    their rarity among them): an ask keeps its most telling sentence when it is no small talk
-    (:func:`_ask_keep`; "…" when none is left), a reply may go whole. None when even all that may
-    go does not make it fit."""
-    quoted: dict[tuple[int, int], tuple[str, bool | int]] = {}   # (line, part) -> (text, what it keeps)
+    their rarity among them): an ask keeps its most telling sentence when it names something
+    (:func:`_ask_keep`; "…" when none is left), a reply may go whole. None when even all that may go does not make it fit."""
+    quoted: dict[tuple[int, int], tuple[str, bool]] = {}   # (line, part) -> (text, whether it is an ask)
     split = {}
     for n, line in enumerate(lines):
         if line.startswith(("- turn", "- [")):
@@ -3494,7 +3494,7 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
             for k, part in enumerate(parts):
                 said = _SAID.match(part)
                 if said:
-                    quoted[n, k] = (said[2], _ask_keep(True) if said[1] != "assistant" else False)
+                    quoted[n, k] = (said[2], said[1] != "assistant")   # (text, whether it is an ask)
     if not quoted:
         return None
     rarity = Rarity([text for text, _ in quoted.values()])
@@ -3505,9 +3505,9 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
             new = []
             for k, part in enumerate(parts):
                 if (n, k) in quoted:
-                    text, keep = quoted[n, k]
-                    ask = keep is not False
-                    text = condense_message(text, UNLIMITED, rarity, floor, keep=keep) or ("…" if ask else "")
+                    text, ask = quoted[n, k]
+                    text = condense_message(text, UNLIMITED, rarity, floor, keep=ask and _ask_keep(True, text)) \
+                        or ("…" if ask else "")
                     if not text:
                         continue
                     part = part[:part.index('"') + 1] + text + '"'
@@ -3517,7 +3517,7 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
         return "\n".join(line for line, *_ in _fold_emptied([(line, line, span) for line, span in zip(out, spans)],
                                                             [None] * len(out))[0])
 
-    messages = [(text, keep, UNLIMITED, 16 if keep is False else -1) for text, keep in quoted.values()]
+    messages = [(text, ask and _ask_keep(True, text), UNLIMITED, -1 if ask else 16) for text, ask in quoted.values()]
     excess = sum(len(line) + 1 for line in lines) - 1 - budget
     floor = sentence_floor(messages, rarity, excess, lambda value: len(shown(value)) <= budget)
     text = shown(floor)
