@@ -198,3 +198,22 @@ def test_a_failed_chunk_says_what_the_whole_compaction_spent(cli, memory_dir, se
         in error
     after = tree_digest(agent_dir(memory_dir, "a"))
     assert {k for k in after if before.get(k) != after[k]} <= {".compaction.json", ".token-counts"}
+
+
+def test_a_summarizer_used_again_starts_its_limit_afresh(cli, memory_dir, server, never_answered):
+    """One LiteLLMSummarizer for two compactions (the Python API): what the first one's timed-out
+    request kept committed counted against the second one's --max-cost, which sent nothing."""
+    from memcli.compaction.compactor import compact
+    from memcli.compaction.llm import LiteLLMSummarizer
+    from memcli.errors import CompactionError
+
+    for agent in ("a", "b"):
+        assert cli("ingest", agent, input=conversation(8)).exit_code == 0
+    srv = server(lambda body, i: (200, (i or never_answered()) and faithful_answer(body), 0))
+    estimate = _estimate(cli, srv, PRICED)
+    summarizer = LiteLLMSummarizer(PRICED, api_base=srv.api_base, timeout=0.5, retries=1)
+    with pytest.raises(CompactionError, match="retrying turn_0001–turn_0004 \\(attempt 2\\) would cost"):
+        compact(memory_dir, "a", summarizer=summarizer, max_cost=1.5 * estimate["cost_usd"])
+    result = compact(memory_dir, "b", summarizer=summarizer, max_cost=1.5 * estimate["cost_usd"])
+    assert result.compacted and len(srv.requests) == 2
+    assert result.llm["requests"] == 1 and result.llm["cost_usd"] == pytest.approx(10 * 0.15e-6 + 10 * 0.6e-6)

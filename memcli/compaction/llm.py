@@ -781,6 +781,7 @@ class LiteLLMSummarizer(Summarizer):
         may cost (a request that timed out keeps its bound); retries included."""
         self.cost_limit = max_cost
         self._cost_base = self.spent.cost_usd
+        self._held = 0.0   # what timed-out requests kept committed counted against the last limit
 
     def _reserve(self, litellm, messages: list[dict], span: str, attempt: int, missing: "Missing | None") -> float:
         """The most the request about to go may cost, reserved against ``--max-cost`` (0.0 when
