@@ -1,8 +1,8 @@
 """What a compaction with a model pays for, against a local OpenAI-compatible server: the budget
 the model is told is one the compaction can accept (a quarter of the window), a paid answer that
 would not make the snapshot smaller is asked to shrink, what was paid for a compaction that
-wrote nothing is said and goes to the ledger, and a request that timed out is counted as sent
-(its bound kept under --max-cost)."""
+wrote nothing is said and goes to the ledger, a request that timed out is counted as sent (its
+bound kept under --max-cost), and a failed chunk's error says what every chunk spent."""
 
 from __future__ import annotations
 
@@ -161,3 +161,59 @@ def test_timed_out_requests_are_counted_as_sent(cli, memory_dir, server, never_a
     assert result.exit_code == 1 and len(srv.requests) == 2
     assert re.search(r"; spent: 2 requests \(2 timed out: their prompts counted\), [\d,]+ input \+ 0 output tokens, "
                      r"price unknown; nothing was written", result.stderr), result.stderr
+
+
+def test_a_failed_chunk_says_what_the_whole_compaction_spent(cli, memory_dir, server, monkeypatch):
+    """Chunks summarized at once: the chunk of turn_0001 fails (every answer leaves its asks
+    out); its error said "spent: 2 requests" while the other chunks' requests, answered after
+    it, were paid too."""
+    from memcli.compaction import llm
+
+    said = threading.Event()   # the failing chunk has put a figure in its error
+    describe = llm.Spending.describe
+
+    def observed(self):
+        said.set()
+        return describe(self)
+
+    monkeypatch.setattr(llm.Spending, "describe", observed)
+    _ingest(cli, turns=40, big=2000)
+    before = tree_digest(agent_dir(memory_dir, "a"))
+
+    def model(body, i):
+        if '<transcript turns="turn_0001' in body["messages"][1]["content"]:
+            return 200, faithful_answer(body, leave_out=tuple(f"Where is order A-{1000 + n}?" for n in range(1, 41))), 0
+        said.wait(60)   # the others answer once it has (never a guess at the machine's speed)
+        return 200, faithful_answer(body), 0
+
+    srv = server(model)
+    result = _compact(cli, srv, "--max-context-tokens", "9000", "--retries", "1", "--concurrency", "8")
+    assert result.exit_code == 1
+    first = [r for r in srv.requests if '<transcript turns="turn_0001' in r.user]
+    n = len(srv.requests)
+    assert len(first) == 2 and n > 2   # the failing chunk's 2 attempts, and the other chunks'
+    error = result.stderr.split("memcli: error: ", 1)[1]
+    assert error.startswith("openai/test-model gave no valid summary for turn_0001–")
+    assert f"; spent: {n} requests, {10 * n:,} input + {10 * n:,} output tokens, price unknown; nothing was written" \
+        in error
+    after = tree_digest(agent_dir(memory_dir, "a"))
+    assert {k for k in after if before.get(k) != after[k]} <= {".compaction.json", ".token-counts"}
+
+
+def test_a_summarizer_used_again_starts_its_limit_afresh(cli, memory_dir, server, never_answered):
+    """One LiteLLMSummarizer for two compactions (the Python API): what the first one's timed-out
+    request kept committed counted against the second one's --max-cost, which sent nothing."""
+    from memcli.compaction.compactor import compact
+    from memcli.compaction.llm import LiteLLMSummarizer
+    from memcli.errors import CompactionError
+
+    for agent in ("a", "b"):
+        assert cli("ingest", agent, input=conversation(8)).exit_code == 0
+    srv = server(lambda body, i: (200, (i or never_answered()) and faithful_answer(body), 0))
+    estimate = _estimate(cli, srv, PRICED)
+    summarizer = LiteLLMSummarizer(PRICED, api_base=srv.api_base, timeout=0.5, retries=1)
+    with pytest.raises(CompactionError, match="retrying turn_0001–turn_0004 \\(attempt 2\\) would cost"):
+        compact(memory_dir, "a", summarizer=summarizer, max_cost=1.5 * estimate["cost_usd"])
+    result = compact(memory_dir, "b", summarizer=summarizer, max_cost=1.5 * estimate["cost_usd"])
+    assert result.compacted and len(srv.requests) == 2
+    assert result.llm["requests"] == 1 and result.llm["cost_usd"] == pytest.approx(10 * 0.15e-6 + 10 * 0.6e-6)

@@ -1003,6 +1003,7 @@ def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Sum
     try:
         summary, job.result.chunks = _summarize(job.summarizer, window, memory, job.concurrency, job.on_progress)
     except CompactionError as exc:
+        _whole_spend(job, exc)
         if not job.dry_run:
             with agent_lock(job.store.paths):
                 breaker.record_failure(job.store.paths, str(exc))
@@ -1014,6 +1015,15 @@ def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Sum
     return summary
 
 
+def _whole_spend(job: _Job, error: CompactionError) -> None:
+    """A model's ``error`` made to say what the whole compaction spent, every chunk's requests
+    ended (:func:`memcli.compaction.llm.restate_spent`)."""
+    if job.spent_before is not None:
+        from memcli.compaction.llm import restate_spent
+
+        restate_spent(error, job.summarizer.spent.minus(job.spent_before))
+
+
 def _resized(job: _Job, summary: Summary, tokens: int, explicit_target: int | None) -> Summary | None:
     """``summary.resize(tokens)``; a model that cannot shorten it (CompactionError) fails the
     compaction when ``--target-tokens`` was given (it could not be met), else the summary stays
@@ -1022,6 +1032,7 @@ def _resized(job: _Job, summary: Summary, tokens: int, explicit_target: int | No
         smaller = summary.resize(tokens)
     except CompactionError as exc:
         job.model_spent()
+        _whole_spend(job, exc)
         if explicit_target is not None:
             raise
         job.note(f"the summary stays above its budget: {exc.message.removesuffix('; nothing was written')}")

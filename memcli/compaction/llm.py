@@ -57,7 +57,8 @@ model nobody serves, a refused connection and other 4xx errors fail at once, nam
 behind LiteLLM's, which reports a missing key or a refused connection as "HTTP 500". Provider
 messages are quoted by whole words. When no attempt gives a valid summary,
 :class:`CompactionError` (exit 1) names every attempt's problem, what the last answer left out,
-and what was spent, with hints only for what applies, and nothing is written.
+and what was spent (the compaction restates it as the whole run's once every chunk's requests
+ended: :func:`restate_spent`), with hints only for what applies, and nothing is written.
 
 Chunking: the summarizer's context is LiteLLM's model map for ``--model``, else
 ``--max-context-tokens``, else 200,000. Whole turns are packed greedily into chunks whose
@@ -742,8 +743,8 @@ class LiteLLMSummarizer(Summarizer):
                 failure = classify_failure(exc, self, litellm)
                 failures.append(failure)
                 if not failure.retry:  # no retry can cure it: say what to change, at once
-                    raise CompactionError(f"{self.model}: {failure.problem}; nothing was written",
-                                          hint=failure.hint) from None
+                    raise failed(f"{self.model}: {failure.problem}", self.spent if self.spent.requests else None,
+                                 hint=failure.hint) from None
                 self._again(span, attempt, failure)
                 continue
             finally:
@@ -759,9 +760,9 @@ class LiteLLMSummarizer(Summarizer):
         hints = list(dict.fromkeys(f.hint for f in failures if f.hint))
         left_out = (f"; the last answer left out {missing.describe()}"
                     if missing and failures[-1].problem.startswith("the summary left out") else "")
-        raise CompactionError(
+        raise failed(
             f"{self.model} gave no valid summary for {span} after {attempt} attempt{'s' if attempt != 1 else ''} "
-            f"({shown}){left_out}; spent: {self.spent.describe()}; nothing was written",
+            f"({shown}){left_out}", self.spent,
             hint="; ".join(hints + ["the offline summarizer (no --model) needs no model"]),
         )
 
@@ -780,6 +781,7 @@ class LiteLLMSummarizer(Summarizer):
         may cost (a request that timed out keeps its bound); retries included."""
         self.cost_limit = max_cost
         self._cost_base = self.spent.cost_usd
+        self._held = 0.0   # what timed-out requests kept committed counted against the last limit
 
     def _reserve(self, litellm, messages: list[dict], span: str, attempt: int, missing: "Missing | None") -> float:
         """The most the request about to go may cost, reserved against ``--max-cost`` (0.0 when
@@ -799,10 +801,10 @@ class LiteLLMSummarizer(Summarizer):
         else:
             what = f"summarizing {span}"
         cost = "an unknown cost" if bound is None else f"up to ${bound:.6f}"
-        raise CompactionError(
+        raise failed(
             f"{{max_cost}} {self.cost_limit:g}: {what} would cost {cost} on top of ${committed:.6f} spent or "
-            f"committed; spent: {self.spent.describe()}; nothing was written",
-            hint="raise --max-cost, lower --retries, or use the offline summarizer", param="max_cost")
+            "committed", self.spent, hint="raise --max-cost, lower --retries, or use the offline summarizer",
+            param="max_cost")
 
     def _release(self, reserved: float) -> None:
         if reserved:
@@ -1103,6 +1105,36 @@ class Spending:
         return {"model": model, "requests": spent.requests, "input_tokens": spent.input_tokens,
                 "output_tokens": spent.output_tokens,
                 "cost_usd": None if spent.unpriced else round(spent.cost_usd, 10)}
+
+
+NOTHING_WRITTEN = "; nothing was written"
+
+
+def failed(text: str, spent: Spending | None, **options) -> CompactionError:
+    """The CompactionError of a model's failure: ``<text>; spent: <spent>; nothing was written``
+    (no spent clause when ``spent`` is None), the figure kept (``spent_said``) so that
+    :func:`restate_spent` can put the whole compaction's in its place (``options``: ``hint``,
+    ``param``)."""
+    said = spent.describe() if spent is not None else None
+    error = CompactionError(text + (f"; spent: {said}" if said is not None else "") + NOTHING_WRITTEN, **options)
+    error.spent_said = said
+    return error
+
+
+def restate_spent(error: CompactionError, spent: Spending) -> None:
+    """Make ``error``'s spent clause say ``spent``: what the whole compaction spent, once every
+    request ended (a chunk's error is made while the other chunks' requests are in flight, and
+    says the summarizer's figure of that moment). A model's error without the clause (nothing
+    was spent when it was made) gets one when something was spent since; other errors stay."""
+    if not hasattr(error, "spent_said"):
+        return
+    said = error.spent_said
+    if said is not None:
+        error.template = error.template.replace(f"; spent: {said}{NOTHING_WRITTEN}",
+                                                f"; spent: {spent.describe()}{NOTHING_WRITTEN}")
+    elif spent.requests and error.template.endswith(NOTHING_WRITTEN):
+        error.template = error.template.removesuffix(NOTHING_WRITTEN) + f"; spent: {spent.describe()}{NOTHING_WRITTEN}"
+    error.spent_said = spent.describe()
 
 
 @dataclass
