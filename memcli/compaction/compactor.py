@@ -23,7 +23,9 @@
 A file the working snapshot reads (active, episodic, semantic, memory files) that ends in a
 record without its newline stops a compaction that would write, dry run alike, before anything is
 summarized or written (:func:`_unterminated`): readers do not count that record, the commit's
-write would make it count, and the result would not be the one planned.
+write would make it count, and the result would not be the one planned. A line of the ledger
+that is not a record stops it too, at the same point (:func:`memcli.store.ledger.check_ledger`):
+the commit appends there, and ``uncompact`` could not read past that line.
 
 The commit also appends the compaction's ledger record (:func:`ledger_record`, format in
 :mod:`memcli.store.ledger`): what moved and from where, tokens before/after, the items written
@@ -95,7 +97,7 @@ from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
-from memcli.store.ledger import COMPACTION, UNWRITTEN, UNWRITTEN_PREFIX, append_ledger, run_places
+from memcli.store.ledger import COMPACTION, UNWRITTEN, UNWRITTEN_PREFIX, append_ledger, check_ledger, run_places
 from memcli.store.lock import agent_lock, compaction_lock
 
 STRATEGIES = ("summarize", "sliding-window")
@@ -1106,6 +1108,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     torn = _unterminated(store)
     if torn is not None:
         raise torn
+    check_ledger(store.paths.ledger, store.agent_id, "compact")   # it appends there: a bad line refuses now
     if plan_.pinned_kept:
         one = plan_.pinned_kept == 1
         # --dry-run's plan shows it already ("N system/developer traces stay")

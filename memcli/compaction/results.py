@@ -32,7 +32,9 @@ one is not stored (the result stays as it is, and is reported).
 tool, its arguments and what the agent was doing (the latest ask and the agent's last note
 before the call), with the offline summary as a checklist; ``max_cost`` refuses before the first
 request when the estimate is above it (or LiteLLM has no price). The run's spending is one ledger
-record (``kind: "result-summaries"``), so ``stats`` counts it with the compactions'.
+record (``kind: "result-summaries"``), so ``stats`` counts it with the compactions'; a line of the
+ledger that is not a record refuses the run before any request, dry run alike
+(:func:`memcli.store.ledger.check_ledger`).
 """
 
 from __future__ import annotations
@@ -405,6 +407,7 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
     Raises AgentNotFoundError, UsageError (bad option), CompactionError (``max_cost`` exceeded or
     unbounded; nothing sent or written). A model failure on one result is reported in ``failed``
     and the others are still summarized."""
+    from memcli.store.ledger import check_ledger
     from memcli.store.result_summaries import append_result_summaries, read_result_summaries
 
     if older_than < 0:
@@ -428,6 +431,8 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
         summarizer = LiteLLMSummarizer(model, api_base=api_base, timeout=timeout, retries=retries,
                                        api_key=api_key, api_key_env=api_key_env)
         if candidates:
+            # a model's spending goes to the ledger: a bad line of it refuses before any request, dry run alike
+            check_ledger(store.paths.ledger, store.agent_id, "summarize-results")
             summarizer.preflight()
             litellm = import_litellm()
             input_tokens = sum(summarizer.counter.count("\n".join(m["content"] for m in _model_messages(c, offline)))

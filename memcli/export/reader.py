@@ -40,6 +40,7 @@ from memcli.errors import CorruptStoreError, StoreError
 from memcli.models import EpisodicItem, SemanticItem, from_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
+from memcli.store.ledger import record_problem
 
 BATCH_BYTES = 1 << 20
 OPEN_ATTEMPTS = 20
@@ -136,7 +137,7 @@ class History:
     def iter_ledger(self) -> Iterator[dict]:
         """The compaction ledger's records as the view holds them (memcli.store.ledger)."""
         if self.ledger is not None:
-            for batch in _iter_batches(self.ledger, None, check=_ledger_problem, keep_records=True):
+            for batch in _iter_batches(self.ledger, None, check=record_problem, keep_records=True):
                 yield from batch.records
 
     def iter_memory_files(self, progress: Progress | None = None) -> Iterator[dict]:
@@ -157,12 +158,6 @@ class History:
                 raise CorruptStoreError(str(self.memory_files.path), number,
                                         f"working-memory record does not apply: {exc}") from None
         return tree
-
-
-def _ledger_problem(record) -> str | None:
-    if type(record) is not dict or type(record.get("id")) is not str or type(record.get("kind")) is not str:
-        return "ledger record without a valid 'id' and 'kind'"
-    return None
 
 
 def _memory_file_problem(record) -> str | None:

@@ -32,6 +32,12 @@ reader that goes on past a bad line. Every finding has a severity:
   to decide). Bad lines, duplicate ids and torn tails of this file are reported (and, except
   duplicates, repaired) as above.
 
+* The compaction ledger (``.compactions.jsonl``, :mod:`memcli.store.ledger`): a line that is not
+  a ledger record (``bad-json``, ``not-an-object``, ``invalid-record``: no string ``id`` and
+  ``kind``) and a ``torn-tail`` are reported and repaired as above. Until a bad line is repaired,
+  ``compact``, ``uncompact``, ``compactions``, ``stats`` and ``export --with-memory`` refuse,
+  naming the file and line (a torn tail they skip, as every reader does).
+
 ``warning`` — legal, but worth a look; not repaired:
 
 * ``memory-file-over-limit`` — a working-memory file over 100 KB, or more than 2,000 files
@@ -79,6 +85,7 @@ from memcli.errors import CorruptStoreError
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, ToolStatus, from_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, trace_from_record
+from memcli.store.ledger import record_problem
 from memcli.store.repair import QUARANTINE_SUFFIX
 from memcli.tool_interactions import iter_tool_pairs
 
@@ -245,6 +252,11 @@ class _Checker:
                     if record.get("op") not in OPS:
                         raise CorruptStoreError(str(path), number,
                                                 f"working-memory record with an unknown 'op' ({str(record.get('op'))[:40]!r})")
+                    model = record
+                elif kind == "ledger":
+                    problem = record_problem(record)
+                    if problem is not None:
+                        raise CorruptStoreError(str(path), number, problem)
                     model = record
                 else:
                     if not isinstance(record.get("id"), str):
@@ -420,6 +432,13 @@ class _Checker:
             self.add(WARNING, "memory-file-over-limit", path, None,
                      f"/memories holds {len(tree.files):,} files (the memory tool allows {MAX_FILES:,})")
 
+    # -------------------------------------------------------------- the compaction ledger
+    def check_ledger(self) -> None:
+        """Bad lines and a torn tail of ``.compactions.jsonl`` (memcli.store.ledger), as for
+        every JSONL file: ``compact`` and ``uncompact`` refuse while one is there."""
+        for _ in self.records(self.paths.ledger, "ledger"):
+            pass
+
     # -------------------------------------------------------------- the cache
     def check_cache(self) -> None:
         from memcli.store.state import TurnState
@@ -466,7 +485,8 @@ class _Checker:
 
 
 _FILE_RANK = {".ingest.pending": 0, ".compaction.journal": 1, "raw_traces.jsonl": 2,
-              "raw_traces_archive.jsonl": 3, "episodic.jsonl": 4, "semantic.jsonl": 5, "memory_files.jsonl": 6}
+              "raw_traces_archive.jsonl": 3, "episodic.jsonl": 4, "semantic.jsonl": 5, "memory_files.jsonl": 6,
+              ".compactions.jsonl": 7}
 
 
 def require_checkable(store: AgentStore) -> AgentStore:
@@ -487,6 +507,7 @@ def check(store: AgentStore) -> list[Finding]:
     checker.check_traces()
     checker.check_memory()
     checker.check_working_memory()
+    checker.check_ledger()
     checker.check_cache()
     checker.check_search_index()
     if checker.in_both_mid_compaction:

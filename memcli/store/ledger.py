@@ -32,6 +32,16 @@ would not have made the working snapshot smaller): what it spent, so the totals 
     {"kind": "unwritten-compaction", "id": "unw_…", "ts": …, "turn_range": "turn_0001–turn_0008",
      "llm": {…}}     # as a compaction's
 
+A line of the ledger that is not such a record — not JSON, not an object, no string ``id`` and
+``kind`` (:func:`record_problem`, the one rule; the export reader and ``memcli doctor`` use it
+too) — is a CorruptStoreError naming file and line for every reader, and a writer checks the
+whole ledger before it writes anything (:func:`check_ledger`): ``compact`` refuses, dry run alike,
+rather than append after a line ``uncompact`` could never read past. ``memcli doctor`` reports
+such a line (``bad-json``, ``not-an-object``, ``invalid-record``) and ``--repair`` moves it to
+``.compactions.jsonl.corrupt-lines``, as for every JSONL file of the agent. An unterminated last
+line is no record yet (readers skip it); the next append cuts it off, or adds the newline of a
+complete record (:func:`memcli.store.jsonl.repair_tail`), and doctor reports it as ``torn-tail``.
+
 Other kinds (later features' model spending, e.g. result summaries) only need ``id``, ``ts`` and
 ``llm``: the cost total (:func:`cost_total`) adds the ``llm`` of every record, whatever its kind,
 and ``memcli compactions`` lists only ``compaction`` records. Such a feature appends its record
@@ -44,6 +54,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+from memcli.errors import CorruptStoreError
 from memcli.store import jsonl
 
 COMPACTION = "compaction"
@@ -53,10 +64,34 @@ UNWRITTEN = "unwritten-compaction"
 UNWRITTEN_PREFIX = "unw"
 
 
+def record_problem(record) -> str | None:
+    """Why a parsed ledger line is not a record (module docstring), or None."""
+    if type(record) is not dict or type(record.get("id")) is not str or type(record.get("kind")) is not str:
+        return "ledger record without a valid 'id' and 'kind'"
+    return None
+
+
 def iter_ledger(path: Path) -> Iterator[dict]:
     """The ledger's records in file order (a corrupt line raises CorruptStoreError)."""
-    for _, _, record in jsonl.iter_records(path):
+    for line_no, _, record in jsonl.iter_records(path):
+        problem = record_problem(record)
+        if problem is not None:
+            raise CorruptStoreError(str(path), line_no, problem)
         yield record
+
+
+def check_ledger(path: Path, agent_id: str, command: str) -> None:
+    """Raise CorruptStoreError for the ledger's first bad line, before ``command`` writes anything
+    (module docstring); its hint is ``memcli doctor AGENT --repair``."""
+    try:
+        for _ in iter_ledger(path):
+            pass
+    except CorruptStoreError as exc:
+        raise CorruptStoreError(
+            exc.path, exc.line, f"{exc.reason}; {command} appends to this file and refuses while a line of it is "
+            "not a ledger record (uncompact could not read past it); nothing was written",
+            hint=f"run `memcli doctor {agent_id} --repair` (it moves the line to {path.name}.corrupt-lines), "
+                 f"then {command} again") from None
 
 
 def append_ledger(path: Path, records: list[dict], size_before: int) -> None:

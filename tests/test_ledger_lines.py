@@ -1,0 +1,108 @@
+"""A line of the compaction ledger (``.compactions.jsonl``, memcli/store/ledger.py) that is not a
+ledger record: the writers that append there (``compact``, ``summarize-results`` with a model)
+refuse before anything is written, naming file:line; ``doctor`` reports it and ``--repair`` moves
+it aside as for every JSONL file — after which compaction and undo work again."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from tests.compact_fixtures import conversation
+from tests.helpers import agent_dir, read_jsonl, tree_digest
+
+LEDGER = ".compactions.jsonl"
+BAD_LINES = [
+    (b"{oops\n", "bad-json", "not valid JSON ("),
+    (b"[]\n", "not-an-object", "a JSON list, not an object"),
+    (b'{"kind": "compaction", "ts": 1.0}\n', "invalid-record", "ledger record without a valid 'id' and 'kind'"),
+]
+REFUSED = {"bad-json": "not valid JSON (", "not-an-object": "expected a JSON object, found list",
+           "invalid-record": "ledger record without a valid 'id' and 'kind'"}
+
+
+def _ok(result):
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def _compacted_with_a_bad_first_ledger_line(cli, memory_dir, bad: bytes):
+    """An agent compacted once, its ledger's first line then replaced by ``bad`` before the
+    original record, and ten more turns ingested (a second compaction has work to do)."""
+    _ok(cli("ingest", "a", input=conversation(10)))
+    _ok(cli("compact", "a"))
+    ledger = agent_dir(memory_dir, "a") / LEDGER
+    ledger.write_bytes(bad + ledger.read_bytes())
+    _ok(cli("ingest", "a", input=conversation(10, prefix="u", system=False)))
+    return ledger
+
+
+@pytest.mark.parametrize("bad,code,_message", BAD_LINES, ids=[c[1] for c in BAD_LINES])
+def test_compact_refuses_a_bad_ledger_line_and_writes_nothing(cli, memory_dir, bad, code, _message):
+    ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, bad)
+    before = tree_digest(memory_dir)
+    for args in ((), ("--dry-run",)):
+        result = cli("compact", "a", *args)
+        assert result.exit_code == 1, result.stderr
+        first, hint = result.stderr.splitlines()[:2]
+        assert first.startswith(f"memcli: error: {ledger}:1: {REFUSED[code]}")
+        assert first.endswith("; compact appends to this file and refuses while a line of it is not a ledger record "
+                              "(uncompact could not read past it); nothing was written")
+        assert hint == ("  hint: run `memcli doctor a --repair` (it moves the line to .compactions.jsonl.corrupt-lines), "
+                        "then compact again")
+        assert tree_digest(memory_dir) == before
+
+
+@pytest.mark.parametrize("bad,code,message", BAD_LINES, ids=[c[1] for c in BAD_LINES])
+def test_doctor_reports_a_bad_ledger_line_and_repair_moves_it_aside(cli, memory_dir, bad, code, message):
+    ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, bad)
+    good = ledger.read_bytes()[len(bad):]
+    before = tree_digest(memory_dir)
+    result = cli("doctor", "a", "--json")
+    assert result.exit_code == 1
+    (found,) = orjson.loads(result.stdout)
+    assert (found["severity"], found["code"], found["file"], found["line"], found["fixable"], found["action"]) == \
+        ("error", code, str(ledger), 1, True, "move the line to .compactions.jsonl.corrupt-lines")
+    assert found["message"].startswith(message)
+    assert tree_digest(memory_dir) == before          # looking changes nothing
+
+    result = _ok(cli("doctor", "a", "--repair"))
+    assert f"memcli: repaired: .compactions.jsonl: moved line 1 ({code}) to .compactions.jsonl.corrupt-lines" \
+        in result.stderr.splitlines()
+    assert ledger.read_bytes() == good
+    assert (ledger.parent / (LEDGER + ".corrupt-lines")).read_bytes() == bad
+    assert _ok(cli("doctor", "a")).stderr == "memcli: doctor: agent 'a': no problems\n"
+    # compaction and its undo work again, the first compaction's record intact
+    _ok(cli("compact", "a"))
+    assert [r["kind"] for r in read_jsonl(ledger)] == ["compaction", "compaction"]
+    assert "undid" in _ok(cli("uncompact", "a")).stderr
+
+
+def test_a_torn_last_ledger_line_is_reported_and_cut_off_with_a_copy_kept(cli, memory_dir):
+    _ok(cli("ingest", "a", input=conversation(10)))
+    _ok(cli("compact", "a"))
+    ledger = agent_dir(memory_dir, "a") / LEDGER
+    good = ledger.read_bytes()
+    ledger.write_bytes(good + b'{"kind": "comp')
+    result = cli("doctor", "a", "--json")
+    assert result.exit_code == 1
+    (found,) = orjson.loads(result.stdout)
+    assert (found["code"], found["line"], found["action"]) == \
+        ("torn-tail", 2, "cut the 14 partial bytes off (a copy goes to .compactions.jsonl.corrupt-lines)")
+    _ok(cli("doctor", "a", "--repair"))
+    assert ledger.read_bytes() == good
+    assert (ledger.parent / (LEDGER + ".corrupt-lines")).read_bytes() == b'{"kind": "comp\n'
+
+
+def test_summarize_results_with_a_model_refuses_a_bad_ledger_line_before_any_request(cli, memory_dir, server):
+    ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, b"{oops\n")
+    srv = server(lambda body, i: (200, "never", 0))
+    before = tree_digest(memory_dir)
+    for args in ((), ("--dry-run",)):
+        result = cli("summarize-results", "a", "--min-chars", "10", "--older-than", "0", "--model",
+                     "openai/test-model", "--api-base", srv.api_base, *args)
+        assert result.exit_code == 1, result.stderr
+        assert result.stderr.startswith(f"memcli: error: {ledger}:1: not valid JSON (")
+        assert "then summarize-results again" in result.stderr
+    assert srv.requests == []
+    assert tree_digest(memory_dir) == before
