@@ -1154,6 +1154,23 @@ def test_a_rollup_keeps_a_conversation_turns_reply_while_it_fits():
     assert "We visited" not in tight and '- turn_0001 · user: "How was the trip?"' in tight
 
 
+def test_a_rollup_leaves_out_the_asks_condensed_away_on_a_run_of_turns():
+    """A run of turns said on one line (a squeezed conversation), rolled up: an ask whose every
+    sentence goes is left out of the run, as when the run was made — not ``user: "…"`` once
+    for each (six rounds of a chat then kept 81 of its 185 facts, 97 now)."""
+    summary = "\n".join([
+        "9 turns (turn_0001–turn_0009), 2026-03-02 08:41 → 09:30 UTC: 18 traces, 0 tool calls, 0 failed.",
+        '- turn_0001 · user: "How was your week? It was fine." · assistant: "Tell me more about it."',
+        '- turn_0002–turn_0008 · user: "That sounds great! Wow, I love that." · assistant: "Last week I visited '
+        'Kyoto7 with my family. That sounds great!" · user: "Wow, I love that. How was your week?" · user: "That '
+        'sounds great! Tell me more about it." · assistant: "We adopted a puppy and named him Milo3. Wow, I love that."',
+        '- turn_0009 · user: "Take care, talk soon!" · assistant: "Talk soon!"'])
+    out = condense(summary, len(summary) - 120)
+    assert len(out) <= len(summary) - 120
+    run = next(line for line in out.split("\n") if line.startswith("- turn_0002–turn_0008"))
+    assert "Kyoto7" in run and "Milo3" in run and 'user: "…"' not in run, run
+
+
 def test_a_rollup_of_talk_drops_the_least_telling_sentences_of_asks_and_replies_first():
     """A rolled-up conversation summary over its share lost every reply (the other half of what
     was said) before any small talk went; now the least telling sentences go first, wherever they

@@ -3518,11 +3518,12 @@ def _said_condensed(lines: list[str], budget: int) -> str | None:
         out = list(lines)
         for n, parts in split.items():
             new = []
+            run = "–" in parts[0]   # a run of turns on one line (_joined_talk): an ask condensed away is left out
             for k, part in enumerate(parts):
                 if (n, k) in quoted:
                     text, ask = quoted[n, k]
                     text = condense_message(text, UNLIMITED, rarity, floor, keep=ask and _ask_keep(True, text)) \
-                        or ("…" if ask else "")
+                        or ("…" if ask and not run else "")
                     if not text:
                         continue
                     part = part[:part.index('"') + 1] + text + '"'
