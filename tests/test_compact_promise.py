@@ -143,3 +143,45 @@ def test_a_record_that_lost_its_newline_stops_a_compaction_before_it_writes(cli,
     assert cli("doctor", "a", "--repair").exit_code == 0
     assert working_tokens(store) > counted
     assert _kept_or_refused(cli, memory_dir, "a", 12000, "--keep-steps", "1", "--tail-turns", "0")["compacted"]
+
+
+
+def _reused_call_ids() -> list:
+    """Two unanswered calls with id ``dup`` in one step, then a later step's ``dup`` call whose
+    result answers the oldest (memcli.pairing): the second and third stay unanswered."""
+    return [{"trace_type": "tool_call", "tool_name": "Edit", "tool_call_id": "dup", "tool_args": {"command": "x " * 40}},
+            {"trace_type": "tool_call", "tool_name": "Read", "tool_call_id": "dup", "tool_args": {"command": "x " * 22}},
+            {"trace_type": "user", "content": "ctx ctx ctx ctx ctx ", "tags": ["context"]},
+            {"trace_type": "tool_call", "tool_name": "Edit", "tool_call_id": "c11_2", "tool_args": {"command": "x " * 8}},
+            {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": "c11_2", "tool_result": "r " * 10},
+            {"trace_type": "tool_call", "tool_name": "Edit", "tool_call_id": "dup", "tool_args": {"command": "x " * 10}},
+            {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": "dup", "tool_result": "r " * 3000},
+            {"trace_type": "assistant", "content": "note note note note "}]
+
+
+def _two_unanswered_calls_with_one_id() -> list:
+    """A ``d`` call never answered, a step with a large result, then another ``d`` call never
+    answered: each placeholder stands for its own call."""
+    return [{"trace_type": "user", "content": "fix it " * 20},
+            {"trace_type": "tool_call", "tool_name": "Read", "tool_call_id": "d", "tool_args": {"path": "a " * 30}},
+            {"trace_type": "assistant", "content": "meanwhile " * 10},
+            {"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": "e", "tool_args": {"command": "ls"}},
+            {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": "e", "tool_result": "out " * 1500},
+            {"trace_type": "tool_call", "tool_name": "Edit", "tool_call_id": "d", "tool_args": {"path": "b " * 5}},
+            {"trace_type": "assistant", "content": "done " * 5}]
+
+
+@pytest.mark.parametrize("events,keep,target", [
+    (_reused_call_ids(), 3, 170), (_reused_call_ids(), 3, 200), (_reused_call_ids(), 3, 250),
+    (_reused_call_ids(), 3, 330), (_two_unanswered_calls_with_one_id(), 2, 200),
+    (_two_unanswered_calls_with_one_id(), 2, 250), (_two_unanswered_calls_with_one_id(), 2, 300)])
+def test_a_kept_pending_calls_placeholder_is_credited_to_its_own_step_when_ids_are_reused(cli, memory_dir, events,
+                                                                                         keep, target):
+    """The planner credited the placeholder of a kept unanswered call to the step of the oldest
+    open call with its id — a step that moves: at --target-tokens 170 the dry run predicted 164
+    and the snapshot was 194, exit 0 (the first store; the second, 161 and 191 at 200). A
+    placeholder belongs to the step of the call it stands for, as the snapshot renders it right
+    after that call."""
+    assert cli("ingest", "a", input=events).exit_code == 0
+    done = _kept_or_refused(cli, memory_dir, "a", target, "--keep-steps", str(keep), "--tail-turns", "0")
+    assert done["compacted"] and done["steps"] >= 1

@@ -21,7 +21,9 @@ read is committed):
   snapshot renders it as any other, so it is its step's, and moves with it.
 * Tokens: every trace is fed to :func:`memcli.snapshot.assemble.count_working` — the one count
   of the working snapshot — and each message's tokens are credited to the unit of its first
-  trace (a pending call's placeholders to the step of its calls). So the plan knows, exactly, what
+  trace (a pending call's placeholders to the step of the call each stands for — the snapshot's
+  call, by its rendered id, not the oldest open call with that ``tool_call_id``, which transcripts
+  reuse). So the plan knows, exactly, what
   the working snapshot costs now and what each unit contributes.
 
 The window, oldest first:
@@ -450,6 +452,9 @@ class _Scan:
         self.pending: dict[str, list] = {}    # tool_call_id -> (unit, turn) of its unanswered calls, oldest first
         self.starts, self.ends, self.owners = array("q"), array("q"), array("i")
         self.unit_of_trace: dict[str, int] = {}
+        # a call's rendered id (unique in the snapshot) -> its unit, for each call still open when
+        # its message was counted, until its tool message is: the unit a placeholder of it goes to
+        self.call_units: dict[str, int] = {}
         self.strays: dict[int, str] = {}      # offset -> the turn id of its call, for a result from another turn
         self.ino = self.size = 0
         self.feed: WholeTurnFeed | None = None   # set: a feed alone (feed_scan), no token credits, no line table
@@ -560,8 +565,21 @@ class _Scan:
             self.size = min(size, offset)
 
     def credit(self, message, tokens: int) -> None:
-        """Credit a message's tokens to the unit of its first trace (module docstring)."""
+        """Credit a message's tokens to the unit of its first trace (module docstring); a tool
+        message of placeholders only, to the unit of the call its first placeholder stands for."""
         unit_of_trace = self.unit_of_trace
+        call_units = self.call_units
+        if message.tool_calls:   # where each call still open stands, for the placeholder it may get
+            pending = self.pending
+            for call in message.tool_calls:
+                if call.source_id in pending:
+                    call_units[call.id] = unit_of_trace.get(call.trace_id, -1)
+        elif call_units and message.results:   # the calls it answers (or gives placeholders) wait no more
+            units_of_calls = [call_units.pop(result.call_id, -1) for result in message.results]
+            if not message.trace_ids:   # placeholders only: the unit of the first one's call
+                if units_of_calls[0] >= 0:
+                    self.units.tokens[units_of_calls[0]] += tokens
+                return
         trace_ids = message.trace_ids
         if len(trace_ids) == 1:   # (the usual message)
             unit = unit_of_trace.pop(trace_ids[0], -1)
@@ -573,12 +591,6 @@ class _Scan:
                     break
             for trace_id in trace_ids[1:]:
                 unit_of_trace.pop(trace_id, None)
-        if unit < 0 and message.results:   # only placeholders: the step of the calls still open
-            for result in message.results:
-                entries = self.pending.get(result.source_call_id or "")
-                if entries:
-                    unit = next((e[0] for e in entries if e[1] == message.turn_id), entries[0][0])
-                    break
         if unit >= 0:  # else no trace of it moves (none is a unit's): it stays in the fixed part
             self.units.tokens[unit] += tokens
 
