@@ -185,3 +185,22 @@ def test_a_kept_pending_calls_placeholder_is_credited_to_its_own_step_when_ids_a
     assert cli("ingest", "a", input=events).exit_code == 0
     done = _kept_or_refused(cli, memory_dir, "a", target, "--keep-steps", str(keep), "--tail-turns", "0")
     assert done["compacted"] and done["steps"] >= 1
+
+
+@pytest.mark.parametrize("target", [300, 1_800, 2_000, 2_700])
+def test_reasoning_between_two_calls_of_a_step_does_not_split_it(cli, memory_dir, target):
+    """Reasoning between two calls made before their results: the working snapshot leaves it out
+    and keeps both calls in one message; the plan opened a new step at it, credited that message
+    to the older step, and moved it while the newer call stayed — 210 tokens predicted, 382 left
+    at --target-tokens 300, exit 0 (--keep-steps 2 --tail-turns 0)."""
+    events = [{"trace_type": "user", "content": "fix it " * 20},
+              {"trace_type": "tool_call", "tool_name": "Read", "tool_call_id": "a1", "tool_args": {"path": "a " * 30}},
+              {"trace_type": "tool_result", "tool_name": "Read", "tool_call_id": "a1", "tool_result": "out " * 1500},
+              {"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": "b1", "tool_args": {"command": "ls " * 40}},
+              {"trace_type": "assistant", "content": "thinking " * 300, "tags": ["reasoning"]},
+              {"trace_type": "tool_call", "tool_name": "Edit", "tool_call_id": "c1", "tool_args": {"path": "b " * 50}},
+              {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": "b1", "tool_result": "res " * 1500},
+              {"trace_type": "tool_result", "tool_name": "Edit", "tool_call_id": "c1", "tool_result": "ok " * 100},
+              {"trace_type": "assistant", "content": "done " * 5}]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    _kept_or_refused(cli, memory_dir, "a", target, "--keep-steps", "2", "--tail-turns", "0")

@@ -7,8 +7,9 @@ read is committed):
   ``user`` traces: the ask(s) and context the harness injected) and its **steps**. A step is one
   assistant message — reasoning, text, tool calls — with the results of its calls: an
   assistant/tool_call trace opens a new step when the turn has none yet, when a user trace came
-  in between, when the current step already got a result, or (text and reasoning) when the
-  current step already made calls. A harness's own compaction summary (``compact_summary``) in
+  in between, when the current step already got a result, or (text) when the current step
+  already made calls — reasoning, which the working snapshot leaves out and so splits no
+  message, stays in a step that made calls. A harness's own compaction summary (``compact_summary``) in
   the middle of a turn joins the step before it, the work it stood for (at a turn's start, the
   head). A ``tool_result`` joins the step of the call it answers
   (:mod:`memcli.pairing`, the one pairing rule), so a step is never split; a result
@@ -60,7 +61,7 @@ from typing import Callable, Iterable, Iterator, TypeVar
 import orjson
 
 from memcli.compaction.summarizer import turn_span
-from memcli.models import TAG_COMPACT_SUMMARY, TAG_SIDECHAIN, RawTrace, is_instruction
+from memcli.models import TAG_COMPACT_SUMMARY, TAG_REASONING, TAG_SIDECHAIN, RawTrace, is_instruction
 from memcli.pairing import pop_open_call
 from memcli.store import jsonl
 from memcli.store.agent import TRACE_BUILDERS, AgentStore, trace_from_record
@@ -540,7 +541,10 @@ class _Scan:
                         # inside one turn kept N summaries that could never move)
                     else:
                         unit = current_of[index]
-                        if unit < 0 or results_of[unit] or (kind == "assistant" and calls_of[unit]):
+                        # (reasoning, which the working snapshot leaves out, closes no message:
+                        # between two calls of one step it stays in that step)
+                        if unit < 0 or results_of[unit] or (kind == "assistant" and calls_of[unit]
+                                                            and not (tags and TAG_REASONING in tags)):
                             unit = add_unit(index)   # a new step
                             add_step(index, unit, units)
                             step_order.append(unit)
