@@ -260,7 +260,10 @@ def test_validate_summary_rejects_what_must_never_be_committed(raw, reason):
     "Rate limit exceeded, try again in 20s", "Rate limit reached for gpt-4o in organization org-x",
     "Rate limited: try again later", "rate_limit_exceeded", "Rate limit!", "Traceback (most recent call last):",
     "I'm sorry, I cannot help with that.", "Sorry, I can't do that", "As an AI, I cannot", "<!DOCTYPE html>",
-    '{"error": "x"}'])
+    '{"error": "x"}', "Error 404 Not Found", "Error 503 Service Unavailable", "Error 429 Too Many Requests",
+    "Error 500 Internal Server Error", "HTTP/1.1 502 Bad Gateway", "503 Service Unavailable", "HTTP Error 503: Service Unavailable",
+    "Error processing request: context length exceeded", "Error while summarizing: input too long",
+    "Error occurred: timeout", "Exception occurred: ValueError", "Sorry.", "Sorry but I can't help"])
 def test_an_error_message_or_a_refusal_reads_like_an_error(text):
     assert reads_like_error(text)
 
@@ -269,7 +272,8 @@ def test_an_error_message_or_a_refusal_reads_like_an_error(text):
     "Error codes of the payments API are listed in docs/errors.md", "Rate limit of the orders API is 5 requests per second",
     "Rate limit exceeded errors are retried with backoff", "Exception handling must go through handle_exc()",
     "Errors: none since the fix", "Error 404 pages are served by nginx", "Internal server errors are logged to Sentry",
-    "Error-prone parsing moved to parse.py", "The user asked about errors."])
+    "Error-prone parsing moved to parse.py", "The user asked about errors.", "Sorry state of the build: tests failing",
+    "Error 500 responses are retried twice", "Exception classes live in memcli/errors.py"])
 def test_a_sentence_that_starts_with_an_error_word_is_not_an_error(text):
     assert not reads_like_error(text)
     fact = {"fact": text, "tags": ["project"], "confidence": 1.0}

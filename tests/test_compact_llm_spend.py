@@ -163,6 +163,51 @@ def test_timed_out_requests_are_counted_as_sent(cli, memory_dir, server, never_a
                      r"price unknown; nothing was written", result.stderr), result.stderr
 
 
+@pytest.fixture
+def never_accepting():
+    """The api_base of a server that listens but never accepts: its queue of connections is full
+    (backlog 0, filled by connections of its own), so a client's connection is never made and
+    its request never sent — the client's --timeout ends each connect."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+    probe = socket.socket()
+    probe.settimeout(0.2)
+    with pytest.raises(TimeoutError):   # the queue is full: a connection is never made
+        probe.connect(("127.0.0.1", port))
+    probe.close()
+    yield f"http://127.0.0.1:{port}/v1"
+    for sock in (*fillers, listener):
+        sock.close()
+
+
+def test_a_connect_timeout_is_not_a_sent_request(cli, memory_dir, never_accepting):
+    """No connection within --timeout: nothing was sent, nothing can be billed. Connect timeouts
+    were counted as sent, paid requests ("spent: 2 requests (2 timed out: their prompts
+    counted) … $0.001566"), and under --max-cost each kept its bound, so the retry was refused."""
+    _ingest(cli, turns=8, big=0)
+    before = tree_digest(agent_dir(memory_dir, "a"))
+    base = ["compact", "a", "--model", PRICED, "--api-base", never_accepting, "--timeout", "0.5", "--retries", "1"]
+    estimate = orjson.loads(cli(*base, "--dry-run", "--json").stdout)["estimate"]
+    for extra in ([], ["--max-cost", f"{1.5 * estimate['cost_usd']:.9f}"]):   # room for one request's bound
+        result = cli(*base, *extra)
+        assert result.exit_code == 1
+        error = result.stderr.split("memcli: error: ", 1)[1]
+        assert error.count(f"cannot connect to {never_accepting} (no connection within 0.5 s)") == 2, error  # both tries
+        assert "; spent: nothing; nothing was written" in error and "max-cost" not in error
+        after = tree_digest(agent_dir(memory_dir, "a"))
+        assert {k for k in after if before.get(k) != after[k]} <= {".compaction.json", ".token-counts"}
+
+
 def test_a_failed_chunk_says_what_the_whole_compaction_spent(cli, memory_dir, server, monkeypatch):
     """Chunks summarized at once: the chunk of turn_0001 fails (every answer leaves its asks
     out); its error said "spent: 2 requests" while the other chunks' requests, answered after

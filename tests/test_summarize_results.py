@@ -190,7 +190,10 @@ def test_real_sessions_summaries_expand_byte_for_byte_and_render_for_every_provi
 
 @pytest.mark.parametrize("answer, why", [("", "empty summary"), ("   \n", "empty summary"),
                                          ("Error: the context window was exceeded", "an error or a refusal"),
-                                         ("I'm sorry, I cannot help with that.", "an error or a refusal")])
+                                         ("I'm sorry, I cannot help with that.", "an error or a refusal"),
+                                         ("Error 503 Service Unavailable", "an error or a refusal"),
+                                         ("Error processing request: context length exceeded",
+                                          "an error or a refusal")])
 def test_a_model_answer_that_is_empty_or_an_error_is_not_stored_and_its_spending_still_counts(cli, memory_dir, server,
                                                                                              answer, why):
     cli("ingest", "s", input=_session())

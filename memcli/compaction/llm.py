@@ -1209,8 +1209,21 @@ def _key_names(exc: BaseException, summarizer: "LiteLLMSummarizer", litellm) -> 
     return list(dict.fromkeys(names))
 
 
+def _not_connected(exc: BaseException) -> bool:
+    """Whether ``exc`` came before the request went out: no connection was made (refused, or
+    none within the timeout: httpx's ConnectTimeout behind LiteLLM's Timeout; or no connection
+    free in the pool), so nothing was sent and nothing can be billed."""
+    chain = _chain(exc)
+    names = {type(e).__name__ for e in chain}
+    return (bool(names & {"ConnectTimeout", "ConnectError", "PoolTimeout"})
+            or any(isinstance(e, ConnectionRefusedError) for e in chain))
+
+
 def _timed_out(exc: BaseException, litellm) -> bool:
-    """Whether ``exc`` is a request's timeout: it was sent and no answer came in time."""
+    """Whether ``exc`` is a request's timeout: it was sent and no answer came in time (a
+    connect timeout is not one: nothing was sent, :func:`_not_connected`)."""
+    if _not_connected(exc):
+        return False
     chain = _chain(exc)
     names = {type(e).__name__ for e in chain}
     return ("Timeout" in names or "APITimeoutError" in names or "TimeoutException" in names
@@ -1234,12 +1247,17 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
     if _timed_out(exc, litellm):
         return ModelFailure(f"Timeout: no answer within {summarizer.timeout:g} s", retry=True,
                             hint="--timeout gives each request more time")
-    # 2. nothing listens there: retrying cannot help
+    # 2. no connection within the timeout (nothing sent): the server may take one next time
+    if "ConnectTimeout" in names or "PoolTimeout" in names:
+        return ModelFailure(f"cannot connect to {where} (no connection within {summarizer.timeout:g} s)",
+                            retry=True, hint="is the server overloaded or unreachable? --timeout gives each "
+                                             "connection more time")
+    # 3. nothing listens there: retrying cannot help
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or "ConnectError" in names:
         return ModelFailure(f"cannot connect to {where} (connection refused)", retry=False,
                             hint=(f"is the server at {summarizer.api_base} running? --api-base sets where requests go"
                                   if summarizer.api_base else "check the network, or point --api-base at a server"))
-    # 3. no key, or a key the provider refuses
+    # 4. no key, or a key the provider refuses
     if _MISSING_KEY.search(text):
         keys = " or ".join(_key_names(exc, summarizer, litellm))
         return ModelFailure(f"no API key: set {keys}", retry=False,
@@ -1249,7 +1267,7 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
         keys = " or ".join(_key_names(exc, summarizer, litellm))
         return ModelFailure(f"the provider refused the API key (HTTP {status or 401}): {_provider_text(exc)}",
                             retry=False, hint=f"check {keys}")
-    # 4. a model nobody serves
+    # 5. a model nobody serves
     if _UNKNOWN_PROVIDER.search(text):
         return ModelFailure(f"LiteLLM cannot tell which provider serves {summarizer.model!r}", retry=False,
                             hint="name the model as provider/model, e.g. openai/gpt-4o-mini or "
@@ -1258,7 +1276,7 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
             isinstance(exc, exceptions.BadRequestError) and _UNKNOWN_MODEL.search(text)):
         return ModelFailure(f"unknown model (HTTP {status or 404}): {_provider_text(exc)}", retry=False,
                             hint="check --model" + (" and --api-base" if summarizer.api_base else ""))
-    # 5. the server is busy or broken: worth another attempt
+    # 6. the server is busy or broken: worth another attempt
     if status == 429 or isinstance(exc, exceptions.RateLimitError):
         return ModelFailure(f"rate limited (HTTP 429): {_provider_text(exc)}", retry=True,
                             hint="--retries waits and tries again; --concurrency 1 sends fewer requests at once")

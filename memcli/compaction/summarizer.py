@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any, Iterable
 
 from memcli.models import TAG_SIDECHAIN, RawTrace
@@ -124,17 +125,28 @@ class Summarizer:
 
 # An answer that is an error message or a refusal, not a summary. The error words count only in
 # an error message's shape — "Error: …", "Error 500", "Error code: 429 - …", "Exception (…)", a
-# bare "Error.", "Rate limit exceeded", "Rate limit reached for …", "Rate limited: …" — so that a
-# sentence that merely starts with them ("Error codes of the API are listed in docs/errors.md",
-# "Rate limit of the API is 5 requests per second") is a summary or a fact like any other.
+# bare "Error.", an HTTP status line ("Error 503 Service Unavailable", "HTTP/1.1 404 Not Found",
+# "429 Too Many Requests"), "Error while …", "Error processing …", "Error occurred …", "Exception
+# occurred: …", "Rate limit exceeded", "Rate limit reached for …", "Rate limited: …" — and a
+# refusal only as one ("I'm sorry", "Sorry, …", "I can't …", "As an AI …"), so that a sentence
+# that merely starts with those words ("Error codes of the API are listed in docs/errors.md",
+# "Error 404 pages are served by nginx", "Rate limit of the API is 5 requests per second",
+# "Sorry state of the build: tests failing") is a summary or a fact like any other.
 _ERROR_END = r"\s*(?::|\(|[-–—]\s|\d+\s*(?:[:(.,;]|[-–—]\s|$)|[.!]?\s*$)"
+_PUNCT_END = r"\s*(?:[:(.,;!]|[-–—]\s|$)"
+# the reason phrases of HTTP's error statuses (4xx, 5xx), longest first
+_HTTP_REASONS = "|".join(sorted({re.escape(s.phrase).replace(r"\ ", r"\s+") for s in HTTPStatus if s >= 400},
+                                key=len, reverse=True))
 _ERROR_TEXT = re.compile(
-    rf"^\s*(?:(?:error(?:\s+code)?|exception|internal\s+server\s+error){_ERROR_END}|"
+    rf"^\s*(?:(?:(?:http\s+)?error(?:\s+code)?|exception|internal\s+server\s+error){_ERROR_END}|"
+    rf"(?:(?:http\s+)?error\s*:?\s*|http/\d(?:\.\d)?\s+|http\s+|status(?:\s+code)?\s*:?\s*)?[45]\d\d\s*:?\s*"
+    rf"(?:{_HTTP_REASONS}){_PUNCT_END}|"
+    r"(?:error|exception)\s+(?:while|when|during|processing|occurred|has\s+occurred|was\s+raised|raised|thrown)\b|"
     r"rate[ _]limit(?:ed\s*(?:[:(.,;!]|[-–—]\s|$)|[ _](?:exceeded|reached|hit)\s*(?:[:(.,;!]|[-–—]\s|for\b|$)"
     r"|\s*[.!]?\s*$)|"
     r"traceback \(most recent call last\)|"
-    r"i'?m sorry|i am sorry|sorry\b|i cannot\b|i can'?t\b|i'?m unable|i am unable|as an ai\b|"
-    r"<!doctype|<html|\{\s*\"error\")",
+    r"i'?m sorry|i am sorry|sorry\s*(?:[,.!:;]|[-–—]\s|$|but\b|i\b)|i cannot\b|i can'?t\b|i'?m unable|i am unable|"
+    r"as an ai\b|<!doctype|<html|\{\s*\"error\")",
     re.IGNORECASE,
 )
 
