@@ -1339,6 +1339,105 @@ def test_a_speakers_messages_in_a_row_are_the_turns_reply_together():
     assert "Latest notes" not in text
 
 
+def test_a_squeezed_chat_of_long_messages_does_not_end_saying_nothing(tmp_path):
+    """1,000 turns of 12-sentence messages compacted to 3,000 tokens: about 24,000 sentence floors,
+    and the floor's search (8 tries) ended before any floor that fitted, so all that may go went —
+    one line said '994 turns, their short asks condensed away', no fact kept, 1,711 of 3,000
+    tokens. The search now goes on while no floor below the last resort was seen to fit."""
+    import random
+
+    from memcli.api import Memory
+
+    rnd = random.Random(3)
+    words = "the a we went to park and then my sister said it was nice because weather sunny dog cat lunch".split()
+    events, facts = [], []
+    for t in range(1000):
+        for speaker in ("user", "assistant"):
+            said = [" ".join(rnd.choice(words) for _ in range(12)).capitalize() + "." for _ in range(12)]
+            if rnd.random() < 0.3:
+                facts.append(f"Oslo{t}")
+                said.insert(5, f"We visited Oslo{t} with Ana.")
+            events.append({"trace_type": speaker, "content": " ".join(said)})
+    agent = Memory(tmp_path).agent("chat")
+    agent.ingest(events, "native")
+    result = agent.compact(target_tokens=3000)
+    assert 2000 < result.tokens_after <= 3000
+    kept = sum(f"{v} " in result.summary for v in facts)
+    assert kept >= 30, kept
+
+
+def test_an_agents_messages_before_its_first_call_stay_two_notes():
+    """A turn with tool calls whose agent wrote two messages before its first call: they were
+    joined (as the reply of a conversation turn is) and then kept as one note, clipped — the plan
+    the second one said was lost. Each is a note of its own; only a turn with no call joins them."""
+    ev = [{"trace_type": "user", "content": "Fix the failing total in tests/test_orders.py."},
+          {"trace_type": "assistant", "content": "I'll start by reading the repository layout to see where orders are "
+           "computed, since the total is derived in several places and I want to be sure which one the test "
+           "exercises before touching anything at all in this codebase, which is large and has several modules "
+           "that compute totals."},
+          {"trace_type": "assistant", "content": "Plan: run pytest tests/test_orders.py first, then patch "
+                                                 "OrderTotal.apply_discount in app/orders.py."},
+          *_call(1, "cat app/orders.py", result="x = 1\n" * 3000),
+          *_call(2, "pytest -q tests/test_orders.py", result="1 passed"),
+          {"trace_type": "assistant", "content": "Done: test_orders passes."}]
+    text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", ev))],
+                                         MemoryContext(summary_tokens=4000)).episodic_summary
+    notes = next(line for line in text.split("\n") if line.startswith("Latest notes: "))
+    assert notes.count(" → ") == 1 and notes.endswith('"Plan: run pytest tests/test_orders.py first, then patch '
+                                                       'OrderTotal.apply_discount in app/orders.py."'), notes
+
+
+def test_a_rollup_folds_the_runs_of_turns_that_say_nothing_any_more():
+    """Rolled up, a run of turns on one line (_joined_talk) whose every quote went was left as a
+    bare ``- turn_0026–turn_0029`` line, 22 of them in a row; such runs fold into one counted line."""
+    turns, _ = _chat_turns(turns=240, seed=3)
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=3000)).episodic_summary
+    out = condense(text, len(text) * 15 // 100)
+    bare = [line for line in out.split("\n") if re.fullmatch(r"- turn_\d+–turn_\d+", line)]
+    assert len(bare) <= 2, bare
+    for first, last, n in re.findall(rf"^- turn_(\d+)–turn_(\d+) · (\d+) {FOLDED_TURNS}$", out, re.M):
+        assert int(n) == int(last) - int(first) + 1
+
+
+def test_the_line_after_turns_left_out_says_its_day_in_a_window_of_talk_and_work():
+    """Chat turns with a coding turn every fifth, over days, squeezed into 400 tokens: the line
+    after '… N turns left out' said no day (the day map was built from lines joined into runs,
+    the squeezed summary's whole lines have other heads) and read as the day before the note."""
+    from datetime import datetime, timezone
+
+    turns, _ = _chat_turns(200, seed=1, per_day=25)
+    for i, t in enumerate(turns):
+        if i % 5 == 3:
+            ev = [{"trace_type": "user", "content": f"Please fix app/mod{i}.py; it crashes on empty input. "
+                                                    f"Keep handler{i} stable."},
+                  *_call(i, f"pytest -q tests/test_mod{i}.py", error=f"exit status 1\nFAILED tests/test_mod{i}.py::t"),
+                  {"trace_type": "assistant", "content": f"Fixed app/mod{i}.py."}]
+            turns[i] = Turn(t.turn_id, [dataclasses.replace(x, ts=t.traces[0].ts + k)
+                                        for k, x in enumerate(_traces(t.turn_id, ev))])
+    day = {t.turn_id: datetime.fromtimestamp(t.traces[0].ts, timezone.utc).strftime("%Y-%m-%d") for t in turns}
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=400)).episodic_summary
+    after = re.findall(r"^… [^\n]*\n- (turn_\d+)(?:–turn_\d+)? (\(\d{4}-\d\d-\d\d\) )?", text, re.M)
+    assert after and all(mark == f"({day[turn]}) " for turn, mark in after), after
+
+
+@pytest.mark.parametrize("text,label", [
+    ("Caroline: It is a long story, really. We adopted a puppy and named him Milo8.", "Caroline: "),
+    ("Error: something broke badly here. The crash is in app/orders.py line 12.", ""),
+    ("Note: this is how it goes, always. We adopted a puppy and named him Milo9.", ""),
+    ("TODO: remember this later on please. Deploy uses terraform module vpc_core_77.", ""),
+])
+def test_a_message_keeps_who_speaks_but_no_other_label(text, label):
+    """A message condensed without its first sentence says its speaker (``Caroline: …``) — not a
+    word that heads a note or an error (``Note:``, ``Error:``, ``TODO:``), put before a sentence it
+    never headed."""
+    from memcli.compaction.offline import Rarity, condense_message
+
+    rarity = Rarity([text] * 3 + ["It is a long story, really.", "this is how it goes, always."] * 20)
+    parts, density = rarity.analysed(text)
+    said = condense_message(text, 2000, rarity, max(density) * 0.999, keep=False)
+    assert said.startswith(f"{label}… ") and said.endswith(parts[-1]), said
+
+
 @pytest.mark.parametrize("per_day,tokens", [(10, 2000), (10, 800), (3, 1500)])
 def test_day_marks_stay_right_with_folds_and_turns_left_out(per_day, tokens):
     """Each day mark is the day of its line's first turn — after folded runs and after turns left

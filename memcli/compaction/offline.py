@@ -424,8 +424,13 @@ def _ask_keep(chat: bool, text: str) -> bool:
     return not chat or bool(_vocabulary_of(_scanned(text), False))
 
 
-# who speaks, where a chat's messages say it (``Caroline: …``, ``Dr. Lee: …``): one to three capitalized words
-_SPEAKER = re.compile(r"([A-Z][\w.'-]{0,20}(?: [A-Z][\w.'-]{0,20}){0,2}): (?=\S)")
+# who speaks, where a chat's messages say it (``Caroline: …``, ``Dr. Lee: …``): one to three capitalized
+# words, not a word that heads what follows it (``Note: …``, ``Error: …``, ``TODO: …``)
+_SPEAKER = re.compile(r"([A-Z][a-z][\w.'-]{0,20}(?: [A-Z][a-z]?[\w.'-]{0,20}){0,2}): (?=\S)")
+_NO_SPEAKER = frozenset((
+    "Answer Also Assistant Bug Caution Context Done Edit Error Example Examples Exception Fix Goal Hint Idea "
+    "Important Info Input Issue Note Notes Now Ok Okay Output Plan Problem Question Reason Reminder Result "
+    "Source Status Step Summary Sure Task Then Tip Todo Update Usage User Warning Well Yes No").split())
 
 
 def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor: float = 0.0,
@@ -441,7 +446,8 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     said = _condensed(text, limit, rarity, floor, keep)
     if said and not said[:1].isupper():   # (its first sentence went: "… …")
         speaker = _SPEAKER.match(text.lstrip())
-        if speaker:
+        # (not when a part of the name stays: the sentence split after "Dr.")
+        if speaker and speaker[1].split(" ", 1)[0] not in _NO_SPEAKER and speaker[1].rsplit(" ", 1)[-1] + ":" not in said:
             return speaker[0] + said
     return said
 
@@ -548,9 +554,11 @@ def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=
         low, high = 0, lo
     else:              # … or above it (a message's limit, a line the estimate did not see)
         low, high = lo + 1, len(floors)
-    for _ in range(FLOOR_TRIES):   # (at(high) fits, or is the last resort: all that may go goes)
-        if low >= high:
-            break
+    tries = 0
+    # (at(high) fits, or is the last resort: all that may go goes — searched on past FLOOR_TRIES
+    # while no floor below it was seen to fit: a window of many sentences is not left to say nothing)
+    while low < high and (tries < FLOOR_TRIES or high == len(floors)):
+        tries += 1
         mid = (low + high) // 2
         if fits(at(mid)):
             high = mid
@@ -1810,8 +1818,9 @@ class _TurnDigest:
     (:meth:`add`), so a turn of any length is summarized without holding its traces. Its
     identifiers go to the window's vocabulary (ranked by need), not to a list on its line."""
 
-    __slots__ = ("turn_id", "steps_only", "steps", "total_steps", "asks", "reply", "notes", "main", "subagents",
-                 "preferences", "n_traces", "text_chars", "first_ts", "last_ts", "urls", "vocab", "harness", "short")
+    __slots__ = ("turn_id", "steps_only", "steps", "total_steps", "asks", "reply", "notes", "earlier", "main",
+                 "subagents", "preferences", "n_traces", "text_chars", "first_ts", "last_ts", "urls", "vocab", "harness",
+                 "short")
 
     def __init__(self, turn_id: str, steps_only: bool = False, steps: int = 0, total_steps: int = 0):
         self.turn_id = turn_id
@@ -1821,6 +1830,7 @@ class _TurnDigest:
         self.reply = ""
         # what most turns never get is made on its first use (until then: empty and read-only)
         self.notes: deque | tuple = ()              # the main agent's texts before its latest (a deque)
+        self.earlier: list | tuple = ()             # … whole, while the turn made no call (a list)
         self.main = _Work()
         self.subagents: dict[str, _Subagent] = _NONE
         self.preferences: list[str] | tuple = ()
@@ -1936,15 +1946,14 @@ class _TurnDigest:
                     content.isspace():
                 return
             if self.reply and self.reply != content:
-                if not self.main.n_calls and not self.subagents:
-                    # conversation so far (no call): the turn's messages are its reply, together
-                    # (a speaker's two messages in a row; the first was lost to the notes)
-                    content = f"{self.reply}\n{content}"
-                else:
-                    notes = self.notes
-                    if not notes:
-                        notes = self.notes = deque(maxlen=NOTES_KEPT)
-                    _push_note(notes, self.reply)
+                notes = self.notes
+                if not notes:
+                    notes = self.notes = deque(maxlen=NOTES_KEPT)
+                _push_note(notes, self.reply)
+                if not self.main.n_calls and not self.subagents:   # (conversation so far: :meth:`said`)
+                    if not self.earlier:
+                        self.earlier = []
+                    self.earlier.append(self.reply)
             self.reply = content
             if "://" in content:
                 self._text(content)
@@ -1966,6 +1975,14 @@ class _TurnDigest:
                         if not preferences:
                             preferences = self.preferences = []
                         preferences.append(sentence)
+
+    def said(self) -> None:
+        """A turn of conversation only whose speaker answered in several messages in a row: they
+        are its reply, together (the earlier ones were taken for notes — the agent's, between its
+        calls — and went with the notes line, what they said lost even where everything fitted)."""
+        if self.earlier and self.chat and not self.steps_only:
+            self.reply = "\n".join([*self.earlier, self.reply])
+            self.earlier, self.notes = (), ()
 
     def _harness(self, t, content: str) -> None:
         """A summary written by the harness's own compaction (or an earlier tool's): its names join
@@ -2161,6 +2178,7 @@ class WindowSummary:
         self.add(digest)
 
     def add(self, d: _TurnDigest) -> None:
+        d.said()
         self.n_turns += 1
         if d.chat and sum(len(text) for text, _ in d.asks) >= MIN_ASK_CHARS:
             self.n_talk += 1
@@ -2604,7 +2622,9 @@ class OfflineSummarizer(Summarizer):
                                        lambda k: files_line(newest_first, window.changes, k), briefer, sayable)
             size = hard
         if days and "\n… " in summary:   # the first line after turns left out says its day (its first turn's)
-            summary = _after_left_out(summary, {_line_head(span): day_of.get(span[0]) for *_, span in body()})
+            # (the heads of the lines as shown, and as squeezed: whole lines join no run)
+            summary = _after_left_out(summary, {_line_head(span): day_of.get(span[0])
+                                                for *_, span in (*body(), *body(whole=True))})
         if urls:
             summary = _urls_once(summary)
         if size - len(summary) > 40:   # the room left goes to the identifiers needed later
@@ -3006,6 +3026,9 @@ FOLDED_TURNS = "turns, their short asks condensed away"   # a run of such turns 
 _FOLDED = re.compile(r"^- (\S+)–(\S+) · (\d+) " + re.escape(FOLDED_TURNS) + "$")
 
 
+_TURN_NUMBER = re.compile(r"turn_(\d+)")   # the ids memcli numbers turns with
+
+
 def _span_of(line: str) -> tuple:
     """The turns a summary's line stands for (first, last, how many): a turn line's one, a folded
     run's count; ("", "", 0) for any other line."""
@@ -3016,7 +3039,9 @@ def _span_of(line: str) -> tuple:
         head = line[2:].split(" ", 1)[0]
         first, dash, last = head.partition("–")
         if dash and last:   # a run of turns of conversation on one line (_joined_talk): its count is
-            return first, last, 0   # not on the line (no caller needs it: such a line is never folded)
+            # not on the line — that of numbered turns (turn_0011–turn_0016: 6), else 0 (never folded)
+            a, b = _TURN_NUMBER.fullmatch(first), _TURN_NUMBER.fullmatch(last)
+            return first, last, int(b[1]) - int(a[1]) + 1 if a and b and int(b[1]) >= int(a[1]) else 0
         return head, head, 1
     return "", "", 0
 
@@ -3026,7 +3051,7 @@ def _emptied(body_line: tuple) -> bool:
     full form that or that with the pointer to the ask (a harness summary's pointer stays); a run
     of such turns already on one line too."""
     line, short_form, span = body_line
-    if span[2] > 1 and _FOLDED.match(line):
+    if span[2] > 1 and (_FOLDED.match(line) or line == _line_head(span)):   # (a run whose every quote went)
         return True
     if short_form != f'- {span[0]} · user: "…"':
         return False
