@@ -194,3 +194,25 @@ def test_summarize_results_failure_shows_the_providers_control_characters(cli, m
     assert result.exit_code == 1, result.output
     assert _unsent(result.stderr, tty=False) == []
     assert "␛]0;T␇ ␛[31mX␛[0m" in result.stderr
+
+
+def test_uncompact_shows_the_stored_turn_ids_it_quotes(cli, memory_dir):
+    """uncompact's report quotes the turn ids it restored; it printed them raw, so an OSC title
+    change in a stored turn id reached the terminal. With --json, stdout carries the document
+    only and the report is a note on stderr."""
+    turns = [{"id": f"{kind[0]}{n}", "trace_type": kind, "turn_id": f"turn{n}{OSC_TITLE}",
+              "content": f"{kind} {n} about order A-{n} " + "y" * 600}
+             for n in range(1, 7) for kind in ("user", "assistant")]
+    assert cli("ingest", "a", input=turns).exit_code == 0
+    for args in ((), ("--json",)):
+        compacted = cli("compact", "a", "--tail-turns", "2")
+        assert compacted.exit_code == 0, compacted.stderr
+        assert _unsent(compacted.stderr, tty=False) == []
+        result = cli("uncompact", "a", *args)
+        assert result.exit_code == 0, result.stderr
+        assert _unsent(result.stderr, tty=False) == [] and "turn1␛]0;pwned␇" in result.stderr
+        assert result.stderr.startswith("memcli: ") and result.stderr.count("\n") == 1
+        if args:
+            assert orjson.loads(result.stdout)["turn_range"].startswith(f"turn1{OSC_TITLE}") and result.stdout.count("\n") == 1
+        else:
+            assert result.stdout == ""

@@ -6,6 +6,8 @@ import sys
 
 import typer
 
+from memcli.cli.output import Output
+
 
 def clear(
     ctx: typer.Context,
@@ -30,14 +32,14 @@ def clear(
                 f"refusing to clear agent {plan.agent_id!r} without confirmation",
                 hint="pass --yes to confirm (stdin is not a terminal, so memcli cannot ask)",
             )
-        print(f"memcli: {plan.describe()}", file=sys.stderr)
+        Output.note(plan.describe())
         question = (f"Delete the raw traces of agent {plan.agent_id!r} (memory is kept)?" if keep_memory
                     else f"Delete all memory of agent {plan.agent_id!r}?")
         if not typer.confirm(question, default=False, err=True):
-            print("memcli: nothing was deleted", file=sys.stderr)
+            Output.note("nothing was deleted")
             raise typer.Exit(1)
     result = target.clear(keep_memory=keep_memory)
-    print(f"memcli: {result.summary()}", file=sys.stderr)
+    Output.note(result.summary())
 
 
 def _stdin_is_terminal() -> bool:

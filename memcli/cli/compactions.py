@@ -72,7 +72,7 @@ def uncompact(
         import orjson
 
         sys.stdout.buffer.write(orjson.dumps(result.to_dict()) + b"\n")
-    print(f"memcli: {result.describe()}", file=sys.stderr)
+    Output.note(result.describe())   # it quotes stored turn ids: shown, not sent
 
 
 def register(app: typer.Typer) -> None:

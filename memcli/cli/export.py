@@ -8,6 +8,8 @@ from typing import List, Optional
 
 import typer
 
+from memcli.cli.output import Output
+
 
 class ExportFormat(str, Enum):
     jsonl = "jsonl"
@@ -56,9 +58,9 @@ def export(
             with_memory=with_memory, turns=turn, since=since, until=until,
             progress=lambda n, total: advance(n, total=total))
     for note in result.notes:
-        print(f"memcli: note: {note}", file=sys.stderr)
+        Output.note(f"note: {note}")
     if to_file:
-        print(f"memcli: {result.summary()}", file=sys.stderr)
+        Output.note(result.summary())
 
 
 def register(app: typer.Typer) -> None:

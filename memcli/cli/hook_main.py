@@ -33,7 +33,9 @@ def run_hook_command(memory_dir, harness: str, event: str, agent: str | None, ma
 
 def _fail(message: str) -> None:
     try:
-        print(f"memcli hook: {' '.join(str(message).split())}", file=sys.stderr)
+        from memcli.api import neutral
+
+        print(f"memcli hook: {neutral(' '.join(str(message).split()))}", file=sys.stderr)   # it may quote stored text
     except Exception:  # noqa: BLE001
         pass
 

@@ -10,7 +10,6 @@ registered here serves ``memcli hook --help`` and the reference docs.
 
 from __future__ import annotations
 
-import sys
 from typing import Optional
 
 import typer
@@ -49,19 +48,19 @@ def hooks(
     if action == "install":
         change = memory.hooks_install(harness, scope=scope or "user", agent=agent)
         if change.changed:
-            print(f"memcli: installed {', '.join(change.events)} hooks in {change.path}"
-                  + (f" (backup: {change.backup})" if change.backup else ""), file=sys.stderr)
+            Output.note(f"installed {', '.join(change.events)} hooks in {change.path}"
+                        + (f" (backup: {change.backup})" if change.backup else ""))
         else:
-            print(f"memcli: {change.path} already has memcli's hooks: nothing changed", file=sys.stderr)
-        print(f"memcli: each runs: {change.command}", file=sys.stderr)
+            Output.note(f"{change.path} already has memcli's hooks: nothing changed")
+        Output.note(f"each runs: {change.command}")
         _advise(memory.hooks_harness(harness))
     elif action == "uninstall":
         change = memory.hooks_uninstall(harness, scope=scope or "user")
         if change.changed:
-            print(f"memcli: removed memcli's {', '.join(change.events)} hooks from {change.path} "
-                  f"(backup: {change.backup})", file=sys.stderr)
+            Output.note(f"removed memcli's {', '.join(change.events)} hooks from {change.path} "
+                        f"(backup: {change.backup})")
         else:
-            print(f"memcli: no memcli hooks in {change.path}: nothing changed", file=sys.stderr)
+            Output.note(f"no memcli hooks in {change.path}: nothing changed")
     elif action == "status":
         h = memory.hooks_harness(harness)
         rows = [{"harness": h.name, "scope": s.scope, "path": str(s.path), "exists": s.exists, "error": s.error,
@@ -96,9 +95,9 @@ def _render_status(h, rows, view) -> None:
 
 def _advise(h) -> None:
     for lack in h.missing:
-        print(f"memcli: note: {h.title}: {lack}", file=sys.stderr)
+        Output.note(f"note: {h.title}: {lack}")
     if h.note:
-        print(f"memcli: note: {h.note}", file=sys.stderr)
+        Output.note(f"note: {h.note}")
 
 
 def hook(

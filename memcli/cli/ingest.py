@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Optional
 
 import typer
@@ -40,13 +39,13 @@ def ingest(
 
     result = Memory(ctx.obj).agent(agent).ingest("-" if file is None else file, fmt=from_, stream=stream,
                                                  skip_invalid=skip_invalid, redact=not no_redact, split=split)
-    from memcli.api import neutral
+    from memcli.cli.output import Output
 
     for note in result.notes:
-        print(f"memcli: {neutral(note)}", file=sys.stderr)
+        Output.note(note)
     for error in result.errors if skip_invalid else ():  # an error may quote the input
-        print(f"memcli: skipped {neutral(str(error))}", file=sys.stderr)
-    print(f"memcli: {result.summary()}", file=sys.stderr)
+        Output.note(f"skipped {error}")
+    Output.note(result.summary())
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,8 @@ import sys
 
 import typer
 
+from memcli.cli.output import Output
+
 
 def memory_tool(
     ctx: typer.Context,
@@ -34,8 +36,8 @@ def memory_tool(
         _write(exc.message)
         raise typer.Exit(1) from None
     if result.redacted:
-        print(f"memcli: note: redacted {result.redacted} secret{'s' if result.redacted != 1 else ''} "
-              f"in {result.record['path']} before storing it", file=sys.stderr)
+        Output.note(f"note: redacted {result.redacted} secret{'s' if result.redacted != 1 else ''} "
+                    f"in {result.record['path']} before storing it")   # the path is the caller's: shown, not sent
     _write(result.text)
 
 

@@ -114,15 +114,15 @@ def _payload_count(result) -> str:
 
 
 def _report(result) -> None:
+    from memcli.cli.output import Output
     from memcli.sizes import counted
 
-    err = sys.stderr
-    print(f"memcli: snapshot of {result.agent_id!r} for {result.provider}: {counted(result.turns, 'turn')}, "
-          f"{_payload_count(result)}, ~{result.tokens:,} tokens ({result.token_method})", file=err)
-    for step in result.steps:
-        print(f"memcli:   {step.describe()}", file=err)
+    Output.note(f"snapshot of {result.agent_id!r} for {result.provider}: {counted(result.turns, 'turn')}, "
+                f"{_payload_count(result)}, ~{result.tokens:,} tokens ({result.token_method})")
+    for step in result.steps:   # a step, a note may quote stored ids: shown, not sent
+        Output.note(f"  {step.describe()}")
     for note in result.notes:
-        print(f"memcli: note: {note}", file=err)
+        Output.note(f"note: {note}")
 
 
 def register(app: typer.Typer) -> None:

@@ -59,12 +59,11 @@ def summarize_results(
         for item in report.summarized:
             print(neutral(f"== {item.trace_id} ({item.tool_name}, {item.turn_id}, {item.chars:,} characters)"))
             print(neutral(item.summary))
-    print(f"memcli: {report.describe()}", file=sys.stderr)
+    Output.note(report.describe())
     if report.estimate and dry_run:
         e = report.estimate
         cost = "price unknown" if e["cost_usd"] is None else f"up to ${e['cost_usd']:.4f}"
-        print(f"memcli: with {e['model']}: {e['requests']} requests, {e['input_tokens']:,} input tokens, {cost}",
-              file=sys.stderr)
+        Output.note(f"with {e['model']}: {e['requests']} requests, {e['input_tokens']:,} input tokens, {cost}")
     for trace_id, why in report.failed.items():   # why may quote the provider's error text
         Output.note(f"{trace_id}: not summarized: {why}")
     if report.failed:

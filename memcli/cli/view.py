@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 
+from memcli.cli.output import Output
 from memcli.sizes import counted
 
 
@@ -41,9 +42,8 @@ def view(
     else:
         result = agent_api.view(output, model=model, max_context_tokens=max_context_tokens)
         print(result.path)
-    print(f"memcli: {agent}: {counted(result.turns, 'turn')}, {counted(result.traces, 'trace')}, "
-          f"{counted(result.compactions, 'compaction')} -> {result.path or 'stdout'} ({result.bytes:,} bytes)",
-          file=sys.stderr)
+    Output.note(f"{agent}: {counted(result.turns, 'turn')}, {counted(result.traces, 'trace')}, "
+                f"{counted(result.compactions, 'compaction')} -> {result.path or 'stdout'} ({result.bytes:,} bytes)")
     if open_page and result.path:
         import webbrowser
 
