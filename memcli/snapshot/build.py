@@ -284,7 +284,7 @@ class MessageBuilder:
     def _user(self, trace: RawTrace) -> None:
         self._close()
         tags = trace.tags
-        if trace.is_instruction:
+        if tags and trace.is_instruction:   # (no tags, the usual ask: no call)
             role, kind = "system", next(t for t in tags if t in PINNED_TAGS)
         elif tags and (TAG_CONTEXT in tags or TAG_COMPACT_SUMMARY in tags or TAG_SIDECHAIN in tags):
             role, kind = "user", "context"
