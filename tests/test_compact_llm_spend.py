@@ -99,6 +99,21 @@ def test_what_a_compaction_that_wrote_nothing_paid_is_said_and_in_the_ledger(cli
     assert stats["compaction_cost"]["requests"] == 3
 
 
+def test_what_a_failed_compaction_paid_is_said_on_stderr_only(cli, memory_dir, server):
+    """A paid compaction that fails (exit 1: no valid answer within --retries) writes nothing, the
+    ledger included, as docs/compaction.md says: its spend is in the error, not in stats."""
+    _ingest(cli)
+    srv = server(lambda body, i: (200, "not a summary", 0))
+    before = tree_digest(agent_dir(memory_dir, "a"))
+    result = _compact(cli, srv, "--retries", "1")
+    assert result.exit_code == 1 and len(srv.requests) == 2
+    assert "; spent: 2 requests, 20 input + 20 output tokens, price unknown; nothing was written" in result.stderr
+    after = tree_digest(agent_dir(memory_dir, "a"))
+    assert {k for k in after if before.get(k) != after[k]} <= {".compaction.json", ".token-counts"}
+    assert ".compactions.jsonl" not in after
+    assert orjson.loads(cli("stats", "a", "--json").stdout)["compaction_cost"]["requests"] == 0
+
+
 PRICED = "openai/gpt-4o-mini"   # LiteLLM prices it: $0.15 per million input tokens, $0.60 output
 
 

@@ -1029,7 +1029,8 @@ def _whole_spend(job: _Job, error: CompactionError) -> None:
 def _resized(job: _Job, summary: Summary, tokens: int, explicit_target: int | None) -> Summary | None:
     """``summary.resize(tokens)``; a model that cannot shorten it (CompactionError) fails the
     compaction when ``--target-tokens`` was given (it could not be met), else the summary stays
-    as written, said. What the model spent goes to the ledger either way."""
+    as written, said. What the model spent counts in the compaction's spend either way (its
+    ledger record, or the error's "spent: …" when it fails: nothing written, the ledger included)."""
     try:
         smaller = summary.resize(tokens)
     except CompactionError as exc:
