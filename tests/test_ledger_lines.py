@@ -1,7 +1,8 @@
 """A line of the compaction ledger (``.compactions.jsonl``, memcli/store/ledger.py) that is not a
-ledger record: the writers that append there (``compact``, ``summarize-results`` with a model)
-refuse before anything is written, naming file:line; ``doctor`` reports it and ``--repair`` moves
-it aside as for every JSONL file — after which compaction and undo work again."""
+ledger record: the writers that append there (``compact``, ``summarize-results`` with a model,
+``ingest`` of an export with memory) refuse before anything is written, naming file:line;
+``doctor`` reports it and ``--repair`` moves it aside as for every JSONL file — after which
+compaction and undo work again."""
 
 from __future__ import annotations
 
@@ -106,3 +107,26 @@ def test_summarize_results_with_a_model_refuses_a_bad_ledger_line_before_any_req
         assert "then summarize-results again" in result.stderr
     assert srv.requests == []
     assert tree_digest(memory_dir) == before
+
+
+def test_ingest_of_an_export_refuses_a_bad_ledger_line_and_writes_nothing(cli, memory_dir):
+    """An export with memory restores ledger records into the agent it is ingested into: a bad
+    line of that agent's ledger refused only after the export's traces were written (half an
+    ingest, exit 1); it refuses before anything, as compact does, and ingests after the repair."""
+    _ok(cli("ingest", "x", input=conversation(12, prefix="x")))
+    _ok(cli("compact", "x"))
+    export = _ok(cli("export", "x", "--with-memory")).stdout
+    ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, b"{oops\n")
+    before = tree_digest(memory_dir)
+    result = cli("ingest", "a", input=export)
+    assert result.exit_code == 1, result.stderr
+    first, hint = result.stderr.splitlines()[:2]
+    assert first.startswith(f"memcli: error: {ledger}:1: not valid JSON (")
+    assert first.endswith("; ingest appends to this file and refuses while a line of it is not a ledger record "
+                          "(uncompact could not read past it); nothing was written")
+    assert hint == ("  hint: run `memcli doctor a --repair` (it moves the line to .compactions.jsonl.corrupt-lines), "
+                    "then ingest again")
+    assert tree_digest(memory_dir) == before
+    _ok(cli("doctor", "a", "--repair"))
+    _ok(cli("ingest", "a", input=export))
+    assert sum(r["kind"] == "compaction" for r in read_jsonl(ledger)) == 2

@@ -38,6 +38,7 @@ from memcli.store import jsonl
 from memcli.store.agent import AgentStore, WriteSession
 from memcli.store.harness_items import SpanTracker
 from memcli.store.id_index import digest
+from memcli.store.ledger import check_ledger
 from memcli.store.state import is_context_event
 
 MAX_REPORTED_ERRORS = 10
@@ -357,6 +358,12 @@ def ingest_events(store: AgentStore, items: Iterable[EventItem], *, skip_invalid
         if batch.rejected is not None:
             batch.staged.close()
             raise _rejection(batch.rejected, result)
+        if batch.restored:   # an export's memory: restoring it reads and appends to the ledger
+            try:
+                check_ledger(session.paths.ledger, store.agent_id, "ingest")   # a bad line refuses now
+            except BaseException:
+                batch.staged.close()
+                raise
         batch.commit()
     return result
 

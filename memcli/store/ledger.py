@@ -35,8 +35,8 @@ would not have made the working snapshot smaller): what it spent, so the totals 
 A line of the ledger that is not such a record — not JSON, not an object, no string ``id`` and
 ``kind`` (:func:`record_problem`, the one rule; the export reader and ``memcli doctor`` use it
 too) — is a CorruptStoreError naming file and line for every reader, and a writer checks the
-whole ledger before it writes anything (:func:`check_ledger`): ``compact`` refuses, dry run alike,
-rather than append after a line ``uncompact`` could never read past. ``memcli doctor`` reports
+whole ledger before it writes anything (:func:`check_ledger`): ``compact``, ``summarize-results``
+with a model and ``ingest`` of an export with memory refuse, dry run alike, rather than append after a line ``uncompact`` could never read past. ``memcli doctor`` reports
 such a line (``bad-json``, ``not-an-object``, ``invalid-record``) and ``--repair`` moves it to
 ``.compactions.jsonl.corrupt-lines``, as for every JSONL file of the agent. An unterminated last
 line is no record yet (readers skip it); the next append cuts it off, or adds the newline of a
