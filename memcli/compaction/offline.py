@@ -108,7 +108,7 @@ from collections import Counter, deque
 from datetime import datetime, timezone
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Iterable
+from typing import Callable, Iterable
 
 import orjson
 
@@ -3058,27 +3058,44 @@ def _emptied(body_line: tuple) -> bool:
     return line == short_form or (line.startswith(short_form + " (full: ") and line.count(" · ") == 1)
 
 
-def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
+def _runs_on_one_line(out: list[tuple], days: list, joins: Callable[[int], bool], said: Callable[[int], list],
+                      line_of: Callable[[str, str, int, list], str | None],
+                      room: int | None = None) -> tuple[list[tuple], list]:
     """The body's lines (line, its asks-only form, (first turn, last turn, turns)) with each run of
-    two or more turns of one day whose line says nothing any more (its asks condensed away: small
-    talk) as one line that counts them; and the day of each line (its first turn's)."""
-    folded, folded_days = [], []
+    two or more consecutive lines ``joins`` takes, of one day, as the one line ``line_of(first,
+    last, turns, parts)`` makes of what they say (``said(k)``: at most ``room`` characters of it;
+    None: the run stays as it was); and the day of each line (its first turn's)."""
+    merged, merged_days = [], []
     k = 0
     while k < len(out):
-        j = k
-        while j < len(out) and _emptied(out[j]) and days[j] == days[k]:   # (a run of one day)
+        j, parts, size = k, [], 0
+        while j < len(out) and joins(j) and days[j] == days[k]:
+            more = said(j)
+            grow = sum(len(p) + 3 for p in more)
+            if room is not None and j > k and size + grow > room:
+                break
+            parts += more
+            size += grow
             j += 1
         if j - k >= 2:
             first, last, n = out[k][2][0], out[j - 1][2][1], sum(span[2] for *_, span in out[k:j])
-            text = f"- {first}–{last} · {n} {FOLDED_TURNS}"
-            folded.append((text, text, (first, last, n)))
-            folded_days.append(days[k])
-            k = j
-        else:
-            folded.append(out[k])
-            folded_days.append(days[k])
-            k += 1
-    return folded, folded_days
+            text = line_of(first, last, n, parts)
+            if text is not None:
+                merged.append((text, text, (first, last, n)))
+                merged_days.append(days[k])
+                k = j
+                continue
+        merged.append(out[k])
+        merged_days.append(days[k])
+        k += 1
+    return merged, merged_days
+
+
+def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
+    """The body's lines with each run of two or more turns of one day whose line says nothing any
+    more (its asks condensed away: small talk) as one line that counts them (:func:`_runs_on_one_line`)."""
+    return _runs_on_one_line(out, days, lambda k: _emptied(out[k]), lambda k: [],
+                             lambda first, last, n, _parts: f"- {first}–{last} · {n} {FOLDED_TURNS}")
 
 
 JOINED_LINE_CHARS = 400   # a run of conversation turns joined on one line: at most this long
@@ -3092,7 +3109,6 @@ def _joined_talk(out: list[tuple], days: list, talking: set) -> tuple[list[tuple
     the run's turns, then what each said in order (an ask condensed away, ``user: "…"``, left
     out). A squeezed conversation then spends its room on what was said, not on a turn id a
     line; the turn ids of the run still find each turn (``memcli show AGENT --archive --turn ID``)."""
-    joined, joined_days = [], []
 
     def joinable(k: int) -> bool:
         if k == 0 or k == len(out) - 1:   # the request, the latest intent: lines of their own
@@ -3102,29 +3118,13 @@ def _joined_talk(out: list[tuple], days: list, talking: set) -> tuple[list[tuple
             return bool(_FOLDED.match(line))
         return span[0] in talking and line == short_form
 
-    k = 0
-    while k < len(out):
-        j, parts, size = k, [], 0
-        while j < len(out) and joinable(j) and days[j] == days[k]:
-            line, _, span = out[j]
-            said = [] if span[2] > 1 else [p for p in line.split(" · ")[1:] if p != 'user: "…"']
-            more = sum(len(p) + 3 for p in said)
-            if j > k and size + more > JOINED_LINE_CHARS:
-                break
-            parts += said
-            size += more
-            j += 1
-        if j - k >= 2 and parts:
-            first, last, n = out[k][2][0], out[j - 1][2][1], sum(span[2] for *_, span in out[k:j])
-            text = " · ".join([f"- {first}–{last}", *parts])
-            joined.append((text, text, (first, last, n)))
-            joined_days.append(days[k])
-            k = j
-        else:
-            joined.append(out[k])
-            joined_days.append(days[k])
-            k += 1
-    return joined, joined_days
+    def said(k: int) -> list:
+        line, _, span = out[k]
+        return [] if span[2] > 1 else [p for p in line.split(" · ")[1:] if p != 'user: "…"']
+
+    return _runs_on_one_line(out, days, joinable, said,
+                             lambda first, last, _n, parts: " · ".join([f"- {first}–{last}", *parts]) if parts else None,
+                             JOINED_LINE_CHARS)
 
 
 def _line_head(span: tuple) -> str:
