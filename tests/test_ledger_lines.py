@@ -27,6 +27,18 @@ def _ok(result):
     return result
 
 
+def _assert_refused(result, ledger, reason: str, command: str) -> None:
+    """``command`` refused (exit 1) naming the ledger's first line and ``reason``, saying nothing
+    was written and how to repair it."""
+    assert result.exit_code == 1, result.stderr
+    first, hint = result.stderr.splitlines()[:2]
+    assert first.startswith(f"memcli: error: {ledger}:1: {reason}")
+    assert first.endswith(f"; {command} appends to this file and refuses while a line of it is not a ledger record "
+                          "(uncompact could not read past it); nothing was written")
+    assert hint == ("  hint: run `memcli doctor a --repair` (it moves the line to .compactions.jsonl.corrupt-lines), "
+                    f"then {command} again")
+
+
 def _compacted_with_a_bad_first_ledger_line(cli, memory_dir, bad: bytes):
     """An agent compacted once, its ledger's first line then replaced by ``bad`` before the
     original record, and ten more turns ingested (a second compaction has work to do)."""
@@ -43,14 +55,7 @@ def test_compact_refuses_a_bad_ledger_line_and_writes_nothing(cli, memory_dir, b
     ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, bad)
     before = tree_digest(memory_dir)
     for args in ((), ("--dry-run",)):
-        result = cli("compact", "a", *args)
-        assert result.exit_code == 1, result.stderr
-        first, hint = result.stderr.splitlines()[:2]
-        assert first.startswith(f"memcli: error: {ledger}:1: {REFUSED[code]}")
-        assert first.endswith("; compact appends to this file and refuses while a line of it is not a ledger record "
-                              "(uncompact could not read past it); nothing was written")
-        assert hint == ("  hint: run `memcli doctor a --repair` (it moves the line to .compactions.jsonl.corrupt-lines), "
-                        "then compact again")
+        _assert_refused(cli("compact", "a", *args), ledger, REFUSED[code], "compact")
         assert tree_digest(memory_dir) == before
 
 
@@ -118,14 +123,7 @@ def test_ingest_of_an_export_refuses_a_bad_ledger_line_and_writes_nothing(cli, m
     export = _ok(cli("export", "x", "--with-memory")).stdout
     ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, b"{oops\n")
     before = tree_digest(memory_dir)
-    result = cli("ingest", "a", input=export)
-    assert result.exit_code == 1, result.stderr
-    first, hint = result.stderr.splitlines()[:2]
-    assert first.startswith(f"memcli: error: {ledger}:1: not valid JSON (")
-    assert first.endswith("; ingest appends to this file and refuses while a line of it is not a ledger record "
-                          "(uncompact could not read past it); nothing was written")
-    assert hint == ("  hint: run `memcli doctor a --repair` (it moves the line to .compactions.jsonl.corrupt-lines), "
-                    "then ingest again")
+    _assert_refused(cli("ingest", "a", input=export), ledger, "not valid JSON (", "ingest")
     assert tree_digest(memory_dir) == before
     _ok(cli("doctor", "a", "--repair"))
     _ok(cli("ingest", "a", input=export))
