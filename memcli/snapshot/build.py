@@ -178,6 +178,14 @@ def trace_media(trace: RawTrace) -> list[Media]:
     return out
 
 
+def says_something(trace: RawTrace) -> bool:
+    """Whether a trace gives its message anything to say: a text not blank, or media (what
+    :meth:`MessageBuilder._parts` renders). An assistant trace that does not is dropped: it
+    neither opens nor ends a message (the compaction planner cuts steps by the same rule)."""
+    content = trace.content
+    return bool(content and content.strip()) or bool(trace.media and trace_media(trace))
+
+
 @dataclass
 class BuildStats:
     traces: int = 0
@@ -309,10 +317,10 @@ class MessageBuilder:
                 self._queue.append(Message("assistant", "reasoning", parts, turn_id=trace.turn_id,
                                            trace_ids=[trace.id]))
             return
-        parts = self._parts(trace)
-        if not parts:
+        if not says_something(trace):   # it neither opens nor ends a message
             self.stats.empty_skipped += 1
             return
+        parts = self._parts(trace)
         current = self._current
         if current is not None and (current.tool_calls or current.turn_id != trace.turn_id):
             self._close()
