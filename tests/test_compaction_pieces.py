@@ -82,8 +82,8 @@ def test_the_scan_opens_units_and_turns_as_their_add_methods_do(memory_dir):
     # sidechain
     from tests.events import RES
 
-    events = turns(2) + [CALL("c9", turn_id="turn_0001"), RES("c9", turn_id="turn_0001"),    # the late call joins
-                         CALL("c10", turn_id="turn_0001"),                                     # a new step, unit 6
+    events = turns(2) + [CALL("c9", turn_id="turn_0001"), RES("c9", turn_id="turn_0001"),    # a new step, unit 6
+                         CALL("c10", turn_id="turn_0001"),                                     # a new step, unit 7
                          A("sub", tags=["sidechain"], turn_id="turn_0002")] + turns(1, start=3)
     scan = _scan(_store(memory_dir, events))
     units, listed = scan.units, scan.turn_list
@@ -101,7 +101,7 @@ def test_the_scan_opens_units_and_turns_as_their_add_methods_do(memory_dir):
         assert getattr(listed, column) == getattr(turns_again, column)
     assert [_steps(listed, t, units) for t in range(len(listed))] == [
         [s for s in scan.step_order if units.turn[s] == t] for t in range(len(listed))]
-    assert [_steps(listed, t, units) for t in range(len(listed))] == [[1, 2, 6], [4, 5], [8, 9]]
+    assert [_steps(listed, t, units) for t in range(len(listed))] == [[1, 2, 6, 7], [4, 5], [9, 10]]
 
 
 def _units(spec: list[tuple[int, int, int]]) -> tuple[w._Units, list]:

@@ -5,16 +5,23 @@ read is committed):
 
 * Turns are ordered by the first appearance of their ``turn_id``. A turn is its **head** (its
   ``user`` traces: the ask(s) and context the harness injected) and its **steps**. A step is one
-  assistant message — reasoning, text, tool calls — with the results of its calls: an
-  assistant/tool_call trace opens a new step when the turn has none yet, when a user trace came
-  in between, when the current step already got a result, or (text) when the current step
-  already made calls — reasoning, which the working snapshot leaves out and so splits no
-  message, stays in a step that made calls. A harness's own compaction summary (``compact_summary``) in
-  the middle of a turn joins the step before it, the work it stood for (at a turn's start, the
-  head). A ``tool_result`` joins the step of the call it answers
-  (:mod:`memcli.pairing`, the one pairing rule), so a step is never split; a result
-  with no call joins the current step of its turn. Sidechain traces (a subagent's own
-  conversation) join the current step of their turn — the one whose Task call started them.
+  assistant message of the working snapshot, cut exactly where its builder
+  (:mod:`memcli.snapshot.build`) cuts them, with the results of its calls. The rule, the
+  builder's: a call or a text that says something (:func:`memcli.snapshot.build.says_something`)
+  joins the open message if it is of the same turn (a text: if the message made no call yet),
+  else opens a new message — a new step; the open message ends at any user trace (instructions
+  included), at a result of one of its own calls, and at a result with no call (an orphan, a
+  message of its own). A result of an *older* message's call ends nothing; reasoning, a blank
+  text and a subagent's traces (``sidechain``) are left out of the snapshot and end nothing
+  either. So a message is never split between two steps, one of which moves (each message's
+  tokens are credited to one unit, below), and a step holds one message. Reasoning or a blank
+  text joins the open message's step (of its turn), else opens a step the next message of its
+  turn joins. A harness's own compaction summary (``compact_summary``) in the middle of a turn
+  joins the step before it, the work it stood for (at a turn's start, the head). A
+  ``tool_result`` joins the step of the call it answers (:mod:`memcli.pairing`, the one pairing
+  rule, over the calls the snapshot renders: not a subagent's); a result with no call joins the
+  current step of its turn. Sidechain traces (a subagent's own conversation) join the current
+  step of their turn — the one whose Task call started them — and pair with nothing.
 * A ``user`` trace tagged ``system`` or ``developer`` is an instruction
   (:func:`memcli.models.is_instruction`, the rule the snapshot renders system text by): it never
   moves, and its tokens are the fixed part's. A turn made only of instructions is not a
@@ -463,6 +470,8 @@ class _Scan:
     def traces(self, f, limit: int | None = None) -> Iterator[RawTrace]:
         """The traces of the open file ``f`` (its first ``limit`` bytes, when given), each
         assigned its unit as it goes by."""
+        from memcli.snapshot.build import says_something  # the builder's own rule (module docstring)
+
         path, turns, turn_list, units = self.path, self.turns, self.turn_list, self.units
         starts, ends, owners, feed, step_order = self.starts, self.ends, self.owners, self.feed, self.step_order
         planning, unit_of_trace, pending = feed is None, self.unit_of_trace, self.pending
@@ -477,6 +486,8 @@ class _Scan:
             self.ino, size = st.st_ino, st.st_size if limit is None else min(limit, st.st_size)
             self.size = size
             offset, last_turn_id, last_index = 0, None, -1
+            open_unit = open_index = fresh = -1
+            open_calls = False
             for offset, lines in jsonl.line_batches(f, size):
                 for raw in lines:
                     start = offset
@@ -503,6 +514,8 @@ class _Scan:
                         index = last_index
                     tags = trace.tags
                     if tags and instruction(trace.trace_type, tags):   # it never moves
+                        if TAG_SIDECHAIN not in tags:
+                            open_unit = -1   # a user trace ends the snapshot's open message
                         if planning:
                             starts.append(start)
                             ends.append(offset)
@@ -511,27 +524,29 @@ class _Scan:
                         continue
                     count = count_of[index] = count_of[index] + 1
                     opened = False
-                    # its unit (module docstring)
+                    # its unit (module docstring); open_unit: the step of the snapshot's open
+                    # assistant message (-1: none), of turn open_index, with calls or not
                     kind = trace.trace_type
-                    if kind == "tool_result":
+                    if tags and TAG_SIDECHAIN in tags:   # no message, no pairing: the snapshot leaves it out
+                        unit = current_of[index]
+                        if unit < 0:
+                            unit = head_of[index]
+                    elif kind == "tool_result":
                         entry = pop_open_call(pending, trace.tool_call_id or "", turn_id, _entry_turn)
                         if entry is not None:
                             unit = entry[0]
                             results_of[unit] += 1
+                            if unit == open_unit:   # it answers the open message: that message ends
+                                open_unit = -1
                             if planning and entry[1] != turn_id:   # it moves, or stays, with its call's turn
                                 self.strays[start] = entry[1]
-                        else:
+                        else:   # an orphan, a message of its own: the open message ends
+                            open_unit = -1
                             unit = current_of[index]
                             if unit < 0:
                                 unit = head_of[index]
-                    elif tags and TAG_SIDECHAIN in tags:
-                        unit = current_of[index]
-                        if unit < 0:
-                            unit = head_of[index]
-                        elif kind == "tool_call":
-                            calls_of[unit] += 1
-                            pending.setdefault(trace.tool_call_id or "", []).append((unit, turn_id))
                     elif kind == "user":
+                        open_unit = -1
                         unit = current_of[index]
                         current_of[index] = -1
                         if unit < 0 or not tags or TAG_COMPACT_SUMMARY not in tags:
@@ -539,21 +554,37 @@ class _Scan:
                         # else a harness's own summary: it joins the step before it, the work it
                         # stood for, and moves with it (in the head, a session compacted N times
                         # inside one turn kept N summaries that could never move)
-                    else:
+                    elif kind == "tool_call" or (kind == "assistant" and not (tags and TAG_REASONING in tags) and (
+                            # a trace of an assistant message (a text not blank, the usual case, says something)
+                            ((content := trace.content) and not content.isspace()) or says_something(trace))):
+                        if open_unit >= 0 and open_index == index and (kind == "tool_call" or not open_calls):
+                            unit = open_unit   # it joins the open message
+                        else:   # it opens a message: a new step (or the one a reasoning opened for it)
+                            unit = current_of[index]
+                            if unit < 0 or unit != fresh:
+                                unit = add_unit(index)
+                                add_step(index, unit, units)
+                                step_order.append(unit)
+                                if newest_step is not None:
+                                    newest_step[index] = len(step_order) - 1
+                                opened = True
+                            fresh = -1
+                            open_unit, open_index, open_calls = unit, index, False
+                        if kind == "tool_call":
+                            open_calls = True
+                            calls_of[unit] += 1
+                            pending.setdefault(trace.tool_call_id or "", []).append((unit, turn_id))
+                    elif open_unit >= 0 and open_index == index:   # reasoning, an empty text: no message
+                        unit = open_unit
+                    else:   # ... its step, the one the next message of its turn joins
                         unit = current_of[index]
-                        # (reasoning, which the working snapshot leaves out, closes no message:
-                        # between two calls of one step it stays in that step)
-                        if unit < 0 or results_of[unit] or (kind == "assistant" and calls_of[unit]
-                                                            and not (tags and TAG_REASONING in tags)):
-                            unit = add_unit(index)   # a new step
+                        if unit < 0 or unit != fresh:
+                            unit = fresh = add_unit(index)
                             add_step(index, unit, units)
                             step_order.append(unit)
                             if newest_step is not None:
                                 newest_step[index] = len(step_order) - 1
                             opened = True
-                        if kind == "tool_call":
-                            calls_of[unit] += 1
-                            pending.setdefault(trace.tool_call_id or "", []).append((unit, turn_id))
                     if planning:
                         starts.append(start)
                         ends.append(offset)
