@@ -1,15 +1,16 @@
 """A line of the tool-result summaries (``result_summaries.jsonl``, memcli/store/result_summaries.py)
 that is not a summary: ``summarize-results``, which appends there, refuses before anything is
 selected or written, naming file:line; the readers (``snapshot --expire …:summary``, ``stats``)
-name file:line. Before, a record without its fields was silently skipped by every reader and
-summarize-results appended after it; a line that was not JSON refused with a hint at doctor,
-which said 'no problems'."""
+name file:line; ``doctor`` reports it and ``--repair`` moves it aside as for every JSONL file —
+after which summarizing works again. Before, doctor said 'no problems', a record without its
+fields was silently skipped by every reader, and summarize-results appended after it."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
-from tests.helpers import agent_dir, tree_digest
+from tests.helpers import agent_dir, read_jsonl, tree_digest
 from tests.test_summarize_results import _session
 
 SUMMARIES = "result_summaries.jsonl"
@@ -65,3 +66,43 @@ def test_readers_name_the_bad_line(cli, memory_dir, bad, code, _message):
         assert result.stderr.startswith(f"memcli: error: {path}:1: {REFUSED[code]}"), result.stderr
         assert "memcli doctor AGENT" in result.stderr
     assert tree_digest(memory_dir) == before
+
+
+@pytest.mark.parametrize("bad,code,message", BAD_LINES, ids=[c[1] for c in BAD_LINES])
+def test_doctor_reports_a_bad_line_and_repair_moves_it_aside(cli, memory_dir, bad, code, message):
+    path = _summarized_with_a_bad_first_line(cli, memory_dir, bad)
+    good = path.read_bytes()[len(bad):]
+    before = tree_digest(memory_dir)
+    result = cli("doctor", "s", "--json")
+    assert result.exit_code == 1
+    (found,) = orjson.loads(result.stdout)
+    assert (found["severity"], found["code"], found["file"], found["line"], found["fixable"], found["action"]) == \
+        ("error", code, str(path), 1, True, "move the line to result_summaries.jsonl.corrupt-lines")
+    assert found["message"].startswith(message)
+    assert tree_digest(memory_dir) == before          # looking changes nothing
+
+    result = _ok(cli("doctor", "s", "--repair"))
+    assert f"memcli: repaired: {SUMMARIES}: moved line 1 ({code}) to {SUMMARIES}.corrupt-lines" \
+        in result.stderr.splitlines()
+    assert path.read_bytes() == good
+    assert (path.parent / (SUMMARIES + ".corrupt-lines")).read_bytes() == bad
+    assert _ok(cli("doctor", "s")).stderr == "memcli: doctor: agent 's': no problems\n"
+    # summarizing works again: the result whose summary was dropped is summarized, the others kept
+    _ok(cli("summarize-results", "s", "--min-chars", "1000"))
+    assert [r["trace_id"] for r in read_jsonl(path)] == ["r2", "r3", "r1"]
+
+
+def test_a_torn_last_line_is_reported_and_cut_off_with_a_copy_kept(cli, memory_dir):
+    _ok(cli("ingest", "s", input=_session()))
+    _ok(cli("summarize-results", "s", "--min-chars", "1000"))
+    path = agent_dir(memory_dir, "s") / SUMMARIES
+    good = path.read_bytes()
+    path.write_bytes(good + b'{"id": "rsum')
+    result = cli("doctor", "s", "--json")
+    assert result.exit_code == 1
+    (found,) = orjson.loads(result.stdout)
+    assert (found["code"], found["file"], found["line"], found["action"]) == \
+        ("torn-tail", str(path), 4, f"cut the 12 partial bytes off (a copy goes to {SUMMARIES}.corrupt-lines)")
+    _ok(cli("doctor", "s", "--repair"))
+    assert path.read_bytes() == good
+    assert (path.parent / (SUMMARIES + ".corrupt-lines")).read_bytes() == b'{"id": "rsum\n'
