@@ -80,11 +80,12 @@ def iter_ledger(path: Path) -> Iterator[dict]:
         yield record
 
 
-def check_ledger(path: Path, agent_id: str, command: str) -> None:
+def check_ledger(path: Path, agent_id: str, command: str, written: str = "nothing was written") -> None:
     """Raise CorruptStoreError for the ledger's first bad line, before ``command`` writes anything
-    (module docstring); its hint is ``memcli doctor AGENT --repair``."""
+    more (module docstring; ``written``: what it wrote before); its hint is ``memcli doctor AGENT
+    --repair``."""
     jsonl.refuse_bad_line(iter_ledger(path), path, agent_id, command,
-                          "a ledger record (uncompact could not read past it)")
+                          "a ledger record (uncompact could not read past it)", written)
 
 
 def append_ledger(path: Path, records: list[dict], size_before: int) -> None:
