@@ -263,7 +263,11 @@ def test_validate_summary_rejects_what_must_never_be_committed(raw, reason):
     '{"error": "x"}', "Error 404 Not Found", "Error 503 Service Unavailable", "Error 429 Too Many Requests",
     "Error 500 Internal Server Error", "HTTP/1.1 502 Bad Gateway", "503 Service Unavailable", "HTTP Error 503: Service Unavailable",
     "Error processing request: context length exceeded", "Error while summarizing: input too long",
-    "Error occurred: timeout", "Exception occurred: ValueError", "Sorry.", "Sorry but I can't help"])
+    "Error occurred: timeout", "Exception occurred: ValueError", "Sorry.", "Sorry but I can't help",
+    "502 Bad Gateway\nnginx/1.18.0", "HTTP/1.1 503 Service Unavailable\nContent-Type: text/plain\n\nupstream overloaded",
+    "504 Gateway Time-out", "HTTP/2 503", "Service Unavailable", "An error occurred while processing your request.",
+    '{"type":"error","error":{"type":"overloaded_error"}}', "I’m sorry, but I can’t help with that.",
+    "I’m unable to summarize this.", "Sorry—I can't do that", "Sorry–I cannot help"])
 def test_an_error_message_or_a_refusal_reads_like_an_error(text):
     assert reads_like_error(text)
 
@@ -273,7 +277,12 @@ def test_an_error_message_or_a_refusal_reads_like_an_error(text):
     "Rate limit exceeded errors are retried with backoff", "Exception handling must go through handle_exc()",
     "Errors: none since the fix", "Error 404 pages are served by nginx", "Internal server errors are logged to Sentry",
     "Error-prone parsing moved to parse.py", "The user asked about errors.", "Sorry state of the build: tests failing",
-    "Error 500 responses are retried twice", "Exception classes live in memcli/errors.py"])
+    "Error 500 responses are retried twice", "Exception classes live in memcli/errors.py",
+    # what a summary of a failing command, or a fact about one, says first (refused for a while)
+    "Error when looking up orders older than 90 days: the lookup_order API returns 410; use the archive API.",
+    "Error while running `pytest -q`: exit code 1; 1 failed, 300 passed", "Error during startup was caused by a "
+    "missing env var", "Exception raised in worker.py is now logged", "Error processing config.yaml at line 12: bad "
+    "indent", "Error while loading shared libraries: libssl.so.3: cannot open shared object file"])
 def test_a_sentence_that_starts_with_an_error_word_is_not_an_error(text):
     assert not reads_like_error(text)
     fact = {"fact": text, "tags": ["project"], "confidence": 1.0}

@@ -149,7 +149,7 @@ def test_a_timed_out_request_keeps_its_bound_under_max_cost(cli, memory_dir, ser
     assert error.startswith(f"--max-cost {float(f'{limit:.9f}'):g}: retrying turn_0001–turn_0004 (attempt 2) would "
                             f"cost up to ${estimate['cost_usd']:.6f} on top of ${estimate['cost_usd']:.6f} spent or "
                             "committed; ")
-    assert f"; spent: 1 request (1 timed out: its prompt counted), {prompt:,} input + 0 output tokens, " \
+    assert f"; spent: 1 request (1 unanswered: its prompt counted), {prompt:,} input + 0 output tokens, " \
            f"${prompt * 0.15e-6:.6f}; nothing was written" in error
     after = tree_digest(agent_dir(memory_dir, "a"))
     assert {k for k in after if before.get(k) != after[k]} <= {".compaction.json", ".token-counts"}
@@ -174,7 +174,7 @@ def test_timed_out_requests_are_counted_as_sent(cli, memory_dir, server, never_a
     srv = server(lambda body, i: (200, never_answered() and faithful_answer(body), 0))
     result = cli("compact", "b", "--model", MODEL, "--api-base", srv.api_base, "--timeout", "0.5", "--retries", "1")
     assert result.exit_code == 1 and len(srv.requests) == 2
-    assert re.search(r"; spent: 2 requests \(2 timed out: their prompts counted\), [\d,]+ input \+ 0 output tokens, "
+    assert re.search(r"; spent: 2 requests \(2 unanswered: their prompts counted\), [\d,]+ input \+ 0 output tokens, "
                      r"price unknown; nothing was written", result.stderr), result.stderr
 
 
@@ -221,6 +221,44 @@ def test_a_connect_timeout_is_not_a_sent_request(cli, memory_dir, never_acceptin
         assert "; spent: nothing; nothing was written" in error and "max-cost" not in error
         after = tree_digest(agent_dir(memory_dir, "a"))
         assert {k for k in after if before.get(k) != after[k]} <= {".compaction.json", ".token-counts"}
+
+
+@pytest.fixture
+def closing_after_the_request():
+    """A server that reads each request, then closes the connection without an answer."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(1 << 20)
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    listener.close()
+
+
+def test_a_request_whose_connection_drops_is_sent_and_unanswered(cli, memory_dir, closing_after_the_request):
+    """The server read the request, then closed the connection: the request was sent and may be
+    billed. It was reported as LiteLLM's made-up 'server error (HTTP 500): Connection error.' and
+    counted as nothing spent; it is counted on its prompt, like a request that timed out."""
+    _ingest(cli, turns=8, big=0)
+    base = ["compact", "a", "--model", PRICED, "--api-base", closing_after_the_request, "--timeout", "5",
+            "--retries", "1"]
+    result = cli(*base)
+    assert result.exit_code == 1
+    error = result.stderr.split("memcli: error: ", 1)[1]
+    assert error.count(f"{closing_after_the_request} closed the connection before answering") == 2, error
+    assert re.search(r"; spent: 2 requests \(2 unanswered: their prompts counted\), [\d,]+ input \+ 0 output "
+                     r"tokens, \$0\.\d+; nothing was written", error), error
 
 
 def test_a_failed_chunk_says_what_the_whole_compaction_spent(cli, memory_dir, server, monkeypatch):

@@ -27,14 +27,14 @@ def _ok(result):
     return result
 
 
-def _assert_refused(result, ledger, reason: str, command: str) -> None:
-    """``command`` refused (exit 1) naming the ledger's first line and ``reason``, saying nothing
-    was written and how to repair it."""
+def _assert_refused(result, ledger, reason: str, command: str, written: str = "nothing was written") -> None:
+    """``command`` refused (exit 1) naming the ledger's first line and ``reason``, saying what was
+    written (nothing, unless said) and how to repair it."""
     assert result.exit_code == 1, result.stderr
     first, hint = result.stderr.splitlines()[:2]
     assert first.startswith(f"memcli: error: {ledger}:1: {reason}")
     assert first.endswith(f"; {command} appends to this file and refuses while a line of it is not a ledger record "
-                          "(uncompact could not read past it); nothing was written")
+                          f"(uncompact could not read past it); {written}")
     assert hint == ("  hint: run `memcli doctor a --repair` (it moves the line to .compactions.jsonl.corrupt-lines), "
                     f"then {command} again")
 
@@ -128,3 +128,23 @@ def test_ingest_of_an_export_refuses_a_bad_ledger_line_and_writes_nothing(cli, m
     _ok(cli("doctor", "a", "--repair"))
     _ok(cli("ingest", "a", input=export))
     assert sum(r["kind"] == "compaction" for r in read_jsonl(ledger)) == 2
+
+
+def test_a_streamed_export_says_its_traces_were_written_when_a_bad_ledger_line_refuses_its_memory(cli, memory_dir,
+                                                                                                  tmp_path):
+    """``ingest --stream`` writes traces as they come, so a bad ledger line is met only when the
+    export's memory records are restored: it said "nothing was written" though its traces were.
+    It says what was written, and that the memory records were not."""
+    _ok(cli("ingest", "x", input=conversation(12, prefix="x")))
+    _ok(cli("compact", "x"))
+    export = tmp_path / "export.jsonl"
+    export.write_text(_ok(cli("export", "x", "--with-memory")).stdout)
+    ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, b"{oops\n")
+    active = agent_dir(memory_dir, "a") / "raw_traces.jsonl"
+    lines = len(read_jsonl(active))
+    result = cli("ingest", "a", "--stream", str(export))
+    added = len(read_jsonl(active)) - lines
+    assert added > 0
+    _assert_refused(result, ledger, "not valid JSON (", "ingest",
+                    f"its {added} new traces were written as they came, its memory records were not")
+    assert ledger.read_bytes().startswith(b"{oops\n")   # (left as it was)

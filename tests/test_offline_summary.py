@@ -1425,17 +1425,26 @@ def test_the_line_after_turns_left_out_says_its_day_in_a_window_of_talk_and_work
     ("Error: something broke badly here. The crash is in app/orders.py line 12.", ""),
     ("Note: this is how it goes, always. We adopted a puppy and named him Milo9.", ""),
     ("TODO: remember this later on please. Deploy uses terraform module vpc_core_77.", ""),
+    ("Łukasz Nowak: It is a long story, really. We adopted a puppy and named him Milo10.", "Łukasz Nowak: "),
+    ("Дмитрий: It is a long story, really. We adopted a puppy and named him Milo11.", "Дмитрий: "),
+    ("O'Brien: It is a long story, really. We adopted a puppy and named him Milo12.", "O'Brien: "),
+    ("Élodie: It is a long story, really. We adopted a puppy and named him Milo13.", "Élodie: "),
 ])
 def test_a_message_keeps_who_speaks_but_no_other_label(text, label):
-    """A message condensed without its first sentence says its speaker (``Caroline: …``) — not a
-    word that heads a note or an error (``Note:``, ``Error:``, ``TODO:``), put before a sentence it
-    never headed."""
+    """A message condensed without its first sentence says its speaker (``Caroline: …``, in any
+    alphabet) — a label several messages start with, not a word that heads a note or an error
+    (``Note:``, ``Error:``, ``TODO:``), put before a sentence it never headed. A label one message
+    alone starts with (``Build: …``) is no speaker either."""
     from memcli.compaction.offline import Rarity, condense_message
 
-    rarity = Rarity([text] * 3 + ["It is a long story, really.", "this is how it goes, always."] * 20)
+    filler = ["It is a long story, really.", "this is how it goes, always."] * 20
+    rarity = Rarity([text] * 3 + filler)
     parts, density = rarity.analysed(text)
     said = condense_message(text, 2000, rarity, max(density) * 0.999, keep=False)
     assert said.startswith(f"{label}… ") and said.endswith(parts[-1]), said
+    once = "Build: It is a long story, really. Deploy uses terraform module vpc_core_77."
+    rarity = Rarity([once] + filler)
+    assert condense_message(once, 2000, rarity, max(rarity.analysed(once)[1]) * 0.999, keep=False).startswith("… ")
 
 
 @pytest.mark.parametrize("per_day,tokens", [(10, 2000), (10, 800), (3, 1500)])

@@ -69,7 +69,7 @@ much; never below :data:`MIN_CLIP` characters, so paths and names stay whole).
 
 Spending: every answer's reported ``usage`` (prompt and completion tokens, failed attempts too;
 a figure the server leaves out is counted on what was sent and what came back, never taken as 0;
-a request that timed out, sent with no answer back, on its prompt, no output) is added to ``spent``
+a request sent with no answer back — it timed out, or the connection dropped —, on its prompt, no output) is added to ``spent``
 (:class:`Spending`) with its cost by LiteLLM's price map
 (``litellm.cost_per_token`` for ``--model``; None, never a guess, when the map has no price); the
 compaction writes what one run spent into its ledger record (one that writes nothing, an
@@ -595,7 +595,7 @@ class LiteLLMSummarizer(Summarizer):
         try:
             response = litellm.completion(**kwargs)
         except Exception as exc:
-            if _timed_out(exc, litellm):   # sent, no answer came: never taken as free
+            if _unanswered(exc, litellm):   # sent, no answer came: never taken as free
                 cost = self._account(litellm, None, messages, None, answered=False)
                 if reserved:
                     with self._count_lock:
@@ -1081,15 +1081,15 @@ class Spending:
 
     def describe(self) -> str:
         """``3 requests, 1,234 input + 56 output tokens, $0.000120`` (or ``price unknown``; ``(1
-        timed out: its prompt counted)`` after the requests when one did); ``nothing`` when no
+        unanswered: its prompt counted)`` after the requests when one was); ``nothing`` when no
         request was paid for (a figure, even $0, is never given for a model without a price)."""
         from memcli.sizes import counted
 
         if not self.requests:
             return "nothing"
         price = "price unknown" if self.unpriced else f"${self.cost_usd:.6f}"
-        unanswered = f" ({self.unanswered} timed out: its prompt counted)" if self.unanswered == 1 else (
-            f" ({self.unanswered} timed out: their prompts counted)" if self.unanswered else "")
+        unanswered = f" ({self.unanswered} unanswered: its prompt counted)" if self.unanswered == 1 else (
+            f" ({self.unanswered} unanswered: their prompts counted)" if self.unanswered else "")
         return (f"{counted(self.requests, 'request')}{unanswered}, {self.input_tokens:,} input + "
                 f"{self.output_tokens:,} output tokens, {price}")
 
@@ -1230,6 +1230,19 @@ def _timed_out(exc: BaseException, litellm) -> bool:
             or any(isinstance(e, (TimeoutError, litellm.exceptions.Timeout)) for e in chain))
 
 
+def _dropped(exc: BaseException) -> bool:
+    """Whether ``exc`` is a connection the server closed or reset after the request went out
+    (httpx's RemoteProtocolError or ReadError behind LiteLLM's made-up "Connection error.")."""
+    return not _not_connected(exc) and bool({type(e).__name__ for e in _chain(exc)}
+                                            & {"RemoteProtocolError", "ReadError"})
+
+
+def _unanswered(exc: BaseException, litellm) -> bool:
+    """Whether a failed request was sent and got no answer — it timed out, or the connection
+    dropped — so the provider may bill it: counted on its prompt, its bound kept under --max-cost."""
+    return _timed_out(exc, litellm) or _dropped(exc)
+
+
 def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -> ModelFailure:
     """What a failed request means for the user (see :class:`ModelFailure`).
 
@@ -1257,6 +1270,10 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
         return ModelFailure(f"cannot connect to {where} (connection refused)", retry=False,
                             hint=(f"is the server at {summarizer.api_base} running? --api-base sets where requests go"
                                   if summarizer.api_base else "check the network, or point --api-base at a server"))
+    # 3b. sent, then the connection closed or reset before an answer (LiteLLM calls it HTTP 500)
+    if _dropped(exc):
+        return ModelFailure(f"{where} closed the connection before answering", retry=True,
+                            hint="--retries tries again")
     # 4. no key, or a key the provider refuses
     if _MISSING_KEY.search(text):
         keys = " or ".join(_key_names(exc, summarizer, litellm))

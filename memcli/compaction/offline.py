@@ -375,16 +375,30 @@ class Rarity:
         summaries condense nothing)."""
         self._texts = texts
         self.n, self.df = 0, None
+        self.speakers: Counter = Counter()   # the messages each Name: starts
         self._weight: dict[str, float] = {}
         self._analysed: dict[str, tuple[list[str], list[float]]] = {}
 
     def _count(self) -> None:
         df: Counter = Counter()
         n = 0
+        speakers = self.speakers
         for text in self._texts() if callable(self._texts) else self._texts:
             n += 1
             df.update(set(_WORD.findall(text[:RARITY_TEXT_CHARS].lower())))
+            if ": " in text[:70]:
+                speaker = _speaker_of(text)
+                if speaker:
+                    speakers[speaker] += 1
         self.n, self.df, self._texts = n, df, ()
+
+    def speaker(self, text: str) -> str | None:
+        """The ``Name: `` ``text`` starts with, when several of the messages start with it: who
+        speaks in a chat imported so (``Caroline: …``), not a word that heads one message."""
+        if self.df is None:
+            self._count()
+        speaker = _speaker_of(text)
+        return speaker if speaker and self.speakers[speaker] >= 2 else None
 
     def of(self, sentence: str) -> float:
         """The information of ``sentence``: the squared rarity of each of its distinct words, summed."""
@@ -424,13 +438,25 @@ def _ask_keep(chat: bool, text: str) -> bool:
     return not chat or bool(_vocabulary_of(_scanned(text), False))
 
 
-# who speaks, where a chat's messages say it (``Caroline: …``, ``Dr. Lee: …``): one to three capitalized
-# words, not a word that heads what follows it (``Note: …``, ``Error: …``, ``TODO: …``)
-_SPEAKER = re.compile(r"([A-Z][a-z][\w.'-]{0,20}(?: [A-Z][a-z]?[\w.'-]{0,20}){0,2}): (?=\S)")
+# who speaks, where a chat's messages say it (``Caroline: …``, ``Dr. Lee: …``, ``Łukasz Nowak: …``):
+# one to three words, each capitalized, that several of the window's messages start with
+# (:meth:`Rarity.speaker`), not a word that heads what follows it (``Note: …``, ``Error: …``)
+_SPEAKER = re.compile(r"([^\W\d_][\w.'’-]{0,20}(?: [^\W\d_][\w.'’-]{0,20}){0,2}): (?=\S)")
 _NO_SPEAKER = frozenset((
     "Answer Also Assistant Bug Caution Context Done Edit Error Example Examples Exception Fix Goal Hint Idea "
     "Important Info Input Issue Note Notes Now Ok Okay Output Plan Problem Question Reason Reminder Result "
-    "Source Status Step Summary Sure Task Then Tip Todo Update Usage User Warning Well Yes No").split())
+    "Source Status Step Summary Sure Task Then Tip Todo TODO Update Usage User Warning Well Yes No").split())
+
+
+def _speaker_of(text: str) -> str | None:
+    """The ``Name: `` a message starts with, when it reads as one (:data:`_SPEAKER`)."""
+    found = _SPEAKER.match(text.lstrip())
+    if found is None:
+        return None
+    words = found[1].split(" ")
+    if words[0] in _NO_SPEAKER or not all(w[0].isupper() for w in words):
+        return None
+    return found[0]
 
 
 def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor: float = 0.0,
@@ -444,11 +470,11 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     says ``floor`` is left out ("": asks, :func:`_ask_keep`), and a message that says who speaks
     (``Caroline: …``, :data:`_SPEAKER`) still says it when its first sentence goes."""
     said = _condensed(text, limit, rarity, floor, keep)
-    if said and not said[:1].isupper():   # (its first sentence went: "… …")
-        speaker = _SPEAKER.match(text.lstrip())
+    if said and said.startswith("…") and rarity is not None:   # (its first sentence went)
+        speaker = rarity.speaker(text)
         # (not when a part of the name stays: the sentence split after "Dr.")
-        if speaker and speaker[1].split(" ", 1)[0] not in _NO_SPEAKER and speaker[1].rsplit(" ", 1)[-1] + ":" not in said:
-            return speaker[0] + said
+        if speaker and speaker[:-2].rsplit(" ", 1)[-1] + ":" not in said:
+            return speaker + said
     return said
 
 

@@ -34,7 +34,8 @@ before the call), with the offline summary as a checklist; ``max_cost`` refuses 
 request when the estimate is above it (or LiteLLM has no price). The run's spending is one ledger
 record (``kind: "result-summaries"``), so ``stats`` counts it with the compactions'; a line of the
 ledger that is not a record refuses the run before any request, dry run alike
-(:func:`memcli.store.ledger.check_ledger`).
+(:func:`memcli.store.ledger.check_ledger`), and so does a line of ``result_summaries.jsonl`` that
+is not a summary, model or not (:func:`memcli.store.result_summaries.check_result_summaries`).
 """
 
 from __future__ import annotations
@@ -405,10 +406,11 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
     """Summarize the selected tool results of ``agent_id`` once each (module docstring).
 
     Raises AgentNotFoundError, UsageError (bad option), CompactionError (``max_cost`` exceeded or
-    unbounded; nothing sent or written). A model failure on one result is reported in ``failed``
+    unbounded; nothing sent or written), CorruptStoreError (a bad line of the ledger or of the
+    summaries; nothing sent or written). A model failure on one result is reported in ``failed``
     and the others are still summarized."""
     from memcli.store.ledger import check_ledger
-    from memcli.store.result_summaries import append_result_summaries, read_result_summaries
+    from memcli.store.result_summaries import append_result_summaries, check_result_summaries, read_result_summaries
 
     if older_than < 0:
         raise UsageError("{older_than} must be 0 or more turns", param="older_than")
@@ -419,6 +421,8 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
     tools = {tool} if isinstance(tool, str) else set(tool or ())
     store = AgentStore(memory_dir, agent_id)
     store.require()
+    # it appends there: a bad line refuses before anything is selected, requested or written, dry run alike
+    check_result_summaries(store.paths.result_summaries, store.agent_id, "summarize-results")
     done = set(read_result_summaries(store.paths.result_summaries))
     candidates, existing = _select(store, tools=tools, older_than=older_than, min_chars=min_chars, done=done)
     report = SummarizeResultsReport(agent_id, model or SUMMARIZER_OFFLINE, dry_run, skipped_existing=existing)

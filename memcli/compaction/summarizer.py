@@ -123,30 +123,39 @@ class Summarizer:
 
 # --------------------------------------------------------------------------- validation
 
-# An answer that is an error message or a refusal, not a summary. The error words count only in
-# an error message's shape — "Error: …", "Error 500", "Error code: 429 - …", "Exception (…)", a
-# bare "Error.", an HTTP status line ("Error 503 Service Unavailable", "HTTP/1.1 404 Not Found",
-# "429 Too Many Requests"), "Error while …", "Error processing …", "Error occurred …", "Exception
-# occurred: …", "Rate limit exceeded", "Rate limit reached for …", "Rate limited: …" — and a
-# refusal only as one ("I'm sorry", "Sorry, …", "I can't …", "As an AI …"), so that a sentence
-# that merely starts with those words ("Error codes of the API are listed in docs/errors.md",
-# "Error 404 pages are served by nginx", "Rate limit of the API is 5 requests per second",
-# "Sorry state of the build: tests failing") is a summary or a fact like any other.
+# An answer that is an error message or a refusal, not a summary: what a provider or a proxy sends
+# in place of an answer, or a model declining. The error words count only in an error message's
+# shape — "Error: …", "Error 500", "Error code: 429 - …", "Exception (…)", a bare "Error.", an HTTP
+# status line alone on its line ("Error 503 Service Unavailable", "HTTP/1.1 404 Not Found",
+# "502 Bad Gateway" over nginx's body, "504 Gateway Time-out"), a provider's own sentences ("An
+# error occurred while processing your request", "Error processing request: …", "Exception
+# occurred: …", "Error while summarizing: …", "Service Unavailable", "Rate limit exceeded", "Rate
+# limit reached for …"), a
+# JSON error body — and a refusal only as one ("I'm sorry", "Sorry, …", "I can't …", "As an AI …",
+# typographic apostrophes too). A sentence that merely starts with those words ("Error codes of
+# the API are listed in docs/errors.md", "Error 404 pages are served by nginx", "Error when
+# looking up old orders: use the archive API", "Error while loading shared libraries: libssl.so.3
+# …", "Rate limit of the API is 5 requests per second", "Sorry state of the build: tests
+# failing") is a summary or a fact like any other: a summary of a failing command starts so.
 _ERROR_END = r"\s*(?::|\(|[-–—]\s|\d+\s*(?:[:(.,;]|[-–—]\s|$)|[.!]?\s*$)"
-_PUNCT_END = r"\s*(?:[:(.,;!]|[-–—]\s|$)"
-# the reason phrases of HTTP's error statuses (4xx, 5xx), longest first
-_HTTP_REASONS = "|".join(sorted({re.escape(s.phrase).replace(r"\ ", r"\s+") for s in HTTPStatus if s >= 400},
-                                key=len, reverse=True))
+_LINE_END = r"[ \t]*(?:[:(.,;!]|[-–—]\s|$|\r?\n)"   # what ends a status line: the text's end, or its line's
+# the reason phrases of HTTP's error statuses (4xx, 5xx), longest first ("Time-out": nginx's spelling)
+_HTTP_REASONS = "|".join(sorted({re.escape(s.phrase).replace(r"\ ", r"\s+").replace("Timeout", "Time-?out")
+                                 for s in HTTPStatus if s >= 400}, key=len, reverse=True))
 _ERROR_TEXT = re.compile(
     rf"^\s*(?:(?:(?:http\s+)?error(?:\s+code)?|exception|internal\s+server\s+error){_ERROR_END}|"
     rf"(?:(?:http\s+)?error\s*:?\s*|http/\d(?:\.\d)?\s+|http\s+|status(?:\s+code)?\s*:?\s*)?[45]\d\d\s*:?\s*"
-    rf"(?:{_HTTP_REASONS}){_PUNCT_END}|"
-    r"(?:error|exception)\s+(?:while|when|during|processing|occurred|has\s+occurred|was\s+raised|raised|thrown)\b|"
+    rf"(?:{_HTTP_REASONS}){_LINE_END}|"
+    rf"(?:{_HTTP_REASONS}){_LINE_END}|"
+    rf"http/\d(?:\.\d)?\s+[45]\d\d{_LINE_END}|"
+    r"(?:an\s+)?(?:internal\s+)?(?:error|exception)\s+(?:has\s+)?occurred\b|"
+    r"error\s+(?:while\s+|when\s+)?processing\s+(?:your\s+|the\s+)?request\b|"
+    r"error\s+(?:while|when)\s+(?:summariz|generat|calling\s+the\s+model|contacting|communicating)|"
     r"rate[ _]limit(?:ed\s*(?:[:(.,;!]|[-–—]\s|$)|[ _](?:exceeded|reached|hit)\s*(?:[:(.,;!]|[-–—]\s|for\b|$)"
     r"|\s*[.!]?\s*$)|"
     r"traceback \(most recent call last\)|"
-    r"i'?m sorry|i am sorry|sorry\s*(?:[,.!:;]|[-–—]\s|$|but\b|i\b)|i cannot\b|i can'?t\b|i'?m unable|i am unable|"
-    r"as an ai\b|<!doctype|<html|\{\s*\"error\")",
+    r"i[’']?m sorry|i am sorry|sorry\s*(?:[,.!:;]|[-–—]|$|but\b|i\b)|i cannot\b|i can[’']?t\b|i[’']?m unable|"
+    r"i am unable|as an ai\b|<!doctype|<html|\{\s*\"(?:error\"|type\"\s*:\s*\"error\"))",
     re.IGNORECASE,
 )
 

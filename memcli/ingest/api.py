@@ -49,7 +49,9 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
         ingest_live(store, events, live.set_idle_callback, skip_invalid=skip_invalid,
                     redactor=redactor, source_event=importer.source_event, result=result, divert=divert)
         require_a_valid_event(result, memory)
-        _restore_memory(store, memory, result)
+        # (a stream's traces are written as they come: by then only its memory records are not)
+        _restore_memory(store, memory, result, f"its {result.appended} new traces were written as they came, its "
+                                               "memory records were not" if result.appended else "nothing was written")
         return result
     f, name = open_input(file, stdin)
     with f:
@@ -134,11 +136,11 @@ def _memory_records(importer):
     return memory, partial(divert_memory_record, sink=memory)
 
 
-def _restore_memory(store, memory: list, result: IngestResult) -> None:
+def _restore_memory(store, memory: list, result: IngestResult, written: str = "nothing was written") -> None:
     if memory:
         from memcli.store.memory_records import restore_memory
 
-        result.notes.append(restore_memory(store, memory))
+        result.notes.append(restore_memory(store, memory, written))
 
 
 def _stdin():

@@ -38,6 +38,12 @@ reader that goes on past a bad line. Every finding has a severity:
   ``compact``, ``uncompact``, ``compactions``, ``stats`` and ``export --with-memory`` refuse,
   naming the file and line (a torn tail they skip, as every reader does).
 
+* The tool-result summaries (``result_summaries.jsonl``, :mod:`memcli.store.result_summaries`):
+  a line that is not a summary (``bad-json``, ``not-an-object``, ``invalid-record``: no string
+  ``id``, ``trace_id`` and ``summary`` and integer ``chars``) and a ``torn-tail`` are reported
+  and repaired as above. Until a bad line is repaired, ``summarize-results`` (dry run alike),
+  ``snapshot --expire …:summary`` and ``stats`` refuse, naming the file and line.
+
 ``warning`` — legal, but worth a look; not repaired:
 
 * ``memory-file-over-limit`` — a working-memory file over 100 KB, or more than 2,000 files
@@ -85,8 +91,9 @@ from memcli.errors import CorruptStoreError
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, ToolStatus, from_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, trace_from_record
-from memcli.store.ledger import record_problem
+from memcli.store.ledger import record_problem as ledger_problem
 from memcli.store.repair import QUARANTINE_SUFFIX
+from memcli.store.result_summaries import record_problem as result_summary_problem
 from memcli.tool_interactions import iter_tool_pairs
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -253,8 +260,8 @@ class _Checker:
                         raise CorruptStoreError(str(path), number,
                                                 f"working-memory record with an unknown 'op' ({str(record.get('op'))[:40]!r})")
                     model = record
-                elif kind == "ledger":
-                    problem = record_problem(record)
+                elif kind in ("ledger", "result_summary"):
+                    problem = (ledger_problem if kind == "ledger" else result_summary_problem)(record)
                     if problem is not None:
                         raise CorruptStoreError(str(path), number, problem)
                     model = record
@@ -439,6 +446,13 @@ class _Checker:
         for _ in self.records(self.paths.ledger, "ledger"):
             pass
 
+    # -------------------------------------------------------------- the tool-result summaries
+    def check_result_summaries(self) -> None:
+        """Bad lines and a torn tail of ``result_summaries.jsonl`` (memcli.store.result_summaries),
+        as for every JSONL file: ``summarize-results`` refuses while a line is bad."""
+        for _ in self.records(self.paths.result_summaries, "result_summary"):
+            pass
+
     # -------------------------------------------------------------- the cache
     def check_cache(self) -> None:
         from memcli.store.state import TurnState
@@ -486,7 +500,7 @@ class _Checker:
 
 _FILE_RANK = {".ingest.pending": 0, ".compaction.journal": 1, "raw_traces.jsonl": 2,
               "raw_traces_archive.jsonl": 3, "episodic.jsonl": 4, "semantic.jsonl": 5, "memory_files.jsonl": 6,
-              ".compactions.jsonl": 7}
+              ".compactions.jsonl": 7, "result_summaries.jsonl": 8}
 
 
 def require_checkable(store: AgentStore) -> AgentStore:
@@ -508,6 +522,7 @@ def check(store: AgentStore) -> list[Finding]:
     checker.check_memory()
     checker.check_working_memory()
     checker.check_ledger()
+    checker.check_result_summaries()
     checker.check_cache()
     checker.check_search_index()
     if checker.in_both_mid_compaction:

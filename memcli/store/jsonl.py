@@ -404,6 +404,24 @@ def iter_lines_reverse(path: Path, end: int | None = None) -> Iterator[tuple[int
             yield 0, carry
 
 
+def refuse_bad_line(records: Iterable, path: Path, agent_id: str, command: str, what: str,
+                    written: str = "nothing was written") -> None:
+    """Read ``records`` (an iterator over ``path`` that raises CorruptStoreError at a line that
+    is not ``what``) to the end, before ``command`` appends to ``path``: its first bad line is a
+    CorruptStoreError naming file:line, saying what was written (``written``: nothing, unless the
+    command wrote other files before), hint ``memcli doctor AGENT --repair`` (which moves the line
+    to ``<file>.corrupt-lines``). One rule for every appender."""
+    try:
+        for _ in records:
+            pass
+    except CorruptStoreError as exc:
+        raise CorruptStoreError(
+            exc.path, exc.line, f"{exc.reason}; {command} appends to this file and refuses while a line of it is "
+            f"not {what}; {written}",
+            hint=f"run `memcli doctor {agent_id} --repair` (it moves the line to {path.name}.corrupt-lines), "
+                 f"then {command} again") from None
+
+
 def iter_records_reverse(path: Path, end: int | None = None) -> Iterator[tuple[int, dict]]:
     """(offset, record) from the end backwards; a corrupt line raises with its line number."""
     for offset, line in iter_lines_reverse(path, end):

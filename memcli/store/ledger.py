@@ -80,18 +80,12 @@ def iter_ledger(path: Path) -> Iterator[dict]:
         yield record
 
 
-def check_ledger(path: Path, agent_id: str, command: str) -> None:
+def check_ledger(path: Path, agent_id: str, command: str, written: str = "nothing was written") -> None:
     """Raise CorruptStoreError for the ledger's first bad line, before ``command`` writes anything
-    (module docstring); its hint is ``memcli doctor AGENT --repair``."""
-    try:
-        for _ in iter_ledger(path):
-            pass
-    except CorruptStoreError as exc:
-        raise CorruptStoreError(
-            exc.path, exc.line, f"{exc.reason}; {command} appends to this file and refuses while a line of it is "
-            "not a ledger record (uncompact could not read past it); nothing was written",
-            hint=f"run `memcli doctor {agent_id} --repair` (it moves the line to {path.name}.corrupt-lines), "
-                 f"then {command} again") from None
+    more (module docstring; ``written``: what it wrote before); its hint is ``memcli doctor AGENT
+    --repair``."""
+    jsonl.refuse_bad_line(iter_ledger(path), path, agent_id, command,
+                          "a ledger record (uncompact could not read past it)", written)
 
 
 def append_ledger(path: Path, records: list[dict], size_before: int) -> None:

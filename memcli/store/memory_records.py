@@ -132,16 +132,17 @@ def divert_memory_record(line: int, value, sink: list):
     return False
 
 
-def restore_memory(store, items: list) -> str:
+def restore_memory(store, items: list, written: str = "nothing was written") -> str:
     """Append the items ``store`` does not have yet (by id), under its lock. Returns a note.
-    A bad line of the agent's ledger refuses before anything is written (CorruptStoreError)."""
+    A bad line of the agent's ledger refuses before anything more is written (CorruptStoreError;
+    ``written``: what the caller wrote before, the traces of a stream)."""
     from memcli.store.ledger import check_ledger
 
     added = {"episodic": 0, "semantic": 0}
     present = 0
     with store.writer() as session:
         # restore_shape reads and appends to the ledger: a bad line of it refuses before any write
-        check_ledger(session.paths.ledger, store.agent_id, "ingest")
+        check_ledger(session.paths.ledger, store.agent_id, "ingest", written)
         files_added = session.restore_memory_files([r for k, r in items if k == MEMORY_FILE_KIND])
         present += sum(1 for k, _ in items if k == MEMORY_FILE_KIND) - files_added
         for kind in MEMORY_KINDS:

@@ -4,7 +4,7 @@ The checks (:mod:`memcli.inspect.doctor`) read; everything here writes, under th
 copy torn tails aside to ``<file>.corrupt-lines``, roll back an interrupted ingest, recover an
 unfinished compaction (:func:`memcli.store.journal.recover`), repair torn tails, move bad lines
 aside and drop byte-identical duplicates — in the trace files, the memory files, the working-memory
-log and the compaction ledger alike (each file rewritten through a temp file, fsynced and
+log, the compaction ledger and the tool-result summaries alike (each file rewritten through a temp file, fsynced and
 ``os.replace``d), then rebuild the state cache, and the search index when the check found it
 unusable or drifted (:func:`memcli.store.search_index.rebuild`). Findings are duck-typed (``code``, ``file``,
 ``line``, ``offset``, ``fixable``, ``action``) so the store does not import the checker; the
@@ -119,7 +119,7 @@ def repair_files(store: AgentStore, check: Callable[[AgentStore], list]) -> tupl
             repairer.note(note)
         if repairer.recover(session):
             for path in (store.paths.active, store.paths.archive, store.paths.episodic, store.paths.semantic,
-                         store.paths.memory_files, store.paths.ledger):
+                         store.paths.memory_files, store.paths.ledger, store.paths.result_summaries):
                 tail = jsonl.repair_tail(path)
                 if tail is not None:
                     repairer.note(tail.describe())

@@ -14,25 +14,57 @@ leaves every summary either whole or absent. Model spending of a run is one ledg
 (:mod:`memcli.store.ledger`, ``kind: "result-summaries"``) appended after the summaries. The file is
 a data file (``memcli.store.layout.DATA_FILES``): ``clear`` removes it, ``push`` carries it; an
 export does not (a summary is derived from the result it names).
+
+A line that is not such a record — not JSON, not an object, or without a string ``id``,
+``trace_id`` and ``summary`` and an integer ``chars`` (:func:`record_problem`, the one rule;
+``memcli doctor`` uses it too) — is a CorruptStoreError naming file and line for every reader
+(``snapshot --expire …:summary``, ``stats``), and ``summarize-results`` checks the whole file
+before it selects, requests or writes anything, dry run alike (:func:`check_result_summaries`),
+rather than append after a line that hides which results are summarized. ``memcli doctor``
+reports such a line (``bad-json``, ``not-an-object``, ``invalid-record``) and a torn last line
+(``torn-tail``); ``--repair`` moves the line to ``result_summaries.jsonl.corrupt-lines``, as for
+every JSONL file of the agent.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator
 
+from memcli.errors import CorruptStoreError
 from memcli.store import jsonl
 from memcli.store.ledger import append_ledger
+
+
+def record_problem(record) -> str | None:
+    """Why a parsed line of the file is not a result summary (module docstring), or None."""
+    if (type(record) is not dict or type(record.get("id")) is not str or type(record.get("trace_id")) is not str
+            or type(record.get("summary")) is not str or type(record.get("chars")) is not int):
+        return "result summary without a valid 'id', 'trace_id', 'summary' and 'chars'"
+    return None
+
+
+def iter_result_summaries(path: Path) -> Iterator[dict]:
+    """The records in file order (a bad line raises CorruptStoreError naming file:line)."""
+    for line_no, _, record in jsonl.iter_records(path):
+        problem = record_problem(record)
+        if problem is not None:
+            raise CorruptStoreError(str(path), line_no, problem)
+        yield record
+
+
+def check_result_summaries(path: Path, agent_id: str, command: str) -> None:
+    """Raise CorruptStoreError for the file's first bad line, before ``command`` writes anything
+    (module docstring); its hint is ``memcli doctor AGENT --repair``."""
+    jsonl.refuse_bad_line(iter_result_summaries(path), path, agent_id, command,
+                          "a result summary (which results are summarized would be unknown)")
 
 
 def read_result_summaries(path: Path) -> dict[str, dict]:
     """trace id -> its summary record (the first one stored for it)."""
     found: dict[str, dict] = {}
-    if not path.exists():
-        return found
-    for _, _, record in jsonl.iter_records(path):
-        trace_id = record.get("trace_id")
-        if isinstance(trace_id, str) and trace_id not in found:
-            found[trace_id] = record
+    for record in iter_result_summaries(path):
+        found.setdefault(record["trace_id"], record)
     return found
 
 

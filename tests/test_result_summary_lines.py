@@ -1,0 +1,108 @@
+"""A line of the tool-result summaries (``result_summaries.jsonl``, memcli/store/result_summaries.py)
+that is not a summary: ``summarize-results``, which appends there, refuses before anything is
+selected or written, naming file:line; the readers (``snapshot --expire …:summary``, ``stats``)
+name file:line; ``doctor`` reports it and ``--repair`` moves it aside as for every JSONL file —
+after which summarizing works again. Before, doctor said 'no problems', a record without its
+fields was silently skipped by every reader, and summarize-results appended after it."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from tests.helpers import agent_dir, read_jsonl, tree_digest
+from tests.test_summarize_results import _session
+
+SUMMARIES = "result_summaries.jsonl"
+BAD_LINES = [
+    (b"{oops\n", "bad-json", "not valid JSON ("),
+    (b"[]\n", "not-an-object", "a JSON list, not an object"),
+    (b'{"id": "rsum_x", "trace_id": "r1"}\n', "invalid-record",
+     "result summary without a valid 'id', 'trace_id', 'summary' and 'chars'"),
+]
+REFUSED = {"bad-json": "not valid JSON (", "not-an-object": "expected a JSON object, found list",
+           "invalid-record": "result summary without a valid 'id', 'trace_id', 'summary' and 'chars'"}
+
+
+def _ok(result):
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def _summarized_with_a_bad_first_line(cli, memory_dir, bad: bytes):
+    """An agent whose three long results were summarized, the summaries' first line then replaced
+    by ``bad`` before the original records, and the first summary's line dropped (r1 has work to do)."""
+    _ok(cli("ingest", "s", input=_session()))
+    _ok(cli("summarize-results", "s", "--min-chars", "1000"))
+    path = agent_dir(memory_dir, "s") / SUMMARIES
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(bad + b"".join(lines[1:]))
+    return path
+
+
+@pytest.mark.parametrize("bad,code,_message", BAD_LINES, ids=[c[1] for c in BAD_LINES])
+def test_summarize_results_refuses_a_bad_line_and_writes_nothing(cli, memory_dir, bad, code, _message):
+    path = _summarized_with_a_bad_first_line(cli, memory_dir, bad)
+    before = tree_digest(memory_dir)
+    for args in ((), ("--dry-run",)):
+        result = cli("summarize-results", "s", "--min-chars", "1000", *args)
+        assert result.exit_code == 1, result.stderr
+        first, hint = result.stderr.splitlines()[:2]
+        assert first.startswith(f"memcli: error: {path}:1: {REFUSED[code]}")
+        assert first.endswith("; summarize-results appends to this file and refuses while a line of it is not a "
+                              "result summary (which results are summarized would be unknown); nothing was written")
+        assert hint == ("  hint: run `memcli doctor s --repair` (it moves the line to "
+                        "result_summaries.jsonl.corrupt-lines), then summarize-results again")
+        assert tree_digest(memory_dir) == before
+
+
+@pytest.mark.parametrize("bad,code,_message", BAD_LINES, ids=[c[1] for c in BAD_LINES])
+def test_readers_name_the_bad_line(cli, memory_dir, bad, code, _message):
+    path = _summarized_with_a_bad_first_line(cli, memory_dir, bad)
+    before = tree_digest(memory_dir)
+    for args in (("snapshot", "s", "-p", "openai", "--expire", "*=0:summary"), ("stats", "s")):
+        result = cli(*args)
+        assert result.exit_code == 1, result.stderr
+        assert result.stderr.startswith(f"memcli: error: {path}:1: {REFUSED[code]}"), result.stderr
+        assert "memcli doctor AGENT" in result.stderr
+    assert tree_digest(memory_dir) == before
+
+
+@pytest.mark.parametrize("bad,code,message", BAD_LINES, ids=[c[1] for c in BAD_LINES])
+def test_doctor_reports_a_bad_line_and_repair_moves_it_aside(cli, memory_dir, bad, code, message):
+    path = _summarized_with_a_bad_first_line(cli, memory_dir, bad)
+    good = path.read_bytes()[len(bad):]
+    before = tree_digest(memory_dir)
+    result = cli("doctor", "s", "--json")
+    assert result.exit_code == 1
+    (found,) = orjson.loads(result.stdout)
+    assert (found["severity"], found["code"], found["file"], found["line"], found["fixable"], found["action"]) == \
+        ("error", code, str(path), 1, True, "move the line to result_summaries.jsonl.corrupt-lines")
+    assert found["message"].startswith(message)
+    assert tree_digest(memory_dir) == before          # looking changes nothing
+
+    result = _ok(cli("doctor", "s", "--repair"))
+    assert f"memcli: repaired: {SUMMARIES}: moved line 1 ({code}) to {SUMMARIES}.corrupt-lines" \
+        in result.stderr.splitlines()
+    assert path.read_bytes() == good
+    assert (path.parent / (SUMMARIES + ".corrupt-lines")).read_bytes() == bad
+    assert _ok(cli("doctor", "s")).stderr == "memcli: doctor: agent 's': no problems\n"
+    # summarizing works again: the result whose summary was dropped is summarized, the others kept
+    _ok(cli("summarize-results", "s", "--min-chars", "1000"))
+    assert [r["trace_id"] for r in read_jsonl(path)] == ["r2", "r3", "r1"]
+
+
+def test_a_torn_last_line_is_reported_and_cut_off_with_a_copy_kept(cli, memory_dir):
+    _ok(cli("ingest", "s", input=_session()))
+    _ok(cli("summarize-results", "s", "--min-chars", "1000"))
+    path = agent_dir(memory_dir, "s") / SUMMARIES
+    good = path.read_bytes()
+    path.write_bytes(good + b'{"id": "rsum')
+    result = cli("doctor", "s", "--json")
+    assert result.exit_code == 1
+    (found,) = orjson.loads(result.stdout)
+    assert (found["code"], found["file"], found["line"], found["action"]) == \
+        ("torn-tail", str(path), 4, f"cut the 12 partial bytes off (a copy goes to {SUMMARIES}.corrupt-lines)")
+    _ok(cli("doctor", "s", "--repair"))
+    assert path.read_bytes() == good
+    assert (path.parent / (SUMMARIES + ".corrupt-lines")).read_bytes() == b'{"id": "rsum\n'
