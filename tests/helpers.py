@@ -106,3 +106,26 @@ def synced_again_reading_nothing(monkeypatch, sync, memory_dir: Path, *readers):
     report = sync()
     assert store_digest(memory_dir) == before
     return report
+
+
+def doctor_moves_a_bad_first_line_aside(cli, memory_dir: Path, agent: str, path: Path, bad: bytes, code: str,
+                                        message: str) -> None:
+    """``memcli doctor AGENT`` reports ``path``'s first line (``bad``, a line that is not a record
+    of that file) as ``code`` with ``message``, changing nothing; ``--repair`` moves it, byte for
+    byte, to ``<file>.corrupt-lines``, and doctor then finds no problem."""
+    good = path.read_bytes()[len(bad):]
+    before = tree_digest(memory_dir)
+    result = cli("doctor", agent, "--json")
+    assert result.exit_code == 1
+    (found,) = orjson.loads(result.stdout)
+    assert (found["severity"], found["code"], found["file"], found["line"], found["fixable"], found["action"]) == \
+        ("error", code, str(path), 1, True, f"move the line to {path.name}.corrupt-lines")
+    assert found["message"].startswith(message)
+    assert tree_digest(memory_dir) == before          # looking changes nothing
+    result = cli("doctor", agent, "--repair")
+    assert result.exit_code == 0, result.stderr
+    assert f"memcli: repaired: {path.name}: moved line 1 ({code}) to {path.name}.corrupt-lines" \
+        in result.stderr.splitlines()
+    assert path.read_bytes() == good
+    assert (path.parent / (path.name + ".corrupt-lines")).read_bytes() == bad
+    assert cli("doctor", agent).stderr == f"memcli: doctor: agent '{agent}': no problems\n"

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from tests.compact_fixtures import conversation
-from tests.helpers import agent_dir, read_jsonl, tree_digest
+from tests.helpers import agent_dir, doctor_moves_a_bad_first_line_aside, read_jsonl, tree_digest
 
 LEDGER = ".compactions.jsonl"
 BAD_LINES = [
@@ -62,22 +62,7 @@ def test_compact_refuses_a_bad_ledger_line_and_writes_nothing(cli, memory_dir, b
 @pytest.mark.parametrize("bad,code,message", BAD_LINES, ids=[c[1] for c in BAD_LINES])
 def test_doctor_reports_a_bad_ledger_line_and_repair_moves_it_aside(cli, memory_dir, bad, code, message):
     ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, bad)
-    good = ledger.read_bytes()[len(bad):]
-    before = tree_digest(memory_dir)
-    result = cli("doctor", "a", "--json")
-    assert result.exit_code == 1
-    (found,) = orjson.loads(result.stdout)
-    assert (found["severity"], found["code"], found["file"], found["line"], found["fixable"], found["action"]) == \
-        ("error", code, str(ledger), 1, True, "move the line to .compactions.jsonl.corrupt-lines")
-    assert found["message"].startswith(message)
-    assert tree_digest(memory_dir) == before          # looking changes nothing
-
-    result = _ok(cli("doctor", "a", "--repair"))
-    assert f"memcli: repaired: .compactions.jsonl: moved line 1 ({code}) to .compactions.jsonl.corrupt-lines" \
-        in result.stderr.splitlines()
-    assert ledger.read_bytes() == good
-    assert (ledger.parent / (LEDGER + ".corrupt-lines")).read_bytes() == bad
-    assert _ok(cli("doctor", "a")).stderr == "memcli: doctor: agent 'a': no problems\n"
+    doctor_moves_a_bad_first_line_aside(cli, memory_dir, "a", ledger, bad, code, message)
     # compaction and its undo work again, the first compaction's record intact
     _ok(cli("compact", "a"))
     assert [r["kind"] for r in read_jsonl(ledger)] == ["compaction", "compaction"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.helpers import agent_dir, read_jsonl, tree_digest
+from tests.helpers import agent_dir, doctor_moves_a_bad_first_line_aside, read_jsonl, tree_digest
 from tests.test_summarize_results import _session
 
 SUMMARIES = "result_summaries.jsonl"
@@ -71,22 +71,7 @@ def test_readers_name_the_bad_line(cli, memory_dir, bad, code, _message):
 @pytest.mark.parametrize("bad,code,message", BAD_LINES, ids=[c[1] for c in BAD_LINES])
 def test_doctor_reports_a_bad_line_and_repair_moves_it_aside(cli, memory_dir, bad, code, message):
     path = _summarized_with_a_bad_first_line(cli, memory_dir, bad)
-    good = path.read_bytes()[len(bad):]
-    before = tree_digest(memory_dir)
-    result = cli("doctor", "s", "--json")
-    assert result.exit_code == 1
-    (found,) = orjson.loads(result.stdout)
-    assert (found["severity"], found["code"], found["file"], found["line"], found["fixable"], found["action"]) == \
-        ("error", code, str(path), 1, True, "move the line to result_summaries.jsonl.corrupt-lines")
-    assert found["message"].startswith(message)
-    assert tree_digest(memory_dir) == before          # looking changes nothing
-
-    result = _ok(cli("doctor", "s", "--repair"))
-    assert f"memcli: repaired: {SUMMARIES}: moved line 1 ({code}) to {SUMMARIES}.corrupt-lines" \
-        in result.stderr.splitlines()
-    assert path.read_bytes() == good
-    assert (path.parent / (SUMMARIES + ".corrupt-lines")).read_bytes() == bad
-    assert _ok(cli("doctor", "s")).stderr == "memcli: doctor: agent 's': no problems\n"
+    doctor_moves_a_bad_first_line_aside(cli, memory_dir, "s", path, bad, code, message)
     # summarizing works again: the result whose summary was dropped is summarized, the others kept
     _ok(cli("summarize-results", "s", "--min-chars", "1000"))
     assert [r["trace_id"] for r in read_jsonl(path)] == ["r2", "r3", "r1"]

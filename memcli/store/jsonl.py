@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import orjson
 
@@ -402,6 +402,16 @@ def iter_lines_reverse(path: Path, end: int | None = None) -> Iterator[tuple[int
             pos = start
         if carry.strip():
             yield 0, carry
+
+
+def iter_checked(path: Path, problem: Callable[[object], str | None]) -> Iterator[dict]:
+    """The records of ``path`` in file order, each a record by ``problem`` (None: it is; else why
+    not): a line that is not raises CorruptStoreError naming file:line, as a corrupt one does."""
+    for line_no, _, record in iter_records(path):
+        why = problem(record)
+        if why is not None:
+            raise CorruptStoreError(str(path), line_no, why)
+        yield record
 
 
 def refuse_bad_line(records: Iterable, path: Path, agent_id: str, command: str, what: str,

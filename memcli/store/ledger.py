@@ -54,7 +54,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from memcli.errors import CorruptStoreError
 from memcli.store import jsonl
 
 COMPACTION = "compaction"
@@ -73,11 +72,7 @@ def record_problem(record) -> str | None:
 
 def iter_ledger(path: Path) -> Iterator[dict]:
     """The ledger's records in file order (a corrupt line raises CorruptStoreError)."""
-    for line_no, _, record in jsonl.iter_records(path):
-        problem = record_problem(record)
-        if problem is not None:
-            raise CorruptStoreError(str(path), line_no, problem)
-        yield record
+    return jsonl.iter_checked(path, record_problem)
 
 
 def check_ledger(path: Path, agent_id: str, command: str, written: str = "nothing was written") -> None:

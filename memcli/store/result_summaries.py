@@ -31,7 +31,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from memcli.errors import CorruptStoreError
 from memcli.store import jsonl
 from memcli.store.ledger import append_ledger
 
@@ -46,11 +45,7 @@ def record_problem(record) -> str | None:
 
 def iter_result_summaries(path: Path) -> Iterator[dict]:
     """The records in file order (a bad line raises CorruptStoreError naming file:line)."""
-    for line_no, _, record in jsonl.iter_records(path):
-        problem = record_problem(record)
-        if problem is not None:
-            raise CorruptStoreError(str(path), line_no, problem)
-        yield record
+    return jsonl.iter_checked(path, record_problem)
 
 
 def check_result_summaries(path: Path, agent_id: str, command: str) -> None:
