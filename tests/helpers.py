@@ -129,3 +129,16 @@ def doctor_moves_a_bad_first_line_aside(cli, memory_dir: Path, agent: str, path:
     assert path.read_bytes() == good
     assert (path.parent / (path.name + ".corrupt-lines")).read_bytes() == bad
     assert cli("doctor", agent).stderr == f"memcli: doctor: agent '{agent}': no problems\n"
+
+
+def refused_for_a_bad_first_line(result, path: Path, agent: str, reason: str, command: str, what: str,
+                                 written: str = "nothing was written") -> None:
+    """``command`` refused (exit 1) to append to ``path`` while its first line is not ``what``
+    (memcli.store.jsonl.refuse_bad_line): the line named with ``reason``, what was written
+    (nothing, unless said), and the repair that moves the line aside."""
+    assert result.exit_code == 1, result.stderr
+    first, hint = result.stderr.splitlines()[:2]
+    assert first.startswith(f"memcli: error: {path}:1: {reason}")
+    assert first.endswith(f"; {command} appends to this file and refuses while a line of it is not {what}; {written}")
+    assert hint == (f"  hint: run `memcli doctor {agent} --repair` (it moves the line to {path.name}.corrupt-lines), "
+                    f"then {command} again")

@@ -10,7 +10,13 @@ import orjson
 import pytest
 
 from tests.compact_fixtures import conversation
-from tests.helpers import agent_dir, doctor_moves_a_bad_first_line_aside, read_jsonl, tree_digest
+from tests.helpers import (
+    agent_dir,
+    doctor_moves_a_bad_first_line_aside,
+    read_jsonl,
+    refused_for_a_bad_first_line,
+    tree_digest,
+)
 
 LEDGER = ".compactions.jsonl"
 BAD_LINES = [
@@ -28,15 +34,9 @@ def _ok(result):
 
 
 def _assert_refused(result, ledger, reason: str, command: str, written: str = "nothing was written") -> None:
-    """``command`` refused (exit 1) naming the ledger's first line and ``reason``, saying what was
-    written (nothing, unless said) and how to repair it."""
-    assert result.exit_code == 1, result.stderr
-    first, hint = result.stderr.splitlines()[:2]
-    assert first.startswith(f"memcli: error: {ledger}:1: {reason}")
-    assert first.endswith(f"; {command} appends to this file and refuses while a line of it is not a ledger record "
-                          f"(uncompact could not read past it); {written}")
-    assert hint == ("  hint: run `memcli doctor a --repair` (it moves the line to .compactions.jsonl.corrupt-lines), "
-                    f"then {command} again")
+    """``command`` refused (exit 1) to append to agent a's ledger while its first line is bad."""
+    refused_for_a_bad_first_line(result, ledger, "a", reason, command,
+                                 "a ledger record (uncompact could not read past it)", written)
 
 
 def _compacted_with_a_bad_first_ledger_line(cli, memory_dir, bad: bytes):

@@ -10,7 +10,13 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.helpers import agent_dir, doctor_moves_a_bad_first_line_aside, read_jsonl, tree_digest
+from tests.helpers import (
+    agent_dir,
+    doctor_moves_a_bad_first_line_aside,
+    read_jsonl,
+    refused_for_a_bad_first_line,
+    tree_digest,
+)
 from tests.test_summarize_results import _session
 
 SUMMARIES = "result_summaries.jsonl"
@@ -45,14 +51,9 @@ def test_summarize_results_refuses_a_bad_line_and_writes_nothing(cli, memory_dir
     path = _summarized_with_a_bad_first_line(cli, memory_dir, bad)
     before = tree_digest(memory_dir)
     for args in ((), ("--dry-run",)):
-        result = cli("summarize-results", "s", "--min-chars", "1000", *args)
-        assert result.exit_code == 1, result.stderr
-        first, hint = result.stderr.splitlines()[:2]
-        assert first.startswith(f"memcli: error: {path}:1: {REFUSED[code]}")
-        assert first.endswith("; summarize-results appends to this file and refuses while a line of it is not a "
-                              "result summary (which results are summarized would be unknown); nothing was written")
-        assert hint == ("  hint: run `memcli doctor s --repair` (it moves the line to "
-                        "result_summaries.jsonl.corrupt-lines), then summarize-results again")
+        refused_for_a_bad_first_line(cli("summarize-results", "s", "--min-chars", "1000", *args), path, "s",
+                                     REFUSED[code], "summarize-results",
+                                     "a result summary (which results are summarized would be unknown)")
         assert tree_digest(memory_dir) == before
 
 
