@@ -434,8 +434,17 @@ def _ask_keep(chat: bool, text: str) -> bool:
     conversation only, an ask that names something (a path, an id, an identifier of the
     vocabulary: a ticket, a file) — the other asks are said like the replies, both sides of a
     chat alike, each sentence by how telling it is (kept whatever the floor, a speaker's long
-    small talk crowded the other speaker out)."""
-    return not chat or bool(_vocabulary_of(_scanned(text), False))
+    small talk crowded the other speaker out). Asked for each ask every time a summary is made
+    (a squeezed one is made tens of times), so the answer is remembered by text."""
+    if not chat:
+        return True
+    named = _NAMES_SOMETHING.get(text)
+    if named is None:
+        named = _remember(_NAMES_SOMETHING, text, bool(_vocabulary_of(_scanned(text), False)))
+    return named
+
+
+_NAMES_SOMETHING: dict[str, bool] = {}   # an ask of conversation -> whether it names something (_ask_keep)
 
 
 # who speaks, where a chat's messages say it (``Caroline: …``, ``Dr. Lee: …``, ``Łukasz Nowak: …``):
