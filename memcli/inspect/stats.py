@@ -200,7 +200,7 @@ def compute_stats(store: AgentStore, *, model: str | None = None, max_context_to
             totals[tier] += 1
             if trace.trace_type in per_type[tier]:
                 per_type[tier][trace.trace_type] += 1
-            if not trace.is_instruction:  # kept instructions are no turn
+            if not (trace.tags and trace.is_instruction):  # kept instructions are no turn
                 turn_sets[tier].add(trace.turn_id)
                 turn_sets["all"].add(trace.turn_id)
             yield trace
