@@ -121,17 +121,18 @@ def _floor(active: Path, tmp: Path) -> float:
 
 def _run(code: str, mem: Path) -> tuple[float, int, int, int, int]:
     """(seconds, peak RSS in KiB, turns, summary chars, the read-ahead child's peak RSS in KiB) of
-    ``code`` in a fresh process, started through tests.bench.common's probe so the peak RSS is
-    that process's own. The compaction's read-ahead child (forked from it: Linux starts its
+    ``code`` in a fresh process as installed (its bytecode compiled), started through
+    tests.bench.common's probe so the peak RSS is that process's own. The compaction's read-ahead child (forked from it: Linux starts its
     peak at the parent's size then, pages shared until written) reports its own peak."""
     import tempfile as _tempfile
 
-    from tests.bench.common import run_measured
+    from tests.bench.common import compile_memcli, installed_env, run_measured
 
+    env = installed_env({**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    compile_memcli(env)   # the compaction imports modules inside the timed part: as installed, compiled
     with _tempfile.NamedTemporaryFile() as out:
         _, rss_mb, _ = run_measured([sys.executable, "-c", code.format(repo=str(REPO), mem=str(mem))],
-                                    stdout_path=out.name,
-                                    env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+                                    stdout_path=out.name, env=env)
         seconds, _, turns, chars, child_kb = Path(out.name).read_text().split()
     return float(seconds), int(rss_mb * 1024), int(turns), int(chars), int(child_kb)
 

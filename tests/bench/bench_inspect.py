@@ -25,19 +25,18 @@ from pathlib import Path
 
 import orjson
 
+from tests.bench.common import installed_env
+
 REPO = Path(__file__).resolve().parents[2]
 BASE_TS = 1772442000.0
 REPEAT = 9
 
 
 def _env(memory_dir: Path) -> dict:
-    env = dict(os.environ)
+    env = installed_env()   # as installed: byte-compiled once
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["MEMCLI_DIR"] = str(memory_dir)
     env["NO_COLOR"] = "1"
-    # as installed: byte-compiled once (an installed package has its .pyc files)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "memcli-bench-pycache")
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     return env
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.bench.common import run_measured
+from tests.bench.common import installed_env, run_measured
 from tests.sync_fixtures import fake_home
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -58,8 +58,7 @@ def run() -> list[dict]:
     try:
         home = fake_home(tmp / "home", sessions)
         memory = tmp / "memory"
-        env = dict(os.environ, MEMCLI_DIR=str(memory), PYTHONPATH=str(REPO))
-        env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed memcli has its bytecode compiled
+        env = installed_env(dict(os.environ, MEMCLI_DIR=str(memory), PYTHONPATH=str(REPO)))
         memcli = [sys.executable, "-m", "memcli"]
         run_measured(memcli + ["--version"], env=env)  # compiles what --version loads
         run_measured(memcli + ["sync", "--home", tmp / "nothing-here"], env=env)  # and what sync loads
