@@ -18,6 +18,13 @@ A trace with ``harness_compaction`` is the summary an agent harness's own compac
 ingest also writes it as a memory item (memcli.store.harness_items). A field set to ``null`` counts as absent. Unknown fields are kept as they are. memcli fills
 ``id``, ``ts``, ``turn_id``, ``seq`` and ``source_event`` when they are absent.
 
+Input JSON written by a JavaScript harness may hold a lone UTF-16 surrogate (``"\\ud83d"`` with
+no low half: Claude Code before 2.1.132 cut a tool error inside an emoji; ``JSON.stringify``
+writes such a string as it is). orjson refuses the whole line; :func:`well_formed_json` reads it
+with each lone surrogate replaced by U+FFFD, as Claude Code itself repairs such a session on load
+(and as JavaScript's ``String.prototype.toWellFormed`` does), so one split emoji does not cost
+the line, or a whole all-or-nothing import.
+
 :func:`validate_event` checks one event and returns it normalized (the same dict, with ``null``
 fields dropped and an ISO ``ts`` turned into epoch seconds); a problem raises
 :class:`~memcli.errors.InputError` naming the line and the field. Importers emit native events,
@@ -27,6 +34,7 @@ so their output goes through the same check.
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime, timezone
 
 from memcli.errors import InputError
@@ -41,6 +49,34 @@ _JSON_TYPE = {dict: "object", list: "array", str: "string", int: "integer", floa
 
 def json_type(value) -> str:
     return _JSON_TYPE.get(type(value), type(value).__name__)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")   # (a pair in the input is one character once read)
+
+
+def well_formed_json(raw: bytes, error: Exception):
+    """The value of the JSON text ``raw`` that orjson refused with ``error`` when its only fault
+    is a lone UTF-16 surrogate escape, each such surrogate (in keys too) replaced by U+FFFD (module
+    docstring); None when it has another fault (then ``error`` is the one to report)."""
+    if "surrogate" not in str(error):
+        return None
+    import json
+
+    try:
+        value = json.loads(raw)   # (reads a lone surrogate escape as that code point)
+    except ValueError:
+        return None
+    return _well_formed(value)
+
+
+def _well_formed(value):
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_well_formed(item) for item in value]
+    if isinstance(value, dict):
+        return {_well_formed(key): _well_formed(item) for key, item in value.items()}
+    return value
 
 
 def _fail(line, field, message):

@@ -26,6 +26,7 @@ from typing import IO, Iterator
 import orjson
 
 from memcli.errors import InputError, UsageError
+from memcli.events import well_formed_json
 
 CHUNK = 1 << 20
 
@@ -81,7 +82,10 @@ def parse_json(data: bytes, line: int):
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise json_error(data, exc, line) from None
+        value = well_formed_json(data, exc)
+        if value is None:
+            raise json_error(data, exc, line) from None
+        return value
 
 
 def _first_byte(f: IO[bytes]) -> bytes:
@@ -185,6 +189,11 @@ def _iter_ndjson(f: IO[bytes]) -> Iterator[tuple[int, object]]:
         except orjson.JSONDecodeError as exc:
             if not raw.strip():
                 continue
+            value = well_formed_json(raw, exc)
+            if value is not None:   # a lone surrogate (memcli.events), replaced
+                first_value = False
+                yield line, value
+                continue
             if first_value:
                 whole = _whole_document(f, start)
                 if whole is not None:
@@ -208,11 +217,14 @@ def _whole_document(f: IO[bytes], start: int):
     pos = f.tell()
     f.seek(start)
     data = f.read()
+    data = data.lstrip(b"\xef\xbb\xbf")
     try:
-        return orjson.loads(data.lstrip(b"\xef\xbb\xbf"))
-    except orjson.JSONDecodeError:
-        f.seek(pos)
-        return None
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        value = well_formed_json(data, exc)
+        if value is None:
+            f.seek(pos)
+        return value
 
 
 # a complete string | a lone quote (string not complete in the buffer) | a structural byte
@@ -241,7 +253,8 @@ def _iter_array(f: IO[bytes]) -> Iterator[tuple[int, object]]:
         try:
             return start_line, orjson.loads(stripped)
         except orjson.JSONDecodeError as exc:
-            return start_line, json_error(stripped, exc, start_line)
+            value = well_formed_json(stripped, exc)
+            return start_line, json_error(stripped, exc, start_line) if value is None else value
 
     while True:
         m = _TOKEN.search(buf, pos)
@@ -346,4 +359,5 @@ def values_from_lines(lines) -> Iterator[tuple[int, object]]:
             yield line_no, loads(raw)
         except orjson.JSONDecodeError as exc:
             if raw.strip():
-                yield line_no, json_error(raw.rstrip(b"\r"), exc, line_no)
+                value = well_formed_json(raw, exc)
+                yield line_no, json_error(raw.rstrip(b"\r"), exc, line_no) if value is None else value

@@ -10,6 +10,8 @@ from typing import Iterator
 
 import orjson
 
+from memcli.events import well_formed_json
+
 HEAD_BYTES = 256 << 10
 
 
@@ -67,8 +69,8 @@ def head_values(path: str, limit: int = HEAD_BYTES) -> Iterator[dict]:
             continue
         try:
             value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
+        except orjson.JSONDecodeError as exc:
+            value = well_formed_json(raw, exc)   # a lone surrogate, replaced (memcli.events)
         if isinstance(value, dict):
             yield value
 

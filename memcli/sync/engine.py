@@ -158,7 +158,7 @@ def _values_from(data: bytes, first_line: int, positions: list):
     """(line, value) of each complete line of ``data``; ``positions[0]`` is kept at the end offset
     (in ``data``) and line number of the last line handed out."""
     loads = orjson.loads
-    from memcli.ingest.source import json_error
+    from memcli.ingest.source import json_error, well_formed_json
 
     pos = 0
     line = first_line - 1
@@ -175,7 +175,8 @@ def _values_from(data: bytes, first_line: int, positions: list):
         try:
             yield line, loads(raw)
         except orjson.JSONDecodeError as exc:
-            yield line, json_error(raw.rstrip(b"\r\n"), exc, line)
+            value = well_formed_json(raw, exc)   # a lone surrogate, replaced (memcli.events)
+            yield line, json_error(raw.rstrip(b"\r\n"), exc, line) if value is None else value
 
 
 def _read_file(fr: _FileRead, result) -> None:

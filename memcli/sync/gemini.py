@@ -24,6 +24,7 @@ from typing import Iterator
 
 import orjson
 
+from memcli.events import well_formed_json
 from memcli.sync import Identity, Session, SessionFile
 from memcli.sync._dirs import entries
 from memcli.sync._head import head_values, in_dir, text
@@ -83,10 +84,11 @@ class GeminiSource:
                 break
         else:
             with open(path, "rb") as f:
-                try:
-                    doc = orjson.loads(f.read())
-                except orjson.JSONDecodeError:
-                    doc = None
+                data = f.read()
+            try:
+                doc = orjson.loads(data)
+            except orjson.JSONDecodeError as exc:
+                doc = well_formed_json(data, exc)   # a lone surrogate, replaced (memcli.events)
             session_id = text(doc.get("sessionId")) if isinstance(doc, dict) else None
         project_dir = Path(session.hint.get("project_dir") or Path(path).parent.parent)
         return Identity(session_id or Path(path).stem, cwd=_project_root(project_dir), project_key=project_dir.name)
