@@ -321,3 +321,30 @@ def test_every_message_of_the_snapshot_lies_in_one_unit_of_the_plan(cli, memory_
             if message.trace_ids and message.role != "system":   # (placeholders: their call's unit;
                 # instructions: owned by no unit, never moved)
                 assert len({unit_of[trace_id] for trace_id in message.trace_ids}) == 1, (seed, message)
+
+
+def test_an_explicit_target_with_nothing_left_to_move_is_refused_not_missed_silently(cli, memory_dir):
+    """Earlier summaries may roll up to make room, so what must stay counts them at their smallest
+    rollup — but only a compaction that moves something rolls them up. With nothing left to move,
+    ``compact --target-tokens`` below the snapshot said "nothing to compact" and exited 0 over the
+    target (897 tokens left at --target-tokens 600)."""
+    events = []
+    for t in range(40):
+        events += [{"trace_type": "user", "content": f"Please update src/mod_{t}.py so FooBar{t} handles case {t}, "
+                                                     "and explain the change in detail with more words"},
+                   {"trace_type": "assistant", "content": f"Updated src/mod_{t}.py: FooBar{t} now handles case {t}. " * 3}]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    for i in range(3):
+        assert cli("remember", "a", f"Pinned fact {i}: always run pytest -q before committing, never push to main",
+                   "--pin").exit_code == 0
+    assert _kept_or_refused(cli, memory_dir, "a", 900)["compacted"]
+    now = working_tokens(AgentStore(memory_dir, "a"))
+    assert 600 < now <= 900
+    assert _kept_or_refused(cli, memory_dir, "a", 600) == {}   # exit 1, nothing written, the dry run alike
+    refused = cli("compact", "a", "--target-tokens", 600)
+    assert f"--target-tokens 600 cannot be met for agent 'a': nothing can move (4 turns in the active file and the " \
+           f"newest 4 steps stay), so the working snapshot stays {now:,} tokens; nothing was written" in refused.stderr
+    assert f"use --target-tokens {now:,} or more, or fewer --keep-steps or --tail-turns" in refused.stderr
+    assert _kept_or_refused(cli, memory_dir, "a", 600, "--keep-steps", "0", "--tail-turns", "0")["compacted"]
+    done = cli("compact", "a")   # the default target: nothing to do is no failure
+    assert done.exit_code == 0 and "nothing to compact in 'a'" in done.stderr

@@ -832,6 +832,15 @@ def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: 
         hint=f"use --target-tokens {predicted:,} or more, or fewer --keep-steps")
 
 
+def _stuck_error(store: AgentStore, plan_: WindowPlan, target: int, why: str) -> CompactionError:
+    """An explicit --target-tokens below the snapshot when nothing in the active file can move."""
+    return CompactionError(
+        f"{{target_tokens}} {target:,} cannot be met for agent {store.agent_id!r}: nothing can move ({why}), so the "
+        f"working snapshot stays {plan_.tokens_before:,} tokens; nothing was written",
+        hint=f"use --target-tokens {plan_.tokens_before:,} or more, or fewer --keep-steps or --tail-turns",
+        param="target_tokens")
+
+
 def _unterminated(store: AgentStore) -> CompactionError | None:
     """The refusal when a file the working snapshot reads ends in a record that only lost its
     newline (:func:`memcli.store.jsonl.unterminated_record`): no reader counts it, so the plan
@@ -1102,10 +1111,13 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if explicit_target is not None and explicit_target < plan_.minimum_tokens:
         raise _minimum_error(store, plan_, explicit_target)
     if plan_.empty:
-        return job.done(
-            reason=f"nothing to compact in {store.agent_id!r}: {plan_.conversation_turns} turn"
-                   f"{'s' if plan_.conversation_turns != 1 else ''} in the active file and {plan_.stop_reason}",
-            tokens_after=plan_.tokens_before)
+        why = (f"{plan_.conversation_turns} turn{'s' if plan_.conversation_turns != 1 else ''} in the active file and "
+               f"{plan_.stop_reason}")
+        if explicit_target is not None and plan_.tokens_before > explicit_target:
+            # (what must stay counted the earlier summaries at their smallest rollup, but only a
+            # compaction that moves something rolls them up: nothing would, so the snapshot stays)
+            raise _stuck_error(store, plan_, explicit_target, why)
+        return job.done(reason=f"nothing to compact in {store.agent_id!r}: {why}", tokens_after=plan_.tokens_before)
     torn = _unterminated(store)
     if torn is not None:
         raise torn
