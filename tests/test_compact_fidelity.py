@@ -84,6 +84,27 @@ def test_a_session_compacted_three_times_is_split_at_the_first_and_its_span_ends
     assert every[1].after[-1] == lines[[n for n, line in enumerate(lines) if b'"compact_boundary"' in line][2] - 1]
 
 
+def test_lines_claude_code_writes_again_before_a_second_compact_are_no_use_and_no_compaction(tmp_path):
+    """A second ``/compact`` in one process first appends again the lines before the previous
+    compaction, its boundary and summary included (anthropics/claude-code#92089): the copies are
+    not names used after the first summary, nor a compaction of their own."""
+    import copy
+
+    from tests.bench.fidelity import compactions, needed_later
+    from tests.harness_fixtures import claude_session
+
+    s = claude_session(2, manual=(0, 1))
+    plain = s.jsonl()
+    second = [n for n, line in enumerate(s.lines) if line.get("subtype") == "compact_boundary"][1]
+    first_summary = next(n for n, line in enumerate(s.lines) if line.get("isCompactSummary"))
+    s.lines[second - 1:second - 1] = [copy.deepcopy(v) for v in s.lines[:first_summary + 1]]
+    replayed = s.jsonl()
+    every = compactions(_file(tmp_path, replayed, "replayed"))
+    assert [c.summary.rsplit("\n", 1)[-1][:9] for c in every] == ["Summary 0", "Summary 1"]
+    assert needed_later(every[0]) == needed_later(compactions(_file(tmp_path, plain, "plain"))[0])
+    assert "src/pkg_0/module_0.py" not in needed_later(every[0])   # used before the first summary only
+
+
 def test_codex_sessions_split_at_the_first_readable_compaction(tmp_path):
     from tests.harness_fixtures import codex_rollout
 
