@@ -105,6 +105,25 @@ def test_lines_claude_code_writes_again_before_a_second_compact_are_no_use_and_n
     assert "src/pkg_0/module_0.py" not in needed_later(every[0])   # used before the first summary only
 
 
+def test_a_manual_compacts_own_lines_after_its_summary_are_no_use(tmp_path):
+    """The caveat, ``/compact`` command and output Claude Code writes after a manual compaction's
+    summary are the compaction's: names in its ``<command-args>`` (instructions the harness's
+    summary read, memcli's did not) are not names the work used again."""
+    from tests.bench.fidelity import compactions, needed_later
+    from tests.harness_fixtures import ClaudeSession
+
+    s = ClaudeSession("manual")
+    s.ask("Make module_0 read CONFIG_0")
+    s.work(0, 4)
+    s.compact("Summary: module_0 done", "manual", 40000,
+              instructions="keep tests/test_module_0.py and load_config_0 in mind")
+    s.ask("Now module_1")
+    s.work(1, 4)
+    session = compactions(_file(tmp_path, s.jsonl()))[0]
+    assert orjson.loads(session.after[0])["message"]["content"] == "Now module_1"   # the work after it
+    assert needed_later(session) == {"KeyError"}   # (module_1's tests fail the same way)
+
+
 def test_codex_sessions_split_at_the_first_readable_compaction(tmp_path):
     from tests.harness_fixtures import codex_rollout
 

@@ -289,9 +289,29 @@ def compactions(path: Path) -> list[Compacted]:
         asks = [a for a in (ask(v) for v in values[:start] if isinstance(v, dict)) if a]
         if fmt == "goose":
             asks += _goose_hidden_ask(values, start, end)
-        out.append(Compacted(path.stem, fmt, lines[:start], lines[i + 1:end], summary, asks[-1] if asks else "",
+        after = i + 1
+        if fmt == "claude-code":
+            while after < end and _cc_compaction_line(values[after]):
+                after += 1
+        out.append(Compacted(path.stem, fmt, lines[:start], lines[after:end], summary, asks[-1] if asks else "",
                              asks[0] if asks else ""))
     return out
+
+
+_CC_COMMAND_LINES = ("Caveat:", "<local-command-stdout>", "<local-command-stderr>")
+
+
+def _cc_compaction_line(value) -> bool:
+    """Whether a Claude Code line right after a summary is still the compaction's own: a manual
+    ``/compact``'s caveat, its command line (whose ``<command-args>`` are instructions to the
+    compaction, which the harness's summary read and memcli's did not) and its output, or a line
+    that is not conversation. Their names are no use of what came before."""
+    if not isinstance(value, dict) or value.get("type") not in ("user", "assistant"):
+        return True
+    if value.get("type") != "user":
+        return False
+    text = _cc_text(value).lstrip()
+    return text.startswith(_CC_COMMAND_LINES) or (text.startswith("<command-") and "/compact</command-name>" in text[:300])
 
 
 def _talks(raw: bytes) -> bool:
