@@ -84,6 +84,46 @@ def test_a_session_compacted_three_times_is_split_at_the_first_and_its_span_ends
     assert every[1].after[-1] == lines[[n for n, line in enumerate(lines) if b'"compact_boundary"' in line][2] - 1]
 
 
+def test_lines_claude_code_writes_again_before_a_second_compact_are_no_use_and_no_compaction(tmp_path):
+    """A second ``/compact`` in one process first appends again the lines before the previous
+    compaction, its boundary and summary included (anthropics/claude-code#92089): the copies are
+    not names used after the first summary, nor a compaction of their own."""
+    import copy
+
+    from tests.bench.fidelity import compactions, needed_later
+    from tests.harness_fixtures import claude_session
+
+    s = claude_session(2, manual=(0, 1))
+    plain = s.jsonl()
+    second = [n for n, line in enumerate(s.lines) if line.get("subtype") == "compact_boundary"][1]
+    first_summary = next(n for n, line in enumerate(s.lines) if line.get("isCompactSummary"))
+    s.lines[second - 1:second - 1] = [copy.deepcopy(v) for v in s.lines[:first_summary + 1]]
+    replayed = s.jsonl()
+    every = compactions(_file(tmp_path, replayed, "replayed"))
+    assert [c.summary.rsplit("\n", 1)[-1][:9] for c in every] == ["Summary 0", "Summary 1"]
+    assert needed_later(every[0]) == needed_later(compactions(_file(tmp_path, plain, "plain"))[0])
+    assert "src/pkg_0/module_0.py" not in needed_later(every[0])   # used before the first summary only
+
+
+def test_a_manual_compacts_own_lines_after_its_summary_are_no_use(tmp_path):
+    """The caveat, ``/compact`` command and output Claude Code writes after a manual compaction's
+    summary are the compaction's: names in its ``<command-args>`` (instructions the harness's
+    summary read, memcli's did not) are not names the work used again."""
+    from tests.bench.fidelity import compactions, needed_later
+    from tests.harness_fixtures import ClaudeSession
+
+    s = ClaudeSession("manual")
+    s.ask("Make module_0 read CONFIG_0")
+    s.work(0, 4)
+    s.compact("Summary: module_0 done", "manual", 40000,
+              instructions="keep tests/test_module_0.py and load_config_0 in mind")
+    s.ask("Now module_1")
+    s.work(1, 4)
+    session = compactions(_file(tmp_path, s.jsonl()))[0]
+    assert orjson.loads(session.after[0])["message"]["content"] == "Now module_1"   # the work after it
+    assert needed_later(session) == {"KeyError"}   # (module_1's tests fail the same way)
+
+
 def test_codex_sessions_split_at_the_first_readable_compaction(tmp_path):
     from tests.harness_fixtures import codex_rollout
 

@@ -216,6 +216,78 @@ def test_usage_goes_on_the_first_line_of_a_message_that_gives_a_trace(memory_dir
         ("toolu_1", 40), ("toolu_2", None)]
 
 
+def test_lines_written_again_before_a_second_compact_are_copies_not_new_turns(memory_dir, tmp_path):
+    """A second ``/compact`` in one Claude Code process first appends again the lines before the
+    previous compaction, the earlier boundary and summary included, each with its own uuid and
+    timestamp (anthropics/claude-code#92089): each line is imported once, the second summary
+    covers only the turn since the first, and no summary gives a second item."""
+    t = "2026-03-01T10:00:{:02d}Z".format
+    first = [
+        user("a1", "make parser.py strict", t(0)),
+        assistant("a2", "msg_1", [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"p": "parser.py"}}], t(1)),
+        result("a3", "toolu_1", "def parse(): ...", t(2)),
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "timestamp": t(3),
+         "content": "Conversation compacted", "compactMetadata": {"trigger": "manual", "preTokens": 1000}},
+        user("s1", "This session is being continued from a previous conversation. Summary 1", t(3), isCompactSummary=True),
+    ]
+    lines = first + [user("a4", "now lexer.py", t(4))] + [dict(v) for v in first] + [
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b2", "timestamp": t(6),
+         "content": "Conversation compacted", "compactMetadata": {"trigger": "manual", "preTokens": 2000}},
+        user("s2", "This session is being continued from a previous conversation. Summary 2", t(6), isCompactSummary=True),
+        user("a5", "and tokens.py", t(7)),
+    ]
+    done = import_values(memory_dir, "a", lines, "claude-code", tmp_path=tmp_path)
+    assert done.skipped == {"lines written again with the uuid and timestamp of an earlier line (replayed copies)": 5}
+    assert [(t.id, t.turn_id) for t in traces(memory_dir, "a")] == [
+        ("cc-a1-0", "turn_0001"), ("cc-a2-0", "turn_0001"), ("cc-a3-0", "turn_0001"), ("cc-s1-0", "turn_0001"),
+        ("cc-a4-0", "turn_0002"), ("cc-s2-0", "turn_0002"), ("cc-a5-0", "turn_0003")]
+    items = read_jsonl(memory_dir / "agents" / "a" / "episodic.jsonl")
+    assert [(i["harness_compaction"]["trace_id"], i["turn_ids"], i["harness_compaction"]["pre_tokens"]) for i in items] == [
+        ("cc-s1-0", ["turn_0001"], 1000), ("cc-s2-0", ["turn_0002"], 2000)]
+
+
+def test_a_subagents_own_compaction_leaves_the_sessions_span_alone(memory_dir, tmp_path):
+    """A subagent that compacted itself covers the turns of its own traces; the session's next
+    compaction still covers every turn since the session's previous one, imported at once or
+    read on from any line (sync of a growing file)."""
+    t = "2026-03-01T10:00:{:02d}Z".format
+    side = {"isSidechain": True, "agentId": "bg1"}
+
+    def boundary(uuid, ts, **kw):
+        return {"type": "system", "subtype": "compact_boundary", "uuid": uuid, "timestamp": ts,
+                "content": "Conversation compacted", "compactMetadata": {"trigger": "auto", "preTokens": 9000}, **kw}
+
+    def summary(uuid, text, ts, **kw):
+        return user(uuid, "This session is being continued from a previous conversation. " + text, ts,
+                    isCompactSummary=True, **kw)
+
+    lines = [
+        user("m1", "make parser.py strict", t(0)),
+        assistant("m2", "msg_1", [{"type": "text", "text": "done"}], t(1)),
+        user("m3", "now lexer.py", t(2)),
+        user("b1", "survey the helpers", t(3), **side),
+        assistant("b2", "msg_2", [{"type": "text", "text": "helpers: util.py"}], t(4), **side),
+        boundary("bx", t(5), **side),
+        summary("bs", "Subagent: helpers in util.py", t(5), **side),
+        assistant("b3", "msg_3", [{"type": "text", "text": "more helpers"}], t(6), **side),
+        assistant("m4", "msg_4", [{"type": "text", "text": "lexer done"}], t(7)),
+        boundary("mx", t(8)),
+        summary("ms", "Session: parser.py and lexer.py done", t(8)),
+        user("m5", "and tokens.py", t(9)),
+    ]
+    import_values(memory_dir, "a", lines, "claude-code", tmp_path=tmp_path)
+    spans = [(i["harness_compaction"]["trace_id"], i["turn_ids"])
+             for i in read_jsonl(memory_dir / "agents" / "a" / "episodic.jsonl")]
+    assert spans == [("cc-bs-0", ["turn_0002"]), ("cc-ms-0", ["turn_0001", "turn_0002"])]
+    for cut in range(1, len(lines)):
+        agent = f"cut{cut}"
+        import_values(memory_dir, agent, lines[:cut], "claude-code", tmp_path=tmp_path, name="c.jsonl")
+        import_values(memory_dir, agent, lines, "claude-code", tmp_path=tmp_path, name="c.jsonl")
+        got = [(i["harness_compaction"]["trace_id"], i["turn_ids"])
+               for i in read_jsonl(memory_dir / "agents" / agent / "episodic.jsonl")]
+        assert got == spans, f"cut after line {cut}"
+
+
 def test_lines_the_importer_does_not_understand_are_skipped_with_a_count(memory_dir, tmp_path):
     t = "2025-06-14T11:0{}:00Z".format
     lines = [

@@ -215,6 +215,40 @@ def test_outputs_errors_reused_ids_orphans_and_compaction(memory_dir, tmp_path):
     assert remote.extra["replacement_history"] == [{"type": "message", "role": "user", "content": []}]
 
 
+def test_a_compactions_summary_written_as_a_user_message_is_never_an_ask(memory_dir, tmp_path):
+    """Codex hands a compaction's summary to the model as a user message beginning "Another
+    language model started to solve this problem..." (no user_message event of its own). Were it
+    written to the rollout, the next ask's event (written before its message) paired with it: the
+    summary became the ask and the person's message context. It is context; the ask stays theirs."""
+    handoff = ("Another language model started to solve this problem and produced a summary of its thinking "
+               "process. Here is the summary produced by the other language model:\nparser.py is strict now.")
+    lines = [
+        line("session_meta", {"id": "s3"}),
+        message("user", "make parser.py strict"),
+        event({"type": "user_message", "message": "make parser.py strict"}),
+        message("assistant", "done", "output_text"),
+        line("compacted", {"message": handoff, "replacement_history": []}),
+        message("user", handoff),
+        event({"type": "user_message", "message": "now lexer.py"}),
+        message("user", "now lexer.py"),
+        message("assistant", "lexer done", "output_text"),
+    ]
+    import_values(memory_dir, "a", lines, "codex", tmp_path=tmp_path)
+    assert shape(traces(memory_dir, "a")) == [
+        ("user", "turn_0001", 1, (), "make parser.py strict"),
+        ("assistant", "turn_0001", 2, (), "done"),
+        ("user", "turn_0001", 3, ("compact_summary",), handoff),
+        ("user", "turn_0001", 4, ("context",), handoff),
+        ("user", "turn_0002", 1, (), "now lexer.py"),
+        ("assistant", "turn_0002", 2, (), "lexer done"),
+    ]
+    older = [{"id": "old", "timestamp": "2025-05-01T10:00:00Z", "instructions": None},
+             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the bug"}]},
+             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": handoff}]}]
+    import_values(memory_dir, "b", older, "codex", tmp_path=tmp_path)
+    assert [t.tags for t in traces(memory_dir, "b")] == [[], ["context"]]   # older rollouts: the text decides
+
+
 def test_older_rollouts_without_events_use_the_text(memory_dir, tmp_path):
     lines = [
         {"id": "old-session", "timestamp": "2025-05-01T10:00:00Z", "instructions": None},

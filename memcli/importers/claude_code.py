@@ -49,7 +49,12 @@ Claude Code specifics:
   block is what the model saw;
 * ``sessionId`` is kept as ``session_id``, ``message.model`` as ``model``.
 
-Ids: ``cc-<uuid>-<n>`` (the line's ``uuid``, ``n`` the trace's index within the line). Lines
+A conversation line (or a ``compact_boundary``) with the ``uuid`` and ``timestamp`` of a line
+read before is a copy, skipped and counted: a second ``/compact`` in one Claude Code process
+first writes the lines before the previous compaction again (anthropics/claude-code#92089).
+
+Ids: ``cc-<uuid>-<n>`` (the line's ``uuid``, ``n`` the trace's index within the line); a uuid
+that comes back on a line of its own (another timestamp) gets ``~2``, ``~3``... Lines
 without a ``uuid`` (SDK stream-json) use a hash chain over the lines instead
 (:mod:`memcli.importers._common`). A half-written last line (a session still being written) is
 skipped and counted; the next import picks it up.
@@ -99,6 +104,7 @@ _COMPACT_COMMAND = "<command-name>/compact</command-name>"
 # versions, copies in a resumed file): the harness's own summary, never a user ask
 _SUMMARY_HEAD = "This session is being continued from a previous conversation"
 TAG_API_ERROR = "api_error"
+REPLAYED = "lines written again with the uuid and timestamp of an earlier line (replayed copies)"
 
 
 def _harness_text(text: str) -> bool:
@@ -170,6 +176,9 @@ class _Reader:
         # parentUuid chain among the sidechain lines (parallel subagents are separate chains)
         self.sidechain_roots: dict[str, str] = {}
         self.last_ask: list | None = None   # [digest of its text, queued?] until an assistant line
+        # uuid -> timestamp of the conversation and boundary lines read: a line written again with
+        # both (Claude Code replays earlier lines before a later /compact) is a copy, not new work
+        self.stamps: dict[str, str] = {}
         if carry:
             self.last_ask = carry.get("last_ask")
             self.recognized = bool(carry.get("recognized"))
@@ -213,6 +222,21 @@ class _Reader:
             return False
         return True
 
+    def _replayed(self, value: dict) -> bool:
+        """Whether a line is a copy of one read before: the same ``uuid`` and ``timestamp``. A
+        second ``/compact`` in one Claude Code process first appends again the lines before the
+        previous compaction, each with its own uuid, parent and timestamp (anthropics/claude-code
+        #92089): imported, they would be every earlier ask, call and summary a second time, new
+        turns the next harness compaction would claim to cover. A line that only reuses a uuid (a
+        different timestamp) is a line of its own."""
+        uuid, ts = value.get("uuid"), value.get("timestamp")
+        if not (isinstance(uuid, str) and uuid and isinstance(ts, str) and ts):
+            return False
+        if self.stamps.get(uuid) == ts:
+            return True
+        self.stamps[uuid] = ts
+        return False
+
     def _metadata(self, kind: str, value: dict) -> None:
         """Titles (the last of each kind wins) and linked pull requests (each once, in order)."""
         meta = self.result.meta
@@ -253,6 +277,11 @@ class _Reader:
                     skipped["lines that are not objects"] += 1
                 continue
             queued = _queued_prompt(value) if kind == "attachment" else None
+            if (kind in _CONVERSATION or (kind == "system" and value.get("subtype") == "compact_boundary")) \
+                    and self._replayed(value):
+                skipped[REPLAYED] += 1
+                self.recognized = True
+                continue
             if kind not in _CONVERSATION and queued is None:
                 if kind == "system" and value.get("subtype") == "compact_boundary":
                     # the session file writes compactMetadata; the SDK's stream-json compact_metadata

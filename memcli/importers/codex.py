@@ -28,7 +28,9 @@ twice, as a ``response_item`` user message and as an ``event_msg`` ``user_messag
 (before or after). A user message paired with such an event is a user ask (opens a turn); one
 without (AGENTS.md, ``<environment_context>``, ``<user_instructions>``... injected by Codex) is
 tagged ``context``; an event without a message becomes the ask by itself. Messages that begin
-with Codex's injected-context markers are context whatever follows. A user message at the very
+with Codex's injected-context markers are context whatever follows — so is a user message
+holding a compaction's summary as Codex hands it to the model ("Another language model started
+to solve this problem..."): it never pairs with the next ask's event. A user message at the very
 end of the input whose event is not written yet is held back (counted) — the next import of the
 grown file places it correctly.
 
@@ -99,9 +101,12 @@ _CALLS = {"function_call": None, "custom_tool_call": "custom", "local_shell_call
           "tool_search_call": "tool_search"}
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
 # how Codex's injected user-role context begins (AGENTS.md, environment, instructions, ...)
+# how Codex's compaction hands its summary to the model (templates/compact/summary_prefix.md): a
+# copy of the compacted summary written as a user message is the harness's, never an ask
+SUMMARY_PREFIX = "Another language model started to solve this problem"
 CONTEXT_PREFIXES = (
     "<environment_context", "<user_instructions", "# AGENTS.md instructions", "<INSTRUCTIONS>",
-    "<turn_aborted", "<user_shell_command", "<skill", "<permissions instructions",
+    "<turn_aborted", "<user_shell_command", "<skill", "<permissions instructions", SUMMARY_PREFIX,
 )
 _CONTEXT_KINDS = frozenset({"user_instructions", "environment_context"})
 HELD_BACK = "messages held back until Codex writes the user_message event (imported next time)"

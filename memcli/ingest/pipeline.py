@@ -33,7 +33,7 @@ from memcli.bulk import cyclic_gc_paused
 from memcli.errors import InputError
 from memcli.events import DEFAULT_SOURCE_EVENT, validate_event
 from memcli.ids import new_id_value
-from memcli.models import HARNESS_COMPACTION
+from memcli.models import HARNESS_COMPACTION, TAG_SIDECHAIN
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore, WriteSession
 from memcli.store.harness_items import SpanTracker
@@ -214,11 +214,15 @@ class _Batch:
             if HARNESS_COMPACTION in event:
                 harness.harness(event)
                 span_append, span_last = harness.span.append, None
-            elif event["turn_id"] != span_last and not is_context_event(event):
-                # a turn is covered by its asks and steps; the harness's own lines after a summary
-                # (a /compact caveat, its command, its output) join its turn without being new work
-                span_last = event["turn_id"]
-                span_append(span_last)
+            else:
+                if event["turn_id"] != span_last and not is_context_event(event):
+                    # a turn is covered by its asks and steps; the harness's own lines after a summary
+                    # (a /compact caveat, its command, its output) join its turn without being new work
+                    span_last = event["turn_id"]
+                    span_append(span_last)
+                tags = event.get("tags")
+                if tags and TAG_SIDECHAIN in tags and isinstance(event.get("agent_id"), str):
+                    harness.subagent(event["agent_id"], event["turn_id"])   # for its own compaction
             line_bytes = dumps(stored_record(event)) + b"\n"
             chunk.append(event)
             chunk_lines.append(line_bytes)

@@ -23,7 +23,10 @@ neither)::
   previous harness item up to the trace's own).
 * No ``compaction_id``: it is not memcli's compaction, so ``uncompact`` never takes it out.
 * A subagent's own compaction (a ``sidechain`` trace) adds ``agent_id`` to the mark: the
-  subagent it compacted, told apart from the session's.
+  subagent it compacted, told apart from the session's. Its ``turn_ids`` are the turns of that
+  subagent's traces since its previous compaction (:meth:`SpanTracker.subagent`; on an agent
+  that had traces, those stored too: :func:`subagent_turns`); it does not end the session's
+  span, and :func:`last_covered_turn` leaves it out.
 * ``turn_ids`` are the turns the harness compacted, where known: the turns of the traces before it
   in the same ingest since the harness's previous compaction there; when that ingest began on an
   agent that already had traces (a ``sync`` of a grown file, a hook), the turns from the one after
@@ -74,10 +77,13 @@ def turn_range(first: int, last: int) -> list[str]:
 
 
 def last_covered_turn(records) -> int:
-    """The highest turn number the agent's harness items cover (0 when none), from episodic records."""
+    """The highest turn number the session's own harness items cover (0 when none), from episodic
+    records: a subagent's compaction (its mark names the subagent) summarized the subagent's
+    conversation, not the session's turns up to it."""
     last = 0
     for record in records:
-        if not is_harness_item(record):
+        mark = harness_mark(record)
+        if mark is None or isinstance(mark.get("agent_id"), str):
             continue
         turns = record.get("turn_ids")
         if isinstance(turns, list) and turns and isinstance(turns[-1], str):
@@ -94,13 +100,21 @@ def is_summary(trace: dict) -> bool:
     return isinstance(content, str) and bool(content.strip())
 
 
+def subagent_of(trace: dict) -> str | None:
+    """The subagent whose own compaction a harness trace is (a ``sidechain`` trace's
+    ``agent_id``), None for the session's."""
+    agent = trace.get("agent_id")
+    return agent if isinstance(agent, str) and TAG_SIDECHAIN in (trace.get("tags") or ()) else None
+
+
 def item_record(event: dict, turn_ids: list) -> dict:
     """The episodic record of a staged (stamped, linked, redacted) harness-compaction trace."""
     mark = dict(event[FIELD])
     mark["trace_id"] = event["id"]
     mark["turn_id"] = event["turn_id"]
-    if isinstance(event.get("agent_id"), str) and TAG_SIDECHAIN in (event.get("tags") or ()):
-        mark["agent_id"] = event["agent_id"]   # a subagent's own compaction, not the session's
+    agent = subagent_of(event)
+    if agent is not None:
+        mark["agent_id"] = agent   # a subagent's own compaction, not the session's
     return {"id": harness_item_id(event["id"]), "ts": event["ts"], "turn_ids": list(turn_ids),
             "summary": event.get("content") or "", "tags": [TAG], "salience": SALIENCE, FIELD: mark}
 
@@ -108,9 +122,11 @@ def item_record(event: dict, turn_ids: list) -> dict:
 class SpanTracker:
     """Follows an ingest batch's staged traces to tell each harness trace the turns it covered
     (module docstring). ``fresh``: the agent had no trace when the batch began; ``last_turn``: the
-    agent's turn counter then."""
+    agent's turn counter then. A subagent's own compaction (:func:`subagent_of`) covers the turns
+    of that subagent's traces since its previous one, and leaves the session's span alone: the
+    session's next compaction still covers every turn since the session's previous one."""
 
-    __slots__ = ("fresh", "last_turn", "span", "pending", "skip_ids", "present")
+    __slots__ = ("fresh", "last_turn", "span", "pending", "skip_ids", "present", "lanes", "main_seen")
 
     def __init__(self, fresh: bool, last_turn: int):
         self.fresh = fresh
@@ -119,24 +135,49 @@ class SpanTracker:
         self.present: list = []         # harness traces of the input the agent already had
         self.span: list[str] = []       # distinct turns since the batch began or its last harness trace
         self.pending: list = []         # (event, span before it, first of the batch on a non-fresh agent)
+        self.lanes: dict[str, list] = {}   # subagent -> the turns of its traces since its last compaction
+        self.main_seen = False          # a harness trace of the session's own staged
 
     def harness(self, event: dict) -> None:
-        self.pending.append((event, self.span, not self.fresh and not self.pending))
+        agent = subagent_of(event)
+        if agent is not None:
+            # the subagent's first compaction of a batch on an agent with traces goes on from its
+            # traces already stored (:meth:`items`)
+            first = not self.fresh and not any(subagent_of(e) == agent for e, _, _ in self.pending)
+            self.pending.append((event, self.lanes.pop(agent, []), first))
+            return
+        self.pending.append((event, self.span, not self.fresh and not self.main_seen))
+        self.main_seen = True
         self.span = []
 
-    def extends(self) -> bool:
-        """Whether the batch's first harness trace goes on from the agent's earlier ones (the
-        agent had traces): then :meth:`items` needs where those left off."""
-        return any(extend for _, _, extend in self.pending)
+    def subagent(self, agent_id: str, turn_id: str) -> None:
+        """A subagent's trace in turn ``turn_id`` (for that subagent's next compaction)."""
+        lane = self.lanes.get(agent_id)
+        if lane is None:
+            self.lanes[agent_id] = [turn_id]
+        elif lane[-1] != turn_id:
+            lane.append(turn_id)
 
-    def items(self, previous_last: int) -> list[dict]:
-        """The records, given the last turn the agent's earlier harness items cover."""
+    def extends(self) -> bool:
+        """Whether the batch's first harness trace of the session goes on from the agent's
+        earlier ones (the agent had traces): then :meth:`items` needs where those left off."""
+        return any(extend and subagent_of(event) is None for event, _, extend in self.pending)
+
+    def items(self, previous_last: int, earlier=None) -> list[dict]:
+        """The records, given the last turn the agent's earlier harness items cover, and
+        ``earlier(agent_id, trace_id)``: the turns of a subagent's stored traces between its
+        previous compaction and this one (:func:`subagent_turns`), for a subagent's first
+        compaction of a batch on an agent with traces."""
         out = []
         for event, span, extend in self.pending:
             if not is_summary(event):
                 continue
             turns = list(dict.fromkeys(span))   # a result can join an older turn: each turn once
-            if extend:
+            agent = subagent_of(event)
+            if agent is not None:
+                if extend and earlier is not None:
+                    turns = list(dict.fromkeys([*earlier(agent, event["id"]), *turns]))
+            elif extend:
                 numbers = [turn_number(t) for t in span]
                 if all(n is not None for n in numbers):
                     end = max([self.last_turn] + numbers)
@@ -177,6 +218,24 @@ def _records_holding(paths, needle: bytes, accept):
                 at = data.find(needle, end)
 
 
+def subagent_turns(paths, agent_id: str, until: str) -> list[str]:
+    """The turns of subagent ``agent_id``'s traces in the agent's active file between its
+    previous harness compaction there and trace ``until`` (its compaction being itemized), in
+    order: one search of the file's bytes for the id, each hit's line parsed."""
+    import orjson
+
+    turns: list[str] = []
+    for record in _records_holding(paths, orjson.dumps(agent_id),
+                                   lambda r: r.get("agent_id") == agent_id and TAG_SIDECHAIN in (r.get("tags") or ())):
+        if record.get("id") == until:
+            break
+        if isinstance(record.get(FIELD), dict):
+            turns = []
+        elif isinstance(record.get("turn_id"), str) and (not turns or turns[-1] != record["turn_id"]):
+            turns.append(record["turn_id"])
+    return list(dict.fromkeys(turns))
+
+
 def active_trace_ids(paths, trace_ids) -> set:
     """Which of ``trace_ids`` are in the agent's active file (not archived by a compaction): one
     search of the file's bytes per id (the ids of harness items: a few), each hit parsed to check
@@ -205,7 +264,7 @@ def last_compacted_turn(paths, records, staged: set) -> int:
     after such a compaction too."""
     last = last_covered_turn(records)
     for record in _harness_traces(paths):
-        if is_summary(record) or record.get("id") in staged:
+        if is_summary(record) or record.get("id") in staged or subagent_of(record) is not None:
             continue
         turn_id = record.get("turn_id")
         number = turn_number(turn_id) if isinstance(turn_id, str) else None

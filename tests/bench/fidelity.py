@@ -239,6 +239,25 @@ def _redacted(summary: str) -> bool:
     return not text or text.startswith("[REDACTED") or bool(re.fullmatch(r"\[[^\[\]\n]{0,200}\]", text))
 
 
+def _copies(values: list) -> set:
+    """The lines that repeat an earlier line's ``uuid`` and ``timestamp``: Claude Code's second
+    ``/compact`` in a process first appends again the lines before the previous compaction
+    (anthropics/claude-code#92089; the importer skips them likewise). Read as written, they would
+    be names "used again" after the first summary and a second copy of its summary."""
+    seen: dict = {}
+    out = set()
+    for n, value in enumerate(values):
+        if not isinstance(value, dict):
+            continue
+        uuid, ts = value.get("uuid"), value.get("timestamp")
+        if isinstance(uuid, str) and uuid and isinstance(ts, str) and ts:
+            if seen.get(uuid) == ts:
+                out.add(n)
+            else:
+                seen[uuid] = ts
+    return out
+
+
 def compactions(path: Path) -> list[Compacted]:
     """Every harness compaction of the session, in file order, each split as one
     (:func:`split_session`). Each one's ``after`` runs to where the next compaction begins — the
@@ -253,6 +272,10 @@ def compactions(path: Path) -> list[Compacted]:
             values.append(orjson.loads(raw))
         except orjson.JSONDecodeError:
             values.append(None)
+    copies = _copies(values)
+    if copies:   # a replay is neither a compaction nor use: read the session without it
+        lines = [raw for n, raw in enumerate(lines) if n not in copies]
+        values = [v for n, v in enumerate(values) if n not in copies]
     points = []
     for i in range(len(values)):
         p = _point(values, i)
@@ -266,9 +289,29 @@ def compactions(path: Path) -> list[Compacted]:
         asks = [a for a in (ask(v) for v in values[:start] if isinstance(v, dict)) if a]
         if fmt == "goose":
             asks += _goose_hidden_ask(values, start, end)
-        out.append(Compacted(path.stem, fmt, lines[:start], lines[i + 1:end], summary, asks[-1] if asks else "",
+        after = i + 1
+        if fmt == "claude-code":
+            while after < end and _cc_compaction_line(values[after]):
+                after += 1
+        out.append(Compacted(path.stem, fmt, lines[:start], lines[after:end], summary, asks[-1] if asks else "",
                              asks[0] if asks else ""))
     return out
+
+
+_CC_COMMAND_LINES = ("Caveat:", "<local-command-stdout>", "<local-command-stderr>")
+
+
+def _cc_compaction_line(value) -> bool:
+    """Whether a Claude Code line right after a summary is still the compaction's own: a manual
+    ``/compact``'s caveat, its command line (whose ``<command-args>`` are instructions to the
+    compaction, which the harness's summary read and memcli's did not) and its output, or a line
+    that is not conversation. Their names are no use of what came before."""
+    if not isinstance(value, dict) or value.get("type") not in ("user", "assistant"):
+        return True
+    if value.get("type") != "user":
+        return False
+    text = _cc_text(value).lstrip()
+    return text.startswith(_CC_COMMAND_LINES) or (text.startswith("<command-") and "/compact</command-name>" in text[:300])
 
 
 def _talks(raw: bytes) -> bool:
