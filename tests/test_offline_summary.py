@@ -1525,3 +1525,33 @@ def test_a_stray_quote_does_not_hide_a_preference():
     turn = Turn("turn_0001", [RawTrace("u", 1.0, "turn_0001", 1, "user", ask, "x")])
     facts = [f.fact for f in OfflineSummarizer().summarize([turn]).semantic_facts]
     assert any("Always run the linter before you commit." in f for f in facts), facts
+
+
+def test_small_talk_with_always_in_it_is_no_preference_of_a_conversation():
+    """A conversation between two people (LoCoMo-style: "it always amazes me how …") made a
+    `User preference` fact of every sentence with "always" or "never" in it: 20 of them in one
+    chat, about 400 tokens of a 1,500-token snapshot, the summary's facts pushed out for them. In a
+    window of conversation only a sentence said as an instruction is one now; a coding window's
+    asks are read as before."""
+    from memcli.models import RawTrace
+    talk = ["Honestly, it always amazes me how quickly the weeks slip by when things get busy.",
+            "Aw, I am so glad that you always find the bright side.",
+            "You know, I never thought pottery could be this relaxing.",
+            "From now on, please answer me in French.",
+            "Always run the linter before you commit."]
+    turns = []
+    for t in range(30):
+        turn_id = f"turn_{t + 1:04d}"
+        ask = f"{talk[t % len(talk)]} We adopted a puppy and named him Milo{t}."
+        turns.append(Turn(turn_id, [
+            RawTrace(f"{turn_id}-u", 1772442000.0 + t * 10, turn_id, 1, "user", ask, "x"),
+            RawTrace(f"{turn_id}-a", 1772442001.0 + t * 10, turn_id, 2, "assistant", "That is lovely to hear!", "x")]))
+    facts = [f.fact for f in OfflineSummarizer().summarize(turns).semantic_facts]
+    assert facts == ['User preference: "From now on, please answer me in French."',
+                     'User preference: "Always run the linter before you commit."'], facts
+    # a window with tool calls: its asks' preferences as before
+    work = [Turn("turn_0001", _traces("turn_0001", [
+        {"trace_type": "user", "content": "Fix the build. I never want a force push on main."},
+        *_call(1, "make"), {"trace_type": "assistant", "content": "Built."}]))]
+    assert [f.fact for f in OfflineSummarizer().summarize(work).semantic_facts] == \
+        ['User preference: "I never want a force push on main."']

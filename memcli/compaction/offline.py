@@ -87,7 +87,8 @@ subagents, the names touched in the newest files, the turn lines whole, the voca
 within a share, then growing into what is left), never cutting inside an identifier or a path.
 
 Facts (``semantic_facts``): only what the summary does not carry into the same snapshot — user
-preferences (a sentence of an ask with "always", "never", "I prefer", "from now on" …), and the
+preferences (a sentence of an ask with "always", "never", "I prefer", "from now on" …; in a window
+of conversation only one said as an instruction — "Always run …", not "it always amazes me" —), and the
 new state of a command an existing fact is about (``Command passed: `cmd` (it had failed
 before)`` superseding a ``Command failed`` fact once it, or its family, passes; ``Command failed``
 superseding a ``Command passed`` one). The files and failures of the window are in the summary
@@ -153,6 +154,12 @@ _PREFERENCE = re.compile(
     r"going forward|do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b",
     re.IGNORECASE)
 _PREFERENCE_WORDS = ("always", "ever", "prefer", "rather", "from now on", "going forward", "remember to")
+# … in a window of conversation, only a sentence that says it as an instruction ("Always run the
+# linter", "from now on …"): "always" or "never" inside a sentence is how people talk ("it always
+# amazes me", "you never know"), not a preference to keep
+_INSTRUCTION = re.compile(
+    r"^(?:always|never)\b|\b(?:i (?:would|'d) (?:prefer|rather)|i prefer|prefer to|from now on|going forward|"
+    r"do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b", re.IGNORECASE)
 _WRITE_TOOL = re.compile(r"(?:^|[_\-.])(?:edit|write|create|patch|apply_patch|str_replace|replace|insert|"
                          r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])",
                          re.IGNORECASE)   # (Edit, Write, MultiEdit, NotebookEdit, apply_patch: whole names)
@@ -2414,7 +2421,11 @@ class OfflineSummarizer(Summarizer):
         text = self._text(window, budget, CHARS_PER_TOKEN, cap, fixes)
         if budget is not None:
             text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio, cap, fixes))
-        return Summary(text, self._facts(window.preferences, window.commands, fixes, memory))
+        preferences = window.preferences
+        if window.n_talk * 2 >= window.n_turns:   # a conversation (as the text takes it): its small talk
+            # with "always" in it was a fact each (20 of them in one chat: a quarter of 1,500 tokens)
+            preferences = {s: turns for s, turns in preferences.items() if _INSTRUCTION.search(s)}
+        return Summary(text, self._facts(preferences, window.commands, fixes, memory))
 
     def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float, cap: int,
               fixes: _Fixes) -> str:
