@@ -3106,16 +3106,17 @@ def _emptied(body_line: tuple) -> bool:
 
 def _runs_on_one_line(out: list[tuple], days: list, joins: Callable[[int], bool], said: Callable[[int], list],
                       line_of: Callable[[str, str, int, list], str | None],
-                      room: int | None = None) -> tuple[list[tuple], list]:
+                      room: int | None = None, one_day: bool = True) -> tuple[list[tuple], list]:
     """The body's lines (line, its asks-only form, (first turn, last turn, turns)) with each run of
-    two or more consecutive lines ``joins`` takes, of one day, as the one line ``line_of(first,
-    last, turns, parts)`` makes of what they say (``said(k)``: at most ``room`` characters of it;
-    None: the run stays as it was); and the day of each line (its first turn's)."""
+    two or more consecutive lines ``joins`` takes, of one day (unless not ``one_day``), as the one
+    line ``line_of(first, last, turns, parts)`` makes of what they say (``said(k)``: at most
+    ``room`` characters of it; None: the run stays as it was); and the day of each line (its first
+    turn's; None for a run of several days: it says nothing to date)."""
     merged, merged_days = [], []
     k = 0
     while k < len(out):
         j, parts, size = k, [], 0
-        while j < len(out) and joins(j) and days[j] == days[k]:
+        while j < len(out) and joins(j) and (days[j] == days[k] or not one_day):
             more = said(j)
             grow = sum(len(p) + 3 for p in more)
             if room is not None and j > k and size + grow > room:
@@ -3128,7 +3129,7 @@ def _runs_on_one_line(out: list[tuple], days: list, joins: Callable[[int], bool]
             text = line_of(first, last, n, parts)
             if text is not None:
                 merged.append((text, text, (first, last, n)))
-                merged_days.append(days[k])
+                merged_days.append(days[k] if days[j - 1] == days[k] else None)
                 k = j
                 continue
         merged.append(out[k])
@@ -3138,10 +3139,13 @@ def _runs_on_one_line(out: list[tuple], days: list, joins: Callable[[int], bool]
 
 
 def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
-    """The body's lines with each run of two or more turns of one day whose line says nothing any
-    more (its asks condensed away: small talk) as one line that counts them (:func:`_runs_on_one_line`)."""
+    """The body's lines with each run of two or more turns whose line says nothing any more (its
+    asks condensed away: small talk) as one line that counts them (:func:`_runs_on_one_line`),
+    whatever their days: a run that says nothing has nothing to date (a line a day of a
+    conversation over weeks took a quarter of 1,500 tokens to say nothing), and the line after it
+    says its own day."""
     return _runs_on_one_line(out, days, lambda k: _emptied(out[k]), lambda k: [],
-                             lambda first, last, n, _parts: f"- {first}–{last} · {n} {FOLDED_TURNS}")
+                             lambda first, last, n, _parts: f"- {first}–{last} · {n} {FOLDED_TURNS}", one_day=False)
 
 
 JOINED_LINE_CHARS = 400   # a run of conversation turns joined on one line: at most this long
