@@ -1579,3 +1579,33 @@ def test_turns_that_say_nothing_take_one_line_whatever_their_days():
         if before.endswith(FOLDED_TURNS) and not re.match(r"- \S+ \(", before) and line.startswith("- "):
             assert re.match(r"- \S+ \(\d{4}-\d\d-\d\d\) · ", line), (before, line)
 
+
+def test_a_reply_said_on_a_later_day_than_its_ask_says_its_day():
+    """A chat imported speaker by speaker (one `user`, the other `assistant`) whose session opens
+    with the assistant's speaker: that message joins the turn of the last session's ask, and the
+    turn's line is dated by its ask — "I went to the jazz concert yesterday", said on 19 March,
+    read as said on 2 March. The reply says its own day when it is not its ask's, on a turn's line
+    in full and on a line of its asks only."""
+    from datetime import datetime, timezone
+
+    from memcli.models import RawTrace
+
+    day = 86400.0
+    turns = []
+    for t in range(60):
+        turn_id = f"turn_{t + 1:04d}"
+        session = t // 5   # five turns a session, sessions 17 days apart
+        ts = 1772442000.0 + session * 17 * day + t * 60
+        reply_ts = ts + 30
+        reply = f"That is lovely, tell me more about Oslo{t} next time."
+        if t % 5 == 4 and t in (4, 19):   # the next session opens with the assistant's speaker
+            reply_ts = ts + 17 * day
+            reply = f"Hey! I went to the jazz concert{t} yesterday and it was really moving."
+        turns.append(Turn(turn_id, [
+            RawTrace(f"{turn_id}-u", ts, turn_id, 1, "user", f"I visited Lima{t} with my sister last week.", "x"),
+            RawTrace(f"{turn_id}-a", reply_ts, turn_id, 2, "assistant", reply, "x")]))
+    text = OfflineSummarizer().summarize(turns).episodic_summary
+    for t in (4, 19):
+        said = datetime.fromtimestamp(1772442000.0 + (t // 5 + 1) * 17 * day, timezone.utc).strftime("%Y-%m-%d")
+        assert f'assistant ({said}): "Hey! I went to the jazz concert{t} yesterday' in text, text
+    assert text.count("assistant (") == 2

@@ -1862,7 +1862,7 @@ class _TurnDigest:
 
     __slots__ = ("turn_id", "steps_only", "steps", "total_steps", "asks", "reply", "notes", "earlier", "main",
                  "subagents", "preferences", "n_traces", "text_chars", "first_ts", "last_ts", "urls", "vocab", "harness",
-                 "short")
+                 "short", "reply_ts")
 
     def __init__(self, turn_id: str, steps_only: bool = False, steps: int = 0, total_steps: int = 0):
         self.turn_id = turn_id
@@ -1883,6 +1883,7 @@ class _TurnDigest:
         self.vocab: dict[str, list] = {}         # identifier -> [decayed weight, index of its last trace, weight]
         self.harness: list[str] | tuple = ()      # the harness's own compactions in the turn, as pointers
         self.short = False                         # listed in a summary: shown by its asks only (for now)
+        self.reply_ts: tuple | None = None         # when its assistant messages were said: (first, last)
 
     @classmethod
     def of(cls, turn: Turn) -> _TurnDigest:
@@ -1997,6 +1998,8 @@ class _TurnDigest:
                         self.earlier = []
                     self.earlier.append(self.reply)
             self.reply = content
+            if isinstance(ts, (float, int)):
+                self.reply_ts = (self.reply_ts[0] if self.reply_ts else ts, ts)
             if "://" in content:
                 self._text(content)
             self._count(_vocabulary_of(_scanned(content), False), 2)   # (_vocab of a text)
@@ -2077,6 +2080,16 @@ class _TurnDigest:
         """A turn of conversation only: no tool call, no subagent (its reply says what it did)."""
         return not self.main.n_calls and not self.subagents
 
+    def reply_day(self) -> str | None:
+        """The day its reply was said, when that is one day and not the day of its ask: a chat
+        imported speaker by speaker whose session starts with the other speaker answers, in the
+        turn of the last session's ask, on the day of its own session."""
+        span = self.reply_ts
+        if span is None or self.first_ts is None:
+            return None
+        day = _fmt_time(span[0])[:10]
+        return day if day == _fmt_time(span[1])[:10] and day != _fmt_time(self.first_ts)[:10] else None
+
     def line(self, ask_chars: int = ASK_CHARS, full: bool = True, rarity: Rarity | None = None,
              floor: float = 0.0, talk: bool = True, reply_floor: float | None = None,
              chat: bool | None = None) -> str:
@@ -2088,7 +2101,8 @@ class _TurnDigest:
         if not full:
             return short_line(self.turn_id, self.asks, self.reply, ask_chars, self.steps_only and
                               f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)",
-                              chat=chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor)
+                              chat=chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor,
+                              reply_day=self.reply_day())
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
             shown = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat, text)) or "…"
@@ -2118,7 +2132,8 @@ class _TurnDigest:
         elif self.reply:
             said = condense_message(self.reply, REPLY_CHARS, rarity, reply_floor, keep=not chat)
             if said:
-                parts.append(f"assistant: \"{said}\"")
+                day = self.reply_day()
+                parts.append(f"assistant{f' ({day})' if day else ''}: \"{said}\"")
         elif not work.calls and not self.asks and not self.harness:
             parts.append(f"{self.n_traces} context trace{'s' if self.n_traces != 1 else ''}")
         return " · ".join(parts)
@@ -2145,10 +2160,11 @@ def turn_digest(turn) -> _TurnDigest:
 
 def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None, *,
                chat: bool = False, rarity: Rarity | None = None, floor: float = 0.0,
-               reply_floor: float | None = None) -> str:
+               reply_floor: float | None = None, reply_day: str | None = None) -> str:
     """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it) —
     and, in a turn of conversation (``chat``), its reply as long as an ask: the other half of
-    what was said. Long ones are condensed to their most telling sentences (:func:`condense_message`)."""
+    what was said (``reply_day``: the day it was said, when not its ask's). Long ones are
+    condensed to their most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
         said = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat, text)) or "…"
@@ -2161,7 +2177,7 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
         said = condense_message(reply, ask_chars if asks else SHORT_REPLY_CHARS, rarity,
                                 floor if reply_floor is None else reply_floor, keep=not chat)
         if said:   # (a chat reply that says nothing the floor keeps: left out)
-            parts.append(f"assistant: \"{said}\"")
+            parts.append(f"assistant{f' ({reply_day})' if reply_day else ''}: \"{said}\"")
     return " · ".join(parts)
 
 
@@ -2192,6 +2208,7 @@ class WindowSummary:
         self.failure_error: dict[str, list[str]] = {}   # label -> its distinct error briefs, newest last
         self.urls: dict[str, None] = {}
         self.preferences: dict[str, list] = {}
+        self.reply_days: dict[str, str] = {}  # turn id -> the day its reply was said, when not its ask's
         self.commands: dict[str, list] = {}   # command -> [failed_before, last_failed, last_error, turns]
         self.subagents: deque = deque(maxlen=MAX_SUBAGENT_LINES)   # the newest subagents' lines
         self.n_subagents = 0
@@ -2249,6 +2266,9 @@ class WindowSummary:
             tail.append(d)
             if len(tail) > MAX_LISTED_TURNS - HEAD_TURNS:
                 old = tail.popleft()
+                day = old.reply_day()
+                if day:
+                    self.reply_days[old.turn_id] = day
                 if len(self.short_lines) < FIRST_SHORT_LINES:
                     self.short_lines.append((old.turn_id, old.asks, old.reply, old.chat, old.first_ts))
                 else:
@@ -2542,7 +2562,8 @@ class OfflineSummarizer(Summarizer):
             if block is None:
                 block = short_blocks[ask_chars[0], floor[0], talk[0], tools_floor[0]] = [
                     short_line(turn, asks, reply, ask_chars[0], chat=chat and talk[0], rarity=rarity,
-                               floor=floor[0] if chat else tools_floor[0], reply_floor=floor[0])
+                               floor=floor[0] if chat else tools_floor[0], reply_floor=floor[0],
+                               reply_day=window.reply_days.get(turn))
                     for turn, asks, reply, chat, _ts in short_lines]
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[:first_short], short_lines))
             if unlisted[0]:
