@@ -1609,3 +1609,31 @@ def test_a_reply_said_on_a_later_day_than_its_ask_says_its_day():
         said = datetime.fromtimestamp(1772442000.0 + (t // 5 + 1) * 17 * day, timezone.utc).strftime("%Y-%m-%d")
         assert f'assistant ({said}): "Hey! I went to the jazz concert{t} yesterday' in text, text
     assert text.count("assistant (") == 2
+
+
+def test_a_chat_of_a_few_long_turns_keeps_what_each_said_not_its_first_turns_small_talk():
+    """A conversation imported a session a turn (one message of some thirty lines, `Caroline: …`
+    `Melanie: …`): its first and newest turns, taken for the request and the latest intent, kept
+    their asks whole within an eighth of the summary each, small talk and all (25 sentences of it
+    on the first line), while the turns between had only the rest: 9 of 60 facts in 1,000 tokens.
+    In a window of conversation those two are condensed like the others (their most telling
+    sentence kept)."""
+    import random
+
+    rnd = random.Random(3)
+    facts, turns = [], []
+    for s in range(20):
+        said = []
+        for k in range(30):
+            text = " ".join(rnd.sample(_LONG_SMALL_TALK, 2))
+            if k % 10 == 5:
+                facts.append(f"Biscuit{len(facts)}")
+                text += f" We adopted a puppy and named him {facts[-1]}."
+            said.append(f"{'Caroline' if k % 2 == 0 else 'Melanie'}: {text}")
+        turn_id = f"turn_{s + 1:04d}"
+        turns.append(Turn(turn_id, _traces(turn_id, [{"trace_type": "user", "content": "\n".join(said)}])))
+    text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=1000)).episodic_summary
+    assert sum(value in text for value in facts) >= 45, text
+    first, last = text.split("\n")[1], [line for line in text.split("\n") if line.startswith("- turn_0020")][0]
+    for line in (first, last):
+        assert sum(line.count(talk) for talk in _LONG_SMALL_TALK) <= 2, line

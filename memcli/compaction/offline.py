@@ -2092,7 +2092,7 @@ class _TurnDigest:
 
     def line(self, ask_chars: int = ASK_CHARS, full: bool = True, rarity: Rarity | None = None,
              floor: float = 0.0, talk: bool = True, reply_floor: float | None = None,
-             chat: bool | None = None) -> str:
+             chat: bool | None = None, keep_asks: bool = False) -> str:
         """The turn's line (``full``: its work too, else :func:`short_line`; ``talk``: its reply
         there when the turn is conversation — ``chat``, of conversation only unless said —;
         ``floor`` and ``reply_floor``, its asks' and its reply's: :func:`condense_message`)."""
@@ -2102,10 +2102,10 @@ class _TurnDigest:
             return short_line(self.turn_id, self.asks, self.reply, ask_chars, self.steps_only and
                               f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)",
                               chat=chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor,
-                              reply_day=self.reply_day())
+                              reply_day=self.reply_day(), keep_asks=keep_asks)
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
-            shown = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat, text)) or "…"
+            shown = condense_message(text, ask_chars, rarity, floor, keep=keep_asks or _ask_keep(chat, text)) or "…"
             more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
             parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
         if self.steps_only:
@@ -2160,14 +2160,14 @@ def turn_digest(turn) -> _TurnDigest:
 
 def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None, *,
                chat: bool = False, rarity: Rarity | None = None, floor: float = 0.0,
-               reply_floor: float | None = None, reply_day: str | None = None) -> str:
+               reply_floor: float | None = None, reply_day: str | None = None, keep_asks: bool = False) -> str:
     """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it) —
     and, in a turn of conversation (``chat``), its reply as long as an ask: the other half of
     what was said (``reply_day``: the day it was said, when not its ask's). Long ones are
     condensed to their most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
-        said = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat, text)) or "…"
+        said = condense_message(text, ask_chars, rarity, floor, keep=keep_asks or _ask_keep(chat, text)) or "…"
         parts.append(f"{'user' if n == 0 else 'then user'}: \"{said}\"")
     if note:
         parts.append(note)
@@ -2538,13 +2538,17 @@ class OfflineSummarizer(Summarizer):
             short = entry.short if short is None else short
             chat = conversation(entry.chat)
             chars, least = chars_of(entry), floor[0] if chat else tools_floor[0]
-            if entry is entries[0] or entry is entries[-1]:   # (their asks whole while they fit)
+            # (the request and the latest intent: their asks whole while they fit — in a window of
+            # conversation, condensed like the others, each keeping its most telling sentence: a chat
+            # imported a session a turn kept 25 sentences of small talk on its first line)
+            if (entry is entries[0] or entry is entries[-1]) and not talking:
                 least = 0.0
             key = (entry.turn_id, short, chars, least, talk[0], floor[0])
             text = lines_of.get(key)
             if text is None:
                 text = lines_of[key] = entry.line(chars, full=not short, rarity=rarity, floor=least, talk=talk[0],
-                                                  reply_floor=floor[0], chat=chat)
+                                                  reply_floor=floor[0], chat=chat,
+                                                  keep_asks=entry is entries[0] or entry is entries[-1])
             return text
 
         short_blocks: dict[tuple, list] = {}
