@@ -87,7 +87,8 @@ subagents, the names touched in the newest files, the turn lines whole, the voca
 within a share, then growing into what is left), never cutting inside an identifier or a path.
 
 Facts (``semantic_facts``): only what the summary does not carry into the same snapshot — user
-preferences (a sentence of an ask with "always", "never", "I prefer", "from now on" …), and the
+preferences (a sentence of an ask with "always", "never", "I prefer", "from now on" …; in a window
+of conversation only one said as an instruction — "Always run …", not "it always amazes me" —), and the
 new state of a command an existing fact is about (``Command passed: `cmd` (it had failed
 before)`` superseding a ``Command failed`` fact once it, or its family, passes; ``Command failed``
 superseding a ``Command passed`` one). The files and failures of the window are in the summary
@@ -153,6 +154,12 @@ _PREFERENCE = re.compile(
     r"going forward|do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b",
     re.IGNORECASE)
 _PREFERENCE_WORDS = ("always", "ever", "prefer", "rather", "from now on", "going forward", "remember to")
+# … in a window of conversation, only a sentence that says it as an instruction ("Always run the
+# linter", "from now on …"): "always" or "never" inside a sentence is how people talk ("it always
+# amazes me", "you never know"), not a preference to keep
+_INSTRUCTION = re.compile(
+    r"^(?:always|never)\b|\b(?:i (?:would|'d) (?:prefer|rather)|i prefer|prefer to|from now on|going forward|"
+    r"do not ever|don'?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b", re.IGNORECASE)
 _WRITE_TOOL = re.compile(r"(?:^|[_\-.])(?:edit|write|create|patch|apply_patch|str_replace|replace|insert|"
                          r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])",
                          re.IGNORECASE)   # (Edit, Write, MultiEdit, NotebookEdit, apply_patch: whole names)
@@ -1855,7 +1862,7 @@ class _TurnDigest:
 
     __slots__ = ("turn_id", "steps_only", "steps", "total_steps", "asks", "reply", "notes", "earlier", "main",
                  "subagents", "preferences", "n_traces", "text_chars", "first_ts", "last_ts", "urls", "vocab", "harness",
-                 "short")
+                 "short", "reply_ts")
 
     def __init__(self, turn_id: str, steps_only: bool = False, steps: int = 0, total_steps: int = 0):
         self.turn_id = turn_id
@@ -1876,6 +1883,7 @@ class _TurnDigest:
         self.vocab: dict[str, list] = {}         # identifier -> [decayed weight, index of its last trace, weight]
         self.harness: list[str] | tuple = ()      # the harness's own compactions in the turn, as pointers
         self.short = False                         # listed in a summary: shown by its asks only (for now)
+        self.reply_ts: tuple | None = None         # when its assistant messages were said: (first, last)
 
     @classmethod
     def of(cls, turn: Turn) -> _TurnDigest:
@@ -1990,6 +1998,8 @@ class _TurnDigest:
                         self.earlier = []
                     self.earlier.append(self.reply)
             self.reply = content
+            if isinstance(ts, (float, int)):
+                self.reply_ts = (self.reply_ts[0] if self.reply_ts else ts, ts)
             if "://" in content:
                 self._text(content)
             self._count(_vocabulary_of(_scanned(content), False), 2)   # (_vocab of a text)
@@ -2070,9 +2080,19 @@ class _TurnDigest:
         """A turn of conversation only: no tool call, no subagent (its reply says what it did)."""
         return not self.main.n_calls and not self.subagents
 
+    def reply_day(self) -> str | None:
+        """The day its reply was said, when that is one day and not the day of its ask: a chat
+        imported speaker by speaker whose session starts with the other speaker answers, in the
+        turn of the last session's ask, on the day of its own session."""
+        span = self.reply_ts
+        if span is None or self.first_ts is None:
+            return None
+        day = _fmt_time(span[0])[:10]
+        return day if day == _fmt_time(span[1])[:10] and day != _fmt_time(self.first_ts)[:10] else None
+
     def line(self, ask_chars: int = ASK_CHARS, full: bool = True, rarity: Rarity | None = None,
              floor: float = 0.0, talk: bool = True, reply_floor: float | None = None,
-             chat: bool | None = None) -> str:
+             chat: bool | None = None, keep_asks: bool = False) -> str:
         """The turn's line (``full``: its work too, else :func:`short_line`; ``talk``: its reply
         there when the turn is conversation — ``chat``, of conversation only unless said —;
         ``floor`` and ``reply_floor``, its asks' and its reply's: :func:`condense_message`)."""
@@ -2081,10 +2101,11 @@ class _TurnDigest:
         if not full:
             return short_line(self.turn_id, self.asks, self.reply, ask_chars, self.steps_only and
                               f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)",
-                              chat=chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor)
+                              chat=chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor,
+                              reply_day=self.reply_day(), keep_asks=keep_asks)
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
-            shown = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat, text)) or "…"
+            shown = condense_message(text, ask_chars, rarity, floor, keep=keep_asks or _ask_keep(chat, text)) or "…"
             more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
             parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
         if self.steps_only:
@@ -2111,7 +2132,8 @@ class _TurnDigest:
         elif self.reply:
             said = condense_message(self.reply, REPLY_CHARS, rarity, reply_floor, keep=not chat)
             if said:
-                parts.append(f"assistant: \"{said}\"")
+                day = self.reply_day()
+                parts.append(f"assistant{f' ({day})' if day else ''}: \"{said}\"")
         elif not work.calls and not self.asks and not self.harness:
             parts.append(f"{self.n_traces} context trace{'s' if self.n_traces != 1 else ''}")
         return " · ".join(parts)
@@ -2138,13 +2160,14 @@ def turn_digest(turn) -> _TurnDigest:
 
 def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None, *,
                chat: bool = False, rarity: Rarity | None = None, floor: float = 0.0,
-               reply_floor: float | None = None) -> str:
+               reply_floor: float | None = None, reply_day: str | None = None, keep_asks: bool = False) -> str:
     """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it) —
     and, in a turn of conversation (``chat``), its reply as long as an ask: the other half of
-    what was said. Long ones are condensed to their most telling sentences (:func:`condense_message`)."""
+    what was said (``reply_day``: the day it was said, when not its ask's). Long ones are
+    condensed to their most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
-        said = condense_message(text, ask_chars, rarity, floor, keep=_ask_keep(chat, text)) or "…"
+        said = condense_message(text, ask_chars, rarity, floor, keep=keep_asks or _ask_keep(chat, text)) or "…"
         parts.append(f"{'user' if n == 0 else 'then user'}: \"{said}\"")
     if note:
         parts.append(note)
@@ -2154,7 +2177,7 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
         said = condense_message(reply, ask_chars if asks else SHORT_REPLY_CHARS, rarity,
                                 floor if reply_floor is None else reply_floor, keep=not chat)
         if said:   # (a chat reply that says nothing the floor keeps: left out)
-            parts.append(f"assistant: \"{said}\"")
+            parts.append(f"assistant{f' ({reply_day})' if reply_day else ''}: \"{said}\"")
     return " · ".join(parts)
 
 
@@ -2185,6 +2208,7 @@ class WindowSummary:
         self.failure_error: dict[str, list[str]] = {}   # label -> its distinct error briefs, newest last
         self.urls: dict[str, None] = {}
         self.preferences: dict[str, list] = {}
+        self.reply_days: dict[str, str] = {}  # turn id -> the day its reply was said, when not its ask's
         self.commands: dict[str, list] = {}   # command -> [failed_before, last_failed, last_error, turns]
         self.subagents: deque = deque(maxlen=MAX_SUBAGENT_LINES)   # the newest subagents' lines
         self.n_subagents = 0
@@ -2242,6 +2266,9 @@ class WindowSummary:
             tail.append(d)
             if len(tail) > MAX_LISTED_TURNS - HEAD_TURNS:
                 old = tail.popleft()
+                day = old.reply_day()
+                if day:
+                    self.reply_days[old.turn_id] = day
                 if len(self.short_lines) < FIRST_SHORT_LINES:
                     self.short_lines.append((old.turn_id, old.asks, old.reply, old.chat, old.first_ts))
                 else:
@@ -2414,7 +2441,11 @@ class OfflineSummarizer(Summarizer):
         text = self._text(window, budget, CHARS_PER_TOKEN, cap, fixes)
         if budget is not None:
             text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio, cap, fixes))
-        return Summary(text, self._facts(window.preferences, window.commands, fixes, memory))
+        preferences = window.preferences
+        if window.n_talk * 2 >= window.n_turns:   # a conversation (as the text takes it): its small talk
+            # with "always" in it was a fact each (20 of them in one chat: a quarter of 1,500 tokens)
+            preferences = {s: turns for s, turns in preferences.items() if _INSTRUCTION.search(s)}
+        return Summary(text, self._facts(preferences, window.commands, fixes, memory))
 
     def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float, cap: int,
               fixes: _Fixes) -> str:
@@ -2507,13 +2538,17 @@ class OfflineSummarizer(Summarizer):
             short = entry.short if short is None else short
             chat = conversation(entry.chat)
             chars, least = chars_of(entry), floor[0] if chat else tools_floor[0]
-            if entry is entries[0] or entry is entries[-1]:   # (their asks whole while they fit)
+            # (the request and the latest intent: their asks whole while they fit — in a window of
+            # conversation, condensed like the others, each keeping its most telling sentence: a chat
+            # imported a session a turn kept 25 sentences of small talk on its first line)
+            if (entry is entries[0] or entry is entries[-1]) and not talking:
                 least = 0.0
             key = (entry.turn_id, short, chars, least, talk[0], floor[0])
             text = lines_of.get(key)
             if text is None:
                 text = lines_of[key] = entry.line(chars, full=not short, rarity=rarity, floor=least, talk=talk[0],
-                                                  reply_floor=floor[0], chat=chat)
+                                                  reply_floor=floor[0], chat=chat,
+                                                  keep_asks=entry is entries[0] or entry is entries[-1])
             return text
 
         short_blocks: dict[tuple, list] = {}
@@ -2531,7 +2566,8 @@ class OfflineSummarizer(Summarizer):
             if block is None:
                 block = short_blocks[ask_chars[0], floor[0], talk[0], tools_floor[0]] = [
                     short_line(turn, asks, reply, ask_chars[0], chat=chat and talk[0], rarity=rarity,
-                               floor=floor[0] if chat else tools_floor[0], reply_floor=floor[0])
+                               floor=floor[0] if chat else tools_floor[0], reply_floor=floor[0],
+                               reply_day=window.reply_days.get(turn))
                     for turn, asks, reply, chat, _ts in short_lines]
             out.extend((line, line, (s[0], s[0], 1)) for line, s in zip(block[:first_short], short_lines))
             if unlisted[0]:
@@ -3095,16 +3131,17 @@ def _emptied(body_line: tuple) -> bool:
 
 def _runs_on_one_line(out: list[tuple], days: list, joins: Callable[[int], bool], said: Callable[[int], list],
                       line_of: Callable[[str, str, int, list], str | None],
-                      room: int | None = None) -> tuple[list[tuple], list]:
+                      room: int | None = None, one_day: bool = True) -> tuple[list[tuple], list]:
     """The body's lines (line, its asks-only form, (first turn, last turn, turns)) with each run of
-    two or more consecutive lines ``joins`` takes, of one day, as the one line ``line_of(first,
-    last, turns, parts)`` makes of what they say (``said(k)``: at most ``room`` characters of it;
-    None: the run stays as it was); and the day of each line (its first turn's)."""
+    two or more consecutive lines ``joins`` takes, of one day (unless not ``one_day``), as the one
+    line ``line_of(first, last, turns, parts)`` makes of what they say (``said(k)``: at most
+    ``room`` characters of it; None: the run stays as it was); and the day of each line (its first
+    turn's; None for a run of several days: it says nothing to date)."""
     merged, merged_days = [], []
     k = 0
     while k < len(out):
         j, parts, size = k, [], 0
-        while j < len(out) and joins(j) and days[j] == days[k]:
+        while j < len(out) and joins(j) and (days[j] == days[k] or not one_day):
             more = said(j)
             grow = sum(len(p) + 3 for p in more)
             if room is not None and j > k and size + grow > room:
@@ -3117,7 +3154,7 @@ def _runs_on_one_line(out: list[tuple], days: list, joins: Callable[[int], bool]
             text = line_of(first, last, n, parts)
             if text is not None:
                 merged.append((text, text, (first, last, n)))
-                merged_days.append(days[k])
+                merged_days.append(days[k] if days[j - 1] == days[k] else None)
                 k = j
                 continue
         merged.append(out[k])
@@ -3127,10 +3164,13 @@ def _runs_on_one_line(out: list[tuple], days: list, joins: Callable[[int], bool]
 
 
 def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
-    """The body's lines with each run of two or more turns of one day whose line says nothing any
-    more (its asks condensed away: small talk) as one line that counts them (:func:`_runs_on_one_line`)."""
+    """The body's lines with each run of two or more turns whose line says nothing any more (its
+    asks condensed away: small talk) as one line that counts them (:func:`_runs_on_one_line`),
+    whatever their days: a run that says nothing has nothing to date (a line a day of a
+    conversation over weeks took a quarter of 1,500 tokens to say nothing), and the line after it
+    says its own day."""
     return _runs_on_one_line(out, days, lambda k: _emptied(out[k]), lambda k: [],
-                             lambda first, last, n, _parts: f"- {first}–{last} · {n} {FOLDED_TURNS}")
+                             lambda first, last, n, _parts: f"- {first}–{last} · {n} {FOLDED_TURNS}", one_day=False)
 
 
 JOINED_LINE_CHARS = 400   # a run of conversation turns joined on one line: at most this long
