@@ -2087,8 +2087,8 @@ class _TurnDigest:
         span = self.reply_ts
         if span is None or self.first_ts is None:
             return None
-        day = _fmt_time(span[0])[:10]
-        return day if day == _fmt_time(span[1])[:10] and day != _fmt_time(self.first_ts)[:10] else None
+        day = span[0] // 86_400   # (the UTC day :func:`_fmt_time` writes: compared first, written when it differs)
+        return _fmt_time(span[0])[:10] if day == span[1] // 86_400 and day != self.first_ts // 86_400 else None
 
     def line(self, ask_chars: int = ASK_CHARS, full: bool = True, rarity: Rarity | None = None,
              floor: float = 0.0, talk: bool = True, reply_floor: float | None = None,
