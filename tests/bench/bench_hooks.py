@@ -28,7 +28,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.bench.common import best_vs, run_measured
+from tests.bench.common import best_vs, compile_memcli, installed_env, run_measured
 
 REPO = Path(__file__).resolve().parent.parent.parent
 RUNS = 7
@@ -64,8 +64,9 @@ def run() -> list[dict]:
         payload = tmp / "payload.json"
         payload.write_bytes(orjson.dumps({"session_id": "bench", "transcript_path": str(transcript), "cwd": str(tmp),
                                           "hook_event_name": "Stop", "source": "compact"}))
-        env = dict(os.environ, PYTHONPATH=str(REPO))
+        env = installed_env(dict(os.environ, PYTHONPATH=str(REPO)))   # as installed: compiled
         env.pop("MEMCLI_DIR", None)
+        compile_memcli(env)
         memcli = shlex.join([sys.executable, "-m", "memcli"])
         hook = f"{memcli} --dir {shlex.quote(str(memory))} hook claude-code"
         commands = {

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import orjson
 
+from tests.bench.common import compile_memcli, installed_env
+
 PY = sys.executable
 MEMCLI = [str(Path(PY).parent / "memcli")] if (Path(PY).parent / "memcli").exists() else [PY, "-m", "memcli"]
 
@@ -189,7 +191,8 @@ def run() -> list[dict]:
     try:
         events = work / "events.ndjson"
         write_events(events, n_events)
-        env = dict(os.environ, MEMCLI_DIR=str(work / "mem"))
+        env = installed_env(dict(os.environ, MEMCLI_DIR=str(work / "mem")))   # as installed: compiled
+        compile_memcli(env)
 
         def batch_memcli():
             shutil.rmtree(work / "mem", ignore_errors=True)

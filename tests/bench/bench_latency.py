@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.bench.common import best_vs, run_measured
+from tests.bench.common import best_vs, compile_memcli, installed_env, run_measured
 
 REPO = Path(__file__).resolve().parent.parent.parent
 RUNS = 5
@@ -29,7 +29,8 @@ def run() -> list[dict]:
     try:
         memory = tmp / "memory"
         shutil.copytree(REPO / "sample_memory", memory)
-        env = dict(os.environ, MEMCLI_DIR=str(memory), PYTHONPATH=str(REPO))
+        env = installed_env(dict(os.environ, MEMCLI_DIR=str(memory), PYTHONPATH=str(REPO)))   # as installed
+        compile_memcli(env)
         memcli = [sys.executable, "-m", "memcli"]
         commands = {"--version": ["--version"], "snapshot": ["snapshot", "coder"], "stats": ["stats", "coder"]}
         cold = {name: run_measured(memcli + args, env=env)[0] for name, args in commands.items()}  # fills the cache
