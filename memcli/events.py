@@ -37,6 +37,8 @@ import math
 import re
 from datetime import datetime, timezone
 
+import orjson
+
 from memcli.errors import InputError
 from memcli.models import HARNESS_COMPACTION, TAG_COMPACT_SUMMARY, TRACE_TYPES
 
@@ -51,32 +53,30 @@ def json_type(value) -> str:
     return _JSON_TYPE.get(type(value), type(value).__name__)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")   # (a pair in the input is one character once read)
+# an escaped backslash (skipped whole, so what follows it is no escape), a surrogate pair, or a
+# lone surrogate escape: scanned left to right, only the last is replaced
+_SURROGATE_ESCAPES = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|"
+                                rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def well_formed_json(raw: bytes, error: Exception):
+def _replacement(match: re.Match) -> bytes:
+    escape = match.group()
+    return b"\\ufffd" if len(escape) == 6 else escape
+
+
+def well_formed_json(raw: bytes | str, error: Exception):
     """The value of the JSON text ``raw`` that orjson refused with ``error`` when its only fault
-    is a lone UTF-16 surrogate escape, each such surrogate (in keys too) replaced by U+FFFD (module
+    is a lone UTF-16 surrogate escape: each such escape (in keys too) replaced by ``\\ufffd``
+    and the text read by orjson again, so the rest is read exactly as before (module
     docstring); None when it has another fault (then ``error`` is the one to report)."""
     if "surrogate" not in str(error):
         return None
-    import json
-
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
     try:
-        value = json.loads(raw)   # (reads a lone surrogate escape as that code point)
-    except ValueError:
+        return orjson.loads(_SURROGATE_ESCAPES.sub(_replacement, raw))
+    except orjson.JSONDecodeError:
         return None
-    return _well_formed(value)
-
-
-def _well_formed(value):
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_well_formed(item) for item in value]
-    if isinstance(value, dict):
-        return {_well_formed(key): _well_formed(item) for key, item in value.items()}
-    return value
 
 
 def _fail(line, field, message):

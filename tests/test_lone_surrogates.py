@@ -32,6 +32,9 @@ def _refused(raw: bytes) -> orjson.JSONDecodeError:
     (b'{"a": "' + PAIR + SPLIT_EMOJI + b'"}', {"a": "\U0001f600\ufffd"}),
     (b'{"k' + SPLIT_EMOJI + b'": ["' + SPLIT_EMOJI + LONE_LOW[:0] + b'\\u0041"]}', {"k\ufffd": ["\ufffdA"]}),
     (b'[{"a": "' + SPLIT_EMOJI + b'"}, 1]', [{"a": "\ufffd"}, 1]),
+    (b'{"a": "\\\\' + SPLIT_EMOJI + b'"}', {"a": "\\\ufffd"}),   # an escaped backslash, then the escape
+    (b'{"a": "' + SPLIT_EMOJI + b'", "n": 123456789012345678901234567890}',
+     {"a": "\ufffd", "n": 1.2345678901234568e29}),   # the rest read as orjson reads it
 ])
 def test_a_lone_surrogate_is_read_as_the_replacement_character(raw, expected):
     assert well_formed_json(raw, _refused(raw)) == expected
@@ -41,6 +44,8 @@ def test_a_lone_surrogate_is_read_as_the_replacement_character(raw, expected):
     b'{"a": "x' + SPLIT_EMOJI + b'", oops}',     # a lone surrogate and another fault
     b'{"a": NaN}',                               # not a surrogate fault: Python's reader would take it
     b'{"a": "\\u12"}',
+    b'{"a": "' + SPLIT_EMOJI + b'", "n": NaN}',           # refused without the surrogate too
+    b'{"a": "' + SPLIT_EMOJI + b'", "d": ' + b"[" * 1100 + b"]" * 1100 + b"}",   # too deep for orjson
 ])
 def test_any_other_fault_is_left_to_the_error(raw):
     assert well_formed_json(raw, _refused(raw)) is None
@@ -57,6 +62,14 @@ def test_ingest_reads_the_line_instead_of_refusing_the_import(cli, memory_dir):
     assert [t.get("content") or t.get("tool_result") for t in traces] == [
         "fix the \U0001f600 parser", None, "out \ufffd [truncated]", "\U0001f600 done"]
     assert "ufffd" not in (memory_dir / "agents" / "a" / "raw_traces.jsonl").read_text()   # UTF-8, not an escape
+
+
+def test_a_byte_order_mark_and_a_lone_surrogate_on_the_first_line(cli, memory_dir):
+    data = (b'\xef\xbb\xbf{"trace_type": "user", "content": "hi ' + SPLIT_EMOJI + b'"}\n'
+            b'{"trace_type": "assistant", "content": "hello"}\n')
+    result = cli("ingest", "a", input=data)
+    assert result.exit_code == 0, result.output
+    assert [t["content"] for t in agent_traces(memory_dir, "a")] == ["hi \ufffd", "hello"]
 
 
 def test_a_line_with_another_fault_is_still_refused_naming_it(cli, memory_dir):

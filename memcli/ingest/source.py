@@ -204,8 +204,11 @@ def _iter_ndjson(f: IO[bytes]) -> Iterator[tuple[int, object]]:
                 try:
                     yield line, loads(raw[3:])
                     continue
-                except orjson.JSONDecodeError:
-                    pass
+                except orjson.JSONDecodeError as again:
+                    value = well_formed_json(raw[3:], again)
+                    if value is not None:
+                        yield line, value
+                        continue
             yield line, json_error(raw.rstrip(b"\r\n"), exc, line)
             continue
         first_value = False
