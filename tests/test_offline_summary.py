@@ -1562,6 +1562,37 @@ def test_small_talk_with_always_in_it_is_no_preference_of_a_conversation():
         ['User preference: "I never want a force push on main."']
 
 
+@pytest.mark.parametrize("rule, instruction", [
+    ("- Never book anything without asking me first.", True),     # a list of rules
+    ("1. Always include the train times.", "Always include the train times."),   # ("1." ends a sentence)
+    ("You must always ask before booking anything.", True),
+    ("I want you to never share my address.", True),
+    ("Also, never suggest peanuts, I am allergic.", True),         # a lead-in
+    ("Note: always quote prices in euros.", True),
+    ("I’d prefer short answers from here on.", True),              # a typographic apostrophe
+    ("I'd rather you wrote in French.", True),                     # ("i 'd" was what the rule read)
+    ("Don’t ever call me before nine.", True),
+    ("It always amazes me how fast the kids grow.", False),
+    ("You never know what the weather will do.", False),
+    ("We will always remember that trip.", False),
+])
+def test_a_rule_of_a_conversation_is_a_preference_however_it_is_written(rule, instruction):
+    """A review of the conversation rule above: a rule written as a list item, after a lead-in,
+    as "you must always" or "I want you to never", or with a typographic apostrophe was dropped
+    with the small talk (and "I'd prefer" was read by neither rule, in any window)."""
+    from memcli.models import RawTrace
+    turns = []
+    for t in range(12):
+        turn_id = f"turn_{t + 1:04d}"
+        ask = f"{rule if t == 3 else 'We had a lovely walk by the lake today.'} The dog is called Milo{t}."
+        turns.append(Turn(turn_id, [
+            RawTrace(f"{turn_id}-u", 1772442000.0 + t * 10, turn_id, 1, "user", ask, "x"),
+            RawTrace(f"{turn_id}-a", 1772442001.0 + t * 10, turn_id, 2, "assistant", "How lovely!", "x")]))
+    facts = [f.fact for f in OfflineSummarizer().summarize(turns).semantic_facts]
+    said = rule if instruction is True else instruction
+    assert facts == ([f'User preference: "{said}"'] if instruction else []), facts
+
+
 def test_turns_that_say_nothing_take_one_line_whatever_their_days():
     """A conversation over weeks squeezed so far that most of its days said nothing: each day's
     run of such turns took a line of its own (`- turn_0007–turn_0012 (2026-03-03) · 6 turns, their
