@@ -43,6 +43,9 @@ CASES = [
      "line 3: field 'usage.prompt_tokens'"),
     ("empty id", ndjson(GOOD + [{"trace_type": "user", "id": ""}]), "line 3: field 'id': must be 1-512 characters"),
     ("invalid utf-8", ndjson(GOOD) + b'{"trace_type": "user", "content": "caf\xe9"}\n', "line 3: invalid UTF-8"),
+    # orjson reads 1,024 levels but writes 254: the store's write raised a traceback
+    ("nested too deep", ndjson(GOOD) + b'{"trace_type": "user", "content": "x", "meta": ' + b"[" * 300 + b"]" * 300
+     + b"}\n", "line 3: not storable: Recursion limit reached (nested more than 254 levels deep)"),
     ("bad json array element", b'[{"trace_type": "user"},\n {"trace_type": 7}\n]', "line 2: field 'trace_type'"),
     ("unclosed json array", b'[{"trace_type": "user"},\n', "not valid JSON (the array is not closed)"),
 ]

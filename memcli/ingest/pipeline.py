@@ -223,7 +223,10 @@ class _Batch:
                 tags = event.get("tags")
                 if tags and TAG_SIDECHAIN in tags and isinstance(event.get("agent_id"), str):
                     harness.subagent(event["agent_id"], event["turn_id"])   # for its own compaction
-            line_bytes = dumps(stored_record(event)) + b"\n"
+            try:
+                line_bytes = dumps(stored_record(event)) + b"\n"
+            except TypeError as exc:   # (what JSON input gives orjson.dumps: only a value nested too deep)
+                raise InputError(f"not storable: {exc} (nested more than 254 levels deep)", line=line) from None
             chunk.append(event)
             chunk_lines.append(line_bytes)
             offset += len(line_bytes)
