@@ -391,6 +391,7 @@ class Rarity:
         self.speakers: Counter = Counter()   # the messages each Name: starts
         self._weight: dict[str, float] = {}
         self._analysed: dict[str, tuple[list[str], list[float]]] = {}
+        self._said_by: dict[str, list | None] = {}   # a message -> who says each sentence (:meth:`said_by`)
 
     def _count(self) -> None:
         df: Counter = Counter()
@@ -412,6 +413,35 @@ class Rarity:
             self._count()
         speaker = _speaker_of(text)
         return speaker if speaker and self.speakers[speaker] >= 2 else None
+
+    def said_by(self, text: str) -> list | None:
+        """Who says each of ``text``'s sentences (:meth:`analysed`) in a message of several
+        speakers' lines (a chat's session imported as one message: ``Caroline: …`` then
+        ``Melanie: …``, line after line): (the label of the last sentence at or before it that
+        starts with one, whether it starts with it itself). A label counts when it starts two of
+        the message's sentences or several messages (:meth:`speaker`). None when no sentence but
+        the first starts with one (the speaker, if any, is the message's: :func:`condense_message`)."""
+        if text in self._said_by:
+            return self._said_by[text]
+        parts = self.analysed(text)[0]
+        heads = [_head(part) if ": " in part else None for part in parts]
+        for k in range(len(parts) - 1):   # (the sentence split after "Dr.": "Dr." heads "Lee: …" too)
+            if heads[k + 1] and not heads[k] and len(parts[k]) <= 20:
+                whole = _speaker_of(parts[k] + " " + parts[k + 1])
+                if whole and len(whole) > len(heads[k + 1]):
+                    heads[k] = heads[k + 1] = whole
+        got = None
+        if any(heads[1:]):
+            if self.df is None:
+                self._count()
+            counts = Counter(heads)
+            valid = {head for head in counts if head and (counts[head] >= 2 or self.speakers[head] >= 2)}
+            if any(head in valid for head in heads[1:]):
+                got, speaker = [], None
+                for head in heads:
+                    speaker = head if head in valid else speaker
+                    got.append((speaker, speaker is not None and head == speaker))
+        return _remember(self._said_by, text, got)
 
     def of(self, sentence: str) -> float:
         """The information of ``sentence``: the squared rarity of each of its distinct words, summed."""
@@ -481,6 +511,18 @@ def _speaker_of(text: str) -> str | None:
     return found[0]
 
 
+def _head(sentence: str) -> str | None:
+    """The speaker's label a sentence starts with — or, in a message condensed already (a summary's,
+    condensed again: ``… Melanie: I'm painting a sunset.``), the last one after a "… " in it."""
+    at = sentence.rfind("… ")
+    while at >= 0:
+        label = _speaker_of(sentence[at + 2:at + 72])
+        if label:
+            return label
+        at = sentence.rfind("… ", 0, at)
+    return _speaker_of(sentence[:70])
+
+
 def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor: float = 0.0,
                      keep: bool = True) -> str:
     """A message on one line in at most ``limit`` characters (about). With ``rarity``, a message
@@ -490,9 +532,11 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     quoted span (the most telling one is clipped when alone it does not fit). Without ``rarity``,
     or for one sentence, :func:`clip_ask`'s head. Not ``keep``: a message none of whose sentences
     says ``floor`` is left out ("": asks, :func:`_ask_keep`), and a message that says who speaks
-    (``Caroline: …``, :data:`_SPEAKER`) still says it when its first sentence goes."""
-    said = _condensed(text, limit, rarity, floor, keep)
-    if said and said.startswith("…") and rarity is not None:   # (its first sentence went)
+    (``Caroline: …``, :data:`_SPEAKER`) still says it when its first sentence goes — and a message
+    of several speakers' lines (a chat's session: :meth:`Rarity.said_by`), before each sentence
+    kept whose speaker is not the last one shown (``… Melanie: I'm painting a sunset.``)."""
+    said, told = _condensed(text, limit, rarity, floor, keep)
+    if not told and said and said.startswith("…") and rarity is not None:   # (its first sentence went)
         speaker = rarity.speaker(text)
         # (not when a part of the name stays: the sentence split after "Dr.")
         if speaker and speaker[:-2].rsplit(" ", 1)[-1] + ":" not in said:
@@ -500,42 +544,67 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     return said
 
 
-def _condensed(text: str, limit: int, rarity: Rarity | None, floor: float, keep: bool) -> str:
-    """:func:`condense_message`, the speaker aside."""
+def _name(label: str | None) -> str | None:
+    """The last word of a speaker's label (``Dr. Lee: `` -> ``Lee``: the sentence split after "Dr.")."""
+    return label and label[:-2].rsplit(" ", 1)[-1]
+
+
+def _condensed(text: str, limit: int, rarity: Rarity | None, floor: float, keep: bool) -> tuple[str, bool]:
+    """:func:`condense_message`, and whether it said who speaks already (a message of several
+    speakers' lines: :meth:`Rarity.said_by`)."""
     flat = " ".join(text.split())
     if len(flat) <= limit and not floor:
-        return flat
+        return flat, False
     if rarity is None:
-        return clip_ask(flat, limit)
+        return clip_ask(flat, limit), False
     parts, density = rarity.analysed(text)
     if not parts:
-        return clip_ask(flat, limit)
+        return clip_ask(flat, limit), False
     if not keep and max(density) < floor:
-        return ""
+        return "", False
     if len(parts) < 2:
-        return clip_ask(flat, limit)
+        return clip_ask(flat, limit), False
+    said_by = rarity.said_by(text)
+    # the label a sentence needs before it: its speaker's, when it does not start with it (at most)
+    label = [None] * len(parts) if said_by is None else [None if shows else who for who, shows in said_by]
     order = sorted(range(len(parts)), key=lambda i: -density[i])
     chosen, used = [], 0
     for i in order:
-        cost = len(parts[i]) + 3   # (and the " …" of a gap)
+        cost = len(parts[i]) + 3 + len(label[i] or "")   # (and the " …" of a gap)
         if chosen and density[i] < floor:
             break
         if used + cost <= limit:
             chosen.append(i)
             used += cost
         elif not chosen:   # the most telling one does not fit: it alone, clipped
-            return ("… " if i else "") + clip_ask(parts[i], max(limit - 2 * (i > 0), MIN_ASK_CHARS))
+            if label[i] is None:
+                return ("… " if i else "") + clip_ask(parts[i], max(limit - 2 * (i > 0), MIN_ASK_CHARS)), False
+            clipped = clip_ask(parts[i], max(limit - 2 - len(label[i]), MIN_ASK_CHARS))
+            return (label[i] + "… " + clipped if _name(label[i]) == _name(said_by[0][0]) else
+                    "… " + label[i] + clipped), True
     if len(chosen) == len(parts):
-        return flat
+        return flat, False
     out, previous = [], -1
+    shown = None if said_by is None else said_by[0][0]   # (the message's own speaker: condense_message says it)
     for i in sorted(chosen):
-        if i != previous + 1:
-            out.append("…")
-        out.append(parts[i])
+        if label[i] is not None and _name(label[i]) != _name(shown):
+            out.append("…" if i != previous + 1 else "")
+            out.append(label[i] + parts[i])
+        else:
+            if i != previous + 1:
+                out.append("…")
+            out.append(parts[i])
+        if said_by is not None:
+            shown = said_by[i][0]
         previous = i
     if previous != len(parts) - 1:
         out.append("…")
-    return " ".join(out)
+    said = " ".join(piece for piece in out if piece)
+    if said_by is not None and said.startswith("…"):   # (its first sentence went)
+        who, shows = said_by[min(chosen)]
+        if who is not None and not shows and _name(who) == _name(said_by[0][0]):
+            said = said_by[0][0] + said   # (the message's speaker, as for a message of one: "Caroline: … ")
+    return said, said_by is not None
 
 
 def sentence_floor(messages: Iterable[tuple], rarity: Rarity, excess: int, fits=None) -> float:
