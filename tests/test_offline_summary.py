@@ -1532,26 +1532,31 @@ def test_a_stray_quote_does_not_hide_a_preference():
     assert any("Always run the linter before you commit." in f for f in facts), facts
 
 
+def _chat_facts(asks: list[str], reply: str) -> list[str]:
+    """The facts the offline summary makes of a chat: each ask a turn, answered by ``reply``."""
+    from memcli.models import RawTrace
+    turns = []
+    for t, ask in enumerate(asks):
+        turn_id = f"turn_{t + 1:04d}"
+        turns.append(Turn(turn_id, [
+            RawTrace(f"{turn_id}-u", 1772442000.0 + t * 10, turn_id, 1, "user", ask, "x"),
+            RawTrace(f"{turn_id}-a", 1772442001.0 + t * 10, turn_id, 2, "assistant", reply, "x")]))
+    return [f.fact for f in OfflineSummarizer().summarize(turns).semantic_facts]
+
+
 def test_small_talk_with_always_in_it_is_no_preference_of_a_conversation():
     """A conversation between two people (LoCoMo-style: "it always amazes me how …") made a
     `User preference` fact of every sentence with "always" or "never" in it: 20 of them in one
     chat, about 400 tokens of a 1,500-token snapshot, the summary's facts pushed out for them. In a
     window of conversation only a sentence said as an instruction is one now; a coding window's
     asks are read as before."""
-    from memcli.models import RawTrace
     talk = ["Honestly, it always amazes me how quickly the weeks slip by when things get busy.",
             "Aw, I am so glad that you always find the bright side.",
             "You know, I never thought pottery could be this relaxing.",
             "From now on, please answer me in French.",
             "Always run the linter before you commit."]
-    turns = []
-    for t in range(30):
-        turn_id = f"turn_{t + 1:04d}"
-        ask = f"{talk[t % len(talk)]} We adopted a puppy and named him Milo{t}."
-        turns.append(Turn(turn_id, [
-            RawTrace(f"{turn_id}-u", 1772442000.0 + t * 10, turn_id, 1, "user", ask, "x"),
-            RawTrace(f"{turn_id}-a", 1772442001.0 + t * 10, turn_id, 2, "assistant", "That is lovely to hear!", "x")]))
-    facts = [f.fact for f in OfflineSummarizer().summarize(turns).semantic_facts]
+    facts = _chat_facts([f"{talk[t % len(talk)]} We adopted a puppy and named him Milo{t}." for t in range(30)],
+                        "That is lovely to hear!")
     assert facts == ['User preference: "From now on, please answer me in French."',
                      'User preference: "Always run the linter before you commit."'], facts
     # a window with tool calls: its asks' preferences as before
@@ -1580,15 +1585,8 @@ def test_a_rule_of_a_conversation_is_a_preference_however_it_is_written(rule, in
     """A review of the conversation rule above: a rule written as a list item, after a lead-in,
     as "you must always" or "I want you to never", or with a typographic apostrophe was dropped
     with the small talk (and "I'd prefer" was read by neither rule, in any window)."""
-    from memcli.models import RawTrace
-    turns = []
-    for t in range(12):
-        turn_id = f"turn_{t + 1:04d}"
-        ask = f"{rule if t == 3 else 'We had a lovely walk by the lake today.'} The dog is called Milo{t}."
-        turns.append(Turn(turn_id, [
-            RawTrace(f"{turn_id}-u", 1772442000.0 + t * 10, turn_id, 1, "user", ask, "x"),
-            RawTrace(f"{turn_id}-a", 1772442001.0 + t * 10, turn_id, 2, "assistant", "How lovely!", "x")]))
-    facts = [f.fact for f in OfflineSummarizer().summarize(turns).semantic_facts]
+    facts = _chat_facts([f"{rule if t == 3 else 'We had a lovely walk by the lake today.'} The dog is called Milo{t}."
+                         for t in range(12)], "How lovely!")
     said = rule if instruction is True else instruction
     assert facts == ([f'User preference: "{said}"'] if instruction else []), facts
 
