@@ -108,6 +108,40 @@ def synced_again_reading_nothing(monkeypatch, sync, memory_dir: Path, *readers):
     return report
 
 
+def ok(result):
+    """A CLI result that succeeded (its stderr shown when it did not)."""
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def bad_first_lines(invalid: bytes, invalid_message: str) -> tuple[list, dict]:
+    """The lines the tests of a JSONL file put first: JSON that is not JSON, JSON that is no
+    object, and ``invalid`` (an object that is no record of that file) — each as (line, doctor's
+    code, doctor's message) — and, by code, what a writer that refuses to append says of it."""
+    lines = [(b"{oops\n", "bad-json", "not valid JSON ("),
+             (b"[]\n", "not-an-object", "a JSON list, not an object"),
+             (invalid, "invalid-record", invalid_message)]
+    refused = {"bad-json": "not valid JSON (", "not-an-object": "expected a JSON object, found list",
+               "invalid-record": invalid_message}
+    return lines, refused
+
+
+def doctor_cuts_a_torn_tail(cli, agent: str, path: Path, partial: bytes, line: int) -> None:
+    """``path`` ending in ``partial`` (a record cut short, line ``line``): ``memcli doctor AGENT``
+    reports it; ``--repair`` cuts it off, the file as it was before, a copy of it kept."""
+    good = path.read_bytes()
+    path.write_bytes(good + partial)
+    result = cli("doctor", agent, "--json")
+    assert result.exit_code == 1
+    (found,) = orjson.loads(result.stdout)
+    assert (found["code"], found["file"], found["line"], found["action"]) == \
+        ("torn-tail", str(path), line, f"cut the {len(partial)} partial bytes off (a copy goes to {path.name}.corrupt-lines)")
+    result = cli("doctor", agent, "--repair")
+    assert result.exit_code == 0, result.stderr
+    assert path.read_bytes() == good
+    assert (path.parent / (path.name + ".corrupt-lines")).read_bytes() == partial + b"\n"
+
+
 def doctor_moves_a_bad_first_line_aside(cli, memory_dir: Path, agent: str, path: Path, bad: bytes, code: str,
                                         message: str) -> None:
     """``memcli doctor AGENT`` reports ``path``'s first line (``bad``, a line that is not a record

@@ -6,31 +6,23 @@ compaction and undo work again."""
 
 from __future__ import annotations
 
-import orjson
 import pytest
 
 from tests.compact_fixtures import conversation
 from tests.helpers import (
     agent_dir,
+    bad_first_lines,
+    doctor_cuts_a_torn_tail,
     doctor_moves_a_bad_first_line_aside,
+    ok,
     read_jsonl,
     refused_for_a_bad_first_line,
     tree_digest,
 )
 
 LEDGER = ".compactions.jsonl"
-BAD_LINES = [
-    (b"{oops\n", "bad-json", "not valid JSON ("),
-    (b"[]\n", "not-an-object", "a JSON list, not an object"),
-    (b'{"kind": "compaction", "ts": 1.0}\n', "invalid-record", "ledger record without a valid 'id' and 'kind'"),
-]
-REFUSED = {"bad-json": "not valid JSON (", "not-an-object": "expected a JSON object, found list",
-           "invalid-record": "ledger record without a valid 'id' and 'kind'"}
-
-
-def _ok(result):
-    assert result.exit_code == 0, result.stderr
-    return result
+BAD_LINES, REFUSED = bad_first_lines(b'{"kind": "compaction", "ts": 1.0}\n',
+                                     "ledger record without a valid 'id' and 'kind'")
 
 
 def _assert_refused(result, ledger, reason: str, command: str, written: str = "nothing was written") -> None:
@@ -42,11 +34,11 @@ def _assert_refused(result, ledger, reason: str, command: str, written: str = "n
 def _compacted_with_a_bad_first_ledger_line(cli, memory_dir, bad: bytes):
     """An agent compacted once, its ledger's first line then replaced by ``bad`` before the
     original record, and ten more turns ingested (a second compaction has work to do)."""
-    _ok(cli("ingest", "a", input=conversation(10)))
-    _ok(cli("compact", "a"))
+    ok(cli("ingest", "a", input=conversation(10)))
+    ok(cli("compact", "a"))
     ledger = agent_dir(memory_dir, "a") / LEDGER
     ledger.write_bytes(bad + ledger.read_bytes())
-    _ok(cli("ingest", "a", input=conversation(10, prefix="u", system=False)))
+    ok(cli("ingest", "a", input=conversation(10, prefix="u", system=False)))
     return ledger
 
 
@@ -64,25 +56,15 @@ def test_doctor_reports_a_bad_ledger_line_and_repair_moves_it_aside(cli, memory_
     ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, bad)
     doctor_moves_a_bad_first_line_aside(cli, memory_dir, "a", ledger, bad, code, message)
     # compaction and its undo work again, the first compaction's record intact
-    _ok(cli("compact", "a"))
+    ok(cli("compact", "a"))
     assert [r["kind"] for r in read_jsonl(ledger)] == ["compaction", "compaction"]
-    assert "undid" in _ok(cli("uncompact", "a")).stderr
+    assert "undid" in ok(cli("uncompact", "a")).stderr
 
 
 def test_a_torn_last_ledger_line_is_reported_and_cut_off_with_a_copy_kept(cli, memory_dir):
-    _ok(cli("ingest", "a", input=conversation(10)))
-    _ok(cli("compact", "a"))
-    ledger = agent_dir(memory_dir, "a") / LEDGER
-    good = ledger.read_bytes()
-    ledger.write_bytes(good + b'{"kind": "comp')
-    result = cli("doctor", "a", "--json")
-    assert result.exit_code == 1
-    (found,) = orjson.loads(result.stdout)
-    assert (found["code"], found["line"], found["action"]) == \
-        ("torn-tail", 2, "cut the 14 partial bytes off (a copy goes to .compactions.jsonl.corrupt-lines)")
-    _ok(cli("doctor", "a", "--repair"))
-    assert ledger.read_bytes() == good
-    assert (ledger.parent / (LEDGER + ".corrupt-lines")).read_bytes() == b'{"kind": "comp\n'
+    ok(cli("ingest", "a", input=conversation(10)))
+    ok(cli("compact", "a"))
+    doctor_cuts_a_torn_tail(cli, "a", agent_dir(memory_dir, "a") / LEDGER, b'{"kind": "comp', 2)
 
 
 def test_summarize_results_with_a_model_refuses_a_bad_ledger_line_before_any_request(cli, memory_dir, server):
@@ -103,15 +85,15 @@ def test_ingest_of_an_export_refuses_a_bad_ledger_line_and_writes_nothing(cli, m
     """An export with memory restores ledger records into the agent it is ingested into: a bad
     line of that agent's ledger refused only after the export's traces were written (half an
     ingest, exit 1); it refuses before anything, as compact does, and ingests after the repair."""
-    _ok(cli("ingest", "x", input=conversation(12, prefix="x")))
-    _ok(cli("compact", "x"))
-    export = _ok(cli("export", "x", "--with-memory")).stdout
+    ok(cli("ingest", "x", input=conversation(12, prefix="x")))
+    ok(cli("compact", "x"))
+    export = ok(cli("export", "x", "--with-memory")).stdout
     ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, b"{oops\n")
     before = tree_digest(memory_dir)
     _assert_refused(cli("ingest", "a", input=export), ledger, "not valid JSON (", "ingest")
     assert tree_digest(memory_dir) == before
-    _ok(cli("doctor", "a", "--repair"))
-    _ok(cli("ingest", "a", input=export))
+    ok(cli("doctor", "a", "--repair"))
+    ok(cli("ingest", "a", input=export))
     assert sum(r["kind"] == "compaction" for r in read_jsonl(ledger)) == 2
 
 
@@ -120,10 +102,10 @@ def test_a_streamed_export_says_its_traces_were_written_when_a_bad_ledger_line_r
     """``ingest --stream`` writes traces as they come, so a bad ledger line is met only when the
     export's memory records are restored: it said "nothing was written" though its traces were.
     It says what was written, and that the memory records were not."""
-    _ok(cli("ingest", "x", input=conversation(12, prefix="x")))
-    _ok(cli("compact", "x"))
+    ok(cli("ingest", "x", input=conversation(12, prefix="x")))
+    ok(cli("compact", "x"))
     export = tmp_path / "export.jsonl"
-    export.write_text(_ok(cli("export", "x", "--with-memory")).stdout)
+    export.write_text(ok(cli("export", "x", "--with-memory")).stdout)
     ledger = _compacted_with_a_bad_first_ledger_line(cli, memory_dir, b"{oops\n")
     active = agent_dir(memory_dir, "a") / "raw_traces.jsonl"
     lines = len(read_jsonl(active))

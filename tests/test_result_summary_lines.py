@@ -7,12 +7,14 @@ fields was silently skipped by every reader, and summarize-results appended afte
 
 from __future__ import annotations
 
-import orjson
 import pytest
 
 from tests.helpers import (
     agent_dir,
+    bad_first_lines,
+    doctor_cuts_a_torn_tail,
     doctor_moves_a_bad_first_line_aside,
+    ok,
     read_jsonl,
     refused_for_a_bad_first_line,
     tree_digest,
@@ -20,26 +22,15 @@ from tests.helpers import (
 from tests.test_summarize_results import _session
 
 SUMMARIES = "result_summaries.jsonl"
-BAD_LINES = [
-    (b"{oops\n", "bad-json", "not valid JSON ("),
-    (b"[]\n", "not-an-object", "a JSON list, not an object"),
-    (b'{"id": "rsum_x", "trace_id": "r1"}\n', "invalid-record",
-     "result summary without a valid 'id', 'trace_id', 'summary' and 'chars'"),
-]
-REFUSED = {"bad-json": "not valid JSON (", "not-an-object": "expected a JSON object, found list",
-           "invalid-record": "result summary without a valid 'id', 'trace_id', 'summary' and 'chars'"}
-
-
-def _ok(result):
-    assert result.exit_code == 0, result.stderr
-    return result
+BAD_LINES, REFUSED = bad_first_lines(b'{"id": "rsum_x", "trace_id": "r1"}\n',
+                                     "result summary without a valid 'id', 'trace_id', 'summary' and 'chars'")
 
 
 def _summarized_with_a_bad_first_line(cli, memory_dir, bad: bytes):
     """An agent whose three long results were summarized, the summaries' first line then replaced
     by ``bad`` before the original records, and the first summary's line dropped (r1 has work to do)."""
-    _ok(cli("ingest", "s", input=_session()))
-    _ok(cli("summarize-results", "s", "--min-chars", "1000"))
+    ok(cli("ingest", "s", input=_session()))
+    ok(cli("summarize-results", "s", "--min-chars", "1000"))
     path = agent_dir(memory_dir, "s") / SUMMARIES
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(bad + b"".join(lines[1:]))
@@ -74,21 +65,11 @@ def test_doctor_reports_a_bad_line_and_repair_moves_it_aside(cli, memory_dir, ba
     path = _summarized_with_a_bad_first_line(cli, memory_dir, bad)
     doctor_moves_a_bad_first_line_aside(cli, memory_dir, "s", path, bad, code, message)
     # summarizing works again: the result whose summary was dropped is summarized, the others kept
-    _ok(cli("summarize-results", "s", "--min-chars", "1000"))
+    ok(cli("summarize-results", "s", "--min-chars", "1000"))
     assert [r["trace_id"] for r in read_jsonl(path)] == ["r2", "r3", "r1"]
 
 
 def test_a_torn_last_line_is_reported_and_cut_off_with_a_copy_kept(cli, memory_dir):
-    _ok(cli("ingest", "s", input=_session()))
-    _ok(cli("summarize-results", "s", "--min-chars", "1000"))
-    path = agent_dir(memory_dir, "s") / SUMMARIES
-    good = path.read_bytes()
-    path.write_bytes(good + b'{"id": "rsum')
-    result = cli("doctor", "s", "--json")
-    assert result.exit_code == 1
-    (found,) = orjson.loads(result.stdout)
-    assert (found["code"], found["file"], found["line"], found["action"]) == \
-        ("torn-tail", str(path), 4, f"cut the 12 partial bytes off (a copy goes to {SUMMARIES}.corrupt-lines)")
-    _ok(cli("doctor", "s", "--repair"))
-    assert path.read_bytes() == good
-    assert (path.parent / (SUMMARIES + ".corrupt-lines")).read_bytes() == b'{"id": "rsum\n'
+    ok(cli("ingest", "s", input=_session()))
+    ok(cli("summarize-results", "s", "--min-chars", "1000"))
+    doctor_cuts_a_torn_tail(cli, "s", agent_dir(memory_dir, "s") / SUMMARIES, b'{"id": "rsum', 4)
