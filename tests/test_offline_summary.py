@@ -744,6 +744,21 @@ def test_a_list_line_too_small_for_its_first_entry_says_nothing_rather_than_one_
     assert _fit_block("failed", line, 95) == "Failed: FAILED tests/audit/test_schema_39.py::test_schema_39_roundtrip - …"
 
 
+def test_a_list_line_too_small_for_its_first_entry_never_cuts_into_a_command():
+    """A first entry clipped inside its backquoted command (``Failed: `pytest -q …``) named half a
+    command: the clip stops before the command, and a clip left with nothing says nothing."""
+    from memcli.compaction.offline import _fit_block
+
+    failed = ("Failed: `pytest -q tests/notify/test_store_27.py` ×1 (FAILED tests/notify/test_store_27.py::"
+              "test_store_27_roundtrip - NotifyStore27Error) — still failing; `make lint` ×1 — still failing")
+    assert _fit_block("failed", failed, 66) == ""
+    assert _fit_block("failed", failed, 70) == "Failed: `pytest -q tests/notify/test_store_27.py` ×1 …; +1 more"
+    commands = "Commands (latest outcome): `pytest -q tests/notify/test_store_27.py tests/auth`: 12 passed; `make lint`: ok"
+    assert _fit_block("commands", commands, 90) == ""
+    said = "Failed: the build of `npm run build --workspace packages/api` ×1 — still failing; `make lint` ×1"
+    assert _fit_block("failed", said, 66) == "Failed: the build of …; +1 more"
+
+
 REQUEST = ("Move every module's timeout from env vars to settings, starting with src/billing/router_0.py, and keep "
            "the public names as they are.")
 

@@ -3326,7 +3326,8 @@ def _left_out(first: str, last: str, turns: int, tiny: bool = False) -> str:
 def _fit_block(kind: str, text: str, room: int) -> str:
     """An aggregate line (or block) within ``room`` characters: a list keeps its first entries
     (the notes their last ones, the plan its items not done yet), whole, in their order, and says
-    how many it leaves out; "" when nothing fits."""
+    how many it leaves out; "" when nothing fits. A first entry that does not fit whole is clipped
+    at a word, never inside its backquoted command, and kept only if the clip names something."""
     if len(text) + 1 <= room:
         return text
     if room < MIN_LINE_CHARS:
@@ -3359,6 +3360,9 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         if used + len(item) + len(sep) > room:
             if not kept and room - used > 40:
                 clipped = clip(item, room - used - 2)
+                if clipped.count("`") % 2:   # cut inside a command (`pytest -q …`): up to it, not into it
+                    clipped = clipped[:clipped.rindex("`")].rstrip(",;:( ")
+                    clipped = f"{clipped} …" if clipped else ""
                 if " " in clipped[:-2] or "/" in clipped:   # (one word and "…" — ``FAILED …`` — says nothing)
                     items[i] = clipped
                     kept.append(i)
