@@ -402,6 +402,11 @@ def test_a_compaction_that_would_not_shrink_the_snapshot_writes_nothing(cli, mem
     assert store_digest(agent_dir(memory_dir, "s")) == before   # the token counts it took aside
     dry = cli("compact", "s", "--tail-turns", "0", "--keep-steps", "0", "--dry-run")
     assert dry.exit_code == 0 and dry.stdout.startswith("nothing written for 's'")
+    # --json says the snapshot as the command left it (what `stats` counts), not the one it refused
+    for args in ((), ("--dry-run",)):
+        data = orjson.loads(cli("compact", "s", "--tail-turns", "0", "--keep-steps", "0", "--json", *args).stdout)
+        assert not data["compacted"] and data["tokens_before"] == data["tokens_after"] == 23
+    assert orjson.loads(cli("stats", "s", "--json").stdout)["tokens"]["estimate"] == 23
 
 
 def test_when_the_newest_steps_alone_exceed_the_threshold_it_says_by_how_much(cli, memory_dir):

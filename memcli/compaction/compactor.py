@@ -1206,7 +1206,9 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         reason = (f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
                   f"({counted(plan_.moved, 'trace')}) would not make the working snapshot smaller "
                   f"({plan_.tokens_before:,} → {predicted:,} tokens)")
-        return job.done(reason=reason + _unwritten_spend(job), tokens_after=predicted, compacted=False,
+        # tokens_after: the snapshot as the command leaves it (unchanged), as "nothing to compact"
+        # says it; what the compaction would have made is in the reason
+        return job.done(reason=reason + _unwritten_spend(job), tokens_after=plan_.tokens_before, compacted=False,
                         dry_run=job.dry_run, never_worse=True)
     if job.dry_run:
         result.tokens_after = predicted
