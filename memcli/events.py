@@ -18,13 +18,6 @@ A trace with ``harness_compaction`` is the summary an agent harness's own compac
 ingest also writes it as a memory item (memcli.store.harness_items). A field set to ``null`` counts as absent. Unknown fields are kept as they are. memcli fills
 ``id``, ``ts``, ``turn_id``, ``seq`` and ``source_event`` when they are absent.
 
-Input JSON written by a JavaScript harness may hold a lone UTF-16 surrogate (``"\\ud83d"`` with
-no low half: Claude Code before 2.1.132 cut a tool error inside an emoji; ``JSON.stringify``
-writes such a string as it is). orjson refuses the whole line; :func:`well_formed_json` reads it
-with each lone surrogate replaced by U+FFFD, as Claude Code itself repairs such a session on load
-(and as JavaScript's ``String.prototype.toWellFormed`` does), so one split emoji does not cost
-the line, or a whole all-or-nothing import.
-
 :func:`validate_event` checks one event and returns it normalized (the same dict, with ``null``
 fields dropped and an ISO ``ts`` turned into epoch seconds); a problem raises
 :class:`~memcli.errors.InputError` naming the line and the field. Importers emit native events,
@@ -34,10 +27,7 @@ so their output goes through the same check.
 from __future__ import annotations
 
 import math
-import re
 from datetime import datetime, timezone
-
-import orjson
 
 from memcli.errors import InputError
 from memcli.models import HARNESS_COMPACTION, TAG_COMPACT_SUMMARY, TRACE_TYPES
@@ -51,32 +41,6 @@ _JSON_TYPE = {dict: "object", list: "array", str: "string", int: "integer", floa
 
 def json_type(value) -> str:
     return _JSON_TYPE.get(type(value), type(value).__name__)
-
-
-# an escaped backslash (skipped whole, so what follows it is no escape), a surrogate pair, or a
-# lone surrogate escape: scanned left to right, only the last is replaced
-_SURROGATE_ESCAPES = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|"
-                                rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def _replacement(match: re.Match) -> bytes:
-    escape = match.group()
-    return b"\\ufffd" if len(escape) == 6 else escape
-
-
-def well_formed_json(raw: bytes | str, error: Exception):
-    """The value of the JSON text ``raw`` that orjson refused with ``error`` when its only fault
-    is a lone UTF-16 surrogate escape: each such escape (in keys too) replaced by ``\\ufffd``
-    and the text read by orjson again, so the rest is read exactly as before (module
-    docstring); None when it has another fault (then ``error`` is the one to report)."""
-    if "surrogate" not in str(error):
-        return None
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8", "surrogatepass")
-    try:
-        return orjson.loads(_SURROGATE_ESCAPES.sub(_replacement, raw))
-    except orjson.JSONDecodeError:
-        return None
 
 
 def _fail(line, field, message):

@@ -19,10 +19,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "memcli"
 
 LAYERS = [
-    # 0: leaves — data types, errors, ids, token counting, the native event format, the
-    #    canonical message model, the shared call/result pairing, secret redaction, stored text
+    # 0: leaves — data types, errors, ids, token counting, the native event format, JSON as
+    #    harnesses write it (json_input), the canonical message model, the shared call/result pairing, secret redaction, stored text
     #    made harmless for human views (neutral), bulk passes without the cyclic collector (bulk)
-    {"models", "errors", "ids", "tokens", "events", "messages", "tool_interactions", "pairing", "filters", "redact", "sizes",
+    {"models", "errors", "ids", "tokens", "events", "json_input", "messages", "tool_interactions", "pairing", "filters", "redact", "sizes",
      "neutral", "bulk"},
     # 1: the store — the only code that writes the memory directory
     {"store"},

@@ -1,7 +1,7 @@
 """Input JSON holding a lone UTF-16 surrogate escape (``"\\ud83d"`` with no low half), as a
 JavaScript harness writes it: Claude Code before 2.1.132 cut tool errors inside an emoji and
 ``JSON.stringify`` kept the half. orjson refuses such a line; memcli reads it with each lone
-surrogate replaced by U+FFFD (memcli.events.well_formed_json) — by ``ingest`` (lines, arrays,
+surrogate replaced by U+FFFD (memcli.json_input.well_formed_json) — by ``ingest`` (lines, arrays,
 whole documents) and by ``sync`` — instead of refusing the line, or the whole import. A line with
 any other fault is still refused, naming it."""
 
@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 import memcli
-from memcli.events import well_formed_json
+from memcli.json_input import well_formed_json
 from tests.helpers import agent_traces, read_jsonl, synced, tree_digest
 from tests.sync_fixtures import cc_assistant, cc_result, cc_user, claude_project, sid, write_lines
 
@@ -49,6 +49,20 @@ def test_a_lone_surrogate_is_read_as_the_replacement_character(raw, expected):
 ])
 def test_any_other_fault_is_left_to_the_error(raw):
     assert well_formed_json(raw, _refused(raw)) is None
+
+
+def test_loads_replaces_a_lone_surrogate_and_raises_orjsons_own_error_otherwise():
+    """``memcli.json_input.loads``, what the readers that are no hot loop call (opencode, Gemini
+    CLI and Cursor documents, sync's heads and Cursor's unterminated last line)."""
+    from memcli.json_input import loads
+    from memcli.sync.cursor import _json
+
+    assert loads(b'{"a": "x' + SPLIT_EMOJI + b'"}') == {"a": "x\ufffd"}
+    assert loads('{"a": "x\\ud83d"}') == {"a": "x\ufffd"}   # a str too (Cursor's SQLite values)
+    assert _json('{"a": "x\\ud83d"}') == {"a": "x\ufffd"}
+    with pytest.raises(orjson.JSONDecodeError) as info:
+        loads(b'{"a": NaN}')
+    assert str(info.value) == str(_refused(b'{"a": NaN}'))
 
 
 def test_ingest_reads_the_line_instead_of_refusing_the_import(cli, memory_dir):

@@ -26,7 +26,8 @@ from typing import IO, Iterator
 import orjson
 
 from memcli.errors import InputError, UsageError
-from memcli.events import well_formed_json
+from memcli.json_input import loads as loads_input
+from memcli.json_input import well_formed_json
 
 CHUNK = 1 << 20
 
@@ -80,12 +81,9 @@ _YAML_LINE = re.compile(rb"\s*(?:---\s*$|%YAML\b|[A-Za-z_][\w .-]*:(?:\s|$)|- )"
 
 def parse_json(data: bytes, line: int):
     try:
-        return orjson.loads(data)
+        return loads_input(data)
     except orjson.JSONDecodeError as exc:
-        value = well_formed_json(data, exc)
-        if value is None:
-            raise json_error(data, exc, line) from None
-        return value
+        raise json_error(data, exc, line) from None
 
 
 def _first_byte(f: IO[bytes]) -> bytes:
@@ -190,7 +188,7 @@ def _iter_ndjson(f: IO[bytes]) -> Iterator[tuple[int, object]]:
             if not raw.strip():
                 continue
             value = well_formed_json(raw, exc)
-            if value is not None:   # a lone surrogate (memcli.events), replaced
+            if value is not None:   # a lone surrogate (memcli.json_input), replaced
                 first_value = False
                 yield line, value
                 continue
@@ -202,13 +200,10 @@ def _iter_ndjson(f: IO[bytes]) -> Iterator[tuple[int, object]]:
             first_value = False
             if raw.startswith(b"\xef\xbb\xbf"):  # a byte-order mark on the first line
                 try:
-                    yield line, loads(raw[3:])
+                    yield line, loads_input(raw[3:])
                     continue
-                except orjson.JSONDecodeError as again:
-                    value = well_formed_json(raw[3:], again)
-                    if value is not None:
-                        yield line, value
-                        continue
+                except orjson.JSONDecodeError:
+                    pass
             yield line, json_error(raw.rstrip(b"\r\n"), exc, line)
             continue
         first_value = False
@@ -222,12 +217,10 @@ def _whole_document(f: IO[bytes], start: int):
     data = f.read()
     data = data.lstrip(b"\xef\xbb\xbf")
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        value = well_formed_json(data, exc)
-        if value is None:
-            f.seek(pos)
-        return value
+        return loads_input(data)
+    except orjson.JSONDecodeError:
+        f.seek(pos)
+        return None
 
 
 # a complete string | a lone quote (string not complete in the buffer) | a structural byte

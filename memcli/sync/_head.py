@@ -10,7 +10,7 @@ from typing import Iterator
 
 import orjson
 
-from memcli.events import well_formed_json
+from memcli.json_input import loads
 
 HEAD_BYTES = 256 << 10
 
@@ -68,9 +68,9 @@ def head_values(path: str, limit: int = HEAD_BYTES) -> Iterator[dict]:
         if not raw.strip():
             continue
         try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            value = well_formed_json(raw, exc)   # a lone surrogate, replaced (memcli.events)
+            value = loads(raw)   # a lone surrogate, replaced (memcli.json_input)
+        except orjson.JSONDecodeError:
+            value = None
         if isinstance(value, dict):
             yield value
 

@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlparse
 
 import orjson
 
+from memcli.json_input import loads
 from memcli.sync import Identity, Session, SessionFile
 from memcli.sync._dirs import entries
 from memcli.sync._many import DatabaseSessions
@@ -48,8 +49,8 @@ def state_databases(home: Path) -> list[Path]:
 
 
 def _json(value):
-    try:
-        return orjson.loads(value) if isinstance(value, (str, bytes)) else None
+    try:   # (Cursor is a JavaScript harness too: a lone surrogate replaced, memcli.json_input)
+        return loads(value) if isinstance(value, (str, bytes)) else None
     except orjson.JSONDecodeError:
         return None
 

@@ -158,7 +158,8 @@ def _values_from(data: bytes, first_line: int, positions: list):
     """(line, value) of each complete line of ``data``; ``positions[0]`` is kept at the end offset
     (in ``data``) and line number of the last line handed out."""
     loads = orjson.loads
-    from memcli.ingest.source import json_error, well_formed_json
+    from memcli.ingest.source import json_error
+    from memcli.json_input import well_formed_json
 
     pos = 0
     line = first_line - 1
@@ -175,7 +176,7 @@ def _values_from(data: bytes, first_line: int, positions: list):
         try:
             yield line, loads(raw)
         except orjson.JSONDecodeError as exc:
-            value = well_formed_json(raw, exc)   # a lone surrogate, replaced (memcli.events)
+            value = well_formed_json(raw, exc)   # a lone surrogate, replaced (memcli.json_input)
             yield line, json_error(raw.rstrip(b"\r\n"), exc, line) if value is None else value
 
 
@@ -202,8 +203,10 @@ def _read_file(fr: _FileRead, result) -> None:
         if spec.complete_tail and unterminated.strip():
             # a format whose last line never gets its newline (Cursor): read it when it parses, but
             # never stop after it, so it is read again (and de-duplicated) once the file grows
+            from memcli.json_input import loads
+
             try:
-                orjson.loads(unterminated)
+                loads(unterminated)   # (as the lines before it are read: a lone surrogate replaced)
             except orjson.JSONDecodeError:
                 unterminated = b""
         else:

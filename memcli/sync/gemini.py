@@ -24,7 +24,7 @@ from typing import Iterator
 
 import orjson
 
-from memcli.events import well_formed_json
+from memcli.json_input import loads
 from memcli.sync import Identity, Session, SessionFile
 from memcli.sync._dirs import entries
 from memcli.sync._head import head_values, in_dir, text
@@ -86,9 +86,9 @@ class GeminiSource:
             with open(path, "rb") as f:
                 data = f.read()
             try:
-                doc = orjson.loads(data)
-            except orjson.JSONDecodeError as exc:
-                doc = well_formed_json(data, exc)   # a lone surrogate, replaced (memcli.events)
+                doc = loads(data)   # a lone surrogate, replaced (memcli.json_input)
+            except orjson.JSONDecodeError:
+                doc = None
             session_id = text(doc.get("sessionId")) if isinstance(doc, dict) else None
         project_dir = Path(session.hint.get("project_dir") or Path(path).parent.parent)
         return Identity(session_id or Path(path).stem, cwd=_project_root(project_dir), project_key=project_dir.name)

@@ -29,7 +29,7 @@ from typing import Iterator
 
 import orjson
 
-from memcli.events import well_formed_json
+from memcli.json_input import loads
 from memcli.sync import Identity, Session, SessionFile
 from memcli.sync._head import text
 from memcli.sync._many import DatabaseSessions, file_sig, open_session, read_sqlite, store_session
@@ -46,12 +46,7 @@ def data_dir(home: Path) -> Path:
 
 
 def _load(raw) -> dict:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:   # a lone surrogate, replaced (memcli.events); else refused
-        value = well_formed_json(raw, exc)
-        if value is None:
-            raise
+    value = loads(raw)   # a lone surrogate, replaced (memcli.json_input); else refused
     if not isinstance(value, dict):
         raise ValueError("data is not a JSON object")
     return value
