@@ -282,7 +282,12 @@ def test_an_error_message_or_a_refusal_reads_like_an_error(text):
     "Error when looking up orders older than 90 days: the lookup_order API returns 410; use the archive API.",
     "Error while running `pytest -q`: exit code 1; 1 failed, 300 passed", "Error during startup was caused by a "
     "missing env var", "Exception raised in worker.py is now logged", "Error processing config.yaml at line 12: bad "
-    "indent", "Error while loading shared libraries: libssl.so.3: cannot open shared object file"])
+    "indent", "Error while loading shared libraries: libssl.so.3: cannot open shared object file",
+    # a summary of a failed HTTP call or a failing test may open with the reason phrase, or say where
+    # an error occurred (a bare phrase is an error only alone on its line)
+    "Not Found: the endpoint /v2/users returned 404 after the rename", "Conflict: two branches edit src/app.py",
+    "Gone. The legacy API was retired; use /v3", "Unauthorized (401) from the registry: the token expired",
+    "An error occurred in tests/test_x.py: fixed by pinning freezegun"])
 def test_a_sentence_that_starts_with_an_error_word_is_not_an_error(text):
     assert not reads_like_error(text)
     fact = {"fact": text, "tags": ["project"], "confidence": 1.0}

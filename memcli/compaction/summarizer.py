@@ -146,9 +146,9 @@ _ERROR_TEXT = re.compile(
     rf"^\s*(?:(?:(?:http\s+)?error(?:\s+code)?|exception|internal\s+server\s+error){_ERROR_END}|"
     rf"(?:(?:http\s+)?error\s*:?\s*|http/\d(?:\.\d)?\s+|http\s+|status(?:\s+code)?\s*:?\s*)?[45]\d\d\s*:?\s*"
     rf"(?:{_HTTP_REASONS}){_LINE_END}|"
-    rf"(?:{_HTTP_REASONS}){_LINE_END}|"
+    rf"(?:{_HTTP_REASONS})[ \t]*[.!]?[ \t]*(?:\r?\n|$)|"   # a reason phrase alone on its line ("Not Found: …" says more)
     rf"http/\d(?:\.\d)?\s+[45]\d\d{_LINE_END}|"
-    r"(?:an\s+)?(?:internal\s+)?(?:error|exception)\s+(?:has\s+)?occurred\b|"
+    r"(?:an\s+)?(?:internal\s+)?(?:error|exception)\s+(?:has\s+)?occurred(?:\s*[.:!,;]|\s*$|\s+while\s+processing)|"
     r"error\s+(?:while\s+|when\s+)?processing\s+(?:your\s+|the\s+)?request\b|"
     r"error\s+(?:while|when)\s+(?:summariz|generat|calling\s+the\s+model|contacting|communicating)|"
     r"rate[ _]limit(?:ed\s*(?:[:(.,;!]|[-–—]\s|$)|[ _](?:exceeded|reached|hit)\s*(?:[:(.,;!]|[-–—]\s|for\b|$)"
