@@ -1466,6 +1466,20 @@ def test_a_message_keeps_who_speaks_but_no_other_label(text, label):
     assert condense_message(once, 2000, rarity, max(rarity.analysed(once)[1]) * 0.999, keep=False).startswith("… ")
 
 
+@pytest.mark.parametrize("limit", [40, 60, 80])
+def test_a_session_message_cut_to_its_most_telling_line_keeps_that_lines_speaker_alone(limit):
+    """A chat's session as one message, squeezed to its most telling sentence, clipped: the
+    sentence shows its own speaker (``Melanie: …``); the message's first speaker was put before it
+    too (``Caroline: … Melanie: I painted …``), crediting Melanie's line to Caroline."""
+    from memcli.compaction.offline import Rarity, condense_message
+
+    text = ("Caroline: Hi there. Melanie: Hello. Caroline: How was the weekend? "
+            "Melanie: I painted the Zyxwvut sunset over Lake Qorvath with my new brushes yesterday.")
+    rarity = Rarity([text] + ["Caroline: Hi there. Melanie: Hello. Caroline: How was the weekend?"] * 5)
+    said = condense_message(text, limit, rarity)
+    assert said.startswith("… Melanie: I painted the Zyxwvut sunset over "), said
+
+
 @pytest.mark.parametrize("per_day,tokens", [(10, 2000), (10, 800), (3, 1500)])
 def test_day_marks_stay_right_with_folds_and_turns_left_out(per_day, tokens):
     """Each day mark is the day of its line's first turn — after folded runs and after turns left

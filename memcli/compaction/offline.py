@@ -539,7 +539,7 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     if not told and said and said.startswith("…") and rarity is not None:   # (its first sentence went)
         speaker = rarity.speaker(text)
         # (not when a part of the name stays: the sentence split after "Dr.")
-        if speaker and speaker[:-2].rsplit(" ", 1)[-1] + ":" not in said:
+        if speaker and _name(speaker) + ":" not in said:
             return speaker + said
     return said
 
@@ -577,8 +577,9 @@ def _condensed(text: str, limit: int, rarity: Rarity | None, floor: float, keep:
             chosen.append(i)
             used += cost
         elif not chosen:   # the most telling one does not fit: it alone, clipped
-            if label[i] is None:
-                return ("… " if i else "") + clip_ask(parts[i], max(limit - 2 * (i > 0), MIN_ASK_CHARS)), False
+            if label[i] is None:   # (it shows its speaker itself, when the message has several)
+                return ("… " if i else "") + clip_ask(parts[i], max(limit - 2 * (i > 0), MIN_ASK_CHARS)), \
+                    said_by is not None
             clipped = clip_ask(parts[i], max(limit - 2 - len(label[i]), MIN_ASK_CHARS))
             return (label[i] + "… " + clipped if _name(label[i]) == _name(said_by[0][0]) else
                     "… " + label[i] + clipped), True
