@@ -1609,6 +1609,11 @@ def test_small_talk_with_always_in_it_is_no_preference_of_a_conversation():
     ("It always amazes me how fast the kids grow.", False),
     ("You never know what the weather will do.", False),
     ("We will always remember that trip.", False),
+    ("Never mind, it works now.", False),                          # an idiom that opens with the word
+    ("Never again, that trip was awful.", False),
+    ("Always a pleasure to see you!", False),
+    ("Oh never, I hate flying.", False),
+    ("Never ever book a red-eye for me.", True),
 ])
 def test_a_rule_of_a_conversation_is_a_preference_however_it_is_written(rule, instruction):
     """A review of the conversation rule above: a rule written as a list item, after a lead-in,

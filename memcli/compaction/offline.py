@@ -149,22 +149,24 @@ _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
 _URL_CHAR = r"[^\s\"'<>()\[\]{}`\\]"   # what a URL goes on with (where it ends: what is not)
 _URL = re.compile(r"https?://" + _URL_CHAR + "+")
-_PREFERENCE = re.compile(
-    r"\b(?:always|never|i (?:always|never)|i(?: would|['’]d) (?:prefer|rather)|i prefer|prefer to|from now on|"
-    r"going forward|do not ever|don['’]?t ever|make sure (?:to|you) always|remember to|please (?:always|never))\b",
-    re.IGNORECASE)
+# how a preference is said, besides "always"/"never" (both regexes below hold it)
+_STATED = (r"i(?: would|['’]d) (?:prefer|rather)|i prefer|prefer to|from now on|going forward|do not ever|"
+           r"don['’]?t ever|remember to|please (?:always|never)")
+_PREFERENCE = re.compile(rf"\b(?:always|never|i (?:always|never)|make sure (?:to|you) always|{_STATED})\b",
+                         re.IGNORECASE)
 _PREFERENCE_WORDS = ("always", "ever", "prefer", "rather", "from now on", "going forward", "remember to")
 # … in a window of conversation, only a sentence that says it as an instruction: "Always run the
 # linter" (after a list marker, a quote or a lead-in — "- Never book …", "Also, always …", "Note:
 # always …" — too), "You must always ask first", "I want you to never …", "from now on …".
 # "always" or "never" inside a sentence otherwise is how people talk ("it always amazes me", "you
-# never know"), not a preference to keep
+# never know"), and so is one that opens an idiom ("Never mind", "Never again", "Always a
+# pleasure", "Oh never, I hate flying"): not a preference to keep
 _INSTRUCTION = re.compile(
-    r"^[\s\-*•>\d.)(\"'“‘]*(?:(?:and|also|so|but|ok|okay|note|remember|please|just|oh)\b[,:]?\s+)*(?:always|never)\b|"
+    r"^[\s\-*•>\d.)(\"'“‘]*(?:(?:and|also|so|but|ok|okay|note|remember|please|just|oh)\b[,:]?\s+)*(?:always|never)\b"
+    r"(?!\s+(?:mind|again|a|an|the)\b|\s*[,.!?;:])|"
     r"\b(?:you|we) (?:should|must|need to|have to|are to) (?:always|never)\b|"
     r"\bi (?:want|need|would like|['’]d like) you to (?:always|never)\b|"
-    r"\b(?:i(?: would|['’]d) (?:prefer|rather)|i prefer|prefer to|from now on|going forward|"
-    r"do not ever|don['’]?t ever|make sure (?:to|you) (?:always|never)|remember to|please (?:always|never))\b",
+    rf"\b(?:make sure (?:to|you) (?:always|never)|{_STATED})\b",
     re.IGNORECASE)
 _WRITE_TOOL = re.compile(r"(?:^|[_\-.])(?:edit|write|create|patch|apply_patch|str_replace|replace|insert|"
                          r"delete|remove|rm|mv|move|rename|save|multiedit|notebookedit|append)(?:$|[_\-.])",
