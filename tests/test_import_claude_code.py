@@ -286,6 +286,12 @@ def test_a_subagents_own_compaction_leaves_the_sessions_span_alone(memory_dir, t
         got = [(i["harness_compaction"]["trace_id"], i["turn_ids"])
                for i in read_jsonl(memory_dir / "agents" / agent / "episodic.jsonl")]
         assert got == spans, f"cut after line {cut}"
+    # items lost (a store from before memcli wrote them): the same input ingested again writes
+    # them back, each with the turns it covered, the subagent's its own
+    (memory_dir / "agents" / "a" / "episodic.jsonl").write_bytes(b"")
+    import_values(memory_dir, "a", lines, "claude-code", tmp_path=tmp_path)
+    assert [(i["harness_compaction"]["trace_id"], i["turn_ids"])
+            for i in read_jsonl(memory_dir / "agents" / "a" / "episodic.jsonl")] == spans
 
 
 def test_lines_the_importer_does_not_understand_are_skipped_with_a_count(memory_dir, tmp_path):

@@ -568,7 +568,15 @@ class WriteSession:
         """Write the items of harness traces the agent has but whose item it lacks (stored before
         memcli wrote them; memcli.store.harness_items). The traces are durable already, so this is
         one append: a torn line is cut by the next session and the next ingest writes it again."""
-        from memcli.store.harness_items import harness_item_id, is_summary, item_record, last_covered_turn, turn_range
+        from memcli.store.harness_items import (
+            harness_item_id,
+            is_summary,
+            item_record,
+            last_covered_turn,
+            subagent_of,
+            subagent_turns,
+            turn_range,
+        )
         from memcli.store.state import turn_number
 
         records = [record for _, _, record in jsonl.iter_records(self.paths.episodic)]
@@ -584,6 +592,11 @@ class WriteSession:
                 continue
             trace = to_record(found[2])
             if not isinstance(trace.get("harness_compaction"), dict) or not is_summary(trace):
+                continue
+            agent = subagent_of(trace)
+            if agent is not None:   # a subagent's own: the turns of its traces, the session's span left alone
+                turns = subagent_turns(self.paths, agent, trace_id) if found[0] == "active" else [trace["turn_id"]]
+                items.append(item_record(trace, turns))
                 continue
             number = turn_number(trace["turn_id"])
             turns = turn_range(previous + 1, number) if number is not None else []

@@ -20,7 +20,8 @@ neither)::
 * A harness trace stored without its item (imported before memcli wrote these items) gets it when
   the same input is ingested again (:meth:`memcli.store.agent.WriteSession.catch_up_harness_items`:
   the item appended alone, after its trace; its ``turn_ids`` are the turns after the agent's
-  previous harness item up to the trace's own).
+  previous harness item of the session up to the trace's own — a subagent's, the turns of that
+  subagent's traces since its previous one, as at ingest).
 * No ``compaction_id``: it is not memcli's compaction, so ``uncompact`` never takes it out.
 * A subagent's own compaction (a ``sidechain`` trace) adds ``agent_id`` to the mark: the
   subagent it compacted, told apart from the session's. Its ``turn_ids`` are the turns of that
