@@ -183,7 +183,7 @@ def says_something(trace: RawTrace) -> bool:
     :meth:`MessageBuilder._parts` renders). An assistant trace that does not is dropped: it
     neither opens nor ends a message (the compaction planner cuts steps by the same rule)."""
     content = trace.content
-    return bool(content and content.strip()) or bool(trace.media and trace_media(trace))
+    return bool(content and not content.isspace()) or bool(trace.media and trace_media(trace))
 
 
 @dataclass
@@ -317,10 +317,10 @@ class MessageBuilder:
                 self._queue.append(Message("assistant", "reasoning", parts, turn_id=trace.turn_id,
                                            trace_ids=[trace.id]))
             return
-        if not says_something(trace):   # it neither opens nor ends a message
+        parts = self._parts(trace)
+        if not parts:   # it says nothing (says_something): it neither opens nor ends a message
             self.stats.empty_skipped += 1
             return
-        parts = self._parts(trace)
         current = self._current
         if current is not None and (current.tool_calls or current.turn_id != trace.turn_id):
             self._close()
@@ -421,7 +421,7 @@ class MessageBuilder:
     def _parts(trace: RawTrace) -> list:
         """A trace's text (unless blank), then its media, as message parts."""
         content = trace.content
-        parts: list = [new_text(content)] if content and content.strip() else []
+        parts: list = [new_text(content)] if content and not content.isspace() else []
         if trace.media:
             parts.extend(trace_media(trace))
         return parts
