@@ -13,8 +13,6 @@ import sys
 
 import typer
 
-from memcli.cli.output import Output
-
 
 def memory_tool(
     ctx: typer.Context,
@@ -35,7 +33,9 @@ def memory_tool(
     except MemoryToolRefused as exc:
         _write(exc.message)
         raise typer.Exit(1) from None
-    if result.redacted:
+    if result.redacted:   # (rare: output's import stays off the per-call path)
+        from memcli.cli.output import Output
+
         Output.note(f"note: redacted {result.redacted} secret{'s' if result.redacted != 1 else ''} "
                     f"in {result.record['path']} before storing it")   # the path is the caller's: shown, not sent
     _write(result.text)
