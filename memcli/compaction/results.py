@@ -410,7 +410,7 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
     summaries; nothing sent or written). A model failure on one result is reported in ``failed``
     and the others are still summarized."""
     from memcli.store.ledger import check_ledger
-    from memcli.store.result_summaries import append_result_summaries, check_result_summaries, read_result_summaries
+    from memcli.store.result_summaries import append_result_summaries, check_result_summaries
 
     if older_than < 0:
         raise UsageError("{older_than} must be 0 or more turns", param="older_than")
@@ -422,8 +422,7 @@ def summarize_results(memory_dir, agent_id: str, *, tool: str | Iterable[str] | 
     store = AgentStore(memory_dir, agent_id)
     store.require()
     # it appends there: a bad line refuses before anything is selected, requested or written, dry run alike
-    check_result_summaries(store.paths.result_summaries, store.agent_id, "summarize-results")
-    done = set(read_result_summaries(store.paths.result_summaries))
+    done = set(check_result_summaries(store.paths.result_summaries, store.agent_id, "summarize-results"))
     candidates, existing = _select(store, tools=tools, older_than=older_than, min_chars=min_chars, done=done)
     report = SummarizeResultsReport(agent_id, model or SUMMARIZER_OFFLINE, dry_run, skipped_existing=existing)
     offlines = [_offline(c) for c in candidates]     # the offline summary, or the model's checklist

@@ -16,6 +16,7 @@ Invariants this module keeps:
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -414,16 +415,16 @@ def iter_checked(path: Path, problem: Callable[[object], str | None]) -> Iterato
         yield record
 
 
-def refuse_bad_line(records: Iterable, path: Path, agent_id: str, command: str, what: str,
-                    written: str = "nothing was written") -> None:
-    """Read ``records`` (an iterator over ``path`` that raises CorruptStoreError at a line that
-    is not ``what``) to the end, before ``command`` appends to ``path``: its first bad line is a
-    CorruptStoreError naming file:line, saying what was written (``written``: nothing, unless the
-    command wrote other files before), hint ``memcli doctor AGENT --repair`` (which moves the line
-    to ``<file>.corrupt-lines``). One rule for every appender."""
+@contextmanager
+def refusing_bad_lines(path: Path, agent_id: str, command: str, what: str,
+                       written: str = "nothing was written") -> Iterator[None]:
+    """Around a read of ``path`` (an iterator that raises CorruptStoreError at a line that is not
+    ``what``) before ``command`` appends to it: its first bad line is a CorruptStoreError naming
+    file:line, saying what was written (``written``: nothing, unless the command wrote other files
+    before), hint ``memcli doctor AGENT --repair`` (which moves the line to
+    ``<file>.corrupt-lines``). One rule for every appender; the read is the caller's own, once."""
     try:
-        for _ in records:
-            pass
+        yield
     except CorruptStoreError as exc:
         raise CorruptStoreError(
             exc.path, exc.line, f"{exc.reason}; {command} appends to this file and refuses while a line of it is "

@@ -79,8 +79,10 @@ def check_ledger(path: Path, agent_id: str, command: str, written: str = "nothin
     """Raise CorruptStoreError for the ledger's first bad line, before ``command`` writes anything
     more (module docstring; ``written``: what it wrote before); its hint is ``memcli doctor AGENT
     --repair``."""
-    jsonl.refuse_bad_line(iter_ledger(path), path, agent_id, command,
-                          "a ledger record (uncompact could not read past it)", written)
+    with jsonl.refusing_bad_lines(path, agent_id, command, "a ledger record (uncompact could not read past it)",
+                                  written):
+        for _ in iter_ledger(path):
+            pass
 
 
 def append_ledger(path: Path, records: list[dict], size_before: int) -> None:

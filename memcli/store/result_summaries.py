@@ -48,11 +48,12 @@ def iter_result_summaries(path: Path) -> Iterator[dict]:
     return jsonl.iter_checked(path, record_problem)
 
 
-def check_result_summaries(path: Path, agent_id: str, command: str) -> None:
-    """Raise CorruptStoreError for the file's first bad line, before ``command`` writes anything
-    (module docstring); its hint is ``memcli doctor AGENT --repair``."""
-    jsonl.refuse_bad_line(iter_result_summaries(path), path, agent_id, command,
-                          "a result summary (which results are summarized would be unknown)")
+def check_result_summaries(path: Path, agent_id: str, command: str) -> dict[str, dict]:
+    """:func:`read_result_summaries`, read before ``command`` writes anything: its first bad line
+    raises CorruptStoreError (module docstring), hint ``memcli doctor AGENT --repair``."""
+    with jsonl.refusing_bad_lines(path, agent_id, command,
+                                  "a result summary (which results are summarized would be unknown)"):
+        return read_result_summaries(path)
 
 
 def read_result_summaries(path: Path) -> dict[str, dict]:
