@@ -168,7 +168,7 @@ def doctor_moves_a_bad_first_line_aside(cli, memory_dir: Path, agent: str, path:
 def refused_for_a_bad_first_line(result, path: Path, agent: str, reason: str, command: str, what: str,
                                  written: str = "nothing was written") -> None:
     """``command`` refused (exit 1) to append to ``path`` while its first line is not ``what``
-    (memcli.store.jsonl.refuse_bad_line): the line named with ``reason``, what was written
+    (memcli.store.jsonl.refusing_bad_lines): the line named with ``reason``, what was written
     (nothing, unless said), and the repair that moves the line aside."""
     assert result.exit_code == 1, result.stderr
     first, hint = result.stderr.splitlines()[:2]
