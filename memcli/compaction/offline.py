@@ -117,6 +117,7 @@ from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summar
 from memcli.messages import value_text
 from memcli.models import NON_OPENING_TAGS, TAG_COMPACT_SUMMARY, TAG_REASONING, TAG_SIDECHAIN
 from memcli.pairing import pop_open_call
+from memcli.store.state import turn_number
 from memcli.tool_interactions import exec_output, result_failure
 
 MAX_LISTED_TURNS = 40
@@ -1749,8 +1750,8 @@ def _trace_turn(trace) -> str | None:
 
 
 def _turn_key(turn_id: str) -> tuple:
-    m = re.fullmatch(r"turn_(\d+)", turn_id or "")
-    return (0, int(m.group(1)), "") if m else (1, 0, turn_id or "")
+    n = turn_number(turn_id or "")
+    return (0, n, "") if n is not None else (1, 0, turn_id or "")
 
 
 def _fmt_time(ts: float | None) -> str:
@@ -3175,9 +3176,6 @@ FOLDED_TURNS = "turns, their short asks condensed away"   # a run of such turns 
 _FOLDED = re.compile(r"^- (\S+)–(\S+) · (\d+) " + re.escape(FOLDED_TURNS) + "$")
 
 
-_TURN_NUMBER = re.compile(r"turn_(\d+)")   # the ids memcli numbers turns with
-
-
 def _span_of(line: str) -> tuple:
     """The turns a summary's line stands for (first, last, how many): a turn line's one, a folded
     run's count; ("", "", 0) for any other line."""
@@ -3189,8 +3187,8 @@ def _span_of(line: str) -> tuple:
         first, dash, last = head.partition("–")
         if dash and last:   # a run of turns of conversation on one line (_joined_talk): its count is
             # not on the line — that of numbered turns (turn_0011–turn_0016: 6), else 0 (never folded)
-            a, b = _TURN_NUMBER.fullmatch(first), _TURN_NUMBER.fullmatch(last)
-            return first, last, int(b[1]) - int(a[1]) + 1 if a and b and int(b[1]) >= int(a[1]) else 0
+            a, b = turn_number(first), turn_number(last)
+            return first, last, b - a + 1 if a is not None and b is not None and b >= a else 0
         return head, head, 1
     return "", "", 0
 
