@@ -2307,6 +2307,14 @@ class WindowSummary:
         self.notes: deque = deque(maxlen=NOTES_KEPT)   # the agent's latest notes, oldest first
         self._rarity: Rarity | None = None
 
+    @property
+    def talking(self) -> bool:
+        """Whether the window is mostly conversation: at least half its turns say something and
+        call no tool. Then each of its turns is taken as conversation (a call is a lookup, its
+        reply the answer; a coding window's turns of work report what the files, commands and
+        failures lines say), and only a preference said as an instruction is a fact."""
+        return self.n_talk * 2 >= self.n_turns
+
     def whole_turn(self, turn_id: str, traces: list, steps: int) -> None:
         """Add a turn that moves whole, from its moved traces."""
         digest = _TurnDigest(turn_id, False, steps, steps)
@@ -2521,7 +2529,7 @@ class OfflineSummarizer(Summarizer):
         if budget is not None:
             text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio, cap, fixes))
         preferences = window.preferences
-        if window.n_talk * 2 >= window.n_turns:   # a conversation (as the text takes it): its small talk
+        if window.talking:   # a conversation (as the text takes it): its small talk
             # with "always" in it was a fact each (20 of them in one chat: a quarter of 1,500 tokens)
             preferences = {s: turns for s, turns in preferences.items() if _INSTRUCTION.search(s)}
         return Summary(text, self._facts(preferences, window.commands, fixes, memory))
@@ -2543,11 +2551,7 @@ class OfflineSummarizer(Summarizer):
             window.subagents, window.unanswered, window.n_unanswered, window.tail,
             window.unlisted)
         first_short = len(short_lines)
-        # a window mostly of conversation (at least half its turns say something and call no
-        # tool) takes each of its turns as conversation: there a call is a lookup and its reply
-        # the answer (a coding window's turns of work report what the files, commands and
-        # failures lines say: their replies are not listed by their asks)
-        talking = window.n_talk * 2 >= n_turns
+        talking = window.talking
 
         def conversation(chat: bool) -> bool:
             """Whether a turn (of conversation only: ``chat``) is taken as conversation."""
