@@ -2360,7 +2360,8 @@ class WindowSummary:
                     self.short_lines.append((old.turn_id, old.asks, old.reply, old.chat, old.first_ts))
                 else:
                     recent = self.recent_lines
-                    if len(recent) == MAX_SHORT_LINES:
+                    if len(recent) == MAX_SHORT_LINES:   # its oldest goes: counted, no line (nor day) kept
+                        self.reply_days.pop(recent[0][0], None)
                         unlisted = self.unlisted
                         unlisted[0] += 1
                         unlisted[1] = unlisted[1] or recent[0][0]
