@@ -78,7 +78,7 @@ gives the same figures before anything is sent (the prompts counted exactly, the
 reserve per request), for ``--dry-run`` and ``--max-cost``. With ``--max-cost``
 (:meth:`LiteLLMSummarizer.limit_cost`) every request, retries included, is priced the same way
 before it goes and is not sent when what was spent, what requests in flight may cost (and the
-rest of the bound of each that timed out: a request sent is usually billed) and its own bound
+rest of the bound of each sent and left unanswered — timed out or dropped —: a request sent is usually billed) and its own bound
 together would pass the limit (CompactionError naming the attempt; nothing written);
 under a limit each request carries ``max_tokens`` = the answer's reserve, so the bound is one the
 provider keeps.
@@ -325,7 +325,7 @@ class LiteLLMSummarizer(Summarizer):
         self.cost_limit: float | None = None   # --max-cost (limit_cost), retries included
         self._cost_base = 0.0
         self._in_flight = 0.0
-        self._held = 0.0                        # of timed-out requests' bounds, what spent does not count
+        self._held = 0.0                        # of unanswered requests' bounds, what spent does not count
         self._parts = 1                         # chunks of the window (split): they share the summary's budget
         self._root = ""                         # the window's project root (split): each chunk's files named from it
         self.retried: list[str] = []            # one line per request sent again, and why
@@ -778,10 +778,10 @@ class LiteLLMSummarizer(Summarizer):
         """Send no request that could take what this summarizer spends from now on over
         ``max_cost`` USD: each request is priced before it goes (its prompt counted, its answer at
         the full reserve) and added to what the answers so far cost and the requests in flight
-        may cost (a request that timed out keeps its bound); retries included."""
+        may cost (a request sent and left unanswered keeps its bound); retries included."""
         self.cost_limit = max_cost
         self._cost_base = self.spent.cost_usd
-        self._held = 0.0   # what timed-out requests kept committed counted against the last limit
+        self._held = 0.0   # what unanswered requests kept committed counted against the last limit
 
     def _reserve(self, litellm, messages: list[dict], span: str, attempt: int, missing: "Missing | None") -> float:
         """The most the request about to go may cost, reserved against ``--max-cost`` (0.0 when
@@ -1059,8 +1059,9 @@ class Missing:
 @dataclass
 class Spending:
     """Tokens and cost the answers reported (:meth:`LiteLLMSummarizer._account`): ``cost_usd``
-    adds the answers LiteLLM could price; ``unpriced`` counts those it could not. A request that
-    timed out counts too (``unanswered``): on its prompt as sent, with no output."""
+    adds the answers LiteLLM could price; ``unpriced`` counts those it could not. A request sent
+    and left unanswered (timed out, or its connection dropped) counts too (``unanswered``): on its
+    prompt as sent, with no output."""
 
     requests: int = 0
     input_tokens: int = 0
