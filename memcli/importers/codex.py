@@ -100,10 +100,10 @@ _SILENT_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary",
 _CALLS = {"function_call": None, "custom_tool_call": "custom", "local_shell_call": "local_shell",
           "tool_search_call": "tool_search"}
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
-# how Codex's injected user-role context begins (AGENTS.md, environment, instructions, ...)
 # how Codex's compaction hands its summary to the model (templates/compact/summary_prefix.md): a
 # copy of the compacted summary written as a user message is the harness's, never an ask
 SUMMARY_PREFIX = "Another language model started to solve this problem"
+# how Codex's injected user-role context begins (AGENTS.md, environment, instructions, ...)
 CONTEXT_PREFIXES = (
     "<environment_context", "<user_instructions", "# AGENTS.md instructions", "<INSTRUCTIONS>",
     "<turn_aborted", "<user_shell_command", "<skill", "<permissions instructions", SUMMARY_PREFIX,
