@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -157,10 +158,20 @@ def _fresh_copy(mem: Path, dst: Path) -> Path:
     return dst / "agents" / "big"
 
 
-def _measure(write, size: int, code: str) -> tuple:
-    """(active MB, I/O floor s, seconds, peak RSS KiB, units compacted, summary chars, import-only
-    RSS KiB, read-ahead child's peak RSS KiB, the rounds' floors and times) of compacting a store
-    ``write(memory_dir, size)`` made, in fresh processes: :data:`ROUNDS` interleaved rounds, each
+class _Measured(NamedTuple):
+    size_mb: float      # the active file
+    floor: float        # the I/O floor's best time, s
+    seconds: float      # the compaction's best time
+    rss_kb: int         # the compacting process's highest peak
+    units: int          # turns or steps compacted
+    chars: int          # the summary's characters
+    base_kb: int        # the import-only process's peak
+    child_kb: int       # the read-ahead child's highest peak
+    rounds: str         # every round's floor and time, said
+
+
+def _measure(write, size: int, code: str) -> _Measured:
+    """What compacting a store ``write(memory_dir, size)`` made measures, in fresh processes: :data:`ROUNDS` interleaved rounds, each
     on a fresh copy of the store (the floor, then the compaction), the best time of each side
     reported (as the other benchmarks do: noise only ever adds time; here the disk's flush moved
     one floor from 0.5 s to 1.0 s between runs), the highest peak."""
@@ -178,9 +189,9 @@ def _measure(write, size: int, code: str) -> tuple:
             peaks.append(rss_kb)
             child_peaks.append(child_kb)
         base_kb = _run(_IMPORT_ONLY, mem)[1]
-    return (size_mb, min(floors), min(times), max(peaks), units, chars, base_kb, max(child_peaks),
-            f"best of {ROUNDS} rounds: floor {'/'.join(f'{x:.2f}' for x in floors)}s, "
-            f"compaction {'/'.join(f'{x:.2f}' for x in times)}s")
+    return _Measured(size_mb, min(floors), min(times), max(peaks), units, chars, base_kb, max(child_peaks),
+                     f"best of {ROUNDS} rounds: floor {'/'.join(f'{x:.2f}' for x in floors)}s, "
+                     f"compaction {'/'.join(f'{x:.2f}' for x in times)}s")
 
 
 _RSS_NOTE = ("baseline: a process that only imports memcli's compaction modules and loads the tokenizer they count "

@@ -41,8 +41,16 @@ def installed_env(env: dict | None = None) -> dict:
     return env
 
 
+_COMPILED: set = set()   # the bytecode caches compile_memcli filled in this run
+
+
 def compile_memcli(env: dict) -> None:
-    """Byte-compile every memcli module into ``env``'s bytecode cache (:func:`installed_env`)."""
+    """Byte-compile every memcli module into ``env``'s bytecode cache (:func:`installed_env`),
+    once a run per cache."""
+    cache = env.get("PYTHONPYCACHEPREFIX")
+    if cache in _COMPILED:
+        return
+    _COMPILED.add(cache)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[2] / "memcli")],
                    env=env, check=True, stdout=subprocess.DEVNULL)
 
