@@ -109,8 +109,8 @@ def synced_again_reading_nothing(monkeypatch, sync, memory_dir: Path, *readers):
 
 
 def ok(result):
-    """A CLI result that succeeded (its stderr shown when it did not)."""
-    assert result.exit_code == 0, result.stderr
+    """A CLI result that succeeded (its exit code, stdout and stderr shown when it did not)."""
+    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
     return result
 
 

@@ -18,7 +18,7 @@ import pytest
 import typer
 
 from memcli.cli.output import Column, HumanView, cut_middle, wrap
-from tests.helpers import CORPORA, REPO, needs_corpora
+from tests.helpers import CORPORA, REPO, needs_corpora, ok
 
 TABLE_COMMANDS = [("agents",), ("turns", "coder"), ("turns", "coder", "--archive"), ("tools", "coder"),
                   ("stats", "coder"), ("tools", "coder", "--status", "error")]
@@ -32,11 +32,6 @@ def sample(memory_dir):
 
 def widest(text: str) -> int:
     return max((len(line) for line in text.splitlines()), default=0)
-
-
-def ok(result):
-    assert result.exit_code == 0, result.stderr
-    return result
 
 
 # ------------------------------------------------------------------------------- tables

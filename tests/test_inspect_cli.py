@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from memcli.store.agent import AgentStore
-from tests.helpers import agent_dir
+from tests.helpers import agent_dir, ok
 from tests.inspect_fixtures import ACTIVE, ARCHIVE, BASE, EPISODIC, LONG_ASK, SEMANTIC, build_fixture_store
 
 
@@ -21,11 +21,6 @@ def fx(memory_dir):
 def as_json(value) -> str:
     """What ``--json`` must print: exactly ``json.dumps(indent=2)`` plus a newline."""
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
-
-
-def ok(result):
-    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
-    return result
 
 
 def by_id(id_):

@@ -8,17 +8,13 @@ import json
 
 import pytest
 
+from tests.helpers import ok
 from tests.inspect_fixtures import build_fixture_store
 
 
 @pytest.fixture
 def fx(memory_dir):
     return build_fixture_store(memory_dir)
-
-
-def ok(result):
-    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
-    return result
 
 
 def bundle(text: str) -> tuple[list[str], list[str]]:

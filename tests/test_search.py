@@ -13,7 +13,7 @@ import pytest
 from memcli.search.query import parse_query
 from memcli.store import search_index
 from memcli.store.agent import AgentStore
-from tests.helpers import read_jsonl, tree_digest
+from tests.helpers import ok, read_jsonl, tree_digest
 from tests.inspect_fixtures import ACTIVE, ARCHIVE, BASE, SEMANTIC, build_fixture_store
 
 
@@ -25,11 +25,6 @@ def fx(memory_dir):
 def data_files(root):
     """Digests of the agent's data files (caches such as .state.json may be written by any write)."""
     return {k: v for k, v in tree_digest(root).items() if not k.startswith(".")}
-
-
-def ok(result):
-    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
-    return result
 
 
 def hits(cli, *args):

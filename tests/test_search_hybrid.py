@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from tests.embed_fixtures import embedder
+from tests.helpers import ok
 
 MODEL = "openai/fake-embed"
 SYNONYMS = {"automobile": "car", "vehicle": "car", "purchased": "buy", "bought": "buy", "purchase": "buy"}
@@ -22,11 +23,6 @@ TEXTS = ["I bought a car yesterday", "the weather is nice today", "car wash on s
 @pytest.fixture(autouse=True)
 def _key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
-
-
-def ok(result):
-    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
-    return result
 
 
 def ingest(cli, agent="h", texts=TEXTS, start=1):

@@ -9,14 +9,9 @@ import orjson
 import pytest
 
 from memcli.search.query import parse_query
-from tests.helpers import tree_digest
+from tests.helpers import ok, tree_digest
 
 T0 = 1_767_261_600.0
-
-
-def ok(result):
-    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
-    return result
 
 
 def hits(cli, agent, *args):
