@@ -107,12 +107,35 @@ TAG_API_ERROR = "api_error"
 REPLAYED = "lines written again with the uuid and timestamp of an earlier line (replayed copies)"
 
 
+def is_compact_command(text: str) -> bool:
+    """Whether a user line's text (stripped of leading space) is the ``/compact`` command line of
+    a manual compaction."""
+    return text.startswith("<command-") and _COMPACT_COMMAND in text[:300]
+
+
 def _harness_text(text: str) -> bool:
     """Whether a user line's text is one Claude Code wrote itself (module docstring), or the
     ``/compact`` command line of a manual compaction (its caveat, command and output follow the
     summary: the harness's own compaction, not an ask to the agent)."""
     text = text.lstrip()
-    return text.startswith(_HARNESS_PREFIXES) or (text.startswith("<command-") and _COMPACT_COMMAND in text[:300])
+    return text.startswith(_HARNESS_PREFIXES) or is_compact_command(text)
+
+
+def replayed(stamps: dict, value: dict) -> bool:
+    """Whether a line is a copy of one read before (``stamps``: uuid -> timestamp of the lines
+    read, which it adds to): the same ``uuid`` and ``timestamp``. A second ``/compact`` in one
+    Claude Code process first appends again the lines before the previous compaction, each with
+    its own uuid, parent and timestamp (anthropics/claude-code#92089): imported, they would be
+    every earlier ask, call and summary a second time, new turns the next harness compaction
+    would claim to cover. A line that only reuses a uuid (a different timestamp) is a line of its
+    own."""
+    uuid, ts = value.get("uuid"), value.get("timestamp")
+    if not (isinstance(uuid, str) and uuid and isinstance(ts, str) and ts):
+        return False
+    if stamps.get(uuid) == ts:
+        return True
+    stamps[uuid] = ts
+    return False
 
 
 def _first_text(content) -> str:
@@ -222,21 +245,6 @@ class _Reader:
             return False
         return True
 
-    def _replayed(self, value: dict) -> bool:
-        """Whether a line is a copy of one read before: the same ``uuid`` and ``timestamp``. A
-        second ``/compact`` in one Claude Code process first appends again the lines before the
-        previous compaction, each with its own uuid, parent and timestamp (anthropics/claude-code
-        #92089): imported, they would be every earlier ask, call and summary a second time, new
-        turns the next harness compaction would claim to cover. A line that only reuses a uuid (a
-        different timestamp) is a line of its own."""
-        uuid, ts = value.get("uuid"), value.get("timestamp")
-        if not (isinstance(uuid, str) and uuid and isinstance(ts, str) and ts):
-            return False
-        if self.stamps.get(uuid) == ts:
-            return True
-        self.stamps[uuid] = ts
-        return False
-
     def _metadata(self, kind: str, value: dict) -> None:
         """Titles (the last of each kind wins) and linked pull requests (each once, in order)."""
         meta = self.result.meta
@@ -278,7 +286,7 @@ class _Reader:
                 continue
             queued = _queued_prompt(value) if kind == "attachment" else None
             if (kind in _CONVERSATION or (kind == "system" and value.get("subtype") == "compact_boundary")) \
-                    and self._replayed(value):
+                    and replayed(self.stamps, value):
                 skipped[REPLAYED] += 1
                 self.recognized = True
                 continue

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import orjson
 
+from memcli.importers.claude_code import is_compact_command, replayed
 from memcli.importers.goose import _continues_compaction, _may_summarize, _not_shown
 
 _IDENT = re.compile(
@@ -244,18 +245,8 @@ def _copies(values: list) -> set:
     ``/compact`` in a process first appends again the lines before the previous compaction
     (anthropics/claude-code#92089; the importer skips them likewise). Read as written, they would
     be names "used again" after the first summary and a second copy of its summary."""
-    seen: dict = {}
-    out = set()
-    for n, value in enumerate(values):
-        if not isinstance(value, dict):
-            continue
-        uuid, ts = value.get("uuid"), value.get("timestamp")
-        if isinstance(uuid, str) and uuid and isinstance(ts, str) and ts:
-            if seen.get(uuid) == ts:
-                out.add(n)
-            else:
-                seen[uuid] = ts
-    return out
+    stamps: dict = {}
+    return {n for n, value in enumerate(values) if isinstance(value, dict) and replayed(stamps, value)}
 
 
 def compactions(path: Path) -> list[Compacted]:
@@ -311,7 +302,7 @@ def _cc_compaction_line(value) -> bool:
     if value.get("type") != "user":
         return False
     text = _cc_text(value).lstrip()
-    return text.startswith(_CC_COMMAND_LINES) or (text.startswith("<command-") and "/compact</command-name>" in text[:300])
+    return text.startswith(_CC_COMMAND_LINES) or is_compact_command(text)
 
 
 def _talks(raw: bytes) -> bool:
