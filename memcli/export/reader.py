@@ -41,6 +41,7 @@ from memcli.models import EpisodicItem, SemanticItem, from_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.ledger import record_problem
+from memcli.store.memory_files import record_problem as memory_file_problem
 
 BATCH_BYTES = 1 << 20
 OPEN_ATTEMPTS = 20
@@ -142,7 +143,7 @@ class History:
 
     def iter_memory_files(self, progress: Progress | None = None) -> Iterator[dict]:
         """The working-memory log's records (memcli.store.memory_files), in file order."""
-        for batch in _iter_batches(self.memory_files, progress, check=_memory_file_problem, keep_records=True):
+        for batch in _iter_batches(self.memory_files, progress, check=memory_file_problem, keep_records=True):
             yield from batch.records
 
 
@@ -158,18 +159,6 @@ class History:
                 raise CorruptStoreError(str(self.memory_files.path), number,
                                         f"working-memory record does not apply: {exc}") from None
         return tree
-
-
-def _memory_file_problem(record) -> str | None:
-    from memcli.store.memory_files import OPS
-
-    if type(record) is not dict:
-        return f"expected a JSON object, found {type(record).__name__}"
-    if type(record.get("id")) is not str:
-        return "working-memory record without a valid 'id'"
-    if record.get("op") not in OPS:
-        return f"working-memory record with an unknown 'op' ({str(record.get('op'))[:40]!r})"
-    return None
 
 
 def _memory_problem(cls):

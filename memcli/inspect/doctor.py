@@ -89,14 +89,15 @@ import orjson
 
 from memcli.errors import CorruptStoreError
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, ToolStatus, from_record
-from memcli.store import jsonl
+from memcli.store import jsonl, ledger, memory_files, result_summaries
 from memcli.store.agent import AgentStore, trace_from_record
-from memcli.store.ledger import record_problem as ledger_problem
 from memcli.store.repair import QUARANTINE_SUFFIX
-from memcli.store.result_summaries import record_problem as result_summary_problem
 from memcli.tool_interactions import iter_tool_pairs
 
 ERROR, WARNING, INFO = "error", "warning", "info"
+# the JSONL files whose records are plain dicts, each kind with the store's own rule for a line
+_RECORD_PROBLEMS = {"memory_file": memory_files.record_problem, "ledger": ledger.record_problem,
+                    "result_summary": result_summaries.record_problem}
 
 
 @dataclass
@@ -251,17 +252,8 @@ class _Checker:
             try:
                 if kind == "trace":
                     model = trace_from_record(path, number, offset, record)
-                elif kind == "memory_file":
-                    from memcli.store.memory_files import OPS
-
-                    if not isinstance(record.get("id"), str):
-                        raise CorruptStoreError(str(path), number, "working-memory record without a valid 'id'")
-                    if record.get("op") not in OPS:
-                        raise CorruptStoreError(str(path), number,
-                                                f"working-memory record with an unknown 'op' ({str(record.get('op'))[:40]!r})")
-                    model = record
-                elif kind in ("ledger", "result_summary"):
-                    problem = (ledger_problem if kind == "ledger" else result_summary_problem)(record)
+                elif kind in _RECORD_PROBLEMS:   # a record the store reads as it is: its rule's word
+                    problem = _RECORD_PROBLEMS[kind](record)
                     if problem is not None:
                         raise CorruptStoreError(str(path), number, problem)
                     model = record

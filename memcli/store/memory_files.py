@@ -54,6 +54,18 @@ class TreeError(ValueError):
     """A change that does not apply to the tree (the message says why)."""
 
 
+def record_problem(record) -> str | None:
+    """Why a parsed line of the log is not a working-memory record (an ``id`` and a known
+    ``op``), or None: the one rule ``doctor`` and ``export`` read it by."""
+    if type(record) is not dict:
+        return f"expected a JSON object, found {type(record).__name__}"
+    if type(record.get("id")) is not str:
+        return "working-memory record without a valid 'id'"
+    if record.get("op") not in OPS:
+        return f"working-memory record with an unknown 'op' ({str(record.get('op'))[:40]!r})"
+    return None
+
+
 def parent_of(path: str) -> str:
     return path.rsplit("/", 1)[0] or "/"
 
