@@ -201,6 +201,9 @@ class _Reader:
         self.last_ask: list | None = None   # [digest of its text, queued?] until an assistant line
         # uuid -> timestamp of the conversation and boundary lines read: a line written again with
         # both (Claude Code replays earlier lines before a later /compact) is a copy, not new work
+        # uuid -> timestamp of the lines read (replayed); not in a checkpoint (one per line): a
+        # reader ``sync`` resumes sees a replay's lines as new, and the ingest drops them as
+        # duplicates by their ids (cc-<uuid>-…), so they are counted as already present
         self.stamps: dict[str, str] = {}
         if carry:
             self.last_ask = carry.get("last_ask")
