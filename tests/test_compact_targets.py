@@ -26,7 +26,7 @@ from memcli.errors import CompactionError
 from memcli.snapshot import SnapshotOptions, take_snapshot
 from memcli.snapshot.assemble import working_tokens
 from memcli.store.agent import AgentStore
-from tests.helpers import CORPORA, agent_dir, needs_corpora, read_jsonl, store_digest, tree_digest
+from tests.helpers import CORPORA, agent_dir, needs_corpora, ok, read_jsonl, store_digest, tree_digest
 from tests.snapshot_validation import check_payload
 
 PROVIDERS = ("openai-chat", "openai-responses", "anthropic", "gemini")
@@ -259,6 +259,27 @@ def test_an_explicit_target_on_a_real_session_is_met(tmp_path, name, keep):
 
 
 @needs_corpora
+@pytest.mark.parametrize("name", [*FITS, "claude-code/spotter_258c7280_compacted_by_claude-code.jsonl"])
+@pytest.mark.parametrize("keep", [{}, {"tail_turns": 0, "keep_steps": 0}], ids=["default", "all-but-the-ask"])
+def test_the_minimum_a_refusal_names_is_met_on_a_real_session(tmp_path, name, keep):
+    """The refusal of a target below what must stay names the smallest snapshot the compaction
+    can leave; that target is then met. A squeeze is not monotonic in its budget: on the real
+    Claude Code session the refusal named 1,479, and a summary made for the room 1,479 leaves
+    ended at 1,517 (refused) until the smallest summary was tried as well."""
+    probe = tmp_path / "probe"
+    _corpus(probe, tmp_path, name)
+    with pytest.raises(CompactionError) as refused:
+        compact(probe, "c", policy=CompactionPolicy(target_tokens=10, **keep))
+    assert "the working snapshot would be " in refused.value.message, refused.value.message
+    smallest = int(refused.value.message.split("the working snapshot would be ", 1)[1].split(" ")[0].replace(",", ""))
+    memory_dir = tmp_path / "m"
+    _corpus(memory_dir, tmp_path, name)
+    result = compact(memory_dir, "c", policy=CompactionPolicy(target_tokens=smallest, **keep))
+    assert result.compacted, result.reason
+    assert working_tokens(AgentStore(memory_dir, "c")) == result.tokens_after <= smallest
+
+
+@needs_corpora
 def test_a_session_whose_newest_steps_are_most_of_it_says_why_it_stays_over(memory_dir, tmp_path):
     _corpus(memory_dir, tmp_path, TOO_SMALL)
     store = AgentStore(memory_dir, "c")
@@ -383,11 +404,25 @@ def test_a_target_below_what_must_stay_is_refused_with_the_minimum(cli, memory_d
     assert result.exit_code == 1
     assert "--target-tokens 50 is below what agent 's' must keep:" in result.stderr
     assert "the newest 4 steps, which never move" in result.stderr and "nothing was written" in result.stderr
-    minimum = int(result.stderr.split("must keep: ", 1)[1].split(" ", 1)[0].replace(",", ""))
-    assert f"hint: use --target-tokens above {minimum:,} (" in result.stderr
+    must_keep = _must_keep(result.stderr)
+    # the offline summary is free to make: the refusal names the snapshot its smallest leaves,
+    # the real minimum — a target of it works, one below it does not (a QA run was told "above
+    # 404", and 405 then failed with "would be 495")
+    smallest = int(result.stderr.split("the working snapshot would be ", 1)[1].split(" ", 1)[0].replace(",", ""))
+    assert smallest > must_keep
+    assert f"hint: use --target-tokens {smallest:,} or more, or fewer --keep-steps" in result.stderr
     assert tree_digest(agent_dir(memory_dir, "s")) == before
     with pytest.raises(CompactionError):
         compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=50))
+    below = cli("compact", "s", "--target-tokens", str(smallest - 1))
+    assert below.exit_code == 1 and f"would be {smallest:,} tokens" in below.stderr, below.stderr
+    assert tree_digest(agent_dir(memory_dir, "s")) == before
+    # without a summary (a sliding window) what must stay is the minimum
+    sliding = cli("compact", "s", "--target-tokens", "50", "--strategy", "sliding-window")
+    assert sliding.exit_code == 1
+    assert f"hint: use --target-tokens {_must_keep(sliding.stderr):,} or more, or fewer --keep-steps" in sliding.stderr
+    ok(cli("compact", "s", "--target-tokens", str(smallest)))
+    assert working_tokens(AgentStore(memory_dir, "s")) <= smallest
 
 
 def test_a_compaction_that_would_not_shrink_the_snapshot_writes_nothing(cli, memory_dir):

@@ -812,15 +812,28 @@ class _Trigger:
         return True
 
 
-def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int) -> CompactionError:
+def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int, smallest: int | None = None,
+                   summarized: bool = True) -> CompactionError:
+    """An explicit --target-tokens below what can never move. ``smallest``: the working snapshot
+    the smallest summary of what moves would leave — the real minimum, which the hint names (known
+    when that summary costs nothing to make: the offline one); without it, what must stay plus
+    the room a summary is given at least (a model's answer is not bought to learn its size).
+    Without a summary (``summarized`` false: a sliding window) what must stay is the minimum."""
+    reach = ""
+    if smallest is not None:
+        reach = f"; with the smallest summary of what moves, the working snapshot would be {smallest:,} tokens"
+        hint = f"use --target-tokens {smallest:,} or more, or fewer --keep-steps"
+    elif not summarized:
+        hint = f"use --target-tokens {plan_.minimum_tokens:,} or more, or fewer --keep-steps"
+    else:
+        hint = (f"use --target-tokens {plan_.minimum_tokens + MIN_SUMMARY_TOKENS:,} or more (what must stay and a "
+                f"summary of what moves; {plan_.minimum_tokens + summary_reserve(plan_.tokens_before):,} or more "
+                "leaves the summary its usual room), or fewer --keep-steps")
     return CompactionError(
         f"{{target_tokens}} {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
         f"tokens (the system prompt, the memory bundle and the user asks that stay, and the newest "
-        f"{plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move); nothing was "
-        "written",
-        hint=f"use --target-tokens above {plan_.minimum_tokens:,} ("
-             f"{plan_.minimum_tokens + summary_reserve(plan_.tokens_before):,} or more leaves the summary of what moves "
-             "its usual room), or fewer --keep-steps", param="target_tokens")
+        f"{plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move){reach}; nothing "
+        "was written", hint=hint, param="target_tokens")
 
 
 def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: int) -> CompactionError:
@@ -1108,8 +1121,11 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if older:
         plan_.minimum_tokens -= older - min(bundle.smallest_rollup_tokens(), older)
     _record_plan(result, plan_)
-    if explicit_target is not None and explicit_target < plan_.minimum_tokens:
-        raise _minimum_error(store, plan_, explicit_target)
+    below_minimum = explicit_target is not None and explicit_target < plan_.minimum_tokens
+    if below_minimum and (job.strategy != "summarize" or summarizer.context_tokens() is not None):
+        # (no summary, or a model's: refused now; the offline summary, free, is made at its
+        # smallest below, and the refusal names the snapshot it leaves: the real minimum)
+        raise _minimum_error(store, plan_, explicit_target, summarized=job.strategy == "summarize")
     if plan_.empty:
         why = (f"{plan_.conversation_turns} turn{'s' if plan_.conversation_turns != 1 else ''} in the active file and "
                f"{plan_.stop_reason}")
@@ -1126,7 +1142,8 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         one = plan_.pinned_kept == 1
         # --dry-run's plan shows it already ("N system/developer traces stay")
         job.note(f"{plan_.pinned_kept} system/developer trace{'' if one else 's'} of the window "
-                 f"stay{'s' if one else ''} in the active file (instructions are never compacted)", say=not job.dry_run)
+                 f"stay{'s' if one else ''} in the active file (instructions are never compacted)",
+                 say=not job.dry_run and not below_minimum)
 
     live_episodic, live_facts = store.live_memory(job.policy.max_episodic_items, PROMPT_FACTS)
     # the summary's budget: what the target leaves after the traces and the memory that stay; when
@@ -1200,7 +1217,23 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         result.summary, result.facts = summary.episodic_summary, [f.fact for f in summary.semantic_facts]
         items = build()
         predicted = bundle.tokens_after(*items[:2])
+    if predicted > limit and summary is not None and summary.resize is not None and summarizer.spent is None:
+        # still over: the smallest summary (the offline one, free to make). A squeeze is not
+        # monotonic in its budget: the one made for the room a target leaves can end larger than
+        # the smallest, which the refusal of a lower target named as the minimum (1,517 > 1,479)
+        smallest = summary.resize(MIN_SUMMARY_TOKENS)
+        if smallest is not None and len(smallest.episodic_summary) < len(summary.episodic_summary):
+            summary_before, items_before, predicted_before = summary, items, predicted
+            summary = smallest
+            items = build()
+            predicted = bundle.tokens_after(*items[:2])
+            if predicted <= limit or (explicit_target is not None and predicted < predicted_before):
+                result.summary, result.facts = summary.episodic_summary, [f.fact for f in summary.semantic_facts]
+            else:   # it does not fit either: the summary the budget made stays
+                summary, items, predicted = summary_before, items_before, predicted_before
     if explicit_target is not None and predicted > explicit_target:
+        if below_minimum:
+            raise _minimum_error(store, plan_, explicit_target, smallest=predicted)
         raise _target_error(store, plan_, explicit_target, predicted)
     if predicted >= plan_.tokens_before:
         reason = (f"nothing written for {store.agent_id!r}: compacting {result.turn_range} "
