@@ -390,6 +390,23 @@ RUNNER_OUTPUTS = [
      "Exception in thread \"main\" java.lang.NullPointerException: cart is null"),
     ("Exit code 1\nbash: foo: command not found", "bash: foo: command not found"),
     ("npm warn deprecated glob@7\nnpm ERR! code ENOENT", "npm ERR! code ENOENT"),
+    # pytest -q's collection error: the error printed before it, not the tally after it
+    ("____ ERROR collecting tests/test_client.py ____\nE   ModuleNotFoundError: No module named 'httpx'\n"
+     "=== short test summary info ===\nERROR tests/test_client.py\n!!!! Interrupted: 1 error during collection !!!!\n"
+     "1 error in 0.21s", "ERROR tests/test_client.py — E   ModuleNotFoundError: No module named 'httpx'"),
+    # a script runner's lines (npm, bun) around the tool's: the tool's finding, not ELIFECYCLE
+    ("> docs@1.0.0 lint\n> markdownlint docs\n\ndocs/export.md:3 MD013/line-length Line length [Expected: 80; "
+     "Actual: 112]\nnpm ERR! code ELIFECYCLE\nnpm ERR! errno 1\nnpm ERR! docs@1.0.0 lint: `markdownlint docs`",
+     "docs/export.md:3 MD013/line-length Line length [Expected: 80; Actual: 112]"),
+    ("$ tsc --noEmit\nsrc/ship.ts(2,50): error TS2339: Property 'weight' does not exist on type 'Item'.\n"
+     "error: script \"typecheck\" exited with code 2",
+     "src/ship.ts(2,50): error TS2339: Property 'weight' does not exist on type 'Item'."),
+    # npm alone: its line that says most, not its code, errno or path
+    ("npm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/lefpad - Not found\n"
+     "npm ERR! A complete log of this run can be found in: /root/.npm/_logs/x.log",
+     "npm ERR! 404 Not Found - GET https://registry.npmjs.org/lefpad - Not found"),
+    ("npm error code 1\nnpm error path /repo\nnpm error command failed\nnpm error command sh -c node build.js\n"
+     "npm error Error: Cannot find module 'esbuild'", "npm error Error: Cannot find module 'esbuild'"),
     ("E   AssertionError: 33\nFAILED tests/test_0.py::test_x - AssertionError: 33",
      "FAILED tests/test_0.py::test_x - AssertionError: 33"),
 ]

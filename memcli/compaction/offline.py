@@ -193,9 +193,18 @@ _EXCEPTION = re.compile(r"^(?:(?:Uncaught |Unhandled )?(?:[\w.$]+\.)?\w*(?:Error
 # an error line: pytest ``E   …``, compilers and linters ``error:``/``error[E0308]:``, with or without a
 # ``file:line:col`` in front (gcc, rustc, tsc ``x.ts:3:5 - error TS2322``, mypy), ``fatal:``,
 # ``npm ERR!``, ``panic:``, an assertion, a check mark of failure
-_ERROR_LINE = re.compile(r"^(?:E\s+\S|(?:\S+:\d+(?::\d+)?:?\s*(?:-\s*)?)?(?:error|fatal)(?:\[\w+\]|\s+TS\d+)?:"
-                         r"|npm ERR!|panic:|Traceback|✗|×|✘|Assertion\b|assert(?:ion)?\s"
+_ERROR_LINE = re.compile(r"^(?:E\s+\S|(?:\S+(?::\d+(?::\d+)?|\(\d+,\d+\)):?\s*(?:-\s*)?)?(?:error|fatal)(?:\[\w+\]|\s+TS\d+)?:"
+                         r"|npm ERR!|npm error\s|panic:|Traceback|✗|×|✘|Assertion\b|assert(?:ion)?\s"
                          r"|[a-z]+ error:|Module not found:)", re.IGNORECASE)   # Next.js ``Type error: …``, webpack
+# a script runner's own lines around the tool it ran (npm, yarn, pnpm, bun): what the tool printed
+# before them says what failed; npm's ``code``/``errno``/``path`` lines say least even alone
+_SCRIPT_RUNNER = re.compile(r'^(?:npm (?:ERR!|error)|yarn (?:error|run v)|error Command failed with exit code|'
+                            r'(?:ERR_PNPM_\w+|ELIFECYCLE)\b|error: script "[^"]*" exited with code)', re.IGNORECASE)
+_RUNNER_DETAIL = re.compile(r"^npm (?:ERR!|error) (?:code|errno|path|syscall|command|signal|Exit status|Failed at|"
+                            r"A complete log|Lifecycle|This is probably|\S+@\S+ \S+: `)", re.IGNORECASE)
+# a test runner's tally (pytest's ``1 error in 0.21s``, jest's ``Tests: 1 failed``): a count, not why
+_TALLY = re.compile(r"^(?:(?:\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?|rerun)"
+                    r"\b,?\s*)+(?:in [\d.]+s\b.*)?$|(?:Tests|Test Suites|Snapshots|Time):\s)", re.IGNORECASE)
 # a line that says something went wrong somewhere in it (the last resort before the first line)
 _ERRORISH = re.compile(r"\b(?:error|errors|failed|failure|cannot|can't|could not|unable to|not found|no such|"
                        r"undefined|is not a function|is not defined|denied|refused|invalid|missing|timed? ?out|"
@@ -1479,7 +1488,8 @@ def informative_line(text: str) -> str:
             if _EXCEPTION.match(after) or _ERROR_LINE.match(after):
                 return f"{line} — {after}"
         for after in block[:5]:                         # else the runner's own words on why (go, jest)
-            if _LOCATED_MESSAGE.match(after) or (_ERRORISH.search(after) and not _BANNER.match(after)):
+            if _LOCATED_MESSAGE.match(after) or (_ERRORISH.search(after) and not _BANNER.match(after)
+                                                 and not _TALLY.match(after)):
                 return f"{line} — {after}"
         if first_test is None:                          # else what the runner printed before it (pytest's
             first_test = line                           # collection errors, go's build errors)
@@ -1497,13 +1507,17 @@ def informative_line(text: str) -> str:
     if exceptions:
         return exceptions[-1]
     errors = [line for line in useful if _ERROR_LINE.match(line) and not line.startswith("Traceback")]
-    if errors:   # the first, or the first that says where (a compiler's file:line over its summary)
-        return next((line for line in errors if _LOCATION.search(line)), errors[0])
+    own = [line for line in errors if not _SCRIPT_RUNNER.match(line)]
+    if own:   # the first, or the first that says where (a compiler's file:line over its summary)
+        return next((line for line in own if _LOCATION.search(line)), own[0])
     quiet = [line for line in useful if not _EXIT_LINE.match(line) and not _BANNER.match(line)]
-    located = [line for line in quiet if _LOCATION.search(line)]
+    tool = [line for line in quiet if not _SCRIPT_RUNNER.match(line) and not _TALLY.match(line)]
+    located = [line for line in tool if _LOCATION.search(line)]
     for line in (*(line for line in located if _ERRORISH.search(line)), *(line for line in located if
-                 _LOCATED_MESSAGE.match(line)), *(line for line in quiet if _ERRORISH.search(line))):
+                 _LOCATED_MESSAGE.match(line)), *(line for line in tool if _ERRORISH.search(line))):
         return line
+    if errors:   # only the script runner's lines: the one that says most (not npm's code, errno, path …)
+        return next((line for line in errors if not _RUNNER_DETAIL.match(line)), errors[0])
     return quiet[0] if quiet else useful[0]
 
 
