@@ -2608,7 +2608,8 @@ class OfflineSummarizer(Summarizer):
             footer.append(("commits", COMMITS_HEAD + COMMITS_SEP.join(commits[:MAX_LISTED])
                            + (f"{COMMITS_SEP}+{len(commits) - MAX_LISTED} more" if len(commits) > MAX_LISTED else "")))
         if failures:
-            footer.append(("failed", failures_line(failures, failure_error, commands, fixes, window.fixed)))
+            footer.append(("failed", failures_line(failures, failure_error, commands, fixes, window.fixed,
+                                                   window.pending)))
         if n_unanswered:
             footer.append(("unanswered", f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
                            + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")"))
@@ -2777,7 +2778,8 @@ class OfflineSummarizer(Summarizer):
             if hard < TINY_SUMMARY_CHARS:   # the header says how much the window holds, not when nor
                 # which turns (the turn lines and the note of those left out under it name them)
                 header = f"{n_turns} turn{'s' if n_turns != 1 else ''}: {calls_said}"
-            briefer = {"failed": failures_line(failures, failure_error, commands, fixes, window.fixed, brief=True)} \
+            briefer = {"failed": failures_line(failures, failure_error, commands, fixes, window.fixed, window.pending,
+                                               brief=True)} \
                 if failures else {}   # (the squeezed summary's shorter forms: made only for it)
             vocab_chars = len(VOCAB_HEAD) + sum(len(name) + 2 for name in window.vocab)
             summary = _squeeze(header, body(whole=True), ranked_footer, hard,
@@ -2988,13 +2990,14 @@ _RESOLVED = re.compile("|".join(map(re.escape, (_PASSED_LATER, _FIXED_LATER, _ST
 
 
 def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _Fixes, fixed=_NONE,
-                  brief: bool = False) -> str:
+                  pending=_NONE, brief: bool = False) -> str:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
     distinct ones, said once for the commands of a family (or the tools that are no command) that
     failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
-    app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path), a command
+    app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path), still
+    failing while none has (``pending``: path -> label), a command
     when a later run of its family covering it passed (``fixes``: :class:`_Fixes`, which names it); a call
     the person refused or interrupted (its latest failure) is "stopped by the user", not "still
     failing", and comes after the failures still open. Commands whose labels are one (the same
@@ -3003,6 +3006,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
     (``FAILED tests/a.py::t - E`` after `` `pytest -q tests/a.py` ``) is that line alone, with the
     count (and without the exit line before it): ``FAILED tests/a.py::t - E ×4 — still failing``."""
     labels: dict[str, list] = {}   # label -> the commands it names
+    pending_writes = set(pending.values()) if pending else ()
     if any(k.startswith("`") for k in failures):
         for cmd in commands:
             labels.setdefault(_command_label(cmd), []).append(cmd)
@@ -3026,6 +3030,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
             later = f"{_FIXED_LATER} (a later write of {fixed[label]} passed)"
         elif _STOPPED.search(failure_error[label][-1]):
             later = _STOPPED_BY_USER
+        elif label in pending_writes:   # a failed write no later write of its file mended
+            later, unresolved = " — still failing", True
         # the commands of one family that failed with the same lines and fared the same: one entry
         # (the other tools' failures alike too: ``Edit a.py ×1, Write a.py ×2 (File has not been read yet.)``)
         key = (family, _briefs(failure_error[label]), later)
