@@ -591,6 +591,13 @@ def test_a_later_run_fixes_a_failure_only_when_it_covers_it():
     # a chain that failed may have stopped at its first command: its last one alone does not answer
     assert fixed_later("cargo build && git push", scopes(("cargo build && git push", True), ("git push", False))) \
         is None
+    # a chain of && that passed ran each of its commands and each passed: it fixes each alone
+    assert fixed_later("cargo build --release", scopes(("cargo build --release", True),
+                                                       ("cargo fmt && cargo build --release", False))) == "cargo build"
+    assert fixed_later("npm run build", scopes(("npm run build", True),
+                                               ("npm install left-pad && npm run build", False))) == "npm run build"
+    assert fixed_later("npm run build", scopes(("npm run build", True),
+                                               ("npm install left-pad; npm run build", False))) is None   # not &&
     assert fixed_later("for f in a b; do python check.py $f; done", scopes(
         ("for f in a b; do python check.py $f; done", True), ("for i in 1 2; do echo $i; done", False))) is None
     # the run that fixed it is named by its runner's command, not by the line's last one

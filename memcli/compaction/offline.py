@@ -982,11 +982,14 @@ def _run_of(command: str) -> tuple[str, str, tuple, bool]:
     —, the scopes and names of the runners of a chain, whether the line passing says its
     commands passed: a line of ``&&`` only, no pipe, that ran its tests (not ``pytest
     --collect-only``, ``cargo test --no-run``); such a chain passing passed each of its runners:
-    ``pytest && git commit -m x`` passing covers what ``pytest`` covers)."""
+    ``pytest && git commit -m x`` passing covers what ``pytest`` covers), and each of its other
+    commands, as a line of it alone: ``cargo fmt && cargo build --release`` passing fixes
+    ``cargo build --release``)."""
     commands, all_ran = _line_commands(command)
     where = ""
     runs = []
     working = []
+    plain = []   # the working commands that are no runner
     for words in _working_commands(commands, keep_cd=True):
         if words[0] == "cd":
             where = words[1] if len(words) > 1 else ""
@@ -997,6 +1000,8 @@ def _run_of(command: str) -> tuple[str, str, tuple, bool]:
             runs.append(_runner_scope(words, *found, where))
             if not _NOT_RUNNING.isdisjoint(w.partition("=")[0] for w in words[sum(found):]):
                 all_ran = False   # listed or built, not run
+        else:
+            plain.append(words)
     if len(working) == 1 and len(runs) == 1:
         return runs[0][0], runs[0][1], (), all_ran
     families = [_words_family(words) for words in working]
@@ -1004,7 +1009,9 @@ def _run_of(command: str) -> tuple[str, str, tuple, bool]:
     if len(working) < 2:
         return _VERSIONED.sub(r"\1", family), family, (), all_ran
     # a chain: its own scope, equal to no single command's (``pytest a; pytest b`` is not ``pytest``)
-    return _CHAIN + " && ".join(_VERSIONED.sub(r"\1", f) for f in families), family, tuple(runs), all_ran
+    alone = tuple((_VERSIONED.sub(r"\1", f), f) for f in dict.fromkeys(_words_family(words) for words in plain) if f)
+    return (_CHAIN + " && ".join(_VERSIONED.sub(r"\1", f) for f in families), family, (*runs, *alone),
+            all_ran)
 
 
 # an interpreter named with its version, as the program a run's scope names: ``python3 gen.py``
