@@ -1752,3 +1752,18 @@ def test_a_session_of_many_lines_says_who_said_each_sentence_kept():
         if not labels or labels[-1] != facts[value]:
             wrong.append((value, facts[value], before[-160:]))
     assert not wrong, wrong
+
+
+def test_an_ask_with_a_pasted_log_keeps_its_request_and_its_question():
+    """An ask of work over its room (2,000 characters: a stack trace pasted between the request
+    and the question) keeps its first and last sentences, then the rarest: the frames of the
+    trace, each rare, outranked "please find the root cause" and the question after them."""
+    frames = "\n".join(f"    at com.example.svc.Handler{i}.handle(Handler{i}.java:{100 + i})" for i in range(120))
+    ask = (f"Here is the full stack trace from prod, please find the root cause:\n{frames}\n"
+           "Caused by: java.lang.IllegalStateException: pool exhausted (POOL_MAX=32)\nWhy does the pool run dry?")
+    events = [{"trace_type": "user", "content": ask}, *_call(1, "grep -rn POOL_MAX src/", result="src/Pool.java:3"),
+              {"trace_type": "assistant", "content": "The pool is never released on timeout."}]
+    text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    line = next(line for line in text.split("\n") if line.startswith("- turn_0001"))
+    assert line.startswith('- turn_0001 · user: "Here is the full stack trace from prod, please find the root cause: '), line
+    assert 'pool exhausted (POOL_MAX=32) Why does the pool run dry?"' in line, line

@@ -128,6 +128,7 @@ HARD_MAX_CHARS = 19_000   # asks and aggregates may push past MAX_CHARS, never p
 TARGET_MAX_CHARS = 80_000  # … nor, with a target the user set, past this (~20,000 tokens: the budget sizes it)
 ASK_CHARS = 2_000
 MIN_ASK_CHARS = 40
+FRAME_CHARS = 300         # an ask over its room keeps its first and last sentences first, up to this long
 REPLY_CHARS = 600
 TASK_CHARS = 600          # a subagent's task (the prompt it was given), on its line
 SHORT_REPLY_CHARS = 200   # a turn line shrunk to fit
@@ -536,7 +537,7 @@ def _head(sentence: str) -> str | None:
 
 
 def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor: float = 0.0,
-                     keep: bool = True) -> str:
+                     keep: bool = True, frame: bool = False) -> str:
     """A message on one line in at most ``limit`` characters (about). With ``rarity``, a message
     of several sentences keeps those that say at least ``floor`` per character (its most telling
     one always), and, over ``limit``, those that say the most per character that fit — in their
@@ -546,8 +547,10 @@ def condense_message(text: str, limit: int, rarity: Rarity | None = None, floor:
     says ``floor`` is left out ("": asks, :func:`_ask_keep`), and a message that says who speaks
     (``Caroline: …``, :data:`_SPEAKER`) still says it when its first sentence goes — and a message
     of several speakers' lines (a chat's session: :meth:`Rarity.said_by`), before each sentence
-    kept whose speaker is not the last one shown (``… Melanie: I'm painting a sunset.``)."""
-    said, told = _condensed(text, limit, rarity, floor, keep)
+    kept whose speaker is not the last one shown (``… Melanie: I'm painting a sunset.``).
+    ``frame`` (an ask of work, not of a chat, whose first lines are as often small talk): over
+    ``limit``, its first and last sentences (each at most :data:`FRAME_CHARS`) are kept first."""
+    said, told = _condensed(text, limit, rarity, floor, keep, frame)
     if not told and said and said.startswith("…") and rarity is not None:   # (its first sentence went)
         speaker = rarity.speaker(text)
         # (not when a part of the name stays: the sentence split after "Dr.")
@@ -561,7 +564,8 @@ def _name(label: str | None) -> str | None:
     return label and label[:-2].rsplit(" ", 1)[-1]
 
 
-def _condensed(text: str, limit: int, rarity: Rarity | None, floor: float, keep: bool) -> tuple[str, bool]:
+def _condensed(text: str, limit: int, rarity: Rarity | None, floor: float, keep: bool,
+               frame: bool = False) -> tuple[str, bool]:
     """:func:`condense_message`, and whether it said who speaks already (a message of several
     speakers' lines: :meth:`Rarity.said_by`)."""
     flat = " ".join(text.split())
@@ -581,6 +585,16 @@ def _condensed(text: str, limit: int, rarity: Rarity | None, floor: float, keep:
     label = [None] * len(parts) if said_by is None else [None if shows else who for who, shows in said_by]
     order = sorted(range(len(parts)), key=lambda i: -density[i])
     chosen, used = [], 0
+    if frame and len(flat) > limit:
+        # an ask over its room (a log pasted into it): its first and last sentences, when short,
+        # before the rarest — the request and the question around what was pasted, whose common
+        # words say least per character (a stack trace's frames outranked "please find the cause")
+        for i in dict.fromkeys((0, len(parts) - 1)):
+            cost = len(parts[i]) + 3 + len(label[i] or "")
+            if len(parts[i]) <= FRAME_CHARS and used + cost <= limit:
+                chosen.append(i)
+                used += cost
+        order = [i for i in order if i not in chosen]
     for i in order:
         cost = len(parts[i]) + 3 + len(label[i] or "")   # (and the " …" of a gap)
         if chosen and density[i] < floor:
@@ -2205,7 +2219,8 @@ class _TurnDigest:
                               reply_day=self.reply_day(), keep_asks=keep_asks)
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
-            shown = condense_message(text, ask_chars, rarity, floor, keep=keep_asks or _ask_keep(chat, text)) or "…"
+            shown = condense_message(text, ask_chars, rarity, floor, keep=keep_asks or _ask_keep(chat, text),
+                                     frame=not chat) or "…"
             more = f" (full: {trace_id})" if shown != " ".join(text.split()) else ""
             parts.append(f"{'user' if n == 0 else 'then user'}: \"{shown}\"{more}")
         if self.steps_only:
@@ -2267,7 +2282,8 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
     condensed to their most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
-        said = condense_message(text, ask_chars, rarity, floor, keep=keep_asks or _ask_keep(chat, text)) or "…"
+        said = condense_message(text, ask_chars, rarity, floor, keep=keep_asks or _ask_keep(chat, text),
+                                frame=not chat) or "…"
         parts.append(f"{'user' if n == 0 else 'then user'}: \"{said}\"")
     if note:
         parts.append(note)
