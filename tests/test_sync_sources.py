@@ -469,6 +469,118 @@ def test_claude_code_older_subagent_file_beside_the_sessions_joins_the_session_i
                                                            ("older layout answer", "9f8e7d6")]
 
 
+def _task_session(s: str, agents: tuple = ("aa11", "bb22"), n0: int = 0) -> tuple[list[dict], dict[str, list[dict]]]:
+    """A Claude Code session whose first turn runs two parallel Task subagents (their lines
+    interleaved in time, written while the main file waits for the Task results), then a second
+    turn: (main lines, subagent id -> its lines)."""
+    def sub(agent, n, report):
+        return [cc_user(s, n, f"subtask for {agent}", sidechain=True, agent=agent),
+                cc_assistant(s, n + 2, "", sidechain=True, agent=agent, tool=(f"toolu_{agent}", "Edit", {
+                    "file_path": f"{CWD}/{agent}.py", "old_string": "a", "new_string": "b"})),
+                cc_result(s, n + 4, f"toolu_{agent}", "The file has been updated.", sidechain=True, agent=agent),
+                cc_assistant(s, n + 6, report, sidechain=True, agent=agent)]
+    main = [{"type": "permission-mode", "permissionMode": "default", "sessionId": s},
+            cc_user(s, n0 + 1, "split the work in two"),
+            cc_assistant(s, n0 + 2, "", tool=("toolu_task1", "Task", {"prompt": "first half"})),
+            cc_assistant(s, n0 + 3, "", tool=("toolu_task2", "Task", {"prompt": "second half"})),
+            cc_result(s, n0 + 20, "toolu_task1", "first half done"),
+            cc_result(s, n0 + 21, "toolu_task2", "second half done"),
+            cc_assistant(s, n0 + 22, "both halves done"),
+            cc_user(s, n0 + 30, "now commit"),
+            cc_assistant(s, n0 + 31, "committed")]
+    return main, {agents[0]: sub(agents[0], n0 + 4, "first report"), agents[1]: sub(agents[1], n0 + 5, "second report")}
+
+
+def _sync_in_steps(tmp_path, layout: str, steps: list[dict]) -> tuple:
+    """Two sessions of one project directory (the second's lines interleaved in time with the
+    first's), their subagent files beside the sessions (``older``, Claude Code 2.0.x) or in
+    ``<session>/subagents/``; written in ``steps`` (file -> lines written by then; a missing
+    file: whole), synced after each: (memory dir, first session's agent, second's)."""
+    home, mem = tmp_path / layout / "home", tmp_path / layout / "mem"
+    project = claude_project(home)
+    sessions = [(sid(40), *_task_session(sid(40))), (sid(41), *_task_session(sid(41), ("cc33", "dd44"), 1))]
+    done: dict = {}
+    for step in steps:
+        for s, main, subs in sessions:
+            files = [(project / f"{s}.jsonl", "main", main)]
+            for agent, lines in subs.items():
+                where = project if layout == "older" else project / s / "subagents"
+                files.append((where / f"agent-{agent}.jsonl", agent, lines))
+            for path, name, lines in files:
+                upto = step.get(name, len(lines)) if s == sid(40) else len(lines)
+                if upto > done.get(path, 0):
+                    write_lines(path, lines[done.get(path, 0):upto], mode="ab")
+                    done[path] = upto
+        report = memcli.Memory(mem).sync(home=home)
+        assert not report.failed, report.failed[0].error
+    return mem, f"claude-code.app.{sid(40)}", f"claude-code.app.{sid(41)}"
+
+
+WHOLE = [{}]
+# synced while the subagents run (the main file waits at the Task calls), then once they are done
+WHILE_RUNNING = [{"main": 4, "aa11": 2, "bb22": 1}, {}]
+# the main file synced past the second subagent's last lines (as when a sync comes while a
+# background subagent still runs): memory is append-only, those lines are stored last
+PAST = [{"bb22": 2}, {}]
+
+
+@pytest.mark.parametrize("steps", [WHOLE, WHILE_RUNNING, PAST], ids=["whole", "while_running", "past"])
+def test_claude_code_2_0_subagent_files_beside_the_sessions_merge_as_the_subagents_directory(tmp_path, steps):
+    """Claude Code 2.0.x wrote ``<key>/agent-<id>.jsonl`` beside the sessions: each file is one
+    more file of the session its lines name, merged by timestamp as ``<session>/subagents/`` is —
+    not a session of its own stored after the whole session (the subagents' work then landed in
+    the newest turn)."""
+    older, s1, s2 = _sync_in_steps(tmp_path, "older", steps)
+    current, _, _ = _sync_in_steps(tmp_path, "subagents", steps)
+    assert sorted(p.name for p in (older / "agents").iterdir()) == sorted([s1, s2])
+    for agent in (s1, s2):
+        assert _shape(agent_traces(older, agent)) == _shape(agent_traces(current, agent))
+    traces = agent_traces(older, s1)
+    side = [i for i, t in enumerate(traces) if "sidechain" in (t.get("tags") or [])]
+    assert len(side) == 8 and {traces[i]["agent_id"] for i in side} == {"aa11", "bb22"}
+    results = [i for i, t in enumerate(traces) if t["trace_type"] == "tool_result" and not t.get("agent_id")]
+    if steps is PAST:
+        assert side[-2:] == [len(traces) - 2, len(traces) - 1]  # after what was stored, not moved back
+        return
+    assert [traces[i]["turn_id"] for i in side] == ["turn_0001"] * 8
+    assert max(side) < min(results)  # the subagents' work comes before the Task results it gave
+    assert [traces[i]["content"] for i in side if traces[i]["trace_type"] == "user"] == [
+        "subtask for aa11", "subtask for bb22"]
+
+
+def test_claude_code_2_0_subagent_files_join_the_hooks_session_too(tmp_path):
+    """A hook imports ``session_of(transcript)``: its 2.0.x subagent files are among its files (as
+    ``find`` gives them: a hook and a sync keep one state), and a subagent file's session is the
+    one it names; one whose session file is not there is a session of its own, stored into the
+    agent of the session it names."""
+    from memcli.sync import get_source
+
+    home = tmp_path / "home"
+    project = claude_project(home)
+    s, other, gone = sid(42), sid(43), sid(44)
+    main, subs = _task_session(s)
+    write_lines(project / f"{s}.jsonl", main)
+    for agent, lines in subs.items():
+        write_lines(project / f"agent-{agent}.jsonl", lines)
+    write_lines(project / f"{other}.jsonl", cc_session(other, 1))
+    write_lines(project / "agent-0ther.jsonl", [cc_user(other, 5, "other's subtask", sidechain=True, agent="0ther")])
+    write_lines(project / "agent-g0ne.jsonl", [cc_user(gone, 5, "orphan subtask", sidechain=True, agent="g0ne")])
+    source = get_source("claude-code")
+    files = [(f.path, f.sidechain) for f in source.session_of(str(project / f"{s}.jsonl")).files]
+    assert files == [(str(project / f"{s}.jsonl"), None)] + [
+        (str(project / f"agent-{a}.jsonl"), a) for a in sorted(subs)]
+    assert [(f.path, f.sidechain) for f in source.session_of(str(project / f"agent-{sorted(subs)[0]}.jsonl")).files] == files
+    found = {tuple(f.path for f in x.files) for x in source.find(home)}
+    assert tuple(p for p, _ in files) in found
+    assert (str(project / "agent-g0ne.jsonl"),) in found
+    mem = tmp_path / "mem"
+    memcli.Memory(mem).sync(home=home)
+    assert sorted(a.agent for a in memcli.Memory(mem).agents()) == sorted(
+        f"claude-code.app.{x}" for x in (s, other, gone))
+    assert [t["content"] for t in agent_traces(mem, f"claude-code.app.{other}") if t.get("agent_id")] == [
+        "other's subtask"]
+
+
 def test_gemini_no_change_sync_reads_nothing_and_a_replaced_file_adds_only_the_new(tmp_path, monkeypatch):
     import memcli.sync.engine as engine
 
