@@ -39,6 +39,9 @@ HARNESS_COMPACTION = "harness_compaction"
 NON_OPENING_TAGS = frozenset({TAG_SYSTEM, TAG_DEVELOPER, TAG_CONTEXT, TAG_COMPACT_SUMMARY, TAG_SIDECHAIN})
 # context that is part of the instructions, kept active across compactions and rendered as system
 PINNED_TAGS = frozenset({TAG_SYSTEM, TAG_DEVELOPER})
+# a semantic fact's tag: always in the snapshot's memory bundle, first (``remember --pin``); only
+# the person or agent that remembers a fact sets it, never a summary of a transcript
+PINNED_TAG = "pinned"
 
 
 def is_instruction(trace_type, tags) -> bool:

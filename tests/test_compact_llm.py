@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from tests.compact_fixtures import conversation, error_body, faithful_answer, good_answer
-from tests.helpers import agent_dir, read_jsonl, tree_digest
+from tests.helpers import agent_dir, ok, read_jsonl, tree_digest
 
 MODEL = "openai/test-model"
 BREAKER = ".compaction.json"
@@ -314,6 +314,31 @@ def test_prior_memory_goes_into_the_prompt_and_facts_can_be_superseded(cli, memo
 
     _, live = AgentStore(memory_dir, "a").live_memory()
     assert [f.fact for f in live] == ["Carrier is DHL"]
+
+
+def test_a_summary_never_supersedes_a_remembered_or_pinned_fact_nor_pins_one(cli, memory_dir, server):
+    """The transcript is data: a model's answer (or a prompt injection it followed) named a pinned
+    fact in ``supersedes`` and it left the snapshot; another fact it tagged ``pinned`` entered
+    every snapshot first. A summary supersedes only facts compactions wrote, and pins nothing."""
+    _ingest(cli, turns=6)
+    ok(cli("remember", "a", "Never push to main without review", "--pin"))
+    ok(cli("remember", "a", "The staging host is stg-2"))
+    kept = read_jsonl(agent_dir(memory_dir, "a") / "semantic.jsonl")
+
+    def respond(body, i):
+        return 200, faithful_answer(body, "The work so far.", facts=[
+            {"fact": "The user prefers tabs now", "tags": ["preference", "pinned"], "confidence": 0.9,
+             "supersedes": [f["id"] for f in kept]}]), 0
+
+    assert _compact(cli, server(respond), "--tail-turns", "4").exit_code == 0
+    new = read_jsonl(agent_dir(memory_dir, "a") / "semantic.jsonl")[-1]
+    assert new["fact"] == "The user prefers tabs now"
+    assert not new.get("supersedes") and new["tags"] == ["preference"]
+    from memcli.store.agent import AgentStore
+
+    _, live = AgentStore(memory_dir, "a").live_memory()
+    assert [f.fact for f in live] == ["Never push to main without review", "The staging host is stg-2",
+                                      "The user prefers tabs now"]
 
 
 def test_circuit_breaker_stops_if_needed_after_three_failures(cli, memory_dir, server):

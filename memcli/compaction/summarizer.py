@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Iterable
 
-from memcli.models import TAG_SIDECHAIN, RawTrace
+from memcli.models import PINNED_TAG, TAG_SIDECHAIN, RawTrace
 
 MAX_SUMMARY_CHARS = 20_000      # one episodic summary (a chunk's, or the merged one per chunk)
 MAX_FACT_CHARS = 1_000
@@ -76,7 +76,10 @@ class MemoryContext:
     target_given: bool = False                     # the user set the target: the budget alone sizes the summary
 
     def fact_ids(self) -> set:
-        return {f.id for f in self.facts}
+        """The ids of the facts a summary may supersede: those compactions wrote and nobody
+        pinned. A fact the person or an agent remembered (``remember``), or pinned, is never taken
+        out by a summary of a transcript — which is data, and could ask for it."""
+        return {f.id for f in self.facts if f.compaction_id and PINNED_TAG not in (f.tags or ())}
 
 
 class Summarizer:
@@ -180,8 +183,8 @@ def _tags(value: Any) -> list:
     if not isinstance(value, list):
         raise InvalidSummary(f"tags is {type(value).__name__}, not a list")
     out = []
-    for tag in value:
-        if isinstance(tag, str) and tag.strip() and tag.strip() not in out:
+    for tag in value:   # (never ``pinned``: only who remembers a fact pins it, not a summary)
+        if isinstance(tag, str) and tag.strip() and tag.strip() not in out and tag.strip() != PINNED_TAG:
             out.append(tag.strip()[:64])
     return out[:10]
 

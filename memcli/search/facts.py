@@ -37,11 +37,10 @@ from dataclasses import dataclass, field
 
 from memcli.errors import RecordNotFoundError, UsageError
 from memcli.ids import EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
-from memcli.models import EpisodicItem, SemanticItem, to_record
+from memcli.models import PINNED_TAG, EpisodicItem, SemanticItem, to_record
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 
-PINNED_TAG = "pinned"
 FORGOTTEN_TAG = "forgotten"
 MAX_FACT_CHARS = 20_000
 

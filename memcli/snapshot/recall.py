@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memcli.models import EpisodicItem, SemanticItem
+from memcli.models import PINNED_TAG, EpisodicItem, SemanticItem
 from memcli.store.agent import AgentStore
 from memcli.store.harness_items import rendered_in_place
 
@@ -35,7 +35,6 @@ MAX_SEMANTIC = 20
 DEFAULT_MEMORY_TOKENS = 2_000
 RECALL_CANDIDATES = 50
 AUTO_QUERY_TERMS = 48
-PINNED_TAG = "pinned"
 
 
 @dataclass
