@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 import orjson
+import pytest
 
 import memcli
 from memcli.ingest.api import ingest
@@ -279,3 +280,153 @@ def test_a_message_with_a_tool_item_is_no_compaction_summary_even_before_the_not
         {"role": r, "created": 1700000000 + n, "content": c, "metadata": m} for n, (r, c, m) in enumerate(rows)])
     assert ingest(memory_dir, "g", path).format == "goose"
     assert not any("harness_compaction" in t for t in agent_traces(memory_dir, "g"))
+
+
+# Goose's automatic compaction (block/goose crates/goose/src/context_mgmt/mod.rs, compact_messages)
+# writes, after its summary and note, a copy of the last user message the model saw
+# (Message::user().with_text: shown to both); when that message was the conversation's last one,
+# it hides the original (MessageMetadata::invisible()) just before the summary.
+TOOL_LOOP_NOTE = ("Your context was compacted. The previous message contains a summary of the conversation so far.\n"
+                  "Do not mention that you read a summary or that conversation summarization occurred.\n"
+                  "Continue calling tools as necessary to complete the task.")
+RECENT_NOTE = ("Your context was compacted. The previous message contains a summary of the conversation so far.\n"
+               "Do not mention that you read a summary or that conversation summarization occurred.\n"
+               "Just continue the conversation naturally based on the summarized context.")
+SHOWN = {"userVisible": True, "agentVisible": True}
+INVISIBLE = {"userVisible": False, "agentVisible": False}
+ASK = "now read file1.txt"
+
+
+def _text(role: str, text: str, meta: dict) -> tuple[str, list, dict]:
+    return role, [{"type": "text", "text": text}], meta
+
+
+def _hidden_from_model(rows: list) -> list:
+    """``rows`` as Goose's compaction leaves them: ``with_agent_invisible`` (shown as before)."""
+    return [(role, content, {**(meta or SHOWN), "agentVisible": False}) for role, content, meta in rows]
+
+
+def _tool_loop_compacted() -> list:
+    """Compacted mid tool loop: the ask (still shown), its call and result hidden from the model;
+    the summary, the note, Goose's copy of the ask; the work goes on."""
+    loop = goose_turn(1)[:3]   # "list files 1", its call, its result: no answer yet
+    after = [(role, content, SHOWN) for role, content, _ in goose_turn(2)[1:]]   # a call, its result, the answer
+    return (_hidden_from_model(goose_turn(0) + loop)
+            + [_text("user", SUMMARY_TEXT, AGENT_ONLY), _text("assistant", TOOL_LOOP_NOTE, AGENT_ONLY),
+               _text("user", "list files 1", SHOWN)] + after)
+
+
+def _before_recent() -> list:
+    return goose_turn(0) + goose_turn(1) + [_text("user", ASK, SHOWN)]
+
+
+def _recent_compacted() -> list:
+    """Compacted on the user's newest ask before answering it: that ask hidden from both, just
+    before the summary; the copy after the note; the answer."""
+    return (_hidden_from_model(goose_turn(0) + goose_turn(1))
+            + [_text("user", ASK, INVISIBLE), _text("user", SUMMARY_TEXT, AGENT_ONLY),
+               _text("assistant", RECENT_NOTE, AGENT_ONLY), _text("user", ASK, SHOWN),
+               _text("assistant", "file1.txt holds the report.", SHOWN)])
+
+
+def _ingested(tmp_path, memory_dir, rows: list, agent: str = "g") -> list[dict]:
+    path = write_lines(tmp_path / f"{agent}.jsonl", [{"working_dir": "/repo", "description": "x"}] + [
+        {"role": r, "created": 1700000000 + n, "content": c, "metadata": m} for n, (r, c, m) in enumerate(rows)])
+    assert ingest(memory_dir, agent, path).format == "goose"
+    return agent_traces(memory_dir, agent)
+
+
+def _users(traces: list[dict]) -> list[tuple]:
+    return [(t["content"], t.get("tags"), t["turn_id"]) for t in traces if t["trace_type"] == "user"]
+
+
+def test_goose_s_copy_of_the_ask_after_a_tool_loop_compaction_is_context_not_a_second_ask(tmp_path, memory_dir):
+    traces = _ingested(tmp_path, memory_dir, _tool_loop_compacted())
+    assert _users(traces) == [
+        ("list files 0", None, "turn_0001"), ("list files 1", None, "turn_0002"),
+        (SUMMARY_TEXT, ["compact_summary"], "turn_0002"), ("list files 1", ["context"], "turn_0002")]
+    # the work after the copy stays in the ask's turn
+    assert traces[-1]["content"] == "There is file2.txt" and traces[-1]["turn_id"] == "turn_0002"
+
+
+def test_the_ask_goose_hides_when_it_compacts_before_answering_stays_the_ask_its_copy_is_context(
+        tmp_path, memory_dir):
+    traces = _ingested(tmp_path, memory_dir, _recent_compacted())
+    assert _users(traces) == [
+        ("list files 0", None, "turn_0001"), ("list files 1", None, "turn_0002"), (ASK, None, "turn_0003"),
+        (SUMMARY_TEXT, ["compact_summary"], "turn_0003"), (ASK, ["context"], "turn_0003")]
+    assert traces[-1]["content"] == "file1.txt holds the report." and traces[-1]["turn_id"] == "turn_0003"
+
+
+def test_a_sync_before_and_after_goose_compacts_on_the_newest_ask_stores_what_one_import_does(
+        tmp_path, memory_dir):
+    home, mem = tmp_path / "home", tmp_path / "mem"
+    goose_db(_db(home), {A: ("/home/me/app", _before_recent())})
+    synced(mem, home, "goose")   # the ask, shown, before Goose answers it
+    con = sqlite3.connect(_db(home))   # Goose compacts: the conversation replaced (rows rewritten)
+    con.execute("DELETE FROM messages WHERE session_id = ?", (A,))
+    con.executemany("INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)"
+                    " VALUES (?,?,?,?,?)", [(A, role, orjson.dumps(content).decode(), 1770105600 + n,
+                                             orjson.dumps(meta).decode())
+                                            for n, (role, content, meta) in enumerate(_recent_compacted())])
+    con.execute("UPDATE sessions SET updated_at = '2026-02-04 00:00:00' WHERE id = ?", (A,))
+    con.commit()
+    con.close()
+    agent = f"goose.app.{A}-{STAMP}"
+    assert synced(mem, home, "goose")[agent].events == 4   # summary, note, copy, answer
+    synced_traces = agent_traces(mem, agent)
+    once = _ingested(tmp_path, memory_dir, _recent_compacted())
+    assert [(t["trace_type"], t["content"], t.get("tags"), t["turn_id"]) for t in synced_traces] == \
+        [(t["trace_type"], t["content"], t.get("tags"), t["turn_id"]) for t in once]
+    assert [t["content"] for t in synced_traces if t["trace_type"] == "user" and not t.get("tags")] == [
+        "list files 0", "list files 1", ASK]
+
+
+def test_goose_compacting_twice_on_the_same_ask_copies_its_copy_still_one_ask(tmp_path, memory_dir):
+    # compacted on the newest ask, then again before any answer: the first copy is then the newest
+    # message, hidden in its turn (invisible), and copied again after the second note
+    second = "The files are listed; the user wants file1.txt read."
+    rows = (_hidden_from_model(goose_turn(0) + goose_turn(1))
+            + [_text("user", ASK, INVISIBLE), _text("user", SUMMARY_TEXT, INVISIBLE),
+               _text("assistant", RECENT_NOTE, INVISIBLE), _text("user", ASK, INVISIBLE),
+               _text("user", second, AGENT_ONLY), _text("assistant", RECENT_NOTE, AGENT_ONLY),
+               _text("user", ASK, SHOWN), _text("assistant", "file1.txt holds the report.", SHOWN)])
+    traces = _ingested(tmp_path, memory_dir, rows)
+    assert _users(traces)[2:] == [
+        (ASK, None, "turn_0003"), (SUMMARY_TEXT, ["compact_summary"], "turn_0003"), (ASK, ["context"], "turn_0003"),
+        (second, ["compact_summary"], "turn_0003"), (ASK, ["context"], "turn_0003")]
+
+
+def test_the_same_words_typed_again_are_an_ask_unless_they_are_goose_s_copy_right_after_its_note(
+        tmp_path, memory_dir):
+    # /compact copies nothing: what follows its note is the person's; so is a repeat further on
+    manual = "Your context was compacted at the user's request. The previous message contains a summary."
+    rows = (_hidden_from_model(goose_turn(0) + goose_turn(1))
+            + [_text("user", SUMMARY_TEXT, AGENT_ONLY), _text("assistant", manual, AGENT_ONLY),
+               _text("user", "list files 1", SHOWN), _text("assistant", "Again: file1.txt", SHOWN),
+               _text("user", "list files 1", SHOWN)])
+    traces = _ingested(tmp_path, memory_dir, rows)
+    assert [(c, tags) for c, tags, _ in _users(traces)] == [
+        ("list files 0", None), ("list files 1", None), (SUMMARY_TEXT, ["compact_summary"]),
+        ("list files 1", None), ("list files 1", None)]
+
+
+def _manual_after_a_hidden_message() -> list:
+    """A /compact (no copy) whose summary follows a message hidden from both, then the person
+    typing that message's words again."""
+    manual = "Your context was compacted at the user's request. The previous message contains a summary."
+    return (_hidden_from_model(goose_turn(0) + goose_turn(1))
+            + [_text("user", ASK, INVISIBLE), _text("user", SUMMARY_TEXT, AGENT_ONLY),
+               _text("assistant", manual, AGENT_ONLY), _text("user", ASK, SHOWN)])
+
+
+@pytest.mark.parametrize("rows", [_recent_compacted, _tool_loop_compacted, _manual_after_a_hidden_message])
+def test_the_fidelity_bench_reads_goose_s_asks_before_its_compaction_as_the_importer_does(tmp_path, memory_dir,
+                                                                                            rows):
+    from tests.bench.fidelity import compactions
+
+    traces = _ingested(tmp_path, memory_dir, rows())
+    before = traces[:next(n for n, t in enumerate(traces) if t.get("tags") == ["compact_summary"])]
+    asks = [t["content"] for t in before if t["trace_type"] == "user" and not t.get("tags")]
+    [session] = compactions(tmp_path / "g.jsonl")
+    assert (session.first_ask, session.last_ask) == (asks[0], asks[-1])

@@ -28,6 +28,20 @@ at the user's request", a ``/compact``), like the other harnesses' compactions: 
 not an ask. The messages it replaced stay what they were (Goose keeps them, hidden from the
 model).
 
+After an automatic compaction's note Goose writes a copy of the last user message the model saw
+(``compact_messages``: the last agent-visible user message with text and no tool request or
+response; the copy is ``Message::user().with_text`` of its text items joined by a line break,
+shown to both, so the model carries on with it). That copy is the harness's, not a new ask: a
+user message of text alone right after an automatic note, whose text is that message's, is
+tagged ``context`` (it opens no turn; it keeps its id, so a session stored before this rule
+gains nothing twice). When that message was the conversation's last one (the user's ask Goose
+compacted before answering), Goose hides it (``userVisible`` and ``agentVisible`` false, just
+before the summary): it is still the ask of its turn, not ``context`` — as it was when
+``memcli sync`` read it before the compaction, so one import of the compacted session and a
+sync before and after it store the same. A copy's text compared is the last such message before
+the summary (a previous summary or copy included: Goose copies a copy again when it compacts
+twice on the same ask).
+
 Ids: Goose rewrites a session's rows when it compacts or edits one (new row ids), so ids come
 from a hash chain over ``(role, content)`` seeded with the session id: ``gs-<key>-<n>``. The
 same conversation read again gives the same ids.
@@ -107,6 +121,27 @@ def _may_summarize(message: dict) -> bool:
         and not any(c.get("type") in _TOOL_ITEMS for c in items)
 
 
+def _ask_text(message: dict) -> str | None:
+    """What Goose's compaction would copy from ``message`` when it is the last such one: the text
+    items of a user message with text and no tool request or response, joined by a line break
+    (``has_text_only`` and ``extract_text`` in ``compact_messages``); None for any other."""
+    items = message["content"]
+    if message["role"] != "user" or any(c.get("type") in ("toolRequest", "toolResponse") for c in items):
+        return None
+    texts = [c.get("text") for c in items if c.get("type") == "text"]
+    if not texts or not all(isinstance(t, str) for t in texts):
+        return None
+    return "\n".join(texts)
+
+
+def is_ask_copy(message: dict, copied: str | None) -> bool:
+    """Whether ``message``, the one right after an automatic compaction's note, is the copy Goose
+    writes there of ``copied`` (the text of the last user message with text alone before the
+    summary, :func:`_ask_text`): a user message of text items only, that text."""
+    return copied is not None and message["role"] == "user" and bool(message["content"]) \
+        and all(c.get("type") == "text" for c in message["content"]) and _ask_text(message) == copied
+
+
 def _continues_compaction(message: dict) -> str | None:
     """``"manual"`` or ``"auto"`` when ``message`` is the note Goose's compaction puts right after
     its summary (an assistant message the person is not shown: "Your context was compacted …",
@@ -119,6 +154,26 @@ def _continues_compaction(message: dict) -> str | None:
     return "manual" if text.startswith(_CONTINUATION + " at the user's request") else "auto"
 
 
+def _retag(events: list[dict], *, add: str | None = None, drop: str | None = None) -> None:
+    """``add`` a tag to a message's user trace, or ``drop`` one from it."""
+    for event in events:
+        if event["trace_type"] != "user":
+            continue
+        tags = [t for t in event.get("tags", ()) if t != drop and t != add] + ([add] if add else [])
+        if tags:
+            event["tags"] = tags
+        else:
+            event.pop("tags", None)
+
+
+def _flush(held: list):
+    """The events of the ``held`` messages, in order (``held`` emptied)."""
+    for line, _, events, _ in held:
+        for event in events:
+            yield line, event
+    held.clear()
+
+
 class _Session:
     def __init__(self, result, seed: str = ""):
         self.skipped = result.skipped
@@ -129,11 +184,16 @@ class _Session:
 
     def events(self, values):
         first = True
-        held: list = []   # the events of a message that may be a compaction summary (_may_summarize)
+        # messages whose events may still change, as (line, message, events, the text a copy would
+        # repeat just after it): an agent-only user message (_may_summarize: a summary if the note
+        # follows) and the one before it (the ask Goose compacted on and hid, if a summary follows);
+        # behind such an ask, its summary and note wait for the copy after them (is_ask_copy)
+        held: list[tuple] = []
+        last_text = None   # _ask_text of the last user message with text alone: what a compaction copies
+        copied = None      # right after an automatic note: the text Goose's copy repeats
         for line, value in values:
             if isinstance(value, Exception):
-                yield from held
-                held = []
+                yield from _flush(held)
                 yield line, value
                 continue
             if first and is_header(value):
@@ -144,26 +204,44 @@ class _Session:
                 continue
             first = False
             if not is_message(value):
-                yield from held
+                yield from _flush(held)
                 yield line, not_format(line, 'a Goose message (an object with "role" and a "content" list)', value,
                                        guess_from="goose")
                 return
             events = self.message(value)
-            if held:   # the message before it was shown to the model only: its compaction summary?
-                trigger = _continues_compaction(value)
-                if trigger is not None:
-                    for _, event in held:
-                        if event["trace_type"] == "user":
-                            event["tags"] = [TAG_COMPACT_SUMMARY]
-                            event["harness_compaction"] = harness_compaction("goose", {"trigger": trigger})
-                yield from held
-                held = []
-            if _may_summarize(value):
-                held = [(line, event) for event in events]
-                continue
-            for event in events:
-                yield line, event
-        yield from held
+            entry = (line, value, events, last_text)
+            copy = is_ask_copy(value, copied)
+            copied = None
+            keep = -1   # how many held messages still wait after this one (-1: none, and not this one)
+            if copy:   # the harness's copy of the last ask, not a new one: it opens no turn
+                _retag(events, add=TAG_CONTEXT)
+                if len(held) == 3 and _ask_text(held[0][1]) == held[1][3]:
+                    # the ask Goose compacted on before answering, hidden just before the summary:
+                    # still its turn's ask, as a sync before the compaction stored it
+                    _retag(held[0][2], drop=TAG_CONTEXT)
+            elif held and _may_summarize(held[-1][1]) and (trigger := _continues_compaction(value)) is not None:
+                summary = held[-1]   # the message before the note: Goose's summary
+                for event in summary[2]:
+                    if event["trace_type"] == "user":
+                        event["tags"] = [TAG_COMPACT_SUMMARY]
+                        event["harness_compaction"] = harness_compaction("goose", {"trigger": trigger})
+                if trigger == "auto":   # (a /compact copies nothing)
+                    copied = summary[3]
+                    if len(held) >= 2 and _ask_text(held[-2][1]) == copied:
+                        keep = 2   # the hidden ask?  the message after the note tells
+            elif _may_summarize(value):   # a summary if the note follows: wait
+                keep = 1 if held and _may_summarize(held[-1][1]) else 0
+            if keep < 0:
+                yield from _flush(held)
+                for event in events:
+                    yield line, event
+            else:
+                yield from _flush(held[:len(held) - keep])
+                held = [*held[len(held) - keep:], entry]
+            text = _ask_text(value)
+            if text is not None:
+                last_text = text
+        yield from _flush(held)
 
     def message(self, message: dict) -> list[dict]:
         key = self.chain.next([message["role"], message["content"]])

@@ -163,6 +163,10 @@ def _is_goose(value: dict) -> bool:
 
 
 def _goose_ask(value) -> str | None:
+    """A Goose user message the person typed and sees: text items only. (Goose's copy of the last
+    ask after an automatic compaction's note passes here too — the importer tags it ``context``,
+    :func:`memcli.importers.goose.is_ask_copy` — but it repeats an earlier message's text, so the
+    first and last ask texts before a boundary are the same without it.)"""
     if not _is_goose(value) or value.get("role") != "user" or _not_shown(value):
         return None
     if not all(isinstance(c, dict) and c.get("type") == "text" for c in value["content"]):
@@ -171,14 +175,21 @@ def _goose_ask(value) -> str | None:
 
 
 def _goose_hidden_ask(values: list, start: int, end: int) -> list:
-    """The ask Goose compacted on, when it did: Goose hides that message (``userVisible`` false,
-    just before its summary) and sends a copy of its text after its note. [] otherwise."""
-    hidden = values[start - 1] if start > 0 else None
-    if not (isinstance(hidden, dict) and _is_goose(hidden) and hidden.get("role") == "user"
-            and _not_shown(hidden) and _goose_text(hidden)):
+    """The ask Goose compacted on before answering, when it did, by the importer's rule: Goose
+    hides that message (``userVisible`` false, just before its summary) and writes a copy of its
+    text right after its automatic note (:func:`memcli.importers.goose.is_ask_copy`); the hidden
+    one stays the ask. [] otherwise."""
+    from memcli.importers.goose import _ask_text, is_ask_copy, is_message
+
+    if not 0 < start < end - 2:
         return []
-    copies = (_goose_ask(v) for v in values[start + 2:end] if isinstance(v, dict))
-    return [_goose_text(hidden)] if next((c for c in copies if c), None) == _goose_text(hidden) else []
+    hidden, note, copy = values[start - 1], values[start + 1], values[start + 2]
+    if not all(isinstance(v, dict) and is_message(v) for v in (hidden, note, copy)):
+        return []
+    text = _ask_text(hidden)
+    if text is None or not _may_summarize(hidden) or _continues_compaction(note) != "auto" or not is_ask_copy(copy, text):
+        return []
+    return [text] if text else []
 
 
 def _codex_ask(value) -> str | None:
