@@ -148,6 +148,9 @@ def test_asks_are_judged_by_their_identifiers_and_key_words(cli, memory_dir, ser
 
 def test_required_terms_of_an_ask():
     assert Required.terms("Where is order A-1001?") == (["A-1001"], ["order"])
+    # a number that ends the sentence is named too (an answer saying "order 9999." passed the check)
+    assert Required.terms("Please refund order 1042.") == (["1042"], ["refund", "order"])
+    assert Required.terms("Use version 1042.5 or 1042-b") == (["1042-b"], ["version"])
     idents, words = Required.terms("Fix test_parse_config in tests/test_cfg.py, run `make lint`, open PR #482 on port 8080")
     assert idents == ["test_parse_config", "tests/test_cfg.py", "make lint", "#482", "8080"]
     assert Required.terms("see https://example.com/a/b.html and ~/x.py, e.g. os.path.join; set OPENAI_API_KEY") == (

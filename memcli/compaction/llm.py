@@ -827,7 +827,7 @@ _ASK_IDENTIFIERS = (   # what an ask names that a summary must keep as written (
     re.compile(r"(?<![\w/.-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}(?![\w/])"),  # A-1001, sha256
     re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:[a-z0-9]_|[a-z][A-Z]|_[A-Za-z0-9])\w*"),      # snake_case, camelCase
     re.compile(r"`([^`\n]{2,60})`"),                                                   # `make lint`
-    re.compile(r"(?<![\w.-])#?\d{3,}(?![\w.-])"),                                      # #482, 8080
+    re.compile(r"(?<![\w.-])#?\d{3,}(?!\w|[.-]\w)"),                                  # #482, 8080, "order 1042."
     re.compile(r"(?<!\S)(?:/[A-Za-z][\w:-]*|--?[A-Za-z][\w-]*)(?![^\s,;:.?!)])"),      # /review, -la, --force
 )
 
