@@ -613,7 +613,8 @@ def test_an_estimate_priced_from_the_map_is_what_litellm_says(model, flat):
 
 def test_an_answer_with_no_choice_or_a_filtered_one_is_asked_again(cli, memory_dir, server, tmp_path):
     """A 200 whose ``choices`` is empty stopped the run at once ("IndexError: list index out
-    of range"); a content filter's empty answer was "empty answer". Both are asked again."""
+    of range"); a content filter's empty answer was "empty answer", and its answer cut short was
+    committed. All are asked again."""
     _ingest(cli, tmp_path)
 
     def model(body, i):
@@ -622,14 +623,18 @@ def test_an_answer_with_no_choice_or_a_filtered_one_is_asked_again(cli, memory_d
             payload["choices"] = []
         elif i == 1:
             payload["choices"][0].update(message={"role": "assistant", "content": None}, finish_reason="content_filter")
+        elif i == 2:
+            payload["choices"][0]["finish_reason"] = "content_filter"   # the whole answer, yet filtered
         return 200, payload, 0
 
     srv = server(model)
-    result = _compact(cli, srv)
+    result = _compact(cli, srv, "--retries", "3")
     assert result.exit_code == 0, result.stderr
     notes = [line for line in result.stderr.splitlines() if "asked again" in line]
     assert [n.split(": attempt ", 1)[1] for n in notes] == [
-        "1: invalid answer: empty answer; asked again (attempt 2 of 3)",
+        "1: invalid answer: empty answer; asked again (attempt 2 of 4)",
         '2: invalid answer: the provider\'s content filter withheld the answer (finish_reason "content_filter"); '
-        "asked again (attempt 3 of 3)"]
-    assert _ledger(cli)["requests"] == 3
+        "asked again (attempt 3 of 4)",
+        '3: invalid answer: the provider\'s content filter cut the answer (finish_reason "content_filter"); '
+        "asked again (attempt 4 of 4)"]
+    assert _ledger(cli)["requests"] == 4

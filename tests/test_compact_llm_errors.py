@@ -129,6 +129,20 @@ def test_unknown_model_fails_at_once(cli, agent, attempts, server):
     assert "hint: check --model and --api-base" in error
 
 
+def test_a_request_over_the_models_context_fails_at_once_and_names_max_context_tokens(cli, agent, attempts, server):
+    """A local server whose model takes 32k tokens (memcli, not knowing the model, took it for
+    200,000): the provider's text alone said nothing of the flag that fixes it."""
+    body = {"error": {"message": "This model's maximum context length is 32768 tokens. However, you requested "
+                                 "41234 tokens. Please reduce the length of the messages.",
+                      "type": "invalid_request_error", "code": "context_length_exceeded"}}
+    srv = server(lambda b, i: (400, body, 0))
+    result = _compact(cli, "--model", MODEL, "--api-base", srv.api_base)
+    assert result.exit_code == 1 and len(srv.requests) == 1
+    error = _error(result)
+    assert f"the request is larger than {MODEL!r} takes: This model's maximum context length is 32768" in error
+    assert "hint: --max-context-tokens gives the model's context (memcli took it for 200,000 tokens)" in error
+
+
 def test_model_with_no_provider_fails_at_once(cli, agent, attempts):
     result = _compact(cli, "--model", "nosuchprovider/foo")
     assert result.exit_code == 1 and len(attempts) == 1

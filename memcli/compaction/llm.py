@@ -30,7 +30,8 @@ write it (:func:`extract_json`): plain JSON; after a reasoning block (``<analysi
 ``<thinking>``, ``<think>``) a fenced block or the object holding ``episodic_summary`` among
 others, leniently (``//`` comments, trailing commas, raw line breaks in strings); else Claude's
 ``<summary>`` block or markdown under the asked section headings is the summary itself. An
-answer cut at the output limit (``finish_reason: "length"``) is never kept. Then it is validated
+answer cut at the output limit (``finish_reason: "length"``) or by a content filter
+(``"content_filter"``, with or without text) is never kept. Then it is validated
 by :func:`memcli.compaction.summarizer.validate_summary` and checked for what every summary must
 name (:class:`Required`): each user ask of a turn that moves with its ask (verbatim, or by its
 identifiers and key words; typographic quotes as typed, decomposed letters as composed (NFKC),
@@ -722,9 +723,9 @@ class LiteLLMSummarizer(Summarizer):
                                              self.output_tokens() if self.cost_limit is not None else None, reserved)
                 if finish == "length":
                     raise InvalidSummary(CUT_OFF)
-                if finish == "content_filter" and not content:
-                    raise InvalidSummary('the provider\'s content filter withheld the answer (finish_reason '
-                                         '"content_filter")')
+                if finish == "content_filter":   # withheld, or cut where the filter stopped it (as "length")
+                    raise InvalidSummary(f'the provider\'s content filter {"cut" if content else "withheld"} the '
+                                         'answer (finish_reason "content_filter")')
                 summary = validate_summary(extract_json(content), known)
                 if limit is not None and (size := self.counter.count(summary.episodic_summary)) > limit:
                     raise InvalidSummary(f"the summary is {size:,} tokens, more than the {limit:,} asked")
@@ -1244,6 +1245,12 @@ def _unanswered(exc: BaseException, litellm) -> bool:
     return _timed_out(exc, litellm) or _dropped(exc)
 
 
+# how providers and OpenAI-compatible servers say a request is over the model's context
+_CONTEXT_EXCEEDED = re.compile(r"context_length_exceeded|context length|maximum context|context window|"
+                               r"too many tokens|prompt is too long|exceeds? the (?:model'?s? )?(?:max|context)",
+                               re.IGNORECASE)
+
+
 def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -> ModelFailure:
     """What a failed request means for the user (see :class:`ModelFailure`).
 
@@ -1304,5 +1311,12 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
     if "APIConnectionError" in names:
         return ModelFailure(f"cannot reach {where}: {_provider_text(exc)}", retry=False,
                             hint="--api-base sets where requests go" if summarizer.api_base else None)
+    # 7. a request larger than the model takes: its context is smaller than memcli was told (a
+    # model LiteLLM does not know is taken for 200,000 tokens: a local 32k model fails here)
+    if "ContextWindowExceeded" in names or _CONTEXT_EXCEEDED.search(text):
+        return ModelFailure(f"the request is larger than {summarizer.model!r} takes: {_provider_text(exc)}",
+                            retry=False, hint=f"--max-context-tokens gives the model's context (memcli took it for "
+                                              f"{summarizer.context_tokens():,} tokens) and splits the window into "
+                                              "chunks that fit")
     label = type(exc).__name__ + (f" (HTTP {status})" if isinstance(status, int) else "")
     return ModelFailure(f"{label}: {_provider_text(exc)}", retry=False)
