@@ -352,6 +352,9 @@ def test_circuit_breaker_stops_if_needed_after_three_failures(cli, memory_dir, s
     assert result.exit_code == 1
     assert "circuit breaker open" in result.stderr and "3 consecutive failed compactions" in result.stderr
     assert len(srv.requests) == 3  # the model was not called
+    # the breaker holds back the model, not the offline summary (it stopped every --if-needed)
+    offline = cli("compact", "a", "--if-needed", "--max-context-tokens", "3000", "--dry-run")
+    assert offline.exit_code == 0 and "circuit breaker" not in offline.stderr, offline.stderr
     good = server(lambda body, i: (200, faithful_answer(body), 0))
     result = _compact(cli, good, *due, "--force")
     assert result.exit_code == 0, result.stderr

@@ -738,7 +738,10 @@ def _decide_and_run(job: _Job, if_needed: bool, force: bool, max_context_tokens:
                     planned: list) -> CompactResult:
     store, result, summarizer, dry_run = job.store, job.result, job.summarizer, job.dry_run
     if if_needed:
-        trigger = _Trigger(store, result, job.model, max_context_tokens, job.policy, force or dry_run, job.on_note)
+        # the breaker holds back a model that kept failing, not the offline summary (nor a sliding window)
+        paid = job.strategy == "summarize" and summarizer is not None and summarizer.spent is not None
+        trigger = _Trigger(store, result, job.model, max_context_tokens, job.policy, force or dry_run or not paid,
+                           job.on_note)
         if trigger.reported is not None:   # the provider's usage decides at once
             if not trigger.decide(None):
                 result.seconds = time.monotonic() - job.started
