@@ -109,15 +109,21 @@ def test_gemini_call_ids_pair_by_id_then_name_then_order(memory_dir, tmp_path):
 
 
 def test_gemini_cli_session_and_checkpoint(memory_dir, tmp_path):
+    # a Gemini CLI session document is detected as --from gemini-cli (ids from the message ids, as
+    # memcli sync reads it); --from gemini reads it too, with hash-chain ids
     result = _ingest(memory_dir, tmp_path, "cli", fx.gemini_cli_session())
-    assert result.format == "gemini" and result.skipped == {"info messages": 1}
+    assert (result.format, result.skipped) == ("gemini-cli", {"info messages (the CLI's own notices)": 1})
+    named = _ingest(memory_dir, tmp_path, "named", fx.gemini_cli_session(), fmt="gemini")
+    assert (named.format, named.skipped) == ("gemini", {"info messages": 1})
     rows = _rows(memory_dir, "cli")
-    assert rows == [("user", (), "List files"), ("assistant", ("reasoning",), "Plan: use ls"),
-                    ("call", "list_directory", "ls-1", {"path": "."}), ("call", "read_file", "rd-1", {"path": "c.txt"}),
-                    ("result", "list_directory", "ls-1", "a.txt\nb.txt"), ("error", "read_file", "rd-1", "not found"),
-                    ("assistant", (), "Two files: a.txt, b.txt.")]
-    assert traces(memory_dir, "cli")[1].usage == {"prompt_tokens": 120, "completion_tokens": 8, "input": 120,
-                                                  "output": 8, "cached": 0, "total": 128}
+    assert rows == _rows(memory_dir, "named") == [
+        ("user", (), "List files"), ("assistant", ("reasoning",), "Plan: use ls"),
+        ("call", "list_directory", "ls-1", {"path": "."}), ("call", "read_file", "rd-1", {"path": "c.txt"}),
+        ("result", "list_directory", "ls-1", "a.txt\nb.txt"), ("error", "read_file", "rd-1", "not found"),
+        ("assistant", (), "Two files: a.txt, b.txt.")]
+    for agent in ("cli", "named"):
+        assert traces(memory_dir, agent)[1].usage == {"prompt_tokens": 120, "completion_tokens": 8, "input": 120,
+                                                      "output": 8, "cached": 0, "total": 128}
     checkpoint = {"history": fx.gemini_request()["contents"], "authType": "oauth-personal"}   # /chat save
     _ingest(memory_dir, tmp_path, "ckpt", checkpoint)
     _ingest(memory_dir, tmp_path, "legacy", fx.gemini_request()["contents"], layout="array")  # older: bare contents
@@ -229,7 +235,7 @@ def test_detection_skips_claude_code_metadata_lines(memory_dir, tmp_path):
 
 @pytest.mark.parametrize("fmt, value, layout", [
     ("openai-responses", fx.responses_body(), "pretty"), ("gemini", fx.gemini_request(), "pretty"),
-    ("gemini", fx.gemini_cli_session(), "pretty"), ("openhands", fx.openhands_trajectory(), "array"),
+    ("gemini-cli", fx.gemini_cli_session(), "pretty"), ("openhands", fx.openhands_trajectory(), "array"),
     ("sharegpt", fx.sharegpt_records()[:1], "array"), ("cline", fx.cline_history(), "array"),
     ("inspect", {**fx.inspect_log(), "samples": fx.inspect_log()["samples"][:1]}, "pretty"),
 ])

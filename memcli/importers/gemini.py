@@ -10,7 +10,11 @@ Input, any of:
   the older bare contents array) and its recorded sessions
   (``~/.gemini/tmp/<project>/chats/session-*.json``: ``{"sessionId", "messages": [{"type":
   "user" | "gemini" | "info" | "error" | "warning", "content", "toolCalls", "thoughts",
-  "tokens", "model"}]}``: each tool call record carries its own ``result`` parts and ``status``);
+  "tokens", "model"}]}``: each tool call record carries its own ``result`` parts and ``status``;
+  the ``functionCall`` parts a re-written message's ``content`` holds beside its ``toolCalls``
+  records, and the ``functionResponse`` parts of a user message answering a call a record
+  answered, are not read again (with ``auto``, a file holding one such session is read by
+  :mod:`memcli.importers.gemini_cli`, ids from the message ids));
 * a Google ADK session (``{"id", "app_name", "events": [{"author", "content": {role, parts},
   "timestamp"...}]}``; snake_case or camelCase).
 
@@ -136,6 +140,52 @@ def gemini_usage(meta) -> dict | None:
                        ("candidatesTokenCount", "candidates_token_count", "output"))
 
 
+def _without_recorded_calls(parts: list, calls: list[dict]) -> tuple[list, dict[int, str]]:
+    """``parts`` of a ``gemini`` message without the ``functionCall`` parts its ``toolCalls``
+    records hold, and the ``thoughtSignature`` of each removed part by the index of its record.
+
+    Gemini CLI re-writes a message's ``content`` as the model's history parts whenever it syncs
+    the history (``updateMessagesFromHistory``: resume, rollback, compression, tool-output
+    masking): those hold the message's ``functionCall`` parts as well, while its ``toolCalls``
+    records are kept. The records are what is read (they carry the result), so a call is stored
+    once. A part is a record's when their ids match, else when their name and args do (a call
+    the model sent without an id has a ``synth_...`` id in the history, not the record's). The
+    part's signature is kept on the call read from the record."""
+    found = [(n, call) for n, part in enumerate(parts) if isinstance(part, dict)
+             for call in [_get(part, "functionCall", "function_call")] if isinstance(call, dict)]
+    if not calls or not found:
+        return parts, {}
+    free = list(range(len(calls)))   # records not matched to a part yet
+    owner: dict[int, int] = {}       # part index -> record index
+
+    def by_id(call, record):
+        return nonempty(call.get("id")) is not None and record.get("id") == call.get("id")
+
+    def by_name_and_args(call, record):
+        return record.get("name") == call.get("name") and record.get("args") == call.get("args")
+
+    for same in (by_id, by_name_and_args):   # every id match first: a name match must not take its record
+        for n, call in found:
+            if n in owner:
+                continue
+            match = next((i for i in free if same(call, calls[i])), None)
+            if match is not None:
+                free.remove(match)
+                owner[n] = match
+    signatures = {}
+    for n, match in owner.items():
+        signature = nonempty(_get(parts[n], "thoughtSignature", "thought_signature"))
+        if signature:
+            signatures[match] = signature
+    return [p for n, p in enumerate(parts) if n not in owner], signatures
+
+
+def _recorded_response(part, recorded: set[str]) -> bool:
+    """A ``functionResponse`` part answering a call whose ``toolCalls`` record was read."""
+    response = _get(part, "functionResponse", "function_response") if isinstance(part, dict) else None
+    return isinstance(response, dict) and nonempty(response.get("id")) in recorded
+
+
 class _Reader:
     def __init__(self, result):
         self.skipped = result.skipped
@@ -143,6 +193,7 @@ class _Reader:
         self.chain = KeyChain()
         self.pending: deque = deque()   # (call id, name, has its own id) not answered yet, in call order
         self.code_calls: deque = deque()
+        self.recorded: set[str] = set()   # ids of the Gemini CLI calls whose result a toolCalls record gave
 
     def seed(self, session_id: str | None) -> None:
         if session_id and not self.chain.key:
@@ -357,7 +408,14 @@ class _Reader:
         parts = [{"text": content}] if isinstance(content, str) else content if isinstance(content, list) else []
         parts = [p if isinstance(p, dict) else {"text": p} if isinstance(p, str) else p for p in parts]
         if kind == "user":
-            yield from self.content(line, {"role": "user", "parts": parts}, where, common)
+            # Gemini CLI also records a tool response as a user message (and a history re-write
+            # puts the responses in one): the call's record gave that result already
+            kept = [p for p in parts if not _recorded_response(p, self.recorded)]
+            if len(kept) < len(parts):
+                self.skipped["tool responses (read from their call's record)"] += len(parts) - len(kept)
+                if not kept:
+                    return
+            yield from self.content(line, {"role": "user", "parts": kept}, where, common)
             return
         if kind != "gemini":
             self.skipped[f"{str(kind)[:40]} messages" if kind else "messages without a type"] += 1
@@ -369,8 +427,11 @@ class _Reader:
                 if text:
                     thoughts.append({"text": text, "thought": True})
         calls = [c for c in message.get("toolCalls", []) if isinstance(c, dict)] if isinstance(message.get("toolCalls"), list) else []
-        model_parts = thoughts + parts + [{"functionCall": {"id": c.get("id"), "name": c.get("name"), "args": c.get("args")}}
-                                          for c in calls]
+        parts, signatures = _without_recorded_calls(parts, calls)
+        model_parts = thoughts + parts + [set_fields({"functionCall": {"id": c.get("id"), "name": c.get("name"),
+                                                                      "args": c.get("args")}},
+                                                     thoughtSignature=signatures.get(i))
+                                          for i, c in enumerate(calls)]
         yield from self.content(line, {"role": "model", "parts": model_parts}, where, common,
                                 gemini_usage(message.get("tokens")))
         responses = []
@@ -388,6 +449,8 @@ class _Reader:
             if c.get("status") in ("error", "cancelled") and isinstance(response, dict) and "error" not in response:
                 response = {"error": response.get("output") or c.get("status")}
             responses.append({"functionResponse": {"id": c.get("id"), "name": c.get("name"), "response": response}})
+            if nonempty(c.get("id")) and (c.get("result") is not None or c.get("status") in ("success", "error", "cancelled")):
+                self.recorded.add(c["id"])
         if responses:
             yield from self.content(line, {"role": "user", "parts": responses}, where, {"ts": common.get("ts")} if "ts" in common else {})
 

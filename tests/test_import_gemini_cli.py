@@ -1,0 +1,211 @@
+"""Gemini CLI sessions whose history Gemini CLI wrote again (``ChatRecordingService.
+updateMessagesFromHistory``: ``{"$set": {"messages": [...]}}`` on resume, rollback, compression
+and tool-output masking), and legacy one-document sessions read with auto-detection.
+
+The fixtures are written here from Gemini CLI's source: a re-written message keeps its record
+(``toolCalls`` included) with ``content`` set to the model's history parts (text and
+``functionCall`` parts); a compression's history is ``[<state_snapshot> summary, "Got it. Thanks
+for the additional context!", ...the newest messages kept]``; masking puts a
+``<tool_output_masked>`` preview in a call's ``result``."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+import memcli
+from memcli.importers.gemini_cli import IMPORTER
+from tests.helpers import agent_traces
+from tests.sync_fixtures import gemini_chats, gm_call, gm_header, gm_model, gm_user, sid, write_lines
+
+SNAPSHOT = "<state_snapshot>\n<overall_goal>ship the readme</overall_goal>\n</state_snapshot>"
+MASKED = "<tool_output_masked>\n# App\n\nOutput too large. Full output available at: /tmp/x.txt\n</tool_output_masked>"
+
+
+def _response(mid: str, call: dict, output=None) -> dict:
+    """The user record Gemini CLI writes for a tool response."""
+    text = call["result"][0]["functionResponse"]["response"]["output"] if output is None else output
+    return {"id": mid, "timestamp": "2026-03-03T08:00:45.000Z", "type": "user",
+            "content": [{"functionResponse": {"id": call["id"], "name": call["name"], "response": {"output": text}}}]}
+
+
+def _history(message: dict, call_id: str | None = None, signature: str | None = None) -> dict:
+    """``message`` as updateMessagesFromHistory writes it back: ``content`` = its history parts
+    (a model message's text, then its ``functionCall`` parts: with the call's id, or
+    ``call_id`` — the ``synth_...`` id a call sent without one gets), ``toolCalls`` kept."""
+    content = message["content"]
+    parts = list(content) if isinstance(content, list) else [{"text": content}] if content else []
+    for call in message.get("toolCalls", ()):
+        part = {"functionCall": {"id": call_id or call["id"], "name": call["name"], "args": call["args"]}}
+        if signature:
+            part["thoughtSignature"] = signature
+        parts.append(part)
+    return dict(message, content=parts)
+
+
+def _ack(mid: str, minute: int) -> dict:
+    return {"id": mid, "timestamp": f"2026-03-03T08:{minute:02d}:05.000Z", "type": "gemini",
+            "content": [{"text": "Got it. Thanks for the additional context!"}]}
+
+
+def _set(*messages) -> dict:
+    return {"$set": {"messages": list(messages), "lastUpdated": "2026-03-03T09:00:00.000Z"}}
+
+
+def _ids(traces) -> list[str]:
+    return [t["id"] for t in traces]
+
+
+def _one_shot(tmp_path, lines, fmt: str = "auto", name: str = "w"):
+    path = write_lines(tmp_path / f"{name}.jsonl", lines)
+    result = memcli.Memory(tmp_path / f"mem-{name}").agent(name).ingest(path, fmt=fmt)
+    return result, agent_traces(tmp_path / f"mem-{name}", name)
+
+
+def _synced(tmp_path, session: str, lines, *cuts: int):
+    """``memcli sync`` of the session written up to each cut, then whole: its traces."""
+    home, mem = tmp_path / "home", tmp_path / "mem-sync"
+    path = gemini_chats(home) / f"session-2026-03-03T08-00-{session[:8]}.jsonl"
+    start = 0
+    for cut in [*cuts, len(lines)]:
+        write_lines(path, lines[start:cut], mode="ab" if start else "wb")
+        start = cut
+        report = memcli.Memory(mem).sync(home=home)
+        assert not report.failed, report.failed[0].error
+    return agent_traces(mem, f"gemini.app.{session}")
+
+
+def _conversation():
+    """Two asks with a tool call each, their tool response records."""
+    c1, c2 = gm_call("c1", output="# App"), gm_call("c2", "run_shell_command", output="2 passed")
+    m1, m2 = gm_model("m1", "let me look", 1, calls=[c1]), gm_model("m2", "running them", 2, calls=[c2])
+    return (gm_user("u1", "what is in the readme", 0), m1, _response("r1", c1),
+            gm_user("u2", "run the tests", 2), m2, _response("r2", c2))
+
+
+# ------------------------------------------------------------------ compression ($set, bug 1)
+def test_a_compression_keeps_what_it_summarized_and_one_import_equals_a_sync_across_it(tmp_path):
+    g = sid(40, "gm")
+    u1, m1, r1, u2, m2, r2 = _conversation()
+    compression = _set(gm_user("s1", SNAPSHOT, 3), _ack("s2", 3), _history(u2), _history(m2), r2)
+    lines = [gm_header(g), u1, m1, r1, u2, m2, r2, compression, gm_user("u3", "now commit", 4),
+             gm_model("m3", "committed", 4)]
+    result, traces = _one_shot(tmp_path, lines)
+    assert result.format == "gemini-cli"
+    # the history before the compression stays; the summary and its acknowledgement follow it
+    assert _ids(traces) == ["gm-u1-u0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0", "gm-u2-u0", "gm-m2-x0", "gm-m2-c0",
+                            "gm-m2-r0", "gm-s1-u0", "gm-s2-x0", "gm-u3-u0", "gm-m3-x0"]
+    summary = traces[8]
+    assert (summary["tags"], summary["harness_compaction"]) == (["compact_summary"], {"harness": "gemini-cli"})
+    # a sync before the compression, then after it, stores the same traces in the same order
+    assert _ids(_synced(tmp_path, g, lines, 7)) == _ids(traces)
+
+
+@pytest.mark.parametrize("case", ["rollback", "compression of everything", "compression after the context",
+                                  "a whole conversation"])
+def test_what_a_set_of_messages_removes(tmp_path, case):
+    u1, m1, r1, u2, m2, _ = _conversation()
+    env = gm_user("e0", "This is the Gemini CLI. The project's files: ...", 0)   # a stable id, first in history
+    snapshot, ack = gm_user("s1", SNAPSHOT, 3), _ack("s2", 3)
+    first = ["gm-u1-u0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0"]
+    lines, expected = {
+        # an aborted prompt: the newest messages the history no longer holds are gone
+        "rollback": ([u1, m1, r1, u2, gm_model("m2", "a partial answer", 2), _set(u1, _history(m1), r1)], first),
+        # a summary never read before, holding none of the messages: a compression of all of them
+        "compression of everything": ([u1, m1, r1, _set(snapshot, ack)], [*first, "gm-s1-u0", "gm-s2-x0"]),
+        # Gemini CLI puts its environment context first in every history it starts a chat from
+        "compression after the context": ([_set(env), u1, m1, r1, _set(env, snapshot, ack)],
+                                          ["gm-e0-u0", *first, "gm-s1-u0", "gm-s2-x0"]),
+        # no summary, none held: the whole conversation again (as before)
+        "a whole conversation": ([u1, m1, r1, _set(u2, m2)], ["gm-u2-u0", "gm-m2-x0", "gm-m2-c0", "gm-m2-r0"]),
+    }[case]
+    _, traces = _one_shot(tmp_path, [gm_header(sid(41, "gm")), *lines])
+    assert _ids(traces) == expected
+
+
+def test_a_rollback_after_a_compression_read_by_a_later_sync_drops_what_it_drops_in_one_import(tmp_path):
+    # the sync that reads on from the compression does not hold the messages the rollback keeps:
+    # the summary it carries is known (the carry) so the list is the whole conversation, not a
+    # new compression keeping the aborted prompt
+    g = sid(42, "gm")
+    u1, m1, r1, u2, m2, r2 = _conversation()
+    kept = (gm_user("s1", SNAPSHOT, 3), _ack("s2", 3), _history(u2), _history(m2), r2)
+    lines = [gm_header(g), u1, m1, r1, u2, m2, r2, _set(*kept),
+             gm_user("u3", "an ask I aborted", 4), gm_model("m3", "a partial answer", 4), _set(*kept),
+             gm_user("u4", "commit it", 5), gm_model("m4", "committed", 5)]
+    _, traces = _one_shot(tmp_path, lines)
+    assert _ids(traces) == ["gm-u1-u0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0", "gm-u2-u0", "gm-m2-x0", "gm-m2-c0",
+                            "gm-m2-r0", "gm-s1-u0", "gm-s2-x0", "gm-u4-u0", "gm-m4-x0"]
+    assert _ids(_synced(tmp_path, g, lines, 8)) == _ids(traces)
+
+
+# ------------------------------------------------------------------ re-written tool calls (bug 2)
+@pytest.mark.parametrize("part_id", ["c1", "synth_read_file_0a1b2c3d"])
+def test_a_rewritten_message_stores_each_tool_call_once(tmp_path, part_id):
+    # resume / masking / compression re-write a model message's content as its history parts,
+    # functionCall parts included, beside its toolCalls records; a call the model sent without
+    # an id has a synth_ id in the history (matched by name and args)
+    g = sid(43, "gm")
+    u1, m1, r1, *_ = _conversation()
+    lines = [gm_header(g), u1, m1, r1, _set(_history(u1), _history(m1, part_id, "sig-1"), r1),
+             gm_model("m5", "it is the app's readme", 1)]
+    _, traces = _one_shot(tmp_path, lines)
+    calls = [t for t in traces if t["trace_type"] == "tool_call"]
+    assert [(t["id"], t["tool_call_id"]) for t in calls] == [("gm-m1-c0", "c1")]
+    assert calls[0]["signature"] == "sig-1"   # the history part's signature, on the call read from the record
+    assert [(t["id"], t["tool_result"]) for t in traces if t["trace_type"] == "tool_result"] == [("gm-m1-r0", "# App")]
+    assert _ids(_synced(tmp_path, g, lines, 4)) == _ids(traces)
+
+
+def test_a_masked_result_does_not_replace_the_output_read_before(tmp_path):
+    g = sid(44, "gm")
+    u1, m1, r1, *_ = _conversation()
+    masked = dict(m1, toolCalls=[dict(m1["toolCalls"][0], result=_response("x", m1["toolCalls"][0], MASKED)["content"])])
+    lines = [gm_header(g), u1, m1, r1, _set(_history(u1), _history(masked), _response("r1", m1["toolCalls"][0], MASKED))]
+    _, traces = _one_shot(tmp_path, lines)
+    assert [t["tool_result"] for t in traces if t["trace_type"] == "tool_result"] == ["# App"]
+    synced = _synced(tmp_path, g, lines, 4)   # stored by the sync before the masking: kept
+    assert [t["tool_result"] for t in synced if t["trace_type"] == "tool_result"] == ["# App"]
+    # a masked result with nothing read before it is what there is
+    _, alone = _one_shot(tmp_path, [gm_header(g), u1, _history(masked)], name="alone")
+    assert [t["tool_result"] for t in alone if t["trace_type"] == "tool_result"] == [MASKED]
+
+
+# ------------------------------------------------------------------ legacy documents (bug 3)
+def _legacy(session: str) -> dict:
+    u1, m1, r1, u2, m2, r2 = _conversation()
+    return dict(gm_header(session), messages=[gm_user("s1", SNAPSHOT, 0), _ack("s2", 0), _history(u2), _history(m2),
+                                              r2, gm_model("m3", "both pass", 3)])
+
+
+def test_a_legacy_session_document_is_detected_as_gemini_cli(tmp_path):
+    document = _legacy(sid(45, "gm"))
+    path = tmp_path / "session.json"
+    path.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+    auto = memcli.Memory(tmp_path / "auto").agent("a").ingest(path)
+    named = memcli.Memory(tmp_path / "named").agent("a").ingest(path, fmt="gemini-cli")
+    assert (auto.format, auto.detected) == ("gemini-cli", True)
+    traces = agent_traces(tmp_path / "auto", "a")
+    assert [{k: v for k, v in t.items() if k != "ingested_at"} for t in traces] == [
+        {k: v for k, v in t.items() if k != "ingested_at"} for t in agent_traces(tmp_path / "named", "a")]
+    assert named.appended == auto.appended
+    assert (traces[0]["tags"], traces[0]["harness_compaction"]) == (["compact_summary"], {"harness": "gemini-cli"})
+    # every call once, answered once: no orphan result from the tool response record
+    for fmt_traces in (traces, _gemini(tmp_path, path)):
+        calls = [t["tool_call_id"] for t in fmt_traces if t["trace_type"] == "tool_call"]
+        results = [t["tool_call_id"] for t in fmt_traces if t["trace_type"] == "tool_result"]
+        assert calls == results == ["c2"]
+
+
+def _gemini(tmp_path, path):
+    """The document read with --from gemini (hash-chain ids)."""
+    memcli.Memory(tmp_path / "gemini").agent("a").ingest(path, fmt="gemini")
+    return agent_traces(tmp_path / "gemini", "a")
+
+
+def test_several_documents_in_one_file_stay_with_gemini_and_odd_types_do_not_raise():
+    head = gm_header(sid(46, "gm"))
+    two = [(1, dict(head, messages=[])), (2, dict(head, messages=[]))]
+    assert IMPORTER.sniff(two) == 0        # --from gemini splits them (--split)
+    assert IMPORTER.sniff([(1, dict(head, messages=[gm_user("u", "hi")]))]) == 96
+    assert IMPORTER.sniff([(1, head), (2, {"id": "x", "type": ["user"]})]) == 0   # a list where a string belongs
