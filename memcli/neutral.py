@@ -57,13 +57,15 @@ def neutral(text: str, *, layout: bool = True) -> str:
 # Claude Code's slash-command wrapper, shown as people typed it (turns, show)
 _SLASH_COMMAND = re.compile(r"<command-name>\s*(/?[^<\s]*)\s*</command-name>")
 _SLASH_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
-_SLASH_PARTS = re.compile(r"^(?:\s*<(command-message|command-name|command-args)>.*?</\1>)+\s*$", re.S)
+_SLASH_PARTS = re.compile(r"^(?:\s*<(command-message|command-name|command-args|command-contents)>.*?</\1>)+\s*$",
+                          re.S)
 
 
 def readable_text(text: str) -> str:
     """A user message as people read it: Claude Code's slash-command wrapper
     (``<command-message>…</command-message><command-name>/review</command-name>
-    <command-args>src/</command-args>``) reads ``/review src/``; any other text is returned as is."""
+    <command-args>src/</command-args>``, with or without the ``<command-contents>`` some versions
+    add) reads ``/review src/``; any other text is returned as is."""
     if "<command-name>" not in text or not _SLASH_PARTS.match(text):
         return text
     name = _SLASH_COMMAND.search(text)

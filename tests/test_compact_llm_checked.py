@@ -236,6 +236,12 @@ def test_an_ask_that_stays_in_the_active_file_is_not_required():
     slash = ("<command-message>review is running…</command-message>\n<command-name>/review</command-name>\n"
              "<command-args>src/cart</command-args>")
     assert Required.of([Turn("turn_0002", [trace("s", "user", slash)])]).asks == ["/review src/cart"]
+    # ... with the <command-contents> some versions add (its closing tags were required "identifiers")
+    contents = ("<command-name>test-command</command-name><command-args>--verbose --output /tmp/test.log"
+                "</command-args><command-message>Running</command-message><command-contents>{\"text\": \"x\"}"
+                "</command-contents>")
+    assert Required.of([Turn("turn_0002", [trace("s", "user", contents)])]).asks == [
+        "/test-command --verbose --output /tmp/test.log"]
 
 
 def test_max_cost_bounds_the_retries(cli, memory_dir, server):

@@ -1767,3 +1767,14 @@ def test_an_ask_with_a_pasted_log_keeps_its_request_and_its_question():
     line = next(line for line in text.split("\n") if line.startswith("- turn_0001"))
     assert line.startswith('- turn_0001 · user: "Here is the full stack trace from prod, please find the root cause: '), line
     assert 'pool exhausted (POOL_MAX=32) Why does the pool run dry?"' in line, line
+
+
+def test_a_slash_command_ask_is_quoted_as_typed():
+    """Claude Code writes a slash command as markup (``<command-name>/review</command-name>
+    <command-args>PR 12</command-args>``): the summary quoted the markup, ``turns`` showed ``/review PR 12``."""
+    slash = ("<command-message>review is running…</command-message>\n<command-name>/review</command-name>\n"
+             "<command-args>PR 12</command-args>")
+    events = [{"trace_type": "user", "content": slash}, *_call(1, "gh pr diff 12", result="diff"),
+              {"trace_type": "assistant", "content": "No bugs found in PR 12."}]
+    text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    assert '- turn_0001 · user: "/review PR 12"' in text and "<command-" not in text, text

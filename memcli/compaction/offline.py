@@ -116,6 +116,7 @@ import orjson
 from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn
 from memcli.messages import value_text
 from memcli.models import NON_OPENING_TAGS, TAG_COMPACT_SUMMARY, TAG_REASONING, TAG_SIDECHAIN
+from memcli.neutral import readable_text
 from memcli.pairing import pop_open_call
 from memcli.store.state import turn_number
 from memcli.tool_interactions import exec_output, result_failure
@@ -2123,6 +2124,8 @@ class _TurnDigest:
                 return
             if tags and not NON_OPENING_TAGS.isdisjoint(tags) or not content or content.isspace():
                 return
+            if "<command-" in content:   # Claude Code's slash-command wrapper: as typed, ``/review src/``
+                content = readable_text(content)
             self.asks.append((content, t.id))
             if "://" in content:
                 self._text(content)
