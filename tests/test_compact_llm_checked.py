@@ -373,3 +373,33 @@ def test_a_real_session_checked_against_what_a_model_writes(cli, memory_dir, ser
     assert result.exit_code == 0, result.stderr
     chunks = orjson.loads(cli("compactions", "a", "--json").stdout)[-1]["llm"]["requests"]
     assert len(kept.requests) == chunks and all(_missing_block(r) is None for r in kept.requests)
+
+
+def test_a_target_that_leaves_a_model_less_than_what_it_must_name_is_refused_before_a_request(cli, memory_dir, server):
+    """30 files modified: an answer must name them all (~330 tokens). A target leaving the summary
+    100 tokens was sent, retried and shortened — four paid requests that could not succeed — and
+    the refusal of a lower target had named a minimum with room for 80 tokens of summary."""
+    events = _events()
+    at = next(k for k, e in enumerate(events) if e["id"] == "t-2-a")
+    for k in range(30):
+        path = f"/home/me/shop/src/shipping/carriers/regional_carrier_module_{k}.py"
+        events[at:at] = [
+            {"id": f"t-2-e{k}", "trace_type": "tool_call", "tool_name": "Edit", "tool_call_id": f"e{k}",
+             "tool_args": {"file_path": path, "old_string": "UPS", "new_string": "DHL"}, "ts": events[at]["ts"] - 1},
+            {"id": f"t-2-f{k}", "trace_type": "tool_result", "tool_name": "Edit", "tool_call_id": f"e{k}",
+             "tool_result": "ok", "ts": events[at]["ts"] - 0.5}]
+        at += 2
+    _ingest(cli, events)
+    before = _data(memory_dir)
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
+    low = _compact(cli, srv, "--target-tokens", "10", "--tail-turns", "2")
+    assert low.exit_code == 1 and srv.requests == []
+    must_keep = int(low.stderr.split("must keep: ", 1)[1].split(" ", 1)[0].replace(",", ""))
+    hinted = int(low.stderr.split("hint: use --target-tokens ", 1)[1].split(" ", 1)[0].replace(",", ""))
+    assert hinted > must_keep + 300, low.stderr   # what must stay, and what the summary must name
+    pressed = _compact(cli, srv, "--target-tokens", str(must_keep + 100), "--tail-turns", "2")
+    assert pressed.exit_code == 1 and srv.requests == [], pressed.stderr
+    error = _error(pressed)
+    assert "with a model's summary:" in error and "must name its asks and modified files, about" in error
+    assert "nothing was sent or written" in error and "or the offline summarizer (leave out --model)" in error
+    assert _data(memory_dir) == before

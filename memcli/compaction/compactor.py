@@ -816,12 +816,14 @@ class _Trigger:
 
 
 def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int, smallest: int | None = None,
-                   summarized: bool = True) -> CompactionError:
+                   summarized: bool = True, named: int = 0) -> CompactionError:
     """An explicit --target-tokens below what can never move. ``smallest``: the working snapshot
     the smallest summary of what moves would leave — the real minimum, which the hint names (known
     when that summary costs nothing to make: the offline one); without it, what must stay plus
     the room a summary is given at least (a model's answer is not bought to learn its size).
-    Without a summary (``summarized`` false: a sliding window) what must stay is the minimum."""
+    Without a summary (``summarized`` false: a sliding window) what must stay is the minimum.
+    ``named``: the tokens of what a model's answer must name (the window's asks and modified
+    files), the least its summary takes."""
     reach = ""
     if smallest is not None:
         reach = f"; with the smallest summary of what moves, the working snapshot would be {smallest:,} tokens"
@@ -829,9 +831,10 @@ def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int, smallest: 
     elif not summarized:
         hint = f"use --target-tokens {plan_.minimum_tokens:,} or more, or fewer --keep-steps"
     else:
-        hint = (f"use --target-tokens {plan_.minimum_tokens + MIN_SUMMARY_TOKENS:,} or more (what must stay and a "
-                f"summary of what moves; {plan_.minimum_tokens + summary_reserve(plan_.tokens_before):,} or more "
-                "leaves the summary its usual room), or fewer --keep-steps")
+        hint = (f"use --target-tokens {plan_.minimum_tokens + max(MIN_SUMMARY_TOKENS, named):,} or more (what must "
+                f"stay and a summary of what moves, which names its asks and modified files; "
+                f"{plan_.minimum_tokens + max(summary_reserve(plan_.tokens_before), named):,} or more leaves the "
+                "summary its usual room), or fewer --keep-steps")
     return CompactionError(
         f"{{target_tokens}} {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
         f"tokens (the system prompt, the memory bundle and the user asks that stay, and the newest "
@@ -846,6 +849,16 @@ def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: 
         f"would be {predicted:,} tokens ({plan_.kept_tokens:,} that stay — {plan_.minimum_tokens:,} of them can never "
         f"move — plus the summary and facts); nothing was written",
         hint=f"use --target-tokens {predicted:,} or more, or fewer --keep-steps")
+
+
+def _named_error(store: AgentStore, plan_: WindowPlan, target: int, stays: int, named: int) -> CompactionError:
+    """An explicit --target-tokens that leaves a model's summary less room than what it must name."""
+    return CompactionError(
+        f"{{target_tokens}} {target:,} cannot be met for agent {store.agent_id!r} with a model's summary: "
+        f"{stays:,} tokens stay, and the summary of what moves ({plan_.describe_range()}) must name its asks and "
+        f"modified files, about {named:,} tokens more; nothing was sent or written",
+        hint=f"use --target-tokens {stays + named:,} or more, or the offline summarizer (leave out --model)",
+        param="target_tokens")
 
 
 def _stuck_error(store: AgentStore, plan_: WindowPlan, target: int, why: str) -> CompactionError:
@@ -1126,9 +1139,10 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     _record_plan(result, plan_)
     below_minimum = explicit_target is not None and explicit_target < plan_.minimum_tokens
     if below_minimum and (job.strategy != "summarize" or summarizer.context_tokens() is not None):
-        # (no summary, or a model's: refused now; the offline summary, free, is made at its
-        # smallest below, and the refusal names the snapshot it leaves: the real minimum)
-        raise _minimum_error(store, plan_, explicit_target, summarized=job.strategy == "summarize")
+        # (no summary, or a model's: refused now, before a request; the offline summary, free, is
+        # made at its smallest below, and the refusal names the snapshot it leaves: the real minimum)
+        named = summarizer.named_tokens(list(_Collect(store, plan_, early))) if job.strategy == "summarize" else 0
+        raise _minimum_error(store, plan_, explicit_target, summarized=job.strategy == "summarize", named=named)
     if plan_.empty:
         why = (f"{plan_.conversation_turns} turn{'s' if plan_.conversation_turns != 1 else ''} in the active file and "
                f"{plan_.stop_reason}")
@@ -1178,6 +1192,12 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     summary: Summary | None = None
     if job.strategy == "summarize":
         is_offline = summarizer.context_tokens() is None
+        if not is_offline and explicit_target is not None and told < summary_room(plan_.window_tokens):
+            # the target presses: a model's answer must still name the window's asks and modified
+            # files; when they alone overflow the room, no request can succeed — refused before one
+            named = summarizer.named_tokens(list(window))
+            if stays + named > explicit_target:
+                raise _named_error(store, plan_, explicit_target, stays, named)
         if not is_offline and (job.dry_run or job.max_cost is not None):
             _check_cost(store, result, summarizer, window, memory, job.max_cost)
         if job.dry_run and not is_offline:   # a model: estimated, not called

@@ -417,11 +417,16 @@ class LiteLLMSummarizer(Summarizer):
         ``<missing>`` list fits in the checklist's room, and an answer can name them all."""
         return self.checklist_tokens() * 3 // 4
 
-    def _required_size(self, turn: Turn) -> tuple[int, list[str]]:
-        """The tokens of what an answer must name for ``turn``, and its modified files."""
+    def named_tokens(self, turns: list[Turn]) -> int:
+        """The tokens of what an answer for ``turns`` must name (their asks, and the files
+        modified): the least room a summary of them takes, whatever it is told."""
+        return self._required_size(turns)[0]
+
+    def _required_size(self, turns: list[Turn]) -> tuple[int, list[str]]:
+        """The tokens of what an answer must name for ``turns``, and their modified files."""
         from memcli.compaction.offline import clip_ask, required_items
 
-        asks, files = required_items([turn])
+        asks, files = required_items(turns)
         return (self.counter.count("\n".join([clip_ask(a, 200) for a in asks] + files)) if asks or files else 0), files
 
     def transcript_budget(self, memory: MemoryContext) -> tuple[int, str]:
@@ -479,7 +484,7 @@ class LiteLLMSummarizer(Summarizer):
         files: dict[str, None] = {}   # of the whole window
         for turn in (piece for whole in turns for piece in self._pieces(whole, budget)):
             _, tokens = self._fit(turn, budget)
-            need, turn_files = self._required_size(turn)
+            need, turn_files = self._required_size([turn])
             files.update(dict.fromkeys(turn_files))
             if current and (used + tokens > budget or needed + need > cap):
                 chunks.append(current)
