@@ -236,7 +236,11 @@ def test_only_the_trace_larger_than_a_request_is_clipped(cli, memory_dir, server
             if trace["type"] == "tool_result":
                 results[trace["turn"]] = trace["result"]
     assert results["turn_0002"] == medium                                  # whole
-    assert results["turn_0001"] == huge[:4000] + f"…[{len(huge) - 4000} characters clipped]"
+    # clipped in the middle, as little as the request's room asks (it kept 4,000 characters whatever the room)
+    clipped = results["turn_0001"]
+    kept = len(huge) - int(clipped.split("…[", 1)[1].split(" ", 1)[0])
+    assert 4_000 < kept < len(huge), kept
+    assert clipped == f"{huge[:kept // 2]}…[{len(huge) - kept} characters clipped]…{huge[len(huge) - (kept - kept // 2):]}"
     assert results["turn_0003"] == results["turn_0004"] == "ok"
 
 

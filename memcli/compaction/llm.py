@@ -65,8 +65,9 @@ Chunking: the summarizer's context is LiteLLM's model map for ``--model``, else
 ``--max-context-tokens``, else 200,000. Whole turns are packed greedily into chunks whose
 prompt fits ``context - reserved output - instructions - memory - margin``; a turn larger than
 that goes in parts of consecutive traces (a tool call with its result, :meth:`LiteLLMSummarizer._pieces`),
-and only a single trace larger than that has its longest fields clipped (with a note saying how
-much; never below :data:`MIN_CLIP` characters, so paths and names stay whole).
+and only a single trace larger than that has its longest fields clipped in the middle (head and
+tail kept, with a note saying how much between; from about the request's room down, never below
+:data:`MIN_CLIP` characters, so paths and names stay whole).
 
 Spending: every answer's reported ``usage`` (prompt and completion tokens, failed attempts too;
 a figure the server leaves out is counted on what was sent and what came back, never taken as 0;
@@ -236,8 +237,11 @@ def _escape(data: bytes) -> str:
 
 
 def _clip_value(value, limit: int):
+    """``value`` with each string longer than ``limit`` cut in the middle: its head and its tail
+    (where an output says how it ended: a failing test, the error) with what was left out between."""
     if isinstance(value, str) and len(value) > limit:
-        return value[:limit] + f"…[{len(value) - limit} characters clipped]"
+        head = limit // 2
+        return f"{value[:head]}…[{len(value) - limit} characters clipped]…{value[len(value) - (limit - head):]}"
     if isinstance(value, dict):
         return {k: _clip_value(v, limit) for k, v in value.items()}
     if isinstance(value, list):
@@ -442,10 +446,12 @@ class LiteLLMSummarizer(Summarizer):
 
     def _fit(self, turn: Turn, budget: int) -> tuple[str, int]:
         """``turn`` rendered and its tokens: whole when it fits ``budget``, else with its longest
-        fields clipped until it does (never below :data:`MIN_CLIP` characters)."""
+        fields clipped until it does (never below :data:`MIN_CLIP` characters), from about the
+        budget's own size down: a trace too large for a request of ~190,000 tokens lost all but
+        4,000 characters of each long field, the end of a failing test's output with them."""
         text = render_turn(turn)
         tokens = self.counter.count(text)
-        limit = 4_000
+        limit = max(4 * budget, MIN_CLIP)
         while tokens > budget and limit >= MIN_CLIP:   # long outputs go first; paths and names stay whole
             text = render_turn(turn, limit)
             tokens = self.counter.count(text)
