@@ -371,3 +371,14 @@ def test_an_export_whose_archive_is_cut_short_under_it_fails(cli, memory_dir):
         assert cli("uncompact", "a").exit_code == 0
         with pytest.raises(StoreError, match="raw_traces_archive.jsonl was cut short while it was read"):
             list(history.iter_trace_blocks())
+
+
+def test_spending_no_model_price_is_known_for_is_unknown_not_zero(cli, memory_dir, server, llm_env):
+    """Only a model LiteLLM has no price for: ``stats`` said ``$0.000000 (1 without a known price)``
+    and ``cost_usd: 0.0`` — a guess; it is unknown."""
+    _ingest(cli, conversation(8))
+    srv = server(lambda body, i: (200, faithful_answer(body), 0))
+    assert cli("compact", "a", "--model", MODEL, "--api-base", srv.api_base).exit_code == 0
+    cost = orjson.loads(cli("stats", "a", "--json").stdout)["compaction_cost"]
+    assert (cost["records"], cost["unpriced"], cost["cost_usd"]) == (1, 1, None)
+    assert "1 request, 10 input + 10 output tokens, price unknown\n" in cli("stats", "a").stdout

@@ -151,8 +151,9 @@ def _spending(cost: dict | None) -> str | None:
     if not cost or not cost["records"]:
         return None
     text = (f"{cost['requests']:,} request{'s' if cost['requests'] != 1 else ''}, {cost['input_tokens']:,} input + "
-            f"{cost['output_tokens']:,} output tokens, {fmt_usd(cost['cost_usd'])}")
-    if cost["unpriced"]:
+            f"{cost['output_tokens']:,} output tokens, "
+            f"{'price unknown' if cost['cost_usd'] is None else fmt_usd(cost['cost_usd'])}")
+    if cost["unpriced"] and cost["cost_usd"] is not None:
         text += f" ({cost['unpriced']:,} without a known price)"
     return text
 

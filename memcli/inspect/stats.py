@@ -21,7 +21,7 @@ turns are counted in a bitmap indexed by turn number (other turn ids in a set).
   turns and traces covered, ``model``; an imported harness compaction's item is not one)
 * ``compaction_cost`` — what models were paid, from the compaction ledger
   (:func:`memcli.store.ledger.cost_total`): requests, input/output tokens, ``cost_usd`` of the
-  records LiteLLM could price, and ``unpriced``, how many it could not
+  records LiteLLM could price (null when it could price none), and ``unpriced``, how many it could not
 * ``budget`` — only with a model or a context size: :func:`memcli.compaction.policy.budget_status`,
   the same decision ``compact --if-needed`` takes.
 """

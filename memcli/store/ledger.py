@@ -100,7 +100,8 @@ def append_ledger(path: Path, records: list[dict], size_before: int) -> None:
 
 def cost_total(path: Path) -> dict:
     """The model spending the ledger records: requests, input/output tokens, the cost of the
-    records whose price was known, and how many records had no price."""
+    records whose price was known (None when none was: not a guess of 0), and how many records
+    had no price."""
     total = {"records": 0, "requests": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
              "unpriced": 0}
     for record in iter_ledger(path):
@@ -116,6 +117,8 @@ def cost_total(path: Path) -> dict:
             total["cost_usd"] += cost
         else:
             total["unpriced"] += 1
+    if total["records"] and total["unpriced"] == total["records"]:
+        total["cost_usd"] = None
     return total
 
 
