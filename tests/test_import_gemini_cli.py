@@ -209,3 +209,113 @@ def test_several_documents_in_one_file_stay_with_gemini_and_odd_types_do_not_rai
     assert IMPORTER.sniff(two) == 0        # --from gemini splits them (--split)
     assert IMPORTER.sniff([(1, dict(head, messages=[gm_user("u", "hi")]))]) == 96
     assert IMPORTER.sniff([(1, head), (2, {"id": "x", "type": ["user"]})]) == 0   # a list where a string belongs
+
+
+# ------------------------------------------------------------------ a compression's copies (new ids)
+def _copy(message: dict, new_id: str, *, output: str | None = None) -> dict:
+    """A message kept by a compression as Gemini CLI writes it: ``startChat`` gives each kept history
+    turn a new id (``randomUUID``) and ``updateMessagesFromHistory`` a new record of its parts (no
+    ``toolCalls``): a model turn's text parts (here split, spaced otherwise, with an HTML comment
+    the record's text lost) then its ``functionCall`` parts; a tool response's parts (its output
+    maybe truncated)."""
+    parts = _history(message)["content"]
+    if message["type"] == "gemini":
+        text = " ".join(p["text"] for p in parts if "text" in p)
+        head, _, rest = text.partition(" ")
+        parts = [{"text": f"{head}<!-- ide -->\n"}, {"text": f"  {rest}"}, *(p for p in parts if "text" not in p)]
+    if output is not None:
+        parts = [{"functionResponse": dict(p["functionResponse"], response={"output": output})} for p in parts]
+    return {"id": new_id, "timestamp": "2026-03-03T08:03:00.000Z", "type": message["type"], "content": parts}
+
+
+def _compressed(session: str):
+    """Two asks, a compression keeping the second (copies under new ids), then a third ask."""
+    u1, m1, r1, u2, m2, r2 = _conversation()
+    env = gm_user("e0", "This is the Gemini CLI. The project's files: ...", 0)
+    compression = _set(env, gm_user("s1", SNAPSHOT, 3), _ack("s2", 3), _copy(u2, "k1"), _copy(m2, "k2"),
+                       _copy(r2, "k3", output="[truncated] 2 passed"))
+    return [gm_header(session), _set(env), u1, m1, r1, u2, m2, r2, compression, gm_user("u3", "now commit", 4),
+            gm_model("m3", "committed", 4)]
+
+
+COMPRESSED = ["gm-e0-u0", "gm-u1-u0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0", "gm-u2-u0", "gm-m2-x0", "gm-m2-c0",
+              "gm-m2-r0", "gm-s1-u0", "gm-s2-x0", "gm-u3-u0", "gm-m3-x0"]
+
+
+def test_a_compressions_copies_of_the_messages_it_kept_are_not_stored_again(tmp_path):
+    g = sid(47, "gm")
+    lines = _compressed(g)
+    result, traces = _one_shot(tmp_path, lines)
+    assert _ids(traces) == COMPRESSED   # no second "run the tests", no second call c2 or result
+    assert [t["content"] for t in traces if t["trace_type"] == "user" and not t.get("tags")] == [
+        "This is the Gemini CLI. The project's files: ...", "what is in the readme", "run the tests", "now commit"]
+    assert [t["tool_result"] for t in traces if t["trace_type"] == "tool_result"] == ["# App", "2 passed"]
+    assert result.skipped["copies of messages read before (kept by a compression)"] == 3
+    # syncs before and after the compression, and one that reads the $set line alone, store the same
+    assert _ids(_synced(tmp_path, g, lines, 8)) == COMPRESSED
+    assert _ids(_synced(tmp_path / "alone", g, lines, 8, 9)) == COMPRESSED
+
+
+def test_later_sets_holding_the_copies_ids_add_nothing_and_a_rewind_to_a_copy_cuts_at_its_message(tmp_path):
+    # masking or a resume writes the history again: the copies' ids are the kept messages'
+    g = sid(48, "gm")
+    lines = _compressed(g)
+    again = lines[8]["$set"]["messages"] + [lines[9], lines[10]]
+    more = [*lines, _set(*again), gm_user("u4", "and push", 5)]
+    _, traces = _one_shot(tmp_path, more)
+    assert _ids(traces) == [*COMPRESSED, "gm-u4-u0"]
+    assert _ids(_synced(tmp_path, g, more, 8, 11)) == _ids(traces)
+    # a rewind to the copy of the second ask removes that ask and all after it
+    _, rewound = _one_shot(tmp_path, [*lines, {"$rewindTo": "k1"}, gm_user("u5", "start over", 6)], name="rw")
+    assert _ids(rewound) == ["gm-e0-u0", "gm-u1-u0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0", "gm-u5-u0"]
+
+
+@pytest.mark.parametrize("case", ["typed twice", "not the suffix", "coalesced"])
+def test_copies_are_matched_in_order_as_the_suffix_of_what_was_read(tmp_path, case):
+    u1, m1, r1, u2, m2, r2 = _conversation()
+    again, ok = gm_user("u3", "run the tests", 3), gm_model("m3", "running them", 3)
+    snapshot, ack = gm_user("s1", SNAPSHOT, 4), _ack("s2", 4)
+    head = ["gm-u1-u0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0", "gm-u2-u0", "gm-m2-x0", "gm-m2-c0", "gm-m2-r0"]
+    read, kept, expected = {
+        # the same ask and answer again later: the copies are of the newest (u3, m3), not of u2, m2
+        # (a rewind to the copy of the ask cuts at u3, the message it copies, not at u2)
+        "typed twice": ([u1, m1, r1, u2, m2, r2, again, ok], [_copy(again, "k1"), _copy(ok, "k2")], head),
+        # messages that copy older ones, not the newest: new messages, stored
+        "not the suffix": ([u1, m1, r1, u2, m2, r2, gm_user("u3", "commit", 3), gm_model("m3", "done", 3)],
+                           [_copy(u1, "k1")],
+                           [*head, "gm-u3-u0", "gm-m3-x0", "gm-s1-u0", "gm-s2-x0", "gm-k1-u0"]),
+        # Gemini CLI coalesces consecutive turns of one role (IDE context, then the ask): one copy of both
+        "coalesced": ([u1, m1, r1, gm_user("i1", "Here is the user's editor context: app.py", 2), u2, m2, r2],
+                      [{"id": "k1", "type": "user", "content": [{"text": "Here is the user's editor context: app.py"},
+                                                                {"text": "run the tests"}]},
+                       _copy(m2, "k2"), _copy(r2, "k3")],
+                      [*head[:4], "gm-i1-u0", *head[4:], "gm-s1-u0", "gm-s2-x0"]),
+    }[case]
+    rewind = [{"$rewindTo": "k1"}] if case == "typed twice" else []
+    _, traces = _one_shot(tmp_path, [gm_header(sid(49, "gm")), *read, _set(snapshot, ack, *kept), *rewind])
+    assert _ids(traces) == expected
+
+
+def test_the_acknowledgement_after_the_summary_is_the_harness_context_not_the_agents_note(tmp_path):
+    _, traces = _one_shot(tmp_path, _compressed(sid(50, "gm")))
+    ack = next(t for t in traces if t["id"] == "gm-s2-x0")
+    assert (ack["trace_type"], ack.get("tags")) == ("assistant", ["context"])
+    # the same words the model says elsewhere are its own
+    u1, m1, *_ = _conversation()
+    said = gm_model("m9", "Got it. Thanks for the additional context!", 1)
+    _, own = _one_shot(tmp_path, [gm_header(sid(51, "gm")), u1, said], name="own")
+    assert [t.get("tags") for t in own if t["trace_type"] == "assistant"] == [None]
+
+
+def test_the_sync_carry_keeps_a_bounded_tail_of_signatures():
+    from memcli.importers.gemini_cli import SIGNATURES_KEPT
+    from memcli.ingest.pipeline import IngestResult
+    session = IMPORTER.resume(IngestResult("a"), {"session": sid(52, "gm")})
+    lines = [(n, gm_user(f"u{n}", f"ask {n}")) for n in range(SIGNATURES_KEPT + 50)]
+    list(session.events(lines))
+    carry = session.checkpoint()
+    assert len(carry["tail"]) == SIGNATURES_KEPT and carry["tail"][-1][0] == f"u{SIGNATURES_KEPT + 49}"
+    # a carry of odd values is read as far as it is valid
+    odd = IMPORTER.resume(IngestResult("a"), {"session": "s", "tail": [["x", ["user"]], 3, ["y", ["user", "", [], [], [], []]]],
+                                              "copies": [["k", 1], ["k2", "y"]]})
+    assert (list(odd.tail), odd.aliases) == (["y"], {"k2": "y"})

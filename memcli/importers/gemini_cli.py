@@ -21,7 +21,16 @@ The JSONL file is a log its ``chatRecordingService`` appends to, replayed in ord
   the last one the list holds are dropped (all of them when it holds none: the whole
   conversation again). Held messages are updated in place and the list's new ones (the summary,
   the model's acknowledgement) go after every message read, so one import of a file gives what
-  a sync across the compression stored: the same traces in the same order;
+  a sync across the compression stored: the same traces in the same order. A compression keeps
+  the newest messages under new ids (``startChat`` gives each kept history turn a new id and
+  ``updateMessagesFromHistory`` a new record of its parts): a new message after the summary that
+  copies a message read — same type, same text of its text parts (whitespace, invisible
+  characters and HTML comments aside: what Gemini CLI strips when it records the model's text),
+  same ``functionCall`` / ``functionResponse`` names and ids (a ``synth_`` id not compared) — is
+  that message: it stays where it was and the copy adds nothing, now or when a later ``$set``
+  or ``$rewindTo`` names the copy's id. Copies are matched in order as the newest part of what
+  was read (``_Session._copies``), so an ask typed twice elsewhere stays two asks; one history
+  turn that coalesced consecutive messages of one role is matched as that run;
 * ``{"$rewindTo": "<message id>"}`` removes that message and every later one (an unknown id
   removes all).
 
@@ -42,13 +51,20 @@ parts (Gemini CLI records each tool response as a user message too) are counted,
 call's record holds that result, and a record of tool responses only is no ask. A ``user``
 message holding ``<state_snapshot>`` is the summary Gemini CLI's compression (``/compress`` or
 automatic) put first in the history it kept (``$set`` with ``messages``): tagged
-``compact_summary`` with ``harness_compaction: {"harness": "gemini-cli"}``, never an ask.
+``compact_summary`` with ``harness_compaction: {"harness": "gemini-cli"}``, never an ask. The
+``gemini`` message right after it saying "Got it. Thanks for the additional context!" is the line
+compression writes for the model (``chatCompressionService``), not the agent's work: tagged
+``context`` (kept, so the pair stays as Gemini CLI's history has it, and never taken for the
+agent's last note: the offline summary passes over context-tagged assistant text).
 
 ``memcli sync`` reads a grown file on from where it stopped: the new lines are replayed among
 themselves (a rewind inside them drops what it rewinds); what an earlier sync stored stays
 stored (memory is append-only), and a re-written message adds only its new traces. Its carry
-holds the session id and the ids of the compression summaries read (so a later ``$set`` that
-carries a known summary is not taken for a new compression).
+holds the session id, the ids of the compression summaries read (so a later ``$set`` that
+carries a known summary is not taken for a new compression), the signatures of the newest
+messages read (the last ``SIGNATURES_KEPT`` = 200, id and signature, the text as a digest: a
+compression keeps far fewer messages than that, so a sync that reads only the ``$set`` line tells
+its copies as one import does) and the copies matched so far (copy id → message id, as many).
 
 Detection: a JSONL log (a header, then records) and a legacy session document (one header
 carrying ``messages`` of Gemini CLI message records) are claimed above ``--from gemini``, so
@@ -58,9 +74,13 @@ several session documents is left to ``--from gemini`` (which splits them).
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 from memcli.importers._common import decoded, harness_compaction, not_format, string
 from memcli.importers.gemini import _Reader as _ContentReader
-from memcli.models import TAG_COMPACT_SUMMARY
+from memcli.importers.gemini import _without_recorded_calls
+from memcli.models import TAG_COMPACT_SUMMARY, TAG_CONTEXT
 
 _KINDS = frozenset({"user", "gemini", "info", "error", "warning"})
 _FINAL = frozenset({"success", "error", "cancelled"})
@@ -68,6 +88,12 @@ _PREFIX = {"user": "u", "assistant": "x", "reasoning": "t", "tool_call": "c", "t
 _RESPONSE_KEYS = ("functionResponse", "function_response")
 _SNAPSHOT = "<state_snapshot>"   # how Gemini CLI itself recognizes its compression summary
 _MASKED = "<tool_output_masked"   # how tool-output masking marks the preview it puts in a result's place
+_ACK = "Got it. Thanks for the additional context!"   # the model line compression puts after its summary
+SIGNATURES_KEPT = 200   # signatures of the newest messages read, kept in a sync's carry (see _Session._copies)
+# what Gemini CLI strips from the model's text before it records it (the history keeps it)
+_INVISIBLE = re.compile("[\u200b-\u200d\ufeff\u200e\u200f]")
+_COMMENT = re.compile(r"<!--[\s\S]*?-->")
+_SPACE = re.compile(r"\s+")
 
 
 def _user_parts(message: dict, skipped) -> dict | None:
@@ -148,6 +174,76 @@ def _first_results(previous: dict, record: dict) -> dict:
     return dict(record, toolCalls=kept) if kept != calls else record
 
 
+def _norm(text: str) -> str:
+    """Text as compared between a record and its history copy: without what Gemini CLI strips from
+    the model's text when it records it (invisible characters, HTML comments) and without any
+    whitespace (the record joins the history's text parts into one string)."""
+    text = _INVISIBLE.sub("", text)
+    while True:
+        shorter = _COMMENT.sub("", text)
+        if shorter == text:
+            break
+        text = shorter
+    return _SPACE.sub("", text)
+
+
+def _call_keys(found: list) -> tuple[list, list]:
+    """(names sorted, ids sorted) of functionCall / functionResponse objects; a ``synth_...`` id is
+    one ``ensureStableToolIds`` made up for a call sent without an id: not compared."""
+    names = sorted(str(c.get("name")) for c in found)
+    ids = sorted(c["id"] for c in found if isinstance(c.get("id"), str) and c["id"] and not c["id"].startswith("synth_"))
+    return names, ids
+
+
+def _parts(message: dict) -> list:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"text": content}]
+    if not isinstance(content, list):
+        return []
+    return [p if isinstance(p, dict) else {"text": p} for p in content if isinstance(p, (dict, str))]
+
+
+def _signature(kind, parts: list, records=()) -> list:
+    """What a message and the copy Gemini CLI writes of it in a compression's ``$set`` (its
+    history parts under a new id) both give: its type, a digest of its text (thoughts left out),
+    the names and ids of its tool calls (``toolCalls`` records and ``functionCall`` parts, each
+    once) and of the tool responses it carries. JSON, for the carry."""
+    parts = [p for p in parts if p.get("thought") is not True]
+    calls = [c for c in records if isinstance(c, dict)]
+    if calls:
+        parts = _without_recorded_calls(parts, calls)[0]
+    text = _norm("".join(p["text"] for p in parts if isinstance(p.get("text"), str)))
+    for p in parts:
+        call = p.get("functionCall", p.get("function_call"))
+        if isinstance(call, dict):
+            calls.append(call)
+    responses = [r for p in parts for r in [p.get("functionResponse", p.get("function_response"))] if isinstance(r, dict)]
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest() if text else ""
+    return [kind, digest, *_call_keys(calls), *_call_keys(responses)]
+
+
+def _message_signature(message: dict) -> list:
+    calls = message.get("toolCalls") if message.get("type") == "gemini" else None
+    return _signature(message.get("type"), _parts(message), calls if isinstance(calls, list) else ())
+
+
+def _same(a: list, b: list) -> bool:
+    """Two signatures of one message: ids are compared where both sides have real ones."""
+    return (len(a) == len(b) == 6 and a[:3] == b[:3] and a[4] == b[4]
+            and (not a[3] or not b[3] or a[3] == b[3]) and (not a[5] or not b[5] or a[5] == b[5]))
+
+
+def _empty(signature: list) -> bool:
+    """A message with nothing a history turn keeps (thoughts only): it has no copy."""
+    return not signature[1] and not signature[2] and not signature[4]
+
+
+def _valid(signature) -> bool:
+    return (isinstance(signature, list) and len(signature) == 6 and all(isinstance(v, str) for v in signature[:2])
+            and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in signature[2:]))
+
+
 class _Session:
     def __init__(self, result, carry: dict | None = None):
         self.result = result
@@ -159,6 +255,15 @@ class _Session:
         # tells a summary it stored before from a new compression, see _set_messages)
         snapshots = (carry or {}).get("snapshots")
         self.snapshots: list[str] = [s for s in snapshots if isinstance(s, str)] if isinstance(snapshots, list) else []
+        # the signatures of the newest messages an earlier sync read (id -> signature, in
+        # conversation order) and the copies a compression wrote of them (copy id -> message id):
+        # a sync that reads on tells a compression's copies as one import of the file does
+        tail = (carry or {}).get("tail")
+        self.tail: dict[str, list] = {t[0]: t[1] for t in tail if isinstance(t, list) and len(t) == 2
+                                      and isinstance(t[0], str) and _valid(t[1])} if isinstance(tail, list) else {}
+        copies = (carry or {}).get("copies")
+        self.aliases: dict[str, str] = {c[0]: c[1] for c in copies if isinstance(c, list) and len(c) == 2
+                                        and all(isinstance(x, str) for x in c)} if isinstance(copies, list) else {}
 
     def _summary(self, record: dict) -> None:
         """Gemini CLI's own one-line summary of the session: its title (``result.meta``)."""
@@ -172,14 +277,99 @@ class _Session:
         carry = {"session": self.session_id}
         if self.snapshots:
             carry["snapshots"] = list(self.snapshots)
+        tail = self._signatures()[-SIGNATURES_KEPT:]
+        if tail:
+            carry["tail"] = [[mid, sig] for mid, sig in tail]
+        if self.aliases:
+            carry["copies"] = [[c, m] for c, m in list(self.aliases.items())[-SIGNATURES_KEPT:]]
         return carry
+
+    # ------------------------------------------------------------------ what was read
+    def _order(self) -> list[str]:
+        """The ids read, in conversation order: an earlier sync's (the carry), then this read's."""
+        return [*self.tail, *(mid for mid in self.messages if mid not in self.tail)]
+
+    def _known(self, mid: str) -> bool:
+        return mid in self.messages or mid in self.tail
+
+    def _delete(self, mid: str) -> None:
+        self.messages.pop(mid, None)
+        self.tail.pop(mid, None)
+
+    def _signatures(self) -> list[tuple[str, list]]:
+        """(id, signature) of the messages read that a history turn holds, in conversation order."""
+        found = []
+        for mid in self._order():
+            if mid in self.messages:
+                message = self.messages[mid][1]
+                if message.get("type") not in ("user", "gemini"):
+                    continue
+                sig = _message_signature(message)
+            else:
+                sig = self.tail[mid]
+            if not _empty(sig):
+                found.append((mid, sig))
+        return found
+
+    @staticmethod
+    def _consume(kind, parts: list, originals: list, end_at: int) -> int:
+        """How many of ``originals[:end_at]`` (the newest of them) the history turn ``parts`` copies:
+        one, or a run of them (Gemini CLI coalesces consecutive turns of one role); 0: none."""
+        parts = [p for p in parts if p.get("thought") is not True]
+        end, used = len(parts), 0
+        while end > 0:
+            if used and _empty(_signature(kind, parts[:end])):
+                break   # parts no signature holds (media): they go with the turn after them
+            if end_at - used <= 0:
+                return 0
+            target = originals[end_at - 1 - used][1]
+            if target[0] != kind:
+                return 0
+            for start in range(end - 1, -1, -1) if end <= 64 else (0,):
+                if _same(_signature(kind, parts[start:end]), target):
+                    break
+            else:
+                return 0
+            end, used = start, used + 1
+        return used
+
+    def _copies(self, records: list) -> None:
+        """A compression's ``$set``: each new message after its summary (and the acknowledgement)
+        that copies a message read is that message (``self.aliases``), not a new one. Compression
+        keeps the newest history, so the copies are matched in order as the suffix of what was
+        read (an ask the user typed twice elsewhere stays two asks): from the last, each copy is
+        compared with the newest message not matched yet; one that does not match is new (it moves
+        nothing), a message the list holds under its own id places the copies before it."""
+        start = next(n for n, m in enumerate(records) if _is_snapshot(m) and not self._known(m["id"])
+                     and m["id"] not in self.snapshots)
+        after = records[start + 1:]
+        if after and after[0].get("type") == "gemini" and _norm(_text_of(after[0])) == _norm(_ACK):
+            after = after[1:]
+        originals = self._signatures()
+        where = {mid: n for n, (mid, _) in enumerate(originals)}
+        end_at = len(originals)
+        for message in reversed(after):
+            mid = self.aliases.get(message["id"], message["id"])
+            if self._known(mid):
+                end_at = where.get(mid, end_at)
+                continue
+            if message.get("type") not in ("user", "gemini"):
+                continue
+            used = self._consume(message["type"], _parts(message), originals, end_at)
+            if used:
+                self.aliases[message["id"]] = originals[end_at - 1][0]
+                end_at -= used
 
     def _seen(self, message: dict) -> None:
         if _is_snapshot(message) and message["id"] not in self.snapshots:
             self.snapshots.append(message["id"])
 
     def _put(self, line, message: dict) -> None:
-        """Read ``message``: a new one at the end, a known id replaced in place."""
+        """Read ``message``: a new one at the end, a known id replaced in place; a compression's
+        copy of a message read adds nothing (that message stays as read)."""
+        if message["id"] in self.aliases:
+            self.skipped["copies of messages read before (kept by a compression)"] += 1
+            return
         previous = self.messages.get(message["id"])
         if previous:
             self.messages[message["id"]] = (previous[0], _first_results(previous[1], message))
@@ -204,21 +394,23 @@ class _Session:
 
         * a list that brings a summary never read before is a compression: every message read
           stays (it may hold only the environment context Gemini CLI puts first, and copies of
-          the messages it kept under new ids);
+          the messages it kept under new ids: those are the messages read, see ``_copies``);
         * else the messages after the last one the list holds are dropped (a rollback), those
           before it stay; a list holding none of them is the whole conversation (it replaces them);
         * held messages are updated in place, the list's new ones go after all others (the
           summary and its acknowledgement after the history they summarized) — so one import of
           a file gives what a sync across the compression stored."""
         records = [m for m in messages if is_message(m)]
-        compression = any(_is_snapshot(m) and m["id"] not in self.messages and m["id"] not in self.snapshots
+        compression = any(_is_snapshot(m) and not self._known(m["id"]) and m["id"] not in self.snapshots
                           for m in records)
-        if not compression:
-            held = {m["id"] for m in records}
-            ids = list(self.messages)
+        if compression:
+            self._copies(records)
+        else:
+            held = {self.aliases.get(m["id"], m["id"]) for m in records}
+            ids = self._order()
             last = max((n for n, mid in enumerate(ids) if mid in held), default=-1)
             for mid in ids[last + 1:]:   # the newest messages the history no longer has (all: none held)
-                del self.messages[mid]
+                self._delete(mid)
         for m in records:
             self._put(line, m)
 
@@ -242,10 +434,11 @@ class _Session:
                     self._replace_all(line, value["messages"])
             elif "$rewindTo" in value:
                 target = value["$rewindTo"]
-                ids = list(self.messages)
-                cut = ids.index(target) if target in self.messages else 0
+                target = self.aliases.get(target, target) if isinstance(target, str) else target
+                ids = self._order()
+                cut = ids.index(target) if target in ids else 0
                 for mid in ids[cut:]:
-                    del self.messages[mid]
+                    self._delete(mid)
             elif "$set" in value:
                 update = value["$set"]
                 if isinstance(update, dict):
@@ -261,11 +454,15 @@ class _Session:
     def _emit(self):
         reader = _ContentReader(self.result)
         reader.seed(self.session_id)
+        after_summary = False
         for line, message in self.messages.values():
             kind = message.get("type")
             if kind not in ("user", "gemini"):
                 self.skipped[f"{kind} messages (the CLI's own notices)"] += 1
                 continue
+            # the model line compression writes after its summary is the harness's, not the agent's
+            ack, after_summary = after_summary and kind == "gemini" and _norm(_text_of(message)) == _norm(_ACK), \
+                _is_snapshot(message)
             if kind == "user":
                 message = _user_parts(message, self.skipped)
                 if message is None:
@@ -285,6 +482,8 @@ class _Session:
                 if kind == "user" and event["trace_type"] == "user" and _SNAPSHOT in (string(event.get("content")) or ""):
                     event["tags"] = [*(event.get("tags") or ()), TAG_COMPACT_SUMMARY]
                     event["harness_compaction"] = harness_compaction("gemini-cli", None)
+                if ack and event["trace_type"] == "assistant":
+                    event["tags"] = [*(event.get("tags") or ()), TAG_CONTEXT]
                 kind_of = "reasoning" if "reasoning" in (event.get("tags") or ()) else event["trace_type"]
                 prefix = _PREFIX[kind_of]
                 n = counts.get(prefix, 0)
