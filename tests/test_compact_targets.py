@@ -728,3 +728,16 @@ def test_the_summaries_before_keep_their_size_where_no_rollup_can_help(cli, memo
     result = cli("compact", "s", "--max-context-tokens", "10000", "--json")
     assert result.exit_code == 0, result.stderr
     assert _earlier_summaries(memory_dir)[:len(before)] == before
+
+
+def test_a_rollup_names_each_turn_once(cli, memory_dir):
+    """The steps of one turn moved by two compactions: the rollup of their summaries listed the
+    turn twice (``turn_0001–turn_0028 (30 turns)`` for 28)."""
+    assert cli("ingest", "s", input=_one_turn(60)).exit_code == 0
+    store = AgentStore(memory_dir, "s")
+    total = working_tokens(store)
+    for share in (0.8, 0.6, 0.4):
+        compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=int(total * share), max_episodic_items=1))
+    episodic = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
+    rollups = [e for e in episodic if "rollup" in e["tags"]]
+    assert rollups and all(e["turn_ids"] == ["turn_0001"] for e in episodic), [e["turn_ids"] for e in episodic]

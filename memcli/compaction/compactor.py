@@ -609,7 +609,7 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
     if live_episodic and (rollup_chars is not None or len(live_episodic) + 1 > max(policy.max_episodic_items, 1)):
         rolled = live_episodic
         episodic.append(EpisodicItem(
-            id=new_id(EPISODIC_PREFIX), ts=now, turn_ids=[t for e in rolled for t in e.turn_ids],
+            id=new_id(EPISODIC_PREFIX), ts=now, turn_ids=list(dict.fromkeys(t for e in rolled for t in e.turn_ids)),
             summary=_rollup_text(rolled, rollup_chars or ROLLUP_CHARS), tags=["compaction", "rollup"], salience=0.5,
             compaction_id=compaction_id, supersedes=[e.id for e in rolled], model="rollup",
         ))
