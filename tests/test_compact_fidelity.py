@@ -84,6 +84,21 @@ def test_a_session_compacted_three_times_is_split_at_the_first_and_its_span_ends
     assert every[1].after[-1] == lines[[n for n, line in enumerate(lines) if b'"compact_boundary"' in line][2] - 1]
 
 
+def test_the_last_ask_is_one_the_user_typed_not_a_line_the_harness_wrote_in_their_place(tmp_path):
+    """A ``<system-reminder>`` (or a task's notice, hook output) just before the boundary was taken
+    for the last ask, and "the last ask survives verbatim" was measured on it."""
+    from tests.harness_fixtures import claude_session
+
+    s = claude_session(1)
+    at = next(n for n, line in enumerate(s.lines) if line.get("subtype") == "compact_boundary")
+    for k, text in enumerate(("<system-reminder>The TodoWrite tool hasn't been used recently.</system-reminder>",
+                              "<task-notification><status>completed</status></task-notification>")):
+        s.lines.insert(at, {**s.lines[at - 1], "type": "user", "uuid": f"reminder-{k}",
+                            "message": {"role": "user", "content": text}})
+    session = split_session(_file(tmp_path, s.jsonl()))
+    assert session.last_ask.startswith("Make module_"), session.last_ask
+
+
 def test_lines_claude_code_writes_again_before_a_second_compact_are_no_use_and_no_compaction(tmp_path):
     """A second ``/compact`` in one process first appends again the lines before the previous
     compaction, its boundary and summary included (anthropics/claude-code#92089): the copies are
@@ -386,3 +401,16 @@ def test_the_bench_reads_every_harness_s_compacted_session_from_the_corpora(tmp_
     (corpora / "plain.jsonl").write_bytes(orjson.dumps({"role": "user", "content": "hello"}) + b"\n")
     monkeypatch.setattr(bench, "CORPORA", corpora)
     assert [p.relative_to(corpora).as_posix() for p in bench.sessions()] == ["copilot/events.jsonl", "goose/goose.jsonl"]
+
+
+def test_a_path_is_named_by_its_path_from_the_project_directory_for_both_sides():
+    from tests.bench.fidelity import named, project_root
+
+    needed = {"/home/me/mono/packages/pkg00/src/index.js", "/home/me/mono/README.md", "OrderTotal"}
+    root = project_root(needed)
+    assert root == "/home/me/mono/"
+    assert named("/home/me/mono/packages/pkg00/src/index.js", "edited packages/pkg00/src/index.js", root)
+    assert not named("/home/me/mono/packages/pkg00/src/index.js", "edited src/index.js", root)   # not the tail alone
+    assert not named("/home/me/mono/README.md", "see README.md", root)   # a bare name: only as written
+    assert named("OrderTotal", "OrderTotal fixed", root) and not named("OrderTotal", "order total", root)
+    assert project_root({"/home/me/a.py"}) == "" and project_root({"/a/x.py", "/b/y.py"}) == ""

@@ -113,7 +113,7 @@ def is_compact_command(text: str) -> bool:
     return text.startswith("<command-") and _COMPACT_COMMAND in text[:300]
 
 
-def _harness_text(text: str) -> bool:
+def is_harness_text(text: str) -> bool:
     """Whether a user line's text is one Claude Code wrote itself (module docstring), or the
     ``/compact`` command line of a manual compaction (its caveat, command and output follow the
     summary: the harness's own compaction, not an ask to the agent)."""
@@ -347,7 +347,7 @@ class _Reader:
                 user_tags.append(TAG_COMPACT_SUMMARY)
                 common["harness_compaction"] = self.boundary or harness_compaction(ClaudeCodeImporter.name, None)
                 self.boundary = None
-            elif value.get("isMeta") is True or _harness_text(_first_text(content)):
+            elif value.get("isMeta") is True or is_harness_text(_first_text(content)):
                 user_tags.append(TAG_CONTEXT)
             if kind == "assistant":
                 self.last_ask = None

@@ -24,6 +24,7 @@ user ask before the boundary survives verbatim (whitespace aside) is reported fo
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import tempfile
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import orjson
 
-from memcli.importers.claude_code import is_compact_command, replayed
+from memcli.importers.claude_code import is_compact_command, is_harness_text, replayed
 from memcli.importers.goose import _continues_compaction, _may_summarize, _not_shown
 
 _IDENT = re.compile(
@@ -108,8 +109,9 @@ def _cc_ask(value) -> str | None:
             isinstance(b, dict) and b.get("type") == "text" for b in content))):
         return None   # tool results, images: not something the user typed
     text = _cc_text(value)
-    return None if text.startswith(("<local-command", "<command-", "[Request interrupted", "Caveat:", _SUMMARY_HEAD)) \
-        else text
+    # what Claude Code writes in the user's place (the importer's rule: a reminder, a task's notice,
+    # hook output …) is no ask; nor a slash command's markup (the importer reads it as ``/name args``)
+    return None if text.startswith(("<command-", _SUMMARY_HEAD)) or is_harness_text(text) else text
 
 
 _SNAPSHOT = "<state_snapshot>"   # Gemini CLI's compression summary
@@ -409,6 +411,26 @@ def needed_later(session: Compacted) -> set[str]:
     return of(session.before) & of(session.after)
 
 
+def project_root(identifiers: set[str]) -> str:
+    """The directory every absolute path among ``identifiers`` lies under (``/home/me/shop/``),
+    when there are two or more and it is deeper than one level; else ""."""
+    paths = sorted(i for i in identifiers if i.startswith("/") and i.count("/") >= 3)
+    if len(paths) < 2:
+        return ""
+    common = os.path.commonpath(paths)
+    return common.rstrip("/") + "/" if common.count("/") >= 2 else ""
+
+
+def named(identifier: str, text: str, root: str = "") -> bool:
+    """Whether ``text`` names ``identifier``: as written, or an absolute path under the project
+    ``root`` by the path from there (``src/app.py`` for ``/home/me/shop/src/app.py``), as
+    summaries (a harness's, memcli's) and the agent's next calls write them; the same rule for both."""
+    if identifier in text:
+        return True
+    return bool(root) and identifier.startswith(root) and "/" in identifier[len(root):] and \
+        identifier[len(root):] in text
+
+
 def _norm(text: str) -> str:
     return " ".join(text.split())
 
@@ -462,8 +484,9 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
             raise RuntimeError(f"{session.name}: no compaction up to {target << 7:,} tokens: {refused}")
         snap = agent.snapshot(full=True)
         text = "\n".join(_texts(orjson.loads(orjson.dumps(snap.payload))))
-    found_memcli = {i for i in needed if i in text}
-    found_harness = {i for i in needed if i in session.summary}
+    root = project_root(needed)
+    found_memcli = {i for i in needed if named(i, text, root)}
+    found_harness = {i for i in needed if named(i, session.summary, root)}
     n = max(len(needed), 1)
     ask, first = _norm(session.last_ask), _norm(session.first_ask)
     return Fidelity(session.name, len(needed), len(found_harness) / n, len(found_memcli) / n, harness_tokens,
