@@ -129,6 +129,35 @@ def test_reimport_and_sync_twice_duplicate_nothing_and_a_grown_file_brings_the_r
     assert [t["id"] for t in traces(memory_dir, agent)] == [t["id"] for t in traces(once, "s")]
 
 
+def test_a_sync_across_a_compaction_in_the_middle_of_a_turn_gives_the_next_item_the_turns_one_import_does(
+        memory_dir, tmp_path):
+    """Claude Code compacted in the middle of a turn, and the turn went on: one import gives the
+    next compaction that turn too (its traces after the first summary are in its span); a sync
+    that had stored them before reading the next compaction gave it only the turns after."""
+    s = ClaudeSession("mid")
+    s.ask("Make module_0 read CONFIG_0 and keep tests/test_module_0.py green")
+    s.work(0, 3)
+    s.compact("Summary 0: module_0 reads its config; next module_1.")
+    s.work(1, 3)   # the turn goes on after the summary
+    s.ask("Now make module_2 read CONFIG_2")
+    s.work(2, 3)
+    s.compact("Summary 1: modules 0..2 read their config.")
+    s.ask("Now module_3")
+    s.work(3, 2)
+    data = s.jsonl()
+    once = tmp_path / "once"
+    ingest(once, "s", data, "claude-code", tmp_path)
+    assert [e["turn_ids"] for e in episodic(once, "s")] == [["turn_0001"], ["turn_0001", "turn_0002"]]
+    home = tmp_path / "home"
+    path = home / ".claude/projects/-home-me-proj" / f"{s.session_id}.jsonl"
+    path.parent.mkdir(parents=True)
+    ends = [n + 1 for n, byte in enumerate(data) if byte == ord("\n")]
+    for cut in ends[::3] + [len(data)]:
+        path.write_bytes(data[:cut])
+        (agent,) = synced(memory_dir, home, "claude-code")
+    assert episodic(memory_dir, agent) == episodic(once, "s")
+
+
 def test_a_subagents_own_compaction_is_an_item_of_the_session_marked_as_the_harness(memory_dir, tmp_path):
     """Subagents compact themselves (their file gets its own boundary and summary, sidechain
     lines): one more item, in the session's agent; Claude Code's compaction request file

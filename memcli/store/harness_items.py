@@ -33,7 +33,8 @@ neither)::
   agent that already had traces (a ``sync`` of a grown file, a hook), the turns from the one after
   the agent's previous harness compaction (its item's last turn, or the turn of a text-less one:
   :func:`last_compacted_turn`) up to the last one before it (memcli's ``turn_NNNN``
-  numbering). A summary that opens a file (a resumed session) covers nothing in this agent: ``[]``.
+  numbering) — from that turn itself when it went on after the previous compaction
+  (:func:`continued_turn`), as one import of the whole file reads it. A summary that opens a file (a resumed session) covers nothing in this agent: ``[]``.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ from __future__ import annotations
 from memcli.ids import format_turn
 from memcli.models import HARNESS_COMPACTION, TAG_SIDECHAIN
 from memcli.store.id_index import digest
-from memcli.store.state import turn_number
+from memcli.store.state import is_context_event, turn_number
 
 FIELD = HARNESS_COMPACTION
+CONTINUED_LOOKAHEAD = 64   # lines after a harness compaction's trace looked at for the first that is work
 TAG = "harness_compaction"
 ID_PREFIX = "ep_hc_"
 SALIENCE = 0.5
@@ -164,11 +166,13 @@ class SpanTracker:
         earlier ones (the agent had traces): then :meth:`items` needs where those left off."""
         return any(extend and subagent_of(event) is None for event, _, extend in self.pending)
 
-    def items(self, previous_last: int, earlier=None) -> list[dict]:
+    def items(self, previous_last: int, earlier=None, continued: int | None = None) -> list[dict]:
         """The records, given the last turn the agent's earlier harness items cover, and
         ``earlier(agent_id, trace_id)``: the turns of a subagent's stored traces between its
         previous compaction and this one (:func:`subagent_turns`), for a subagent's first
-        compaction of a batch on an agent with traces."""
+        compaction of a batch on an agent with traces. ``continued``: that last turn, when it
+        went on after the previous compaction (:func:`continued_turn`): the next one covers it
+        too, as a one-shot import's span does — and so when this batch's traces continue it."""
         out = []
         for event, span, extend in self.pending:
             if not is_summary(event):
@@ -182,7 +186,8 @@ class SpanTracker:
                 numbers = [turn_number(t) for t in span]
                 if all(n is not None for n in numbers):
                     end = max([self.last_turn] + numbers)
-                    turns = turn_range(previous_last + 1, end)
+                    goes_on = continued == previous_last or previous_last in numbers
+                    turns = turn_range(previous_last if goes_on and previous_last else previous_last + 1, end)
             out.append(item_record(event, turns))
         return out
 
@@ -272,6 +277,61 @@ def last_compacted_turn(paths, records, staged: set) -> int:
         if number is not None and number > last:
             last = number
     return last
+
+
+def continued_turn(paths, staged: set) -> int | None:
+    """The turn of the agent's last harness compaction of the session stored before this ingest
+    (its trace in the active file, not among the ``staged`` ids, not a subagent's), when the
+    trace after it in the file is of that turn too — the turn went on after the summary, so the
+    next compaction covers it, as one import of the whole file reads it — else None. The trace
+    after it is the first that is no context line (a manual compaction's caveat, command and
+    output join its turn without being work: the ingest's span rule), within
+    :data:`CONTINUED_LOOKAHEAD` lines. One search of the file's bytes, and the lines after the hit read."""
+    import mmap
+
+    import orjson
+
+    try:
+        f = open(paths.active, "rb")
+    except FileNotFoundError:
+        return None
+    with f:
+        try:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:   # an empty file
+            return None
+        with data:
+            needle = b'"' + FIELD.encode() + b'"'
+            last_end = -1
+            turn_id = None
+            at = data.find(needle)
+            while at >= 0:
+                start = data.rfind(b"\n", 0, at) + 1
+                end = data.find(b"\n", at)
+                if end < 0:
+                    break
+                try:
+                    record = orjson.loads(data[start:end])
+                except orjson.JSONDecodeError:
+                    record = None
+                if (isinstance(record, dict) and isinstance(record.get(FIELD), dict) and record.get("id") not in staged
+                        and subagent_of(record) is None):
+                    last_end, turn_id = end, record.get("turn_id")
+                at = data.find(needle, end)
+            if last_end < 0 or not isinstance(turn_id, str):
+                return None
+            for _ in range(CONTINUED_LOOKAHEAD):   # past the harness's own lines after a summary
+                following = data.find(b"\n", last_end + 1)
+                if following < 0:
+                    return None
+                try:
+                    after = orjson.loads(data[last_end + 1:following])
+                except orjson.JSONDecodeError:
+                    return None
+                last_end = following
+                if isinstance(after, dict) and not is_context_event(after):
+                    return turn_number(turn_id) if after.get("turn_id") == turn_id else None
+    return None
 
 
 def holds_harness_compaction(paths) -> bool:
