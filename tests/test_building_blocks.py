@@ -800,8 +800,12 @@ def test_an_if_needed_compaction_refused_after_planning_leaves_no_read_ahead_chi
     fork = compactor._ReadAhead.fork
     monkeypatch.setattr(compactor._ReadAhead, "fork", lambda self, size: fork(self, size) or forked.append(self.pid))
     fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    from memcli.compaction.offline import OfflineSummarizer
+
+    paid = OfflineSummarizer()
+    paid.spent = object()   # a summarizer that is paid: the breaker holds it back (not the offline one)
     with pytest.raises(CompactionError, match="circuit breaker"):
-        compact(tmp_path, "a", if_needed=True, max_context_tokens=2_000)
+        compact(tmp_path, "a", if_needed=True, max_context_tokens=2_000, summarizer=paid)
     assert forked and forked[0] is not None   # a child was reading
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)

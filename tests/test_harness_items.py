@@ -116,8 +116,10 @@ def test_a_grown_file_read_again_names_the_turns_since_the_last_harness_item(mem
               "harness_compaction": {"harness": "claude-code", "trigger": "manual"}}]
     ok("--dir", memory_dir, "ingest", "a", input=later)
     second = episodic(memory_dir)[1]
+    # turn_0002 went on after the first summary ("continuing"): one import of the whole input
+    # gives the second compaction that turn too, and so does a read that stored it before
     assert (second["id"], second["turn_ids"], second["harness_compaction"]) == (
-        harness_item_id("s2"), ["turn_0003", "turn_0004"],
+        harness_item_id("s2"), ["turn_0002", "turn_0003", "turn_0004"],
         {"harness": "claude-code", "trigger": "manual", "trace_id": "s2", "turn_id": "turn_0004"})
 
 
