@@ -68,11 +68,12 @@ class FakeModelServer:
                     time.sleep(delay)
                 if isinstance(payload, str):
                     payload = completion(payload)
-                data = orjson.dumps(payload)
+                # bytes: a body sent as it is (a proxy's HTML page where a completion was expected)
+                data = payload if isinstance(payload, bytes) else orjson.dumps(payload)
                 record.status = status
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "text/html" if isinstance(payload, bytes) else "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     if status == 429:
                         self.send_header("Retry-After", "0")

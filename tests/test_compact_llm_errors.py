@@ -143,6 +143,19 @@ def test_a_request_over_the_models_context_fails_at_once_and_names_max_context_t
     assert "hint: --max-context-tokens gives the model's context (memcli took it for 200,000 tokens)" in error
 
 
+def test_an_answer_that_is_no_chat_completion_says_so_and_is_not_taken_as_free(cli, agent, attempts, server):
+    """A 200 whose body is a proxy's HTML page: it read "server error (HTTP 500)" with LiteLLM's
+    traceback, and "spent: nothing" for a request that was sent and answered."""
+    srv = server(lambda b, i: (200, b"<html><body>502 Bad Gateway</body></html>", 0))
+    result = _compact(cli, "--model", MODEL, "--api-base", srv.api_base, "--retries", "1")
+    assert result.exit_code == 1 and len(srv.requests) == 2
+    error = _error(result)
+    assert f"{srv.api_base} answered with something that is not a chat completion LiteLLM can read" in error
+    assert "HTTP 500" not in error and "Traceback" not in error
+    assert "spent: 2 requests (2 unanswered: their prompts counted)" in error, error
+    assert "hint: is --api-base the server's OpenAI-compatible endpoint" in error
+
+
 def test_model_with_no_provider_fails_at_once(cli, agent, attempts):
     result = _compact(cli, "--model", "nosuchprovider/foo")
     assert result.exit_code == 1 and len(attempts) == 1

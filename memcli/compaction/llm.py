@@ -1251,9 +1251,19 @@ def _dropped(exc: BaseException) -> bool:
 
 
 def _unanswered(exc: BaseException, litellm) -> bool:
-    """Whether a failed request was sent and got no answer — it timed out, or the connection
-    dropped — so the provider may bill it: counted on its prompt, its bound kept under --max-cost."""
-    return _timed_out(exc, litellm) or _dropped(exc)
+    """Whether a failed request was sent and got no answer it could read — it timed out, the
+    connection dropped, or what came back is no chat completion — so the provider may bill it:
+    counted on its prompt, its bound kept under --max-cost."""
+    return _timed_out(exc, litellm) or _dropped(exc) or _unreadable(exc)
+
+
+# LiteLLM's words for a 200 whose body is no chat completion (a proxy's HTML page, content in a
+# shape it does not take): it raises them as an "InternalServerError (500)"
+_UNREADABLE = re.compile(r"Empty or invalid response from LLM endpoint|Invalid response object")
+
+
+def _unreadable(exc: BaseException) -> bool:
+    return any(_UNREADABLE.search(str(e)) for e in _chain(exc))
 
 
 # how providers and OpenAI-compatible servers say a request is over the model's context
@@ -1312,6 +1322,12 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
             isinstance(exc, exceptions.BadRequestError) and _UNKNOWN_MODEL.search(text)):
         return ModelFailure(f"unknown model (HTTP {status or 404}): {_provider_text(exc)}", retry=False,
                             hint="check --model" + (" and --api-base" if summarizer.api_base else ""))
+    # 5b. an answer, but no chat completion (LiteLLM calls it HTTP 500, with its traceback)
+    if _unreadable(exc):
+        return ModelFailure(f"{where} answered with something that is not a chat completion LiteLLM can read",
+                            retry=True, hint="is --api-base the server's OpenAI-compatible endpoint (…/v1), not a "
+                                             "proxy's page? --retries tries again" if summarizer.api_base else
+                                             "--retries tries again")
     # 6. the server is busy or broken: worth another attempt
     if status == 429 or isinstance(exc, exceptions.RateLimitError):
         return ModelFailure(f"rate limited (HTTP 429): {_provider_text(exc)}", retry=True,
