@@ -983,3 +983,11 @@ def test_no_read_ahead_child_under_a_one_cpu_quota(tmp_path, monkeypatch, memory
     assert not compactor._can_fork()
     (tmp_path / "host" / "sys/fs/cgroup/ci/job/cpu.max").write_text("max 100000\n")
     assert compactor._can_fork() is hasattr(os, "fork")
+
+
+def test_a_turn_span_names_one_turn_once():
+    """The parts of one long turn, summarized apart, were told "turn_0001–turn_0001"."""
+    from memcli.compaction.summarizer import turn_span
+
+    assert turn_span(["turn_0001", "turn_0001"]) == turn_span(["turn_0001"]) == "turn_0001"
+    assert turn_span(["turn_0001", "turn_0002", "turn_0004"]) == "turn_0001–turn_0004" and turn_span([]) == ""

@@ -330,8 +330,9 @@ def memory_brief(memory: MemoryContext) -> dict:
 
 
 def turn_span(turn_ids: list) -> str:
-    """``turn_0003–turn_0007`` (first–last), ``turn_0003`` for one turn, ``""`` for none."""
+    """``turn_0003–turn_0007`` (first–last), ``turn_0003`` for one turn (the parts of one long
+    turn too: not ``turn_0001–turn_0001``), ``""`` for none."""
     if not turn_ids:
         return ""
-    return turn_ids[0] if len(turn_ids) == 1 else f"{turn_ids[0]}–{turn_ids[-1]}"
+    return turn_ids[0] if turn_ids[0] == turn_ids[-1] else f"{turn_ids[0]}–{turn_ids[-1]}"
 
