@@ -315,7 +315,124 @@ def test_the_sync_carry_keeps_a_bounded_tail_of_signatures():
     list(session.events(lines))
     carry = session.checkpoint()
     assert len(carry["tail"]) == SIGNATURES_KEPT and carry["tail"][-1][0] == f"u{SIGNATURES_KEPT + 49}"
+    assert carry["live"] == [f"u{n}" for n in range(50, SIGNATURES_KEPT + 50)]   # Gemini CLI's order, as bounded
     # a carry of odd values is read as far as it is valid
     odd = IMPORTER.resume(IngestResult("a"), {"session": "s", "tail": [["x", ["user"]], 3, ["y", ["user", "", [], [], [], []]]],
                                               "copies": [["k", 1], ["k2", "y"]]})
     assert (list(odd.tail), odd.aliases) == (["y"], {"k2": "y"})
+
+
+# ------------------------------------------------------------------ a re-recording (masking, truncation)
+def _turn(*messages, output: str | None = None) -> tuple[str, list]:
+    """One turn of the history Gemini CLI hands ``setHistory`` with no id (``getHistory()``:
+    consecutive turns of one role coalesced): the messages' history parts, a tool response's
+    output replaced by ``output`` (masking's preview, a truncation's tail)."""
+    parts = []
+    for message in messages:
+        for part in _history(message)["content"]:
+            if output is not None and "functionResponse" in part:
+                part = {"functionResponse": dict(part["functionResponse"], response={"output": output})}
+            parts.append(part)
+    return ("user" if messages[0]["type"] == "user" else "gemini"), parts
+
+
+def _rerecorded(prefix: str, *turns) -> list:
+    """What ``GeminiChat.setHistory`` writes for turns without ids: for each, ``recordSyntheticMessage``
+    appends a new record (a new id; a model turn with no thoughts, tokens or model) and
+    ``updateMetadata`` a ``lastUpdated``; then ``updateMessagesFromHistory`` the list of those records."""
+    lines, records = [], []
+    for n, (kind, parts) in enumerate(turns):
+        record = {"id": f"{prefix}{n}", "timestamp": f"2026-03-03T08:05:{n:02d}.000Z", "type": kind, "content": parts}
+        if kind == "gemini":
+            record.update(thoughts=[], tokens=None)
+        records.append(record)
+        lines += [record, {"$set": {"lastUpdated": f"2026-03-03T08:05:{n:02d}.001Z"}}]
+    return [*lines, _set(*records)]
+
+
+PLAIN = ["gm-e0-u0", "gm-u1-u0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0", "gm-u2-u0", "gm-m2-x0", "gm-m2-c0", "gm-m2-r0",
+         "gm-u3-u0", "gm-m3-x0"]
+
+
+@pytest.mark.parametrize("output", [MASKED, "[truncated] 2 passed"])
+def test_a_history_recorded_again_under_new_ids_is_the_history_read_before(tmp_path, output):
+    # tool-output masking and a truncation-only compression hand setHistory the whole history
+    # with no ids: every message is recorded again; it is stored once, with the output first read
+    g = sid(53, "gm")
+    u1, m1, r1, u2, m2, r2 = _conversation()
+    env = gm_user("e0", "This is the Gemini CLI. The project's files: ...", 0)
+    run = _rerecorded("h", _turn(env, u1), _turn(m1), _turn(r1, u2, output=output), _turn(m2), _turn(r2, output=output))
+    lines = [gm_header(g), _set(env), u1, m1, r1, u2, m2, r2, *run, gm_user("u3", "now commit", 4),
+             gm_model("m3", "committed", 4)]
+    result, traces = _one_shot(tmp_path, lines)
+    assert _ids(traces) == PLAIN   # no second ask, answer or call
+    assert [t["tool_result"] for t in traces if t["trace_type"] == "tool_result"] == ["# App", "2 passed"]
+    assert result.skipped["copies of messages read before (re-recorded by masking or truncation)"] == 5
+    # syncs before the run, inside it (read again from its start) and before its list store the same
+    end = 8 + len(run)
+    for cuts in [(8,), (8, 11), (8, end - 1), (9, end)]:
+        assert _ids(_synced(tmp_path / "-".join(map(str, cuts)), g, lines, *cuts)) == PLAIN, cuts
+
+
+def test_a_history_recorded_again_after_a_compression_follows_gemini_clis_order(tmp_path):
+    # the history is [context, summary, "Got it", the kept messages, ...]: memory has the summary
+    # after what it summarized, the copies follow Gemini CLI's order
+    g = sid(54, "gm")
+    lines = _compressed(g)
+    env, u3, m3 = lines[8]["$set"]["messages"][0], lines[9], lines[10]
+    u1, m1, r1, u2, m2, r2 = _conversation()
+    snapshot, ack = lines[8]["$set"]["messages"][1:3]
+    run = _rerecorded("h", _turn(env, snapshot), _turn(ack), _turn(u2), _turn(m2), _turn(r2, u3, output=MASKED),
+                      _turn(m3))
+    more = [*lines, *run, gm_user("u4", "and push", 5)]
+    _, traces = _one_shot(tmp_path, more)
+    assert _ids(traces) == [*COMPRESSED, "gm-u4-u0"]
+    assert [t["id"] for t in traces if "compact_summary" in (t.get("tags") or ())] == ["gm-s1-u0"]
+    assert _ids(_synced(tmp_path, g, more, 8, 11)) == _ids(traces)
+    assert _ids(_synced(tmp_path / "mid", g, more, 11, 14)) == _ids(traces)
+
+
+def test_an_ask_typed_again_stays_a_new_ask_around_a_re_recording(tmp_path):
+    # the same ask typed again before the run (recorded just before it: a hook stopped the agent)
+    # and after it: new messages; the run's copies are of the newest messages, the repeat included
+    g = sid(55, "gm")
+    u1, m1, r1, u2, m2, r2 = _conversation()
+    env = gm_user("e0", "This is the Gemini CLI. The project's files: ...", 0)
+    again = gm_user("u4", "run the tests", 3)
+    run = _rerecorded("h", _turn(env, u1), _turn(m1), _turn(r1, u2, output=MASKED), _turn(m2),
+                      _turn(r2, again, output=MASKED))
+    lines = [gm_header(g), _set(env), u1, m1, r1, u2, m2, r2, again, *run, gm_user("u5", "run the tests", 4),
+             gm_model("m5", "running them", 4)]
+    _, traces = _one_shot(tmp_path, lines)
+    assert _ids(traces) == [*PLAIN[:9], "gm-u4-u0", "gm-u5-u0", "gm-m5-x0"]
+    assert [t["content"] for t in traces if t["trace_type"] == "user"][-3:] == ["run the tests"] * 3
+    assert _ids(_synced(tmp_path, g, lines, 9)) == _ids(traces)
+    # records with new ids ended by no list of them are new messages, whatever they say
+    _, plain = _one_shot(tmp_path, [gm_header(g), _set(env), u1, m1, r1, *_rerecorded("h", _turn(env, u1))[:-1]],
+                         name="plain")
+    assert _ids(plain) == ["gm-e0-u0", "gm-u1-u0", "gm-m1-x0", "gm-m1-c0", "gm-m1-r0", "gm-h0-u0"]
+
+
+def test_a_sync_checkpoint_after_every_line_does_not_sign_every_message_again(monkeypatch):
+    # memcli sync takes a checkpoint after each line it reads: each message's signature is
+    # computed once (per version), not once per line (a 1,000-turn session took half a minute)
+    from memcli.importers import gemini_cli
+    from memcli.ingest.pipeline import IngestResult
+    signed = []
+    real = gemini_cli._message_signature
+    monkeypatch.setattr(gemini_cli, "_message_signature", lambda m: signed.append(m["id"]) or real(m))
+    session = IMPORTER.resume(IngestResult("a"), {"session": sid(56, "gm")})
+    lines = [gm_header(sid(56, "gm"))]
+    for n in range(300):
+        call = gm_call(f"c{n}", output="ok")
+        lines += [gm_user(f"u{n}", f"ask {n}", 1), {"$set": {"lastUpdated": "2026-03-03T09:00:00.000Z"}},
+                  gm_model(f"m{n}", f"answer {n}", 1), gm_model(f"m{n}", f"answer {n}", 1, calls=[call])]
+
+    def values():
+        for n, value in enumerate(lines):
+            yield n, value
+            session.checkpoint()
+
+    assert len([e for _, e in session.events(values()) if e["trace_type"] == "user"]) == 300
+    assert len(signed) <= 3 * 300
+    assert [t[0] for t in session.checkpoint()["tail"]][-2:] == ["u299", "m299"]

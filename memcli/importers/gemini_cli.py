@@ -31,6 +31,22 @@ The JSONL file is a log its ``chatRecordingService`` appends to, replayed in ord
   or ``$rewindTo`` names the copy's id. Copies are matched in order as the newest part of what
   was read (``_Session._copies``), so an ask typed twice elsewhere stays two asks; one history
   turn that coalesced consecutive messages of one role is matched as that run;
+* a re-recording: tool-output masking (``client.tryMaskToolOutputs(getHistory())``) and a
+  truncation-only compression (``CONTENT_TRUNCATED``) hand ``GeminiChat.setHistory`` the history
+  as ``Content`` turns with no ids (consecutive turns of one role coalesced); for each turn, in
+  order, ``recordSyntheticMessage`` appends a new record (a new id, ``content`` its parts, no
+  ``toolCalls``) and a ``{"$set": {"lastUpdated"}}``, then ``updateMessagesFromHistory`` writes a
+  ``$set.messages`` of exactly those records (Gemini CLI's own loader then sees only them). What
+  this relies on (``_Session._rerecorded``): records with ids never seen are held as a run (only
+  ``$set`` lines without ``messages`` between them); when the ``$set.messages`` that ends the run
+  holds the run's newest records, in the run's order, those are copies of the history read
+  before — matched from the list's newest back against that history in Gemini CLI's order
+  (``_Session.live``: what its loader has, the summary before the messages a compression kept),
+  each as the newest message not matched yet (a coalesced turn as the run it copies), until one
+  does not match (it and the older ones are new messages). A match is that message: it adds
+  nothing (and a masked or truncated output never replaces the one read). The run's records before
+  the ones the list holds, a run no list ends, a list holding none of it: new messages, whatever
+  they say (an ask typed again stays a new ask);
 * ``{"$rewindTo": "<message id>"}`` removes that message and every later one (an unknown id
   removes all).
 
@@ -64,7 +80,16 @@ holds the session id, the ids of the compression summaries read (so a later ``$s
 carries a known summary is not taken for a new compression), the signatures of the newest
 messages read (the last ``SIGNATURES_KEPT`` = 200, id and signature, the text as a digest: a
 compression keeps far fewer messages than that, so a sync that reads only the ``$set`` line tells
-its copies as one import does) and the copies matched so far (copy id → message id, as many).
+its copies as one import does), Gemini CLI's history (``live``: the ids of its newest
+``SIGNATURES_KEPT`` messages in its order, their signatures in the tail: a re-recording read by a
+later sync is matched as in one import) and the last ``SIGNATURES_KEPT`` copies matched (copy id
+→ message id). A sync takes a checkpoint after every line: it reads from the newest back, each
+message's signature computed once per version. A run of new records that starts as a re-recording does (its first record copies the
+history's first message: Gemini CLI's environment context) has no checkpoint inside it, and a
+sync whose read ends inside it leaves it unread (the file is read on from its start next time)
+unless the file is settled (``final``): a sync between the run's lines stores what one import
+stores. A re-recording whose first turn copies nothing read (a history without that message
+known) is not held: a sync that stops inside it stores its first records as new.
 
 Detection: a JSONL log (a header, then records) and a legacy session document (one header
 carrying ``messages`` of Gemini CLI message records) are claimed above ``--from gemini``, so
@@ -76,6 +101,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from itertools import chain, islice
 
 from memcli.importers._common import decoded, harness_compaction, not_format, string
 from memcli.importers.gemini import _Reader as _ContentReader
@@ -264,6 +290,18 @@ class _Session:
         copies = (carry or {}).get("copies")
         self.aliases: dict[str, str] = {c[0]: c[1] for c in copies if isinstance(c, list) and len(c) == 2
                                         and all(isinstance(x, str) for x in c)} if isinstance(copies, list) else {}
+        # the history as Gemini CLI's own loader has it (ids of messages read, in its order: a
+        # ``$set`` list rebuilds it, a new record goes last): what a re-recording copies, in order
+        live = (carry or {}).get("live", list(self.tail))   # a carry from before: the tail's order
+        self.live: dict[str, None] = dict.fromkeys(m for m in live if isinstance(m, str)) if isinstance(live, list) else {}
+        # the run of records with new ids being read (line, record): a re-recording, when the
+        # ``$set`` list that ends it holds them (see _rerecorded), else new messages
+        self.pending: list[tuple[object, dict]] = []
+        self.pending_ids: set[str] = set()
+        self.cache: dict[str, tuple[dict, list]] = {}   # id -> (record, its signature)
+        self.run_start: int | None = None   # where in ``pending`` a re-recording seems to start (see _starts_run)
+        self.first: list | None = None   # the signature of the history's first message, while a run is read
+        self.final = True   # memcli sync: False while the file may still be written (a run is then held back)
 
     def _summary(self, record: dict) -> None:
         """Gemini CLI's own one-line summary of the session: its title (``result.meta``)."""
@@ -272,16 +310,35 @@ class _Session:
             self.result.meta["ai_title"] = self.result.meta["title"] = summary.strip()
 
     def checkpoint(self) -> dict | None:
-        if not self.recognized:
-            return None
+        if not self.recognized or self._held():
+            return None   # a re-recording being read: the next sync reads it again from its start
         carry = {"session": self.session_id}
         if self.snapshots:
             carry["snapshots"] = list(self.snapshots)
-        tail = self._signatures()[-SIGNATURES_KEPT:]
+        # the run being read is new messages unless the next lines make it a re-recording: carried
+        # as read (a later $set that holds them holds known messages)
+        # (read from the newest back: a checkpoint is taken after every line a sync reads)
+        def newest_first():
+            for _, m in reversed(self.pending):
+                yield m["id"], self._signature_of(m)
+            for mid in reversed(self.messages):
+                if mid not in self.tail:
+                    yield mid, self._sig(mid)
+            for mid in reversed(self.tail):
+                yield mid, self._sig(mid)
+
+        newest = list(islice(((mid, sig) for mid, sig in newest_first() if sig), SIGNATURES_KEPT))[::-1]
+        ids = (m["id"] for _, m in reversed(self.pending))
+        live = list(islice(chain(ids, reversed(self.live)), SIGNATURES_KEPT))[::-1]
+        kept = {mid for mid, _ in newest}
+        older = [(mid, sig) for mid in live if mid not in kept for sig in [self._sig(mid)] if sig]
+        tail = older + newest   # those of Gemini CLI's history older than the newest read go first
         if tail:
             carry["tail"] = [[mid, sig] for mid, sig in tail]
+        if live or tail:
+            carry["live"] = live
         if self.aliases:
-            carry["copies"] = [[c, m] for c, m in list(self.aliases.items())[-SIGNATURES_KEPT:]]
+            carry["copies"] = [list(c) for c in islice(reversed(self.aliases.items()), SIGNATURES_KEPT)][::-1]
         return carry
 
     # ------------------------------------------------------------------ what was read
@@ -295,21 +352,43 @@ class _Session:
     def _delete(self, mid: str) -> None:
         self.messages.pop(mid, None)
         self.tail.pop(mid, None)
+        self.live.pop(mid, None)
 
-    def _signatures(self) -> list[tuple[str, list]]:
-        """(id, signature) of the messages read that a history turn holds, in conversation order."""
-        found = []
-        for mid in self._order():
-            if mid in self.messages:
-                message = self.messages[mid][1]
-                if message.get("type") not in ("user", "gemini"):
-                    continue
-                sig = _message_signature(message)
-            else:
-                sig = self.tail[mid]
-            if not _empty(sig):
-                found.append((mid, sig))
-        return found
+    def _canon(self, mid: str) -> str:
+        return self.aliases.get(mid, mid)
+
+    def _new_snapshot(self, message: dict) -> bool:
+        """A compression summary never read before (not a copy of one read)."""
+        mid = self._canon(message["id"])
+        return _is_snapshot(message) and not self._known(mid) and mid not in self.snapshots
+
+    def _signatures(self, order=None) -> list[tuple[str, list]]:
+        """(id, signature) of the messages read that a history turn holds, in conversation order
+        (or in ``order``: ids, those with no signature known passed over)."""
+        return list(self._each_signature(self._order() if order is None else order))
+
+    def _each_signature(self, order):
+        for mid in order:
+            sig = self._sig(mid)
+            if sig:
+                yield mid, sig
+
+    def _signature_of(self, message: dict) -> list | None:
+        """The signature of a message record (None: nothing a history turn holds), computed once
+        per version of the record."""
+        if message.get("type") not in ("user", "gemini"):
+            return None
+        cached = self.cache.get(message["id"])
+        if cached is None or cached[0] is not message:
+            cached = self.cache[message["id"]] = (message, _message_signature(message))
+        return None if _empty(cached[1]) else cached[1]
+
+    def _sig(self, mid: str) -> list | None:
+        """The signature of a message read (this read's, or the carried tail's)."""
+        if mid in self.messages:
+            return self._signature_of(self.messages[mid][1])
+        sig = self.tail.get(mid)
+        return None if sig is None or _empty(sig) else sig
 
     @staticmethod
     def _consume(kind, parts: list, originals: list, end_at: int) -> int:
@@ -340,8 +419,7 @@ class _Session:
         read (an ask the user typed twice elsewhere stays two asks): from the last, each copy is
         compared with the newest message not matched yet; one that does not match is new (it moves
         nothing), a message the list holds under its own id places the copies before it."""
-        start = next(n for n, m in enumerate(records) if _is_snapshot(m) and not self._known(m["id"])
-                     and m["id"] not in self.snapshots)
+        start = next(n for n, m in enumerate(records) if self._new_snapshot(m))
         after = records[start + 1:]
         if after and after[0].get("type") == "gemini" and _norm(_text_of(after[0])) == _norm(_ACK):
             after = after[1:]
@@ -364,27 +442,106 @@ class _Session:
         if _is_snapshot(message) and message["id"] not in self.snapshots:
             self.snapshots.append(message["id"])
 
-    def _put(self, line, message: dict) -> None:
-        """Read ``message``: a new one at the end, a known id replaced in place; a compression's
-        copy of a message read adds nothing (that message stays as read)."""
+    def _put(self, line, message: dict, counted: bool = True) -> None:
+        """Read ``message``: a new one at the end, a known id replaced in place; a copy of a
+        message read (a compression's, a re-recording's) adds nothing (that message stays as read)."""
         if message["id"] in self.aliases:
-            self.skipped["copies of messages read before (kept by a compression)"] += 1
+            if counted:
+                self.skipped["copies of messages read before (kept by a compression)"] += 1
             return
         previous = self.messages.get(message["id"])
         if previous:
             self.messages[message["id"]] = (previous[0], _first_results(previous[1], message))
         else:
             self.messages[message["id"]] = (line, message)
+            self.live[message["id"]] = None
         self._seen(message)
 
     def _replace_all(self, line, messages) -> None:
         self.messages.clear()
+        self.live = {}
         for m in messages if isinstance(messages, list) else ():
             if is_message(m):
                 self.messages[m["id"]] = (line, m)
+                self.live[m["id"]] = None
                 self._seen(m)
 
-    def _set_messages(self, line, messages: list) -> None:
+    # ------------------------------------------------------------------ re-recordings
+    def _is_new_record(self, message: dict) -> bool:
+        """A record line whose id was never seen: it may open or go on with a re-recording run."""
+        mid = message["id"]
+        return mid not in self.aliases and not self._known(mid) and mid not in self.pending_ids
+
+    def _held(self) -> bool:
+        return self.run_start is not None
+
+    def _pend(self, line, message: dict) -> None:
+        """A record with a new id: a new message, or a re-recording's copy (known at the list)."""
+        if not self.pending:
+            first = next(self._each_signature(self.live), None)
+            self.first = first[1] if first else None
+        self.pending.append((line, message))
+        self.pending_ids.add(message["id"])
+        if self.run_start is None and self._starts_run(message):
+            self.run_start = len(self.pending) - 1
+
+    def _starts_run(self, message: dict) -> bool:
+        """Whether ``message`` starts as a re-recording does: with a copy of the first message of
+        the history (``setHistory`` records the whole history from its first turn, the
+        environment context Gemini CLI puts first). A sync that stops after it, before the list,
+        reads on from it next time instead of storing the run's first lines as new messages."""
+        kind, parts = message.get("type"), [p for p in _parts(message) if p.get("thought") is not True]
+        return self.first is not None and any(_same(_signature(kind, parts[:n]), self.first)
+                                              for n in range(1, min(len(parts), 64) + 1))
+
+    def _flush(self, upto: int | None = None) -> None:
+        """The run read so far (up to ``upto``) is not a re-recording: its records are new messages."""
+        pending, self.pending, self.pending_ids, self.run_start = self.pending[:upto], [], set(), None
+        for line, message in pending:
+            self._put(line, message)
+
+    def _rerecorded(self, records: list) -> set:
+        """A ``$set`` list after a run of records with new ids: when the list holds the newest of
+        them, in the run's order (``setHistory`` records each history turn it gets without an id —
+        tool-output masking's history, a truncation's — then writes the list of them), those are
+        copies of the history read before. Matched from the list's newest back against that
+        history (``self.live``: Gemini CLI's order, the summary before the messages a compression
+        kept), each as the newest message not matched yet (one copy may be a run of them, as a
+        coalesced turn is); the first one that does not match ends the matching (it and the older
+        ones are new messages). Returns the ids of the run the list holds."""
+        run = [m["id"] for _, m in self.pending]
+        listed = [m["id"] for m in records if m["id"] in self.pending_ids]
+        if not listed or listed != run[len(run) - len(listed):]:
+            self._flush()
+            return set()
+        before, self.pending = self.pending[:len(run) - len(listed)], self.pending[len(run) - len(listed):]
+        for line, message in before:   # new messages just before the re-recording (it copies them too)
+            self._put(line, message)
+        held = set(listed)
+        originals = self._signatures(self.live)
+        where = {mid: n for n, (mid, _) in enumerate(originals)}
+        end_at = len(originals)
+        for message in reversed(records):
+            if message["id"] not in held:
+                end_at = where.get(self._canon(message["id"]), end_at)
+                continue
+            kind, parts = message.get("type"), _parts(message)
+            if kind not in ("user", "gemini") or _empty(_signature(kind, parts)):
+                continue   # nothing a message read could have (thoughts only): nothing to match
+            used = self._consume(kind, parts, originals, end_at)
+            if not used:
+                break
+            self.aliases[message["id"]] = originals[end_at - 1][0]
+            end_at -= used
+        pending, self.pending, self.pending_ids, self.run_start = self.pending, [], set(), None
+        for line, message in pending:
+            if message["id"] in self.aliases:
+                self.skipped["copies of messages read before (re-recorded by masking or truncation)"] += 1
+            else:
+                self._put(line, message)
+        return held
+
+    def _set_messages(self, line, messages: list, run: set = frozenset()) -> None:
         """``{"$set": {"messages": [...]}}``: Gemini CLI wrote its history again
         (``updateMessagesFromHistory``): on initialize and resume (the same messages), after a
         rollback of an aborted prompt (the newest ones gone), a compression (the oldest gone; a
@@ -401,8 +558,7 @@ class _Session:
           summary and its acknowledgement after the history they summarized) — so one import of
           a file gives what a sync across the compression stored."""
         records = [m for m in messages if is_message(m)]
-        compression = any(_is_snapshot(m) and not self._known(m["id"]) and m["id"] not in self.snapshots
-                          for m in records)
+        compression = any(self._new_snapshot(m) for m in records)
         if compression:
             self._copies(records)
         else:
@@ -412,7 +568,8 @@ class _Session:
             for mid in ids[last + 1:]:   # the newest messages the history no longer has (all: none held)
                 self._delete(mid)
         for m in records:
-            self._put(line, m)
+            self._put(line, m, counted=m["id"] not in run)   # a run's copies were counted as records
+        self.live = dict.fromkeys(mid for mid in map(self._canon, (m["id"] for m in records)) if self._known(mid))
 
     def events(self, values):
         for line, value in values:
@@ -425,6 +582,16 @@ class _Session:
                                                  '"projectHash")', value, guess_from="gemini-cli")
                     return
                 self.recognized = True
+            if is_message(value) and self._is_new_record(value):
+                self._pend(line, value)
+                continue
+            if isinstance(value, dict) and isinstance(value.get("$set"), dict) and "messages" not in value["$set"]:
+                self._summary(value["$set"])   # metadata (the lastUpdated after each record): the run goes on
+                continue
+            run = (self._rerecorded([m for m in value["$set"]["messages"] if is_message(m)])
+                   if isinstance(value, dict) and isinstance(value.get("$set"), dict)
+                   and isinstance(value["$set"].get("messages"), list) else set())
+            self._flush()
             if not isinstance(value, dict):
                 self.skipped["lines that are not objects"] += 1
             elif is_header(value):
@@ -444,11 +611,13 @@ class _Session:
                 if isinstance(update, dict):
                     self._summary(update)
                 if isinstance(update, dict) and isinstance(update.get("messages"), list):
-                    self._set_messages(line, update["messages"])
+                    self._set_messages(line, update["messages"], run)
             elif is_message(value):
                 self._put(line, value)
             else:
                 self.skipped["lines that are not Gemini CLI records"] += 1
+        # a re-recording still being written (memcli sync) is read again from its start next time
+        self._flush(None if self.final else self.run_start)
         yield from self._emit()
 
     def _emit(self):
