@@ -44,6 +44,12 @@ PINNED_TAGS = frozenset({TAG_SYSTEM, TAG_DEVELOPER})
 PINNED_TAG = "pinned"
 
 
+def is_pinned(record_or_item) -> bool:
+    """Whether a semantic fact (its record or its item) is pinned."""
+    tags = record_or_item.get("tags") if isinstance(record_or_item, dict) else getattr(record_or_item, "tags", None)
+    return isinstance(tags, list) and PINNED_TAG in tags
+
+
 def is_instruction(trace_type, tags) -> bool:
     """Whether a trace of this type and tags is an *instruction*: a ``user`` trace tagged
     ``system``/``developer`` (PINNED_TAGS). The one rule: the snapshot renders it as system text

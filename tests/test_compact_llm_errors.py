@@ -156,6 +156,20 @@ def test_an_answer_that_is_no_chat_completion_says_so_and_is_not_taken_as_free(c
     assert "hint: is --api-base the server's OpenAI-compatible endpoint" in error
 
 
+def test_litellms_context_window_error_names_max_context_tokens_whatever_its_words():
+    """LiteLLM raises ContextWindowExceededError for llama.cpp's "exceeds the available context
+    size" and Bedrock's "Input is too long": its class, not only the words, says what it is."""
+    from memcli.compaction.llm import LiteLLMSummarizer, classify_failure
+    from memcli.tokens import import_litellm
+
+    litellm = import_litellm()
+    exc = litellm.exceptions.ContextWindowExceededError(message="Input is too long for requested model.",
+                                                        model="test-model", llm_provider="openai")
+    failure = classify_failure(exc, LiteLLMSummarizer(MODEL), litellm)
+    assert failure.problem.startswith(f"the request is larger than {MODEL!r} takes") and not failure.retry
+    assert failure.hint.startswith("--max-context-tokens gives the model's context")
+
+
 def test_model_with_no_provider_fails_at_once(cli, agent, attempts):
     result = _compact(cli, "--model", "nosuchprovider/foo")
     assert result.exit_code == 1 and len(attempts) == 1

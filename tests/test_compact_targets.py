@@ -741,3 +741,4 @@ def test_a_rollup_names_each_turn_once(cli, memory_dir):
     episodic = read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl")
     rollups = [e for e in episodic if "rollup" in e["tags"]]
     assert rollups and all(e["turn_ids"] == ["turn_0001"] for e in episodic), [e["turn_ids"] for e in episodic]
+    assert all("turn_0001–turn_0001" not in e["summary"] for e in rollups)   # its text names it once too

@@ -407,6 +407,9 @@ RUNNER_OUTPUTS = [
      "npm ERR! 404 Not Found - GET https://registry.npmjs.org/lefpad - Not found"),
     ("npm error code 1\nnpm error path /repo\nnpm error command failed\nnpm error command sh -c node build.js\n"
      "npm error Error: Cannot find module 'esbuild'", "npm error Error: Cannot find module 'esbuild'"),
+    # yarn alone: its failure line, not its banner
+    ("yarn run v1.22.19\n$ node scripts/migrate.js\ninfo Visit https://yarnpkg.com/en/docs/cli/run\n"
+     "error Command failed with exit code 1.", "error Command failed with exit code 1."),
     ("E   AssertionError: 33\nFAILED tests/test_0.py::test_x - AssertionError: 33",
      "FAILED tests/test_0.py::test_x - AssertionError: 33"),
 ]

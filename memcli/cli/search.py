@@ -13,6 +13,7 @@ import typer
 
 from memcli.api import neutral
 from memcli.cli.output import HumanView, Output, clip, fmt_age, fmt_ts, one_line, output_options, wrap
+from memcli.models import is_pinned
 
 AGENT = typer.Argument(..., help="Agent id.")
 SNIPPET_LINES = 4
@@ -145,7 +146,7 @@ def remember(
     done = _agent(ctx, agent).remember(text, tags=tag or (), pin=pin, supersedes=supersedes, full=True)
     record = done.record
     note = (f"already remembered as {record['id']} in {agent!r}: nothing written" if done.existing else
-            f"remembered {record['id']} in {agent!r}") + (" (pinned)" if "pinned" in record["tags"] else "")
+            f"remembered {record['id']} in {agent!r}") + (" (pinned)" if is_pinned(record) else "")
     if done.superseded:
         note += f", superseding {', '.join(done.superseded)}"
     if done.redacted:

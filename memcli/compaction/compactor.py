@@ -567,8 +567,7 @@ def _rollup_text(items: list[EpisodicItem], size: int = ROLLUP_CHARS) -> str:
     the oldest are counted on one line instead."""
     from memcli.compaction.offline import condense
 
-    turn_ids = [t for item in items for t in item.turn_ids]
-    span = f"{turn_ids[0]}–{turn_ids[-1]}" if turn_ids else "earlier turns"
+    span = turn_span([t for item in items for t in item.turn_ids]) or "earlier turns"
     parts = _rollup_parts(items)
     header = f"{_ROLLUP_HEAD}{span}), rolled up from {sum(p[2] for p in parts)} summaries:"
     room = size - len(header)
@@ -578,7 +577,7 @@ def _rollup_text(items: list[EpisodicItem], size: int = ROLLUP_CHARS) -> str:
         keep = min(keep, len(parts) - 1)
         old = parts[:len(parts) - keep]
         first, last = old[0][0].split("–")[0], old[-1][0].split("–")[-1]
-        note = (f"[{first}–{last}]\n{sum(p[2] for p in old)} older summaries left out at the rollup's size "
+        note = (f"[{turn_span([first, last])}]\n{sum(p[2] for p in old)} older summaries left out at the rollup's size "
                 "(`memcli show AGENT --archive` has their turns)")
         sections.append(note)
         room -= len(note) + 1

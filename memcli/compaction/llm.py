@@ -1340,7 +1340,7 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
                             hint="--api-base sets where requests go" if summarizer.api_base else None)
     # 7. a request larger than the model takes: its context is smaller than memcli was told (a
     # model LiteLLM does not know is taken for 200,000 tokens: a local 32k model fails here)
-    if "ContextWindowExceeded" in names or _CONTEXT_EXCEEDED.search(text):
+    if "ContextWindowExceededError" in names or _CONTEXT_EXCEEDED.search(text):
         return ModelFailure(f"the request is larger than {summarizer.model!r} takes: {_provider_text(exc)}",
                             retry=False, hint=f"--max-context-tokens gives the model's context (memcli took it for "
                                               f"{summarizer.context_tokens():,} tokens) and splits the window into "

@@ -1540,7 +1540,8 @@ def informative_line(text: str) -> str:
         return line
     if errors:   # only the script runner's lines: the one that says most (not npm's code, errno, path …)
         return next((line for line in errors if not _RUNNER_DETAIL.match(line)), errors[0])
-    return quiet[0] if quiet else useful[0]
+    # (yarn's "error Command failed with exit code 1.", not its "yarn run v1.22" banner)
+    return next((line for line in quiet if _ERRORISH.search(line)), quiet[0] if quiet else useful[0])
 
 
 def _panic(line: str, after: list[str]) -> str:

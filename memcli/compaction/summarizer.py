@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Iterable
 
-from memcli.models import PINNED_TAG, TAG_SIDECHAIN, RawTrace
+from memcli.models import PINNED_TAG, TAG_SIDECHAIN, RawTrace, is_pinned
 
 MAX_SUMMARY_CHARS = 20_000      # one episodic summary (a chunk's, or the merged one per chunk)
 MAX_FACT_CHARS = 1_000
@@ -79,7 +79,7 @@ class MemoryContext:
         """The ids of the facts a summary may supersede: those compactions wrote and nobody
         pinned. A fact the person or an agent remembered (``remember``), or pinned, is never taken
         out by a summary of a transcript — which is data, and could ask for it."""
-        return {f.id for f in self.facts if f.compaction_id and PINNED_TAG not in (f.tags or ())}
+        return {f.id for f in self.facts if f.compaction_id and not is_pinned(f)}
 
 
 class Summarizer:
@@ -98,6 +98,11 @@ class Summarizer:
     def limit_cost(self, max_cost: float | None) -> None:
         """Refuse any request that would take the spending past ``max_cost`` US dollars.
         Default: nothing is paid, nothing to limit."""
+
+    def named_tokens(self, turns: list) -> int:
+        """The least room a summary of ``turns`` takes whatever it is told (what it must name).
+        Default: nothing it must name."""
+        return 0
 
     def context_tokens(self) -> int | None:
         """Tokens one request may hold, or None when the summarizer has no limit (one chunk)."""

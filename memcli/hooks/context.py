@@ -72,14 +72,15 @@ class _Page:
 
 def session_context(store: AgentStore, memory_dir: Path, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """The context text for ``store``'s agent (module docstring); "" when it has nothing."""
-    from memcli.snapshot.recall import PINNED_TAG, latest_user_ask_trace, select_bundle
+    from memcli.models import is_pinned
+    from memcli.snapshot.recall import latest_user_ask_trace, select_bundle
 
     if not store.exists():
         return ""
     ask_trace = latest_user_ask_trace(store)
     ask = None if ask_trace is None else ask_trace.content
     bundle = select_bundle(store, recall="auto", memory_tokens=max(0, max_chars // 2), count=len)
-    pinned = [f for f in bundle.semantic if PINNED_TAG in (f.tags or ())]
+    pinned = [f for f in bundle.semantic if is_pinned(f)]
     relevant = [f"- summary {e.id} (turns {e.turn_ids[0] if e.turn_ids else '?'}–"
                 f"{e.turn_ids[-1] if e.turn_ids else '?'}): {e.summary.strip()}" for e in bundle.episodic]
     relevant += [f"- fact {f.id}: {f.fact.strip()}" for f in bundle.semantic if f not in pinned]

@@ -83,11 +83,6 @@ class Forgotten:
     already_superseded_by: str | None = None
 
 
-def is_pinned(record_or_item) -> bool:
-    tags = record_or_item.get("tags") if isinstance(record_or_item, dict) else getattr(record_or_item, "tags", None)
-    return isinstance(tags, list) and PINNED_TAG in tags
-
-
 def _redact(text: str) -> tuple[str, int]:
     """Ingest's redaction (every pattern, no pre-check: a fact is one short text)."""
     from memcli.redact import redact_text

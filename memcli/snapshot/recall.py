@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memcli.models import PINNED_TAG, EpisodicItem, SemanticItem
+from memcli.models import EpisodicItem, SemanticItem, is_pinned
 from memcli.store.agent import AgentStore
 from memcli.store.harness_items import rendered_in_place
 
@@ -42,10 +42,6 @@ class Bundle:
     episodic: list[EpisodicItem]
     semantic: list[SemanticItem]
     notes: list[str] = field(default_factory=list)
-
-
-def _pinned(item: SemanticItem) -> bool:
-    return PINNED_TAG in (item.tags or ())
 
 
 def _not_in_place(store: AgentStore, episodic: list) -> list:
@@ -80,8 +76,8 @@ def default_bundle(episodic: list, semantic: list) -> tuple[list, list]:
     last :data:`MAX_EPISODIC` summaries; every pinned fact, first, then the last
     :data:`MAX_SEMANTIC` others. The one rule: the snapshot applies it to the store's live
     items, and a compaction to the live items it would leave (memcli.compaction.compactor)."""
-    pinned = [f for f in semantic if _pinned(f)]
-    rest = [f for f in semantic if not _pinned(f)]
+    pinned = [f for f in semantic if is_pinned(f)]
+    rest = [f for f in semantic if not is_pinned(f)]
     return episodic[-MAX_EPISODIC:], pinned + rest[-MAX_SEMANTIC:]
 
 
@@ -105,7 +101,7 @@ def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, 
     episodic, semantic = store.live_memory(harness=True)
     episodic = _not_in_place(store, episodic)
     by_id = {item.id: item for item in episodic + semantic}
-    pinned = [f for f in semantic if _pinned(f)]
+    pinned = [f for f in semantic if is_pinned(f)]
     chosen: dict[str, str] = {f.id: "pinned" for f in pinned}
     used = sum(count(f.fact) for f in pinned)
 
@@ -141,7 +137,7 @@ def select_bundle(store: AgentStore, *, recall: str | None, memory_tokens: int, 
             notes.append(f"the most recent summary {latest.id} did not fit the {memory_tokens:,}-token budget")
 
     picked_episodic = [e for e in episodic if e.id in chosen]
-    ranked = sorted((f for f in semantic if f.id in chosen and not _pinned(f)),
+    ranked = sorted((f for f in semantic if f.id in chosen and not is_pinned(f)),
                     key=lambda f: (-scores.get(f.id, 0.0), f.id))
     picked_semantic = pinned + ranked
     label = " ".join(label.split())

@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from memcli.models import RawTrace
+from memcli.models import RawTrace, is_pinned
 from memcli.store.agent import AgentStore
 from memcli.store.harness_items import harness_mark
 
@@ -203,7 +203,7 @@ def collect(store: AgentStore, *, model: str | None = None, max_context_tokens: 
             entry["first_turn"], entry["last_turn"] = (covered[0], covered[-1]) if covered else (None, None)
 
     _, live_semantic = store.live_memory()
-    facts = [{"id": f.id, "ts": f.ts, "text": f.fact, "pinned": "pinned" in (f.tags or []), "tags": list(f.tags or [])}
+    facts = [{"id": f.id, "ts": f.ts, "text": f.fact, "pinned": is_pinned(f), "tags": list(f.tags or [])}
              for f in live_semantic]
     tree = store.memory_tree()
     files = [{"path": path, "text": text} for path, text in sorted(tree.files.items())]
