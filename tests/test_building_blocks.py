@@ -312,14 +312,18 @@ def test_validate_summary_returns_a_summary_or_raises_invalid_summary_for_any_js
 def test_build_items_writes_one_episodic_item_and_merges_a_known_fact(cli, memory_dir):
     store = _store(cli, memory_dir, turns(4))
     known = {"id": "sem_known", "ts": 1.0, "fact": "Uses pytest", "tags": ["tool"], "confidence": 0.6,
-             "salience": 0.5, "source_turn_ids": ["turn_0001"]}
-    store.paths.semantic.write_bytes(orjson.dumps(known) + b"\n")
+             "salience": 0.5, "source_turn_ids": ["turn_0001"], "compaction_id": "cmp_0"}
+    remembered = {"id": "sem_said", "ts": 1.0, "fact": "Deploys go through CI", "tags": [], "confidence": 1.0,
+                  "salience": 0.5, "extra": {"source": "remember"}}
+    store.paths.semantic.write_bytes(orjson.dumps(known) + b"\n" + orjson.dumps(remembered) + b"\n")
     plan = plan_window(store, 2, keep_steps=0)
-    summary = Summary("Two turns of questions.", [Fact("uses  pytest", ["testing"], 0.9), Fact("new fact", [], 0.5)])
+    summary = Summary("Two turns of questions.", [Fact("uses  pytest", ["testing"], 0.9), Fact("new fact", [], 0.5),
+                                                  Fact("deploys go through CI", [], 0.8)])
     episodic, semantic, counts = build_items(store, plan, summary, compaction_id="cmp_1", trace_ids=["rt_1"],
                                              moved=plan.moved, model="offline", policy=CompactionPolicy(),
                                              strategy="summarize")
-    assert counts == {"added": 1, "merged": 1}
+    # a compaction's fact said again merges into a new item; a remembered one stays as it is
+    assert counts == {"added": 1, "merged": 2}
     [item] = episodic
     assert (item.turn_ids, item.summary, item.compaction_id, item.extra) == (
         ["turn_0001", "turn_0002"], "Two turns of questions.", "cmp_1", {"trace_count": plan.moved})
@@ -991,3 +995,23 @@ def test_a_turn_span_names_one_turn_once():
 
     assert turn_span(["turn_0001", "turn_0001"]) == turn_span(["turn_0001"]) == "turn_0001"
     assert turn_span(["turn_0001", "turn_0002", "turn_0004"]) == "turn_0001–turn_0004" and turn_span([]) == ""
+
+
+def test_a_chunking_summarizer_of_ones_own_is_refused_a_low_target_cleanly(tmp_path):
+    """A library user's summarizer with a context limit (no ``named_tokens`` of its own): the
+    refusal of a target below what must stay raised AttributeError."""
+    from memcli.compaction.compactor import compact
+    from memcli.compaction.summarizer import Summarizer
+    from memcli.errors import CompactionError
+    from memcli.ingest.api import ingest
+
+    class Chunked(Summarizer):
+        name = "mine"
+
+        def context_tokens(self):
+            return 50_000
+
+    (tmp_path / "events.ndjson").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in turns(8)))
+    ingest(tmp_path, "a", tmp_path / "events.ndjson")
+    with pytest.raises(CompactionError, match="is below what agent 'a' must keep"):
+        compact(tmp_path, "a", summarizer=Chunked(), policy=CompactionPolicy(target_tokens=5))

@@ -343,6 +343,20 @@ def test_a_summary_never_supersedes_a_remembered_or_pinned_fact_nor_pins_one(cli
     _, live = AgentStore(memory_dir, "a").live_memory()
     assert [f.fact for f in live] == ["Never push to main without review", "The staging host is stg-2",
                                       "The user prefers tabs now"]
+    # a summary saying a remembered fact again leaves it as it is: a merged copy in its place
+    # (a compaction's fact) was superseded by the next summary, and the remembered fact was gone
+    cli("ingest", "a", input=conversation(4, prefix="v", system=False))
+    again = server(lambda body, i: (200, faithful_answer(body, "More work.", facts=[
+        {"fact": "The staging host is stg-2", "confidence": 0.9}]), 0))
+    assert _compact(cli, again, "--tail-turns", "4").exit_code == 0
+    ids = {f.fact: f.id for f in AgentStore(memory_dir, "a").live_memory()[1]}
+    assert ids["The staging host is stg-2"] == next(f["id"] for f in kept if f["fact"] == "The staging host is stg-2")
+    cli("ingest", "a", input=conversation(4, prefix="w", system=False))
+    last = server(lambda body, i: (200, faithful_answer(body, "Even more.", facts=[
+        {"fact": "Staging is gone", "supersedes": list(ids.values())}]), 0))
+    assert _compact(cli, last, "--tail-turns", "4").exit_code == 0
+    live = [f.fact for f in AgentStore(memory_dir, "a").live_memory()[1]]
+    assert "The staging host is stg-2" in live and "Never push to main without review" in live, live
 
 
 def test_circuit_breaker_stops_if_needed_after_three_failures(cli, memory_dir, server):

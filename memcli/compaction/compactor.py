@@ -92,7 +92,7 @@ from memcli.compaction.window import (
 )
 from memcli.errors import CompactionBusy, CompactionError, UsageError
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
-from memcli.models import EpisodicItem, RawTrace, SemanticItem, to_record
+from memcli.models import EpisodicItem, RawTrace, SemanticItem, is_pinned, to_record
 from memcli.sizes import counted
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
@@ -616,11 +616,17 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
 
     live_by_key = {normalize_fact(f.fact): f for f in live_facts}
     semantic: list[SemanticItem] = []
-    merged = 0
+    merged = kept_as_is = 0
     for fact in summary.semantic_facts:
         key = normalize_fact(fact.fact)
         known = live_by_key.get(key)
         salience = 0.9 if "preference" in fact.tags else 0.5
+        if known is not None and (not known.compaction_id or is_pinned(known)):
+            # a fact remembered or pinned says it already, and stays as it is: a merged copy
+            # superseding it would be a compaction's fact, which the next summary may supersede
+            merged += 1
+            kept_as_is += 1
+            continue
         if known is not None:
             merged += 1
             sources = list(dict.fromkeys(list(known.source_turn_ids) + (fact.source_turn_ids or plan_.turn_ids)))
@@ -641,7 +647,7 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
                 salience=salience, source_turn_ids=list(sources), compaction_id=compaction_id,
                 supersedes=list(fact.supersedes),
             ))
-    return episodic, semantic, {"added": len(semantic) - merged, "merged": merged}
+    return episodic, semantic, {"added": len(semantic) - (merged - kept_as_is), "merged": merged}
 
 
 def _summarize(summarizer, window: _Collect, memory: MemoryContext, concurrency: int,
