@@ -371,8 +371,12 @@ def test_circuit_breaker_stops_if_needed_after_three_failures(cli, memory_dir, s
     assert "circuit breaker open" in result.stderr and "3 consecutive failed compactions" in result.stderr
     assert len(srv.requests) == 3  # the model was not called
     # the breaker holds back the model, not the offline summary (it stopped every --if-needed)
-    offline = cli("compact", "a", "--if-needed", "--max-context-tokens", "3000", "--dry-run")
+    offline = cli("compact", "a", "--if-needed", "--max-context-tokens", "3000")
     assert offline.exit_code == 0 and "circuit breaker" not in offline.stderr, offline.stderr
+    # ... nor does its success close the breaker the model opened: the model is still held back
+    cli("ingest", "a", input=conversation(10, prefix="x", system=False, big=300))
+    held = _compact(cli, srv, *due)
+    assert held.exit_code == 1 and "circuit breaker open" in held.stderr and len(srv.requests) == 3
     good = server(lambda body, i: (200, faithful_answer(body), 0))
     result = _compact(cli, good, *due, "--force")
     assert result.exit_code == 0, result.stderr

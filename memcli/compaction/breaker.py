@@ -11,8 +11,9 @@ provider-reported ``prompt_tokens`` they carry describe a prompt that no longer 
 
 A failed compaction (no valid summary after the retries, the provider refusing) adds one to
 ``consecutive_failures``; a successful one resets it. After ``BREAKER_THRESHOLD`` consecutive
-failures, ``compact --if-needed`` stops calling the model until a compaction succeeds or
-``--force`` is given (an explicit ``compact`` without ``--if-needed`` always runs).
+failures, ``compact --if-needed`` stops calling the model until a compaction with a model succeeds
+or ``--force`` is given (an explicit ``compact`` without ``--if-needed`` always runs); the offline
+summary (or a sliding window) is never held back, and its success leaves the count as it is.
 
 This is not in ``.state.json``: that file is a cache rebuilt from the JSONL files and cannot hold
 facts that are not in them. The file is written atomically under the agent lock; a missing or
@@ -81,12 +82,15 @@ def record_failure(paths: AgentPaths, error: str) -> BreakerState:
     return state
 
 
-def record_success(paths: AgentPaths, compaction_id: str | None) -> BreakerState:
-    """Caller holds the agent lock (so the active file is as the commit left it)."""
+def record_success(paths: AgentPaths, compaction_id: str | None, *, model: bool = True) -> BreakerState:
+    """Caller holds the agent lock (so the active file is as the commit left it). ``model``: the
+    summary was a model's — only that closes the breaker a failing model opened (an offline
+    compaction, which an open breaker does not hold back, says nothing of the model)."""
     import os
 
     state = read_breaker(paths)
-    state.consecutive_failures = 0
+    if model:
+        state.consecutive_failures = 0
     state.last_success_ts = time.time()
     if compaction_id:
         state.last_compaction_id = compaction_id

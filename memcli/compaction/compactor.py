@@ -1114,7 +1114,8 @@ def _commit(job: _Job, plan_: WindowPlan, compaction_id: str, bundle: _Bundle, i
             ledger_size=jsonl.file_size(paths.ledger),
         )
         commit(session, journal)
-        breaker.record_success(paths, compaction_id)
+        breaker.record_success(paths, compaction_id, model=job.summarizer is not None and job.summarizer.spent is not None
+                               and job.strategy == "summarize")
     return episodic, semantic, counts
 
 
