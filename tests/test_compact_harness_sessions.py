@@ -790,11 +790,15 @@ def test_a_failed_edit_names_its_file_and_is_fixed_by_a_later_write_of_it():
                  ("Write", {"file_path": "docs/api.md", "content": "# API"},
                   "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>")]),
              turn(3, "Go on.", [("Write", {"file_path": "docs/api.md", "content": "# API"}, None),
+                                ("Edit", {"file_path": "docs/notes.md", "old_string": "a", "new_string": "b"},
+                                 "File is read-only."),
                                 ("Write", {"file_path": "docs/notes.md", "content": "n"}, "EACCES: permission denied")])]
     text = OfflineSummarizer().summarize(turns).episodic_summary
-    # a failed write no later write mended is still failing (it said nothing at all)
+    # a failed write no later write mended is still failing (it said nothing at all), each of
+    # two of one file (the second had taken the first's place: the first said nothing)
     assert next(line for line in text.split("\n") if line.startswith("Failed: ")) == (
         "Failed: Write docs/notes.md ×1 (EACCES: permission denied) — still failing; "
+        "Edit docs/notes.md ×1 (File is read-only.) — still failing; "
         "Read app/missing.py ×1 (File does not exist.); Write docs/api.md ×1 (File has not been read yet. "
         "Read it first before writing to it.) — fixed later (a later write of docs/api.md passed); Edit "
         "app/orders.py ×1 (String to replace not found in file.) — fixed later (a later write of app/orders.py "

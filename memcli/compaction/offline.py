@@ -1831,7 +1831,7 @@ class _Work:
         self.scopes: dict[str, tuple] = {}                 # run scope -> (its latest run's seq, failed, its name)
         self.outcomes: dict[str, tuple] = {}               # command family -> (command, outcome line), latest last
         self.last_call = self.last_said = None             # the latest call and its _Call, until its result
-        self.pending: dict[str, str] = _NONE               # path -> label of a failed write to it, not redone
+        self.pending: dict[str, tuple] = _NONE             # label of a failed write -> its paths, none redone
         self.fixed: dict[str, str] = _NONE                 # label of a failed write -> the path written later
         self.commits: list[str] | tuple = ()               # the lines of the commits it made ("[main 1a2b3c4] msg")
 
@@ -1918,23 +1918,22 @@ class _Work:
                     known.extend(n for n in names if n not in known and len(known) < 12)
 
     def _failed_write(self, label: str, paths: list[str]) -> None:
-        """A write to ``paths`` (``label``) failed: pending until a later write to one passes."""
+        """A write to ``paths`` (``label``) failed: pending until a later write to one passes
+        (keyed by label: two failed writes of one file, ``Edit a.py`` and ``Write a.py``, are
+        both pending; one overwrote the other, which then said nothing)."""
         if paths:
             if not self.pending:
                 self.pending = {}
-            for path in paths:
-                self.pending[path] = label
+            self.pending[label] = tuple(paths)
         if label in self.fixed:
             del self.fixed[label]
 
     def _written(self, paths: list[str]) -> None:
         """``paths`` were written: the failed writes pending on them are fixed."""
-        for path in paths:
-            label = self.pending.pop(path, None)
-            if label is not None:
-                if not self.fixed:
-                    self.fixed = {}
-                self.fixed[label] = path
+        for label, path in written_pending(self.pending, paths):
+            if not self.fixed:
+                self.fixed = {}
+            self.fixed[label] = path
 
     def unanswered(self) -> list[str]:
         out = []
@@ -2301,6 +2300,19 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
     return " · ".join(parts)
 
 
+def written_pending(pending: dict, written) -> list[tuple[str, str]]:
+    """The failed writes of ``pending`` (label -> paths) that a write of one of ``written`` (paths)
+    fixed, each ``(label, the path written)``, taken out of ``pending``."""
+    done = []
+    for label, paths in pending.items():
+        path = next((p for p in paths if p in written), None)
+        if path is not None:
+            done.append((label, path))
+    for label, _ in done:
+        del pending[label]
+    return done
+
+
 def _keep_newest(mapping: dict, limit: int) -> None:
     """Bound ``mapping`` (its entries oldest first) to its newest ``limit`` entries."""
     if len(mapping) > limit:
@@ -2340,7 +2352,7 @@ class WindowSummary:
         self.changes: dict[str, list] = {}    # path -> names its edits touched
         self.families: dict[str, bool] = {}   # command family -> its latest run failed
         self.scopes: dict[str, tuple] = {}    # run scope -> (its latest run failed, its name), in the order of those runs
-        self.pending: dict[str, str] = {}     # path -> label of a failed write to it (a tool, no command)
+        self.pending: dict[str, tuple] = {}   # label of a failed write (a tool, no command) -> its paths
         self.fixed: dict[str, str] = {}       # label of a failed write -> the path written after it
         self.outcomes: dict[str, tuple] = {}  # command family -> (command, outcome line) of its latest telling run
         self.commits: dict[str, None] = {}    # the commits made (their git commit lines), newest last
@@ -2455,13 +2467,11 @@ class WindowSummary:
                     outcomes.pop(family, None)
                     outcomes[family] = outcome
             if self.pending and work.files:   # failed writes of earlier turns, written in this one
-                for path in work.files:
-                    label = self.pending.pop(path, None)
-                    if label is not None:
-                        self.fixed[label] = path
+                for label, path in written_pending(self.pending, work.files):
+                    self.fixed[label] = path
             if work.pending or work.fixed:
-                for path, label in work.pending.items():
-                    self.pending[path] = label
+                for label, paths in work.pending.items():
+                    self.pending[label] = paths
                     self.fixed.pop(label, None)
                 self.fixed.update(work.fixed)
             if work.failures:
@@ -3024,7 +3034,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
     distinct ones, said once for the commands of a family (or the tools that are no command) that
     failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
     app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path), still
-    failing while none has (``pending``: path -> label), a command
+    failing while none has (``pending``: label -> paths), a command
     when a later run of its family covering it passed (``fixes``: :class:`_Fixes`, which names it); a call
     the person refused or interrupted (its latest failure) is "stopped by the user", not "still
     failing", and comes after the failures still open. Commands whose labels are one (the same
@@ -3033,7 +3043,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
     (``FAILED tests/a.py::t - E`` after `` `pytest -q tests/a.py` ``) is that line alone, with the
     count (and without the exit line before it): ``FAILED tests/a.py::t - E ×4 — still failing``."""
     labels: dict[str, list] = {}   # label -> the commands it names
-    pending_writes = set(pending.values()) if pending else ()
+    pending_writes = pending or ()
     if any(k.startswith("`") for k in failures):
         for cmd in commands:
             labels.setdefault(_command_label(cmd), []).append(cmd)
