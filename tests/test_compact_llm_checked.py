@@ -403,3 +403,21 @@ def test_a_target_that_leaves_a_model_less_than_what_it_must_name_is_refused_bef
     assert "with a model's summary:" in error and "must name its asks and modified files, about" in error
     assert "nothing was sent or written" in error and "or the offline summarizer (leave out --model)" in error
     assert _data(memory_dir) == before
+
+
+def test_the_target_a_model_refusal_names_is_not_refused_in_turn_when_earlier_summaries_roll_up(cli, memory_dir):
+    """With earlier summaries, what stays grows with the target (their rollup is given more
+    room): a refusal named 1,132, and --target-tokens 1,132 was refused in turn ("use 1,475")."""
+    import re
+
+    from tests.test_compact_targets import _talk_from
+
+    assert cli("ingest", "a", input=_talk_from(1, 100)).exit_code == 0
+    assert cli("compact", "a", "--target-tokens", "3000").exit_code == 0
+    assert cli("ingest", "a", input=_talk_from(101, 30)).exit_code == 0
+    model = ("--model", PRICED, "--api-base", "http://127.0.0.1:9/v1", "--dry-run")   # no request is sent
+    low = cli("compact", "a", "--target-tokens", "50", *model)
+    assert low.exit_code == 1, low.stderr
+    hinted = re.search(r"use --target-tokens ([\d,]+) or more", low.stderr).group(1)
+    result = cli("compact", "a", "--target-tokens", hinted.replace(",", ""), *model)
+    assert result.exit_code == 0, result.stderr

@@ -820,15 +820,46 @@ class _Trigger:
         return True
 
 
+def _stays_at(job: _Job, plan_: WindowPlan, bundle: _Bundle, older: int, target: int) -> tuple[int, int | None]:
+    """What stays at ``target`` beside the window's summary — the kept traces and memory, the
+    earlier summaries (``older`` tokens of them) rolled up when the room the target leaves is short
+    of what the window's summary wants — and the rollup's size (None: no rollup)."""
+    stays = plan_.kept_tokens
+    room = target - stays
+    # the window's summary wants its usual room, or half of what the target leaves the summaries
+    # (the earlier ones and it) when that is less; short of it, the earlier ones roll up to the rest
+    wanted = min(summary_reserve(plan_.window_tokens), (room + older) // 2)
+    if not (older and room < wanted):
+        return stays, None
+    rollup_chars = bundle.rollup_size(room + older - wanted)
+    return bundle.tokens_after(*build_items(   # what stays, the rollup in, the window's summary aside
+        job.store, plan_, Summary("", []), compaction_id="", trace_ids=[], moved=0, model=None, policy=job.policy,
+        strategy=job.strategy, rollup_chars=rollup_chars)[:2]), rollup_chars
+
+
+def _model_floor(job: _Job, plan_: WindowPlan, bundle: _Bundle, older: int, named: int, start: int) -> int:
+    """The least target that leaves a model's summary the ``named`` tokens it must hold, from
+    ``start`` up: what stays grows with the target (a rollup of the earlier summaries is given
+    more room), so a hint counted once ("use 1,132") was refused in turn ("use 1,475")."""
+    target = start
+    for _ in range(6):
+        need = _stays_at(job, plan_, bundle, older, target)[0] + named
+        if need <= target:
+            break
+        target = need
+    return target
+
+
 def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int, smallest: int | None = None,
-                   summarized: bool = True, named: int = 0) -> CompactionError:
+                   summarized: bool = True, named: int = 0, floor: int | None = None) -> CompactionError:
     """An explicit --target-tokens below what can never move. ``smallest``: the working snapshot
     the smallest summary of what moves would leave — the real minimum, which the hint names (known
     when that summary costs nothing to make: the offline one); without it, what must stay plus
     the room a summary is given at least (a model's answer is not bought to learn its size).
     Without a summary (``summarized`` false: a sliding window) what must stay is the minimum.
     ``named``: the tokens of what a model's answer must name (the window's asks and modified
-    files), the least its summary takes."""
+    files), the least its summary takes; ``floor``: the least target that leaves it that much
+    (:func:`_model_floor`)."""
     reach = ""
     if smallest is not None:
         reach = f"; with the smallest summary of what moves, the working snapshot would be {smallest:,} tokens"
@@ -836,7 +867,8 @@ def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int, smallest: 
     elif not summarized:
         hint = f"use --target-tokens {plan_.minimum_tokens:,} or more, or fewer --keep-steps"
     else:
-        hint = (f"use --target-tokens {plan_.minimum_tokens + max(MIN_SUMMARY_TOKENS, named):,} or more (what must "
+        least = floor if floor is not None else plan_.minimum_tokens + max(MIN_SUMMARY_TOKENS, named)
+        hint = (f"use --target-tokens {least:,} or more (what must "
                 f"stay and a summary of what moves, which names its asks and modified files; "
                 f"{plan_.minimum_tokens + max(summary_reserve(plan_.tokens_before), named):,} or more leaves the "
                 "summary its usual room), or fewer --keep-steps")
@@ -856,13 +888,15 @@ def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: 
         hint=f"use --target-tokens {predicted:,} or more, or fewer --keep-steps")
 
 
-def _named_error(store: AgentStore, plan_: WindowPlan, target: int, stays: int, named: int) -> CompactionError:
-    """An explicit --target-tokens that leaves a model's summary less room than what it must name."""
+def _named_error(store: AgentStore, plan_: WindowPlan, target: int, stays: int, named: int,
+                 floor: int) -> CompactionError:
+    """An explicit --target-tokens that leaves a model's summary less room than what it must name;
+    ``floor``: the least target that does not (:func:`_model_floor`)."""
     return CompactionError(
         f"{{target_tokens}} {target:,} cannot be met for agent {store.agent_id!r} with a model's summary: "
         f"{stays:,} tokens stay, and the summary of what moves ({plan_.describe_range()}) must name its asks and "
         f"modified files, about {named:,} tokens more; nothing was sent or written",
-        hint=f"use --target-tokens {stays + named:,} or more, or the offline summarizer (leave out --model)",
+        hint=f"use --target-tokens {floor:,} or more, or the offline summarizer (leave out --model)",
         param="target_tokens")
 
 
@@ -1147,8 +1181,12 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     if below_minimum and (job.strategy != "summarize" or summarizer.context_tokens() is not None):
         # (no summary, or a model's: refused now, before a request; the offline summary, free, is
         # made at its smallest below, and the refusal names the snapshot it leaves: the real minimum)
-        named = summarizer.named_tokens(list(_Collect(store, plan_, early))) if job.strategy == "summarize" else 0
-        raise _minimum_error(store, plan_, explicit_target, summarized=job.strategy == "summarize", named=named)
+        if job.strategy == "summarize":
+            named = summarizer.named_tokens(list(_Collect(store, plan_, early)))
+            floor = _model_floor(job, plan_, bundle, older, max(named, MIN_SUMMARY_TOKENS),
+                                 plan_.minimum_tokens + max(named, MIN_SUMMARY_TOKENS))
+            raise _minimum_error(store, plan_, explicit_target, named=named, floor=floor)
+        raise _minimum_error(store, plan_, explicit_target, summarized=False)
     if plan_.empty:
         why = (f"{plan_.conversation_turns} turn{'s' if plan_.conversation_turns != 1 else ''} in the active file and "
                f"{plan_.stop_reason}")
@@ -1172,18 +1210,8 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     # the summary's budget: what the target leaves after the traces and the memory that stay; when
     # the default target is out of reach anyway (the newest steps alone are larger), the summary
     # keeps its usual size as far as the trigger threshold allows
-    stays = plan_.kept_tokens
+    stays, rollup_chars = _stays_at(job, plan_, bundle, older, result.target_tokens)
     room = result.target_tokens - stays
-    rollup_chars = None
-    # the window's summary wants its usual room, or half of what the target leaves the summaries
-    # (the earlier ones and it) when that is less; short of it, the earlier ones roll up to the rest
-    wanted = min(summary_reserve(plan_.window_tokens), (room + older) // 2)
-    if older and room < wanted:
-        rollup_chars = bundle.rollup_size(room + older - wanted)
-        stays = bundle.tokens_after(*build_items(   # what stays, the rollup in, the window's summary aside
-            store, plan_, Summary("", []), compaction_id="", trace_ids=[], moved=0, model=None, policy=job.policy,
-            strategy=job.strategy, rollup_chars=rollup_chars)[:2])
-        room = result.target_tokens - stays
     if room < MIN_SUMMARY_TOKENS and explicit_target is None:
         room = max(room, result.threshold - stays)
     goal = max(result.target_tokens, stays + room)
@@ -1203,7 +1231,8 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
             # files; when they alone overflow the room, no request can succeed — refused before one
             named = summarizer.named_tokens(list(window))
             if stays + named > explicit_target:
-                raise _named_error(store, plan_, explicit_target, stays, named)
+                raise _named_error(store, plan_, explicit_target, stays, named,
+                                   _model_floor(job, plan_, bundle, older, named, stays + named))
         if not is_offline and (job.dry_run or job.max_cost is not None):
             _check_cost(store, result, summarizer, window, memory, job.max_cost)
         if job.dry_run and not is_offline:   # a model: estimated, not called

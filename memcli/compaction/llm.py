@@ -422,9 +422,10 @@ class LiteLLMSummarizer(Summarizer):
         return self.checklist_tokens() * 3 // 4
 
     def named_tokens(self, turns: list[Turn]) -> int:
-        """The tokens of what an answer for ``turns`` must name (their asks, and the files
-        modified): the least room a summary of them takes, whatever it is told."""
-        return self._required_size(turns)[0]
+        """The tokens of the least an answer for ``turns`` must name (:meth:`Required.least`:
+        their asks by their identifiers and key words, their files modified by their last two
+        components): the least room a summary of them takes, whatever it is told."""
+        return self.counter.count(Required.of(turns).least())
 
     def _required_size(self, turns: list[Turn]) -> tuple[int, list[str]]:
         """The tokens of what an answer must name for ``turns``, and their modified files."""
@@ -1000,8 +1001,7 @@ class Required:
         lacks = [i for i in idents if not (cls.file_named(i, text, root) if "/" in i and "://" not in i
                                            else _present(comparable(i), text))]
         absent = [w for w in words if not _stem_present(w, text)]
-        needed = min(len(words) // 2 if idents else -(-2 * len(words) // 3), ASK_WORDS)
-        if len(words) - len(absent) < needed:
+        if len(words) - len(absent) < _words_needed(idents, words):
             lacks += absent
         return lacks
 
@@ -1019,10 +1019,27 @@ class Required:
         text = text.replace("\\", "/")     # C:\proj\src\app.py as src\app.py
         return any(re.search(r"(?<![\w.-])" + re.escape(c) + r"(?![\w-])", text) for c in dict.fromkeys(names))
 
+    def least(self) -> str:
+        """The shortest text that names every ask and file (the check's own rule): each ask by
+        its identifiers and the key words it needs (or whole, when that is shorter), each file
+        by its last two components — what an answer cannot do without."""
+        parts = []
+        for ask in self.asks:
+            idents, words = self.terms(ask)
+            terse = " ".join([*idents, *words[:_words_needed(idents, words)]]) if idents or words else ask
+            parts.append(min(terse, _one_line(ask), key=len))
+        parts += ["/".join([p for p in f.replace("\\", "/").split("/") if p][-2:]) for f in self.files]
+        return "\n".join(parts)
+
     def missing(self, summary: str) -> "Missing":
         text = comparable(summary)
         asks = [(a, lacks) for a in self.asks if (lacks := self.ask_lacks(a, text, self.root))]
         return Missing(asks, [f for f in self.files if not self.file_named(f, text, self.root)])
+
+
+def _words_needed(idents: list, words: list) -> int:
+    """How many of an ask's key words an answer must hold (:meth:`Required.ask_lacks`)."""
+    return min(len(words) // 2 if idents else -(-2 * len(words) // 3), ASK_WORDS)
 
 
 @dataclass
