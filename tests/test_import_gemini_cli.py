@@ -436,3 +436,17 @@ def test_a_sync_checkpoint_after_every_line_does_not_sign_every_message_again(mo
     assert len([e for _, e in session.events(values()) if e["trace_type"] == "user"]) == 300
     assert len(signed) <= 3 * 300
     assert [t[0] for t in session.checkpoint()["tail"]][-2:] == ["u299", "m299"]
+
+
+def test_the_environment_gemini_cli_puts_first_is_context_not_an_ask(tmp_path):
+    """Every Gemini CLI session begins with its environment (``<session_context>`` — the date,
+    the OS, the folders —, a user turn of its own making, which it never lists as an ask): it was
+    the session's first ask and turn."""
+    session = sid(70)
+    env = gm_user("env-1", "<session_context>\nThis is the Gemini CLI. Today's date is Tuesday.\n</session_context>")
+    lines = [gm_header(session), _set(env), gm_user("u1", "Fix the readme"), gm_model("m1", "Done.", 1)]
+    _, traces = _one_shot(tmp_path, lines)
+    users = [t for t in traces if t["trace_type"] == "user"]
+    assert [(t["content"][:18], t.get("tags")) for t in users] == [("<session_context>\n", ["context"]),
+                                                                   ("Fix the readme", None)]
+    assert {t["turn_id"] for t in traces} == {"turn_0001"}   # one turn: the ask's

@@ -71,7 +71,10 @@ automatic) put first in the history it kept (``$set`` with ``messages``): tagged
 ``gemini`` message right after it saying "Got it. Thanks for the additional context!" is the line
 compression writes for the model (``chatCompressionService``), not the agent's work: tagged
 ``context`` (kept, so the pair stays as Gemini CLI's history has it, and never taken for the
-agent's last note: the offline summary passes over context-tagged assistant text).
+agent's last note: the offline summary passes over context-tagged assistant text). A ``user``
+message Gemini CLI writes itself — its environment (``<session_context>``, the first message of
+every session) or a hook's context (``<hook_context>``), which its ``isIgnoredUserContent`` never
+lists as an ask — is tagged ``context``: no turn, no ask.
 
 ``memcli sync`` reads a grown file on from where it stopped: the new lines are replayed among
 themselves (a rewind inside them drops what it rewinds); what an earlier sync stored stays
@@ -112,6 +115,8 @@ _KINDS = frozenset({"user", "gemini", "info", "error", "warning"})
 _FINAL = frozenset({"success", "error", "cancelled"})
 _PREFIX = {"user": "u", "assistant": "x", "reasoning": "t", "tool_call": "c", "tool_result": "r"}
 _RESPONSE_KEYS = ("functionResponse", "function_response")
+# user turns Gemini CLI writes itself (its isIgnoredUserContent): the environment, a hook's context
+_HARNESS_CONTEXT = ("<session_context>", "<hook_context>")
 _SNAPSHOT = "<state_snapshot>"   # how Gemini CLI itself recognizes its compression summary
 _MASKED = "<tool_output_masked"   # how tool-output masking marks the preview it puts in a result's place
 _ACK = "Got it. Thanks for the additional context!"   # the model line compression puts after its summary
@@ -648,9 +653,15 @@ class _Session:
                     continue
                 if event["trace_type"] == "tool_result" and not self._has_result(message, event):
                     continue
-                if kind == "user" and event["trace_type"] == "user" and _SNAPSHOT in (string(event.get("content")) or ""):
-                    event["tags"] = [*(event.get("tags") or ()), TAG_COMPACT_SUMMARY]
-                    event["harness_compaction"] = harness_compaction("gemini-cli", None)
+                if kind == "user" and event["trace_type"] == "user":
+                    text = string(event.get("content")) or ""
+                    if _SNAPSHOT in text:
+                        event["tags"] = [*(event.get("tags") or ()), TAG_COMPACT_SUMMARY]
+                        event["harness_compaction"] = harness_compaction("gemini-cli", None)
+                    elif text.lstrip().startswith(_HARNESS_CONTEXT):
+                        # the environment (<session_context>, first in every session) or a hook's
+                        # context: Gemini CLI's own user turns, which it never lists as asks either
+                        event["tags"] = [*(event.get("tags") or ()), TAG_CONTEXT]
                 if ack and event["trace_type"] == "assistant":
                     event["tags"] = [*(event.get("tags") or ()), TAG_CONTEXT]
                 kind_of = "reasoning" if "reasoning" in (event.get("tags") or ()) else event["trace_type"]
