@@ -34,6 +34,7 @@ from pathlib import Path
 import orjson
 
 from memcli.importers.claude_code import is_compact_command, is_harness_text, replayed
+from memcli.importers.gemini_cli import _HARNESS_CONTEXT as _GEMINI_CONTEXT
 from memcli.importers.goose import _continues_compaction, _may_summarize, _not_shown
 
 _IDENT = re.compile(
@@ -136,7 +137,8 @@ def _gemini_ask(value) -> str | None:
     if value.get("type") != "user" or not _is_gemini(value):
         return None
     text = _gm_text(value)
-    return text if text and _SNAPSHOT not in text else None
+    # (Gemini CLI's own user turns, the environment and a hook's context, are no asks: the importer's rule)
+    return text if text and _SNAPSHOT not in text and not text.lstrip().startswith(_GEMINI_CONTEXT) else None
 
 
 _COPILOT_MESSAGES = ("user.message", "assistant.message")
