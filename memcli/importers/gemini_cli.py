@@ -116,7 +116,7 @@ _FINAL = frozenset({"success", "error", "cancelled"})
 _PREFIX = {"user": "u", "assistant": "x", "reasoning": "t", "tool_call": "c", "tool_result": "r"}
 _RESPONSE_KEYS = ("functionResponse", "function_response")
 # user turns Gemini CLI writes itself (its isIgnoredUserContent): the environment, a hook's context
-_HARNESS_CONTEXT = ("<session_context>", "<hook_context>")
+HARNESS_CONTEXT = ("<session_context>", "<hook_context>")
 _SNAPSHOT = "<state_snapshot>"   # how Gemini CLI itself recognizes its compression summary
 _MASKED = "<tool_output_masked"   # how tool-output masking marks the preview it puts in a result's place
 _ACK = "Got it. Thanks for the additional context!"   # the model line compression puts after its summary
@@ -658,7 +658,7 @@ class _Session:
                     if _SNAPSHOT in text:
                         event["tags"] = [*(event.get("tags") or ()), TAG_COMPACT_SUMMARY]
                         event["harness_compaction"] = harness_compaction("gemini-cli", None)
-                    elif text.lstrip().startswith(_HARNESS_CONTEXT):
+                    elif text.lstrip().startswith(HARNESS_CONTEXT):
                         # the environment (<session_context>, first in every session) or a hook's
                         # context: Gemini CLI's own user turns, which it never lists as asks either
                         event["tags"] = [*(event.get("tags") or ()), TAG_CONTEXT]

@@ -34,7 +34,7 @@ from pathlib import Path
 import orjson
 
 from memcli.importers.claude_code import is_compact_command, is_harness_text, replayed
-from memcli.importers.gemini_cli import _HARNESS_CONTEXT as _GEMINI_CONTEXT
+from memcli.importers.gemini_cli import HARNESS_CONTEXT as _GEMINI_CONTEXT
 from memcli.importers.goose import _continues_compaction, _may_summarize, _not_shown
 
 _IDENT = re.compile(
