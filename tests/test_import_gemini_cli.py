@@ -450,3 +450,50 @@ def test_the_environment_gemini_cli_puts_first_is_context_not_an_ask(tmp_path):
     assert [(t["content"][:18], t.get("tags")) for t in users] == [("<session_context>\n", ["context"]),
                                                                    ("Fix the readme", None)]
     assert {t["turn_id"] for t in traces} == {"turn_0001"}   # one turn: the ask's
+
+
+def _long_session(rounds: int) -> list:
+    """The environment context, then ``rounds`` asks each answered with a tool call, its response
+    and a closing note: 1 + 4 * rounds messages."""
+    messages = [gm_user("e0", "This is the Gemini CLI. The project's files: ...", 0)]
+    for n in range(rounds):
+        call = gm_call(f"c{n}", output=f"file {n}")
+        messages += [gm_user(f"u{n}", f"ask {n}", n % 60), gm_model(f"m{n}", f"let me look at {n}", n % 60, calls=[call]),
+                     _response(f"r{n}", call), gm_model(f"f{n}", f"done with {n}", n % 60)]
+    return messages
+
+
+def test_a_re_recording_of_a_history_longer_than_the_sync_carry_is_stored_once(tmp_path):
+    # a sync reads on with the signatures of the newest SIGNATURES_KEPT messages only: masking's
+    # copies of older ones cannot be matched from that carry, so the file is read again whole
+    from memcli.importers.gemini_cli import SIGNATURES_KEPT
+    g = sid(56, "gm")
+    messages = _long_session(65)
+    assert len(messages) > SIGNATURES_KEPT
+    env, *rest = messages
+    turns = [_turn(env, rest[0])]
+    for m in rest[1:]:
+        turns.append(_turn(m, output=MASKED) if m["id"].startswith("r") else _turn(m))
+    run = _rerecorded("h", *turns)
+    lines = [gm_header(g), _set(env), *rest, *run, gm_user("u99", "now commit", 5), gm_model("m99", "committed", 5)]
+    _, traces = _one_shot(tmp_path, lines)
+    assert len(_ids(traces)) == len(set(_ids(traces)))
+    assert not any(t["id"].startswith("gm-h") for t in traces)
+    before = 2 + len(rest)
+    for cuts in [(before,), (before, before + 1), (before + 1, before + 41)]:   # before the run, inside it
+        synced = _synced(tmp_path / "-".join(map(str, cuts)), g, lines, *cuts)
+        assert _ids(synced) == _ids(traces), cuts
+        calls = {t["tool_call_id"] for t in synced if t["trace_type"] == "tool_call"}
+        assert calls == {t["tool_call_id"] for t in synced if t["trace_type"] == "tool_result"}   # none pending
+        assert [t["tool_result"] for t in synced if t["trace_type"] == "tool_result"] == [f"file {n}" for n in range(65)]
+
+
+def test_a_compression_keeping_more_than_the_sync_carry_is_stored_once(tmp_path):
+    g = sid(57, "gm")
+    env, *rest = _long_session(65)
+    copies = [dict(_history(m), id=f"k{n}") for n, m in enumerate(rest[-240:])]   # more than SIGNATURES_KEPT
+    lines = [gm_header(g), _set(env), *rest, _set(env, gm_user("s1", SNAPSHOT, 3), _ack("s2", 3), *copies),
+             gm_user("u99", "go on", 5)]
+    _, traces = _one_shot(tmp_path, lines)
+    assert not any(t["id"].startswith("gm-k") for t in traces)
+    assert _ids(_synced(tmp_path, g, lines, 2 + len(rest))) == _ids(traces)

@@ -55,6 +55,14 @@ TAG_INTER_AGENT = "inter_agent"
 _CANONICAL = orjson.OPT_SORT_KEYS
 
 
+class ReadWhole(Exception):
+    """Raised by a reader resumed from a carry too short for what it reads (Gemini CLI's: more
+    messages were read before it than its carry keeps, and it meets copies of ones it no longer
+    knows — a re-recording of the whole history, a compression keeping more than the carry
+    holds), before it yields anything: ``memcli sync`` then reads the file again from its start
+    with no carry, as one import does (:func:`memcli.sync.engine._read_file`)."""
+
+
 def item_key(previous: str, item) -> str:
     """The next key of a hash chain: 24 hex digits (96 bits)."""
     h = blake2b(previous.encode("utf-8", "surrogatepass"), digest_size=12)

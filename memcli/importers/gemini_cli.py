@@ -86,7 +86,12 @@ compression keeps far fewer messages than that, so a sync that reads only the ``
 its copies as one import does), Gemini CLI's history (``live``: the ids of its newest
 ``SIGNATURES_KEPT`` messages in its order, their signatures in the tail: a re-recording read by a
 later sync is matched as in one import) and the last ``SIGNATURES_KEPT`` copies matched (copy id
-→ message id). A sync takes a checkpoint after every line: it reads from the newest back, each
+→ message id). A carry taken after more than ``SIGNATURES_KEPT`` messages is marked ``truncated``
+(older messages were read than it holds) and keeps ``head``, the signature of the history's first
+message: a reader resumed from it that meets a copy it cannot match (a re-recording of the whole
+history, a compression keeping more than the carry holds) raises :class:`ReadWhole` before it
+yields anything, and ``memcli sync`` reads the file again from its start with no carry (one
+import: every copy matched; what was stored before is de-duplicated by id). A sync takes a checkpoint after every line: it reads from the newest back, each
 message's signature computed once per version. A run of new records that starts as a re-recording does (its first record copies the
 history's first message: Gemini CLI's environment context) has no checkpoint inside it, and a
 sync whose read ends inside it leaves it unread (the file is read on from its start next time)
@@ -106,7 +111,7 @@ import hashlib
 import re
 from itertools import chain, islice
 
-from memcli.importers._common import decoded, harness_compaction, not_format, string
+from memcli.importers._common import ReadWhole, decoded, harness_compaction, not_format, string
 from memcli.importers.gemini import _Reader as _ContentReader
 from memcli.importers.gemini import _without_recorded_calls
 from memcli.models import TAG_COMPACT_SUMMARY, TAG_CONTEXT
@@ -121,6 +126,8 @@ _SNAPSHOT = "<state_snapshot>"   # how Gemini CLI itself recognizes its compress
 _MASKED = "<tool_output_masked"   # how tool-output masking marks the preview it puts in a result's place
 _ACK = "Got it. Thanks for the additional context!"   # the model line compression puts after its summary
 SIGNATURES_KEPT = 200   # signatures of the newest messages read, kept in a sync's carry (see _Session._copies)
+
+
 # what Gemini CLI strips from the model's text before it records it (the history keeps it)
 _INVISIBLE = re.compile("[\u200b-\u200d\ufeff\u200e\u200f]")
 _COMMENT = re.compile(r"<!--[\s\S]*?-->")
@@ -306,6 +313,12 @@ class _Session:
         self.cache: dict[str, tuple[dict, list]] = {}   # id -> (record, its signature)
         self.run_start: int | None = None   # where in ``pending`` a re-recording seems to start (see _starts_run)
         self.first: list | None = None   # the signature of the history's first message, while a run is read
+        # the carry held SIGNATURES_KEPT messages of more: older ones were read that this reader
+        # does not know (copies of them it cannot match raise ReadWhole); ``head`` is the signature
+        # of the history's first message then (a re-recording starts with its copy, see _starts_run)
+        self.truncated = bool((carry or {}).get("truncated"))
+        head = (carry or {}).get("head")
+        self.head: list | None = head if self.truncated and _valid(head) else None
         self.final = True   # memcli sync: False while the file may still be written (a run is then held back)
 
     def _summary(self, record: dict) -> None:
@@ -344,7 +357,19 @@ class _Session:
             carry["live"] = live
         if self.aliases:
             carry["copies"] = [list(c) for c in islice(reversed(self.aliases.items()), SIGNATURES_KEPT)][::-1]
+        if self.truncated or max(len(self.live), len(self.messages) + len(self.tail)) + len(self.pending) > SIGNATURES_KEPT:
+            carry["truncated"] = True   # older messages were read than the carry holds
+            head = self._head()
+            if head:
+                carry["head"] = head
         return carry
+
+    def _head(self) -> list | None:
+        """The signature of the first message of Gemini CLI's history (what a re-recording copies first)."""
+        if self.truncated:
+            return self.head
+        first = next(self._each_signature(self.live), None)
+        return first[1] if first else None
 
     # ------------------------------------------------------------------ what was read
     def _order(self) -> list[str]:
@@ -442,6 +467,8 @@ class _Session:
             if used:
                 self.aliases[message["id"]] = originals[end_at - 1][0]
                 end_at -= used
+            elif self.truncated and not _empty(_message_signature(message)):
+                raise ReadWhole   # it may copy a message older than the carry: read the file whole
 
     def _seen(self, message: dict) -> None:
         if _is_snapshot(message) and message["id"] not in self.snapshots:
@@ -483,8 +510,7 @@ class _Session:
     def _pend(self, line, message: dict) -> None:
         """A record with a new id: a new message, or a re-recording's copy (known at the list)."""
         if not self.pending:
-            first = next(self._each_signature(self.live), None)
-            self.first = first[1] if first else None
+            self.first = self._head()
         self.pending.append((line, message))
         self.pending_ids.add(message["id"])
         if self.run_start is None and self._starts_run(message):
@@ -535,6 +561,8 @@ class _Session:
                 continue   # nothing a message read could have (thoughts only): nothing to match
             used = self._consume(kind, parts, originals, end_at)
             if not used:
+                if self.truncated:   # it may copy a message older than the carry: read the file whole
+                    raise ReadWhole
                 break
             self.aliases[message["id"]] = originals[end_at - 1][0]
             end_at -= used
@@ -575,6 +603,8 @@ class _Session:
         for m in records:
             self._put(line, m, counted=m["id"] not in run)   # a run's copies were counted as records
         self.live = dict.fromkeys(mid for mid in map(self._canon, (m["id"] for m in records)) if self._known(mid))
+        if self.truncated:   # the history Gemini CLI starts again from
+            self.head = next((sig for sig in map(_message_signature, records) if not _empty(sig)), self.head)
 
     def events(self, values):
         for line, value in values:

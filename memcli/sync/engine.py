@@ -181,13 +181,32 @@ def _values_from(data: bytes, first_line: int, positions: list):
 
 
 def _read_file(fr: _FileRead, result) -> None:
+    """Read ``fr``'s file (from its offset with the importer's carry when it grew). A reader that
+    finds its carry too short for what it reads (``ReadWhole``: copies of messages older than the
+    carry holds) gets the file again from its start with no carry, once; what the first read
+    collected is dropped, and the traces stored before are de-duplicated by id."""
+    from memcli.importers._common import ReadWhole
+
+    skipped, meta = Counter(result.skipped), dict(result.meta)
+    try:
+        _read_from(fr, result, resumed=True)
+    except ReadWhole:
+        fr.items, fr.error = [], None
+        result.skipped.clear()
+        result.skipped.update(skipped)
+        result.meta.clear()
+        result.meta.update(meta)
+        _read_from(fr, result, resumed=False)
+
+
+def _read_from(fr: _FileRead, result, resumed: bool) -> None:
     from memcli.importers import get_importer
 
     spec, entry, st = fr.spec, fr.entry, fr.st
     importer = get_importer(spec.fmt)
     resume = getattr(importer, "resume", None) if spec.lines else None
     start, line0, carry = 0, 1, None
-    if fr.mode == "appended" and resume is not None and entry.get("carry") is not None:
+    if resumed and fr.mode == "appended" and resume is not None and entry.get("carry") is not None:
         start, line0, carry = entry["offset"], entry.get("line", 0) + 1, entry["carry"]
     if is_compressed(spec.path):  # read whole (never "appended"); offsets and digests are of its text
         data = whole = read_bytes(spec.path)
