@@ -497,3 +497,17 @@ def test_a_compression_keeping_more_than_the_sync_carry_is_stored_once(tmp_path)
     _, traces = _one_shot(tmp_path, lines)
     assert not any(t["id"].startswith("gm-k") for t in traces)
     assert _ids(_synced(tmp_path, g, lines, 2 + len(rest))) == _ids(traces)
+
+
+def test_a_resumed_sessions_thoughts_are_stored_once(tmp_path):
+    """On resume Gemini CLI writes each model message again with its thoughts rendered as
+    ``thought`` parts of its content (``**Planning** look at the files first``) beside the
+    ``thoughts`` records: each thought was stored twice."""
+    session = sid(71)
+    model = gm_model("m1", "Done.", 1, thoughts=True)
+    again = dict(model, content=[{"text": "**Planning** look at the files first", "thought": True},
+                                 {"text": "Done."}])
+    lines = [gm_header(session), gm_user("u1", "Fix the readme"), model, _set(gm_user("u1", "Fix the readme"), again)]
+    _, traces = _one_shot(tmp_path, lines)
+    reasoning = [t for t in traces if "reasoning" in (t.get("tags") or ())]
+    assert [t["content"] for t in reasoning] == ["Planning: look at the files first"], reasoning

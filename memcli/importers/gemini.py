@@ -23,8 +23,9 @@ Several request bodies / sessions in one file are several conversations (``--spl
 Parts map as follows:
 
 * ``text`` → a ``user`` trace (role ``user``) or an ``assistant`` trace (role ``model``);
-  ``thought: true`` text → an ``assistant`` trace tagged ``reasoning``; a ``thoughtSignature`` is
-  kept as ``signature`` on the trace of its part;
+  ``thought: true`` text → an ``assistant`` trace tagged ``reasoning`` (in a Gemini CLI record
+  with ``thoughts``, those are read instead: a resume writes them again as such parts); a
+  ``thoughtSignature`` is kept as ``signature`` on the trace of its part;
 * ``functionCall`` → ``tool_call`` (``args`` → ``tool_args``); its ``id`` when it has one, else
   ``gm-<key>-<n>``. ``functionResponse`` → ``tool_result`` for the call with its ``id``, else the
   oldest unanswered call of that ``name``, else the oldest unanswered call without an id of its
@@ -426,6 +427,8 @@ class _Reader:
                 text = ": ".join(x for x in (nonempty(t.get("subject")), nonempty(t.get("description"))) if x)
                 if text:
                     thoughts.append({"text": text, "thought": True})
+        if thoughts:   # a history re-write (a resume) renders them again as thought parts: read once, from the records
+            parts = [p for p in parts if p.get("thought") is not True]
         calls = [c for c in message.get("toolCalls", []) if isinstance(c, dict)] if isinstance(message.get("toolCalls"), list) else []
         parts, signatures = _without_recorded_calls(parts, calls)
         model_parts = thoughts + parts + [set_fields({"functionCall": {"id": c.get("id"), "name": c.get("name"),
