@@ -428,7 +428,7 @@ class _Reader:
                 if text:
                     thoughts.append({"text": text, "thought": True})
         if thoughts:   # a history re-write (a resume) renders them again as thought parts: read once, from the records
-            parts = [p for p in parts if p.get("thought") is not True]
+            parts = [p for p in parts if not (isinstance(p, dict) and p.get("thought") is True)]
         calls = [c for c in message.get("toolCalls", []) if isinstance(c, dict)] if isinstance(message.get("toolCalls"), list) else []
         parts, signatures = _without_recorded_calls(parts, calls)
         model_parts = thoughts + parts + [set_fields({"functionCall": {"id": c.get("id"), "name": c.get("name"),
