@@ -616,7 +616,7 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
 
     live_by_key = {normalize_fact(f.fact): f for f in live_facts}
     semantic: list[SemanticItem] = []
-    merged = kept_as_is = 0
+    added = merged = 0
     for fact in summary.semantic_facts:
         key = normalize_fact(fact.fact)
         known = live_by_key.get(key)
@@ -625,7 +625,6 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
             # a fact remembered or pinned says it already, and stays as it is: a merged copy
             # superseding it would be a compaction's fact, which the next summary may supersede
             merged += 1
-            kept_as_is += 1
             continue
         if known is not None:
             merged += 1
@@ -639,6 +638,7 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
                 supersedes=list(dict.fromkeys([known.id, *fact.supersedes])),
             ))
         else:
+            added += 1
             sources = fact.source_turn_ids or plan_.turn_ids
             if len(sources) > MAX_SOURCE_TURNS:
                 sources = sources[:1] + sources[-(MAX_SOURCE_TURNS - 1):]
@@ -647,7 +647,7 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
                 salience=salience, source_turn_ids=list(sources), compaction_id=compaction_id,
                 supersedes=list(fact.supersedes),
             ))
-    return episodic, semantic, {"added": len(semantic) - (merged - kept_as_is), "merged": merged}
+    return episodic, semantic, {"added": added, "merged": merged}
 
 
 def _summarize(summarizer, window: _Collect, memory: MemoryContext, concurrency: int,
@@ -744,8 +744,7 @@ def _decide_and_run(job: _Job, if_needed: bool, force: bool, max_context_tokens:
     store, result, summarizer, dry_run = job.store, job.result, job.summarizer, job.dry_run
     if if_needed:
         # the breaker holds back a model that kept failing, not the offline summary (nor a sliding window)
-        paid = job.strategy == "summarize" and summarizer is not None and summarizer.spent is not None
-        trigger = _Trigger(store, result, job.model, max_context_tokens, job.policy, force or dry_run or not paid,
+        trigger = _Trigger(store, result, job.model, max_context_tokens, job.policy, force or dry_run or not job.paid,
                            job.on_note)
         if trigger.reported is not None:   # the provider's usage decides at once
             if not trigger.decide(None):
@@ -971,6 +970,12 @@ class _Job:
     spent_before: object = None   # what the model had spent before this compaction (Spending)
     retries_said: int = 0         # of the summarizer's ``retried`` lines, those said already
 
+    @property
+    def paid(self) -> bool:
+        """Whether the summary is a model's (paid for): what the circuit breaker is about, and
+        what a refusal never buys an answer to learn."""
+        return self.strategy == "summarize" and self.summarizer is not None and self.summarizer.spent is not None
+
     def note(self, message: str, *, say: bool = True) -> None:
         _note(self.result, self.on_note if say else None, message)
 
@@ -1148,8 +1153,7 @@ def _commit(job: _Job, plan_: WindowPlan, compaction_id: str, bundle: _Bundle, i
             ledger_size=jsonl.file_size(paths.ledger),
         )
         commit(session, journal)
-        breaker.record_success(paths, compaction_id, model=job.summarizer is not None and job.summarizer.spent is not None
-                               and job.strategy == "summarize")
+        breaker.record_success(paths, compaction_id, model=job.paid)
     return episodic, semantic, counts
 
 
@@ -1216,7 +1220,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         room = max(room, result.threshold - stays)
     goal = max(result.target_tokens, stays + room)
     told = max(room, MIN_SUMMARY_TOKENS)
-    if summarizer is not None and summarizer.spent is not None:
+    if job.paid:
         # a model is told its budget within a quarter of the window, as the offline summary keeps
         # to a quarter of its text: what the target leaves may be more than the window itself, and
         # a summary as long as what it replaces leaves nothing smaller to write (never worse)
@@ -1262,7 +1266,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     # a model's answer is paid for: one that would not leave the snapshot smaller is asked to
     # shrink as one over the target is, not thrown away (the offline summary, free and within a
     # quarter of the window's text, is not)
-    limit = min(goal, plan_.tokens_before - 1) if summarizer is not None and summarizer.spent is not None else goal
+    limit = min(goal, plan_.tokens_before - 1) if job.paid else goal
     for _ in range(4):   # over the target: a summary that can shrink (the offline one) is asked to
         over = predicted - limit
         if summary is None or summary.resize is None or over <= 0:
@@ -1275,7 +1279,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         result.summary, result.facts = summary.episodic_summary, [f.fact for f in summary.semantic_facts]
         items = build()
         predicted = bundle.tokens_after(*items[:2])
-    if predicted > limit and summary is not None and summary.resize is not None and summarizer.spent is None:
+    if predicted > limit and summary is not None and summary.resize is not None and not job.paid:
         # still over: the smallest summary (the offline one, free to make). A squeeze is not
         # monotonic in its budget: the one made for the room a target leaves can end larger than
         # the smallest, which the refusal of a lower target named as the minimum (1,517 > 1,479)
