@@ -529,7 +529,7 @@ def merge_summaries(parts: list[tuple[list, Summary]]) -> Summary:
                 facts.append(copy)
     first, last = parts[0][0][0].turn_id, parts[-1][0][-1].turn_id
     # (one long turn summarized in parts is "turn_0007, summarized in 3 parts")
-    header = f"{turn_span(list(dict.fromkeys([first, last])))}, summarized in {len(parts)} parts:"
+    header = f"{turn_span([first, last])}, summarized in {len(parts)} parts:"
     return Summary(header + "\n\n" + "\n\n".join(sections), facts)
 
 
@@ -1186,7 +1186,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         # (no summary, or a model's: refused now, before a request; the offline summary, free, is
         # made at its smallest below, and the refusal names the snapshot it leaves: the real minimum)
         if job.strategy == "summarize":
-            named = summarizer.named_tokens(list(_Collect(store, plan_, early)))
+            named = summarizer.named_tokens(_Collect(store, plan_, early))
             floor = _model_floor(job, plan_, bundle, older, max(named, MIN_SUMMARY_TOKENS),
                                  plan_.minimum_tokens + max(named, MIN_SUMMARY_TOKENS))
             raise _minimum_error(store, plan_, explicit_target, named=named, floor=floor)
@@ -1233,7 +1233,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         if not is_offline and explicit_target is not None and told < summary_room(plan_.window_tokens):
             # the target presses: a model's answer must still name the window's asks and modified
             # files; when they alone overflow the room, no request can succeed — refused before one
-            named = summarizer.named_tokens(list(window))
+            named = summarizer.named_tokens(window)
             if stays + named > explicit_target:
                 raise _named_error(store, plan_, explicit_target, stays, named,
                                    _model_floor(job, plan_, bundle, older, named, stays + named))

@@ -421,17 +421,20 @@ class LiteLLMSummarizer(Summarizer):
         ``<missing>`` list fits in the checklist's room, and an answer can name them all."""
         return self.checklist_tokens() * 3 // 4
 
-    def named_tokens(self, turns: list[Turn]) -> int:
-        """The tokens of the least an answer for ``turns`` must name (:meth:`Required.least`:
-        their asks by their identifiers and key words, their files modified by their last two
-        components): the least room a summary of them takes, whatever it is told."""
-        return self.counter.count(Required.of(turns).least())
+    def named_tokens(self, turns) -> int:
+        """The tokens of the least an answer for ``turns`` (one pass over them: a window read
+        as it streams) must name (:meth:`Required.least`: their asks by their identifiers and key
+        words, their files modified by their last two components): the least room a summary of
+        them takes, whatever it is told."""
+        from memcli.compaction.offline import required_items
 
-    def _required_size(self, turns: list[Turn]) -> tuple[int, list[str]]:
-        """The tokens of what an answer must name for ``turns``, and their modified files."""
+        return self.counter.count(Required(*required_items(turns), root="").least())
+
+    def _required_size(self, turn: Turn) -> tuple[int, list[str]]:
+        """The tokens of what an answer must name for ``turn``, and its modified files."""
         from memcli.compaction.offline import clip_ask, required_items
 
-        asks, files = required_items(turns)
+        asks, files = required_items([turn])
         return (self.counter.count("\n".join([clip_ask(a, 200) for a in asks] + files)) if asks or files else 0), files
 
     def transcript_budget(self, memory: MemoryContext) -> tuple[int, str]:
@@ -491,7 +494,7 @@ class LiteLLMSummarizer(Summarizer):
         files: dict[str, None] = {}   # of the whole window
         for turn in (piece for whole in turns for piece in self._pieces(whole, budget)):
             _, tokens = self._fit(turn, budget)
-            need, turn_files = self._required_size([turn])
+            need, turn_files = self._required_size(turn)
             files.update(dict.fromkeys(turn_files))
             if current and (used + tokens > budget or needed + need > cap):
                 chunks.append(current)
@@ -959,10 +962,9 @@ class Required:
         ``turns``, and where the project starts: ``root`` when given (the whole window's, for a
         chunk), else as the turns show it (the paths their tool calls name too)."""
         from memcli.compaction.offline import required_items
-        from memcli.neutral import readable_text
 
-        asks, files = required_items(turns)
-        return cls([readable_text(a) for a in asks], files, root or cls.root_of(turns, files))
+        asks, files = required_items(turns)   # (asks as the digest reads them: a slash command as typed)
+        return cls(asks, files, root or cls.root_of(turns, files))
 
     @staticmethod
     def root_of(turns: list[Turn], files: list[str]) -> str:
