@@ -1015,3 +1015,23 @@ def test_a_chunking_summarizer_of_ones_own_is_refused_a_low_target_cleanly(tmp_p
     ingest(tmp_path, "a", tmp_path / "events.ndjson")
     with pytest.raises(CompactionError, match="is below what agent 'a' must keep"):
         compact(tmp_path, "a", summarizer=Chunked(), policy=CompactionPolicy(target_tokens=5))
+
+
+def test_build_items_never_lets_a_summary_supersede_a_remembered_or_pinned_fact(cli, memory_dir):
+    """The rule held for a model's answer only (its validation); the offline summary's
+    ``Command passed`` fact superseded a remembered ``Command failed`` one. It is kept where the
+    facts are written, for every summarizer."""
+    store = _store(cli, memory_dir, turns(4))
+    records = [{"id": "sem_cmp", "ts": 1.0, "fact": "Command failed: `make lint`", "tags": [], "confidence": 0.8,
+                "salience": 0.5, "compaction_id": "cmp_0"},
+               {"id": "sem_said", "ts": 1.0, "fact": "Command failed: `make lint` — keep it", "tags": [],
+                "confidence": 1.0, "salience": 0.5, "extra": {"source": "remember"}},
+               {"id": "sem_pin", "ts": 1.0, "fact": "Command failed: `make lint` (pinned)", "tags": ["pinned"],
+                "confidence": 1.0, "salience": 1.0, "compaction_id": "cmp_0"}]
+    store.paths.semantic.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    plan = plan_window(store, 2, keep_steps=0)
+    summary = Summary("Lint passes.", [Fact("Command passed: `make lint`", ["command"], 0.8,
+                                            ["sem_cmp", "sem_said", "sem_pin"])])
+    _, semantic, _ = build_items(store, plan, summary, compaction_id="cmp_1", trace_ids=[], moved=plan.moved,
+                                 model="offline", policy=CompactionPolicy(), strategy="summarize")
+    assert [f.supersedes for f in semantic] == [["sem_cmp"]]

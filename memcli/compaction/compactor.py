@@ -59,6 +59,7 @@ moves to the newest position. ``sliding-window`` archives the window with no ite
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import pickle
 import re
@@ -615,9 +616,14 @@ def build_items(store: AgentStore, plan_: WindowPlan, summary: Summary | None, *
     episodic.append(item)
 
     live_by_key = {normalize_fact(f.fact): f for f in live_facts}
+    # what a summary (any summarizer, merged chunks too) may supersede: facts compactions wrote,
+    # never one someone remembered or pinned (MemoryContext.fact_ids, the same rule)
+    replaceable = MemoryContext(facts=live_facts).fact_ids()
     semantic: list[SemanticItem] = []
     added = merged = 0
     for fact in summary.semantic_facts:
+        if fact.supersedes and not replaceable.issuperset(fact.supersedes):
+            fact = dataclasses.replace(fact, supersedes=[i for i in fact.supersedes if i in replaceable])
         key = normalize_fact(fact.fact)
         known = live_by_key.get(key)
         salience = 0.9 if "preference" in fact.tags else 0.5
