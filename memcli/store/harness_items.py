@@ -195,6 +195,12 @@ class SpanTracker:
 def _records_holding(paths, needle: bytes, accept):
     """The records of the agent's active file whose line holds ``needle`` and that ``accept``
     (a predicate on the parsed record): a search of the file's bytes, each hit's line parsed."""
+    for record, _ in _holding(paths, needle, accept):
+        yield record
+
+
+def _holding(paths, needle: bytes, accept):
+    """:func:`_records_holding`, each record with the offset of its line's newline."""
     import mmap
 
     import orjson
@@ -220,7 +226,7 @@ def _records_holding(paths, needle: bytes, accept):
                 except orjson.JSONDecodeError:
                     record = None
                 if isinstance(record, dict) and accept(record):
-                    yield record
+                    yield record, end
                 at = data.find(needle, end)
 
 
@@ -286,51 +292,26 @@ def continued_turn(paths, staged: set) -> int | None:
     next compaction covers it, as one import of the whole file reads it — else None. The trace
     after it is the first that is no context line (a manual compaction's caveat, command and
     output join its turn without being work: the ingest's span rule), within
-    :data:`CONTINUED_LOOKAHEAD` lines. One search of the file's bytes, and the lines after the hit read."""
-    import mmap
+    :data:`CONTINUED_LOOKAHEAD` lines. One search of the file's bytes, then the lines after the
+    last hit read."""
+    from memcli.errors import CorruptStoreError
+    from memcli.store import jsonl
 
-    import orjson
-
-    try:
-        f = open(paths.active, "rb")
-    except FileNotFoundError:
+    last = None
+    for record, end in _holding(paths, b'"' + FIELD.encode() + b'"', lambda r: isinstance(r.get(FIELD), dict)
+                                and r.get("id") not in staged and subagent_of(r) is None):
+        last = record.get("turn_id"), end
+    if last is None or not isinstance(last[0], str):
         return None
-    with f:
-        try:
-            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except ValueError:   # an empty file
-            return None
-        with data:
-            needle = b'"' + FIELD.encode() + b'"'
-            last_end = -1
-            turn_id = None
-            at = data.find(needle)
-            while at >= 0:
-                start = data.rfind(b"\n", 0, at) + 1
-                end = data.find(b"\n", at)
-                if end < 0:
-                    break
-                try:
-                    record = orjson.loads(data[start:end])
-                except orjson.JSONDecodeError:
-                    record = None
-                if (isinstance(record, dict) and isinstance(record.get(FIELD), dict) and record.get("id") not in staged
-                        and subagent_of(record) is None):
-                    last_end, turn_id = end, record.get("turn_id")
-                at = data.find(needle, end)
-            if last_end < 0 or not isinstance(turn_id, str):
-                return None
-            for _ in range(CONTINUED_LOOKAHEAD):   # past the harness's own lines after a summary
-                following = data.find(b"\n", last_end + 1)
-                if following < 0:
-                    return None
-                try:
-                    after = orjson.loads(data[last_end + 1:following])
-                except orjson.JSONDecodeError:
-                    return None
-                last_end = following
-                if isinstance(after, dict) and not is_context_event(after):
-                    return turn_number(turn_id) if after.get("turn_id") == turn_id else None
+    turn_id, end = last
+    try:
+        for n, (_, _, after) in enumerate(jsonl.iter_records(paths.active, end + 1, first_line_no=None)):
+            if n >= CONTINUED_LOOKAHEAD:
+                break
+            if not is_context_event(after):   # (past the harness's own lines after a summary)
+                return turn_number(turn_id) if after.get("turn_id") == turn_id else None
+    except CorruptStoreError:
+        pass
     return None
 
 
