@@ -175,6 +175,26 @@ def test_if_needed_says_why_or_why_not(cli, memory_dir):
     assert "provider-reported prompt_tokens 90,000 >" in result.stderr
 
 
+def test_if_needed_due_by_the_provider_count_says_the_working_snapshot_fits_when_nothing_moves(cli, memory_dir):
+    """A harness's prompt holds more than memcli's working snapshot (its system prompt, its tools):
+    the provider's count may make a compaction due while the snapshot already fits the target and
+    the turns kept hold nothing to move. It said only "the last 4 turns stay" of a store of one
+    turn; it says what memcli's own count found."""
+    cli("ingest", "a", input=[{"trace_type": "user", "content": "Fix the build."},
+                              {"trace_type": "assistant", "content": "Done.", "usage": {"prompt_tokens": 190_000}}])
+    def files() -> dict:   # (the count cache aside, and the empty lock files a due compaction takes)
+        return {k: v for k, v in store_digest(memory_dir).items() if not k.startswith(".locks/")}
+
+    before = files()
+    result = cli("compact", "a", "--if-needed")
+    assert result.exit_code == 0
+    assert "compaction is due: provider-reported prompt_tokens 190,000 > 155,904" in result.stderr
+    tokens = _tokens(memory_dir)
+    assert (f"nothing to compact in 'a': 1 turn in the active file and the last 4 turns stay; the working "
+            f"snapshot ({tokens:,} tokens) is within the target (97,440)") in result.stderr
+    assert files() == before
+
+
 def test_if_needed_reads_the_active_file_once_for_the_trigger_and_the_plan(memory_dir, monkeypatch):
     """Without provider usage the trigger needs the working snapshot's count, which the plan
     takes anyway: one pass over the active file decides both (it used to be two)."""

@@ -1204,6 +1204,10 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
             # (what must stay counted the earlier summaries at their smallest rollup, but only a
             # compaction that moves something rolls them up: nothing would, so the snapshot stays)
             raise _stuck_error(store, plan_, explicit_target, why)
+        if plan_.tokens_before <= result.target_tokens and "fits the target" not in why:
+            # (--if-needed may find a compaction due by the provider's count, whose prompt holds
+            # more than the working snapshot: say what memcli's own count found)
+            why += f"; the working snapshot ({plan_.tokens_before:,} tokens) is within the target ({result.target_tokens:,})"
         return job.done(reason=f"nothing to compact in {store.agent_id!r}: {why}", tokens_after=plan_.tokens_before)
     torn = _unterminated(store)
     if torn is not None:
