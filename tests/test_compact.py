@@ -425,3 +425,44 @@ def test_a_step_after_a_compaction_inside_the_turn_takes_a_new_seq(memory_dir):
     places = Counter((r["turn_id"], r["seq"]) for r in records)
     assert max(places.values()) == 1, [p for p, n in places.items() if n > 1]
     assert [r["seq"] for r in read_jsonl(d / "raw_traces.jsonl")] == [1, *range(14, 20)]
+
+
+def test_a_session_compacted_again_and_again_keeps_one_coherent_summary(memory_dir):
+    """A hook compacting after every turn: the summaries roll up, and the offline ones merge into
+    one (each ask, one files line, each failure's latest state). The rollup had stacked the
+    summaries — the files line once per summary, a test "still failing" in an older one that a
+    newer one showed passing — and at its size left the oldest out, the request among them."""
+    from memcli.ingest.api import ingest
+
+    def turn(n: int) -> list[dict]:
+        events = [{"trace_type": "user", "content": f"Round {n}: port src/mod_{n}.py to settings (TICKET-{100 + n})"},
+                  {"trace_type": "tool_call", "tool_name": "Edit", "tool_call_id": f"e{n}", "tool_args": {
+                      "file_path": f"src/mod_{n}.py", "old_string": "os.environ", "new_string": f"settings.mod_{n}"}},
+                  {"trace_type": "tool_result", "tool_name": "Edit", "tool_call_id": f"e{n}", "tool_result": "ok"}]
+        # an odd round's test fails; the next round's passes it (its summary says so: its only test run)
+        test, result = (n, {"exit_code": 1, "stdout": f"FAILED tests/test_mod_{n}.py::test_settings - Mod{n}Error\n1 failed"}) \
+            if n % 2 else (n - 1, {"exit_code": 0, "stdout": "3 passed in 0.1s"})
+        return events + [{"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"t{n}",
+                          "tool_args": {"command": f"pytest -q tests/test_mod_{test}.py"}},
+                         {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": f"t{n}", "tool_result": result},
+                         {"trace_type": "assistant", "content": f"mod_{n} reads its settings."}]
+
+    for n in range(14):
+        ingest(memory_dir, "a", stdin=io.BytesIO(ndjson(turn(n))))
+        result = compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=1, keep_steps=0))
+        assert result.compacted == (n > 0), result.reason
+    live = AgentStore(memory_dir, "a").live_memory()[0]
+    rollup = next(item for item in live if "rollup" in item.tags)
+    text = rollup.summary
+    assert "older summaries left out" not in text and text.count("Files modified: ") == 1
+    sections = re.findall(r"^\[turn_0001–turn_(\d+)\] \((\d+) summaries\)$", text, re.M)
+    assert len(sections) == 1 and int(sections[0][1]) >= 4, text
+    rolled = int(sections[0][0])   # the turns it holds
+    for n in range(rolled):   # each ask, whole
+        assert f'user: "Round {n}: port src/mod_{n}.py to settings (TICKET-{100 + n})"' in text, n
+    assert all(f"src/mod_{n}.py" in text.split("Files modified: ")[1].split("\n")[0] for n in range(rolled))
+    failed = next(line for line in text.split("\n") if line.startswith("Failed: "))
+    # each odd round's test passed in the next round: "still failing" only for one whose next round is not rolled up
+    still = re.findall(r"`pytest -q tests/test_mod_(\d+)\.py` ×1 \([^)]*\) — still failing", failed)
+    assert all(int(n) + 1 >= rolled for n in still), failed
+    assert failed.count(" — passed later") == len([n for n in range(1, rolled, 2) if n + 1 < rolled]), failed

@@ -409,8 +409,11 @@ def test_a_rollup_of_rollups_keeps_every_ask_and_says_each_header_once(cli, memo
     gone = {s for i in items.values() for s in i.get("supersedes", ())}
     rollup = next(i for i in items.values() if i["id"] not in gone and "rollup" in i["tags"])
     text = rollup["summary"]
-    assert text.startswith("Earlier history (turn_0001–turn_0020), rolled up from 7 summaries:\n[turn_0001–turn_0002]\n")
-    assert text.count("Earlier history") == 1
+    # the offline summaries merge into one (merge_summary_texts): one header adding them up, one files line
+    assert text.startswith("Earlier history (turn_0001–turn_0020), rolled up from 7 summaries:\n"
+                           "[turn_0001–turn_0020] (7 summaries)\n20 turns (turn_0001–turn_0020), ")
+    assert ": 120 traces, 40 tool calls, 0 failed.\n- turn_0001 · user: " in text
+    assert text.count("Earlier history") == 1 and text.count("Files modified: ") == 1
     for n in range(20):
         assert f'user: "Round {n}: migrate services/billing_{n}/handler.py to AsyncBillingClient_{n} and keep ' \
                f'INVOICE_{n}_URL (BILL-{1000 + n})"' in text, n

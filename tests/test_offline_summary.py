@@ -1781,3 +1781,102 @@ def test_a_slash_command_ask_is_quoted_as_typed():
               {"trace_type": "assistant", "content": "No bugs found in PR 12."}]
     text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
     assert '- turn_0001 · user: "/review PR 12"' in text and "<command-" not in text, text
+
+
+# --------------------------------------------------------------------------- a rollup's merge
+
+_OLDER = """2 turns (turn_0001–turn_0002), 2026-02-01 10:00 → 10:20 UTC: 40 traces, 12 tool calls, 2 failed.
+- turn_0001 · user: "Move the timeouts to settings, starting with src/billing/store_0.py." · tools: Edit ×3
+- turn_0002 · steps 1–6 of 9 (its ask stays in the active file) · last note: "store_0 done"
+… 1 turn (turn_0003) left out
+Subagents:
+- agent a1 (turn_0002) · task "List the callers of BillingStore" · 1 tool call
+Files modified: src/billing/store_0.py (BillingStore, billing.store_0.timeout), src/app.py (main)
+Plan: [in_progress] Port BillingStore; [pending] Port OrdersQueue
+Commands (latest outcome): `ruff check src`: All checks passed!
+Failed: `pytest -q tests/test_store_0.py` ×2 (FAILED tests/test_store_0.py::test_timeout - BillingStore0Error) — still failing; `npm run build` ×1 (error TS2339: Property 'x') — still failing
+Never answered: 1 call (Bash `sleep 999` in turn_0002)
+URLs: https://example.com/a
+Vocabulary: BillingStore, store_billing_0, OrdersQueue"""
+
+_NEWER = """1 turn (turn_0002), 2026-02-01 10:21 → 10:30 UTC: 20 traces, 8 tool calls, 0 failed.
+- turn_0002 · steps 1–3 of 3 (its ask stays in the active file) · tools: Bash ×2 · last note: "tests green"
+- turn_0003 · user: "Now the orders queue."
+Subagents:
+- agent a2 (turn_0003) · task "List the callers of OrdersQueue" · 1 tool call
+Files modified: src/orders/queue_1.py (OrdersQueue), src/app.py (settings, main)
+Plan: [completed] Port BillingStore; [in_progress] Port OrdersQueue
+Commands (latest outcome): `pytest -q tests/test_store_0.py`: 3 passed in 0.2s
+Never answered: 2 calls (Read a.py in turn_0003; Bash `sleep 999` in turn_0002)
+URLs: https://example.com/b, https://example.com/a
+Vocabulary: OrdersQueue, queue_orders_1"""
+
+
+def test_summaries_merge_into_one_that_says_each_thing_once_in_its_latest_state():
+    """What a rollup makes of the offline summaries of a session compacted again and again: one
+    summary in the same form (each list line once, a file with every name touched in it, a
+    failure a later summary shows passing no longer "still failing", the latest plan), not a stack
+    of them repeating the files line and the same turn's steps."""
+    from memcli.compaction.offline import merge_summary_texts, summary_turns
+
+    merged = merge_summary_texts([_OLDER, _NEWER], "turn_0001–turn_0003", 3)
+    assert merged.split("\n") == [
+        "3 turns (turn_0001–turn_0003), 2026-02-01 10:00 → 10:30 UTC: 60 traces, 20 tool calls, 2 failed.",
+        '- turn_0001 · user: "Move the timeouts to settings, starting with src/billing/store_0.py." · tools: Edit ×3',
+        # the two compactions' steps of turn_0002, on one line; the turn line "left out" shows it
+        '- turn_0002 · 9 steps, moved in 2 compactions (its ask stays in the active file) · tools: Bash ×2 · '
+        'last note: "tests green"',
+        '- turn_0003 · user: "Now the orders queue."',
+        "Subagents:",
+        '- agent a1 (turn_0002) · task "List the callers of BillingStore" · 1 tool call',
+        '- agent a2 (turn_0003) · task "List the callers of OrdersQueue" · 1 tool call',
+        "Files modified: src/orders/queue_1.py (OrdersQueue), src/app.py (settings, main), "
+        "src/billing/store_0.py (BillingStore, billing.store_0.timeout)",
+        "Plan: [completed] Port BillingStore; [in_progress] Port OrdersQueue",
+        "Commands (latest outcome): `pytest -q tests/test_store_0.py`: 3 passed in 0.2s; `ruff check src`: All checks passed!",
+        "Failed: `pytest -q tests/test_store_0.py` ×2 (FAILED tests/test_store_0.py::test_timeout - BillingStore0Error)"
+        " — passed later; `npm run build` ×1 (error TS2339: Property 'x') — still failing",
+        "Never answered: 2 calls (Read a.py in turn_0003; Bash `sleep 999` in turn_0002)",
+        "URLs: https://example.com/b, https://example.com/a",
+        "Vocabulary: OrdersQueue, queue_orders_1, BillingStore, store_billing_0",
+    ]
+    assert summary_turns(merged) == 3 and summary_turns(_OLDER) == 2
+    # merged again with a newer one (a rollup of rollups): the same form, the steps added up
+    # (a tiny summary's header: no time, no traces — the sum of the traces is not said then)
+    newest = "1 turn: 4 tool calls, 0 failed.\n- turn_0003 · steps 1–2 of 2 (its ask stays in the active file)"
+    again = merge_summary_texts([merged, newest], "turn_0001–turn_0003", 3)
+    assert again.startswith("3 turns (turn_0001–turn_0003), 2026-02-01 10:00 → 10:30 UTC: 24 tool calls, 2 failed.\n")
+    assert '- turn_0003 · user: "Now the orders queue."\n- turn_0003 · 2 steps, moved in 1 compaction\n' in again
+    assert summary_turns(again) == 3 and merge_summary_texts([again, _NEWER], "turn_0001–turn_0003", 3)
+    # a text in another form (a model's summary) merges with nothing: the rollup keeps it as it is
+    assert merge_summary_texts([_OLDER, "## Progress\n- Updated src/app.py"], "turn_0001–turn_0003", 3) is None
+    assert summary_turns("## Progress") is None
+
+
+def test_a_condensed_files_line_loses_the_oldest_files_names_first():
+    """The files line is newest first: over its room it loses the names touched in its last
+    (oldest) files first, not every name at once (a merged rollup has one files line for all its
+    summaries: it lost the names of the newest files with the oldest)."""
+    summary = "\n".join(["1 turn (turn_0001), 2026-02-01 10:00 → 10:20 UTC: 9 traces, 3 tool calls, 0 failed.",
+                         "Files modified: src/new.py (NewName, new_fn), src/mid.py (MidName), src/old.py (OldName, old_fn)"])
+    out = condense(summary, len(summary) - 10)
+    assert out.split("\n")[1] == "Files modified: src/new.py (NewName, new_fn), src/mid.py (MidName), src/old.py"
+    out = condense(summary, len(summary) - 25)
+    assert out.split("\n")[1] == "Files modified: src/new.py (NewName, new_fn), src/mid.py, src/old.py"
+
+
+def test_summaries_of_conversation_only_stay_sections_of_a_rollup():
+    """A chat's summaries are not merged (rolled up as one text, their quotes condensed together,
+    a chat compacted in six rounds kept 94 of its 185 facts against 105): each stays a section."""
+    from memcli.compaction.compactor import _rollup_text
+    from memcli.models import EpisodicItem
+
+    def item(n):
+        text = (f"2 turns (turn_{2 * n + 1:04d}–turn_{2 * n + 2:04d}), 2026-02-01 10:00 → 10:20 UTC: 4 traces, "
+                f"0 tool calls, 0 failed.\n- turn_{2 * n + 1:04d} · user: \"We adopted a puppy named Milo{n}!\"")
+        return EpisodicItem(f"ep_{n}", 1.0, [f"turn_{2 * n + 1:04d}", f"turn_{2 * n + 2:04d}"], text, ["compaction"])
+
+    text = _rollup_text([item(n) for n in range(4)])
+    assert re.findall(r"^\[(turn_\d+–turn_\d+)\]$", text, re.M) == [
+        "turn_0001–turn_0002", "turn_0003–turn_0004", "turn_0005–turn_0006", "turn_0007–turn_0008"]
+    assert all(f"Milo{n}!" in text for n in range(4))

@@ -45,7 +45,8 @@ says how many and ``turn_ids`` still names every turn). When the live (not super
 items would exceed ``max_episodic_items``, all live items older than the new one roll up into one
 item (``tags`` ``["compaction", "rollup"]``) that supersedes them, written before the new one, so
 the live items stay in chronological file order; a rollup among them gives back its sections, so
-a rollup of rollups is flat (:func:`_rollup_text`). They roll up too, whatever their number, when
+a rollup of rollups is flat (:func:`_rollup_text`), and each run of offline summaries among them
+merges into one (:func:`_merged_parts`). They roll up too, whatever their number, when
 the target presses: when the window's summary would get less than its usual room
 (:func:`memcli.compaction.window.summary_reserve`) and less than half of what the target leaves
 the summaries, the earlier ones roll up into the rest (:meth:`_Bundle.rollup_size`); what must
@@ -534,7 +535,8 @@ def merge_summaries(parts: list[tuple[list, Summary]]) -> Summary:
     return Summary(header + "\n\n" + "\n\n".join(sections), facts)
 
 
-_SECTION = re.compile(r"^\[((?:turn_|ep_)[^\]\n]*)\]$", re.MULTILINE)   # a rollup's "[turn_0001–turn_0008]"
+# a rollup's "[turn_0001–turn_0008]", and for summaries merged into one, how many: "[turn_0001–turn_0008] (5 summaries)"
+_SECTION = re.compile(r"^\[((?:turn_|ep_)[^\]\n]*)\](?: \((\d+) summaries\))?$", re.MULTILINE)
 _LEFT_OUT = re.compile(r"^(\d+) older summaries left out")
 _ROLLUP_HEAD = "Earlier history ("
 MIN_SECTION_CHARS = 300   # a rollup's share for one summary; past that many, the oldest are counted
@@ -553,11 +555,56 @@ def _rollup_parts(items: list[EpisodicItem]) -> list[tuple[str, str, int]]:
             for n, m in enumerate(marks):
                 body = text[m.end() + 1:marks[n + 1].start() - 1 if n + 1 < len(marks) else len(text)]
                 left_out = _LEFT_OUT.match(body)
-                parts.append((m.group(1), body, int(left_out.group(1)) if left_out else 1))
+                parts.append((m.group(1), body, int(left_out.group(1)) if left_out else int(m.group(2) or 1)))
             if marks:
                 continue
         parts.append((turn_span(item.turn_ids) or item.id, text, 1))
     return parts
+
+
+def _merged_parts(parts: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    """``parts`` (:func:`_rollup_parts`) with each run of two or more consecutive offline
+    summaries as one (:func:`memcli.compaction.offline.merge_summary_texts`): what a session
+    compacted again and again said in as many summaries, said once (its files, its failures'
+    latest state, its plan)."""
+    from memcli.compaction.offline import merge_summary_texts, summary_turns
+
+    out: list[tuple[str, str, int]] = []
+    run: list[tuple[str, str, int, int]] = []
+
+    def flush() -> None:
+        if len(run) >= 2:
+            first, last = run[0][0].split("–")[0], run[-1][0].split("–")[-1]
+            # a turn whose steps moved in two compactions ends one summary and starts the next
+            turns = sum(p[3] for p in run) - sum(a[0].split("–")[-1] == b[0].split("–")[0] for a, b in zip(run, run[1:]))
+            span = turn_span([first, last])
+            merged = merge_summary_texts([p[1] for p in run], span, turns)
+            if merged is not None:
+                out.append((span, merged, sum(p[2] for p in run)))
+                run.clear()
+                return
+        out.extend(p[:3] for p in run)
+        run.clear()
+
+    for part in parts:
+        turns = summary_turns(part[1])
+        # (a summary of conversation only stays a section: rolled up as one, its quotes condensed
+        # together, a chat compacted in six rounds kept 94 of its 185 facts against 105)
+        if turns is None or not part[0].startswith("turn") or not _with_tool_calls(part[1]):
+            flush()
+            out.append(part)
+        else:
+            run.append((*part, turns))
+    flush()
+    return out
+
+
+_NO_CALLS = re.compile(r"[:,] 0 tool calls, ")
+
+
+def _with_tool_calls(summary: str) -> bool:
+    """Whether an offline summary's header counts tool calls (a summary of work, not of talk)."""
+    return not _NO_CALLS.search(summary.split("\n", 1)[0])
 
 
 def _rollup_text(items: list[EpisodicItem], size: int = ROLLUP_CHARS) -> str:
@@ -569,12 +616,12 @@ def _rollup_text(items: list[EpisodicItem], size: int = ROLLUP_CHARS) -> str:
     from memcli.compaction.offline import condense
 
     span = turn_span([t for item in items for t in item.turn_ids]) or "earlier turns"
-    parts = _rollup_parts(items)
+    parts = _merged_parts(_rollup_parts(items))
     header = f"{_ROLLUP_HEAD}{span}), rolled up from {sum(p[2] for p in parts)} summaries:"
     room = size - len(header)
     keep = max(min(len(parts), room // (MIN_SECTION_CHARS + 40)), 1)
     sections = []
-    if keep < len(parts) or parts[0][2] > 1:
+    if keep < len(parts) or _LEFT_OUT.match(parts[0][1]):   # (the count of summaries left out before stays first)
         keep = min(keep, len(parts) - 1)
         old = parts[:len(parts) - keep]
         first, last = old[0][0].split("–")[0], old[-1][0].split("–")[-1]
@@ -584,8 +631,8 @@ def _rollup_text(items: list[EpisodicItem], size: int = ROLLUP_CHARS) -> str:
         room -= len(note) + 1
         parts = parts[len(parts) - keep:]
     budget = max(room // max(len(parts), 1) - 40, 200)
-    for part, text, _ in parts:
-        sections.append(f"[{part}]\n{condense(text, budget)}")
+    for part, text, count in parts:
+        sections.append(f"[{part}]{f' ({count} summaries)' if count > 1 else ''}\n{condense(text, budget)}")
     return header + "\n" + "\n".join(sections)
 
 

@@ -3635,6 +3635,230 @@ def _spellings(name: str) -> set[str]:
     return {part for i, c in enumerate(name) if c == "." for part in (name[:i], name[i + 1:]) if part}
 
 
+# --------------------------------------------------------------------------- a rollup's merge
+
+# a summary's first line, as _text writes it (the full form, or a tiny summary's)
+_SUMMARY_HEADER = re.compile(
+    r"^(\d+) turns?(?: \(([^()\n]+)\)(?:, (.+?) → (.+?) UTC)?: (?:(\d+) traces?, )?|: )(\d+) tool calls?, (\d+) failed\.$")
+_STEPS_ONLY = re.compile(r"^steps (\d+)–(\d+) of \d+ \(its ask stays in the active file\)$")
+_STEPS_MERGED = re.compile(r"^(\d+) steps?, moved in (\d+) compactions?(?: \(its ask stays in the active file\))?$")
+_MERGED_LISTS = (   # (kind, the heads its line starts with, the separator of its entries), in the order shown
+    ("files", (FILES_FACT_PREFIX,), ", "), ("plan", (PLAN_HEAD, "Plan (latest): "), "; "),
+    ("notes", ("Latest notes: ",), " → "), ("commands", ("Commands (latest outcome): ",), "; "),
+    ("commits", (COMMITS_HEAD,), COMMITS_SEP), ("failed", ("Failed: ",), "; "),
+    ("unanswered", ("Never answered: ",), "; "), ("urls", ("URLs: ",), ", "),
+    ("vocab", (VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "))
+_NEWEST_ONLY = frozenset({"plan", "notes"})   # a state, not a record: the newest summary's says it
+
+
+def _comma_entries(body: str) -> list[str]:
+    """The entries of a ``", "`` list whose entries may hold ``", "`` in brackets (the files
+    line's ``path (name, Name)``)."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(body):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth = max(depth - 1, 0)
+        elif c == "," and not depth and body.startswith(", ", i):
+            out.append(body[start:i])
+            start = i + 2
+    out.append(body[start:])
+    return [entry for entry in out if entry and not _MORE.fullmatch(entry)]
+
+
+def _entry_key(kind: str, entry: str) -> str:
+    """What makes two entries of a list line one thing, the newer taking the older's place: a
+    file by its path, a command's outcome by its commands, a failure by what failed."""
+    if kind == "files":
+        return entry.split(" (", 1)[0]
+    if kind == "commands" and "`: " in entry:
+        return entry.split("`: ", 1)[0]
+    if kind == "failed" and " ×" in entry:
+        return entry.split(" ×", 1)[0]
+    return entry
+
+
+def _merged_files(entries: list[list[str]]) -> str:
+    """One files line of the files lines' entries (newest summary first, each newest file
+    first): each file once, where it was newest, with every name touched in it."""
+    names: dict[str, list[str]] = {}
+    for part in entries:
+        for entry in part:
+            path, _, rest = entry.partition(" (")
+            held = names.setdefault(path, [])
+            if rest.endswith(")"):
+                held.extend(n for n in rest[:-1].split(", ") if n not in held)
+    return FILES_FACT_PREFIX + ", ".join(f"{p} ({', '.join(n)})" if n else p for p, n in names.items())
+
+
+def _steps_folded(lines: list[str]) -> list[str]:
+    """Turn lines with the lines of one turn's steps that moved in several compactions (``- turn_0002 ·
+    steps 1–6 of 14 (its ask stays in the active file) · …``, each compaction counting the steps
+    the file held then) as one line where the first was, saying how many moved in how many
+    compactions, with the newest one's other parts (its tools, its last note); its ask "stays in
+    the active file" only while no line of the turn moved whole."""
+    steps: dict[str, list[tuple[int, int, list[str]]]] = {}   # turn -> (steps, compactions, other parts)
+    whole: set[str] = set()
+    for line in lines:
+        if line.startswith("- turn"):
+            head, _, rest = line.partition(" · ")
+            first, _, others = rest.partition(" · ")
+            moved = _STEPS_ONLY.match(first)
+            merged = _STEPS_MERGED.match(first)
+            if moved or merged:
+                n = int(moved[2]) - int(moved[1]) + 1 if moved else int(merged[1])
+                steps.setdefault(head, []).append((n, 1 if moved else int(merged[2]), others.split(" · ") if others else []))
+            else:
+                whole.add(head)
+    def folded(head: str) -> str:
+        parts = steps[head]
+        n, k = sum(p[0] for p in parts), sum(p[1] for p in parts)
+        stays = "" if head in whole else " (its ask stays in the active file)"
+        return " · ".join([head, f"{n} step{'s' if n != 1 else ''}, moved in {k} compaction{'s' if k != 1 else ''}{stays}",
+                           *parts[-1][2]])
+
+    heads = {line.partition(" · ")[0] for line in lines if line.startswith("- turn")}
+    out, done = [], set()
+    for line in lines:
+        head, _, rest = line.partition(" · ")
+        left_out = _LEFT_OUT_TURN.match(line)
+        if left_out and f"- {left_out[1]}" in heads:   # a turn an older summary left out, another one shows
+            continue
+        if head not in steps or len(steps[head]) < 2 and head not in whole:
+            out.append(line)
+        elif not (_STEPS_ONLY.match(rest.split(" · ", 1)[0]) or _STEPS_MERGED.match(rest.split(" · ", 1)[0])):
+            out.append(line)   # the turn's line with its ask: its steps moved before follow it
+            if head not in done:
+                done.add(head)
+                out.append(folded(head))
+        elif head not in done and head not in whole:
+            done.add(head)
+            out.append(folded(head))
+    return out
+
+
+_LEFT_OUT_TURN = re.compile(r"^… 1 turn \((\S+)\) left out")   # a squeezed summary's note of one turn left out
+
+
+_BACKTICKED = re.compile(r"`([^`]+)`")
+
+
+def _passed_since(entry: str, age: int, passed_by: dict[str, int]) -> str:
+    """A failure entry of the summary ``age`` summaries back that says "still failing", as
+    "passed later" when a newer summary said its commands' latest outcome (they passed since:
+    the Commands line lists no failing run)."""
+    if not entry.endswith(" — still failing"):
+        return entry
+    commands = _BACKTICKED.findall(entry.split(" (", 1)[0])
+    if commands and all(passed_by.get(c, age) < age for c in commands):
+        return entry[:-len(" — still failing")] + _PASSED_LATER
+    return entry
+
+
+def summary_turns(text: str) -> int | None:
+    """The turns an offline summary ``text`` says it stands for (its header), None when it is
+    not one (a model's summary, a note)."""
+    header = _SUMMARY_HEADER.match(text.split("\n", 1)[0])
+    return int(header[1]) if header else None
+
+
+def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
+    """One summary of the offline summaries ``texts`` (oldest first; each as :class:`OfflineSummarizer`
+    writes it) of ``turns`` turns (``span``), in the same form — so a rollup of rollups merges
+    again: a header adding up their traces, tool calls and failures (from the first summary's
+    start to the last one's end); every turn line, in order (each once); then one line of each
+    list: every file modified once, at its newest place, with every name touched in it; the
+    latest plan and the latest notes; each command's latest outcome; each failure's latest state
+    (a newer summary's entry for what failed replaces the older's: "still failing" then "passed
+    later" says "passed later"); the commits, URLs, calls never answered and vocabulary, newest
+    first, each once. None when a text is not in that form (a model's summary): the rollup then
+    keeps it as its own section. A rollup of 23 summaries of one session used to repeat the
+    files line 23 times and left out the oldest summaries, the request among them."""
+    headers = [_SUMMARY_HEADER.match(text.split("\n", 1)[0]) for text in texts]
+    if len(texts) < 2 or not all(headers):
+        return None
+    # (a tiny summary's header says no traces: the sum is then unknown, and not said)
+    traces = sum(int(h[5]) for h in headers) if all(h[5] for h in headers) else 0
+    calls = sum(int(h[6]) for h in headers)
+    failed = sum(int(h[7]) for h in headers)
+    timed = [h for h in headers if h[3]]   # (a tiny summary's says no time either)
+    start, end = (timed[0][3], timed[-1][4]) if timed else (None, None)
+    if start and end and len(end) < len(start):   # (the last one's end on its own day: that day)
+        end = timed[-1][3][:len(start) - len(end)] + end
+    if start and end and end[:11] == start[:11] and end != "?":   # the same day: its date once (as _text says it)
+        end = end[11:]
+    when = f", {start} → {end} UTC" if start and end else ""
+    header = (f"{turns} turn{'s' if turns != 1 else ''} ({span}){when}: "
+              + (f"{traces} trace{'s' if traces != 1 else ''}, " if traces else "")
+              + f"{calls} tool call{'s' if calls != 1 else ''}, {failed} failed.")
+    body: dict[str, None] = {}
+    subagents: dict[str, None] = {}
+    lists: dict[str, list[list[str]]] = {kind: [] for kind, *_ in _MERGED_LISTS}
+    passed_by: dict[str, int] = {}   # a command whose latest outcome a summary said -> the newest such summary (0: newest)
+    for age, text in enumerate(reversed(texts)):   # newest first: a list keeps an entry where it was newest
+        lines = text.split("\n")[1:]
+        in_subagents = False
+        own_body: list[str] = []
+        for line in lines:
+            if line == "Subagents:":
+                in_subagents = True
+                continue
+            if in_subagents and line.startswith(("- ", "(+")):
+                if not line.startswith("(+"):
+                    subagents[line] = None
+                continue
+            in_subagents = False
+            for kind, heads, sep in _MERGED_LISTS:
+                head = next((h for h in heads if line.startswith(h)), None)
+                if head is not None:
+                    rest = line[len(head):]
+                    entries = _comma_entries(rest) if sep == ", " else [e for e in _entries(rest, sep)[0]
+                                                                         if not _MORE.fullmatch(e)]
+                    lists[kind].append(entries)
+                    if kind == "commands":
+                        for entry in entries:
+                            for command in _BACKTICKED.findall(entry.split("`: ", 1)[0] + "`"):
+                                passed_by.setdefault(command, age)
+                    elif kind == "failed":
+                        entries[:] = [_passed_since(entry, age, passed_by) for entry in entries]
+                    break
+            else:
+                own_body.append(line)
+        body = {**dict.fromkeys(own_body), **body}   # (older first, each line once)
+    out = [header, *_steps_folded([line for line in body if line])]
+    if subagents:
+        out += ["Subagents:", *reversed(list(subagents))]
+    for kind, heads, sep in _MERGED_LISTS:
+        parts = [p for p in lists[kind] if p]
+        if not parts:
+            continue
+        if kind == "files":
+            out.append(_merged_files(parts))
+            continue
+        if kind in _NEWEST_ONLY:
+            out.append(heads[0] + sep.join(parts[0]))
+            continue
+        seen: dict[str, str] = {}
+        for part in parts:
+            for entry in part:
+                seen.setdefault(_entry_key(kind, entry), entry)
+        entries = list(seen.values())
+        if kind == "unanswered":   # "N calls (a; b)" of each: their sum, and what each names
+            said = [_UNANSWERED.match(entry) for entry in entries]
+            if all(said):
+                listed = [e for m in said for e in _entries(m[2].removesuffix(", …"), "; ")[0]]
+                named = dict.fromkeys(listed)
+                calls = sum(int(m[1]) for m in said) - (len(listed) - len(named))   # (a call two of them list: once)
+                entries = [f"{calls} call{'s' if calls != 1 else ''} ({'; '.join(named)}"
+                           f"{', …' if calls > len(named) else ''})"]
+        out.append(heads[0] + sep.join(entries))
+    return "\n".join(out)
+
+
+_UNANSWERED = re.compile(r"^(\d+) calls? \((.*)\)$", re.DOTALL)
+
+
 # list lines, the first to lose entries: their heads (as written now, then as earlier summaries
 # said them: a rollup condenses those too), and the separator of their entries
 _LISTS = (((VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "), (("Latest notes: ",), " → "),
@@ -3682,8 +3906,12 @@ def condense(summary: str, budget: int) -> str:
     for n, line in enumerate(lines):
         if excess <= 0:
             break
-        if line.startswith(FILES_FACT_PREFIX):
-            shorter = _CHANGES.sub("", line)
+        if line.startswith(FILES_FACT_PREFIX):   # the names touched go, the oldest files' first (the line is newest first)
+            names = list(_CHANGES.finditer(line))
+            shorter = line
+            while names and excess > len(line) - len(shorter):
+                last = names.pop()
+                shorter = shorter[:last.start()] + shorter[last.end():]
             excess -= len(line) - len(shorter)
             lines[n] = shorter
     for n, line in enumerate(lines):
