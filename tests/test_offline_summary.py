@@ -1880,3 +1880,29 @@ def test_summaries_of_conversation_only_stay_sections_of_a_rollup():
     assert re.findall(r"^\[(turn_\d+–turn_\d+)\]$", text, re.M) == [
         "turn_0001–turn_0002", "turn_0003–turn_0004", "turn_0005–turn_0006", "turn_0007–turn_0008"]
     assert all(f"Milo{n}!" in text for n in range(4))
+
+
+def test_merging_any_lines_of_summaries_never_fails_and_stays_mergeable():
+    """The merge reads summaries as text: any mix of their lines (torn lists, a stray head,
+    another form's line) merges, its result merges again and condenses to any size."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from memcli.compaction.offline import merge_summary_texts, summary_turns
+
+    lines = [*_OLDER.split("\n")[1:], *_NEWER.split("\n")[1:], "Files modified: a (b", "Failed: `x` ×",
+             "Never answered: 3 calls (", "Plan: ", "Vocabulary: ", "URLs: ,", "(+2 earlier)", "## Progress",
+             "Commands (latest outcome): `a`: b; `c", "- turn_0001 · 3 steps, moved in 2 compactions"]
+    headers = [_OLDER.split("\n")[0], _NEWER.split("\n")[0], "1 turn: 4 tool calls, 0 failed."]
+    summary = st.builds(lambda h, body: "\n".join([h, *body]), st.sampled_from(headers),
+                        st.lists(st.sampled_from(lines), max_size=8))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(summary, min_size=2, max_size=4), st.integers(40, 600))
+    def check(texts, size):
+        merged = merge_summary_texts(texts, "turn_0001–turn_0003", 3)
+        assert summary_turns(merged) == 3
+        assert summary_turns(merge_summary_texts([merged, texts[-1]], "turn_0001–turn_0003", 3)) == 3
+        assert len(condense(merged, size)) <= len(merged)   # (what must stay, the files, may pass size)
+
+    check()
