@@ -1906,3 +1906,11 @@ def test_merging_any_lines_of_summaries_never_fails_and_stays_mergeable():
         assert len(condense(merged, size)) <= len(merged)   # (what must stay, the files, may pass size)
 
     check()
+
+
+def test_condense_never_swaps_a_short_turn_line_for_the_longer_note_that_counts_it():
+    """Found by the merge's fuzz test: a summary too large for a tiny budget had its one short
+    turn line replaced by "… 1 turn line left out (`memcli show AGENT --archive`)", longer."""
+    summary = ("3 turns (turn_0001–turn_0003), 2026-02-01 10:00 → 10:20 UTC: 80 traces, 24 tool calls, 4 failed.\n"
+               '- turn_0003 · user: "Now the orders queue."')
+    assert condense(summary, 40) == summary

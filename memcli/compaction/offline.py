@@ -3948,7 +3948,9 @@ def condense(summary: str, budget: int) -> str:
             end = n + 1 + (n + 1 < len(out) and out[n + 1].startswith("(+"))   # (its "(+N earlier)")
             if not (end < len(out) and out[end].startswith(("- agent", "- subagent"))):
                 del out[n:end]
-    return "\n".join(out)
+    shorter, before = "\n".join(out), "\n".join(lines)
+    # (a short turn line is not swapped for the longer note that counts it: that saves nothing)
+    return shorter if len(shorter) < len(before) else before
 
 
 _SAID = re.compile(r'^((?:then )?user|assistant): "(.*)"$', re.DOTALL)
