@@ -1914,3 +1914,24 @@ def test_condense_never_swaps_a_short_turn_line_for_the_longer_note_that_counts_
     summary = ("3 turns (turn_0001–turn_0003), 2026-02-01 10:00 → 10:20 UTC: 80 traces, 24 tool calls, 4 failed.\n"
                '- turn_0003 · user: "Now the orders queue."')
     assert condense(summary, 40) == summary
+
+
+def test_condensing_a_merged_summary_keeps_the_request_and_each_turns_count_of_steps():
+    """A merged rollup squeezed hard: the line that quotes the first ask (the request) goes last —
+    the first turn line had been a bare ``- turn_0001`` of its steps, and the request went instead
+    —, lines that say nothing but their turn go first, and a turn's merged count of steps is kept
+    with its asks (it was dropped, leaving bare ``- turn_0003`` lines)."""
+    summary = "\n".join([
+        "3 turns (turn_0001–turn_0003), 2026-02-01 10:00 → 10:05 UTC: 300 traces, 150 tool calls, 2 failed.",
+        '- turn_0001 · user: "Move the timeouts to settings, starting with src/billing/store_0.py." · tools: Edit ×30',
+        "- turn_0001 · 39 steps, moved in 2 compactions · tools: Bash ×8, Read ×5 [Read /home/me/proj/src/a.py]",
+        '- turn_0002 · user: "Keep the public names unchanged." · tools: Edit ×9 [Edit /home/me/proj/src/b.py]',
+        "- turn_0003 · 30 steps, moved in 2 compactions (its ask stays in the active file) · tools: Bash ×7",
+        "Files modified: /home/me/proj/src/a.py, /home/me/proj/src/b.py"])
+    shrunk = condense(summary, len(summary) - 100).split("\n")
+    assert shrunk[2:5] == ["- turn_0001 · 39 steps, moved in 2 compactions",
+                           '- turn_0002 · user: "Keep the public names unchanged."',
+                           "- turn_0003 · 30 steps, moved in 2 compactions (its ask stays in the active file)"]
+    tight = condense(summary, 330).split("\n")
+    assert tight[1] == '- turn_0001 · user: "Move the timeouts to settings, starting with src/billing/store_0.py."'
+    assert tight[-1].startswith("Files modified: ") and not any(line.startswith("- turn_0003") for line in tight)

@@ -3885,7 +3885,8 @@ def condense(summary: str, budget: int) -> str:
             if line.startswith(("- turn", "- [")):
                 parts = line.split(" · ")
                 lines[n] = " · ".join(p for p in parts if p.startswith(asks_only if _did_work(parts) else kept)
-                                      or p.endswith(FOLDED_TURNS))   # (a run of turns: its count)
+                                      or p.endswith(FOLDED_TURNS)   # (a run of turns: its count)
+                                      or _STEPS_MERGED.match(p))    # (a turn's steps a merge counted)
         if sum(len(line) + 1 for line in lines) - 1 <= budget:
             return "\n".join(lines)
         if kept is not asks_only and any(' · assistant: "' in line for line in lines):
@@ -3927,8 +3928,12 @@ def condense(summary: str, budget: int) -> str:
     # the oldest turn lines go; in a summary of work, the first of them last: the request it started from
     # (work: the summary as written, its turn lines' tools not taken off yet)
     work = " · tools: " in summary or FILES_FACT_PREFIX in summary
-    first = next((n for n in turn_lines if lines[n].startswith(("- turn", "- ["))), None) if work else None
-    order = [n for n in turn_lines if n != first] + ([first] if first is not None else [])
+    # (the request: the first line that quotes an ask, else the first turn line)
+    first = next((n for n in turn_lines if ' · user: "' in lines[n]),
+                 next((n for n in turn_lines if lines[n].startswith(("- turn", "- ["))), None)) if work else None
+    # lines that say nothing but their turn go first
+    order = sorted((n for n in turn_lines if n != first), key=lambda n: " · " in lines[n]) + \
+        ([first] if first is not None else [])
     gone: set[int] = set()
     for n in order:
         if excess <= -60:
