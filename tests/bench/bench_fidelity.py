@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parent.parent.parent
 CORPORA = REPO.parent / "shared" / "corpora"
 REDACTED_BUDGET = 3_000   # summary tokens for a session whose harness summary is redacted
 CONVERSATION_TARGET = 3_000   # --target-tokens of the tighter conversation row (a quarter of the chat)
+ROUNDS_SHAPES = ("worked-dense", "worked-terse", "worked-edited-only", "codex-handoff")   # compacted in rounds
+ROUNDS_SEEDS = 8
 
 
 # a spelling each harness's compaction leaves in its file (the splitter decides what is measurable)
@@ -60,6 +62,7 @@ def run() -> list[dict]:
         _split,
         measure,
         measure_conversation,
+        measure_in_rounds,
         rule_session,
         seeded_shapes,
         split_session,
@@ -122,6 +125,19 @@ def run() -> list[dict]:
                      f"{len(results)} (worst by {-worst:.1%})" if worst < 0 else
                      f"mean recall harness {harness:.1%}, memcli {memcli:.1%}; memcli at or above the harness on every "
                      f"seed") + first + (f"; {refused} could not compact to the harness's size" if refused else "")})
+    # the same shapes arriving in eight parts, compacted after each (a hook's rhythm): the
+    # summaries roll up on the way (their rollup merges them: one files line, each failure's
+    # latest state), and the result is measured at the harness's size as above
+    for shape in ROUNDS_SHAPES:
+        make = shapes[shape]
+        pairs = [measure_in_rounds(_split(f"{shape}-{seed}", make(seed).jsonl())) for seed in range(1, ROUNDS_SEEDS + 1)]
+        memcli = sum(m for m, _ in pairs) / len(pairs)
+        harness = sum(h for _, h in pairs) / len(pairs)
+        below = sum(m < h for m, h in pairs)
+        rows.append({"name": f"fidelity {shape} in 8 rounds ×{len(pairs)}: mean", "value": harness,
+                     "baseline": max(memcli, 1e-9), "unit": " ", "target": 1.0,
+                     "note": f"compacted after each of 8 parts, then to the harness's size: mean recall harness "
+                             f"{harness:.1%}, memcli {memcli:.1%}; memcli below the harness on {below} of {len(pairs)}"})
     # a long conversation (no harness compacts it for comparison): the facts both sides state once
     # in small talk, kept by memcli's compaction at its default target, and by the lead baseline
     # (each message's head, or the asks' alone, in as many characters as memcli's summary)

@@ -497,6 +497,39 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
                     bool(first) and first in _norm(text))
 
 
+def measure_in_rounds(session: Compacted, rounds: int = 8) -> tuple[float, float]:
+    """(memcli's recall, the harness's) when the part before the boundary arrives in ``rounds``
+    parts, compacted after each (as a hook does) to twice the harness summary's size plus what a
+    snapshot carries, then once more to the harness's size itself (:func:`measure`'s target, or
+    its first doubling memcli can meet): memcli's summaries roll up (and merge) on the way."""
+    from memcli.api import Memory
+    from memcli.errors import CompactionError
+
+    first = measure(session)
+    needed = needed_later(session)
+    with tempfile.TemporaryDirectory() as tmp:
+        agent = Memory(Path(tmp) / "mem").agent("s")
+        size = max(len(session.before) // rounds, 1)
+        for n, start in enumerate(range(0, len(session.before), size)):
+            part = Path(tmp) / f"part{n}.jsonl"
+            part.write_bytes(b"\n".join(session.before[start:start + size]) + b"\n")
+            agent.ingest(part, session.fmt, skip_invalid=True)
+            try:
+                agent.compact(target_tokens=2 * first.target_tokens, tail_turns=0)
+            except CompactionError:   # the newest steps alone are larger: the next round moves them
+                pass
+        for attempt in range(8):
+            try:
+                agent.compact(target_tokens=first.target_tokens << attempt, keep_steps=0, tail_turns=0)
+                break
+            except CompactionError:
+                continue
+        text = "\n".join(_texts(orjson.loads(orjson.dumps(agent.snapshot(full=True).payload))))
+    root = project_root(needed)
+    n = max(len(needed), 1)
+    return sum(named(i, text, root) for i in needed) / n, first.harness_recall
+
+
 def rule_session(seed: int, steps: int = 300, after: int = 120, compactions: int = 2) -> Compacted:
     """A Claude Code session built by rule, compacted by a rule-made harness summary.
 
