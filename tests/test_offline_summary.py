@@ -1935,3 +1935,17 @@ def test_condensing_a_merged_summary_keeps_the_request_and_each_turns_count_of_s
     tight = condense(summary, 330).split("\n")
     assert tight[1] == '- turn_0001 · user: "Move the timeouts to settings, starting with src/billing/store_0.py."'
     assert tight[-1].startswith("Files modified: ") and not any(line.startswith("- turn_0003") for line in tight)
+
+
+def test_a_condensed_summary_keeps_its_vocabulary_longer_than_its_notes_and_commands():
+    """Over its room a rolled-up summary loses the notes, URLs and commands' outcomes before the
+    vocabulary (the identifiers the work names next): a hook's rounds kept 1–1.4 points more of
+    them on two worked shapes, the vocabulary having been the first to go."""
+    summary = "\n".join([
+        "1 turn (turn_0001), 2026-02-01 10:00 → 10:20 UTC: 9 traces, 3 tool calls, 0 failed.",
+        '- turn_0001 · user: "Port the cache."',
+        'Latest notes: "Reading the cache module first." → "The cache reads its timeout from settings now."',
+        "Commands (latest outcome): `pytest -q tests/test_cache.py`: 12 passed in 0.4s",
+        "Vocabulary: CacheStore, cache_timeout_s, CACHE_URL"])
+    out = condense(summary, len(summary) - 60)
+    assert "Vocabulary: CacheStore, cache_timeout_s, CACHE_URL" in out and "Latest notes: " not in out, out

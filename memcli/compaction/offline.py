@@ -3861,8 +3861,8 @@ _UNANSWERED = re.compile(r"^(\d+) calls? \((.*)\)$", re.DOTALL)
 
 # list lines, the first to lose entries: their heads (as written now, then as earlier summaries
 # said them: a rollup condenses those too), and the separator of their entries
-_LISTS = (((VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "), (("Latest notes: ",), " → "),
-          (("URLs: ",), ", "), (("Commands (latest outcome): ",), "; "), ((COMMITS_HEAD,), COMMITS_SEP), (("Never answered: ",), "; "),
+_LISTS = ((("Latest notes: ",), " → "), (("URLs: ",), ", "), (("Commands (latest outcome): ",), "; "),
+          ((VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "), ((COMMITS_HEAD,), COMMITS_SEP), (("Never answered: ",), "; "),
           (("Failed: ",), "; "), ((PLAN_HEAD, "Plan (latest): "), "; "))
 
 
@@ -3871,8 +3871,9 @@ def condense(summary: str, budget: int) -> str:
     its asks and its files: turn lines shrink to their asks first (a turn of conversation only
     keeps its reply when the summary then fits, or when dropping the least telling sentences of
     the asks and replies quoted makes it fit: :func:`_said_condensed`); then list lines lose their
-    last (least needed) entries — the vocabulary, the notes, URLs, calls never answered, failures,
-    the plan — and the files the names touched in them; then asks are clipped at a word boundary;
+    last (least needed) entries — the notes, URLs, the commands' outcomes, the vocabulary, calls
+    never answered, failures, the plan — and the files the names touched in them (the oldest
+    files' first); then asks are clipped at a word boundary;
     then the oldest turn lines go, counted. Nothing is cut inside an identifier or a path."""
     if len(summary) <= budget:
         return summary
