@@ -567,7 +567,7 @@ def _merged_parts(parts: list[tuple[str, str, int]]) -> list[tuple[str, str, int
     summaries as one (:func:`memcli.compaction.offline.merge_summary_texts`): what a session
     compacted again and again said in as many summaries, said once (its files, its failures'
     latest state, its plan)."""
-    from memcli.compaction.offline import merge_summary_texts, summary_turns
+    from memcli.compaction.offline import is_work_summary, merge_summary_texts, summary_turns
 
     out: list[tuple[str, str, int]] = []
     run: list[tuple[str, str, int, int]] = []
@@ -590,21 +590,13 @@ def _merged_parts(parts: list[tuple[str, str, int]]) -> list[tuple[str, str, int
         turns = summary_turns(part[1])
         # (a summary of conversation only stays a section: rolled up as one, its quotes condensed
         # together, a chat compacted in six rounds kept 94 of its 185 facts against 105)
-        if turns is None or not part[0].startswith("turn") or not _with_tool_calls(part[1]):
+        if turns is None or not part[0].startswith("turn") or not is_work_summary(part[1]):
             flush()
             out.append(part)
         else:
             run.append((*part, turns))
     flush()
     return out
-
-
-_NO_CALLS = re.compile(r"[:,] 0 tool calls, ")
-
-
-def _with_tool_calls(summary: str) -> bool:
-    """Whether an offline summary's header counts tool calls (a summary of work, not of talk)."""
-    return not _NO_CALLS.search(summary.split("\n", 1)[0])
 
 
 def _rollup_text(items: list[EpisodicItem], size: int = ROLLUP_CHARS) -> str:

@@ -3023,6 +3023,7 @@ def _runs_named(label: str, line: str) -> bool:
 
 # how a failure's entry says it needs nothing more (and :data:`_RESOLVED` finds it again in a summary)
 _PASSED_LATER, _FIXED_LATER, _STOPPED_BY_USER = " — passed later", " — fixed later", " — stopped by the user"
+_STILL_FAILING = " — still failing"
 _RESOLVED = re.compile("|".join(map(re.escape, (_PASSED_LATER, _FIXED_LATER, _STOPPED_BY_USER))))
 
 
@@ -3060,7 +3061,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
             elif _STOPPED.search(failure_error[label][-1]):   # the person said no: nothing to fix
                 later = _STOPPED_BY_USER
             elif any(by is None for by in bys):
-                later, unresolved = " — still failing", True
+                later, unresolved = _STILL_FAILING, True
             else:
                 later = f"{_FIXED_LATER} (a later `{next(by for by in reversed(bys) if by)}` passed)"
         elif label in fixed:
@@ -3068,7 +3069,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
         elif _STOPPED.search(failure_error[label][-1]):
             later = _STOPPED_BY_USER
         elif label in pending_writes:   # a failed write no later write of its file mended
-            later, unresolved = " — still failing", True
+            later, unresolved = _STILL_FAILING, True
         # the commands of one family that failed with the same lines and fared the same: one entry
         # (the other tools' failures alike too: ``Edit a.py ×1, Write a.py ×2 (File has not been read yet.)``)
         key = (family, _briefs(failure_error[label]), later)
@@ -3451,11 +3452,12 @@ def _open_plan_chars(plan: str) -> int:
     return len(head) + 2 + _MORE_ROOM + sum(len(item) + 2 for item in left) if left else 0
 
 
-def _entries(body: str, sep: str) -> tuple[list[str], int]:
+def _entries(body: str, sep: str, nested: bool | None = None) -> tuple[list[str], int]:
     """The entries of a list line's ``body`` joined by ``sep``, and how many a ``+N more`` entry
-    at either end stood for. A ``"; "`` list is split only outside brackets and backticks: a
-    failure's ``(latest; before: earlier)`` and a command's own ``;`` stay in their entry."""
-    if sep != "; " or not any(c in body for c in "([`"):
+    at either end stood for. A ``"; "`` list (or any, ``nested``) is split only outside brackets
+    and backticks: a failure's ``(latest; before: earlier)``, a command's own ``;``, the files
+    line's ``path (name, Name)`` stay in their entry."""
+    if not (sep == "; " if nested is None else nested) or not any(c in body for c in "([`"):
         out = body.split(sep)
     else:
         out, depth, tick, start, i, n = [], 0, False, 0, 0, len(body)
@@ -3469,7 +3471,7 @@ def _entries(body: str, sep: str) -> tuple[list[str], int]:
                 depth += 1
             elif c in ")]":
                 depth = max(depth - 1, 0)
-            elif c == ";" and not depth and body.startswith(sep, i):
+            elif c == sep[0] and not depth and body.startswith(sep, i):
                 out.append(body[start:i])
                 i = start = i + len(sep)
                 continue
@@ -3642,29 +3644,15 @@ _SUMMARY_HEADER = re.compile(
     r"^(\d+) turns?(?: \(([^()\n]+)\)(?:, (.+?) → (.+?) UTC)?: (?:(\d+) traces?, )?|: )(\d+) tool calls?, (\d+) failed\.$")
 _STEPS_ONLY = re.compile(r"^steps (\d+)–(\d+) of \d+ \(its ask stays in the active file\)$")
 _STEPS_MERGED = re.compile(r"^(\d+) steps?, moved in (\d+) compactions?(?: \(its ask stays in the active file\))?$")
-_MERGED_LISTS = (   # (kind, the heads its line starts with, the separator of its entries), in the order shown
+# the list lines: (kind, the heads its line starts with — as written now, then as earlier summaries
+# said them —, the separator of its entries), in the order a summary shows them
+_LIST_LINES = (
     ("files", (FILES_FACT_PREFIX,), ", "), ("plan", (PLAN_HEAD, "Plan (latest): "), "; "),
     ("notes", ("Latest notes: ",), " → "), ("commands", ("Commands (latest outcome): ",), "; "),
     ("commits", (COMMITS_HEAD,), COMMITS_SEP), ("failed", ("Failed: ",), "; "),
     ("unanswered", ("Never answered: ",), "; "), ("urls", ("URLs: ",), ", "),
     ("vocab", (VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "))
 _NEWEST_ONLY = frozenset({"plan", "notes"})   # a state, not a record: the newest summary's says it
-
-
-def _comma_entries(body: str) -> list[str]:
-    """The entries of a ``", "`` list whose entries may hold ``", "`` in brackets (the files
-    line's ``path (name, Name)``)."""
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(body):
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth = max(depth - 1, 0)
-        elif c == "," and not depth and body.startswith(", ", i):
-            out.append(body[start:i])
-            start = i + 2
-    out.append(body[start:])
-    return [entry for entry in out if entry and not _MORE.fullmatch(entry)]
 
 
 def _entry_key(kind: str, entry: str) -> str:
@@ -3692,6 +3680,16 @@ def _merged_files(entries: list[list[str]]) -> str:
     return FILES_FACT_PREFIX + ", ".join(f"{p} ({', '.join(n)})" if n else p for p, n in names.items())
 
 
+def _moved_steps(part: str) -> tuple[int, int] | None:
+    """(steps, compactions) a turn line's part says moved: ``steps 1–6 of 14 (its ask stays in the
+    active file)`` (one compaction's), ``46 steps, moved in 7 compactions`` (a merge's); else None."""
+    moved = _STEPS_ONLY.match(part)
+    if moved:
+        return int(moved[2]) - int(moved[1]) + 1, 1
+    merged = _STEPS_MERGED.match(part)
+    return (int(merged[1]), int(merged[2])) if merged else None
+
+
 def _steps_folded(lines: list[str]) -> list[str]:
     """Turn lines with the lines of one turn's steps that moved in several compactions (``- turn_0002 ·
     steps 1–6 of 14 (its ask stays in the active file) · …``, each compaction counting the steps
@@ -3704,11 +3702,9 @@ def _steps_folded(lines: list[str]) -> list[str]:
         if line.startswith("- turn"):
             head, _, rest = line.partition(" · ")
             first, _, others = rest.partition(" · ")
-            moved = _STEPS_ONLY.match(first)
-            merged = _STEPS_MERGED.match(first)
-            if moved or merged:
-                n = int(moved[2]) - int(moved[1]) + 1 if moved else int(merged[1])
-                steps.setdefault(head, []).append((n, 1 if moved else int(merged[2]), others.split(" · ") if others else []))
+            moved = _moved_steps(first)
+            if moved:
+                steps.setdefault(head, []).append((*moved, others.split(" · ") if others else []))
             else:
                 whole.add(head)
     def folded(head: str) -> str:
@@ -3727,7 +3723,7 @@ def _steps_folded(lines: list[str]) -> list[str]:
             continue
         if head not in steps or len(steps[head]) < 2 and head not in whole:
             out.append(line)
-        elif not (_STEPS_ONLY.match(rest.split(" · ", 1)[0]) or _STEPS_MERGED.match(rest.split(" · ", 1)[0])):
+        elif not _moved_steps(rest.partition(" · ")[0]):
             out.append(line)   # the turn's line with its ask: its steps moved before follow it
             if head not in done:
                 done.add(head)
@@ -3748,11 +3744,11 @@ def _passed_since(entry: str, age: int, passed_by: dict[str, int]) -> str:
     """A failure entry of the summary ``age`` summaries back that says "still failing", as
     "passed later" when a newer summary said its commands' latest outcome (they passed since:
     the Commands line lists no failing run)."""
-    if not entry.endswith(" — still failing"):
+    if not entry.endswith(_STILL_FAILING):
         return entry
     commands = _BACKTICKED.findall(entry.split(" (", 1)[0])
     if commands and all(passed_by.get(c, age) < age for c in commands):
-        return entry[:-len(" — still failing")] + _PASSED_LATER
+        return entry[:-len(_STILL_FAILING)] + _PASSED_LATER
     return entry
 
 
@@ -3761,6 +3757,12 @@ def summary_turns(text: str) -> int | None:
     not one (a model's summary, a note)."""
     header = _SUMMARY_HEADER.match(text.split("\n", 1)[0])
     return int(header[1]) if header else None
+
+
+def is_work_summary(text: str) -> bool:
+    """Whether an offline summary's header counts tool calls (a summary of work, not of talk)."""
+    header = _SUMMARY_HEADER.match(text.split("\n", 1)[0])
+    return bool(header) and int(header[6]) > 0
 
 
 def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
@@ -3794,7 +3796,7 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
               + f"{calls} tool call{'s' if calls != 1 else ''}, {failed} failed.")
     body: dict[str, None] = {}
     subagents: dict[str, None] = {}
-    lists: dict[str, list[list[str]]] = {kind: [] for kind, *_ in _MERGED_LISTS}
+    lists: dict[str, list[list[str]]] = {kind: [] for kind, *_ in _LIST_LINES}
     passed_by: dict[str, int] = {}   # a command whose latest outcome a summary said -> the newest such summary (0: newest)
     for age, text in enumerate(reversed(texts)):   # newest first: a list keeps an entry where it was newest
         lines = text.split("\n")[1:]
@@ -3809,12 +3811,11 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
                     subagents[line] = None
                 continue
             in_subagents = False
-            for kind, heads, sep in _MERGED_LISTS:
+            for kind, heads, sep in _LIST_LINES:
                 head = next((h for h in heads if line.startswith(h)), None)
                 if head is not None:
                     rest = line[len(head):]
-                    entries = _comma_entries(rest) if sep == ", " else [e for e in _entries(rest, sep)[0]
-                                                                         if not _MORE.fullmatch(e)]
+                    entries = [e for e in _entries(rest, sep, nested=True)[0] if e and not _MORE.fullmatch(e)]
                     lists[kind].append(entries)
                     if kind == "commands":
                         for entry in entries:
@@ -3829,7 +3830,7 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
     out = [header, *_steps_folded([line for line in body if line])]
     if subagents:
         out += ["Subagents:", *reversed(list(subagents))]
-    for kind, heads, sep in _MERGED_LISTS:
+    for kind, heads, sep in _LIST_LINES:
         parts = [p for p in lists[kind] if p]
         if not parts:
             continue
@@ -3859,11 +3860,9 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
 _UNANSWERED = re.compile(r"^(\d+) calls? \((.*)\)$", re.DOTALL)
 
 
-# list lines, the first to lose entries: their heads (as written now, then as earlier summaries
-# said them: a rollup condenses those too), and the separator of their entries
-_LISTS = ((("Latest notes: ",), " → "), (("URLs: ",), ", "), (("Commands (latest outcome): ",), "; "),
-          ((VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "), ((COMMITS_HEAD,), COMMITS_SEP), (("Never answered: ",), "; "),
-          (("Failed: ",), "; "), ((PLAN_HEAD, "Plan (latest): "), "; "))
+# the list lines (heads, separator) a condensed summary takes entries from, the first first
+_LISTS = tuple((heads, sep) for first in ("notes", "urls", "commands", "vocab", "commits", "unanswered", "failed", "plan")
+               for kind, heads, sep in _LIST_LINES if kind == first)
 
 
 def condense(summary: str, budget: int) -> str:
