@@ -107,11 +107,10 @@ several session documents is left to ``--from gemini`` (which splits them).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from itertools import chain, islice
 
-from memcli.importers._common import ReadWhole, decoded, harness_compaction, not_format, string
+from memcli.importers._common import ReadWhole, blake2b, decoded, harness_compaction, not_format, string
 from memcli.importers.gemini import _Reader as _ContentReader
 from memcli.importers.gemini import _without_recorded_calls
 from memcli.models import TAG_COMPACT_SUMMARY, TAG_CONTEXT
@@ -125,6 +124,11 @@ HARNESS_CONTEXT = ("<session_context>", "<hook_context>")
 _SNAPSHOT = "<state_snapshot>"   # how Gemini CLI itself recognizes its compression summary
 _MASKED = "<tool_output_masked"   # how tool-output masking marks the preview it puts in a result's place
 _ACK = "Got it. Thanks for the additional context!"   # the model line compression puts after its summary
+
+
+def _is_ack(message: dict) -> bool:
+    """Whether a record is the model line compression puts after its summary (:data:`_ACK`)."""
+    return message.get("type") == "gemini" and _norm(_text_of(message)) == _ACK_NORM
 SIGNATURES_KEPT = 200   # signatures of the newest messages read, kept in a sync's carry (see _Session._copies)
 
 
@@ -225,6 +229,9 @@ def _norm(text: str) -> str:
     return _SPACE.sub("", text)
 
 
+_ACK_NORM = _norm(_ACK)
+
+
 def _call_keys(found: list) -> tuple[list, list]:
     """(names sorted, ids sorted) of functionCall / functionResponse objects; a ``synth_...`` id is
     one ``ensureStableToolIds`` made up for a call sent without an id: not compared."""
@@ -257,7 +264,7 @@ def _signature(kind, parts: list, records=()) -> list:
         if isinstance(call, dict):
             calls.append(call)
     responses = [r for p in parts for r in [p.get("functionResponse", p.get("function_response"))] if isinstance(r, dict)]
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest() if text else ""
+    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest() if text else ""
     return [kind, digest, *_call_keys(calls), *_call_keys(responses)]
 
 
@@ -451,7 +458,7 @@ class _Session:
         nothing), a message the list holds under its own id places the copies before it."""
         start = next(n for n, m in enumerate(records) if self._new_snapshot(m))
         after = records[start + 1:]
-        if after and after[0].get("type") == "gemini" and _norm(_text_of(after[0])) == _norm(_ACK):
+        if after and _is_ack(after[0]):
             after = after[1:]
         originals = self._signatures()
         where = {mid: n for n, (mid, _) in enumerate(originals)}
@@ -521,9 +528,11 @@ class _Session:
         the history (``setHistory`` records the whole history from its first turn, the
         environment context Gemini CLI puts first). A sync that stops after it, before the list,
         reads on from it next time instead of storing the run's first lines as new messages."""
-        kind, parts = message.get("type"), [p for p in _parts(message) if p.get("thought") is not True]
-        return self.first is not None and any(_same(_signature(kind, parts[:n]), self.first)
-                                              for n in range(1, min(len(parts), 64) + 1))
+        kind = message.get("type")
+        if self.first is None or kind != self.first[0]:   # (a signature's kind first: _same compares it)
+            return False
+        parts = [p for p in _parts(message) if p.get("thought") is not True]
+        return any(_same(_signature(kind, parts[:n]), self.first) for n in range(1, min(len(parts), 64) + 1))
 
     def _flush(self, upto: int | None = None) -> None:
         """The run read so far (up to ``upto``) is not a re-recording: its records are new messages."""
@@ -665,7 +674,7 @@ class _Session:
                 self.skipped[f"{kind} messages (the CLI's own notices)"] += 1
                 continue
             # the model line compression writes after its summary is the harness's, not the agent's
-            ack, after_summary = after_summary and kind == "gemini" and _norm(_text_of(message)) == _norm(_ACK), \
+            ack, after_summary = after_summary and _is_ack(message), \
                 _is_snapshot(message)
             if kind == "user":
                 message = _user_parts(message, self.skipped)
