@@ -607,15 +607,21 @@ class WriteSession:
     def _append_harness_items(self, harness, *, fsync: bool = True) -> int:
         """The episodic items of the harness compactions an ingest staged (memcli.store.harness_items),
         those the agent does not have yet (by id), after one read of ``episodic.jsonl``."""
-        from memcli.store.harness_items import continued_turn, last_compacted_turn, last_covered_turn, subagent_turns
+        from memcli.store.harness_items import (
+            continued_turn,
+            last_compacted_turn,
+            last_covered_turn,
+            stored_compactions,
+            subagent_turns,
+        )
 
         records = [record for _, _, record in jsonl.iter_records(self.paths.episodic)]
         known = {record.get("id") for record in records} | harness.skip_ids
         continued = None
         if harness.extends():
-            staged = {event["id"] for event, _, _ in harness.pending}
-            previous = last_compacted_turn(self.paths, records, staged)
-            continued = continued_turn(self.paths, staged)
+            stored = stored_compactions(self.paths, {event["id"] for event, _, _ in harness.pending})
+            previous = last_compacted_turn(records, stored)
+            continued = continued_turn(self.paths, stored)
         else:
             previous = last_covered_turn(records)
         items = harness.items(previous, lambda agent, until: subagent_turns(self.paths, agent, until), continued)

@@ -262,21 +262,36 @@ def active_trace_ids(paths, trace_ids) -> set:
     return found
 
 
+_FIELD_NAME = b'"' + FIELD.encode() + b'"'   # what a harness compaction's line holds
+
+
+def _is_harness_trace(record: dict) -> bool:
+    return isinstance(record.get(FIELD), dict)
+
+
 def _harness_traces(paths):
     """The harness-compaction traces of the agent's active file (one search of its bytes for the
     field's name, each hit's line parsed)."""
-    return _records_holding(paths, b'"' + FIELD.encode() + b'"', lambda r: isinstance(r.get(FIELD), dict))
+    return _records_holding(paths, _FIELD_NAME, _is_harness_trace)
 
 
-def last_compacted_turn(paths, records, staged: set) -> int:
+def stored_compactions(paths, staged: set) -> list[tuple[dict, int]]:
+    """The harness compactions of the session stored before this ingest — their traces in the
+    active file, not among the ``staged`` ids, not a subagent's —, each with the offset its line
+    ends at: one search of the file's bytes, which :func:`last_compacted_turn` and
+    :func:`continued_turn` both read."""
+    return list(_holding(paths, _FIELD_NAME, lambda r: _is_harness_trace(r) and r.get("id") not in staged
+                         and subagent_of(r) is None))
+
+
+def last_compacted_turn(records, stored: list) -> int:
     """Where the agent's earlier harness compactions left off: the last turn its harness items
     cover (:func:`last_covered_turn`), or later, the turn of a harness compaction with no text —
-    hence no item (a Codex remote compaction) — in the active file and not among the ``staged``
-    trace ids (one search of the file's bytes). A one-shot import starts the next item's turns
-    after such a compaction too."""
+    hence no item (a Codex remote compaction) — among those ``stored`` (:func:`stored_compactions`).
+    A one-shot import starts the next item's turns after such a compaction too."""
     last = last_covered_turn(records)
-    for record in _harness_traces(paths):
-        if is_summary(record) or record.get("id") in staged or subagent_of(record) is not None:
+    for record, _ in stored:
+        if is_summary(record):
             continue
         turn_id = record.get("turn_id")
         number = turn_number(turn_id) if isinstance(turn_id, str) else None
@@ -285,25 +300,23 @@ def last_compacted_turn(paths, records, staged: set) -> int:
     return last
 
 
-def continued_turn(paths, staged: set) -> int | None:
+def continued_turn(paths, stored: list) -> int | None:
     """The turn of the agent's last harness compaction of the session stored before this ingest
-    (its trace in the active file, not among the ``staged`` ids, not a subagent's), when the
-    trace after it in the file is of that turn too — the turn went on after the summary, so the
+    (the last of ``stored``: :func:`stored_compactions`), when the trace after it in the file is
+    of that turn too — the turn went on after the summary, so the
     next compaction covers it, as one import of the whole file reads it — else None. The trace
     after it is the first that is no context line (a manual compaction's caveat, command and
     output join its turn without being work: the ingest's span rule), within
-    :data:`CONTINUED_LOOKAHEAD` lines. One search of the file's bytes, then the lines after the
-    last hit read."""
+    :data:`CONTINUED_LOOKAHEAD` lines: the lines after the last one read."""
     from memcli.errors import CorruptStoreError
     from memcli.store import jsonl
 
-    last = None
-    for record, end in _holding(paths, b'"' + FIELD.encode() + b'"', lambda r: isinstance(r.get(FIELD), dict)
-                                and r.get("id") not in staged and subagent_of(r) is None):
-        last = record.get("turn_id"), end
-    if last is None or not isinstance(last[0], str):
+    if not stored:
         return None
-    turn_id, end = last
+    record, end = stored[-1]
+    turn_id = record.get("turn_id")
+    if not isinstance(turn_id, str):
+        return None
     try:
         for n, (_, _, after) in enumerate(jsonl.iter_records(paths.active, end + 1, first_line_no=None)):
             if n >= CONTINUED_LOOKAHEAD:
