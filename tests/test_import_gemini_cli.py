@@ -421,6 +421,8 @@ def test_a_sync_checkpoint_after_every_line_does_not_sign_every_message_again(mo
     signed = []
     real = gemini_cli._message_signature
     monkeypatch.setattr(gemini_cli, "_message_signature", lambda m: signed.append(m["id"]) or real(m))
+    built, carry = [], gemini_cli._Session._carry   # nor is its carry (200 signatures) built once per line
+    monkeypatch.setattr(gemini_cli._Session, "_carry", lambda self: built.append(1) or carry(self))
     session = IMPORTER.resume(IngestResult("a"), {"session": sid(56, "gm")})
     lines = [gm_header(sid(56, "gm"))]
     for n in range(300):
@@ -434,7 +436,7 @@ def test_a_sync_checkpoint_after_every_line_does_not_sign_every_message_again(mo
             session.checkpoint()
 
     assert len([e for _, e in session.events(values()) if e["trace_type"] == "user"]) == 300
-    assert len(signed) <= 3 * 300
+    assert len(signed) <= 3 * 300 and len(built) == 1   # at the end of the lines (no run held)
     assert [t[0] for t in session.checkpoint()["tail"]][-2:] == ["u299", "m299"]
 
 
@@ -511,3 +513,48 @@ def test_a_resumed_sessions_thoughts_are_stored_once(tmp_path):
     _, traces = _one_shot(tmp_path, lines)
     reasoning = [t for t in traces if "reasoning" in (t.get("tags") or ())]
     assert [t["content"] for t in reasoning] == ["Planning: look at the files first"], reasoning
+
+
+def _eager_carry(session):
+    """The carry as it stands, built at once (what checkpoint() gave after every line before)."""
+    return None if not session.recognized or session._held() else session._carry()
+
+
+def _kept_carry(session_id: str, lines: list, final: bool, eager: bool):
+    """(line, carry) a sync keeps reading ``lines``: the last checkpoint given (or an eager one)."""
+    from memcli.ingest.pipeline import IngestResult
+    session = IMPORTER.resume(IngestResult("a"), {"session": session_id})
+    session.final = final
+    last = None
+
+    def values():
+        nonlocal last
+        for n, value in enumerate(lines):
+            yield n, value
+            c = _eager_carry(session) if eager else session.checkpoint()
+            last = (n, c) if c is not None else last
+    list(session.events(values()))
+    return last
+
+
+def test_a_sync_keeps_the_carry_an_eager_checkpoint_gives_after_the_same_line():
+    # a sync asks for a checkpoint after every line and keeps the last one given: the reader hands
+    # out one carry and fills it only where it can be the last kept (before a run it holds starts,
+    # at the end of the lines) — it must be the carry of the state after that same line, at every
+    # cut of logs with re-recordings (held runs), compressions and more messages than the carry holds
+    g = sid(58, "gm")
+    u1, m1, r1, u2, m2, r2 = _conversation()
+    env = gm_user("e0", "This is the Gemini CLI. The project's files: ...", 0)
+    run = _rerecorded("h", _turn(env, u1), _turn(m1), _turn(r1, u2, output=MASKED), _turn(m2), _turn(r2, output=MASKED))
+    masked = [_set(env), u1, m1, r1, u2, m2, r2, *run, gm_user("u3", "now commit", 4), gm_model("m3", "committed", 4)]
+    long_env, *rest = _long_session(55)
+    logs = {"masked": masked, "compressed": _compressed(g)[1:], "long": [_set(long_env), *rest, *run[:5]]}
+    checked = held = 0
+    for name, body in logs.items():
+        for cut in range(len(body) + 1):
+            for final in (True, False):
+                kept = {eager: _kept_carry(g, body[:cut], final, eager) for eager in (False, True)}
+                assert kept[False] == kept[True], (name, cut, final)
+                checked += 1
+                held += kept[True] is not None and kept[True][0] < cut - 1
+    assert checked == 2 * sum(len(b) + 1 for b in logs.values()) and held > 0   # some cuts end inside a held run

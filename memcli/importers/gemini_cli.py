@@ -91,7 +91,9 @@ later sync is matched as in one import) and the last ``SIGNATURES_KEPT`` copies 
 message: a reader resumed from it that meets a copy it cannot match (a re-recording of the whole
 history, a compression keeping more than the carry holds) raises :class:`ReadWhole` before it
 yields anything, and ``memcli sync`` reads the file again from its start with no carry (one
-import: every copy matched; what was stored before is de-duplicated by id). A sync takes a checkpoint after every line: it reads from the newest back, each
+import: every copy matched; what was stored before is de-duplicated by id). A sync asks for a
+checkpoint after every line and keeps the last: the carry is built once where it can be that last
+one (before a run held back starts, at the end of the lines), from the newest message back, each
 message's signature computed once per version. A run of new records that starts as a re-recording does (its first record copies the
 history's first message: Gemini CLI's environment context) has no checkpoint inside it, and a
 sync whose read ends inside it leaves it unread (the file is read on from its start next time)
@@ -327,6 +329,8 @@ class _Session:
         head = (carry or {}).get("head")
         self.head: list | None = head if self.truncated and _valid(head) else None
         self.final = True   # memcli sync: False while the file may still be written (a run is then held back)
+        self.reading = False   # events() is reading lines: checkpoints share carry_out (see checkpoint)
+        self.carry_out: dict = {}
 
     def _summary(self, record: dict) -> None:
         """Gemini CLI's own one-line summary of the session: its title (``result.meta``)."""
@@ -335,14 +339,30 @@ class _Session:
             self.result.meta["ai_title"] = self.result.meta["title"] = summary.strip()
 
     def checkpoint(self) -> dict | None:
+        """The carry after the last line read, or None inside a re-recording being read (the next
+        sync reads it again from its start). A sync asks after every line and keeps the last one
+        given, so while a read goes on the carry is one shared dict filled where it can be the
+        last one kept (:meth:`_fill_carry`: before a held run starts, at the end of the lines): a
+        carry of up to 2 × ``SIGNATURES_KEPT`` signatures is built once per run, not per line."""
         if not self.recognized or self._held():
-            return None   # a re-recording being read: the next sync reads it again from its start
+            return None
+        if self.reading:
+            return self.carry_out
+        return self._carry()
+
+    def _fill_carry(self) -> None:
+        """Fill the carry handed out since the last fill with the state as it stands (the state
+        after the last line the sync asked a checkpoint for); later checkpoints get a new one."""
+        if self.recognized and not self._held():
+            self.carry_out.update(self._carry())
+        self.carry_out = {}
+
+    def _carry(self) -> dict:
         carry = {"session": self.session_id}
         if self.snapshots:
             carry["snapshots"] = list(self.snapshots)
         # the run being read is new messages unless the next lines make it a re-recording: carried
-        # as read (a later $set that holds them holds known messages)
-        # (read from the newest back: a checkpoint is taken after every line a sync reads)
+        # as read (a later $set that holds them holds known messages), from the newest back
         def newest_first():
             for _, m in reversed(self.pending):
                 yield m["id"], self._signature_of(m)
@@ -518,9 +538,12 @@ class _Session:
         """A record with a new id: a new message, or a re-recording's copy (known at the list)."""
         if not self.pending:
             self.first = self._head()
+        starts = self.run_start is None and self._starts_run(message)
+        if starts:   # no checkpoint from here until the run is resolved: the last one is the one before it
+            self._fill_carry()
         self.pending.append((line, message))
         self.pending_ids.add(message["id"])
-        if self.run_start is None and self._starts_run(message):
+        if starts:
             self.run_start = len(self.pending) - 1
 
     def _starts_run(self, message: dict) -> bool:
@@ -616,6 +639,13 @@ class _Session:
             self.head = next((sig for sig in map(_message_signature, records) if not _empty(sig)), self.head)
 
     def events(self, values):
+        self.reading = True
+        try:
+            yield from self._read(values)
+        finally:
+            self.reading = False
+
+    def _read(self, values):
         for line, value in values:
             if isinstance(value, Exception):
                 yield line, value
@@ -660,6 +690,7 @@ class _Session:
                 self._put(line, value)
             else:
                 self.skipped["lines that are not Gemini CLI records"] += 1
+        self._fill_carry()   # the checkpoint after the last line: before the run held is flushed
         # a re-recording still being written (memcli sync) is read again from its start next time
         self._flush(None if self.final else self.run_start)
         yield from self._emit()

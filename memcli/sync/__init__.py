@@ -47,7 +47,10 @@ Reading on from an offset needs the importer's state at that offset. An importer
 it has ``resume(result, carry) -> reader`` with ``reader.events(values)`` (as ``events``) and
 ``reader.checkpoint() -> dict | None`` (a JSON-able carry after the last value it consumed, or
 None where it cannot stop, e.g. a message held until its pair arrives); sync stores the last
-checkpoint's offset and carry. An importer without ``resume`` gets the whole file again and ids
+checkpoint's offset and carry. The carry is read once ``events`` is exhausted, and sync asks for
+a checkpoint after every value it gives but a ``complete_tail`` file's unterminated last line: a
+reader may hand out one dict and fill it in place by then (Gemini CLI's, whose files have no such
+line, builds its carry once per run of lines it can stop in, not after every line). An importer without ``resume`` gets the whole file again and ids
 de-duplicate. A reader may hold its last lines back (awaiting their pair); the file is then read
 on from the checkpoint at the next sync even if it did not change.
 

@@ -8,7 +8,11 @@ store, each command a fresh process (``python -m memcli``):
   file (orjson) and writes each session durably into a directory of its own (write, fsync of
   the file and of the directory) in one Python process — the floor of any durable import;
 * no-change sync: the same command again (nothing new: every file only ``stat``-ed), best of 5,
-  against ``memcli --version`` measured interleaved with it. Target 2x.
+  against ``memcli --version`` measured interleaved with it. Target 2x;
+* one long Gemini CLI log (``MEMCLI_BENCH_SYNC_GEMINI_TURNS`` turns, default 2,500: four lines
+  each, a record re-written as its tool call completes) synced into an empty store, against the
+  same durable copy of it: a reader whose sync checkpoint (a carry of 200 signatures) was built
+  after every line took ten times its reading time.
 
     MEMCLI_BENCH_SYNC_SESSIONS=300 python tests/bench/run_all.py sync
 """
@@ -25,7 +29,7 @@ from pathlib import Path
 import orjson
 
 from tests.bench.common import installed_env, run_measured
-from tests.sync_fixtures import fake_home
+from tests.sync_fixtures import fake_home, gemini_chats, gm_call, gm_header, gm_model, gm_user, sid, write_lines
 
 REPO = Path(__file__).resolve().parent.parent.parent
 RUNS = 5
@@ -50,6 +54,33 @@ def _durable_copy(home: Path, into: Path) -> int:
         os.fsync(dfd)
         os.close(dfd)
     return lines
+
+
+def _gemini_log(home: Path, turns: int) -> Path:
+    """One Gemini CLI session log of ``turns`` turns: an ask, a metadata update, the answer, and the
+    answer again with its completed tool call (how Gemini CLI re-writes a record)."""
+    session = sid(90, "gm")
+    lines = [gm_header(session)]
+    for n in range(turns):
+        call = gm_call(f"c{n}", output=f"contents of file {n} " * 8)
+        lines += [gm_user(f"u{n}", f"look at file {n} and fix it", n % 60),
+                  {"$set": {"lastUpdated": "2026-03-03T09:00:00.000Z"}},
+                  gm_model(f"m{n}", f"reading file {n} first", n % 60),
+                  gm_model(f"m{n}", f"reading file {n} first", n % 60, calls=[call])]
+    return write_lines(gemini_chats(home) / f"session-2026-03-03T08-00-{session[:8]}.jsonl", lines)
+
+
+def _gemini_row(tmp: Path, env: dict, memcli: list) -> dict:
+    turns = int(os.environ.get("MEMCLI_BENCH_SYNC_GEMINI_TURNS", "2500"))
+    home = tmp / "gemini-home"
+    _gemini_log(home, turns)
+    start = time.perf_counter()
+    lines = _durable_copy(home, tmp / "gemini-copy")
+    parse = time.perf_counter() - start
+    wall, rss, _ = run_measured(memcli + ["sync", "--home", home, "--source", "gemini"],
+                                env=dict(env, MEMCLI_DIR=str(tmp / "gemini-memory")))
+    return {"name": "first sync of one Gemini CLI log vs a durable copy", "value": wall,
+            "baseline": parse, "unit": "s", "target": None, "note": f"{lines:,} lines; peak RSS {rss:.0f} MiB"}
 
 
 def run() -> list[dict]:
@@ -82,6 +113,7 @@ def run() -> list[dict]:
              "baseline": min(version), "unit": "s", "target": 2.0,
              "note": f"best of {RUNS}; CPU {min(again_cpu):.3f}s vs {min(version_cpu):.3f}s "
                      f"({min(again_cpu) / min(version_cpu):.2f}x)"},
+            _gemini_row(tmp, env, memcli),
         ]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
