@@ -1949,3 +1949,50 @@ def test_a_condensed_summary_keeps_its_vocabulary_longer_than_its_notes_and_comm
         "Vocabulary: CacheStore, cache_timeout_s, CACHE_URL"])
     out = condense(summary, len(summary) - 60)
     assert "Vocabulary: CacheStore, cache_timeout_s, CACHE_URL" in out and "Latest notes: " not in out, out
+
+
+def test_a_merge_keeps_the_subagents_in_the_order_they_ran_one_line_each_with_their_count():
+    """Each summary lists its subagents oldest first: the merge kept them newest summary first,
+    reversed (a rollup of rollups listed a1100, a1060, a1020, then a1020, a1060, a1100 the next
+    round), and dropped what their ``(+N earlier)`` counted. An agent two summaries name keeps
+    its newest line, where that line was."""
+    from memcli.compaction.offline import merge_summary_texts
+
+    head = "1 turn (turn_0001), 2026-02-01 10:00 → 10:05 UTC: 9 traces, 3 tool calls, 0 failed."
+    older = "\n".join([head, "Subagents:", "(+2 earlier)", '- agent a1 (turn_0001) · task "Find A" · 1 tool call',
+                       '- agent a2 (turn_0001) · task "Find B" · 1 tool call'])
+    newer = "\n".join([head, "Subagents:", '- agent a2 (turn_0001) · task "Find B" · 3 tool calls · concluded: "B is in b.py"',
+                       '- agent a3 (turn_0001) · task "Find C" · 1 tool call'])
+    merged = merge_summary_texts([older, newer], "turn_0001", 1).split("\n")
+    assert merged[1:] == ["Subagents:", "(+2 earlier)", '- agent a1 (turn_0001) · task "Find A" · 1 tool call',
+                          '- agent a2 (turn_0001) · task "Find B" · 3 tool calls · concluded: "B is in b.py"',
+                          '- agent a3 (turn_0001) · task "Find C" · 1 tool call']
+
+
+def test_a_condensed_summary_loses_its_oldest_subagents_lines_counted_before_its_vocabulary_and_asks():
+    """Over its room a summary's subagents block loses its oldest agents' lines, counted in its
+    ``(+N earlier)``, after the notes and commands and before the vocabulary and the asks. They
+    were dropped with the turn lines, as turn lines: in a hook's rounds a rollup kept three
+    subagents' lines (one task twice) under no ``Subagents:`` head — the "turn lines left out"
+    note in its place — while its vocabulary and every ask but the first were gone."""
+    summary = "\n".join([
+        "2 turns (turn_0001–turn_0002), 2026-02-01 10:00 → 10:20 UTC: 90 traces, 30 tool calls, 0 failed.",
+        '- turn_0001 · user: "Port the cache to settings."',
+        '- turn_0002 · user: "Keep the public names."',
+        "Subagents:",
+        '- agent a1 (turn_0001) · task "List every caller of CacheStore.get under src/" · 1 tool call',
+        '- agent a2 (turn_0002) · task "List every caller of CacheStore.put under src/" · 1 tool call',
+        '- agent a3 (turn_0002) · task "List every caller of CacheStore.drop under src/" · 1 tool call',
+        "Files modified: src/cache.py (CacheStore)",
+        "Commands (latest outcome): `pytest -q tests/test_cache.py`: 12 passed in 0.4s",
+        "Vocabulary: CacheStore, cache_timeout_s, CACHE_URL"])
+    lines = condense(summary, len(summary) - 150).split("\n")
+    assert lines[1:5] == ['- turn_0001 · user: "Port the cache to settings."', '- turn_0002 · user: "Keep the public names."',
+                          "Subagents:", "(+1 earlier)"]
+    assert lines[5:] == ['- agent a2 (turn_0002) · task "List every caller of CacheStore.put under src/" · 1 tool call',
+                         '- agent a3 (turn_0002) · task "List every caller of CacheStore.drop under src/" · 1 tool call',
+                         "Files modified: src/cache.py (CacheStore)", "Vocabulary: CacheStore, cache_timeout_s, CACHE_URL"]
+    # squeezed further: every agent's line goes (the block with them), the asks and vocabulary stay
+    lines = condense(summary, len(summary) - 360).split("\n")
+    assert lines[1:] == ['- turn_0001 · user: "Port the cache to settings."', '- turn_0002 · user: "Keep the public names."',
+                         "Files modified: src/cache.py (CacheStore)", "Vocabulary: CacheStore, cache_timeout_s, CACHE_URL"]

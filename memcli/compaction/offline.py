@@ -3795,20 +3795,25 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
               + (f"{traces} trace{'s' if traces != 1 else ''}, " if traces else "")
               + f"{calls} tool call{'s' if calls != 1 else ''}, {failed} failed.")
     body: dict[str, None] = {}
-    subagents: dict[str, None] = {}
+    subagents: list[list[str]] = []   # each summary's agent lines (in its order), newest summary first
+    earlier_agents = 0   # the agents the summaries counted without their lines ("(+N earlier)")
     lists: dict[str, list[list[str]]] = {kind: [] for kind, *_ in _LIST_LINES}
     passed_by: dict[str, int] = {}   # a command whose latest outcome a summary said -> the newest such summary (0: newest)
     for age, text in enumerate(reversed(texts)):   # newest first: a list keeps an entry where it was newest
         lines = text.split("\n")[1:]
         in_subagents = False
         own_body: list[str] = []
+        subagents.append([])
         for line in lines:
             if line == "Subagents:":
                 in_subagents = True
                 continue
             if in_subagents and line.startswith(("- ", "(+")):
-                if not line.startswith("(+"):
-                    subagents[line] = None
+                earlier = _EARLIER.fullmatch(line)
+                if earlier:
+                    earlier_agents += int(earlier[1])
+                else:
+                    subagents[-1].append(line)
                 continue
             in_subagents = False
             for kind, heads, sep in _LIST_LINES:
@@ -3828,8 +3833,14 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
                 own_body.append(line)
         body = {**dict.fromkeys(own_body), **body}   # (older first, each line once)
     out = [header, *_steps_folded([line for line in body if line])]
-    if subagents:
-        out += ["Subagents:", *reversed(list(subagents))]
+    by_agent: dict[str, str] = {}   # an agent's id -> its newest line, where that line was (oldest first)
+    for line in (line for lines in reversed(subagents) for line in lines):
+        key = line.split(" · ", 1)[0]   # ("- agent a1060 (turn_0002) · task …": one line per agent)
+        by_agent.pop(key, None)
+        by_agent[key] = line
+    agents = list(by_agent.values())
+    if agents:
+        out += ["Subagents:", *([f"(+{earlier_agents} earlier)"] if earlier_agents else []), *agents]
     for kind, heads, sep in _LIST_LINES:
         parts = [p for p in lists[kind] if p]
         if not parts:
@@ -3858,11 +3869,15 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
 
 
 _UNANSWERED = re.compile(r"^(\d+) calls? \((.*)\)$", re.DOTALL)
+_EARLIER = re.compile(r"\(\+(\d+) earlier\)")   # a Subagents block's count of the agents it has no line for
 
 
-# the list lines (heads, separator) a condensed summary takes entries from, the first first
-_LISTS = tuple((heads, sep) for first in ("notes", "urls", "commands", "vocab", "commits", "unanswered", "failed", "plan")
-               for kind, heads, sep in _LIST_LINES if kind == first)
+# the list lines (kind, heads, separator) a condensed summary takes entries from, the first first
+# (the subagents block: its oldest agents' lines, :func:`_drop_agents`)
+_CONDENSE_ORDER = ("notes", "urls", "commands", "subagents", "vocab", "commits", "unanswered", "failed", "plan")
+_LISTS = tuple((kind, heads, sep) for first in _CONDENSE_ORDER for kind, heads, sep in
+               (*_LIST_LINES, ("subagents", ("Subagents:",), "\n")) if kind == first)
+_AGENT_LINE = ("- agent", "- subagent")
 
 
 def condense(summary: str, budget: int) -> str:
@@ -3870,9 +3885,10 @@ def condense(summary: str, budget: int) -> str:
     its asks and its files: turn lines shrink to their asks first (a turn of conversation only
     keeps its reply when the summary then fits, or when dropping the least telling sentences of
     the asks and replies quoted makes it fit: :func:`_said_condensed`); then list lines lose their
-    last (least needed) entries — the notes, URLs, the commands' outcomes, the vocabulary, calls
-    never answered, failures, the plan — and the files the names touched in them (the oldest
-    files' first); then asks are clipped at a word boundary;
+    last (least needed) entries — the notes, URLs, the commands' outcomes, the subagents' lines
+    (the oldest agents', counted: :func:`_drop_agents`), the vocabulary, calls never answered,
+    failures, the plan — and the files the names touched in them (the oldest files' first); then
+    asks are clipped at a word boundary;
     then the oldest turn lines go, counted. Nothing is cut inside an identifier or a path."""
     if len(summary) <= budget:
         return summary
@@ -3895,7 +3911,10 @@ def condense(summary: str, budget: int) -> str:
             if said is not None:
                 return said
     excess = sum(len(line) + 1 for line in lines) - 1 - budget
-    for heads, sep in _LISTS:
+    for kind, heads, sep in _LISTS:
+        if kind == "subagents":
+            excess = _drop_agents(lines, excess)
+            continue
         for n, line in enumerate(lines):
             if excess <= 0:
                 return "\n".join(line for line in lines if line)   # (a list emptied: its line gone)
@@ -3924,7 +3943,7 @@ def condense(summary: str, budget: int) -> str:
             lines[n] = shorter
     if excess <= 0:
         return "\n".join(lines)
-    turn_lines = [n for n, line in enumerate(lines) if line.startswith(("- turn", "- [", "- agent", "- subagent"))]
+    turn_lines = [n for n, line in enumerate(lines) if line.startswith(("- turn", "- ["))]
     # the oldest turn lines go; in a summary of work, the first of them last: the request it started from
     # (work: the summary as written, its turn lines' tools not taken off yet)
     work = " · tools: " in summary or FILES_FACT_PREFIX in summary
@@ -3947,15 +3966,38 @@ def condense(summary: str, budget: int) -> str:
             out.append(line)
         elif n == last:
             out.append(f"… {len(gone)} turn line{'s' if len(gone) != 1 else ''} left out (`memcli show AGENT --archive`)")
-    # a subagents block whose agents' lines all went: its head and count go too
-    for n in range(len(out) - 1, -1, -1):
-        if out[n] == "Subagents:":
-            end = n + 1 + (n + 1 < len(out) and out[n + 1].startswith("(+"))   # (its "(+N earlier)")
-            if not (end < len(out) and out[end].startswith(("- agent", "- subagent"))):
-                del out[n:end]
     shorter, before = "\n".join(out), "\n".join(lines)
     # (a short turn line is not swapped for the longer note that counts it: that saves nothing)
     return shorter if len(shorter) < len(before) else before
+
+
+def _drop_agents(lines: list[str], excess: int) -> int:
+    """The ``Subagents:`` block of ``lines`` (in place) without its oldest agents' lines, counted
+    in its ``(+N earlier)``, until ``excess`` characters are saved (the block goes whole, count
+    and all, when no agent's line is left); the excess left."""
+    if excess <= 0 or "Subagents:" not in lines:
+        return excess
+    start = lines.index("Subagents:")
+    end = start + 1
+    earlier = 0
+    if end < len(lines) and _EARLIER.fullmatch(lines[end]):
+        earlier = int(_EARLIER.fullmatch(lines[end])[1])
+        end += 1
+    first = end
+    while end < len(lines) and lines[end].startswith(_AGENT_LINE):
+        end += 1
+    agents = lines[first:end]
+    size = sum(len(line) + 1 for line in lines[start:end])
+    while agents and excess > 0:
+        agents.pop(0)
+        earlier += 1
+        block = ["Subagents:", f"(+{earlier} earlier)", *agents] if agents else []
+        smaller = sum(len(line) + 1 for line in block)
+        excess -= size - smaller
+        size = smaller
+        lines[start:end] = block
+        end = start + len(block)
+    return excess
 
 
 _SAID = re.compile(r'^((?:then )?user|assistant): "(.*)"$', re.DOTALL)
