@@ -2620,7 +2620,14 @@ class OfflineSummarizer(Summarizer):
             end = end[11:]
         turns_said = f"{n_turns} turn{'s' if n_turns != 1 else ''} ({span})"
         calls_said = f"{n_calls} tool call{'s' if n_calls != 1 else ''}, {n_failed} failed."
-        header = f"{turns_said}, {start} → {end} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, {calls_said}"
+        # a conversation piped in with its speakers named ("Caroline: …" each ask): said once
+        named = speakers([text for e in (*listed, *tail) for text, _ in e.asks] +
+                         [text for s in short_lines for text, _ in s[1]],
+                         [e.reply for e in (*listed, *tail)] + [s[2] for s in short_lines])
+        speakers_said = "\nSpeakers: " + ", ".join(f"{role} {name}" for role, name in named.items()) + "." \
+            if named else ""
+        header = (f"{turns_said}, {start} → {end} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, {calls_said}"
+                  + speakers_said)
         footer: list[tuple[str, str]] = []   # (kind, text), in the order shown
         if subagents:
             earlier = window.n_subagents - len(subagents)
@@ -2714,9 +2721,12 @@ class OfflineSummarizer(Summarizer):
             out.extend((line_of(e, short), line_of(e, True), (e.turn_id, e.turn_id, 1)) for e in entries[len(listed):])
             line_days = days or [None] * len(out)
             if floor[0]:   # a run of turns whose asks were all condensed away: one line; a run of
-                # turns of conversation, what they said on one line
-                out, line_days = _fold_emptied(out, line_days)
+                # turns of conversation, what they said on one line (a day's, the turns of that day
+                # that say nothing in it: a run folded across days broke the days' lines apart and
+                # said nothing on a line of its own); then days that say nothing, on one line
+                out, line_days = _fold_emptied(out, line_days, one_day=True)
                 out, line_days = _joined_talk(out, line_days, talking_turns)
+                out, line_days = _fold_emptied(out, line_days)
             if days:   # a window of several days: each line whose day is not the line's before says it
                 previous = None
                 for k, day in enumerate(line_days):
@@ -2725,6 +2735,8 @@ class OfflineSummarizer(Summarizer):
                         head = _line_head(span)
                         out[k] = (_dated(line, head, day), _dated(short_form, head, day), span)
                     previous = day or previous
+            if named:
+                out = [(_unnamed(line, named), _unnamed(short_form, named), span) for line, short_form, span in out]
             return out
 
         def assemble() -> str:
@@ -2814,7 +2826,7 @@ class OfflineSummarizer(Summarizer):
                                    and len(window.vocab) > 8):
             if hard < TINY_SUMMARY_CHARS:   # the header says how much the window holds, not when nor
                 # which turns (the turn lines and the note of those left out under it name them)
-                header = f"{n_turns} turn{'s' if n_turns != 1 else ''}: {calls_said}"
+                header = f"{n_turns} turn{'s' if n_turns != 1 else ''}: {calls_said}{speakers_said}"
             briefer = {"failed": failures_line(failures, failure_error, commands, fixes, window.fixed, window.pending,
                                                brief=True)} \
                 if failures else {}   # (the squeezed summary's shorter forms: made only for it)
@@ -3239,6 +3251,40 @@ FOLDED_TURNS = "turns, their short asks condensed away"   # a run of such turns 
 _FOLDED = re.compile(r"^- (\S+)–(\S+) · (\d+) " + re.escape(FOLDED_TURNS) + "$")
 
 
+SPEAKER_SHARE = 0.9   # of a role's messages in a window beginning with one speaker's name: it is said once
+SPEAKER_MIN = 4       # messages of a role, at least, for that
+
+
+def speakers(asks: list[str], replies: list[str]) -> dict[str, str]:
+    """{role: name} when the messages of each role (``user``: the ``asks``, ``assistant``: the
+    ``replies``) nearly all (:data:`SPEAKER_SHARE`, at least :data:`SPEAKER_MIN`) begin with one
+    speaker's name and a colon, the two names different — a conversation of two people piped in
+    with its speakers named, ``Caroline: …`` —, else {} (one role alone so may be a label every
+    ask begins with, ``Task: …``): the summary says it once (``Speakers: user Caroline, assistant
+    Melanie.`` under its header) and quotes each message without it (:func:`_unnamed`). A dated
+    chat of two named speakers kept 505 of its 876 facts at 3,000 tokens against 639 unnamed, the
+    names taking a tenth of the summary."""
+    out = {}
+    for role, texts in (("user", asks), ("assistant", replies)):
+        texts = [text for text in texts if text]
+        if len(texts) < SPEAKER_MIN:
+            continue
+        names = Counter(label[:-2] for text in texts if (label := _speaker_of(text)))
+        if names:
+            name, n = names.most_common(1)[0]
+            if n >= SPEAKER_SHARE * len(texts):
+                out[role] = name
+    return out if len(out) == 2 and out["user"] != out["assistant"] else {}
+
+
+def _unnamed(line: str, named: dict[str, str]) -> str:
+    """A summary line whose quotes of ``named`` roles' messages go without the speaker's name
+    they begin with (:func:`speakers`)."""
+    for role, name in named.items():
+        line = line.replace(f'{role}: "{name}: ', f'{role}: "')
+    return line
+
+
 def _span_of(line: str) -> tuple:
     """The turns a summary's line stands for (first, last, how many): a turn line's one, a folded
     run's count; ("", "", 0) for any other line."""
@@ -3302,14 +3348,15 @@ def _runs_on_one_line(out: list[tuple], days: list, joins: Callable[[int], bool]
     return merged, merged_days
 
 
-def _fold_emptied(out: list[tuple], days: list) -> tuple[list[tuple], list]:
+def _fold_emptied(out: list[tuple], days: list, one_day: bool = False) -> tuple[list[tuple], list]:
     """The body's lines with each run of two or more turns whose line says nothing any more (its
     asks condensed away: small talk) as one line that counts them (:func:`_runs_on_one_line`),
+    of one day when ``one_day`` (the line of that day's talk may then take it in), else
     whatever their days: a run that says nothing has nothing to date (a line a day of a
     conversation over weeks took a quarter of 1,500 tokens to say nothing), and the line after it
     says its own day."""
     return _runs_on_one_line(out, days, lambda k: _emptied(out[k]), lambda k: [],
-                             lambda first, last, n, _parts: f"- {first}–{last} · {n} {FOLDED_TURNS}", one_day=False)
+                             lambda first, last, n, _parts: f"- {first}–{last} · {n} {FOLDED_TURNS}", one_day=one_day)
 
 
 JOINED_LINE_CHARS = 400   # a run of conversation turns joined on one line: at most this long

@@ -710,13 +710,24 @@ _VALUES = [["Oslo", "Lima", "Kyoto", "Denver", "Nairobi", "Lisbon"], ["pottery",
            ["Dune", "Beloved", "Emma", "Ulysses"]]
 
 
-def conversation(seed: int, turns: int = 300) -> tuple[list[dict], dict[str, str]]:
+SPEAKERS = {"user": "Maya", "assistant": "Theo"}   # a dated chat's two people (conversation(dated=True))
+SESSION_TURNS = 20   # exchanges a day in a dated chat
+
+
+def conversation(seed: int, turns: int = 300, dated: bool = False) -> tuple[list[dict], dict[str, str]]:
     """A chat of ``turns`` user/assistant exchanges, mostly small talk, into which each side states
     facts once (a place, a class, a pet's name, a number …), anywhere in its message: (native
-    events, {fact value: speaker}). Built by rule; no public conversation benchmark is used."""
+    events, {fact value: speaker}). ``dated``: as conversation benchmarks over several sessions
+    have it — :data:`SESSION_TURNS` exchanges a day, the days 2–8 apart (each event's ``ts``),
+    each message beginning with its speaker's name (:data:`SPEAKERS`). Built by rule; no public
+    conversation benchmark is used."""
     rnd = random.Random(seed)
+    days = random.Random(seed + 1_000)
     events, facts = [], {}
-    for _ in range(turns):
+    ts = 1_680_000_000.0
+    for turn in range(turns):
+        if dated and turn % SESSION_TURNS == 0:
+            ts += days.randrange(2, 9) * 86_400
         for speaker in ("user", "assistant"):
             said = rnd.sample(_SMALL_TALK, rnd.choice((1, 2, 3)))
             if rnd.random() < 0.3:
@@ -725,7 +736,11 @@ def conversation(seed: int, turns: int = 300) -> tuple[list[dict], dict[str, str
                     f"{rnd.choice(_VALUES[kind])}{len(facts)}"
                 facts[value] = speaker
                 said.insert(rnd.randrange(len(said) + 1), _FACTS[kind].format(v=value))
-            events.append({"trace_type": speaker, "content": " ".join(said)})
+            if not dated:
+                events.append({"trace_type": speaker, "content": " ".join(said)})
+                continue
+            ts += 30
+            events.append({"trace_type": speaker, "content": f"{SPEAKERS[speaker]}: " + " ".join(said), "ts": ts})
     return events, facts
 
 
@@ -746,13 +761,13 @@ def lead_kept(messages: list[str], chars: int, facts: dict[str, str], line: int 
     return sum(value in text for value in facts)
 
 
-def measure_conversation(seed: int, target_tokens: int | None = None) -> tuple[int, int, int]:
+def measure_conversation(seed: int, target_tokens: int | None = None, dated: bool = False) -> tuple[int, int, int]:
     """(facts, kept by memcli's compaction at ``target_tokens`` — its default target when None —,
     kept by the lead baseline in as many characters as memcli's summary plus what memcli keeps
-    active)."""
+    active) of :func:`conversation` (``dated``: over days, its speakers named)."""
     from memcli.api import Memory
 
-    events, facts = conversation(seed)
+    events, facts = conversation(seed, dated=dated)
     with tempfile.TemporaryDirectory() as tmp:
         agent = Memory(Path(tmp)).agent("c")
         agent.ingest(events, "native")
