@@ -466,3 +466,46 @@ def test_a_session_compacted_again_and_again_keeps_one_coherent_summary(memory_d
     still = re.findall(r"`pytest -q tests/test_mod_(\d+)\.py` ×1 \([^)]*\) — still failing", failed)
     assert all(int(n) + 1 >= rolled for n in still), failed
     assert failed.count(" — passed later") == len([n for n in range(1, rolled, 2) if n + 1 < rolled]), failed
+
+
+@pytest.mark.parametrize("fix", ["the same file", "the whole suite"])
+def test_a_rollup_tells_a_failure_fixed_in_a_later_window_that_ends_failing_another_test(memory_dir, fix):
+    """A test failing in one compaction's window and passing in the next, whose window then ends
+    with another test of the same runner failing: that window's Commands line showed only the
+    family's latest run (none, it failed), so the merged rollup still said the first test was
+    "still failing". Now the Commands line says each family's latest passing run (unless that
+    command failed in the window: the Failed line says it), and the merge reads a later run
+    that covers the failure (the whole suite) as a fix, as a window does its own runs."""
+    from memcli.ingest.api import ingest
+
+    def call(n: int, k: int, command: str, result: dict) -> list[dict]:
+        return [{"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"t{n}.{k}", "tool_args": {"command": command}},
+                {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": f"t{n}.{k}", "tool_result": result}]
+
+    def failing(name: str) -> dict:
+        return {"exit_code": 1, "stdout": f"FAILED tests/test_{name}.py::test_it - {name.title()}Error\n1 failed"}
+
+    def turn(n: int) -> list[dict]:
+        events = [{"trace_type": "user", "content": f"Round {n}: port src/mod_{n}.py (TICKET-{100 + n})"}]
+        if n % 2:   # an odd round's test fails
+            events += call(n, 0, f"pytest -q tests/test_mod_{n}.py", failing(f"mod_{n}"))
+        elif n:   # the next round passes it, then another test fails and stays failing
+            fixed_by = f"pytest -q tests/test_mod_{n - 1}.py" if fix == "the same file" else "pytest -q"
+            events += call(n, 0, fixed_by, {"exit_code": 0, "stdout": "3 passed in 0.1s"})
+            events += call(n, 1, f"pytest -q tests/test_side_{n}.py", failing(f"side_{n}"))
+        return events + [{"trace_type": "assistant", "content": f"mod_{n} done."}]
+
+    for n in range(12):
+        ingest(memory_dir, "a", stdin=io.BytesIO(ndjson(turn(n))))
+        compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=1, keep_steps=0))
+    rollup = next(item for item in AgentStore(memory_dir, "a").live_memory()[0] if "rollup" in item.tags).summary
+    rolled = int(re.search(r"^\[turn_0001–turn_(\d+)\] \(\d+ summaries\)$", rollup, re.M)[1])
+    failed = next(line for line in rollup.split("\n") if line.startswith("Failed: "))
+    mods = dict(re.findall(r"`pytest -q tests/test_mod_(\d+)\.py` ×1 \([^)]*\) — (still failing|passed later|fixed later)",
+                           failed))
+    assert mods and all(int(n) + 1 < rolled for n in mods), failed   # (the next round of each rolled up too)
+    assert set(mods.values()) == {"passed later" if fix == "the same file" else "fixed later"}, failed
+    if fix == "the whole suite":
+        assert " — fixed later (a later `pytest -q` passed)" in failed
+    sides = re.findall(r"`pytest -q tests/test_side_(\d+)\.py` ×1 \([^)]*\) — still failing", failed)
+    assert sides, failed   # what no later run passed stays failing

@@ -2039,3 +2039,18 @@ def test_a_days_turns_that_say_nothing_join_that_days_line_of_talk(per_day, toke
             assert k <= 1 or day_of.get(first - 1) != day_of[first], line
             assert k >= len(lines) - 2 or day_of.get(last + 1) != day_of[last], line
     assert len(_turns_covered(text)) == 240 - sum(int(n) for n in re.findall(r"^… (\d+) turns \(", text, re.M))
+
+
+def test_the_commands_line_says_a_familys_latest_passing_run_unless_that_command_failed_since():
+    """Each family's latest passing run, its latest run failing or not (a rollup reads it to tell
+    an older summary's failure passed since) — not a command that failed in the window after it
+    passed: the Failed line says that one is failing."""
+    from memcli.compaction.offline import commands_line
+
+    outcomes = {"pytest": ("pytest -q tests/a.py", "3 passed in 0.1s"), "ruff check": ("ruff check src", "All checks passed!")}
+    families = {"pytest": True, "ruff check": False}   # pytest's latest run failed
+    assert commands_line(outcomes, families) == \
+        "Commands (latest outcome): `ruff check src`: All checks passed!; `pytest -q tests/a.py`: 3 passed in 0.1s"
+    assert commands_line(outcomes, families, ["`pytest -q tests/b.py`"]).endswith("`pytest -q tests/a.py`: 3 passed in 0.1s")
+    assert commands_line(outcomes, families, ["`pytest -q tests/a.py`"]) == \
+        "Commands (latest outcome): `ruff check src`: All checks passed!"

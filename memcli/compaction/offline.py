@@ -2644,7 +2644,7 @@ class OfflineSummarizer(Summarizer):
         notes = [n for n in window.notes if n not in replies]
         if notes:
             footer.append(("notes", notes_line(notes)))
-        outcomes = commands_line(window.outcomes, window.families)
+        outcomes = commands_line(window.outcomes, window.families, failures)
         if outcomes:
             footer.append(("commands", outcomes))
         if window.commits:
@@ -2965,14 +2965,20 @@ def _outcome_of(text: str) -> str:
     return ""
 
 
-def commands_line(outcomes: dict, families: dict) -> str:
+def commands_line(outcomes: dict, families: dict, failed: Iterable[str] = ()) -> str:
     """``Commands (latest outcome): `cmd`: 42 passed; …``, newest first: the latest telling
-    run of each command family whose latest run did not fail (a failing one is in ``Failed:``),
-    an outcome line once, after the commands that told it (``bd sync && bd ready`` and ``bd sync``
-    both told the sync's)."""
+    passing run of each command family, an outcome line once, after the commands that told it
+    (``bd sync && bd ready`` and ``bd sync`` both told the sync's) — of a family whose latest run
+    failed too, unless that command failed in the window (``failed``: the failures' labels; the
+    ``Failed:`` line says its state): `pytest tests/a.py` passing, then `pytest tests/b.py`
+    failing, says both, so that a rollup tells an earlier summary's "still failing" a.py passed
+    since (:func:`merge_summary_texts`)."""
     labels: dict[str, list[str]] = {}   # outcome line -> its commands, newest first
+    failed = set(failed)
     for family, (cmd, line) in reversed(list(outcomes.items())):
-        if not families.get(family) and (line in labels or len(labels) < MAX_LISTED):
+        if families.get(family) and _command_label(cmd) in failed:
+            continue
+        if line in labels or len(labels) < MAX_LISTED:
             labels.setdefault(line, []).append(_command_label(cmd))
     shown = [f"{', '.join(commands)}: {line}" for line, commands in labels.items()]
     return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
@@ -3790,13 +3796,25 @@ _BACKTICKED = re.compile(r"`([^`]+)`")
 def _passed_since(entry: str, age: int, passed_by: dict[str, int]) -> str:
     """A failure entry of the summary ``age`` summaries back that says "still failing", as
     "passed later" when a newer summary said its commands' latest outcome (they passed since:
-    the Commands line lists no failing run)."""
+    the Commands line lists passing runs only), or "fixed later (a later `pytest -q` passed)"
+    when a newer summary's passing run covers each of them (:func:`scope_covers`, as a window's
+    own later runs fix its failures: the whole suite passing covers one file's tests)."""
     if not entry.endswith(_STILL_FAILING):
         return entry
-    commands = _BACKTICKED.findall(entry.split(" (", 1)[0])
-    if commands and all(passed_by.get(c, age) < age for c in commands):
+    label, _, said = entry.partition(" (")
+    commands = _BACKTICKED.findall(label)
+    if not commands:
+        return entry
+    if all(passed_by.get(c, age) < age for c in commands):
         return entry[:-len(_STILL_FAILING)] + _PASSED_LATER
-    return entry
+    failure = said.rsplit(")", 1)[0]
+    newer = [p for p, when in passed_by.items() if when < age]
+    by = None
+    for command in commands:
+        by = next((p for p in newer if scope_covers(run_scope(p), run_scope(command), failure)), None)
+        if by is None:
+            return entry
+    return entry[:-len(_STILL_FAILING)] + f"{_FIXED_LATER} (a later `{by}` passed)"
 
 
 def summary_turns(text: str) -> int | None:
@@ -3820,7 +3838,8 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
     list: every file modified once, at its newest place, with every name touched in it; the
     latest plan and the latest notes; each command's latest outcome; each failure's latest state
     (a newer summary's entry for what failed replaces the older's: "still failing" then "passed
-    later" says "passed later"); the commits, URLs, calls never answered and vocabulary, newest
+    later" says "passed later"; a newer summary's passing run of it, or one covering it, makes it
+    "passed later" or "fixed later": :func:`_passed_since`); the commits, URLs, calls never answered and vocabulary, newest
     first, each once. None when a text is not in that form (a model's summary): the rollup then
     keeps it as its own section. A rollup of 23 summaries of one session used to repeat the
     files line 23 times and left out the oldest summaries, the request among them."""
