@@ -4045,10 +4045,9 @@ def _drop_agents(lines: list[str], excess: int) -> int:
         return excess
     start = lines.index("Subagents:")
     end = start + 1
-    earlier = 0
-    if end < len(lines) and _EARLIER.fullmatch(lines[end]):
-        earlier = int(_EARLIER.fullmatch(lines[end])[1])
-        end += 1
+    counted = _EARLIER.fullmatch(lines[end]) if end < len(lines) else None
+    earlier = int(counted[1]) if counted else 0
+    end += counted is not None
     first = end
     while end < len(lines) and lines[end].startswith(_AGENT_LINE):
         end += 1
