@@ -2724,9 +2724,10 @@ class OfflineSummarizer(Summarizer):
                 # turns of conversation, what they said on one line (a day's, the turns of that day
                 # that say nothing in it: a run folded across days broke the days' lines apart and
                 # said nothing on a line of its own); then days that say nothing, on one line
-                out, line_days = _fold_emptied(out, line_days, one_day=True)
+                out, line_days = _fold_emptied(out, line_days, one_day=bool(days))
                 out, line_days = _joined_talk(out, line_days, talking_turns)
-                out, line_days = _fold_emptied(out, line_days)
+                if days:
+                    out, line_days = _fold_emptied(out, line_days)
             if days:   # a window of several days: each line whose day is not the line's before says it
                 previous = None
                 for k, day in enumerate(line_days):
