@@ -551,10 +551,12 @@ def test_a_sync_keeps_the_carry_an_eager_checkpoint_gives_after_the_same_line():
     logs = {"masked": masked, "compressed": _compressed(g)[1:], "long": [_set(long_env), *rest, *run[:5]]}
     checked = held = 0
     for name, body in logs.items():
-        for cut in range(len(body) + 1):
+        n = len(body)   # every cut of the short logs; of the long one, its first, every 9th and its last lines
+        cuts = range(n + 1) if n < 50 else sorted({*range(12), *range(0, n, 9), *range(n - 14, n + 1)})
+        for cut in cuts:
             for final in (True, False):
                 kept = {eager: _kept_carry(g, body[:cut], final, eager) for eager in (False, True)}
                 assert kept[False] == kept[True], (name, cut, final)
                 checked += 1
                 held += kept[True] is not None and kept[True][0] < cut - 1
-    assert checked == 2 * sum(len(b) + 1 for b in logs.values()) and held > 0   # some cuts end inside a held run
+    assert checked > 2 * 60 and held > 0   # some cuts end inside a held run
