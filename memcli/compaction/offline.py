@@ -2624,7 +2624,7 @@ class OfflineSummarizer(Summarizer):
         named = speakers([text for e in (*listed, *tail) for text, _ in e.asks] +
                          [text for s in short_lines for text, _ in s[1]],
                          [e.reply for e in (*listed, *tail)] + [s[2] for s in short_lines])
-        speakers_said = "\nSpeakers: " + ", ".join(f"{role} {name}" for role, name in named.items()) + "." \
+        speakers_said = f"\n{SPEAKERS_HEAD}" + ", ".join(f"{role} {name}" for role, name in named.items()) + "." \
             if named else ""
         header = (f"{turns_said}, {start} → {end} UTC: {n_traces} trace{'s' if n_traces != 1 else ''}, {calls_said}"
                   + speakers_said)
@@ -3260,6 +3260,7 @@ _FOLDED = re.compile(r"^- (\S+)–(\S+) · (\d+) " + re.escape(FOLDED_TURNS) + "
 
 SPEAKER_SHARE = 0.9   # of a role's messages in a window beginning with one speaker's name: it is said once
 SPEAKER_MIN = 4       # messages of a role, at least, for that
+SPEAKERS_HEAD = "Speakers: "   # the line under a summary's header that says them
 
 
 def speakers(asks: list[str], replies: list[str]) -> dict[str, str]:
@@ -3268,9 +3269,10 @@ def speakers(asks: list[str], replies: list[str]) -> dict[str, str]:
     speaker's name and a colon, the two names different — a conversation of two people piped in
     with its speakers named, ``Caroline: …`` —, else {} (one role alone so may be a label every
     ask begins with, ``Task: …``): the summary says it once (``Speakers: user Caroline, assistant
-    Melanie.`` under its header) and quotes each message without it (:func:`_unnamed`). A dated
-    chat of two named speakers kept 505 of its 876 facts at 3,000 tokens against 639 unnamed, the
-    names taking a tenth of the summary."""
+    Melanie.`` under its header) and quotes each message without it (:func:`_unnamed`): the
+    names took a tenth of a squeezed chat's summary (the bench's dated chats of two named speakers
+    keep 595 of their 876 facts at 3,000 tokens, 514 with the names in every quote and runs of
+    silent turns folded across days)."""
     out = {}
     for role, texts in (("user", asks), ("assistant", replies)):
         texts = [text for text in texts if text]
@@ -3286,9 +3288,11 @@ def speakers(asks: list[str], replies: list[str]) -> dict[str, str]:
 
 def _unnamed(line: str, named: dict[str, str]) -> str:
     """A summary line whose quotes of ``named`` roles' messages go without the speaker's name
-    they begin with (:func:`speakers`)."""
+    they begin with (:func:`speakers`): ``user: "…"``, ``then user: "…"``, and a reply said on
+    another day than its ask, ``assistant (2026-03-03): "…"``."""
     for role, name in named.items():
-        line = line.replace(f'{role}: "{name}: ', f'{role}: "')
+        if f'"{name}: ' in line:
+            line = re.sub(rf'\b({role}(?: \(\d{{4}}-\d\d-\d\d\))?): "{re.escape(name)}: ', r'\1: "', line)
     return line
 
 
@@ -3452,7 +3456,10 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         return ""
     if kind == "subagents":   # the newest stay: the ones the work goes on from
         head, *lines = text.split("\n")
-        earlier = int(lines.pop(0)[2:-9]) if lines[0].startswith("(+") else 0
+        counted = _EARLIER.fullmatch(lines[0]) if lines else None
+        if counted:
+            lines.pop(0)
+        earlier = int(counted[1]) if counted else 0
         kept = []
         used = len(head) + 1 + 30
         for line in reversed(lines):
@@ -3796,26 +3803,35 @@ _BACKTICKED = re.compile(r"`([^`]+)`")
 
 def _passed_since(entry: str, age: int, passed_by: dict[str, int]) -> str:
     """A failure entry of the summary ``age`` summaries back that says "still failing", as
-    "passed later" when a newer summary said its commands' latest outcome (they passed since:
-    the Commands line lists passing runs only), or "fixed later (a later `pytest -q` passed)"
-    when a newer summary's passing run covers each of them (:func:`scope_covers`, as a window's
-    own later runs fix its failures: the whole suite passing covers one file's tests)."""
+    "passed later" when a newer summary's Commands line (passing runs only) shows each of its
+    commands passing since, or "fixed later (a later `pytest -q` passed)" when it shows a run that
+    covers each — read by the rule a window reads its own later runs by (another command's pass
+    counts only when the line's status is its commands', :func:`runs_recorded`: ``pytest -q |
+    tail`` or ``pytest --collect-only`` none; :func:`scope_covers`: the whole suite covers one
+    file's tests). A command clipped in its label (``…``) covers nothing: what it ran is not all
+    there."""
     if not entry.endswith(_STILL_FAILING):
         return entry
     label, _, said = entry.partition(" (")
     commands = _BACKTICKED.findall(label)
-    if not commands:
-        return entry
-    if all(passed_by.get(c, age) < age for c in commands):
-        return entry[:-len(_STILL_FAILING)] + _PASSED_LATER
-    failure = said.rsplit(")", 1)[0]
-    newer = [p for p, when in passed_by.items() if when < age]
-    by = None
+    failure = said.rsplit(")", 1)[0].split("; before: ", 1)[0]   # (its latest informative line)
+    newer = [(p, scopes) for p, when in passed_by.items() if when < age and not p.endswith("…")
+             for scopes in [[scope for scope, _ in runs_recorded(p, False)]] if scopes]
+    fixed_by = []
     for command in commands:
-        by = next((p for p in newer if scope_covers(run_scope(p), run_scope(command), failure)), None)
-        if by is None:
+        if passed_by.get(command, age) < age:   # its own run passed since (as a window says it of its own)
+            fixed_by.append(command)
+            continue
+        scope = None if command.endswith("…") else run_scope(command)
+        by = scope and next((p for p, scopes in newer if any(scope_covers(s, scope, failure) for s in scopes)), None)
+        if not by:
             return entry
-    return entry[:-len(_STILL_FAILING)] + f"{_FIXED_LATER} (a later `{by}` passed)"
+        fixed_by.append(by)
+    if not fixed_by:
+        return entry
+    if fixed_by == commands:
+        return entry[:-len(_STILL_FAILING)] + _PASSED_LATER
+    return entry[:-len(_STILL_FAILING)] + f"{_FIXED_LATER} (a later `{fixed_by[-1]}` passed)"
 
 
 def summary_turns(text: str) -> int | None:
@@ -3899,7 +3915,8 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
             else:
                 own_body.append(line)
         body = {**dict.fromkeys(own_body), **body}   # (older first, each line once)
-    out = [header, *_steps_folded([line for line in body if line])]
+    said_by = [line for line in body if line.startswith(SPEAKERS_HEAD)]   # (under the header, each once)
+    out = [header, *said_by, *_steps_folded([line for line in body if line and line not in said_by])]
     by_agent: dict[str, str] = {}   # an agent's id -> its newest line, where that line was (oldest first)
     for line in (line for lines in reversed(subagents) for line in lines):
         key = line.split(" · ", 1)[0]   # ("- agent a1060 (turn_0002) · task …": one line per agent)
@@ -4039,31 +4056,19 @@ def condense(summary: str, budget: int) -> str:
 
 
 def _drop_agents(lines: list[str], excess: int) -> int:
-    """The ``Subagents:`` block of ``lines`` (in place) without its oldest agents' lines, counted
-    in its ``(+N earlier)``, until ``excess`` characters are saved (the block goes whole, count
-    and all, when no agent's line is left); the excess left."""
+    """The ``Subagents:`` block of ``lines`` (in place) within ``excess`` characters less, as a
+    squeezed summary fits it (:func:`_fit_block`: the newest agents' lines that fit, the others
+    counted in its ``(+N earlier)``; the block gone when none fits); the excess left."""
     if excess <= 0 or "Subagents:" not in lines:
         return excess
     start = lines.index("Subagents:")
     end = start + 1
-    counted = _EARLIER.fullmatch(lines[end]) if end < len(lines) else None
-    earlier = int(counted[1]) if counted else 0
-    end += counted is not None
-    first = end
-    while end < len(lines) and lines[end].startswith(_AGENT_LINE):
+    while end < len(lines) and (lines[end].startswith(_AGENT_LINE) or _EARLIER.fullmatch(lines[end])):
         end += 1
-    agents = lines[first:end]
-    size = sum(len(line) + 1 for line in lines[start:end])
-    while agents and excess > 0:
-        agents.pop(0)
-        earlier += 1
-        block = ["Subagents:", f"(+{earlier} earlier)", *agents] if agents else []
-        smaller = sum(len(line) + 1 for line in block)
-        excess -= size - smaller
-        size = smaller
-        lines[start:end] = block
-        end = start + len(block)
-    return excess
+    block = "\n".join(lines[start:end])
+    fitted = _fit_block("subagents", block, len(block) - excess)
+    lines[start:end] = fitted.split("\n") if fitted else []
+    return excess - (len(block) - len(fitted)) - (0 if fitted else 1)
 
 
 _SAID = re.compile(r'^((?:then )?user|assistant): "(.*)"$', re.DOTALL)
