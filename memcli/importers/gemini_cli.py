@@ -691,6 +691,7 @@ class _Session:
             else:
                 self.skipped["lines that are not Gemini CLI records"] += 1
         self._fill_carry()   # the checkpoint after the last line: before the run held is flushed
+        self.reading = False   # (a checkpoint asked from here on is built as the state stands)
         # a re-recording still being written (memcli sync) is read again from its start next time
         self._flush(None if self.final else self.run_start)
         yield from self._emit()
