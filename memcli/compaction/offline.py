@@ -3277,13 +3277,22 @@ def speakers(asks: list[str], replies: list[str]) -> dict[str, str]:
     for role, texts in (("user", asks), ("assistant", replies)):
         texts = [text for text in texts if text]
         if len(texts) < SPEAKER_MIN:
-            continue
-        names = Counter(label[:-2] for text in texts if (label := _speaker_of(text)))
-        if names:
-            name, n = names.most_common(1)[0]
-            if n >= SPEAKER_SHARE * len(texts):
-                out[role] = name
-    return out if len(out) == 2 and out["user"] != out["assistant"] else {}
+            return {}
+        unnamed_allowed = len(texts) - math.ceil(SPEAKER_SHARE * len(texts))
+        names: Counter = Counter()
+        for text in texts:   # (a window of work: over after a tenth of its asks, none named)
+            label = _speaker_of(text)
+            if label:
+                names[label[:-2]] += 1
+            else:
+                unnamed_allowed -= 1
+                if unnamed_allowed < 0:
+                    return {}
+        name, n = names.most_common(1)[0]
+        if n < SPEAKER_SHARE * len(texts):
+            return {}
+        out[role] = name
+    return out if out["user"] != out["assistant"] else {}
 
 
 def _unnamed(line: str, named: dict[str, str]) -> str:
