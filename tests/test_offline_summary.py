@@ -2123,3 +2123,31 @@ def test_a_merge_says_its_summaries_speakers_once_under_its_header():
         assert merged.split("\n")[1:] == [
             "Speakers: user Maya, assistant Theo.", '- turn_0001 · user: "Hi." · tools: lookup ×1',
             '- turn_0002 · user: "Bye." · tools: lookup ×1', '- turn_0003 · user: "Later." · tools: lookup ×1']
+
+
+def test_a_chat_of_two_people_in_one_role_quotes_each_message_under_its_speaker():
+    """A conversation of two people piped in as ``user`` alone, each message ``Maya: …`` or
+    ``Theo: …``: every quote said ``user: "Maya: …"``. The role says nothing the name does not:
+    each quote is under its speaker's name (``Maya: "…"``), a rollup reads it as an ask, and a
+    label each message has its own (``Ticket T-7: …``) is no speaker."""
+    from memcli.compaction.offline import condense, speaking_roles
+
+    turns, facts = _chat_turns(turns=120, per_day=10)
+    relabelled = []   # (each message its own turn, both as user: as a two-person chat is often piped in)
+    for trace in (trace for turn in turns for trace in turn.traces):
+        turn_id = f"turn_{len(relabelled) + 1:04d}"
+        speaker = "Maya" if trace.trace_type == "user" else "Theo"
+        relabelled.append(Turn(turn_id, [dataclasses.replace(trace, turn_id=turn_id, seq=1, trace_type="user",
+                                                             content=f"{speaker}: {trace.content}")]))
+    said_by = {v: ("Maya" if who == "user" else "Theo") for v, who in facts.items()}
+    text = OfflineSummarizer().summarize(relabelled, MemoryContext(summary_tokens=1500)).episodic_summary
+    quotes = re.findall(r'(?:^|· )(Maya|Theo|user)(?: \([\d-]+\))?: "([^"]*)"', text, re.M)
+    assert quotes and all(who != "user" for who, _ in quotes), text[:600]
+    kept = [v for v in facts if re.search(rf"\b{v}\b", text)]
+    assert kept and all(any(re.search(rf"\b{v}\b", q) and who == said_by[v] for who, q in quotes) for v in kept)
+    # a rollup condensing it keeps the speakers' quotes as asks
+    shrunk = condense(text, len(text) * 2 // 3)
+    assert re.search(r'· (?:Maya|Theo): "', shrunk), shrunk[:600]
+    assert speaking_roles([f"Ticket T-{n}: look at the export" for n in range(20)], []) == {}
+    assert speaking_roles([f"{'Maya' if n % 2 else 'Theo'}: hi {n}" for n in range(20)], ["ok"] * 20) == \
+        {"user": frozenset({"Maya", "Theo"})}

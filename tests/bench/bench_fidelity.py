@@ -143,13 +143,17 @@ def run() -> list[dict]:
     # (each message's head, or the asks' alone, in as many characters as memcli's summary)
     # (and the same chats as a multi-session conversation benchmark has them: over days, each
     # message beginning with its speaker's name)
-    for dated, target in ((False, None), (False, CONVERSATION_TARGET), (True, None), (True, CONVERSATION_TARGET)):
-        counts = [measure_conversation(seed, target, dated) for seed in range(1, 6)]
+    # (and both speakers piped in as `user`)
+    for dated, one_role, target in ((False, False, None), (False, False, CONVERSATION_TARGET), (True, False, None),
+                                    (True, False, CONVERSATION_TARGET), (True, True, CONVERSATION_TARGET)):
+        counts = [measure_conversation(seed, target, dated, one_role) for seed in range(1, 6)]
         facts, memcli, lead = (sum(c[i] for c in counts) for i in range(3))
         at = "default target" if target is None else f"{target:,} tokens"
-        rows.append({"name": f"fidelity conversation{' dated' if dated else ''} ×5, {at}: lead/memcli facts",
+        shape = " dated, one role" if one_role else " dated" if dated else ""
+        rows.append({"name": f"fidelity conversation{shape} ×5, {at}: lead/memcli facts",
                      "value": lead / facts, "baseline": max(memcli / facts, 1e-9), "unit": " ", "target": 1.0,
                      "note": f"{facts} facts stated once in 300-turn chats (~12,000 tokens"
-                             f"{'; 15 days, speakers named' if dated else ''}); kept: memcli "
+                             f"{'; 15 days, speakers named' if dated else ''}{', both as user' if one_role else ''});"
+                             f" kept: memcli "
                              f"{memcli / facts:.1%}, the lead baseline {lead / facts:.1%} (same characters)"})
     return rows

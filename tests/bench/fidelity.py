@@ -714,13 +714,15 @@ SPEAKERS = {"user": "Maya", "assistant": "Theo"}   # a dated chat's two people (
 SESSION_TURNS = 20   # exchanges a day in a dated chat
 
 
-def conversation(seed: int, turns: int = 300, dated: bool = False) -> tuple[list[dict], dict[str, str]]:
+def conversation(seed: int, turns: int = 300, dated: bool = False,
+                 one_role: bool = False) -> tuple[list[dict], dict[str, str]]:
     """A chat of ``turns`` user/assistant exchanges, mostly small talk, into which each side states
     facts once (a place, a class, a pet's name, a number …), anywhere in its message: (native
     events, {fact value: speaker}). ``dated``: as conversation benchmarks over several sessions
     have it — :data:`SESSION_TURNS` exchanges a day, the days 2–8 apart (each event's ``ts``),
-    each message beginning with its speaker's name (:data:`SPEAKERS`). Built by rule; no public
-    conversation benchmark is used."""
+    each message beginning with its speaker's name (:data:`SPEAKERS`); ``one_role`` too: both
+    speakers' messages as ``user`` (as a two-person chat is often piped in). Built by rule; no
+    public conversation benchmark is used."""
     rnd = random.Random(seed)
     days = random.Random(seed + 1_000)
     events, facts = [], {}
@@ -740,7 +742,8 @@ def conversation(seed: int, turns: int = 300, dated: bool = False) -> tuple[list
                 events.append({"trace_type": speaker, "content": " ".join(said)})
                 continue
             ts += 30
-            events.append({"trace_type": speaker, "content": f"{SPEAKERS[speaker]}: " + " ".join(said), "ts": ts})
+            events.append({"trace_type": "user" if one_role else speaker, "content": f"{SPEAKERS[speaker]}: "
+                           + " ".join(said), "ts": ts})
     return events, facts
 
 
@@ -761,19 +764,21 @@ def lead_kept(messages: list[str], chars: int, facts: dict[str, str], line: int 
     return sum(value in text for value in facts)
 
 
-def measure_conversation(seed: int, target_tokens: int | None = None, dated: bool = False) -> tuple[int, int, int]:
+def measure_conversation(seed: int, target_tokens: int | None = None, dated: bool = False,
+                         one_role: bool = False) -> tuple[int, int, int]:
     """(facts, kept by memcli's compaction at ``target_tokens`` — its default target when None —,
     kept by the lead baseline in as many characters as memcli's summary plus what memcli keeps
-    active) of :func:`conversation` (``dated``: over days, its speakers named)."""
+    active) of :func:`conversation` (``dated``: over days, its speakers named; ``one_role``: both
+    as ``user``)."""
     from memcli.api import Memory
 
-    events, facts = conversation(seed, dated=dated)
+    events, facts = conversation(seed, dated=dated, one_role=one_role)
     with tempfile.TemporaryDirectory() as tmp:
         agent = Memory(Path(tmp)).agent("c")
         agent.ingest(events, "native")
         result = agent.compact(target_tokens=target_tokens)
         text = "\n".join(_texts(orjson.loads(orjson.dumps(agent.snapshot(full=True).payload))))
-    moved = [e["content"] for e in events[:2 * result.whole_turns]]   # (each turn: an ask and a reply)
+    moved = [e["content"] for e in events[:(1 if one_role else 2) * result.whole_turns]]   # (a turn: an ask and a reply)
     active = "\n".join(e["content"] for e in events[len(moved):])
     # the better lead: every message's head, or the asks' alone (what the offline summary kept before)
     room = len(result.summary or "")
