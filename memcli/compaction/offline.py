@@ -3330,9 +3330,9 @@ def _names_said(texts: list[str]) -> tuple[Counter, int] | None:
     return names, len(texts)
 
 
-# a quote of a role's message that begins with a speaker's name (``user: "Maya: …``; a reply said
-# on another day: ``assistant (2026-03-03): "Theo: …``)
-_ROLE_QUOTE = re.compile(r"""\b(?:then )?(user|assistant)( \(\d{4}-\d\d-\d\d\))?: "([^"\n]{1,70}?): (?=\S)""")
+# a quote of a role's message that begins with a speaker's name (``user: "Maya: …``, ``then user:
+# "Maya: …``; a reply said on another day: ``assistant (2026-03-03): "Theo: …``): (then, role, day, name)
+_ROLE_QUOTE = re.compile(r"""\b(then )?(user|assistant)( \(\d{4}-\d\d-\d\d\))?: "([^"\n]{1,70}?): (?=\S)""")
 
 
 def _by_speaker(line: str, roles: dict[str, frozenset]) -> str:
@@ -3340,7 +3340,7 @@ def _by_speaker(line: str, roles: dict[str, frozenset]) -> str:
     (:func:`speaking_roles`) are under the speaker's name, not the role: ``Maya: "…"`` for
     ``user: "Maya: …"``."""
     def named(m: re.Match) -> str:
-        return f'{m[3]}{m[2] or ""}: "' if m[3] in roles.get(m[1], ()) else m[0]
+        return f'{m[4]}{m[3] or ""}: "' if m[4] in roles.get(m[2], ()) else m[0]
 
     return _ROLE_QUOTE.sub(named, line) if roles else line
 
@@ -3361,10 +3361,10 @@ def _unnamed(line: str, named: dict[str, str]) -> str:
     """A summary line whose quotes of ``named`` roles' messages go without the speaker's name
     they begin with (:func:`speakers`): ``user: "…"``, ``then user: "…"``, and a reply said on
     another day than its ask, ``assistant (2026-03-03): "…"``."""
-    for role, name in named.items():
-        if f'"{name}: ' in line:
-            line = re.sub(rf'\b({role}(?: \(\d{{4}}-\d\d-\d\d\))?): "{re.escape(name)}: ', r'\1: "', line)
-    return line
+    def unnamed(m: re.Match) -> str:
+        return f'{m[1] or ""}{m[2]}{m[3] or ""}: "' if named.get(m[2]) == m[4] else m[0]
+
+    return _ROLE_QUOTE.sub(unnamed, line)
 
 
 def _span_of(line: str) -> tuple:

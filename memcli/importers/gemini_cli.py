@@ -126,11 +126,6 @@ HARNESS_CONTEXT = ("<session_context>", "<hook_context>")
 _SNAPSHOT = "<state_snapshot>"   # how Gemini CLI itself recognizes its compression summary
 _MASKED = "<tool_output_masked"   # how tool-output masking marks the preview it puts in a result's place
 _ACK = "Got it. Thanks for the additional context!"   # the model line compression puts after its summary
-
-
-def _is_ack(message: dict) -> bool:
-    """Whether a record is the model line compression puts after its summary (:data:`_ACK`)."""
-    return message.get("type") == "gemini" and _norm(_text_of(message)) == _ACK_NORM
 SIGNATURES_KEPT = 200   # signatures of the newest messages read, kept in a sync's carry (see _Session._copies)
 
 
@@ -232,6 +227,11 @@ def _norm(text: str) -> str:
 
 
 _ACK_NORM = _norm(_ACK)
+
+
+def _is_ack(message: dict) -> bool:
+    """Whether a record is the model line compression puts after its summary (:data:`_ACK`)."""
+    return message.get("type") == "gemini" and _norm(_text_of(message)) == _ACK_NORM
 
 
 def _call_keys(found: list) -> tuple[list, list]:
