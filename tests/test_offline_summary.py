@@ -1886,6 +1886,47 @@ def test_a_condensed_files_line_loses_the_oldest_files_names_first():
     assert out.split("\n")[1] == "Files modified: src/new.py (NewName, new_fn), src/mid.py, src/old.py"
 
 
+def test_a_condensed_rollup_says_the_project_directory_once_before_its_vocabulary_goes():
+    """A tight rollup kept every file's whole path and lost its vocabulary (worked-terse compacted
+    in eight rounds: a third of the rollup was ``/home/me/proj/`` again and again). Condensed, a
+    files line says the directory once — the one the summary names a modified file from
+    (``src/cart.py``), so each path reads as the agent's next call names it — before the
+    vocabulary loses an entry; the merge reads the paths whole again."""
+    from memcli.compaction.offline import files_under_directory, merge_summary_texts
+
+    files = ("Files modified: /home/me/shop/src/cart.py (Cart, add_item), /home/me/shop/src/api/routes.py, "
+             "/home/me/shop/tests/test_cart.py")
+    summary = "\n".join([
+        "2 turns (turn_0001–turn_0002), 2026-02-01 10:00 → 10:20 UTC: 40 traces, 12 tool calls, 0 failed.",
+        '- turn_0001 · user: "Make the cart keep its items." · tools: Edit ×3',
+        files,
+        "Plan: [in_progress] Port Cart to the new store (src/cart.py)",
+        "Vocabulary: CART_STORE_URL, CartItem, ItemStore, cart_total, OrderQueue"])
+    out = condense(summary, len(summary) - 40)   # (17 of them: the turn line's tools)
+    assert out.split("\n")[2:] == [
+        "Files modified in /home/me/shop/: src/cart.py (Cart, add_item), src/api/routes.py, tests/test_cart.py",
+        "Plan: [in_progress] Port Cart to the new store (src/cart.py)",
+        "Vocabulary: CART_STORE_URL, CartItem, ItemStore, cart_total, OrderQueue"]
+    # merged with a newer summary, each path is whole again and listed once
+    newer = ("1 turn (turn_0003), 2026-02-01 10:21 → 10:30 UTC: 8 traces, 2 tool calls, 0 failed.\n"
+             "Files modified: /home/me/shop/src/cart.py (checkout)")
+    merged = merge_summary_texts([out, newer], "turn_0001–turn_0003", 3)
+    assert [line for line in merged.split("\n") if line.startswith("Files modified")] == [
+        "Files modified: /home/me/shop/src/cart.py (checkout, Cart, add_item), /home/me/shop/src/api/routes.py, "
+        "/home/me/shop/tests/test_cart.py"]
+    # no relative name of a modified file in the summary: the paths stay whole (the deepest directory
+    # they share, /home/me/shop/src/, is no path the agent would name them from)
+    only_src = "Files modified: /home/me/shop/src/a.py, /home/me/shop/src/b.py"
+    assert files_under_directory(only_src, "Plan: [in_progress] Port Cart") == only_src
+    assert files_under_directory(only_src, "Failed: `pytest -q src/a.py`") == \
+        "Files modified in /home/me/shop/: src/a.py, src/b.py"
+    # a relative path, or one outside the directory: the line as it was
+    assert files_under_directory("Files modified: /home/me/shop/src/a.py, src/b.py", "src/a.py") == \
+        "Files modified: /home/me/shop/src/a.py, src/b.py"
+    assert files_under_directory("Files modified: /home/me/shop/src/a.py, /etc/hosts", "src/a.py") == \
+        "Files modified: /home/me/shop/src/a.py, /etc/hosts"
+
+
 def test_summaries_of_conversation_only_stay_sections_of_a_rollup():
     """A chat's summaries are not merged (rolled up as one text, their quotes condensed together,
     a chat compacted in six rounds kept 94 of its 185 facts against 105): each stays a section."""
@@ -1912,6 +1953,7 @@ def test_merging_any_lines_of_summaries_never_fails_and_stays_mergeable():
     from memcli.compaction.offline import merge_summary_texts, summary_turns
 
     lines = [*_OLDER.split("\n")[1:], *_NEWER.split("\n")[1:], "Files modified: a (b", "Failed: `x` ×",
+             "Files modified in /r/: a (b", "Files modified in /r", "Files modified: /r/p/a.py (f), /r/p/b.py",
              "Never answered: 3 calls (", "Plan: ", "Vocabulary: ", "URLs: ,", "(+2 earlier)", "## Progress",
              "Commands (latest outcome): `a`: b; `c", "- turn_0001 · 3 steps, moved in 2 compactions"]
     headers = [_OLDER.split("\n")[0], _NEWER.split("\n")[0], "1 turn: 4 tool calls, 0 failed."]

@@ -148,6 +148,8 @@ MAX_URLS = 200            # the URLs a window keeps (the most recently seen)
 MAX_NAME_CHARS = 64         # a vocabulary name longer than this, no path, is a token unless its parts are names
 MAX_SCOPES = 2_000         # run scopes a window remembers the latest outcome of (the oldest go first)
 FILES_FACT_PREFIX = "Files modified: "
+FILES_UNDER_HEAD = "Files modified in "   # + the directory every path is under, ": ", the paths from it
+_FILES_HEADS = (FILES_FACT_PREFIX, FILES_UNDER_HEAD)
 _COMMAND_FACT_PREFIXES = ("Command failed: `", "Command passed: `")
 
 _URL_CHAR = r"[^\s\"'<>()\[\]{}`\\]"   # what a URL goes on with (where it ends: what is not)
@@ -3779,7 +3781,7 @@ _STEPS_MERGED = re.compile(r"^(\d+) steps?, moved in (\d+) compactions?(?: \(its
 # the list lines: (kind, the heads its line starts with — as written now, then as earlier summaries
 # said them —, the separator of its entries), in the order a summary shows them
 _LIST_LINES = (
-    ("files", (FILES_FACT_PREFIX,), ", "), ("plan", (PLAN_HEAD, "Plan (latest): "), "; "),
+    ("files", (FILES_FACT_PREFIX, FILES_UNDER_HEAD), ", "), ("plan", (PLAN_HEAD, "Plan (latest): "), "; "),
     ("notes", ("Latest notes: ",), " → "), ("commands", ("Commands (latest outcome): ",), "; "),
     ("commits", (COMMITS_HEAD,), COMMITS_SEP), ("failed", ("Failed: ",), "; "),
     ("unanswered", ("Never answered: ",), "; "), ("urls", ("URLs: ",), ", "),
@@ -3797,6 +3799,31 @@ def _entry_key(kind: str, entry: str) -> str:
     if kind == "failed" and " ×" in entry:
         return entry.split(" ×", 1)[0]
     return entry
+
+
+_RELATIVE_PATH = re.compile(r"(?<![\w./~-])(?:[\w.-]+/)+[\w.-]+")   # src/a.py, not /repo/src/a.py
+
+
+def files_under_directory(line: str, text: str) -> str:
+    """A files line (``Files modified: /repo/src/a.py (f), /repo/b.py``) saying the project's
+    directory once (``Files modified in /repo/: src/a.py (f), b.py``) when every path is under it
+    and that is shorter; else as it was. The project's directory is the one ``text`` (the rest of
+    the summary: a plan step, a test run) names a modified file from (``src/a.py``; the highest
+    such): the paths stay as the agent's next calls name them, from there or whole. A condensed
+    rollup says it so before its vocabulary goes; a full summary keeps the paths whole."""
+    entries, counted = _entries(line[len(FILES_FACT_PREFIX):], ", ", nested=True)
+    paths = [entry.partition(" (")[0] for entry in entries]
+    if counted or len(paths) < 2 or not all(p.startswith("/") for p in paths):
+        return line
+    named = set(_RELATIVE_PATH.findall(text))
+    roots = [path[:-len(rel)] for path in paths for rel in _spellings(path) if rel in named]
+    roots = [root for root in roots
+             if root.count("/") >= 3 and ": " not in root and all(path.startswith(root) for path in paths)]
+    if not roots:
+        return line
+    directory = min(roots, key=len)
+    shorter = FILES_UNDER_HEAD + directory + ": " + ", ".join(entry[len(directory):] for entry in entries)
+    return shorter if len(shorter) < len(line) else line
 
 
 def _merged_files(entries: list[list[str]]) -> str:
@@ -3974,7 +4001,10 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
                 head = next((h for h in heads if line.startswith(h)), None)
                 if head is not None:
                     rest = line[len(head):]
-                    entries = [e for e in _entries(rest, sep, nested=True)[0] if e and not _MORE.fullmatch(e)]
+                    directory = ""
+                    if head == FILES_UNDER_HEAD:   # (a condensed files line: its paths whole again)
+                        directory, _, rest = rest.partition(": ")
+                    entries = [directory + e for e in _entries(rest, sep, nested=True)[0] if e and not _MORE.fullmatch(e)]
                     lists[kind].append(entries)
                     if kind == "commands":
                         for entry in entries:
@@ -4029,9 +4059,11 @@ _EARLIER = re.compile(r"\(\+(\d+) earlier\)")   # a Subagents block's count of t
 
 # the list lines (kind, heads, separator) a condensed summary takes entries from, the first first
 # (the subagents block: its oldest agents' lines, :func:`_drop_agents`)
-_CONDENSE_ORDER = ("notes", "urls", "commands", "subagents", "vocab", "commits", "unanswered", "failed", "plan")
+_CONDENSE_ORDER = ("notes", "urls", "commands", "subagents", "directory", "vocab", "commits", "unanswered", "failed",
+                   "plan")
 _LISTS = tuple((kind, heads, sep) for first in _CONDENSE_ORDER for kind, heads, sep in
-               (*_LIST_LINES, ("subagents", ("Subagents:",), "\n")) if kind == first)
+               (*_LIST_LINES, ("subagents", ("Subagents:",), "\n"), ("directory", (FILES_FACT_PREFIX,), ", "))
+               if kind == first)
 _AGENT_LINE = ("- agent", "- subagent")
 
 
@@ -4041,8 +4073,9 @@ def condense(summary: str, budget: int) -> str:
     keeps its reply when the summary then fits, or when dropping the least telling sentences of
     the asks and replies quoted makes it fit: :func:`_said_condensed`); then list lines lose their
     last (least needed) entries — the notes, URLs, the commands' outcomes, the subagents' lines
-    (the oldest agents', counted: :func:`_drop_agents`), the vocabulary, calls never answered,
-    failures, the plan — and the files the names touched in them (the oldest files' first); then
+    (the oldest agents', counted: :func:`_drop_agents`); the files line then says the project's
+    directory once (:func:`files_under_directory`); then the vocabulary, calls never answered,
+    failures, the plan lose theirs — and the files the names touched in them (the oldest files' first); then
     asks are clipped at a word boundary;
     then the oldest turn lines go, counted. Nothing is cut inside an identifier or a path."""
     if len(summary) <= budget:
@@ -4071,6 +4104,13 @@ def condense(summary: str, budget: int) -> str:
         if kind == "subagents":
             excess = _drop_agents(lines, excess)
             continue
+        if kind == "directory":
+            for n, line in enumerate(lines):
+                if excess > 0 and line.startswith(FILES_FACT_PREFIX):
+                    shorter = files_under_directory(line, "\n".join(lines[:n] + lines[n + 1:]))
+                    excess -= len(line) - len(shorter)
+                    lines[n] = shorter
+            continue
         for n, line in enumerate(lines):
             if excess <= 0:
                 return "\n".join(line for line in lines if line)   # (a list emptied: its line gone)
@@ -4082,7 +4122,7 @@ def condense(summary: str, budget: int) -> str:
     for n, line in enumerate(lines):
         if excess <= 0:
             break
-        if line.startswith(FILES_FACT_PREFIX):   # the names touched go, the oldest files' first (the line is newest first)
+        if line.startswith(_FILES_HEADS):   # the names touched go, the oldest files' first (the line is newest first)
             names = list(_CHANGES.finditer(line))
             shorter = line
             while names and excess > len(line) - len(shorter):
@@ -4102,7 +4142,7 @@ def condense(summary: str, budget: int) -> str:
     turn_lines = [n for n, line in enumerate(lines) if line.startswith(("- turn", "- ["))]
     # the oldest turn lines go; in a summary of work, the first of them last: the request it started from
     # (work: the summary as written, its turn lines' tools not taken off yet)
-    work = " · tools: " in summary or FILES_FACT_PREFIX in summary
+    work = " · tools: " in summary or any(head in summary for head in _FILES_HEADS)
     # (the request: the first line that quotes an ask, else the first turn line)
     first = next((n for n in turn_lines if ' · user: "' in lines[n]),
                  next((n for n in turn_lines if lines[n].startswith(("- turn", "- ["))), None)) if work else None
