@@ -11,7 +11,8 @@ A native event is a JSON object with ``trace_type`` (``user``, ``assistant``, ``
     tool_name str              tool_call_id str   tool_args object         tool_result any JSON
     tool_error str             correlation_id str tags [str]              tool_result_ref str
     usage {prompt_tokens: int, completion_tokens: int, ...}               tokens int >= 0
-    harness_compaction {"harness": str, "trigger"?, "pre_tokens"?, "post_tokens"?, "user_context"?} (with the tag compact_summary)
+    harness_compaction {"harness": str, "trigger"?, "pre_tokens"?, "post_tokens"?, "user_context"?, "kept_from"?}
+                       (with the tag compact_summary; kept_from: the first trace it kept as it was)
 
 ``tool_call`` needs ``tool_call_id`` and ``tool_name``; ``tool_result`` needs ``tool_call_id``.
 A trace with ``harness_compaction`` is the summary an agent harness's own compaction wrote; its

@@ -388,3 +388,79 @@ def test_markdown_export_names_the_harness_on_its_summary(memory_dir):
     text = ok("--dir", memory_dir, "export", "a", "--format", "markdown", "--with-memory").stdout.decode()
     assert ("- **turn_0001 – turn_0002** (2 turns) · 1970-01-01 00:00 UTC · by the harness: "
             "`claude-code compaction (auto, 150,000 tokens before)`  \n  " + SUMMARY) in text
+
+
+def _kept_session(kept_from: str) -> list[dict]:
+    """Three turns, a compaction that kept the newest messages as they were (from ``kept_from``),
+    the work going on, then a second compaction that kept nothing so."""
+    return [
+        {"id": "u1", "ts": 1.0, "trace_type": "user", "content": "fix parse_config"},
+        {"id": "a1", "ts": 2.0, "trace_type": "assistant", "content": "fixed it"},
+        {"id": "u2", "ts": 3.0, "trace_type": "user", "content": "now run the tests"},
+        {"id": "a2", "ts": 4.0, "trace_type": "assistant", "content": "12 passed"},
+        {"id": "u3", "ts": 5.0, "trace_type": "user", "content": "and the docs"},
+        {"id": "a3", "ts": 6.0, "trace_type": "assistant", "content": "reading docs/config.md"},
+        {"id": "s1", "ts": 7.0, "trace_type": "user", "content": SUMMARY, "tags": ["compact_summary"],
+         "harness_compaction": dict(MARK, kept_from=kept_from)},
+        {"id": "a4", "ts": 8.0, "trace_type": "assistant", "content": "docs updated"},
+        {"id": "u4", "ts": 9.0, "trace_type": "user", "content": "release it"},
+        {"id": "s2", "ts": 10.0, "trace_type": "user", "content": "second summary", "tags": ["compact_summary"],
+         "harness_compaction": MARK},
+    ]
+
+
+@pytest.mark.parametrize("kept_from, first, second", [
+    ("u3", ["turn_0001", "turn_0002"], ["turn_0003", "turn_0004"]),   # kept from an ask: its turn on
+    ("a2", ["turn_0001", "turn_0002"], ["turn_0003", "turn_0004"]),   # from a reply: that turn was summarized
+    ("u1", [], ["turn_0001", "turn_0002", "turn_0003", "turn_0004"]),  # everything kept as it was
+    ("gone", ["turn_0001", "turn_0002", "turn_0003"], ["turn_0003", "turn_0004"]),   # a line that gave no trace
+])
+def test_a_compaction_that_kept_the_newest_messages_covers_only_the_turns_before_them(memory_dir, kept_from,
+                                                                                       first, second):
+    """Claude Code's session-memory and partial compactions keep the newest messages as they were
+    (``kept_from``, from its ``preservedSegment``): its item covers the turns before them, the
+    session's next compaction those — whether the file is read at once, in two reads (the kept
+    ask stored by the first, a sync of a growing file), or its items written by a later ingest
+    (a store imported before they existed)."""
+    events = _kept_session(kept_from)
+    ok("--dir", memory_dir, "ingest", "a", input=events)
+    items = episodic(memory_dir)
+    assert [i["turn_ids"] for i in items] == [first, second]
+    assert items[0]["harness_compaction"]["kept_from"] == kept_from
+    for part in (5, 7):   # in two reads: the kept ask in the first, or the summary too
+        again = memory_dir / f"split{part}"
+        ok("--dir", again, "ingest", "a", input=events[:part])
+        ok("--dir", again, "ingest", "a", input=events[part:])
+        assert [i["turn_ids"] for i in episodic(again)] == [first, second], part
+    (agent_dir(memory_dir, "a") / "episodic.jsonl").write_bytes(b"")   # as an earlier memcli left it
+    ok("--dir", memory_dir, "ingest", "a", input=events)
+    # (a catch-up starts each item after the last one's turns: turn_0003, which went on after the
+    # first summary, is the second's only where the first kept it)
+    assert [i["turn_ids"] for i in episodic(memory_dir)] == [first, second if kept_from != "gone" else ["turn_0004"]]
+
+
+def test_a_claude_code_compaction_that_kept_messages_names_them_and_says_so(memory_dir, tmp_path):
+    """The boundary's ``preservedSegment`` (or ``preservedMessages``) names the first message kept
+    as it was; the import marks the summary with it, and the memory view says so."""
+    from tests.harness_fixtures import ClaudeSession
+
+    for meta in ("segment", "messages"):
+        c = ClaudeSession(f"kept-{meta}")
+        c.ask("Port OrderQueue to settings in src/orders/queue.py")
+        c.tool("Read", {"file_path": "/home/me/proj/src/orders/queue.py"}, "class OrderQueue: ...")
+        head = c.ask("Now RefundPolicy in src/billing/refund.py")
+        c.tool("Read", {"file_path": "/home/me/proj/src/billing/refund.py"}, "class RefundPolicy: ...")
+        kept = ({"preservedSegment": {"headUuid": head["uuid"], "anchorUuid": "x", "tailUuid": c.lines[-1]["uuid"]}}
+                if meta == "segment" else
+                {"preservedMessages": {"anchorUuid": "x", "uuids": [head["uuid"], c.lines[-1]["uuid"]]}})
+        c.boundary(**kept)
+        c.summary("Primary request: port OrderQueue to settings.")
+        c.ask("Go on")
+        path = tmp_path / f"{meta}.jsonl"
+        path.write_bytes(c.jsonl())
+        ok("--dir", memory_dir, "ingest", meta, str(path), "--from", "claude-code")
+        (item,) = episodic(memory_dir, meta)
+        assert item["turn_ids"] == ["turn_0001"]
+        assert item["harness_compaction"]["kept_from"] == f"cc-{head['uuid']}-0"
+    shown = ok("--dir", memory_dir, "memory", "segment").stdout.decode()
+    assert "claude-code compaction (auto, 150,000 tokens before, the newest messages kept as they were)" in shown

@@ -37,8 +37,10 @@ Claude Code specifics:
   ``compact_summary`` and carry ``harness_compaction`` (``{"harness": "claude-code", "trigger",
   "pre_tokens"}``, from the ``compact_boundary`` system line right before them — its
   ``compactMetadata``, or the SDK stream's ``compact_metadata``; a boundary followed by another
-  conversation line instead describes no summary): the harness's own compaction, never a user
-  ask; ``isMeta`` user lines (expanded slash commands, caveats), the ``/compact`` command line of a
+  conversation line instead describes no summary; a compaction that kept the newest messages as
+  they were — ``preservedSegment.headUuid``, or the first of ``preservedMessages.uuids`` — adds
+  ``"kept_from": "cc-<that uuid>-0"``, the first of them, which it did not summarize): the
+  harness's own compaction, never a user ask; ``isMeta`` user lines (expanded slash commands, caveats), the ``/compact`` command line of a
   manual compaction and the user lines Claude Code writes itself (``<local-command-stdout>``,
   ``[Request interrupted by user]``, the local-command caveat, a background task's
   ``<task-notification>``, ``<system-reminder>``, hook output) are tagged ``context``: none opens a
@@ -111,6 +113,24 @@ def is_compact_command(text: str) -> bool:
     """Whether a user line's text (stripped of leading space) is the ``/compact`` command line of
     a manual compaction."""
     return text.startswith("<command-") and _COMPACT_COMMAND in text[:300]
+
+
+def _kept_head(metadata) -> str | None:
+    """The uuid of the first message a compaction kept as it was (session-memory compaction and a
+    partial ``/compact`` keep the newest messages: the boundary's ``preservedSegment.headUuid``,
+    else the first of ``preservedMessages.uuids``; the SDK stream's snake_case alike), or None."""
+    if not isinstance(metadata, dict):
+        return None
+    segment = metadata.get("preservedSegment", metadata.get("preserved_segment"))
+    if isinstance(segment, dict):
+        head = segment.get("headUuid", segment.get("head_uuid"))
+        if isinstance(head, str) and head:
+            return head
+    kept = metadata.get("preservedMessages", metadata.get("preserved_messages"))
+    uuids = kept.get("uuids") if isinstance(kept, dict) else None
+    if isinstance(uuids, list) and uuids and isinstance(uuids[0], str) and uuids[0]:
+        return uuids[0]
+    return None
 
 
 def is_harness_text(text: str) -> bool:
@@ -296,8 +316,11 @@ class _Reader:
             if kind not in _CONVERSATION and queued is None:
                 if kind == "system" and value.get("subtype") == "compact_boundary":
                     # the session file writes compactMetadata; the SDK's stream-json compact_metadata
-                    self.boundary = harness_compaction(ClaudeCodeImporter.name,
-                                                       value.get("compactMetadata", value.get("compact_metadata")))
+                    metadata = value.get("compactMetadata", value.get("compact_metadata"))
+                    self.boundary = harness_compaction(ClaudeCodeImporter.name, metadata)
+                    head = _kept_head(metadata)
+                    if head is not None:   # the newest messages kept as they were: not summarized
+                        self.boundary["kept_from"] = f"cc-{head}-0"
                 if kind in _META_ROWS or kind == "pr-link":
                     self._metadata(kind, value)
                 elif kind not in _NOT_CONVERSATION:

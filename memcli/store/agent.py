@@ -573,6 +573,7 @@ class WriteSession:
             is_summary,
             item_record,
             last_covered_turn,
+            leave_kept_turns,
             subagent_of,
             subagent_turns,
             turn_range,
@@ -600,8 +601,10 @@ class WriteSession:
                 continue
             number = turn_number(trace["turn_id"])
             turns = turn_range(previous + 1, number) if number is not None else []
-            items.append(item_record(trace, turns))
-            previous = max(previous, number or 0)
+            item = leave_kept_turns(self.paths, [item_record(trace, turns)])[0]
+            items.append(item)
+            # (the turns it kept as they were: the next one's, which starts after the last covered)
+            previous = max(previous, (turn_number(item["turn_ids"][-1]) or 0) if item["turn_ids"] else 0)
         return self._append_new_items(EpisodicItem, self.paths.episodic, items, known)
 
     def _append_harness_items(self, harness, *, fsync: bool = True) -> int:
@@ -611,6 +614,7 @@ class WriteSession:
             continued_turn,
             last_compacted_turn,
             last_covered_turn,
+            leave_kept_turns,
             stored_compactions,
             subagent_turns,
         )
@@ -625,7 +629,8 @@ class WriteSession:
         else:
             previous = last_covered_turn(records)
         items = harness.items(previous, lambda agent, until: subagent_turns(self.paths, agent, until), continued)
-        return self._append_new_items(EpisodicItem, self.paths.episodic, items, known, fsync=fsync)
+        return self._append_new_items(EpisodicItem, self.paths.episodic, leave_kept_turns(self.paths, items), known,
+                                      fsync=fsync)
 
 
 

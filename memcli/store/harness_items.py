@@ -35,6 +35,10 @@ neither)::
   :func:`last_compacted_turn`) up to the last one before it (memcli's ``turn_NNNN``
   numbering) — from that turn itself when it went on after the previous compaction
   (:func:`continued_turn`), as one import of the whole file reads it. A summary that opens a file (a resumed session) covers nothing in this agent: ``[]``.
+* A compaction that kept the newest messages as they were (its mark's ``kept_from``: Claude
+  Code's session-memory or partial compaction) did not summarize their turns: its ``turn_ids``
+  end before the first turn it kept (:func:`first_kept_turn`; the turn a kept message only ends
+  is covered), and the session's next compaction covers them (:func:`leave_kept_turns`).
 """
 
 from __future__ import annotations
@@ -70,7 +74,9 @@ def is_harness_item(item) -> bool:
 def describe_mark(mark: dict) -> str:
     """``claude-code compaction (auto, 167,000 tokens before)`` — one line for the human views."""
     parts = [p for p in (mark.get("trigger") if isinstance(mark.get("trigger"), str) else None,
-                         f"{mark['pre_tokens']:,} tokens before" if type(mark.get("pre_tokens")) is int else None) if p]
+                         f"{mark['pre_tokens']:,} tokens before" if type(mark.get("pre_tokens")) is int else None,
+                         "the newest messages kept as they were" if isinstance(mark.get("kept_from"), str) else None)
+             if p]
     who = f" of subagent {mark['agent_id']}" if isinstance(mark.get("agent_id"), str) else ""
     return f"{mark.get('harness')} compaction{who}" + (f" ({', '.join(parts)})" if parts else "")
 
@@ -94,6 +100,46 @@ def last_covered_turn(records) -> int:
             if number is not None and number > last:
                 last = number
     return last
+
+
+def first_kept_turn(paths, mark: dict) -> int | None:
+    """The first turn a harness compaction left as it was (Claude Code's session-memory or partial
+    compaction keeps the newest messages: ``kept_from``, the first of them): that trace's turn
+    when the trace opens it (an ask), else the turn after it (its own turn was summarized up to
+    it); None when the mark names none, or its trace is not in the active file (a line that gave
+    no trace): the compaction then covers its whole span."""
+    import orjson
+
+    kept = mark.get("kept_from")
+    if not isinstance(kept, str):
+        return None
+    for record in _records_holding(paths, orjson.dumps(kept), lambda r: r.get("id") == kept):
+        turn_id = record.get("turn_id")
+        number = turn_number(turn_id) if isinstance(turn_id, str) else None
+        if number is None:
+            return None
+        return number if record.get("trace_type") == "user" and not is_context_event(record) else number + 1
+    return None
+
+
+def leave_kept_turns(paths, records: list[dict]) -> list[dict]:
+    """``records`` (harness items, in their traces' order; the traces in the active file) without
+    the turns each of the session's compactions kept as they were (:func:`first_kept_turn`):
+    those join the session's next compaction among ``records``, which summarized them; after the
+    last, the next ingest's first compaction covers them (it starts after the last turn covered)."""
+    moved: list = []
+    for record in records:
+        mark = record[FIELD]
+        if isinstance(mark.get("agent_id"), str):   # (a subagent's own: its turns are its traces')
+            continue
+        turns = list(dict.fromkeys([*moved, *record["turn_ids"]]))
+        moved = []
+        first = first_kept_turn(paths, mark)
+        if first is not None:
+            moved = [t for t in turns if (turn_number(t) or 0) >= first]
+            turns = [t for t in turns if (turn_number(t) or 0) < first]
+        record["turn_ids"] = turns
+    return records
 
 
 def is_summary(trace: dict) -> bool:
