@@ -245,10 +245,15 @@ class CodexRollout:
         self.shell(f"pytest -q tests/test_module_{k}.py", "3 passed in 0.1s")
         self.say(f"Module {k} now reads CONFIG_{k}.")
 
-    def compacted(self, message: str, *, history: bool = True, remote: bool = False, event: bool = True) -> None:
+    def compacted(self, message: str, *, history: bool = True, remote: bool = False, event: bool = True,
+                  kept: tuple = ("earlier ask",)) -> None:
+        """A compaction; its ``replacement_history`` (``history``) holds the user's messages
+        ``kept`` (a local compaction keeps the user's messages, the newest up to 20,000 tokens,
+        and puts the summary after them)."""
         payload: dict = {"message": "" if remote else message}
         if history:
-            items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "earlier ask"}]}]
+            items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+                     for text in kept]
             if remote:
                 items.append({"type": "compaction", "encrypted_content": "gAAAA" + "x" * 40})
             else:
@@ -542,7 +547,7 @@ def worked_rollout(seed: int, *, steps: int = 120, after: int = 50, named: int =
         "## Open issues", *(f"- {e['test']}::{e['case']} failed with {e['error']}" for e in state["errors"][-3:]),
         "## Next steps", *(f"- {p['step']}" for p in state["plan"] if p["status"] != "completed"),
         f"- Continue with {cur['cls']} in {cur['file']}"])
-    r.compacted(handoff)
+    r.compacted(handoff, kept=tuple(asks))
     todo = [p for p in pool if any(p["file"] in step["step"] for step in state["plan"] if step["status"] != "completed")]
     for n in range(after):
         x = rng.random()
@@ -581,22 +586,45 @@ class GeminiSession:
                                   for k, (name, args, output) in enumerate(calls)]
         return self._record("gemini", text, **extra)
 
-    def compress(self, snapshot: str) -> None:
+    def compress(self, snapshot: str, keep: float = 0.0) -> None:
+        """A compression: the summary, the model's acknowledgement, then the newest part of the
+        history kept as it was, in the ``$set`` that replaces it — with ``keep`` (Gemini CLI's
+        ``COMPRESSION_PRESERVE_THRESHOLD``, 0.3), where its ``findCompressSplitPoint`` splits: at
+        the first user message after ``1 - keep`` of the history's characters; with none there,
+        nothing kept when the history ends on a model message without tool calls, else from the
+        last user message on."""
+        history = [v for v in self.lines if v.get("type") in ("user", "gemini")]
+        sizes = [len(orjson.dumps(v)) for v in history]
+        split = len(history)
+        if keep:
+            last, before = 0, 0
+            for k, size in enumerate(sizes):
+                if history[k]["type"] == "user":
+                    if before >= (1 - keep) * sum(sizes):
+                        last = k
+                        break
+                    last = k
+                before += size
+            else:
+                if history and history[-1]["type"] == "gemini" and not history[-1].get("toolCalls"):
+                    last = len(history)
+            split = last
         kept = [self._record("user", [{"text": snapshot}]),
-                self._record("gemini", "Got it. Thanks for the additional context!")]
+                self._record("gemini", "Got it. Thanks for the additional context!"), *history[split:]]
         self.lines.append({"$set": {"messages": kept}})
 
     def jsonl(self) -> bytes:
         return b"".join(orjson.dumps(v) + b"\n" for v in self.lines)
 
 
-def worked_gemini(seed: int, *, steps: int = 120, after: int = 50, named: int = 12) -> GeminiSession:
+def worked_gemini(seed: int, *, steps: int = 120, after: int = 50, named: int = 12, keep: float = 0.0) -> GeminiSession:
     """A Gemini CLI session of ``steps`` steps (``read_file``, ``search_file_content``,
     ``replace``, ``run_shell_command`` running the tests, ``write_todos``), compressed by a
     ``<state_snapshot>`` in the sections Gemini CLI's compression prompt asks for (overall goal,
     key knowledge, file system state naming the ``named`` files modified last and the files read,
     recent actions, current plan), then ``after`` steps that go on with the plan's open steps,
-    the files in hand and earlier files."""
+    the files in hand and earlier files. ``keep`` (0.3 as Gemini CLI does): the history's newest
+    part stays as it was beside the summary (:meth:`GeminiSession.compress`); 0: the summary alone."""
     import random
 
     rng = random.Random(seed)
@@ -650,7 +678,7 @@ def worked_gemini(seed: int, *, steps: int = 120, after: int = 50, named: int = 
         "    <recent_actions>", *(f"        - {a}" for a in state["actions"][-5:]), "    </recent_actions>",
         "    <current_plan>", *(f"        {k}. [{marks[t['status']]}] {t['description']}"
                                for k, t in enumerate(state["todos"], 1)), "    </current_plan>",
-        "</state_snapshot>"]))
+        "</state_snapshot>"]), keep=keep)
     todo = [p for p in pool if any(p["file"] in t["description"] for t in state["todos"] if t["status"] != "completed")]
     for n in range(after):
         x = rng.random()

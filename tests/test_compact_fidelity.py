@@ -252,6 +252,55 @@ def test_gemini_cli_compression_is_split_at_its_state_snapshot_once(tmp_path):
     assert r.needed > 10 and r.memcli_tokens <= r.target_tokens and r.memcli_last_ask
 
 
+def test_what_a_harness_kept_verbatim_beside_its_summary_counts_as_the_harness_s(tmp_path):
+    """A compaction that keeps messages as they were (Claude Code's session-memory or partial
+    compaction: ``preservedSegment``/``preservedMessages``; Codex: the user's messages in
+    ``replacement_history``; Gemini CLI: the newest part of the history in its ``$set``) went on
+    with them too: they count toward the harness's recall and its token count, and memcli is
+    measured at that size."""
+    from tests.bench.fidelity import compactions
+    from tests.harness_fixtures import ClaudeSession, CodexRollout, worked_gemini
+
+    c = ClaudeSession("kept")
+    c.ask("Port OrderQueue to settings in src/orders/queue.py")
+    c.tool("Read", {"file_path": "/home/me/proj/src/orders/queue.py"}, "class OrderQueue: ...")
+    head = c.ask("Now RefundPolicy in src/billing/refund.py")
+    tail = c.tool("Read", {"file_path": "/home/me/proj/src/billing/refund.py"}, "class RefundPolicy: ...")
+    tail = c.lines[-1]["uuid"]
+    for meta in ({"preservedSegment": {"headUuid": head["uuid"], "anchorUuid": "x", "tailUuid": tail}},
+                 {"preservedMessages": {"anchorUuid": "x", "uuids": [head["uuid"], tail]}}):
+        s = ClaudeSession("kept")
+        s.lines, s.n = [dict(v) for v in c.lines], c.n
+        s.boundary(**meta)
+        s.summary("Primary request: port OrderQueue to settings.")
+        s.ask("Go on with RefundPolicy")
+        (found,) = compactions(_file(tmp_path, b"".join(orjson.dumps(v) + b"\n" for v in s.lines)))
+        assert "Now RefundPolicy in src/billing/refund.py" in found.kept
+        assert "Port OrderQueue" not in found.kept   # (the summarized part: only the summary stands for it)
+        if "preservedSegment" in meta:   # from its head to its tail: the tool call and its result too
+            assert "class RefundPolicy: ..." in found.kept
+    plain = ClaudeSession("plain")
+    plain.ask("Port OrderQueue")
+    plain.compact("Primary request: port OrderQueue.")
+    assert [c.kept for c in compactions(_file(tmp_path, plain.jsonl(), "plain"))] == [""]
+
+    r = CodexRollout("kept")
+    r.ask("Port OrderQueue to settings")
+    r.work(1)
+    r.compacted("## Progress\n- module 1 done", kept=("Port OrderQueue to settings", "Keep the names"))
+    (found,) = compactions(_file(tmp_path, r.jsonl(), "codex"))
+    assert found.kept == "Port OrderQueue to settings\nKeep the names"   # not the summary's own message
+
+    g = worked_gemini(3, steps=30, after=20, keep=0.3)
+    (found,) = compactions(_file(tmp_path, g.jsonl(), "gemini"))
+    held = next(v["$set"]["messages"] for v in g.lines if "$set" in v)
+    assert len(held) > 3 and held[2]["type"] == "user"   # the summary, the acknowledgement, then from an ask on
+    assert found.kept and "<state_snapshot>" not in found.kept and "Got it." not in found.kept
+    m = measure(found, tmp_path)
+    assert m.kept_tokens > 0 and m.harness_tokens > m.kept_tokens and m.memcli_tokens <= m.target_tokens
+    assert [c.kept for c in compactions(_file(tmp_path, worked_gemini(3, steps=30, after=20).jsonl(), "g0"))] == [""]
+
+
 @pytest.mark.slow
 def test_worked_sessions_of_each_harness_compact_to_the_harness_budget_and_keep_at_least_its_recall(tmp_path):
     """The shapes harnesses compact in practice (tests/bench/fidelity.py, ``worked_sessions``):

@@ -104,7 +104,9 @@ def run() -> list[dict]:
             "name": f"fidelity {session.name[:30]}: harness/memcli recall", "value": r.harness_recall,
             "baseline": 1e-9 if r.refused else max(r.memcli_recall, 1e-9), "unit": " ", "target": 1.0,
             "note": (f"{r.needed} needed-later identifiers; recall harness {r.harness_recall:.1%} in "
-                     f"{r.harness_tokens:,} tokens, memcli {r.memcli_recall:.1%} in a {r.memcli_tokens:,}-token "
+                     f"{r.harness_tokens:,} tokens"
+                     + (f" (its summary and {r.kept_tokens:,} tokens of messages it kept verbatim)" if r.kept_tokens
+                        else "") + f", memcli {r.memcli_recall:.1%} in a {r.memcli_tokens:,}-token "
                      f"snapshot (target {r.target_tokens:,}); last ask verbatim: harness "
                      f"{'yes' if r.harness_last_ask else 'no'}, memcli {'yes' if r.memcli_last_ask else 'no'}")})
     shapes = seeded_shapes()

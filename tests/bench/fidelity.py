@@ -35,6 +35,7 @@ import orjson
 
 from memcli.importers.claude_code import is_compact_command, is_harness_text, replayed
 from memcli.importers.gemini_cli import HARNESS_CONTEXT as _GEMINI_CONTEXT
+from memcli.importers.gemini_cli import _is_ack
 from memcli.importers.goose import _continues_compaction, _may_summarize, _not_shown
 
 _IDENT = re.compile(
@@ -83,6 +84,60 @@ class Compacted:
     summary: str             # the harness's own summary
     last_ask: str            # the last user ask before the boundary
     first_ask: str = ""      # the first one (the request the work started from)
+    kept: str = ""           # the text of the messages the harness kept verbatim beside its summary
+
+
+def _kept_verbatim(values: list, start: int, i: int, fmt: str) -> str:
+    """The text of the messages a harness's compaction (its summary at line ``i``, beginning at
+    ``start``) kept verbatim in the context it went on with, beside its summary — part of what
+    the harness kept, so its recall and its token count include them:
+
+    * Claude Code: the boundary's ``compactMetadata.preservedMessages.uuids`` (or the lines from
+      ``preservedSegment.headUuid`` to its ``tailUuid``): a compaction that keeps the newest
+      messages (session-memory compaction, a partial ``/compact``) summarizes only those before;
+    * Codex: the ``replacement_history`` messages other than the summary's own (a local
+      compaction keeps the user's messages, a remote one the newest messages of both sides);
+    * Gemini CLI: the ``$set`` history's messages after the summary and the model's
+      acknowledgement (the newest part of the history a compression keeps)."""
+    texts: list[str] = []
+    value = values[i]
+    if fmt == "claude-code" and start != i and isinstance(values[start], dict):
+        meta = values[start].get("compactMetadata", values[start].get("compact_metadata"))
+        meta = meta if isinstance(meta, dict) else {}
+        listed = (meta.get("preservedMessages") or {}).get("uuids") if isinstance(meta.get("preservedMessages"),
+                                                                                    dict) else None
+        segment = meta.get("preservedSegment") if isinstance(meta.get("preservedSegment"), dict) else {}
+        uuids = [v.get("uuid") if isinstance(v, dict) else None for v in values[:start]]
+        if isinstance(listed, list):
+            keep = set(u for u in listed if isinstance(u, str))
+            lines = [n for n, u in enumerate(uuids) if u in keep]
+        elif isinstance(segment.get("headUuid"), str) and segment["headUuid"] in uuids:
+            head = uuids.index(segment["headUuid"])
+            tail = segment.get("tailUuid")
+            tail = uuids.index(tail, head) if isinstance(tail, str) and tail in uuids[head:] else start - 1
+            lines = range(head, tail + 1)
+        else:
+            lines = []
+        texts = ["\n".join(_texts(_conversation(values[n]))) for n in lines if isinstance(values[n], dict)]
+    elif fmt == "codex":
+        payload = value.get("payload") if isinstance(value.get("payload"), dict) else {}
+        summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        for item in payload.get("replacement_history") or ():
+            if isinstance(item, dict) and item.get("type") == "message":
+                content = item.get("content")
+                text = content if isinstance(content, str) else "\n".join(
+                    c["text"] for c in content or () if isinstance(c, dict) and isinstance(c.get("text"), str))
+                if not (summary.strip() and summary.strip() in text):   # (the summary, as the bridge message says it)
+                    texts.append(text)
+    elif fmt == "gemini-cli":
+        for later in values[i:i + 4]:
+            held = later.get("$set") if isinstance(later, dict) else None
+            if isinstance(held, dict) and isinstance(held.get("messages"), list):
+                for message in held["messages"]:
+                    if isinstance(message, dict) and _SNAPSHOT not in _gm_text(message) and not _is_ack(message):
+                        texts.append("\n".join(_texts(_conversation(message))))
+                break
+    return "\n".join(t for t in texts if t)
 
 
 def _cc_text(value: dict) -> str:
@@ -300,7 +355,7 @@ def compactions(path: Path) -> list[Compacted]:
             while after < end and _cc_compaction_line(values[after]):
                 after += 1
         out.append(Compacted(path.stem, fmt, lines[:start], lines[after:end], summary, asks[-1] if asks else "",
-                             asks[0] if asks else ""))
+                             asks[0] if asks else "", _kept_verbatim(values, start, i, fmt)))
     return out
 
 
@@ -451,11 +506,16 @@ class Fidelity:
     refused: str | None = None   # why memcli could not compact to target_tokens (it fit a larger one)
     harness_first_ask: bool = False   # the first ask verbatim (whitespace aside) in the harness's summary
     memcli_first_ask: bool = False    # ... in memcli's snapshot
+    kept_tokens: int = 0              # of harness_tokens, the messages the harness kept verbatim (Compacted.kept)
 
 
 def measure(session: Compacted, work: Path | None = None, summary_tokens: int | None = None) -> Fidelity:
-    """Ingest ``session.before``, compact it to the harness summary's token count (or to
-    ``summary_tokens`` when the harness's summary is not readable), and compare."""
+    """Ingest ``session.before``, compact it to the token count of what the harness went on with
+    (its summary, and the messages it kept verbatim: :func:`_kept_verbatim`; or to
+    ``summary_tokens`` when the harness's summary is not readable), and compare. Where the harness
+    kept its summary alone, memcli moves all it can (``--tail-turns 0 --keep-steps 0``: summary
+    against summary); where it kept messages verbatim too, memcli compacts as a user runs it
+    (its default policy: its newest steps kept verbatim too)."""
     from memcli.api import Memory
     from memcli.errors import CompactionError
     from memcli.snapshot.assemble import working_counter
@@ -467,34 +527,47 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
         src.write_bytes(b"\n".join(session.before) + b"\n")
         agent = Memory(Path(tmp) / "mem").agent("s")
         agent.ingest(src, session.fmt, skip_invalid=True)   # a torn or corrupt line of a real session: passed over
-        harness_tokens = TokenMeter(working_counter()).text(session.summary) if summary_tokens is None else summary_tokens
+        harness_text = "\n".join(t for t in (session.summary, session.kept) if t)   # what the harness went on with
+        harness_tokens = TokenMeter(working_counter()).text(harness_text) if summary_tokens is None else summary_tokens
         empty = Memory(Path(tmp) / "empty").agent("e")   # what a snapshot carries with no trace
         empty.ingest([{"trace_type": "user", "content": "x"}], "native")
         floor = empty.snapshot(full=True).tokens - TokenMeter(working_counter()).text("x")
         target = harness_tokens + max(floor, 0)
         refused = None
+        # the harness kept its summary alone: memcli moves all it can; it went on with messages
+        # verbatim too: memcli compacts as a user runs it (its newest steps stay), and where those
+        # alone are over the budget (it refuses, naming its minimum), moving all it can
+        # (a summary not readable: memcli alone at ``summary_tokens`` for its summary, all moved)
+        moved = {"keep_steps": 0, "tail_turns": 0}
+        policies = ({}, moved) if session.kept and summary_tokens is None else (moved,)
         for attempt in range(8):
-            try:
-                agent.compact(target_tokens=target << attempt, keep_steps=0, tail_turns=0)
-                break
-            except CompactionError as exc:
-                # what must stay (the last ask, the newest step: a large tool result just before
-                # the boundary) is above the harness's budget: memcli is measured at the first
-                # doubling it can meet, and the figures say it did not fit
-                refused = refused or str(exc)
+            for policy in policies:
+                try:
+                    agent.compact(target_tokens=target << attempt, **policy)
+                    break
+                except CompactionError as exc:
+                    # what must stay (the last ask, the newest step: a large tool result just before
+                    # the boundary) is above the harness's budget: memcli is measured at the first
+                    # doubling it can meet, and the figures say it did not fit
+                    if policy is policies[-1]:
+                        refused = refused or str(exc)
+            else:
+                continue
+            break
         else:
             raise RuntimeError(f"{session.name}: no compaction up to {target << 7:,} tokens: {refused}")
         snap = agent.snapshot(full=True)
         text = "\n".join(_texts(orjson.loads(orjson.dumps(snap.payload))))
     root = project_root(needed)
     found_memcli = {i for i in needed if named(i, text, root)}
-    found_harness = {i for i in needed if named(i, session.summary, root)}
+    found_harness = {i for i in needed if named(i, harness_text, root)}
     n = max(len(needed), 1)
     ask, first = _norm(session.last_ask), _norm(session.first_ask)
     return Fidelity(session.name, len(needed), len(found_harness) / n, len(found_memcli) / n, harness_tokens,
-                    snap.tokens, target, bool(ask) and ask in _norm(session.summary),
-                    bool(ask) and ask in _norm(text), refused, bool(first) and first in _norm(session.summary),
-                    bool(first) and first in _norm(text))
+                    snap.tokens, target, bool(ask) and ask in _norm(harness_text),
+                    bool(ask) and ask in _norm(text), refused, bool(first) and first in _norm(harness_text),
+                    bool(first) and first in _norm(text), kept_tokens=TokenMeter(working_counter()).text(session.kept)
+                    if session.kept else 0)
 
 
 def measure_in_rounds(session: Compacted, rounds: int = 8) -> tuple[float, float]:
@@ -661,8 +734,9 @@ def seeded_shapes() -> dict:
     Code summaries in its nine sections naming the files read and edited last (24, or only the
     edited ones, or 5: a terse one), compacted while a large tool result was the last step, with
     the first ask's names coming back only after the boundary, compacted three times; Codex local
-    compactions whose handoff summary is a few hundred tokens; Gemini CLI compressions (a
-    ``<state_snapshot>``)."""
+    compactions whose handoff summary is a few hundred tokens, the user's messages kept beside it;
+    Gemini CLI compressions (a ``<state_snapshot>``), alone or with the newest part of the history
+    kept as it was (``-kept-history``: where Gemini CLI's split point falls)."""
     from tests.harness_fixtures import worked_gemini, worked_rollout, worked_session
 
     return {"worked-dense": lambda seed: worked_session(seed),
@@ -674,17 +748,20 @@ def seeded_shapes() -> dict:
             "codex-handoff": lambda seed: worked_rollout(seed),
             "codex-handoff-short": lambda seed: worked_rollout(seed, steps=40, after=30),
             "gemini-state-snapshot": lambda seed: worked_gemini(seed),
-            "gemini-state-snapshot-short": lambda seed: worked_gemini(seed, steps=50, after=30, named=6)}
+            "gemini-state-snapshot-short": lambda seed: worked_gemini(seed, steps=50, after=30, named=6),
+            "gemini-kept-history": lambda seed: worked_gemini(seed, keep=0.3),
+            "gemini-kept-history-short": lambda seed: worked_gemini(seed, steps=50, after=30, named=6, keep=0.3)}
 
 
 # the seed of each shape's one session in :func:`worked_sessions`
 WORKED_SEEDS = {"worked-dense": 1, "worked-edited-only": 3, "worked-big-last-result": 4, "worked-early-names": 5,
                 "worked-compacted-3x": 6, "worked-terse": 13, "codex-handoff": 8, "codex-handoff-short": 12,
-                "gemini-state-snapshot": 17, "gemini-state-snapshot-short": 18}
+                "gemini-state-snapshot": 17, "gemini-state-snapshot-short": 18, "gemini-kept-history": 19,
+                "gemini-kept-history-short": 20}
 SEEDS = range(200, 240)   # the seeds the shapes of MANY_SEEDED are built with for the many-sessions rows
 # the shapes ``make bench`` measures on every seed of SEEDS, so one lucky or unlucky seed decides nothing
 MANY_SEEDED = ("codex-handoff", "codex-handoff-short", "gemini-state-snapshot", "gemini-state-snapshot-short",
-               "worked-terse", "worked-dense")
+               "gemini-kept-history", "gemini-kept-history-short", "worked-terse", "worked-dense")
 
 
 def worked_sessions() -> list[Compacted]:
