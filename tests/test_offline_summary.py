@@ -1927,6 +1927,30 @@ def test_a_condensed_rollup_says_the_project_directory_once_before_its_vocabular
         "Files modified: /home/me/shop/src/a.py, /etc/hosts"
 
 
+def test_a_condensed_rollup_drops_a_turn_s_count_of_moved_steps_before_its_vocabulary():
+    """A rollup of a hook's rounds says of each turn whose steps moved in several compactions
+    ``- turn_0001 · 34 steps, moved in 2 compactions`` under the line quoting its ask: bookkeeping
+    (the header counts the calls), gone before the vocabulary loses a name. A turn whose ask stays
+    in the active file keeps its line: it says where the ask is."""
+    summary = "\n".join([
+        "3 turns (turn_0001–turn_0003), 2026-02-01 10:00 → 10:20 UTC: 90 traces, 40 tool calls, 0 failed.",
+        '- turn_0001 · user: "Port OrderQueue to settings."',
+        "- turn_0001 · 34 steps, moved in 2 compactions",
+        '- turn_0002 · user: "Now RefundPolicy."',
+        "- turn_0002 · 12 steps, moved in 3 compactions",
+        "- turn_0003 · 46 steps, moved in 3 compactions (its ask stays in the active file)",
+        "Vocabulary: CART_STORE_URL, CartItem, ItemStore, cart_total, OrderQueue"])
+    out = condense(summary, len(summary) - 50)
+    assert out.split("\n")[1:] == [
+        '- turn_0001 · user: "Port OrderQueue to settings."',
+        '- turn_0002 · user: "Now RefundPolicy."',
+        "- turn_0003 · 46 steps, moved in 3 compactions (its ask stays in the active file)",
+        "Vocabulary: CART_STORE_URL, CartItem, ItemStore, cart_total, OrderQueue"]
+    # only as many as it must: the newest turn's count goes last
+    assert condense(summary, len(summary) - 30).split("\n")[2:4] == [
+        '- turn_0002 · user: "Now RefundPolicy."', "- turn_0002 · 12 steps, moved in 3 compactions"]
+
+
 def test_summaries_of_conversation_only_stay_sections_of_a_rollup():
     """A chat's summaries are not merged (rolled up as one text, their quotes condensed together,
     a chat compacted in six rounds kept 94 of its 185 facts against 105): each stays a section."""

@@ -4059,10 +4059,11 @@ _EARLIER = re.compile(r"\(\+(\d+) earlier\)")   # a Subagents block's count of t
 
 # the list lines (kind, heads, separator) a condensed summary takes entries from, the first first
 # (the subagents block: its oldest agents' lines, :func:`_drop_agents`)
-_CONDENSE_ORDER = ("notes", "urls", "commands", "subagents", "directory", "vocab", "commits", "unanswered", "failed",
+_CONDENSE_ORDER = ("notes", "urls", "commands", "subagents", "directory", "counts", "vocab", "commits", "unanswered", "failed",
                    "plan")
 _LISTS = tuple((kind, heads, sep) for first in _CONDENSE_ORDER for kind, heads, sep in
-               (*_LIST_LINES, ("subagents", ("Subagents:",), "\n"), ("directory", (FILES_FACT_PREFIX,), ", "))
+               (*_LIST_LINES, ("subagents", ("Subagents:",), "\n"), ("directory", (FILES_FACT_PREFIX,), ", "),
+                                ("counts", (), ""))
                if kind == first)
 _AGENT_LINE = ("- agent", "- subagent")
 
@@ -4074,7 +4075,8 @@ def condense(summary: str, budget: int) -> str:
     the asks and replies quoted makes it fit: :func:`_said_condensed`); then list lines lose their
     last (least needed) entries — the notes, URLs, the commands' outcomes, the subagents' lines
     (the oldest agents', counted: :func:`_drop_agents`); the files line then says the project's
-    directory once (:func:`files_under_directory`); then the vocabulary, calls never answered,
+    directory once (:func:`files_under_directory`), the lines that only count a turn's moved
+    steps under its ask go; then the vocabulary, calls never answered,
     failures, the plan lose theirs — and the files the names touched in them (the oldest files' first); then
     asks are clipped at a word boundary;
     then the oldest turn lines go, counted. Nothing is cut inside an identifier or a path."""
@@ -4103,6 +4105,15 @@ def condense(summary: str, budget: int) -> str:
     for kind, heads, sep in _LISTS:
         if kind == "subagents":
             excess = _drop_agents(lines, excess)
+            continue
+        if kind == "counts":   # a turn's line that only counts the steps that moved, its ask on a line above
+            asked = {line.partition(" · ")[0] for line in lines if ' · user: "' in line}
+            for n, line in enumerate(lines):
+                head, _, rest = line.partition(" · ")
+                if excess > 0 and head in asked and _STEPS_MERGED.fullmatch(rest):
+                    excess -= len(line) + 1
+                    lines[n] = ""
+            lines = [line for line in lines if line]
             continue
         if kind == "directory":
             for n, line in enumerate(lines):
