@@ -445,7 +445,8 @@ def test_a_session_compacted_again_and_again_keeps_one_coherent_summary(memory_d
         return events + [{"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"t{n}",
                           "tool_args": {"command": f"pytest -q tests/test_mod_{test}.py"}},
                          {"trace_type": "tool_result", "tool_name": "Bash", "tool_call_id": f"t{n}", "tool_result": result},
-                         {"trace_type": "assistant", "content": f"mod_{n} reads its settings."}]
+                         {"trace_type": "assistant", "content": f"mod_{n} reads its settings; the lookup it "
+                                                                  "made in the environment before is gone."}]
 
     for n in range(14):
         ingest(memory_dir, "a", stdin=io.BytesIO(ndjson(turn(n))))

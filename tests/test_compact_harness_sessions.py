@@ -954,6 +954,24 @@ def test_the_names_an_edit_touched_are_the_project_s_not_css():
     assert changed_names(args, [args["file_path"]]) == {args["file_path"]: ["project.id"]}
 
 
+def test_the_names_an_edit_took_out_are_what_changed_too_the_first_few():
+    """``raise LedgerSchema38Error(url)`` replaced by a settings lookup: the file no longer raises
+    it, and the test that fails with it runs again after — a harness's summary names it. The names
+    an edit brought in come first, then the first few it took out (a deleted function's body is
+    not listed whole)."""
+    from memcli.compaction.offline import MAX_REMOVED_NAMES, changed_names
+
+    args = {"file_path": "src/ledger/schema_38.py", "old_string": "raise LedgerSchema38Error(url)",
+            "new_string": "return fetch(url, timeout=settings['ledger.schema_38.timeout'])"}
+    assert changed_names(args, ["src/ledger/schema_38.py"]) == {
+        "src/ledger/schema_38.py": ["ledger.schema_38.timeout", "LedgerSchema38Error"]}
+    body = "\n".join(f"    total_{k} = compute_{k}(order)" for k in range(12))
+    names = changed_names({"file_path": "a.py", "old_string": "def legacy_total(order):\n" + body,
+                           "new_string": "return new_total(order)"}, ["a.py"])["a.py"]
+    assert names[:4] == ["legacy_total", "new_total", "total_0", "compute_0"]   # defined, brought in, taken out
+    assert len(names) <= 2 + MAX_REMOVED_NAMES
+
+
 def test_the_names_an_edit_defines_are_definitions_not_prose_attributes_or_parameters():
     """A real Elixir session's files line named ``true`` (``@impl true``) beside ``mount``; Elixir's
     ``fn msg ->`` named its parameter, and a comment ("# this function returns …", " * Todo
