@@ -1951,6 +1951,28 @@ def test_a_condensed_rollup_drops_a_turn_s_count_of_moved_steps_before_its_vocab
         '- turn_0002 · user: "Now RefundPolicy."', "- turn_0002 · 12 steps, moved in 3 compactions"]
 
 
+def test_a_merge_says_the_turns_its_summaries_left_out_once():
+    """A hook's summaries, squeezed round after round, each counted the turns they left out; their
+    merge stacked the notes (four in a row in a rollup of seven, turn_0002 in three of them). A
+    run of them is now one note over all their turns, each turn once; a condensed summary's count
+    of its turn lines (turns not named) stays beside it."""
+    from memcli.compaction.offline import merge_summary_texts
+
+    def squeezed(note: str, path: str) -> str:
+        return "\n".join(["1 turn: 20 tool calls, 1 failed.", note, f"Files modified: {path}"])
+
+    merged = merge_summary_texts([
+        squeezed("… 1 turn (turn_0001) left out", "src/a.py"),
+        squeezed("… 2 turns (turn_0001–turn_0002) left out", "src/b.py"),
+        squeezed("… 1 turn (turn_0002) left out (`memcli show AGENT --archive --turn ID`)", "src/c.py"),
+        "\n".join(["1 turn: 3 tool calls, 0 failed.", "… 1 turn line left out (`memcli show AGENT --archive`)",
+                   "Files modified: src/d.py"])], "turn_0001–turn_0002", 2)
+    assert merged.split("\n")[1:] == [
+        "… 2 turns (turn_0001–turn_0002) left out",
+        "… 1 turn line left out (`memcli show AGENT --archive`)",
+        "Files modified: src/d.py, src/c.py, src/b.py, src/a.py"]
+
+
 def test_summaries_of_conversation_only_stay_sections_of_a_rollup():
     """A chat's summaries are not merged (rolled up as one text, their quotes condensed together,
     a chat compacted in six rounds kept 94 of its 185 facts against 105): each stays a section."""

@@ -114,6 +114,7 @@ from typing import Callable, Iterable
 import orjson
 
 from memcli.compaction.summarizer import Fact, MemoryContext, Summarizer, Summary, Turn
+from memcli.ids import format_turn
 from memcli.messages import value_text
 from memcli.models import NON_OPENING_TAGS, TAG_COMPACT_SUMMARY, TAG_REASONING, TAG_SIDECHAIN
 from memcli.neutral import readable_text
@@ -3904,6 +3905,37 @@ def _steps_folded(lines: list[str]) -> list[str]:
 
 
 _LEFT_OUT_TURN = re.compile(r"^… 1 turn \((\S+)\) left out")   # a squeezed summary's note of one turn left out
+# a squeezed summary's note of the turns it left out (_left_out), or a condensed one's (condense)
+_LEFT_OUT_NOTE = re.compile(r"^… \d+ turns? \((turn_\d+)(?:–(turn_\d+))?\) left out|^… \d+ turn lines? left out")
+
+
+def _left_out_folded(lines: list[str]) -> list[str]:
+    """``lines`` (a merge's body) with each run of notes counting turns left out as one: the
+    summaries a hook wrote round after round each said theirs (a rollup of seven had four in a
+    row, turn_0002 in three of them). Notes that name their turns become one over all of them
+    (each turn once), :func:`_left_out`'s short form; a condensed summary's count of its turn
+    lines left out (its turns not named) stays beside it, once."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        named = [m for m in map(_LEFT_OUT_NOTE.match, run) if m and m[1]]
+        if len(run) > 1 and named:
+            numbers = {n for m in named for n in range(turn_number(m[1]) or 0, (turn_number(m[2] or m[1]) or 0) + 1)}
+            out.append(_left_out(format_turn(min(numbers)), format_turn(max(numbers)), len(numbers), tiny=True))
+            out.extend(dict.fromkeys(line for line in run if not _LEFT_OUT_NOTE.match(line)[1]))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for line in lines:
+        if _LEFT_OUT_NOTE.match(line):
+            run.append(line)
+            continue
+        flush()
+        out.append(line)
+    flush()
+    return out
 
 
 _BACKTICKED = re.compile(r"`([^`]+)`")
@@ -4027,7 +4059,7 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
                 own_body.append(line)
         body = {**dict.fromkeys(own_body), **body}   # (older first, each line once)
     said_by = [line for line in body if line.startswith(SPEAKERS_HEAD)]   # (under the header, each once)
-    out = [header, *said_by, *_steps_folded([line for line in body if line and line not in said_by])]
+    out = [header, *said_by, *_left_out_folded(_steps_folded([line for line in body if line and line not in said_by]))]
     by_agent: dict[str, str] = {}   # an agent's id -> its newest line, where that line was (oldest first)
     for line in (line for lines in reversed(subagents) for line in lines):
         key = line.split(" · ", 1)[0]   # ("- agent a1060 (turn_0002) · task …": one line per agent)
