@@ -1428,14 +1428,14 @@ def _touched(texts, added: str, removed: str) -> list[str]:
     (not the words of CSS or the like: :func:`_is_identifier`)."""
     names = list(dict.fromkeys(next(filter(None, m)) for text in texts for m in _DEFINED.findall(text[:20_000])))
     if added:
-        def new_names(text: str, other: set) -> list[str]:
-            return [v for v in dict.fromkeys(_VOCAB.findall(text)) if v not in other and v not in names and len(v) >= 4
+        brought, gone = _VOCAB.findall(added), _VOCAB.findall(removed) if removed else []
+
+        def new_names(found: list[str], other: set) -> list[str]:
+            return [v for v in dict.fromkeys(found) if v not in other and v not in names and len(v) >= 4
                     and not v.isdigit() and "/" not in v and _is_identifier(v)]
 
-        gone = set(_VOCAB.findall(removed)) if removed else set()
-        names.extend(new_names(added, gone))
-        if removed:
-            names.extend(new_names(removed, set(_VOCAB.findall(added)))[:MAX_REMOVED_NAMES])
+        names.extend(new_names(brought, set(gone)))
+        names.extend(new_names(gone, set(brought))[:MAX_REMOVED_NAMES])
     return names
 
 
@@ -3916,21 +3916,22 @@ def _left_out_folded(lines: list[str]) -> list[str]:
     (each turn once), :func:`_left_out`'s short form; a condensed summary's count of its turn
     lines left out (its turns not named) stays beside it, once."""
     out: list[str] = []
-    run: list[str] = []
+    run: list[re.Match] = []   # the notes in a row
 
     def flush() -> None:
-        named = [m for m in map(_LEFT_OUT_NOTE.match, run) if m and m[1]]
+        named = [m for m in run if m[1]]
         if len(run) > 1 and named:
             numbers = {n for m in named for n in range(turn_number(m[1]) or 0, (turn_number(m[2] or m[1]) or 0) + 1)}
             out.append(_left_out(format_turn(min(numbers)), format_turn(max(numbers)), len(numbers), tiny=True))
-            out.extend(dict.fromkeys(line for line in run if not _LEFT_OUT_NOTE.match(line)[1]))
+            out.extend(dict.fromkeys(m.string for m in run if not m[1]))
         else:
-            out.extend(run)
+            out.extend(m.string for m in run)
         run.clear()
 
     for line in lines:
-        if _LEFT_OUT_NOTE.match(line):
-            run.append(line)
+        note = _LEFT_OUT_NOTE.match(line)
+        if note:
+            run.append(note)
             continue
         flush()
         out.append(line)
@@ -4099,14 +4100,10 @@ _UNANSWERED = re.compile(r"^(\d+) calls? \((.*)\)$", re.DOTALL)
 _EARLIER = re.compile(r"\(\+(\d+) earlier\)")   # a Subagents block's count of the agents it has no line for
 
 
-# the list lines (kind, heads, separator) a condensed summary takes entries from, the first first
-# (the subagents block: its oldest agents' lines, :func:`_drop_agents`)
-_CONDENSE_ORDER = ("notes", "urls", "commands", "subagents", "directory", "counts", "vocab", "commits", "unanswered", "failed",
-                   "plan")
-_LISTS = tuple((kind, heads, sep) for first in _CONDENSE_ORDER for kind, heads, sep in
-               (*_LIST_LINES, ("subagents", ("Subagents:",), "\n"), ("directory", (FILES_FACT_PREFIX,), ", "),
-                                ("counts", (), ""))
-               if kind == first)
+# what a condensed summary gives up, the first first: a list line's last entries, or a step of
+# its own (_CONDENSE_STEPS: the subagents block, the files' directory, the counts of moved steps)
+_CONDENSE_ORDER = ("notes", "urls", "commands", "subagents", "directory", "counts", "vocab", "commits", "unanswered",
+                   "failed", "plan")
 _AGENT_LINE = ("- agent", "- subagent")
 
 
@@ -4144,26 +4141,12 @@ def condense(summary: str, budget: int) -> str:
             if said is not None:
                 return said
     excess = sum(len(line) + 1 for line in lines) - 1 - budget
-    for kind, heads, sep in _LISTS:
-        if kind == "subagents":
-            excess = _drop_agents(lines, excess)
+    for kind in _CONDENSE_ORDER:
+        step = _CONDENSE_STEPS.get(kind)
+        if step is not None:
+            excess = step(lines, excess)
             continue
-        if kind == "counts":   # a turn's line that only counts the steps that moved, its ask on a line above
-            asked = {line.partition(" · ")[0] for line in lines if ' · user: "' in line}
-            for n, line in enumerate(lines):
-                head, _, rest = line.partition(" · ")
-                if excess > 0 and head in asked and _STEPS_MERGED.fullmatch(rest):
-                    excess -= len(line) + 1
-                    lines[n] = ""
-            lines = [line for line in lines if line]
-            continue
-        if kind == "directory":
-            for n, line in enumerate(lines):
-                if excess > 0 and line.startswith(FILES_FACT_PREFIX):
-                    shorter = files_under_directory(line, "\n".join(lines[:n] + lines[n + 1:]))
-                    excess -= len(line) - len(shorter)
-                    lines[n] = shorter
-            continue
+        heads, sep = _LIST_HEADS[kind]
         for n, line in enumerate(lines):
             if excess <= 0:
                 return "\n".join(line for line in lines if line)   # (a list emptied: its line gone)
@@ -4220,6 +4203,31 @@ def condense(summary: str, budget: int) -> str:
     return shorter if len(shorter) < len(before) else before
 
 
+def _say_directory_once(lines: list[str], excess: int) -> int:
+    """The files line of ``lines`` (in place) saying the project's directory once
+    (:func:`files_under_directory`) while ``excess`` is left; the excess left."""
+    for n, line in enumerate(lines):
+        if excess > 0 and line.startswith(FILES_FACT_PREFIX):
+            shorter = files_under_directory(line, "\n".join(lines[:n] + lines[n + 1:]))
+            excess -= len(line) - len(shorter)
+            lines[n] = shorter
+    return excess
+
+
+def _drop_step_counts(lines: list[str], excess: int) -> int:
+    """``lines`` (in place) without the turn lines that only count a turn's moved steps (``- turn_0001 ·
+    34 steps, moved in 2 compactions``) under a line quoting its ask, the oldest first, while
+    ``excess`` is left; the excess left."""
+    asked = {line.partition(" · ")[0] for line in lines if ' · user: "' in line}
+    for n, line in enumerate(lines):
+        head, _, rest = line.partition(" · ")
+        if excess > 0 and head in asked and _STEPS_MERGED.fullmatch(rest):
+            excess -= len(line) + 1
+            lines[n] = ""
+    lines[:] = [line for line in lines if line]
+    return excess
+
+
 def _drop_agents(lines: list[str], excess: int) -> int:
     """The ``Subagents:`` block of ``lines`` (in place) within ``excess`` characters less, as a
     squeezed summary fits it (:func:`_fit_block`: the newest agents' lines that fit, the others
@@ -4234,6 +4242,10 @@ def _drop_agents(lines: list[str], excess: int) -> int:
     fitted = _fit_block("subagents", block, len(block) - excess)
     lines[start:end] = fitted.split("\n") if fitted else []
     return excess - (len(block) - len(fitted)) - (0 if fitted else 1)
+
+
+_CONDENSE_STEPS = {"subagents": _drop_agents, "directory": _say_directory_once, "counts": _drop_step_counts}
+_LIST_HEADS = {kind: (heads, sep) for kind, heads, sep in _LIST_LINES}
 
 
 _SAID = re.compile(r'^((?:then )?user|assistant): "(.*)"$', re.DOTALL)
