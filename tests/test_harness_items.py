@@ -464,3 +464,28 @@ def test_a_claude_code_compaction_that_kept_messages_names_them_and_says_so(memo
         assert item["harness_compaction"]["kept_from"] == f"cc-{head['uuid']}-0"
     shown = ok("--dir", memory_dir, "memory", "segment").stdout.decode()
     assert "claude-code compaction (auto, 150,000 tokens before, the newest messages kept as they were)" in shown
+
+
+def test_a_partial_compaction_from_a_message_kept_the_older_ones_and_covers_its_whole_span(memory_dir, tmp_path):
+    """``/compact`` "from" a message summarizes the messages after it and keeps the earlier ones;
+    its preserved segment is anchored on the boundary itself. Its head is no start of the newest
+    messages kept: the item is not marked, and covers its span as a full compaction's does (marked,
+    it had covered nothing and left every turn to the next compaction)."""
+    from tests.harness_fixtures import ClaudeSession, uid
+
+    c = ClaudeSession("from")
+    first = c.ask("Port OrderQueue to settings in src/orders/queue.py")
+    c.tool("Read", {"file_path": "/home/me/proj/src/orders/queue.py"}, "class OrderQueue: ...")
+    kept_tail = c.lines[-1]["uuid"]
+    c.ask("Now RefundPolicy in src/billing/refund.py")
+    c.tool("Read", {"file_path": "/home/me/proj/src/billing/refund.py"}, "class RefundPolicy: ...")
+    boundary = uid(c.name, c.n + 1)   # (the uuid the boundary's line gets)
+    c.boundary(preservedSegment={"headUuid": first["uuid"], "anchorUuid": boundary, "tailUuid": kept_tail})
+    assert c.lines[-1]["uuid"] == boundary
+    c.summary("Primary request: port RefundPolicy to settings.")
+    c.ask("Go on")
+    path = tmp_path / "from.jsonl"
+    path.write_bytes(c.jsonl())
+    ok("--dir", memory_dir, "ingest", "a", str(path), "--from", "claude-code")
+    (item,) = episodic(memory_dir)
+    assert item["turn_ids"] == ["turn_0001", "turn_0002"] and "kept_from" not in item["harness_compaction"]

@@ -38,7 +38,8 @@ Claude Code specifics:
   "pre_tokens"}``, from the ``compact_boundary`` system line right before them — its
   ``compactMetadata``, or the SDK stream's ``compact_metadata``; a boundary followed by another
   conversation line instead describes no summary; a compaction that kept the newest messages as
-  they were — ``preservedSegment.headUuid``, or the first of ``preservedMessages.uuids`` — adds
+  they were — ``preservedSegment.headUuid``, or the first of ``preservedMessages.uuids``; not a
+  partial compaction "from" a message, which kept the older ones, its anchor the boundary — adds
   ``"kept_from": "cc-<that uuid>-0"``, the first of them, which it did not summarize): the
   harness's own compaction, never a user ask; ``isMeta`` user lines (expanded slash commands, caveats), the ``/compact`` command line of a
   manual compaction and the user lines Claude Code writes itself (``<local-command-stdout>``,
@@ -115,18 +116,24 @@ def is_compact_command(text: str) -> bool:
     return text.startswith("<command-") and _COMPACT_COMMAND in text[:300]
 
 
-def _kept_head(metadata) -> str | None:
-    """The uuid of the first message a compaction kept as it was (session-memory compaction and a
-    partial ``/compact`` keep the newest messages: the boundary's ``preservedSegment.headUuid``,
-    else the first of ``preservedMessages.uuids``; the SDK stream's snake_case alike), or None."""
+def _kept_head(metadata, boundary_uuid) -> str | None:
+    """The uuid of the first of the newest messages a compaction kept as they were (session-memory
+    compaction and a partial ``/compact`` "up to" a message: the boundary's
+    ``preservedSegment.headUuid``, else the first of ``preservedMessages.uuids``; the SDK stream's
+    snake_case alike), or None — also for a partial compaction "from" a message, which kept the
+    older ones and summarized the rest: its segment's ``anchorUuid`` is the boundary itself."""
     if not isinstance(metadata, dict):
         return None
     segment = metadata.get("preservedSegment", metadata.get("preserved_segment"))
+    kept = metadata.get("preservedMessages", metadata.get("preserved_messages"))
+    for part in (segment, kept):
+        if boundary_uuid is not None and isinstance(part, dict) \
+                and part.get("anchorUuid", part.get("anchor_uuid")) == boundary_uuid:
+            return None
     if isinstance(segment, dict):
         head = segment.get("headUuid", segment.get("head_uuid"))
         if isinstance(head, str) and head:
             return head
-    kept = metadata.get("preservedMessages", metadata.get("preserved_messages"))
     uuids = kept.get("uuids") if isinstance(kept, dict) else None
     if isinstance(uuids, list) and uuids and isinstance(uuids[0], str) and uuids[0]:
         return uuids[0]
@@ -318,7 +325,7 @@ class _Reader:
                     # the session file writes compactMetadata; the SDK's stream-json compact_metadata
                     metadata = value.get("compactMetadata", value.get("compact_metadata"))
                     self.boundary = harness_compaction(ClaudeCodeImporter.name, metadata)
-                    head = _kept_head(metadata)
+                    head = _kept_head(metadata, value.get("uuid"))
                     if head is not None:   # the newest messages kept as they were: not summarized
                         self.boundary["kept_from"] = f"cc-{head}-0"
                 if kind in _META_ROWS or kind == "pr-link":
