@@ -509,6 +509,21 @@ class Fidelity:
     kept_tokens: int = 0              # of harness_tokens, the messages the harness kept verbatim (Compacted.kept)
 
 
+def _refusal(agent, target: int, policies: tuple) -> str | None:
+    """None when ``agent`` compacted to ``target`` with one of ``policies`` (compact's options,
+    tried in order), else the last one's refusal."""
+    from memcli.errors import CompactionError
+
+    said = None
+    for policy in policies:
+        try:
+            agent.compact(target_tokens=target, **policy)
+            return None
+        except CompactionError as exc:
+            said = str(exc)
+    return said
+
+
 def measure(session: Compacted, work: Path | None = None, summary_tokens: int | None = None) -> Fidelity:
     """Ingest ``session.before``, compact it to the token count of what the harness went on with
     (its summary, and the messages it kept verbatim: :func:`_kept_verbatim`; or to
@@ -517,7 +532,6 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
     against summary); where it kept messages verbatim too, memcli compacts as a user runs it
     (its default policy: its newest steps kept verbatim too)."""
     from memcli.api import Memory
-    from memcli.errors import CompactionError
     from memcli.snapshot.assemble import working_counter
     from memcli.snapshot.views import TokenMeter
 
@@ -533,27 +547,21 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
         empty.ingest([{"trace_type": "user", "content": "x"}], "native")
         floor = empty.snapshot(full=True).tokens - TokenMeter(working_counter()).text("x")
         target = harness_tokens + max(floor, 0)
-        refused = None
         # the harness kept its summary alone: memcli moves all it can; it went on with messages
         # verbatim too: memcli compacts as a user runs it (its newest steps stay), and where those
         # alone are over the budget (it refuses, naming its minimum), moving all it can
         # (a summary not readable: memcli alone at ``summary_tokens`` for its summary, all moved)
         moved = {"keep_steps": 0, "tail_turns": 0}
         policies = ({}, moved) if session.kept and summary_tokens is None else (moved,)
-        for attempt in range(8):
-            for policy in policies:
-                try:
-                    agent.compact(target_tokens=target << attempt, **policy)
-                    break
-                except CompactionError as exc:
-                    # what must stay (the last ask, the newest step: a large tool result just before
-                    # the boundary) is above the harness's budget: memcli is measured at the first
-                    # doubling it can meet, and the figures say it did not fit
-                    if policy is policies[-1]:
-                        refused = refused or str(exc)
-            else:
-                continue
-            break
+        refused = None
+        for size in (target << attempt for attempt in range(8)):
+            said = _refusal(agent, size, policies)
+            if said is None:
+                break
+            # what must stay (the last ask, the newest step: a large tool result just before the
+            # boundary) is above the harness's budget: memcli is measured at the first doubling
+            # it can meet, and the figures say it did not fit
+            refused = refused or said
         else:
             raise RuntimeError(f"{session.name}: no compaction up to {target << 7:,} tokens: {refused}")
         snap = agent.snapshot(full=True)
