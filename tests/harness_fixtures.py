@@ -597,10 +597,10 @@ class GeminiSession:
         sizes = [len(orjson.dumps(v)) for v in history]
         split = len(history)
         if keep:
-            last, before = 0, 0
+            last, before, kept_from = 0, 0, (1 - keep) * sum(sizes)
             for k, size in enumerate(sizes):
                 if history[k]["type"] == "user":
-                    if before >= (1 - keep) * sum(sizes):
+                    if before >= kept_from:
                         last = k
                         break
                     last = k
