@@ -2239,3 +2239,37 @@ def test_a_chat_of_two_people_in_one_role_quotes_each_message_under_its_speaker(
     assert speaking_roles([f"Ticket T-{n}: look at the export" for n in range(20)], []) == {}
     assert speaking_roles([f"{'Maya' if n % 2 else 'Theo'}: hi {n}" for n in range(20)], ["ok"] * 20) == \
         {"user": frozenset({"Maya", "Theo"})}
+
+
+def test_a_window_counted_in_tokens_gives_its_summary_a_quarter_of_them():
+    """The summary aims at a quarter of the window it replaces: of its text's characters, or,
+    when the compaction counted the window (``MemoryContext.window_room``, a quarter of its tokens:
+    its messages' call ids and JSON count too), of those when they say more; the budget decides."""
+    from memcli.compaction.offline import _counter
+    from memcli.models import RawTrace
+
+    turns = []
+    for t in range(12):
+        turn_id = f"turn_{t + 1:04d}"
+        traces = [RawTrace(f"{turn_id}-u", 1772442000.0 + t * 60, turn_id, 1, "user", f"Port module {t}.", "x")]
+        for k in range(6):
+            n = t * 6 + k
+            traces += [RawTrace(f"{turn_id}-c{k}", 1772442001.0 + t * 60 + k, turn_id, 2 + 2 * k, "tool_call", "", "x",
+                                tool_name="read_file", tool_call_id=f"call_{n}",
+                                tool_args={"absolute_path": f"/home/me/proj/src/pkg_{n}/mod_{n}.py"}),
+                       RawTrace(f"{turn_id}-r{k}", 1772442001.5 + t * 60 + k, turn_id, 3 + 2 * k, "tool_result", "",
+                                "x", tool_name="read_file", tool_call_id=f"call_{n}",
+                                tool_result=f"class Module{n}Store: uses MODULE_{n}_URL")]
+        turns.append(Turn(turn_id, traces))
+    count = _counter().count
+
+    def summary(window_tokens, budget=3_000):
+        memory = MemoryContext(summary_tokens=budget, target_given=True,
+                               window_room=window_tokens // 4 if window_tokens else None)
+        return OfflineSummarizer().summarize(turns, memory).episodic_summary
+
+    by_chars = summary(None)
+    assert summary(2_000) == by_chars   # its tokens say less than its characters: the characters decide
+    sizes = [count(summary(window)) for window in (4_000, 6_000)]
+    assert count(by_chars) < 700 < 1_000 < sizes[0] < sizes[1], (count(by_chars), sizes)
+    assert 900 <= count(summary(6_000, budget=1_000)) <= 1_000   # never past the budget

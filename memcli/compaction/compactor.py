@@ -1274,7 +1274,8 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         # to a quarter of its text: what the target leaves may be more than the window itself, and
         # a summary as long as what it replaces leaves nothing smaller to write (never worse)
         told = min(told, summary_room(plan_.window_tokens))
-    memory = MemoryContext(live_episodic, live_facts, summary_tokens=told, target_given=explicit_target is not None)
+    memory = MemoryContext(live_episodic, live_facts, summary_tokens=told, target_given=explicit_target is not None,
+                           window_room=summary_room(plan_.window_tokens))
     window = _Collect(store, plan_, early)
     summary: Summary | None = None
     if job.strategy == "summarize":

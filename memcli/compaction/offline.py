@@ -72,7 +72,10 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
 
 Size: without a budget, a quarter of the window's text within [``MIN_CHARS``, ``MAX_CHARS``].
 With one (``MemoryContext.summary_tokens``: what the compaction's target leaves), that budget at
-``CHARS_PER_TOKEN``, at most a quarter of the window's text and ``HARD_MAX_CHARS`` (a harness
+``CHARS_PER_TOKEN``, at most a quarter of the window (of its text's characters; under a target
+the user set, the room the plan set aside for its summary when that says more —
+``MemoryContext.window_room``, a quarter of its tokens in the working snapshot, which count its
+messages' ids and JSON too — at the characters per token the text is made at) and ``HARD_MAX_CHARS`` (a harness
 summary's usual size), or ``TARGET_MAX_CHARS`` when the user set the target
 (``MemoryContext.target_given``: ``--target-tokens``, the budget alone sizes it), then made
 again at the characters per token the text turned out to have (:func:`_fill`), so
@@ -2588,11 +2591,14 @@ class OfflineSummarizer(Summarizer):
     def _finish(self, window: WindowSummary, memory: MemoryContext | None) -> Summary:
         memory = memory or MemoryContext()
         budget = memory.summary_tokens
+        # (under a target the user set: what it leaves the summary is less than the window, so
+        # the room never makes the snapshot larger; else a quarter of the text decides, as before)
+        room = memory.window_room if memory.target_given else None
         cap = TARGET_MAX_CHARS if memory.target_given else HARD_MAX_CHARS
         fixes = _Fixes(window.scopes)   # (once: every try of the text asks it again)
-        text = self._text(window, budget, CHARS_PER_TOKEN, cap, fixes)
+        text = self._text(window, budget, CHARS_PER_TOKEN, cap, fixes, room)
         if budget is not None:
-            text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio, cap, fixes))
+            text = _fill(text, budget, lambda ratio: self._text(window, budget, ratio, cap, fixes, room))
         preferences = window.preferences
         if window.talking:   # a conversation (as the text takes it): its small talk
             # with "always" in it was a fact each (20 of them in one chat: a quarter of 1,500 tokens)
@@ -2600,7 +2606,7 @@ class OfflineSummarizer(Summarizer):
         return Summary(text, self._facts(preferences, window.commands, fixes, memory))
 
     def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float, cap: int,
-              fixes: _Fixes) -> str:
+              fixes: _Fixes, room: int | None = None) -> str:
         """The summary's text, within ``budget`` tokens at ``chars_per_token`` and ``cap``
         characters (the window is left as it was: the text can be made again at another size)."""
         for entry in window.listed:
@@ -2777,7 +2783,10 @@ class OfflineSummarizer(Summarizer):
         hard = HARD_MAX_CHARS
         if budget is not None:   # the budget the compaction leaves decides
             hard = max(int(budget * chars_per_token), MIN_BUDGET_CHARS)
-            limit = min(max(text_chars // 4, MIN_CHARS), cap, hard)
+            # a quarter of the window: of its text's characters, or of its tokens when they say more
+            # (``room``: its messages' JSON and ids count too, and the plan set that room aside)
+            quarter = max(text_chars // 4, int((room or 0) * chars_per_token))
+            limit = min(max(quarter, MIN_CHARS), cap, hard)
             hard = min(hard, cap)
         summary = assemble()
         ranked_footer = list(footer)   # what the ranking (_squeeze) chooses from

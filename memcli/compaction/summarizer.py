@@ -74,6 +74,9 @@ class MemoryContext:
     facts: list = field(default_factory=list)      # SemanticItem, oldest first
     summary_tokens: int | None = None              # the summary's budget: what the target leaves it
     target_given: bool = False                     # the user set the target: the budget alone sizes the summary
+    # the most a summary of the window aims at in tokens when the compaction counted the window:
+    # a quarter of its tokens in the working snapshot (memcli.compaction.window.summary_room)
+    window_room: int | None = None
 
     def fact_ids(self) -> set:
         """The ids of the facts a summary may supersede: those compactions wrote and nobody
