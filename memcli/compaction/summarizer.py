@@ -75,7 +75,7 @@ class MemoryContext:
     summary_tokens: int | None = None              # the summary's budget: what the target leaves it
     target_given: bool = False                     # the user set the target: the budget alone sizes the summary
     # the most a summary of the window aims at in tokens when the compaction counted the window:
-    # a quarter of its tokens in the working snapshot (memcli.compaction.window.summary_room)
+    # a quarter of its tokens in the working snapshot, at least 250 (memcli.compaction.window.summary_room)
     window_room: int | None = None
 
     def fact_ids(self) -> set:
