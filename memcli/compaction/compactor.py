@@ -1269,18 +1269,19 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         room = max(room, result.threshold - stays)
     goal = max(result.target_tokens, stays + room)
     told = max(room, MIN_SUMMARY_TOKENS)
+    window_room = summary_room(plan_.window_tokens)   # what the plan set aside for the summary
     if job.paid:
         # a model is told its budget within a quarter of the window, as the offline summary keeps
         # to a quarter of its text: what the target leaves may be more than the window itself, and
         # a summary as long as what it replaces leaves nothing smaller to write (never worse)
-        told = min(told, summary_room(plan_.window_tokens))
+        told = min(told, window_room)
     memory = MemoryContext(live_episodic, live_facts, summary_tokens=told, target_given=explicit_target is not None,
-                           window_room=summary_room(plan_.window_tokens))
+                           window_room=window_room)
     window = _Collect(store, plan_, early)
     summary: Summary | None = None
     if job.strategy == "summarize":
         is_offline = summarizer.context_tokens() is None
-        if not is_offline and explicit_target is not None and told < summary_room(plan_.window_tokens):
+        if not is_offline and explicit_target is not None and told < window_room:
             # the target presses: a model's answer must still name the window's asks and modified
             # files; when they alone overflow the room, no request can succeed — refused before one
             named = summarizer.named_tokens(window)

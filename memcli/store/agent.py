@@ -601,11 +601,10 @@ class WriteSession:
                 continue
             number = turn_number(trace["turn_id"])
             turns = turn_range(previous + 1, number) if number is not None else []
-            item = leave_kept_turns(self.paths, [item_record(trace, turns)])[0]
-            items.append(item)
-            # (the turns it kept as they were: the next one's, which starts after the last covered)
-            previous = max(previous, (turn_number(item["turn_ids"][-1]) or 0) if item["turn_ids"] else 0)
-        return self._append_new_items(EpisodicItem, self.paths.episodic, items, known)
+            items.append(item_record(trace, turns))
+            previous = max(previous, number or 0)
+        # (the turns a compaction kept as they were go to the next one, as an ingest's do)
+        return self._append_new_items(EpisodicItem, self.paths.episodic, leave_kept_turns(self.paths, items), known)
 
     def _append_harness_items(self, harness, *, fsync: bool = True) -> int:
         """The episodic items of the harness compactions an ingest staged (memcli.store.harness_items),

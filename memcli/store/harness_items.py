@@ -108,18 +108,13 @@ def first_kept_turn(paths, mark: dict) -> int | None:
     when the trace opens it (an ask), else the turn after it (its own turn was summarized up to
     it); None when the mark names none, or its trace is not in the active file (a line that gave
     no trace): the compaction then covers its whole span."""
-    import orjson
-
     kept = mark.get("kept_from")
-    if not isinstance(kept, str):
+    record = _active_record(paths, kept) if isinstance(kept, str) else None
+    turn_id = record.get("turn_id") if record is not None else None
+    number = turn_number(turn_id) if isinstance(turn_id, str) else None
+    if number is None:
         return None
-    for record in _records_holding(paths, orjson.dumps(kept), lambda r: r.get("id") == kept):
-        turn_id = record.get("turn_id")
-        number = turn_number(turn_id) if isinstance(turn_id, str) else None
-        if number is None:
-            return None
-        return number if record.get("trace_type") == "user" and not is_context_event(record) else number + 1
-    return None
+    return number if record.get("trace_type") == "user" and not is_context_event(record) else number + 1
 
 
 def leave_kept_turns(paths, records: list[dict]) -> list[dict]:
@@ -298,14 +293,15 @@ def active_trace_ids(paths, trace_ids) -> set:
     """Which of ``trace_ids`` are in the agent's active file (not archived by a compaction): one
     search of the file's bytes per id (the ids of harness items: a few), each hit parsed to check
     it is the record's own ``id``."""
+    return {t for t in trace_ids if isinstance(t, str) and _active_record(paths, t) is not None}
+
+
+def _active_record(paths, trace_id: str) -> dict | None:
+    """The record of trace ``trace_id`` in the agent's active file, or None: one search of the
+    file's bytes for the id, each hit parsed to check it is the record's own ``id``."""
     import orjson
 
-    found: set = set()
-    for trace_id in (t for t in trace_ids if isinstance(t, str)):
-        for _ in _records_holding(paths, orjson.dumps(trace_id), lambda r, t=trace_id: r.get("id") == t):
-            found.add(trace_id)
-            break
-    return found
+    return next(_records_holding(paths, orjson.dumps(trace_id), lambda r: r.get("id") == trace_id), None)
 
 
 _FIELD_NAME = b'"' + FIELD.encode() + b'"'   # what a harness compaction's line holds

@@ -104,9 +104,9 @@ def _kept_verbatim(values: list, start: int, i: int, fmt: str) -> str:
     if fmt == "claude-code" and start != i and isinstance(values[start], dict):
         meta = values[start].get("compactMetadata", values[start].get("compact_metadata"))
         meta = meta if isinstance(meta, dict) else {}
-        listed = (meta.get("preservedMessages") or {}).get("uuids") if isinstance(meta.get("preservedMessages"),
-                                                                                    dict) else None
-        segment = meta.get("preservedSegment") if isinstance(meta.get("preservedSegment"), dict) else {}
+        kept, segment = meta.get("preservedMessages"), meta.get("preservedSegment")
+        listed = kept.get("uuids") if isinstance(kept, dict) else None
+        segment = segment if isinstance(segment, dict) else {}
         uuids = [v.get("uuid") if isinstance(v, dict) else None for v in values[:start]]
         if isinstance(listed, list):
             keep = set(u for u in listed if isinstance(u, str))
@@ -542,10 +542,11 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
         agent = Memory(Path(tmp) / "mem").agent("s")
         agent.ingest(src, session.fmt, skip_invalid=True)   # a torn or corrupt line of a real session: passed over
         harness_text = "\n".join(t for t in (session.summary, session.kept) if t)   # what the harness went on with
-        harness_tokens = TokenMeter(working_counter()).text(harness_text) if summary_tokens is None else summary_tokens
+        meter = TokenMeter(working_counter())
+        harness_tokens = meter.text(harness_text) if summary_tokens is None else summary_tokens
         empty = Memory(Path(tmp) / "empty").agent("e")   # what a snapshot carries with no trace
         empty.ingest([{"trace_type": "user", "content": "x"}], "native")
-        floor = empty.snapshot(full=True).tokens - TokenMeter(working_counter()).text("x")
+        floor = empty.snapshot(full=True).tokens - meter.text("x")
         target = harness_tokens + max(floor, 0)
         # the harness kept its summary alone: memcli moves all it can; it went on with messages
         # verbatim too: memcli compacts as a user runs it (its newest steps stay), and where those
@@ -574,8 +575,7 @@ def measure(session: Compacted, work: Path | None = None, summary_tokens: int | 
     return Fidelity(session.name, len(needed), len(found_harness) / n, len(found_memcli) / n, harness_tokens,
                     snap.tokens, target, bool(ask) and ask in _norm(harness_text),
                     bool(ask) and ask in _norm(text), refused, bool(first) and first in _norm(harness_text),
-                    bool(first) and first in _norm(text), kept_tokens=TokenMeter(working_counter()).text(session.kept)
-                    if session.kept else 0)
+                    bool(first) and first in _norm(text), kept_tokens=meter.text(session.kept) if session.kept else 0)
 
 
 def measure_in_rounds(session: Compacted, rounds: int = 8) -> tuple[float, float]:
