@@ -18,8 +18,9 @@ from tests.helpers import CORPORA, needs_corpora
 def _plain_vocabulary(text: str) -> tuple:
     """The vocabulary of ``text`` as one regex scan of the whole text finds it: without a
     terminal's colour codes (sent, or written as a string literal writes them), nor numbers,
-    ranges and dates (``1_000``, ``97-179``, ``2026-02-11``)."""
-    text = offline._ANSI_IN_WORD.sub("", text)
+    ranges and dates (``1_000``, ``97-179``, ``2026-02-11``), nor a newline's escape before a
+    capital (``\\nSELECT``)."""
+    text = offline._ESCAPE_IN_WORD.sub(" ", offline._ANSI_IN_WORD.sub("", text))
     return tuple(v for v in offline._VOCAB.findall(text) if len(v) >= 4 and not offline._NUMBERISH.fullmatch(v))
 
 
@@ -36,6 +37,7 @@ def _fresh_vocabulary(text: str) -> tuple:
     "\x1b[1mWould you\x1b[0m run \x1b[31mmemcli_store\x1b[0m? term.write(`\\x1b[31mError`) \\033[0;32mOK_DONE",
     "1_000 and 10_000 bytes, ~97-179 on 2026-02-11 in v1_2 __1__ -12_3",
     "node_modules/.pnpm/@jridgewell+gen-mapping@0.3.13/node_modules/x.js and a+b/c",
+    'sql = "\\nSELECT user_id\\nFROM sessions_table\\tWHERE" raise \\nError(x) C:\\new_folder\\Tests\\nNope',
 ])
 def test_vocabulary_by_word_is_the_regex_over_the_text(text):
     assert _fresh_vocabulary(text) == _plain_vocabulary(text)

@@ -131,8 +131,9 @@ def test_a_small_budget_keeps_the_asks_files_and_latest_failures_before_tool_det
     turns = [Turn("turn_0001", _traces("turn_0001", events))]
     text = OfflineSummarizer().summarize(turns, MemoryContext(summary_tokens=700)).episodic_summary
     lines = text.split("\n")
+    # (the window's newest turn: its last message too — what the agent does next)
     assert lines[1] == ('- turn_0001 · user: "Make every module read its endpoint from the environment and keep '
-                        'the tests green."')
+                        'the tests green." · assistant: "Next I look at Mod60Manager."')
     files = next(line for line in lines if line.startswith("Files modified: "))
     assert all(f"pkg/mod_{i}.py" in files for i in range(60))    # every file, always (design §4)
     assert files.startswith("Files modified: pkg/mod_59.py (handle_59, os.environ, MOD_59_URL), pkg/mod_58.py")
@@ -427,7 +428,8 @@ def test_a_command_that_failed_for_several_reasons_keeps_each_reason():
     """``mix test`` failing first on a missing config, then on a missing dependency, then on an
     assertion: the latest reason leads, the earlier distinct ones follow (the fixes between runs
     are what the agent needs to know), each once; ExUnit's numbered failure after its exit line and a
-    colon (it read "Exit code 2 1) test mount")."""
+    colon (it read "Exit code 2 1) test mount"); ExUnit's lone ``1)`` gets its opener, so the line's
+    entries stay where they are (test_a_failure_line_with_a_lone_bracket_stays_one_entry)."""
     events = [{"trace_type": "user", "content": "Make the review page tests pass."}]
     for n, why in enumerate(["** (RuntimeError) no :secret_key_base configuration found in SpotterWeb.Endpoint.",
                              "** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency.",
@@ -439,9 +441,9 @@ def test_a_command_that_failed_for_several_reasons_keeps_each_reason():
     summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))])
     failed = next(line for line in summary.episodic_summary.split("\n") if line.startswith("Failed: "))
     assert failed == (
-        "Failed: `mix test test/review_test.exs` ×4 (Exit code 2: 1) test mount (ReviewLiveTest) — Assertion with =~ "
-        "failed; before: Exit code 2: 1) test mount (ReviewLiveTest) — ** (RuntimeError) Phoenix LiveView requires "
-        "lazy_html as a test dependency.; Exit code 2: 1) test mount (ReviewLiveTest) — ** (RuntimeError) no "
+        "Failed: `mix test test/review_test.exs` ×4 (Exit code 2: (1) test mount (ReviewLiveTest) — Assertion with =~ "
+        "failed; before: Exit code 2: (1) test mount (ReviewLiveTest) — ** (RuntimeError) Phoenix LiveView requires "
+        "lazy_html as a test dependency.; Exit code 2: (1) test mount (ReviewLiveTest) — ** (RuntimeError) no "
         ":secret_key_base configuration found in SpotterWeb.Endpoint.) — still failing")
 
 
@@ -471,17 +473,21 @@ def test_urls_end_before_a_shell_variable():
     events = [{"trace_type": "user", "content": "Start the server."},
               {"trace_type": "assistant", "content": "It listens on http://127.0.0.1:${PORT}/review; see https://example.com/a."}]
     summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
-    assert "URLs: https://example.com/a, http://127.0.0.1" in summary.split("\n")   # (newest first)
+    # (https://example.com/a ends the reply's sentence there: shown, it is not listed again)
+    assert "URLs: http://127.0.0.1" in summary.split("\n")
 
 
 def test_urls_are_listed_newest_first_and_one_seen_again_is_new():
     """The spotter session's URLs line began with credo's "report incorrect results" link, read at
     the start, and a small summary kept that one and dropped the pull request link pushed at the end."""
+    # (in what the tools gave back: a URL a line of the summary shows is not listed again)
     events = [{"trace_type": "user", "content": "Set it up."},
-              {"trace_type": "assistant", "content": "Per https://docs.example.com/setup and https://x.test/faq, done."},
+              *_call(1, "", tool="Read", args={"file_path": "docs/SETUP.md"},
+                     result="Per https://docs.example.com/setup and https://x.test/faq."),
               {"trace_type": "user", "content": "Open the PR."},
-              {"trace_type": "assistant", "content": "Opened https://github.com/acme/shop/pull/77 (setup: "
-                                                     "https://docs.example.com/setup)."}]
+              *_call(2, "", tool="mcp__github__create_pull_request", args={"title": "Setup"},
+                     result="Created https://github.com/acme/shop/pull/77 (setup: https://docs.example.com/setup)."),
+              {"trace_type": "assistant", "content": "Done."}]
     summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
     assert "URLs: https://docs.example.com/setup, https://github.com/acme/shop/pull/77, https://x.test/faq" in \
         summary.split("\n"), summary
@@ -776,7 +782,78 @@ def test_a_list_line_too_small_for_its_first_entry_never_cuts_into_a_command():
     commands = "Commands (latest outcome): `pytest -q tests/notify/test_store_27.py tests/auth`: 12 passed; `make lint`: ok"
     assert _fit_block("commands", commands, 90) == ""
     said = "Failed: the build of `npm run build --workspace packages/api` ×1 — still failing; `make lint` ×1"
-    assert _fit_block("failed", said, 66) == "Failed: the build of …; +1 more"
+    assert _fit_block("failed", said, 66) == "Failed: the build of … — still failing; +1 more"
+
+
+def test_a_clipped_failure_keeps_its_state_and_never_reads_as_still_failing():
+    """A failure clipped to fit kept its command and lost its end: ``(… — Assertion with =~
+    failed; +4 more`` read as still failing while the same summary said the suite passed. The
+    informative line is cut instead, its bracket closed; an entry that passed later says so or
+    is not shown (one still failing may lose its state for the room: it reads as what it is)."""
+    from memcli.compaction.offline import _fit_block
+
+    line = ("Failed: `pytest -q tests/notify/test_store_27.py` ×3 (FAILED tests/notify/test_store_27.py::"
+            "test_store_27_roundtrip - NotifyStore27Error) — passed later; `make lint` ×1 — still failing")
+    assert _fit_block("failed", line, 90) == "Failed: `pytest -q tests/notify/test_store_27.py` ×3 … — passed later; +1 more"
+    assert _fit_block("failed", line, 120) == (
+        "Failed: `pytest -q tests/notify/test_store_27.py` ×3 (FAILED …) — passed later; +1 more")
+    assert _fit_block("failed", line, 70) == ""
+    fixed = "Failed: `git push` ×1 (error: failed to push some refs to origin) — fixed later (a later `git push origin main` passed)"
+    assert _fit_block("failed", fixed, 72) == "Failed: `git push` ×1 (error: failed to …) — fixed later"
+
+
+def test_a_failure_line_with_a_lone_bracket_stays_one_entry():
+    """ExUnit numbers its failures ``1) test …``: the lone ``)`` closed the entry's bracket, so a
+    reader of the line (a squeeze, a rollup) split one failure into five and counted "+4 more".
+    The failures line balances each informative line: ``(1) test …``; a line clipped inside
+    ``foo(a, …`` gets its closer, a lone backtick its pair."""
+    from memcli.compaction.offline import _balanced, _entries, _Fixes, failures_line
+
+    label = "`mix test test/review_test.exs`"
+    errors = ["Exit code 2: 1) test mount handles a bad id (ReviewTest) — ** (RuntimeError) no lazy_html.",
+              "Exit code 2: 1) test mount renders annotations (ReviewTest) — Assertion with =~ failed"]
+    line = failures_line({label: 2, "`git push`": 1}, {label: errors, "`git push`": ["fatal: no upstream"]},
+                         {"mix test test/review_test.exs": [True, False, "x", []], "git push": [False, True, "x", []]},
+                         _Fixes({}))
+    entries, more = _entries(line[len("Failed: "):], "; ")
+    assert (len(entries), more) == (2, 0)
+    assert entries[1].startswith("`mix test test/review_test.exs` ×2 (Exit code 2: (1) test mount renders annotations")
+    assert _balanced("TypeError: foo(a, …") == "TypeError: foo(a, …)"
+    assert _balanced("looking for matching `") == "looking for matching ``"
+    assert _balanced("a] b) c (d)") == "[a] (b) c (d)"
+
+
+def test_a_clipped_note_keeps_its_closing_quote():
+    from memcli.compaction.offline import _fit_block
+
+    notes = ('Latest notes: "Tests pass." → "compute_tax now rounds with quantize_cents. Next: the discount cap in '
+             'apply_discount, then the push."')
+    assert _fit_block("notes", notes, 80) == 'Latest notes: "compute_tax now rounds with quantize_cents. …" → +1 more'
+
+
+def test_a_clipped_subagent_line_keeps_its_conclusion_and_its_error():
+    """A subagent's line too long for its room was cut at 200 characters from its start: its
+    task and command stayed, what it found was lost. Each part is clipped to its share now."""
+    from memcli.compaction.offline import _fit_block
+
+    block = ("Subagents:\n- agent b22 (turn_0001) · task \"Investigate why tests/test_sync.py::test_retry_backoff is "
+             "flaky. Do not change code, report the cause.\" · 1 failed (last: `cd /home/me/shop && pytest "
+             "tests/test_sync.py -q -p no:randomly`: Exit code 1 FAILED tests/test_sync.py::test_retry_backoff - "
+             "TimeoutError: retry took 0.31s > 0.25s) · concluded: \"test_retry_backoff is flaky because it sleeps "
+             "0.1s and asserts wall-clock; the cause is time.sleep in RetryPolicy.wait. Not fixed.\"")
+    line = _fit_block("subagents", block, 260).split("\n")[1]
+    assert line.startswith("- agent b22 (turn_0001) · task \"Investigate")
+    assert "· 1 failed (last: FAILED tests/test_sync.py::test_retry_backoff" in line
+    assert '· concluded: "test_retry_backoff is flaky because it sleeps' in line and line.endswith('"')
+    assert len(line) <= 200
+
+
+def test_a_url_a_command_line_shows_before_a_semicolon_is_not_listed_again():
+    from memcli.compaction.offline import _urls_once
+
+    summary = ("Commands (latest outcome): `gh pr create --fill`: https://github.com/me/shop/pull/42; `pytest`: 3 passed\n"
+               "URLs: https://github.com/me/shop/pull/42, https://github.com/me/shop/pull/4")
+    assert _urls_once(summary).split("\n")[1] == "URLs: https://github.com/me/shop/pull/4"
 
 
 REQUEST = ("Move every module's timeout from env vars to settings, starting with src/billing/router_0.py, and keep "
@@ -1869,6 +1946,15 @@ def test_summaries_merge_into_one_that_says_each_thing_once_in_its_latest_state(
     assert again.startswith("3 turns (turn_0001–turn_0003), 2026-02-01 10:00 → 10:30 UTC: 24 tool calls, 2 failed.\n")
     assert '- turn_0003 · user: "Now the orders queue."\n- turn_0003 · 2 steps, moved in 1 compaction\n' in again
     assert summary_turns(again) == 3 and merge_summary_texts([again, _NEWER], "turn_0001–turn_0003", 3)
+    # a failure two summaries show: its newest entry (how it ended), with every time it failed
+    # (a rollup said ×1 of a test that had failed 4 times: the newer summary's count alone)
+    later = _NEWER + ("\nFailed: `pytest -q tests/test_store_0.py` ×1 (FAILED tests/test_store_0.py::test_timeout - "
+                      "KeyError: 'ms') — passed later; FAILED tests/test_a.py::test_x - E ×2 — still failing")
+    failed = next(line for line in merge_summary_texts([_OLDER, later], "turn_0001–turn_0003", 3).split("\n")
+                  if line.startswith("Failed: "))
+    assert failed == ("Failed: `pytest -q tests/test_store_0.py` ×3 (FAILED tests/test_store_0.py::test_timeout - "
+                      "KeyError: 'ms') — passed later; FAILED tests/test_a.py::test_x - E ×2 — still failing; "
+                      "`npm run build` ×1 (error TS2339: Property 'x') — still failing")
     # a text in another form (a model's summary) merges with nothing: the rollup keeps it as it is
     assert merge_summary_texts([_OLDER, "## Progress\n- Updated src/app.py"], "turn_0001–turn_0003", 3) is None
     assert summary_turns("## Progress") is None
@@ -2273,3 +2359,63 @@ def test_a_window_counted_in_tokens_gives_its_summary_a_quarter_of_them():
     sizes = [count(summary(window)) for window in (4_000, 6_000)]
     assert count(by_chars) < 700 < 1_000 < sizes[0] < sizes[1], (count(by_chars), sizes)
     assert 900 <= count(summary(6_000, budget=1_000)) <= 1_000   # never past the budget
+
+
+def test_a_failure_an_earlier_summary_left_open_that_this_window_fixed_is_a_fact():
+    """Compacted after each turn (a hook's rhythm), a summary said ``ruff check app`` was still
+    failing; the next window ran ``ruff check --fix app`` and it passed, but nothing linked the
+    two, and the snapshot held "still failing" until a rollup read them together. The newer
+    summary's facts say it passed now, once; a command run again in the window is left to its
+    own lines, and one a fact already tells of is not told again."""
+    from memcli.models import EpisodicItem, SemanticItem
+
+    first = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", [
+        {"trace_type": "user", "content": "Lint the app and fix the tests."},
+        *_call(1, "ruff check app", error="exit code 1\napp/reports.py:1:8: F401 `os` imported but unused"),
+        *_call(2, "pytest -q tests/test_a.py", error="exit status 1\nFAILED tests/test_a.py::test_t - KeyError: 'id'"),
+        {"trace_type": "assistant", "content": "Both fail; I fix them next."}]))])
+    assert "`ruff check app` ×1 (exit code 1 app/reports.py:1:8: F401 `os` imported but unused) — still failing" \
+        in first.episodic_summary
+    earlier = EpisodicItem("ep_1", 1772442000.0, ["turn_0001"], first.episodic_summary, ["compaction"])
+    window = [Turn("turn_0002", _traces("turn_0002", [
+        {"trace_type": "user", "content": "Go on."},
+        *_call(3, "ruff check --fix app && git commit -am 'lint'", result="Found 1 error (1 fixed, 0 remaining)."),
+        *_call(4, "pytest -q tests/test_a.py", result="3 passed in 0.1s"),
+        {"trace_type": "assistant", "content": "Lint is clean and the tests pass."}]))]
+    facts = [f.fact for f in OfflineSummarizer().summarize(window, MemoryContext(episodic=[earlier])).semantic_facts]
+    assert facts == ["Command passed: `ruff check app` (it had failed before, a later `ruff check` passed)"]
+    told = SemanticItem("sem_1", 1772442000.0, facts[0], ["command"], 0.8)
+    again = OfflineSummarizer().summarize(window, MemoryContext(episodic=[earlier], facts=[told])).semantic_facts
+    assert [f.fact for f in again] == []
+
+
+def test_the_newest_turn_keeps_its_last_message_where_the_agent_says_what_comes_next():
+    """Compacted after each turn (a hook's rhythm), a window is one turn whose summary is over the
+    quarter it aims at: its line shrank to its ask and "I will add the import next turn" was lost
+    from every summary. The newest turn's line keeps its last message while the summary stays
+    within two thirds of the window's text; past that (a few-line window, whose summary would
+    not leave the snapshot smaller) it goes."""
+    events = [{"trace_type": "user", "content": "Add CSV export to reports: implement export_csv in app/reports.py."},
+              *_call(1, "", tool="TodoWrite", result="ok", args={"todos": [
+                  {"content": "Implement export_csv", "status": "in_progress"}, {"content": "Add test", "status": "pending"}]}),
+              *_call(4, "", tool="Read", args={"file_path": "app/reports.py"},
+                     result="\n".join(f"{n:>5}\tdef report_{n}(rows):\n        return [r for r in rows if r]"
+                                      for n in range(1, 30))),
+              *_call(2, "", tool="Edit", result="ok", args={
+                  "file_path": "app/reports.py", "old_string": "def build_report(rows):\n    return rows",
+                  "new_string": "def export_csv(rows, path):\n    csv.writer(open(path, 'w')).writerows(rows)"}),
+              *_call(3, "pytest tests/test_reports.py -q",
+                     error="exit code 1\nFAILED tests/test_reports.py::test_export_csv - NameError: name 'csv' is not defined"),
+              {"trace_type": "assistant", "content": "export_csv fails: csv is not imported. I will add the import next."}]
+    summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    assert summary.split("\n")[1] == ('- turn_0001 · user: "Add CSV export to reports: implement export_csv in '
+                                      'app/reports.py." · assistant: "export_csv fails: csv is not imported. I will '
+                                      'add the import next."')
+    tiny = [{"trace_type": "user", "content": "Add a /healthz endpoint in internal/http and make CI green."},
+            {"trace_type": "assistant", "content": "I'll add the handler in internal/http/routes.go, then run go test."},
+            *_call(1, "go test ./...", error="Exit code: 1\n--- FAIL: TestRoutes (0.00s)\n    routes_test.go:22: "
+                                              "expected 4 routes, got 5\nFAIL"),
+            {"trace_type": "assistant", "content": "TestRoutes still fails. Next I will update the route count in "
+                                                   "routes_test.go, then open the PR against issue #311."}]
+    summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", tiny))]).episodic_summary
+    assert summary.split("\n")[1] == '- turn_0001 · user: "Add a /healthz endpoint in internal/http and make CI green."'

@@ -112,7 +112,7 @@ from collections import Counter, deque
 from datetime import datetime, timezone
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import orjson
 
@@ -229,6 +229,10 @@ _BANNER = re.compile(r"^(?:==>|>|\$ |\+ |#|[│├└┌─^~|=*\-]+$|(?:={3,}|!
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 # … in a word of the vocabulary, sent or as a string literal writes it (``\x1b[31m``, ``\033[0m``)
 _ANSI_IN_WORD = re.compile(r"(?:\x1b|\\+(?:x1[bB]|u001[bB]|033))\[[0-9;?]*[!-/]*[@-~]")
+# a newline or tab written as its escape in a string literal, before a capital (``"…\\nSELECT id"``,
+# ``\\nError:``): a break between words, not the start of a name (``nSELECT``); a path's ``C:\\new``
+# (a small letter after it) stays as it is
+_ESCAPE_IN_WORD = re.compile(r"\\[nrt](?=[A-Z])")
 _ERROR_TAG = re.compile(r"</?[a-z_]*error>")
 # a log level in front of a line: ``[ERROR] x`` says x (Maven); ``[INFO] …`` says nothing went wrong
 _LOG_LEVEL = re.compile(r"^\[(?:ERROR|FATAL|SEVERE)\]\s+")
@@ -1353,12 +1357,27 @@ class _Fixes:
                 later = [other for i, other in self.passed.get(scope.partition("\t")[0], ()) if i > position]
                 found = next((other for other in reversed(later[-MAX_COVER_CHECKS:])
                               if scope_covers(other, scope, failure)), None)
-        if found is not None:   # the family of the run, with what it was given
-            targets = found.partition("\t")[2]
-            found = " ".join([self.scopes[found][1], *(t.replace("=", " ", 1) if t[0] == "-" else t
-                                                       for t in targets.split(_TARGETS_SEP) if t)])
+        if found is not None:
+            found = self._named(found)
         self.memo[key] = found
         return found
+
+    def _named(self, scope: str) -> str:
+        """The family of a run, with what it was given (``pytest tests/api``)."""
+        targets = scope.partition("\t")[2]
+        return " ".join([self.scopes[scope][1], *(t.replace("=", " ", 1) if t[0] == "-" else t
+                                                  for t in targets.split(_TARGETS_SEP) if t)])
+
+
+    def by_earlier(self, command: str, failure: str = "") -> str | None:
+        """The run of this window that fixed ``command``, which failed before it (an earlier
+        summary says it still failing): the newest passing run of its family covering it, or None."""
+        scope = run_scope(command)
+        if scope in self.position:   # run in this window too: its own latest run says (:meth:`by`)
+            return self.by(command, failure)
+        found = next((other for _i, other in reversed(self.passed.get(scope.partition("\t")[0], [])[-MAX_COVER_CHECKS:])
+                      if scope_covers(other, scope, failure)), None)
+        return None if found is None else self._named(found)
 
 
 def _seq_of(run: tuple) -> int:
@@ -1647,6 +1666,8 @@ def _vocabulary_of(text: str, remember: bool = True) -> tuple | list:
                 # (a terminal's colour codes, sent or written in a string literal: no part of a name)
                 read = _ANSI_IN_WORD.sub("", word) if "[" in word and ("1b[" in word or "1B[" in word or "\x1b" in word
                                                                         or "033[" in word) else word
+                if "\\" in read:
+                    read = _ESCAPE_IN_WORD.sub(" ", read)
                 hits = tuple([v for v in _VOCAB.findall(read) if len(v) >= 4
                               and not (v[0] in "0123456789_.-" and _NUMBERISH.fullmatch(v))]) \
                     if len(read) >= 4 and _VOCAB_HINT.search(read) else ()
@@ -2225,17 +2246,18 @@ class _TurnDigest:
 
     def line(self, ask_chars: int = ASK_CHARS, full: bool = True, rarity: Rarity | None = None,
              floor: float = 0.0, talk: bool = True, reply_floor: float | None = None,
-             chat: bool | None = None, keep_asks: bool = False) -> str:
+             chat: bool | None = None, keep_asks: bool = False, latest: bool = False) -> str:
         """The turn's line (``full``: its work too, else :func:`short_line`; ``talk``: its reply
-        there when the turn is conversation — ``chat``, of conversation only unless said —;
-        ``floor`` and ``reply_floor``, its asks' and its reply's: :func:`condense_message`)."""
+        there when the turn is conversation — ``chat``, of conversation only unless said — or the
+        window's newest, ``latest``; ``floor`` and ``reply_floor``, its asks' and its reply's:
+        :func:`condense_message`)."""
         reply_floor = floor if reply_floor is None else reply_floor
         chat = self.chat if chat is None else chat
         if not full:
             return short_line(self.turn_id, self.asks, self.reply, ask_chars, self.steps_only and
                               f"steps 1–{self.steps} of {self.total_steps} (its ask stays in the active file)",
                               chat=chat and talk, rarity=rarity, floor=floor, reply_floor=reply_floor,
-                              reply_day=self.reply_day(), keep_asks=keep_asks)
+                              reply_day=self.reply_day(), keep_asks=keep_asks, latest=latest)
         parts = [f"- {self.turn_id}"]
         for n, (text, trace_id) in enumerate(self.asks):
             shown = condense_message(text, ask_chars, rarity, floor, keep=keep_asks or _ask_keep(chat, text),
@@ -2294,11 +2316,13 @@ def turn_digest(turn) -> _TurnDigest:
 
 def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str | None = None, *,
                chat: bool = False, rarity: Rarity | None = None, floor: float = 0.0,
-               reply_floor: float | None = None, reply_day: str | None = None, keep_asks: bool = False) -> str:
+               reply_floor: float | None = None, reply_day: str | None = None, keep_asks: bool = False,
+               latest: bool = False) -> str:
     """A turn listed by its asks only (``memcli show AGENT --archive --turn ID`` expands it) —
     and, in a turn of conversation (``chat``), its reply as long as an ask: the other half of
-    what was said (``reply_day``: the day it was said, when not its ask's). Long ones are
-    condensed to their most telling sentences (:func:`condense_message`)."""
+    what was said (``reply_day``: the day it was said, when not its ask's); so does the window's
+    newest turn (``latest``): its final message is where the agent said what it found and what
+    it does next. Long ones are condensed to their most telling sentences (:func:`condense_message`)."""
     parts = [f"- {turn_id}"]   # (a clipped ask names no trace here: the turn id finds it, in less room)
     for n, (text, _trace_id) in enumerate(asks):
         said = condense_message(text, ask_chars, rarity, floor, keep=keep_asks or _ask_keep(chat, text),
@@ -2308,7 +2332,7 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
         parts.append(note)
         if reply:
             parts.append(f"last note: {_quote(reply, NOTE_CHARS)}")
-    elif reply and (chat or not asks):
+    elif reply and (chat or not asks or latest):
         said = condense_message(reply, ask_chars if asks else SHORT_REPLY_CHARS, rarity,
                                 floor if reply_floor is None else reply_floor, keep=not chat)
         if said:   # (a chat reply that says nothing the floor keeps: left out)
@@ -2692,6 +2716,7 @@ class OfflineSummarizer(Summarizer):
         # while the asks fit)
         floor, tools_floor = [0.0], [0.0]
         talk = [True]   # a turn of conversation shows its reply on its asks-only line too
+        latest_reply = [True]   # ... and so does the window's newest turn, while the summary can hold it
 
         def chars_of(entry: _TurnDigest) -> int:
             if entry is entries[0] or entry is entries[-1]:   # the request, the latest intent
@@ -2707,12 +2732,13 @@ class OfflineSummarizer(Summarizer):
             # imported a session a turn kept 25 sentences of small talk on its first line)
             if (entry is entries[0] or entry is entries[-1]) and not talking:
                 least = 0.0
-            key = (entry.turn_id, short, chars, least, talk[0], floor[0])
+            key = (entry.turn_id, short, chars, least, talk[0], floor[0], latest_reply[0])
             text = lines_of.get(key)
             if text is None:
                 text = lines_of[key] = entry.line(chars, full=not short, rarity=rarity, floor=least, talk=talk[0],
                                                   reply_floor=floor[0], chat=chat,
-                                                  keep_asks=entry is entries[0] or entry is entries[-1])
+                                                  keep_asks=entry is entries[0] or entry is entries[-1],
+                                                  latest=latest_reply[0] and entry is entries[-1])
             return text
 
         short_blocks: dict[tuple, list] = {}
@@ -2808,6 +2834,12 @@ class OfflineSummarizer(Summarizer):
             if not entry.short:
                 entry.short = True
                 summary = assemble()
+        # still over, and by more than the window's text leaves room for (two thirds of it: a
+        # few-line window's summary had grown past the window, and nothing was written): the
+        # newest turn's last message goes too
+        if len(summary) > max(limit, text_chars * 2 // 3) and entries and entries[-1].short and latest_reply[0]:
+            latest_reply[0] = False
+            summary = assemble()
 
         def asks_size() -> int:
             return sum(len(line) + 1 for line, *_ in body())
@@ -2859,15 +2891,17 @@ class OfflineSummarizer(Summarizer):
                                                brief=True)} \
                 if failures else {}   # (the squeezed summary's shorter forms: made only for it)
             vocab_chars = len(VOCAB_HEAD) + sum(len(name) + 2 for name in window.vocab)
-            summary = _squeeze(header, body(whole=True), ranked_footer, hard,
-                               lambda k: files_line(newest_first, window.changes, k), briefer, vocab_chars)
+
+            def files_named(k: int) -> str:
+                return files_line(newest_first, window.changes, k)
+
+            summary = _squeeze(header, body(whole=True), ranked_footer, hard, files_named, briefer, vocab_chars)
             # few names (their line at most four shares long): the share may be held for names the
             # summary shows already; then squeezed again with the room the line can use
             if vocab_chars < 4 * hard * VOCAB_SHARE:
                 sayable = len(vocabulary(window.vocab, n_traces, summary, vocab_chars + 1))
                 if sayable < vocab_chars:
-                    summary = _squeeze(header, body(whole=True), ranked_footer, hard,
-                                       lambda k: files_line(newest_first, window.changes, k), briefer, sayable)
+                    summary = _squeeze(header, body(whole=True), ranked_footer, hard, files_named, briefer, sayable)
             size = hard
         if days and "\n… " in summary:   # the first line after turns left out says its day (its first turn's)
             # (the heads of the lines as shown, and as squeezed: whole lines join no run)
@@ -2890,6 +2924,19 @@ class OfflineSummarizer(Summarizer):
             facts.append(Fact(f'User preference: "{clip(sentence, 400)}"', ["preference", "user"], 0.9,
                               source_turn_ids=preferences[sentence][:20]))
         existing = [f for f in memory.facts if f.fact.startswith(_COMMAND_FACT_PREFIXES)]
+        # a command an earlier summary left failing that a run of this window fixed (its family:
+        # ``ruff check --fix app`` after ``ruff check app``): said once, as a fact, for the earlier
+        # summary goes on saying "still failing" until a rollup reads them together
+        told = {f.fact.split("`", 2)[1] for f in existing if f.fact.count("`") >= 2}
+        for command, failure in _still_failing_before(memory.episodic):
+            shown = clip(command, 200)
+            if command in commands or shown in told:   # (run here: this summary's lines say how it ended)
+                continue
+            by = fixes.by_earlier(command, failure)
+            if by is not None:
+                told.add(shown)
+                facts.append(Fact(f"Command passed: `{shown}` (it had failed before, a later `{by}` passed)",
+                                  ["command"], 0.8))
         if existing:
             fixed: list[Fact] = []
             for command, (_failed_before, last_failed, error, turns) in commands.items():
@@ -2909,6 +2956,25 @@ class OfflineSummarizer(Summarizer):
                     fixed.append(Fact(f"{prefix_failed} — {error}", ["command", "failure"], 0.8, ids, turns[-5:]))
             facts.extend(fixed)
         return facts[: self.max_facts]
+
+
+def _still_failing_before(episodic: list) -> Iterator[tuple[str, str]]:
+    """``(command, its informative line)`` of each failure the live summaries ``episodic`` leave
+    "still failing" (their ``Failed:`` lines, in a rollup's sections too), newest summary first."""
+    seen: set = set()
+    for item in reversed(episodic):
+        for line in (item.summary or "").split("\n"):
+            if not line.startswith("Failed: "):
+                continue
+            for entry in _entries(line[len("Failed: "):], "; ")[0]:
+                if not entry.endswith(_STILL_FAILING):
+                    continue
+                head, _, said = entry[:-len(_STILL_FAILING)].partition(" (")
+                failure = said[:-1].partition("; before: ")[0] if said.endswith(")") else ""
+                for command in _BACKTICKED.findall(head):
+                    if command not in seen:
+                        seen.add(command)
+                        yield command, failure
 
 
 def files_line(paths: list[str], changes: dict, named: int | None = None) -> str:
@@ -3023,7 +3089,10 @@ def _urls_once(summary: str) -> str:
     rest = summary[:at] + summary[end:]
     entries = summary[at + 7:end].split(", ")
     more = entries.pop() if entries[-1].startswith("+") and entries[-1].endswith(" more") else None
-    kept = [url for url in entries if re.search(re.escape(url) + f"(?!{_URL_CHAR})", rest) is None]
+    # (shown: where it ends there too — at a character no URL goes on with, or at a mark that
+    # ends a sentence or an entry: ``…/pull/42;``)
+    kept = [url for url in entries
+            if re.search(re.escape(url) + f"(?:(?!{_URL_CHAR})|(?=[.,;:!?](?!{_URL_CHAR})))", rest) is None]
     if len(kept) == len(entries):
         return summary
     line = ", ".join(kept + ([more] if more else []))
@@ -3031,8 +3100,47 @@ def _urls_once(summary: str) -> str:
 
 
 def _briefs(briefs: list[str]) -> str:
-    latest, earlier = briefs[-1], briefs[-2::-1]
+    latest, earlier = _balanced(briefs[-1]), [_balanced(b) for b in briefs[-2::-1]]
     return latest + (f"; before: {'; '.join(earlier)}" if earlier else "")
+
+
+def _balanced(text: str) -> str:
+    """A failure's informative line as the failures line shows it: its brackets and backticks
+    balanced, so that a reader of the line (:func:`_entries`: a squeeze, a rollup) finds its
+    entries where they are — an ExUnit ``1) test …`` or a line clipped inside ``foo(a, …``
+    would end or extend the entry holding it. A closer without its opener gets one at the start
+    of its word (``(1) test …``), an opener without its closer one at the end, a lone backtick
+    its pair at the end."""
+    if not any(c in text for c in "()[]`"):
+        return text
+    depth = 0
+    opened: list[tuple[int, str]] = []   # the start of the word of a closer without an opener, and its opener
+    for i, c, depth in _bracketed(text):
+        if depth < 0:
+            opened.append((text.rfind(" ", 0, i) + 1, "(" if c == ")" else "["))
+    for at, opener in reversed(opened):
+        text = text[:at] + opener + text[at:]
+    return text + "`" * (text.count("`") % 2) + ")" * max(depth, 0)
+
+
+def _bracketed(text: str) -> Iterator[tuple[int, str, int]]:
+    """``(index, character, depth)`` of each character of ``text`` outside backticks, ``depth``
+    the brackets open around it once it is read (-1: a closer without its opener; the depth
+    stays 0): the one rule by which an entry of a list line holds its brackets and commands
+    (:func:`_entries` splits outside them, :func:`_balanced` balances a line to it)."""
+    depth, tick = 0, False
+    for i, c in enumerate(text):
+        if c == "`":
+            tick = not tick
+        elif not tick:
+            if c in "([":
+                depth += 1
+            elif c in ")]":
+                if not depth:
+                    yield i, c, -1
+                    continue
+                depth -= 1
+            yield i, c, depth
 
 
 def _distinct(briefs: list[str], brief: str, keep: int = 3) -> list[str]:
@@ -3070,6 +3178,7 @@ def _runs_named(label: str, line: str) -> bool:
 # how a failure's entry says it needs nothing more (and :data:`_RESOLVED` finds it again in a summary)
 _PASSED_LATER, _FIXED_LATER, _STOPPED_BY_USER = " — passed later", " — fixed later", " — stopped by the user"
 _STILL_FAILING = " — still failing"
+_FAILURE_STATES = (_PASSED_LATER, _FIXED_LATER, _STOPPED_BY_USER, _STILL_FAILING)   # how an entry of the failures line ends
 _RESOLVED = re.compile("|".join(map(re.escape, (_PASSED_LATER, _FIXED_LATER, _STOPPED_BY_USER))))
 
 
@@ -3127,7 +3236,7 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
         said = key[1:]
         latest = failure_error[group[0]][-1]
         if brief and all(_runs_named(label, latest) for label in group):   # (its exit line goes too: the state says it)
-            entries.append(f"{_EXIT_SAID.sub('', latest, 1)} ×{sum(failures[label] for label in group)}{said[1]}")
+            entries.append(f"{_balanced(_EXIT_SAID.sub('', latest, 1))} ×{sum(failures[label] for label in group)}{said[1]}")
         else:
             entries.append(", ".join(f"{label} ×{failures[label]}" for label in group) + f" ({said[0]}){said[1]}")
         listed += len(group)
@@ -3556,7 +3665,7 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         kept = []
         used = len(head) + 1 + 30
         for line in reversed(lines):
-            line = line if used + len(line) + 1 <= room else clip(line, 200)
+            line = line if used + len(line) + 1 <= room else _clipped_subagent(line, 200)
             if used + len(line) + 1 > room:
                 break
             kept.append(line)
@@ -3577,11 +3686,8 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         item = items[i]
         if used + len(item) + len(sep) > room:
             if not kept and room - used > 40:
-                clipped = clip(item, room - used - 2)
-                if clipped.count("`") % 2:   # cut inside a command (`pytest -q …`): up to it, not into it
-                    clipped = clipped[:clipped.rindex("`")].rstrip(",;:( ")
-                    clipped = f"{clipped} …" if clipped else ""
-                if " " in clipped[:-2] or "/" in clipped:   # (one word and "…" — ``FAILED …`` — says nothing)
+                clipped = _clipped_entry(kind, item, room - used - 2)
+                if clipped:
                     items[i] = clipped
                     kept.append(i)
             break
@@ -3591,6 +3697,79 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         return ""
     more = len(items) - len(kept) + counted
     return f"{head}: " + sep.join(items[i] for i in sorted(kept)) + (f"{sep}+{more} more" if more else "")
+
+
+def _clipped_subagent(line: str, limit: int) -> str:
+    """A subagent's line (:meth:`_Subagent.line`) in about ``limit`` characters: its name whole,
+    each of its parts (task, files changed, failure, conclusion) clipped to its share of the rest
+    — the room a short part leaves goes to the others — so the conclusion, last on the line,
+    stays; a quote keeps its closing mark, a failure its bracket and its command uncut."""
+    head, *parts = line.split(" · ")
+    if len(line) <= limit or not parts:
+        return clip(line, limit)
+    room = max(limit - len(head) - 3 * len(parts), 20 * len(parts))
+    weights = [_PART_WEIGHTS.get(part.split(" ", 1)[0], 3) for part in parts]
+    shares = {}
+    for k in sorted(range(len(parts)), key=lambda k: len(parts[k]) / weights[k]):   # the short ones whole first
+        left = sum(weights[j] for j in range(len(parts)) if j not in shares)
+        shares[k] = min(len(parts[k]), room * weights[k] // left)
+        room -= shares[k]
+    return " · ".join([head, *(_clipped_part(part, shares[k]) for k, part in enumerate(parts))])
+
+
+def _clipped_part(part: str, room: int) -> str:
+    """One part of a subagent's line clipped to ``room`` characters (:func:`_clipped_subagent`)."""
+    if len(part) <= room:
+        return part
+    quoted = _QUOTED_PART.fullmatch(part)
+    if quoted:
+        return f'{quoted[1]}"{clip(quoted[2], max(room - len(quoted[1]) - 2, 10))}"'
+    failed = _FAILED_PART.fullmatch(part)
+    if failed:   # the error says more than the command that met it
+        return f"{failed[1]} (last: {clip(_EXIT_SAID.sub('', failed[2], 1), max(room - len(failed[1]) - 8, 10))})"
+    if part.startswith("changed: "):   # whole paths, the first ones
+        files, counted = part[len("changed: "):].split(", "), 0
+        while len(files) > 1 and len(", ".join(files)) + 18 > room:
+            files.pop()
+            counted += 1
+        return "changed: " + ", ".join(files) + (f", +{counted} more" if counted else "")
+    clipped = clip(part, room)
+    if clipped.count("`") % 2:   # not into a command: up to it
+        clipped = clipped[:clipped.rindex("`")].rstrip(",;:( ") + " …"
+    return clipped + ")" * (clipped.count("(") - clipped.count(")"))
+
+
+_PART_WEIGHTS = {"concluded:": 4, "task": 1, "changed:": 1}   # a subagent part's share of a clipped line (a failure: 3)
+_QUOTED_PART = re.compile(r'((?:task|concluded:) )"(.*)"', re.DOTALL)
+_FAILED_PART = re.compile(r"(\d+ failed) \(last: `[^`]*`: (.*)\)", re.DOTALL)
+
+
+def _clipped_entry(kind: str, item: str, room: int) -> str:
+    """A list line's entry clipped at a word to ``room`` characters, still saying what it is, or
+    "" when the clip names nothing (one word and "…": ``FAILED …``): never cut inside its
+    backquoted command; a quoted note keeps its closing quote; a failure keeps its state — the
+    end a reader acts on (``— passed later``, ``— still failing``) — its informative line is cut
+    instead, and its bracket closed."""
+    state = ""
+    if kind == "failed":
+        at = max(item.rfind(mark) for mark in _FAILURE_STATES)
+        if at > 0:
+            item, state = item[:at], item[at:]
+            if len(state) > room // 3:   # "— fixed later (a later `…` passed)": the state alone
+                state = state.split(" (", 1)[0]
+    quoted = kind == "notes" and len(item) > 1 and item[0] == item[-1] == '"'
+    if quoted:
+        item = item[1:-1]
+    clipped = clip(item, room - len(state) - (2 if quoted else 0))
+    if clipped.count("`") % 2:   # cut inside a command (`pytest -q …`): up to it, not into it
+        clipped = clipped[:clipped.rindex("`")].rstrip(",;:( ")
+        clipped = f"{clipped} …" if clipped else ""
+    if not (" " in clipped[:-2] or "/" in clipped):   # (one word and "…" says nothing)
+        # (an entry without its state reads as still failing: that state alone may go for the room)
+        return _clipped_entry(kind, item, room) if state == _STILL_FAILING else ""
+    if state and clipped.count("(") > clipped.count(")"):
+        clipped += ")"
+    return f'"{clipped}"' if quoted else clipped + state
 
 
 NEXT_STEPS = 3   # the plan's steps still to do a squeezed summary makes room for first
@@ -3614,22 +3793,11 @@ def _entries(body: str, sep: str, nested: bool | None = None) -> tuple[list[str]
     if not (sep == "; " if nested is None else nested) or not any(c in body for c in "([`"):
         out = body.split(sep)
     else:
-        out, depth, tick, start, i, n = [], 0, False, 0, 0, len(body)
-        while i < n:
-            c = body[i]
-            if c == "`":
-                tick = not tick
-            elif tick:
-                pass
-            elif c in "([":
-                depth += 1
-            elif c in ")]":
-                depth = max(depth - 1, 0)
-            elif c == sep[0] and not depth and body.startswith(sep, i):
+        out, start, first = [], 0, sep[0]
+        for i, c, depth in _bracketed(body):
+            if c == first and not depth and i >= start and body.startswith(sep, i):
                 out.append(body[start:i])
-                i = start = i + len(sep)
-                continue
-            i += 1
+                start = i + len(sep)
         out.append(body[start:])
     counted = 0
     for end in (-1, 0):
@@ -4089,9 +4257,20 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
             out.append(heads[0] + sep.join(parts[0]))
             continue
         seen: dict[str, str] = {}
+        times: dict[str, int] = {}   # a failure's count in each summary (their windows are apart): the sum
         for part in parts:
             for entry in part:
-                seen.setdefault(_entry_key(kind, entry), entry)
+                key = _entry_key(kind, entry)
+                seen.setdefault(key, entry)
+                if kind == "failed":
+                    counted = _FAILED_TIMES.match(entry.partition(" ×")[2])
+                    times[key] = times.get(key, 0) + (int(counted[1]) if counted else 0)
+        if times:   # the newest entry says how it ended, with every time it failed
+            for key, entry in seen.items():
+                head, mark, tail = entry.partition(" ×")
+                counted = _FAILED_TIMES.match(tail)
+                if mark and counted and times[key] > int(counted[1]):
+                    seen[key] = f"{head} ×{times[key]}{tail[counted.end():]}"
         entries = list(seen.values())
         if kind == "unanswered":   # "N calls (a; b)" of each: their sum, and what each names
             said = [_UNANSWERED.match(entry) for entry in entries]
@@ -4106,6 +4285,7 @@ def merge_summary_texts(texts: list[str], span: str, turns: int) -> str | None:
 
 
 _UNANSWERED = re.compile(r"^(\d+) calls? \((.*)\)$", re.DOTALL)
+_FAILED_TIMES = re.compile(r"(\d+)(?= \(| —|,|$)")   # a failure entry's count, after its " ×"
 _EARLIER = re.compile(r"\(\+(\d+) earlier\)")   # a Subagents block's count of the agents it has no line for
 
 
