@@ -294,7 +294,7 @@ def test_compaction_lock_makes_a_second_compaction_wait_its_turn(cli, memory_dir
     with compaction_lock(store):
         result = cli("compact", "a")
         assert result.exit_code == 1 and "another compaction of agent 'a' is running" in result.stderr
-        result = cli("compact", "a", "--if-needed", "--max-context-tokens", "1000")
+        result = cli("compact", "a", "--if-needed", "--max-context-tokens", "2000")
         assert result.exit_code == 0 and "skipped: another compaction" in result.stderr
 
 
@@ -332,6 +332,48 @@ def test_ingest_during_summarization_is_carried_over(cli, memory_dir):
     expected = {e["id"] for e in conversation(10)} | {e["id"] for e in late}
     assert Counter(ids) == Counter(expected)
     assert {r["id"] for r in f["raw_traces_archive"]} == {f"t-{i}-{k}" for i in range(1, 7) for k in "ucra"}
+
+
+def test_traces_appended_while_it_compacts_are_said_as_what_passes_the_target(cli, memory_dir):
+    """An ingest that lands between the plan and the commit is carried over, so the snapshot can
+    end above an explicit target the compaction itself met: the note said "what must stay needs
+    N tokens" (the plan's minimum, far below), blaming the plan. It names the appends now, and
+    what the compaction itself left, within the target."""
+    from memcli.api import Memory
+
+    cli("ingest", "a", input=conversation(10))
+    before = Memory(memory_dir).agent("a").stats().tokens.estimate
+    late = conversation(12, prefix="late", system=False)
+
+    def during():
+        from memcli.ingest.api import ingest
+
+        ingest(memory_dir, "a", stdin=io.BytesIO(ndjson(late)))
+
+    target = before * 3 // 4
+    notes: list[str] = []
+    result = compact(memory_dir, "a", summarizer=_SlowSummarizer(during), on_note=notes.append,
+                     policy=CompactionPolicy(target_tokens=target, keep_steps=0, tail_turns=1))
+    assert result.compacted and result.tokens_after > target
+    said = [n for n in notes if "over the target" in n]
+    assert len(said) == 1 and "what must stay" not in said[0]
+    left = int(re.search(r"the compaction left ([\d,]+)", said[0])[1].replace(",", ""))
+    added = int(re.search(r"while it ran \(traces appended, memory items\) adds ([\d,]+)", said[0])[1].replace(",", ""))
+    assert left <= target and left + added == result.tokens_after
+
+
+def test_a_torn_last_line_the_compaction_cuts_is_said(cli, memory_dir):
+    """A crashed writer's half line at the end of the active file is cut when the compaction's
+    commit opens its session, as by any write; it went without a word (and ``uncompact`` cannot
+    give back bytes that were never a record)."""
+    cli("ingest", "a", input=conversation(10))
+    active = agent_dir(memory_dir, "a") / "raw_traces.jsonl"
+    size = active.stat().st_size
+    with open(active, "ab") as f:
+        f.write(b'{"id":"x","trace_typ')
+    result = cli("compact", "a", "--tail-turns", "2")
+    assert result.exit_code == 0
+    assert f"raw_traces.jsonl: cut 20 bytes of a torn last line at byte {size}" in result.stderr
 
 
 def test_a_failing_summarizer_writes_nothing(cli, memory_dir):

@@ -666,7 +666,7 @@ def test_a_corrupt_line_is_refused_naming_its_line_and_nothing_is_written(tmp_pa
         files = _files(memory_dir)
         with pytest.raises(CorruptStoreError) as caught:
             compact(memory_dir, "a", policy=CompactionPolicy(tail_turns=0, keep_steps=0, target_tokens=target),
-                    if_needed=if_needed, max_context_tokens=1_000 if if_needed else None)
+                    if_needed=if_needed, max_context_tokens=2_000 if if_needed else None)
         assert (caught.value.path, caught.value.line) == (str(active), at + 1)
         assert _files(memory_dir) == files
 

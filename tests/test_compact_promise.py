@@ -106,7 +106,20 @@ def test_a_context_size_below_one_is_refused_by_every_command_and_the_api(cli, m
             call()
         assert info.value.param == "max_context_tokens"
     assert tree_digest(agent_dir(memory_dir, "a")) == before
-    assert agent.stats(max_context_tokens=1000).budget["max_context_tokens"] == 1000
+    assert agent.stats(max_context_tokens=2000).budget["max_context_tokens"] == 2000
+    before = tree_digest(agent_dir(memory_dir, "a"))   # (stats saved the counts it took: a cache)
+    # a context the reserved output (a quarter of it) and the 1,024-token margin take whole: every
+    # prompt was "due" over a threshold of 0, and a compaction toward a target of 0 said it ended
+    # "over the target though under the trigger threshold"
+    for call in (lambda: agent.compact(if_needed=True, max_context_tokens=1000),
+                 lambda: agent.stats(max_context_tokens=1365)):
+        with pytest.raises(UsageError, match="leaves no room for a prompt: .* reserved for the output and 1,024 kept"
+                                             " as a safety margin") as info:
+            call()
+        assert info.value.param == "max_context_tokens"
+    assert tree_digest(agent_dir(memory_dir, "a")) == before
+    result = cli("compact", "a", "--if-needed", "--max-context-tokens", "1000")
+    assert result.exit_code == 2 and "--max-context-tokens 1,000 leaves no room for a prompt" in result.stderr
 
 
 def _talk_with_a_big_newest_ask() -> list:

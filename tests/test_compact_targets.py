@@ -550,6 +550,16 @@ def test_the_vocabulary_reads_past_colour_codes_and_leaves_numbers_out():
                                            "node_modules/.pnpm/@jridgewell+gen-mapping@0.3.13/index.js"]
 
 
+def test_a_newline_written_as_its_escape_starts_no_name():
+    """Code the agent wrote holds string literals with ``\\n``: the vocabulary listed ``nSELECT``,
+    ``nFROM``, ``nError``, ``nLine``. A newline's or tab's escape before a capital breaks words; a
+    Windows path's ``\\new_folder`` keeps its name."""
+    from memcli.compaction.offline import _vocabulary_of
+
+    text = 'q = "\\nSELECT user_id\\nFROM sessions_table" raise \\nError(\\nLine_Count) C:\\new_folder\\x.py'
+    assert _vocabulary_of(text, False) == ["user_id", "sessions_table", "Line_Count", "new_folder", "x.py"]
+
+
 def test_english_compounds_of_prose_are_no_vocabulary_but_names_in_commands_are():
     """The spotter session's vocabulary listed ``auto-generated``, from the agent's message: a
     hyphenated word of letters in the person's or the agent's prose is English. The same shape in a command
@@ -742,3 +752,31 @@ def test_a_rollup_names_each_turn_once(cli, memory_dir):
     rollups = [e for e in episodic if "rollup" in e["tags"]]
     assert rollups and all(e["turn_ids"] == ["turn_0001"] for e in episodic), [e["turn_ids"] for e in episodic]
     assert all("turn_0001–turn_0001" not in e["summary"] for e in rollups)   # its text names it once too
+
+
+def test_a_sliding_window_keeps_what_its_target_has_room_for(cli, memory_dir):
+    """The plan set aside room for a summary a sliding window never writes: toward 5,000 tokens
+    it moved what the summarizing compaction moves and ended at a third of the target, dropping
+    recent steps for nothing. It moves only what the target needs now: one step fewer moved
+    would not fit."""
+    ok(cli("ingest", "s", input=_one_turn(120)))
+    store = AgentStore(memory_dir, "s")
+    target = working_tokens(store) // 4
+    sliding = compact(memory_dir, "s", strategy="sliding-window", policy=CompactionPolicy(target_tokens=target),
+                      dry_run=True)
+    summarized = compact(memory_dir, "s", policy=CompactionPolicy(target_tokens=target), dry_run=True)
+    assert sliding.steps < summarized.steps
+    assert target - 200 < sliding.tokens_after <= target   # (a step here is under 200 tokens)
+    compact(memory_dir, "s", strategy="sliding-window", policy=CompactionPolicy(target_tokens=target))
+    assert working_tokens(store) == sliding.tokens_after
+
+
+def test_a_refusal_with_no_steps_kept_does_not_hint_at_keeping_fewer(cli, memory_dir):
+    """``--keep-steps 0 --target-tokens 100`` was refused with "or fewer --keep-steps": nothing
+    fewer to ask for."""
+    ok(cli("ingest", "s", input=_one_turn(30)))
+    kept = cli("compact", "s", "--target-tokens", "100")
+    assert kept.exit_code == 1 and "or more, or fewer --keep-steps" in kept.stderr
+    none = cli("compact", "s", "--target-tokens", "100", "--keep-steps", "0")
+    assert none.exit_code == 1 and "hint: use --target-tokens" in none.stderr
+    assert "--keep-steps" not in none.stderr.split("hint:", 1)[1]

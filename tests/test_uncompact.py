@@ -154,6 +154,29 @@ def test_refusals(cli, memory_dir):
     assert result.exit_code == 3
 
 
+def test_an_id_as_a_narrow_list_shows_it_is_undone(cli, memory_dir):
+    """A narrow list (a pipe's 80 columns, a model's column) showed a compaction id shortened in
+    its middle (``cmp_01a22…4bab1614dc``), which nothing took back: ``uncompact`` refused it (exit
+    3). The list shortens it to a prefix that tells the ids apart, which ``uncompact`` expands;
+    a prefix of several ids is refused, naming them."""
+    _ingest(cli, conversation(12))
+    _compact(cli, "--tail-turns", "8")
+    _compact(cli, "--tail-turns", "4")
+    first, second = (e["id"] for e in _compactions(cli))
+    rows = cli("compactions", "a", "--width", "50").stdout.splitlines()[1:]
+    shown = [row.split()[0] for row in rows]
+    assert all(s.endswith("…") and len(s) < len(second) for s in shown)
+    assert [first.startswith(shown[0][:-1]), second.startswith(shown[1][:-1])] == [True, True]
+    result = cli("uncompact", "a", shown[1])
+    assert result.exit_code == 0 and f"undid {second} of 'a'" in result.stderr
+    common = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b)
+    before = _files(memory_dir)
+    result = cli("uncompact", "a", first[:common])   # (the newer one is undone: both still match)
+    assert result.exit_code == 2 and f"is the start of 2 compaction ids of 'a': {first}, {second}" in result.stderr
+    assert _files(memory_dir) == before
+    assert cli("uncompact", "a", first[:common + 1]).exit_code == 0
+
+
 def test_the_list_in_each_format(cli, memory_dir):
     _ingest(cli, conversation(10))
     _compact(cli)

@@ -26,7 +26,7 @@ def _model(entry) -> str:
 
 
 COLUMNS = [
-    Column("id", "id", id_width=12),
+    Column("id", "id", id_width=12, prefix=True),
     Column("time", lambda e: fmt_ts(e.ts), drop=3),
     Column("moved", lambda e: e.moved()),
     Column("turns", "turn_range", flex=True, min_width=19),

@@ -143,8 +143,8 @@ class CompactResult:
     kept_turns: int = 0
     stop_reason: str = ""
     chunks: int = 0
-    tokens_before: int = 0
-    tokens_after: int = 0
+    tokens_before: int | None = 0    # None: not counted (--if-needed, not due by the provider's usage)
+    tokens_after: int | None = 0
     tokens_after_estimated: bool = False
     window_tokens: int = 0
     target_tokens: int = 0
@@ -171,8 +171,8 @@ class CompactResult:
         return what_moved(self.whole_turns, self.steps)
 
     def describe(self) -> str:
-        if self.never_worse or (not self.compacted and not self.dry_run):
-            return self.reason
+        if self.never_worse or (not self.compacted and (not self.dry_run or not self.turns)):
+            return self.reason   # (a dry run that found nothing to do says why, as a run does)
         verb = "would compact" if self.dry_run else "compacted"
         abandoned = (f", {self.abandoned} unanswered call{'s' if self.abandoned != 1 else ''}"
                      if self.abandoned else "")
@@ -221,7 +221,7 @@ def recover(store: AgentStore) -> list[str]:
 
 def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | None = None, *, keep_steps: int = 4,
          target_tokens: int | None = None, model: str | None = None,
-         on_open: Callable[[int], None] | None = None) -> WindowPlan:
+         on_open: Callable[[int], None] | None = None, summarized: bool = True) -> WindowPlan:
     """The window, planned under the agent lock after any pending recovery (writes nothing else).
     ``on_open``: see :func:`memcli.compaction.window.plan_window`."""
     for _ in range(5):
@@ -232,7 +232,7 @@ def plan(store: AgentStore, tail_turns: int, on_note: Callable[[str], None] | No
             if store.paths.ingest_marker.exists() or store.paths.compaction_journal.exists():
                 continue  # someone crashed in between: recover first
             return plan_window(store, tail_turns, keep_steps=keep_steps, target_tokens=target_tokens, model=model,
-                               on_open=on_open)
+                               on_open=on_open, summarized=summarized)
     raise CompactionError(f"agent {store.agent_id!r} keeps needing recovery; run `memcli doctor {store.agent_id}`")
 
 
@@ -853,6 +853,10 @@ class _Trigger:
         _note(self.result, self.on_note if status.due else None, status.explain())
         if not status.due:
             self.result.reason = "nothing to do: " + status.explain()
+            # the snapshot as it stays: counted when the count decided; the provider's usage
+            # decided without counting it (not due is meant to cost a hook nothing): unknown then
+            counted_now = tokens if tokens is not None and status.source != "provider" else None
+            self.result.tokens_before = self.result.tokens_after = counted_now
             return False
         state = breaker.read_breaker(self.store.paths)
         if state.open and not self.override_breaker:
@@ -907,20 +911,29 @@ def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int, smallest: 
     reach = ""
     if smallest is not None:
         reach = f"; with the smallest summary of what moves, the working snapshot would be {smallest:,} tokens"
-        hint = f"use --target-tokens {smallest:,} or more, or fewer --keep-steps"
+        hint = f"use --target-tokens {smallest:,} or more{_fewer_steps(plan_)}"
     elif not summarized:
-        hint = f"use --target-tokens {plan_.minimum_tokens:,} or more, or fewer --keep-steps"
+        hint = f"use --target-tokens {plan_.minimum_tokens:,} or more{_fewer_steps(plan_)}"
     else:
         least = floor if floor is not None else plan_.minimum_tokens + max(MIN_SUMMARY_TOKENS, named)
         hint = (f"use --target-tokens {least:,} or more (what must "
                 f"stay and a summary of what moves, which names its asks and modified files; "
                 f"{plan_.minimum_tokens + max(summary_reserve(plan_.tokens_before), named):,} or more leaves the "
-                "summary its usual room), or fewer --keep-steps")
+                f"summary its usual room){_fewer_steps(plan_)}")
     return CompactionError(
         f"{{target_tokens}} {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
-        f"tokens (the system prompt, the memory bundle and the user asks that stay, and the newest "
-        f"{plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move){reach}; nothing "
-        "was written", hint=hint, param="target_tokens")
+        f"tokens (the system prompt, the memory bundle and the user asks that stay"
+        + (f", and the newest {plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move"
+           if plan_.protected_steps else ", which never move") + f"){reach}; nothing was written",
+        hint=hint, param="target_tokens")
+
+
+def _fewer_steps(plan_: WindowPlan, more: str = "") -> str:
+    """The end of a refusal's hint: fewer kept steps (and ``more``), when the plan kept any it was
+    asked to (with ``--keep-steps 0`` only a step whose call is still open stays: no flag moves it)."""
+    if plan_.keep_steps > 0:
+        return f", or fewer --keep-steps{more}"
+    return f", or fewer{more.removeprefix(' or')}" if more else ""
 
 
 def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: int) -> CompactionError:
@@ -929,7 +942,7 @@ def _target_error(store: AgentStore, plan_: WindowPlan, target: int, predicted: 
         f"--target-tokens {target:,} cannot be met for agent {store.agent_id!r}: the compacted working snapshot "
         f"would be {predicted:,} tokens ({plan_.kept_tokens:,} that stay — {plan_.minimum_tokens:,} of them can never "
         f"move — plus the summary and facts); nothing was written",
-        hint=f"use --target-tokens {predicted:,} or more, or fewer --keep-steps")
+        hint=f"use --target-tokens {predicted:,} or more{_fewer_steps(plan_)}")
 
 
 def _named_error(store: AgentStore, plan_: WindowPlan, target: int, stays: int, named: int,
@@ -949,7 +962,7 @@ def _stuck_error(store: AgentStore, plan_: WindowPlan, target: int, why: str) ->
     return CompactionError(
         f"{{target_tokens}} {target:,} cannot be met for agent {store.agent_id!r}: nothing can move ({why}), so the "
         f"working snapshot stays {plan_.tokens_before:,} tokens; nothing was written",
-        hint=f"use --target-tokens {plan_.tokens_before:,} or more, or fewer --keep-steps or --tail-turns",
+        hint=f"use --target-tokens {plan_.tokens_before:,} or more{_fewer_steps(plan_, ' or --tail-turns')}",
         param="target_tokens")
 
 
@@ -1053,7 +1066,8 @@ class _Job:
         try:
             return plan(self.store, self.policy.tail_turns, self.note, keep_steps=self.policy.keep_steps,
                         target_tokens=self.result.target_tokens, model=self.model,
-                        on_open=ahead.fork if ahead is not None else None), ahead
+                        on_open=ahead.fork if ahead is not None else None,
+                        summarized=self.strategy == "summarize"), ahead
         except BaseException:
             if ahead is not None:
                 ahead.cancel()
@@ -1179,6 +1193,8 @@ def _commit(job: _Job, plan_: WindowPlan, compaction_id: str, bundle: _Bundle, i
     store, result = job.store, job.result
     episodic, semantic, counts = items
     with store.writer(create=False) as session:
+        for repaired in session.repairs:   # (a torn last line a crashed writer left: cut, and said)
+            job.note(repaired.describe())
         problem = check_plan(store.paths.active, plan_)
         if problem is not None:
             raise CompactionConflict(f"the active file of {store.agent_id!r} changed while summarizing: {problem}; "
@@ -1360,7 +1376,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
         result.tokens_after = predicted
         return job.done(shortfall=_shortfall(result, plan_))
     items = _commit(job, plan_, compaction_id, bundle, items, build, predicted)
-    return _finish(job, plan_, compaction_id, items)
+    return _finish(job, plan_, compaction_id, items, predicted)
 
 
 def _unwritten_spend(job: _Job) -> str:
@@ -1379,8 +1395,10 @@ def _unwritten_spend(job: _Job) -> str:
     return f"; the model was paid: {spent} (in the ledger)"
 
 
-def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple) -> CompactResult:
-    """The result of a committed compaction: the items written, the tokens now, any shortfall."""
+def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple, predicted: int) -> CompactResult:
+    """The result of a committed compaction: the items written, the tokens now (``predicted``:
+    what the compaction itself left; traces appended while it ran, carried over by its rewrite,
+    come on top), any shortfall."""
     from memcli.snapshot.assemble import working_tokens
 
     result = job.result
@@ -1397,11 +1415,24 @@ def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple) -> C
     if result.rollup_id:
         job.note(f"rolled up {len(rollups[0].supersedes)} older episodic summaries into {result.rollup_id}")
     result.shortfall = _shortfall(result, plan_)
-    if result.shortfall:
+    if predicted <= result.target_tokens < result.tokens_after:   # what came in meanwhile, not the plan
+        said = _appended_over(result, predicted)
+        result.shortfall = said if result.shortfall else None
+        job.note(said)
+    elif result.shortfall:
         job.note(result.shortfall)
     elif result.tokens_after > result.target_tokens:
         job.note(_over_target(result, plan_))
     return result
+
+
+def _appended_over(result: CompactResult, predicted: int) -> str:
+    """Why a compaction that fitted its target leaves the working snapshot above it: traces
+    appended while it ran (an ingest, a hook), which its rewrite carried over."""
+    return (f"the working snapshot is {result.tokens_after - result.target_tokens:,} tokens over the target "
+            f"({result.tokens_after:,} > {result.target_tokens:,}): the compaction left {predicted:,}, and what was "
+            f"written to the agent while it ran (traces appended, memory items) adds "
+            f"{result.tokens_after - predicted:,}; compacting again takes it in")
 
 
 def _memory_unchanged(store: AgentStore, bundle: tuple) -> bool:

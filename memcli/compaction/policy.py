@@ -88,9 +88,18 @@ def latest_prompt_tokens(store: AgentStore) -> int | None:
 
 def input_budget(model: str | None, max_context_tokens: int | None,
                  policy: CompactionPolicy) -> tuple[int, int, int, str]:
-    """(input budget, context, reserved output, where the context size came from)."""
+    """(input budget, context, reserved output, where the context size came from). A context given
+    (``--max-context-tokens``) that the reserved output and the safety margin take whole is
+    refused: every prompt would be over a threshold of 0, and no target of 0 can be met."""
     context, reserved, context_source = context_window(model, max_context_tokens)
-    return max(context - reserved - policy.safety_margin_tokens, 0), context, reserved, context_source
+    budget = context - reserved - policy.safety_margin_tokens
+    if budget <= 0 and max_context_tokens is not None:
+        from memcli.errors import UsageError
+
+        raise UsageError(f"{{max_context_tokens}} {context:,} leaves no room for a prompt: {reserved:,} tokens are "
+                         f"reserved for the output and {policy.safety_margin_tokens:,} kept as a safety margin",
+                         param="max_context_tokens")
+    return max(budget, 0), context, reserved, context_source
 
 
 def target_tokens(model: str | None, max_context_tokens: int | None, policy: CompactionPolicy) -> int:

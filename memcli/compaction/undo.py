@@ -39,7 +39,7 @@ import orjson
 
 from memcli.compaction.compactor import what_moved
 from memcli.compaction.summarizer import turn_span
-from memcli.errors import CompactionError, RecordNotFoundError
+from memcli.errors import CompactionError, RecordNotFoundError, UsageError
 from memcli.ids import EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, SemanticItem, from_record, is_instruction, superseded_ids, to_record
 from memcli.sizes import counted
@@ -210,6 +210,14 @@ def _choose(store: AgentStore, entries: list[CompactionEntry], compaction_id: st
                                   hint=f"`memcli compactions {store.agent_id}` lists them")
         return standing[-1]
     chosen = next((e for e in entries if e.id == compaction_id), None)
+    if chosen is None:   # the start of one (``memcli compactions`` shows ids that way when narrow: ``cmp_01a2…``)
+        prefix = compaction_id.rstrip("…")
+        starting = [e for e in entries if prefix and e.id.startswith(prefix)]
+        if len(starting) > 1:
+            raise UsageError(f"{prefix!r} is the start of {len(starting)} compaction ids of {store.agent_id!r}: "
+                             + ", ".join(e.id for e in starting), hint="give more of the id")
+        chosen = starting[0] if starting else None
+        compaction_id = chosen.id if chosen else compaction_id
     if chosen is None:
         raise RecordNotFoundError(f"agent {store.agent_id!r} has no compaction {compaction_id!r}",
                                   hint=f"`memcli compactions {store.agent_id}` lists them")

@@ -174,6 +174,7 @@ class WindowPlan:
     fixed_tokens: int = 0            # system prompt, memory bundle, reply priming
     minimum_tokens: int = 0          # what can never move: fixed + kept heads + protected steps
     protected_steps: int = 0         # the newest steps that always stay
+    keep_steps: int = 0              # how many of them the caller asked to keep (the rest: a call still open)
     target_tokens: int | None = None
     steps: int = 0                   # steps moved out of turns that stay
     abandoned: int = 0               # unanswered calls moved with their step
@@ -656,16 +657,22 @@ def _minimum_tokens(units: _Units, turns: _Turns, conversation, protected: set, 
     return minimum + sum(tokens[turns.head[t]] for t in keeping)
 
 
+def _no_reserve(window_tokens: int) -> int:
+    return 0
+
+
 class _Selection:
     """The units chosen so far and what the kept part then costs (summary reserve included)."""
 
-    def __init__(self, units: _Units, total: int, target_tokens: int | None):
+    def __init__(self, units: _Units, total: int, target_tokens: int | None, summarized: bool = True):
         self.units, self.target_tokens = units, target_tokens
         self.kept = total
         self.moved_tokens = 0
+        # the room set aside for the window's summary (none when the window is archived without one)
+        self.reserve = summary_reserve if summarized else _no_reserve
 
     def estimate(self) -> int:
-        return self.kept + (summary_reserve(self.moved_tokens) if self.moved_tokens else 0)
+        return self.kept + (self.reserve(self.moved_tokens) if self.moved_tokens else 0)
 
     def fits(self) -> str:
         return f"the rest fits the target ({self.estimate():,} ≤ {self.target_tokens:,} tokens)"
@@ -688,7 +695,7 @@ def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protec
     newest_turn = conversation[-1]
     keeping = {units.turn[s] for s in protected}   # turns with a protected step
     limit = max(len(conversation) - max(tail_turns, 0), 0)
-    moved, tokens, target = units.moved, units.tokens, selection.target_tokens
+    moved, tokens, target, reserve_of = units.moved, units.tokens, selection.target_tokens, selection.reserve
     first_step, next_step, head = turns.first_step, units.next_step, turns.head
     # the selection's kept and moved tokens in two locals (a unit that moves takes its tokens
     # from one to the other: 100,000 steps in one turn make 100,000 moves); written back before
@@ -710,11 +717,11 @@ def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protec
                     moved_tokens += tokens[s]
                     s = next_step[s]
                 continue
-            if not old and (target is None or kept + (summary_reserve(moved_tokens) if moved_tokens else 0) <= target):
+            if not old and (target is None or kept + (reserve_of(moved_tokens) if moved_tokens else 0) <= target):
                 return f"the last {tail_turns} turn{'s' if tail_turns != 1 else ''} stay" if n == limit else None
             # the reserve last computed: it only grows as units move, so while the kept part plus
             # it is over the target, the part is over without computing it again
-            reserve = summary_reserve(moved_tokens) if moved_tokens else 0
+            reserve = reserve_of(moved_tokens) if moved_tokens else 0
             s = first_step[turn]
             while s >= 0:   # (a turn's steps are visited once: all move when this loop ends unbroken)
                 if s in protected:
@@ -723,7 +730,7 @@ def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protec
                             + (" (the newest one has an unanswered tool call)"
                                if units.calls[newest] > units.results[newest] else ""))
                 if not old and (target is None or kept + reserve <= target):
-                    reserve = summary_reserve(moved_tokens) if moved_tokens else 0
+                    reserve = reserve_of(moved_tokens) if moved_tokens else 0
                     if target is None or kept + reserve <= target:
                         break
                 moved[s] = 1
@@ -815,8 +822,11 @@ def _moved_lines(scan: _Scan) -> _Moved:
 
 
 def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, target_tokens: int | None = None,
-                model: str | None = None, on_open: Callable[[int], None] | None = None) -> WindowPlan:
-    """Scan the active file once and decide the window (rules in the module docstring).
+                model: str | None = None, on_open: Callable[[int], None] | None = None,
+                summarized: bool = True) -> WindowPlan:
+    """Scan the active file once and decide the window (rules in the module docstring); toward
+    ``target_tokens`` with room for the window's summary, unless it is archived without one
+    (``summarized`` False: a sliding window).
 
     ``on_open(size)`` is called once the active file is open, with the bytes the plan reads
     (:func:`feed_scan` in another process reads the same; :func:`check_feed` then sets
@@ -841,7 +851,7 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
     fixed_tokens = total - sum(units.tokens)
     conversation = scan.conversation()
     protected = _protected_steps(units, scan.step_order, keep_steps)
-    selection = _Selection(units, total, target_tokens)
+    selection = _Selection(units, total, target_tokens, summarized)
     stop_reason = _choose(selection, scan.turn_list, conversation, scan.step_order, protected, tail_turns)
     out = _moved_lines(scan)
     ordered = [wt for wt in out.window if wt is not None]   # in turn order
@@ -853,7 +863,8 @@ def plan_window(store: AgentStore, tail_turns: int, *, keep_steps: int = 4, targ
         jsonl.read_line_at(path, out.last_start)["id"] if out.runs else None,
         tokens_before=total, window_tokens=selection.moved_tokens, fixed_tokens=fixed_tokens,
         minimum_tokens=_minimum_tokens(units, scan.turn_list, conversation, protected, fixed_tokens),
-        protected_steps=len(protected), target_tokens=target_tokens, steps=out.steps, abandoned=out.abandoned,
+        protected_steps=len(protected), keep_steps=keep_steps, target_tokens=target_tokens, steps=out.steps,
+        abandoned=out.abandoned,
         strays=scan.strays,
     )
 
