@@ -137,8 +137,15 @@ class CorruptStoreError(StoreError):
         self.reason = reason
         super().__init__(
             f"{path}:{line}: {reason}",
-            hint=hint or "run `memcli doctor AGENT` to see every problem and `--repair` to fix what can be fixed",
+            hint=hint or f"run `memcli doctor {_agent_of(path)}` to see every problem and `--repair` to fix what can "
+                         "be fixed",
         )
+
+
+def _agent_of(path: str) -> str:
+    """The agent a store file belongs to (``…/agents/<id>/raw_traces.jsonl``), else ``AGENT``."""
+    parts = str(path).replace("\\", "/").split("/")
+    return parts[-2] if len(parts) >= 3 and parts[-3] == "agents" and parts[-2] else "AGENT"
 
 
 class CompactionError(MemcliError):

@@ -230,12 +230,24 @@ def parse_line(path: Path, line: bytes, line_no: int | None, offset: int) -> dic
     except orjson.JSONDecodeError as exc:
         if line_no is None:
             line_no = line_number_at(path, offset)
-        raise CorruptStoreError(str(path), line_no, f"not valid JSON ({exc})") from None
+        raise CorruptStoreError(str(path), line_no, _why_not_json(line, exc)) from None
     if not isinstance(value, dict):
         if line_no is None:
             line_no = line_number_at(path, offset)
         raise CorruptStoreError(str(path), line_no, f"expected a JSON object, found {type(value).__name__}")
     return value
+
+
+def _why_not_json(line: bytes, exc: orjson.JSONDecodeError) -> str:
+    """What is wrong with a line that is not JSON: a record cut short says so (a string left open
+    before the newline read "unexpected control character in string")."""
+    body = line.rstrip(b"\r\n")
+    try:
+        orjson.loads(body)
+    except orjson.JSONDecodeError as inner:
+        if inner.pos >= len(body) and body:
+            return f"not valid JSON: the record is cut short after {len(body):,} bytes (a write that did not finish?)"
+    return f"not valid JSON ({exc})"
 
 
 def iter_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
