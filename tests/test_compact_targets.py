@@ -540,11 +540,12 @@ def test_the_vocabulary_says_a_name_once_in_its_longest_spelling():
 def test_the_vocabulary_reads_past_colour_codes_and_leaves_numbers_out():
     """Real sessions' vocabulary lines held ``31mError`` and ``1mWould`` (a terminal's colour codes,
     sent in an output or written in a string literal), ``1_000``, ``10_000`` and ``97-179``
-    (numbers and a range), and a pnpm path cut at its ``+``."""
+    (numbers and a range), ``2025-09-03T01`` (a time), and a pnpm path cut at its ``+``."""
     from memcli.compaction.offline import _vocabulary_of
 
     text = ("\x1b[1mWould you\x1b[0m run \x1B[31mmemcli_store\x1b[0m? term.write(`\\x1b[31mError`) "
-            "echo \\033[0;32mOK_DONE 1_000 and 10_000 bytes ~97-179 on 2026-02-11 "
+            "echo \\033[0;32mOK_DONE 1_000 and 10_000 bytes ~97-179 on 2026-02-11 at 2025-09-03T01:12:55.120Z "
+            "(2025-09-03T01) "
             "node_modules/.pnpm/@jridgewell+gen-mapping@0.3.13/index.js")
     assert _vocabulary_of(text, False) == ["memcli_store", "term.write", "OK_DONE",
                                            "node_modules/.pnpm/@jridgewell+gen-mapping@0.3.13/index.js"]

@@ -1640,7 +1640,8 @@ _VOCAB_CACHE: dict[str, tuple] = {}
 # spotter-gqc, a CSS class empty-state count where a command, code, a result or a `code span` of
 # the prose uses them)
 _PROSE_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:-[a-z]+)+")
-_NUMBERISH = re.compile(r"[\d_.-]+")   # a number, a range, a date (1_000, 97-179, 2026-02-11): no name
+# a number, a range, a date or a time of one (1_000, 97-179, 2026-02-11, 2025-09-03T01): no name
+_NUMBERISH = re.compile(r"[\d_.-]+(?:T[\d:._]*Z?)?")
 _VOCAB_COMPOUNDS: dict[str, tuple] = {}   # a remembered word whose matches hold such compounds -> the others
 _VOCAB_WORDS: dict[str, tuple] = {}
 
