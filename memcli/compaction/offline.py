@@ -1368,10 +1368,9 @@ class _Fixes:
         return " ".join([self.scopes[scope][1], *(t.replace("=", " ", 1) if t[0] == "-" else t
                                                   for t in targets.split(_TARGETS_SEP) if t)])
 
-
     def by_earlier(self, command: str, failure: str = "") -> str | None:
         """The run of this window that fixed ``command``, which failed before it (an earlier
-        summary says it still failing): the newest passing run of its family covering it, or None."""
+        summary says it is still failing): the newest passing run of its family covering it, or None."""
         scope = run_scope(command)
         if scope in self.position:   # run in this window too: its own latest run says (:meth:`by`)
             return self.by(command, failure)
