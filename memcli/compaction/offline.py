@@ -1340,43 +1340,31 @@ class _Fixes:
                 self.passed.setdefault(scope.partition("\t")[0], []).append((i, scope))
         self.memo: dict[str, str | None] = {}
 
-    def by(self, command: str, failure: str = "") -> str | None:
+    def by(self, command: str, failure: str = "", before: bool = False) -> str | None:
         """The run that fixed the failing ``command`` (its family, and the files, tests and
         selections it was given: ``git add``, ``uv run pytest tests/api/``, ``go test -run TestX
-        ./...``), or None; ``failure``: its informative line (:func:`scope_covers`)."""
-        key = (command, failure)
+        ./...``), or None; ``failure``: its informative line (:func:`scope_covers`). ``before``: it
+        failed before these runs (an earlier summary says it is still failing), so any passing run
+        of its family covering it is later — unless it ran here itself: its own runs say."""
+        key = (command, failure, before)
         if key in self.memo:
             return self.memo[key]
         scope = run_scope(command)
         found = None
-        position = self.position.get(scope)
+        position = self.position.get(scope, -1 if before else None)
         if position is not None:
-            if not self.scopes[scope][0]:
+            if position >= 0 and not self.scopes[scope][0]:
                 found = scope
             else:
                 later = [other for i, other in self.passed.get(scope.partition("\t")[0], ()) if i > position]
                 found = next((other for other in reversed(later[-MAX_COVER_CHECKS:])
                               if scope_covers(other, scope, failure)), None)
-        if found is not None:
-            found = self._named(found)
+        if found is not None:   # the family of the run, with what it was given
+            targets = found.partition("\t")[2]
+            found = " ".join([self.scopes[found][1], *(t.replace("=", " ", 1) if t[0] == "-" else t
+                                                       for t in targets.split(_TARGETS_SEP) if t)])
         self.memo[key] = found
         return found
-
-    def _named(self, scope: str) -> str:
-        """The family of a run, with what it was given (``pytest tests/api``)."""
-        targets = scope.partition("\t")[2]
-        return " ".join([self.scopes[scope][1], *(t.replace("=", " ", 1) if t[0] == "-" else t
-                                                  for t in targets.split(_TARGETS_SEP) if t)])
-
-    def by_earlier(self, command: str, failure: str = "") -> str | None:
-        """The run of this window that fixed ``command``, which failed before it (an earlier
-        summary says it is still failing): the newest passing run of its family covering it, or None."""
-        scope = run_scope(command)
-        if scope in self.position:   # run in this window too: its own latest run says (:meth:`by`)
-            return self.by(command, failure)
-        found = next((other for _i, other in reversed(self.passed.get(scope.partition("\t")[0], [])[-MAX_COVER_CHECKS:])
-                      if scope_covers(other, scope, failure)), None)
-        return None if found is None else self._named(found)
 
 
 def _seq_of(run: tuple) -> int:
@@ -2932,7 +2920,7 @@ class OfflineSummarizer(Summarizer):
             shown = clip(command, 200)
             if command in commands or shown in told:   # (run here: this summary's lines say how it ended)
                 continue
-            by = fixes.by_earlier(command, failure)
+            by = fixes.by(command, failure, before=True)
             if by is not None:
                 told.add(shown)
                 facts.append(Fact(f"Command passed: `{shown}` (it had failed before, a later `{by}` passed)",
@@ -2969,9 +2957,8 @@ def _still_failing_before(episodic: list) -> Iterator[tuple[str, str]]:
             for entry in _entries(line[len("Failed: "):], "; ")[0]:
                 if not entry.endswith(_STILL_FAILING):
                     continue
-                head, _, said = entry[:-len(_STILL_FAILING)].partition(" (")
-                failure = said[:-1].partition("; before: ")[0] if said.endswith(")") else ""
-                for command in _BACKTICKED.findall(head):
+                commands, failure = _failing(entry)
+                for command in commands:
                     if command not in seen:
                         seen.add(command)
                         yield command, failure
@@ -3733,10 +3720,17 @@ def _clipped_part(part: str, room: int) -> str:
             files.pop()
             counted += 1
         return "changed: " + ", ".join(files) + (f", +{counted} more" if counted else "")
-    clipped = clip(part, room)
-    if clipped.count("`") % 2:   # not into a command: up to it
-        clipped = clipped[:clipped.rindex("`")].rstrip(",;:( ") + " …"
+    clipped = _before_command(clip(part, room)) or " …"
     return clipped + ")" * (clipped.count("(") - clipped.count(")"))
+
+
+def _before_command(clipped: str) -> str:
+    """A clip that cut inside a backquoted command (`pytest -q …`) up to it, not into it ("" when
+    nothing is left before it); another clip as it is."""
+    if clipped.count("`") % 2:
+        clipped = clipped[:clipped.rindex("`")].rstrip(",;:( ")
+        return f"{clipped} …" if clipped else ""
+    return clipped
 
 
 _PART_WEIGHTS = {"concluded:": 4, "task": 1, "changed:": 1}   # a subagent part's share of a clipped line (a failure: 3)
@@ -3760,10 +3754,7 @@ def _clipped_entry(kind: str, item: str, room: int) -> str:
     quoted = kind == "notes" and len(item) > 1 and item[0] == item[-1] == '"'
     if quoted:
         item = item[1:-1]
-    clipped = clip(item, room - len(state) - (2 if quoted else 0))
-    if clipped.count("`") % 2:   # cut inside a command (`pytest -q …`): up to it, not into it
-        clipped = clipped[:clipped.rindex("`")].rstrip(",;:( ")
-        clipped = f"{clipped} …" if clipped else ""
+    clipped = _before_command(clip(item, room - len(state) - (2 if quoted else 0)))
     if not (" " in clipped[:-2] or "/" in clipped):   # (one word and "…" says nothing)
         # (an entry without its state reads as still failing: that state alone may go for the room)
         return _clipped_entry(kind, item, room) if state == _STILL_FAILING else ""
@@ -4130,9 +4121,7 @@ def _passed_since(entry: str, age: int, passed_by: dict[str, int]) -> str:
     there."""
     if not entry.endswith(_STILL_FAILING):
         return entry
-    label, _, said = entry.partition(" (")
-    commands = _BACKTICKED.findall(label)
-    failure = said.rsplit(")", 1)[0].split("; before: ", 1)[0]   # (its latest informative line)
+    commands, failure = _failing(entry)
     newer = [(p, scopes) for p, when in passed_by.items() if when < age and not p.endswith("…")
              for scopes in [[scope for scope, _ in runs_recorded(p, False)]] if scopes]
     fixed_by = []
@@ -4150,6 +4139,13 @@ def _passed_since(entry: str, age: int, passed_by: dict[str, int]) -> str:
     if fixed_by == commands:
         return entry[:-len(_STILL_FAILING)] + _PASSED_LATER
     return entry[:-len(_STILL_FAILING)] + f"{_FIXED_LATER} (a later `{fixed_by[-1]}` passed)"
+
+
+def _failing(entry: str) -> tuple[list[str], str]:
+    """The commands a failure entry names (backquoted, before its bracket) and its latest
+    informative line (the bracket's first)."""
+    label, _, said = entry.partition(" (")
+    return _BACKTICKED.findall(label), said.rsplit(")", 1)[0].split("; before: ", 1)[0]
 
 
 def summary_turns(text: str) -> int | None:
