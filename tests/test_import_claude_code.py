@@ -381,6 +381,76 @@ def queued(uuid, prompt, ts, mode="prompt", origin="human"):
             "timestamp": ts, "attachment": attachment}
 
 
+def queue_op(operation, ts, content=None, **kw):
+    """A ``queue-operation`` line of Claude Code's input queue (no uuid, as Claude Code writes it)."""
+    line = {"type": "queue-operation", "operation": operation, "timestamp": ts, "sessionId": SESSION, **kw}
+    if content is not None:
+        line["content"] = content
+    return line
+
+
+def test_a_message_taken_from_the_queue_mid_turn_is_an_ask_where_it_reached_claude(memory_dir, tmp_path):
+    """Claude Code 2.1.x before the ``queued_command`` attachment journals a message typed while
+    it worked only as ``enqueue`` (its text) and ``remove`` (the moment the running turn took
+    it): that message is an ask there (the spotter session's "new beads ... tackle them", which
+    redirected the work). A background task's notice queued alike is no ask and takes no
+    message's place; ``dequeue`` (written as a user line of its own) and ``popAll`` (drawn back
+    to the input box) give none; a remove with another reason (gone to a subagent) none; one the
+    tool result already carried as its text none; a remove beside its attachment one."""
+    t = "2026-02-11T20:5{}:{:02d}.000Z".format
+    note = "<task-notification>\n<task-id>b0be39e</task-id>\n<status>completed</status>\n</task-notification>"
+    call = lambda uuid, msg, tool, ts: assistant(uuid, msg, [{"type": "tool_use", "id": tool, "name": "Bash",  # noqa: E731
+                                                               "input": {"command": "mix test"}}], ts)
+    lines = [
+        user("u1", "Implement spotter-gqc", t(0, 0)),
+        call("a1", "msg_1", "toolu_1", t(0, 1)),
+        queue_op("enqueue", t(0, 2), note),                       # a notice, never removed
+        queue_op("enqueue", t(0, 3), "check again"),
+        {"type": "progress", "uuid": "p1", "timestamp": t(0, 4), "data": {"type": "hook_progress"}},
+        queue_op("remove", t(0, 5)),                              # 2.1.39: no reason, no content
+        result("r1", "toolu_1", "3 tests, 1 failure", t(0, 6)),
+        call("a2", "msg_2", "toolu_2", t(0, 7)),
+        queue_op("enqueue", t(1, 0), "new beads for the epic were added. tackle them"),
+        queue_op("remove", t(1, 1)),
+        result("r2", "toolu_2", "3 tests, 0 failures", t(1, 2)),
+        assistant("a3", "msg_3", [{"type": "text", "text": "Now let me check the new beads you mentioned."}], t(1, 3)),
+        queue_op("enqueue", t(2, 0), "typed, then drawn back to edit"),
+        queue_op("popAll", t(2, 1)),
+        queue_op("enqueue", t(2, 2), "did you push?"),
+        queue_op("dequeue", t(2, 3)),
+        user("u2", "did you push?", t(2, 4)),                      # the dequeued message, its own line
+        call("a4", "msg_4", "toolu_4", t(2, 5)),
+        queue_op("enqueue", t(3, 0), "ask the db agent too"),
+        queue_op("remove", t(3, 1), "ask the db agent too", reason="delivered_to_agent"),
+        queue_op("enqueue", t(3, 2), "also update the README"),
+        result("r4", "toolu_4", "clean\n\nThe user sent a new message while you were working:\nalso update the README", t(3, 3)),
+        queue_op("remove", t(3, 4), "also update the README", reason="absorbed_mid_turn"),
+        call("a5", "msg_5", "toolu_5", t(3, 5)),
+        queue_op("enqueue", t(4, 0), "and tag it"),
+        queue_op("remove", t(4, 1), "and tag it", reason="absorbed_mid_turn"),
+        queued("q1", "and tag it", t(4, 2)),                      # current Claude Code: the attachment too
+        result("r5", "toolu_5", "pushed", t(4, 3)),
+        assistant("a6", "msg_6", [{"type": "text", "text": "Pushed and tagged."}], t(4, 4)),
+    ]
+    import_values(memory_dir, "a", lines, "claude-code", tmp_path=tmp_path)
+    asks = [(x.turn_id, x.content, x.ts) for x in traces(memory_dir, "a") if x.trace_type == "user"]
+    assert [(turn, text) for turn, text, _ in asks] == [
+        ("turn_0001", "Implement spotter-gqc"), ("turn_0002", "check again"),
+        ("turn_0003", "new beads for the epic were added. tackle them"), ("turn_0004", "did you push?"),
+        ("turn_0005", "and tag it")]
+    assert asks[2][2] == traces(memory_dir, "a")[0].ts + 61   # when the running turn took it (its remove)
+    # a sync that stops between the enqueue and the remove goes on with the message queued
+    from memcli.ingest.pipeline import IngestResult
+    importer = get_importer("claude-code")
+    first = importer.resume(IngestResult("a"), None)
+    head = [(n, v) for n, v in enumerate(lines[:9], 1)]   # up to the enqueue of "new beads"
+    said = [e["content"] for _, e in first.events(head) if e.get("trace_type") == "user"]
+    later = importer.resume(IngestResult("a"), first.checkpoint())
+    said += [e["content"] for _, e in later.events([(n, v) for n, v in enumerate(lines[9:], 10)])
+             if e.get("trace_type") == "user"]
+    assert said == [text for _, text, _ in asks]
+
+
 def test_a_message_typed_while_claude_works_is_an_ask_once(memory_dir, tmp_path):
     """Current Claude Code writes a message queued mid-turn only as an attachment line: it is an
     ask (text or blocks); harness attachments are not; a user line repeating it is stored once."""

@@ -12,7 +12,10 @@ passed over, uncounted — except an ``attachment`` line holding a ``queued_comm
 (``commandMode: "prompt"`` or ``origin.kind: "human"``): a message typed while Claude was working,
 which current Claude Code writes only there (no ``user`` line): it is a user ask, its ``prompt``
 (text, or content blocks) mapped as a user message. Were the same text also written as a ``user``
-line next to it (no assistant line between), it is one ask, stored once. The titles (``customTitle``, ``aiTitle``; the user's own wins) and linked
+line next to it (no assistant line between), it is one ask, stored once. Claude Code 2.1.x
+before that attachment journals such a message only as ``queue-operation`` lines: ``enqueue``
+with its text, then ``remove`` where the running turn took it — an ask there
+(:meth:`_Reader._taken_from_queue` says which removes do, and what ``dequeue`` and ``popAll`` mean). The titles (``customTitle``, ``aiTitle``; the user's own wins) and linked
 pull requests (``prUrl``, each once) are kept as session metadata (``result.meta``: ``title``,
 ``custom_title``, ``ai_title``, ``agent_name``, ``pr_links``) that ``memcli sync`` stores with
 the agent. Lines that
@@ -208,6 +211,8 @@ class ClaudeCodeImporter:
 _CARRY_MESSAGES = 64
 # sidechain line uuid -> its chain's first uuid, the newest kept in a checkpoint
 _CARRY_SIDECHAINS = 512
+# messages typed while Claude was working and not yet taken, the newest kept in a checkpoint
+_CARRY_QUEUED = 32
 
 
 class _Reader:
@@ -226,6 +231,9 @@ class _Reader:
         # parentUuid chain among the sidechain lines (parallel subagents are separate chains)
         self.sidechain_roots: dict[str, str] = {}
         self.last_ask: list | None = None   # [digest of its text, queued?] until an assistant line
+        # the messages typed while Claude was working (queue-operation enqueue), oldest first,
+        # until a remove, dequeue or popAll takes them; None for the harness's own (a task's notice)
+        self.queue: list = []
         # uuid -> timestamp of the conversation and boundary lines read: a line written again with
         # both (Claude Code replays earlier lines before a later /compact) is a copy, not new work
         # uuid -> timestamp of the lines read (replayed); not in a checkpoint (one per line): a
@@ -240,12 +248,13 @@ class _Reader:
             self.seen_messages = dict.fromkeys(carry.get("messages") or ())
             self.boundary = carry.get("boundary")
             self.sidechain_roots = dict(carry.get("sidechains") or {})
+            self.queue = list(carry.get("queue") or ())
 
     def checkpoint(self) -> dict:
         return {"recognized": self.recognized, "ts": self.clock.last, "chain": self.chain.key,
                 "messages": list(self.seen_messages)[-_CARRY_MESSAGES:], "boundary": self.boundary,
                 "sidechains": dict(list(self.sidechain_roots.items())[-_CARRY_SIDECHAINS:]),
-                "last_ask": self.last_ask}
+                "last_ask": self.last_ask, "queue": self.queue[-_CARRY_QUEUED:]}
 
     def sidechain_lane(self, value: dict, uuid) -> str | None:
         """The subagent a 1.x inline sidechain line belongs to: ``agentId`` when the line has it,
@@ -274,6 +283,55 @@ class _Reader:
             self.last_ask = last
             return False
         return True
+
+    def _taken_from_queue(self, value: dict):
+        """The message a ``queue-operation`` line hands to the running turn, else None.
+
+        A message typed while Claude works is queued (``enqueue``, with its ``content``); Claude
+        Code then takes it in one of three ways: ``dequeue`` at the end of the turn (it is then
+        written as a ``user`` line of its own, imported as such), ``popAll`` (drawn back into the
+        input box, to be edited: sent later as a ``user`` line, or never), or ``remove``: taken
+        into the running turn after the current tool call's result — which Claude Code 2.1.x
+        before the ``queued_command`` attachment (the spotter session, 2.1.39) journals nowhere
+        else: the remove is the only sign that the person's message reached the model. So a
+        ``remove`` with no ``reason``, or ``absorbed_mid_turn``, gives the oldest queued message
+        (the one it names, when it names one) as a user ask; any other reason (the person
+        cancelled it, it went to a subagent) gives nothing. The same text also written as a
+        ``queued_command`` attachment beside it is one ask (:meth:`_new_ask`); a message the tool
+        result before it already carried as its text (``The user sent a new message while you
+        were working: …``) is not asked again. A harness notice queued the same way (a
+        background task's ``<task-notification>``) is never an ask."""
+        queue = self.queue
+        operation = value.get("operation")
+        content = value.get("content")
+        if operation == "enqueue":
+            text = _first_text(content) if isinstance(content, (str, list)) else ""
+            if text.strip() and not is_harness_text(text):
+                queue.append(content)
+            return None
+        if operation == "popAll":
+            queue.clear()
+            return None
+        if operation not in ("remove", "dequeue") or not queue:
+            return None
+        if content is None:   # (2.1.x: the oldest; a notice's own remove may take it in its place)
+            index = 0
+        else:   # the one it names (a notice it names is none of them)
+            index = next((i for i, queued in enumerate(queue) if queued == content), -1)
+            if index < 0:
+                return None
+        taken = queue.pop(index)
+        if operation == "dequeue" or value.get("reason") not in (None, "absorbed_mid_turn") or taken is None:
+            return None
+        return taken
+
+    def _surfaced(self, content: list) -> None:
+        """Forget the queued messages a tool result's text carries (a harness that surfaced one there)."""
+        texts = [block.get("content") for block in content if isinstance(block, dict) and block.get("type") == "tool_result"]
+        said = "\n".join(text if isinstance(text, str) else repr(text) for text in texts)
+        if said:
+            self.queue = [None if isinstance(queued, str) and queued.strip() in said else queued
+                          for queued in self.queue]   # (taken in its turn, as nothing)
 
     def _metadata(self, kind: str, value: dict) -> None:
         """Titles (the last of each kind wins) and linked pull requests (each once, in order)."""
@@ -314,7 +372,8 @@ class _Reader:
                 else:
                     skipped["lines that are not objects"] += 1
                 continue
-            queued = _queued_prompt(value) if kind == "attachment" else None
+            queued = _queued_prompt(value) if kind == "attachment" else \
+                self._taken_from_queue(value) if kind == "queue-operation" else None
             if (kind in _CONVERSATION or (kind == "system" and value.get("subtype") == "compact_boundary")) \
                     and replayed(self.stamps, value):
                 skipped[REPLAYED] += 1
@@ -337,6 +396,8 @@ class _Reader:
             self.recognized = True
             if queued is not None:
                 kind, message = "user", {"role": "user", "content": queued}
+                if value.get("type") == "queue-operation":   # (no uuid: keyed by the line and the message)
+                    value = {**value, "content": queued}
             else:
                 message = value.get("message")
             if not isinstance(message, dict):
@@ -349,6 +410,8 @@ class _Reader:
             if not isinstance(content, (str, list)):
                 skipped["messages with unreadable content"] += 1
                 continue
+            if queued is None and self.queue and kind == "user" and isinstance(content, list):
+                self._surfaced(content)
             uuid = value.get("uuid")
             if isinstance(uuid, str) and uuid:
                 key = chain.key = unique.unique(uuid)
