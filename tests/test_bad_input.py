@@ -69,6 +69,20 @@ def test_bad_input_is_rejected_whole_and_the_store_stays_byte_identical(cli, mem
     assert tree_digest(memory_dir) == existing_store
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["batch", "stream"])
+@pytest.mark.parametrize("name,data,message", CASES[:4], ids=[c[0] for c in CASES[:4]])
+def test_bad_input_from_a_file_names_the_file_and_the_line(cli, memory_dir, existing_store, tmp_path, stream,
+                                                           name, data, message):
+    """``ingest AGENT FILE`` said only ``line 420: …``; ``sync`` and the hooks name the file too."""
+    path = tmp_path / "events.ndjson"
+    path.write_bytes(data)
+    result = cli("ingest", "a", str(path), *(["--stream"] if stream else []))
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr.startswith(f"memcli: error: {path}: {message}")
+    if not stream:
+        assert tree_digest(memory_dir) == existing_store
+
+
 @pytest.mark.parametrize("name,data,message", CASES[:6], ids=[c[0] for c in CASES[:6]])
 def test_bad_input_for_a_new_agent_creates_no_agent(cli, memory_dir, name, data, message):
     result = cli("ingest", "fresh", input=data)

@@ -232,7 +232,8 @@ def test_copilot_and_opencode_summaries_become_items(memory_dir, tmp_path):
 
 CORPUS_ITEMS = {
     "claude-code/spotter_258c7280_compacted_by_claude-code.jsonl": (
-        "cc-58436800-0a29-451b-a8f5-3a0c59957945-0", ["turn_0001"],
+        # (its three turns: the ask, and the two messages typed while Claude worked, queue-operation only)
+        "cc-58436800-0a29-451b-a8f5-3a0c59957945-0", ["turn_0001", "turn_0002", "turn_0003"],
         {"harness": "claude-code", "trigger": "auto", "pre_tokens": 167094}, 14518),
     "claude-code/fasthooks_sample_main_transcript_compaction.jsonl": (
         "cc-1d483453-e0cd-4ea2-bde6-540216e174a2-0", [f"turn_{n:04d}" for n in range(1, 6)],

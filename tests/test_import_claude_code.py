@@ -141,7 +141,7 @@ def test_a_half_written_last_line_waits_for_the_next_import(memory_dir, tmp_path
     assert second.appended == 1 and second.skipped == {}
     # a bad line in the middle is still an error
     path.write_bytes(data.replace(b'{"type":"system"', b'{"type":"system" oops', 1))
-    with pytest.raises(InputError, match="^line 14: not valid JSON"):
+    with pytest.raises(InputError, match=f"^{path}: line 14: not valid JSON"):
         ingest(memory_dir, "b", path, fmt="claude-code")
 
 
@@ -318,8 +318,8 @@ def test_lines_the_importer_does_not_understand_are_skipped_with_a_count(memory_
 def test_a_file_that_does_not_start_like_a_session_is_an_error(memory_dir, tmp_path):
     with pytest.raises(InputError) as exc:
         import_values(memory_dir, "a", ["oops", user("u", "x", "2025-01-01T00:00:00Z")], "claude-code", tmp_path=tmp_path)
-    assert str(exc.value) == ('line 1: expected a Claude Code session line (an object with "type" and "message"), '
-                              'got string')
+    assert str(exc.value).endswith('.input: line 1: expected a Claude Code session line (an object with "type" and '
+                                   '"message"), got string')
     codex = {"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "s"}}
     with pytest.raises(InputError, match=r"it looks like a Codex rollout \(--from codex\)"):
         import_values(memory_dir, "a", [codex], "claude-code", tmp_path=tmp_path)

@@ -183,10 +183,11 @@ def test_a_file_that_is_not_a_message_list_is_an_error_naming_the_line(memory_di
     claude = {"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "hi"}}
     with pytest.raises(InputError) as exc:
         import_values(memory_dir, "a", [claude], "openai", tmp_path=tmp_path)
-    assert str(exc.value).startswith('line 1: expected an OpenAI chat message (an object with "role"), got an object')
+    assert exc.value.line == 1   # (the message names the file first: FILE: line 1: …)
+    assert ': line 1: expected an OpenAI chat message (an object with "role"), got an object' in str(exc.value)
     assert "it looks like a Claude Code session (--from claude-code)" in str(exc.value)
     bad_later = [{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}]
-    with pytest.raises(InputError, match="^line 2: expected a tool message with a tool_call_id"):
+    with pytest.raises(InputError, match=r"\.input: line 2: expected a tool message with a tool_call_id"):
         import_values(memory_dir, "a", bad_later, "openai", tmp_path=tmp_path)
     assert not (memory_dir / "agents" / "a" / "raw_traces.jsonl").exists() or \
         (memory_dir / "agents" / "a" / "raw_traces.jsonl").read_bytes() == b""

@@ -42,12 +42,16 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
         else:
             source = stdin if stdin is not None else _stdin()
         live = LiveLines(source)
-        importer, values = resolve(fmt, values_from_lines(live), _name(file), sniff_values=1)
-        _detected(importer, fmt, result, on_detect)
-        memory, divert = _memory_records(importer)
-        events = importer.events(_counted(values, result), result)
-        ingest_live(store, events, live.set_idle_callback, skip_invalid=skip_invalid,
-                    redactor=redactor, source_event=importer.source_event, result=result, divert=divert)
+        try:
+            importer, values = resolve(fmt, values_from_lines(live), _name(file), sniff_values=1)
+            _detected(importer, fmt, result, on_detect)
+            memory, divert = _memory_records(importer)
+            events = importer.events(_counted(values, result), result)
+            ingest_live(store, events, live.set_idle_callback, skip_invalid=skip_invalid,
+                        redactor=redactor, source_event=importer.source_event, result=result, divert=divert)
+        except InputError as exc:
+            _name_the_file(exc, _name(file))
+            raise
         require_a_valid_event(result, memory)
         # (a stream's traces are written as they come: by then only its memory records are not)
         _restore_memory(store, memory, result, f"its {result.appended} new traces were written as they came, its "
@@ -68,11 +72,19 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
             require_a_valid_event(result, memory)
         except InputError as exc:
             exc.hint = exc.hint or "nothing was written"
+            _name_the_file(exc, name)
             raise
     _restore_memory(store, memory, result)
     if name != "<stdin>":
         _remember_source(store, result.format, name)
     return result
+
+
+def _name_the_file(exc: InputError, name: str) -> None:
+    """``line 420: not valid JSON …`` becomes ``FILE: line 420: …``, as ``sync`` and the hooks say
+    it: where the bad line is, whole (stdin has no name)."""
+    if exc.line is not None and name != "<stdin>":
+        exc.message = f"{name}: {exc}"
 
 
 def _remember_source(store: AgentStore, fmt: str, path: str) -> None:
