@@ -2377,16 +2377,27 @@ def test_a_failure_an_earlier_summary_left_open_that_this_window_fixed_is_a_fact
     assert "`ruff check app` ×1 (exit code 1 app/reports.py:1:8: F401 `os` imported but unused) — still failing" \
         in first.episodic_summary
     earlier = EpisodicItem("ep_1", 1772442000.0, ["turn_0001"], first.episodic_summary, ["compaction"])
-    window = [Turn("turn_0002", _traces("turn_0002", [
-        {"trace_type": "user", "content": "Go on."},
-        *_call(3, "ruff check --fix app && git commit -am 'lint'", result="Found 1 error (1 fixed, 0 remaining)."),
-        *_call(4, "pytest -q tests/test_a.py", result="3 passed in 0.1s"),
-        {"trace_type": "assistant", "content": "Lint is clean and the tests pass."}]))]
+    def go_on(*more):
+        return [Turn("turn_0002", _traces("turn_0002", [
+            {"trace_type": "user", "content": "Go on."},
+            *_call(3, "ruff check --fix app && git commit -am 'lint'", result="Found 1 error (1 fixed, 0 remaining)."),
+            *_call(4, "pytest -q tests/test_a.py", result="3 passed in 0.1s"), *more,
+            {"trace_type": "assistant", "content": "Lint is clean and the tests pass."}]))]
+
+    window = go_on()
     facts = [f.fact for f in OfflineSummarizer().summarize(window, MemoryContext(episodic=[earlier])).semantic_facts]
     assert facts == ["Command passed: `ruff check app` (it had failed before, a later `ruff check` passed)"]
     told = SemanticItem("sem_1", 1772442000.0, facts[0], ["command"], 0.8)
     again = OfflineSummarizer().summarize(window, MemoryContext(episodic=[earlier], facts=[told])).semantic_facts
     assert [f.fact for f in again] == []
+    # run again and passed, but the Commands line tells its family's latest run, another command
+    # (the spotter session: ``mix test … 2>&1`` passed, then ``mix test 2>&1 | tail -5``): the
+    # summary said nothing of it, and the earlier one's "still failing" stood three compactions
+    window = go_on(*_call(5, "pytest -q 2>&1 | tail -5", result="9 passed in 0.4s"))
+    summary = OfflineSummarizer().summarize(window, MemoryContext(episodic=[earlier], facts=[told]))
+    assert "Commands (latest outcome): `pytest -q 2>&1 | tail -5`: 9 passed" in summary.episodic_summary
+    assert "`pytest -q tests/test_a.py`:" not in summary.episodic_summary
+    assert [f.fact for f in summary.semantic_facts] == ["Command passed: `pytest -q tests/test_a.py` (it had failed before)"]
 
 
 def test_the_newest_turn_keeps_its_last_message_where_the_agent_says_what_comes_next():

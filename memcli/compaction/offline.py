@@ -2615,7 +2615,7 @@ class OfflineSummarizer(Summarizer):
         if window.talking:   # a conversation (as the text takes it): its small talk
             # with "always" in it was a fact each (20 of them in one chat: a quarter of 1,500 tokens)
             preferences = {s: turns for s, turns in preferences.items() if _INSTRUCTION.search(s)}
-        return Summary(text, self._facts(preferences, window.commands, fixes, memory))
+        return Summary(text, self._facts(preferences, window.commands, fixes, memory, text))
 
     def _text(self, window: WindowSummary, budget: int | None, chars_per_token: float, cap: int,
               fixes: _Fixes, room: int | None = None) -> str:
@@ -2903,9 +2903,9 @@ class OfflineSummarizer(Summarizer):
                 summary += "\n" + extra
         return summary
 
-    def _facts(self, preferences, commands, fixes: _Fixes, memory: MemoryContext) -> list[Fact]:
-        """Facts, most important first — only what the summary does not carry into the same
-        snapshot (module docstring): user preferences, and the new state of a command an
+    def _facts(self, preferences, commands, fixes: _Fixes, memory: MemoryContext, summary: str = "") -> list[Fact]:
+        """Facts, most important first — only what the summary (``summary``) does not carry into
+        the same snapshot (module docstring): user preferences, and the new state of a command an
         existing fact is about (it passes now, or fails again after a fact said it passed)."""
         facts: list[Fact] = []
         for sentence in preferences:
@@ -2918,7 +2918,17 @@ class OfflineSummarizer(Summarizer):
         told = {f.fact.split("`", 2)[1] for f in existing if f.fact.count("`") >= 2}
         for command, failure in _still_failing_before(memory.episodic):
             shown = clip(command, 200)
-            if command in commands or shown in told:   # (run here: this summary's lines say how it ended)
+            if shown in told:
+                continue
+            ran = commands.get(command)
+            if ran is not None:   # run here: failed here too, this summary's Failed line says how it
+                # ended; only passed, its Commands line does when it names it — not when its family's
+                # latest outcome is another command's (``mix test 2>&1 | tail -5``): the fact does
+                if ran[0] or ran[1] or any(line.startswith(COMMANDS_HEAD) and f"`{shown}`" in line
+                                           for line in summary.split("\n")):
+                    continue
+                told.add(shown)
+                facts.append(Fact(f"Command passed: `{shown}` (it had failed before)", ["command"], 0.8))
                 continue
             by = fixes.by(command, failure, before=True)
             if by is not None:
@@ -3046,6 +3056,9 @@ def _outcome_of(text: str) -> str:
     return ""
 
 
+COMMANDS_HEAD = "Commands (latest outcome): "
+
+
 def commands_line(outcomes: dict, families: dict, failed: Iterable[str] = ()) -> str:
     """``Commands (latest outcome): `cmd`: 42 passed; …``, newest first: the latest telling
     passing run of each command family, an outcome line once, after the commands that told it
@@ -3062,7 +3075,7 @@ def commands_line(outcomes: dict, families: dict, failed: Iterable[str] = ()) ->
         if line in labels or len(labels) < MAX_LISTED:
             labels.setdefault(line, []).append(_command_label(cmd))
     shown = [f"{', '.join(commands)}: {line}" for line, commands in labels.items()]
-    return "Commands (latest outcome): " + "; ".join(shown) if shown else ""
+    return COMMANDS_HEAD + "; ".join(shown) if shown else ""
 
 
 def _urls_once(summary: str) -> str:
@@ -3961,7 +3974,7 @@ _STEPS_MERGED = re.compile(r"^(\d+) steps?, moved in (\d+) compactions?(?: \(its
 # said them —, the separator of its entries), in the order a summary shows them
 _LIST_LINES = (
     ("files", (FILES_FACT_PREFIX, FILES_UNDER_HEAD), ", "), ("plan", (PLAN_HEAD, "Plan (latest): "), "; "),
-    ("notes", ("Latest notes: ",), " → "), ("commands", ("Commands (latest outcome): ",), "; "),
+    ("notes", ("Latest notes: ",), " → "), ("commands", (COMMANDS_HEAD,), "; "),
     ("commits", (COMMITS_HEAD,), COMMITS_SEP), ("failed", ("Failed: ",), "; "),
     ("unanswered", ("Never answered: ",), "; "), ("urls", ("URLs: ",), ", "),
     ("vocab", (VOCAB_HEAD, "Vocabulary (most used lately first): "), ", "))
