@@ -61,3 +61,32 @@ def test_usage_on_a_tool_only_reply_counts(cli, memory_dir):
                               {"trace_type": "tool_call", "tool_name": "t", "tool_call_id": "c",
                                "usage": {"prompt_tokens": 5_000}}])
     assert budget_status(AgentStore(memory_dir, "a")).prompt_tokens == 5_000
+
+
+def test_usage_a_harness_reported_for_its_own_prompt_decides_nothing(cli, memory_dir, tmp_path):
+    """An agent imported from a Claude Code session mirrors it: the usage on its lines is Claude
+    Code's prompt (its system prompt, tools, its whole context: 62,562 tokens in the spotter
+    session's hook rhythm), not the working snapshot (7,820), and ``--if-needed`` compacted on it
+    nearly every round. The snapshot's own count decides; a native agent's usage still does."""
+    import orjson
+
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 500, "cache_read_input_tokens": 62_000, "output_tokens": 9}
+    lines = [{"type": "user", "uuid": "u1", "sessionId": "s", "timestamp": "2026-02-11T20:36:45Z",
+              "message": {"role": "user", "content": "Implement spotter-gqc"}},
+             {"type": "assistant", "uuid": "a1", "sessionId": "s", "timestamp": "2026-02-11T20:36:50Z",
+              "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "text", "text": "On it."}],
+                          "usage": usage}}]
+    session = tmp_path / "session.jsonl"
+    session.write_bytes(b"".join(orjson.dumps(v) + b"\n" for v in lines))
+    assert cli("ingest", "cc", str(session)).exit_code == 0
+    status = budget_status(AgentStore(memory_dir, "cc"), max_context_tokens=20_000)
+    assert status.source == "estimate" and status.prompt_tokens < 1_000 and not status.due
+    result = cli("compact", "cc", "--if-needed", "--max-context-tokens", "20000")
+    assert result.exit_code == 0 and "nothing to do" in result.stderr + result.stdout
+    # the same usage piped in as native events (an agent whose prompts are memcli's snapshots)
+    native = tmp_path / "events.ndjson"
+    native.write_bytes(orjson.dumps({"trace_type": "user", "content": "Implement spotter-gqc"}) + b"\n" + orjson.dumps(
+        {"trace_type": "assistant", "content": "On it.", "usage": {"prompt_tokens": 62_503}}) + b"\n")
+    assert cli("ingest", "n", str(native)).exit_code == 0
+    status = budget_status(AgentStore(memory_dir, "n"), max_context_tokens=20_000)
+    assert (status.source, status.prompt_tokens, status.due) == ("provider", 62_503, True)

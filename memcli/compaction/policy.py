@@ -60,11 +60,21 @@ def latest_prompt_tokens(store: AgentStore) -> int | None:
     :mod:`memcli.compaction.breaker`). Nor is usage counted while the active file holds a harness's
     own compaction (Claude Code's ``compact_boundary`` summary, Codex's ``compacted``): the
     harness then sent its summary in place of the traces before it, which the working snapshot
-    still renders, so the provider's figure measures a smaller prompt than the snapshot."""
+    still renders, so the provider's figure measures a smaller prompt than the snapshot. Nor for
+    an agent that mirrors another harness's session (imported from its transcript — ``sync``, a
+    hook, ``ingest FILE`` of any format but native events — its ``.source.json`` names that
+    format): the usage its traces carry is that harness's prompt (its own system prompt, tools
+    and context), never the working snapshot, and compacting on it (Claude Code's 62,562 against
+    a snapshot of 7,820) compacted nearly every round of a hook's rhythm."""
     import os
 
     from memcli.compaction.breaker import read_breaker
     from memcli.store import jsonl
+    from memcli.store.sync_state import read_source_meta
+
+    mirrored = read_source_meta(store.paths)
+    if mirrored is not None and mirrored.get("source", "native") != "native":
+        return None
 
     stale_before = 0
     after = read_breaker(store.paths).active_after_commit
