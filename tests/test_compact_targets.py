@@ -781,3 +781,25 @@ def test_a_refusal_with_no_steps_kept_does_not_hint_at_keeping_fewer(cli, memory
     none = cli("compact", "s", "--target-tokens", "100", "--keep-steps", "0")
     assert none.exit_code == 1 and "hint: use --target-tokens" in none.stderr
     assert "--keep-steps" not in none.stderr.split("hint:", 1)[1]
+
+
+def test_a_summary_is_not_squeezed_for_a_threshold_out_of_reach(cli, memory_dir):
+    """A hook's round: the newest steps alone (large results) are over the trigger threshold, so
+    no summary size reaches it. The window's summary was squeezed to a few lines anyway (19 steps
+    of the spotter session became a header and "… 1 turn left out") and the snapshot stayed over
+    the threshold all the same; it keeps its usual size now, and the shortfall is said."""
+    events = _one_turn(60)[:-1]
+    for i in range(61, 65):   # the 4 newest steps, which never move: each result ~2,500 tokens
+        step = _step(i)
+        step[-1]["tool_result"] = " ".join(f"line {k}: ok" for k in range(800))
+        events += step
+    ok(cli("ingest", "s", input=_stamp(events)))
+    result = cli("compact", "s", "--max-context-tokens", "12000", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = orjson.loads(result.stdout)
+    assert data["compacted"] and "is still" in result.stderr and "over the trigger threshold" in result.stderr
+    summary = data["summary"]
+    assert summary.startswith("1 turn (turn_0001), ") and " 180 traces, 60 tool calls, 5 failed." in summary
+    assert "- turn_0001 · steps 1–60 of 64" in summary and "Files modified: src/module_56.py" in summary
+    assert all(f"src/module_{i}.py" in summary for i in (56, 49, 42, 35, 28, 21, 14, 7))
+    assert "Failed: `pytest -q tests/test_0.py` ×5" in summary and "Latest notes: " in summary

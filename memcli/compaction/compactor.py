@@ -1278,14 +1278,19 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
     live_episodic, live_facts = store.live_memory(job.policy.max_episodic_items, PROMPT_FACTS)
     # the summary's budget: what the target leaves after the traces and the memory that stay; when
     # the default target is out of reach anyway (the newest steps alone are larger), the summary
-    # keeps its usual size as far as the trigger threshold allows
+    # keeps its usual size as far as the trigger threshold allows — and when the threshold is out
+    # of reach too, its usual size (what the plan set aside): squeezed to a few lines, it lost the
+    # window's content for nothing (a hook's round left 21,128 tokens either way, its summary of
+    # 19 steps cut to a header and a note of the turn left out)
     stays, rollup_chars = _stays_at(job, plan_, bundle, older, result.target_tokens)
+    window_room = summary_room(plan_.window_tokens)   # what the plan set aside for the summary
     room = result.target_tokens - stays
     if room < MIN_SUMMARY_TOKENS and explicit_target is None:
         room = max(room, result.threshold - stays)
+        if room < MIN_SUMMARY_TOKENS:
+            room = window_room
     goal = max(result.target_tokens, stays + room)
     told = max(room, MIN_SUMMARY_TOKENS)
-    window_room = summary_room(plan_.window_tokens)   # what the plan set aside for the summary
     if job.paid:
         # a model is told its budget within a quarter of the window, as the offline summary keeps
         # to a quarter of its text: what the target leaves may be more than the window itself, and
