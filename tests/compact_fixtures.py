@@ -1,7 +1,9 @@
 """Fixtures for the compaction tests: a local OpenAI-compatible chat server and store builders.
 
 ``FakeModelServer`` listens on 127.0.0.1 (a free port) and answers ``POST /v1/chat/completions``
-with whatever its ``responder(request, index)`` returns: ``(status, content_or_body, delay)``.
+with whatever its ``responder(request, index)`` returns: ``(status, content_or_body, delay)``, or
+``(status, content_or_body, delay, headers)`` with headers to send (a 429 gets ``Retry-After: 0``
+unless they say otherwise).
 A str content becomes a normal chat completion whose message content is that string; a dict is
 sent as the JSON body as it is (for error bodies). Every request is recorded with its start and
 end time (``time.monotonic``) and its path, so tests can count retries, show that chunks overlapped
@@ -63,7 +65,7 @@ class FakeModelServer:
                     index = len(server_self.requests)
                     server_self.requests.append(record)
                     lock.notify_all()
-                status, payload, delay = server_self.responder(body, index)
+                status, payload, delay, *extra = server_self.responder(body, index)   # extra: {header: value}
                 if delay:
                     time.sleep(delay)
                 if isinstance(payload, str):
@@ -75,8 +77,9 @@ class FakeModelServer:
                     self.send_response(status)
                     self.send_header("Content-Type", "text/html" if isinstance(payload, bytes) else "application/json")
                     self.send_header("Content-Length", str(len(data)))
-                    if status == 429:
-                        self.send_header("Retry-After", "0")
+                    headers = {"Retry-After": "0"} if status == 429 else {}
+                    for name, value in {**headers, **(extra[0] if extra else {})}.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):

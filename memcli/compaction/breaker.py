@@ -15,6 +15,9 @@ failures, ``compact --if-needed`` stops calling the model until a compaction wit
 or ``--force`` is given (an explicit ``compact`` without ``--if-needed`` always runs); the offline
 summary (or a sliding window) is never held back, and its success leaves the count as it is.
 
+``last_error`` is the failure's message with credentials redacted (memcli.redact), as everything
+memcli writes.
+
 This is not in ``.state.json``: that file is a cache rebuilt from the JSONL files and cannot hold
 facts that are not in them. The file is written atomically under the agent lock; a missing or
 unreadable file means "no failures".
@@ -73,10 +76,14 @@ def _write(paths: AgentPaths, state: BreakerState) -> None:
 
 
 def record_failure(paths: AgentPaths, error: str) -> BreakerState:
-    """Caller holds the agent lock."""
+    """Caller holds the agent lock. ``error`` is stored with its credentials redacted (a
+    provider's error may quote the key it refused; docs/secrets.md: nothing reaches disk
+    unredacted), then cut: never half a key."""
+    from memcli.redact import redact_string
+
     state = read_breaker(paths)
     state.consecutive_failures += 1
-    state.last_error = error[:500]
+    state.last_error = redact_string(error)[0][:500]
     state.last_failure_ts = time.time()
     _write(paths, state)
     return state

@@ -40,23 +40,32 @@ file by its path (or from the project root, the whole window's for a chunk). An 
 leaves one out is a failed attempt: the retry is the same request with a ``<missing>`` block
 listing every ask (with the identifiers and words it lacked) and file left out, in the
 checklist's room; a retry after an unusable or cut answer says why (and asks a cut one to be
-shorter). Each chunk is checked against its own turns; :meth:`LiteLLMSummarizer.split` keeps a
+shorter) — a retry speaks of the latest answer only, never of what an earlier one left out.
+Each chunk is checked against its own turns; :meth:`LiteLLMSummarizer.split` keeps a
 chunk's asks and files within :meth:`LiteLLMSummarizer.required_tokens`, so an answer can name
 them all.
 
 A summary that leaves the snapshot over its target (a chunk's, or the merged one) is asked to
 shrink (:meth:`LiteLLMSummarizer.shorten`, the ``resize`` the compaction calls before writing):
 one request with :data:`SHORTEN_PROMPT` and the summary, whose answer is checked the same way and
-must fit the tokens asked; the facts stay as they were.
+must fit the tokens asked; the facts stay as they were. A rewrite into fewer tokens than the
+asks and files take (:meth:`LiteLLMSummarizer.named_tokens`) is never asked for: no answer could
+be kept (CompactionError, what was spent said).
 
 Retries are ours (LiteLLM's and the SDK's are turned off, so every request is counted): only
 what another attempt can cure — an invalid answer, one that leaves out an ask or a modified
-file, a timeout (``--timeout``, per request), HTTP 429 and 5xx — is retried ``--retries`` times (default 2) with exponential backoff
-(``MEMCLI_RETRY_BACKOFF`` seconds, default 1, doubling, at most 20). A missing or refused key, a
+file, a timeout (``--timeout``, per request: a number of seconds above 0, NaN and infinity
+refused), HTTP 429 and 5xx — is retried ``--retries`` times (default 2) with exponential backoff
+(``MEMCLI_RETRY_BACKOFF`` seconds, default 1, doubling, at most 20), or after the provider's
+``Retry-After`` when it is longer (:func:`retry_after`, at most :data:`RETRY_AFTER_MAX`). A retry
+is said ("asked again", ``retried``) as it is sent, never before ``--max-cost`` lets it go. Once a
+chunk has failed for good, no request of another chunk is sent (checked under the lock that
+counts requests, right before each goes: :meth:`LiteLLMSummarizer._call`). A missing or refused key, a
 model nobody serves, a refused connection and other 4xx errors fail at once, naming what to set
 (``OPENAI_API_KEY``, ``--api-base``, ``--model``) — :func:`classify_failure` reads the exceptions
 behind LiteLLM's, which reports a missing key or a refused connection as "HTTP 500". Provider
-messages are quoted by whole words. When no attempt gives a valid summary,
+messages are quoted by whole words, their credentials redacted (memcli.redact: a 401 quotes the
+key it refused, and the error reaches the terminal and the breaker's file). When no attempt gives a valid summary,
 :class:`CompactionError` (exit 1) names every attempt's problem, what the last answer left out,
 and what was spent (the compaction restates it as the whole run's once every chunk's requests
 ended: :func:`restate_spent`), with hints only for what applies, and nothing is written.
@@ -311,8 +320,8 @@ class LiteLLMSummarizer(Summarizer):
         self.api_key = api_key
         if retries < 0:
             raise UsageError("{retries} must be 0 or more", param="retries")
-        if timeout <= 0:
-            raise UsageError("{timeout} must be more than 0 seconds", param="timeout")
+        if not 0 < timeout < float("inf"):   # (NaN too, as --max-cost: LiteLLM took it for a server error)
+            raise UsageError("{timeout} must be a number of seconds more than 0", param="timeout")
         self.model = model
         self.name = model
         self.api_base = api_base
@@ -334,6 +343,11 @@ class LiteLLMSummarizer(Summarizer):
         self._parts = 1                         # chunks of the window (split): they share the summary's budget
         self._root = ""                         # the window's project root (split): each chunk's files named from it
         self.retried: list[str] = []            # one line per request sent again, and why
+        # the error of a chunk that failed for good: the compaction is doomed, and no request of
+        # another chunk starts after it (checked right before each is sent: _call); set wakes a
+        # chunk waiting out its backoff
+        self._doomed: CompactionError | None = None
+        self._doom = threading.Event()
 
     # ------------------------------------------------------------------ before any request
     def preflight(self) -> None:
@@ -488,6 +502,8 @@ class LiteLLMSummarizer(Summarizer):
         request goes in parts (:meth:`_pieces`), each a :class:`Turn` of some of its traces."""
         budget, _ = self.transcript_budget(memory)
         cap = self.required_tokens()
+        self._doomed = None   # a new window: no chunk of it has failed (a summarizer used again)
+        self._doom.clear()
         chunks: list[list[Turn]] = []
         current: list[Turn] = []
         used = needed = 0
@@ -590,11 +606,13 @@ class LiteLLMSummarizer(Summarizer):
             return False
 
     def _call(self, litellm, messages: list[dict], json_mode: bool, max_tokens: int | None = None,
-              reserved: float = 0.0) -> tuple[str | None, str | None]:
+              reserved: float = 0.0, again: str | None = None) -> tuple[str | None, str | None]:
         """One request: the answer's text and its ``finish_reason`` (``"length"``: cut at the
         output limit); its usage and cost added to ``spent``. A request that times out was sent
         and is usually billed: it is counted on its prompt (``spent``), and under ``--max-cost``
-        its bound (``reserved``, what :meth:`_reserve` took for it) stays committed."""
+        its bound (``reserved``, what :meth:`_reserve` took for it) stays committed. Nothing is
+        sent once another chunk failed for good (its error is raised); a retry's line (``again``)
+        is noted only as it goes."""
         kwargs = dict(model=self.model, messages=messages, timeout=self.timeout, num_retries=0, max_retries=0)
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
@@ -607,7 +625,11 @@ class LiteLLMSummarizer(Summarizer):
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         with self._count_lock:
+            if self._doomed is not None:   # another chunk failed for good: this request would be paid for nothing
+                raise self._doomed
             self.requests += 1
+            if again:
+                self.retried.append(again)
         try:
             response = litellm.completion(**kwargs)
         except Exception as exc:
@@ -684,11 +706,20 @@ class LiteLLMSummarizer(Summarizer):
                 "max_output_tokens": output_tokens, "cost_usd": cost}
 
     def summarize(self, turns: list[Turn], memory: MemoryContext | None = None) -> Summary:
+        """One chunk's summary; CompactionError when it fails for good, which dooms the
+        compaction: the other chunks send no request after it (their error is this one)."""
         memory = memory or MemoryContext()
         turns = list(turns)
-        return self._attempts(lambda missing, problem: self.messages(turns, memory, missing, problem),
-                              Required.of(turns, self._root), turn_span([t.turn_id for t in turns]),
-                              memory.fact_ids())
+        try:
+            return self._attempts(lambda missing, problem: self.messages(turns, memory, missing, problem),
+                                  Required.of(turns, self._root), turn_span([t.turn_id for t in turns]),
+                                  memory.fact_ids())
+        except CompactionError as exc:
+            with self._count_lock:
+                if self._doomed is None:
+                    self._doomed = exc
+            self._doom.set()
+            raise
 
     def shortener(self, summary: Summary, turns: list[Turn]):
         """``summary.resize`` for a model's summary of ``turns``: :meth:`shorten`."""
@@ -705,6 +736,15 @@ class LiteLLMSummarizer(Summarizer):
         tokens = min(tokens, self.output_tokens() * 3 // 4)   # one answer holds it, its JSON around it
         room = (self.context_tokens() - self.counter.count(SHORTEN_PROMPT) - self.output_tokens() - PROMPT_MARGIN
                 - self.checklist_tokens())
+        least = self.named_tokens(turns)
+        if tokens < least:   # no answer can both fit and name them: a rewrite would be paid for, then refused
+            facts = len(summary.semantic_facts)
+            raise failed(f"{self.model}: the summary of {span} cannot be rewritten within {tokens:,} tokens: naming its "
+                         f"user asks and modified files takes about {least:,} tokens"
+                         + (f" (its {facts} fact{'s' if facts != 1 else ''} and what stays take the rest of the room)"
+                            if facts else "") + "; no rewrite was asked for",
+                         self.spent if self.spent.requests else None,
+                         hint="a larger --target-tokens, or fewer turns at once (--tail-turns)")
         if size > room:
             raise CompactionError(f"{self.model}: the summary of {span} ({size:,} tokens) is too large to rewrite in one "
                                   f"request (the model's context leaves {max(room, 0):,} tokens for it); nothing was "
@@ -726,16 +766,22 @@ class LiteLLMSummarizer(Summarizer):
         json_mode = self._use_json_mode(litellm)
         failures: list[ModelFailure] = []
         missing: Missing | None = None
-        attempt = 0
+        attempt = said = 0   # said: the failures whose retry was said (it went)
         while attempt <= self.retries:
-            if attempt:
-                time.sleep(min(self.backoff * 2 ** (attempt - 1), 20.0))
+            if attempt:   # the provider's Retry-After when it gave one (woken when another chunk fails for good)
+                backoff = min(self.backoff * 2 ** (attempt - 1), 20.0)
+                self._doom.wait(max(backoff, failures[-1].wait or 0.0) if failures else backoff)
+            if self._doomed is not None:
+                raise self._doomed
             attempt += 1
             reserved = self._reserve(litellm, messages, span, attempt, missing)
+            again = self._again(span, attempt - 1, failures[-1]) if len(failures) > said else None
+            said = len(failures)
             try:
                 # under --max-cost the answer's reserve is a bound the provider keeps, not a hope
                 content, finish = self._call(litellm, messages, json_mode,
-                                             self.output_tokens() if self.cost_limit is not None else None, reserved)
+                                             self.output_tokens() if self.cost_limit is not None else None, reserved,
+                                             again)
                 if finish == "length":
                     raise InvalidSummary(CUT_OFF)
                 if finish == "content_filter":   # withheld, or cut where the filter stopped it (as "length")
@@ -744,12 +790,15 @@ class LiteLLMSummarizer(Summarizer):
                 summary = validate_summary(extract_json(content), known)
                 if limit is not None and (size := self.counter.count(summary.episodic_summary)) > limit:
                     raise InvalidSummary(f"the summary is {size:,} tokens, more than the {limit:,} asked")
+            except CompactionError:   # another chunk failed for good (_call): nothing was sent
+                raise
             except InvalidSummary as exc:
                 failures.append(ModelFailure(f"invalid answer: {exc}", retry=True,
                                              hint="--retries gives the model more chances"))
-                self._again(span, attempt, failures[-1])
-                # the retry says why: the same request again gets the same answer
-                messages = build(missing, str(exc))
+                # the retry says why this answer could not be used (the same request again gets the
+                # same answer), not what an earlier one left out: the latest answer is the one it fixes
+                missing = None
+                messages = build(None, str(exc))
                 continue
             except Exception as exc:
                 if json_mode and _rejects_json_mode(exc, litellm):
@@ -761,8 +810,7 @@ class LiteLLMSummarizer(Summarizer):
                 if not failure.retry:  # no retry can cure it: say what to change, at once
                     raise failed(f"{self.model}: {failure.problem}", self.spent if self.spent.requests else None,
                                  hint=failure.hint) from None
-                self._again(span, attempt, failure)
-                continue
+                continue   # no answer: the retry is the same request (what it says is about the latest answer)
             finally:
                 self._release(reserved)
             missing = required.missing(summary.episodic_summary)
@@ -770,7 +818,6 @@ class LiteLLMSummarizer(Summarizer):
                 return summary
             failures.append(ModelFailure(f"the summary left out {missing.counted()}", retry=True,
                                          hint="--retries gives the model more chances"))
-            self._again(span, attempt, failures[-1])
             messages = build(missing, None)   # the retry says what was left out
         shown = "; ".join(f"attempt {i + 1}: {f.problem}" for i, f in enumerate(failures) if i >= len(failures) - 5)
         hints = list(dict.fromkeys(f.hint for f in failures if f.hint))
@@ -782,12 +829,13 @@ class LiteLLMSummarizer(Summarizer):
             hint="; ".join(hints + ["the offline summarizer (no --model) needs no model"]),
         )
 
-    def _again(self, span: str, attempt: int, failure: "ModelFailure") -> None:
-        """Note (``retried``, which the compaction reports) that ``span`` is asked again."""
-        if attempt <= self.retries:
-            with self._count_lock:
-                self.retried.append(f"{self.model}, {span}: attempt {attempt}: {failure.problem}; asked again "
-                                    f"(attempt {attempt + 1} of {self.retries + 1})")
+    def _again(self, span: str, attempt: int, failure: "ModelFailure") -> str:
+        """The line (``retried``, which the compaction reports) saying that ``span`` is asked again
+        after ``attempt`` failed: :meth:`_call` notes it as the retry goes, so a retry that
+        ``--max-cost`` refuses, or that a doomed compaction never sends, is never said to go."""
+        waited = f" after {failure.wait:g} s (the provider's Retry-After)" if failure.wait else ""
+        return (f"{self.model}, {span}: attempt {attempt}: {failure.problem}; asked again{waited} "
+                f"(attempt {attempt + 1} of {self.retries + 1})")
 
     # ------------------------------------------------------------------ --max-cost, retries included
     def limit_cost(self, max_cost: float | None) -> None:
@@ -1172,12 +1220,47 @@ def restate_spent(error: CompactionError, spent: Spending) -> None:
 @dataclass
 class ModelFailure:
     """Why a request gave no summary: ``problem`` (whole words, what went wrong), whether another
-    attempt can cure it (``retry``: timeouts, HTTP 429 and 5xx, invalid answers), and what the user
-    can change (``hint``; None when nothing applies)."""
+    attempt can cure it (``retry``: timeouts, HTTP 429 and 5xx, invalid answers), what the user
+    can change (``hint``; None when nothing applies), and how long the provider asked us to wait
+    before the next request (``wait``: its ``Retry-After``, seconds, :func:`retry_after`)."""
 
     problem: str
     retry: bool
     hint: str | None = None
+    wait: float | None = None
+
+
+RETRY_AFTER_MAX = 60.0   # the longest a provider's Retry-After holds a retry back
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """The seconds a 429 or 5xx asks to wait (``Retry-After``: seconds or an HTTP date;
+    ``retry-after-ms``), at most :data:`RETRY_AFTER_MAX`, from the response LiteLLM keeps on its
+    exception (``response.headers``, ``litellm_response_headers``) or on the SDK's behind it;
+    None when no header says. A longer wait is cut to the maximum: a run waits a minute, not an
+    hour (the retry may then be refused again, and the error says so)."""
+    from email.utils import parsedate_to_datetime
+
+    for e in _chain(exc):
+        for headers in (getattr(getattr(e, "response", None), "headers", None),
+                        getattr(e, "litellm_response_headers", None), getattr(e, "headers", None)):
+            if not headers or not hasattr(headers, "get"):
+                continue
+            try:
+                ms, value = headers.get("retry-after-ms"), headers.get("retry-after")
+                if ms is not None:
+                    seconds = float(ms) / 1000
+                elif value is None:
+                    continue
+                elif value.strip().replace(".", "", 1).isdigit():
+                    seconds = float(value)
+                else:
+                    seconds = parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError, OverflowError):
+                continue
+            if seconds == seconds:   # (not NaN)
+                return min(max(seconds, 0.0), RETRY_AFTER_MAX)
+    return None
 
 
 _ENV_NAME = re.compile(r"\b[A-Z][A-Z0-9_]*_(?:API_KEY|AUTH_TOKEN|API_BASE)\b")
@@ -1208,7 +1291,11 @@ def _rejects_json_mode(exc: Exception, litellm) -> bool:
 
 
 def _provider_text(exc: BaseException) -> str:
-    """The provider's own words, first line, without LiteLLM's class-name prefixes; whole words only."""
+    """The provider's own words, first line, without LiteLLM's class-name prefixes, credentials
+    redacted (a 401 quotes the key it refused: docs/secrets.md, nothing reaches the terminal or
+    the breaker's file unredacted), whole words only (cut after redaction: never half a key)."""
+    from memcli.redact import redact_string
+
     lines = str(getattr(exc, "message", None) or exc).strip().splitlines()
     text = lines[0] if lines else ""
     while True:
@@ -1217,7 +1304,7 @@ def _provider_text(exc: BaseException) -> str:
         if stripped == text:
             break
         text = stripped
-    return clip_words(text.strip(), 300)
+    return clip_words(redact_string(text.strip())[0], 300)
 
 
 def clip_words(text: str, limit: int) -> str:
@@ -1350,10 +1437,11 @@ def classify_failure(exc: Exception, summarizer: "LiteLLMSummarizer", litellm) -
     # 6. the server is busy or broken: worth another attempt
     if status == 429 or isinstance(exc, exceptions.RateLimitError):
         return ModelFailure(f"rate limited (HTTP 429): {_provider_text(exc)}", retry=True,
-                            hint="--retries waits and tries again; --concurrency 1 sends fewer requests at once")
+                            hint="--retries waits and tries again; --concurrency 1 sends fewer requests at once",
+                            wait=retry_after(exc))
     if isinstance(status, int) and status >= 500:
         return ModelFailure(f"server error (HTTP {status}): {_provider_text(exc)}", retry=True,
-                            hint="--retries tries again")
+                            hint="--retries tries again", wait=retry_after(exc))
     if "APIConnectionError" in names:
         return ModelFailure(f"cannot reach {where}: {_provider_text(exc)}", retry=False,
                             hint="--api-base sets where requests go" if summarizer.api_base else None)

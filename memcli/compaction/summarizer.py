@@ -9,7 +9,10 @@ name the existing facts it ``supersedes``.
 whatever it returns is a :class:`Summary` whose text is non-empty, not an error message or a
 refusal (:func:`reads_like_error`: an error word counts only in an error message's shape, so a
 fact that starts "Error codes of …" is a fact), bounded in size, and whose facts are
-well-formed. Recoverable shapes are normalized (tags given as a string become a list, split at
+well-formed. A fact is never a reason to refuse a summary that passed that check: one that reads
+like a refusal or an error body ("I'm sorry …", ``{"error": …}``) is dropped, and one in an error
+message's shape ("Error: pytest tests/test_calc.py still fails") is kept — the prompt asks for the
+failures still unresolved. Recoverable shapes are normalized (tags given as a string become a list, split at
 commas; a confidence given as ``"0.8"`` a number clamped to
 0..1, one in words (``"high"``) the number of :data:`CONFIDENCE_WORDS`; a fact whose ``supersedes`` names an
 unknown id loses that id, a fact under ``text``/``content``/``statement`` instead of ``fact``, an
@@ -148,6 +151,10 @@ class Summarizer:
 # looking up old orders: use the archive API", "Error while loading shared libraries: libssl.so.3
 # …", "Rate limit of the API is 5 requests per second", "Sorry state of the build: tests
 # failing") is a summary or a fact like any other: a summary of a failing command starts so.
+# a model declining, or a page or an error body where an answer was expected: never a fact, whatever
+# surrounds it (an error message's shape, "Error: pytest still fails", can be one: see validate_summary)
+_REFUSAL_WORDS = (r"i[’']?m sorry|i am sorry|sorry\s*(?:[,.!:;]|[-–—]|$|but\b|i\b)|i cannot\b|i can[’']?t\b|"
+                  r"i[’']?m unable|i am unable|as an ai\b|<!doctype|<html|\{\s*\"(?:error\"|type\"\s*:\s*\"error\")")
 _ERROR_END = r"\s*(?::|\(|[-–—]\s|\d+\s*(?:[:(.,;]|[-–—]\s|$)|[.!]?\s*$)"
 _LINE_END = r"[ \t]*(?:[:(.,;!]|[-–—]\s|$|\r?\n)"   # what ends a status line: the text's end, or its line's
 # the reason phrases of HTTP's error statuses (4xx, 5xx), longest first ("Time-out": nginx's spelling)
@@ -164,16 +171,16 @@ _ERROR_TEXT = re.compile(
     r"error\s+(?:while|when)\s+(?:summariz|generat|calling\s+the\s+model|contacting|communicating)|"
     r"rate[ _]limit(?:ed\s*(?:[:(.,;!]|[-–—]\s|$)|[ _](?:exceeded|reached|hit)\s*(?:[:(.,;!]|[-–—]\s|for\b|$)"
     r"|\s*[.!]?\s*$)|"
-    r"traceback \(most recent call last\)|"
-    r"i[’']?m sorry|i am sorry|sorry\s*(?:[,.!:;]|[-–—]|$|but\b|i\b)|i cannot\b|i can[’']?t\b|i[’']?m unable|"
-    r"i am unable|as an ai\b|<!doctype|<html|\{\s*\"(?:error\"|type\"\s*:\s*\"error\"))",
+    r"traceback \(most recent call last\)|" + _REFUSAL_WORDS + ")",
     re.IGNORECASE,
 )
+_REFUSAL_TEXT = re.compile(r"^\s*(?:" + _REFUSAL_WORDS + ")", re.IGNORECASE)
 
 
 def reads_like_error(text: str) -> bool:
     """Whether a model's answer ``text`` is an error message or a refusal rather than a summary
-    (the one check of it: a compaction's summary and facts, a tool result's summary)."""
+    (the one check of it: a compaction's summary, a tool result's summary; a fact is only checked
+    for a refusal, :data:`_REFUSAL_TEXT`)."""
     return _ERROR_TEXT.match(text) is not None
 
 
@@ -279,8 +286,11 @@ def validate_summary(raw: Any, known_fact_ids: Iterable[str] = ()) -> Summary:
         text = _text(item.get(key), f"semantic_facts[{i}].{key}")
         if not text:
             raise InvalidSummary(f"semantic_facts[{i}].{key} is empty")
-        if reads_like_error(text):
-            raise InvalidSummary(f"semantic_facts[{i}].fact reads like an error or a refusal")
+        # the summary passed the check above, so the answer is a summary: a fact in an error message's
+        # shape ("Error: pytest tests/test_calc.py still fails") is one about a failure, as the prompt
+        # asks for; a refusal or an error body among the facts is dropped, never the paid answer
+        if _REFUSAL_TEXT.match(text):
+            continue
         text = text[:MAX_FACT_CHARS]
         key = normalize_fact(text)
         if key in seen:
