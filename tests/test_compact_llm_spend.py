@@ -315,3 +315,51 @@ def test_a_summarizer_used_again_starts_its_limit_afresh(cli, memory_dir, server
     result = compact(memory_dir, "b", summarizer=summarizer, max_cost=1.5 * estimate["cost_usd"])
     assert result.compacted and len(srv.requests) == 2
     assert result.llm["requests"] == 1 and result.llm["cost_usd"] == pytest.approx(10 * 0.15e-6 + 10 * 0.6e-6)
+
+
+def test_ctrl_c_stops_at_once_and_says_what_was_paid(memory_dir, server):
+    """Ctrl-C during a model compaction waited out the answer in flight (25 s), threw it away and
+    said nothing of what was paid. It stops at once now (the request threads are not waited
+    for): no request after it, the answer paid for before it said and in the ledger (an
+    ``unwritten-compaction`` record), the request in flight named, the active file untouched."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.helpers import ndjson, proc_env
+
+    release = threading.Event()
+
+    def responder(body, i):
+        if i == 0:
+            return 200, "no JSON here", 0   # an unusable answer, paid for: the retry goes
+        release.wait(120)   # the retry: in flight until the test ends
+        return 200, faithful_answer(body), 0
+
+    srv = server(responder)
+    env = proc_env({"OPENAI_API_KEY": "sk-test-dummy", "MEMCLI_RETRY_BACKOFF": "0",
+                    "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    ingest = subprocess.run([sys.executable, "-m", "memcli", "--dir", str(memory_dir), "ingest", "a"],
+                            input=ndjson(conversation(12)), env=env, capture_output=True, timeout=120)
+    assert ingest.returncode == 0, ingest.stderr
+    active = (agent_dir(memory_dir, "a") / "raw_traces.jsonl").read_bytes()
+    proc = subprocess.Popen([sys.executable, "-m", "memcli", "--dir", str(memory_dir), "compact", "a",
+                             "--model", MODEL, "--api-base", srv.api_base, "--tail-turns", "1"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert srv.wait_for_requests(2, timeout=120)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)   # (the answer is held for 120 s: not waited for)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert re.search(r"memcli: interrupted: nothing was written; the model was paid: 1 request, [\d,]+ input \+ "
+                     r"[\d,]+ output tokens, [^;]+ \(in the ledger\); 1 request in flight not waited for \(the "
+                     r"provider may bill it\)\n", stderr), stderr
+    assert stderr.endswith("memcli: interrupted\n") and "Traceback" not in stderr
+    assert len(srv.requests) == 2
+    (record,) = read_jsonl(agent_dir(memory_dir, "a") / ".compactions.jsonl")
+    assert record["kind"] == "unwritten-compaction" and record["llm"]["requests"] == 1
+    assert (agent_dir(memory_dir, "a") / "raw_traces.jsonl").read_bytes() == active

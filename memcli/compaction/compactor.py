@@ -63,12 +63,12 @@ import copy
 import dataclasses
 import os
 import pickle
+import queue
 import re
 import signal
 import sys
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -710,27 +710,65 @@ def _summarize(summarizer, window: _Collect, memory: MemoryContext, concurrency:
     total = len(chunks)
     if on_progress:
         on_progress(0, total)
-    results: list = [None] * total
-    done = 0
-    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, total))) as pool:
-        futures = {pool.submit(summarizer.summarize, chunk, memory): i for i, chunk in enumerate(chunks)}
-        pending = set(futures)
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for future in finished:
-                error = future.exception()
-                if error is not None:
-                    for other in pending:
-                        other.cancel()
-                    raise error
-                results[futures[future]] = future.result()
-                done += 1
-                if on_progress:
-                    on_progress(done, total)
+    results = _in_threads(summarizer, chunks, memory, concurrency, on_progress)
     summary = merge_summaries(list(zip(chunks, results, strict=True)))
     if summary.resize is None:   # a model's summary over its budget is asked to shorten, before writing
         summary.resize = summarizer.shortener(summary, [turn for chunk in chunks for turn in chunk])
     return summary, total
+
+
+def _in_threads(summarizer, chunks: list, memory: MemoryContext, concurrency: int, on_progress) -> list:
+    """``summarizer.summarize`` of each chunk, ``concurrency`` at a time, in chunk order. The first
+    failure stops the chunks not started and is raised once the running ones end (their requests
+    were sent: what they cost is counted). Ctrl-C (KeyboardInterrupt) stops at once: the summarizer
+    is told (``interrupt``: no request goes after it) and the threads are daemons, so the process
+    does not wait for an answer still coming (a ThreadPoolExecutor's threads are joined at exit:
+    Ctrl-C waited out a 15-second answer, then threw it away)."""
+    total = len(chunks)
+    results: list = [None] * total
+    todo = iter(range(total))
+    todo_lock = threading.Lock()
+    stop = threading.Event()
+    done_q: queue.SimpleQueue = queue.SimpleQueue()
+
+    def work() -> None:
+        while not stop.is_set():
+            with todo_lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            try:
+                done_q.put((i, summarizer.summarize(chunks[i], memory), None))
+            except BaseException as exc:   # (raised in the caller's thread)
+                done_q.put((i, None, exc))
+
+    threads = [threading.Thread(target=work, name=f"memcli-chunk-{n}", daemon=True)
+               for n in range(max(1, min(concurrency, total)))]
+    for thread in threads:
+        thread.start()
+    done = 0
+    try:
+        while done < total:
+            try:
+                i, value, error = done_q.get(timeout=0.2)   # (a timeout: Ctrl-C is seen while waiting)
+            except queue.Empty:
+                continue
+            if error is not None:
+                stop.set()
+                for thread in threads:
+                    thread.join()
+                raise error
+            results[i] = value
+            done += 1
+            if on_progress:
+                on_progress(done, total)
+    except KeyboardInterrupt:
+        stop.set()
+        interrupt = getattr(summarizer, "interrupt", None)
+        if interrupt is not None:
+            interrupt()
+        raise
+    return results
 
 
 def compact(memory_dir: str | os.PathLike, agent_id: str, *, summarizer=None, strategy: str = "summarize",
@@ -1151,6 +1189,13 @@ def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Sum
             with agent_lock(job.store.paths):
                 breaker.record_failure(job.store.paths, str(exc))
         raise
+    except KeyboardInterrupt:   # Ctrl-C: what was paid is said and in the ledger, never silent
+        job.model_spent()
+        in_flight = job.summarizer.in_flight() if hasattr(job.summarizer, "in_flight") else 0
+        job.note("interrupted: nothing was written" + _unwritten_spend(job)
+                 + (f"; {counted(in_flight, 'request')} in flight not waited for (the provider may bill "
+                    f"{'it' if in_flight == 1 else 'them'})" if in_flight else ""))
+        raise
     finally:
         job.model_spent()
     job.result.summary = summary.episodic_summary
@@ -1418,7 +1463,8 @@ def _finish(job: _Job, plan_: WindowPlan, compaction_id: str, items: tuple, pred
     result.tokens_after = working_tokens(job.store, job.model)
     job.done()
     if result.rollup_id:
-        job.note(f"rolled up {len(rollups[0].supersedes)} older episodic summaries into {result.rollup_id}")
+        job.note(f"rolled up {counted(len(rollups[0].supersedes), 'older episodic summary', 'older episodic summaries')}"
+                 f" into {result.rollup_id}")
     result.shortfall = _shortfall(result, plan_)
     if predicted <= result.target_tokens < result.tokens_after:   # what came in meanwhile, not the plan
         said = _appended_over(result, predicted)

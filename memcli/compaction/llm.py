@@ -721,6 +721,18 @@ class LiteLLMSummarizer(Summarizer):
             self._doom.set()
             raise
 
+    def interrupt(self) -> None:
+        """Ctrl-C: no request is sent after it, and a chunk waiting out its backoff stops."""
+        with self._count_lock:
+            if self._doomed is None:
+                self._doomed = CompactionError(f"{self.model}: interrupted")
+        self._doom.set()
+
+    def in_flight(self) -> int:
+        """Requests sent whose answer (or failure) has not come back yet."""
+        with self._count_lock:
+            return self.requests - self.spent.requests
+
     def shortener(self, summary: Summary, turns: list[Turn]):
         """``summary.resize`` for a model's summary of ``turns``: :meth:`shorten`."""
         turns = list(turns)
