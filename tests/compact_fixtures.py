@@ -204,3 +204,14 @@ def long_turn(steps: int = 40) -> list[dict]:
     for k, event in enumerate(events):
         event["ts"] = 1772442000.5 + k
     return events
+
+
+def ingest_conversation(cli, turns: int, big: int = 0) -> None:
+    """Agent ``a`` of :func:`conversation` (``turns`` turns, tool results padded by ``big``)."""
+    result = cli("ingest", "a", input=conversation(turns, big=big))
+    assert result.exit_code == 0, result.stderr
+
+
+def compact_with_model(cli, srv, *args):
+    """``memcli compact a --model openai/test-model`` against the server ``srv``."""
+    return cli("compact", "a", "--model", "openai/test-model", "--api-base", srv.api_base, *args)

@@ -92,6 +92,14 @@ def memcli_proc():
 
 
 @pytest.fixture
+def llm_env(monkeypatch):
+    """A dummy OpenAI key and no backoff between retries, for the tests of ``compact --model``
+    against the local server (``pytestmark = pytest.mark.usefixtures("llm_env")``)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
+
+
+@pytest.fixture
 def server():
     """``server(responder)`` starts a fake OpenAI-compatible model server on 127.0.0.1
     (tests/compact_fixtures.py); every server started is closed after the test."""

@@ -10,25 +10,25 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.compact_fixtures import conversation, faithful_answer, transcript_items
+from tests.compact_fixtures import (
+    compact_with_model,
+    faithful_answer,
+    ingest_conversation,
+    transcript_items,
+)
 from tests.helpers import agent_dir, read_jsonl, tree_digest
 
 MODEL = "openai/test-model"
 
 
-@pytest.fixture(autouse=True)
-def _llm_env(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
-    monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
+pytestmark = pytest.mark.usefixtures("llm_env")
 
 
 def _ingest(cli, turns=8, big=0):
-    result = cli("ingest", "a", input=conversation(turns, big=big))
-    assert result.exit_code == 0, result.stderr
+    ingest_conversation(cli, turns, big)
 
 
-def _compact(cli, srv, *args):
-    return cli("compact", "a", "--model", MODEL, "--api-base", srv.api_base, *args)
+_compact = compact_with_model
 
 
 def test_a_fact_about_an_unresolved_failure_keeps_the_answer_and_a_refusal_fact_is_dropped(cli, memory_dir, server):

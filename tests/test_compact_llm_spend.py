@@ -12,7 +12,7 @@ import threading
 import orjson
 import pytest
 
-from tests.compact_fixtures import conversation, faithful_answer
+from tests.compact_fixtures import compact_with_model, conversation, faithful_answer, ingest_conversation
 from tests.helpers import agent_dir, read_jsonl, tree_digest
 
 MODEL = "openai/test-model"
@@ -20,19 +20,14 @@ TOLD = re.compile(r"Keep episodic_summary within about ([\d,]+) tokens")
 LONG = "Long summary\n" + "\n".join(f"- detail line {k} about shipping" for k in range(500))   # ~4,000 tokens
 
 
-@pytest.fixture(autouse=True)
-def _llm_env(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
-    monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
+pytestmark = pytest.mark.usefixtures("llm_env")
 
 
 def _ingest(cli, turns=12, big=3000):
-    result = cli("ingest", "a", input=conversation(turns, big=big))
-    assert result.exit_code == 0, result.stderr
+    ingest_conversation(cli, turns, big)
 
 
-def _compact(cli, srv, *args):
-    return cli("compact", "a", "--model", MODEL, "--api-base", srv.api_base, *args)
+_compact = compact_with_model
 
 
 def _shortening(body) -> bool:
