@@ -89,12 +89,31 @@ def test_stats_json(cli, fx, memory_dir):
                    "last_prompt_tokens": 2100},
         "last_activity": BASE + 41 * 60,
         "last_compaction": {"compaction_id": "cmp_2", "ts": BASE + 17 * 60, "episodic_id": "ep_3", "turns": 2,
-                            "traces": 6, "model": "offline"},
+                            "traces": 6, "model": "offline", "moved": None},   # (no ledger record of it)
         "budget": None,
         "compaction_cost": {"records": 0, "requests": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
                             "unpriced": 0},
     })
     assert estimate > 0
+
+
+def test_stats_says_a_compaction_of_steps_moved_steps(cli, memory_dir):
+    """``stats`` said "1 turn, 25 traces" of a compaction that moved 8 steps of the open turn (its
+    episodic item names the one turn): what it moved comes from its ledger record, as
+    ``compactions`` says it."""
+    events = [{"trace_type": "user", "content": "Make the suite pass."}]
+    for i in range(30):
+        events += [{"trace_type": "tool_call", "tool_name": "Bash", "tool_call_id": f"c{i}",
+                    "tool_args": {"command": f"pytest -q tests/test_{i}.py"}},
+                   {"trace_type": "tool_result", "tool_call_id": f"c{i}", "tool_result": f"{i} passed " + "." * 400}]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    result = cli("compact", "a", "--target-tokens", "700", "--json")
+    assert result.exit_code == 0, result.stderr
+    steps = orjson.loads(result.stdout)["steps"]
+    assert steps > 1
+    stats = cli("stats", "a")
+    assert f": {steps} steps, {steps * 2} traces, model offline\n" in stats.stdout, stats.stdout
+    assert orjson.loads(cli("stats", "a", "--json").stdout)["last_compaction"]["moved"] == f"{steps} steps"
 
 
 def test_stats_budget_uses_the_shared_trigger(cli, fx, memory_dir):

@@ -118,7 +118,7 @@ def _render_stats(s, view: HumanView) -> None:
     compaction = "none"
     if s.last_compaction is not None:
         c = s.last_compaction
-        compaction = (f"{fmt_ts(c.ts)}  {c.compaction_id or c.episodic_id}: {counted(c.turns, 'turn')}, "
+        compaction = (f"{fmt_ts(c.ts)}  {c.compaction_id or c.episodic_id}: {c.moved or counted(c.turns, 'turn')}, "
                       f"{counted(c.traces, 'trace')}" + (f", model {c.model}" if c.model else ""))
     m = s.memory
     view.line((s.agent, "bold"))

@@ -95,7 +95,7 @@ from memcli.compaction.window import (
 from memcli.errors import CompactionBusy, CompactionError, UsageError
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, is_pinned, to_record
-from memcli.sizes import counted
+from memcli.sizes import counted, what_moved
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import Journal, commit
@@ -192,16 +192,6 @@ class CompactResult:
             text += f"; {counted(self.chunks, 'chunk')}"
         text += f"; {self.seconds:.2f}s"
         return text
-
-
-def what_moved(whole_turns: int, steps: int) -> str:
-    """"4 turns", "2 turns and 120 steps", "120 steps": what a compaction's window holds."""
-    parts = []
-    if whole_turns or not steps:
-        parts.append(f"{whole_turns} turn{'s' if whole_turns != 1 else ''}")
-    if steps:
-        parts.append(f"{steps} step{'s' if steps != 1 else ''}")
-    return " and ".join(parts)
 
 
 def _note(result: CompactResult, on_note: Callable[[str], None] | None, message: str) -> None:

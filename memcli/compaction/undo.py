@@ -37,12 +37,11 @@ from dataclasses import asdict, dataclass, field
 
 import orjson
 
-from memcli.compaction.compactor import what_moved
 from memcli.compaction.summarizer import turn_span
 from memcli.errors import CompactionError, RecordNotFoundError, UsageError
 from memcli.ids import EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, SemanticItem, from_record, is_instruction, superseded_ids, to_record
-from memcli.sizes import counted
+from memcli.sizes import counted, what_moved
 from memcli.store import jsonl
 from memcli.store.agent import AgentStore
 from memcli.store.journal import UndoJournal, commit_undo

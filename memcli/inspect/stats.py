@@ -136,6 +136,7 @@ class CompactionInfo:
     turns: int
     traces: int
     model: str | None
+    moved: str | None = None   # what it moved, from its ledger record: "8 steps", "2 turns and 120 steps"
 
 
 @dataclass
@@ -180,7 +181,22 @@ def _last_compaction(store: AgentStore) -> CompactionInfo | None:
             compaction_id=record.get("compaction_id"), ts=ts if isinstance(ts, (int, float)) else None,
             episodic_id=str(record.get("id")), turns=len(record.get("turn_ids") or ()),
             traces=len(record.get("trace_ids") or ()), model=record.get("model"),
+            moved=_moved(store, record.get("compaction_id")),
         )
+    return None
+
+
+def _moved(store: AgentStore, compaction_id) -> str | None:
+    """What the compaction ``compaction_id`` moved, as its ledger record says (a compaction of
+    steps is "1 turn" by its episodic item's turn ids: "8 steps" here); None without a record."""
+    from memcli.sizes import what_moved
+
+    if not compaction_id:
+        return None
+    for _, record in jsonl.iter_records_reverse(store.paths.ledger):
+        if record.get("kind") == "compaction" and record.get("id") == compaction_id:
+            whole, steps = record.get("whole_turns"), record.get("steps")
+            return what_moved(whole, steps) if type(whole) is int and type(steps) is int else None
     return None
 
 
