@@ -273,12 +273,6 @@ def test_uncompact_killed_at_every_step_is_finished_by_the_next_command(memory_d
 MODEL = "openai/test-model"
 
 
-@pytest.fixture
-def llm_env(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
-    monkeypatch.setenv("MEMCLI_RETRY_BACKOFF", "0")
-
-
 def test_an_llm_compaction_records_its_tokens_and_cost(cli, memory_dir, server, llm_env):
     _ingest(cli, conversation(8))
     srv = server(lambda body, i: (200, faithful_answer(body), 0))   # usage: 10 prompt, 10 completion tokens
@@ -312,6 +306,13 @@ def test_max_cost_refuses_before_the_first_request(cli, memory_dir, server, llm_
     assert result.exit_code == 1
     assert "--max-cost 0.0001: compacting 'a' with openai/gpt-4o-mini would cost up to $" in result.stderr
     assert "nothing was sent or written" in result.stderr
+    assert srv.requests == [] and _files(memory_dir) == before
+    # its dry run exited 0 without a word of it: it says the real run would be refused
+    result = cli("compact", "a", "--model", "openai/gpt-4o-mini", "--api-base", srv.api_base, "--max-cost", "0.0001",
+                 "--dry-run")
+    assert result.exit_code == 0
+    assert ("memcli: without --dry-run this compaction would be refused: --max-cost 0.0001: compacting 'a' with "
+            "openai/gpt-4o-mini would cost up to $") in result.stderr
     assert srv.requests == [] and _files(memory_dir) == before
     # an unknown price cannot be bounded
     result = cli("compact", "a", "--model", MODEL, "--api-base", srv.api_base, "--max-cost", "5")

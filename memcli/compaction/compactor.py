@@ -1345,7 +1345,7 @@ def _run(job: _Job, planned: tuple | None = None) -> CompactResult:
                 raise _named_error(store, plan_, explicit_target, stays, named,
                                    _model_floor(job, plan_, bundle, older, named, stays + named))
         if not is_offline and (job.dry_run or job.max_cost is not None):
-            _check_cost(store, result, summarizer, window, memory, job.max_cost)
+            _check_cost(job, summarizer, window, memory)
         if job.dry_run and not is_offline:   # a model: estimated, not called
             from memcli.compaction.offline import OfflineSummarizer
 
@@ -1523,25 +1523,34 @@ def ledger_record(result: CompactResult, plan_: WindowPlan, compaction_id: str, 
     return record
 
 
-def _check_cost(store: AgentStore, result: CompactResult, summarizer, window, memory: MemoryContext,
-                max_cost: float | None) -> None:
-    """The model's estimate for the window (``result.estimate``); with ``max_cost``, refuse before
-    the first request when the estimate is above it, or when LiteLLM has no price for the model."""
+def _check_cost(job: _Job, summarizer, window, memory: MemoryContext) -> None:
+    """The model's estimate for the window (``result.estimate``); with ``--max-cost``, refuse before
+    the first request when the estimate is above it, or when LiteLLM has no price for the model —
+    and a dry run says that the real run would be refused (it exited 0 without a word)."""
+    store, result, max_cost = job.store, job.result, job.max_cost
     estimate = summarizer.estimate(list(window), memory)
     result.estimate = estimate
-    if max_cost is None or result.dry_run:
+    if max_cost is None:
         return
-    summarizer.limit_cost(max_cost)   # the limit holds for every request, retries included
+    if not result.dry_run:
+        summarizer.limit_cost(max_cost)   # the limit holds for every request, retries included
     cost = estimate["cost_usd"]
     what = (f"{estimate['requests']} request{'s' if estimate['requests'] != 1 else ''}, "
             f"{estimate['input_tokens']:,} input tokens and up to {estimate['max_output_tokens']:,} output tokens")
+    refusal = None
     if cost is None:
-        raise CompactionError(
+        refusal = CompactionError(
             f"{{max_cost}} {max_cost:g}: LiteLLM has no price for {summarizer.name}, so the cost of {what} cannot be "
             f"bounded; nothing was sent or written",
             hint="leave out --max-cost to compact with this model anyway, or use a model LiteLLM prices", param="max_cost")
-    if cost > max_cost:
-        raise CompactionError(
+    elif cost > max_cost:
+        refusal = CompactionError(
             f"{{max_cost}} {max_cost:g}: compacting {store.agent_id!r} with {summarizer.name} would cost up to "
             f"${cost:.4f} ({what}); nothing was sent or written",
             hint="raise --max-cost, compact less (--tail-turns, --target-tokens), or use the offline summarizer", param="max_cost")
+    if refusal is None:
+        return
+    if not result.dry_run:
+        raise refusal
+    job.note("without --dry-run this compaction would be refused: "
+             + refusal.message.replace("max_cost", "--max-cost", 1).removesuffix("; nothing was sent or written"))
