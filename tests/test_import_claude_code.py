@@ -439,6 +439,35 @@ def test_a_message_taken_from_the_queue_mid_turn_is_an_ask_where_it_reached_clau
         ("turn_0003", "new beads for the epic were added. tackle them"), ("turn_0004", "did you push?"),
         ("turn_0005", "and tag it")]
     assert asks[2][2] == traces(memory_dir, "a")[0].ts + 61   # when the running turn took it (its remove)
+    # a second read: a short message a later result merely contains ("stop" in "stopped worker")
+    # was dropped; a slash command never removed took the place of the next message; a notice's
+    # own dequeue took the person's; a message a remove gave, written again after its dequeue,
+    # was asked twice
+    more = [
+        user("v1", "Start the workers", t(5, 0)),
+        call("b1", "msg_7", "toolu_7", t(5, 1)),
+        queue_op("enqueue", t(5, 2), "/model opus"),              # run by Claude Code, never removed
+        queue_op("enqueue", t(5, 3), "stop"),
+        result("s1", "toolu_7", "stopped worker 3; the others run", t(5, 4)),
+        queue_op("remove", t(5, 5)),
+        call("b2", "msg_8", "toolu_8", t(5, 6)),
+        queue_op("enqueue", t(6, 0), note),
+        queue_op("enqueue", t(6, 1), "then deploy"),
+        result("s2", "toolu_8", "stopped", t(6, 2)),
+        assistant("b3", "msg_9", [{"type": "text", "text": "Stopped."}], t(6, 3)),
+        queue_op("dequeue", t(6, 4)),                             # the notice's: its user line follows
+        user("v2", note, t(6, 5)),
+        call("b4", "msg_10", "toolu_10", t(6, 6)),
+        queue_op("remove", t(6, 7)),
+        result("s3", "toolu_10", "deployed", t(6, 8)),
+        assistant("b5", "msg_11", [{"type": "text", "text": "Deployed."}], t(6, 9)),
+        queue_op("dequeue", t(7, 0)),
+        user("v3", "then deploy", t(7, 1)),                       # written again: the same ask
+        assistant("b6", "msg_12", [{"type": "text", "text": "Already deployed."}], t(7, 2)),
+    ]
+    import_values(memory_dir, "b", more, "claude-code", tmp_path=tmp_path)
+    assert [x.content for x in traces(memory_dir, "b") if x.trace_type == "user" and not x.tags] == [
+        "Start the workers", "stop", "then deploy"]
     # a sync that stops between the enqueue and the remove goes on with the message queued
     from memcli.ingest.pipeline import IngestResult
     importer = get_importer("claude-code")

@@ -232,8 +232,12 @@ class _Reader:
         self.sidechain_roots: dict[str, str] = {}
         self.last_ask: list | None = None   # [digest of its text, queued?] until an assistant line
         # the messages typed while Claude was working (queue-operation enqueue), oldest first,
-        # until a remove, dequeue or popAll takes them; None for the harness's own (a task's notice)
+        # until a remove, dequeue or popAll takes them (the harness's own notices are not kept)
         self.queue: list = []
+        self.dequeued = False   # a dequeue that named no message: the next user line says which
+        # digests of the newest asks a remove gave (the same message written later as a user line
+        # after a dequeue is that ask again)
+        self.from_queue: list = []
         # uuid -> timestamp of the conversation and boundary lines read: a line written again with
         # both (Claude Code replays earlier lines before a later /compact) is a copy, not new work
         # uuid -> timestamp of the lines read (replayed); not in a checkpoint (one per line): a
@@ -249,12 +253,15 @@ class _Reader:
             self.boundary = carry.get("boundary")
             self.sidechain_roots = dict(carry.get("sidechains") or {})
             self.queue = list(carry.get("queue") or ())
+            self.dequeued = carry.get("dequeued") is True
+            self.from_queue = list(carry.get("from_queue") or ())
 
     def checkpoint(self) -> dict:
         return {"recognized": self.recognized, "ts": self.clock.last, "chain": self.chain.key,
                 "messages": list(self.seen_messages)[-_CARRY_MESSAGES:], "boundary": self.boundary,
                 "sidechains": dict(list(self.sidechain_roots.items())[-_CARRY_SIDECHAINS:]),
-                "last_ask": self.last_ask, "queue": self.queue[-_CARRY_QUEUED:]}
+                "last_ask": self.last_ask, "queue": self.queue[-_CARRY_QUEUED:], "dequeued": self.dequeued,
+                "from_queue": self.from_queue[-_CARRY_QUEUED:]}
 
     def sidechain_lane(self, value: dict, uuid) -> str | None:
         """The subagent a 1.x inline sidechain line belongs to: ``agentId`` when the line has it,
@@ -277,7 +284,7 @@ class _Reader:
         text = _first_text(content)
         if not text:
             return True
-        digest = blake2b(text.encode(), digest_size=8).hexdigest()
+        digest = _digest(text)
         last, self.last_ask = self.last_ask, [digest, queued]
         if last is not None and last[0] == digest and (queued or last[1]):
             self.last_ask = last
@@ -289,49 +296,69 @@ class _Reader:
 
         A message typed while Claude works is queued (``enqueue``, with its ``content``); Claude
         Code then takes it in one of three ways: ``dequeue`` at the end of the turn (it is then
-        written as a ``user`` line of its own, imported as such), ``popAll`` (drawn back into the
-        input box, to be edited: sent later as a ``user`` line, or never), or ``remove``: taken
-        into the running turn after the current tool call's result — which Claude Code 2.1.x
-        before the ``queued_command`` attachment (the spotter session, 2.1.39) journals nowhere
-        else: the remove is the only sign that the person's message reached the model. So a
-        ``remove`` with no ``reason``, or ``absorbed_mid_turn``, gives the oldest queued message
-        (the one it names, when it names one) as a user ask; any other reason (the person
-        cancelled it, it went to a subagent) gives nothing. The same text also written as a
-        ``queued_command`` attachment beside it is one ask (:meth:`_new_ask`); a message the tool
-        result before it already carried as its text (``The user sent a new message while you
-        were working: …``) is not asked again. A harness notice queued the same way (a
-        background task's ``<task-notification>``) is never an ask."""
+        written as a ``user`` line of its own, imported as such: a dequeue that names no message
+        leaves the queue to that line, :meth:`_user_line`), ``popAll`` (drawn back into the input
+        box, to be edited: sent later as a ``user`` line, or never), or ``remove``: taken into the
+        running turn after the current tool call's result — which Claude Code 2.1.x before the
+        ``queued_command`` attachment (the spotter session, 2.1.39) journals nowhere else: the
+        remove is the only sign that the person's message reached the model. So a ``remove`` with
+        no ``reason``, or ``absorbed_mid_turn``, gives the queued message it names (else the
+        oldest) as a user ask; any other reason (the person cancelled it, it went to a subagent)
+        gives nothing. The same text also written as a ``queued_command`` attachment beside it is
+        one ask (:meth:`_new_ask`). What is never queued as a message: a harness notice (a
+        background task's ``<task-notification>``) and a slash command (``/model opus``, run by
+        Claude Code itself, some never removed: held, they would shift every remove after them).
+        A remove that names nothing while a notice was queued too may take the message in the
+        notice's place: the journal cannot tell them apart."""
         queue = self.queue
         operation = value.get("operation")
         content = value.get("content")
         if operation == "enqueue":
-            text = _first_text(content) if isinstance(content, (str, list)) else ""
-            if text.strip() and not is_harness_text(text):
+            text = _first_text(content).lstrip() if isinstance(content, (str, list)) else ""
+            if text and not is_harness_text(text) and not text.startswith("/"):
                 queue.append(content)
             return None
         if operation == "popAll":
             queue.clear()
             return None
+        if operation == "dequeue" and content is None:
+            self.dequeued = True
+            return None
         if operation not in ("remove", "dequeue") or not queue:
             return None
-        if content is None:   # (2.1.x: the oldest; a notice's own remove may take it in its place)
-            index = 0
-        else:   # the one it names (a notice it names is none of them)
-            index = next((i for i, queued in enumerate(queue) if queued == content), -1)
-            if index < 0:
-                return None
-        taken = queue.pop(index)
-        if operation == "dequeue" or value.get("reason") not in (None, "absorbed_mid_turn") or taken is None:
+        index = 0 if content is None else next((i for i, queued in enumerate(queue) if queued == content), -1)
+        if index < 0:   # (one it never queued: a notice, a slash command)
             return None
+        taken = queue.pop(index)
+        if operation == "dequeue" or value.get("reason") not in (None, "absorbed_mid_turn"):
+            return None
+        self.from_queue = [*self.from_queue[-(_CARRY_QUEUED - 1):], _digest(_first_text(taken))]
         return taken
 
-    def _surfaced(self, content: list) -> None:
-        """Forget the queued messages a tool result's text carries (a harness that surfaced one there)."""
-        texts = [block.get("content") for block in content if isinstance(block, dict) and block.get("type") == "tool_result"]
-        said = "\n".join(text if isinstance(text, str) else repr(text) for text in texts)
-        if said:
-            self.queue = [None if isinstance(queued, str) and queued.strip() in said else queued
-                          for queued in self.queue]   # (taken in its turn, as nothing)
+    def _user_line(self, content) -> bool:
+        """For a user line while messages are queued or a dequeue waits: take from the queue the
+        message it is (the one a dequeue handed over, or one a tool result carried as its text:
+        ``The user sent a new message while you were working:`` and the message); False when it
+        is an ask a remove already gave (written again after its dequeue), else True."""
+        again = False
+        if self.dequeued:
+            self.dequeued = False
+            text = _first_text(content)
+            digest = _digest(text)
+            if digest in self.from_queue:
+                self.from_queue.remove(digest)
+                again = True
+            self.queue = [queued for queued in self.queue if _first_text(queued) != text]
+        if self.queue and isinstance(content, list):
+            carried = set()
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    for said in _result_texts(block.get("content")):
+                        for part in said.split(_SURFACED)[1:]:
+                            carried.add(part.split("\n\n", 1)[0].strip())
+            if carried:
+                self.queue = [queued for queued in self.queue if _first_text(queued).strip() not in carried]
+        return not again
 
     def _metadata(self, kind: str, value: dict) -> None:
         """Titles (the last of each kind wins) and linked pull requests (each once, in order)."""
@@ -410,8 +437,9 @@ class _Reader:
             if not isinstance(content, (str, list)):
                 skipped["messages with unreadable content"] += 1
                 continue
-            if queued is None and self.queue and kind == "user" and isinstance(content, list):
-                self._surfaced(content)
+            if queued is None and kind == "user" and (self.queue or self.dequeued) and not self._user_line(content):
+                skipped["queued prompts also written as a user line"] += 1
+                continue
             uuid = value.get("uuid")
             if isinstance(uuid, str) and uuid:
                 key = chain.key = unique.unique(uuid)
@@ -460,6 +488,23 @@ class _Reader:
                 seen_messages[message_id] = None  # the usage is placed: not again on its later lines
             for event in events:
                 yield line, event
+
+
+# how a tool result carries a message typed while the tool ran (some Claude Code versions)
+_SURFACED = "The user sent a new message while you were working:"
+
+
+def _digest(text: str) -> str:
+    return blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def _result_texts(content) -> list[str]:
+    """The texts of a ``tool_result`` block's content (a string, or text blocks)."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return []
 
 
 def _queued_prompt(value: dict):
