@@ -185,7 +185,13 @@ def test_a_429_is_retried_after_the_providers_retry_after(cli, memory_dir, serve
 
 @pytest.mark.parametrize("headers, wait", [({"retry-after": "3"}, 3.0), ({"retry-after": "3600"}, 60.0),
                                            ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5),
-                                           ({"retry-after": "soon"}, None), ({}, None)])
+                                           ({"retry-after": "soon"}, None), ({}, None),
+                                           # a second read: an int raised AttributeError out of the
+                                           # compaction; a dict's own spelling was not found; an
+                                           # unreadable retry-after-ms hid retry-after
+                                           ({"retry-after": 3}, 3.0), ({"Retry-After": "2"}, 2.0),
+                                           ({"retry-after-ms": "x", "retry-after": "4"}, 4.0),
+                                           ({"retry-after": "Thu, 01 Jan 1970 00:00:00"}, 0.0)])
 def test_retry_after_is_read_in_seconds_and_capped(headers, wait):
     from types import SimpleNamespace
 

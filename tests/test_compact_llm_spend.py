@@ -312,26 +312,16 @@ def test_a_summarizer_used_again_starts_its_limit_afresh(cli, memory_dir, server
     assert result.llm["requests"] == 1 and result.llm["cost_usd"] == pytest.approx(10 * 0.15e-6 + 10 * 0.6e-6)
 
 
-def test_ctrl_c_stops_at_once_and_says_what_was_paid(memory_dir, server):
-    """Ctrl-C during a model compaction waited out the answer in flight (25 s), threw it away and
-    said nothing of what was paid. It stops at once now (the request threads are not waited
-    for): no request after it, the answer paid for before it said and in the ledger (an
-    ``unwritten-compaction`` record), the request in flight named, the active file untouched."""
+def _interrupted_compaction(memory_dir, srv, once) -> tuple[int, str, bytes]:
+    """``memcli compact a --model`` in a process of its own (agent ``a``: 12 turns), sent SIGINT
+    once ``once()`` is true: (exit status, stderr, the active file before it)."""
     import signal
     import subprocess
     import sys
+    import time
 
     from tests.helpers import ndjson, proc_env
 
-    release = threading.Event()
-
-    def responder(body, i):
-        if i == 0:
-            return 200, "no JSON here", 0   # an unusable answer, paid for: the retry goes
-        release.wait(120)   # the retry: in flight until the test ends
-        return 200, faithful_answer(body), 0
-
-    srv = server(responder)
     env = proc_env({"OPENAI_API_KEY": "sk-test-dummy", "MEMCLI_RETRY_BACKOFF": "0",
                     "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     ingest = subprocess.run([sys.executable, "-m", "memcli", "--dir", str(memory_dir), "ingest", "a"],
@@ -342,14 +332,37 @@ def test_ctrl_c_stops_at_once_and_says_what_was_paid(memory_dir, server):
                              "--model", MODEL, "--api-base", srv.api_base, "--tail-turns", "1"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert srv.wait_for_requests(2, timeout=120)
+        deadline = time.monotonic() + 120
+        while not once() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert once()
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)   # (the answer is held for 120 s: not waited for)
+        _, stderr = proc.communicate(timeout=60)   # (what the server holds back is not waited for)
     finally:
-        release.set()
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, stderr
+    return proc.returncode, stderr, active
+
+
+def test_ctrl_c_stops_at_once_and_says_what_was_paid(memory_dir, server):
+    """Ctrl-C during a model compaction waited out the answer in flight (25 s), threw it away and
+    said nothing of what was paid. It stops at once now (the request threads are not waited
+    for): no request after it, the answer paid for before it said and in the ledger (an
+    ``unwritten-compaction`` record), the request in flight named, the active file untouched."""
+    release = threading.Event()
+
+    def responder(body, i):
+        if i == 0:
+            return 200, "no JSON here", 0   # an unusable answer, paid for: the retry goes
+        release.wait(120)   # the retry: in flight until the test ends
+        return 200, faithful_answer(body), 0
+
+    srv = server(responder)
+    try:
+        status, stderr, active = _interrupted_compaction(memory_dir, srv, lambda: len(srv.requests) >= 2)
+    finally:
+        release.set()
+    assert status == 130, stderr
     assert re.search(r"memcli: interrupted: nothing was written; the model was paid: 1 request, [\d,]+ input \+ "
                      r"[\d,]+ output tokens, [^;]+ \(in the ledger\); 1 request in flight not waited for \(the "
                      r"provider may bill it\)\n", stderr), stderr
@@ -358,3 +371,18 @@ def test_ctrl_c_stops_at_once_and_says_what_was_paid(memory_dir, server):
     (record,) = read_jsonl(agent_dir(memory_dir, "a") / ".compactions.jsonl")
     assert record["kind"] == "unwritten-compaction" and record["llm"]["requests"] == 1
     assert (agent_dir(memory_dir, "a") / "raw_traces.jsonl").read_bytes() == active
+
+
+def test_ctrl_c_while_waiting_out_a_retry_after_names_no_request_in_flight(memory_dir, server):
+    """A second read: a 429 is an answer, but the in-flight count took it for a request still out,
+    so Ctrl-C during the wait the provider asked for (the likeliest moment) said "1 request in
+    flight"."""
+    srv = server(lambda body, i: (429, {"error": {"message": "Rate limit reached"}}, 0, {"Retry-After": "50"}))
+    import time
+
+    # (SIGINT well after the 429 went out, inside the 50 s it asked for: the answer has been read)
+    status, stderr, _ = _interrupted_compaction(
+        memory_dir, srv, lambda: bool(srv.requests) and 0 < srv.requests[0].end < time.monotonic() - 5)
+    assert status == 130, stderr
+    assert "memcli: interrupted: nothing was written\n" in stderr and "in flight" not in stderr, stderr
+    assert len(srv.requests) == 1

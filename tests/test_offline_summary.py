@@ -2398,6 +2398,16 @@ def test_a_failure_an_earlier_summary_left_open_that_this_window_fixed_is_a_fact
     assert "Commands (latest outcome): `pytest -q 2>&1 | tail -5`: 9 passed" in summary.episodic_summary
     assert "`pytest -q tests/test_a.py`:" not in summary.episodic_summary
     assert [f.fact for f in summary.semantic_facts] == ["Command passed: `pytest -q tests/test_a.py` (it had failed before)"]
+    # a command of over 80 characters the Commands line names (clipped, as every label is): no fact
+    long = "pytest -q tests/test_a.py --maxfail=1 -p no:cacheprovider --durations=0 -k 'not slow and not integration'"
+    earlier = EpisodicItem("ep_2", 1772442000.0, ["turn_0001"], OfflineSummarizer().summarize([Turn(
+        "turn_0001", _traces("turn_0001", [{"trace_type": "user", "content": "Fix the tests."},
+                                           *_call(1, long, error="exit status 1\nFAILED tests/test_a.py::test_t")]))]
+    ).episodic_summary, ["compaction"])
+    again = OfflineSummarizer().summarize([Turn("turn_0002", _traces("turn_0002", [
+        {"trace_type": "user", "content": "Go on."}, *_call(2, long, result="3 passed in 0.1s")]))],
+        MemoryContext(episodic=[earlier]))
+    assert f"Commands (latest outcome): `{long[:79]}" in again.episodic_summary and again.semantic_facts == []
 
 
 def test_the_newest_turn_keeps_its_last_message_where_the_agent_says_what_comes_next():

@@ -736,6 +736,7 @@ def _in_threads(summarizer, chunks: list, memory: MemoryContext, concurrency: in
                for n in range(max(1, min(concurrency, total)))]
     for thread in threads:
         thread.start()
+    interrupt = getattr(summarizer, "interrupt", None) or (lambda: None)
     done = 0
     try:
         while done < total:
@@ -745,6 +746,7 @@ def _in_threads(summarizer, chunks: list, memory: MemoryContext, concurrency: in
                 continue
             if error is not None:
                 stop.set()
+                interrupt()   # (a chunk's CompactionError did already: any other error too)
                 for thread in threads:
                     thread.join()
                 raise error
@@ -752,11 +754,9 @@ def _in_threads(summarizer, chunks: list, memory: MemoryContext, concurrency: in
             done += 1
             if on_progress:
                 on_progress(done, total)
-    except KeyboardInterrupt:
+    except BaseException:   # Ctrl-C, or the caller's progress failing: no chunk starts, no request goes
         stop.set()
-        interrupt = getattr(summarizer, "interrupt", None)
-        if interrupt is not None:
-            interrupt()
+        interrupt()
         raise
     return results
 
@@ -1179,18 +1179,24 @@ def _summarize_window(job: _Job, window: _Collect, memory: MemoryContext) -> Sum
             with agent_lock(job.store.paths):
                 breaker.record_failure(job.store.paths, str(exc))
         raise
-    except KeyboardInterrupt:   # Ctrl-C: what was paid is said and in the ledger, never silent
-        job.model_spent()
-        in_flight = job.summarizer.in_flight() if hasattr(job.summarizer, "in_flight") else 0
-        job.note("interrupted: nothing was written" + _unwritten_spend(job)
-                 + (f"; {counted(in_flight, 'request')} in flight not waited for (the provider may bill "
-                    f"{'it' if in_flight == 1 else 'them'})" if in_flight else ""))
+    except KeyboardInterrupt:
+        _interrupted(job)
         raise
     finally:
         job.model_spent()
     job.result.summary = summary.episodic_summary
     job.result.facts = [f.fact for f in summary.semantic_facts]
     return summary
+
+
+def _interrupted(job: _Job) -> None:
+    """Ctrl-C while a model works: what was paid is said and in the ledger (an
+    ``unwritten-compaction`` record), and so is a request still out, never silent."""
+    job.model_spent()
+    in_flight = job.summarizer.in_flight() if hasattr(job.summarizer, "in_flight") else 0
+    job.note("interrupted: nothing was written" + _unwritten_spend(job)
+             + (f"; {counted(in_flight, 'request')} in flight not waited for (the provider may bill "
+                f"{'it' if in_flight == 1 else 'them'})" if in_flight else ""))
 
 
 def _whole_spend(job: _Job, error: CompactionError) -> None:
@@ -1209,6 +1215,10 @@ def _resized(job: _Job, summary: Summary, tokens: int, explicit_target: int | No
     ledger record, or the error's "spent: …" when it fails: nothing written, the ledger included)."""
     try:
         smaller = summary.resize(tokens)
+    except KeyboardInterrupt:   # (a model's rewrite: the chunks before it were paid for)
+        if job.paid:
+            _interrupted(job)
+        raise
     except CompactionError as exc:
         job.model_spent()
         _whole_spend(job, exc)

@@ -348,6 +348,7 @@ class LiteLLMSummarizer(Summarizer):
         # chunk waiting out its backoff
         self._doomed: CompactionError | None = None
         self._doom = threading.Event()
+        self._settled = 0   # requests whose call returned or raised (in_flight: those still out)
 
     # ------------------------------------------------------------------ before any request
     def preflight(self) -> None:
@@ -631,7 +632,11 @@ class LiteLLMSummarizer(Summarizer):
             if again:
                 self.retried.append(again)
         try:
-            response = litellm.completion(**kwargs)
+            try:
+                response = litellm.completion(**kwargs)
+            finally:   # answered, by an answer or an error (a 429, a 500), or none will come
+                with self._count_lock:
+                    self._settled += 1
         except Exception as exc:
             if _unanswered(exc, litellm):   # sent, no answer came: never taken as free
                 cost = self._account(litellm, None, messages, None, answered=False)
@@ -729,9 +734,9 @@ class LiteLLMSummarizer(Summarizer):
         self._doom.set()
 
     def in_flight(self) -> int:
-        """Requests sent whose answer (or failure) has not come back yet."""
+        """Requests sent whose answer (or error) has not come back yet."""
         with self._count_lock:
-            return self.requests - self.spent.requests
+            return self.requests - self._settled
 
     def shortener(self, summary: Summary, turns: list[Turn]):
         """``summary.resize`` for a model's summary of ``turns``: :meth:`shorten`."""
@@ -1251,6 +1256,7 @@ def retry_after(exc: BaseException) -> float | None:
     exception (``response.headers``, ``litellm_response_headers``) or on the SDK's behind it;
     None when no header says. A longer wait is cut to the maximum: a run waits a minute, not an
     hour (the retry may then be refused again, and the error says so)."""
+    from datetime import timezone
     from email.utils import parsedate_to_datetime
 
     for e in _chain(exc):
@@ -1258,17 +1264,28 @@ def retry_after(exc: BaseException) -> float | None:
                         getattr(e, "litellm_response_headers", None), getattr(e, "headers", None)):
             if not headers or not hasattr(headers, "get"):
                 continue
-            try:
-                ms, value = headers.get("retry-after-ms"), headers.get("retry-after")
-                if ms is not None:
-                    seconds = float(ms) / 1000
-                elif value is None:
-                    continue
-                elif value.strip().replace(".", "", 1).isdigit():
-                    seconds = float(value)
-                else:
-                    seconds = parsedate_to_datetime(value).timestamp() - time.time()
-            except (TypeError, ValueError, OverflowError):
+            if not isinstance(headers, dict) or not all(isinstance(k, str) for k in headers):   # (httpx: any case)
+                found = headers
+            else:   # a plain dict: its keys as written ("Retry-After")
+                found = {k.lower(): v for k, v in headers.items()}
+            seconds = None
+            for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+                try:
+                    value = str(found.get(name) if found.get(name) is not None else "").strip()
+                    if not value:
+                        continue
+                    if value.replace(".", "", 1).isdigit():
+                        seconds = float(value) * scale
+                    elif scale == 1.0:   # an HTTP date (UTC by its standard: GMT)
+                        when = parsedate_to_datetime(value)
+                        if when.tzinfo is None:
+                            when = when.replace(tzinfo=timezone.utc)
+                        seconds = when.timestamp() - time.time()
+                except Exception:   # whatever a header holds, it never fails the compaction
+                    seconds = None
+                if seconds is not None:
+                    break
+            if seconds is None:
                 continue
             if seconds == seconds:   # (not NaN)
                 return min(max(seconds, 0.0), RETRY_AFTER_MAX)

@@ -2924,7 +2924,7 @@ class OfflineSummarizer(Summarizer):
             if ran is not None:   # run here: failed here too, this summary's Failed line says how it
                 # ended; only passed, its Commands line does when it names it — not when its family's
                 # latest outcome is another command's (``mix test 2>&1 | tail -5``): the fact does
-                if ran[0] or ran[1] or any(line.startswith(COMMANDS_HEAD) and f"`{shown}`" in line
+                if ran[0] or ran[1] or any(line.startswith(COMMANDS_HEAD) and _command_label(command) in line
                                            for line in summary.split("\n")):
                     continue
                 told.add(shown)

@@ -83,7 +83,7 @@ def ingest(memory_dir: str | os.PathLike, agent_id: str, file: str | os.PathLike
 def _name_the_file(exc: InputError, name: str) -> None:
     """``line 420: not valid JSON …`` becomes ``FILE: line 420: …``, as ``sync`` and the hooks say
     it: where the bad line is, whole (stdin has no name)."""
-    if exc.line is not None and name != "<stdin>":
+    if exc.line is not None and name != "<stdin>" and name not in str(exc):
         exc.message = f"{name}: {exc}"
 
 
