@@ -90,3 +90,16 @@ def test_usage_a_harness_reported_for_its_own_prompt_decides_nothing(cli, memory
     assert cli("ingest", "n", str(native)).exit_code == 0
     status = budget_status(AgentStore(memory_dir, "n"), max_context_tokens=20_000)
     assert (status.source, status.prompt_tokens, status.due) == ("provider", 62_503, True)
+
+
+def test_a_native_agent_that_holds_a_harness_compaction_is_decided_by_its_count(cli, memory_dir):
+    """The usage reported after a harness's own compaction measured its summary, not the traces
+    the snapshot still renders: a native agent (its usage otherwise decides) counts then."""
+    events = [{"trace_type": "user", "content": "q"},
+              {"trace_type": "user", "content": "summary of the work so far", "tags": ["compact_summary"],
+               "harness_compaction": {"harness": "claude-code", "trigger": "auto"}},
+              {"trace_type": "assistant", "content": "a", "usage": {"prompt_tokens": 90_000}}]
+    assert cli("ingest", "h", input=events).exit_code == 0
+    assert cli("ingest", "n", input=[events[0], events[2]]).exit_code == 0
+    assert budget_status(AgentStore(memory_dir, "h"), max_context_tokens=100_000).source == "estimate"
+    assert budget_status(AgentStore(memory_dir, "n"), max_context_tokens=100_000).source == "provider"

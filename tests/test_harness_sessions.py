@@ -11,7 +11,8 @@ import orjson
 import pytest
 
 from memcli.api import Memory
-from memcli.store.harness_items import harness_item_id
+from memcli.store.agent import AgentStore
+from memcli.store.harness_items import harness_item_id, holds_harness_compaction
 from tests.harness_fixtures import ClaudeSession, claude_session, codex_rollout
 from tests.helpers import agent_dir, read_jsonl, run_memcli, store_digest, synced
 
@@ -232,11 +233,13 @@ def test_after_a_harness_compaction_the_snapshot_count_decides_not_the_providers
     agent = Memory(memory_dir).agent("s")
     stats = agent.stats(max_context_tokens=200_000)
     assert (stats.budget["source"], stats.budget["prompt_tokens"]) == ("estimate", stats.tokens.estimate)
-    # the same session without its compaction: the provider's figure is the prompt it sent
+    # the same session without its compaction: the snapshot's count too, as for every agent that
+    # mirrors a harness's session (the provider's figure is that harness's prompt, not memcli's)
     plain = b"\n".join(line for line in data.splitlines()
                        if b"isCompactSummary" not in line and b'"compacted"' not in line) + b"\n"
     ingest(memory_dir, "p", plain, fmt, tmp_path)
-    assert Memory(memory_dir).agent("p").stats(max_context_tokens=200_000).budget["source"] == "provider"
+    assert Memory(memory_dir).agent("p").stats(max_context_tokens=200_000).budget["source"] == "estimate"
+    assert not holds_harness_compaction(AgentStore(memory_dir, "p").paths)
 
 
 def test_a_line_that_only_mentions_the_field_is_no_harness_compaction(memory_dir, tmp_path):
@@ -244,7 +247,7 @@ def test_a_line_that_only_mentions_the_field_is_no_harness_compaction(memory_dir
     s.ask('why does "harness_compaction" appear in my export?')
     s.say('It marks a summary: {"harness_compaction": {"harness": "claude-code"}}')
     ingest(memory_dir, "s", s.jsonl(), "claude-code", tmp_path)
-    assert Memory(memory_dir).agent("s").stats(max_context_tokens=200_000).budget["source"] == "provider"
+    assert not holds_harness_compaction(AgentStore(memory_dir, "s").paths)
     assert orjson.loads(orjson.dumps(episodic(memory_dir, "s"))) == []
 
 
