@@ -803,3 +803,16 @@ def test_a_summary_is_not_squeezed_for_a_threshold_out_of_reach(cli, memory_dir)
     assert "- turn_0001 · steps 1–60 of 64" in summary and "Files modified: src/module_56.py" in summary
     assert all(f"src/module_{i}.py" in summary for i in (56, 49, 42, 35, 28, 21, 14, 7))
     assert "Failed: `pytest -q tests/test_0.py` ×5" in summary and "Latest notes: " in summary
+
+
+def test_a_rollup_of_one_summary_says_one(cli, memory_dir):
+    """A target that presses rolls the one earlier summary up at once: "rolled up from 1
+    summaries" in its header, "rolled up 1 older episodic summaries" on stderr."""
+    ok(cli("ingest", "s", input=_talk_from(1, 100)))
+    ok(cli("compact", "s", "--target-tokens", "3000"))
+    ok(cli("ingest", "s", input=_talk_from(101, 100)))
+    result = cli("compact", "s", "--target-tokens", "1500")
+    assert result.exit_code == 0, result.stderr
+    assert "memcli: rolled up 1 older episodic summary into ep_" in result.stderr
+    (rollup,) = [e for e in read_jsonl(agent_dir(memory_dir, "s") / "episodic.jsonl") if "rollup" in e["tags"]]
+    assert rollup["summary"].startswith("Earlier history (turn_0001–turn_0096), rolled up from 1 summary:\n")

@@ -599,7 +599,7 @@ def _rollup_text(items: list[EpisodicItem], size: int = ROLLUP_CHARS) -> str:
 
     span = turn_span([t for item in items for t in item.turn_ids]) or "earlier turns"
     parts = _merged_parts(_rollup_parts(items))
-    header = f"{_ROLLUP_HEAD}{span}), rolled up from {sum(p[2] for p in parts)} summaries:"
+    header = f"{_ROLLUP_HEAD}{span}), rolled up from {counted(sum(p[2] for p in parts), 'summary', 'summaries')}:"
     room = size - len(header)
     keep = max(min(len(parts), room // (MIN_SECTION_CHARS + 40)), 1)
     sections = []
