@@ -133,3 +133,11 @@ def test_unwritable_memory_dir_is_a_clean_error_even_for_root(cli, tmp_path):
     assert result.stderr.startswith("memcli: error: ")
     assert "Traceback" not in result.stderr
     assert blocker.read_text() == "not a directory"
+
+
+def test_a_refusal_that_names_the_file_already_names_it_once(cli, memory_dir, tmp_path):
+    path = tmp_path / "unknown.json"
+    path.write_bytes(b'{"foo": 1}\n')
+    result = cli("ingest", "a", str(path))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"memcli: error: line 1: cannot tell what format {path} is in (saw keys: foo)\n")
