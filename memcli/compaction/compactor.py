@@ -92,7 +92,7 @@ from memcli.compaction.window import (
     summary_reserve,
     summary_room,
 )
-from memcli.errors import CompactionBusy, CompactionError, UsageError
+from memcli.errors import CompactionBusy, CompactionError, UsageError, as_flag
 from memcli.ids import COMPACTION_PREFIX, EPISODIC_PREFIX, SEMANTIC_PREFIX, new_id
 from memcli.models import EpisodicItem, RawTrace, SemanticItem, is_pinned, to_record
 from memcli.sizes import counted, what_moved
@@ -737,7 +737,7 @@ def _in_threads(summarizer, chunks: list, memory: MemoryContext, concurrency: in
     for thread in threads:
         thread.start()
     interrupt = getattr(summarizer, "interrupt", None) or (lambda: None)
-    done = 0
+    done, error = 0, None
     try:
         while done < total:
             try:
@@ -745,11 +745,7 @@ def _in_threads(summarizer, chunks: list, memory: MemoryContext, concurrency: in
             except queue.Empty:
                 continue
             if error is not None:
-                stop.set()
-                interrupt()   # (a chunk's CompactionError did already: any other error too)
-                for thread in threads:
-                    thread.join()
-                raise error
+                break
             results[i] = value
             done += 1
             if on_progress:
@@ -758,6 +754,12 @@ def _in_threads(summarizer, chunks: list, memory: MemoryContext, concurrency: in
         stop.set()
         interrupt()
         raise
+    if error is not None:   # no chunk starts, no request goes (a chunk's CompactionError did it already),
+        stop.set()          # and the running ones end first: their requests were sent, what they cost counts
+        interrupt()
+        for thread in threads:
+            thread.join()
+        raise error
     return results
 
 
@@ -1563,4 +1565,4 @@ def _check_cost(job: _Job, summarizer, window, memory: MemoryContext) -> None:
     if not result.dry_run:
         raise refusal
     job.note("without --dry-run this compaction would be refused: "
-             + refusal.message.replace("max_cost", "--max-cost", 1).removesuffix("; nothing was sent or written"))
+             + refusal.worded(as_flag).removesuffix("; nothing was sent or written"))

@@ -1262,33 +1262,22 @@ def retry_after(exc: BaseException) -> float | None:
     for e in _chain(exc):
         for headers in (getattr(getattr(e, "response", None), "headers", None),
                         getattr(e, "litellm_response_headers", None), getattr(e, "headers", None)):
-            if not headers or not hasattr(headers, "get"):
+            if not hasattr(headers, "get"):
                 continue
-            if not isinstance(headers, dict) or not all(isinstance(k, str) for k in headers):   # (httpx: any case)
-                found = headers
-            else:   # a plain dict: its keys as written ("Retry-After")
-                found = {k.lower(): v for k, v in headers.items()}
-            seconds = None
+            if isinstance(headers, dict):   # (httpx's headers take any case; a plain dict its own: "Retry-After")
+                headers = {str(k).lower(): v for k, v in headers.items()}
             for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-                try:
-                    value = str(found.get(name) if found.get(name) is not None else "").strip()
-                    if not value:
-                        continue
+                value = headers.get(name)
+                value = "" if value is None else str(value).strip()
+                try:   # whatever a header holds, it never fails the compaction
                     if value.replace(".", "", 1).isdigit():
-                        seconds = float(value) * scale
-                    elif scale == 1.0:   # an HTTP date (UTC by its standard: GMT)
+                        return min(float(value) * scale, RETRY_AFTER_MAX)
+                    if value and scale == 1.0:   # an HTTP date (GMT by its standard)
                         when = parsedate_to_datetime(value)
-                        if when.tzinfo is None:
-                            when = when.replace(tzinfo=timezone.utc)
-                        seconds = when.timestamp() - time.time()
-                except Exception:   # whatever a header holds, it never fails the compaction
-                    seconds = None
-                if seconds is not None:
-                    break
-            if seconds is None:
-                continue
-            if seconds == seconds:   # (not NaN)
-                return min(max(seconds, 0.0), RETRY_AFTER_MAX)
+                        when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+                        return min(max(when.timestamp() - time.time(), 0.0), RETRY_AFTER_MAX)
+                except Exception:
+                    pass
     return None
 
 

@@ -2916,6 +2916,7 @@ class OfflineSummarizer(Summarizer):
         # ``ruff check --fix app`` after ``ruff check app``): said once, as a fact, for the earlier
         # summary goes on saying "still failing" until a rollup reads them together
         told = {f.fact.split("`", 2)[1] for f in existing if f.fact.count("`") >= 2}
+        outcomes = next((line for line in summary.split("\n") if line.startswith(COMMANDS_HEAD)), "")
         for command, failure in _still_failing_before(memory.episodic):
             shown = clip(command, 200)
             if shown in told:
@@ -2924,8 +2925,7 @@ class OfflineSummarizer(Summarizer):
             if ran is not None:   # run here: failed here too, this summary's Failed line says how it
                 # ended; only passed, its Commands line does when it names it — not when its family's
                 # latest outcome is another command's (``mix test 2>&1 | tail -5``): the fact does
-                if ran[0] or ran[1] or any(line.startswith(COMMANDS_HEAD) and _command_label(command) in line
-                                           for line in summary.split("\n")):
+                if ran[0] or ran[1] or _command_label(command) in outcomes:
                     continue
                 told.add(shown)
                 facts.append(Fact(f"Command passed: `{shown}` (it had failed before)", ["command"], 0.8))
