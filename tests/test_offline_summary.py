@@ -93,6 +93,36 @@ def test_files_carry_the_names_an_edit_defines_and_brings_in_each_once():
     assert files == "Files modified: app/orders.py (total, rates.apply, os.environ, SHOP_RATE), app/rates.py"
 
 
+
+def test_a_file_written_by_a_shell_and_edited_by_a_tool_is_listed_once():
+    """Claude Code's shell wrote ``types/todo.ts`` from the project's directory, its Edit tool the
+    same file as ``/repo/types/todo.ts``: the files line listed both (a real session's summary
+    named 7 of its files twice). Transcripts keep no working directory per call, so a path that
+    is the end of one other path modified is that file; one that ends two is left alone."""
+    events = [{"trace_type": "user", "content": "Add the todo types."},
+              *_call(1, "cat > types/todo.ts << 'EOF'\nexport interface Todo { id: string }\nEOF", result=""),
+              *_call(2, "cat > types/index.ts << 'EOF'\nexport * from './todo';\nEOF", result=""),
+              *_call(3, "", tool="Edit", result="ok", args={
+                  "file_path": "/repo/types/todo.ts", "old_string": "id: string",
+                  "new_string": "id: string; done: boolean"}),
+              *_call(4, "", tool="Write", result="ok", args={"file_path": "/repo/types/index.ts", "content": "x"}),
+              *_call(5, "", tool="Write", result="ok", args={"file_path": "/repo/app/types/index.ts", "content": "y"})]
+    text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    files = next(line for line in text.split("\n") if line.startswith("Files modified: "))
+    assert files == ("Files modified: /repo/app/types/index.ts, /repo/types/index.ts, /repo/types/todo.ts (Todo), "
+                     "types/index.ts")
+
+
+def test_one_spelling_folds_a_path_into_the_one_file_it_ends():
+    from memcli.compaction.offline import one_spelling
+
+    assert one_spelling(["a.py", "src/a.py", "/repo/src/a.py", "b.py"], {"a.py": ["f"], "/repo/src/a.py": ["g"]}) \
+        == (["/repo/src/a.py", "b.py"], {"/repo/src/a.py": ["g", "f"]})
+    ambiguous = ["x/index.ts", "/repo/x/index.ts", "/repo/app/x/index.ts"]
+    assert one_spelling(ambiguous, {}) == (ambiguous, {})
+    assert one_spelling(["/repo/a.py", "/other/a.py"], {}) == (["/repo/a.py", "/other/a.py"], {})   # two files
+    assert one_spelling(["src/a.py"], {"src/a.py": ["f"]}) == (["src/a.py"], {"src/a.py": ["f"]})
+
 def test_the_latest_notes_keep_the_agents_status_lines_each_once():
     events = [{"trace_type": "user", "content": "Port the importer."},
               {"trace_type": "assistant", "content": "Plan: parse, then map fields."},
@@ -1909,6 +1939,20 @@ Never answered: 2 calls (Read a.py in turn_0003; Bash `sleep 999` in turn_0002)
 URLs: https://example.com/b, https://example.com/a
 Vocabulary: OrdersQueue, queue_orders_1"""
 
+
+
+def test_a_rollup_lists_a_file_two_summaries_spelled_two_ways_once():
+    """One summary's files line has the path a shell wrote (``src/app.py``), the next the whole
+    path an edit tool gave (``/repo/src/app.py``): the rollup names that file once, whole, with
+    the names touched in both."""
+    from memcli.compaction.offline import merge_summary_texts
+
+    older = _OLDER.replace("src/billing/store_0.py (", "/repo/src/billing/store_0.py (")
+    newer = _NEWER.replace("src/app.py (settings, main)", "src/app.py (settings, main), src/billing/store_0.py (retry)")
+    files = next(line for line in merge_summary_texts([older, newer], "turn_0001–turn_0003", 3).split("\n")
+                 if line.startswith("Files modified"))
+    assert files == ("Files modified: src/orders/queue_1.py (OrdersQueue), src/app.py (settings, main), "
+                     "/repo/src/billing/store_0.py (BillingStore, billing.store_0.timeout, retry)")
 
 def test_summaries_merge_into_one_that_says_each_thing_once_in_its_latest_state():
     """What a rollup makes of the offline summaries of a session compacted again and again: one

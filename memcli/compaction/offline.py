@@ -2666,9 +2666,9 @@ class OfflineSummarizer(Summarizer):
             earlier = window.n_subagents - len(subagents)
             footer.append(("subagents", "Subagents:\n" + (f"(+{earlier} earlier)\n" if earlier else "")
                            + "\n".join(subagents)))
-        newest_first = list(reversed(list(files)))
+        newest_first, changes = one_spelling(list(reversed(list(files))), window.changes)
         if files:
-            footer.append(("files", files_line(newest_first, window.changes)))
+            footer.append(("files", files_line(newest_first, changes)))
         if window.todo is not None:
             todo = todo_lines(window.todo)
             if todo:
@@ -2881,7 +2881,7 @@ class OfflineSummarizer(Summarizer):
             vocab_chars = len(VOCAB_HEAD) + sum(len(name) + 2 for name in window.vocab)
 
             def files_named(k: int) -> str:
-                return files_line(newest_first, window.changes, k)
+                return files_line(newest_first, changes, k)
 
             summary = _squeeze(header, body(whole=True), ranked_footer, hard, files_named, briefer, vocab_chars)
             # few names (their line at most four shares long): the share may be held for names the
@@ -2984,6 +2984,45 @@ def files_line(paths: list[str], changes: dict, named: int | None = None) -> str
         seen.update(names)
         parts.append(f"{path} ({', '.join(names)})" if names else path)
     return FILES_FACT_PREFIX + ", ".join(parts)
+
+
+def one_spelling(paths: list[str], changes: dict) -> tuple[list[str], dict]:
+    """``paths`` (newest first) and ``changes`` (path -> names touched) with each file once: a
+    path that is the end of one other path of the list (``types/todo.ts`` written by a shell in
+    the project's directory, ``/repo/types/todo.ts`` by an edit tool; transcripts keep no
+    directory to tell them apart by) goes into it, at the newer of their places, its names added
+    to the other's; into the longest, when the paths it ends each end one another (``a.py``,
+    ``src/a.py``, ``/repo/src/a.py``). One that ends two other files stays as it is
+    (``types/index.ts`` of ``/repo/types/index.ts`` and ``/repo/app/types/index.ts``): which it
+    is, no one can tell."""
+    if len(paths) < 2:
+        return paths, changes
+    listed = set(paths)
+    ends: dict[str, set] = {}   # path -> the other paths that end with it
+    for path in paths:
+        for spelling in _spellings(path) if "/" in path else ():
+            if spelling in listed:
+                ends.setdefault(spelling, set()).add(path)
+    into: dict[str, str] = {}
+    for short, longer in ends.items():   # (a.py, src/a.py, /repo/src/a.py: one file, the longest)
+        longest = [path for path in longer if not ends.get(path, set()) & longer]
+        if len(longest) == 1:
+            into[short] = longest[0]
+    if not into:
+        return paths, changes
+    out: dict[str, None] = {}
+    merged = dict(changes)
+    for path in paths:
+        long = into.get(path)
+        if long is None:
+            out.setdefault(path, None)
+            continue
+        out.setdefault(long, None)   # (at the newer of the two places)
+        names = merged.pop(path, ())
+        if names:
+            known = merged[long] = list(merged.get(long, ()))
+            known.extend(n for n in names if n not in known)
+    return list(out), merged
 
 
 def _push_note(notes: deque, text: str) -> None:
@@ -4028,7 +4067,8 @@ def _merged_files(entries: list[list[str]]) -> str:
             held = names.setdefault(path, [])
             if rest.endswith(")"):
                 held.extend(n for n in rest[:-1].split(", ") if n not in held)
-    return FILES_FACT_PREFIX + ", ".join(f"{p} ({', '.join(n)})" if n else p for p, n in names.items())
+    paths, names = one_spelling(list(names), names)   # (one summary's shell spelled it short, another's edit whole)
+    return FILES_FACT_PREFIX + ", ".join(f"{p} ({', '.join(names[p])})" if names.get(p) else p for p in paths)
 
 
 def _moved_steps(part: str) -> tuple[int, int] | None:
