@@ -871,12 +871,40 @@ def test_a_clipped_subagent_line_keeps_its_conclusion_and_its_error():
              "tests/test_sync.py -q -p no:randomly`: Exit code 1 FAILED tests/test_sync.py::test_retry_backoff - "
              "TimeoutError: retry took 0.31s > 0.25s) · concluded: \"test_retry_backoff is flaky because it sleeps "
              "0.1s and asserts wall-clock; the cause is time.sleep in RetryPolicy.wait. Not fixed.\"")
-    line = _fit_block("subagents", block, 260).split("\n")[1]
+    fitted = _fit_block("subagents", block, 260)
+    line = fitted.split("\n")[1]
     assert line.startswith("- agent b22 (turn_0001) · task \"Investigate")
     assert "· 1 failed (last: FAILED tests/test_sync.py::test_retry_backoff" in line
     assert '· concluded: "test_retry_backoff is flaky because it sleeps' in line and line.endswith('"')
-    assert len(line) <= 200
+    assert 200 < len(fitted) <= 260   # (the room it has: it was cut at 200 whatever the room)
 
+
+
+def test_parallel_subagents_share_the_room_of_their_block_each_on_its_line():
+    """Five subagents a main agent ran at once, their block squeezed: the newest kept its
+    600-character task and its conclusion whole, the two before it were left their first word
+    ("task \"Create …\""), the oldest two were only counted. Each gets an equal share now (a
+    short line its own length); only when even MIN_SUBAGENT_CHARS each is too much are the
+    oldest counted."""
+    from memcli.compaction.offline import MIN_SUBAGENT_CHARS, _fit_block
+
+    def agent(n: int, extra: str = "") -> str:
+        return (f'- agent a{n} (turn_0001) · task "Create the part {n} of the TODO app: its components, its '
+                f'hook and its tests{extra}" · changed: src/part_{n}.tsx, +3 more · 1 failed (last: `npm run build`: '
+                f'TypeError: part{n} is not a function) · concluded: "Part {n} is done; the build still fails on '
+                f'part{n}, which the next step fixes."')
+    lines = [agent(1), agent(2), agent(3), agent(4), agent(5, ". " + "Keep the styles as they are. " * 15)]
+    block = "\n".join(["Subagents:", *lines])
+    fitted = _fit_block("subagents", block, 1500).split("\n")
+    assert len("\n".join(fitted)) <= 1500 and fitted[0] == "Subagents:"
+    assert [line.split(" · ")[0] for line in fitted[1:]] == [f"- agent a{n} (turn_0001)" for n in range(1, 6)]
+    assert all("failed (last: `npm run build`: TypeError" in line for line in fitted[1:]), fitted
+    assert all('task "Create the part' in line for line in fitted[1:])
+    assert max(map(len, fitted[1:])) - min(map(len, fitted[1:])) < 40   # (about equal shares)
+    small = _fit_block("subagents", block, 3 * (MIN_SUBAGENT_CHARS + 1) + 42).split("\n")
+    assert small[1] == "(+2 earlier)" and [line.split(" · ")[0] for line in small[2:]] == \
+        [f"- agent a{n} (turn_0001)" for n in (3, 4, 5)]
+    assert _fit_block("subagents", block, len(block) + 1) == block
 
 def test_a_url_a_command_line_shows_before_a_semicolon_is_not_listed_again():
     from memcli.compaction.offline import _urls_once

@@ -3695,22 +3695,8 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         return text
     if room < MIN_LINE_CHARS:
         return ""
-    if kind == "subagents":   # the newest stay: the ones the work goes on from
-        head, *lines = text.split("\n")
-        counted = _EARLIER.fullmatch(lines[0]) if lines else None
-        if counted:
-            lines.pop(0)
-        earlier = int(counted[1]) if counted else 0
-        kept = []
-        used = len(head) + 1 + 30
-        for line in reversed(lines):
-            line = line if used + len(line) + 1 <= room else _clipped_subagent(line, 200)
-            if used + len(line) + 1 > room:
-                break
-            kept.append(line)
-            used += len(line) + 1
-        earlier += len(lines) - len(kept)
-        return "\n".join([head, *([f"(+{earlier} earlier)"] if earlier else []), *reversed(kept)]) if kept else ""
+    if kind == "subagents":
+        return _fit_subagents(text, room)
     head, _, rest = text.partition(": ")
     sep = " → " if kind == "notes" else COMMITS_SEP if kind == "commits" else "; "
     items, counted = _entries(rest, sep)
@@ -3736,6 +3722,49 @@ def _fit_block(kind: str, text: str, room: int) -> str:
         return ""
     more = len(items) - len(kept) + counted
     return f"{head}: " + sep.join(items[i] for i in sorted(kept)) + (f"{sep}+{more} more" if more else "")
+
+
+MIN_SUBAGENT_CHARS = 160   # a subagent's line clipped to fit, at least (in less, its line goes: counted)
+
+
+def _fit_subagents(text: str, room: int) -> str:
+    """The subagents block within ``room`` characters, each subagent on its own line: every line
+    whole when they fit; else each line longer than an equal cap clipped to it
+    (:func:`_clipped_subagent`; the cap as high as the room allows, the short lines whole), and
+    when even :data:`MIN_SUBAGENT_CHARS` each is too much, the newest that fit so — the ones the
+    work goes on from — and the others counted (``(+N earlier)``). The newest took all the room
+    and left the others their first word ("task \"Create …\""), or no line."""
+    head, *lines = text.split("\n")
+    counted = _EARLIER.fullmatch(lines[0]) if lines else None
+    if counted:
+        lines.pop(0)
+    earlier = int(counted[1]) if counted else 0
+    budget = room - len(head) - 1 - 30   # (30: the "(+N earlier)" line)
+    keep = len(lines)
+    while keep and sum(min(len(line), MIN_SUBAGENT_CHARS) + 1 for line in lines[-keep:]) > budget:
+        keep -= 1
+    chosen = lines[len(lines) - keep:]
+    kept = chosen
+    if sum(len(line) + 1 for line in chosen) > budget:
+        cap = MIN_SUBAGENT_CHARS   # the highest cap the room holds (short lines whole under it)
+        for length in sorted({len(line) for line in chosen}):
+            if length <= cap:
+                continue
+            fits = (budget - sum(len(line) + 1 for line in chosen if len(line) < length)) // \
+                sum(1 for line in chosen if len(line) >= length) - 1
+            cap = max(cap, min(fits, length))
+            if fits < length:
+                break
+        for _ in range(4):   # (a clip may run a little over its cap: the cap comes down by as much)
+            kept = [line if len(line) <= cap else _clipped_subagent(line, cap) for line in chosen]
+            over = sum(len(line) + 1 for line in kept) - budget
+            if over <= 0:
+                break
+            cap -= over // max(sum(1 for line in chosen if len(line) > cap), 1) + 1
+        while kept and sum(len(line) + 1 for line in kept) > budget:
+            kept.pop(0)
+    earlier += len(lines) - len(kept)
+    return "\n".join([head, *([f"(+{earlier} earlier)"] if earlier else []), *kept]) if kept else ""
 
 
 def _clipped_subagent(line: str, limit: int) -> str:
