@@ -113,6 +113,20 @@ def test_a_file_written_by_a_shell_and_edited_by_a_tool_is_listed_once():
                      "types/index.ts")
 
 
+
+def test_a_failed_write_fixed_by_a_shell_writing_the_file_by_its_relative_path_is_fixed():
+    """The Write tool refused ``/repo/types/state.ts`` twice (not read yet); the agent then wrote
+    it with ``cat > types/state.ts`` from the project's directory: the failure stayed "still
+    failing" (a real session's summary said so of two files it had written)."""
+    events = [{"trace_type": "user", "content": "Add the state types."},
+              *_call(1, "", tool="Write", error="File has not been read yet. Read it first before writing to it.",
+                     args={"file_path": "/repo/types/state.ts", "content": "export type S = {}"}),
+              *_call(2, "cat > types/state.ts << 'EOF'\nexport type S = {}\nEOF", result="")]
+    text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    failed = next(line for line in text.split("\n") if line.startswith("Failed: "))
+    assert failed == ("Failed: Write /repo/types/state.ts ×1 (File has not been read yet. Read it first before "
+                      "writing to it.) — fixed later (a later write of types/state.ts passed)")
+
 def test_one_spelling_folds_a_path_into_the_one_file_it_ends():
     from memcli.compaction.offline import one_spelling
 

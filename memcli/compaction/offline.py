@@ -2330,15 +2330,27 @@ def short_line(turn_id: str, asks: list, reply: str, ask_chars: int, note: str |
 
 def written_pending(pending: dict, written) -> list[tuple[str, str]]:
     """The failed writes of ``pending`` (label -> paths) that a write of one of ``written`` (paths)
-    fixed, each ``(label, the path written)``, taken out of ``pending``."""
+    fixed, each ``(label, the path written)``, taken out of ``pending``. A path written is the
+    file also when one of the two is the end of the other (an edit tool's ``/repo/types/a.ts``
+    failed, a shell's ``cat > types/a.ts`` then wrote it)."""
     done = []
     for label, paths in pending.items():
         path = next((p for p in paths if p in written), None)
+        if path is None:
+            path = next((w for p in paths for w in written if _one_file(p, w)), None)
         if path is not None:
             done.append((label, path))
     for label, _ in done:
         del pending[label]
     return done
+
+
+def _one_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file as far as a transcript can tell: the same, or
+    one the end of the other at a directory (``types/a.ts``, ``/repo/types/a.ts``)."""
+    if len(a) < len(b):
+        a, b = b, a
+    return a == b or ("/" in a and a.endswith(b) and a[-len(b) - 1] == "/" and not b.startswith("/"))
 
 
 def _keep_newest(mapping: dict, limit: int) -> None:
