@@ -2347,10 +2347,8 @@ def written_pending(pending: dict, written) -> list[tuple[str, str]]:
 
 def _one_file(a: str, b: str) -> bool:
     """Whether paths ``a`` and ``b`` name one file as far as a transcript can tell: the same, or
-    one the end of the other at a directory (``types/a.ts``, ``/repo/types/a.ts``)."""
-    if len(a) < len(b):
-        a, b = b, a
-    return a == b or ("/" in a and a.endswith(b) and a[-len(b) - 1] == "/" and not b.startswith("/"))
+    one a shorter spelling of the other (:func:`_spellings`: ``types/a.ts``, ``/repo/types/a.ts``)."""
+    return a == b or b in _spellings(a) or a in _spellings(b)
 
 
 def _keep_newest(mapping: dict, limit: int) -> None:
