@@ -914,6 +914,8 @@ def test_parallel_subagents_share_the_room_of_their_block_each_on_its_line():
     assert [line.split(" · ")[0] for line in fitted[1:]] == [f"- agent a{n} (turn_0001)" for n in range(1, 6)]
     assert all("failed (last: `npm run build`: TypeError" in line for line in fitted[1:]), fitted
     assert all('task "Create the part' in line for line in fitted[1:])
+    # a clipped line's files changed go first: the files line names them (they left the task a word)
+    assert not any("changed:" in line for line in fitted[1:])
     assert max(map(len, fitted[1:])) - min(map(len, fitted[1:])) < 40   # (about equal shares)
     small = _fit_block("subagents", block, 3 * (MIN_SUBAGENT_CHARS + 1) + 42).split("\n")
     assert small[1] == "(+2 earlier)" and [line.split(" · ")[0] for line in small[2:]] == \

@@ -3781,10 +3781,16 @@ def _clipped_subagent(line: str, limit: int) -> str:
     """A subagent's line (:meth:`_Subagent.line`) in about ``limit`` characters: its name whole,
     each of its parts (task, files changed, failure, conclusion) clipped to its share of the rest
     — the room a short part leaves goes to the others — so the conclusion, last on the line,
-    stays; a quote keeps its closing mark, a failure its bracket and its command uncut."""
+    stays; a quote keeps its closing mark, a failure its bracket and its command uncut. Its files
+    changed go first: the summary's files line names every file a subagent changed too, and the
+    room they took left the task its first word."""
     head, *parts = line.split(" · ")
     if len(line) <= limit or not parts:
         return clip(line, limit)
+    if len(parts) > 1:
+        parts = [part for part in parts if not part.startswith("changed: ")]
+        if len(head) + sum(len(part) + 3 for part in parts) <= limit:
+            return " · ".join([head, *parts])
     room = max(limit - len(head) - 3 * len(parts), 20 * len(parts))
     weights = [_PART_WEIGHTS.get(part.split(" ", 1)[0], 3) for part in parts]
     shares = {}
