@@ -37,6 +37,7 @@ def _fresh_vocabulary(text: str) -> tuple:
     "\x1b[1mWould you\x1b[0m run \x1b[31mmemcli_store\x1b[0m? term.write(`\\x1b[31mError`) \\033[0;32mOK_DONE",
     "1_000 and 10_000 bytes, ~97-179 on 2026-02-11 in v1_2 __1__ -12_3",
     "node_modules/.pnpm/@jridgewell+gen-mapping@0.3.13/node_modules/x.js and a+b/c",
+    "mail a.b+c@ex-ample.co.uk, x@y.z1 or git@github.com:me/r.git; web@1.0.0 @scope/pkg u@h",
     'sql = "\\nSELECT user_id\\nFROM sessions_table\\tWHERE" raise \\nError(x) C:\\new_folder\\Tests\\nNope',
 ])
 def test_vocabulary_by_word_is_the_regex_over_the_text(text):

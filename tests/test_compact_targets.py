@@ -551,6 +551,18 @@ def test_the_vocabulary_reads_past_colour_codes_and_leaves_numbers_out():
                                            "node_modules/.pnpm/@jridgewell+gen-mapping@0.3.13/index.js"]
 
 
+
+def test_an_email_address_is_one_name_and_a_package_banner_none():
+    """A support conversation's vocabulary listed ``sofia.kim1937`` and ``example.com``: the
+    customer's email address cut in two. It is one name now; npm's ``> web@1.0.0 build`` banner
+    and a ``react@18.2.0`` pin stay out (no domain), a scoped package and an SSH remote as before."""
+    from memcli.compaction.offline import _vocabulary_of
+
+    text = ("Send it to sofia.kim1937@example.com. > web@1.0.0 build react@18.2.0 @types/node "
+            "git@github.com:me/shop.git ops+alerts@mail.example.co.uk, user@localhost")
+    assert _vocabulary_of(text, False) == ["sofia.kim1937@example.com", "@types/node", "git@github.com", "me/shop.git",
+                                           "ops+alerts@mail.example.co.uk"]
+
 def test_a_newline_written_as_its_escape_starts_no_name():
     """Code the agent wrote holds string literals with ``\\n``: the vocabulary listed ``nSELECT``,
     ``nFROM``, ``nError``, ``nLine``. A newline's or tab's escape before a capital breaks words; a

@@ -247,7 +247,9 @@ _FILE_EXTENSIONS = (r"py|pyi|js|mjs|ts|tsx|jsx|json|jsonl|md|toml|yaml|yml|go|rs
 _FILE_NAME = re.compile(r"[\w.-]+\.(?:" + _FILE_EXTENSIONS + r")")
 # the project's vocabulary: paths, dotted names, CamelCase, snake_case, camelCase, ENV_VARS, ids with digits
 _VOCAB = re.compile(   # each alternative starts only where its run starts (linear time, no backtracking)
-    r"(?<![\w.@/~+-])(?:~?/|\.{1,2}/)?(?:[\w.@+-]++/)+[\w.@+-]*\w"   # (pnpm's .pnpm/@scope+name@1.2/…)
+    r"(?<![\w.@+-])[\w.+-]++@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w/@-])"   # an email address
+    # (whole; its domain ends in letters: npm's "web@1.0.0" banner is none)
+    r"|(?<![\w.@/~+-])(?:~?/|\.{1,2}/)?(?:[\w.@+-]++/)+[\w.@+-]*\w"   # (pnpm's .pnpm/@scope+name@1.2/…)
     r"|(?<![\w./-])[\w-]++\.(?:" + _FILE_EXTENSIONS + r")\b"
     r"|(?<![\w.])[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)+"
     r"|(?<![\w<-])(?<!</)[A-Za-z0-9]++(?:-[A-Za-z0-9]++)+"   # (not a markup tag: <system-reminder>)
