@@ -126,12 +126,21 @@ def test_a_failed_write_fixed_by_a_shell_writing_the_file_by_its_relative_path_i
     failed = next(line for line in text.split("\n") if line.startswith("Failed: "))
     assert failed == ("Failed: Write /repo/types/state.ts ×1 (File has not been read yet. Read it first before "
                       "writing to it.) — fixed later (a later write of types/state.ts passed)")
+    from memcli.compaction.offline import written_pending
+
+    # a bare file name written may be another directory's: no fix
+    assert written_pending({"Write /repo/web/package.json": ("/repo/web/package.json",)}, ["package.json"]) == []
+    assert written_pending({"Edit types/a.ts": ("types/a.ts",)}, ["/repo/types/a.ts"]) == \
+        [("Edit types/a.ts", "/repo/types/a.ts")]
 
 def test_one_spelling_folds_a_path_into_the_one_file_it_ends():
     from memcli.compaction.offline import one_spelling
 
-    assert one_spelling(["a.py", "src/a.py", "/repo/src/a.py", "b.py"], {"a.py": ["f"], "/repo/src/a.py": ["g"]}) \
-        == (["/repo/src/a.py", "b.py"], {"/repo/src/a.py": ["g", "f"]})
+    assert one_spelling(["src/a.py", "pkg/src/a.py", "/repo/pkg/src/a.py", "b.py"],
+                        {"src/a.py": ["f"], "/repo/pkg/src/a.py": ["g"]}) \
+        == (["/repo/pkg/src/a.py", "b.py"], {"/repo/pkg/src/a.py": ["g", "f"]})
+    # a bare file name may be another directory's (package.json at the root, /repo/web/package.json)
+    assert one_spelling(["package.json", "/repo/web/package.json"], {}) == (["package.json", "/repo/web/package.json"], {})
     ambiguous = ["x/index.ts", "/repo/x/index.ts", "/repo/app/x/index.ts"]
     assert one_spelling(ambiguous, {}) == (ambiguous, {})
     assert one_spelling(["/repo/a.py", "/other/a.py"], {}) == (["/repo/a.py", "/other/a.py"], {})   # two files

@@ -2349,8 +2349,9 @@ def written_pending(pending: dict, written) -> list[tuple[str, str]]:
 
 def _one_file(a: str, b: str) -> bool:
     """Whether paths ``a`` and ``b`` name one file as far as a transcript can tell: the same, or
-    one a shorter spelling of the other (:func:`_spellings`: ``types/a.ts``, ``/repo/types/a.ts``)."""
-    return a == b or b in _spellings(a) or a in _spellings(b)
+    one a shorter spelling of the other with a directory in it (:func:`_spellings`:
+    ``types/a.ts``, ``/repo/types/a.ts``; a bare ``package.json`` may be another directory's)."""
+    return a == b or ("/" in b and b in _spellings(a)) or ("/" in a and a in _spellings(b))
 
 
 def _keep_newest(mapping: dict, limit: int) -> None:
@@ -3003,17 +3004,18 @@ def one_spelling(paths: list[str], changes: dict) -> tuple[list[str], dict]:
     path that is the end of one other path of the list (``types/todo.ts`` written by a shell in
     the project's directory, ``/repo/types/todo.ts`` by an edit tool; transcripts keep no
     directory to tell them apart by) goes into it, at the newer of their places, its names added
-    to the other's; into the longest, when the paths it ends each end one another (``a.py``,
-    ``src/a.py``, ``/repo/src/a.py``). One that ends two other files stays as it is
+    to the other's; into the longest, when the paths it ends each end one another (``src/a.py``,
+    ``pkg/src/a.py``, ``/repo/pkg/src/a.py``). One that ends two other files stays as it is
     (``types/index.ts`` of ``/repo/types/index.ts`` and ``/repo/app/types/index.ts``): which it
-    is, no one can tell."""
+    is, no one can tell; so does a bare file name (``package.json`` written at the project's
+    root, ``/repo/web/package.json`` edited: two files, as likely as one)."""
     if len(paths) < 2:
         return paths, changes
     listed = set(paths)
     ends: dict[str, set] = {}   # path -> the other paths that end with it
     for path in paths:
         for spelling in _spellings(path) if "/" in path else ():
-            if spelling in listed:
+            if "/" in spelling and spelling in listed:
                 ends.setdefault(spelling, set()).add(path)
     into: dict[str, str] = {}
     for short, longer in ends.items():   # (a.py, src/a.py, /repo/src/a.py: one file, the longest)
