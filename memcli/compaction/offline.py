@@ -2338,7 +2338,7 @@ def written_pending(pending: dict, written) -> list[tuple[str, str]]:
     done = []
     for label, paths in pending.items():
         path = next((p for p in paths if p in written), None)
-        if path is None:
+        if path is None:   # (the exact path first: a dict lookup, and the path it names)
             path = next((w for p in paths for w in written if _one_file(p, w)), None)
         if path is not None:
             done.append((label, path))
@@ -3760,15 +3760,12 @@ def _fit_subagents(text: str, room: int) -> str:
     chosen = lines[len(lines) - keep:]
     kept = chosen
     if sum(len(line) + 1 for line in chosen) > budget:
-        cap = MIN_SUBAGENT_CHARS   # the highest cap the room holds (short lines whole under it)
-        for length in sorted({len(line) for line in chosen}):
-            if length <= cap:
-                continue
-            fits = (budget - sum(len(line) + 1 for line in chosen if len(line) < length)) // \
-                sum(1 for line in chosen if len(line) >= length) - 1
-            cap = max(cap, min(fits, length))
-            if fits < length:
+        cap, room, left = MIN_SUBAGENT_CHARS, budget, len(chosen)   # the highest cap the room holds:
+        for size in sorted(len(line) + 1 for line in chosen):        # the short lines whole, the rest an equal share
+            if size > room // left:
+                cap = max(cap, room // left - 1)
                 break
+            room, left = room - size, left - 1
         for _ in range(4):   # (a clip may run a little over its cap: the cap comes down by as much)
             kept = [line if len(line) <= cap else _clipped_subagent(line, cap) for line in chosen]
             over = sum(len(line) + 1 for line in kept) - budget

@@ -190,11 +190,12 @@ def _moved(store: AgentStore, compaction_id) -> str | None:
     """What the compaction ``compaction_id`` moved, as its ledger record says (a compaction of
     steps is "1 turn" by its episodic item's turn ids: "8 steps" here); None without a record."""
     from memcli.sizes import what_moved
+    from memcli.store.ledger import COMPACTION
 
     if not compaction_id:
         return None
     for _, record in jsonl.iter_records_reverse(store.paths.ledger):
-        if record.get("kind") == "compaction" and record.get("id") == compaction_id:
+        if record.get("kind") == COMPACTION and record.get("id") == compaction_id:
             whole, steps = record.get("whole_turns"), record.get("steps")
             return what_moved(whole, steps) if type(whole) is int and type(steps) is int else None
     return None
