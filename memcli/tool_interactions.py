@@ -176,19 +176,30 @@ def exec_output(text: str) -> str:
     return text
 
 
+# a tool that says in its answer that it failed, where no status says so (an OpenAI chat ``tool``
+# message is text only: tau-bench's environments answer ``Error: <the exception>``, MCP clients
+# ``Error executing tool …``; a code tool's uncaught exception is its traceback)
+_SAYS_FAILED = re.compile(r"\s*(?:(?:Error|ERROR|error)(?::| (?:executing|calling|running) tool\b)"
+                          r"|Traceback \(most recent call last\):)")
+
+
 def result_failure(trace) -> tuple[bool, str]:
     """(failed, error text) of a tool result: a ``tool_error``, an exit code other than 0 (a
     result's field, the ``exit_code`` an importer kept, or the status the harness wrote into the
-    output: :func:`stated_exit`)."""
+    output: :func:`stated_exit`), or, where no exit code is known, an answer that begins by
+    saying it failed (:data:`_SAYS_FAILED`, after leading whitespace: ``Error: not enough seats``)."""
     if trace.tool_error:
         return True, exec_output(trace.tool_error)
     result = trace.tool_result
+    exited = False   # an exit code 0 in the result
     if isinstance(result, dict):
         for key in ("exit_code", "exitCode", "returncode"):
             code = result.get(key)
-            if code is not None and isinstance(code, int) and not isinstance(code, bool) and code != 0:
-                text = result.get("stderr") or result.get("output") or result.get("stdout") or ""
-                return True, f"exit code {code}" + (f"\n{value_text(text)}" if text else "")
+            if code is not None and isinstance(code, int) and not isinstance(code, bool):
+                if code != 0:
+                    text = result.get("stderr") or result.get("output") or result.get("stdout") or ""
+                    return True, f"exit code {code}" + (f"\n{value_text(text)}" if text else "")
+                exited = True
         if result.get("is_error") is True or result.get("success") is False:
             return True, value_text(result.get("error") or result.get("message") or result)
     text = _output_text(result)
@@ -198,4 +209,6 @@ def result_failure(trace) -> tuple[bool, str]:
         code = stated_exit(text) if text else None
     if code:
         return True, f"exit code {code}" + (f"\n{text}" if text else "")
+    if code is None and not exited and text and _SAYS_FAILED.match(text):
+        return True, text
     return False, ""

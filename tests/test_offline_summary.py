@@ -2537,3 +2537,45 @@ def test_the_newest_turn_keeps_its_last_message_where_the_agent_says_what_comes_
                                                    "routes_test.go, then open the PR against issue #311."}]
     summary = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", tiny))]).episodic_summary
     assert summary.split("\n")[1] == '- turn_0001 · user: "Add a /healthz endpoint in internal/http and make CI green."'
+
+
+def test_a_failed_call_of_another_tool_passed_later_only_when_its_own_label_passed_last():
+    """A tool that is no command and writes nothing (an API's ``update_reservation_flights``, a
+    ``Read``) had no state: its failures read the same whether a later call of it passed or not.
+    Its label's latest call passing says "passed later" — across turns, not for another file's
+    Read, not when it failed again after passing."""
+    def read(n, path, result=None, error=None):
+        return _call(n, "", result, error, tool="Read", args={"file_path": path})
+
+    turns = [
+        Turn("turn_0001", _traces("turn_0001", [
+            {"trace_type": "user", "content": "Move the flight."},
+            *_call(1, "", "Error: not enough seats on flight HAT229", tool="update_reservation_flights",
+                   args={"reservation_id": "OBUT9V", "cabin": "economy"}),
+            *read(2, "app/a.py", error="File does not exist."),
+            *read(3, "app/b.py", "x = 1"),
+            *read(4, "app/c.py", error="File does not exist."),
+            *read(5, "app/c.py", "y = 2"),
+            *read(6, "app/c.py", error="Permission denied."),
+        ])),
+        Turn("turn_0002", _traces("turn_0002", [
+            {"trace_type": "user", "content": "Business then."},
+            *_call(7, "", orjson.dumps({"reservation_id": "OBUT9V", "cabin": "business",   # (room for whole lines)
+                                        "flights": [{"flight_number": f"HAT{n:03}"} for n in range(200)]}).decode(),
+                   tool="update_reservation_flights", args={"reservation_id": "OBUT9V", "cabin": "business"}),
+        ])),
+        Turn("turn_0003", _traces("turn_0003", [
+            {"trace_type": "user", "content": "Any direct flight back?"},
+            *_call(8, "", "Error: no flight from DEN on 2024-05-27", tool="search_direct_flight",
+                   args={"origin": "DEN", "destination": "IAH"}),
+        ])),
+    ]
+    text = OfflineSummarizer().summarize(turns).episodic_summary
+    # a turn's one tool failing is not named twice ("×1 (1 failed; last: search_direct_flight)")
+    assert "tools: search_direct_flight ×1 [search_direct_flight IAH] (1 failed)\n" in text + "\n"
+    assert "(4 failed; last: Read app/c.py)" in text   # (two tools: which one it was)
+    failed = next(line for line in text.splitlines() if line.startswith("Failed: "))
+    assert "update_reservation_flights ×1 (Error: not enough seats on flight HAT229) — passed later" in failed
+    entries = {entry.split(" ×")[0]: entry for entry in failed[len("Failed: "):].split("; ")}
+    assert not entries["Read app/a.py"].endswith("passed later")      # b.py's Read is another label
+    assert not entries["Read app/c.py"].endswith("passed later")      # it failed again after passing

@@ -66,3 +66,60 @@ def test_value_text_is_a_stored_value_as_text():
 
     assert [value_text(v) for v in (None, "", "héllo", {"a": [1, "é"]}, [True, None], 2**70)] == [
         "", "", "héllo", '{"a":[1,"é"]}', "[true,null]", "1180591620717411303424"]
+
+
+def test_a_tool_that_answers_that_it_failed_is_an_error_where_no_exit_code_says_otherwise():
+    """A Chat Completions ``tool`` message is text only: tau-bench's environments answer a tool's
+    exception as ``Error: <message>`` (73 of the 1,164 answers of the corpus's trajectories), MCP
+    clients ``Error executing tool …``, a code tool its traceback. Those were counted successes
+    (``stats`` 0 errors, the summary "0 failed" above "not enough seats on flight HAT229"). A
+    text that only mentions an error, or an exit code 0 beside the answer, is no failure."""
+    from types import SimpleNamespace
+
+    from memcli.tool_interactions import result_failure
+
+    def failure(result, **extra):
+        return result_failure(SimpleNamespace(tool_error=None, tool_result=result, extra=extra))
+
+    seats = "Error: not enough seats on flight HAT229"
+    assert failure(seats) == (True, seats)
+    assert failure("\n  error: pathspec 'x' did not match") == (True, "\n  error: pathspec 'x' did not match")
+    assert failure("Error executing tool search: timeout")[0]
+    assert failure("Traceback (most recent call last):\n  File \"x.py\"\nKeyError: 'id'")[0]
+    assert failure({"content": "ERROR: no such user"})[0]
+    for fine in ("Error handling in Rust: the ? operator", "No error: all 12 passed", "Errors: 0",
+                 "The tool said Error: x", "", None, {"rows": []}):
+        assert failure(fine) == (False, ""), fine
+    # an exit status known to be 0 (in the result, kept by the importer, stated in the text) wins
+    assert failure({"exit_code": 0, "stdout": "Error: only a line it printed"}) == (False, "")
+    assert failure("Error: printed by echo", exit_code=0) == (False, "")
+    assert failure("Exit code: 0\nOutput:\nError: printed") == (False, "")
+    assert failure({"exit_code": 2, "stderr": "Error: x"}) == (True, "exit code 2\nError: x")
+
+
+def test_a_tool_answer_saying_error_is_counted_and_summarized_as_a_failure(memory_dir, cli):
+    import orjson
+
+    events = [
+        {"trace_type": "user", "content": "Change my return flight to the fastest one on May 27."},
+        {"trace_type": "tool_call", "tool_name": "update_reservation_flights", "tool_call_id": "c1",
+         "tool_args": {"reservation_id": "OBUT9V", "cabin": "economy"}},
+        {"trace_type": "tool_result", "tool_name": "update_reservation_flights", "tool_call_id": "c1",
+         "tool_result": "Error: not enough seats on flight HAT229"},
+        {"trace_type": "assistant", "content": "Economy is full on HAT229; shall I try business?"},
+        {"trace_type": "user", "content": "Yes, business please."},
+        {"trace_type": "tool_call", "tool_name": "update_reservation_flights", "tool_call_id": "c2",
+         "tool_args": {"reservation_id": "OBUT9V", "cabin": "business"}},
+        {"trace_type": "tool_result", "tool_name": "update_reservation_flights", "tool_call_id": "c2",
+         "tool_result": '{"reservation_id": "OBUT9V", "cabin": "business"}'},
+        {"trace_type": "assistant", "content": "Done: OBUT9V is now in business."},
+        {"trace_type": "user", "content": "Thanks, that is all."},
+    ]
+    assert cli("ingest", "a", input=events).exit_code == 0
+    stats = orjson.loads(cli("stats", "a", "--json").stdout)
+    assert (stats["tool_calls"]["error"], stats["tool_calls"]["success"]) == (1, 1)
+    done = cli("compact", "a", "--dry-run", "--tail-turns", "1", "--keep-steps", "0")
+    assert done.exit_code == 0, done.output
+    assert "2 tool calls, 1 failed" in done.stdout
+    assert "Failed: update_reservation_flights ×1 (Error: not enough seats on flight HAT229) — passed later" \
+        in done.stdout

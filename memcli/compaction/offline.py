@@ -43,8 +43,11 @@ It writes what an agent needs to continue from the window it replaces (docs/desi
   harness's own lines around an output — after the exit status. A result is a failure when the
   importer says so, when its object has a non-zero exit code, or when the harness wrote one into
   its text (Codex ``Exit code: 1`` / ``Process exited with code 1``, Copilot CLI ``<exited with
-  exit code 1>``, Gemini CLI ``Exit Code: 1``: :func:`memcli.tool_interactions.stated_exit`, the one rule ``tools`` and ``stats`` use too). The unresolved ones first,
-  newest first; "passed later" (the same command),
+  exit code 1>``, Gemini CLI ``Exit Code: 1``: :func:`memcli.tool_interactions.stated_exit`), or,
+  with no exit code known, when it begins by saying so (tau-bench's ``Error: not enough seats``):
+  :func:`memcli.tool_interactions.result_failure`, the one rule ``tools`` and ``stats`` use too. The unresolved ones first,
+  newest first; "passed later" (the same command, or a later call of another tool with the same
+  label: ``update_reservation_flights``, ``Read app/x.py``),
   "fixed later" (a later command of the same *family*, :func:`command_family`) or "still failing".
 * Each turn's **final assistant message**, up to ``REPLY_CHARS`` (600) characters, and the
   agent's **latest notes** before it (its status and next-step lines, ``NOTES_KEPT``, each once).
@@ -1840,7 +1843,7 @@ class _Work:
 
     __slots__ = ("calls", "n_calls", "call_args", "failed", "last_failure", "failures", "commands", "files", "changes",
                  "open", "todo", "families", "scopes", "outcomes", "last_call", "last_said", "pending", "fixed",
-                 "commits")
+                 "passed", "commits")
 
     def __init__(self):
         self.calls: dict[str, int] = {}                   # tool name -> calls
@@ -1860,6 +1863,9 @@ class _Work:
         self.last_call = self.last_said = None             # the latest call and its _Call, until its result
         self.pending: dict[str, tuple] = _NONE             # label of a failed write -> its paths, none redone
         self.fixed: dict[str, str] = _NONE                 # label of a failed write -> the path written later
+        # labels of the calls of other tools (no command, no write) whose latest call passed:
+        # ``update_reservation_flights``, ``Read app/x.py``; one that failed before passed later
+        self.passed: dict[str, None] = _NONE
         self.commits: list[str] | tuple = ()               # the lines of the commits it made ("[main 1a2b3c4] msg")
 
     def call(self, t, args_text: str | None = None) -> _Call:
@@ -1895,8 +1901,9 @@ class _Work:
                 said = _call_of(args)
         command = said.command
         brief = (error_brief(error) if result is None else result.brief) if failed else ""
-        if failed:   # (a tool that is no command is named with its argument: ``Edit app/x.py``)
-            label = said.brief if command else f"{name} {said.brief}" if said.brief else name
+        # (a tool that is no command is named with its argument: ``Edit app/x.py``)
+        label = said.brief if command else f"{name} {said.brief}" if said.brief else name
+        if failed:
             self.failed += 1
             self.last_failure = (label, brief)
             if not self.failures:   # (read-only and empty until the first: see _NONE)
@@ -1905,6 +1912,8 @@ class _Work:
             self.failures[label] = [1, [brief]] if known is None else [known[0] + 1, _distinct(known[1], brief)]
             if not command:
                 self._failed_write(label, said.written(name, args))
+                if label in self.passed:
+                    del self.passed[label]
         if command:
             family = said.family
             # (each dict keeps its entries in the order of their latest run: popped, then set again)
@@ -1932,6 +1941,10 @@ class _Work:
                 known[1], known[2] = failed, brief
         if not failed:
             paths = said.written(name, args)
+            if not paths and not command:
+                if not self.passed:
+                    self.passed = {}
+                self.passed[label] = None
             if paths:
                 if self.pending:
                     self._written(paths)
@@ -2264,7 +2277,9 @@ class _TurnDigest:
             shown = "; ".join(dict.fromkeys(work.call_args[:3]))
             part = f"tools: {tools}" + (f" [{shown}]" if shown else "")
             if work.last_failure:   # (its informative line is in the window's Failed: line, once)
-                part += f" ({work.failed} failed; last: {work.last_failure[0]})"
+                label = work.last_failure[0]   # (the one call shown, or its tool's name alone: said already)
+                part += f" ({work.failed} failed)" if len(work.calls) == 1 and label in (shown, *work.calls) else \
+                    f" ({work.failed} failed; last: {label})"
             parts.append(part)
         if self.subagents:
             parts.append(f"subagents: {', '.join(a.name for a in self.subagents.values())}")
@@ -2395,6 +2410,7 @@ class WindowSummary:
         self.scopes: dict[str, tuple] = {}    # run scope -> (its latest run failed, its name), in the order of those runs
         self.pending: dict[str, tuple] = {}   # label of a failed write (a tool, no command) -> its paths
         self.fixed: dict[str, str] = {}       # label of a failed write -> the path written after it
+        self.passed: dict[str, None] = {}     # label of a failed call of another tool -> None: a later one passed
         self.outcomes: dict[str, tuple] = {}  # command family -> (command, outcome line) of its latest telling run
         self.commits: dict[str, None] = {}    # the commits made (their git commit lines), newest last
         self.todo = None                      # the latest todo list / plan arguments
@@ -2520,6 +2536,11 @@ class WindowSummary:
                     self.failures[label] = self.failures.pop(label, 0) + count   # the latest failure last
                     for brief in briefs:
                         self.failure_error[label] = _distinct(self.failure_error.get(label, []), brief)
+                    self.passed.pop(label, None)
+            if work.passed and self.failures:   # (its latest call in the turn passed, after any failure there)
+                for label in work.passed:
+                    if label in self.failures:
+                        self.passed[label] = None
             for command, (failed_before, failed, error) in work.commands.items():
                 entry_c = commands.get(command)
                 if entry_c is None:
@@ -2699,7 +2720,7 @@ class OfflineSummarizer(Summarizer):
                            + (f"{COMMITS_SEP}+{len(commits) - MAX_LISTED} more" if len(commits) > MAX_LISTED else "")))
         if failures:
             footer.append(("failed", failures_line(failures, failure_error, commands, fixes, window.fixed,
-                                                   window.pending)))
+                                                   window.pending, window.passed)))
         if n_unanswered:
             footer.append(("unanswered", f"Never answered: {n_unanswered} call{'s' if n_unanswered != 1 else ''} ("
                            + "; ".join(unanswered) + (", …" if n_unanswered > len(unanswered) else "") + ")"))
@@ -2889,7 +2910,7 @@ class OfflineSummarizer(Summarizer):
                 # which turns (the turn lines and the note of those left out under it name them)
                 header = f"{n_turns} turn{'s' if n_turns != 1 else ''}: {calls_said}{speakers_said}"
             briefer = {"failed": failures_line(failures, failure_error, commands, fixes, window.fixed, window.pending,
-                                               brief=True)} \
+                                               window.passed, brief=True)} \
                 if failures else {}   # (the squeezed summary's shorter forms: made only for it)
             vocab_chars = len(VOCAB_HEAD) + sum(len(name) + 2 for name in window.vocab)
 
@@ -3236,14 +3257,15 @@ _RESOLVED = re.compile("|".join(map(re.escape, (_PASSED_LATER, _FIXED_LATER, _ST
 
 
 def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _Fixes, fixed=_NONE,
-                  pending=_NONE, brief: bool = False) -> str:
+                  pending=_NONE, passed=_NONE, brief: bool = False) -> str:
     """``Failed: `cmd` ×n (informative line; before: an earlier one) — still failing; …``: the
     failures still unresolved first, then the resolved ones, newest first in each (``failures`` is
     in the order of their latest failure); each with its latest informative line and the earlier
     distinct ones, said once for the commands of a family (or the tools that are no command) that
     failed alike (```pytest a` ×1, `pytest b` ×2 (…) — still failing``); a failed write (``Edit
     app/x.py``) is fixed when a later write of its file passed (``fixed``: label -> path), still
-    failing while none has (``pending``: label -> paths), a command
+    failing while none has (``pending``: label -> paths), a call of another tool passed when its
+    label's latest call passed (``passed``: ``update_reservation_flights``, ``Read app/x.py``), a command
     when a later run of its family covering it passed (``fixes``: :class:`_Fixes`, which names it); a call
     the person refused or interrupted (its latest failure) is "stopped by the user", not "still
     failing", and comes after the failures still open. Commands whose labels are one (the same
@@ -3274,6 +3296,8 @@ def failures_line(failures: dict, failure_error: dict, commands: dict, fixes: _F
                 later = f"{_FIXED_LATER} (a later `{next(by for by in reversed(bys) if by)}` passed)"
         elif label in fixed:
             later = f"{_FIXED_LATER} (a later write of {fixed[label]} passed)"
+        elif label in passed:
+            later = _PASSED_LATER
         elif _STOPPED.search(failure_error[label][-1]):
             later = _STOPPED_BY_USER
         elif label in pending_writes:   # a failed write no later write of its file mended
