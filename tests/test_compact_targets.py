@@ -404,6 +404,8 @@ def test_a_target_below_what_must_stay_is_refused_with_the_minimum(cli, memory_d
     assert result.exit_code == 1
     assert "--target-tokens 50 is below what agent 's' must keep:" in result.stderr
     assert "the newest 4 steps, which never move" in result.stderr and "nothing was written" in result.stderr
+    one = cli("compact", "s", "--target-tokens", "50", "--keep-steps", "1")   # (one step: singular)
+    assert one.exit_code == 1 and "the newest step, which never moves)" in one.stderr
     must_keep = _must_keep(result.stderr)
     # the offline summary is free to make: the refusal names the snapshot its smallest leaves,
     # the real minimum — a target of it works, one below it does not (a QA run was told "above

@@ -953,7 +953,8 @@ def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int, smallest: 
     return CompactionError(
         f"{{target_tokens}} {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
         f"tokens (the system prompt, the memory bundle and the user asks that stay"
-        + (f", and the newest {plan_.protected_steps} step{'s' if plan_.protected_steps != 1 else ''}, which never move"
+        + ((", and the newest step, which never moves" if plan_.protected_steps == 1 else
+            f", and the newest {plan_.protected_steps} steps, which never move")
            if plan_.protected_steps else ", which never move") + f"){reach}; nothing was written",
         hint=hint, param="target_tokens")
 
