@@ -157,7 +157,7 @@ def test_choose_moves_old_turns_whole_then_steps_to_the_target_and_says_why_it_s
     newest = scan.step_order[-1]
     reason = w._choose(w._Selection(scan.units, scan.total, 1), scan.turn_list, scan.conversation(), scan.step_order,
                        {newest}, 0)
-    assert reason == "the newest 1 step stays"
+    assert reason == "the newest step stays"
     assert w._choose(w._Selection(w._Units(), 0, None), w._Turns(), [], [], set(), 4) == \
         "the agent has no conversation turns"
 

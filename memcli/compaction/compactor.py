@@ -88,6 +88,7 @@ from memcli.compaction.window import (
     feed_scan,
     in_window_order,
     iter_window_traces,
+    newest_steps,
     plan_window,
     summary_reserve,
     summary_room,
@@ -953,8 +954,7 @@ def _minimum_error(store: AgentStore, plan_: WindowPlan, target: int, smallest: 
     return CompactionError(
         f"{{target_tokens}} {target:,} is below what agent {store.agent_id!r} must keep: {plan_.minimum_tokens:,} "
         f"tokens (the system prompt, the memory bundle and the user asks that stay"
-        + ((", and the newest step, which never moves" if plan_.protected_steps == 1 else
-            f", and the newest {plan_.protected_steps} steps, which never move")
+        + (f", and {newest_steps(plan_.protected_steps)}, which never move{'s' if plan_.protected_steps == 1 else ''}"
            if plan_.protected_steps else ", which never move") + f"){reach}; nothing was written",
         hint=hint, param="target_tokens")
 
@@ -1032,7 +1032,7 @@ def _shortfall(result: CompactResult, plan_: WindowPlan) -> str | None:
     over = result.tokens_after - result.threshold
     if plan_.minimum_tokens > result.threshold:
         why = (f"what must stay alone needs {plan_.minimum_tokens:,} tokens (system prompt, memory bundle, "
-               f"kept user asks and the newest {plan_.protected_steps} steps)")
+               f"kept user asks and {newest_steps(plan_.protected_steps)})")
     else:
         why = f"the window ends where {plan_.stop_reason}"
     return (f"the working snapshot is still {over:,} tokens over the trigger threshold "

@@ -390,6 +390,11 @@ class StepSpill:
             self.digest.add(trace)
 
 
+def newest_steps(n: int) -> str:
+    """``the newest step`` or ``the newest 4 steps``: the steps that never move, in a sentence."""
+    return "the newest step" if n == 1 else f"the newest {n} steps"
+
+
 def _moved_offsets(runs: list, offsets) -> Iterator[bool]:
     """For each of ``offsets`` (ascending), whether a moved run (``plan.runs``) holds it."""
     i, n = 0, len(runs)
@@ -726,8 +731,9 @@ def _mark(selection: _Selection, turns: _Turns, conversation, step_order, protec
             while s >= 0:   # (a turn's steps are visited once: all move when this loop ends unbroken)
                 if s in protected:
                     newest = step_order[-1]
-                    return (f"the newest {len(protected)} step{'s stay' if len(protected) != 1 else ' stays'}"
-                            + (" (the newest one has an unanswered tool call)"
+                    one = len(protected) == 1
+                    return (f"{newest_steps(len(protected))} stay{'s' if one else ''}"
+                            + (f" ({'it' if one else 'the newest one'} has an unanswered tool call)"
                                if units.calls[newest] > units.results[newest] else ""))
                 if not old and (target is None or kept + reserve <= target):
                     reserve = reserve_of(moved_tokens) if moved_tokens else 0
