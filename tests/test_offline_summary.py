@@ -2579,3 +2579,23 @@ def test_a_failed_call_of_another_tool_passed_later_only_when_its_own_label_pass
     entries = {entry.split(" ×")[0]: entry for entry in failed[len("Failed: "):].split("; ")}
     assert not entries["Read app/a.py"].endswith("passed later")      # b.py's Read is another label
     assert not entries["Read app/c.py"].endswith("passed later")      # it failed again after passing
+
+
+def test_a_swe_agent_edit_writes_the_file_its_answer_says_is_open():
+    """SWE-agent's ``edit`` names no file: it edits the one ``open`` opened, which the end of
+    every answer states. The summary had no Files modified line for a trajectory that fixed one."""
+    state = "\n(Open file: /repo/tests/missing_colon.py)\n(Current directory: /repo)\nbash-$"
+    events = [
+        {"trace_type": "user", "content": "Fix the SyntaxError in tests/missing_colon.py."},
+        *_call(1, "", "Found 1 matches\n/repo/tests/missing_colon.py\n(Open file: n/a)\n(Current directory: /repo)\nbash-$",
+               tool="find_file", args={"file_name": "missing_colon.py"}),
+        *_call(2, "", "[File: tests/missing_colon.py (10 lines total)]\n4:def division(a, b)" + state, tool="open",
+               args={"path": "tests/missing_colon.py"}),
+        *_call(3, "", "Text replaced. Please review the changes." + state, tool="edit",
+               args={"search": "def division(a, b)", "replace": "def division(a, b):"}),
+        *_call(4, "python tests/missing_colon.py", "8.2" + state, tool="bash"),
+        {"trace_type": "assistant", "content": "The colon is back and the script prints 8.2."},
+    ]
+    text = OfflineSummarizer().summarize([Turn("turn_0001", _traces("turn_0001", events))]).episodic_summary
+    files = next(line for line in text.splitlines() if line.startswith("Files modified: "))
+    assert files == "Files modified: /repo/tests/missing_colon.py (division)"   # (not the opened, not n/a)

@@ -851,6 +851,19 @@ def written_paths(tool_name: str | None, args) -> list[str]:
     return out
 
 
+def _open_file_written(tool_name: str, result) -> list[str]:
+    """The file a call of a writing tool that names none wrote: SWE-agent's ``edit`` (``{"search",
+    "replace"}``), ``insert``, ``append`` edit the file ``open`` opened, which the end of each
+    answer states (``(Open file: /repo/tests/x.py)``, then ``(Current directory: …)``)."""
+    if type(result) is not str or "(Open file: " not in result[-600:] or not _writes_by_name(tool_name):
+        return []
+    start = result.rindex("(Open file: ") + len("(Open file: ")
+    end = result.find("\n", start)
+    line = result[start:end if end >= 0 else len(result)].rstrip()
+    path = line[:-1].strip() if line.endswith(")") else ""
+    return [path] if path and path != "n/a" else []
+
+
 def named_paths(args) -> list[str]:
     """The paths a tool call's arguments name under a path key (read, searched or written)."""
     if not isinstance(args, dict):
@@ -1413,9 +1426,10 @@ def changed_names(args, paths: list[str]) -> dict[str, list[str]]:
             out.setdefault(m.group(1).strip(), []).extend(_touched([code], added, removed))
         return out
     texts = [args.get(k) for k in ("new_string", "old_string", "content", "new_str", "old_str", "file_text", "text",
-                                   "source", "new_source", "newString", "oldString", "contents", "code_edit")]
+                                   "source", "new_source", "newString", "oldString", "contents", "code_edit",
+                                   "replace", "search")]   # (SWE-agent's edit)
     pairs = [(args.get(new), args.get(old)) for new, old in (("new_string", "old_string"), ("new_str", "old_str"),
-                                                             ("newString", "oldString"))]
+                                                             ("newString", "oldString"), ("replace", "search"))]
     command = command_of(args)
     if command and "<<" in command:   # a here-document: the text it writes
         texts.append(command)
@@ -1911,7 +1925,7 @@ class _Work:
             known = self.failures.pop(label, None)   # the latest failure last
             self.failures[label] = [1, [brief]] if known is None else [known[0] + 1, _distinct(known[1], brief)]
             if not command:
-                self._failed_write(label, said.written(name, args))
+                self._failed_write(label, said.written(name, args) or _open_file_written(name, t.tool_error or t.tool_result))
                 if label in self.passed:
                     del self.passed[label]
         if command:
@@ -1941,6 +1955,8 @@ class _Work:
                 known[1], known[2] = failed, brief
         if not failed:
             paths = said.written(name, args)
+            if not paths and not command:
+                paths = _open_file_written(name, t.tool_result)
             if not paths and not command:
                 if not self.passed:
                     self.passed = {}
