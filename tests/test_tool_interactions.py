@@ -100,18 +100,18 @@ def test_a_tool_that_answers_that_it_failed_is_an_error_where_no_exit_code_says_
 def test_a_tool_answer_saying_error_is_counted_and_summarized_as_a_failure(memory_dir, cli):
     import orjson
 
+    def update(call_id, cabin, answer):
+        return [{"trace_type": "tool_call", "tool_name": "update_reservation_flights", "tool_call_id": call_id,
+                 "tool_args": {"reservation_id": "OBUT9V", "cabin": cabin}},
+                {"trace_type": "tool_result", "tool_name": "update_reservation_flights", "tool_call_id": call_id,
+                 "tool_result": answer}]
+
     events = [
         {"trace_type": "user", "content": "Change my return flight to the fastest one on May 27."},
-        {"trace_type": "tool_call", "tool_name": "update_reservation_flights", "tool_call_id": "c1",
-         "tool_args": {"reservation_id": "OBUT9V", "cabin": "economy"}},
-        {"trace_type": "tool_result", "tool_name": "update_reservation_flights", "tool_call_id": "c1",
-         "tool_result": "Error: not enough seats on flight HAT229"},
+        *update("c1", "economy", "Error: not enough seats on flight HAT229"),
         {"trace_type": "assistant", "content": "Economy is full on HAT229; shall I try business?"},
         {"trace_type": "user", "content": "Yes, business please."},
-        {"trace_type": "tool_call", "tool_name": "update_reservation_flights", "tool_call_id": "c2",
-         "tool_args": {"reservation_id": "OBUT9V", "cabin": "business"}},
-        {"trace_type": "tool_result", "tool_name": "update_reservation_flights", "tool_call_id": "c2",
-         "tool_result": '{"reservation_id": "OBUT9V", "cabin": "business"}'},
+        *update("c2", "business", '{"reservation_id": "OBUT9V", "cabin": "business"}'),
         {"trace_type": "assistant", "content": "Done: OBUT9V is now in business."},
         {"trace_type": "user", "content": "Thanks, that is all."},
     ]

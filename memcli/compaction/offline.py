@@ -1957,10 +1957,10 @@ class _Work:
             paths = said.written(name, args)
             if not paths and not command:
                 paths = _open_file_written(name, t.tool_result)
-            if not paths and not command:
-                if not self.passed:
-                    self.passed = {}
-                self.passed[label] = None
+                if not paths:   # another tool's call: what a failure of its label waits for
+                    if not self.passed:
+                        self.passed = {}
+                    self.passed[label] = None
             if paths:
                 if self.pending:
                     self._written(paths)
