@@ -3794,18 +3794,21 @@ def _fit_subagents(text: str, room: int) -> str:
         lines.pop(0)
     earlier = int(counted[1]) if counted else 0
     budget = room - len(head) - 1 - 30   # (30: the "(+N earlier)" line)
-    keep = len(lines)
-    while keep and sum(min(len(line), MIN_SUBAGENT_CHARS) + 1 for line in lines[-keep:]) > budget:
-        keep -= 1
+    keep = used = 0   # the newest lines that fit at MIN_SUBAGENT_CHARS each at most
+    for line in reversed(lines):
+        used += min(len(line), MIN_SUBAGENT_CHARS) + 1
+        if used > budget:
+            break
+        keep += 1
     chosen = lines[len(lines) - keep:]
     kept = chosen
     if sum(len(line) + 1 for line in chosen) > budget:
-        cap, room, left = MIN_SUBAGENT_CHARS, budget, len(chosen)   # the highest cap the room holds:
+        cap, rest, left = MIN_SUBAGENT_CHARS, budget, len(chosen)   # the highest cap the budget holds:
         for size in sorted(len(line) + 1 for line in chosen):        # the short lines whole, the rest an equal share
-            if size > room // left:
-                cap = max(cap, room // left - 1)
+            if size > rest // left:
+                cap = max(cap, rest // left - 1)
                 break
-            room, left = room - size, left - 1
+            rest, left = rest - size, left - 1
         for _ in range(4):   # (a clip may run a little over its cap: the cap comes down by as much)
             kept = [line if len(line) <= cap else _clipped_subagent(line, cap) for line in chosen]
             over = sum(len(line) + 1 for line in kept) - budget
